@@ -1,0 +1,46 @@
+// Handlers of §4.1–4.5: parse, call the conversation service, return its resource.
+import {
+  CreateConversationRequest,
+  ListConversationsQuery,
+  UpdateConversationRequest,
+} from '../contract/index.ts';
+import { parseBody, parseQuery } from '../http/context.ts';
+import type { RouteDef } from '../http/router.ts';
+import type { Route } from '../http/server.ts';
+import type { ConversationService } from '../services/conversations.ts';
+
+export function conversationRoutes(conversations: ConversationService): RouteDef<Route>[] {
+  return [
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/conversations',
+      route: { handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest)) },
+    },
+    {
+      method: 'GET',
+      pattern: '/apps/:app_id/conversations',
+      route: { handle: async (ctx) => conversations.list(ctx.app.id, parseQuery(ctx, ListConversationsQuery)) },
+    },
+    {
+      method: 'GET',
+      pattern: '/apps/:app_id/conversations/:conversation_id',
+      route: { handle: (ctx) => conversations.get(ctx.app.id, ctx.params.conversation_id!) },
+    },
+    {
+      method: 'PATCH',
+      pattern: '/apps/:app_id/conversations/:conversation_id',
+      route: {
+        handle: async (ctx) => {
+          // D-4: the body is validated before the conversation is looked up.
+          const body = await parseBody(ctx, UpdateConversationRequest);
+          return conversations.update(ctx.app.id, ctx.params.conversation_id!, body);
+        },
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: '/apps/:app_id/conversations/:conversation_id',
+      route: { handle: (ctx) => conversations.delete(ctx.app.id, ctx.params.conversation_id!) },
+    },
+  ];
+}

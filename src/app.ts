@@ -1,0 +1,72 @@
+// Wires Parley together: fixtures, store, services and routes behind one HTTP server.
+import type { AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
+import { appRoutes } from './api/apps.ts';
+import { conversationRoutes } from './api/conversations.ts';
+import type { Config } from './config.ts';
+import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
+import { AuthService } from './services/auth.ts';
+import { ConversationService } from './services/conversations.ts';
+import { FileStore } from './store/file-store.ts';
+import { loadFixtures, type Fixtures } from './store/fixtures.ts';
+import type { Store } from './store/types.ts';
+
+export interface ParleyOptions extends Partial<Config> {
+  logger?: Logger;
+  rateLimiter?: RateLimiter;
+}
+
+export interface Parley {
+  /** `http://host:port/v1` once listening. */
+  baseUrl: string;
+  port: number;
+  store: Store;
+  fixtures: Fixtures;
+  logger: Logger;
+  http: ParleyHttpServer;
+  close(): Promise<void>;
+}
+
+/** Loads fixtures and data, then listens. Nothing is served until the store is fully read. */
+export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
+  const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info' });
+  const fixtures = await loadFixtures(opts.fixturesDir ?? './fixtures');
+  const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
+  await store.open();
+  try {
+    const auth = new AuthService(fixtures);
+    const conversations = new ConversationService(store);
+    const http = createHttpServer({
+      routes: [...conversationRoutes(conversations), ...appRoutes(store)],
+      auth,
+      logger,
+      rateLimiter: opts.rateLimiter,
+    });
+    await new Promise<void>((resolve, reject) => {
+      http.server.once('error', reject);
+      http.server.listen(opts.port ?? 8787, opts.host ?? '127.0.0.1', () => {
+        http.server.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = http.server.address() as AddressInfo;
+    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    let closing: Promise<void> | undefined;
+    return {
+      baseUrl: `http://${host}:${addr.port}/v1`,
+      port: addr.port,
+      store,
+      fixtures,
+      logger,
+      http,
+      close: () =>
+        (closing ??= (async () => {
+          await http.close();
+          await store.close();
+        })()),
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}

@@ -1,0 +1,70 @@
+// Reading a JSON request body: the 1 MiB cap and the content-type check of D-2, D-1's invalid_json.
+import type { IncomingMessage } from 'node:http';
+import { LIMITS, jsonDepth } from '../contract/index.ts';
+import { ApiError, invalidRequest } from './errors.ts';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return Number(length) > 0;
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+function isJsonType(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const type = contentType.split(';')[0]!.trim().toLowerCase();
+  return type === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(type);
+}
+
+function tooLarge(): ApiError {
+  return new ApiError(413, 'invalid_request_error', `The request body must be at most ${LIMITS.bodyBytes} bytes (1 MiB).`, {
+    code: 'body_too_large',
+    headers: { connection: 'close' },
+  });
+}
+
+/**
+ * Reads and parses the body. An empty body reads as `undefined`, so that endpoints whose fields are
+ * all optional accept it and the others report the missing field.
+ */
+export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  if (!hasBody(req)) {
+    req.resume();
+    return undefined;
+  }
+  if (!isJsonType(req.headers['content-type'])) {
+    req.resume();
+    throw new ApiError(415, 'invalid_request_error', 'The request body must be JSON: send Content-Type: application/json.', {
+      code: 'unsupported_media_type',
+    });
+  }
+  if (Number(req.headers['content-length'] ?? 0) > LIMITS.bodyBytes) throw tooLarge();
+
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > LIMITS.bodyBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  if (size === 0) return undefined;
+
+  let text: string;
+  try {
+    text = utf8.decode(Buffer.concat(chunks, size));
+  } catch {
+    throw invalidRequest('The request body is not valid UTF-8.', null, 'invalid_json');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw invalidRequest(`The request body is not valid JSON (${(err as Error).message}).`, null, 'invalid_json');
+  }
+  // Bound nesting before any recursive walk (validation, JSON.stringify) meets the document.
+  if (jsonDepth(value, LIMITS.jsonDepth + 2) > LIMITS.jsonDepth + 2) {
+    throw invalidRequest(`The request body is nested too deeply (more than ${LIMITS.jsonDepth} levels).`, null, 'invalid_value');
+  }
+  return value;
+}

@@ -1,0 +1,42 @@
+// What a handler receives: the request, its resolved app, and helpers to read it once.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import type { AppT, KeyT } from '../store/fixtures.ts';
+import { readJsonBody } from './body.ts';
+import { fromZodError } from './errors.ts';
+
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  log: Logger;
+  key: KeyT;
+  app: AppT;
+  /** Aborted when the client goes away before the response is complete (D-19). */
+  signal: AbortSignal;
+  /** Headers to add to the response (e.g. D-23's rate-limit headers), set before the handler runs. */
+  headers: Record<string, string>;
+}
+
+/** Reads the JSON body and validates it with a contract schema (D-1, D-2). */
+export async function parseBody<S extends z.ZodType>(ctx: RequestContext, schema: S): Promise<z.infer<S>> {
+  const raw = (await readJsonBody(ctx.req)) ?? {};
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw fromZodError(parsed.error, raw);
+  return parsed.data;
+}
+
+/** Validates the query string; a repeated parameter is an error rather than a silent pick. */
+export function parseQuery<S extends z.ZodType>(ctx: RequestContext, schema: S): z.infer<S> {
+  const raw: Record<string, string | string[]> = {};
+  for (const [k, v] of ctx.query) {
+    const prev = raw[k];
+    raw[k] = prev === undefined ? v : ([] as string[]).concat(prev, v);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw fromZodError(parsed.error, raw);
+  return parsed.data;
+}

@@ -1,0 +1,161 @@
+// The HTTP server: request ids, routing, auth, the error object for every failure, one log line
+// per request, and a graceful close that lets in-flight requests finish.
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { newRequestId } from '../services/ids.ts';
+import type { AuthService } from '../services/auth.ts';
+import type { AppT } from '../store/fixtures.ts';
+import type { RequestContext } from './context.ts';
+import { ApiError, apiError, internalError } from './errors.ts';
+import { sendJson } from './respond.ts';
+import { Router, type RouteDef } from './router.ts';
+
+export interface Route {
+  /** Send message and completion need an active agent (D-4). */
+  needsAgent?: boolean;
+  /** Counted against the app's plan (D-23). */
+  counted?: boolean;
+  /** Returns the JSON body of a 200, or undefined when it wrote the response itself (SSE). */
+  handle(ctx: RequestContext): Promise<unknown>;
+}
+
+/** The rate-limit hook (D-23): throws a 429 ApiError, or returns headers for the counted request. */
+export interface RateLimiter {
+  take(app: AppT): Record<string, string> | Promise<Record<string, string>>;
+}
+
+export interface HttpServerOptions {
+  routes: RouteDef<Route>[];
+  auth: AuthService;
+  logger: Logger;
+  rateLimiter?: RateLimiter;
+  /** The path prefix of the base URL (§9). */
+  basePath?: string;
+}
+
+export interface ParleyHttpServer {
+  server: http.Server;
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
+  const router = new Router(opts.routes);
+  const basePath = opts.basePath ?? '/v1';
+  const log = opts.logger;
+  const inFlight = new Set<Promise<void>>();
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const requestId = newRequestId();
+    res.setHeader('x-request-id', requestId);
+    const rawUrl = req.url ?? '/';
+    const q = rawUrl.indexOf('?');
+    const fullPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
+    let appId: string | undefined;
+    const reqLog = log.child({ req_id: requestId });
+
+    res.once('close', () => {
+      // One line per request; the path only (no query, no headers, so no key or user content).
+      reqLog.info(
+        { method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 100) / 100, app_id: appId, aborted: !res.writableFinished || undefined },
+        'request',
+      );
+    });
+
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+    });
+
+    try {
+      if (fullPath !== basePath && !fullPath.startsWith(basePath + '/')) {
+        throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
+      }
+      const match = router.match(req.method ?? 'GET', fullPath.slice(basePath.length));
+      if (match.kind === 'not_found') throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}.`);
+      if (match.kind === 'method_not_allowed') {
+        throw new ApiError(405, 'invalid_request_error', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, {
+          code: 'method_not_allowed',
+          headers: { allow: match.allow.join(', ') },
+        });
+      }
+      const { route, params } = match;
+      const key = opts.auth.authenticate(req.headers.authorization);
+      appId = params.app_id;
+      const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
+      const headers = route.counted && opts.rateLimiter ? await opts.rateLimiter.take(app) : {};
+      const ctx: RequestContext = {
+        req,
+        res,
+        requestId,
+        params,
+        query: new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1)),
+        log: reqLog,
+        key,
+        app,
+        signal: abort.signal,
+        headers,
+      };
+      const body = await route.handle(ctx);
+      if (body !== undefined && !res.headersSent) sendJson(res, 200, body, ctx.headers);
+    } catch (err) {
+      const apiErr = err instanceof ApiError ? err : internalError(requestId);
+      if (!(err instanceof ApiError)) reqLog.error({ err }, 'unexpected error');
+      if (res.headersSent) {
+        // Too late for an error object: end the response so the client sees it cut short.
+        res.destroy();
+        return;
+      }
+      sendJson(res, apiErr.status, apiErr.toBody(), apiErr.headers);
+      // D-2: an oversized body is not read further.
+      if (apiErr.headers.connection === 'close') req.destroy();
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    const p = handle(req, res).catch((err) => log.error({ err }, 'request handler failed'));
+    inFlight.add(p);
+    void p.finally(() => inFlight.delete(p));
+  });
+
+  // node:http answers malformed requests and over-long headers by itself with an empty body;
+  // this gives them the error object too.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.bytesWritten)) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    const status = tooLarge ? 431 : timeout ? 408 : 400;
+    const body = JSON.stringify({
+      error: {
+        message: tooLarge ? 'The request headers or URL are too large.' : timeout ? 'The request took too long to arrive.' : 'The request is not valid HTTP.',
+        type: 'invalid_request_error',
+        param: null,
+        code: tooLarge ? 'headers_too_large' : timeout ? 'request_timeout' : 'malformed_request',
+      },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+
+  async function close(graceMs = 10_000): Promise<void> {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+      timer.unref();
+    });
+    await Promise.race([Promise.allSettled([...inFlight]), grace]);
+    clearTimeout(timer);
+    server.closeAllConnections();
+    await closed;
+  }
+
+  return { server, close };
+}

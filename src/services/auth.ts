@@ -1,0 +1,49 @@
+// Authentication and app access (§5, D-4, D-6): who is calling, and may they use this app.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { apiError } from '../http/errors.ts';
+import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
+
+export function hashKey(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+export class AuthService {
+  private readonly keys: Array<{ key: KeyT; hash: Buffer }>;
+
+  constructor(private readonly fixtures: Fixtures) {
+    this.keys = fixtures.keys.map((key) => ({ key, hash: Buffer.from(key.sha256, 'hex') }));
+  }
+
+  /** D-6: a missing header, another scheme or an unknown key is 401; the key itself is never echoed. */
+  authenticate(authorization: string | undefined): KeyT {
+    const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
+    if (!match) {
+      throw apiError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <secret key>.');
+    }
+    const presented = hashKey(match[1]!);
+    // Every stored hash is compared, in constant time, so timing says nothing about which matched.
+    let found: KeyT | undefined;
+    for (const { key, hash } of this.keys) {
+      if (timingSafeEqual(presented, hash)) found = key;
+    }
+    if (!found) throw apiError('invalid_api_key', 'Invalid API key.');
+    return found;
+  }
+
+  /** D-4 order after authentication: app known and ours (404/403), active (403), agent if needed (403). */
+  authorizeApp(key: KeyT, appId: string, needsAgent: boolean): AppT {
+    if (key.type === 'publishable') {
+      throw apiError('access_denied', 'Publishable keys only work with the messenger widget; use a secret key (sk_live_…) for the REST API.', {
+        code: 'publishable_key',
+      });
+    }
+    const app = this.fixtures.apps.get(appId);
+    if (!app) throw apiError('not_found', `App ${JSON.stringify(appId)} not found.`, { param: 'app_id' });
+    if (app.team_id !== key.team_id) throw apiError('access_denied', `This API key has no access to app ${JSON.stringify(appId)}.`);
+    if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(appId)} is disabled.`);
+    if (needsAgent && !app.agent.active) {
+      throw apiError('agent_unavailable', `App ${JSON.stringify(appId)} has no active agent configured.`);
+    }
+    return app;
+  }
+}

@@ -1,0 +1,132 @@
+// The rules of conversations (§4.1–4.5, D-7–D-14): create, list with cursors, read, rename, soft delete.
+import type {
+  ConversationListT,
+  ConversationT,
+  ConversationWithItemsT,
+  CreateConversationRequestT,
+  DeletionResultT,
+  ListConversationsQueryT,
+  UpdateConversationRequestT,
+} from '../contract/index.ts';
+import { LIMITS } from '../contract/index.ts';
+import { invalidRequest, notFound } from '../http/errors.ts';
+import type { ConversationRecord, Store } from '../store/types.ts';
+import { newId, unixNow } from './ids.ts';
+
+export function toConversation(r: ConversationRecord): ConversationT {
+  return {
+    id: r.id,
+    object: 'conversation',
+    created_at: r.created_at,
+    external_user_id: r.external_user_id,
+    title: r.title,
+    generated_title: r.generated_title,
+    metadata: r.metadata,
+  };
+}
+
+export class ConversationService {
+  constructor(private readonly store: Store) {}
+
+  async create(appId: string, body: CreateConversationRequestT): Promise<ConversationT> {
+    const record: ConversationRecord = {
+      id: newId('conversation'),
+      app_id: appId,
+      seq: this.store.nextSeq(),
+      created_at: unixNow(),
+      external_user_id: body.external_user_id ?? null,
+      title: body.title ?? null,
+      generated_title: {},
+      metadata: body.metadata ?? {},
+      deleted_at: null,
+      message_count: 0,
+    };
+    await this.store.putConversation(record);
+    return toConversation(record);
+  }
+
+  /** A live conversation of this app, or 404 (D-11: soft-deleted ones too; other apps' too). */
+  find(appId: string, id: string): ConversationRecord {
+    const r = this.store.getConversation(id);
+    if (!r || r.app_id !== appId || r.deleted_at !== null) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
+    return r;
+  }
+
+  async get(appId: string, id: string): Promise<ConversationWithItemsT> {
+    const record = this.find(appId, id);
+    const file = await this.store.readConversationFile(id);
+    return { ...toConversation(record), items: file.items };
+  }
+
+  async update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
+    const record = { ...this.find(appId, id), title: body.title };
+    await this.store.putConversation(record);
+    return toConversation(record);
+  }
+
+  async delete(appId: string, id: string): Promise<DeletionResultT> {
+    const record = { ...this.find(appId, id), deleted_at: unixNow() };
+    await this.store.putConversation(record);
+    return { id, object: 'conversation', deleted: true };
+  }
+
+  /**
+   * D-12: pages follow the requested order; `after` is the page that follows the cursor in that
+   * order, `before` the page that precedes it (returned in that order too). `has_more` tells whether
+   * more exist beyond the page in the direction of travel. Soft-deleted conversations are skipped
+   * but stay valid cursors, so a walk never loses its place when its cursor is deleted.
+   */
+  list(appId: string, q: ListConversationsQueryT): ConversationListT {
+    const limit = q.limit === undefined ? LIMITS.listLimitDefault : Number(q.limit);
+    const order = q.order ?? 'desc';
+    const all = this.store.conversationsOf(appId, q.external_user_id);
+    const cursorParam = q.after !== undefined ? 'after' : q.before !== undefined ? 'before' : null;
+    let start: number;
+    let step: 1 | -1;
+    if (cursorParam === null) {
+      step = order === 'asc' ? 1 : -1;
+      start = step === 1 ? 0 : all.length - 1;
+    } else {
+      const cursorId = (q.after ?? q.before)!;
+      const cursor = this.store.getConversation(cursorId);
+      if (!cursor || cursor.app_id !== appId) {
+        throw invalidRequest(`${cursorParam} is not a conversation of this app: ${JSON.stringify(cursorId)}.`, cursorParam, 'invalid_cursor');
+      }
+      // Walking up the creation order: asc+after, desc+before; down: desc+after, asc+before.
+      step = (order === 'asc') === (cursorParam === 'after') ? 1 : -1;
+      start = step === 1 ? upperBound(all, cursor.seq) : upperBound(all, cursor.seq - 1) - 1;
+    }
+    const page: ConversationRecord[] = [];
+    let hasMore = false;
+    for (let i = start; i >= 0 && i < all.length; i += step) {
+      const r = all[i]!;
+      if (r.deleted_at !== null) continue;
+      if (page.length === limit) {
+        hasMore = true;
+        break;
+      }
+      page.push(r);
+    }
+    if (cursorParam === 'before') page.reverse();
+    const data = page.map(toConversation);
+    return {
+      object: 'list',
+      data,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+      has_more: hasMore,
+    };
+  }
+}
+
+/** Index of the first record whose seq is greater than `seq` (records ascend by seq). */
+function upperBound(list: readonly ConversationRecord[], seq: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]!.seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -1,0 +1,245 @@
+// The lowdb-backed Store: one small JSON file per conversation, an append-only journal for the
+// conversation records, and in-memory indexes rebuilt from the journal at start-up (docs/storage.md).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { Low } from 'lowdb';
+import { z } from 'zod';
+import type { ItemT } from '../contract/index.ts';
+import { AtomicJsonFile } from './atomic-json-file.ts';
+import { Journal } from './journal.ts';
+import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
+
+const ConversationRecordSchema = z.object({
+  id: z.string().min(1),
+  app_id: z.string().min(1),
+  seq: z.number().int().nonnegative(),
+  created_at: z.number().int(),
+  external_user_id: z.string().nullable(),
+  title: z.string().nullable(),
+  generated_title: z.record(z.string(), z.string()),
+  metadata: z.record(z.string(), z.unknown()),
+  deleted_at: z.number().int().nullable(),
+  message_count: z.number().int().nonnegative(),
+});
+const JournalEntry = z.object({ t: z.literal('conv'), v: ConversationRecordSchema });
+
+const ConversationFileSchema = z.object({ items: z.array(z.looseObject({ id: z.string(), type: z.string() })), responses: z.array(z.looseObject({ id: z.string() })) });
+
+/** Conversation files kept parsed in memory; a busy one is never evicted so reads see its writes. */
+const FILE_CACHE_SIZE = 1_000;
+
+class AppIndex {
+  /** Creation order (ascending `seq`), soft-deleted included: their ids stay valid cursors (D-11). */
+  readonly all: ConversationRecord[] = [];
+  readonly byUser = new Map<string, ConversationRecord[]>();
+  readonly counters: AppCounters = { conversations: 0, messages: 0, users: 0 };
+}
+
+/** Puts `record` in `list` by `seq`, replacing the record of the same seq (O(1) for the usual append). */
+function upsertBySeq(list: ConversationRecord[], record: ConversationRecord): void {
+  let lo = 0;
+  let hi = list.length;
+  if (hi > 0 && list[hi - 1]!.seq < record.seq) lo = hi;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]!.seq < record.seq) lo = mid + 1;
+    else hi = mid;
+  }
+  if (list[lo]?.seq === record.seq) list[lo] = record;
+  else list.splice(lo, 0, record);
+}
+
+export interface FileStoreOptions {
+  dataDir: string;
+}
+
+export class FileStore implements Store {
+  readonly dataDir: string;
+  private readonly journal: Journal;
+  private readonly records = new Map<string, ConversationRecord>();
+  private readonly apps = new Map<string, AppIndex>();
+  private readonly files = new Map<string, Promise<Low<ConversationFile>>>();
+  private seq = 0;
+  private lockFile: string;
+
+  constructor(opts: FileStoreOptions) {
+    this.dataDir = path.resolve(opts.dataDir);
+    this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'));
+    this.lockFile = path.join(this.dataDir, 'LOCK');
+  }
+
+  async open(): Promise<void> {
+    try {
+      await fs.mkdir(this.dataDir, { recursive: true });
+    } catch (err) {
+      throw new StoreError(this.dataDir, `cannot create the data directory (${(err as NodeJS.ErrnoException).code})`);
+    }
+    await this.lock();
+    let lines = 0;
+    await this.journal.open((entry, line) => {
+      const parsed = JournalEntry.safeParse(entry);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        throw new StoreError(this.journal.file, `line ${line}: ${issue.path.join('.') || 'entry'}: ${issue.message}`);
+      }
+      this.index(parsed.data.v);
+      lines++;
+    });
+    // Compact when most lines are superseded versions: start-up time follows live data, not history.
+    if (lines > 2 * this.records.size + 1_000) {
+      await this.journal.close();
+      await Journal.rewrite(
+        this.journal.file,
+        [...this.records.values()].sort((a, b) => a.seq - b.seq).map((v) => ({ t: 'conv', v })),
+      );
+      await this.journal.open(() => {});
+    }
+  }
+
+  private async lock(): Promise<void> {
+    try {
+      const owner = Number(await fs.readFile(this.lockFile, 'utf8'));
+      if (owner && owner !== process.pid && isAlive(owner)) {
+        throw new StoreError(this.dataDir, `is in use by another Parley process (pid ${owner}); stop it or choose another --data-dir`);
+      }
+    } catch (err) {
+      if (err instanceof StoreError) throw err;
+    }
+    try {
+      await fs.writeFile(this.lockFile, String(process.pid));
+    } catch (err) {
+      throw new StoreError(this.dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.journal.drain();
+    await Promise.all(
+      [...this.files.values()].map(async (p) => {
+        const db = await p.catch(() => undefined);
+        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).write(db.data).catch(() => {});
+      }),
+    );
+    await this.journal.close();
+    await fs.rm(this.lockFile, { force: true });
+  }
+
+  nextSeq(): number {
+    return ++this.seq;
+  }
+
+  getConversation(id: string): ConversationRecord | undefined {
+    return this.records.get(id);
+  }
+
+  conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[] {
+    const app = this.apps.get(appId);
+    if (!app) return [];
+    return externalUserId === undefined ? app.all : (app.byUser.get(externalUserId) ?? []);
+  }
+
+  appCounters(appId: string): AppCounters {
+    return { ...(this.apps.get(appId)?.counters ?? { conversations: 0, messages: 0, users: 0 }) };
+  }
+
+  async putConversation(record: ConversationRecord): Promise<void> {
+    await this.journal.append({ t: 'conv', v: record });
+    // Indexed only once durable: nothing is listed that a crash could take back.
+    this.index(record);
+  }
+
+  async readConversationFile(id: string): Promise<ConversationFile> {
+    const db = await this.conversationDb(id);
+    return db.data;
+  }
+
+  async appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord): Promise<void> {
+    const db = await this.conversationDb(record.id);
+    // The file first: if a crash falls between the two writes, the record's counters lag by one
+    // response but no acknowledged item is lost.
+    db.data.items.push(...items);
+    if (response) {
+      const at = db.data.responses.findIndex((r) => r.id === response.id);
+      if (at >= 0) db.data.responses[at] = response;
+      else db.data.responses.push(response);
+    }
+    try {
+      await db.write();
+    } catch (err) {
+      // Nothing acknowledged: take the in-memory copy back to what is on disk.
+      this.files.delete(record.id);
+      throw err;
+    }
+    await this.putConversation(record);
+  }
+
+  private conversationPath(id: string): string {
+    // Shard by the id's last two characters so that no folder holds 100,000 files.
+    return path.join(this.dataDir, 'conversations', id.slice(-2), `${id}.json`);
+  }
+
+  private conversationDb(id: string): Promise<Low<ConversationFile>> {
+    let p = this.files.get(id);
+    if (p) {
+      // Most recently used goes last.
+      this.files.delete(id);
+      this.files.set(id, p);
+      return p;
+    }
+    p = (async () => {
+      const adapter = new AtomicJsonFile<ConversationFile>(this.conversationPath(id), (data) => {
+        const parsed = ConversationFileSchema.safeParse(data);
+        return parsed.success ? null : `${parsed.error.issues[0]!.path.join('.') || 'file'}: ${parsed.error.issues[0]!.message}`;
+      });
+      const db = new Low<ConversationFile>(adapter, { items: [], responses: [] });
+      await db.read();
+      return db;
+    })();
+    this.files.set(id, p);
+    p.catch(() => this.files.delete(id));
+    this.evict();
+    return p;
+  }
+
+  private evict(): void {
+    if (this.files.size <= FILE_CACHE_SIZE) return;
+    for (const [id, p] of this.files) {
+      if (this.files.size <= FILE_CACHE_SIZE) break;
+      void p.then((db) => {
+        if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
+      });
+    }
+  }
+
+  private index(record: ConversationRecord): void {
+    const prev = this.records.get(record.id);
+    this.records.set(record.id, record);
+    if (record.seq > this.seq) this.seq = record.seq;
+    let app = this.apps.get(record.app_id);
+    if (!app) {
+      app = new AppIndex();
+      this.apps.set(record.app_id, app);
+    }
+    upsertBySeq(app.all, record);
+    if (!prev) app.counters.conversations++;
+    app.counters.messages += record.message_count - (prev?.message_count ?? 0);
+    if (record.external_user_id !== null) {
+      let list = app.byUser.get(record.external_user_id);
+      if (!list) {
+        list = [];
+        app.byUser.set(record.external_user_id, list);
+        app.counters.users++;
+      }
+      upsertBySeq(list, record);
+    }
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

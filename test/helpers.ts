@@ -1,0 +1,60 @@
+// Test helpers: a real Parley on 127.0.0.1:0 with a temporary data directory, and a small client.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { startParley, type Parley, type ParleyOptions } from '../src/app.ts';
+
+export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../fixtures');
+export const TARGET = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8')) as {
+  api_key: string;
+  app_id: string;
+  publishable_key: string;
+  apps: Record<string, string>;
+};
+export const KEY = TARGET.api_key;
+export const OTHER_TEAM_KEY = 'sk_live_other_OzEjiklGc2BegiC04r2ttSM31f09wGs4';
+export const APP = TARGET.app_id;
+
+export async function tempDir(prefix = 'parley-test-'): Promise<string> {
+  return fs.mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+export interface TestServer extends Parley {
+  dataDir: string;
+  /** Calls the API with the demo key (or `key`), JSON in and out. */
+  call(method: string, urlPath: string, body?: unknown, opts?: { key?: string | null; headers?: Record<string, string>; raw?: string }): Promise<{ status: number; headers: Headers; body: any }>;
+}
+
+/** Starts Parley on an ephemeral loopback port with a fresh (or the given) data directory. */
+export async function startTestServer(opts: ParleyOptions & { dataDir?: string } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? (await tempDir());
+  const parley = await startParley({
+    host: '127.0.0.1',
+    port: 0,
+    fixturesDir: FIXTURES_DIR,
+    logger: pino({ level: 'silent' }),
+    ...opts,
+    dataDir,
+  });
+  const call: TestServer['call'] = async (method, urlPath, body, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    const key = o.key === undefined ? KEY : o.key;
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    let payload: string | undefined = o.raw;
+    if (body !== undefined) {
+      payload = JSON.stringify(body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(parley.baseUrl + urlPath, { method, headers, body: payload });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // Not JSON (e.g. an SSE stream): the raw text is the body.
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+  return Object.assign(parley, { dataDir, call });
+}
