@@ -1,6 +1,8 @@
 // The `parley` CLI as a user runs it: real processes against a real server on loopback (no mocks).
 // Conversations (§4.1–4.5), config and metrics (§4.8–4.9), --json exactness, exit codes, the key's secrecy.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -9,8 +11,8 @@ import type { Command } from 'commander';
 import { buildProgram } from '../cli/main.ts';
 import { Session } from '../cli/context.ts';
 import { Output } from '../cli/io.ts';
-import { APP, KEY, OTHER_TEAM_KEY, startTestServer, TARGET, type TestServer } from './helpers.ts';
-import { runCli, serverEnv } from './cli-helpers.ts';
+import { APP, KEY, OTHER_TEAM_KEY, startTestServer, TARGET, tempDir, type TestServer } from './helpers.ts';
+import { ROOT, runCli, serverEnv, spawnCli, waitFor } from './cli-helpers.ts';
 
 let s: TestServer;
 let env: Record<string, string>;
@@ -234,6 +236,34 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
       assert.match(v.stderr, /^> GET /m);
     } finally {
       echo.close();
+    }
+  });
+});
+
+describe('serve and conformance', { concurrency: 2 }, () => {
+  test('serve starts the server with the npm start options; SIGTERM stops it cleanly', async () => {
+    const child = spawnCli(['serve', '--port', '0', '--data-dir', await tempDir(), '--log-level', 'silent'], { via: 'bin' });
+    const exited = once(child, 'close');
+    child.stderr.resume();
+    const banner = await waitFor(child.stdout, /listening on (http:\/\/\S+\/v1)/);
+    const url = /listening on (http:\/\/\S+\/v1)/.exec(banner)![1]!;
+    const r = await runAndKeep(['config', '--json', '--base-url', url]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).app_id, APP);
+    child.kill('SIGTERM');
+    const [code] = (await exited) as [number];
+    assert.equal(code, 0);
+  });
+
+  test('conformance delegates to the suite, or says clearly that it is not available (exit 2)', async () => {
+    const present = fs.existsSync(`${ROOT}/conformance/command.ts`);
+    const r = await runAndKeep(['conformance', '--help']);
+    if (present) {
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /Usage: parley conformance/);
+    } else {
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /^error: conformance suite not available/m);
     }
   });
 });
