@@ -48,6 +48,9 @@ export type ListQuery = { limit?: number | string; after?: string; before?: stri
  */
 export type ClientStreamEvent = { [T in EventType]: { event: T; data: Partial<EventPayload<T>> & z.infer<(typeof SpecEventPayload)[T]>; raw: string } }[EventType];
 
+/** An event whose name the interface does not list; only `EventStream.all()` yields them. */
+export type UnknownStreamEvent = { event: string; data: undefined; raw: string; unknown: true };
+
 export interface ApiResponse<T> {
   data: T;
   /** The body exactly as received. */
@@ -385,29 +388,34 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
     this.requestId = res.headers['x-request-id'];
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<ClientStreamEvent> {
+  [Symbol.asyncIterator](): AsyncGenerator<ClientStreamEvent> {
+    return this.#iterate(false) as AsyncGenerator<ClientStreamEvent>;
+  }
+
+  /** Every event in order, also those with names the interface does not list (extensions), for raw output. */
+  all(): AsyncGenerator<ClientStreamEvent | UnknownStreamEvent> {
+    return this.#iterate(true);
+  }
+
+  async *#iterate(includeUnknown: boolean): AsyncGenerator<ClientStreamEvent | UnknownStreamEvent> {
     if (this.#used) throw new ParleyError('a stream can be iterated only once');
     this.#used = true;
     const pending: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (m) => pending.push(m) });
     const decoder = new TextDecoder();
     const body = this.#res.body;
-    let finished = false;
     try {
       try {
         for await (const chunk of body) {
           parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
           while (pending.length > 0) {
-            const event = this.#toEvent(pending.shift()!);
-            if (event === undefined) continue;
-            yield event;
-            if (event.event === 'response.completed' || event.event === 'response.failed') {
-              finished = true;
-              return;
-            }
+            const m = pending.shift()!;
+            const event = this.#toEvent(m);
+            if (event !== undefined) yield event;
+            else if (includeUnknown) yield { event: m.event ?? 'message', data: undefined, raw: m.data, unknown: true };
+            if (event?.event === 'response.completed' || event?.event === 'response.failed') return;
           }
         }
-        parser.feed(decoder.decode());
       } catch (err) {
         if (err instanceof ParleyError) throw err;
         throw this.#res.networkError(err);
@@ -415,7 +423,8 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
       // A last event not followed by a blank line is incomplete by the SSE rules: it is dropped.
       throw new ConnectionError(this.url, 'the stream ended before response.completed or response.failed');
     } finally {
-      if (!finished || !body.readableEnded) body.destroy();
+      // Also when the caller leaves the loop early: the connection is not reused half-read.
+      if (!body.readableEnded) body.destroy();
     }
   }
 

@@ -49,7 +49,7 @@ Examples:
       const onInterrupt = () => {
         if (current) return current.abort();
         if (interactive) {
-          out.note('(press Ctrl-D to leave)');
+          out.note('\n(press Ctrl-D to leave)');
           return rl.prompt();
         }
         // A signal while waiting for piped input: leave as a shell expects.

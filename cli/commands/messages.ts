@@ -11,7 +11,16 @@ export async function printStream(out: Output, stream: EventStream, json: boolea
     await renderStream(out, stream);
     return;
   }
-  for await (const e of stream) {
+  for await (const e of stream.all()) {
+    // Extension events are printed too, when their data is JSON (NDJSON must stay parseable).
+    if ('unknown' in e) {
+      try {
+        out.line(oneLine(e.raw));
+      } catch {
+        // Not JSON: nothing a JSON consumer could use.
+      }
+      continue;
+    }
     out.line(oneLine(e.raw));
     if (e.event === 'response.failed') {
       const err = (e.data as { error?: { type?: string; message?: string } }).error;
