@@ -4,13 +4,18 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, describe, test } from 'node:test';
 import { ReferenceResponse } from '../src/contract/index.ts';
-import { APP, startTestServer } from './helpers.ts';
+import { APP, KEY, startTestServer } from './helpers.ts';
 import { runCli, serverEnv, spawnCli, waitFor } from './cli-helpers.ts';
 
 const s = await startTestServer();
 after(() => s.close());
 const env = serverEnv(s.baseUrl);
-const run = (args: string[], extra: { env?: Record<string, string>; input?: string } = {}) => runCli(args, { env: { ...env, ...extra.env }, input: extra.input });
+const outputs: string[] = [];
+async function run(args: string[], extra: { env?: Record<string, string>; input?: string } = {}) {
+  const r = await runCli(args, { env: { ...env, ...extra.env }, input: extra.input });
+  outputs.push(r.stdout, r.stderr);
+  return r;
+}
 
 async function conversation(app = APP): Promise<string> {
   const r = await s.call('POST', `/apps/${app}/conversations`, {});
@@ -165,4 +170,9 @@ describe('chat', { skip, concurrency: 2 }, () => {
     const items = (await s.call('GET', `/apps/${SLOW}/conversations/${id}`)).body.items as Array<{ role?: string }>;
     assert.equal(items.filter((i) => i.role === 'user').length, 2);
   });
+});
+
+test('no output of any run above shows the key', { skip }, () => {
+  assert.ok(outputs.length >= 20);
+  for (const o of outputs) assert.ok(!o.includes(KEY), `the key appeared in: ${o}`);
 });
