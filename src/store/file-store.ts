@@ -113,11 +113,12 @@ export class FileStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.journal.drain();
+    // Every write was awaited by its request; only those still under way need waiting for
+    // (rewriting cached files here would cost a write each and change nothing).
     await Promise.all(
       [...this.files.values()].map(async (p) => {
         const db = await p.catch(() => undefined);
-        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).write(db.data).catch(() => {});
+        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).idle();
       }),
     );
     await this.journal.close();
@@ -201,13 +202,18 @@ export class FileStore implements Store {
     return p;
   }
 
+  /** Drops the least recently used files beyond the cache size (the map iterates oldest first). */
   private evict(): void {
-    if (this.files.size <= FILE_CACHE_SIZE) return;
+    let excess = this.files.size - FILE_CACHE_SIZE;
+    if (excess <= 0) return;
     for (const [id, p] of this.files) {
-      if (this.files.size <= FILE_CACHE_SIZE) break;
-      void p.then((db) => {
-        if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
-      });
+      if (excess-- <= 0) break;
+      void p.then(
+        (db) => {
+          if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
+        },
+        () => {},
+      );
     }
   }
 

@@ -1,6 +1,8 @@
 // An append-only JSON-lines journal: group commit (one write + fsync for every line queued meanwhile)
 // so that each acknowledged append is on disk without paying one fsync per request.
 import fs from 'node:fs/promises';
+import path from 'node:path';
+import { syncDir } from './atomic-json-file.ts';
 import { StoreError } from './types.ts';
 
 interface Pending {
@@ -107,5 +109,6 @@ export class Journal {
       await fh.close();
     }
     await fs.rename(tmp, file);
+    await syncDir(path.dirname(file));
   }
 }
