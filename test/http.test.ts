@@ -239,6 +239,12 @@ describe('what node:http would answer by itself (clientError)', () => {
     assert.equal(r.headers.connection, 'close');
   });
 
+  test('an over-long URL gets 431 with a JSON error object', async () => {
+    const r = parseRaw(await rawExchange(s.port, `GET /v1/apps/${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    assert.equal(r.status, 431);
+    assert.equal(r.body.error.code, 'headers_too_large');
+  });
+
   test('over-long headers get 431 with a JSON error object', async () => {
     const r = parseRaw(await rawExchange(s.port, `GET /v1/apps HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     assert.equal(r.status, 431);

@@ -150,6 +150,7 @@ describe('crash leftovers and corrupt files', () => {
     const err = await startExpectingError(dir);
     assert.equal(err.file, journalOf(dir));
     assert.match(err.message, /conversations\.jsonl: line 2 is not valid JSON/);
+    await assert.rejects(fs.access(path.join(dir, 'LOCK')), 'a refused start leaves no LOCK');
     // Nothing was rewritten or lost: the file is as it was left.
     assert.equal(await fs.readFile(journalOf(dir), 'utf8'), lines.join('\n'));
   });
@@ -238,6 +239,32 @@ describe('the data directory', () => {
     } finally {
       await server.close();
     }
+  });
+
+  test('a journal that cannot be read names the file', async () => {
+    const dir = await tempDir();
+    await fs.mkdir(journalOf(dir));
+    const err = await startExpectingError(dir);
+    assert.match(err.message, /conversations\.jsonl: cannot be read \(EISDIR\)/);
+  });
+
+  test('bad fixtures name the file and the fault', async () => {
+    for (const [content, fault] of [
+      ['{"teams": [', /fixtures\.json: is not valid JSON/],
+      [JSON.stringify({ teams: [], keys: [], plans: [], apps: [{ id: 'a' }] }), /fixtures\.json: apps\.0\.team_id: /],
+      [JSON.stringify({ teams: [], keys: [{ id: 'k', team_id: 'nope', type: 'secret', sha256: '0'.repeat(64) }], plans: [], apps: [] }), /key k: unknown team nope/],
+    ] as const) {
+      const dir = await tempDir();
+      await fs.writeFile(path.join(dir, 'fixtures.json'), content);
+      const err = await startParley({ port: 0, dataDir: await tempDir(), fixturesDir: dir, logger: pino({ level: 'silent' }) }).then(
+        () => assert.fail('should not start'),
+        (e: Error) => e,
+      );
+      assert.ok(err instanceof StoreError);
+      assert.match(err.message, fault);
+    }
+    const missing = await startParley({ port: 0, dataDir: await tempDir(), fixturesDir: '/nonexistent', logger: pino({ level: 'silent' }) }).catch((e: Error) => e);
+    assert.match(String(missing), /fixtures\.json: cannot be read \(ENOENT\)/);
   });
 
   test('a data dir that is a file gives a clear error', async () => {

@@ -75,6 +75,17 @@ export class FileStore implements Store {
       throw new StoreError(this.dataDir, `cannot create the data directory (${(err as NodeJS.ErrnoException).code})`);
     }
     await this.lock();
+    try {
+      await this.load();
+    } catch (err) {
+      // Refusing to start must not leave the directory looking in use.
+      await this.journal.close().catch(() => {});
+      await fs.rm(this.lockFile, { force: true });
+      throw err;
+    }
+  }
+
+  private async load(): Promise<void> {
     let lines = 0;
     await this.journal.open((entry, line) => {
       const parsed = JournalEntry.safeParse(entry);
