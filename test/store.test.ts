@@ -164,6 +164,10 @@ describe('crash leftovers and corrupt files', () => {
     await fs.writeFile(journalOf(dir), lines.join('\n'));
     const err = await startExpectingError(dir);
     assert.match(err.message, /conversations\.jsonl: line 3: v\.created_at: /);
+    entry.v = { ...entry.v, created_at: 1, id: '../../../etc/passwd' };
+    lines[2] = JSON.stringify(entry);
+    await fs.writeFile(journalOf(dir), lines.join('\n'));
+    assert.match((await startExpectingError(dir)).message, /line 3: v\.id: must be letters, digits/);
   });
 
   test('a corrupt conversation file: a clear error naming the file, 500 to its reads, nothing else affected or overwritten', async () => {

@@ -10,7 +10,8 @@ import { Journal } from './journal.ts';
 import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
 
 const ConversationRecordSchema = z.object({
-  id: z.string().min(1),
+  // The id names a file: a hand-edited one must not reach outside the data directory.
+  id: z.string().regex(/^[A-Za-z0-9_-]{3,128}$/, 'must be letters, digits, "_" or "-" (it names a file)'),
   app_id: z.string().min(1),
   seq: z.number().int().nonnegative(),
   created_at: z.number().int(),
