@@ -298,13 +298,15 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
       const bodies = chat(
         () => ndjson([content('Here you go.'), toolCalls(['render_form', { form: 'contact' }]), done(10, 5)]),
         () => ndjson([content('Fill it in.'), done(10, 5)]),
-        () => ndjson([content('{"en-ca":"Contact","fr-ca":"Contact"}'), done(1, 1)]),
+        // A title Ollama cannot give properly: the embedded engine's title is used instead (D-8).
+        () => ndjson([content('Sure! Here is a title: Contact'), done(1, 1)]),
       );
       const { body: conv } = await s.call('POST', '/apps/app_genui/conversations', {});
       const r = await s.call('POST', `/apps/app_genui/conversations/${conv.id}`, { message: { content: 'Please have someone call me' } });
       assert.deepEqual(r.body.output.map((i: any) => i.type), ['message', 'data_spec', 'data_spec', 'data_spec', 'data_spec', 'data_spec', 'message']);
       assert.deepEqual(bodies[0].tools.map((t: any) => t.function.name), ['render_form']);
       assert.deepEqual(bodies[0].tools[0].function.parameters.properties.form.enum, ['contact', 'booking', 'feedback']);
+      assert.deepEqual((await s.call('GET', `/apps/app_genui/conversations/${conv.id}`)).body.generated_title, { 'en-ca': 'Contact us', 'fr-ca': 'Nous joindre' });
 
       chat(() => HttpResponse.json({ error: 'model "qwen3" not found, try pulling it first' }, { status: 404 }));
       const failed = await s.call('POST', `/apps/app_genui/conversations/${conv.id}`, { message: { content: 'Hello' } });

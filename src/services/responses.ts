@@ -103,7 +103,11 @@ export class ResponseService {
       updated.generated_title = await this.title(app, input.content, run);
     }
     const response: ResponseRecord = { id: run.id, created_at: input.createdAt, status: run.status === 'completed' ? 'completed' : 'failed', usage: run.usage };
-    if (run.error) response.error = run.error;
+    if (run.error) {
+      response.error = run.error;
+      // The code only: no message content at the default level.
+      this.log.warn({ response_id: run.id, app_id: app.id, code: run.error.code }, 'response failed');
+    }
     await this.store.appendToConversation(updated, items, response);
     await this.usage.record(app.id, 'response', run.id, run.usage);
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
