@@ -134,7 +134,7 @@ describe('response runner', () => {
       return { 'en-ca': 'x', 'fr-ca': 'x' };
     },
   });
-  const run = (engine: ModelEngine, kind: 'response' | 'completion', onUnexpected?: (e: unknown) => void) =>
+  const run = (engine: ModelEngine, kind: 'response' | 'completion', onUnexpected?: (e: unknown) => void, finish = async () => {}) =>
     new ResponseRun({
       id: 'resp_1',
       kind,
@@ -143,7 +143,7 @@ describe('response runner', () => {
       request: req('Hi'),
       tools: { specs: [], knowledge: undefined, forms: new Map() },
       signal: new AbortController().signal,
-      finish: async () => {},
+      finish,
       onUnexpected,
     });
 
@@ -168,6 +168,50 @@ describe('response runner', () => {
     assert.equal(b.error!.code, 'internal_error');
     assert.doesNotMatch(b.error!.message, /bug/);
     assert.equal(seen.length, 1);
+  });
+
+  test('a response that cannot be saved ends with response.failed, never response.completed', async () => {
+    const seen: unknown[] = [];
+    const r = run(fake([{ type: 'text', delta: 'a' }]), 'response', (e) => seen.push(e), async () => {
+      throw new Error('ENOSPC');
+    });
+    const events = [];
+    for await (const e of r.events()) events.push(e);
+    assert.equal(events.at(-1)!.event, 'response.failed');
+    assert.equal(r.error!.code, 'internal_error');
+    assert.equal(seen.length, 1);
+  });
+});
+
+describe('response runner limits', () => {
+  test('a model that keeps calling tools is offered none on the last round and must answer', async () => {
+    const offered: number[] = [];
+    const looping: ModelEngine = {
+      id: 'loop',
+      async *generate(r) {
+        offered.push(r.tools.length);
+        if (r.tools.length) yield { type: 'tool_call', call: { name: 'knowledge_search', arguments: '{"query":"again"}' } };
+        else yield { type: 'text', delta: 'Fine, here is my answer.' };
+        yield { type: 'done', usage: { input_tokens: 1, output_tokens: 1 } };
+      },
+      async title() {
+        return { 'en-ca': 'x', 'fr-ca': 'x' };
+      },
+    };
+    const r = new ResponseRun({
+      id: 'resp_1',
+      kind: 'response',
+      conversationId: 'conv_1',
+      engine: looping,
+      request: req('Hi', { tools: [knowledgeSearchSpec()] }),
+      tools: { specs: [knowledgeSearchSpec()], knowledge: undefined, forms: new Map() },
+      signal: new AbortController().signal,
+      finish: async () => {},
+    });
+    for await (const _ of r.events());
+    assert.deepEqual(offered, [1, 1, 1, 0]);
+    assert.deepEqual(r.output.map((i) => i.type), ['function_call', 'function_call', 'function_call', 'message']);
+    assert.deepEqual(r.usage, { input_tokens: 4, output_tokens: 4, total_tokens: 8 });
   });
 });
 

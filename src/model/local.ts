@@ -160,6 +160,9 @@ export class LocalEngine implements ModelEngine {
       const template = this.opts.forms.get(name);
       if (template?.keywords.some((k) => lower.includes(` ${k.toLowerCase()}`))) return { name, template };
     }
+    // Asking for "a form" without saying which gets the first one the app offers.
+    const first = allowed.find((n) => this.opts.forms.has(n));
+    if (first && /\sforms?\s/.test(lower)) return { name: first, template: this.opts.forms.get(first)! };
     return undefined;
   }
 
