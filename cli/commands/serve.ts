@@ -13,7 +13,10 @@ export function serveCommand(): Command {
     .option('--data-dir <dir>', 'where conversations are stored (env DATA_DIR, default ./data)')
     .option('--fixtures <dir>', "teams, keys, plans and apps (env FIXTURES, default ./fixtures, else the package's own)")
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env LOG_LEVEL, default info)')
-    .addHelpText('after', '\nExample:\n  parley serve --port 8787 --data-dir ./data\n')
+    .addHelpText(
+      'after',
+      '\nThe model comes from the environment, as with npm start: PARLEY_MODEL (local, or ollama:<model>) and OLLAMA_HOST.\n\nExamples:\n  parley serve --port 8787 --data-dir ./data\n  PARLEY_MODEL=ollama:llama3.2 parley serve\n',
+    )
     .action(async (opts: { port?: string; host?: string; dataDir?: string; fixtures?: string; logLevel?: string }) => {
       const argv: string[] = [];
       if (opts.port !== undefined) argv.push('--port', opts.port);
