@@ -90,10 +90,15 @@ export function fromZodError(error: z.ZodError, input: unknown, paramPrefix = ''
     case 'invalid_value':
     case 'invalid_union': {
       const param = dotted(issue.path);
-      const allowed = 'values' in issue ? ` (one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')})` : '';
       const got = valueAt(input, issue.path);
       if (got === undefined) return invalidRequest(`Missing required parameter: ${named(param)}.`, param, 'missing_parameter');
-      return invalidRequest(`${named(param)} has an invalid value${allowed}.`, param, 'invalid_value');
+      // Name the allowed values and what was sent, like every other rule's message (D-1).
+      if ('values' in issue) {
+        const allowed = issue.values.map((v) => JSON.stringify(v));
+        const rule = allowed.length === 1 ? `must be ${allowed[0]}` : `must be one of ${allowed.join(', ')}`;
+        return invalidRequest(`${named(param)} ${rule} (got ${shown(got)}).`, param, 'invalid_value');
+      }
+      return invalidRequest(`${named(param)} has an invalid value.`, param, 'invalid_value');
     }
     case 'custom': {
       const params = (issue.params ?? {}) as { apiCode?: string; param?: string };
@@ -105,4 +110,10 @@ export function fromZodError(error: z.ZodError, input: unknown, paramPrefix = ''
       return invalidRequest(`${named(param)}: ${issue.message}.`, param, 'invalid_value');
     }
   }
+}
+
+/** A value quoted for an error message: JSON, cut short so that a message stays one readable line. */
+function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 40 ? `${text.slice(0, 39)}…` : text;
 }
