@@ -234,6 +234,16 @@ describe('request bodies (D-1, D-2)', () => {
     assert.equal(role.body.error.message, 'message.role must be "user" (got "assistant").');
   });
 
+  test('a missing field beside an unknown one: still missing_parameter, and the message names the stray field (D-1)', async () => {
+    const created = await s.call('POST', conv, {});
+    const r = await s.call('POST', `${conv}/${created.body.id}`, { messages: { content: 'hi' } });
+    assertError(r, 400, 'invalid_request_error', 'message', 'missing_parameter');
+    assert.equal(r.body.error.message, 'Missing required parameter: message (unknown parameter given: messages).');
+    const nested = await s.call('POST', `${conv}/${created.body.id}`, { message: { text: 'hi' } });
+    assertError(nested, 400, 'invalid_request_error', 'message.content', 'missing_parameter');
+    assert.match(nested.body.error.message, /unknown parameter given: message\.text/);
+  });
+
   test('a repeated query parameter is 400 rather than a silent pick', async () => {
     assertError(await s.call('GET', `${conv}?limit=1&limit=2`), 400, 'invalid_request_error', 'limit', 'invalid_value');
   });
