@@ -1,11 +1,13 @@
 // Wires Parley together: fixtures, store, services and routes behind one HTTP server.
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
 import type { Config } from './config.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
 import { AuthService } from './services/auth.ts';
+import { RateLimitService } from './services/rate-limit.ts';
 import { ConversationService } from './services/conversations.ts';
 import { FileStore } from './store/file-store.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
@@ -33,14 +35,17 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const fixtures = await loadFixtures(opts.fixturesDir ?? './fixtures');
   const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
   await store.open();
+  let limits: RateLimitService | undefined;
   try {
+    // D-23: day counts live beside the data so that a restart keeps them.
+    if (!opts.rateLimiter) limits = await RateLimitService.open({ file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'), fixtures });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);
     const http = createHttpServer({
       routes: [...conversationRoutes(conversations), ...appRoutes(store)],
       auth,
       logger,
-      rateLimiter: opts.rateLimiter,
+      rateLimiter: opts.rateLimiter ?? limits,
     });
     await new Promise<void>((resolve, reject) => {
       http.server.once('error', reject);
@@ -62,10 +67,12 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       close: () =>
         (closing ??= (async () => {
           await http.close();
+          await limits?.close();
           await store.close();
         })()),
     };
   } catch (err) {
+    await limits?.close();
     await store.close();
     throw err;
   }
