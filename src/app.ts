@@ -16,6 +16,9 @@ import type { Store } from './store/types.ts';
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
+  /** Slow-client limits (see createHttpServer); tests shorten them. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
 }
 
 export interface Parley {
@@ -46,6 +49,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? limits,
+      headersTimeoutMs: opts.headersTimeoutMs,
+      requestTimeoutMs: opts.requestTimeoutMs,
     });
     await new Promise<void>((resolve, reject) => {
       http.server.once('error', reject);

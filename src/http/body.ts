@@ -43,10 +43,16 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
 
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > LIMITS.bodyBytes) throw tooLarge();
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > LIMITS.bodyBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The client went away or was cut off for being too slow (408, see server.ts): not our failure.
+    throw new ApiError(408, 'invalid_request_error', 'The request body did not arrive in full.', { code: 'request_timeout' });
   }
   if (size === 0) return undefined;
 

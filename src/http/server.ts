@@ -32,7 +32,13 @@ export interface HttpServerOptions {
   rateLimiter?: RateLimiter;
   /** The path prefix of the base URL (§9). */
   basePath?: string;
+  /** Slow clients (slowloris): the whole header block, and the whole request, must arrive within these. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
 }
+
+/** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
+export const TIMEOUTS = { headersMs: 10_000, requestMs: 30_000 } as const;
 
 export interface ParleyHttpServer {
   server: http.Server;
@@ -114,7 +120,15 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     }
   }
 
-  const server = http.createServer((req, res) => {
+  const headersTimeout = opts.headersTimeoutMs ?? TIMEOUTS.headersMs;
+  const requestTimeout = Math.max(opts.requestTimeoutMs ?? TIMEOUTS.requestMs, headersTimeout);
+  const serverOptions: http.ServerOptions = {
+    headersTimeout,
+    requestTimeout,
+    // How often node looks for expired requests; its 30 s default would let a stalled socket live that long.
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 2))),
+  };
+  const server = http.createServer(serverOptions, (req, res) => {
     const p = handle(req, res).catch((err) => log.error({ err }, 'request handler failed'));
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
