@@ -5,6 +5,7 @@ import path from 'node:path';
 import { apiError } from '../http/errors.ts';
 import type { RateLimiter } from '../http/server.ts';
 import type { AppT, Fixtures } from '../store/fixtures.ts';
+import { writeAll } from '../store/journal.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -184,7 +185,7 @@ export class RateLimitService implements RateLimiter {
           await this.compact();
         } else {
           const buf = Buffer.from(batch.map((p) => p.line).join(''), 'utf8');
-          await this.handle.write(buf, 0, buf.length, null);
+          await writeAll(this.handle, buf);
           await this.handle.datasync();
           this.size += buf.length;
           this.lines += batch.length;

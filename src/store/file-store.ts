@@ -70,10 +70,14 @@ export class FileStore implements Store {
 
   async open(): Promise<void> {
     try {
-      await fs.mkdir(this.dataDir, { recursive: true });
+      // Only the last level is created: a missing parent is more likely a typo than a wish.
+      await fs.mkdir(this.dataDir);
     } catch (err) {
-      throw new StoreError(this.dataDir, `cannot create the data directory (${(err as NodeJS.ErrnoException).code})`);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new StoreError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
+      if (code !== 'EEXIST') throw new StoreError(this.dataDir, `cannot create the data directory (${code})`);
     }
+    if (!(await fs.stat(this.dataDir)).isDirectory()) throw new StoreError(this.dataDir, 'is not a directory; choose another --data-dir');
     await this.lock();
     let lines = 0;
     await this.journal.open((entry, line) => {
