@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
 import { AuthService } from './services/auth.ts';
 import { RateLimitService } from './services/rate-limit.ts';
+import { IdempotencyService } from './services/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { FileStore } from './store/file-store.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
@@ -39,9 +40,11 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
   await store.open();
   let limits: RateLimitService | undefined;
+  let idempotency: IdempotencyService | undefined;
   try {
     // D-23: day counts live beside the data so that a restart keeps them.
     if (!opts.rateLimiter) limits = await RateLimitService.open({ file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'), fixtures });
+    idempotency = await IdempotencyService.open({ dir: path.join(opts.dataDir ?? './data', 'idempotency'), logger });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);
     const http = createHttpServer({
@@ -49,6 +52,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? limits,
+      idempotency,
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
     });
@@ -73,11 +77,13 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         (closing ??= (async () => {
           await http.close();
           await limits?.close();
+          await idempotency?.close();
           await store.close();
         })()),
     };
   } catch (err) {
     await limits?.close();
+    await idempotency?.close();
     await store.close();
     throw err;
   }

@@ -28,7 +28,19 @@ function tooLarge(): ApiError {
  * Reads and parses the body. An empty body reads as `undefined`, so that endpoints whose fields are
  * all optional accept it and the others report the missing field.
  */
-export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  // Read once: the idempotency check fingerprints the body before the handler parses it.
+  let read = bodies.get(req);
+  if (!read) {
+    read = readOnce(req);
+    bodies.set(req, read);
+  }
+  return read;
+}
+
+const bodies = new WeakMap<IncomingMessage, Promise<unknown>>();
+
+async function readOnce(req: IncomingMessage): Promise<unknown> {
   if (!hasBody(req)) {
     req.resume();
     return undefined;

@@ -16,6 +16,8 @@ export interface Route {
   needsAgent?: boolean;
   /** Counted against the app's plan (D-23). */
   counted?: boolean;
+  /** Honours the Idempotency-Key header (see src/services/idempotency.ts). */
+  idempotent?: boolean;
   /** Returns the JSON body of a 200, or undefined when it wrote the response itself (SSE). */
   handle(ctx: RequestContext): Promise<unknown>;
 }
@@ -25,11 +27,17 @@ export interface RateLimiter {
   take(app: AppT): Record<string, string> | Promise<Record<string, string>>;
 }
 
+/** The idempotency hook: runs `next` once per key, or answers for it (replay, 409, 422). */
+export interface IdempotencyHook {
+  run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown>;
+}
+
 export interface HttpServerOptions {
   routes: RouteDef<Route>[];
   auth: AuthService;
   logger: Logger;
   rateLimiter?: RateLimiter;
+  idempotency?: IdempotencyHook;
   /** The path prefix of the base URL (§9). */
   basePath?: string;
   /** Slow clients (slowloris): the whole header block, and the whole request, must arrive within these. */
@@ -104,7 +112,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         signal: abort.signal,
         headers,
       };
-      const body = await route.handle(ctx);
+      const body = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
       if (body !== undefined && !res.headersSent) sendJson(res, 200, body, ctx.headers);
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
