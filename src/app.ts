@@ -29,6 +29,8 @@ export interface ParleyOptions extends Partial<Config> {
   /** Slow-client limits (see createHttpServer); tests shorten them. */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** Open SSE streams per app (see src/http/stream-gate.ts). */
+  maxStreamsPerApp?: number;
 }
 
 export interface Parley {
@@ -75,6 +77,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       idempotency,
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
+      maxStreamsPerApp: opts.maxStreamsPerApp,
     });
     await new Promise<void>((resolve, reject) => {
       http.server.once('error', reject);

@@ -10,6 +10,7 @@ import type { RequestContext } from './context.ts';
 import { ApiError, apiError, internalError } from './errors.ts';
 import { sendJson } from './respond.ts';
 import { Router, type RouteDef } from './router.ts';
+import { StreamGate } from './stream-gate.ts';
 
 export interface Route {
   /** Send message and completion need an active agent (D-4). */
@@ -43,6 +44,8 @@ export interface HttpServerOptions {
   /** Slow clients (slowloris): the whole header block, and the whole request, must arrive within these. */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** Open SSE streams per app (default MAX_STREAMS_PER_APP). */
+  maxStreamsPerApp?: number;
 }
 
 /** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
@@ -59,6 +62,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   const basePath = opts.basePath ?? '/v1';
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
+  const streams = new StreamGate(opts.maxStreamsPerApp);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -111,6 +115,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         app,
         signal: abort.signal,
         headers,
+        beginStream: () => streams.enter(app.id, res),
       };
       const body = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
       if (body !== undefined && !res.headersSent) sendJson(res, 200, body, ctx.headers);
