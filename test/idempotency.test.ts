@@ -1,6 +1,7 @@
 // Idempotent retries (IETF httpapi Idempotency-Key draft): replay within 24 h, 422 for another body,
 // 409 while the first runs, durable across restarts, and safe for a client whose connection dropped.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -236,5 +237,78 @@ describe('idempotency mechanics (a route the test controls)', () => {
       await http.close();
       await svc.close();
     }
+  });
+});
+
+describe('send message and completions with an Idempotency-Key', () => {
+  const parse = (text: string) =>
+    text
+      .split('\n\n')
+      .filter((b) => b.startsWith('event: '))
+      .map((b) => ({ event: b.split('\n')[0]!.slice(7), data: JSON.parse(b.split('\n')[1]!.slice(6)) }));
+
+  test('a streamed answer replays as the same events, and the conversation keeps one exchange', async () => {
+    const id = (await s.call('POST', conv, {})).body.id;
+    const body = { message: { content: 'Hello there' }, stream: true };
+    const first = await s.call('POST', `${conv}/${id}`, body, idem('stream-1'));
+    assert.equal(first.status, 200);
+    assert.match(first.headers.get('content-type')!, /^text\/event-stream/);
+    const items = (await s.store.readConversationFile(id)).items.length;
+    const again = await s.call('POST', `${conv}/${id}`, body, idem('stream-1'));
+    assert.equal(again.status, 200);
+    assert.match(again.headers.get('content-type')!, /^text\/event-stream/);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body, first.body, 'the same events, byte for byte');
+    assert.equal(parse(again.body).at(-1)!.event, 'response.completed');
+    assert.equal((await s.store.readConversationFile(id)).items.length, items, 'no second exchange');
+    // The same key asking for JSON instead is another request.
+    assert.equal((await s.call('POST', `${conv}/${id}`, { ...body, stream: false }, idem('stream-1'))).status, 422);
+  });
+
+  test('JSON send message and completion replay their response', async () => {
+    const id = (await s.call('POST', conv, {})).body.id;
+    const first = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
+    const again = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
+    assert.deepEqual(again.body, first.body);
+    assert.equal((await s.store.readConversationFile(id)).responses.length, 1);
+    const c1 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
+    const c2 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
+    assert.equal(c1.status, 200);
+    assert.deepEqual(c2.body, c1.body);
+    assert.equal(c2.headers.get('idempotent-replayed'), 'true');
+    assert.equal((await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Something else' }, idem('cmpl-1'))).status, 422);
+  });
+
+  test('a stream the client cut replays what was sent, then response.failed client_disconnected; nothing runs twice', async () => {
+    const slow = 'app_slow';
+    const id = (await s.call('POST', `/apps/${slow}/conversations`, {})).body.id;
+    const persisted = once(s.responses.events, 'persisted');
+    const ctrl = new AbortController();
+    const res = await fetch(`${s.baseUrl}/apps/${slow}/conversations/${id}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': '"cut-1"' },
+      body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' }, stream: true }),
+      signal: ctrl.signal,
+    });
+    let seen = '';
+    const reader = res.body!.getReader();
+    while (!seen.includes('response.output_text.delta')) seen += new TextDecoder().decode((await reader.read()).value);
+    ctrl.abort();
+    await persisted;
+    const items = (await s.store.readConversationFile(id)).items.length;
+    // The first request may still be finishing its bookkeeping: 409 means "retry shortly".
+    let again = await s.call('POST', `/apps/${slow}/conversations/${id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, idem('cut-1'));
+    for (let i = 0; again.status === 409 && i < 100; i++) {
+      again = await s.call('POST', `/apps/${slow}/conversations/${id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, idem('cut-1'));
+    }
+    assert.equal(again.status, 200);
+    const events = parse(again.body);
+    assert.equal(events[0]!.event, 'response.created');
+    const last = events.at(-1)!;
+    assert.equal(last.event, 'response.failed');
+    assert.equal(last.data.error.code, 'client_disconnected');
+    assert.equal(last.data.id, events[0]!.data.id);
+    assert.deepEqual(events.map((e) => e.data.sequence_number), events.map((_, i) => i), 'gapless sequence numbers (D-16)');
+    assert.equal((await s.store.readConversationFile(id)).items.length, items, 'the retry ran nothing');
   });
 });

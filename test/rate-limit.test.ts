@@ -188,3 +188,56 @@ describe('rate limits on the running server', () => {
     }
   });
 });
+
+describe('rate limits on send message and completions (app_limited: 5 a minute, 50 a day)', () => {
+  test('the sixth request is 429 as JSON even when streaming, saves nothing and changes no metrics; a restart remembers', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    let s = await startTestServer();
+    const dataDir = s.dataDir;
+    try {
+      const conv = (await s.call('POST', `/apps/${LIMITED}/conversations`, {})).body.id;
+      for (let i = 0; i < 3; i++) {
+        const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: `hello ${i}` }, stream: i === 2 });
+        assert.equal(r.status, 200);
+        assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(4 - i));
+        assert.equal(r.headers.get('x-ratelimit-limit-requests'), '5');
+      }
+      const c = await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' });
+      assert.equal(c.status, 200);
+      assert.equal(c.headers.get('x-ratelimit-remaining-requests'), '1');
+      // Not counted: reads and conversation writes.
+      assert.equal((await s.call('GET', `/apps/${LIMITED}/conversations/${conv}`)).headers.get('x-ratelimit-limit-requests'), null);
+      await s.close();
+      s = await startTestServer({ dataDir });
+      assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' })).headers.get('x-ratelimit-remaining-requests'), '0');
+
+      const items = (await s.store.readConversationFile(conv)).items.length;
+      const metrics = (await s.call('GET', `/apps/${LIMITED}/metrics`)).body;
+      for (const stream of [false, true]) {
+        const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: 'one too many' }, stream });
+        assert.equal(r.status, 429);
+        assert.match(r.headers.get('content-type')!, /^application\/json/);
+        ReferenceErrorBody.parse(r.body);
+        assert.equal(r.body.error.type, 'rate_limit_exceeded');
+        assert.ok(Number(r.headers.get('retry-after')) >= 1);
+      }
+      assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi', stream: true })).status, 429);
+      assert.equal((await s.store.readConversationFile(conv)).items.length, items, 'no item from a refused request');
+      assert.deepEqual((await s.call('GET', `/apps/${LIMITED}/metrics`)).body, metrics);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a burst of 20 parallel completions lets exactly 5 through', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    const s = await startTestServer();
+    try {
+      const results = await Promise.all(Array.from({ length: 20 }, () => s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hello' })));
+      assert.equal(results.filter((r) => r.status === 200).length, 5);
+      assert.equal(results.filter((r) => r.status === 429).length, 15);
+    } finally {
+      await s.close();
+    }
+  });
+});
