@@ -3,6 +3,7 @@
 // that was never answered may be half there.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../src/contract/index.ts';
@@ -52,7 +53,9 @@ async function call(base: string, method: string, p: string, body?: unknown): Pr
 interface Expected {
   title: string | null;
   deleted: boolean;
-  maybe?: { title?: string | null; deleted?: boolean };
+  /** User messages answered 200, in order. */
+  messages: string[];
+  maybe?: { title?: string | null; deleted?: boolean; message?: string };
 }
 
 test('SIGKILL under a write load loses nothing answered and leaves nothing half written', { timeout: 120_000 }, async () => {
@@ -86,21 +89,32 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
             const res = await call(server.base, 'POST', conv, { title, metadata: { cycle, w, n } });
             assert.equal(res.status, 200);
             maybeCreated.delete(title);
-            expected.set(res.body.id, { title, deleted: false });
+            expected.set(res.body.id, { title, deleted: false, messages: [] });
             mine.push(res.body.id);
-          } else if (r < 0.85) {
+          } else if (r < 0.65) {
             const title = `r${cycle}-w${w}-${n}`;
             const e = expected.get(target)!;
             e.maybe = { title };
             const res = await call(server.base, 'PATCH', `${conv}/${target}`, { title });
             assert.equal(res.status, 200);
-            expected.set(target, { title, deleted: false });
+            e.title = title;
+            delete e.maybe;
+          } else if (r < 0.9) {
+            const content = `m${cycle}-w${w}-${n}`;
+            const e = expected.get(target)!;
+            e.maybe = { message: content };
+            const res = await call(server.base, 'POST', `${conv}/${target}`, { message: { content } });
+            assert.equal(res.status, 200);
+            assert.equal(res.body.status, 'completed');
+            e.messages.push(content);
+            delete e.maybe;
           } else {
             const e = expected.get(target)!;
             e.maybe = { deleted: true };
             const res = await call(server.base, 'DELETE', `${conv}/${target}`);
             assert.equal(res.status, 200);
-            expected.set(target, { title: e.title, deleted: true });
+            e.deleted = true;
+            delete e.maybe;
             mine.splice(mine.indexOf(target), 1);
           }
         } catch (err) {
@@ -126,6 +140,20 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
           const okTitle = got.body.title === e.title || (e.maybe !== undefined && 'title' in e.maybe && got.body.title === e.maybe.title);
           assert.ok(okTitle, `${id}: title ${got.body.title}, answered ${e.title}`);
           e.title = got.body.title;
+          // Every answered message is there once, whole (the user's item and the reply, one response id);
+          // the one in flight at the kill is there whole or not at all.
+          const items = got.body.items as Array<{ type: string; role?: string; response_id?: string; content?: Array<{ text: string }> }>;
+          const users = items.filter((i) => i.type === 'message' && i.role === 'user');
+          const texts = users.map((i) => i.content![0]!.text);
+          const withMaybe = e.maybe?.message ? [...e.messages, e.maybe.message] : null;
+          assert.ok(
+            JSON.stringify(texts) === JSON.stringify(e.messages) || (withMaybe && JSON.stringify(texts) === JSON.stringify(withMaybe)),
+            `${id}: messages ${JSON.stringify(texts)}, answered ${JSON.stringify(e.messages)}`,
+          );
+          for (const u of users) {
+            assert.ok(items.some((i) => i.type === 'message' && i.role === 'assistant' && i.response_id === u.response_id), `${id}: a user message without its reply`);
+          }
+          e.messages = texts;
         }
         e.deleted = deletedNow;
         delete e.maybe;
@@ -143,7 +171,7 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
           if (!expected.has(c.id)) {
             assert.ok(maybeCreated.has(c.title!), `${c.id} (${c.title}) was never created by an answered or pending request`);
             maybeCreated.delete(c.title!);
-            expected.set(c.id, { title: c.title, deleted: false });
+            expected.set(c.id, { title: c.title, deleted: false, messages: [] });
           }
         }
         after = list.has_more ? list.last_id : null;
@@ -151,6 +179,14 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
       assert.equal(listed, [...expected.values()].filter((e) => !e.deleted).length);
       const metrics = await call(again.base, 'GET', `/apps/${APP}/metrics`);
       assert.equal(metrics.body.total_conversations, expected.size, 'metrics count exactly the conversations that exist');
+      // D-24 counters agree with the items on disk (soft-deleted conversations included).
+      let onDisk = 0;
+      for (const id of expected.keys()) {
+        const file = path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
+        const data = await fs.readFile(file, 'utf8').then((t) => JSON.parse(t) as { items: Array<{ type: string }> }, () => ({ items: [] }));
+        onDisk += data.items.filter((i) => i.type === 'message').length;
+      }
+      assert.equal(metrics.body.total_messages, onDisk, 'total_messages matches the message items on disk');
       maybeCreated.clear(); // not listed after the restart: they never happened
     } finally {
       again.child.kill('SIGTERM');

@@ -104,7 +104,7 @@ export class ResponseService {
     }
     const response: ResponseRecord = { id: run.id, created_at: input.createdAt, status: run.status === 'completed' ? 'completed' : 'failed', usage: run.usage };
     if (run.error) response.error = run.error;
-    await this.store.appendToConversation(updated, items, response);
+    await this.store.appendToConversation(updated, items, response, record);
     await this.usage.record(app.id, 'response', run.id, run.usage);
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
   }
