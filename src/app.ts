@@ -43,13 +43,15 @@ export interface Parley {
   http: ParleyHttpServer;
   responses: ResponseService;
   usage: UsageLedger;
+  /** Idempotency-Key records (tests wait on `settled`). */
+  idempotency: IdempotencyService;
   close(): Promise<void>;
 }
 
 /** Loads fixtures and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info' });
-  const fixtures = await loadFixtures(opts.fixturesDir ?? './fixtures');
+  const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
   const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
   await store.open();
   const usage = new UsageLedger(opts.dataDir ?? './data');
@@ -63,7 +65,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     idempotency = await IdempotencyService.open({ dir: path.join(opts.dataDir ?? './data', 'idempotency'), logger });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);
-    const responses = new ResponseService(store, agent, usage, logger);
+    const responses = new ResponseService(store, agent, usage, logger, conversations);
     const completions = new CompletionService(agent, usage, logger);
     const http = createHttpServer({
       routes: [
@@ -98,6 +100,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       http,
       responses,
       usage,
+      idempotency,
       close: () =>
         (closing ??= (async () => {
           await http.close();

@@ -136,6 +136,7 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     for (const [content, title] of [
       ['Can someone contact me?', 'Contact us'],
       ['I want to give feedback', 'Share your feedback'],
+      ['Show me a form', 'Contact us'],
     ] as const) {
       const c = await newConversation('app_genui');
       const r = await s.call('POST', `/apps/app_genui/conversations/${c}`, { message: { content } });
@@ -203,6 +204,38 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
     assert.equal((await s.call('GET', '/apps/app_knowledge/metrics')).body.total_messages, before + 4);
     assert.deepEqual(conv.generated_title, { 'en-ca': 'Billing and credits', 'fr-ca': 'Facturation et crédits' });
     assert.equal(conv.title, null);
+  });
+
+  test('concurrent messages to one conversation are all persisted, each exchange together (D-14, D-24)', async () => {
+    const c = await newConversation('app_stream');
+    const n = 5;
+    const sent = await Promise.all(
+      Array.from({ length: n }, (_, i) => s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: `Question number ${i}` }, stream: false })),
+    );
+    const items = (await s.call('GET', `/apps/app_stream/conversations/${c}`)).body.items;
+    assert.equal(items.length, 2 * n);
+    for (let i = 0; i < items.length; i += 2) {
+      assert.equal(items[i].response_id, items[i + 1].response_id);
+      assert.deepEqual([items[i].role, items[i + 1].role], ['user', 'assistant']);
+    }
+    assert.deepEqual(new Set(items.map((i: any) => i.response_id)), new Set(sent.map((r) => r.body.id)));
+    assert.equal(s.store.getConversation(c)!.message_count, 2 * n);
+  });
+
+  test('a rename while a response runs is not undone when the response is saved', async () => {
+    const c = await newConversation('app_slow');
+    let renamed: Promise<unknown> | undefined;
+    const stream = await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me about the sea' }, stream: true }, {
+      onEvent: (e) => {
+        if (e.event === 'response.output_text.delta' && !renamed) renamed = s.call('PATCH', `/apps/app_slow/conversations/${c}`, { title: 'Renamed mid-stream' });
+      },
+    });
+    assert.equal(stream.events.at(-1)!.event, 'response.completed');
+    assert.equal(((await renamed) as { status: number }).status, 200);
+    const conv = (await s.call('GET', `/apps/app_slow/conversations/${c}`)).body;
+    assert.equal(conv.title, 'Renamed mid-stream');
+    assert.equal(conv.items.length, 2);
+    assert.equal(s.store.getConversation(c)!.message_count, 2);
   });
 
   test('a custom title keeps generated_title empty (D-8)', async () => {

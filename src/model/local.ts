@@ -21,7 +21,7 @@ export const LocalTesting = z.strictObject({
 });
 export type LocalTestingT = z.infer<typeof LocalTesting>;
 
-const GREETING = /^\s*(hi|hello|hey|good (morning|afternoon|evening)|bonjour|salut|allo|hiya)\b[\s!.,]*([\p{L}]+[\s!.,]*)?$/iu;
+const GREETING = /^\s*(hi|hello|hey|good (morning|afternoon|evening)|bonjour|salut|allo|hiya)\b[\s!.,\p{Extended_Pictographic}]*(\p{L}+[\s!.,\p{Extended_Pictographic}]*)?$/iu;
 const THANKS = /^\s*(thanks|thank you|thx|merci|cheers|great|perfect|ok|okay)\b[^?]*$/iu;
 
 export interface LocalEngineOptions {
@@ -139,7 +139,8 @@ export class LocalEngine implements ModelEngine {
     const earlier = [...req.messages.slice(0, -1)].reverse().find((m) => m.role === 'user');
     const parts: string[] = [];
     if (req.kind === 'completion') {
-      parts.push(topic.length ? `Here is a short draft about ${topic.join(', ')}.` : 'Here is a short draft.');
+      const subject = keywords(text.replace(/\b(write|draft|compose|create|make|give|generate|summari[sz]e|produce|short|brief|quick)\b/gi, ' '), 3);
+      parts.push(subject.length ? `Here is a short draft about ${subject.join(', ')}.` : 'Here is a short draft.');
       parts.push(`${req.agentName} runs on Parley's embedded offline engine, which writes from a knowledge base and fixed templates rather than a language model.`);
     } else {
       parts.push(topic.length ? `You asked about ${topic.join(', ')}.` : 'I read your message.');
@@ -159,6 +160,9 @@ export class LocalEngine implements ModelEngine {
       const template = this.opts.forms.get(name);
       if (template?.keywords.some((k) => lower.includes(` ${k.toLowerCase()}`))) return { name, template };
     }
+    // Asking for "a form" without saying which gets the first one the app offers.
+    const first = allowed.find((n) => this.opts.forms.has(n));
+    if (first && /\sforms?\s/.test(lower)) return { name: first, template: this.opts.forms.get(first)! };
     return undefined;
   }
 

@@ -33,7 +33,10 @@ export class CompletionService {
       tools,
       signal,
       onUnexpected: (err) => this.log.error({ err, completion_id: id }, 'completion failed unexpectedly'),
-      finish: (r) => this.usage.record(app.id, 'completion', id, r.usage),
+      finish: async (r) => {
+        if (r.error) this.log.warn({ completion_id: id, app_id: app.id, code: r.error.code }, 'completion failed');
+        await this.usage.record(app.id, 'completion', id, r.usage);
+      },
     });
     return {
       run,

@@ -42,6 +42,8 @@ export interface IdempotencyOptions {
 export class IdempotencyService {
   private readonly done = new Map<string, Done>();
   private readonly running = new Map<string, string>();
+  /** Resolvers waiting for a running key to finish (see `settled`). */
+  private readonly waiters = new Map<string, Array<() => void>>();
   private readonly now: () => number;
   private segment: { hour: number; journal: Journal } | undefined;
   private rotating: Promise<void> = Promise.resolve();
@@ -146,30 +148,51 @@ export class IdempotencyService {
     if (fresh) return this.replay(ctx, fresh);
 
     this.running.set(k, f);
-    const capture = captureBody(ctx.res);
+    let finished = false;
+    // Only answers of work that ran are kept: a request refused before it changed anything (400,
+    // 404, …) or that failed (500: nothing was saved) releases its key and runs again when retried.
+    const finish = async (record: Done | undefined): Promise<void> => {
+      if (finished) return;
+      finished = true;
+      capture.stop();
+      if (record) this.done.set(k, record);
+      this.running.delete(k);
+      for (const wake of this.waiters.get(k) ?? []) wake();
+      this.waiters.delete(k);
+      // Kept in memory even if the disk refuses: the work is done and durable, and retries in this
+      // process must not repeat it.
+      if (record) await this.persist({ k, ...record }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency record not persisted'));
+    };
+    const isStream = () => ctx.res.statusCode === 200 && String(ctx.res.getHeader('content-type') ?? '').startsWith('text/event-stream');
+    const streamRecord = (): Done => ({ f, at: this.now(), kind: 'sse', b: capture.overflow ? null : capture.text(), cut: !ctx.res.writableEnded || undefined });
+    // A stream is settled the moment it ends, so that a client retrying right after it read the end
+    // gets the replay rather than a 409 while the handler winds down.
+    const capture = captureBody(ctx.res, () => {
+      if (isStream()) void finish(streamRecord());
+    });
     try {
       const result = await next();
-      const at = this.now();
-      let record: Done | undefined;
       if (result !== undefined) {
         const text = JSON.stringify(result);
-        record = { f, at, kind: 'json', b: Buffer.byteLength(text) <= REPLAY_MAX_BYTES ? text : null };
-      } else if (ctx.res.statusCode === 200 && String(ctx.res.getHeader('content-type') ?? '').startsWith('text/event-stream')) {
-        record = { f, at, kind: 'sse', b: capture.overflow ? null : capture.text(), cut: !ctx.res.writableFinished || undefined };
-      }
-      // Only answers of work that ran are kept: a request refused before it changed anything
-      // (400, 404, …) or that failed (500: nothing was saved) runs again when retried.
-      if (record) {
-        this.done.set(k, record);
-        // Kept in memory even if the disk refuses: the work is done and durable, and retries in this
-        // process must not repeat it.
-        await this.persist({ k, ...record }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency record not persisted'));
+        await finish({ f, at: this.now(), kind: 'json', b: Buffer.byteLength(text) <= REPLAY_MAX_BYTES ? text : null });
+      } else if (isStream()) {
+        await finish(streamRecord()); // cut by the client: its end was never written
       }
       return result;
     } finally {
-      capture.stop();
-      this.running.delete(k);
+      await finish(undefined);
     }
+  }
+
+  /** Resolves once no request of `appId` runs under `clientKey` (at once if none does). */
+  settled(appId: string, clientKey: string): Promise<void> {
+    const k = sha256(`${appId}\0${clientKey}`);
+    if (!this.running.has(k)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.waiters.get(k) ?? [];
+      list.push(resolve);
+      this.waiters.set(k, list);
+    });
   }
 
   private replay(ctx: RequestContext, d: Done): unknown {
@@ -225,7 +248,7 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** Records what a handler writes to `res` itself (an SSE stream), up to REPLAY_MAX_BYTES. */
-function captureBody(res: ServerResponse): { text(): string; overflow: boolean; stop(): void } {
+function captureBody(res: ServerResponse, onEnd: () => void): { text(): string; overflow: boolean; stop(): void } {
   const chunks: Buffer[] = [];
   let size = 0;
   const state = { overflow: false };
@@ -248,7 +271,9 @@ function captureBody(res: ServerResponse): { text(): string; overflow: boolean; 
   } as ServerResponse['write'];
   res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
     keep(chunk);
-    return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+    const out = (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
+    onEnd();
+    return out;
   } as ServerResponse['end'];
   return {
     text: () => Buffer.concat(chunks).toString('utf8'),

@@ -64,7 +64,14 @@ export class ResponseRun {
       this.error = toResponseError(err, o.signal);
       if (this.error.code === 'internal_error') o.onUnexpected?.(err);
     }
-    await o.finish(this);
+    try {
+      await o.finish(this);
+    } catch (err) {
+      // Not saved: the client must not believe it was (D-17: a failure after the start is an event).
+      o.onUnexpected?.(err);
+      this.status = 'failed';
+      this.error = { type: 'internal_error', code: 'internal_error', message: 'The response could not be saved; it was not added to the conversation.' };
+    }
     if (this.status === 'completed') {
       yield { event: 'response.completed', data: { id: o.id, status: 'completed' } };
     } else {

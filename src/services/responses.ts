@@ -7,6 +7,7 @@ import type { ChatMessage } from '../model/types.ts';
 import type { AppT } from '../store/fixtures.ts';
 import type { ConversationRecord, ResponseRecord, Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
+import type { ConversationService } from './conversations.ts';
 import { newId, unixNow } from './ids.ts';
 import { ResponseRun } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
@@ -26,14 +27,16 @@ export interface StartedResponse {
 export class ResponseService {
   /** Emits `persisted` (response id, status) once a response is durable: tests and tools wait on it. */
   readonly events = new EventEmitter();
-  /** One persistence at a time per conversation, so counters and item order never interleave. */
-  private readonly tails = new Map<string, Promise<void>>();
-
   constructor(
     private readonly store: Store,
     private readonly agent: AgentRuntime,
     private readonly usage: UsageLedger,
     private readonly log: Logger,
+    /**
+     * The conversations' own queue of changes: a response is persisted in turn with renames and
+     * deletes too, so none of them starts from a record another has already replaced.
+     */
+    private readonly conversations: Pick<ConversationService, 'exclusive'>,
   ) {}
 
   /** Reads the history and prepares the run; nothing is written until the run finishes. */
@@ -71,17 +74,23 @@ export class ResponseService {
     return { run, createdAt, conversationId: record.id, toResponse };
   }
 
-  private persist(app: AppT, conversationId: string, run: ResponseRun, input: { content: string; metadata: Record<string, unknown> | null; createdAt: number }): Promise<void> {
-    const prev = this.tails.get(conversationId) ?? Promise.resolve();
-    const next = prev.catch(() => {}).then(() => this.persistNow(app, conversationId, run, input));
-    this.tails.set(conversationId, next);
-    void next.finally(() => {
-      if (this.tails.get(conversationId) === next) this.tails.delete(conversationId);
-    }).catch(() => {});
-    return next;
+  private async persist(app: AppT, conversationId: string, run: ResponseRun, input: { content: string; metadata: Record<string, unknown> | null; createdAt: number }): Promise<void> {
+    // The title may take a model call: made before taking the conversation's turn, not inside it.
+    const first = this.store.getConversation(conversationId)!;
+    const title =
+      run.status === 'completed' && first.title === null && Object.keys(first.generated_title).length === 0
+        ? await this.title(app, input.content, run)
+        : null;
+    await this.conversations.exclusive(conversationId, () => this.persistNow(app, conversationId, run, input, title));
   }
 
-  private async persistNow(app: AppT, conversationId: string, run: ResponseRun, input: { content: string; metadata: Record<string, unknown> | null; createdAt: number }): Promise<void> {
+  private async persistNow(
+    app: AppT,
+    conversationId: string,
+    run: ResponseRun,
+    input: { content: string; metadata: Record<string, unknown> | null; createdAt: number },
+    title: Record<string, string> | null,
+  ): Promise<void> {
     // The record as it is now (another response or a rename may have landed meanwhile).
     const record = this.store.getConversation(conversationId)!;
     const at = unixNow();
@@ -99,11 +108,15 @@ export class ResponseService {
       message_count: record.message_count + 1 + assistantMessages,
     };
     // D-8: titled after the first completed exchange, unless the caller chose a title.
-    if (run.status === 'completed' && updated.title === null && Object.keys(updated.generated_title).length === 0) {
-      updated.generated_title = await this.title(app, input.content, run);
+    if (title && updated.title === null && Object.keys(updated.generated_title).length === 0) {
+      updated.generated_title = title;
     }
     const response: ResponseRecord = { id: run.id, created_at: input.createdAt, status: run.status === 'completed' ? 'completed' : 'failed', usage: run.usage };
-    if (run.error) response.error = run.error;
+    if (run.error) {
+      response.error = run.error;
+      // The code only: no message content at the default level.
+      this.log.warn({ response_id: run.id, app_id: app.id, code: run.error.code }, 'response failed');
+    }
     await this.store.appendToConversation(updated, items, response, record);
     await this.usage.record(app.id, 'response', run.id, run.usage);
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
