@@ -236,12 +236,21 @@ describe('hostile headers', () => {
     ['GET', () => `/v1/apps/${APP}/config`],
     ['GET', () => `/v1/apps/${APP}/metrics`],
   ) as fc.Arbitrary<[string, () => string]>;
-  test('any Authorization, Content-Type and extra header: 2xx for the real key only, an error object otherwise', async () => {
+  const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 });
+  const idempotencyKey = fc.option(
+    fc.oneof(
+      fc.constantFrom('"fuzz-key"', 'fuzz-token', '', '"', '""', '"é"', `"${'k'.repeat(300)}"`, '"a\\"b"', '"a\\x"', '*', '"a", "b"'),
+      printable,
+      printable.map((x) => JSON.stringify(x)),
+    ),
+  );
+  test('any Authorization, Content-Type, Idempotency-Key and extra header: 2xx for the real key only, an error object otherwise', async () => {
     await fc.assert(
-      fc.asyncProperty(endpoint, authorization, contentType, fc.boolean(), async ([method, path], a, type, twice) => {
+      fc.asyncProperty(endpoint, authorization, contentType, fc.boolean(), idempotencyKey, async ([method, path], a, type, twice, idem) => {
         const before = await snapshot(s.store, APPS);
         const headers: Record<string, string | string[]> = { authorization: twice ? [a, a] : a, 'x-forwarded-for': '10.0.0.1', 'accept-encoding': 'gzip, br' };
         if (type) headers['content-type'] = type;
+        if (idem !== null) headers['idempotency-key'] = idem;
         const body = method === 'POST' || method === 'PATCH' ? '{"title":"renamed"}' : undefined;
         const r = await rawRequest(s.port, method, path(), { headers, body });
         assertWellFormed(r, `${method} ${path()} [${a.slice(0, 40)}]`);

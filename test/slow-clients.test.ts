@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { APP, KEY, startTestServer, type TestServer } from './helpers.ts';
+import { postSse } from './sse-client.ts';
 
 let s: TestServer;
 before(async () => {
@@ -40,6 +41,16 @@ describe('slow clients', () => {
     const { answer } = stall(`POST /v1/apps/${APP}/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":`);
     assert408(await answer);
     assert.equal(s.store.appCounters(APP).conversations, before);
+  });
+
+  test('the timeouts bound how long a request takes to arrive, not how long its answer streams', async () => {
+    // app_slow pauses 150 ms per chunk: this stream lasts far longer than the 600 ms request timeout.
+    const { body: conv } = await s.call('POST', '/apps/app_slow/conversations', {});
+    const r = await postSse(s.baseUrl, `/apps/app_slow/conversations/${conv.id}`, { message: { content: 'Hello' }, stream: true });
+    assert.equal(r.status, 200);
+    // Five chunks or more, 150 ms apart: the stream outlived the request timeout.
+    assert.ok(r.events.filter((e) => e.event === 'response.output_text.delta').length >= 5, `${r.events.length} events`);
+    assert.equal(r.events.at(-1)!.event, 'response.completed');
   });
 
   test('fifty stalled sockets do not keep others waiting', async () => {
