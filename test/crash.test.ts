@@ -65,8 +65,71 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
   const maybeCreated = new Set<string>();
   const conv = `/apps/${APP}/conversations`;
 
+  /** After a restart: every promise kept, nothing half there. */
+  const verify = async (again: Server) => {
+    for (const [id, e] of expected) {
+      const got = await call(again.base, 'GET', `${conv}/${id}`);
+      const deletedNow = got.status === 404;
+      const okDeleted = deletedNow === e.deleted || (e.maybe?.deleted === true && deletedNow);
+      assert.ok(okDeleted, `${id}: deleted=${deletedNow}, answered state deleted=${e.deleted}`);
+      if (!deletedNow) {
+        ReferenceConversationWithItems.parse(got.body);
+        const okTitle = got.body.title === e.title || (e.maybe !== undefined && 'title' in e.maybe && got.body.title === e.maybe.title);
+        assert.ok(okTitle, `${id}: title ${got.body.title}, answered ${e.title}`);
+        e.title = got.body.title;
+        // Every answered message is there once, whole (the user's item and the reply, one response id);
+        // the one in flight at the kill is there whole or not at all.
+        const items = got.body.items as Array<{ type: string; role?: string; response_id?: string; content?: Array<{ text: string }> }>;
+        const users = items.filter((i) => i.type === 'message' && i.role === 'user');
+        const texts = users.map((i) => i.content![0]!.text);
+        const withMaybe = e.maybe?.message ? [...e.messages, e.maybe.message] : null;
+        assert.ok(
+          JSON.stringify(texts) === JSON.stringify(e.messages) || (withMaybe && JSON.stringify(texts) === JSON.stringify(withMaybe)),
+          `${id}: messages ${JSON.stringify(texts)}, answered ${JSON.stringify(e.messages)}`,
+        );
+        for (const u of users) {
+          assert.ok(items.some((i) => i.type === 'message' && i.role === 'assistant' && i.response_id === u.response_id), `${id}: a user message without its reply`);
+        }
+        e.messages = texts;
+      }
+      e.deleted = deletedNow;
+      delete e.maybe;
+    }
+    // Walk the whole list: everything listed is whole, and is either answered or was in flight.
+    let after: string | null = null;
+    let listed = 0;
+    do {
+      const page: { status: number; body: any } = await call(again.base, 'GET', `${conv}?limit=100&order=asc${after ? `&after=${after}` : ''}`);
+      assert.equal(page.status, 200);
+      const list = ReferenceConversationList.parse(page.body);
+      for (const c of list.data) {
+        ReferenceConversation.parse(c);
+        listed++;
+        if (!expected.has(c.id)) {
+          assert.ok(maybeCreated.has(c.title!), `${c.id} (${c.title}) was never created by an answered or pending request`);
+          maybeCreated.delete(c.title!);
+          expected.set(c.id, { title: c.title, deleted: false, messages: [] });
+        }
+      }
+      after = list.has_more ? list.last_id : null;
+    } while (after);
+    assert.equal(listed, [...expected.values()].filter((e) => !e.deleted).length);
+    const metrics = await call(again.base, 'GET', `/apps/${APP}/metrics`);
+    assert.equal(metrics.body.total_conversations, expected.size, 'metrics count exactly the conversations that exist');
+    // D-24 counters agree with the items on disk (soft-deleted conversations included).
+    let onDisk = 0;
+    for (const id of expected.keys()) {
+      const file = path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
+      const data = await fs.readFile(file, 'utf8').then((t) => JSON.parse(t) as { items: Array<{ type: string }> }, () => ({ items: [] }));
+      onDisk += data.items.filter((i) => i.type === 'message').length;
+    }
+    assert.equal(metrics.body.total_messages, onDisk, 'total_messages matches the message items on disk');
+    maybeCreated.clear(); // not listed after the restart: they never happened
+  };
+
+  // Each restarted server is first checked, then put under load and killed in turn.
+  let server = await spawnServer(dataDir);
   for (let cycle = 0; cycle < CYCLES; cycle++) {
-    const server = await spawnServer(dataDir);
     const killAfter = 10 + Math.floor(Math.random() * 60); // answered writes before the kill
     let answered = 0;
     let killed = false;
@@ -126,72 +189,10 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
     };
     await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
     await server.exited;
-
-    // Restart on the same directory and check every promise.
-    const again = await spawnServer(dataDir);
-    try {
-      for (const [id, e] of expected) {
-        const got = await call(again.base, 'GET', `${conv}/${id}`);
-        const deletedNow = got.status === 404;
-        const okDeleted = deletedNow === e.deleted || (e.maybe?.deleted === true && deletedNow);
-        assert.ok(okDeleted, `${id}: deleted=${deletedNow}, answered state deleted=${e.deleted}`);
-        if (!deletedNow) {
-          ReferenceConversationWithItems.parse(got.body);
-          const okTitle = got.body.title === e.title || (e.maybe !== undefined && 'title' in e.maybe && got.body.title === e.maybe.title);
-          assert.ok(okTitle, `${id}: title ${got.body.title}, answered ${e.title}`);
-          e.title = got.body.title;
-          // Every answered message is there once, whole (the user's item and the reply, one response id);
-          // the one in flight at the kill is there whole or not at all.
-          const items = got.body.items as Array<{ type: string; role?: string; response_id?: string; content?: Array<{ text: string }> }>;
-          const users = items.filter((i) => i.type === 'message' && i.role === 'user');
-          const texts = users.map((i) => i.content![0]!.text);
-          const withMaybe = e.maybe?.message ? [...e.messages, e.maybe.message] : null;
-          assert.ok(
-            JSON.stringify(texts) === JSON.stringify(e.messages) || (withMaybe && JSON.stringify(texts) === JSON.stringify(withMaybe)),
-            `${id}: messages ${JSON.stringify(texts)}, answered ${JSON.stringify(e.messages)}`,
-          );
-          for (const u of users) {
-            assert.ok(items.some((i) => i.type === 'message' && i.role === 'assistant' && i.response_id === u.response_id), `${id}: a user message without its reply`);
-          }
-          e.messages = texts;
-        }
-        e.deleted = deletedNow;
-        delete e.maybe;
-      }
-      // Walk the whole list: everything listed is whole, and is either answered or was in flight.
-      let after: string | null = null;
-      let listed = 0;
-      do {
-        const page: { status: number; body: any } = await call(again.base, 'GET', `${conv}?limit=100&order=asc${after ? `&after=${after}` : ''}`);
-        assert.equal(page.status, 200);
-        const list = ReferenceConversationList.parse(page.body);
-        for (const c of list.data) {
-          ReferenceConversation.parse(c);
-          listed++;
-          if (!expected.has(c.id)) {
-            assert.ok(maybeCreated.has(c.title!), `${c.id} (${c.title}) was never created by an answered or pending request`);
-            maybeCreated.delete(c.title!);
-            expected.set(c.id, { title: c.title, deleted: false, messages: [] });
-          }
-        }
-        after = list.has_more ? list.last_id : null;
-      } while (after);
-      assert.equal(listed, [...expected.values()].filter((e) => !e.deleted).length);
-      const metrics = await call(again.base, 'GET', `/apps/${APP}/metrics`);
-      assert.equal(metrics.body.total_conversations, expected.size, 'metrics count exactly the conversations that exist');
-      // D-24 counters agree with the items on disk (soft-deleted conversations included).
-      let onDisk = 0;
-      for (const id of expected.keys()) {
-        const file = path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
-        const data = await fs.readFile(file, 'utf8').then((t) => JSON.parse(t) as { items: Array<{ type: string }> }, () => ({ items: [] }));
-        onDisk += data.items.filter((i) => i.type === 'message').length;
-      }
-      assert.equal(metrics.body.total_messages, onDisk, 'total_messages matches the message items on disk');
-      maybeCreated.clear(); // not listed after the restart: they never happened
-    } finally {
-      again.child.kill('SIGTERM');
-      assert.equal(await again.exited, 0, 'a graceful stop exits 0');
-    }
+    server = await spawnServer(dataDir);
+    await verify(server);
   }
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0, 'a graceful stop exits 0');
   assert.ok(expected.size > 0);
 });
