@@ -209,6 +209,32 @@ describe('idempotency mechanics (a route the test controls)', () => {
     }
   });
 
+  test('past the memory budget the oldest answers are let go, and their keys still never run twice', async () => {
+    const fixtures = await loadFixtures(FIXTURES_DIR);
+    const idempotency = await IdempotencyService.open({ dir: path.join(await tempDir(), 'idempotency'), memoryBytes: 300 });
+    let runs = 0;
+    const http = createHttpServer({
+      routes: [{ method: 'POST', pattern: '/apps/:app_id/big', route: { idempotent: true, handle: async () => ({ run: ++runs, pad: 'x'.repeat(100) }) } }],
+      auth: new AuthService(fixtures),
+      logger: pino({ level: 'silent' }),
+      idempotency,
+    });
+    await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(http.server.address() as AddressInfo).port}/v1/apps/${APP}/big`;
+    const post = (key: string) => fetch(url, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'idempotency-key': `"${key}"` } });
+    try {
+      for (const k of ['k1', 'k2', 'k3', 'k4']) assert.equal((await post(k)).status, 200);
+      const oldest = await post('k1');
+      assert.equal(oldest.status, 409);
+      assert.equal(((await oldest.json()) as any).error.code, 'idempotency_replay_unavailable');
+      assert.equal(((await (await post('k4')).json()) as any).run, 4, 'the newest is replayed');
+      assert.equal(runs, 4, 'nothing ran twice');
+    } finally {
+      await http.close();
+      await idempotency.close();
+    }
+  });
+
   test('keys expire after 24 hours and their old journal segments are deleted', async () => {
     const dir = path.join(await tempDir(), 'idempotency');
     let t = Date.UTC(2026, 10, 22, 10, 30);

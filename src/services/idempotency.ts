@@ -19,6 +19,12 @@ export const IDEMPOTENCY_TTL_MS = 24 * HOUR;
 export const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
 export const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * Answers held in memory, all keys together. Past it the oldest answers are let go (their keys still
+ * refuse to run twice: a retry gets 409 idempotency_replay_unavailable), so memory stays bounded
+ * whatever a day's traffic.
+ */
+export const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
 
 interface Done {
   /** Hash of method, path and canonical body: what "the same request" means. */
@@ -35,6 +41,8 @@ type Line = Done & { k: string };
 export interface IdempotencyOptions {
   /** `<data dir>/idempotency` */
   dir: string;
+  /** Memory for answers (default REPLAY_MEMORY_BYTES). */
+  memoryBytes?: number;
   logger?: Logger;
   now?: () => number;
 }
@@ -47,6 +55,7 @@ export class IdempotencyService {
   private readonly now: () => number;
   private segment: { hour: number; journal: Journal } | undefined;
   private rotating: Promise<void> = Promise.resolve();
+  private held = 0;
 
   private constructor(private readonly opts: IdempotencyOptions) {
     this.now = opts.now ?? Date.now;
@@ -70,13 +79,30 @@ export class IdempotencyService {
         .open((e) => {
           const line = e as Line;
           if (typeof line?.k === 'string' && typeof line.f === 'string' && typeof line.at === 'number') {
-            svc.done.set(line.k, { f: line.f, at: line.at, kind: line.kind, b: line.b, cut: line.cut });
+            svc.remember(line.k, { f: line.f, at: line.at, kind: line.kind, b: line.b, cut: line.cut });
           }
         })
         .catch((err: Error) => opts.logger?.warn({ file, err: err.message }, 'idempotency segment unreadable; its keys are forgotten'));
       await journal.close();
     }
     return svc;
+  }
+
+  /** Keeps an answer, letting the oldest bodies go past the memory budget (their keys stay). */
+  private remember(k: string, d: Done): void {
+    const prev = this.done.get(k);
+    if (prev?.b) this.held -= prev.b.length;
+    this.done.delete(k); // re-inserted last: the map iterates oldest first
+    this.done.set(k, d);
+    if (d.b) this.held += d.b.length;
+    const budget = this.opts.memoryBytes ?? REPLAY_MEMORY_BYTES;
+    for (const old of this.done.values()) {
+      if (this.held <= budget) break;
+      if (old.b) {
+        this.held -= old.b.length;
+        old.b = null;
+      }
+    }
   }
 
   private hourOf(t: number): number {
@@ -87,7 +113,8 @@ export class IdempotencyService {
   private async persist(line: Line): Promise<void> {
     const hour = this.hourOf(line.at);
     if (this.segment?.hour !== hour) {
-      this.rotating = this.rotating.then(async () => {
+      // A failed rotation (full disk) must not block every later one.
+      this.rotating = this.rotating.catch(() => {}).then(async () => {
         if (this.segment?.hour === hour) return;
         const previous = this.segment;
         const journal = new Journal(path.join(this.opts.dir, `${hour}.jsonl`));
@@ -98,12 +125,17 @@ export class IdempotencyService {
       });
     }
     await this.rotating;
-    await this.segment!.journal.append(line);
+    if (this.segment?.hour !== hour) throw new Error(`idempotency segment ${hour} could not be opened`);
+    await this.segment.journal.append(line);
   }
 
   private async expire(): Promise<void> {
     const cutoff = this.now() - IDEMPOTENCY_TTL_MS;
-    for (const [k, d] of this.done) if (d.at <= cutoff) this.done.delete(k);
+    for (const [k, d] of this.done) {
+      if (d.at > cutoff) continue;
+      if (d.b) this.held -= d.b.length;
+      this.done.delete(k);
+    }
     const oldest = this.hourOf(cutoff);
     for (const name of await fs.readdir(this.opts.dir)) {
       if (/^\d+\.jsonl$/.test(name) && Number(name.slice(0, -6)) < oldest) await fs.rm(path.join(this.opts.dir, name), { force: true });
@@ -111,7 +143,7 @@ export class IdempotencyService {
   }
 
   async close(): Promise<void> {
-    await this.rotating;
+    await this.rotating.catch(() => {});
     await this.segment?.journal.close();
   }
 
@@ -155,7 +187,7 @@ export class IdempotencyService {
       if (finished) return;
       finished = true;
       capture.stop();
-      if (record) this.done.set(k, record);
+      if (record) this.remember(k, record);
       this.running.delete(k);
       for (const wake of this.waiters.get(k) ?? []) wake();
       this.waiters.delete(k);
