@@ -152,6 +152,8 @@ export class IdempotencyService {
    * JSON body), or undefined when the answer was written here or by `next` itself (SSE).
    */
   async run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown> {
+    // Most requests carry no key: skip headersDistinct, which builds a copy of every header.
+    if (ctx.req.headers['idempotency-key'] === undefined) return next();
     const clientKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
     if (clientKey === undefined) return next();
     // The body is read (and cached for the handler) to fingerprint it; a bad body fails as usual.
