@@ -44,7 +44,7 @@ export function schemasFor(profile: Profile) {
     conversationWithItems: ref ? C.ReferenceConversationWithItems : C.ConversationWithItems,
     list: ref ? C.ReferenceConversationList : C.ConversationList,
     deletion: C.DeletionResult,
-    response: ref ? C.ReferenceResponse : C.Response,
+    response: ref ? C.ReferenceResponse : C.ResponseWithDefaults,
     completion: ref ? C.ReferenceCompletion : C.Completion,
     config: C.AppConfig,
     metrics: C.AppMetrics,
@@ -150,7 +150,14 @@ export class CaseContext {
   }
 
   equal(actual: unknown, expected: unknown, what: string, ex?: Exchange): void {
-    if (!deepEqual(actual, expected)) this.fail(`${what}: expected ${show(expected)}, got ${show(actual)}`, ex);
+    if (deepEqual(actual, expected)) return;
+    if (Array.isArray(actual) && Array.isArray(expected)) {
+      // Point at the first difference: long arrays do not fit in one line.
+      const i = expected.findIndex((e, j) => !deepEqual(actual[j], e));
+      const at = i === -1 ? expected.length : i;
+      this.fail(`${what}: expected ${expected.length} entries, got ${actual.length}; first difference at [${at}]: expected ${show(expected[at])}, got ${show(actual[at])}`, ex);
+    }
+    this.fail(`${what}: expected ${show(expected)}, got ${show(actual)}`, ex);
   }
 
   /** A 2xx with the given status and a body that the schema accepts; returns the parsed body. */
@@ -182,6 +189,7 @@ export class CaseContext {
       this.fail(`${what}: expected a 4xx error, got HTTP ${ex.status}`, ex);
     }
     if (ex.json === undefined) this.fail(`${what}: the error body is not JSON`, ex);
+    this.jsonContentType(ex, `${what}: error`);
     const body = this.shape(ex.json, this.schemas.error, `${what}: error object`, ex) as z.infer<typeof C.ErrorBody>;
     const e = body.error;
     if (expected.type !== undefined) this.equal(e.type, expected.type, `${what}: error.type`, ex);

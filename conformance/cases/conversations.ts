@@ -17,6 +17,9 @@ export const create: CaseDef[] = defineCases('4.1', [
       ctx.equal(b.value.external_user_id, body.external_user_id, 'external_user_id', b.exchange);
       ctx.equal(b.value.title, body.title, 'title', b.exchange);
       ctx.equal(b.value.metadata, body.metadata, 'metadata', b.exchange);
+      // Unix seconds, not milliseconds; a day of clock skew is tolerated.
+      const now = Date.now() / 1000;
+      ctx.check(Math.abs(b.value.created_at - now) < 86_400, `created_at ${b.value.created_at} is not Unix seconds near now (${Math.round(now)})`, b.exchange);
     },
   },
   {
