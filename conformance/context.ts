@@ -113,6 +113,10 @@ export class CaseContext {
     try {
       const ex = await this.run.http.send(r);
       this.exchanges.push(ex);
+      // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
+      const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
+      const id = (ex.json as { id?: unknown } | undefined)?.id;
+      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id);
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {
@@ -138,7 +142,7 @@ export class CaseContext {
   }
 
   track(appId: string, conversationId: string): void {
-    this.run.created.push([appId, conversationId]);
+    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push([appId, conversationId]);
   }
 
   fail(message: string, ex?: Exchange): never {

@@ -40,7 +40,7 @@ describe('each broken implementation is caught by its case', { concurrency: 4 },
       const server = await startTestServer();
       const proxy = await startMutantProxy(server.baseUrl, m.hooks(), m.basePath);
       try {
-        const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), profile: m.profile, only: m.caughtBy, timeoutMs: 10_000 });
+        const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), profile: m.profile, only: m.caughtBy, timeoutMs: m.timeoutMs ?? 10_000 });
         const result = r.results.find((c) => c.id === m.caughtBy);
         assert.ok(result, `case ${m.caughtBy} did not run`);
         assert.equal(result.status, 'failed', `${m.caughtBy} ${result.status} against ${m.id}`);

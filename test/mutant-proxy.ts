@@ -40,6 +40,8 @@ export interface MutantHooks {
   request?(req: ProxyRequest, tools: ProxyTools): MaybePromise<ProxyResponse | void>;
   /** Changes the response (edit `json` / `events` / `body` / `status` / `headers` in place). */
   response?(res: ProxyResponse, req: ProxyRequest, tools: ProxyTools): MaybePromise<void>;
+  /** Answers the request itself, byte by byte (e.g. a stream that stalls); true when it did. */
+  takeover?(req: ProxyRequest, res: http.ServerResponse): boolean;
 }
 
 export interface MutantProxy {
@@ -103,6 +105,7 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       }
       const path = '/' + url.pathname.slice(basePath.length + 1);
       const preq: ProxyRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers, body, json: parseJson(body) };
+      if (hooks.takeover?.(preq, res)) return;
       const short = await hooks.request?.(preq, tools);
       const pres: ProxyResponse = short ? short : await forward(preq);
       const before = pres.events ? serializeSse(pres.events) : pres.json !== undefined ? JSON.stringify(pres.json) : undefined;

@@ -14,6 +14,8 @@ export interface Mutant {
   profile: Profile;
   /** The case that must fail. */
   caughtBy: string;
+  /** A shorter per-request timeout for the run (mutants that stall). */
+  timeoutMs?: number;
   /** Needs send message / completions (issue 3) or the rate limiter (issue 7) on the reference server. */
   needs?: 'agent' | 'rate-limit';
   basePath?: string;
@@ -412,6 +414,7 @@ export const MUTANTS: Mutant[] = [
     breaks: 'metrics can be read without a key',
     section: '5',
     profile: 'spec',
+    needs: 'agent',
     caughtBy: 'S5-missing-key-401',
     hooks: onRequest((r) => {
       if (r.path.endsWith('/metrics') && !r.headers.authorization) r.headers.authorization = `Bearer ${TARGET.api_key}`;
@@ -422,6 +425,7 @@ export const MUTANTS: Mutant[] = [
     breaks: 'an unknown key is 403 access_denied instead of 401 invalid_api_key',
     section: '5',
     profile: 'spec',
+    needs: 'agent',
     caughtBy: 'S5-invalid-key-401',
     hooks: onResponse((r) => Boolean(r.headers.authorization), (res) => res.status === 401 && Object.assign(res, errorBody(403, 'access_denied'))),
   },
@@ -441,6 +445,7 @@ export const MUTANTS: Mutant[] = [
     breaks: "another team's app is 404 instead of 403 access_denied",
     section: '5',
     profile: 'spec',
+    needs: 'agent',
     caughtBy: 'S5-other-team-403',
     hooks: onResponse(() => true, (res) => res.status === 403 && res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found'))),
   },
@@ -459,6 +464,7 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a missing key is 401 with type "unauthorized"',
     section: '7',
     profile: 'spec',
+    needs: 'agent',
     caughtBy: 'S5-missing-key-401',
     hooks: onResponse(() => true, (res) => res.status === 401 && (res.json.error.type = 'unauthorized')),
   },
@@ -649,6 +655,22 @@ export const MUTANTS: Mutant[] = [
     hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => ok(res) && (res.json.total_messages = 0)),
   },
   // §6 events
+  {
+    id: 'sse-stalls',
+    breaks: 'a stream sends response.created, then nothing, and never ends',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-conv-content-type',
+    timeoutMs: 500,
+    hooks: () => ({
+      takeover(req, res) {
+        if (!isSend(req) || req.json?.stream !== true) return false;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: response.created\ndata: {"id":"resp_1","object":"response","status":"in_progress"}\n\n');
+        return true;
+      },
+    }),
+  },
   {
     id: 'sse-text-plain',
     breaks: 'the stream is served as text/plain',

@@ -2,25 +2,32 @@
 // agent_unavailable, 404 for an unknown app.
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { OutgoingRequest } from '../http.ts';
-import { appPath, baselineCreate, convPath, liveConversation } from './common.ts';
+import { appPath, baselineCompletion, baselineCreate, baselineSend, convPath } from './common.ts';
 
 const INVALID_KEY = 'sk_live_conformanceInvalidKey0000000000000000';
 
-/** One valid request per endpoint of §4 (send message and completion included: auth comes first). */
+/**
+ * One request per endpoint of §4, each of which passed with the key earlier in the run (the
+ * baselines), so that the key is the one thing a case changes.
+ */
 async function everyEndpoint(ctx: CaseContext): Promise<OutgoingRequest[]> {
   const app = ctx.target.appId;
-  const c = await liveConversation(ctx);
-  return [
-    { method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag } },
+  const created = await baselineCreate(ctx);
+  const c = created.value;
+  const send = await baselineSend(ctx);
+  const completion = await baselineCompletion(ctx);
+  const reads: OutgoingRequest[] = [
     { method: 'GET', path: convPath(app) },
     { method: 'GET', path: convPath(app, c.id) },
-    { method: 'PATCH', path: convPath(app, c.id), body: { title: 'x' } },
-    { method: 'DELETE', path: convPath(app, c.id) },
-    { method: 'POST', path: convPath(app, c.id), body: { message: { content: 'Hello' }, stream: false } },
-    { method: 'POST', path: appPath(app, 'completions'), body: { prompt: 'Hello' } },
+    { method: 'PATCH', path: convPath(app, c.id), body: { title: c.title } },
     { method: 'GET', path: appPath(app, 'config') },
     { method: 'GET', path: appPath(app, 'metrics') },
   ];
+  for (const r of reads) ctx.check((await ctx.send(r)).status === 200, `${r.method} ${r.path} with the key: expected HTTP 200`);
+  // DELETE last, on a conversation of its own, checked after the unauthenticated attempts.
+  const victim = await ctx.send(created.request);
+  const victimId = (ctx.ok(victim, ctx.schemas.conversation, 'create conversation') as { id: string }).id;
+  return [created.request, ...reads, { method: 'DELETE', path: convPath(app, victimId) }, send.request, completion.request];
 }
 
 export const auth: CaseDef[] = defineCases('5', [
@@ -165,7 +172,6 @@ export const appErrors: CaseDef[] = defineCases('7', [
       const app = ctx.app('apps.no_agent');
       const created = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag } });
       const c = ctx.ok(created, ctx.schemas.conversation, 'create on an app without an agent');
-      ctx.track(app, c.id);
       const ex = await ctx.send({ method: 'POST', path: convPath(app, c.id), body: { message: { content: 'Hello' }, stream: false } });
       ctx.error(ex, 'send message without an agent', { status: 403, type: 'agent_unavailable' });
     },

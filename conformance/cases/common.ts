@@ -13,7 +13,6 @@ export const appPath = (app: string, rest: string) => `/apps/${encodeURIComponen
 /** Creates a conversation (tagged unless the case says otherwise) and schedules its deletion. */
 export async function createConversation(ctx: CaseContext, body: Record<string, unknown> | undefined = undefined, app = ctx.target.appId): Promise<{ ex: Exchange; conv: ConversationT }> {
   const ex = await ctx.send({ method: 'POST', path: convPath(app), body: body ?? { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
-  if (ex.status === 200 && typeof (ex.json as { id?: unknown })?.id === 'string') ctx.track(app, (ex.json as { id: string }).id);
   const conv = ctx.ok(ex, ctx.schemas.conversation, 'create conversation') as ConversationT;
   return { ex, conv };
 }
@@ -29,7 +28,6 @@ export function baselineCreate(ctx: CaseContext): Promise<Baseline<ConversationT
   return ctx.once('baseline: create conversation', async () => {
     const request: OutgoingRequest = { method: 'POST', path: convPath(ctx.target.appId), body: { external_user_id: ctx.tag, title: 'Conformance', metadata: ctx.tagMetadata } };
     const exchange = await ctx.send(request);
-    if (exchange.status === 200 && typeof (exchange.json as { id?: unknown })?.id === 'string') ctx.track(ctx.target.appId, (exchange.json as { id: string }).id);
     const value = ctx.ok(exchange, ctx.schemas.conversation, 'create conversation') as ConversationT;
     return { request, exchange, value };
   });

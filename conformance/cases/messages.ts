@@ -2,7 +2,7 @@
 // items, generated titles, and the metrics they feed.
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import { Item as ItemSchema } from '../../src/contract/index.ts';
-import { baselineCreate, baselineSend, contentOf, convPath, createConversation, getConversation, metrics, withBody, type Json } from './common.ts';
+import { baselineCreate, baselineSend, contentOf, convPath, createConversation, expectStream, getConversation, metrics, withBody, type Json } from './common.ts';
 
 const MISSING_ID = 'conv_conformance_does_not_exist_0000';
 
@@ -73,6 +73,8 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
       const ex = await send(ctx, app, conv.id, { message: { content: 'Hello!' } });
       ctx.equal(ex.status, 200, 'status', ex);
       ctx.check(isSse(ex), `expected text/event-stream (the app default), got ${JSON.stringify(ex.headers.get('content-type'))}`, ex);
+      const a = expectStream(ctx, ex, 'stream by app default');
+      ctx.equal([a.types[0], a.types.at(-1)], ['response.created', 'response.completed'], '[first, last] event', ex);
     },
   },
   {
