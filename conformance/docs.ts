@@ -78,6 +78,15 @@ the list-limit cases), sends about 40 messages and 20 completions, and the rate-
 \`apps.rate_limited\` until it is refused (at most 100). The metrics cases assume nothing else writes to
 \`app_id\` during the run.
 
+### What it cannot check
+
+\`500 internal_error\` (no request can provoke it on a healthy server), outbound webhooks and their signatures,
+the dashboard, and what a model says (only the shape and agreement of what it returns). Function calls and
+\`data_spec\` are probed with fixed messages ("What does your knowledge base say about resetting a password?"
+on \`apps.knowledge_base\`, "I would like to book an appointment. Please show me the booking form." on
+\`apps.generative_ui\`); an agent that answers them without a tool call or a form makes those cases skip,
+with that reason.
+
 ### Reading a failure
 
 Each failure names the case, its level and section, what was expected, the request that showed it as a

@@ -116,6 +116,7 @@ export const limits: CaseDef[] = [
         for (let i = 0; i < 100 && !refused; i++) {
           const ex = await ctx.send(request);
           if (ex.status === 429) refused = ex;
+          else if (ex.status !== 200) ctx.fail(`message #${i + 1} on the rate-limited app: expected HTTP 200 until the limit, then 429 rate_limit_exceeded; got ${ex.status}`, ex);
           else {
             ctx.ok(ex, ctx.schemas.response, `message #${i + 1} on the rate-limited app`);
             counted = ex;
