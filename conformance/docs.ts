@@ -37,7 +37,7 @@ Options:
 
 Exit codes: **0** no case failed, **1** at least one case failed, **2** usage error (bad option, unreadable
 or invalid target file) or the target is unreachable. The last line of the output is always
-\`conformance: N passed, N failed, N skipped\`. With \`--reporter json|junit|tap\` and no \`--out\`, the report
+\`conformance: N passed, N failed, N skipped\` (after \`--list\`: \`conformance: N cases (profile …)\`). With \`--reporter json|junit|tap\` and no \`--out\`, the report
 is printed and this line follows it, so machine consumers should use \`--out\`.
 
 As a library: \`runConformance(options)\` from \`conformance/run.ts\` returns the results that the reporters
