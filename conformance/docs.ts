@@ -75,8 +75,8 @@ changes one thing. Every conversation a run creates carries the run's id (\`exte
 \`conformance-<run id>\` and/or \`metadata.conformance_run\`), and all of them are deleted at the end (soft
 delete, as §4.5 defines it). A run creates a few dozen conversations (up to ~130 when the app is empty, for
 the list-limit cases), sends about 40 messages and 20 completions, and the rate-limit case sends messages to
-\`apps.rate_limited\` until it is refused (at most 100). The metrics cases assume nothing else writes to
-\`app_id\` during the run.
+\`apps.rate_limited\` until it is refused (at most 100). The list and metrics cases assume that nothing
+else writes to \`app_id\` during the run (the run's conversations must be the newest, and metric deltas its own).
 
 ### What it cannot check
 

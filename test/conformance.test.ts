@@ -78,6 +78,31 @@ describe('the reference server conforms', () => {
   });
 });
 
+describe('run options', () => {
+  test('--bail stops at the first failure and reports the rest as skipped', async () => {
+    const wrong = parseTarget({ ...targetJson, app_id: targetJson.apps.stream_default }, { baseUrl: s.baseUrl });
+    const r = await runConformance({ target: wrong, only: 'S4.8-*', bail: true });
+    assert.deepEqual(
+      r.results.map((c) => [c.id, c.status]),
+      [
+        ['S4.8-config-shape', 'failed'],
+        ['S4.8-config-generative-ui', 'skipped'],
+        ['S4.8-config-stream-default', 'skipped'],
+      ],
+    );
+    assert.equal(r.results[1]!.reason, 'not run: --bail after a failure');
+  });
+
+  test('--repeat runs every case N times, each run with its own state and cleanup', async () => {
+    const seen = new Set<string>();
+    const r = await runConformance({ target, only: 'S4.1-create-shape', repeat: 3, onResult: (c) => seen.add(c.id) });
+    assert.equal(r.results[0]!.status, 'passed');
+    assert.equal(r.results[0]!.runs, 3);
+    assert.deepEqual([...seen], ['S4.1-create-shape']);
+    assert.equal(r.cleanup.deleted, 3, 'each run created its baseline conversation and deleted it');
+  });
+});
+
 describe('the registry', () => {
   test('ids are unique, stable in form, filed under their section; REFERENCE cases cite a D-n', () => {
     assert.equal(new Set(CASES.map((c) => c.id)).size, CASES.length);
