@@ -117,6 +117,7 @@ jobs:
       - uses: actions/setup-node@v4
         with: { node-version: 20 }
       - run: ./start-my-implementation.sh &          # your server, listening on :8080
+      - run: timeout 60 sh -c 'until curl -s -o /dev/null http://127.0.0.1:8080/v1; do sleep 1; done'
       - run: cd parley && npm ci
       - run: >
           cd parley && npm run conformance --
