@@ -31,7 +31,7 @@ const available = await capabilities();
 
 describe('each broken implementation is caught by its case', { concurrency: 4 }, () => {
   for (const m of MUTANTS) {
-    test(`${m.id}: ${m.breaks} → ${m.caughtBy} (${m.profile})`, async (t) => {
+    test(`${m.id}: ${m.breaks} → ${m.caughtBy} (${m.profile})`, { timeout: 60_000 }, async (t) => {
       if (m.needs && !available.has(m.needs)) {
         leftOut.push(m.id);
         t.skip(`the reference server on this branch has no ${m.needs} yet`);

@@ -42,7 +42,7 @@ function failures(r: RunResults): string {
 
 describe('the reference server conforms', () => {
   for (const profile of ['spec', 'reference'] as const) {
-    test(`profile ${profile}: every case passes, none is skipped with a full target`, async (t) => {
+    test(`profile ${profile}: every case passes, none is skipped with a full target`, { timeout: 120_000 }, async (t) => {
       const r = await runConformance({ target, profile, timeoutMs: 10_000, skip: pending });
       if (pending.length) t.diagnostic(`not yet on this branch's reference server, left out: ${pending.join(',')}`);
       t.diagnostic(`profile ${profile}: ${r.summary.passed} passed, ${r.summary.failed} failed, ${r.summary.skipped} skipped`);
