@@ -672,6 +672,21 @@ export const MUTANTS: Mutant[] = [
     }),
   },
   {
+    id: 'sse-cut-short',
+    breaks: 'the connection drops in the middle of a stream',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-conv-content-type',
+    hooks: () => ({
+      takeover(req, res) {
+        if (!isSend(req) || req.json?.stream !== true) return false;
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('event: response.created\ndata: {"id":"resp_1","object":"response","status":"in_progress"}\n\n', () => res.destroy());
+        return true;
+      },
+    }),
+  },
+  {
     id: 'sse-text-plain',
     breaks: 'the stream is served as text/plain',
     section: '6',
