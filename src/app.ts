@@ -30,7 +30,7 @@ export interface Parley {
 /** Loads fixtures and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info' });
-  const fixtures = await loadFixtures(opts.fixturesDir ?? './fixtures');
+  const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
   const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
   await store.open();
   try {

@@ -19,6 +19,11 @@ export class AtomicJsonFile<T> implements Adapter<T> {
     return this.writing > 0;
   }
 
+  /** Resolves when every write started so far has finished (or failed). */
+  idle(): Promise<void> {
+    return this.tail;
+  }
+
   async read(): Promise<T | null> {
     let text: string;
     try {
@@ -58,6 +63,8 @@ export async function writeAtomically(file: string, text: string): Promise<void>
     await fs.mkdir(dir, { recursive: true });
     knownDirs.add(dir);
   }
+  // One writer per file (writes are chained above), so a fixed temporary name suffices; a crash
+  // may leave it behind, and the next write of that file replaces it.
   const tmp = `${file}.tmp`;
   const fh = await fs.open(tmp, 'w');
   try {
@@ -70,7 +77,11 @@ export async function writeAtomically(file: string, text: string): Promise<void>
   }
   await fh.close();
   await fs.rename(tmp, file);
-  // The rename itself is only durable once the folder is synced.
+  await syncDir(dir);
+}
+
+/** A rename is only durable once its folder is synced. */
+export async function syncDir(dir: string): Promise<void> {
   const dh = await fs.open(dir, 'r');
   try {
     await dh.sync();

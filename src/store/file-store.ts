@@ -10,7 +10,8 @@ import { Journal } from './journal.ts';
 import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
 
 const ConversationRecordSchema = z.object({
-  id: z.string().min(1),
+  // The id names a file: a hand-edited one must not reach outside the data directory.
+  id: z.string().regex(/^[A-Za-z0-9_-]{3,128}$/, 'must be letters, digits, "_" or "-" (it names a file)'),
   app_id: z.string().min(1),
   seq: z.number().int().nonnegative(),
   created_at: z.number().int(),
@@ -75,6 +76,17 @@ export class FileStore implements Store {
       throw new StoreError(this.dataDir, `cannot create the data directory (${(err as NodeJS.ErrnoException).code})`);
     }
     await this.lock();
+    try {
+      await this.load();
+    } catch (err) {
+      // Refusing to start must not leave the directory looking in use.
+      await this.journal.close().catch(() => {});
+      await fs.rm(this.lockFile, { force: true });
+      throw err;
+    }
+  }
+
+  private async load(): Promise<void> {
     let lines = 0;
     await this.journal.open((entry, line) => {
       const parsed = JournalEntry.safeParse(entry);
@@ -113,11 +125,12 @@ export class FileStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.journal.drain();
+    // Every write was awaited by its request; only those still under way need waiting for
+    // (rewriting cached files here would cost a write each and change nothing).
     await Promise.all(
       [...this.files.values()].map(async (p) => {
         const db = await p.catch(() => undefined);
-        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).write(db.data).catch(() => {});
+        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).idle();
       }),
     );
     await this.journal.close();
@@ -201,13 +214,18 @@ export class FileStore implements Store {
     return p;
   }
 
+  /** Drops the least recently used files beyond the cache size (the map iterates oldest first). */
   private evict(): void {
-    if (this.files.size <= FILE_CACHE_SIZE) return;
+    let excess = this.files.size - FILE_CACHE_SIZE;
+    if (excess <= 0) return;
     for (const [id, p] of this.files) {
-      if (this.files.size <= FILE_CACHE_SIZE) break;
-      void p.then((db) => {
-        if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
-      });
+      if (excess-- <= 0) break;
+      void p.then(
+        (db) => {
+          if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
+        },
+        () => {},
+      );
     }
   }
 
