@@ -7,6 +7,10 @@ export interface Config {
   dataDir: string;
   fixturesDir: string;
   logLevel: string;
+  /** PARLEY_MODEL: `local` or `ollama:<model>` for every app; null keeps each app's `agent.model`. */
+  model: string | null;
+  /** OLLAMA_HOST: where the Ollama engine finds Ollama. */
+  ollamaHost: string;
 }
 
 export const DEFAULTS: Config = {
@@ -15,6 +19,8 @@ export const DEFAULTS: Config = {
   dataDir: './data',
   fixturesDir: 'fixtures/',
   logLevel: 'info',
+  model: null,
+  ollamaHost: 'http://127.0.0.1:11434',
 };
 
 export class ConfigError extends Error {}
@@ -68,5 +74,15 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     dataDir: values['data-dir'] ?? fromEnv('DATA_DIR') ?? DEFAULTS.dataDir,
     fixturesDir: values.fixtures ?? fromEnv('FIXTURES') ?? DEFAULTS.fixturesDir,
     logLevel,
+    model: env.PARLEY_MODEL || DEFAULTS.model,
+    ollamaHost: normalizeOllamaHost(env.OLLAMA_HOST || DEFAULTS.ollamaHost),
   };
+}
+
+/** OLLAMA_HOST as Ollama's own CLI accepts it: `host`, `host:port` or a URL. */
+export function normalizeOllamaHost(v: string): string {
+  const withScheme = /^https?:\/\//.test(v) ? v : `http://${v}`;
+  const url = new URL(withScheme);
+  if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme)) url.port = url.protocol === 'https:' ? '443' : '11434';
+  return url.origin;
 }

@@ -33,6 +33,7 @@ export async function serve(argv: string[]): Promise<void> {
     throw err;
   }
   process.stdout.write(banner(parley.baseUrl, config.fixturesDir));
+  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -14,13 +14,29 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 
 describe('configuration (flags, then environment, then defaults)', () => {
   test('defaults', () => {
-    assert.deepEqual(loadConfig([], {}), { host: '127.0.0.1', port: 8787, dataDir: './data', fixturesDir: 'fixtures/', logLevel: 'info' });
+    assert.deepEqual(loadConfig([], {}), {
+      host: '127.0.0.1',
+      port: 8787,
+      dataDir: './data',
+      fixturesDir: 'fixtures/',
+      logLevel: 'info',
+      model: null,
+      ollamaHost: 'http://127.0.0.1:11434',
+    });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
 
   test('environment', () => {
-    const env = { PORT: '9000', HOST: '0.0.0.0', DATA_DIR: '/tmp/d', FIXTURES: '/tmp/f', LOG_LEVEL: 'debug' };
-    assert.deepEqual(loadConfig([], env), { host: '0.0.0.0', port: 9000, dataDir: '/tmp/d', fixturesDir: '/tmp/f', logLevel: 'debug' });
+    const env = { PORT: '9000', HOST: '0.0.0.0', DATA_DIR: '/tmp/d', FIXTURES: '/tmp/f', LOG_LEVEL: 'debug', PARLEY_MODEL: 'ollama:qwen3:4b', OLLAMA_HOST: 'http://127.0.0.1:11500' };
+    assert.deepEqual(loadConfig([], env), {
+      host: '0.0.0.0',
+      port: 9000,
+      dataDir: '/tmp/d',
+      fixturesDir: '/tmp/f',
+      logLevel: 'debug',
+      model: 'ollama:qwen3:4b',
+      ollamaHost: 'http://127.0.0.1:11500',
+    });
   });
 
   test('flags win over the environment; an empty variable counts as unset', () => {
@@ -31,6 +47,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       dataDir: 'x',
       fixturesDir: 'y',
       logLevel: 'warn',
+      model: null,
+      ollamaHost: 'http://127.0.0.1:11434',
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
