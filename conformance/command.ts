@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { sectionTitle, selectCases } from './registry.ts';
 import { REPORTERS, failureBlock, prettyHeader, prettyLine, render, renderPretty, summaryLine, type ReporterName } from './reporters.ts';
-import { runConformance, UnreachableError, type CaseResult, type Profile } from './run.ts';
+import { newRunId, runConformance, UnreachableError, type CaseResult, type Profile } from './run.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 
 interface Opts {
@@ -101,10 +101,12 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
     io.out(prettyLine(r));
     if (r.status === 'failed' && o.bail) io.out(failureBlock(r));
   };
-  if (progress) io.out(prettyHeader({ runId: '…', profile: o.profile, baseUrl: target!.baseUrl, appId: target!.appId }));
+  const runId = newRunId();
+  if (progress) io.out(prettyHeader({ runId, profile: o.profile, baseUrl: target!.baseUrl, appId: target!.appId }));
   try {
     const run = await runConformance({
       target: target!,
+      runId,
       profile: o.profile,
       only: o.only,
       skip: o.skip,

@@ -24,6 +24,8 @@ export interface RunOptions {
   bail?: boolean;
   /** Run the selection N times; a case passes only if it passed every time. */
   repeat?: number;
+  /** Tags what the run creates; a fresh one by default (`newRunId()`). */
+  runId?: string;
   /** Called as each case finishes (the pretty reporter prints progress with it). */
   onResult?: (r: CaseResult) => void;
 }
@@ -76,7 +78,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const http = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4 });
   const cases = selectCases({ profile, only: opts.only, skip: opts.skip });
-  const runId = `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
+  const runId = opts.runId ?? newRunId();
   const started = Date.now();
   const secrets: Array<[string, string]> = [
     [target.apiKey, '$API_KEY'],
@@ -108,6 +110,11 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const summary = { passed: 0, failed: 0, skipped: 0 };
   for (const r of results) summary[r.status]++;
   return { runId, profile, baseUrl: target.baseUrl, appId: target.appId, startedAt: new Date(started).toISOString(), ms: Date.now() - started, results, summary, cleanup };
+}
+
+/** `20261122-1a2b3c4d`: the date (for a person reading the data) and 32 random bits. */
+export function newRunId(): string {
+  return `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
 }
 
 async function preflight(http: HttpClient, target: Target): Promise<void> {
