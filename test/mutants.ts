@@ -951,6 +951,15 @@ export const MUTANTS: Mutant[] = [
     hooks: truncate((j) => [j, 'prompt'], 32_000),
   },
   {
+    id: 'prompt-limit-in-bytes',
+    breaks: 'the prompt limit counts UTF-8 bytes, not characters',
+    section: '8',
+    profile: 'spec',
+    needs: 'agent',
+    caughtBy: 'S8-prompt-at-limits',
+    hooks: onRequest((r) => (isCompletion(r) && Buffer.byteLength(String(r.json?.prompt ?? '')) > 32_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
+  },
+  {
     id: 'prompt-empty-accepted',
     breaks: 'an empty prompt is accepted',
     section: '8',
@@ -1028,6 +1037,18 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S8-metadata-create-past-limit',
     hooks: onRequest((r) => {
       if (r.method === 'POST' && typeof r.json?.metadata?.pad === 'string' && r.json.metadata.pad.length > 16_000) r.json.metadata.pad = r.json.metadata.pad.slice(0, 16_000);
+    }),
+  },
+  {
+    id: 'metadata-limit-in-characters',
+    breaks: 'the metadata limit counts characters, not bytes (16,385 bytes of é pass)',
+    section: '8',
+    profile: 'spec',
+    caughtBy: 'S8-metadata-create-past-limit',
+    hooks: onRequest((r) => {
+      const m = r.method === 'POST' ? r.json?.metadata : undefined;
+      // What such an implementation accepts is passed on shrunk, so that the reference accepts it too.
+      if (m && typeof m.pad === 'string' && JSON.stringify(m).length <= 16_384 && Buffer.byteLength(JSON.stringify(m)) > 16_384) m.pad = m.pad.slice(0, 4_000);
     }),
   },
   {

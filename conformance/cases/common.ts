@@ -67,10 +67,12 @@ export function withBody(r: OutgoingRequest, change: (body: Json) => Json): Outg
 }
 
 /** An object whose compact JSON is exactly `bytes` UTF-8 bytes, tagged with the run. */
-export function metadataOfBytes(ctx: CaseContext, bytes: number): Json {
+export function metadataOfBytes(ctx: CaseContext, bytes: number, char: 'x' | 'é' = 'x'): Json {
   const base = { ...ctx.tagMetadata, pad: '' };
-  const overhead = Buffer.byteLength(JSON.stringify(base), 'utf8');
-  return { ...ctx.tagMetadata, pad: 'x'.repeat(bytes - overhead) };
+  const room = bytes - Buffer.byteLength(JSON.stringify(base), 'utf8');
+  // 'é' is two UTF-8 bytes but one character: a size counted in characters falls short.
+  const width = Buffer.byteLength(char, 'utf8');
+  return { ...ctx.tagMetadata, pad: char.repeat(Math.floor(room / width)) + 'x'.repeat(room % width) };
 }
 
 export interface StreamAnalysis {

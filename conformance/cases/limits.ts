@@ -27,11 +27,14 @@ function metadataCases(endpoint: string, slug: string, baseline: (ctx: CaseConte
     {
       id: `S8-metadata-${slug}-past-limit`,
       level: 'MUST',
-      description: `${endpoint}: metadata of 16,385 bytes is refused (reference: 400 param metadata, code too_large, D-9)`,
+      description: `${endpoint}: metadata of 16,385 bytes, ASCII or not, is refused (reference: 400 param metadata, code too_large, D-9)`,
       async run(ctx) {
         const b = await baseline(ctx);
-        const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, metadata: metadataOfBytes(ctx, PAST_LIMIT) })));
-        ctx.invalid(ex, 'metadata of 16,385 bytes', { param: 'metadata', code: 'too_large' });
+        // ASCII, then two-byte characters (8,000-odd characters, 16,385 bytes): the limit is a size.
+        for (const char of ['x', 'é'] as const) {
+          const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, metadata: metadataOfBytes(ctx, PAST_LIMIT, char) })));
+          ctx.invalid(ex, `metadata of 16,385 bytes (${char === 'x' ? 'ASCII' : 'two-byte characters'})`, { param: 'metadata', code: 'too_large' });
+        }
       },
     },
   ]);
@@ -59,12 +62,12 @@ export const limits: CaseDef[] = [
     {
       id: 'S8-prompt-at-limits',
       level: 'MUST',
-      description: 'a prompt of 1 and of 32,000 characters is accepted',
+      description: 'a prompt of 1 and of 32,000 characters is accepted, also when they are two-byte characters (é)',
       async run(ctx) {
         const b = await baselineCompletion(ctx);
-        for (const n of [1, 32_000]) {
-          const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, prompt: textOf(n) })));
-          ctx.ok(ex, ctx.schemas.completion, `prompt of ${n} characters`);
+        for (const prompt of [textOf(1), textOf(32_000), 'é'.repeat(32_000)]) {
+          const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, prompt })));
+          ctx.ok(ex, ctx.schemas.completion, `prompt of ${prompt.length} ${prompt.startsWith('é') ? 'two-byte ' : ''}characters`);
         }
       },
     },
