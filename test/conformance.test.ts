@@ -10,6 +10,7 @@ import { CASES, render, runConformance, selectCases, type RunResults } from '../
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { generateDocs } from '../conformance/docs.ts';
 import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
+import { hasRealRateLimiter, startReferenceServer } from './rate-limit-stub.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -17,14 +18,9 @@ const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.
 
 let s: TestServer;
 let target: Target;
-/** Until the rate limiter (issue 7) is merged, the reference never answers 429: that case is left out, said so. */
-const RATE_LIMIT_CASES = 'S8-rate-limit-429';
-let pending: string[] = [];
 before(async () => {
-  s = await startTestServer();
+  s = await startReferenceServer(await hasRealRateLimiter());
   target = parseTarget(targetJson, { baseUrl: s.baseUrl });
-  const probe = await s.call('POST', `/apps/${target.appId}/completions`, { prompt: 'ping' });
-  if (probe.headers.get('x-ratelimit-limit-requests') === null) pending = [RATE_LIMIT_CASES];
 });
 after(() => s.close());
 
@@ -38,13 +34,12 @@ function failures(r: RunResults): string {
 describe('the reference server conforms', () => {
   for (const profile of ['spec', 'reference'] as const) {
     test(`profile ${profile}: every case passes, none is skipped with a full target`, { timeout: 120_000 }, async (t) => {
-      const r = await runConformance({ target, profile, timeoutMs: 10_000, skip: pending });
-      if (pending.length) t.diagnostic(`not yet on this branch's reference server, left out: ${pending.join(',')}`);
+      const r = await runConformance({ target, profile, timeoutMs: 10_000 });
       t.diagnostic(`profile ${profile}: ${r.summary.passed} passed, ${r.summary.failed} failed, ${r.summary.skipped} skipped`);
       assert.equal(r.summary.failed, 0, failures(r));
       const skipped = r.results.filter((c) => c.status === 'skipped');
       assert.deepEqual(skipped.map((c) => `${c.id}: ${c.reason}`), []);
-      assert.equal(r.results.length, selectCases({ profile, skip: pending }).length);
+      assert.equal(r.results.length, selectCases({ profile }).length);
       assert.deepEqual(r.cleanup.failed, []);
     });
   }

@@ -16,8 +16,6 @@ export interface Mutant {
   caughtBy: string;
   /** A shorter per-request timeout for the run (mutants that stall). */
   timeoutMs?: number;
-  /** Needs send message / completions (issue 3) or the rate limiter (issue 7) on the reference server. */
-  needs?: 'agent' | 'rate-limit';
   basePath?: string;
   hooks(): MutantHooks;
 }
@@ -414,7 +412,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'metrics can be read without a key',
     section: '5',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S5-missing-key-401',
     hooks: onRequest((r) => {
       if (r.path.endsWith('/metrics') && !r.headers.authorization) r.headers.authorization = `Bearer ${TARGET.api_key}`;
@@ -425,7 +422,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'an unknown key is 403 access_denied instead of 401 invalid_api_key',
     section: '5',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S5-invalid-key-401',
     hooks: onResponse((r) => Boolean(r.headers.authorization), (res) => res.status === 401 && Object.assign(res, errorBody(403, 'access_denied'))),
   },
@@ -445,7 +441,6 @@ export const MUTANTS: Mutant[] = [
     breaks: "another team's app is 404 instead of 403 access_denied",
     section: '5',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S5-other-team-403',
     hooks: onResponse(() => true, (res) => res.status === 403 && res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found'))),
   },
@@ -464,7 +459,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a missing key is 401 with type "unauthorized"',
     section: '7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S5-missing-key-401',
     hooks: onResponse(() => true, (res) => res.status === 401 && (res.json.error.type = 'unauthorized')),
   },
@@ -541,7 +535,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'the Response has no conversation_id',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-send-json-shape',
     hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && delete res.json.conversation_id),
   },
@@ -550,7 +543,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'every Response says status "failed"',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-send-json-shape',
     hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && (res.json.status = 'failed')),
   },
@@ -559,7 +551,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'stream:true answers JSON',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-stream-true-gives-sse',
     hooks: onRequest((r) => {
       if (isSend(r) && r.json?.stream === true) r.json.stream = false;
@@ -570,7 +561,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'without stream, every app streams (the app default is ignored)',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-app-default-json',
     hooks: onRequest((r) => {
       if (isSend(r) && r.json && !('stream' in r.json)) r.json.stream = true;
@@ -581,7 +571,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'stream:false does not override a streaming app default',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-stream-false-overrides-default',
     hooks: onRequest((r) => {
       if (isSend(r) && r.json?.stream === false) delete r.json.stream;
@@ -592,7 +581,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'role "assistant" is accepted as if it were "user"',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-role-not-user',
     hooks: onRequest((r) => {
       if (isSend(r) && r.json?.message?.role) r.json.message.role = 'user';
@@ -603,7 +591,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'metadata sent with a message is not kept',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-metadata-snapshot',
     hooks: onRequest((r) => {
       if (isSend(r) && r.json) delete r.json.metadata;
@@ -614,7 +601,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'sending to an unknown conversation is 400 instead of 404 not_found',
     section: '4.6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-unknown-conversation-404',
     hooks: onResponse(isSend, (res) => res.status === 404 && Object.assign(res, errorBody(400, 'invalid_request_error'))),
   },
@@ -623,7 +609,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'generated_title stays {} after the first exchange',
     section: '2.1',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-generated-title',
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.generated_title = {})),
   },
@@ -632,7 +617,6 @@ export const MUTANTS: Mutant[] = [
     breaks: "the history keeps the user's messages but not the agent's",
     section: '4.3',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.6-persisted-items',
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.role === 'user'))),
   },
@@ -641,7 +625,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'function_call items are not persisted (D-14)',
     section: 'D-14',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S4.6-persisted-items-agree',
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.type !== 'function_call'))),
   },
@@ -650,7 +633,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'total_messages never grows',
     section: '4.9',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.9-metrics-messages',
     hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => ok(res) && (res.json.total_messages = 0)),
   },
@@ -691,7 +673,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'the stream is served as text/plain',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-conv-content-type',
     hooks: onStream(isSend, (res) => (res.headers['content-type'] = 'text/plain')),
   },
@@ -700,7 +681,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'response.created comes after the first text delta',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-conv-starts-created-ends-completed',
     hooks: onStream(isSend, (res) => {
       const [created, first, ...rest] = res.events!;
@@ -712,7 +692,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'the stream ends without response.completed',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-conv-starts-created-ends-completed',
     hooks: onStream(isSend, (res) => (res.events = res.events!.filter((e) => e.event !== 'response.completed'))),
   },
@@ -721,7 +700,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'one text delta is lost',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-conv-text-assembles',
     hooks: onStream(isSend, (res) => {
       const i = res.events!.findIndex((e) => e.event === 'response.output_text.delta');
@@ -733,7 +711,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'text deltas carry no output_index',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-conv-payloads',
     hooks: onStream(isSend, (res) => payloads(res, 'response.output_text.delta').forEach((p) => delete p.output_index)),
   },
@@ -742,7 +719,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'events are sent as data: lines only (no event: line)',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-conv-framing',
     hooks: onStream(isSend, (res) => (res.body = res.body.replace(/^event: .*\n/gm, ''))),
   },
@@ -751,7 +727,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a payload is split over two data: lines (valid SSE, not the two-line framing of §6, D-16)',
     section: 'D-16',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-conv-raw-framing',
     hooks: onStream(isSend, (res) => (res.body = res.body.replace(/^data: \{/gm, 'data: {\ndata: '))),
   },
@@ -760,7 +735,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'payloads carry no sequence_number (D-16)',
     section: 'D-16',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-conv-sequence-numbers',
     hooks: onStream(isSend, (res) => res.events!.forEach((e) => delete e.data.sequence_number)),
   },
@@ -769,7 +743,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'sequence_number counts from 1 in completion streams (D-16)',
     section: 'D-16',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-cmpl-sequence-numbers',
     hooks: onStream(isCompletion, (res) => res.events!.forEach((e) => (e.data.sequence_number += 1))),
   },
@@ -778,7 +751,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'streams are sent without Cache-Control: no-cache (D-18)',
     section: 'D-18',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-conv-headers',
     hooks: onStream(isSend, (res) => delete res.headers['cache-control']),
   },
@@ -787,7 +759,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'the persisted assistant message differs from the streamed text (D-14)',
     section: 'D-14',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-conv-persisted-agree',
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
       if (!ok(res)) return;
@@ -799,7 +770,6 @@ export const MUTANTS: Mutant[] = [
     breaks: "a completion stream's response.created carries a conversation_id",
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-cmpl-stream',
     hooks: onStream(isCompletion, (res) => (res.events![0]!.data.conversation_id = 'conv_x')),
   },
@@ -808,7 +778,6 @@ export const MUTANTS: Mutant[] = [
     breaks: "a completion stream's response.created says object \"response\"",
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-cmpl-stream',
     hooks: onStream(isCompletion, (res) => (res.events![0]!.data.object = 'response')),
   },
@@ -817,7 +786,6 @@ export const MUTANTS: Mutant[] = [
     breaks: "a completion stream's output_text.done differs from its deltas",
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-cmpl-text-assembles',
     hooks: onStream(isCompletion, (res) => payloads(res, 'response.output_text.done').forEach((p) => (p.text += '!'))),
   },
@@ -826,7 +794,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a data_spec patch adds below a path that does not exist (D-22)',
     section: 'D-22',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-data-spec-stream',
     hooks: onStream(isSend, (res) => {
       const specs = payloads(res, 'response.data_spec');
@@ -838,7 +805,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'an app without generative UI streams a data_spec event',
     section: '6',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-no-data-spec-without-generative-ui',
     hooks: onStream((r) => isSend(r) && r.path.startsWith(`/apps/${TARGET.app_id}/`), (res) => {
       res.events!.splice(1, 0, { event: 'response.data_spec', data: { type: 'response.data_spec', data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } }, output_index: 9 } });
@@ -849,7 +815,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'function_call arguments are not JSON-encoded',
     section: '2.4',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S6-function-call-items',
     hooks: onResponse(isSend, (res) => {
       if (ok(res) && !isStream(res)) for (const o of res.json.output) if (o.type === 'function_call') o.arguments = `query=${o.arguments}`;
@@ -860,7 +825,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'function call argument deltas do not add up to arguments.done (D-16)',
     section: 'D-16',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S6-function-call-events',
     hooks: onStream(isSend, (res) => (res.events = res.events!.filter((e) => e.event !== 'response.function_call_arguments.delta'))),
   },
@@ -870,7 +834,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'completion ids are resp_ ids, not cmpl_',
     section: '2.5',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.7-completion-shape',
     hooks: onResponse(isCompletion, (res) => ok(res) && !isStream(res) && (res.json.id = res.json.id.replace(/^cmpl_/, 'resp_'))),
   },
@@ -879,7 +842,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'completions stream unless stream:false',
     section: '4.7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.7-completion-shape',
     hooks: onRequest((r) => {
       if (isCompletion(r) && r.json && !('stream' in r.json)) r.json.stream = true;
@@ -890,7 +852,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a completion is counted as a conversation',
     section: '4.7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.7-completion-no-conversation',
     hooks: () => {
       let n = 0;
@@ -907,7 +868,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a completion without prompt is answered',
     section: '4.7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.7-completion-missing-prompt',
     hooks: onRequest((r) => {
       if (isCompletion(r) && r.json && r.json.prompt === undefined) r.json.prompt = 'Say hello.';
@@ -918,7 +878,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'fast:true is refused',
     section: '4.7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S4.7-completion-options',
     hooks: onRequest((r) => (isCompletion(r) && r.json?.fast === true ? errorBody(400, 'invalid_request_error', 'fast is not supported', 'fast') : undefined)),
   },
@@ -928,7 +887,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'an app without an agent is 404 instead of 403 agent_unavailable',
     section: '7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S7-agent-unavailable-403',
     hooks: onResponse(() => true, (res) => res.json?.error?.type === 'agent_unavailable' && Object.assign(res, errorBody(404, 'not_found'))),
   },
@@ -937,7 +895,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a completion on a disabled app is 403 access_denied instead of app_inactive',
     section: '7',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S7-app-inactive-403',
     hooks: onResponse(isCompletion, (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied')),
   },
@@ -946,7 +903,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a prompt over 32,000 characters is accepted (truncated)',
     section: '8',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S8-prompt-past-limit',
     hooks: truncate((j) => [j, 'prompt'], 32_000),
   },
@@ -955,7 +911,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'the prompt limit counts UTF-8 bytes, not characters',
     section: '8',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S8-prompt-at-limits',
     hooks: onRequest((r) => (isCompletion(r) && Buffer.byteLength(String(r.json?.prompt ?? '')) > 32_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
   },
@@ -964,7 +919,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'an empty prompt is accepted',
     section: '8',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S8-prompt-empty',
     hooks: onRequest((r) => {
       if (isCompletion(r) && r.json?.prompt === '') r.json.prompt = 'Say hello.';
@@ -975,7 +929,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'prompts are limited to 30,000 characters',
     section: '8',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S8-prompt-at-limits',
     hooks: onRequest((r) => (isCompletion(r) && String(r.json?.prompt ?? '').length > 30_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
   },
@@ -984,7 +937,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'send message accepts metadata over 16KB (truncated)',
     section: '8',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S8-metadata-send-past-limit',
     hooks: onRequest((r) => {
       if (isSend(r) && typeof r.json?.metadata?.pad === 'string') r.json.metadata.pad = r.json.metadata.pad.slice(0, 15_000);
@@ -995,7 +947,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'completions accept metadata over 16KB (truncated)',
     section: '8',
     profile: 'spec',
-    needs: 'agent',
     caughtBy: 'S8-metadata-completion-past-limit',
     hooks: onRequest((r) => {
       if (isCompletion(r) && typeof r.json?.metadata?.pad === 'string') r.json.metadata.pad = r.json.metadata.pad.slice(0, 15_000);
@@ -1006,7 +957,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'message content over 32,000 characters is accepted (truncated, D-15)',
     section: 'D-15',
     profile: 'reference',
-    needs: 'agent',
     caughtBy: 'S8-content-limits',
     hooks: truncate((j) => (j.message ? [j.message, 'content'] : undefined), 32_000),
   },
@@ -1015,7 +965,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a request over the rate limit is 403 instead of 429 rate_limit_exceeded',
     section: '8',
     profile: 'spec',
-    needs: 'rate-limit',
     caughtBy: 'S8-rate-limit-429',
     hooks: onResponse(() => true, (res) => res.status === 429 && Object.assign(res, errorBody(403, 'access_denied'))),
   },
@@ -1024,7 +973,6 @@ export const MUTANTS: Mutant[] = [
     breaks: 'a 429 without Retry-After (D-23)',
     section: 'D-23',
     profile: 'reference',
-    needs: 'rate-limit',
     caughtBy: 'S8-rate-limit-429',
     hooks: onResponse(() => true, (res) => res.status === 429 && delete res.headers['retry-after']),
   },
