@@ -28,7 +28,19 @@ function tooLarge(): ApiError {
  * Reads and parses the body. An empty body reads as `undefined`, so that endpoints whose fields are
  * all optional accept it and the others report the missing field.
  */
-export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  // Read once: the idempotency check fingerprints the body before the handler parses it.
+  let read = bodies.get(req);
+  if (!read) {
+    read = readOnce(req);
+    bodies.set(req, read);
+  }
+  return read;
+}
+
+const bodies = new WeakMap<IncomingMessage, Promise<unknown>>();
+
+async function readOnce(req: IncomingMessage): Promise<unknown> {
   if (!hasBody(req)) {
     req.resume();
     return undefined;
@@ -43,10 +55,16 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
 
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > LIMITS.bodyBytes) throw tooLarge();
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > LIMITS.bodyBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The client went away or was cut off for being too slow (408, see server.ts): not our failure.
+    throw new ApiError(408, 'invalid_request_error', 'The request body did not arrive in full.', { code: 'request_timeout' });
   }
   if (size === 0) return undefined;
 
