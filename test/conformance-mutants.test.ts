@@ -6,20 +6,16 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { runConformance } from '../conformance/run.ts';
 import { parseTarget } from '../conformance/target.ts';
-import { FIXTURES_DIR } from './helpers.ts';
-import { hasRealRateLimiter, startReferenceServer } from './rate-limit-stub.ts';
+import { FIXTURES_DIR, startTestServer } from './helpers.ts';
 import { startMutantProxy } from './mutant-proxy.ts';
 import { MUTANTS } from './mutants.ts';
 
 const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
 const caught: string[] = [];
-// Until issue 7 is merged the reference has no rate limiter of its own: a stand-in takes its place.
-const realLimiter = await hasRealRateLimiter();
-
 describe('each broken implementation is caught by its case', { concurrency: 4 }, () => {
   for (const m of MUTANTS) {
     test(`${m.id}: ${m.breaks} → ${m.caughtBy} (${m.profile})`, { timeout: 60_000 }, async () => {
-      const server = await startReferenceServer(realLimiter);
+      const server = await startTestServer();
       const proxy = await startMutantProxy(server.baseUrl, m.hooks(), m.basePath);
       try {
         const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), profile: m.profile, only: m.caughtBy, timeoutMs: m.timeoutMs ?? 10_000 });
@@ -38,8 +34,7 @@ describe('each broken implementation is caught by its case', { concurrency: 4 },
 
 after(() => {
   // Reported in the test output and in docs/conformance.md.
-  const limiter = realLimiter ? '' : ' (rate limiter: the test stand-in)';
-  console.log(`conformance mutants: ${caught.length} of ${MUTANTS.length} broken implementations caught by the case that should catch them${limiter}`);
+  console.log(`conformance mutants: ${caught.length} of ${MUTANTS.length} broken implementations caught by the case that should catch them`);
 });
 
 test('the broken implementations span every section of the interface', () => {

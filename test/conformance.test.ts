@@ -10,7 +10,6 @@ import { CASES, render, runConformance, selectCases, type RunResults } from '../
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { generateDocs } from '../conformance/docs.ts';
 import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
-import { hasRealRateLimiter, startReferenceServer } from './rate-limit-stub.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -19,7 +18,7 @@ const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.
 let s: TestServer;
 let target: Target;
 before(async () => {
-  s = await startReferenceServer(await hasRealRateLimiter());
+  s = await startTestServer();
   target = parseTarget(targetJson, { baseUrl: s.baseUrl });
 });
 after(() => s.close());
