@@ -1,11 +1,11 @@
-// D-23 rate limits: a sliding one-minute window and a UTC-day count per app, journaled in the data
-// directory (group-committed, compacted in place) so that a restart forgets nothing it counted.
+// D-23 rate limits: a sliding one-minute window and a UTC-day count per app, kept in the store's
+// group-committed Journal (compacted in turn with the appends) so that a restart forgets no count.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { apiError } from '../http/errors.ts';
 import type { RateLimiter } from '../http/server.ts';
 import type { AppT, Fixtures } from '../store/fixtures.ts';
-import { writeAll } from '../store/journal.ts';
+import { Journal } from '../store/journal.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -22,12 +22,6 @@ interface Usage {
   head: number;
 }
 
-interface Pending {
-  line: string;
-  resolve: () => void;
-  reject: (err: Error) => void;
-}
-
 export interface RateLimitOptions {
   /** The journal, e.g. `<data dir>/ratelimits.jsonl`. */
   file: string;
@@ -41,12 +35,9 @@ export class RateLimitService implements RateLimiter {
   private readonly usage = new Map<string, Usage>();
   private readonly now: () => number;
   private readonly compactAfter: number;
-  private handle: fs.FileHandle | undefined;
-  private pending: Pending[] = [];
-  private flushing: Promise<void> | undefined;
-  /** Bytes known to be whole lines; a failed write is cut back to this. */
-  private size = 0;
-  private lines = 0;
+  /** Counting is best kept going: a damaged line costs at most one request's count. */
+  private readonly journal: Journal;
+  private compacting: Promise<void> | undefined;
 
   private constructor(
     readonly file: string,
@@ -55,34 +46,16 @@ export class RateLimitService implements RateLimiter {
   ) {
     this.now = opts.now ?? Date.now;
     this.compactAfter = opts.compactAfter ?? 10_000;
+    this.journal = new Journal(file, { skipBadLines: true });
   }
 
   /** Reads the journal (a torn last line was never acknowledged and is dropped) and opens it for appends. */
   static async open(opts: RateLimitOptions): Promise<RateLimitService> {
     const svc = new RateLimitService(opts.file, opts.fixtures, opts);
-    let text = '';
-    try {
-      text = await fs.readFile(opts.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    const end = text.lastIndexOf('\n') + 1;
-    for (const raw of text.slice(0, end).split('\n')) {
-      if (!raw) continue;
-      let e: Entry;
-      try {
-        e = JSON.parse(raw) as Entry;
-      } catch {
-        continue; // Counting is best kept going: a damaged line costs at most one request's count.
-      }
-      if (typeof e?.a !== 'string') continue;
-      svc.replay(e);
-      svc.lines++;
-    }
     await fs.mkdir(path.dirname(opts.file), { recursive: true });
-    svc.handle = await fs.open(opts.file, 'a');
-    if (end < Buffer.byteLength(text)) await svc.handle.truncate(Buffer.byteLength(text.slice(0, end)));
-    svc.size = Buffer.byteLength(text.slice(0, end));
+    await svc.journal.open((e) => {
+      if (typeof (e as Entry | null)?.a === 'string') svc.replay(e as Entry);
+    });
     return svc;
   }
 
@@ -150,8 +123,11 @@ export class RateLimitService implements RateLimiter {
       dayLeft < minuteLeft
         ? headers(plan.requests_per_day, dayLeft - 1, u.day + DAY - now)
         : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
-    return this.append({ a: app.id, t: now }).then(
-      () => out,
+    return this.journal.append({ a: app.id, t: now } satisfies Entry).then(
+      () => {
+        this.compactIfDue();
+        return out;
+      },
       (err: Error) => {
         this.giveBack(app.id, now);
         throw err;
@@ -167,40 +143,19 @@ export class RateLimitService implements RateLimiter {
     if (dayStart(t) === u.day && u.dayCount > 0) u.dayCount--;
   }
 
-  private append(entry: Entry): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ line: JSON.stringify(entry) + '\n', resolve, reject });
-      this.flushing ??= this.flush();
-    });
+  /** Keeps the journal small whatever the traffic: today's counts plus the last minute's requests. */
+  private compactIfDue(): void {
+    if (this.compacting || this.journal.lines <= this.compactAfter) return;
+    this.compacting = this.journal
+      .compact(() => this.snapshot())
+      // A failed compaction leaves the longer journal, which still holds every count.
+      .catch(() => {})
+      .finally(() => {
+        this.compacting = undefined;
+      });
   }
 
-  private async flush(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending;
-      this.pending = [];
-      try {
-        if (!this.handle) throw new Error(`rate-limit journal ${this.file} is closed`);
-        if (this.lines + batch.length > this.compactAfter) {
-          // The snapshot already holds this batch's slots (they were taken in memory).
-          await this.compact();
-        } else {
-          const buf = Buffer.from(batch.map((p) => p.line).join(''), 'utf8');
-          await writeAll(this.handle, buf);
-          await this.handle.datasync();
-          this.size += buf.length;
-          this.lines += batch.length;
-        }
-        for (const p of batch) p.resolve();
-      } catch (err) {
-        await this.handle?.truncate(this.size).catch(() => {});
-        for (const p of batch) p.reject(err as Error);
-      }
-    }
-    this.flushing = undefined;
-  }
-
-  /** Rewrites the journal as today's counts plus the last minute's requests: small, whatever the traffic. */
-  private async compact(): Promise<void> {
+  private snapshot(): Entry[] {
     const now = this.now();
     const entries: Entry[] = [];
     for (const appId of this.usage.keys()) {
@@ -210,29 +165,12 @@ export class RateLimitService implements RateLimiter {
       if (older > 0) entries.push({ a: appId, d: u.day, n: older });
       for (const t of recent) entries.push({ a: appId, t });
     }
-    const text = entries.map((e) => JSON.stringify(e) + '\n').join('');
-    const tmp = `${this.file}.tmp`;
-    const fh = await fs.open(tmp, 'w');
-    try {
-      await fh.writeFile(text);
-      await fh.datasync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, this.file);
-    const dh = await fs.open(path.dirname(this.file), 'r');
-    await dh.sync().finally(() => dh.close());
-    await this.handle?.close();
-    this.handle = undefined;
-    this.handle = await fs.open(this.file, 'a');
-    this.size = Buffer.byteLength(text);
-    this.lines = entries.length;
+    return entries;
   }
 
   async close(): Promise<void> {
-    while (this.flushing) await this.flushing;
-    await this.handle?.close();
-    this.handle = undefined;
+    await this.compacting;
+    await this.journal.close();
   }
 }
 

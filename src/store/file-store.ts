@@ -121,7 +121,6 @@ export class FileStore implements Store {
   }
 
   private async load(): Promise<void> {
-    let lines = 0;
     const unfinished = new Map<string, Unfinished[]>();
     await this.journal.open((entry, line) => {
       const parsed = JournalEntry.safeParse(entry);
@@ -130,17 +129,11 @@ export class FileStore implements Store {
         throw new StoreError(this.journal.file, `line ${line}: ${issue.path.join('.') || 'entry'}: ${issue.message}`);
       }
       this.replay(parsed.data, unfinished);
-      lines++;
     });
     await this.settle(unfinished);
     // Compact when most lines are superseded versions: start-up time follows live data, not history.
-    if (lines > 2 * this.records.size + 1_000) {
-      await this.journal.close();
-      await Journal.rewrite(
-        this.journal.file,
-        [...this.records.values()].sort((a, b) => a.seq - b.seq).map((v) => ({ t: 'conv', v })),
-      );
-      await this.journal.open(() => {});
+    if (this.journal.lines > 2 * this.records.size + 1_000) {
+      await this.journal.compact(() => [...this.records.values()].sort((a, b) => a.seq - b.seq).map((v) => ({ t: 'conv', v })));
     }
   }
 

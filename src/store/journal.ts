@@ -5,10 +5,18 @@ import path from 'node:path';
 import { syncDir } from './atomic-json-file.ts';
 import { StoreError } from './types.ts';
 
-interface Pending {
-  line: string;
+/** A line to append, or a compaction: the journal replaced by a snapshot, in turn with the appends. */
+type Pending = ({ line: string } | { snapshot: () => unknown[] }) & {
   resolve: () => void;
   reject: (err: Error) => void;
+};
+
+export interface JournalOptions {
+  /**
+   * Skip lines that are not JSON instead of refusing to start: for journals whose loss of one
+   * entry costs little (a rate-limit count) and where staying up matters more.
+   */
+  skipBadLines?: boolean;
 }
 
 /**
@@ -30,8 +38,13 @@ export class Journal {
   private flushing: Promise<void> | undefined;
   /** Bytes known to be whole lines; a failed write is cut back to this. */
   private size = 0;
+  /** Entries in the file (read at open, appended or written by the last compaction). */
+  lines = 0;
 
-  constructor(readonly file: string) {}
+  constructor(
+    readonly file: string,
+    private readonly opts: JournalOptions = {},
+  ) {}
 
   /**
    * Reads every entry, in order. A last line cut short by a crash (no newline, not JSON) was never
@@ -64,9 +77,11 @@ export class Journal {
       try {
         entry = JSON.parse(raw);
       } catch {
+        if (this.opts.skipBadLines) continue;
         throw new StoreError(this.file, `line ${lineNo} is not valid JSON; restore the file from a backup or remove that line`);
       }
       onEntry(entry, lineNo);
+      this.lines++;
     }
     try {
       this.handle = await fs.open(this.file, 'a');
@@ -85,16 +100,36 @@ export class Journal {
     });
   }
 
+  /**
+   * Rewrites the journal as `snapshot()` (taken when its turn comes, so it holds every append queued
+   * before it); appends queued after it land in the new file. Atomic: a crash leaves one or the other.
+   */
+  compact(snapshot: () => unknown[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ snapshot, resolve, reject });
+      this.flushing ??= this.flush();
+    });
+  }
+
   private async flush(): Promise<void> {
     while (this.pending.length > 0) {
-      const batch = this.pending;
-      this.pending = [];
+      const first = this.pending[0]!;
+      if ('snapshot' in first) {
+        this.pending.shift();
+        await this.replace(first.snapshot()).then(first.resolve, first.reject);
+        continue;
+      }
+      // Every line queued up to the next compaction goes out in one write and one fsync.
+      let n = this.pending.findIndex((p) => 'snapshot' in p);
+      if (n === -1) n = this.pending.length;
+      const batch = this.pending.splice(0, n) as Array<Pending & { line: string }>;
       const buf = Buffer.from(batch.map((p) => p.line).join(''), 'utf8');
       try {
-        if (!this.handle) throw new Error(`journal ${this.file} is not open`);
+        if (!this.handle) throw new Error(`journal ${this.file} is closed`);
         await writeAll(this.handle, buf);
         await this.handle.datasync();
         this.size += buf.length;
+        this.lines += batch.length;
         for (const p of batch) p.resolve();
       } catch (err) {
         // Leave no half line behind for the next append (e.g. after ENOSPC).
@@ -103,6 +138,17 @@ export class Journal {
       }
     }
     this.flushing = undefined;
+  }
+
+  private async replace(entries: unknown[]): Promise<void> {
+    if (!this.handle) throw new Error(`journal ${this.file} is closed`);
+    const size = await Journal.rewrite(this.file, entries);
+    // The old handle still points at the replaced file.
+    await this.handle.close();
+    this.handle = undefined;
+    this.handle = await fs.open(this.file, 'a');
+    this.size = size;
+    this.lines = entries.length;
   }
 
   /** Waits until everything appended so far is durable (or failed). */
@@ -116,17 +162,19 @@ export class Journal {
     this.handle = undefined;
   }
 
-  /** Replaces the journal with `entries`, atomically (compaction at start-up). */
-  static async rewrite(file: string, entries: unknown[]): Promise<void> {
+  /** Replaces the file with `entries`, atomically; returns its size in bytes. */
+  static async rewrite(file: string, entries: unknown[]): Promise<number> {
+    const text = Buffer.from(entries.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
     const tmp = `${file}.tmp`;
     const fh = await fs.open(tmp, 'w');
     try {
-      await fh.writeFile(entries.map((e) => JSON.stringify(e) + '\n').join(''));
+      await fh.writeFile(text);
       await fh.sync();
     } finally {
       await fh.close();
     }
     await fs.rename(tmp, file);
     await syncDir(path.dirname(file));
+    return text.length;
   }
 }
