@@ -53,6 +53,12 @@ export class AtomicJsonFile<T> implements Adapter<T> {
 const knownDirs = new Set<string>();
 
 export async function writeAtomically(file: string, text: string): Promise<void> {
+  await writeDurably(file, text);
+  await syncDir(path.dirname(file));
+}
+
+/** Temp file, fsync, rename: the file is whole or absent. The rename is durable once its folder is synced. */
+export async function writeDurably(file: string, text: string): Promise<void> {
   const dir = path.dirname(file);
   if (!knownDirs.has(dir)) {
     await fs.mkdir(dir, { recursive: true });
@@ -70,7 +76,9 @@ export async function writeAtomically(file: string, text: string): Promise<void>
   }
   await fh.close();
   await fs.rename(tmp, file);
-  // The rename itself is only durable once the folder is synced.
+}
+
+export async function syncDir(dir: string): Promise<void> {
   const dh = await fs.open(dir, 'r');
   try {
     await dh.sync();
