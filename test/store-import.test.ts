@@ -74,4 +74,20 @@ describe('FileStore.importConversations', () => {
     assert.equal(store.getConversation(dup.record.id), undefined);
     await store.close();
   });
+
+  test('a conversation file over 64 KiB (read through the thread pool) reads back whole', async () => {
+    const dataDir = await tempDir();
+    const store = new FileStore({ dataDir });
+    await store.open();
+    const big = entry(store, 5);
+    const text = 'é'.repeat(40_000);
+    big.file.items[0] = { ...big.file.items[0]!, content: [{ type: 'text', text }] } as never;
+    await store.importConversations([big]);
+    await store.close();
+    const reopened = new FileStore({ dataDir });
+    await reopened.open();
+    const file = await reopened.readConversationFile(big.record.id);
+    assert.deepEqual(file, big.file);
+    await reopened.close();
+  });
 });
