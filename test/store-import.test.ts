@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { FileStore } from '../src/store/file-store.ts';
+import { StoreError } from '../src/store/types.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './helpers.ts';
 
@@ -89,5 +90,28 @@ describe('FileStore.importConversations', () => {
     const file = await reopened.readConversationFile(big.record.id);
     assert.deepEqual(file, big.file);
     await reopened.close();
+  });
+
+  test('start-up reads the journal by the same rules on the fast path and through zod', async () => {
+    const dataDir = await tempDir();
+    const store = new FileStore({ dataDir });
+    await store.open();
+    const a = entry(store, 1);
+    const b = entry(store, 2);
+    await store.importConversations([a, b]);
+    await store.close();
+    const journal = path.join(dataDir, 'conversations.jsonl');
+    // An extra key takes the zod path, which strips it, as before.
+    await fs.appendFile(journal, JSON.stringify({ t: 'conv', v: { ...b.record, title: 'renamed', extra: 1 } }) + '\n');
+    const reopened = new FileStore({ dataDir });
+    await reopened.open();
+    assert.deepEqual(reopened.getConversation(a.record.id), a.record);
+    assert.deepEqual(reopened.getConversation(b.record.id), { ...b.record, title: 'renamed' });
+    await reopened.close();
+
+    // A record that breaks a rule stops start-up with the line and the field named.
+    await fs.appendFile(journal, JSON.stringify({ t: 'conv', v: { ...a.record, message_count: -1 } }) + '\n');
+    const damaged = new FileStore({ dataDir });
+    await assert.rejects(damaged.open(), (err: Error) => err instanceof StoreError && /line 4: v\.message_count/.test(err.message));
   });
 });
