@@ -27,7 +27,8 @@ process.on('exit', () => {
 export async function startChild(script: string, args: string[] = [], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; timeoutMs?: number } = {}): Promise<Child> {
   const started = performance.now();
   const proc = fork(path.resolve(import.meta.dirname, script), args, {
-    execArgv: ['--import', 'tsx', ...(opts.execArgv ?? [])],
+    // tsx resolved from here, so that the children start whatever the working directory.
+    execArgv: ['--import', import.meta.resolve('tsx'), ...(opts.execArgv ?? [])],
     // Logs go nowhere: a pipe read by this process would tax the load generator.
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     env: { ...process.env, ...opts.env },

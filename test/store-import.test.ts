@@ -114,4 +114,19 @@ describe('FileStore.importConversations', () => {
     const damaged = new FileStore({ dataDir });
     await assert.rejects(damaged.open(), (err: Error) => err instanceof StoreError && /line 4: v\.message_count/.test(err.message));
   });
+
+  test('a damaged conversation file is refused with the file and the field named', async () => {
+    const dataDir = await tempDir();
+    const store = new FileStore({ dataDir });
+    await store.open();
+    const a = entry(store, 1);
+    await store.importConversations([a]);
+    await store.close();
+    const file = path.join(dataDir, 'conversations', a.record.id.slice(-2), `${a.record.id}.json`);
+    await fs.writeFile(file, JSON.stringify({ items: [{ type: 'message' }], responses: [] }));
+    const reopened = new FileStore({ dataDir });
+    await reopened.open();
+    await assert.rejects(reopened.readConversationFile(a.record.id), (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message));
+    await reopened.close();
+  });
 });
