@@ -1,8 +1,13 @@
 // The benchmark's data: conversations of 4 items shaped like the ones Parley writes (D-14), and seeding
 // through the store's bulk path (FileStore.importConversations), never over HTTP.
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { newId } from '../src/services/ids.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
+
+/** The app whose conversations the stream and proxy figures use (plain answers, no tools). */
+export const STREAM_APP = 'app_stream';
 
 const USER_TEXT = 'What are the opening hours of the Montreal office, and can I book a visit next week?';
 const ASSISTANT_TEXT =
@@ -55,4 +60,26 @@ export async function seed(dataDir: string, appId: string, total: number, onProg
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A copy of the project's fixtures (knowledge bases and forms included) in `dir`, with the plans'
+ * rate limits raised (D-23 is not what the benchmark measures) and STREAM_APP set for long streams.
+ */
+export async function benchFixtures(dir: string): Promise<string> {
+  await fs.cp(path.resolve(import.meta.dirname, '..', 'fixtures'), dir, { recursive: true });
+  const file = path.join(dir, 'fixtures.json');
+  const fixtures = JSON.parse(await fs.readFile(file, 'utf8')) as {
+    plans: Array<{ requests_per_minute: number; requests_per_day: number }>;
+    apps: Array<{ id: string; agent: Record<string, unknown> }>;
+  };
+  for (const plan of fixtures.plans) {
+    plan.requests_per_minute = 1_000_000_000;
+    plan.requests_per_day = 1_000_000_000;
+  }
+  // The stream app answers one character per delta with no pause: streams long enough to time.
+  const stream = fixtures.apps.find((a) => a.id === STREAM_APP);
+  if (stream) stream.agent.testing = { latency_ms: 0, chunk_chars: 1 };
+  await fs.writeFile(file, JSON.stringify(fixtures));
+  return dir;
 }

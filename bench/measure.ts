@@ -47,19 +47,25 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
 export interface Timing {
-  /** Milliseconds from sending the request to the first chunk of a body that matches `first`. */
+  /** Milliseconds from sending the request to the first line matching `first` (or the first chunk). */
   firstMs: number;
   totalMs: number;
-  /** Units (events, tokens) counted by `count` and the time from the first to the last one. */
+  /** Lines matching `unit` (events, tokens), and the time from the first to the last of them. */
   units: number;
   unitSpanMs: number;
 }
 
-/**
- * One request, timed: when the first interesting chunk arrives, and how fast the counted units come.
- * `count` is given each chunk's text and returns how many units it held.
- */
-export function timed(port: number, method: string, path: string, opts: { body?: string; headers?: Record<string, string>; count?: (chunk: string) => number } = {}): Promise<Timing> {
+export interface TimedOptions {
+  body?: string;
+  headers?: Record<string, string>;
+  /** The line whose arrival is "the first event" (default: the first chunk of the body). */
+  first?: (line: string) => boolean;
+  /** The lines counted for the rate (default: chunks). */
+  unit?: (line: string) => boolean;
+}
+
+/** One request, timed: when the first interesting line arrives, and how fast the counted lines come. */
+export function timed(port: number, method: string, path: string, opts: TimedOptions = {}): Promise<Timing> {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
     const ms = () => Number(process.hrtime.bigint() - t0) / 1e6;
@@ -78,14 +84,26 @@ export function timed(port: number, method: string, path: string, opts: { body?:
       let firstUnitMs = -1;
       let lastUnitMs = -1;
       let units = 0;
+      let rest = '';
       res.on('data', (chunk: string) => {
         const now = ms();
-        const n = opts.count ? opts.count(chunk) : 1;
-        if (n > 0) {
-          if (firstMs < 0) firstMs = now;
+        if (!opts.first && firstMs < 0) firstMs = now;
+        if (!opts.unit) {
           if (firstUnitMs < 0) firstUnitMs = now;
           lastUnitMs = now;
-          units += n;
+          units++;
+        }
+        if (!opts.first && !opts.unit) return;
+        // Lines may arrive split across chunks.
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop()!;
+        for (const line of lines) {
+          if (opts.first && firstMs < 0 && opts.first(line)) firstMs = now;
+          if (opts.unit?.(line)) {
+            if (firstUnitMs < 0) firstUnitMs = now;
+            lastUnitMs = now;
+            units++;
+          }
         }
       });
       res.on('end', () => resolve({ firstMs, totalMs: ms(), units, unitSpanMs: lastUnitMs - firstUnitMs }));
@@ -94,6 +112,11 @@ export function timed(port: number, method: string, path: string, opts: { body?:
     req.on('error', reject);
     req.end(opts.body);
   });
+}
+
+/** Units per second between the first and the last unit (the rate while it streams). */
+export function rate(t: Timing): number {
+  return t.units > 1 && t.unitSpanMs > 0 ? ((t.units - 1) * 1000) / t.unitSpanMs : NaN;
 }
 
 /** Runs `fn` `n` times, one after another, after `warmup` unmeasured runs. */
@@ -108,20 +131,4 @@ export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-/**
- * Counts the lines for which `match` holds, across chunk boundaries (a line may arrive in two chunks).
- * For SSE, `line.startsWith('event: ')`; for Ollama's NDJSON, a token line.
- */
-export function lineCounter(match: (line: string) => boolean): (chunk: string) => number {
-  let rest = '';
-  return (chunk) => {
-    const text = rest + chunk;
-    const lines = text.split('\n');
-    rest = lines.pop()!;
-    let n = 0;
-    for (const line of lines) if (match(line)) n++;
-    return n;
-  };
 }

@@ -6,8 +6,11 @@ const [dataDir, fixturesDir] = process.argv.slice(2);
 // performance.now() counts from the start of this process, so this includes Node and tsx loading.
 const importStart = performance.now();
 const { startParley } = await import('../src/app.ts');
+const { loadConfig } = await import('../src/config.ts');
 const openStart = performance.now();
-const parley = await startParley({ host: '127.0.0.1', port: 0, dataDir, fixturesDir, logLevel: process.env.LOG_LEVEL ?? 'info' });
+// Configured like `npm start` (so PARLEY_MODEL, OLLAMA_HOST and LOG_LEVEL apply), on loopback port 0.
+const config = loadConfig(['--data-dir', dataDir!, '--fixtures', fixturesDir!, '--host', '127.0.0.1', '--port', '0'], process.env);
+const parley = await startParley(config);
 const readyAt = performance.now();
 serveIpc(() => parley.close());
 process.send!({

@@ -1,4 +1,5 @@
-// Profiles Parley under one kind of load: `node --import tsx bench/profile.ts <get|list|create|rename|send> [conversations] [seconds]`.
+// Profiles Parley under one kind of load: `node --import tsx bench/profile.ts <get|list|create|rename|send|stream|get1> [conversations] [seconds]`
+// (stream and get1: one request at a time, for latency).
 // Seeds a temporary store, runs Parley with --cpu-prof, loads it, then prints where the CPU time went
 // (self time by function, and inclusive time of Parley's own functions). The .cpuprofile is kept in
 // bench/profiles/ for Chrome DevTools.
@@ -6,8 +7,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild } from './child.ts';
-import { seed } from './data.ts';
-import { load } from './measure.ts';
+import { benchFixtures, seed } from './data.ts';
+import { load, percentile, timed } from './measure.ts';
 
 const [op = 'get', countText = '1000', secondsText = '5'] = process.argv.slice(2);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -16,11 +17,7 @@ const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-profile-'));
 const profDir = path.join(ROOT, 'bench', 'profiles');
 try {
-  const fixtures = path.join(tmp, 'fixtures');
-  await fs.mkdir(fixtures);
-  const f = JSON.parse(await fs.readFile(path.join(ROOT, 'fixtures', 'fixtures.json'), 'utf8')) as { plans: Array<Record<string, number>> };
-  for (const p of f.plans) p.requests_per_minute = p.requests_per_day = 1e9;
-  await fs.writeFile(path.join(fixtures, 'fixtures.json'), JSON.stringify(f));
+  const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
   const dataDir = path.join(tmp, 'data');
   const ids = await seed(dataDir, APP, Number(countText));
   // One profile per thread (tsx's loader runs in a worker): the main thread's is `CPU.*.<pid>.0.*`.
@@ -35,10 +32,23 @@ try {
     rename: { method: 'PATCH', path: () => `${base}/${any()}`, body: JSON.stringify({ title: 'Renamed' }) },
     send: { method: 'POST', path: () => `${base}/${any()}`, body: JSON.stringify({ message: { content: 'Hello' }, stream: false }) },
   } as const;
-  const spec = specs[op as keyof typeof specs];
-  if (!spec) throw new Error(`unknown operation ${op}`);
-  const r = await load({ port: child.ready.port, headers: AUTH, connections: 10, seconds: Number(secondsText), ...spec });
-  console.log(`${op} at ${countText}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`);
+  if (op === 'stream' || op === 'get1') {
+    // One request at a time, for as long as asked: where the latency of one request goes.
+    const body = op === 'stream' ? JSON.stringify({ message: { content: 'Tell me about the Montreal office.' }, stream: true }) : undefined;
+    const first = op === 'stream' ? (l: string) => l.startsWith('event: ') : undefined;
+    const firsts: number[] = [];
+    const until = performance.now() + Number(secondsText) * 1000;
+    while (performance.now() < until) {
+      const t = await timed(child.ready.port, op === 'stream' ? 'POST' : 'GET', `${base}/${any()}`, { body, headers: AUTH, first });
+      firsts.push(t.firstMs);
+    }
+    console.log(`${op} at ${countText}: ${firsts.length} requests one at a time, first byte/event p50 ${percentile(firsts, 50).toFixed(3)} ms, p90 ${percentile(firsts, 90).toFixed(3)} ms`);
+  } else {
+    const spec = specs[op as keyof typeof specs];
+    if (!spec) throw new Error(`unknown operation ${op}`);
+    const r = await load({ port: child.ready.port, headers: AUTH, connections: 10, seconds: Number(secondsText), ...spec });
+    console.log(`${op} at ${countText}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms`);
+  }
   await child.stop();
   const main = (await fs.readdir(runDir)).find((f) => f.includes(`.${child.proc.pid}.0.`))!;
   summarise(JSON.parse(await fs.readFile(path.join(runDir, main), 'utf8')) as Profile);

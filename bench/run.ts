@@ -5,8 +5,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from './child.ts';
-import { seed } from './data.ts';
-import { lineCounter, load, percentile, repeat, timed, type LoadResult } from './measure.ts';
+import { benchFixtures, seed, STREAM_APP } from './data.ts';
+import { load, percentile, rate, repeat, timed, type LoadResult } from './measure.ts';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -68,26 +68,8 @@ async function stop(child: Child): Promise<void> {
   live.delete(child);
 }
 
-/** A copy of the fixtures whose plans do not limit the benchmark (D-23 is not what is measured). */
-async function benchFixtures(): Promise<string> {
-  const dir = path.join(tmp, 'fixtures');
-  await fs.mkdir(dir);
-  const fixtures = JSON.parse(await fs.readFile(path.join(ROOT, 'fixtures', 'fixtures.json'), 'utf8')) as { plans: Array<{ requests_per_minute: number; requests_per_day: number }> };
-  for (const plan of fixtures.plans) {
-    plan.requests_per_minute = 1_000_000_000;
-    plan.requests_per_day = 1_000_000_000;
-  }
-  await fs.writeFile(path.join(dir, 'fixtures.json'), JSON.stringify(fixtures));
-  return dir;
-}
-
 function pick(ids: string[]): () => string {
   return () => ids[Math.floor(Math.random() * ids.length)]!;
-}
-
-async function warmAndLoad(spec: Parameters<typeof load>[0]): Promise<LoadResult> {
-  await load({ ...spec, seconds: CFG.warmup });
-  return load(spec);
 }
 
 const ratioOf = (a: number, b: number) => (b === 0 ? NaN : a / b);
@@ -129,8 +111,8 @@ interface Throughput {
 }
 
 /** Whether this branch serves send message yet (the agent slice may not be merged). */
-async function sendMessageAvailable(port: number, conv: string): Promise<boolean> {
-  const t = await timed(port, 'POST', `/v1/apps/${APP}/conversations/${conv}`, { body: JSON.stringify({ message: { content: 'Hello' }, stream: false }), headers: AUTH }).catch(
+async function sendMessageAvailable(port: number, app: string, conv: string): Promise<boolean> {
+  const t = await timed(port, 'POST', `/v1/apps/${app}/conversations/${conv}`, { body: JSON.stringify({ message: { content: 'Hello' }, stream: false }), headers: AUTH }).catch(
     (err: Error) => err,
   );
   return !(t instanceof Error);
@@ -177,27 +159,30 @@ interface Latency {
   stream: Partial<Record<'small' | 'large', { firstP50: number; eventsPerSec: number; events: number }>>;
 }
 
-async function measureLatency(raw: number, servers: Partial<Record<'small' | 'large', { port: number; ids: string[] }>>): Promise<Latency> {
+type Server = { port: number; ids: string[]; streamIds: string[] };
+const isEvent = (l: string) => l.startsWith('event: ');
+const isDelta = (l: string) => l === 'event: response.output_text.delta';
+
+async function measureLatency(raw: number, servers: Partial<Record<'small' | 'large', Server>>): Promise<Latency> {
   log('latency, one request at a time');
   const idle = await repeat(CFG.probes, 20, () => timed(raw, 'GET', '/get'));
   const rawGetP50 = percentile(idle.map((t) => t.totalMs), 50);
   log(`  raw GET: p50 ${ms(rawGetP50)}`);
-  const isEvent = (l: string) => l.startsWith('event: ');
-  const sse = await repeat(CFG.streams, 3, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`, { count: lineCounter(isEvent) }));
+  const sse = await repeat(CFG.streams, 3, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`, { first: isEvent, unit: isEvent }));
   const rawSseFirstP50 = percentile(sse.map((t) => t.firstMs), 50);
-  const rawSseEventsPerSec = percentile(sse.map((t) => t.units / (t.totalMs / 1000)), 50);
-  log(`  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s`);
+  const rawSseEventsPerSec = percentile(sse.map(rate), 50);
+  log(`  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s (${SSE_EVENTS} events)`);
   const stream: Latency['stream'] = {};
-  for (const [name, server] of Object.entries(servers) as Array<['small' | 'large', { port: number; ids: string[] }]>) {
-    const any = pick(server.ids);
+  for (const [name, server] of Object.entries(servers) as Array<['small' | 'large', Server]>) {
+    const any = pick(server.streamIds);
     const body = JSON.stringify({ message: { content: 'Tell me about the Montreal office.' }, stream: true });
-    const runs = await repeat(CFG.streams, 3, () => timed(server.port, 'POST', `/v1/apps/${APP}/conversations/${any()}`, { body, headers: AUTH, count: lineCounter(isEvent) }));
+    const runs = await repeat(CFG.streams, 3, () => timed(server.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent, unit: isDelta }));
     stream[name] = {
       firstP50: percentile(runs.map((t) => t.firstMs), 50),
-      eventsPerSec: percentile(runs.map((t) => t.units / (t.totalMs / 1000)), 50),
+      eventsPerSec: percentile(runs.map(rate), 50),
       events: percentile(runs.map((t) => t.units), 50),
     };
-    log(`  Parley stream (${name}): first event p50 ${ms(stream[name].firstP50)}, ${Math.round(stream[name].eventsPerSec).toLocaleString('en-US')} events/s (${stream[name].events} events)`);
+    log(`  Parley stream (${name}): first event p50 ${ms(stream[name].firstP50)}, ${Math.round(stream[name].eventsPerSec).toLocaleString('en-US')} delta events/s (${stream[name].events} deltas)`);
   }
   return { rawGetP50, rawSseFirstP50, rawSseEventsPerSec, stream };
 }
@@ -219,28 +204,27 @@ async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
   const oport = ollama.ready.port;
   const chat = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Hello' }], stream: true });
   const isToken = (l: string) => l.includes('"done":false');
-  const direct = await repeat(CFG.streams, 3, () => timed(oport, 'POST', '/api/chat', { body: chat, count: lineCounter(isToken) }));
+  const direct = await repeat(CFG.streams, 3, () => timed(oport, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }));
   const directFirstP50 = percentile(direct.map((t) => t.firstMs), 50);
-  const directRate = percentile(direct.map((t) => (t.units - 1) / (t.unitSpanMs / 1000)), 50);
+  const directRate = percentile(direct.map(rate), 50);
   log(`  direct: first token p50 ${ms(directFirstP50)}, ${Math.round(directRate).toLocaleString('en-US')} tokens/s`);
 
   const dataDir = path.join(tmp, 'data-ollama');
-  const ids = await seed(dataDir, APP, 200);
+  const ids = await seed(dataDir, STREAM_APP, 200);
   const p = await start('parley-server.ts', [dataDir, fixturesDir], { PARLEY_MODEL: 'ollama:bench', OLLAMA_HOST: `http://127.0.0.1:${oport}` }, 'ollama');
   let result: Proxy | undefined;
   try {
-    if (!(await sendMessageAvailable(p.ready.port, ids[0]!))) {
+    if (!(await sendMessageAvailable(p.ready.port, STREAM_APP, ids[0]!))) {
       log('  through Parley: send message is not served on this branch yet (skipped)');
     } else {
       const any = pick(ids);
       const body = JSON.stringify({ message: { content: 'Hello' }, stream: true });
-      const isDelta = (l: string) => l === 'event: response.output_text.delta';
-      const via = await repeat(CFG.streams, 3, () =>
-        timed(p.ready.port, 'POST', `/v1/apps/${APP}/conversations/${any()}`, { body, headers: AUTH, count: lineCounter(isDelta) }),
-      );
+      const via = await repeat(CFG.streams, 3, () => timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isDelta, unit: isDelta }));
       const parleyFirstP50 = percentile(via.map((t) => t.firstMs), 50);
-      const parleyRate = percentile(via.map((t) => (t.units - 1) / (t.unitSpanMs / 1000)), 50);
-      log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (median ${percentile(via.map((t) => t.units), 50)} deltas)`);
+      const parleyRate = percentile(via.map(rate), 50);
+      const deltas = percentile(via.map((t) => t.units), 50);
+      log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`);
+      if (deltas < OLLAMA_TOKENS) throw new Error(`through Parley: ${deltas} deltas for ${OLLAMA_TOKENS} tokens: is PARLEY_MODEL honoured?`);
       result = { directFirstP50, parleyFirstP50, directRate, parleyRate };
     }
   } finally {
@@ -294,7 +278,7 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
     const tr = ratioOf(st.firstP50, lat.rawGetP50);
     record({ name: `stream: time to first event p50 ÷ raw GET p50 (${L})`, parley: ms(st.firstP50), baseline: ms(lat.rawGetP50), ratio: tr, target: '≤ 2', ok: tr <= 2 });
     record({
-      name: `stream: events/s, one stream of ${st.events} events (raw: ${SSE_EVENTS})`,
+      name: `stream: events/s while streaming (Parley: ${st.events} deltas of 1 character; raw: ${SSE_EVENTS} events)`,
       parley: `${Math.round(st.eventsPerSec).toLocaleString('en-US')} events/s`,
       baseline: `${Math.round(lat.rawSseEventsPerSec).toLocaleString('en-US')} events/s`,
       ratio: ratioOf(st.eventsPerSec, lat.rawSseEventsPerSec),
@@ -349,15 +333,18 @@ async function writeDoc(): Promise<void> {
 
 try {
   log(`Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`);
-  const fixturesDir = await benchFixtures();
+  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
   const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
+  const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
   for (const scale of ['small', 'large'] as const) {
     const count = CFG[scale];
     const t0 = performance.now();
     seeded[scale] = await seed(path.join(tmp, `data-${scale}`), APP, count, (n) => {
       if (n % 20_000 === 0) process.stdout.write(`\r  seeding ${n.toLocaleString('en-US')} / ${count.toLocaleString('en-US')}`);
     });
-    log(`\rseeded ${count.toLocaleString('en-US')} conversations of 4 items through FileStore in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    // A few conversations of the stream app beside them, for the stream figures.
+    streamIds[scale] = await seed(path.join(tmp, `data-${scale}`), STREAM_APP, 300);
+    log(`\rseeded ${count.toLocaleString('en-US')} conversations of 4 items (+ 300 of ${STREAM_APP}) through FileStore in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }
 
   log(`start-up with ${CFG.large.toLocaleString('en-US')} conversations`);
@@ -372,8 +359,8 @@ try {
   }
   const small = await start('parley-server.ts', [path.join(tmp, 'data-small'), fixturesDir], {}, 'small');
   const raw = await start('baseline-server.ts');
-  const withSend = await sendMessageAvailable(small.ready.port, seeded.small[0]!);
-  const servers = { small: { port: small.ready.port, ids: seeded.small }, large: { port: large!.ready.port, ids: seeded.large } };
+  const withSend = await sendMessageAvailable(small.ready.port, APP, seeded.small[0]!);
+  const servers = { small: { port: small.ready.port, ids: seeded.small, streamIds: streamIds.small }, large: { port: large!.ready.port, ids: seeded.large, streamIds: streamIds.large } };
   const tp = await measureThroughput(raw.ready.port, servers.small, servers.large, withSend);
   const lat = await measureLatency(raw.ready.port, withSend ? servers : {});
   const { rss: rssAfterLoad } = await large!.ask<{ rss: number }>('stats');
