@@ -129,4 +129,25 @@ describe('FileStore.importConversations', () => {
     await assert.rejects(reopened.readConversationFile(a.record.id), (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message));
     await reopened.close();
   });
+
+  test('close rewrites no file it only read', async () => {
+    const dataDir = await tempDir();
+    const store = new FileStore({ dataDir });
+    await store.open();
+    const a = entry(store, 1);
+    const b = entry(store, 2);
+    await store.importConversations([a, b]);
+    const fileOf = (id: string) => path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
+    const readOnly = (await fs.stat(fileOf(b.record.id))).mtimeMs;
+    const written = (await fs.stat(fileOf(a.record.id))).mtimeMs;
+    await store.readConversationFile(b.record.id);
+    await store.appendToConversation({ ...a.record, message_count: 3 }, [{ id: 'msg_extra', type: 'message', role: 'user', content: [{ type: 'text', text: 'more' }], created_at: 1 } as never]);
+    await store.close();
+    assert.equal((await fs.stat(fileOf(b.record.id))).mtimeMs, readOnly);
+    assert.notEqual((await fs.stat(fileOf(a.record.id))).mtimeMs, written);
+    const reopened = new FileStore({ dataDir });
+    await reopened.open();
+    assert.equal((await reopened.readConversationFile(a.record.id)).items.length, 3);
+    await reopened.close();
+  });
 });

@@ -20,6 +20,11 @@ export class AtomicJsonFile<T> implements Adapter<T> {
     return this.writing > 0;
   }
 
+  /** Resolves once every write queued so far has finished (or failed). */
+  settled(): Promise<void> {
+    return this.tail;
+  }
+
   async read(): Promise<T | null> {
     let text: string;
     try {

@@ -166,10 +166,12 @@ export class FileStore implements Store {
 
   async close(): Promise<void> {
     await this.journal.drain();
+    // Every change was written before it was acknowledged: wait for writes under way, rewrite nothing
+    // (rewriting each cached file made shutdown take ~1 s per 1,000 conversations read).
     await Promise.all(
       [...this.files.values()].map(async (p) => {
         const db = await p.catch(() => undefined);
-        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).write(db.data).catch(() => {});
+        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).settled();
       }),
     );
     await this.journal.close();
