@@ -138,13 +138,14 @@ describe('FileStore.importConversations', () => {
     const b = entry(store, 2);
     await store.importConversations([a, b]);
     const fileOf = (id: string) => path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
-    const readOnly = (await fs.stat(fileOf(b.record.id))).mtimeMs;
-    const written = (await fs.stat(fileOf(a.record.id))).mtimeMs;
+    // Every write is temp + rename, so a rewritten file has a new inode (timestamps are too coarse).
+    const readOnly = (await fs.stat(fileOf(b.record.id))).ino;
+    const written = (await fs.stat(fileOf(a.record.id))).ino;
     await store.readConversationFile(b.record.id);
     await store.appendToConversation({ ...a.record, message_count: 3 }, [{ id: 'msg_extra', type: 'message', role: 'user', content: [{ type: 'text', text: 'more' }], created_at: 1 } as never]);
     await store.close();
-    assert.equal((await fs.stat(fileOf(b.record.id))).mtimeMs, readOnly);
-    assert.notEqual((await fs.stat(fileOf(a.record.id))).mtimeMs, written);
+    assert.equal((await fs.stat(fileOf(b.record.id))).ino, readOnly);
+    assert.notEqual((await fs.stat(fileOf(a.record.id))).ino, written);
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     assert.equal((await reopened.readConversationFile(a.record.id)).items.length, 3);
