@@ -3,10 +3,15 @@ import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
+import { responseRoutes } from './api/responses.ts';
 import type { Config } from './config.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
+import { AgentRuntime } from './services/agent.ts';
 import { AuthService } from './services/auth.ts';
+import { CompletionService } from './services/completions.ts';
 import { ConversationService } from './services/conversations.ts';
+import { ResponseService } from './services/responses.ts';
+import { UsageLedger } from './services/usage.ts';
 import { FileStore } from './store/file-store.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
 import type { Store } from './store/types.ts';
@@ -14,6 +19,10 @@ import type { Store } from './store/types.ts';
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
+  /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
+  ollamaFetch?: typeof fetch;
+  /** D-18: interval of keep-alive comments on silent streams. */
+  keepAliveMs?: number;
 }
 
 export interface Parley {
@@ -24,20 +33,31 @@ export interface Parley {
   fixtures: Fixtures;
   logger: Logger;
   http: ParleyHttpServer;
+  responses: ResponseService;
+  usage: UsageLedger;
   close(): Promise<void>;
 }
 
 /** Loads fixtures and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const logger = opts.logger ?? pino({ level: opts.logLevel ?? 'info' });
-  const fixtures = await loadFixtures(opts.fixturesDir ?? './fixtures');
+  const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
   const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
   await store.open();
+  const usage = new UsageLedger(opts.dataDir ?? './data');
   try {
+    await usage.open();
+    const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);
+    const responses = new ResponseService(store, agent, usage, logger, conversations);
+    const completions = new CompletionService(agent, usage, logger);
     const http = createHttpServer({
-      routes: [...conversationRoutes(conversations), ...appRoutes(store)],
+      routes: [
+        ...conversationRoutes(conversations),
+        ...appRoutes(store),
+        ...responseRoutes({ conversations, responses, completions, keepAliveMs: opts.keepAliveMs }),
+      ],
       auth,
       logger,
       rateLimiter: opts.rateLimiter,
@@ -59,13 +79,17 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       fixtures,
       logger,
       http,
+      responses,
+      usage,
       close: () =>
         (closing ??= (async () => {
           await http.close();
+          await usage.close();
           await store.close();
         })()),
     };
   } catch (err) {
+    await usage.close();
     await store.close();
     throw err;
   }

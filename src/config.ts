@@ -7,20 +7,40 @@ export interface Config {
   dataDir: string;
   fixturesDir: string;
   logLevel: string;
+  /** PARLEY_MODEL: `local` or `ollama:<model>` for every app; null keeps each app's `agent.model`. */
+  model: string | null;
+  /** OLLAMA_HOST: where the Ollama engine finds Ollama. */
+  ollamaHost: string;
 }
 
 export const DEFAULTS: Config = {
   host: '127.0.0.1',
   port: 8787,
   dataDir: './data',
-  fixturesDir: './fixtures',
+  fixturesDir: 'fixtures/',
   logLevel: 'info',
+  model: null,
+  ollamaHost: 'http://127.0.0.1:11434',
 };
 
 export class ConfigError extends Error {}
 
+/** Asked for with --help: not an error, but nothing to start either. */
+export class HelpRequested extends Error {}
+
+export const USAGE = `Usage: npm start -- [options]   (or: node --import tsx src/main.ts [options])
+
+Options (each also read from the environment variable in brackets):
+  --port <n>          port to listen on, 0 for any free one [PORT] (default ${DEFAULTS.port})
+  --host <addr>       address to bind [HOST] (default ${DEFAULTS.host})
+  --data-dir <dir>    where conversations are stored [DATA_DIR] (default ${DEFAULTS.dataDir})
+  --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
+  --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
+  --help              print this and exit
+`;
+
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  let values: Record<string, string | undefined>;
+  let values: { port?: string; host?: string; 'data-dir'?: string; fixtures?: string; 'log-level'?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -30,25 +50,39 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'data-dir': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
       allowPositionals: false,
-    }) as { values: Record<string, string | undefined> });
+    }));
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
-  const portText = values.port ?? env.PORT ?? String(DEFAULTS.port);
+  if (values.help) throw new HelpRequested(USAGE);
+  // An empty variable counts as unset (e.g. `PORT= npm start`).
+  const fromEnv = (name: string) => (env[name] === '' ? undefined : env[name]);
+  const portText = values.port ?? fromEnv('PORT') ?? String(DEFAULTS.port);
   const port = Number(portText);
   if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError(`port must be an integer from 0 to 65535 (got ${JSON.stringify(portText)})`);
-  const logLevel = values['log-level'] ?? env.LOG_LEVEL ?? DEFAULTS.logLevel;
+  const logLevel = values['log-level'] ?? fromEnv('LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(logLevel)})`);
   }
   return {
-    host: values.host ?? env.HOST ?? DEFAULTS.host,
+    host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
-    dataDir: values['data-dir'] ?? env.DATA_DIR ?? DEFAULTS.dataDir,
-    fixturesDir: values.fixtures ?? env.FIXTURES ?? DEFAULTS.fixturesDir,
+    dataDir: values['data-dir'] ?? fromEnv('DATA_DIR') ?? DEFAULTS.dataDir,
+    fixturesDir: values.fixtures ?? fromEnv('FIXTURES') ?? DEFAULTS.fixturesDir,
     logLevel,
+    model: env.PARLEY_MODEL || DEFAULTS.model,
+    ollamaHost: normalizeOllamaHost(env.OLLAMA_HOST || DEFAULTS.ollamaHost),
   };
+}
+
+/** OLLAMA_HOST as Ollama's own CLI accepts it: `host`, `host:port` or a URL. */
+export function normalizeOllamaHost(v: string): string {
+  const withScheme = /^https?:\/\//.test(v) ? v : `http://${v}`;
+  const url = new URL(withScheme);
+  if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme)) url.port = url.protocol === 'https:' ? '443' : '11434';
+  return url.origin;
 }

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startParley } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, HelpRequested, USAGE, loadConfig } from './config.ts';
 import { StoreError } from './store/types.ts';
 
 export async function serve(argv: string[]): Promise<void> {
@@ -10,8 +10,12 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     config = loadConfig(argv, process.env);
   } catch (err) {
+    if (err instanceof HelpRequested) {
+      process.stdout.write(err.message);
+      process.exit(0);
+    }
     if (err instanceof ConfigError) {
-      process.stderr.write(`parley: ${err.message}\n`);
+      process.stderr.write(`parley: ${err.message}\n\n${USAGE}`);
       process.exit(2);
     }
     throw err;
@@ -20,20 +24,28 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     parley = await startParley(config);
   } catch (err) {
-    if (err instanceof StoreError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE' || (err as NodeJS.ErrnoException).code === 'EACCES') {
+    // A bad data dir or fixtures file, a port in use or not ours, a host that does not resolve:
+    // each is the operator's to fix, so a one-line reason rather than a stack trace.
+    if (err instanceof StoreError || typeof (err as NodeJS.ErrnoException).code === 'string') {
       process.stderr.write(`parley: cannot start: ${(err as Error).message}\n`);
       process.exit(1);
     }
     throw err;
   }
   process.stdout.write(banner(parley.baseUrl, config.fixturesDir));
+  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     parley.logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    await parley.close();
+    try {
+      await parley.close();
+    } catch (err) {
+      parley.logger.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
     parley.logger.info('stopped');
     process.exit(0);
   };

@@ -48,7 +48,7 @@ describe('get, update, delete (§4.3–4.5)', () => {
 
     const renamed = await s.call('PATCH', `${base}/${c.id}`, { title: 'New' });
     assert.equal(renamed.status, 200);
-    assert.equal(renamed.body.title, 'New');
+    assert.equal(ReferenceConversation.parse(renamed.body).title, 'New');
     const cleared = await s.call('PATCH', `${base}/${c.id}`, { title: null });
     assert.equal(cleared.body.title, null);
 

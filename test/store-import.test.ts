@@ -73,6 +73,10 @@ describe('FileStore.importConversations', () => {
     const dup = entry(store, 3);
     await assert.rejects(store.importConversations([dup, dup]), /already exists/);
     assert.equal(store.getConversation(dup.record.id), undefined);
+    // An id that could reach outside the data directory is refused.
+    const evil = entry(store, 4);
+    evil.record.id = '../../escape';
+    await assert.rejects(store.importConversations([evil]), /cannot name a file/);
     await store.close();
   });
 

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { AppT, KeyT } from '../store/fixtures.ts';
 import { readJsonBody } from './body.ts';
-import { fromZodError } from './errors.ts';
+import { fromZodError, invalidRequest } from './errors.ts';
 
 export interface RequestContext {
   req: IncomingMessage;
@@ -23,7 +23,9 @@ export interface RequestContext {
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */
 export async function parseBody<S extends z.ZodType>(ctx: RequestContext, schema: S): Promise<z.infer<S>> {
-  const raw = (await readJsonBody(ctx.req)) ?? {};
+  // No body reads as `{}` (all-optional bodies accept it); a JSON `null` is a body that is not an object (D-1).
+  const body = await readJsonBody(ctx.req);
+  const raw = body === undefined ? {} : body;
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw fromZodError(parsed.error, raw);
   return parsed.data;
@@ -31,10 +33,10 @@ export async function parseBody<S extends z.ZodType>(ctx: RequestContext, schema
 
 /** Validates the query string; a repeated parameter is an error rather than a silent pick. */
 export function parseQuery<S extends z.ZodType>(ctx: RequestContext, schema: S): z.infer<S> {
-  const raw: Record<string, string | string[]> = {};
+  const raw: Record<string, string> = Object.create(null);
   for (const [k, v] of ctx.query) {
-    const prev = raw[k];
-    raw[k] = prev === undefined ? v : ([] as string[]).concat(prev, v);
+    if (k in raw) throw invalidRequest(`The query parameter ${k} may be given only once.`, k, 'invalid_value');
+    raw[k] = v;
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw fromZodError(parsed.error, raw);

@@ -45,11 +45,20 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   const basePath = opts.basePath ?? '/v1';
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
+  /** Responses not yet started, so that a close can tell their clients not to come back. */
+  const pending = new Set<ServerResponse>();
+  let closing = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const requestId = newRequestId();
     res.setHeader('x-request-id', requestId);
+    // While closing, every answer tells the client to open a new connection (to the next server).
+    if (closing) res.setHeader('connection', 'close');
+    else {
+      pending.add(res);
+      res.once('close', () => pending.delete(res));
+    }
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const fullPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
@@ -113,15 +122,17 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (body !== undefined && !res.headersSent) sendJson(res, 200, body, ctx.headers);
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
-      if (!(err instanceof ApiError)) getLog().error({ err }, 'unexpected error');
-      if (res.headersSent) {
+      // A client that went away mid-body is not a server fault.
+      const clientGone = closed && !res.writableFinished;
+      if (!(err instanceof ApiError) && !clientGone) getLog().error({ err }, 'unexpected error');
+      if (res.headersSent || res.destroyed) {
         // Too late for an error object: end the response so the client sees it cut short.
         res.destroy();
         return;
       }
       sendJson(res, apiErr.status, apiErr.toBody(), apiErr.headers);
-      // D-2: an oversized body is not read further.
-      if (apiErr.headers.connection === 'close') req.destroy();
+      // D-2: an oversized body is not read further; the connection goes once the answer is out.
+      if (apiErr.headers.connection === 'close') res.once('finish', () => req.destroy());
     }
   }
 
@@ -141,6 +152,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
     const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
     const status = tooLarge ? 431 : timeout ? 408 : 400;
+    const requestId = newRequestId();
+    log.warn({ req_id: requestId, code: err.code, status }, 'client error');
     const body = JSON.stringify({
       error: {
         message: tooLarge ? 'The request headers or URL are too large.' : timeout ? 'The request took too long to arrive.' : 'The request is not valid HTTP.',
@@ -150,11 +163,14 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       },
     });
     socket.end(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nx-request-id: ${requestId}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
 
   async function close(graceMs = 10_000): Promise<void> {
+    closing = true;
+    for (const res of pending) if (!res.headersSent) res.setHeader('connection', 'close');
+    pending.clear();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;

@@ -18,7 +18,10 @@ export class AuthService {
   authenticate(authorization: string | undefined): KeyT {
     const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
     if (!match) {
-      throw apiError('invalid_api_key', 'Missing API key: send it as Authorization: Bearer <secret key>.');
+      throw apiError(
+        'invalid_api_key',
+        authorization ? 'The Authorization header must be "Bearer <secret key>".' : 'Missing API key: send it as Authorization: Bearer <secret key>.',
+      );
     }
     const presented = hashKey(match[1]!);
     // Every stored hash is compared, in constant time, so timing says nothing about which matched.

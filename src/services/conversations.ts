@@ -26,7 +26,27 @@ export function toConversation(r: ConversationRecord): ConversationT {
 }
 
 export class ConversationService {
+  /** The last queued change of each conversation being changed (see `exclusive`). */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
   constructor(private readonly store: Store) {}
+
+  /**
+   * Runs `fn` once every earlier change of conversation `id` has finished. A change reads the
+   * record, derives the new one and stores it; without this, two concurrent changes (a rename
+   * and a delete, a rename and a new message) would each start from the same record and the
+   * later write would undo the earlier one (e.g. bring a deleted conversation back).
+   */
+  exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.queues.get(id) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const settled = run.catch(() => {});
+    this.queues.set(id, settled);
+    void settled.then(() => {
+      if (this.queues.get(id) === settled) this.queues.delete(id);
+    });
+    return run;
+  }
 
   async create(appId: string, body: CreateConversationRequestT): Promise<ConversationT> {
     const record: ConversationRecord = {
@@ -58,16 +78,20 @@ export class ConversationService {
     return { ...toConversation(record), items: file.items };
   }
 
-  async update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
-    const record = { ...this.find(appId, id), title: body.title };
-    await this.store.putConversation(record);
-    return toConversation(record);
+  update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
+    return this.exclusive(id, async () => {
+      const record = { ...this.find(appId, id), title: body.title };
+      await this.store.putConversation(record);
+      return toConversation(record);
+    });
   }
 
-  async delete(appId: string, id: string): Promise<DeletionResultT> {
-    const record = { ...this.find(appId, id), deleted_at: unixNow() };
-    await this.store.putConversation(record);
-    return { id, object: 'conversation', deleted: true };
+  delete(appId: string, id: string): Promise<DeletionResultT> {
+    return this.exclusive(id, async () => {
+      const record = { ...this.find(appId, id), deleted_at: unixNow() };
+      await this.store.putConversation(record);
+      return { id, object: 'conversation' as const, deleted: true as const };
+    });
   }
 
   /**

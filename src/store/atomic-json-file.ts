@@ -20,8 +20,8 @@ export class AtomicJsonFile<T> implements Adapter<T> {
     return this.writing > 0;
   }
 
-  /** Resolves once every write queued so far has finished (or failed). */
-  settled(): Promise<void> {
+  /** Resolves when every write started so far has finished (or failed). */
+  idle(): Promise<void> {
     return this.tail;
   }
 
@@ -91,13 +91,15 @@ export async function writeAtomically(file: string, text: string): Promise<void>
   await syncDir(path.dirname(file));
 }
 
-/** Temp file, fsync, rename: the file is whole or absent. The rename is durable once its folder is synced. */
+/** Temp file, fsync, rename: the file is whole or absent. The rename is durable once its folder is synced (syncDir). */
 export async function writeDurably(file: string, text: string): Promise<void> {
   const dir = path.dirname(file);
   if (!knownDirs.has(dir)) {
     await fs.mkdir(dir, { recursive: true });
     knownDirs.add(dir);
   }
+  // One writer per file (writes are chained above), so a fixed temporary name suffices; a crash
+  // may leave it behind, and the next write of that file replaces it.
   const tmp = `${file}.tmp`;
   const fh = await fs.open(tmp, 'w');
   try {
@@ -112,6 +114,7 @@ export async function writeDurably(file: string, text: string): Promise<void> {
   await fs.rename(tmp, file);
 }
 
+/** A rename is only durable once its folder is synced. */
 export async function syncDir(dir: string): Promise<void> {
   const dh = await fs.open(dir, 'r');
   try {

@@ -9,8 +9,10 @@ import { AtomicJsonFile, syncDir, writeDurably } from './atomic-json-file.ts';
 import { Journal } from './journal.ts';
 import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
 
+const SAFE_ID = /^[A-Za-z0-9_-]{3,128}$/;
 const ConversationRecordSchema = z.object({
-  id: z.string().min(1),
+  // The id names a file: a hand-edited one must not reach outside the data directory.
+  id: z.string().regex(SAFE_ID, 'must be letters, digits, "_" or "-" (it names a file)'),
   app_id: z.string().min(1),
   seq: z.number().int().nonnegative(),
   created_at: z.number().int(),
@@ -35,7 +37,7 @@ function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord } {
   return (
     Object.keys(v).length === 10 &&
     typeof v.id === 'string' &&
-    v.id.length > 0 &&
+    SAFE_ID.test(v.id) &&
     typeof v.app_id === 'string' &&
     v.app_id.length > 0 &&
     Number.isSafeInteger(v.seq) &&
@@ -122,6 +124,17 @@ export class FileStore implements Store {
       throw new StoreError(this.dataDir, `cannot create the data directory (${(err as NodeJS.ErrnoException).code})`);
     }
     await this.lock();
+    try {
+      await this.load();
+    } catch (err) {
+      // Refusing to start must not leave the directory looking in use.
+      await this.journal.close().catch(() => {});
+      await fs.rm(this.lockFile, { force: true });
+      throw err;
+    }
+  }
+
+  private async load(): Promise<void> {
     let lines = 0;
     await this.journal.open((entry, line) => {
       if (isPlainEntry(entry)) {
@@ -165,13 +178,12 @@ export class FileStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.journal.drain();
-    // Every change was written before it was acknowledged: wait for writes under way, rewrite nothing
-    // (rewriting each cached file made shutdown take ~1 s per 1,000 conversations read).
+    // Every write was awaited by its request; only those still under way need waiting for
+    // (rewriting cached files here would cost a write each and change nothing).
     await Promise.all(
       [...this.files.values()].map(async (p) => {
         const db = await p.catch(() => undefined);
-        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).settled();
+        if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).idle();
       }),
     );
     await this.journal.close();
@@ -237,6 +249,7 @@ export class FileStore implements Store {
   async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file: ConversationFile }>, concurrency = 16): Promise<void> {
     const ids = new Set<string>();
     for (const { record } of entries) {
+      if (!SAFE_ID.test(record.id)) throw new Error(`importConversations: ${JSON.stringify(record.id)} cannot name a file`);
       if (this.records.has(record.id) || ids.has(record.id)) throw new Error(`importConversations: conversation ${record.id} already exists`);
       ids.add(record.id);
     }
@@ -285,13 +298,18 @@ export class FileStore implements Store {
     return p;
   }
 
+  /** Drops the least recently used files beyond the cache size (the map iterates oldest first). */
   private evict(): void {
-    if (this.files.size <= FILE_CACHE_SIZE) return;
+    let excess = this.files.size - FILE_CACHE_SIZE;
+    if (excess <= 0) return;
     for (const [id, p] of this.files) {
-      if (this.files.size <= FILE_CACHE_SIZE) break;
-      void p.then((db) => {
-        if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
-      });
+      if (excess-- <= 0) break;
+      void p.then(
+        (db) => {
+          if (!(db.adapter as AtomicJsonFile<ConversationFile>).busy && this.files.get(id) === p) this.files.delete(id);
+        },
+        () => {},
+      );
     }
   }
 

@@ -1,6 +1,8 @@
 // An append-only JSON-lines journal: group commit (one write + fsync for every line queued meanwhile)
 // so that each acknowledged append is on disk without paying one fsync per request.
 import fs from 'node:fs/promises';
+import path from 'node:path';
+import { syncDir } from './atomic-json-file.ts';
 import { StoreError } from './types.ts';
 
 interface Pending {
@@ -27,7 +29,8 @@ export class Journal {
     try {
       text = await fs.readFile(this.file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw new StoreError(this.file, `cannot be read (${code})`);
     }
     let dropped = false;
     let start = 0;
@@ -52,7 +55,11 @@ export class Journal {
       }
       onEntry(entry, lineNo);
     }
-    this.handle = await fs.open(this.file, 'a');
+    try {
+      this.handle = await fs.open(this.file, 'a');
+    } catch (err) {
+      throw new StoreError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
+    }
     if (dropped) await this.handle.truncate(Buffer.byteLength(text));
     this.size = Buffer.byteLength(text);
     return { lines: lineNo, dropped };
@@ -107,5 +114,6 @@ export class Journal {
       await fh.close();
     }
     await fs.rename(tmp, file);
+    await syncDir(path.dirname(file));
   }
 }

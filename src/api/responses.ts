@@ -1,0 +1,60 @@
+// Handlers of §4.6 (send message) and §4.7 (completions): JSON or SSE from the same event stream.
+import { CreateCompletionRequest, SendMessageRequest, type UnsequencedEvent } from '../contract/index.ts';
+import { parseBody, type RequestContext } from '../http/context.ts';
+import type { RouteDef } from '../http/router.ts';
+import type { Route } from '../http/server.ts';
+import { streamSse } from '../http/sse.ts';
+import type { CompletionService } from '../services/completions.ts';
+import type { ConversationService } from '../services/conversations.ts';
+import type { ResponseService } from '../services/responses.ts';
+
+export interface ResponseRouteOptions {
+  conversations: ConversationService;
+  responses: ResponseService;
+  completions: CompletionService;
+  /** D-18: interval of `: keep-alive` comments. */
+  keepAliveMs?: number;
+}
+
+/** SSE writes the events as they come; JSON mode runs the same events to the end and answers once. */
+async function deliver<T>(ctx: RequestContext, stream: boolean, events: AsyncIterable<UnsequencedEvent>, result: () => T, keepAliveMs?: number): Promise<T | undefined> {
+  if (stream) {
+    await streamSse(ctx.res, events, { keepAliveMs, headers: ctx.headers });
+    return undefined;
+  }
+  for await (const _ of events);
+  return result();
+}
+
+export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
+  return [
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/conversations/:conversation_id',
+      route: {
+        needsAgent: true,
+        counted: true,
+        handle: async (ctx) => {
+          // D-4: body validation, then the conversation lookup (404, D-11), then the first event (D-17).
+          const body = await parseBody(ctx, SendMessageRequest);
+          const record = o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
+          const started = await o.responses.start(ctx.app, record, body, ctx.signal);
+          return deliver(ctx, body.stream ?? ctx.app.stream, started.run.events(), started.toResponse, o.keepAliveMs);
+        },
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/completions',
+      route: {
+        needsAgent: true,
+        counted: true,
+        handle: async (ctx) => {
+          const body = await parseBody(ctx, CreateCompletionRequest);
+          const started = o.completions.start(ctx.app, body, ctx.signal);
+          return deliver(ctx, body.stream ?? false, started.run.events(), started.toCompletion, o.keepAliveMs);
+        },
+      },
+    },
+  ];
+}

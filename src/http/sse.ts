@@ -1,0 +1,80 @@
+// The SSE writer (§6, D-16, D-18): exact framing, one write per event, backpressure, keep-alive
+// comments while the model is silent, and the connection closed after the terminal event.
+import type { ServerResponse } from 'node:http';
+import type { StreamEvent, UnsequencedEvent } from '../contract/index.ts';
+
+/** D-18: how often a silent stream gets a `: keep-alive` comment (overridable for tests). */
+export const DEFAULT_KEEP_ALIVE_MS = 15_000;
+
+/** `event: <type>\ndata: <json>\n\n`. JSON.stringify never emits a raw newline, so one data line suffices. */
+export function formatSseEvent(e: StreamEvent): string {
+  return `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
+}
+
+/** D-16: the one place where events get their `type` and their gapless `sequence_number`. */
+export async function* sequenced(events: AsyncIterable<UnsequencedEvent>): AsyncGenerator<StreamEvent> {
+  let n = 0;
+  for await (const e of events) {
+    yield { event: e.event, data: { type: e.event, sequence_number: n++, ...e.data } } as StreamEvent;
+  }
+}
+
+/** Writes one chunk; waits for 'drain' when the socket's buffer is full (or for the socket to close). */
+async function write(res: ServerResponse, chunk: string): Promise<void> {
+  if (res.destroyed || res.writableEnded) return;
+  if (res.write(chunk)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+export async function writeSseEvent(res: ServerResponse, e: StreamEvent): Promise<void> {
+  await write(res, formatSseEvent(e));
+}
+
+export interface SseOptions {
+  keepAliveMs?: number;
+  /** Extra headers, e.g. D-23's rate-limit headers. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * Streams `events` as SSE on `res`: sends the headers, stamps and writes each event at once, keeps
+ * the connection alive while nothing comes, and ends the response after the last event. A client
+ * that went away makes every further write a no-op; the producer sees its abort signal instead.
+ */
+export async function streamSse(res: ServerResponse, events: AsyncIterable<UnsequencedEvent>, opts: SseOptions = {}): Promise<void> {
+  res.writeHead(200, {
+    ...opts.headers,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    // Reverse proxies (nginx) would otherwise buffer the stream.
+    'x-accel-buffering': 'no',
+  });
+  res.flushHeaders();
+  const interval = opts.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  let writing = Promise.resolve();
+  const timer = setInterval(() => {
+    writing = writing.then(() => write(res, ': keep-alive\n\n'));
+  }, interval);
+  timer.unref();
+  try {
+    for await (const e of sequenced(events)) {
+      // An event resets the silence: the next comment comes a full interval later.
+      timer.refresh();
+      await writing;
+      await writeSseEvent(res, e);
+    }
+  } finally {
+    clearInterval(timer);
+    await writing;
+    if (!res.destroyed && !res.writableEnded) res.end();
+  }
+}

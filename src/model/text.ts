@@ -1,0 +1,47 @@
+// Small text helpers shared by the engines: token estimates, keywords, safe use of metadata values.
+
+/** A deterministic token estimate (words and punctuation marks), close enough for offline usage figures. */
+export function countTokens(text: string): number {
+  return text.match(/[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu)?.length ?? 0;
+}
+
+const FILLER = new Set(
+  ('a an and are as at be but by can could do does for from had has have how i if in into is it its me my no not of on or our ' +
+    'please should so tell than that the their them then there these they this to too us was we were what when where which who ' +
+    'why will with would you your about any get got know need want some explain much many also just like hi hello hey')
+    .split(' '),
+);
+
+/** The words that carry a message's topic, in order of appearance, without repeats. */
+export function keywords(text: string, max = 4): string[] {
+  const out: string[] = [];
+  for (const w of text.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'-]*/gu) ?? []) {
+    if (w.length < 3 || FILLER.has(w) || out.includes(w)) continue;
+    out.push(w);
+    if (out.length === max) break;
+  }
+  return out;
+}
+
+/**
+ * A metadata value used as data inside a fixed sentence: a short single-line string or nothing.
+ * Whatever it says, it is never read as an instruction.
+ */
+export function dataString(v: unknown, max = 60): string | undefined {
+  if (typeof v !== 'string' && typeof v !== 'number') return undefined;
+  const s = String(v).replace(/[\p{Cc}\p{Cf}]+/gu, ' ').replace(/\s+/g, ' ').trim();
+  if (!s) return undefined;
+  const chars = Array.from(s);
+  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : s;
+}
+
+/** The first `n` sentences of a passage. */
+export function sentences(text: string, n: number): string {
+  const parts = text.match(/[^.!?]+(?:[.!?]+(?=\s|$)|$)/g) ?? [text];
+  return parts.slice(0, n).join('').trim();
+}
+
+export function truncate(text: string, max: number): string {
+  const chars = Array.from(text.replace(/\s+/g, ' ').trim());
+  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : chars.join('');
+}

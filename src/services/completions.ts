@@ -1,0 +1,54 @@
+// Create completion (§4.7): one prompt, no conversation, no history; knowledge_search the only tool;
+// token usage recorded per app (credits) and returned as `usage`.
+import type { Logger } from 'pino';
+import type { CompletionT, CreateCompletionRequestT } from '../contract/index.ts';
+import type { AppT } from '../store/fixtures.ts';
+import type { AgentRuntime } from './agent.ts';
+import { newId, unixNow } from './ids.ts';
+import { ResponseRun } from './response-runner.ts';
+import type { UsageLedger } from './usage.ts';
+
+export interface StartedCompletion {
+  run: ResponseRun;
+  toCompletion(): CompletionT;
+}
+
+export class CompletionService {
+  constructor(
+    private readonly agent: AgentRuntime,
+    private readonly usage: UsageLedger,
+    private readonly log: Logger,
+  ) {}
+
+  start(app: AppT, body: CreateCompletionRequestT, signal: AbortSignal): StartedCompletion {
+    const id = newId('completion');
+    const createdAt = unixNow();
+    const tools = this.agent.tools(app, 'completion', body.knowledge_search ?? true);
+    const run: ResponseRun = new ResponseRun({
+      id,
+      kind: 'completion',
+      engine: this.agent.engine(app),
+      // The prompt is the user's turn: an instruction for this text only, never a change of the agent's rules.
+      request: this.agent.request(app, 'completion', tools, [{ role: 'user', content: body.prompt }], body.metadata ?? {}, body.fast ?? false),
+      tools,
+      signal,
+      onUnexpected: (err) => this.log.error({ err, completion_id: id }, 'completion failed unexpectedly'),
+      finish: async (r) => {
+        if (r.error) this.log.warn({ completion_id: id, app_id: app.id, code: r.error.code }, 'completion failed');
+        await this.usage.record(app.id, 'completion', id, r.usage);
+      },
+    });
+    return {
+      run,
+      toCompletion: () => ({
+        id,
+        object: 'completion',
+        created_at: createdAt,
+        text: run.text,
+        status: run.status === 'failed' ? 'failed' : 'completed',
+        ...(run.error ? { error: run.error } : {}),
+        usage: run.usage,
+      }),
+    };
+  }
+}

@@ -1,0 +1,170 @@
+// Runs one response: drives the model through its tool rounds and turns its events into the §6
+// events (unsequenced) while building the output items from the very same events, so that the SSE
+// stream and the JSON body can never disagree (§6 rule 4).
+import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
+import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../model/types.ts';
+import { newId } from './ids.ts';
+import { runTool, type ToolBox } from './tools.ts';
+
+/** At most this many model turns per response: a model that keeps calling tools must then answer. */
+export const MAX_TOOL_ROUNDS = 4;
+
+export interface RunOptions {
+  id: string;
+  /** `response` carries a conversation id and every item kind; `completion` only text (§6 rule 2). */
+  kind: 'response' | 'completion';
+  conversationId?: string;
+  engine: ModelEngine;
+  request: ModelRequest;
+  tools: ToolBox;
+  signal: AbortSignal;
+  /** Called once the output is final, before the terminal event: persistence goes here. */
+  finish(run: ResponseRun): Promise<void>;
+  /** Told about failures that are not the model's (bugs), which the response only names vaguely. */
+  onUnexpected?(err: unknown): void;
+}
+
+type MessageItem = Extract<OutputItemT, { type: 'message' }>;
+
+export class ResponseRun {
+  readonly output: OutputItemT[] = [];
+  status: 'in_progress' | 'completed' | 'failed' = 'in_progress';
+  error: ResponseErrorT | undefined;
+  readonly usage: UsageT = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+  /** What the exchange was about (a document found, a form shown), for titles (D-8). */
+  source: { en: string; fr: string } | undefined;
+  private open: { index: number; text: string } | undefined;
+
+  constructor(private readonly opts: RunOptions) {}
+
+  get id(): string {
+    return this.opts.id;
+  }
+
+  /** All the text of the reply, in order (the completion's `text`). */
+  get text(): string {
+    return this.output
+      .filter((i): i is MessageItem => i.type === 'message')
+      .map((i) => (i.content ?? []).map((p) => p.text ?? '').join(''))
+      .join('');
+  }
+
+  async *events(): AsyncGenerator<UnsequencedEvent> {
+    const o = this.opts;
+    yield {
+      event: 'response.created',
+      data: { id: o.id, object: o.kind, status: 'in_progress', ...(o.kind === 'response' ? { conversation_id: o.conversationId } : {}) },
+    };
+    try {
+      yield* this.rounds();
+      yield* this.closeText();
+      this.status = 'completed';
+    } catch (err) {
+      this.status = 'failed';
+      this.error = toResponseError(err, o.signal);
+      if (this.error.code === 'internal_error') o.onUnexpected?.(err);
+    }
+    try {
+      await o.finish(this);
+    } catch (err) {
+      // Not saved: the client must not believe it was (D-17: a failure after the start is an event).
+      o.onUnexpected?.(err);
+      this.status = 'failed';
+      this.error = { type: 'internal_error', code: 'internal_error', message: 'The response could not be saved; it was not added to the conversation.' };
+    }
+    if (this.status === 'completed') {
+      yield { event: 'response.completed', data: { id: o.id, status: 'completed' } };
+    } else {
+      yield { event: 'response.failed', data: { id: o.id, status: 'failed', error: this.error! } };
+    }
+  }
+
+  private async *rounds(): AsyncGenerator<UnsequencedEvent> {
+    const o = this.opts;
+    const messages: ChatMessage[] = [...o.request.messages];
+    for (let round = 0; ; round++) {
+      // The last round offers no tools, so the model has to answer.
+      const tools = round < MAX_TOOL_ROUNDS - 1 ? o.request.tools : [];
+      const calls: Array<{ call_id: string; name: string; arguments: string }> = [];
+      let said = '';
+      for await (const e of o.engine.generate({ ...o.request, tools, messages }, o.signal)) {
+        o.signal.throwIfAborted();
+        if (e.type === 'text') {
+          if (!e.delta) continue;
+          said += e.delta;
+          yield* this.textDelta(e.delta);
+        } else if (e.type === 'tool_call') {
+          const call = { call_id: newId('call'), name: e.call.name, arguments: e.call.arguments };
+          calls.push(call);
+          yield* this.toolCall(call, messages);
+        } else if (e.type === 'done') {
+          this.usage.input_tokens += e.usage.input_tokens;
+          this.usage.output_tokens += e.usage.output_tokens;
+          this.usage.total_tokens = this.usage.input_tokens + this.usage.output_tokens;
+        } else {
+          throw new ModelError(e.code, e.message);
+        }
+      }
+      if (calls.length === 0) return;
+      // The assistant's turn goes before its tool results, as chat models expect.
+      const firstTool = messages.length - calls.length;
+      messages.splice(firstTool, 0, { role: 'assistant', content: said, tool_calls: calls });
+    }
+  }
+
+  private async *textDelta(delta: string): AsyncGenerator<UnsequencedEvent> {
+    if (!this.open) {
+      this.open = { index: this.output.length, text: '' };
+      this.output.push({ type: 'message', role: 'assistant', content: [{ type: 'text', text: '' }] });
+    }
+    this.open.text += delta;
+    (this.output[this.open.index] as MessageItem).content![0]!.text = this.open.text;
+    yield { event: 'response.output_text.delta', data: { delta, output_index: this.open.index, content_index: 0 } };
+  }
+
+  /** Ends the open message item. A completion keeps one message for all its text (§6 rule 2). */
+  private async *closeText(): AsyncGenerator<UnsequencedEvent> {
+    if (this.opts.kind === 'completion' && !this.open) {
+      // A completion always reports its text, even an empty one.
+      this.open = { index: 0, text: '' };
+      this.output.push({ type: 'message', role: 'assistant', content: [{ type: 'text', text: '' }] });
+    }
+    if (!this.open) return;
+    const { index, text } = this.open;
+    this.open = undefined;
+    yield { event: 'response.output_text.done', data: { text, output_index: index, content_index: 0 } };
+  }
+
+  private async *toolCall(call: { call_id: string; name: string; arguments: string }, messages: ChatMessage[]): AsyncGenerator<UnsequencedEvent> {
+    const o = this.opts;
+    const result = runTool(o.tools, call.name, call.arguments);
+    messages.push({ role: 'tool', name: call.name, call_id: call.call_id, content: result.content });
+    this.source ??= result.source;
+    if (o.kind === 'completion') return; // §6 rule 2: tool use stays invisible in a completion.
+    if (result.patches) {
+      // render_form becomes data_spec items (D-21, D-22), interleaved with the text around it.
+      yield* this.closeText();
+      for (const data of result.patches) {
+        const output_index = this.output.length;
+        this.output.push({ type: 'data_spec', data });
+        yield { event: 'response.data_spec', data: { data, output_index } };
+      }
+      return;
+    }
+    yield* this.closeText();
+    const output_index = this.output.length;
+    this.output.push({ type: 'function_call', name: call.name, arguments: call.arguments, call_id: call.call_id });
+    yield { event: 'response.function_call.start', data: { output_index, call_id: call.call_id, name: call.name } };
+    yield { event: 'response.function_call_arguments.delta', data: { output_index, call_id: call.call_id, delta: call.arguments } };
+    yield { event: 'response.function_call_arguments.done', data: { output_index, call_id: call.call_id, name: call.name, arguments: call.arguments } };
+  }
+}
+
+/** D-17, D-19: the error a failed response carries; internals stay in the log. */
+export function toResponseError(err: unknown, signal: AbortSignal): ResponseErrorT {
+  if (signal.aborted) {
+    return { type: 'request_aborted', code: 'client_disconnected', message: 'The client disconnected before the response was complete.' };
+  }
+  if (err instanceof ModelError) return { type: 'model_error', code: err.code, message: err.message };
+  return { type: 'internal_error', code: 'internal_error', message: 'The response failed because of an unexpected server error.' };
+}

@@ -1,0 +1,147 @@
+// Send message (§4.6): runs the agent on a conversation and persists the exchange (D-8, D-9, D-14,
+// D-17, D-19, D-24), whether it completed or failed.
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { ItemT, ResponseT, SendMessageRequestT } from '../contract/index.ts';
+import type { ChatMessage } from '../model/types.ts';
+import type { AppT } from '../store/fixtures.ts';
+import type { ConversationRecord, ResponseRecord, Store } from '../store/types.ts';
+import type { AgentRuntime } from './agent.ts';
+import type { ConversationService } from './conversations.ts';
+import { newId, unixNow } from './ids.ts';
+import { ResponseRun } from './response-runner.ts';
+import type { UsageLedger } from './usage.ts';
+
+/** The model sees at most this many earlier messages: enough context, bounded cost. */
+export const HISTORY_MESSAGES = 40;
+/** Generating a title must not hold the response for long. */
+const TITLE_TIMEOUT_MS = 30_000;
+
+export interface StartedResponse {
+  run: ResponseRun;
+  createdAt: number;
+  conversationId: string;
+  toResponse(): ResponseT;
+}
+
+export class ResponseService {
+  /** Emits `persisted` (response id, status) once a response is durable: tests and tools wait on it. */
+  readonly events = new EventEmitter();
+  constructor(
+    private readonly store: Store,
+    private readonly agent: AgentRuntime,
+    private readonly usage: UsageLedger,
+    private readonly log: Logger,
+    /**
+     * The conversations' own queue of changes: a response is persisted in turn with renames and
+     * deletes too, so none of them starts from a record another has already replaced.
+     */
+    private readonly conversations: Pick<ConversationService, 'exclusive'>,
+  ) {}
+
+  /** Reads the history and prepares the run; nothing is written until the run finishes. */
+  async start(app: AppT, record: ConversationRecord, body: SendMessageRequestT, signal: AbortSignal): Promise<StartedResponse> {
+    const id = newId('response');
+    const createdAt = unixNow();
+    const content = body.message.content;
+    // D-9: an object replaces the snapshot; omitted or null keeps it.
+    const metadata = body.metadata ?? record.metadata;
+    const file = await this.store.readConversationFile(record.id);
+    const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
+    const tools = this.agent.tools(app, 'response');
+    const engine = this.agent.engine(app);
+    const run: ResponseRun = new ResponseRun({
+      id,
+      kind: 'response',
+      conversationId: record.id,
+      engine,
+      request: this.agent.request(app, 'response', tools, messages, metadata, false),
+      tools,
+      signal,
+      onUnexpected: (err) => this.log.error({ err, response_id: id }, 'response failed unexpectedly'),
+      finish: (r) => this.persist(app, record.id, r, { content, metadata: body.metadata ?? null, createdAt }),
+    });
+    const toResponse = (): ResponseT => ({
+      id,
+      object: 'response',
+      created_at: createdAt,
+      conversation_id: record.id,
+      output: run.output,
+      status: run.status === 'failed' ? 'failed' : 'completed',
+      ...(run.error ? { error: run.error } : {}),
+      usage: run.usage,
+    });
+    return { run, createdAt, conversationId: record.id, toResponse };
+  }
+
+  private async persist(app: AppT, conversationId: string, run: ResponseRun, input: { content: string; metadata: Record<string, unknown> | null; createdAt: number }): Promise<void> {
+    // The title may take a model call: made before taking the conversation's turn, not inside it.
+    const first = this.store.getConversation(conversationId)!;
+    const title =
+      run.status === 'completed' && first.title === null && Object.keys(first.generated_title).length === 0
+        ? await this.title(app, input.content, run)
+        : null;
+    await this.conversations.exclusive(conversationId, () => this.persistNow(app, conversationId, run, input, title));
+  }
+
+  private async persistNow(
+    app: AppT,
+    conversationId: string,
+    run: ResponseRun,
+    input: { content: string; metadata: Record<string, unknown> | null; createdAt: number },
+    title: Record<string, string> | null,
+  ): Promise<void> {
+    // The record as it is now (another response or a rename may have landed meanwhile).
+    const record = this.store.getConversation(conversationId)!;
+    const at = unixNow();
+    const items: ItemT[] = [
+      { id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text: input.content }], created_at: input.createdAt, response_id: run.id },
+    ];
+    for (const item of run.output) {
+      const id = item.type === 'function_call' ? item.call_id! : newId('message');
+      items.push({ ...item, id, created_at: at, response_id: run.id } as ItemT);
+    }
+    const assistantMessages = run.output.filter((i) => i.type === 'message').length;
+    const updated: ConversationRecord = {
+      ...record,
+      metadata: input.metadata ?? record.metadata,
+      message_count: record.message_count + 1 + assistantMessages,
+    };
+    // D-8: titled after the first completed exchange, unless the caller chose a title.
+    if (title && updated.title === null && Object.keys(updated.generated_title).length === 0) {
+      updated.generated_title = title;
+    }
+    const response: ResponseRecord = { id: run.id, created_at: input.createdAt, status: run.status === 'completed' ? 'completed' : 'failed', usage: run.usage };
+    if (run.error) {
+      response.error = run.error;
+      // The code only: no message content at the default level.
+      this.log.warn({ response_id: run.id, app_id: app.id, code: run.error.code }, 'response failed');
+    }
+    await this.store.appendToConversation(updated, items, response);
+    await this.usage.record(app.id, 'response', run.id, run.usage);
+    this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
+  }
+
+  private async title(app: AppT, firstMessage: string, run: ResponseRun): Promise<Record<string, string>> {
+    const req = { firstMessage, reply: run.text, source: run.source };
+    try {
+      const t = await this.agent.engine(app).title(req, AbortSignal.timeout(TITLE_TIMEOUT_MS));
+      if (t['en-ca'] && t['fr-ca']) return t;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, app_id: app.id }, 'title generation failed; using the embedded one');
+    }
+    return this.agent.fallbackTitle(req);
+  }
+}
+
+/** The conversation so far as the model sees it: user and assistant messages, oldest first. */
+export function historyOf(items: readonly ItemT[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const item of items) {
+    if (item.type !== 'message') continue;
+    const text = (item.content ?? []).map((p) => p.text ?? '').join('');
+    if (item.role === 'user') out.push({ role: 'user', content: text });
+    else if (text) out.push({ role: 'assistant', content: text });
+  }
+  return out.slice(-HISTORY_MESSAGES);
+}

@@ -1,0 +1,69 @@
+// Token usage per app (credits, §1, §4.7): an append-only journal in the data directory, totals in memory.
+import path from 'node:path';
+import { z } from 'zod';
+import type { UsageT } from '../contract/index.ts';
+import { Journal } from '../store/journal.ts';
+import { StoreError } from '../store/types.ts';
+
+/** §1: completions are billed in credits by token usage; one credit buys this many tokens. */
+export const TOKENS_PER_CREDIT = 1_000;
+
+const Entry = z.object({
+  t: z.literal('usage'),
+  app_id: z.string(),
+  kind: z.enum(['response', 'completion']),
+  id: z.string(),
+  at: z.number().int(),
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+});
+
+export interface AppUsage {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  credits: number;
+}
+
+export class UsageLedger {
+  private readonly journal: Journal;
+  private readonly totals = new Map<string, AppUsage>();
+
+  constructor(dataDir: string) {
+    this.journal = new Journal(path.join(path.resolve(dataDir), 'usage.jsonl'));
+  }
+
+  async open(): Promise<void> {
+    await this.journal.open((entry, line) => {
+      const parsed = Entry.safeParse(entry);
+      if (!parsed.success) throw new StoreError(this.journal.file, `line ${line}: ${parsed.error.issues[0]!.message}`);
+      this.add(parsed.data.app_id, parsed.data);
+    });
+  }
+
+  /** Resolves once the entry is durable. */
+  async record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT): Promise<void> {
+    await this.journal.append({ t: 'usage', app_id: appId, kind, id, at: Math.floor(Date.now() / 1000), input_tokens: usage.input_tokens, output_tokens: usage.output_tokens });
+    this.add(appId, usage);
+  }
+
+  of(appId: string): AppUsage {
+    return { ...(this.totals.get(appId) ?? { requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0, credits: 0 }) };
+  }
+
+  async close(): Promise<void> {
+    await this.journal.drain();
+    await this.journal.close();
+  }
+
+  private add(appId: string, u: { input_tokens: number; output_tokens: number }): void {
+    const t = this.totals.get(appId) ?? { requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0, credits: 0 };
+    t.requests++;
+    t.input_tokens += u.input_tokens;
+    t.output_tokens += u.output_tokens;
+    t.total_tokens = t.input_tokens + t.output_tokens;
+    t.credits = t.total_tokens / TOKENS_PER_CREDIT;
+    this.totals.set(appId, t);
+  }
+}

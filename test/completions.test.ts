@@ -1,0 +1,108 @@
+// Completions (§4.7, §6 rule 2): cmpl_ ids, only text events, knowledge_search, limits, usage per app.
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ReferenceCompletion, ReferenceErrorBody, ReferenceEventPayload, type EventType } from '../src/contract/index.ts';
+import { startTestServer, type TestServer } from './helpers.ts';
+import { postSse, shape } from './sse-client.ts';
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer();
+});
+after(() => s.close());
+
+describe('create completion (§4.7)', () => {
+  test('JSON: a cmpl_ completion grounded in the knowledge base, with usage', async () => {
+    const r = await s.call('POST', '/apps/app_demo/completions', { prompt: 'Summarize the refund policy for credits' });
+    assert.equal(r.status, 200);
+    const c = ReferenceCompletion.parse(r.body);
+    assert.match(c.id, /^cmpl_[0-9a-f]{24}$/);
+    assert.equal(c.status, 'completed');
+    assert.match(c.text, /billing-credits\.md/);
+    assert.ok(c.usage!.input_tokens > 0 && c.usage!.output_tokens > 0);
+    assert.equal(c.usage!.total_tokens, c.usage!.input_tokens + c.usage!.output_tokens);
+  });
+
+  test('SSE: created (object completion), only text events, completed; the text equals the JSON one (§6 rule 2)', async () => {
+    const prompt = 'Explain how streaming responses end';
+    const r = await postSse(s.baseUrl, '/apps/app_demo/completions', { prompt, stream: true });
+    assert.deepEqual(shape(r.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed']);
+    r.events.forEach((e, i) => {
+      assert.equal(e.data.sequence_number, i);
+      ReferenceEventPayload[e.event as EventType].parse(e.data);
+    });
+    const created = r.events[0]!.data;
+    assert.deepEqual(created, { type: 'response.created', sequence_number: 0, id: created.id, object: 'completion', status: 'in_progress' });
+    assert.match(created.id, /^cmpl_/);
+    const deltas = r.events.filter((e) => e.event === 'response.output_text.delta');
+    const done = r.events.find((e) => e.event === 'response.output_text.done')!.data;
+    assert.equal(deltas.map((e) => e.data.delta).join(''), done.text);
+    assert.ok(deltas.every((e) => e.data.output_index === 0 && e.data.content_index === 0));
+    const json = await s.call('POST', '/apps/app_demo/completions', { prompt });
+    assert.equal(json.body.text, done.text);
+  });
+
+  test('knowledge_search: false answers without the knowledge base', async () => {
+    const prompt = 'Summarize the refund policy for credits';
+    const r = await s.call('POST', '/apps/app_demo/completions', { prompt, knowledge_search: false, fast: true });
+    assert.equal(r.status, 200);
+    assert.doesNotMatch(r.body.text, /billing-credits\.md/);
+  });
+
+  test('metadata is used as data', async () => {
+    const r = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Write a welcome note', metadata: { user_name: 'Zoé' } });
+    assert.match(r.body.text, /^Hi Zoé! /);
+  });
+
+  test('prompt of 32,000 characters is accepted; 32,001 and empty are 400 (§8)', async () => {
+    assert.equal((await s.call('POST', '/apps/app_stream/completions', { prompt: 'y'.repeat(32_000) })).status, 200);
+    for (const prompt of ['y'.repeat(32_001), '']) {
+      const r = await s.call('POST', '/apps/app_stream/completions', { prompt, stream: true });
+      assert.equal(r.status, 400);
+      ReferenceErrorBody.parse(r.body);
+      assert.deepEqual([r.body.error.param, r.body.error.code], ['prompt', 'invalid_value']);
+    }
+    const missing = await s.call('POST', '/apps/app_stream/completions', {});
+    assert.deepEqual([missing.status, missing.body.error.param, missing.body.error.code], [400, 'prompt', 'missing_parameter']);
+  });
+
+  test('metadata of 16,384 bytes is accepted; 16,385 is 400 too_large (D-9)', async () => {
+    const meta = (bytes: number) => ({ k: 'x'.repeat(bytes - 8) });
+    assert.equal((await s.call('POST', '/apps/app_stream/completions', { prompt: 'Hi', metadata: meta(16_384) })).status, 200);
+    const r = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Hi', metadata: meta(16_385) });
+    assert.deepEqual([r.status, r.body.error.param, r.body.error.code], [400, 'metadata', 'too_large']);
+  });
+
+  test('a scripted fault: JSON 200 failed with the error; SSE ends with response.failed', async () => {
+    const json = await s.call('POST', '/apps/app_broken/completions', { prompt: 'Hi' });
+    assert.equal(json.status, 200);
+    assert.deepEqual([json.body.status, json.body.error.code, json.body.text], ['failed', 'scripted_fault', '']);
+    const sse = await postSse(s.baseUrl, '/apps/app_faulty/completions', { prompt: 'Hi there, write something', stream: true });
+    assert.deepEqual(shape(sse.events), ['response.created', 'response.output_text.delta*', 'response.failed']);
+    assert.equal(sse.events.at(-1)!.data.id, sse.events[0]!.data.id);
+  });
+
+  test('no agent: 403 agent_unavailable (D-4)', async () => {
+    const r = await s.call('POST', '/apps/app_noagent/completions', { prompt: 'Hi' });
+    assert.deepEqual([r.status, r.body.error.type], [403, 'agent_unavailable']);
+  });
+});
+
+describe('usage per app (credits)', () => {
+  test('is recorded durably and survives a restart', async () => {
+    const dataDir = s.dataDir;
+    const before = s.usage.of('app_knowledge');
+    const r = await s.call('POST', '/apps/app_knowledge/completions', { prompt: 'How do publishable keys work?' });
+    const after1 = s.usage.of('app_knowledge');
+    assert.equal(after1.requests, before.requests + 1);
+    assert.equal(after1.total_tokens, before.total_tokens + r.body.usage.total_tokens);
+    assert.equal(after1.credits, after1.total_tokens / 1000);
+    const journal = await fs.readFile(path.join(dataDir, 'usage.jsonl'), 'utf8');
+    assert.ok(journal.includes(r.body.id));
+    await s.close();
+    s = await startTestServer({ dataDir });
+    assert.deepEqual(s.usage.of('app_knowledge'), after1);
+  });
+});
