@@ -31,6 +31,7 @@ const loadBefore = os.loadavg();
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-bench-'));
 const live = new Set<Child>();
 const figures: Figure[] = [];
+const storeSizes: Partial<Record<'small' | 'large', number>> = {};
 
 interface Figure {
   name: string;
@@ -157,6 +158,8 @@ interface Latency {
   rawSseFirstP50: number;
   rawSseEventsPerSec: number;
   stream: Partial<Record<'small' | 'large', { firstP50: number; eventsPerSec: number; events: number }>>;
+  /** Parley's own GET one at a time (large store): what a stream's first event is next to. */
+  parleyGetP50?: number;
 }
 
 type Server = { port: number; ids: string[]; streamIds: string[] };
@@ -172,6 +175,13 @@ async function measureLatency(raw: number, servers: Partial<Record<'small' | 'la
   const rawSseFirstP50 = percentile(sse.map((t) => t.firstMs), 50);
   const rawSseEventsPerSec = percentile(sse.map(rate), 50);
   log(`  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s (${SSE_EVENTS} events)`);
+  let parleyGetP50: number | undefined;
+  if (servers.large) {
+    const any = pick(servers.large.ids);
+    const runs = await repeat(CFG.probes, 20, () => timed(servers.large!.port, 'GET', `/v1/apps/${APP}/conversations/${any()}`, { headers: AUTH }));
+    parleyGetP50 = percentile(runs.map((t) => t.totalMs), 50);
+    log(`  Parley GET conversation (large): p50 ${ms(parleyGetP50)}`);
+  }
   const stream: Latency['stream'] = {};
   for (const [name, server] of Object.entries(servers) as Array<['small' | 'large', Server]>) {
     const any = pick(server.streamIds);
@@ -184,7 +194,7 @@ async function measureLatency(raw: number, servers: Partial<Record<'small' | 'la
     };
     log(`  Parley stream (${name}): first event p50 ${ms(stream[name].firstP50)}, ${Math.round(stream[name].eventsPerSec).toLocaleString('en-US')} delta events/s (${stream[name].events} deltas)`);
   }
-  return { rawGetP50, rawSseFirstP50, rawSseEventsPerSec, stream };
+  return { rawGetP50, rawSseFirstP50, rawSseEventsPerSec, stream, parleyGetP50 };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -277,6 +287,9 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
   if (st) {
     const tr = ratioOf(st.firstP50, lat.rawGetP50);
     record({ name: `stream: time to first event p50 ÷ raw GET p50 (${L})`, parley: ms(st.firstP50), baseline: ms(lat.rawGetP50), ratio: tr, target: '≤ 2', ok: tr <= 2 });
+    if (lat.parleyGetP50 !== undefined) {
+      record({ name: `for comparison: Parley GET conversation p50, one at a time (${L})`, parley: ms(lat.parleyGetP50), baseline: ms(lat.rawGetP50), ratio: ratioOf(lat.parleyGetP50, lat.rawGetP50) });
+    }
     record({
       name: `stream: events/s while streaming (Parley: ${st.events} deltas of 1 character; raw: ${SSE_EVENTS} events)`,
       parley: `${Math.round(st.eventsPerSec).toLocaleString('en-US')} events/s`,
@@ -309,6 +322,7 @@ async function writeDoc(): Promise<void> {
       `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${os.platform()} ${os.release()}. ` +
       `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}` +
       ` (above ~0.5 the machine was busy with other work and the figures are disturbed). ` +
+      `The create rounds run last and grow the stores to ${storeSizes.small?.toLocaleString('en-US') ?? '?'} and ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations. ` +
       `${CFG.connections} connections; each figure the best of ${CFG.rounds} round(s) of ${CFG.seconds} s, rounds interleaved across the three servers, after ${CFG.warmup} s of warm-up; total run ${((Date.now() - started) / 1000).toFixed(0)} s.`,
     '',
     '| figure | Parley | baseline | ratio | target | met |',
@@ -363,6 +377,12 @@ try {
   const servers = { small: { port: small.ready.port, ids: seeded.small, streamIds: streamIds.small }, large: { port: large!.ready.port, ids: seeded.large, streamIds: streamIds.large } };
   const tp = await measureThroughput(raw.ready.port, servers.small, servers.large, withSend);
   const lat = await measureLatency(raw.ready.port, withSend ? servers : {});
+  // The create rounds (last) add conversations; say how big each store ended up.
+  for (const [name, port] of [['small', small.ready.port], ['large', large!.ready.port]] as const) {
+    const metrics = await fetch(`http://127.0.0.1:${port}/v1/apps/${APP}/metrics`, { headers: AUTH }).then((r) => r.json() as Promise<{ total_conversations: number }>);
+    storeSizes[name] = metrics.total_conversations;
+    log(`  ${name} store after the create rounds: ${metrics.total_conversations.toLocaleString('en-US')} conversations of ${APP}`);
+  }
   const { rss: rssAfterLoad } = await large!.ask<{ rss: number }>('stats');
   log(`  resident memory of the large server after the load: ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`);
   await Promise.all([stop(small), stop(large!), stop(raw)]);
