@@ -57,7 +57,11 @@ function record(f: Figure): void {
   log(`  ${f.name}: ${f.parley}${f.baseline ? `  | baseline ${f.baseline}` : ''}${ratio}${target}`);
 }
 
+/** Parley as `npm start` runs it, whatever the caller's shell exports (the proxy run sets its own). */
+const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info' };
+
 async function start(script: string, argv: string[] = [], env: NodeJS.ProcessEnv = {}, label = script): Promise<Child> {
+  if (script === 'parley-server.ts') env = { ...PARLEY_ENV, ...env };
   const execArgv = PROFILE && script === 'parley-server.ts' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'profiles')}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`] : [];
   const child = await startChild(script, argv, { env, execArgv });
   live.add(child);
@@ -346,6 +350,13 @@ async function writeDoc(): Promise<void> {
   await fs.writeFile(file, doc);
   log(`\nwrote ${path.relative(process.cwd(), file)}`);
 }
+
+// Ctrl-C: stop the servers and remove the temporary folder before leaving.
+process.once('SIGINT', () => {
+  void Promise.all([...live].map((c) => c.stop()))
+    .then(() => fs.rm(tmp, { recursive: true, force: true }))
+    .finally(() => process.exit(130));
+});
 
 try {
   log(`Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`);
