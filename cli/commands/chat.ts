@@ -1,0 +1,91 @@
+// `parley chat`: an interactive session on one conversation; each line is a message, each reply streams.
+import readline from 'node:readline';
+import { Command } from 'commander';
+import { AbortedError } from '../client.ts';
+import type { Session } from '../context.ts';
+import { parseMetadata, reportError } from '../io.ts';
+import { renderResponse } from '../render.ts';
+import { printStream } from './messages.ts';
+
+export function chatCommand(session: Session): Command {
+  const out = session.out;
+  return new Command('chat')
+    .description('talk with the agent: creates a conversation unless one is given')
+    .argument('[conversation_id]', 'continue this conversation')
+    .option('--title <title>', 'custom title of the conversation it creates')
+    .option('--external-user-id <id>', 'external user id of the conversation it creates')
+    .option('--metadata <json|@file>', 'metadata sent with the first message (a JSON object, or @file.json)')
+    .addHelpText(
+      'after',
+      `
+Each line you type is sent as a message; the reply streams in as it is generated.
+Ctrl-C cancels the reply in progress and keeps the session; Ctrl-D leaves.
+With stdin piped, each line is a message and the session ends with the input.
+
+Examples:
+  parley chat
+  parley chat conv_abc123
+  printf 'hello\\nwhat can you do?\\n' | parley chat
+`,
+    )
+    .action(async (conversationId: string | undefined, opts: { title?: string; externalUserId?: string; metadata?: string }, cmd: Command) => {
+      const { client, g } = session.client(cmd);
+      let metadata = await parseMetadata(opts.metadata);
+      if (conversationId === undefined) {
+        const created = await client.createConversation({ title: opts.title, external_user_id: opts.externalUserId });
+        conversationId = created.data.id;
+        out.note(`conversation ${conversationId} (continue it later with: parley chat ${conversationId})`);
+      } else {
+        // Fails early, with the API's 404, on a wrong id.
+        await client.getConversation(conversationId);
+        out.note(`conversation ${conversationId}`);
+      }
+
+      const interactive = Boolean(process.stdin.isTTY);
+      const rl = readline.createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive, prompt: 'you> ' });
+      if (interactive) out.note('Ctrl-C cancels a reply, Ctrl-D leaves.');
+      let current: AbortController | undefined;
+      let worst = 0;
+      const onInterrupt = () => {
+        if (current) return current.abort();
+        if (interactive) {
+          out.note('\n(press Ctrl-D to leave)');
+          return rl.prompt();
+        }
+        // A signal while waiting for piped input: leave as a shell expects.
+        worst = 130;
+        rl.close();
+      };
+      rl.on('SIGINT', onInterrupt);
+      process.on('SIGINT', onInterrupt);
+      try {
+        if (interactive) rl.prompt();
+        for await (const line of rl) {
+          const content = line.trim();
+          if (content !== '') {
+            current = new AbortController();
+            try {
+              const reply = await client.sendMessage(conversationId, { message: { role: 'user', content }, stream: true, metadata }, { signal: current.signal });
+              metadata = undefined; // D-9: sent once, the snapshot stays on the conversation.
+              if (reply.kind === 'stream') await printStream(out, reply.stream, g.json);
+              else if (g.json) out.line(reply.response.raw);
+              else renderResponse(out, reply.response.data);
+            } catch (err) {
+              out.endLine();
+              if (err instanceof AbortedError) out.note('[cancelled]');
+              else worst = Math.max(worst, reportError(out, err));
+            } finally {
+              current = undefined;
+            }
+          }
+          if (interactive) rl.prompt();
+        }
+      } finally {
+        process.off('SIGINT', onInterrupt);
+        rl.close();
+        if (interactive) out.note('');
+      }
+      // Interactive sessions end well by Ctrl-D; a scripted one reports its worst failure.
+      if (!interactive && worst !== 0) process.exitCode = worst;
+    });
+}

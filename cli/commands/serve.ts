@@ -1,0 +1,35 @@
+// `parley serve`: the server, with the options of `npm start` (src/config.ts).
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command } from 'commander';
+
+const PACKAGE_FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('start the Parley server (the same options and environment as npm start)')
+    .option('--port <port>', 'port to listen on, 0 for any free one (env PORT, default 8787)')
+    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
+    .option('--data-dir <dir>', 'where conversations are stored (env DATA_DIR, default ./data)')
+    .option('--fixtures <dir>', "teams, keys, plans and apps (env FIXTURES, default ./fixtures, else the package's own)")
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env LOG_LEVEL, default info)')
+    .addHelpText(
+      'after',
+      '\nThe model comes from the environment, as with npm start: PARLEY_MODEL (local, or ollama:<model>) and OLLAMA_HOST.\n\nExamples:\n  parley serve --port 8787 --data-dir ./data\n  PARLEY_MODEL=ollama:llama3.2 parley serve\n',
+    )
+    .action(async (opts: { port?: string; host?: string; dataDir?: string; fixtures?: string; logLevel?: string }) => {
+      const argv: string[] = [];
+      if (opts.port !== undefined) argv.push('--port', opts.port);
+      if (opts.host !== undefined) argv.push('--host', opts.host);
+      if (opts.dataDir !== undefined) argv.push('--data-dir', opts.dataDir);
+      // Run from anywhere (a global `parley`), it still finds the demo fixtures it ships with.
+      const fixtures = opts.fixtures ?? (process.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
+      if (fixtures !== undefined) argv.push('--fixtures', fixtures);
+      if (opts.logLevel !== undefined) argv.push('--log-level', opts.logLevel);
+      // Loaded on demand: the other commands need none of the server's modules.
+      const { serve } = await import('../../src/main.ts');
+      await serve(argv);
+      // serve() returns once listening; the process then lives until SIGINT/SIGTERM.
+      await new Promise<never>(() => {});
+    });
+}

@@ -1,0 +1,87 @@
+// Global options (flags, then environment, then defaults) and the client they configure.
+import { Option, type Command } from 'commander';
+import { DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
+import { Output, UsageError } from './io.ts';
+
+export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787/v1';
+
+export interface Globals {
+  baseUrl: string;
+  apiKey: string | undefined;
+  app: string | undefined;
+  timeoutMs: number;
+  json: boolean;
+  verbose: boolean;
+}
+
+/** Declared on the program and on every command, so they may stand before or after the command name. */
+export function addGlobalOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--base-url <url>', `base URL of the API, ending in /v1 (env PARLEY_BASE_URL, default ${DEFAULT_BASE_URL})`))
+    .addOption(new Option('--api-key <key>', 'secret API key, sk_live_… (env PARLEY_API_KEY); never printed'))
+    .addOption(new Option('--app <app_id>', 'app id (env PARLEY_APP_ID)'))
+    .addOption(new Option('--timeout <seconds>', `seconds to wait for a connection, an answer, or the next chunk of a stream (env PARLEY_TIMEOUT, default ${DEFAULT_TIMEOUT_MS / 1000})`))
+    .addOption(new Option('--json', "print the API's JSON exactly (NDJSON, one event per line, for streams)"))
+    .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
+}
+
+/** The options of `cmd` and its ancestors; the one nearest the command wins. */
+export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.env): Globals {
+  const merged: Record<string, unknown> = {};
+  const chain: Command[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) chain.unshift(c);
+  for (const c of chain) for (const [k, v] of Object.entries(c.opts())) if (v !== undefined) merged[k] = v;
+
+  const baseUrl = String(merged.baseUrl ?? (env.PARLEY_BASE_URL || DEFAULT_BASE_URL));
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new UsageError(`--base-url must be a URL like ${DEFAULT_BASE_URL} (got ${JSON.stringify(baseUrl)})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
+
+  const timeoutText = String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000));
+  const seconds = Number(timeoutText);
+  if (!/^\d+(\.\d+)?$/.test(timeoutText) || !(seconds > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(timeoutText)})`);
+
+  return {
+    baseUrl,
+    apiKey: (merged.apiKey as string | undefined) ?? (env.PARLEY_API_KEY || undefined),
+    app: (merged.app as string | undefined) ?? (env.PARLEY_APP_ID || undefined),
+    timeoutMs: Math.round(seconds * 1000),
+    json: merged.json === true,
+    verbose: merged.verbose === true,
+  };
+}
+
+/** Everything a command needs: the resolved options, the redacting output, and a client on demand. */
+export class Session {
+  #clients: ParleyClient[] = [];
+  constructor(readonly out: Output) {}
+
+  globals(cmd: Command): Globals {
+    const g = resolveGlobals(cmd);
+    this.out.addSecret(g.apiKey);
+    return g;
+  }
+
+  client(cmd: Command): { client: ParleyClient; g: Globals } {
+    const g = this.globals(cmd);
+    if (!g.apiKey) throw new UsageError('no API key: pass --api-key or set PARLEY_API_KEY');
+    if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
+    const client = new ParleyClient({
+      baseUrl: g.baseUrl,
+      apiKey: g.apiKey,
+      appId: g.app,
+      timeoutMs: g.timeoutMs,
+      onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
+    });
+    this.#clients.push(client);
+    return { client, g };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#clients.map((c) => c.close()));
+  }
+}

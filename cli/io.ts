@@ -1,0 +1,146 @@
+// Terminal I/O of the CLI: redacting writers, exit codes, stdin, and the errors a user is shown.
+import fs from 'node:fs/promises';
+import { AbortedError, ApiError, ConnectionError, InvalidResponseError, TimeoutError } from './client.ts';
+
+export const EXIT = { ok: 0, api: 1, usage: 2, network: 3 } as const;
+
+/** A mistake in the command line or its inputs: exit 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** A response that finished with status `failed` (D-17): exit 1, after its output was shown. */
+export class FailedResponseError extends Error {
+  override name = 'FailedResponseError';
+}
+
+/**
+ * Both output streams, with every occurrence of the secrets replaced: the key must never be printed,
+ * whatever a server echoes back into a message or a body.
+ */
+export class Output {
+  #secrets: string[] = [];
+  /** Whether the last text written to stdout ended a line (so notes on stderr start on their own line). */
+  #stdoutAtLineStart = true;
+
+  constructor(
+    readonly stdout: NodeJS.WriteStream = process.stdout,
+    readonly stderr: NodeJS.WriteStream = process.stderr,
+  ) {}
+
+  addSecret(secret: string | undefined): void {
+    // Short strings would redact ordinary words; real keys are long (D-6: 8 + 32 characters).
+    if (secret && secret.length >= 8) this.#secrets.push(secret);
+  }
+
+  redact(text: string): string {
+    for (const s of this.#secrets) if (text.includes(s)) text = text.split(s).join('[redacted]');
+    return text;
+  }
+
+  out(text: string): void {
+    if (text === '') return;
+    this.stdout.write(this.redact(text));
+    this.#stdoutAtLineStart = text.endsWith('\n');
+  }
+
+  line(text = ''): void {
+    this.out(text + '\n');
+  }
+
+  /** Ends the current stdout line if text is pending on it. */
+  endLine(): void {
+    if (!this.#stdoutAtLineStart) this.out('\n');
+  }
+
+  /** A note on stderr; on a terminal showing both streams, it first ends a half-written stdout line. */
+  note(text: string): void {
+    if (!this.#stdoutAtLineStart && this.stdout.isTTY && this.stderr.isTTY) this.endLine();
+    this.stderr.write(this.redact(text.endsWith('\n') ? text : text + '\n'));
+  }
+
+  get isTTY(): boolean {
+    return Boolean(this.stdout.isTTY);
+  }
+}
+
+/** Prints an error the way the issue fixes it and returns the exit code. */
+export function reportError(out: Output, err: unknown): number {
+  if (err instanceof ApiError) {
+    const extras = [err.param ? `param: ${err.param}` : '', err.code ? `code: ${err.code}` : ''].filter(Boolean).join(', ');
+    out.note(`error: ${err.type} (${err.status}): ${err.message}${extras ? ` (${extras})` : ''}`);
+    if (err.headers['retry-after']) out.note(`retry after ${err.headers['retry-after']} s`);
+    return EXIT.api;
+  }
+  if (err instanceof TimeoutError) {
+    out.note(`error: timeout: ${err.message} (${err.url})`);
+    return EXIT.network;
+  }
+  if (err instanceof ConnectionError) {
+    out.note(`error: cannot reach ${err.url}: ${err.message}`);
+    return EXIT.network;
+  }
+  if (err instanceof InvalidResponseError) {
+    out.note(`error: invalid_response: ${err.message} (${err.url})`);
+    return EXIT.api;
+  }
+  if (err instanceof UsageError) {
+    out.note(`error: ${err.message}`);
+    return EXIT.usage;
+  }
+  if (err instanceof FailedResponseError) {
+    out.note(`error: ${err.message}`);
+    return EXIT.api;
+  }
+  if (err instanceof AbortedError) {
+    out.note('cancelled');
+    return 130;
+  }
+  out.note(`error: ${(err as Error)?.message ?? String(err)}`);
+  return EXIT.api;
+}
+
+/** Reads all of stdin as UTF-8 (for `send`, `complete` and `@-` inputs). */
+export async function readStdin(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The text argument, or stdin when it is absent or `-`; a terminal stdin is not waited on silently. */
+export async function textArgument(value: string | undefined, what: string): Promise<string> {
+  if (value !== undefined && value !== '-') return value;
+  if (process.stdin.isTTY) throw new UsageError(`missing ${what}: give it as an argument or pipe it on stdin`);
+  // One trailing newline is how `echo` and editors end text; it is not part of the message.
+  const text = (await readStdin()).replace(/\r?\n$/, '');
+  if (text === '') throw new UsageError(`missing ${what}: stdin was empty`);
+  return text;
+}
+
+/** `--metadata '{"k":"v"}'` or `--metadata @file.json` (`@-` for stdin): a JSON object. */
+export async function parseMetadata(value: string | undefined): Promise<Record<string, unknown> | undefined> {
+  if (value === undefined) return undefined;
+  let text = value;
+  if (value.startsWith('@')) {
+    const file = value.slice(1);
+    try {
+      text = file === '-' ? await readStdin() : await fs.readFile(file, 'utf8');
+    } catch (err) {
+      throw new UsageError(`--metadata: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--metadata must be a JSON object or @file: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--metadata must be a JSON object (like {"plan":"pro"})');
+  return parsed as Record<string, unknown>;
+}
+
+/** One JSON document per line, as NDJSON needs; the API's own bytes when they already are one line. */
+export function oneLine(raw: string): string {
+  const trimmed = raw.trim();
+  return trimmed.includes('\n') ? JSON.stringify(JSON.parse(trimmed)) : trimmed;
+}

@@ -1,0 +1,90 @@
+// The `parley` command line: builds the command tree, runs it, and turns every outcome into an exit code.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { configCommand, metricsCommand } from './commands/app.ts';
+import { chatCommand } from './commands/chat.ts';
+import { conformanceCommand } from './commands/conformance.ts';
+import { conversationsCommand } from './commands/conversations.ts';
+import { completeCommand, sendCommand } from './commands/messages.ts';
+import { serveCommand } from './commands/serve.ts';
+import { addGlobalOptions, Session } from './context.ts';
+import { EXIT, Output, reportError } from './io.ts';
+
+const VERSION = (JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../package.json'), 'utf8')) as { version: string }).version;
+
+const OVERVIEW = `
+Configuration (flags win over the environment):
+  PARLEY_BASE_URL  base URL, ending in /v1 (default http://127.0.0.1:8787/v1)
+  PARLEY_API_KEY   secret key (sk_live_…); never printed, not even with --verbose
+  PARLEY_APP_ID    app id
+  PARLEY_TIMEOUT   seconds (default 60)
+
+Exit codes: 0 success, 1 API error (or a failed response), 2 usage error, 3 network error or timeout.
+
+Examples:
+  export PARLEY_API_KEY=sk_live_… PARLEY_APP_ID=app_demo
+  parley serve &
+  parley conversations create --title "Support" --json | jq -r .id
+  parley send conv_abc123 "Hello" --stream
+  parley chat
+`;
+
+/** Settings every command needs, applied after the tree is built (commander copies them only at creation). */
+function configure(cmd: Command, parent: Command | null, out: Output, withGlobals: boolean): void {
+  cmd
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => out.out(s), writeErr: (s) => out.stderr.write(out.redact(s)), outputError: (s, write) => write(s) })
+    .configureHelp({ showGlobalOptions: false, sortSubcommands: false })
+    .showHelpAfterError('(add --help for usage)')
+    .enablePositionalOptions();
+  if (parent && cmd.parent !== parent) (cmd as { parent: Command | null }).parent = parent;
+  if (withGlobals) addGlobalOptions(cmd);
+  for (const sub of cmd.commands) configure(sub, cmd, out, withGlobals);
+}
+
+export function buildProgram(out: Output, session: Session): Command {
+  const program = new Command('parley')
+    .description('The Parley command line: every operation of the conversational agent service, live streams, and an interactive chat.')
+    .enablePositionalOptions()
+    .version(VERSION, '-V, --version')
+    .addHelpText('after', OVERVIEW);
+  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session)];
+  for (const c of clientCommands) program.addCommand(c);
+  program.addCommand(serveCommand());
+  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false));
+  program.addCommand(conformance);
+
+  configure(program, null, out, false);
+  addGlobalOptions(program);
+  for (const c of clientCommands) configure(c, program, out, true);
+  // The suite's options are its own: its placeholder passes every argument through untouched.
+  conformance.passThroughOptions();
+  return program;
+}
+
+/** Runs the command line and resolves to the exit code; never throws. */
+export async function main(argv: string[], out = new Output()): Promise<number> {
+  const session = new Session(out);
+  const program = buildProgram(out, session);
+  // A secret given on the command line is known before anything could echo it.
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--api-key') out.addSecret(argv[i + 1]);
+    else if (a.startsWith('--api-key=')) out.addSecret(a.slice('--api-key='.length));
+  }
+  out.addSecret(process.env.PARLEY_API_KEY);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    return reportError(out, err);
+  } finally {
+    await session.close();
+  }
+}
+
+if (process.argv[1] && /cli[\\/]main\.ts$/.test(process.argv[1])) {
+  process.exitCode = await main(process.argv.slice(2));
+}
