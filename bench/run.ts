@@ -86,22 +86,24 @@ const ms = (v: number) => `${v.toFixed(2)} ms`;
 // ---------------------------------------------------------------------------------------------------
 
 /**
- * Every operation is measured on the three servers in turn, CFG.rounds times, and each keeps its best
- * round: interference from the rest of the machine then hits all three alike instead of whichever
- * happened to run during it, and the ratios stay meaningful.
+ * Every operation is measured on the three servers in turn, CFG.rounds times, and each keeps its
+ * median round: interference from the rest of the machine then hits all three alike instead of
+ * whichever happened to run during it, and one lucky or unlucky round does not decide a ratio.
  */
-async function bestOf(specs: Record<Target, Parameters<typeof load>[0] | undefined>, what: string): Promise<Partial<Record<Target, LoadResult>>> {
-  const best: Partial<Record<Target, LoadResult>> = {};
+async function medianOf(specs: Record<Target, Parameters<typeof load>[0] | undefined>, what: string): Promise<Partial<Record<Target, LoadResult>>> {
+  const rounds: Partial<Record<Target, LoadResult[]>> = {};
   const targets = (Object.keys(specs) as Target[]).filter((t) => specs[t]);
   for (const t of targets) await load({ ...specs[t]!, seconds: CFG.warmup });
   for (let round = 0; round < CFG.rounds; round++) {
-    for (const t of targets) {
-      const r = await load(specs[t]!);
-      if (!best[t] || r.rps > best[t].rps) best[t] = r;
-    }
+    for (const t of targets) (rounds[t] ??= []).push(await load(specs[t]!));
   }
-  log(`  ${what}: ${targets.map((t) => `${TARGET_LABEL[t]} ${fmtLoad(best[t]!)}`).join('; ')}`);
-  return best;
+  const median: Partial<Record<Target, LoadResult>> = {};
+  for (const t of targets) {
+    const sorted = rounds[t]!.sort((x, y) => x.rps - y.rps);
+    median[t] = sorted[(sorted.length - 1) >> 1]!;
+  }
+  log(`  ${what}: ${targets.map((t) => `${TARGET_LABEL[t]} ${fmtLoad(median[t]!)}`).join('; ')}`);
+  return median;
 }
 
 type Target = 'raw' | 'small' | 'large';
@@ -135,22 +137,22 @@ async function measureThroughput(raw: number, small: { port: number; ids: string
   });
   const rawSpec = (method: 'GET' | 'POST' | 'PATCH', p: string, body?: string) => ({ port: raw, method, path: () => p, body, connections: c, seconds });
 
-  log(`throughput (${c} connections, best of ${CFG.rounds} × ${CFG.seconds} s; small = ${CFG.small.toLocaleString('en-US')}, large = ${CFG.large.toLocaleString('en-US')} conversations)`);
-  const get = await bestOf({ raw: rawSpec('GET', '/get'), ...both((any) => ({ method: 'GET', path: () => `${base}/${any()}` })) }, 'get conversation');
-  const list = await bestOf({ raw: rawSpec('GET', '/list'), ...both((any) => ({ method: 'GET', path: () => `${base}?limit=20&after=${any()}` })) }, 'list (limit 20, after a cursor)');
+  log(`throughput (${c} connections, median of ${CFG.rounds} × ${CFG.seconds} s; small = ${CFG.small.toLocaleString('en-US')}, large = ${CFG.large.toLocaleString('en-US')} conversations)`);
+  const get = await medianOf({ raw: rawSpec('GET', '/get'), ...both((any) => ({ method: 'GET', path: () => `${base}/${any()}` })) }, 'get conversation');
+  const list = await medianOf({ raw: rawSpec('GET', '/list'), ...both((any) => ({ method: 'GET', path: () => `${base}?limit=20&after=${any()}` })) }, 'list (limit 20, after a cursor)');
   const renameBody = JSON.stringify({ title: 'Renamed by the benchmark' });
-  const rename = await bestOf({ raw: rawSpec('PATCH', '/post', renameBody), ...both((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })) }, 'rename');
+  const rename = await medianOf({ raw: rawSpec('PATCH', '/post', renameBody), ...both((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })) }, 'rename');
   let send: Throughput['send'] = {};
   if (withSend) {
     const msg = JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false });
-    send = await bestOf({ raw: rawSpec('POST', '/message', msg), ...both((any) => ({ method: 'POST', path: () => `${base}/${any()}`, body: msg })) }, 'send message (embedded engine, JSON)');
+    send = await medianOf({ raw: rawSpec('POST', '/message', msg), ...both((any) => ({ method: 'POST', path: () => `${base}/${any()}`, body: msg })) }, 'send message (embedded engine, JSON)');
   } else {
     log('  send message: not served on this branch yet (skipped)');
   }
   await beforeCreate();
   // Last, because it adds conversations (tens of thousands: the stores grow while it runs).
   const createBody = JSON.stringify({ title: 'Created by the benchmark' });
-  const create = await bestOf({ raw: rawSpec('POST', '/post', createBody), ...both(() => ({ method: 'POST', path: () => base, body: createBody })) }, 'create (durable before its 200)');
+  const create = await medianOf({ raw: rawSpec('POST', '/post', createBody), ...both(() => ({ method: 'POST', path: () => base, body: createBody })) }, 'create (durable before its 200)');
   return { get, list, rename, send, create };
 }
 
@@ -214,39 +216,39 @@ interface Proxy {
 }
 
 async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
-  log(`Ollama proxy (fake Ollama on loopback: ${OLLAMA_TOKENS} tokens, one every ${OLLAMA_GAP_MS} ms)`);
+  log(`Ollama proxy (fake Ollama on loopback: ${OLLAMA_TOKENS} tokens, one every ${OLLAMA_GAP_MS} ms; direct and through Parley in turn)`);
   const ollama = await start('fake-ollama.ts', [String(OLLAMA_TOKENS), String(OLLAMA_GAP_MS)]);
   const oport = ollama.ready.port;
-  const chat = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Hello' }], stream: true });
-  const isToken = (l: string) => l.includes('"done":false');
-  const direct = await repeat(CFG.streams, 3, () => timed(oport, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }));
-  const directFirstP50 = percentile(direct.map((t) => t.firstMs), 50);
-  const directRate = percentile(direct.map(rate), 50);
-  log(`  direct: first token p50 ${ms(directFirstP50)}, ${Math.round(directRate).toLocaleString('en-US')} tokens/s`);
-
   const dataDir = path.join(tmp, 'data-ollama');
   const ids = await seed(dataDir, STREAM_APP, 200);
   const p = await start('parley-server.ts', [dataDir, fixturesDir], { PARLEY_MODEL: 'ollama:bench', OLLAMA_HOST: `http://127.0.0.1:${oport}` }, 'ollama');
-  let result: Proxy | undefined;
   try {
     if (!(await sendMessageAvailable(p.ready.port, STREAM_APP, ids[0]!))) {
       log('  through Parley: send message is not served on this branch yet (skipped)');
-    } else {
-      const any = pick(ids);
-      const body = JSON.stringify({ message: { content: 'Hello' }, stream: true });
-      const via = await repeat(CFG.streams, 3, () => timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isDelta, unit: isDelta }));
-      const parleyFirstP50 = percentile(via.map((t) => t.firstMs), 50);
-      const parleyRate = percentile(via.map(rate), 50);
-      const deltas = percentile(via.map((t) => t.units), 50);
-      log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`);
-      if (deltas < OLLAMA_TOKENS) throw new Error(`through Parley: ${deltas} deltas for ${OLLAMA_TOKENS} tokens: is PARLEY_MODEL honoured?`);
-      result = { directFirstP50, parleyFirstP50, directRate, parleyRate };
+      return undefined;
     }
+    const chat = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Hello' }], stream: true });
+    const isToken = (l: string) => l.includes('"done":false');
+    const any = pick(ids);
+    const body = JSON.stringify({ message: { content: 'Hello' }, stream: true });
+    // Alternating, so that both see the same state of the machine.
+    const pairs = await repeat(CFG.streams, 3, async () => ({
+      direct: await timed(oport, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }),
+      via: await timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isDelta, unit: isDelta }),
+    }));
+    const directFirstP50 = percentile(pairs.map((x) => x.direct.firstMs), 50);
+    const directRate = percentile(pairs.map((x) => rate(x.direct)), 50);
+    const parleyFirstP50 = percentile(pairs.map((x) => x.via.firstMs), 50);
+    const parleyRate = percentile(pairs.map((x) => rate(x.via)), 50);
+    const deltas = percentile(pairs.map((x) => x.via.units), 50);
+    log(`  direct: first token p50 ${ms(directFirstP50)}, ${Math.round(directRate).toLocaleString('en-US')} tokens/s`);
+    log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`);
+    if (deltas < OLLAMA_TOKENS) throw new Error(`through Parley: ${deltas} deltas for ${OLLAMA_TOKENS} tokens: is PARLEY_MODEL honoured?`);
+    return { directFirstP50, parleyFirstP50, directRate, parleyRate };
   } finally {
     await stop(p);
     await stop(ollama);
   }
-  return result;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -329,7 +331,7 @@ async function writeDoc(): Promise<void> {
       `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}` +
       ` (above ~0.5 the machine was busy with other work and the figures are disturbed). ` +
       `The create rounds run last and grow the stores to ${storeSizes.small?.toLocaleString('en-US') ?? '?'} and ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations. ` +
-      `${CFG.connections} connections; each figure the best of ${CFG.rounds} round(s) of ${CFG.seconds} s, rounds interleaved across the three servers, after ${CFG.warmup} s of warm-up; total run ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+      `${CFG.connections} connections; each throughput figure the median of ${CFG.rounds} round(s) of ${CFG.seconds} s, rounds interleaved across the three servers, after ${CFG.warmup} s of warm-up; total run ${((Date.now() - started) / 1000).toFixed(0)} s.`,
     '',
     '| figure | Parley | baseline | ratio | target | met |',
     '|---|---|---|---|---|---|',
