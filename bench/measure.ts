@@ -19,6 +19,8 @@ export interface LoadSpec {
   headers?: Record<string, string>;
   connections: number;
   seconds: number;
+  /** A number of requests instead of a duration (for creates, which grow the store). */
+  amount?: number;
 }
 
 /** Throughput and latency under `connections` concurrent keep-alive connections. Any non-2xx fails the run. */
@@ -28,7 +30,8 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
   const result = await autocannon({
     url: `http://127.0.0.1:${spec.port}`,
     connections: spec.connections,
-    duration: spec.seconds,
+    // By count, autocannon notices the end only at its next sample tick: sample every 10 ms then.
+    ...(spec.amount ? { amount: spec.amount, sampleInt: 10 } : { duration: spec.seconds }),
     requests: [
       {
         method: spec.method,
