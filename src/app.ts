@@ -1,5 +1,6 @@
 // Wires Parley together: fixtures, store, services and routes behind one HTTP server.
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
@@ -9,6 +10,8 @@ import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './htt
 import { AgentRuntime } from './services/agent.ts';
 import { AuthService } from './services/auth.ts';
 import { CompletionService } from './services/completions.ts';
+import { RateLimitService } from './services/rate-limit.ts';
+import { IdempotencyService } from './services/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { ResponseService } from './services/responses.ts';
 import { UsageLedger } from './services/usage.ts';
@@ -23,6 +26,11 @@ export interface ParleyOptions extends Partial<Config> {
   ollamaFetch?: typeof fetch;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
+  /** Slow-client limits (see createHttpServer); tests shorten them. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /** Open SSE streams per app (see src/http/stream-gate.ts). */
+  maxStreamsPerApp?: number;
 }
 
 export interface Parley {
@@ -35,6 +43,8 @@ export interface Parley {
   http: ParleyHttpServer;
   responses: ResponseService;
   usage: UsageLedger;
+  /** Idempotency-Key records (tests wait on `settled`). */
+  idempotency: IdempotencyService;
   close(): Promise<void>;
 }
 
@@ -45,9 +55,14 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
   await store.open();
   const usage = new UsageLedger(opts.dataDir ?? './data');
+  let limits: RateLimitService | undefined;
+  let idempotency: IdempotencyService | undefined;
   try {
     await usage.open();
     const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
+    // D-23: day counts live beside the data so that a restart keeps them.
+    if (!opts.rateLimiter) limits = await RateLimitService.open({ file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'), fixtures });
+    idempotency = await IdempotencyService.open({ dir: path.join(opts.dataDir ?? './data', 'idempotency'), logger });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);
     const responses = new ResponseService(store, agent, usage, logger, conversations);
@@ -60,7 +75,11 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       ],
       auth,
       logger,
-      rateLimiter: opts.rateLimiter,
+      rateLimiter: opts.rateLimiter ?? limits,
+      idempotency,
+      headersTimeoutMs: opts.headersTimeoutMs,
+      requestTimeoutMs: opts.requestTimeoutMs,
+      maxStreamsPerApp: opts.maxStreamsPerApp,
     });
     await new Promise<void>((resolve, reject) => {
       http.server.once('error', reject);
@@ -81,15 +100,20 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       http,
       responses,
       usage,
+      idempotency,
       close: () =>
         (closing ??= (async () => {
           await http.close();
           await usage.close();
+          await limits?.close();
+          await idempotency?.close();
           await store.close();
         })()),
     };
   } catch (err) {
     await usage.close();
+    await limits?.close();
+    await idempotency?.close();
     await store.close();
     throw err;
   }

@@ -34,10 +34,13 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
       route: {
         needsAgent: true,
         counted: true,
+        idempotent: true,
         handle: async (ctx) => {
           // D-4: body validation, then the conversation lookup (404, D-11), then the first event (D-17).
           const body = await parseBody(ctx, SendMessageRequest);
           const record = o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
+          // The stream cap is checked before anything is saved, so its 429 changes nothing.
+          if (body.stream ?? ctx.app.stream) ctx.beginStream?.();
           const started = await o.responses.start(ctx.app, record, body, ctx.signal);
           return deliver(ctx, body.stream ?? ctx.app.stream, started.run.events(), started.toResponse, o.keepAliveMs);
         },
@@ -49,8 +52,10 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
       route: {
         needsAgent: true,
         counted: true,
+        idempotent: true,
         handle: async (ctx) => {
           const body = await parseBody(ctx, CreateCompletionRequest);
+          if (body.stream) ctx.beginStream?.();
           const started = o.completions.start(ctx.app, body, ctx.signal);
           return deliver(ctx, body.stream ?? false, started.run.events(), started.toCompletion, o.keepAliveMs);
         },

@@ -73,7 +73,19 @@ function readAll(req: IncomingMessage): Promise<{ chunks: Buffer[]; size: number
  * Reads and parses the body. An empty body reads as `undefined`, so that endpoints whose fields are
  * all optional accept it and the others report the missing field.
  */
-export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage): Promise<unknown> {
+  // Read once: the idempotency check fingerprints the body before the handler parses it.
+  let read = bodies.get(req);
+  if (!read) {
+    read = readOnce(req);
+    bodies.set(req, read);
+  }
+  return read;
+}
+
+const bodies = new WeakMap<IncomingMessage, Promise<unknown>>();
+
+async function readOnce(req: IncomingMessage): Promise<unknown> {
   if (!hasBody(req)) {
     req.resume();
     return undefined;
@@ -86,7 +98,15 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   }
   if (Number(req.headers['content-length'] ?? 0) > LIMITS.bodyBytes) throw tooLarge();
 
-  const { chunks, size } = await readAll(req);
+  let chunks: Buffer[];
+  let size: number;
+  try {
+    ({ chunks, size } = await readAll(req));
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The client went away or was cut off for being too slow (408, see server.ts): not our failure.
+    throw new ApiError(408, 'invalid_request_error', 'The request body did not arrive in full.', { code: 'request_timeout' });
+  }
   if (size === 0) return undefined;
 
   let text: string;

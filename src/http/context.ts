@@ -19,6 +19,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Headers to add to the response (e.g. D-23's rate-limit headers), set before the handler runs. */
   headers: Record<string, string>;
+  /** Call before a stream starts: admits it under the app's cap of open streams, or throws 429. */
+  beginStream?: () => void;
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */

@@ -10,12 +10,15 @@ import type { RequestContext } from './context.ts';
 import { ApiError, apiError, internalError } from './errors.ts';
 import { sendJson } from './respond.ts';
 import { Router, type RouteDef } from './router.ts';
+import { StreamGate } from './stream-gate.ts';
 
 export interface Route {
   /** Send message and completion need an active agent (D-4). */
   needsAgent?: boolean;
   /** Counted against the app's plan (D-23). */
   counted?: boolean;
+  /** Honours the Idempotency-Key header (see src/services/idempotency.ts). */
+  idempotent?: boolean;
   /** Returns the JSON body of a 200, or undefined when it wrote the response itself (SSE). */
   handle(ctx: RequestContext): Promise<unknown>;
 }
@@ -25,14 +28,28 @@ export interface RateLimiter {
   take(app: AppT): Record<string, string> | Promise<Record<string, string>>;
 }
 
+/** The idempotency hook: runs `next` once per key, or answers for it (replay, 409, 422). */
+export interface IdempotencyHook {
+  run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown>;
+}
+
 export interface HttpServerOptions {
   routes: RouteDef<Route>[];
   auth: AuthService;
   logger: Logger;
   rateLimiter?: RateLimiter;
+  idempotency?: IdempotencyHook;
   /** The path prefix of the base URL (§9). */
   basePath?: string;
+  /** Slow clients (slowloris): the whole header block, and the whole request, must arrive within these. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /** Open SSE streams per app (default MAX_STREAMS_PER_APP). */
+  maxStreamsPerApp?: number;
 }
+
+/** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
+export const TIMEOUTS = { headersMs: 10_000, requestMs: 30_000 } as const;
 
 export interface ParleyHttpServer {
   server: http.Server;
@@ -45,6 +62,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   const basePath = opts.basePath ?? '/v1';
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
+  const streams = new StreamGate(opts.maxStreamsPerApp);
   /** Responses not yet started, so that a close can tell their clients not to come back. */
   const pending = new Set<ServerResponse>();
   let closing = false;
@@ -117,8 +135,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
           return abort.signal;
         },
         headers,
+        beginStream: () => streams.enter(app.id, res),
       };
-      const body = await route.handle(ctx);
+      const body = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
       if (body !== undefined && !res.headersSent) sendJson(res, 200, body, ctx.headers);
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
@@ -136,7 +155,15 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     }
   }
 
-  const server = http.createServer((req, res) => {
+  const headersTimeout = opts.headersTimeoutMs ?? TIMEOUTS.headersMs;
+  const requestTimeout = Math.max(opts.requestTimeoutMs ?? TIMEOUTS.requestMs, headersTimeout);
+  const serverOptions: http.ServerOptions = {
+    headersTimeout,
+    requestTimeout,
+    // How often node looks for expired requests; its 30 s default would let a stalled socket live that long.
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 2))),
+  };
+  const server = http.createServer(serverOptions, (req, res) => {
     const p = handle(req, res).catch((err) => log.error({ err }, 'request handler failed'));
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));

@@ -117,7 +117,7 @@ export class ResponseService {
       // The code only: no message content at the default level.
       this.log.warn({ response_id: run.id, app_id: app.id, code: run.error.code }, 'response failed');
     }
-    await this.store.appendToConversation(updated, items, response);
+    await this.store.appendToConversation(updated, items, response, record);
     await this.usage.record(app.id, 'response', run.id, run.usage);
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
   }

@@ -23,7 +23,37 @@ const ConversationRecordSchema = z.object({
   deleted_at: z.number().int().nullable(),
   message_count: z.number().int().nonnegative(),
 });
-const JournalEntry = z.object({ t: z.literal('conv'), v: ConversationRecordSchema });
+/**
+ * `conv`: a record (with `p`, the response whose exchange it completes). `intent`: the record an
+ * exchange will give, written before the conversation file; an intent with no `conv` of the same `p`
+ * after it was cut by a crash, and start-up checks the file to see whether the exchange landed.
+ */
+const JournalEntry = z.discriminatedUnion('t', [
+  z.object({ t: z.literal('conv'), v: ConversationRecordSchema, p: z.string().optional() }),
+  z.object({ t: z.literal('intent'), v: ConversationRecordSchema, p: z.string() }),
+]);
+type JournalEntryT = z.infer<typeof JournalEntry>;
+/** An exchange whose intent was journaled but whose completion was not (see `settle`). */
+interface Unfinished {
+  intent: ConversationRecord;
+  p: string;
+  /** The record before the exchange, to merge with whatever landed after it. */
+  base: ConversationRecord | undefined;
+}
+
+/**
+ * Three-way merge of a record: the fields `mine` changed from `base` win, the rest come from `theirs`
+ * (what landed meanwhile, e.g. a rename during a response); message counts add up.
+ */
+export function mergeRecord(base: ConversationRecord, mine: ConversationRecord, theirs: ConversationRecord): ConversationRecord {
+  const out = { ...theirs } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(mine)) {
+    if (k === 'message_count') continue;
+    if (JSON.stringify(v) !== JSON.stringify((base as unknown as Record<string, unknown>)[k])) out[k] = v;
+  }
+  out.message_count = theirs.message_count + (mine.message_count - base.message_count);
+  return out as unknown as ConversationRecord;
+}
 
 /**
  * The same rules as JournalEntry for the usual, well-formed line, ~10× cheaper: zod was 15% of
@@ -119,10 +149,14 @@ export class FileStore implements Store {
 
   async open(): Promise<void> {
     try {
-      await fs.mkdir(this.dataDir, { recursive: true });
+      // Only the last level is created: a missing parent is more likely a typo than a wish.
+      await fs.mkdir(this.dataDir);
     } catch (err) {
-      throw new StoreError(this.dataDir, `cannot create the data directory (${(err as NodeJS.ErrnoException).code})`);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new StoreError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
+      if (code !== 'EEXIST') throw new StoreError(this.dataDir, `cannot create the data directory (${code})`);
     }
+    if (!(await fs.stat(this.dataDir)).isDirectory()) throw new StoreError(this.dataDir, 'is not a directory; choose another --data-dir');
     await this.lock();
     try {
       await this.load();
@@ -136,6 +170,7 @@ export class FileStore implements Store {
 
   private async load(): Promise<void> {
     let lines = 0;
+    const unfinished = new Map<string, Unfinished[]>();
     await this.journal.open((entry, line) => {
       if (isPlainEntry(entry)) {
         this.index(entry.v);
@@ -147,9 +182,10 @@ export class FileStore implements Store {
         const issue = parsed.error.issues[0]!;
         throw new StoreError(this.journal.file, `line ${line}: ${issue.path.join('.') || 'entry'}: ${issue.message}`);
       }
-      this.index(parsed.data.v);
+      this.replay(parsed.data, unfinished);
       lines++;
     });
+    await this.settle(unfinished);
     // Compact when most lines are superseded versions: start-up time follows live data, not history.
     if (lines > 2 * this.records.size + 1_000) {
       await this.journal.close();
@@ -219,7 +255,41 @@ export class FileStore implements Store {
     return db.data;
   }
 
-  async appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord): Promise<void> {
+  private replay(e: JournalEntryT, unfinished: Map<string, Unfinished[]>): void {
+    if (e.t === 'intent') {
+      const list = unfinished.get(e.v.id) ?? [];
+      list.push({ intent: e.v, p: e.p, base: this.records.get(e.v.id) });
+      unfinished.set(e.v.id, list);
+      return;
+    }
+    if (e.p !== undefined) {
+      const list = unfinished.get(e.v.id)?.filter((u) => u.p !== e.p);
+      if (list?.length) unfinished.set(e.v.id, list);
+      else unfinished.delete(e.v.id);
+    }
+    this.index(e.v);
+  }
+
+  /** Exchanges cut by a crash: kept whole if their file write landed, forgotten whole if not. */
+  private async settle(unfinished: Map<string, Unfinished[]>): Promise<void> {
+    for (const [id, list] of unfinished) {
+      const db = await this.conversationDb(id);
+      for (const u of list) {
+        const landed = db.data.responses.some((r) => r.id === u.p) || db.data.items.some((i) => (i as { response_id?: string }).response_id === u.p);
+        if (!landed) continue;
+        const current = this.records.get(id);
+        const record = u.base && current ? mergeRecord(u.base, u.intent, current) : u.intent;
+        await this.journal.append({ t: 'conv', v: record, p: u.p });
+        this.index(record);
+      }
+    }
+  }
+
+  async appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
+    const before = base ?? this.records.get(record.id);
+    const p = response?.id ?? items[0]?.id;
+    // The intent is durable before the file changes: after a crash, start-up knows which file to check.
+    if (p !== undefined) await this.journal.append({ t: 'intent', v: record, p });
     const db = await this.conversationDb(record.id);
     // The file first: if a crash falls between the two writes, the record's counters lag by one
     // response but no acknowledged item is lost.
@@ -236,7 +306,11 @@ export class FileStore implements Store {
       this.files.delete(record.id);
       throw err;
     }
-    await this.putConversation(record);
+    // A rename (or anything else) that landed meanwhile is kept.
+    const current = this.records.get(record.id);
+    const final = before && current && current !== before ? mergeRecord(before, record, current) : record;
+    await this.journal.append(p === undefined ? { t: 'conv', v: final } : { t: 'conv', v: final, p });
+    this.index(final);
   }
 
   /**

@@ -11,6 +11,19 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
+/**
+ * Appends all of `buf`. write(2) may write less than asked (a nearly full disk fills its last page
+ * and stops): the rest is written again, so the error, if any, surfaces instead of a torn line.
+ */
+export async function writeAll(handle: fs.FileHandle, buf: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < buf.length) {
+    const { bytesWritten } = await handle.write(buf, offset, buf.length - offset, null);
+    if (bytesWritten <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
+    offset += bytesWritten;
+  }
+}
+
 export class Journal {
   private handle: fs.FileHandle | undefined;
   private pending: Pending[] = [];
@@ -79,7 +92,7 @@ export class Journal {
       const buf = Buffer.from(batch.map((p) => p.line).join(''), 'utf8');
       try {
         if (!this.handle) throw new Error(`journal ${this.file} is not open`);
-        await this.handle.write(buf, 0, buf.length, null);
+        await writeAll(this.handle, buf);
         await this.handle.datasync();
         this.size += buf.length;
         for (const p of batch) p.resolve();

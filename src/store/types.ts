@@ -54,9 +54,10 @@ export interface Store {
   readConversationFile(id: string): Promise<ConversationFile>;
   /**
    * Appends items (and a response) to a conversation's file, then stores its updated record;
-   * resolves once both are durable.
+   * resolves once both are durable. `base` is the record `record` was derived from: fields changed
+   * meanwhile by others (a rename during a response) are kept, not overwritten.
    */
-  appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord): Promise<void>;
+  appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void>;
   appCounters(appId: string): AppCounters;
 }
 

@@ -1,0 +1,198 @@
+// Crash safety: a real server process under a write load is killed with SIGKILL at a random moment and
+// restarted on the same data directory, several times. Every answered write must be there; nothing
+// that was never answered may be half there.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../src/contract/index.ts';
+import { APP, FIXTURES_DIR, KEY, tempDir } from './helpers.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const CYCLES = 4;
+const WORKERS = 4;
+
+interface Server {
+  child: ChildProcess;
+  base: string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `src/main.ts` as its own process and reads the port from its banner. */
+async function spawnServer(dataDir: string): Promise<Server> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const base = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (http:\/\/\S+\/v1)/.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${err}`)));
+  });
+  return { child, base, exited };
+}
+
+async function call(base: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(base + p, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** What an answered request guarantees about one conversation; `maybe` is the write in flight at the kill. */
+interface Expected {
+  title: string | null;
+  deleted: boolean;
+  /** User messages answered 200, in order. */
+  messages: string[];
+  maybe?: { title?: string | null; deleted?: boolean; message?: string };
+}
+
+test('SIGKILL under a write load loses nothing answered and leaves nothing half written', { timeout: 120_000 }, async () => {
+  const dataDir = await tempDir('parley-crash-');
+  const expected = new Map<string, Expected>();
+  /** Creates that were sent but never answered: each may exist, whole, or not at all. */
+  const maybeCreated = new Set<string>();
+  const conv = `/apps/${APP}/conversations`;
+
+  /** After a restart: every promise kept, nothing half there. */
+  const verify = async (again: Server) => {
+    for (const [id, e] of expected) {
+      const got = await call(again.base, 'GET', `${conv}/${id}`);
+      const deletedNow = got.status === 404;
+      const okDeleted = deletedNow === e.deleted || (e.maybe?.deleted === true && deletedNow);
+      assert.ok(okDeleted, `${id}: deleted=${deletedNow}, answered state deleted=${e.deleted}`);
+      if (!deletedNow) {
+        ReferenceConversationWithItems.parse(got.body);
+        const okTitle = got.body.title === e.title || (e.maybe !== undefined && 'title' in e.maybe && got.body.title === e.maybe.title);
+        assert.ok(okTitle, `${id}: title ${got.body.title}, answered ${e.title}`);
+        e.title = got.body.title;
+        // Every answered message is there once, whole (the user's item and the reply, one response id);
+        // the one in flight at the kill is there whole or not at all.
+        const items = got.body.items as Array<{ type: string; role?: string; response_id?: string; content?: Array<{ text: string }> }>;
+        const users = items.filter((i) => i.type === 'message' && i.role === 'user');
+        const texts = users.map((i) => i.content![0]!.text);
+        const withMaybe = e.maybe?.message ? [...e.messages, e.maybe.message] : null;
+        assert.ok(
+          JSON.stringify(texts) === JSON.stringify(e.messages) || (withMaybe && JSON.stringify(texts) === JSON.stringify(withMaybe)),
+          `${id}: messages ${JSON.stringify(texts)}, answered ${JSON.stringify(e.messages)}`,
+        );
+        for (const u of users) {
+          assert.ok(items.some((i) => i.type === 'message' && i.role === 'assistant' && i.response_id === u.response_id), `${id}: a user message without its reply`);
+        }
+        e.messages = texts;
+      }
+      e.deleted = deletedNow;
+      delete e.maybe;
+    }
+    // Walk the whole list: everything listed is whole, and is either answered or was in flight.
+    let after: string | null = null;
+    let listed = 0;
+    do {
+      const page: { status: number; body: any } = await call(again.base, 'GET', `${conv}?limit=100&order=asc${after ? `&after=${after}` : ''}`);
+      assert.equal(page.status, 200);
+      const list = ReferenceConversationList.parse(page.body);
+      for (const c of list.data) {
+        ReferenceConversation.parse(c);
+        listed++;
+        if (!expected.has(c.id)) {
+          assert.ok(maybeCreated.has(c.title!), `${c.id} (${c.title}) was never created by an answered or pending request`);
+          maybeCreated.delete(c.title!);
+          expected.set(c.id, { title: c.title, deleted: false, messages: [] });
+        }
+      }
+      after = list.has_more ? list.last_id : null;
+    } while (after);
+    assert.equal(listed, [...expected.values()].filter((e) => !e.deleted).length);
+    const metrics = await call(again.base, 'GET', `/apps/${APP}/metrics`);
+    assert.equal(metrics.body.total_conversations, expected.size, 'metrics count exactly the conversations that exist');
+    // D-24 counters agree with the items on disk (soft-deleted conversations included).
+    let onDisk = 0;
+    for (const id of expected.keys()) {
+      const file = path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
+      const data = await fs.readFile(file, 'utf8').then((t) => JSON.parse(t) as { items: Array<{ type: string }> }, () => ({ items: [] }));
+      onDisk += data.items.filter((i) => i.type === 'message').length;
+    }
+    assert.equal(metrics.body.total_messages, onDisk, 'total_messages matches the message items on disk');
+    maybeCreated.clear(); // not listed after the restart: they never happened
+  };
+
+  // Each restarted server is first checked, then put under load and killed in turn.
+  let server = await spawnServer(dataDir);
+  for (let cycle = 0; cycle < CYCLES; cycle++) {
+    const killAfter = 10 + Math.floor(Math.random() * 60); // answered writes before the kill
+    let answered = 0;
+    let killed = false;
+    const kill = () => {
+      if (!killed) {
+        killed = true;
+        server.child.kill('SIGKILL');
+      }
+    };
+
+    const worker = async (w: number) => {
+      const mine: string[] = [...expected.entries()].filter(([, e]) => !e.deleted).map(([id]) => id).filter((_, i) => i % WORKERS === w);
+      for (let n = 0; !killed; n++) {
+        const r = Math.random();
+        const target = mine[Math.floor(Math.random() * mine.length)];
+        try {
+          if (!target || r < 0.4) {
+            const title = `c${cycle}-w${w}-${n}`;
+            maybeCreated.add(title);
+            const res = await call(server.base, 'POST', conv, { title, metadata: { cycle, w, n } });
+            assert.equal(res.status, 200);
+            maybeCreated.delete(title);
+            expected.set(res.body.id, { title, deleted: false, messages: [] });
+            mine.push(res.body.id);
+          } else if (r < 0.65) {
+            const title = `r${cycle}-w${w}-${n}`;
+            const e = expected.get(target)!;
+            e.maybe = { title };
+            const res = await call(server.base, 'PATCH', `${conv}/${target}`, { title });
+            assert.equal(res.status, 200);
+            e.title = title;
+            delete e.maybe;
+          } else if (r < 0.9) {
+            const content = `m${cycle}-w${w}-${n}`;
+            const e = expected.get(target)!;
+            e.maybe = { message: content };
+            const res = await call(server.base, 'POST', `${conv}/${target}`, { message: { content } });
+            assert.equal(res.status, 200);
+            assert.equal(res.body.status, 'completed');
+            e.messages.push(content);
+            delete e.maybe;
+          } else {
+            const e = expected.get(target)!;
+            e.maybe = { deleted: true };
+            const res = await call(server.base, 'DELETE', `${conv}/${target}`);
+            assert.equal(res.status, 200);
+            e.deleted = true;
+            delete e.maybe;
+            mine.splice(mine.indexOf(target), 1);
+          }
+        } catch (err) {
+          if (killed) return; // the request died with the server: its outcome is open
+          throw err;
+        }
+        if (++answered >= killAfter) kill();
+      }
+    };
+    await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    await server.exited;
+    server = await spawnServer(dataDir);
+    await verify(server);
+  }
+  server.child.kill('SIGTERM');
+  assert.equal(await server.exited, 0, 'a graceful stop exits 0');
+  assert.ok(expected.size > 0);
+});

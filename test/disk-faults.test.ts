@@ -1,0 +1,191 @@
+// A full disk during writes, and a data directory Parley cannot use at start-up.
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { ReferenceErrorBody } from '../src/contract/index.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
+import { injectDiskFault } from './faulty-fs.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const conv = `/apps/${APP}/conversations`;
+
+async function state(s: TestServer) {
+  return {
+    list: (await s.call('GET', `${conv}?limit=100`)).body,
+    metrics: (await s.call('GET', `/apps/${APP}/metrics`)).body,
+  };
+}
+
+/** The writes a full disk must refuse; each returns the call's answer. */
+function writes(s: TestServer, id: string) {
+  return [
+    () => s.call('POST', conv, { title: 'during the fault' }),
+    () => s.call('PATCH', `${conv}/${id}`, { title: 'renamed during the fault' }),
+    () => s.call('DELETE', `${conv}/${id}`),
+  ];
+}
+
+describe('a full disk (fault injected at the fs layer: every write fails with ENOSPC)', () => {
+  test('writes fail with 500 internal_error, reads keep working, and it all recovers when space returns', async () => {
+    const fault = await injectDiskFault();
+    const s = await startTestServer();
+    try {
+      const keep = (await s.call('POST', conv, { title: 'before' })).body;
+      const before = await state(s);
+
+      fault.full = true;
+      for (const w of writes(s, keep.id)) {
+        const r = await w();
+        assert.equal(r.status, 500, JSON.stringify(r.body));
+        ReferenceErrorBody.parse(r.body);
+        assert.equal(r.body.error.type, 'internal_error');
+        assert.doesNotMatch(r.body.error.message, /ENOSPC|\/tmp|\.jsonl/, 'no internals in the answer');
+        assert.match(r.body.error.message, new RegExp(r.headers.get('x-request-id')!));
+        // Reads are served meanwhile, and show nothing of the failed write.
+        assert.deepEqual(await state(s), before);
+        assert.equal((await s.call('GET', `${conv}/${keep.id}`)).body.title, 'before');
+      }
+      assert.ok(fault.refused >= 3);
+
+      fault.full = false;
+      const created = await s.call('POST', conv, { title: 'after' });
+      assert.equal(created.status, 200);
+      assert.equal((await s.call('PATCH', `${conv}/${keep.id}`, { title: 'renamed after' })).status, 200);
+      const now = await state(s);
+      assert.equal(now.metrics.total_conversations, before.metrics.total_conversations + 1);
+
+      // What a restart reads back is exactly what was acknowledged.
+      await s.close();
+      const again = await startTestServer({ dataDir: s.dataDir });
+      try {
+        assert.deepEqual(await state(again), now);
+        assert.equal((await again.call('GET', `${conv}/${keep.id}`)).body.title, 'renamed after');
+      } finally {
+        await again.close();
+      }
+    } finally {
+      fault.full = false;
+      fault.restore();
+      await s.close();
+    }
+  });
+});
+
+describe('a really full disk (a 1 MiB tmpfs; needs root and mount, skipped otherwise)', () => {
+  test('writes fail with 500 once the space is gone, nothing unacknowledged survives, and writes resume when space returns', async (t) => {
+    const dir = await tempDir('parley-full-');
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
+    } catch {
+      return t.skip('mounting a tmpfs needs root (the fault-injection test above covers the same paths)');
+    }
+    const data = path.join(dir, 'data');
+    let s: TestServer | undefined;
+    try {
+      s = await startTestServer({ dataDir: data });
+      const acked = new Set<string>();
+      for (let i = 0; i < 3; i++) acked.add((await s.call('POST', conv, { title: `ok ${i}` })).body.id);
+      // Fill the disk; the journal's last page may still hold a few lines, so write until refused.
+      await fs.writeFile(path.join(dir, 'filler'), Buffer.alloc(2 * 1024 * 1024)).catch((err: NodeJS.ErrnoException) => assert.equal(err.code, 'ENOSPC'));
+      let refused = 0;
+      for (let i = 0; i < 200 && refused === 0; i++) {
+        const r = await s.call('POST', conv, { title: `fill ${i}`, metadata: { pad: 'x'.repeat(2_000) } });
+        if (r.status === 200) acked.add(r.body.id);
+        else {
+          assert.equal(r.status, 500);
+          assert.equal(r.body.error.type, 'internal_error');
+          refused++;
+        }
+      }
+      assert.equal(refused, 1, 'a write was refused once the disk was full');
+      const list = await s.call('GET', `${conv}?limit=100`);
+      assert.equal(list.status, 200, 'reads are served on a full disk');
+      assert.deepEqual(new Set(list.body.data.map((c: { id: string }) => c.id)), acked);
+
+      await fs.rm(path.join(dir, 'filler'));
+      const after = await s.call('POST', conv, { title: 'space is back' });
+      assert.equal(after.status, 200);
+      acked.add(after.body.id);
+      await s.close();
+      s = await startTestServer({ dataDir: data });
+      const again = await s.call('GET', `${conv}?limit=100`);
+      assert.deepEqual(new Set(again.body.data.map((c: { id: string }) => c.id)), acked, 'a restart reads back exactly what was acknowledged');
+    } finally {
+      await s?.close();
+      execFileSync('umount', [dir], { stdio: 'ignore' });
+    }
+  });
+});
+
+/** Runs the real entry point and returns its exit code and stderr. */
+function start(dataDir: string): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      if (stdout.includes('listening')) child.kill('SIGTERM'); // it started: not what these tests expect
+    });
+    child.on('exit', (code) => resolve({ code, stderr, stdout }));
+  });
+}
+
+/** A directory writes really fail in: permission bits for an ordinary user, a read-only tmpfs for root. */
+async function readOnlyDir(): Promise<{ dir: string; cleanup: () => Promise<void> } | string> {
+  const dir = await tempDir('parley-ro-');
+  if (process.getuid?.() !== 0) {
+    await fs.chmod(dir, 0o555);
+    return { dir, cleanup: () => fs.chmod(dir, 0o755) };
+  }
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', dir], { stdio: 'ignore' });
+  } catch {
+    return 'running as root without permission to mount a read-only tmpfs';
+  }
+  return {
+    dir,
+    cleanup: async () => {
+      execFileSync('umount', [dir], { stdio: 'ignore' });
+    },
+  };
+}
+
+describe('a data directory that cannot be used at start-up: a clear message and a non-zero exit', () => {
+  test('read-only', async (t) => {
+    const ro = await readOnlyDir();
+    if (typeof ro === 'string') return t.skip(ro);
+    try {
+      const r = await start(ro.dir);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /^parley: cannot start: .* is not writable \((EROFS|EACCES)\)/);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    } finally {
+      await ro.cleanup();
+    }
+  });
+
+  test('missing (its parent folder does not exist either)', async () => {
+    const r = await start(path.join(await tempDir(), 'no', 'such', 'dir'));
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^parley: cannot start: .*no\/such\/dir: does not exist, nor does its parent folder/);
+  });
+
+  test('a file where the directory should be', async () => {
+    const file = path.join(await tempDir(), 'data');
+    await fs.writeFile(file, 'not a directory');
+    const r = await start(file);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /is not a directory/);
+  });
+
+  test('a missing data directory whose parent exists is created (npm start on a fresh checkout)', async () => {
+    const dir = path.join(await tempDir(), 'data');
+    const r = await start(dir);
+    assert.match(r.stdout, /listening on/);
+    assert.ok((await fs.stat(dir)).isDirectory());
+  });
+});

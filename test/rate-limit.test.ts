@@ -1,0 +1,243 @@
+// D-23 rate limits: counted routes, 429 with Retry-After, headers, bursts, restarts, day rollover.
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { ReferenceErrorBody } from '../src/contract/index.ts';
+import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';
+import { AuthService } from '../src/services/auth.ts';
+import { RateLimitService } from '../src/services/rate-limit.ts';
+import { loadFixtures, type Fixtures } from '../src/store/fixtures.ts';
+import { FIXTURES_DIR, KEY, TARGET, tempDir } from './helpers.ts';
+
+const LIMITED = TARGET.apps.rate_limited!; // plan "limited": 5 a minute, 50 a day
+const T0 = Date.UTC(2026, 10, 22, 10, 0, 0);
+
+let fixtures: Fixtures;
+before(async () => {
+  fixtures = await loadFixtures(FIXTURES_DIR);
+});
+
+/** A server whose only route is counted and counts its own executions, so a refusal can be seen to change nothing. */
+async function harness(limiter: RateLimitService) {
+  let executed = 0;
+  const http: ParleyHttpServer = createHttpServer({
+    routes: [{ method: 'POST', pattern: '/apps/:app_id/work', route: { counted: true, handle: async () => ({ n: ++executed }) } }],
+    auth: new AuthService(fixtures),
+    logger: pino({ level: 'silent' }),
+    rateLimiter: limiter,
+  });
+  await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
+  const port = (http.server.address() as AddressInfo).port;
+  const hit = async (app = LIMITED) => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/apps/${app}/work`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` } });
+    return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+  };
+  return { hit, executed: () => executed, close: () => http.close() };
+}
+
+function clock(start = T0) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+describe('rate limits (D-23)', () => {
+  test('counts to the minute limit, then 429 rate_limit_exceeded with Retry-After; the refusal runs nothing', async () => {
+    const dir = await tempDir();
+    const c = clock();
+    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: c.now });
+    const h = await harness(limiter);
+    try {
+      for (let i = 1; i <= 5; i++) {
+        const r = await h.hit();
+        assert.equal(r.status, 200);
+        assert.equal(r.headers.get('x-ratelimit-limit-requests'), '5');
+        assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(5 - i));
+        assert.equal(r.headers.get('x-ratelimit-reset-requests'), '60s');
+        c.advance(1000);
+      }
+      const refused = await h.hit();
+      assert.equal(refused.status, 429);
+      ReferenceErrorBody.parse(refused.body);
+      assert.equal(refused.body.error.type, 'rate_limit_exceeded');
+      // The first request leaves the window 60 s after it was made, 55 s from now.
+      assert.equal(refused.headers.get('retry-after'), '55');
+      assert.equal(refused.headers.get('x-ratelimit-remaining-requests'), '0');
+      assert.equal(h.executed(), 5, 'a refused request changes nothing');
+      c.advance(55_000);
+      assert.equal((await h.hit()).status, 200, 'the window slides: one slot is free again');
+      assert.equal((await h.hit()).status, 429);
+      // Another app's plan is its own.
+      assert.equal((await h.hit(TARGET.app_id)).status, 200);
+    } finally {
+      await h.close();
+      await limiter.close();
+    }
+  });
+
+  test('a burst of parallel requests lets exactly the limit through', async () => {
+    const dir = await tempDir();
+    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: clock().now });
+    const h = await harness(limiter);
+    try {
+      const results = await Promise.all(Array.from({ length: 20 }, () => h.hit()));
+      assert.equal(results.filter((r) => r.status === 200).length, 5);
+      assert.equal(results.filter((r) => r.status === 429).length, 15);
+      assert.equal(h.executed(), 5);
+      const remaining = results.filter((r) => r.status === 200).map((r) => r.headers.get('x-ratelimit-remaining-requests')).sort();
+      assert.deepEqual(remaining, ['0', '1', '2', '3', '4']);
+    } finally {
+      await h.close();
+      await limiter.close();
+    }
+  });
+
+  test('the day limit holds across restarts and resets at 00:00 UTC; the minute window survives a restart too', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'ratelimits.jsonl');
+    const c = clock();
+    let served = 0;
+    // 10 restarts × 5 requests, a minute apart: the 50 a day are used up.
+    for (let round = 0; round < 10; round++) {
+      const limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+      const h = await harness(limiter);
+      for (let i = 0; i < 5; i++) if ((await h.hit()).status === 200) served++;
+      await h.close();
+      await limiter.close();
+      c.advance(61_000);
+    }
+    assert.equal(served, 50);
+    let limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    let h = await harness(limiter);
+    const refused = await h.hit();
+    assert.equal(refused.status, 429);
+    assert.match(refused.body.error.message, /50 requests per day/);
+    const untilMidnight = Date.UTC(2026, 10, 23) - c.now();
+    assert.equal(refused.headers.get('retry-after'), String(Math.ceil(untilMidnight / 1000)));
+    await h.close();
+    await limiter.close();
+
+    c.advance(untilMidnight);
+    limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    h = await harness(limiter);
+    for (let i = 0; i < 5; i++) assert.equal((await h.hit()).status, 200);
+    await h.close();
+    await limiter.close();
+    // Restarted within the same minute: the five requests just made still count.
+    limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    h = await harness(limiter);
+    assert.equal((await h.hit()).status, 429);
+    await h.close();
+    await limiter.close();
+  });
+
+  test('the journal stays small: compaction keeps the counts, a torn last line is dropped', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'ratelimits.jsonl');
+    const c = clock();
+    let limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 8 });
+    const app = fixtures.apps.get(LIMITED)!;
+    for (let i = 0; i < 30; i++) {
+      await limiter.take(app);
+      c.advance(15_000); // 4 a minute: under the minute limit
+    }
+    await limiter.close();
+    const lines = (await fs.readFile(file, 'utf8')).trim().split('\n');
+    assert.ok(lines.length <= 8, `journal has ${lines.length} lines`);
+    await fs.appendFile(file, '{"a":"app_limited","t":'); // a crash in mid-append
+    limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    let served = 30;
+    try {
+      for (;;) {
+        await limiter.take(app);
+        served++;
+        c.advance(15_000);
+      }
+    } catch (err) {
+      assert.equal((err as { status?: number }).status, 429);
+    }
+    assert.equal(served, 50, 'the day count survived compaction');
+    await limiter.close();
+    assert.ok((await fs.readFile(file, 'utf8')).endsWith('\n'));
+  });
+
+  test('a count that cannot be made durable is given back and fails the request', async () => {
+    const dir = await tempDir();
+    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: clock().now });
+    const app = fixtures.apps.get(LIMITED)!;
+    await limiter.close(); // the journal is closed: every append fails
+    // Were the slots kept, the sixth attempt would be a 429 rather than the write failure.
+    for (let i = 0; i < 7; i++) await assert.rejects(() => limiter.take(app), /closed/);
+    const reopened = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: clock().now });
+    for (let i = 0; i < 5; i++) await reopened.take(app);
+    await reopened.close();
+  });
+});
+
+describe('rate limits on the running server', () => {
+  test('startParley wires the limiter: its journal lives in the data directory', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    const s = await startTestServer();
+    try {
+      const st = await fs.stat(path.join(s.dataDir, 'ratelimits.jsonl'));
+      assert.ok(st.isFile());
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('rate limits on send message and completions (app_limited: 5 a minute, 50 a day)', () => {
+  test('the sixth request is 429 as JSON even when streaming, saves nothing and changes no metrics; a restart remembers', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    let s = await startTestServer();
+    const dataDir = s.dataDir;
+    try {
+      const conv = (await s.call('POST', `/apps/${LIMITED}/conversations`, {})).body.id;
+      for (let i = 0; i < 3; i++) {
+        const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: `hello ${i}` }, stream: i === 2 });
+        assert.equal(r.status, 200);
+        assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(4 - i));
+        assert.equal(r.headers.get('x-ratelimit-limit-requests'), '5');
+      }
+      const c = await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' });
+      assert.equal(c.status, 200);
+      assert.equal(c.headers.get('x-ratelimit-remaining-requests'), '1');
+      // Not counted: reads and conversation writes.
+      assert.equal((await s.call('GET', `/apps/${LIMITED}/conversations/${conv}`)).headers.get('x-ratelimit-limit-requests'), null);
+      await s.close();
+      s = await startTestServer({ dataDir });
+      assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' })).headers.get('x-ratelimit-remaining-requests'), '0');
+
+      const items = (await s.store.readConversationFile(conv)).items.length;
+      const metrics = (await s.call('GET', `/apps/${LIMITED}/metrics`)).body;
+      for (const stream of [false, true]) {
+        const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: 'one too many' }, stream });
+        assert.equal(r.status, 429);
+        assert.match(r.headers.get('content-type')!, /^application\/json/);
+        ReferenceErrorBody.parse(r.body);
+        assert.equal(r.body.error.type, 'rate_limit_exceeded');
+        assert.ok(Number(r.headers.get('retry-after')) >= 1);
+      }
+      assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi', stream: true })).status, 429);
+      assert.equal((await s.store.readConversationFile(conv)).items.length, items, 'no item from a refused request');
+      assert.deepEqual((await s.call('GET', `/apps/${LIMITED}/metrics`)).body, metrics);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a burst of 20 parallel completions lets exactly 5 through', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    const s = await startTestServer();
+    try {
+      const results = await Promise.all(Array.from({ length: 20 }, () => s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hello' })));
+      assert.equal(results.filter((r) => r.status === 200).length, 5);
+      assert.equal(results.filter((r) => r.status === 429).length, 15);
+    } finally {
+      await s.close();
+    }
+  });
+});
