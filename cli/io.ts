@@ -117,6 +117,9 @@ export async function textArgument(value: string | undefined, what: string): Pro
   return text;
 }
 
+/** Why a file could not be read, in words rather than errno codes. */
+const FILE_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
+
 /** `--metadata '{"k":"v"}'` or `--metadata @file.json` (`@-` for stdin): a JSON object. */
 export async function parseMetadata(value: string | undefined): Promise<Record<string, unknown> | undefined> {
   if (value === undefined) return undefined;
@@ -126,7 +129,8 @@ export async function parseMetadata(value: string | undefined): Promise<Record<s
     try {
       text = file === '-' ? await readStdin() : await fs.readFile(file, 'utf8');
     } catch (err) {
-      throw new UsageError(`--metadata: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new UsageError(`--metadata: cannot read ${file}: ${(code && FILE_ERRORS[code]) ?? code ?? (err as Error).message}`);
     }
   }
   let parsed: unknown;

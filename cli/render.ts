@@ -114,9 +114,10 @@ function finish(out: Output, status: string, id: string, error: { type?: string;
   out.note(`[${status} ${id}]`);
 }
 
-function failureText(id: string, error: { type?: string; message?: string; code?: string | null } | undefined): string {
+/** The one line naming a failed response or completion (D-17) and why, in every output mode. */
+export function failureText(id: string, error: { type?: string; message?: string; code?: string | null } | undefined): string {
   const what = error ? `${error.type ?? 'error'}: ${error.message ?? ''}${error.code ? ` (code: ${error.code})` : ''}` : 'no details given';
-  return `response ${id} failed: ${what}`;
+  return `${id.startsWith('cmpl_') ? 'completion' : 'response'} ${id} failed: ${what}`;
 }
 
 /**

@@ -37,6 +37,10 @@ Options (each also read from the environment variable in brackets):
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --help              print this and exit
+
+The model comes from the environment only (docs/agent.md):
+  PARLEY_MODEL        local (the offline engine) or ollama:<model>; replaces every app's agent.model
+  OLLAMA_HOST         where Ollama listens (default http://127.0.0.1:11434)
 `;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {

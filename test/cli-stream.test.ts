@@ -104,6 +104,14 @@ describe('send', { concurrency: 4 }, () => {
     assert.match(r.stderr, /^error: response resp_\w+ failed: \w+: .+/m);
   });
 
+  test('a failed response in --json mode: the JSON on stdout, and the reason on stderr too (D-17)', async () => {
+    const id = await conversation('app_broken');
+    const r = await run(['send', id, 'hello', '--app', 'app_broken', '--no-stream', '--json']);
+    assert.equal(r.code, 1);
+    assert.equal(JSON.parse(r.stdout).status, 'failed');
+    assert.match(r.stderr, /^error: response resp_\w+ failed: \w+: .+ \(code: scripted_fault\)$/m);
+  });
+
   test('an unknown conversation: exit 1, not_found (404)', async () => {
     const r = await run(['send', 'conv_doesnotexist', 'hello']);
     assert.equal(r.code, 1);
@@ -122,6 +130,14 @@ describe('complete', { concurrency: 4 }, () => {
     assert.equal(h.code, 0, h.stderr);
     assert.ok(h.stdout.trim().length > 0);
     assert.match(h.stderr, /^\[completed cmpl_\w+\]$/m);
+  });
+
+  test('a failed completion is named a completion, with its reason, in text and --json modes (D-17)', async () => {
+    for (const extra of [[], ['--json']]) {
+      const r = await run(['complete', 'hello', '--app', 'app_broken', ...extra]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /^error: completion cmpl_\w+ failed: \w+: .+ \(code: scripted_fault\)$/m);
+    }
   });
 
   test('the prompt from stdin, streamed (§6 rule 2)', async () => {

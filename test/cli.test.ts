@@ -184,6 +184,7 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
       runAndKeep(['conversations', 'create', '--metadata', '{oops']),
       runAndKeep(['config', '--timeout', 'soon']),
       runAndKeep(['frobnicate']),
+      runAndKeep(['conversations', 'create', '--metadata', '@no-such-file.json']),
     ]);
     for (const r of results) {
       assert.equal(r.code, 2, r.stderr);
@@ -191,6 +192,7 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
     }
     assert.match(results[1]!.stderr, /no API key/);
     assert.match(results[2]!.stderr, /--metadata must be a JSON object/);
+    assert.match(results[6]!.stderr, /^error: --metadata: cannot read no-such-file\.json: no such file$/m);
   });
 
   test('an unreachable server: exit 3 with the URL tried', async () => {

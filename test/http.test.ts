@@ -224,6 +224,26 @@ describe('request bodies (D-1, D-2)', () => {
     assertError({ status: res.status, headers: res.headers, body: await res.json() }, 413, 'invalid_request_error', null, 'body_too_large');
   });
 
+  test('a value outside an enumeration: the message names the allowed values and what was sent (D-1)', async () => {
+    const order = await s.call('GET', `${conv}?order=up`);
+    assertError(order, 400, 'invalid_request_error', 'order', 'invalid_value');
+    assert.equal(order.body.error.message, 'order must be one of "asc", "desc" (got "up").');
+    const created = await s.call('POST', conv, {});
+    const role = await s.call('POST', `${conv}/${created.body.id}`, { message: { content: 'hi', role: 'assistant' } });
+    assertError(role, 400, 'invalid_request_error', 'message.role', 'invalid_value');
+    assert.equal(role.body.error.message, 'message.role must be "user" (got "assistant").');
+  });
+
+  test('a missing field beside an unknown one: still missing_parameter, and the message names the stray field (D-1)', async () => {
+    const created = await s.call('POST', conv, {});
+    const r = await s.call('POST', `${conv}/${created.body.id}`, { messages: { content: 'hi' } });
+    assertError(r, 400, 'invalid_request_error', 'message', 'missing_parameter');
+    assert.equal(r.body.error.message, 'Missing required parameter: message (unknown parameter given: messages).');
+    const nested = await s.call('POST', `${conv}/${created.body.id}`, { message: { text: 'hi' } });
+    assertError(nested, 400, 'invalid_request_error', 'message.content', 'missing_parameter');
+    assert.match(nested.body.error.message, /unknown parameter given: message\.text/);
+  });
+
   test('a repeated query parameter is 400 rather than a silent pick', async () => {
     assertError(await s.call('GET', `${conv}?limit=1&limit=2`), 400, 'invalid_request_error', 'limit', 'invalid_value');
   });
@@ -237,6 +257,13 @@ describe('what node:http would answer by itself (clientError)', () => {
     assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'malformed_request']);
     assert.match(r.headers['x-request-id']!, /^req_/);
     assert.equal(r.headers.connection, 'close');
+  });
+
+  test('an unencoded non-ASCII character in the URL: 400 malformed_request saying to percent-encode it', async () => {
+    const r = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/conversations?after=conv_é HTTP/1.1\r\nHost: x\r\n\r\n`));
+    assert.equal(r.status, 400);
+    assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'malformed_request']);
+    assert.match(r.body.error.message, /percent-encode/);
   });
 
   test('an over-long URL gets 431 with a JSON error object', async () => {

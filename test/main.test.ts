@@ -7,7 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { describe, test } from 'node:test';
-import { ConfigError, DEFAULTS, HelpRequested, loadConfig } from '../src/config.ts';
+import { ConfigError, DEFAULTS, HelpRequested, loadConfig, USAGE } from '../src/config.ts';
 import { APP, KEY, startTestServer, tempDir } from './helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -63,6 +63,9 @@ describe('configuration (flags, then environment, then defaults)', () => {
     assert.throws(() => loadConfig(['--colour'], {}), ConfigError);
     assert.throws(() => loadConfig(['serve'], {}), ConfigError);
     assert.throws(() => loadConfig(['--help'], {}), HelpRequested);
+    // The model's settings are environment-only, so --help is the one place a user can find them.
+    assert.match(USAGE, /PARLEY_MODEL .*ollama:<model>/);
+    assert.match(USAGE, /OLLAMA_HOST /);
   });
 });
 

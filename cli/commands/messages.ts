@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
 import type { Session } from '../context.ts';
 import { FailedResponseError, oneLine, parseMetadata, textArgument, type Output } from '../io.ts';
-import { renderCompletion, renderResponse, renderStream } from '../render.ts';
+import { failureText, renderCompletion, renderResponse, renderStream } from '../render.ts';
 
 /** With --json: the payload of each event exactly, one per line; otherwise the live rendering. */
 export async function printStream(out: Output, stream: EventStream, json: boolean): Promise<void> {
@@ -59,7 +59,7 @@ Examples:
       if (reply.kind === 'stream') return printStream(out, reply.stream, g.json);
       if (g.json) {
         out.line(reply.response.raw);
-        if (reply.response.data.status === 'failed') throw new FailedResponseError(`response ${reply.response.data.id} failed`);
+        if (reply.response.data.status === 'failed') throw new FailedResponseError(failureText(reply.response.data.id, reply.response.data.error));
         return;
       }
       renderResponse(out, reply.response.data);
@@ -93,7 +93,7 @@ Examples:
       const res = await client.createCompletion(body);
       if (g.json) {
         out.line(res.raw);
-        if (res.data.status === 'failed') throw new FailedResponseError(`completion ${res.data.id} failed`);
+        if (res.data.status === 'failed') throw new FailedResponseError(failureText(res.data.id, res.data.error));
         return;
       }
       renderCompletion(out, res.data);

@@ -177,6 +177,17 @@ export const Response = z.looseObject({
   status: z.enum(['completed', 'failed']),
 });
 
+/**
+ * §2.3 read as stated: `object`, `output` and `status` have defaults (`response`, `[]`, `completed`),
+ * so an implementation may leave them out; parsing fills them in. The conformance `spec` profile
+ * reads responses with it, so that it never fails an implementation for relying on a default.
+ */
+export const ResponseWithDefaults = Response.extend({
+  object: z.literal('response').default('response'),
+  output: z.array(OutputItem).default([]),
+  status: z.enum(['completed', 'failed']).default('completed'),
+});
+
 /** §2.5 */
 export const Completion = z.looseObject({
   id: z.string().startsWith(ID_PREFIX.completion),

@@ -75,6 +75,14 @@ export function fromZodError(error: z.ZodError, input: unknown, paramPrefix = ''
   // An issue about the body itself has no path: its param is null and its name "the request body".
   const dotted = (path: readonly PropertyKey[]) => (path.length === 0 && !paramPrefix ? null : paramPrefix + path.map(String).join('.'));
   const named = (param: string | null) => param ?? 'The request body';
+  // A missing field next to an unknown one is most often a typo (`messages` for `message`): say both.
+  const missing = (path: readonly PropertyKey[]) => {
+    const param = dotted(path);
+    const parent = JSON.stringify(path.slice(0, -1));
+    const stray = error.issues.find((i) => i.code === 'unrecognized_keys' && JSON.stringify(i.path) === parent);
+    const hint = stray?.code === 'unrecognized_keys' ? ` (unknown parameter given: ${dotted([...stray.path, stray.keys[0]!])})` : '';
+    return invalidRequest(`Missing required parameter: ${named(param)}${hint}.`, param, 'missing_parameter');
+  };
   switch (issue.code) {
     case 'unrecognized_keys': {
       const key = issue.keys[0]!;
@@ -84,16 +92,21 @@ export function fromZodError(error: z.ZodError, input: unknown, paramPrefix = ''
     case 'invalid_type': {
       const param = dotted(issue.path);
       const got = valueAt(input, issue.path);
-      if (got === undefined) return invalidRequest(`Missing required parameter: ${named(param)}.`, param, 'missing_parameter');
+      if (got === undefined) return missing(issue.path);
       return invalidRequest(`${named(param)} must be of type ${issue.expected} (got ${typeName(got)}).`, param, 'invalid_type');
     }
     case 'invalid_value':
     case 'invalid_union': {
       const param = dotted(issue.path);
-      const allowed = 'values' in issue ? ` (one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')})` : '';
       const got = valueAt(input, issue.path);
-      if (got === undefined) return invalidRequest(`Missing required parameter: ${named(param)}.`, param, 'missing_parameter');
-      return invalidRequest(`${named(param)} has an invalid value${allowed}.`, param, 'invalid_value');
+      if (got === undefined) return missing(issue.path);
+      // Name the allowed values and what was sent, like every other rule's message (D-1).
+      if ('values' in issue) {
+        const allowed = issue.values.map((v) => JSON.stringify(v));
+        const rule = allowed.length === 1 ? `must be ${allowed[0]}` : `must be one of ${allowed.join(', ')}`;
+        return invalidRequest(`${named(param)} ${rule} (got ${shown(got)}).`, param, 'invalid_value');
+      }
+      return invalidRequest(`${named(param)} has an invalid value.`, param, 'invalid_value');
     }
     case 'custom': {
       const params = (issue.params ?? {}) as { apiCode?: string; param?: string };
@@ -105,4 +118,10 @@ export function fromZodError(error: z.ZodError, input: unknown, paramPrefix = ''
       return invalidRequest(`${named(param)}: ${issue.message}.`, param, 'invalid_value');
     }
   }
+}
+
+/** A value quoted for an error message: JSON, cut short so that a message stays one readable line. */
+function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 40 ? `${text.slice(0, 39)}…` : text;
 }

@@ -183,7 +183,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     log.warn({ req_id: requestId, code: err.code, status }, 'client error');
     const body = JSON.stringify({
       error: {
-        message: tooLarge ? 'The request headers or URL are too large.' : timeout ? 'The request took too long to arrive.' : 'The request is not valid HTTP.',
+        message: tooLarge ? 'The request headers or URL are too large.' : timeout ? 'The request took too long to arrive.' : malformedMessage(err.code),
         type: 'invalid_request_error',
         param: null,
         code: tooLarge ? 'headers_too_large' : timeout ? 'request_timeout' : 'malformed_request',
@@ -212,4 +212,10 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   }
 
   return { server, close };
+}
+
+/** What a user can fix: the URL most often carries an unencoded space or non-ASCII character. */
+function malformedMessage(code: string | undefined): string {
+  if (code === 'HPE_INVALID_URL') return 'The request URL is not valid: percent-encode spaces and non-ASCII characters (é is %C3%A9).';
+  return 'The request is not valid HTTP.';
 }

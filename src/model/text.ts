@@ -35,10 +35,13 @@ export function dataString(v: unknown, max = 60): string | undefined {
   return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : s;
 }
 
-/** The first `n` sentences of a passage. */
+/**
+ * The first `n` sentences of a passage. A sentence ends at `.`, `!` or `?` followed by white space or
+ * the end, so dotted names inside it (`response.completed`, `api-keys.md`) do not cut it short.
+ */
 export function sentences(text: string, n: number): string {
-  const parts = text.match(/[^.!?]+(?:[.!?]+(?=\s|$)|$)/g) ?? [text];
-  return parts.slice(0, n).join('').trim();
+  const parts = text.match(/\S[\s\S]*?(?:[.!?]+(?=\s|$)|$)/g) ?? [text];
+  return parts.slice(0, n).join(' ').trim();
 }
 
 export function truncate(text: string, max: number): string {

@@ -1,0 +1,246 @@
+// §4.1, §4.3, §4.4, §4.5: create, read, rename and soft-delete a conversation.
+import { defineCases, type CaseDef } from '../context.ts';
+import { baselineCreate, convPath, createConversation, getConversation, liveConversation, withBody } from './common.ts';
+
+const MISSING_ID = 'conv_conformance_does_not_exist_0000';
+
+export const create: CaseDef[] = defineCases('4.1', [
+  {
+    id: 'S4.1-create-shape',
+    level: 'MUST',
+    description: 'POST /conversations answers 200 with a Conversation echoing external_user_id, title and metadata',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      ctx.jsonContentType(b.exchange, 'create conversation');
+      const body = b.request.body as Record<string, unknown>;
+      ctx.equal(b.value.object, 'conversation', 'object', b.exchange);
+      ctx.equal(b.value.external_user_id, body.external_user_id, 'external_user_id', b.exchange);
+      ctx.equal(b.value.title, body.title, 'title', b.exchange);
+      ctx.equal(b.value.metadata, body.metadata, 'metadata', b.exchange);
+      // Unix seconds, not milliseconds; a day of clock skew is tolerated.
+      const now = Date.now() / 1000;
+      ctx.check(Math.abs(b.value.created_at - now) < 86_400, `created_at ${b.value.created_at} is not Unix seconds near now (${Math.round(now)})`, b.exchange);
+    },
+  },
+  {
+    id: 'S4.1-create-empty-body',
+    level: 'MUST',
+    description: 'every field is optional: {} creates a conversation',
+    async run(ctx) {
+      await createConversation(ctx, {});
+    },
+  },
+  {
+    id: 'S4.1-create-distinct-ids',
+    level: 'MUST',
+    description: 'two creations give two different ids',
+    async run(ctx) {
+      const a = await createConversation(ctx);
+      const b = await createConversation(ctx);
+      ctx.check(a.conv.id !== b.conv.id, `both conversations got id ${a.conv.id}`, b.ex);
+    },
+  },
+  {
+    id: 'S4.1-create-defaults',
+    level: 'REFERENCE',
+    description: 'D-8/D-9/D-10: omitted title, metadata and external_user_id read back as null, {} and null; generated_title is {}',
+    async run(ctx) {
+      const a = await createConversation(ctx, { metadata: ctx.tagMetadata });
+      ctx.equal(a.conv.external_user_id, null, 'external_user_id when omitted', a.ex);
+      ctx.equal(a.conv.title, null, 'title when omitted', a.ex);
+      ctx.equal(a.conv.generated_title, {}, 'generated_title before any exchange', a.ex);
+      const b = await createConversation(ctx, { external_user_id: ctx.tag });
+      ctx.equal(b.conv.metadata, {}, 'metadata when omitted', b.ex);
+    },
+  },
+  {
+    id: 'S4.1-create-malformed-json',
+    level: 'MUST',
+    description: 'a body that is not JSON is refused with a 4xx error object (reference: 400 invalid_json, D-1)',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      const ex = await ctx.send({ ...b.request, body: undefined, raw: '{"title": "x",', headers: { 'content-type': 'application/json' } });
+      ctx.invalid(ex, 'malformed JSON', { param: null, code: 'invalid_json' });
+    },
+  },
+  {
+    id: 'S4.1-create-unknown-field',
+    level: 'REFERENCE',
+    description: 'D-1: an unknown top-level field is 400 invalid_request_error, param = the field, code unknown_parameter',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, colour: 'blue' })));
+      ctx.error(ex, 'unknown field', { status: 400, type: 'invalid_request_error', param: 'colour', code: 'unknown_parameter' });
+    },
+  },
+  {
+    id: 'S4.1-create-wrong-type',
+    level: 'REFERENCE',
+    description: 'D-1: a title that is not a string is 400 invalid_request_error, param title, code invalid_type',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, title: 42 })));
+      ctx.error(ex, 'numeric title', { status: 400, type: 'invalid_request_error', param: 'title', code: 'invalid_type' });
+    },
+  },
+  {
+    id: 'S4.1-create-title-length',
+    level: 'REFERENCE',
+    description: 'D-8: a custom title of 256 characters is kept, 257 is 400 param title',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      const ok = await createConversation(ctx, { ...(b.request.body as object), title: 't'.repeat(256) });
+      ctx.equal(ok.conv.title, 't'.repeat(256), 'title of 256 characters', ok.ex);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, title: 't'.repeat(257) })));
+      ctx.error(ex, 'title of 257 characters', { status: 400, type: 'invalid_request_error', param: 'title', code: 'invalid_value' });
+    },
+  },
+  {
+    id: 'S4.1-create-external-user-id-length',
+    level: 'REFERENCE',
+    description: 'D-10: external_user_id of 256 characters is kept, 257 is 400 param external_user_id',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      const long = `${ctx.tag}-`.padEnd(256, 'u');
+      const ok = await createConversation(ctx, { ...(b.request.body as object), external_user_id: long });
+      ctx.equal(ok.conv.external_user_id, long, 'external_user_id of 256 characters', ok.ex);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, external_user_id: long + 'u' })));
+      ctx.error(ex, 'external_user_id of 257 characters', { status: 400, type: 'invalid_request_error', param: 'external_user_id', code: 'invalid_value' });
+    },
+  },
+]);
+
+export const get: CaseDef[] = defineCases('4.3', [
+  {
+    id: 'S4.3-get-shape',
+    level: 'MUST',
+    description: 'GET a conversation answers 200 with the Conversation it was created as, plus items (an array)',
+    async run(ctx) {
+      const b = await baselineCreate(ctx);
+      const got = await getConversation(ctx, b.value.id);
+      for (const k of ['id', 'object', 'created_at', 'external_user_id', 'title', 'metadata'] as const) {
+        ctx.equal(got[k], b.value[k], `field ${k} compared with the create response`);
+      }
+      ctx.check(Array.isArray(got.items), 'items is not an array');
+    },
+  },
+  {
+    id: 'S4.3-get-new-has-no-items',
+    level: 'MUST',
+    description: 'a conversation without any message has an empty items array',
+    async run(ctx) {
+      const c = await liveConversation(ctx);
+      const got = await getConversation(ctx, c.id);
+      ctx.equal(got.items, [], 'items of a new conversation');
+    },
+  },
+  {
+    id: 'S4.3-get-unknown-404',
+    level: 'MUST',
+    description: 'GET an unknown conversation id is 404 not_found',
+    async run(ctx) {
+      await liveConversation(ctx);
+      const ex = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, MISSING_ID) });
+      ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
+    },
+  },
+]);
+
+export const update: CaseDef[] = defineCases('4.4', [
+  {
+    id: 'S4.4-update-title',
+    level: 'MUST',
+    description: 'PATCH {title} answers the renamed Conversation, and a later GET shows the new title',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx);
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: 'Renamed by conformance' } });
+      const c = ctx.ok(ex, ctx.schemas.conversation, 'update conversation');
+      ctx.equal(c.id, conv.id, 'id', ex);
+      ctx.equal(c.title, 'Renamed by conformance', 'title in the PATCH response', ex);
+      const got = await getConversation(ctx, conv.id);
+      ctx.equal(got.title, 'Renamed by conformance', 'title read back');
+    },
+  },
+  {
+    id: 'S4.4-update-title-null',
+    level: 'MUST',
+    description: 'PATCH {title: null} clears the custom title',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'To be cleared' });
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: null } });
+      const c = ctx.ok(ex, ctx.schemas.conversation, 'clear title');
+      ctx.equal(c.title, null, 'title after PATCH {title: null}', ex);
+      const got = await getConversation(ctx, conv.id);
+      ctx.equal(got.title, null, 'title read back');
+    },
+  },
+  {
+    id: 'S4.4-update-unknown-404',
+    level: 'MUST',
+    description: 'PATCH an unknown conversation id is 404 not_found',
+    async run(ctx) {
+      await liveConversation(ctx);
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, MISSING_ID), body: { title: 'x' } });
+      ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
+    },
+  },
+  {
+    id: 'S4.4-update-other-field',
+    level: 'REFERENCE',
+    description: 'D-13: PATCH with a field other than title is 400 and changes nothing',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept', metadata: ctx.tagMetadata });
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: 'Changed', metadata: { a: 1 } } });
+      ctx.error(ex, 'PATCH with metadata', { status: 400, type: 'invalid_request_error', param: 'metadata', code: 'unknown_parameter' });
+      const got = await getConversation(ctx, conv.id);
+      ctx.equal([got.title, got.metadata], ['Kept', ctx.tagMetadata], 'title and metadata after the refused PATCH');
+    },
+  },
+  {
+    id: 'S4.4-update-missing-title',
+    level: 'REFERENCE',
+    description: 'D-13: PATCH {} is 400 param title, code missing_parameter',
+    async run(ctx) {
+      const c = await liveConversation(ctx);
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, c.id), body: {} });
+      ctx.error(ex, 'PATCH {}', { status: 400, type: 'invalid_request_error', param: 'title', code: 'missing_parameter' });
+    },
+  },
+]);
+
+export const remove: CaseDef[] = defineCases('4.5', [
+  {
+    id: 'S4.5-delete-shape',
+    level: 'MUST',
+    description: 'DELETE answers 200 {id, object: "conversation", deleted: true}',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx);
+      const ex = await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) });
+      const d = ctx.ok(ex, ctx.schemas.deletion, 'delete conversation');
+      ctx.equal(d.id, conv.id, 'id', ex);
+    },
+  },
+  {
+    id: 'S4.5-delete-unknown-404',
+    level: 'MUST',
+    description: 'DELETE an unknown conversation id is 404 not_found',
+    async run(ctx) {
+      await liveConversation(ctx);
+      const ex = await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, MISSING_ID) });
+      ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
+    },
+  },
+  {
+    id: 'S4.5-deleted-is-404',
+    level: 'REFERENCE',
+    description: 'D-11: after DELETE, get, update and delete of that conversation answer 404 not_found',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx);
+      ctx.ok(await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) }), ctx.schemas.deletion, 'delete');
+      for (const [method, body] of [['GET'], ['PATCH', { title: 'x' }], ['DELETE']] as const) {
+        const ex = await ctx.send({ method, path: convPath(ctx.target.appId, conv.id), body });
+        ctx.error(ex, `${method} after delete`, { status: 404, type: 'not_found' });
+      }
+    },
+  },
+]);

@@ -1,0 +1,292 @@
+// §4.2 list conversations: page shape, limit, order, the after/before cursors and whole walks (D-12).
+import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
+import type { Exchange } from '../http.ts';
+import { convPath, createConversation, type ConversationT } from './common.ts';
+
+interface Page {
+  ex: Exchange;
+  data: ConversationT[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+async function page(ctx: CaseContext, query: Record<string, string | number>, app = ctx.target.appId): Promise<Page> {
+  const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+  const ex = await ctx.send({ method: 'GET', path: convPath(app) + (qs ? `?${qs}` : '') });
+  const list = ctx.ok(ex, ctx.schemas.list, `list ?${qs}`) as Omit<Page, 'ex'>;
+  ctx.equal(list.first_id, list.data[0]?.id ?? null, 'first_id (the first conversation of the page)', ex);
+  ctx.equal(list.last_id, list.data.at(-1)?.id ?? null, 'last_id (the last conversation of the page)', ex);
+  return { ex, ...list };
+}
+
+/**
+ * A sentinel then five conversations, created in this order by the run: [sentinel, c1…c5]; the
+ * newest of the app. Padding first, so that the app holds more than one default page (20).
+ */
+function walkSet(ctx: CaseContext): Promise<string[]> {
+  return ctx.once('list: six conversations created in order', async () => {
+    const existing = await page(ctx, { limit: 21 });
+    for (let i = existing.data.length + 6; i < 21; i++) await createConversation(ctx);
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await createConversation(ctx)).conv.id);
+    return ids;
+  });
+}
+
+const MAX_PAGES = 1000;
+
+/**
+ * Walks the list with `after = last_id`: pages of 2 until the run's sentinel is seen (so the
+ * run's conversations cross page boundaries), then pages of 100 to the end.
+ */
+async function walk(ctx: CaseContext, order: 'asc' | 'desc', sentinel: string): Promise<{ ids: string[]; pages: Page[] }> {
+  const ids: string[] = [];
+  const pages: Page[] = [];
+  let after: string | null = null;
+  for (let n = 0; n < MAX_PAGES; n++) {
+    // Small pages where the run's conversations are, so that they straddle page boundaries.
+    const seen = ids.includes(sentinel);
+    const limit = order === 'desc' ? (seen ? 100 : 2) : seen || n < 20 ? 2 : 100;
+    const p = await page(ctx, { order, limit, ...(after ? { after } : {}) });
+    pages.push(p);
+    ctx.check(p.data.length <= limit, `page of limit ${limit} has ${p.data.length} conversations`, p.ex);
+    for (const c of p.data) {
+      ctx.check(!ids.includes(c.id), `conversation ${c.id} was seen twice during the ${order} walk`, p.ex);
+      ids.push(c.id);
+    }
+    if (!p.has_more) return { ids, pages };
+    ctx.check(p.data.length > 0, 'has_more is true on an empty page', p.ex);
+    after = p.last_id;
+  }
+  return ctx.fail(`the ${order} walk did not end after ${MAX_PAGES} pages`);
+}
+
+function checkWalk(ctx: CaseContext, order: 'asc' | 'desc', ids: string[], pages: Page[], set: string[]): void {
+  const expected = order === 'asc' ? set : [...set].reverse();
+  const seen = ids.filter((id) => set.includes(id));
+  ctx.equal(seen, expected, `the run's conversations as the ${order} walk met them`, pages.at(-1)!.ex);
+  const times = pages.flatMap((p) => p.data.map((c) => c.created_at));
+  for (let i = 1; i < times.length; i++) {
+    const ok = order === 'asc' ? times[i]! >= times[i - 1]! : times[i]! <= times[i - 1]!;
+    ctx.check(ok, `created_at is not ${order === 'asc' ? 'ascending' : 'descending'} along the walk (${times[i - 1]} then ${times[i]})`, pages.at(-1)!.ex);
+  }
+  const last = pages.at(-1)!;
+  ctx.equal(last.has_more, false, 'has_more on the last page', last.ex);
+}
+
+export const list: CaseDef[] = defineCases('4.2', [
+  {
+    id: 'S4.2-list-shape',
+    level: 'MUST',
+    description: 'GET /conversations answers a list {object: "list", data, first_id, last_id, has_more} of at most 20',
+    async run(ctx) {
+      await walkSet(ctx);
+      const p = await page(ctx, {});
+      ctx.jsonContentType(p.ex, 'list');
+      ctx.check(p.data.length >= 1 && p.data.length <= 20, `default page has ${p.data.length} conversations (expected 1 to 20)`, p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-limit',
+    level: 'MUST',
+    description: 'limit=2 gives 2 conversations and has_more when more exist; limit=1 and limit=100 are accepted',
+    async run(ctx) {
+      await walkSet(ctx);
+      const two = await page(ctx, { limit: 2 });
+      ctx.equal(two.data.length, 2, 'conversations in a page of limit 2', two.ex);
+      ctx.equal(two.has_more, true, 'has_more with more than 2 conversations', two.ex);
+      const one = await page(ctx, { limit: 1 });
+      ctx.equal(one.data.length, 1, 'conversations in a page of limit 1', one.ex);
+      const hundred = await page(ctx, { limit: 100 });
+      ctx.check(hundred.data.length >= 6, `limit=100 returned ${hundred.data.length} conversations, fewer than the run created`, hundred.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-default-limit',
+    level: 'MUST',
+    description: 'without limit a page holds 20 conversations when more than 20 exist',
+    async run(ctx) {
+      await walkSet(ctx);
+      const p = await page(ctx, {});
+      ctx.equal(p.data.length, 20, 'conversations in a default page', p.ex);
+      ctx.equal(p.has_more, true, 'has_more with more than 20 conversations', p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-order-default-desc',
+    level: 'MUST',
+    description: 'the default order is desc: newest first',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const p = await page(ctx, { limit: 100 });
+      const seen = p.data.map((c) => c.id).filter((id) => set.includes(id));
+      ctx.equal(seen, [...set].reverse(), "the run's conversations in a default page", p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-after-walk-asc',
+    level: 'MUST',
+    description: 'passing last_id as after walks the asc list: each conversation once, oldest first, has_more false at the end',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const { ids, pages } = await walk(ctx, 'asc', set[0]!);
+      checkWalk(ctx, 'asc', ids, pages, set);
+    },
+  },
+  {
+    id: 'S4.2-list-after-walk-desc',
+    level: 'MUST',
+    description: 'passing last_id as after walks the desc list: each conversation once, newest first, has_more false at the end',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const { ids, pages } = await walk(ctx, 'desc', set[0]!);
+      checkWalk(ctx, 'desc', ids, pages, set);
+    },
+  },
+  {
+    id: 'S4.2-list-has-more',
+    level: 'MUST',
+    description: 'has_more is true exactly when conversations remain after the page',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const full = await page(ctx, { order: 'asc', after: set[2]!, limit: 3 });
+      ctx.equal(full.data.map((c) => c.id), set.slice(3), 'asc page after the 3rd of the run', full.ex);
+      ctx.equal(full.has_more, false, 'has_more when the page reaches the newest conversation', full.ex);
+      const partial = await page(ctx, { order: 'asc', after: set[2]!, limit: 2 });
+      ctx.equal(partial.has_more, true, 'has_more when one conversation remains', partial.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-empty',
+    level: 'MUST',
+    description: 'an empty page is {data: [], first_id: null, last_id: null, has_more: false}',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const p = await page(ctx, { order: 'asc', after: set.at(-1)! });
+      ctx.equal([p.data, p.first_id, p.last_id, p.has_more], [[], null, null, false], '[data, first_id, last_id, has_more] after the newest conversation', p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-before-asc',
+    level: 'MUST',
+    description: 'before=<id> in asc order returns the conversations created just before it, oldest first',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const p = await page(ctx, { order: 'asc', before: set[4]!, limit: 2 });
+      ctx.equal(p.data.map((c) => c.id), [set[2], set[3]], 'page before the 5th conversation of the run', p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-before-desc',
+    level: 'REFERENCE',
+    description: 'D-12: before=<id> in desc order returns the page that precedes it in that order (newer ones), newest first',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const p = await page(ctx, { order: 'desc', before: set[1]!, limit: 2 });
+      ctx.equal(p.data.map((c) => c.id), [set[3], set[2]], 'desc page before the 2nd conversation of the run', p.ex);
+      ctx.equal(p.has_more, true, 'has_more (newer conversations remain)', p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-excludes-deleted',
+    level: 'MUST',
+    description: '§3: a soft-deleted conversation is no longer returned by list',
+    async run(ctx) {
+      await walkSet(ctx);
+      const { conv } = await createConversation(ctx);
+      ctx.ok(await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) }), ctx.schemas.deletion, 'delete');
+      const p = await page(ctx, { limit: 100 });
+      ctx.check(!p.data.some((c) => c.id === conv.id), `deleted conversation ${conv.id} is still listed`, p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-deleted-cursor',
+    level: 'REFERENCE',
+    description: 'D-11: the id of a deleted conversation remains a valid cursor',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const { conv } = await createConversation(ctx);
+      ctx.ok(await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) }), ctx.schemas.deletion, 'delete');
+      const p = await page(ctx, { order: 'desc', after: conv.id, limit: 1 });
+      ctx.equal(p.data.map((c) => c.id), [set.at(-1)], 'desc page after the deleted conversation', p.ex);
+    },
+  },
+  {
+    id: 'S4.2-list-unknown-cursor',
+    level: 'REFERENCE',
+    description: 'D-12: an unknown cursor is 400 param after, code invalid_cursor',
+    async run(ctx) {
+      await walkSet(ctx);
+      const ex = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?after=conv_conformance_unknown` });
+      ctx.error(ex, 'unknown after cursor', { status: 400, type: 'invalid_request_error', param: 'after', code: 'invalid_cursor' });
+    },
+  },
+  {
+    id: 'S4.2-list-after-and-before',
+    level: 'REFERENCE',
+    description: 'D-12: after and before together are 400',
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const ex = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?after=${set[1]}&before=${set[4]}` });
+      ctx.error(ex, 'after with before', { status: 400, type: 'invalid_request_error' });
+    },
+  },
+  {
+    id: 'S4.2-list-bad-order',
+    level: 'REFERENCE',
+    description: 'D-1: order other than asc/desc is 400 param order',
+    async run(ctx) {
+      await walkSet(ctx);
+      const ex = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?order=sideways` });
+      ctx.error(ex, 'order=sideways', { status: 400, type: 'invalid_request_error', param: 'order' });
+    },
+  },
+  {
+    id: 'S4.2-list-filter-external-user',
+    level: 'REFERENCE',
+    description: "D-10: ?external_user_id= lists only that user's conversations",
+    async run(ctx) {
+      const set = await walkSet(ctx);
+      const p = await page(ctx, { external_user_id: ctx.tag, limit: 100, order: 'asc' });
+      ctx.check(p.data.every((c) => c.external_user_id === ctx.tag), 'a conversation of another user is listed', p.ex);
+      ctx.check(set.every((id) => p.data.some((c) => c.id === id)), "a conversation of the run's user is missing", p.ex);
+      const none = await page(ctx, { external_user_id: `${ctx.tag}-nobody` });
+      ctx.equal(none.data, [], 'conversations of a user who has none', none.ex);
+    },
+  },
+]);
+
+export const listLimits: CaseDef[] = defineCases('8', [
+  {
+    id: 'S8-list-limit-0',
+    level: 'MUST',
+    description: 'limit=0 (below 1) is refused with a 4xx error object or never yields more than 100 (reference: 400 param limit)',
+    async run(ctx) {
+      await walkSet(ctx);
+      await outOfRange(ctx, '0');
+    },
+  },
+  {
+    id: 'S8-list-limit-101',
+    level: 'MUST',
+    description: 'limit=101 (past 100) is refused with a 4xx error object or yields at most 100 (reference: 400 param limit)',
+    async run(ctx) {
+      await walkSet(ctx);
+      // Enough conversations that an unenforced limit shows.
+      const p = await page(ctx, { limit: 100 });
+      for (let i = p.data.length; i < 101 && !p.has_more; i++) await createConversation(ctx);
+      await outOfRange(ctx, '101');
+    },
+  },
+]);
+
+async function outOfRange(ctx: CaseContext, limit: string): Promise<void> {
+  const ex = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?limit=${limit}` });
+  if (ctx.reference || ex.status !== 200) {
+    ctx.invalid(ex, `limit=${limit}`, { param: 'limit', code: 'invalid_value' });
+    return;
+  }
+  const l = ctx.ok(ex, ctx.schemas.list, `limit=${limit}`);
+  ctx.check(l.data.length <= 100, `limit=${limit} returned ${l.data.length} conversations`, ex);
+}

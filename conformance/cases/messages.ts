@@ -1,0 +1,278 @@
+// §4.6 send message: JSON and SSE by `stream` and the app default, errors, metadata, persisted
+// items, generated titles, and the metrics they feed.
+import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
+import { Item as ItemSchema } from '../../src/contract/index.ts';
+import { baselineCreate, baselineSend, contentOf, convPath, createConversation, expectStream, getConversation, metrics, withBody, type Json } from './common.ts';
+
+const MISSING_ID = 'conv_conformance_does_not_exist_0000';
+
+async function send(ctx: CaseContext, app: string, convId: string, body: Json) {
+  return ctx.send({ method: 'POST', path: convPath(app, convId), body });
+}
+
+const isSse = (ex: { sse?: unknown }) => ex.sse !== undefined;
+
+export const sendMessage: CaseDef[] = defineCases('4.6', [
+  {
+    id: 'S4.6-send-json-shape',
+    level: 'MUST',
+    description: 'stream:false answers 200 JSON: a completed Response of this conversation with an assistant message',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      ctx.jsonContentType(b.exchange, 'send message');
+      ctx.equal(b.value.conversation_id, b.conversationId, 'conversation_id', b.exchange);
+      ctx.equal(b.value.status, 'completed', 'status', b.exchange);
+      const output = b.value.output as Json[];
+      const messages = output.filter((o) => o.type === 'message');
+      ctx.check(messages.length > 0, 'output holds no message item', b.exchange);
+      const texts = messages.flatMap((m) => ((m.content as Json[] | null) ?? []).filter((p) => p.type === 'text'));
+      ctx.check(texts.length > 0 && texts.every((p) => typeof p.text === 'string'), 'no text part ({type: "text", text: string}) in the message items', b.exchange);
+    },
+  },
+  {
+    id: 'S4.6-send-distinct-responses',
+    level: 'MUST',
+    description: 'each message gets a Response with its own id',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: { content: 'And one more question: what are your opening hours?' } })));
+      const r = ctx.ok(ex, ctx.schemas.response, 'second message');
+      ctx.check(r.id !== b.value.id, `both responses have id ${String(r.id)}`, ex);
+    },
+  },
+  {
+    id: 'S4.6-stream-true-gives-sse',
+    level: 'MUST',
+    description: 'stream:true answers 200 text/event-stream',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, stream: true })));
+      ctx.equal(ex.status, 200, 'status', ex);
+      ctx.check(isSse(ex), `expected text/event-stream, got ${JSON.stringify(ex.headers.get('content-type'))}`, ex);
+    },
+  },
+  {
+    id: 'S4.6-app-default-json',
+    level: 'MUST',
+    description: 'without stream, an app whose default is not streaming answers JSON',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ message: body.message })));
+      ctx.jsonContentType(ex, 'send message without stream');
+      ctx.ok(ex, ctx.schemas.response, 'send message without stream');
+    },
+  },
+  {
+    id: 'S4.6-app-default-sse',
+    level: 'MUST',
+    needs: ['apps.stream_default'],
+    description: 'without stream, an app whose default is streaming answers text/event-stream',
+    async run(ctx) {
+      const app = ctx.app('apps.stream_default');
+      const { conv } = await createConversation(ctx, undefined, app);
+      const ex = await send(ctx, app, conv.id, { message: { content: 'Hello!' } });
+      ctx.equal(ex.status, 200, 'status', ex);
+      ctx.check(isSse(ex), `expected text/event-stream (the app default), got ${JSON.stringify(ex.headers.get('content-type'))}`, ex);
+      const a = expectStream(ctx, ex, 'stream by app default');
+      ctx.equal([a.types[0], a.types.at(-1)], ['response.created', 'response.completed'], '[first, last] event', ex);
+    },
+  },
+  {
+    id: 'S4.6-stream-false-overrides-default',
+    level: 'MUST',
+    needs: ['apps.stream_default'],
+    description: 'stream:false on an app whose default is streaming answers JSON',
+    async run(ctx) {
+      const app = ctx.app('apps.stream_default');
+      const { conv } = await createConversation(ctx, undefined, app);
+      const ex = await send(ctx, app, conv.id, { message: { content: 'Hello!' }, stream: false });
+      ctx.jsonContentType(ex, 'stream:false');
+      ctx.ok(ex, ctx.schemas.response, 'stream:false');
+    },
+  },
+  {
+    id: 'S4.6-stream-null',
+    level: 'MUST',
+    description: 'stream:null is accepted (reference: it means the app default, JSON here)',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, stream: null })));
+      ctx.equal(ex.status, 200, 'status', ex);
+      if (ctx.reference || !isSse(ex)) ctx.ok(ex, ctx.schemas.response, 'stream:null');
+    },
+  },
+  {
+    id: 'S4.6-role-user',
+    level: 'MUST',
+    description: 'role "user" is accepted',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: { ...(body.message as Json), role: 'user' } })));
+      ctx.ok(ex, ctx.schemas.response, 'role user');
+    },
+  },
+  {
+    id: 'S4.6-role-not-user',
+    level: 'MUST',
+    description: 'only role "user" is supported: role "assistant" is refused (reference: 400 param message.role, D-15)',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: { ...(body.message as Json), role: 'assistant' } })));
+      ctx.invalid(ex, 'role assistant', { param: 'message.role', code: 'invalid_value' });
+    },
+  },
+  {
+    id: 'S4.6-missing-message',
+    level: 'MUST',
+    description: 'a body without message is refused (reference: 400 param message, code missing_parameter)',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ stream: body.stream })));
+      ctx.invalid(ex, 'no message', { param: 'message', code: 'missing_parameter' });
+    },
+  },
+  {
+    id: 'S4.6-missing-content',
+    level: 'MUST',
+    description: 'a message without content is refused (reference: 400 param message.content, code missing_parameter)',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: {} })));
+      ctx.invalid(ex, 'message without content', { param: 'message.content', code: 'missing_parameter' });
+    },
+  },
+  {
+    id: 'S4.6-refused-changes-nothing',
+    level: 'REFERENCE',
+    description: 'D-1: a refused message adds no item to the conversation',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const before = await getConversation(ctx, b.conversationId);
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: { ...(body.message as Json), role: 'assistant' } })));
+      ctx.error(ex, 'role assistant', { status: 400 });
+      const after = await getConversation(ctx, b.conversationId);
+      ctx.equal(after.items.length, before.items.length, 'number of items after a refused message');
+    },
+  },
+  {
+    id: 'S4.6-unknown-conversation-404',
+    level: 'MUST',
+    description: 'sending to an unknown conversation is 404 not_found',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const ex = await ctx.send({ ...b.request, path: convPath(ctx.target.appId, MISSING_ID) });
+      ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
+    },
+  },
+  {
+    id: 'S4.6-deleted-conversation-404',
+    level: 'REFERENCE',
+    description: 'D-11: sending to a deleted conversation is 404 not_found',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const { conv } = await createConversation(ctx);
+      ctx.ok(await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) }), ctx.schemas.deletion, 'delete');
+      const ex = await ctx.send({ ...b.request, path: convPath(ctx.target.appId, conv.id) });
+      ctx.error(ex, 'deleted conversation', { status: 404, type: 'not_found' });
+    },
+  },
+  {
+    id: 'S4.6-metadata-snapshot',
+    level: 'MUST',
+    description: "metadata sent with a message becomes the conversation's metadata",
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const snapshot = { ...ctx.tagMetadata, step: 'checkout', cart_items: 3 };
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, metadata: snapshot })));
+      ctx.ok(ex, ctx.schemas.response, 'send with metadata');
+      const got = await getConversation(ctx, b.conversationId);
+      ctx.equal(got.metadata, snapshot, 'conversation metadata after the message');
+    },
+  },
+  {
+    id: 'S4.6-metadata-omitted-keeps',
+    level: 'REFERENCE',
+    description: 'D-9: a message with metadata omitted or null keeps the snapshot',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const snapshot = { ...ctx.tagMetadata, step: 'kept' };
+      ctx.ok(await ctx.send(withBody(b.request, (body) => ({ ...body, metadata: snapshot }))), ctx.schemas.response, 'send with metadata');
+      ctx.ok(await ctx.send(withBody(b.request, (body) => ({ ...body, metadata: null }))), ctx.schemas.response, 'send with metadata null');
+      ctx.ok(await ctx.send(b.request), ctx.schemas.response, 'send without metadata');
+      const got = await getConversation(ctx, b.conversationId);
+      ctx.equal(got.metadata, snapshot, 'metadata after messages without a new snapshot');
+    },
+  },
+  {
+    id: 'S4.6-persisted-items',
+    level: 'MUST',
+    description: "after an exchange the conversation's items hold the user message and the reply's messages and function calls",
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const got = await getConversation(ctx, b.conversationId);
+      const output = b.value.output as Json[];
+      const expected = 1 + output.filter((o) => o.type === 'message' || o.type === 'function_call').length;
+      ctx.check(got.items.length >= expected, `items has ${got.items.length} entries after an exchange whose output has ${expected - 1} messages and function calls (plus the user's message)`);
+    },
+  },
+  {
+    id: 'S4.6-persisted-items-agree',
+    level: 'REFERENCE',
+    description: "D-14: items are the user message then exactly the Response's output, each with id, created_at and response_id",
+    async run(ctx) {
+      const { conv } = await createConversation(ctx);
+      const content = 'Hello! How do I reset my password?';
+      const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream: false });
+      const r = ctx.ok(ex, ctx.schemas.response, 'send message') as Json;
+      const got = await getConversation(ctx, conv.id);
+      got.items.forEach((it, i) => ctx.shape(it, ItemSchema, `item #${i}`));
+      ctx.equal(contentOf(got.items), [{ type: 'message', role: 'user', text: content }, ...contentOf(r.output as Json[])], 'items compared with the user message and the output');
+      ctx.check(got.items.slice(1).every((it) => it.response_id === r.id), `an output item is not linked to response_id ${String(r.id)}`);
+    },
+  },
+  {
+    id: 'S4.6-generated-title',
+    level: 'MUST',
+    description: 'a conversation created without a title has a generated_title after its first exchange (reference: en-ca and fr-ca, title still null, D-8)',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const got = await getConversation(ctx, b.conversationId);
+      const gt = got.generated_title as Record<string, string>;
+      ctx.check(Object.keys(gt).length > 0 && Object.values(gt).every((v) => typeof v === 'string' && v.length > 0), `generated_title is ${JSON.stringify(gt)} after the first exchange`);
+      if (ctx.reference) {
+        ctx.check(typeof gt['en-ca'] === 'string' && typeof gt['fr-ca'] === 'string', `generated_title lacks en-ca or fr-ca: ${JSON.stringify(gt)}`);
+        ctx.equal(got.title, null, 'title after the first exchange');
+      }
+    },
+  },
+  {
+    id: 'S4.6-custom-title-kept',
+    level: 'MUST',
+    description: 'a custom title stays as it was after an exchange',
+    async run(ctx) {
+      const c = await baselineCreate(ctx);
+      const ex = await send(ctx, ctx.target.appId, c.value.id, { message: { content: 'Hello!' }, stream: false });
+      ctx.ok(ex, ctx.schemas.response, 'send message');
+      const got = await getConversation(ctx, c.value.id);
+      ctx.equal(got.title, c.value.title, 'title after an exchange');
+    },
+  },
+]);
+
+export const messageMetrics: CaseDef[] = defineCases('4.9', [
+  {
+    id: 'S4.9-metrics-messages',
+    level: 'MUST',
+    description: 'an exchange raises total_messages (reference: by the user message plus the assistant messages, D-24)',
+    async run(ctx) {
+      const b = await baselineSend(ctx);
+      const before = await metrics(ctx);
+      const ex = await ctx.send(b.request);
+      const r = ctx.ok(ex, ctx.schemas.response, 'send message') as Json;
+      const after = await metrics(ctx);
+      const delta = after.total_messages - before.total_messages;
+      if (ctx.reference) ctx.equal(delta, 1 + (r.output as Json[]).filter((o) => o.type === 'message').length, 'change of total_messages after one exchange');
+      else ctx.check(delta > 0, `total_messages did not grow after an exchange (${before.total_messages} → ${after.total_messages})`);
+    },
+  },
+]);

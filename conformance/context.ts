@@ -1,0 +1,237 @@
+// What a case works with: the target, the profile's schemas, a recording HTTP client, assertions that
+// carry the exchange that broke them, run-level memos (baselines) and the list of what to clean up.
+import type { z } from 'zod';
+import * as C from '../src/contract/index.ts';
+import { HttpClient, TransportError, type Exchange, type OutgoingRequest } from './http.ts';
+import { targetValue, type Target, type TargetKey } from './target.ts';
+
+export type Profile = 'spec' | 'reference';
+export type Level = 'MUST' | 'REFERENCE';
+
+export interface CaseDef {
+  /** Stable: `S<section>-<slug>`. */
+  id: string;
+  /** The interface section it checks, e.g. `4.2`. */
+  section: string;
+  level: Level;
+  description: string;
+  /** Target keys the case cannot run without. */
+  needs?: TargetKey[];
+  run(ctx: CaseContext): Promise<void>;
+}
+
+/** A failed expectation, with the exchange that showed it. */
+export class CaseFailure extends Error {
+  override name = 'CaseFailure';
+  constructor(
+    message: string,
+    readonly exchange?: Exchange,
+  ) {
+    super(message);
+  }
+}
+
+/** The case cannot judge this target (e.g. the agent never called a function); never a pass. */
+export class CaseSkip extends Error {
+  override name = 'CaseSkip';
+}
+
+/** Schemas of the profile: the interface's own, or the reference's D-n extensions. */
+export function schemasFor(profile: Profile) {
+  const ref = profile === 'reference';
+  return {
+    conversation: ref ? C.ReferenceConversation : C.Conversation,
+    conversationWithItems: ref ? C.ReferenceConversationWithItems : C.ConversationWithItems,
+    list: ref ? C.ReferenceConversationList : C.ConversationList,
+    deletion: C.DeletionResult,
+    response: ref ? C.ReferenceResponse : C.ResponseWithDefaults,
+    completion: ref ? C.ReferenceCompletion : C.Completion,
+    config: C.AppConfig,
+    metrics: C.AppMetrics,
+    error: ref ? C.ReferenceErrorBody : C.ErrorBody,
+    events: (ref ? C.ReferenceEventPayload : C.SpecEventPayload) as Record<C.EventType, z.ZodType>,
+  };
+}
+export type Schemas = ReturnType<typeof schemasFor>;
+
+export interface RunState {
+  target: Target;
+  profile: Profile;
+  runId: string;
+  http: HttpClient;
+  memo: Map<string, Promise<unknown>>;
+  /** Conversations to delete at the end: [app_id, conversation_id]. */
+  created: Array<[string, string]>;
+}
+
+export interface ExpectedError {
+  status?: number;
+  type?: string;
+  param?: string | null;
+  code?: string | null;
+}
+
+export class CaseContext {
+  readonly target: Target;
+  readonly profile: Profile;
+  readonly runId: string;
+  readonly schemas: Schemas;
+  /** Every exchange of this case, in order (the report shows the failing one). */
+  readonly exchanges: Exchange[] = [];
+
+  constructor(
+    private readonly run: RunState,
+    readonly caseDef: CaseDef,
+  ) {
+    this.target = run.target;
+    this.profile = run.profile;
+    this.runId = run.runId;
+    this.schemas = schemasFor(run.profile);
+  }
+
+  get reference(): boolean {
+    return this.profile === 'reference';
+  }
+
+  /** The external_user_id that tags what this run creates. */
+  get tag(): string {
+    return `conformance-${this.runId}`;
+  }
+
+  /** Metadata that tags what this run creates. */
+  get tagMetadata(): Record<string, string> {
+    return { conformance_run: this.runId };
+  }
+
+  app(key: TargetKey): string {
+    const v = targetValue(this.target, key);
+    if (!v) throw new CaseSkip(`needs target key ${key}`);
+    return v;
+  }
+
+  async send(r: OutgoingRequest): Promise<Exchange> {
+    try {
+      const ex = await this.run.http.send(r);
+      this.exchanges.push(ex);
+      // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
+      const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
+      const id = (ex.json as { id?: unknown } | undefined)?.id;
+      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id);
+      return ex;
+    } catch (err) {
+      if (err instanceof TransportError) {
+        const ex: Exchange = { request: err.request, status: 0, headers: new Headers(), text: `(${err.message})`, json: undefined, ms: 0 };
+        this.exchanges.push(ex);
+        throw new CaseFailure(`request failed: ${err.message}`, ex);
+      }
+      throw err;
+    }
+  }
+
+  /** Runs `fn` once per run (and repetition) and shares its result with every case that asks. */
+  once<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    let p = this.run.memo.get(key) as Promise<T> | undefined;
+    if (!p) {
+      p = fn();
+      this.run.memo.set(key, p);
+    }
+    return p.catch((err: unknown) => {
+      if (err instanceof CaseFailure) throw new CaseFailure(`precondition "${key}" did not pass: ${err.message}`, err.exchange);
+      throw err;
+    });
+  }
+
+  track(appId: string, conversationId: string): void {
+    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push([appId, conversationId]);
+  }
+
+  fail(message: string, ex?: Exchange): never {
+    throw new CaseFailure(message, ex ?? this.exchanges.at(-1));
+  }
+
+  check(cond: unknown, message: string, ex?: Exchange): void {
+    if (!cond) this.fail(message, ex);
+  }
+
+  equal(actual: unknown, expected: unknown, what: string, ex?: Exchange): void {
+    if (deepEqual(actual, expected)) return;
+    if (Array.isArray(actual) && Array.isArray(expected)) {
+      // Point at the first difference: long arrays do not fit in one line.
+      const i = expected.findIndex((e, j) => !deepEqual(actual[j], e));
+      const at = i === -1 ? expected.length : i;
+      this.fail(`${what}: expected ${expected.length} entries, got ${actual.length}; first difference at [${at}]: expected ${show(expected[at])}, got ${show(actual[at])}`, ex);
+    }
+    this.fail(`${what}: expected ${show(expected)}, got ${show(actual)}`, ex);
+  }
+
+  /** A 2xx with the given status and a body that the schema accepts; returns the parsed body. */
+  ok<S extends z.ZodType>(ex: Exchange, schema: S, what: string, status = 200): z.infer<S> {
+    if (ex.status !== status) this.fail(`${what}: expected HTTP ${status}, got ${ex.status}`, ex);
+    if (ex.json === undefined) this.fail(`${what}: the body is not JSON`, ex);
+    return this.shape(ex.json, schema, what, ex);
+  }
+
+  shape<S extends z.ZodType>(value: unknown, schema: S, what: string, ex?: Exchange): z.infer<S> {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) this.fail(`${what}: ${describeIssues(parsed.error)}`, ex);
+    return parsed.data;
+  }
+
+  jsonContentType(ex: Exchange, what: string): void {
+    const ct = (ex.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+    this.check(ct === 'application/json' || /^application\/[\w.+-]+\+json$/.test(ct), `${what}: expected a JSON content type, got ${show(ex.headers.get('content-type'))}`, ex);
+  }
+
+  /**
+   * An error response. With `status`/`type`/`param`/`code` given, they must match; with none of
+   * them, any 4xx with a valid error object passes (what the interface requires when it fixes nothing).
+   */
+  error(ex: Exchange, what: string, expected: ExpectedError = {}): z.infer<typeof C.ErrorBody>['error'] {
+    if (expected.status !== undefined) {
+      if (ex.status !== expected.status) this.fail(`${what}: expected HTTP ${expected.status}, got ${ex.status}`, ex);
+    } else if (ex.status < 400 || ex.status > 499) {
+      this.fail(`${what}: expected a 4xx error, got HTTP ${ex.status}`, ex);
+    }
+    if (ex.json === undefined) this.fail(`${what}: the error body is not JSON`, ex);
+    this.jsonContentType(ex, `${what}: error`);
+    const body = this.shape(ex.json, this.schemas.error, `${what}: error object`, ex) as z.infer<typeof C.ErrorBody>;
+    const e = body.error;
+    if (expected.type !== undefined) this.equal(e.type, expected.type, `${what}: error.type`, ex);
+    if (expected.param !== undefined) this.equal(e.param ?? null, expected.param, `${what}: error.param`, ex);
+    if (expected.code !== undefined) this.equal(e.code ?? null, expected.code, `${what}: error.code`, ex);
+    return e;
+  }
+
+  /** Spec profile: any 4xx error object; reference profile: the D-1 error exactly. */
+  invalid(ex: Exchange, what: string, ref: { param: string | null; code: string; status?: number }): void {
+    if (this.reference) this.error(ex, what, { status: ref.status ?? 400, type: 'invalid_request_error', param: ref.param, code: ref.code });
+    else this.error(ex, what);
+  }
+}
+
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 4)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
+    .join('; ');
+}
+
+export function show(v: unknown): string {
+  const s = JSON.stringify(v);
+  if (s === undefined) return String(v);
+  return s.length > 200 ? `${s.slice(0, 200)}…` : s;
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+export function defineCases(section: string, cases: Array<Omit<CaseDef, 'section'>>): CaseDef[] {
+  return cases.map((c) => ({ ...c, section }));
+}

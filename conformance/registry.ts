@@ -1,0 +1,94 @@
+// Every case of the suite, in the order of the interface's sections; --list, the runner and
+// docs/conformance.md all read this one table.
+import type { CaseDef, Profile } from './context.ts';
+import { appErrors, auth } from './cases/auth.ts';
+import { config, metricsCases, versioning } from './cases/apps.ts';
+import { completions } from './cases/completions.ts';
+import { create, get, remove, update } from './cases/conversations.ts';
+import { completionStreamCases, conversationStreamCases, dataSpecCases, functionCallCases } from './cases/events.ts';
+import { limits } from './cases/limits.ts';
+import { list, listLimits } from './cases/list.ts';
+import { messageMetrics, sendMessage } from './cases/messages.ts';
+
+const SECTION_TITLES: Record<string, string> = {
+  '4.1': 'Create conversation',
+  '4.2': 'List conversations',
+  '4.3': 'Get conversation',
+  '4.4': 'Update conversation',
+  '4.5': 'Delete conversation',
+  '4.6': 'Send message',
+  '4.7': 'Create completion',
+  '4.8': 'Get app config',
+  '4.9': 'Get app metrics',
+  '5': 'Authentication',
+  '6': 'Events (SSE)',
+  '7': 'Errors',
+  '8': 'Limits',
+  '9': 'Versioning',
+};
+
+export function sectionTitle(section: string): string {
+  return `§${section} ${SECTION_TITLES[section] ?? ''}`.trim();
+}
+
+function sectionKey(s: string): number[] {
+  return s.split('.').map(Number);
+}
+
+const ALL: CaseDef[] = [
+  ...create,
+  ...list,
+  ...get,
+  ...update,
+  ...remove,
+  ...sendMessage,
+  ...completions,
+  ...config,
+  ...metricsCases,
+  ...messageMetrics,
+  ...auth,
+  ...conversationStreamCases,
+  ...completionStreamCases,
+  ...dataSpecCases,
+  ...functionCallCases,
+  ...appErrors,
+  ...listLimits,
+  ...limits,
+  ...versioning,
+];
+
+/** Sorted by section (stable inside one), checked for unique, well-formed ids at load time. */
+export const CASES: readonly CaseDef[] = (() => {
+  const seen = new Set<string>();
+  for (const c of ALL) {
+    if (seen.has(c.id)) throw new Error(`duplicate conformance case id ${c.id}`);
+    if (!c.id.startsWith(`S${c.section}-`)) throw new Error(`case ${c.id} is filed under §${c.section}`);
+    seen.add(c.id);
+  }
+  return ALL.map((c, i) => ({ c, i }))
+    .sort((a, b) => {
+      const ka = sectionKey(a.c.section);
+      const kb = sectionKey(b.c.section);
+      for (let j = 0; j < Math.max(ka.length, kb.length); j++) {
+        const d = (ka[j] ?? -1) - (kb[j] ?? -1);
+        if (d !== 0) return d;
+      }
+      return a.i - b.i;
+    })
+    .map(({ c }) => c);
+})();
+
+/** `*` matches any run of characters, `?` one; several patterns separated by commas. */
+export function globMatcher(patterns: string | string[] | undefined): ((id: string) => boolean) | undefined {
+  const list = (Array.isArray(patterns) ? patterns : patterns ? [patterns] : []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+  if (list.length === 0) return undefined;
+  const res = list.map((p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`));
+  return (id) => res.some((re) => re.test(id));
+}
+
+/** The cases a run executes: the profile's levels, then --only, then --skip. */
+export function selectCases(opts: { profile: Profile; only?: string | string[]; skip?: string | string[] }): CaseDef[] {
+  const only = globMatcher(opts.only);
+  const skip = globMatcher(opts.skip);
+  return CASES.filter((c) => (opts.profile === 'reference' || c.level === 'MUST') && (!only || only(c.id)) && !(skip && skip(c.id)));
+}

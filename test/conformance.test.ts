@@ -1,0 +1,210 @@
+// The conformance suite judged against the reference server: it passes in both profiles, its command
+// keeps its exit-code and output contract, its reporters render, and docs/conformance.md is current.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { CASES, render, runConformance, selectCases, type RunResults } from '../conformance/run.ts';
+import { parseTarget, type Target } from '../conformance/target.ts';
+import { generateDocs } from '../conformance/docs.ts';
+import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
+
+let s: TestServer;
+let target: Target;
+before(async () => {
+  s = await startTestServer();
+  target = parseTarget(targetJson, { baseUrl: s.baseUrl });
+});
+after(() => s.close());
+
+function failures(r: RunResults): string {
+  return r.results
+    .filter((c) => c.status === 'failed')
+    .map((c) => `${c.id}: ${c.failure?.message}\n${c.failure?.curl}\n${c.failure?.response}`)
+    .join('\n\n');
+}
+
+describe('the reference server conforms', () => {
+  for (const profile of ['spec', 'reference'] as const) {
+    test(`profile ${profile}: every case passes, none is skipped with a full target`, { timeout: 120_000 }, async (t) => {
+      const r = await runConformance({ target, profile, timeoutMs: 10_000 });
+      t.diagnostic(`profile ${profile}: ${r.summary.passed} passed, ${r.summary.failed} failed, ${r.summary.skipped} skipped`);
+      assert.equal(r.summary.failed, 0, failures(r));
+      const skipped = r.results.filter((c) => c.status === 'skipped');
+      assert.deepEqual(skipped.map((c) => `${c.id}: ${c.reason}`), []);
+      assert.equal(r.results.length, selectCases({ profile }).length);
+      assert.deepEqual(r.cleanup.failed, []);
+    });
+  }
+
+  test('everything the run created is deleted at the end', async () => {
+    const fresh = await startTestServer();
+    try {
+      await runConformance({ target: parseTarget(targetJson, { baseUrl: fresh.baseUrl }), profile: 'spec', only: 'S4.1-*,S4.2-*' });
+      const list = await fresh.call('GET', `/apps/${target.appId}/conversations?limit=100`);
+      assert.deepEqual(list.body.data, []);
+      const metrics = await fresh.call('GET', `/apps/${target.appId}/metrics`);
+      assert.ok(metrics.body.total_conversations > 20, 'the run did create conversations');
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  test('cases whose target key is missing are skipped with the key, never passed', async () => {
+    const bare = parseTarget({ base_url: s.baseUrl, api_key: target.apiKey, app_id: target.appId });
+    const r = await runConformance({ target: bare, only: 'S4.8-*,S5-publishable-key-refused' });
+    const byId = new Map(r.results.map((c) => [c.id, c]));
+    assert.equal(byId.get('S4.8-config-shape')?.status, 'passed');
+    assert.equal(byId.get('S4.8-config-generative-ui')?.status, 'skipped');
+    assert.deepEqual(byId.get('S4.8-config-generative-ui')?.missing, ['apps.generative_ui']);
+    assert.equal(byId.get('S5-publishable-key-refused')?.reason, 'needs target key publishable_key');
+  });
+});
+
+describe('run options', () => {
+  test('--bail stops at the first failure and reports the rest as skipped', async () => {
+    const wrong = parseTarget({ ...targetJson, app_id: targetJson.apps.stream_default }, { baseUrl: s.baseUrl });
+    const r = await runConformance({ target: wrong, only: 'S4.8-*', bail: true });
+    assert.deepEqual(
+      r.results.map((c) => [c.id, c.status]),
+      [
+        ['S4.8-config-shape', 'failed'],
+        ['S4.8-config-generative-ui', 'skipped'],
+        ['S4.8-config-stream-default', 'skipped'],
+      ],
+    );
+    assert.equal(r.results[1]!.reason, 'not run: --bail after a failure');
+  });
+
+  test('--repeat runs every case N times, each run with its own state and cleanup', async () => {
+    const seen = new Set<string>();
+    const r = await runConformance({ target, only: 'S4.1-create-shape', repeat: 3, onResult: (c) => seen.add(c.id) });
+    assert.equal(r.results[0]!.status, 'passed');
+    assert.equal(r.results[0]!.runs, 3);
+    assert.deepEqual([...seen], ['S4.1-create-shape']);
+    assert.equal(r.cleanup.deleted, 3, 'each run created its baseline conversation and deleted it');
+  });
+});
+
+describe('the registry', () => {
+  test('ids are unique, stable in form, filed under their section; REFERENCE cases cite a D-n', () => {
+    assert.equal(new Set(CASES.map((c) => c.id)).size, CASES.length);
+    for (const c of CASES) {
+      assert.match(c.id, /^S\d+(\.\d+)?-[a-z0-9-]+$/);
+      assert.ok(c.id.startsWith(`S${c.section}-`), c.id);
+      if (c.level === 'REFERENCE') assert.match(c.description, /D-\d+/, `${c.id} cites no decision`);
+    }
+  });
+
+  test('profile spec selects only MUST cases; --only and --skip take globs', () => {
+    assert.ok(selectCases({ profile: 'spec' }).every((c) => c.level === 'MUST'));
+    assert.ok(selectCases({ profile: 'reference' }).some((c) => c.level === 'REFERENCE'));
+    assert.deepEqual(
+      selectCases({ profile: 'reference', only: 'S4.5-*', skip: ['S4.5-deleted-*'] }).map((c) => c.id),
+      ['S4.5-delete-shape', 'S4.5-delete-unknown-404'],
+    );
+  });
+
+  test('covers every section of the interface with a case', () => {
+    const sections = new Set(CASES.map((c) => c.section));
+    for (const s of ['4.1', '4.2', '4.3', '4.4', '4.5', '4.6', '4.7', '4.8', '4.9', '5', '6', '7', '8', '9']) assert.ok(sections.has(s), `no case for §${s}`);
+  });
+});
+
+describe('reporters', () => {
+  let result: RunResults;
+  before(async () => {
+    // A broken target (wrong app id for config) gives a mix of passes and failures to render.
+    result = await runConformance({ target, only: 'S4.8-*,S4.5-delete-shape' });
+    result.results[0] = { ...result.results[0]!, status: 'failed', failure: { message: 'expected <1> & "2"', curl: "curl -X GET 'x'", response: 'HTTP 500' } };
+    result.results[1] = { ...result.results[1]!, status: 'skipped', reason: 'needs target key apps.x' };
+  });
+
+  test('json round-trips the results', () => {
+    assert.deepEqual(JSON.parse(render(result, 'json')).results.map((r: { id: string }) => r.id), result.results.map((r) => r.id));
+  });
+
+  test('junit escapes XML and marks failures and skips', () => {
+    const xml = render(result, 'junit');
+    assert.match(xml, /^<\?xml/);
+    assert.match(xml, /<failure message="expected &lt;1&gt; &amp; &quot;2&quot;"/);
+    assert.match(xml, /<skipped message="needs target key apps.x"\/>/);
+    assert.equal((xml.match(/<testcase /g) ?? []).length, result.results.length);
+  });
+
+  test('tap has a plan, not ok with YAML diagnostics, and SKIP directives', () => {
+    const tap = render(result, 'tap');
+    assert.match(tap, /^TAP version 14\n1\.\.\d+\n/);
+    assert.match(tap, /\nnot ok 1 - S4\.5-delete-shape - .*\n {2}---\n {4}message: \|-\n {6}expected <1>/);
+    assert.match(tap, /\nok 2 - \S+ - .* # SKIP needs target key apps\.x/);
+  });
+
+  test('pretty shows each failure with what was sent and what came back', () => {
+    const text = render(result, 'pretty');
+    assert.match(text, /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500/);
+  });
+});
+
+describe('the command (node --import tsx conformance/main.ts)', () => {
+  async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], { cwd: ROOT, timeout: 60_000 });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  }
+  const targetFile = path.join(FIXTURES_DIR, 'target.json');
+
+  test('a passing run exits 0, redacts nothing it needs to, ends with the summary line', async () => {
+    const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-*']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 skipped');
+  });
+
+  test('a failing run exits 1 and shows the request as curl with the key redacted', async () => {
+    // A target whose app_id has streaming on breaks S4.8-config-shape's expectation.
+    const dir = await tempDir();
+    const file = path.join(dir, 'target.json');
+    await fs.writeFile(file, JSON.stringify({ ...targetJson, app_id: targetJson.apps.stream_default }));
+    const out = path.join(dir, 'report.xml');
+    const r = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape', '--reporter', 'junit', '--out', out]);
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /curl -sS -X GET '.*\/config' -H "authorization: Bearer \$API_KEY"/);
+    assert.ok(!r.stdout.includes(targetJson.api_key), 'the key is in the output');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped');
+    assert.match(await fs.readFile(out, 'utf8'), /<failure message="\[stream, generative_ui\]/);
+  });
+
+  test('usage errors and an unreachable target exit 2', async () => {
+    assert.equal((await cli(['--target', targetFile, '--profile', 'strict'])).code, 2);
+    assert.equal((await cli(['--bogus'])).code, 2);
+    assert.equal((await cli([])).code, 2);
+    assert.equal((await cli(['--target', '/nonexistent/target.json'])).code, 2);
+    const closed = await startTestServer();
+    const url = closed.baseUrl;
+    await closed.close();
+    const r = await cli(['--target', targetFile, '--base-url', url]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unreachable/);
+  });
+
+  test('--list prints every selected case with its level and needs', async () => {
+    const r = await cli(['--list', '--profile', 'reference']);
+    assert.equal(r.code, 0);
+    for (const c of CASES) assert.ok(r.stdout.includes(c.id), c.id);
+    assert.match(r.stdout, /S4\.8-config-generative-ui {2}MUST .*\[needs apps\.generative_ui\]/);
+  });
+});
+
+test('docs/conformance.md is generated from the registry and up to date (npm run conformance:docs)', async () => {
+  const committed = await fs.readFile(path.join(ROOT, 'docs/conformance.md'), 'utf8');
+  assert.equal(committed, generateDocs(), 'docs/conformance.md is stale: run npm run conformance:docs');
+});

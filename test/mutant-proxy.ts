@@ -1,0 +1,133 @@
+// A loopback proxy in front of a reference server that breaks one rule: the "broken implementations"
+// the conformance suite must catch. Bodies are buffered, so a hook sees (and may rewrite) all of it.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ProxyRequest {
+  method: string;
+  /** Below the base URL, without the query: `/apps/app_demo/conversations`. */
+  path: string;
+  query: URLSearchParams;
+  headers: Record<string, string>;
+  body: string;
+  /** The body parsed as JSON, when it is JSON. */
+  json?: any;
+}
+
+export interface SseBlock {
+  event: string;
+  data: any;
+}
+
+export interface ProxyResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  json?: any;
+  /** Parsed SSE events, when the response is a stream; rewritten ones are re-serialized. */
+  events?: SseBlock[];
+}
+
+export interface ProxyTools {
+  /** Sends a request to the reference server, unchanged by the hooks. */
+  forward(req: ProxyRequest): Promise<ProxyResponse>;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+export interface MutantHooks {
+  /** Changes the request before it reaches the reference server, or answers it instead. */
+  request?(req: ProxyRequest, tools: ProxyTools): MaybePromise<ProxyResponse | void>;
+  /** Changes the response (edit `json` / `events` / `body` / `status` / `headers` in place). */
+  response?(res: ProxyResponse, req: ProxyRequest, tools: ProxyTools): MaybePromise<void>;
+  /** Answers the request itself, byte by byte (e.g. a stream that stalls); true when it did. */
+  takeover?(req: ProxyRequest, res: http.ServerResponse): boolean;
+}
+
+export interface MutantProxy {
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
+function parseJson(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseSse(text: string): SseBlock[] {
+  return text
+    .split('\n\n')
+    .filter((b) => b.trim() && !b.startsWith(':'))
+    .map((b) => {
+      const lines = b.split('\n');
+      const event = lines.find((l) => l.startsWith('event: '))?.slice(7) ?? 'message';
+      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      return { event, data: parseJson(data) ?? data };
+    });
+}
+
+export function serializeSse(events: SseBlock[]): string {
+  return events.map((e) => `event: ${e.event}\ndata: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`).join('');
+}
+
+/** `upstream` is the reference server's base URL (ending in /v1); the proxy serves `basePath`. */
+export async function startMutantProxy(upstream: string, hooks: MutantHooks, basePath = '/v1'): Promise<MutantProxy> {
+  const upstreamUrl = new URL(upstream);
+  const forward = async (preq: ProxyRequest): Promise<ProxyResponse> => {
+    const qs = preq.query.toString();
+    const target = `${upstreamUrl.origin}${upstreamUrl.pathname}${preq.path}${qs ? `?${qs}` : ''}`;
+    const sendBody = preq.json !== undefined && preq.body !== '' ? JSON.stringify(preq.json) : preq.body;
+    const r = await fetch(target, { method: preq.method, headers: preq.headers, body: preq.method === 'GET' || preq.method === 'HEAD' || sendBody === '' ? undefined : sendBody });
+    const text = await r.text();
+    const rh: Record<string, string> = {};
+    r.headers.forEach((v, k) => {
+      if (!['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date'].includes(k)) rh[k] = v;
+    });
+    const sse = (rh['content-type'] ?? '').startsWith('text/event-stream');
+    return { status: r.status, headers: rh, body: text, ...(sse ? { events: parseSse(text) } : { json: parseJson(text) }) };
+  };
+  const tools: ProxyTools = { forward };
+  const server = http.createServer(async (req, res) => {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = Buffer.concat(chunks).toString('utf8');
+      const url = new URL(req.url ?? '/', 'http://proxy');
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
+      if (!url.pathname.startsWith(basePath + '/')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'not found', type: 'not_found', param: null, code: null } }));
+        return;
+      }
+      const path = '/' + url.pathname.slice(basePath.length + 1);
+      const preq: ProxyRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers, body, json: parseJson(body) };
+      if (hooks.takeover?.(preq, res)) return;
+      const short = await hooks.request?.(preq, tools);
+      const pres: ProxyResponse = short ? short : await forward(preq);
+      const before = pres.events ? serializeSse(pres.events) : pres.json !== undefined ? JSON.stringify(pres.json) : undefined;
+      await hooks.response?.(pres, preq, tools);
+      // Re-serialize only what a hook changed, so untouched responses stay byte-identical.
+      if (pres.events && serializeSse(pres.events) !== before) pres.body = serializeSse(pres.events);
+      else if (!pres.events && pres.json !== undefined && JSON.stringify(pres.json) !== before) pres.body = JSON.stringify(pres.json);
+      res.writeHead(pres.status, { ...pres.headers, 'content-length': Buffer.byteLength(pres.body) });
+      res.end(pres.body);
+    } catch (err) {
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `proxy: ${(err as Error).message}`, type: 'internal_error', param: null, code: null } }));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}${basePath}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
