@@ -25,6 +25,51 @@ function tooLarge(): ApiError {
 }
 
 /**
+ * The raw body, up to the cap. Plain 'data'/'end' listeners: the stream's async iterator cost
+ * ~0.1 ms per small request in the profile of a stream's time to first event.
+ */
+function readAll(req: IncomingMessage): Promise<{ chunks: Buffer[]; size: number }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > LIMITS.bodyBytes) {
+        cleanup();
+        req.pause();
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve({ chunks, size });
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    // The client went away before the body was complete.
+    const onClose = () => {
+      if (req.complete) return;
+      cleanup();
+      reject(new Error('request body aborted'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/**
  * Reads and parses the body. An empty body reads as `undefined`, so that endpoints whose fields are
  * all optional accept it and the others report the missing field.
  */
@@ -53,14 +98,10 @@ async function readOnce(req: IncomingMessage): Promise<unknown> {
   }
   if (Number(req.headers['content-length'] ?? 0) > LIMITS.bodyBytes) throw tooLarge();
 
-  const chunks: Buffer[] = [];
-  let size = 0;
+  let chunks: Buffer[];
+  let size: number;
   try {
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > LIMITS.bodyBytes) throw tooLarge();
-      chunks.push(chunk);
-    }
+    ({ chunks, size } = await readAll(req));
   } catch (err) {
     if (err instanceof ApiError) throw err;
     // The client went away or was cut off for being too slow (408, see server.ts): not our failure.

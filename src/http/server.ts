@@ -81,19 +81,21 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const q = rawUrl.indexOf('?');
     const fullPath = q === -1 ? rawUrl : rawUrl.slice(0, q);
     let appId: string | undefined;
-    const reqLog = log.child({ req_id: requestId });
+    // The child logger and the AbortController are made only when a handler asks for them: most
+    // requests never do, and both showed in the per-request profile (bench/profile.ts).
+    let reqLog: Logger | undefined;
+    const getLog = () => (reqLog ??= log.child({ req_id: requestId }));
+    let abort: AbortController | undefined;
+    let closed = false;
 
     res.once('close', () => {
+      closed = true;
+      if (!res.writableFinished) abort?.abort(new Error('client disconnected'));
       // One line per request; the path only (no query, no headers, so no key or user content).
-      reqLog.info(
-        { method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 100) / 100, app_id: appId, aborted: !res.writableFinished || undefined },
+      log.info(
+        { req_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 100) / 100, app_id: appId, aborted: !res.writableFinished || undefined },
         'request',
       );
-    });
-
-    const abort = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
     });
 
     try {
@@ -119,10 +121,19 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         requestId,
         params,
         query: new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1)),
-        log: reqLog,
+        get log() {
+          return getLog();
+        },
         key,
         app,
-        signal: abort.signal,
+        get signal() {
+          if (!abort) {
+            abort = new AbortController();
+            // Asked for after the client already left: it is aborted from the start.
+            if (closed && !res.writableFinished) abort.abort(new Error('client disconnected'));
+          }
+          return abort.signal;
+        },
         headers,
         beginStream: () => streams.enter(app.id, res),
       };
@@ -131,7 +142,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
       // A client that went away mid-body is not a server fault.
-      if (!(err instanceof ApiError) && !abort.signal.aborted) reqLog.error({ err }, 'unexpected error');
+      const clientGone = closed && !res.writableFinished;
+      if (!(err instanceof ApiError) && !clientGone) getLog().error({ err }, 'unexpected error');
       if (res.headersSent || res.destroyed) {
         // Too late for an error object: end the response so the client sees it cut short.
         res.destroy();

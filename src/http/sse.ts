@@ -22,7 +22,12 @@ export async function* sequenced(events: AsyncIterable<UnsequencedEvent>): Async
 /** Writes one chunk; waits for 'drain' when the socket's buffer is full (or for the socket to close). */
 async function write(res: ServerResponse, chunk: string): Promise<void> {
   if (res.destroyed || res.writableEnded) return;
-  if (res.write(chunk)) return;
+  const sent = res.write(chunk);
+  // node:http corks the socket until the next tick, and a producer that runs on microtasks (the
+  // local engine) starves that tick: every event, the first included, then waited for the end of
+  // the whole reply (bench: first event 1.3 ms instead of 0.6). Uncorked, each event leaves when written.
+  if (res.socket?.writableCorked) res.socket.uncork();
+  if (sent) return;
   await new Promise<void>((resolve) => {
     const done = () => {
       res.off('drain', done);
@@ -58,7 +63,11 @@ export async function streamSse(res: ServerResponse, events: AsyncIterable<Unseq
     // Reverse proxies (nginx) would otherwise buffer the stream.
     'x-accel-buffering': 'no',
   });
-  res.flushHeaders();
+  // The headers normally leave in one packet with `response.created`, which every stream yields at
+  // once; if the first event is not ready by the next turn of the event loop, they go alone.
+  const flush = setImmediate(() => {
+    if (!res.headersSent && !res.destroyed) res.flushHeaders();
+  });
   const interval = opts.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   let writing = Promise.resolve();
   const timer = setInterval(() => {
@@ -73,6 +82,7 @@ export async function streamSse(res: ServerResponse, events: AsyncIterable<Unseq
       await writeSseEvent(res, e);
     }
   } finally {
+    clearImmediate(flush);
     clearInterval(timer);
     await writing;
     if (!res.destroyed && !res.writableEnded) res.end();

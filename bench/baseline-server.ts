@@ -1,0 +1,56 @@
+// The raw baseline: node:http answering bodies of the same shape and size as Parley's, with none of
+// Parley's work (no auth, validation, storage or logging). It is the floor the ratios compare against.
+import http from 'node:http';
+import { toConversation } from '../src/services/conversations.ts';
+import { serveIpc } from './child.ts';
+import { sampleConversation } from './data.ts';
+
+const sample = sampleConversation('app_demo', 1, 1);
+const conversation = { ...toConversation(sample.record), items: sample.file.items };
+const page = Array.from({ length: 20 }, (_, i) => toConversation(sampleConversation('app_demo', i, i).record));
+const list = { object: 'list', data: page, first_id: page[0]!.id, last_id: page[19]!.id, has_more: true };
+const response = {
+  id: 'resp_0123456789abcdef01234567',
+  object: 'response',
+  created_at: sample.record.created_at,
+  conversation_id: sample.record.id,
+  status: 'completed',
+  output: [sample.file.items[1]],
+};
+
+function json(res: http.ServerResponse, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+const server = http.createServer((req, res) => {
+  const url = req.url ?? '/';
+  if (req.method === 'GET' && url.startsWith('/get')) return json(res, conversation);
+  if (req.method === 'GET' && url.startsWith('/list')) return json(res, list);
+  if (req.method === 'GET' && url.startsWith('/sse')) {
+    // As many events as asked, each written on its own, like a stream relaying tokens.
+    const n = Number(new URL(url, 'http://x').searchParams.get('n') ?? 100);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    for (let i = 0; i < n; i++) {
+      res.write(`event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: i, delta: 't', output_index: 0, content_index: 0 })}\n\n`);
+      // Each event leaves on its own, as Parley sends them (node:http would hold them to the next tick).
+      res.socket?.uncork();
+    }
+    res.end();
+    return;
+  }
+  // POST/PATCH: read and parse the JSON body, answer a resource of the size Parley answers.
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
+    if (url.startsWith('/message')) return json(res, response);
+    json(res, { ...toConversation(sample.record), title: typeof body.title === 'string' ? body.title : null });
+  });
+});
+
+server.listen(0, '127.0.0.1', () => {
+  serveIpc(() => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }));
+  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
+});

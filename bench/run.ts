@@ -1,0 +1,423 @@
+// `npm run bench [-- --quick] [-- --profile] [-- --no-write]`: Parley beside a raw node:http baseline,
+// at 1,000 and 100,000 conversations; prints every figure and ratio and writes docs/benchmarks.md.
+// Everything runs on loopback, in a temporary folder, and is stopped at the end.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startChild, type Child } from './child.ts';
+import { benchFixtures, seed, STREAM_APP } from './data.ts';
+import { load, percentile, rate, repeat, timed, type LoadResult } from './measure.ts';
+
+const args = new Set(process.argv.slice(2));
+const QUICK = args.has('--quick');
+const PROFILE = args.has('--profile');
+const WRITE = !args.has('--no-write') && !PROFILE;
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+const CFG = QUICK
+  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, startups: 1, connections: 10 }
+  : { small: 1_000, large: 100_000, rounds: 3, seconds: 4, warmup: 1, creates: 3_000, probes: 300, streams: 40, startups: 3, connections: 10 };
+/** Events in the baseline SSE stream, and tokens in the fake Ollama reply (one every OLLAMA_GAP_MS). */
+const SSE_EVENTS = 200;
+const OLLAMA_TOKENS = QUICK ? 100 : 200;
+const OLLAMA_GAP_MS = 1;
+
+const APP = 'app_demo';
+const KEY = 'sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
+const AUTH = { authorization: `Bearer ${KEY}` };
+
+const started = Date.now();
+const loadBefore = os.loadavg();
+const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-bench-'));
+const live = new Set<Child>();
+const figures: Figure[] = [];
+const storeSizes: Partial<Record<'small' | 'large', number>> = {};
+
+interface Figure {
+  name: string;
+  parley: string;
+  baseline?: string;
+  ratio?: number;
+  target?: string;
+  ok?: boolean;
+}
+
+function log(text: string): void {
+  process.stdout.write(text + '\n');
+}
+
+function fmtLoad(r: LoadResult): string {
+  return `${Math.round(r.rps).toLocaleString('en-US')} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms)`;
+}
+
+function record(f: Figure): void {
+  figures.push(f);
+  const ratio = f.ratio === undefined ? '' : `  ratio ${f.ratio.toFixed(2)}`;
+  const target = f.target === undefined ? '' : `  target ${f.target} ${f.ok ? 'MET' : 'NOT MET'}`;
+  log(`  ${f.name}: ${f.parley}${f.baseline ? `  | baseline ${f.baseline}` : ''}${ratio}${target}`);
+}
+
+/** Parley as `npm start` runs it, whatever the caller's shell exports (the proxy run sets its own). */
+const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info' };
+
+async function start(script: string, argv: string[] = [], env: NodeJS.ProcessEnv = {}, label = script): Promise<Child> {
+  if (script === 'parley-server.ts') env = { ...PARLEY_ENV, ...env };
+  const execArgv = PROFILE && script === 'parley-server.ts' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'profiles')}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`] : [];
+  const child = await startChild(script, argv, { env, execArgv });
+  live.add(child);
+  return child;
+}
+
+async function stop(child: Child): Promise<void> {
+  await child.stop();
+  live.delete(child);
+}
+
+function pick(ids: string[]): () => string {
+  return () => ids[Math.floor(Math.random() * ids.length)]!;
+}
+
+const ratioOf = (a: number, b: number) => (b === 0 ? NaN : a / b);
+const atLeast = (r: number, t: number) => r >= t;
+const ms = (v: number) => `${v.toFixed(2)} ms`;
+
+// ---------------------------------------------------------------------------------------------------
+// Throughput: the baseline and Parley at both scales, measured in interleaved rounds
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Every operation is measured on the three servers in turn, CFG.rounds times, and each keeps its
+ * median round: interference from the rest of the machine then hits all three alike instead of
+ * whichever happened to run during it, and one lucky or unlucky round does not decide a ratio.
+ */
+async function medianOf(specs: Record<Target, Parameters<typeof load>[0] | undefined>, what: string): Promise<Partial<Record<Target, LoadResult>>> {
+  const rounds: Partial<Record<Target, LoadResult[]>> = {};
+  const targets = (Object.keys(specs) as Target[]).filter((t) => specs[t]);
+  for (const t of targets) await load({ ...specs[t]!, seconds: CFG.warmup, amount: specs[t]!.amount ? Math.ceil(specs[t]!.amount! / 4) : undefined });
+  for (let round = 0; round < CFG.rounds; round++) {
+    for (const t of targets) (rounds[t] ??= []).push(await load(specs[t]!));
+  }
+  const median: Partial<Record<Target, LoadResult>> = {};
+  for (const t of targets) {
+    const sorted = rounds[t]!.sort((x, y) => x.rps - y.rps);
+    median[t] = sorted[(sorted.length - 1) >> 1]!;
+  }
+  log(`  ${what}: ${targets.map((t) => `${TARGET_LABEL[t]} ${fmtLoad(median[t]!)}`).join('; ')}`);
+  return median;
+}
+
+type Target = 'raw' | 'small' | 'large';
+const TARGET_LABEL: Record<Target, string> = { raw: 'raw', small: 'small', large: 'large' };
+
+interface Throughput {
+  get: Partial<Record<Target, LoadResult>>;
+  list: Partial<Record<Target, LoadResult>>;
+  rename: Partial<Record<Target, LoadResult>>;
+  send: Partial<Record<Target, LoadResult>>;
+  create: Partial<Record<Target, LoadResult>>;
+}
+
+/** Whether this branch serves send message yet (the agent slice may not be merged). */
+async function sendMessageAvailable(port: number, app: string, conv: string): Promise<boolean> {
+  const t = await timed(port, 'POST', `/v1/apps/${app}/conversations/${conv}`, { body: JSON.stringify({ message: { content: 'Hello' }, stream: false }), headers: AUTH }).catch(
+    (err: Error) => err,
+  );
+  return !(t instanceof Error);
+}
+
+async function measureThroughput(raw: number, small: { port: number; ids: string[] }, large: { port: number; ids: string[] }, withSend: boolean, beforeCreate: () => Promise<void>): Promise<Throughput> {
+  const c = CFG.connections;
+  const seconds = CFG.seconds;
+  const base = `/v1/apps/${APP}/conversations`;
+  const parley = (t: { port: number; ids: string[] }, spec: Omit<Parameters<typeof load>[0], 'port' | 'connections' | 'seconds'>) => ({ port: t.port, connections: c, seconds, headers: AUTH, ...spec });
+  const anyOf = (ids: string[]) => pick(ids);
+  const both = (make: (any: () => string) => Omit<Parameters<typeof load>[0], 'port' | 'connections' | 'seconds'>) => ({
+    small: parley(small, make(anyOf(small.ids))),
+    large: parley(large, make(anyOf(large.ids))),
+  });
+  const rawSpec = (method: 'GET' | 'POST' | 'PATCH', p: string, body?: string) => ({ port: raw, method, path: () => p, body, connections: c, seconds });
+
+  log(`throughput (${c} connections, median of ${CFG.rounds} × ${CFG.seconds} s; small = ${CFG.small.toLocaleString('en-US')}, large = ${CFG.large.toLocaleString('en-US')} conversations)`);
+  const get = await medianOf({ raw: rawSpec('GET', '/get'), ...both((any) => ({ method: 'GET', path: () => `${base}/${any()}` })) }, 'get conversation');
+  const list = await medianOf({ raw: rawSpec('GET', '/list'), ...both((any) => ({ method: 'GET', path: () => `${base}?limit=20&after=${any()}` })) }, 'list (limit 20, after a cursor)');
+  const renameBody = JSON.stringify({ title: 'Renamed by the benchmark' });
+  const rename = await medianOf({ raw: rawSpec('PATCH', '/post', renameBody), ...both((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })) }, 'rename');
+  let send: Throughput['send'] = {};
+  if (withSend) {
+    const msg = JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false });
+    send = await medianOf({ raw: rawSpec('POST', '/message', msg), ...both((any) => ({ method: 'POST', path: () => `${base}/${any()}`, body: msg })) }, 'send message (embedded engine, JSON)');
+  } else {
+    log('  send message: not served on this branch yet (skipped)');
+  }
+  await beforeCreate();
+  // Last, because it adds conversations.
+  const createBody = JSON.stringify({ title: 'Created by the benchmark' });
+  // Parley by count rather than for a duration, so that the stores stay near their size (the raw
+  // server stores nothing and keeps the duration).
+  const amount = CFG.creates;
+  const create = await medianOf(
+    { raw: rawSpec('POST', '/post', createBody), ...both(() => ({ method: 'POST', path: () => base, body: createBody, amount })) },
+    `create (durable before its 200; ${amount.toLocaleString('en-US')} per round)`,
+  );
+  return { get, list, rename, send, create };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Latency one request at a time, and streams
+// ---------------------------------------------------------------------------------------------------
+
+interface Latency {
+  rawGetP50: number;
+  rawSseFirstP50: number;
+  rawSseEventsPerSec: number;
+  stream: Partial<Record<'small' | 'large', { firstP50: number; eventsPerSec: number; events: number }>>;
+  /** Parley's own GET one at a time (large store): what a stream's first event is next to. */
+  parleyGetP50?: number;
+}
+
+type Server = { port: number; ids: string[]; streamIds: string[] };
+const isEvent = (l: string) => l.startsWith('event: ');
+const isDelta = (l: string) => l === 'event: response.output_text.delta';
+
+async function measureLatency(raw: number, servers: Partial<Record<'small' | 'large', Server>>): Promise<Latency> {
+  log('latency, one request at a time');
+  const idle = await repeat(CFG.probes, 20, () => timed(raw, 'GET', '/get'));
+  const rawGetP50 = percentile(idle.map((t) => t.totalMs), 50);
+  log(`  raw GET: p50 ${ms(rawGetP50)}`);
+  const sse = await repeat(CFG.streams, 3, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`, { first: isEvent, unit: isEvent }));
+  const rawSseFirstP50 = percentile(sse.map((t) => t.firstMs), 50);
+  const rawSseEventsPerSec = percentile(sse.map(rate), 50);
+  log(`  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s (${SSE_EVENTS} events)`);
+  let parleyGetP50: number | undefined;
+  if (servers.large) {
+    const any = pick(servers.large.ids);
+    const runs = await repeat(CFG.probes, 20, () => timed(servers.large!.port, 'GET', `/v1/apps/${APP}/conversations/${any()}`, { headers: AUTH }));
+    parleyGetP50 = percentile(runs.map((t) => t.totalMs), 50);
+    log(`  Parley GET conversation (large): p50 ${ms(parleyGetP50)}`);
+  }
+  const stream: Latency['stream'] = {};
+  for (const [name, server] of Object.entries(servers) as Array<['small' | 'large', Server]>) {
+    const any = pick(server.streamIds);
+    const body = JSON.stringify({ message: { content: 'Tell me about the Montreal office.' }, stream: true });
+    const runs = await repeat(CFG.streams, 3, () => timed(server.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent, unit: isDelta }));
+    stream[name] = {
+      firstP50: percentile(runs.map((t) => t.firstMs), 50),
+      eventsPerSec: percentile(runs.map(rate), 50),
+      events: percentile(runs.map((t) => t.units), 50),
+    };
+    log(`  Parley stream (${name}): first event p50 ${ms(stream[name].firstP50)}, ${Math.round(stream[name].eventsPerSec).toLocaleString('en-US')} delta events/s (${stream[name].events} deltas)`);
+  }
+  return { rawGetP50, rawSseFirstP50, rawSseEventsPerSec, stream, parleyGetP50 };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Ollama proxy overhead
+// ---------------------------------------------------------------------------------------------------
+
+interface Proxy {
+  directFirstP50: number;
+  parleyFirstP50: number;
+  directRate: number;
+  parleyRate: number;
+}
+
+async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
+  log(`Ollama proxy (fake Ollama on loopback: ${OLLAMA_TOKENS} tokens, one every ${OLLAMA_GAP_MS} ms; direct and through Parley in turn)`);
+  const ollama = await start('fake-ollama.ts', [String(OLLAMA_TOKENS), String(OLLAMA_GAP_MS)]);
+  const oport = ollama.ready.port;
+  const dataDir = path.join(tmp, 'data-ollama');
+  const ids = await seed(dataDir, STREAM_APP, 200);
+  const p = await start('parley-server.ts', [dataDir, fixturesDir], { PARLEY_MODEL: 'ollama:bench', OLLAMA_HOST: `http://127.0.0.1:${oport}` }, 'ollama');
+  try {
+    if (!(await sendMessageAvailable(p.ready.port, STREAM_APP, ids[0]!))) {
+      log('  through Parley: send message is not served on this branch yet (skipped)');
+      return undefined;
+    }
+    const chat = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Hello' }], stream: true });
+    const isToken = (l: string) => l.includes('"done":false');
+    const any = pick(ids);
+    const body = JSON.stringify({ message: { content: 'Hello' }, stream: true });
+    // Alternating, so that both see the same state of the machine.
+    const pairs = await repeat(CFG.streams, 3, async () => ({
+      direct: await timed(oport, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }),
+      via: await timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isDelta, unit: isDelta }),
+    }));
+    const directFirstP50 = percentile(pairs.map((x) => x.direct.firstMs), 50);
+    const directRate = percentile(pairs.map((x) => rate(x.direct)), 50);
+    const parleyFirstP50 = percentile(pairs.map((x) => x.via.firstMs), 50);
+    const parleyRate = percentile(pairs.map((x) => rate(x.via)), 50);
+    const deltas = percentile(pairs.map((x) => x.via.units), 50);
+    log(`  direct: first token p50 ${ms(directFirstP50)}, ${Math.round(directRate).toLocaleString('en-US')} tokens/s`);
+    log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`);
+    if (deltas < OLLAMA_TOKENS) throw new Error(`through Parley: ${deltas} deltas for ${OLLAMA_TOKENS} tokens: is PARLEY_MODEL honoured?`);
+    return { directFirstP50, parleyFirstP50, directRate, parleyRate };
+  } finally {
+    await stop(p);
+    await stop(ollama);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Report
+// ---------------------------------------------------------------------------------------------------
+
+interface Startup {
+  processToReadyMs: number;
+  openMs: number;
+  rss: number;
+}
+
+function rps(r: LoadResult | undefined): string {
+  return r ? `${Math.round(r.rps).toLocaleString('en-US')} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms` : 'not measured';
+}
+
+function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad: number, rssAtEnd: number, proxy: Proxy | undefined): void {
+  const L = CFG.large.toLocaleString('en-US');
+  const S = CFG.small.toLocaleString('en-US');
+  log('\nfigures and ratios');
+  for (const [sc, n] of [['small', S], ['large', L]] as const) {
+    const g = ratioOf(tp.get[sc]!.rps, tp.get.raw!.rps);
+    record({ name: `get conversation, ${n} conversations`, parley: rps(tp.get[sc]), baseline: rps(tp.get.raw), ratio: g, target: '≥ 0.6', ok: atLeast(g, 0.6) });
+    record({ name: `list (limit 20, cursor), ${n}`, parley: rps(tp.list[sc]), baseline: rps(tp.list.raw), ratio: ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps) });
+    const c = ratioOf(tp.create[sc]!.rps, tp.create.raw!.rps);
+    record({ name: `create (durable), ${n}`, parley: rps(tp.create[sc]), baseline: rps(tp.create.raw), ratio: c, target: '≥ 0.1', ok: atLeast(c, 0.1) });
+    record({ name: `rename (durable), ${n}`, parley: rps(tp.rename[sc]), baseline: rps(tp.rename.raw), ratio: ratioOf(tp.rename[sc]!.rps, tp.rename.raw!.rps) });
+    if (tp.send[sc]) record({ name: `send message (embedded, JSON), ${n}`, parley: rps(tp.send[sc]), baseline: rps(tp.send.raw), ratio: ratioOf(tp.send[sc]!.rps, tp.send.raw!.rps) });
+  }
+  const lg = ratioOf(tp.list.large!.rps, tp.get.large!.rps);
+  record({ name: `list ÷ get at ${L}`, parley: `${Math.round(tp.list.large!.rps)} ÷ ${Math.round(tp.get.large!.rps)}`, ratio: lg, target: '≥ 0.5', ok: atLeast(lg, 0.5) });
+  const cr = ratioOf(tp.create.large!.rps, tp.create.small!.rps);
+  record({ name: `create at ${L} ÷ at ${S}`, parley: `${Math.round(tp.create.large!.rps)} ÷ ${Math.round(tp.create.small!.rps)}`, ratio: cr, target: '≥ 0.9', ok: atLeast(cr, 0.9) });
+  const rr = ratioOf(tp.rename.large!.rps, tp.rename.small!.rps);
+  record({ name: `rename at ${L} ÷ at ${S}`, parley: `${Math.round(tp.rename.large!.rps)} ÷ ${Math.round(tp.rename.small!.rps)}`, ratio: rr, target: '≥ 0.9', ok: atLeast(rr, 0.9) });
+  if (tp.send.large && tp.send.small) {
+    const sr = ratioOf(tp.send.large.rps, tp.send.small.rps);
+    record({ name: `send message at ${L} ÷ at ${S}`, parley: `${Math.round(tp.send.large.rps)} ÷ ${Math.round(tp.send.small.rps)}`, ratio: sr, target: '≥ 0.9', ok: atLeast(sr, 0.9) });
+  } else {
+    record({ name: `send message at ${L} ÷ at ${S}`, parley: 'not measured (send message not on this branch)', target: '≥ 0.9', ok: false });
+  }
+  const st = lat.stream.large;
+  if (st) {
+    const tr = ratioOf(st.firstP50, lat.rawGetP50);
+    record({ name: `stream: time to first event p50 ÷ raw GET p50 (${L})`, parley: ms(st.firstP50), baseline: ms(lat.rawGetP50), ratio: tr, target: '≤ 2', ok: tr <= 2 });
+    if (lat.parleyGetP50 !== undefined) {
+      record({ name: `for comparison: Parley GET conversation p50, one at a time (${L})`, parley: ms(lat.parleyGetP50), baseline: ms(lat.rawGetP50), ratio: ratioOf(lat.parleyGetP50, lat.rawGetP50) });
+    }
+    record({
+      name: `stream: events/s while streaming (Parley: ${st.events} deltas of 1 character; raw: ${SSE_EVENTS} events)`,
+      parley: `${Math.round(st.eventsPerSec).toLocaleString('en-US')} events/s`,
+      baseline: `${Math.round(lat.rawSseEventsPerSec).toLocaleString('en-US')} events/s`,
+      ratio: ratioOf(st.eventsPerSec, lat.rawSseEventsPerSec),
+    });
+  } else {
+    record({ name: 'stream: time to first event p50 ÷ raw GET p50', parley: 'not measured (streams not on this branch)', baseline: ms(lat.rawGetP50), target: '≤ 2', ok: false });
+  }
+  if (proxy) {
+    const added = proxy.parleyFirstP50 - proxy.directFirstP50;
+    record({ name: 'Ollama proxy: added time to first token p50', parley: `${ms(added)} (${ms(proxy.parleyFirstP50)} through Parley)`, baseline: `${ms(proxy.directFirstP50)} direct`, target: '≤ 2 ms', ok: added <= 2 });
+    const rate = ratioOf(proxy.parleyRate, proxy.directRate);
+    record({ name: 'Ollama proxy: token rate through Parley ÷ direct', parley: `${Math.round(proxy.parleyRate)} tokens/s`, baseline: `${Math.round(proxy.directRate)} tokens/s`, ratio: rate, target: '≥ 0.9', ok: atLeast(rate, 0.9) });
+  } else {
+    record({ name: 'Ollama proxy', parley: 'not measured (Ollama engine not on this branch)', target: 'added TTFT ≤ 2 ms, rate ≥ 0.9', ok: false });
+  }
+  const startup = percentile(startups.map((s) => s.processToReadyMs), 50);
+  const openMs = percentile(startups.map((s) => s.openMs), 50);
+  record({ name: `start-up with ${L} conversations (process start → listening, median of ${startups.length})`, parley: `${ms(startup)} (store open + listen: ${ms(openMs)})`, target: '≤ 2 s', ok: startup <= 2000 });
+  const rss = Math.max(rssAfterLoad, ...startups.map((s) => s.rss));
+  record({ name: `resident memory with ${L} conversations (highest: after start-up, or after get, list, rename, send)`, parley: `${(rss / 2 ** 20).toFixed(0)} MB`, target: '≤ 300 MB', ok: rss <= 300 * 2 ** 20 });
+  record({ name: `for comparison: resident memory at the end, ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations after the create rounds`, parley: `${(rssAtEnd / 2 ** 20).toFixed(0)} MB` });
+}
+
+async function writeDoc(): Promise<void> {
+  const cpu = os.cpus();
+  const lines = [
+    '<!-- bench:begin (written by `npm run bench`; edit outside these markers) -->',
+    `Run ${new Date(started).toISOString()}${QUICK ? ' (**--quick**: 10,000 instead of 100,000 conversations, short runs)' : ''}, ` +
+      `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${os.platform()} ${os.release()}. ` +
+      `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}` +
+      ` (above ~0.5 the machine was busy with other work and the figures are disturbed). ` +
+      `The create rounds run last (${CFG.creates.toLocaleString('en-US')} creates per round) and grow the stores to ${storeSizes.small?.toLocaleString('en-US') ?? '?'} and ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations. ` +
+      `${CFG.connections} connections; each throughput figure the median of ${CFG.rounds} round(s) of ${CFG.seconds} s, rounds interleaved across the three servers, after ${CFG.warmup} s of warm-up; total run ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+    '',
+    '| figure | Parley | baseline | ratio | target | met |',
+    '|---|---|---|---|---|---|',
+    ...figures.map((f) => `| ${f.name} | ${f.parley} | ${f.baseline ?? ''} | ${f.ratio === undefined || Number.isNaN(f.ratio) ? '' : f.ratio.toFixed(2)} | ${f.target ?? ''} | ${f.target === undefined ? '' : f.ok ? 'yes' : '**no**'} |`),
+    '<!-- bench:end -->',
+  ];
+  const file = path.join(ROOT, 'docs', 'benchmarks.md');
+  let doc: string;
+  try {
+    doc = await fs.readFile(file, 'utf8');
+  } catch {
+    doc = '# Benchmarks\n\n<!-- bench:begin -->\n<!-- bench:end -->\n';
+  }
+  const begin = doc.indexOf('<!-- bench:begin');
+  const end = doc.indexOf('<!-- bench:end -->');
+  doc = begin === -1 || end === -1 ? `${doc}\n${lines.join('\n')}\n` : doc.slice(0, begin) + lines.join('\n') + doc.slice(end + '<!-- bench:end -->'.length);
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, doc);
+  log(`\nwrote ${path.relative(process.cwd(), file)}`);
+}
+
+// Ctrl-C: stop the servers and remove the temporary folder before leaving.
+process.once('SIGINT', () => {
+  void Promise.all([...live].map((c) => c.stop()))
+    .then(() => fs.rm(tmp, { recursive: true, force: true }))
+    .finally(() => process.exit(130));
+});
+
+try {
+  log(`Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`);
+  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
+  const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
+  const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
+  for (const scale of ['small', 'large'] as const) {
+    const count = CFG[scale];
+    const t0 = performance.now();
+    seeded[scale] = await seed(path.join(tmp, `data-${scale}`), APP, count, (n) => {
+      if (n % 20_000 === 0) process.stdout.write(`\r  seeding ${n.toLocaleString('en-US')} / ${count.toLocaleString('en-US')}`);
+    });
+    // A few conversations of the stream app beside them, for the stream figures.
+    streamIds[scale] = await seed(path.join(tmp, `data-${scale}`), STREAM_APP, 300);
+    log(`\rseeded ${count.toLocaleString('en-US')} conversations of 4 items (+ 300 of ${STREAM_APP}) through FileStore in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+
+  log(`start-up with ${CFG.large.toLocaleString('en-US')} conversations`);
+  const startups: Startup[] = [];
+  let large: Child | undefined;
+  for (let i = 0; i < CFG.startups; i++) {
+    if (large) await stop(large);
+    large = await start('parley-server.ts', [path.join(tmp, 'data-large'), fixturesDir], {}, 'large');
+    const s = { processToReadyMs: large.ready.processToReadyMs as number, openMs: large.ready.openMs as number, rss: large.ready.rss as number };
+    startups.push(s);
+    log(`  ${ms(s.processToReadyMs)} from process start to listening (of which store open + listen ${ms(s.openMs)}), RSS ${(s.rss / 2 ** 20).toFixed(0)} MB`);
+  }
+  const small = await start('parley-server.ts', [path.join(tmp, 'data-small'), fixturesDir], {}, 'small');
+  const raw = await start('baseline-server.ts');
+  const withSend = await sendMessageAvailable(small.ready.port, APP, seeded.small[0]!);
+  const servers = { small: { port: small.ready.port, ids: seeded.small, streamIds: streamIds.small }, large: { port: large!.ready.port, ids: seeded.large, streamIds: streamIds.large } };
+  // Memory is taken after reads, renames and sends over the 100,000, before the creates add more.
+  let rssAfterLoad = 0;
+  const tp = await measureThroughput(raw.ready.port, servers.small, servers.large, withSend, async () => {
+    rssAfterLoad = (await large!.ask<{ rss: number }>('stats')).rss;
+    log(`  resident memory of the large server after get, list, rename${withSend ? ', send' : ''}: ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`);
+  });
+  const lat = await measureLatency(raw.ready.port, withSend ? servers : {});
+  // The create rounds (last) add conversations; say how big each store ended up.
+  for (const [name, port] of [['small', small.ready.port], ['large', large!.ready.port]] as const) {
+    const metrics = await fetch(`http://127.0.0.1:${port}/v1/apps/${APP}/metrics`, { headers: AUTH }).then((r) => r.json() as Promise<{ total_conversations: number }>);
+    storeSizes[name] = metrics.total_conversations;
+    log(`  ${name} store after the create rounds: ${metrics.total_conversations.toLocaleString('en-US')} conversations of ${APP}`);
+  }
+  const { rss: rssAtEnd } = await large!.ask<{ rss: number }>('stats');
+  log(`  resident memory of the large server at the end (${storeSizes.large?.toLocaleString('en-US')} conversations): ${(rssAtEnd / 2 ** 20).toFixed(0)} MB`);
+  await Promise.all([stop(small), stop(large!), stop(raw)]);
+
+  const proxy = await measureOllama(fixturesDir);
+  report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
+  if (WRITE) await writeDoc();
+  log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+} finally {
+  await Promise.all([...live].map((c) => c.stop()));
+  await fs.rm(tmp, { recursive: true, force: true });
+}
