@@ -173,7 +173,6 @@ export class FileStore implements Store {
     await this.journal.open((entry, line) => {
       if (isPlainEntry(entry)) {
         this.index(entry.v);
-        lines++;
         return;
       }
       const parsed = JournalEntry.safeParse(entry);
