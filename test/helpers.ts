@@ -1,4 +1,5 @@
 // Test helpers: a real Parley on 127.0.0.1:0 with a temporary data directory, and a small client.
+import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,8 +17,22 @@ export const KEY = TARGET.api_key;
 export const OTHER_TEAM_KEY = 'sk_live_other_OzEjiklGc2BegiC04r2ttSM31f09wGs4';
 export const APP = TARGET.app_id;
 
+const createdDirs: string[] = [];
+// Each test file runs in its own process: what it created goes with it, whatever the outcome.
+process.once('exit', () => {
+  for (const dir of createdDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Still mounted or in use: left for the OS's tmp cleaning.
+    }
+  }
+});
+
 export async function tempDir(prefix = 'parley-test-'): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  createdDirs.push(dir);
+  return dir;
 }
 
 export interface TestServer extends Parley {
