@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --no-write]`: Parley beside a raw node:http baseline,
+// `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama]`: Parley beside a raw node:http baseline,
 // at 1,000 and 100,000 conversations; prints every figure and ratio and writes docs/benchmarks.md.
 // Everything runs on loopback, in a temporary folder, and is stopped at the end.
 import fs from 'node:fs/promises';
@@ -11,7 +11,9 @@ import { load, percentile, rate, repeat, timed, type LoadResult } from './measur
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PROFILE = args.has('--profile');
-const WRITE = !args.has('--no-write') && !PROFILE;
+/** Only the Ollama proxy figures (a minute or so): for working on the proxy path. Writes nothing. */
+const OLLAMA_ONLY = args.has('--ollama');
+const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 const CFG = QUICK
@@ -271,6 +273,13 @@ function rps(r: LoadResult | undefined): string {
   return r ? `${Math.round(r.rps).toLocaleString('en-US')} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms` : 'not measured';
 }
 
+function reportProxy(proxy: Proxy): void {
+  const added = proxy.parleyFirstP50 - proxy.directFirstP50;
+  record({ name: 'Ollama proxy: added time to first token p50', parley: `${ms(added)} (${ms(proxy.parleyFirstP50)} through Parley)`, baseline: `${ms(proxy.directFirstP50)} direct`, target: '≤ 2 ms', ok: added <= 2 });
+  const rate = ratioOf(proxy.parleyRate, proxy.directRate);
+  record({ name: 'Ollama proxy: token rate through Parley ÷ direct', parley: `${Math.round(proxy.parleyRate)} tokens/s`, baseline: `${Math.round(proxy.directRate)} tokens/s`, ratio: rate, target: '≥ 0.9', ok: atLeast(rate, 0.9) });
+}
+
 function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad: number, rssAtEnd: number, proxy: Proxy | undefined): void {
   const L = CFG.large.toLocaleString('en-US');
   const S = CFG.small.toLocaleString('en-US');
@@ -313,10 +322,7 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
     record({ name: 'stream: time to first event p50 ÷ raw GET p50', parley: 'not measured (streams not on this branch)', baseline: ms(lat.rawGetP50), target: '≤ 2', ok: false });
   }
   if (proxy) {
-    const added = proxy.parleyFirstP50 - proxy.directFirstP50;
-    record({ name: 'Ollama proxy: added time to first token p50', parley: `${ms(added)} (${ms(proxy.parleyFirstP50)} through Parley)`, baseline: `${ms(proxy.directFirstP50)} direct`, target: '≤ 2 ms', ok: added <= 2 });
-    const rate = ratioOf(proxy.parleyRate, proxy.directRate);
-    record({ name: 'Ollama proxy: token rate through Parley ÷ direct', parley: `${Math.round(proxy.parleyRate)} tokens/s`, baseline: `${Math.round(proxy.directRate)} tokens/s`, ratio: rate, target: '≥ 0.9', ok: atLeast(rate, 0.9) });
+    reportProxy(proxy);
   } else {
     record({ name: 'Ollama proxy', parley: 'not measured (Ollama engine not on this branch)', target: 'added TTFT ≤ 2 ms, rate ≥ 0.9', ok: false });
   }
@@ -369,6 +375,10 @@ process.once('SIGINT', () => {
 try {
   log(`Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`);
   const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
+  if (OLLAMA_ONLY) {
+    const proxy = await measureOllama(fixturesDir);
+    if (proxy) reportProxy(proxy);
+  } else {
   const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
   const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
   for (const scale of ['small', 'large'] as const) {
@@ -416,6 +426,7 @@ try {
   const proxy = await measureOllama(fixturesDir);
   report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
   if (WRITE) await writeDoc();
+  }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 } finally {
   await Promise.all([...live].map((c) => c.stop()));

@@ -2,7 +2,7 @@
 // so that a disconnecting caller aborts only its own generation (D-19). Tools run in the service;
 // Ollama's failures become model errors with clear codes (D-17).
 import { Ollama, type ChatResponse, type Message, type Tool } from 'ollama';
-import { Agent, fetch as undiciFetch } from 'undici';
+import { patientFetch } from './ollama-fetch.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelEvent, type ModelRequest, type TitleRequest } from './types.ts';
 
 export interface OllamaEngineOptions {
@@ -11,17 +11,6 @@ export interface OllamaEngineOptions {
   model: string;
   /** Defaults to `patientFetch()`; tests pass the global fetch so that msw can answer. */
   fetch?: typeof fetch;
-}
-
-/**
- * Node's global fetch gives up when response headers take more than 300 s, which a loaded Ollama
- * can exceed (model load, long prompt evaluation). This one waits as long as the generation does;
- * the caller's abort signal is what ends it.
- */
-export function patientFetch(): typeof fetch {
-  const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
-  return ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch;
 }
 
 /** Wraps metadata so that the model reads it as data: delimited, JSON, and unable to close its own block. */

@@ -1,0 +1,165 @@
+// The Ollama engine's default fetch (src/model/ollama-fetch.ts) against a loopback server speaking
+// Ollama's NDJSON: lines reach the engine as they are sent, errors map as with WHATWG fetch, and an
+// abort ends the upstream request. msw cannot see it (undici's `request`), so a real server it is.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { OllamaEngine } from '../src/model/ollama.ts';
+import { patientFetch } from '../src/model/ollama-fetch.ts';
+import { ModelError, type ModelRequest } from '../src/model/types.ts';
+
+const line = (content: string, done = false) =>
+  JSON.stringify({ model: 'm', created_at: '2025-01-01T00:00:00Z', message: { role: 'assistant', content }, done, ...(done ? { prompt_eval_count: 3, eval_count: 2 } : {}) }) + '\n';
+
+/** What the handler of the next request does; `closed` resolves when its connection's request ends. */
+let handler: (req: http.IncomingMessage, res: http.ServerResponse) => void = () => {};
+const server = http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c));
+  req.on('end', () => {
+    (req as http.IncomingMessage & { text?: string }).text = body;
+    handler(req, res);
+  });
+});
+let host = '';
+before(async () => {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  host = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+after(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+const request = (): ModelRequest => ({ kind: 'response', agentName: 'A', instructions: 'Be brief.', metadata: {}, messages: [{ role: 'user', content: 'Hi' }], tools: [], fast: true });
+
+describe('patientFetch (the Ollama engine default)', () => {
+  test('each NDJSON line reaches the engine while Ollama is still generating', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let sent = '';
+    handler = (req, res) => {
+      sent = (req as http.IncomingMessage & { text?: string }).text ?? '';
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(line('Hel'));
+      void held.then(() => {
+        res.write(line('lo'));
+        res.end(line('', true));
+      });
+    };
+    const engine = new OllamaEngine({ host, model: 'm' });
+    const it = engine.generate(request(), new AbortController().signal)[Symbol.asyncIterator]();
+    // The first delta arrives although the server holds back the rest of the reply.
+    assert.deepEqual((await it.next()).value, { type: 'text', delta: 'Hel' });
+    assert.equal(JSON.parse(sent).model, 'm');
+    assert.equal(JSON.parse(sent).stream, true);
+    release();
+    const rest = [];
+    for (let r = await it.next(); !r.done; r = await it.next()) rest.push(r.value);
+    assert.deepEqual(rest, [
+      { type: 'text', delta: 'lo' },
+      { type: 'done', usage: { input_tokens: 3, output_tokens: 2 } },
+    ]);
+  });
+
+  test('Ollama refusing a model is model_not_found; a closed port is model_unreachable', async () => {
+    handler = (_req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'model "m" not found, try pulling it first' }));
+    };
+    const engine = new OllamaEngine({ host, model: 'm' });
+    const failure = async (e: OllamaEngine) => {
+      try {
+        for await (const _ of e.generate(request(), new AbortController().signal));
+      } catch (err) {
+        return err as ModelError;
+      }
+      assert.fail('expected a failure');
+    };
+    const notFound = await failure(engine);
+    assert.ok(notFound instanceof ModelError);
+    assert.equal(notFound.code, 'model_not_found');
+    assert.match(notFound.message, /not found, try pulling it first/);
+
+    const closed = http.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const unreachable = await failure(new OllamaEngine({ host: `http://127.0.0.1:${port}`, model: 'm' }));
+    assert.equal(unreachable.code, 'model_unreachable');
+  });
+
+  test('a connection cut in the middle of the reply fails the generation', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(line('partial'), () => res.socket?.destroy());
+    };
+    const events: unknown[] = [];
+    const err = await (async () => {
+      try {
+        for await (const e of new OllamaEngine({ host, model: 'm' }).generate(request(), new AbortController().signal)) events.push(e);
+      } catch (e) {
+        return e as ModelError;
+      }
+    })();
+    assert.deepEqual(events, [{ type: 'text', delta: 'partial' }]);
+    assert.ok(err instanceof ModelError);
+  });
+
+  test('aborting the signal ends the upstream request at once', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => (upstreamClosed = r));
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(line('one'));
+      res.on('close', upstreamClosed);
+    };
+    const ac = new AbortController();
+    const seen: unknown[] = [];
+    const reason = new Error('client disconnected');
+    const err = await (async () => {
+      try {
+        for await (const e of new OllamaEngine({ host, model: 'm' }).generate(request(), ac.signal)) {
+          seen.push(e);
+          ac.abort(reason);
+        }
+      } catch (e) {
+        return e;
+      }
+    })();
+    assert.equal(err, reason);
+    assert.deepEqual(seen, [{ type: 'text', delta: 'one' }]);
+    await closed;
+  });
+
+  test('behaves as fetch for the rest: headers, null-body statuses, other bodies', async () => {
+    const f = patientFetch();
+    handler = (req, res) => {
+      if (req.url === '/empty') {
+        res.writeHead(204, { 'x-a': '1' });
+        return res.end();
+      }
+      res.writeHead(200, [
+        ['content-type', 'application/json'],
+        ['set-cookie', 'a=1'],
+        ['set-cookie', 'b=2'],
+        ['x-seen', String(req.headers['x-sent'])],
+      ]);
+      res.end(JSON.stringify({ method: req.method, body: (req as http.IncomingMessage & { text?: string }).text }));
+    };
+    const r = await f(`${host}/json`, { method: 'POST', body: 'x', headers: new Headers({ 'x-sent': 'yes' }) });
+    assert.equal(r.status, 200);
+    assert.equal(r.statusText, 'OK');
+    assert.equal(r.headers.get('x-seen'), 'yes');
+    assert.deepEqual(r.headers.getSetCookie(), ['a=1', 'b=2']);
+    assert.deepEqual(await r.json(), { method: 'POST', body: 'x' });
+    const empty = await f(new URL(`${host}/empty`));
+    assert.equal(empty.status, 204);
+    assert.equal(empty.body, null);
+    assert.equal(empty.headers.get('x-a'), '1');
+    // A body other than a string takes undici's own fetch, with the same result.
+    const viaBytes = await f(`${host}/json`, { method: 'POST', body: new TextEncoder().encode('z') });
+    assert.deepEqual(await viaBytes.json(), { method: 'POST', body: 'z' });
+  });
+});
