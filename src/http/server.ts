@@ -114,12 +114,16 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       appId = params.app_id;
       const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
       const headers = route.counted && opts.rateLimiter ? await opts.rateLimiter.take(app) : {};
+      let query: URLSearchParams | undefined;
       const ctx: RequestContext = {
         req,
         res,
         requestId,
         params,
-        query: new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1)),
+        // Parsed only for the routes that read it (lists); a get has no query.
+        get query() {
+          return (query ??= new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1)));
+        },
         get log() {
           return getLog();
         },
