@@ -31,6 +31,8 @@ try {
     console.log(`round ${r + 1}: raw ${got.raw!.at(-1)!.toFixed(0)}  A ${got.A!.at(-1)!.toFixed(0)} (${(got.A!.at(-1)! / got.raw!.at(-1)!).toFixed(2)})  B ${got.B!.at(-1)!.toFixed(0)} (${(got.B!.at(-1)! / got.raw!.at(-1)!).toFixed(2)})`);
   }
   const med = (v: number[]) => percentile(v, 50);
+  // Paired by round (A and B measured seconds apart), this is steadier than the ratio of medians on a busy machine.
+  console.log(`B ÷ A per round: ${got.B!.map((b, i) => (b / got.A![i]!).toFixed(2)).join(' ')}; median ${percentile(got.B!.map((b, i) => b / got.A![i]!), 50).toFixed(2)}`);
   console.log(`median: raw ${med(got.raw!).toFixed(0)}  A ${med(got.A!).toFixed(0)} (${(med(got.A!) / med(got.raw!)).toFixed(2)})  B ${med(got.B!).toFixed(0)} (${(med(got.B!) / med(got.raw!)).toFixed(2)})`);
   // One at a time: p50 latency of get.
   for (const [name, s] of Object.entries(servers)) {
