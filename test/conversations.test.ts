@@ -86,3 +86,29 @@ describe('list (§4.2, D-12)', () => {
     }
   });
 });
+
+describe('get conversation serves kept JSON text, renewed on every write', () => {
+  test('a new message and a rename both show in the next get; the text matches the object get', async () => {
+    const id = ((await s.call('POST', base, { title: 'First' })).body as { id: string }).id;
+    const first = ReferenceConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
+    assert.deepEqual(first.items, []);
+    // Read again (now from the kept text), then write: the write must show.
+    assert.deepEqual((await s.call('GET', `${base}/${id}`)).body, first);
+    assert.equal((await s.call('POST', `${base}/${id}`, { message: { content: 'Hello there' }, stream: false })).status, 200);
+    const second = ReferenceConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
+    assert.equal(second.items.length >= 2, true, 'the exchange is there');
+    assert.equal(second.items[0]!.type, 'message');
+    assert.equal((await s.call('PATCH', `${base}/${id}`, { title: 'Renamed' })).status, 200);
+    assert.equal((await s.call('POST', `${base}/${id}`, { message: { content: 'Again' }, stream: false })).status, 200);
+    const third = ReferenceConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
+    assert.equal(third.title, 'Renamed');
+    assert.ok(third.items.length > second.items.length, 'the second exchange is there');
+    assert.match(JSON.stringify(third.items.slice(second.items.length)), /Again/);
+    assert.deepEqual(third.items.slice(0, second.items.length), second.items);
+    // Byte for byte what serializing the object would give.
+    const { ConversationService } = await import('../src/services/conversations.ts');
+    const svc = new ConversationService(s.store);
+    assert.equal((await svc.getJson(APP, id)).text, JSON.stringify(await svc.get(APP, id)));
+    assert.deepEqual(JSON.parse(JSON.stringify(await svc.getJson(APP, id))), third, 'toJSON gives the object back');
+  });
+});

@@ -169,6 +169,33 @@ describe('npm start (src/main.ts)', () => {
     }
   });
 
+  test('the access log is written asynchronously yet no line is lost on SIGTERM: one per request, then "stopped"', { timeout: 60_000 }, async () => {
+    const dataDir = await tempDir();
+    const child = startMain(['--port', '0', '--data-dir', dataDir], { env: { LOG_LEVEL: 'info' } });
+    const stdoutClosed = once(child.proc.stdout!, 'close');
+    const url = await banner(child);
+    const ids: string[] = [];
+    await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        const res = await fetch(`${url}/apps/${APP}/conversations?limit=1`, { headers: { authorization: `Bearer ${KEY}` } });
+        assert.equal(res.status, 200);
+        ids.push(res.headers.get('x-request-id')!);
+        await res.arrayBuffer();
+      }),
+    );
+    child.proc.kill('SIGTERM');
+    assert.equal(await child.exit, 0, child.stderr);
+    await stdoutClosed;
+    const lines = child.stdout.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const requests = lines.filter((l) => l.msg === 'request');
+    assert.deepEqual(requests.map((l) => l.req_id).sort(), [...ids].sort(), 'one line per request, none lost');
+    for (const l of requests) {
+      assert.equal(l.status, 200);
+      assert.equal(typeof l.ms, 'number');
+    }
+    assert.equal(lines.at(-1)?.msg, 'stopped', 'the last line, logged just before exit, is flushed too');
+  });
+
   test('SIGTERM during a burst of creates loses none that were answered 200, and exits 0', { timeout: 120_000 }, async () => {
     const dataDir = await tempDir();
     const child = startMain(['--port', '0', '--data-dir', dataDir]);

@@ -24,7 +24,7 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'GET',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: { handle: (ctx) => conversations.get(ctx.app.id, ctx.params.conversation_id!) },
+      route: { handle: (ctx) => conversations.getJson(ctx.app.id, ctx.params.conversation_id!) },
     },
     {
       method: 'PATCH',

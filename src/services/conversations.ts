@@ -10,6 +10,7 @@ import type {
 } from '../contract/index.ts';
 import { LIMITS } from '../contract/index.ts';
 import { invalidRequest, notFound } from '../http/errors.ts';
+import { JsonText } from '../http/respond.ts';
 import type { ConversationRecord, Store } from '../store/types.ts';
 import { newId, unixNow } from './ids.ts';
 
@@ -28,6 +29,12 @@ export function toConversation(r: ConversationRecord): ConversationT {
 export class ConversationService {
   /** The last queued change of each conversation being changed (see `exclusive`). */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /**
+   * The JSON text of a conversation file's items, keyed by the store's items array (so it lives as
+   * long as the store keeps that file cached, and a file read again is a new key). The store only
+   * ever appends items (`appendToConversation`), so a write changes the length, which invalidates it.
+   */
+  private readonly itemsJson = new WeakMap<readonly unknown[], { length: number; text: string }>();
 
   constructor(private readonly store: Store) {}
 
@@ -76,6 +83,22 @@ export class ConversationService {
     const record = this.find(appId, id);
     const file = await this.store.readConversationFile(id);
     return { ...toConversation(record), items: file.items };
+  }
+
+  /**
+   * `get` as the JSON text of the response: the items' text is kept per conversation file and
+   * reused until the file gains items, so a conversation read again is not serialized again.
+   */
+  async getJson(appId: string, id: string): Promise<JsonText> {
+    const record = this.find(appId, id);
+    const { items } = await this.store.readConversationFile(id);
+    let cached = this.itemsJson.get(items);
+    if (!cached || cached.length !== items.length) {
+      cached = { length: items.length, text: JSON.stringify(items) };
+      this.itemsJson.set(items, cached);
+    }
+    const head = JSON.stringify(toConversation(record));
+    return new JsonText(`${head.slice(0, -1)},"items":${cached.text}}`);
   }
 
   update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
