@@ -2,6 +2,7 @@
 // `{type: 'ready', ...}` over IPC, and exits when told to (or when the parent goes away).
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import v8 from 'node:v8';
 
 export interface Ready {
   type: 'ready';
@@ -78,7 +79,11 @@ export async function startChild(script: string, args: string[] = [], opts: { en
 /** For the child side: answers `stats` with its memory and stops on `stop` or when the parent dies. */
 export function serveIpc(stop: () => Promise<void>): void {
   process.on('message', (m: { type: string }) => {
-    if (m?.type === 'stats') process.send!({ type: 'stats', rss: process.memoryUsage().rss, heapUsed: process.memoryUsage().heapUsed });
+    if (m?.type === 'stats') {
+      const { rss, heapUsed, heapTotal } = process.memoryUsage();
+      const old = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
+      process.send!({ type: 'stats', rss, heapUsed, heapTotal, oldSpaceSize: old?.space_size, oldSpaceUsed: old?.space_used_size });
+    }
     if (m?.type === 'stop') void stop().then(() => process.exit(0));
   });
   process.on('disconnect', () => void stop().finally(() => process.exit(0)));

@@ -1,0 +1,115 @@
+// The journal's streamed reader: the same entries, line numbers, torn-tail handling and errors
+// whatever the chunk size, with lines and multi-byte characters cut across chunks.
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { Journal } from '../src/store/journal.ts';
+import { StoreError } from '../src/store/types.ts';
+import { tempDir } from './helpers.ts';
+
+// Lines of 1 to ~300 bytes, with 2-, 3- and 4-byte UTF-8 characters and a blank line (line 3).
+const ENTRIES = [{ n: 1, s: 'é' }, { n: 2, s: 'x'.repeat(300) }, null, { n: 3, s: '€ 漢字 😀' }, { n: 4 }];
+const TEXT = ENTRIES.map((e) => (e === null ? '   ' : JSON.stringify(e))).join('\n') + '\n';
+const WHOLE = ENTRIES.filter((e) => e !== null);
+const LINE_NOS = [1, 2, 4, 5];
+
+async function read(file: string, chunkBytes?: number): Promise<{ entries: unknown[]; lineNos: number[]; result: { lines: number; dropped: boolean }; journal: Journal }> {
+  const journal = new Journal(file, chunkBytes === undefined ? {} : { chunkBytes });
+  const entries: unknown[] = [];
+  const lineNos: number[] = [];
+  const result = await journal.open((e, line) => {
+    entries.push(e);
+    lineNos.push(line);
+  });
+  return { entries, lineNos, result, journal };
+}
+
+describe('journal reader', () => {
+  test('reads the same entries and line numbers with every chunk size, lines cut across chunks', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    await fs.writeFile(file, TEXT);
+    // 1 byte cuts every multi-byte character; 7 and 64 cut lines at odd places; the default reads it whole.
+    for (const chunkBytes of [1, 2, 3, 7, 64, 301, undefined]) {
+      const { entries, lineNos, result, journal } = await read(file, chunkBytes);
+      await journal.close();
+      assert.deepEqual(entries, WHOLE, `chunk ${chunkBytes}`);
+      assert.deepEqual(lineNos, LINE_NOS, `chunk ${chunkBytes}`);
+      assert.deepEqual(result, { lines: 5, dropped: false });
+      assert.equal(journal.lines, 4);
+    }
+    assert.equal(await fs.readFile(file, 'utf8'), TEXT, 'reading changes nothing');
+  });
+
+  test('a torn tail spanning chunks is dropped, cut off the file, and the next append is a whole line', async () => {
+    for (const chunkBytes of [1, 5, 64, undefined]) {
+      const file = path.join(await tempDir(), 'j.jsonl');
+      // A torn multi-byte tail longer than a chunk.
+      await fs.writeFile(file, TEXT + '{"n":5,"s":"漢字 torn');
+      const { entries, result, journal } = await read(file, chunkBytes);
+      assert.deepEqual(entries, WHOLE, `chunk ${chunkBytes}`);
+      assert.deepEqual(result, { lines: 6, dropped: true });
+      assert.equal(await fs.readFile(file, 'utf8'), TEXT, 'the torn tail is cut off');
+      await journal.append({ n: 6 });
+      await journal.close();
+      assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":6}\n');
+      const again = await read(file, chunkBytes);
+      await again.journal.close();
+      assert.deepEqual(again.entries, [...WHOLE, { n: 6 }]);
+      assert.equal(again.result.dropped, false);
+    }
+  });
+
+  test('a bad line before the end names its line number, whatever the chunk size', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const bad = TEXT.split('\n');
+    bad[3] = '{"n":3,"s":"漢字"'; // line 4: cut short but followed by more lines, so damage, not a torn tail
+    await fs.writeFile(file, bad.join('\n'));
+    for (const chunkBytes of [1, 7, undefined]) {
+      const err = await read(file, chunkBytes).then(
+        () => assert.fail('should not open'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof StoreError);
+      assert.equal(err.file, file);
+      assert.match(err.message, /j\.jsonl: line 4 is not valid JSON/);
+    }
+    assert.equal(await fs.readFile(file, 'utf8'), bad.join('\n'), 'nothing rewritten');
+  });
+
+  test('skipBadLines skips bad lines across chunks and keeps reading', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    await fs.writeFile(file, '{"n":1}\nnot json at all\n{"n":2}\n');
+    const journal = new Journal(file, { skipBadLines: true, chunkBytes: 3 });
+    const entries: unknown[] = [];
+    assert.deepEqual(await journal.open((e) => entries.push(e)), { lines: 3, dropped: false });
+    await journal.close();
+    assert.deepEqual(entries, [{ n: 1 }, { n: 2 }]);
+  });
+
+  test('an error thrown by the caller for an entry stops the read and closes the file', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    await fs.writeFile(file, TEXT);
+    const journal = new Journal(file, { chunkBytes: 4 });
+    await assert.rejects(
+      journal.open((_e, line) => {
+        if (line === 2) throw new StoreError(file, 'line 2: refused');
+      }),
+      /line 2: refused/,
+    );
+    // Nothing left open for writing: a new journal on the same file opens normally.
+    const { entries, journal: again } = await read(file);
+    await again.close();
+    assert.deepEqual(entries, WHOLE);
+  });
+
+  test('a missing journal is empty and is created on open', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const { entries, result, journal } = await read(file, 4);
+    await journal.append({ n: 1 });
+    await journal.close();
+    assert.deepEqual(entries, []);
+    assert.deepEqual(result, { lines: 0, dropped: false });
+    assert.equal(await fs.readFile(file, 'utf8'), '{"n":1}\n');
+  });
+});
