@@ -67,7 +67,11 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     await usage.open();
     const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
     // D-23: day counts live beside the data so that a restart keeps them.
-    if (!opts.rateLimiter) limits = await RateLimitService.open({ file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'), fixtures });
+    if (!opts.rateLimiter) limits = await RateLimitService.open({
+        file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'),
+        fixtures,
+        onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
+      });
     idempotency = await IdempotencyService.open({ dir: path.join(opts.dataDir ?? './data', 'idempotency'), logger });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);

@@ -1,6 +1,7 @@
 // Test helper: fault injection at the fs layer. While "full", every file write in this process fails
 // the way a full disk makes it fail (ENOSPC from write(2)), whoever the caller; reads keep working.
 // Portable (no root, no mount), and it drives the real error paths of the store and the journals.
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +41,16 @@ export async function injectDiskFault(): Promise<DiskFault> {
       }
       return original.apply(this, args);
     };
+  };
+  // The synchronous write(2) too (the rate-limit journal writes its counts with it).
+  const writeSync = fsSync.writeSync;
+  patches.push([fsSync as unknown as Record<string, AnyFn>, 'writeSync', writeSync]);
+  (fsSync as unknown as Record<string, AnyFn>).writeSync = function (this: unknown, ...args: unknown[]) {
+    if (fault.full) {
+      fault.refused++;
+      throw enospc();
+    }
+    return (writeSync as AnyFn).apply(this, args);
   };
   patch(handleProto, 'write');
   patch(handleProto, 'writeFile');

@@ -25,7 +25,8 @@ export interface Route {
 
 /** The rate-limit hook (D-23): throws a 429 ApiError, or returns headers for the counted request. */
 export interface RateLimiter {
-  take(app: AppT): Record<string, string> | Promise<Record<string, string>>;
+  /** Counts the request (returning its D-23 headers) or throws (429, or 500 if it cannot be counted); synchronous, so that concurrent requests cannot pass the limit together. */
+  take(app: AppT): Record<string, string>;
 }
 
 /** The idempotency hook: runs `next` once per key, or answers for it (replay, 409, 422). */
@@ -113,7 +114,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       const key = opts.auth.authenticate(req.headers.authorization);
       appId = params.app_id;
       const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-      const headers = route.counted && opts.rateLimiter ? await opts.rateLimiter.take(app) : {};
+      const headers = route.counted && opts.rateLimiter ? opts.rateLimiter.take(app) : {};
       let query: URLSearchParams | undefined;
       const ctx: RequestContext = {
         req,

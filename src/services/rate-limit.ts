@@ -1,5 +1,5 @@
-// D-23 rate limits: a sliding one-minute window and a UTC-day count per app, kept in the store's
-// group-committed Journal (compacted in turn with the appends) so that a restart forgets no count.
+// D-23 rate limits: a sliding one-minute window and a UTC-day count per app, kept in a Journal
+// (written before the request goes on, fsynced in the background) so that a restart forgets no count.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { apiError } from '../http/errors.ts';
@@ -29,6 +29,8 @@ export interface RateLimitOptions {
   now?: () => number;
   /** Lines written before the journal is rewritten as one snapshot (kept small; tests lower it). */
   compactAfter?: number;
+  /** Told when a background fsync fails: the counts are still in memory and in the OS's cache. */
+  onSyncError?: (err: Error) => void;
 }
 
 export class RateLimitService implements RateLimiter {
@@ -38,6 +40,8 @@ export class RateLimitService implements RateLimiter {
   /** Counting is best kept going: a damaged line costs at most one request's count. */
   private readonly journal: Journal;
   private compacting: Promise<void> | undefined;
+  /** Entries written by the last compaction. */
+  private snapshotLines = 0;
 
   private constructor(
     readonly file: string,
@@ -46,7 +50,7 @@ export class RateLimitService implements RateLimiter {
   ) {
     this.now = opts.now ?? Date.now;
     this.compactAfter = opts.compactAfter ?? 10_000;
-    this.journal = new Journal(file, { skipBadLines: true });
+    this.journal = new Journal(file, { skipBadLines: true, onSyncError: opts.onSyncError });
   }
 
   /** Reads the journal (a torn last line was never acknowledged and is dropped) and opens it for appends. */
@@ -90,12 +94,15 @@ export class RateLimitService implements RateLimiter {
   }
 
   /**
-   * Counts one request or refuses it. The slot is taken synchronously, so concurrent requests can
-   * never pass the limit together; it is given back if it cannot be made durable.
+   * Counts one request or refuses it, synchronously. The slot is taken before anything awaits, so
+   * concurrent requests can never pass the limit together, and the count is written to the journal
+   * (write(2), fsynced in the background) before the request goes on: a restart or a crash of the
+   * process forgets no count, and the request does not wait for an fsync (docs/reliability.md).
+   * If the line cannot be written, the slot is given back and the request fails.
    */
-  take(app: AppT): Promise<Record<string, string>> {
+  take(app: AppT): Record<string, string> {
     const plan = this.fixtures.plans.get(app.plan);
-    if (!plan) return Promise.resolve({});
+    if (!plan) return {};
     const now = this.now();
     const u = this.usageOf(app.id, now);
     const inMinute = u.recent.length - u.head;
@@ -107,32 +114,26 @@ export class RateLimitService implements RateLimiter {
       const dayWait = dayLeft <= 0 ? u.day + DAY - now : 0;
       const wait = Math.max(minuteWait, dayWait);
       const byDay = dayWait >= minuteWait;
-      return Promise.reject(
-        apiError('rate_limit_exceeded', `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`, {
-          headers: {
-            'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-            ...headers(byDay ? plan.requests_per_day : plan.requests_per_minute, 0, byDay ? u.day + DAY - now : u.recent.at(-1)! + MINUTE - now),
-          },
-        }),
-      );
+      throw apiError('rate_limit_exceeded', `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`, {
+        headers: {
+          'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+          ...headers(byDay ? plan.requests_per_day : plan.requests_per_minute, 0, byDay ? u.day + DAY - now : u.recent.at(-1)! + MINUTE - now),
+        },
+      });
     }
     u.recent.push(now);
     u.dayCount++;
+    try {
+      this.journal.appendNow({ a: app.id, t: now } satisfies Entry);
+    } catch (err) {
+      this.giveBack(app.id, now);
+      throw err;
+    }
+    this.compactIfDue();
     // The headers describe the window closer to its limit (the minute one on a tie).
-    const out =
-      dayLeft < minuteLeft
-        ? headers(plan.requests_per_day, dayLeft - 1, u.day + DAY - now)
-        : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
-    return this.journal.append({ a: app.id, t: now } satisfies Entry).then(
-      () => {
-        this.compactIfDue();
-        return out;
-      },
-      (err: Error) => {
-        this.giveBack(app.id, now);
-        throw err;
-      },
-    );
+    return dayLeft < minuteLeft
+      ? headers(plan.requests_per_day, dayLeft - 1, u.day + DAY - now)
+      : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
   }
 
   private giveBack(appId: string, t: number): void {
@@ -143,16 +144,30 @@ export class RateLimitService implements RateLimiter {
     if (dayStart(t) === u.day && u.dayCount > 0) u.dayCount--;
   }
 
-  /** Keeps the journal small whatever the traffic: today's counts plus the last minute's requests. */
+  /**
+   * Keeps the journal small whatever the traffic: today's counts plus the last minute's requests.
+   * It is rewritten once it holds `compactAfter` lines and twice what the last snapshot held (a busy
+   * minute's snapshot can itself be thousands of lines; rewriting it on every count would be waste).
+   */
   private compactIfDue(): void {
-    if (this.compacting || this.journal.lines <= this.compactAfter) return;
+    if (this.compacting || this.journal.lines <= Math.max(this.compactAfter, 2 * this.snapshotLines)) return;
     this.compacting = this.journal
-      .compact(() => this.snapshot())
-      // A failed compaction leaves the longer journal, which still holds every count.
-      .catch(() => {})
-      .finally(() => {
-        this.compacting = undefined;
-      });
+      .compact(() => {
+        const entries = this.snapshot();
+        this.snapshotLines = entries.length;
+        return entries;
+      })
+      .then(
+        () => {
+          this.compacting = undefined;
+          // Counts taken during the compaction were appended after it: they may call for another.
+          this.compactIfDue();
+        },
+        () => {
+          // A failed compaction leaves the longer journal, which still holds every count.
+          this.compacting = undefined;
+        },
+      );
   }
 
   private snapshot(): Entry[] {
@@ -169,7 +184,7 @@ export class RateLimitService implements RateLimiter {
   }
 
   async close(): Promise<void> {
-    await this.compacting;
+    while (this.compacting) await this.compacting;
     await this.journal.close();
   }
 }

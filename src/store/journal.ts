@@ -1,5 +1,6 @@
 // An append-only JSON-lines journal: group commit (one write + fsync for every line queued meanwhile)
 // so that each acknowledged append is on disk without paying one fsync per request.
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { syncDir } from './atomic-json-file.ts';
@@ -19,6 +20,8 @@ export interface JournalOptions {
   skipBadLines?: boolean;
   /** Bytes read at a time at open (tests use small ones to cut lines across chunks). */
   chunkBytes?: number;
+  /** Told when a background fsync of `appendNow` lines fails (the lines are still in the OS's cache). */
+  onSyncError?: (err: Error) => void;
 }
 
 /**
@@ -42,6 +45,12 @@ export class Journal {
   private size = 0;
   /** Entries in the file (read at open, appended or written by the last compaction). */
   lines = 0;
+  /** `appendNow` lines waiting for a compaction to finish: they belong in the new file. */
+  private held: string[] = [];
+  private replacing = false;
+  /** Set by `appendNow`; the background fsync loop runs while it is. */
+  private unsynced = false;
+  private syncing: Promise<void> | undefined;
 
   constructor(
     readonly file: string,
@@ -139,6 +148,60 @@ export class Journal {
   }
 
   /**
+   * Writes the line at once with write(2), before returning, and fsyncs it in the background (one
+   * fsync for every line written meanwhile), without waiting. A crash of the process (SIGKILL) loses
+   * nothing, since the line is in the OS's cache; a power cut may lose the last milliseconds. For
+   * entries on a request's path whose loss costs little (a rate-limit count), where an fsync per
+   * request (0.2–1 ms, up to 30 ms on a shared disk) is too dear. Throws if the write fails, leaving
+   * no partial line. Not to be mixed with `append` on the same journal.
+   */
+  appendNow(entry: unknown): void {
+    const line = JSON.stringify(entry) + '\n';
+    // During a compaction the line goes to the new file, written as soon as it is in place.
+    if (this.replacing) {
+      this.held.push(line);
+      return;
+    }
+    this.writeNow(line);
+    this.unsynced = true;
+    this.syncing ??= this.syncInBackground();
+  }
+
+  private writeNow(text: string): void {
+    if (!this.handle) throw new Error(`journal ${this.file} is closed`);
+    const buf = Buffer.from(text, 'utf8');
+    const fd = this.handle.fd;
+    try {
+      let offset = 0;
+      while (offset < buf.length) {
+        const n = fsSync.writeSync(fd, buf, offset, buf.length - offset);
+        if (n <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
+        offset += n;
+      }
+    } catch (err) {
+      try {
+        fsSync.ftruncateSync(fd, this.size);
+      } catch {
+        // The next open drops a torn last line anyway.
+      }
+      throw err;
+    }
+    this.size += buf.length;
+    this.lines += text.split('\n').length - 1;
+  }
+
+  private async syncInBackground(): Promise<void> {
+    try {
+      while (this.unsynced && this.handle) {
+        this.unsynced = false;
+        await this.handle.datasync().catch((err: Error) => this.opts.onSyncError?.(err));
+      }
+    } finally {
+      this.syncing = undefined;
+    }
+  }
+
+  /**
    * Rewrites the journal as `snapshot()` (taken when its turn comes, so it holds every append queued
    * before it); appends queued after it land in the new file. Atomic: a crash leaves one or the other.
    */
@@ -180,18 +243,43 @@ export class Journal {
 
   private async replace(entries: unknown[]): Promise<void> {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
-    const size = await Journal.rewrite(this.file, entries);
-    // The old handle still points at the replaced file.
-    await this.handle.close();
-    this.handle = undefined;
-    this.handle = await fs.open(this.file, 'a');
-    this.size = size;
-    this.lines = entries.length;
+    this.replacing = true;
+    try {
+      // The old file's lines are all in the snapshot; their fsync is no longer needed.
+      await this.syncing;
+      const size = await Journal.rewrite(this.file, entries);
+      // The old handle still points at the replaced file.
+      await this.handle.close();
+      this.handle = undefined;
+      this.handle = await fs.open(this.file, 'a');
+      this.size = size;
+      this.lines = entries.length;
+    } finally {
+      this.replacing = false;
+      this.writeHeld();
+    }
+  }
+
+  /** Lines counted during a compaction; a failure to write them is only logged (the count is in memory). */
+  private writeHeld(): void {
+    if (this.held.length === 0) return;
+    const text = this.held.join('');
+    this.held = [];
+    try {
+      this.writeNow(text);
+      this.unsynced = true;
+      this.syncing ??= this.syncInBackground();
+    } catch (err) {
+      this.opts.onSyncError?.(err as Error);
+    }
   }
 
   /** Waits until everything appended so far is durable (or failed). */
   async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    while (this.flushing || this.syncing) {
+      await this.flushing;
+      await this.syncing;
+    }
   }
 
   async close(): Promise<void> {
