@@ -113,3 +113,63 @@ describe('journal reader', () => {
     assert.equal(await fs.readFile(file, 'utf8'), '{"n":1}\n');
   });
 });
+
+describe('appendNow: written at once, fsynced later (the rate-limit counts)', () => {
+  /** Counts FileHandle.datasync calls (and can make them fail) for the duration of one test. */
+  async function spyDatasync(fail = false) {
+    const probe = await fs.open(path.join(await tempDir(), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const original = proto.datasync;
+    const spy = { calls: 0, restore: () => void (proto.datasync = original) };
+    proto.datasync = function (this: unknown) {
+      spy.calls++;
+      return fail ? Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })) : original.call(this);
+    };
+    return spy;
+  }
+
+  test('each line is in the file when appendNow returns; one fsync covers the lines written meanwhile, and close makes it at once', async (t) => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const spy = await spyDatasync();
+    t.after(spy.restore);
+    // A delay no test run reaches: only close() can have made the fsync.
+    const journal = new Journal(file, { syncDelayMs: 3_600_000 });
+    await journal.open(() => {});
+    for (let n = 1; n <= 3; n++) {
+      journal.appendNow({ n });
+      assert.equal((await fs.readFile(file, 'utf8')).split('\n').length - 1, n);
+    }
+    assert.equal(spy.calls, 0, 'no fsync on the request path');
+    await journal.close();
+    assert.equal(spy.calls, 1, 'one fsync for the three lines, made by close');
+    assert.equal(journal.lines, 3);
+  });
+
+  test('the fsync comes by itself after syncDelayMs, and its failure is reported, not thrown', async (t) => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const spy = await spyDatasync(true);
+    t.after(spy.restore);
+    // The journal's timer does not keep a process alive (unref): this one does, while the test waits.
+    const alive = setInterval(() => {}, 60_000);
+    t.after(() => clearInterval(alive));
+    const failed = new Promise<Error>((resolve) => {
+      const journal = new Journal(file, { syncDelayMs: 5, onSyncError: resolve });
+      void journal.open(() => {}).then(() => journal.appendNow({ n: 1 }));
+      t.after(() => journal.close());
+    });
+    assert.match((await failed).message, /EIO/);
+    assert.equal(spy.calls, 1);
+    assert.equal(await fs.readFile(file, 'utf8'), '{"n":1}\n', 'the line stays (it is in the OS cache)');
+  });
+
+  test('a failed write leaves no partial line and throws', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const journal = new Journal(file);
+    await journal.open(() => {});
+    journal.appendNow({ n: 1 });
+    await journal.close();
+    assert.throws(() => journal.appendNow({ n: 2 }), /closed/);
+    assert.equal(await fs.readFile(file, 'utf8'), '{"n":1}\n');
+  });
+});
