@@ -3,6 +3,8 @@
 import { serveIpc } from './child.ts';
 
 const [dataDir, fixturesDir] = process.argv.slice(2);
+// As `npm start` does (src/main.ts).
+(await import('../src/heap.ts')).limitHeapGrowth();
 // performance.now() counts from the start of this process, so this includes Node and tsx loading.
 const importStart = performance.now();
 const { startParley } = await import('../src/app.ts');

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startParley } from './app.ts';
+import { limitHeapGrowth } from './heap.ts';
 import { ConfigError, HelpRequested, USAGE, loadConfig } from './config.ts';
 import { StoreError } from './store/types.ts';
 
@@ -20,6 +21,7 @@ export async function serve(argv: string[]): Promise<void> {
     }
     throw err;
   }
+  limitHeapGrowth();
   let parley;
   try {
     parley = await startParley(config);
