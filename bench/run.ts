@@ -1,6 +1,7 @@
 // `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama]`: Parley beside a raw node:http baseline,
 // at 1,000 and 100,000 conversations; prints every figure and ratio and writes docs/benchmarks.md.
 // Everything runs on loopback, in a temporary folder, and is stopped at the end.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -82,6 +83,19 @@ function pick(ids: string[]): () => string {
 const ratioOf = (a: number, b: number) => (b === 0 ? NaN : a / b);
 const atLeast = (r: number, t: number) => r >= t;
 const ms = (v: number) => `${v.toFixed(2)} ms`;
+
+/**
+ * Writes the dirty pages of the sections before (100,000 seeded files, thousands of creates) to
+ * disk before a latency section starts, so that the kernel's writeback does not compete with the
+ * one-at-a-time requests on a 2-core machine (it moved the Ollama figure by ~1-2 ms between runs).
+ */
+function settle(): void {
+  try {
+    execFileSync('sync', { stdio: 'ignore' });
+  } catch {
+    // No `sync` here (not POSIX): the figures are only noisier.
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Throughput: the baseline and Parley at both scales, measured in interleaved rounds
@@ -376,6 +390,7 @@ try {
   log(`Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`);
   const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
   if (OLLAMA_ONLY) {
+    settle();
     const proxy = await measureOllama(fixturesDir);
     if (proxy) reportProxy(proxy);
   } else {
@@ -412,6 +427,7 @@ try {
     rssAfterLoad = (await large!.ask<{ rss: number }>('stats')).rss;
     log(`  resident memory of the large server after get, list, rename${withSend ? ', send' : ''}: ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`);
   });
+  settle();
   const lat = await measureLatency(raw.ready.port, withSend ? servers : {});
   // The create rounds (last) add conversations; say how big each store ended up.
   for (const [name, port] of [['small', small.ready.port], ['large', large!.ready.port]] as const) {
@@ -423,6 +439,7 @@ try {
   log(`  resident memory of the large server at the end (${storeSizes.large?.toLocaleString('en-US')} conversations): ${(rssAtEnd / 2 ** 20).toFixed(0)} MB`);
   await Promise.all([stop(small), stop(large!), stop(raw)]);
 
+  settle();
   const proxy = await measureOllama(fixturesDir);
   report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
   if (WRITE) await writeDoc();
