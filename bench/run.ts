@@ -232,6 +232,8 @@ async function measureLatency(raw: number, servers: Partial<Record<'small' | 'la
 
 interface Proxy {
   directFirstP50: number;
+  /** The same request through a bare node:http proxy (bench/raw-proxy.ts): the floor of any proxy here. */
+  rawProxyFirstP50: number;
   parleyFirstP50: number;
   directRate: number;
   parleyRate: number;
@@ -244,6 +246,7 @@ async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
   const dataDir = path.join(tmp, 'data-ollama');
   const ids = await seed(dataDir, STREAM_APP, 200);
   const p = await start('parley-server.ts', [dataDir, fixturesDir], { PARLEY_MODEL: 'ollama:bench', OLLAMA_HOST: `http://127.0.0.1:${oport}` }, 'ollama');
+  const bare = await start('raw-proxy.ts', [String(oport)]);
   try {
     if (!(await sendMessageAvailable(p.ready.port, STREAM_APP, ids[0]!))) {
       log('  through Parley: send message is not served on this branch yet (skipped)');
@@ -256,18 +259,22 @@ async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
     // Alternating, so that both see the same state of the machine.
     const pairs = await repeat(CFG.streams, 3, async () => ({
       direct: await timed(oport, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }),
+      bare: await timed(bare.ready.port, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }),
       via: await timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isDelta, unit: isDelta }),
     }));
     const directFirstP50 = percentile(pairs.map((x) => x.direct.firstMs), 50);
+    const rawProxyFirstP50 = percentile(pairs.map((x) => x.bare.firstMs), 50);
     const directRate = percentile(pairs.map((x) => rate(x.direct)), 50);
     const parleyFirstP50 = percentile(pairs.map((x) => x.via.firstMs), 50);
     const parleyRate = percentile(pairs.map((x) => rate(x.via)), 50);
     const deltas = percentile(pairs.map((x) => x.via.units), 50);
     log(`  direct: first token p50 ${ms(directFirstP50)}, ${Math.round(directRate).toLocaleString('en-US')} tokens/s`);
+    log(`  through a bare node:http proxy: first token p50 ${ms(rawProxyFirstP50)}`);
     log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`);
     if (deltas < OLLAMA_TOKENS) throw new Error(`through Parley: ${deltas} deltas for ${OLLAMA_TOKENS} tokens: is PARLEY_MODEL honoured?`);
-    return { directFirstP50, parleyFirstP50, directRate, parleyRate };
+    return { directFirstP50, rawProxyFirstP50, parleyFirstP50, directRate, parleyRate };
   } finally {
+    await stop(bare);
     await stop(p);
     await stop(ollama);
   }
@@ -290,6 +297,12 @@ function rps(r: LoadResult | undefined): string {
 function reportProxy(proxy: Proxy): void {
   const added = proxy.parleyFirstP50 - proxy.directFirstP50;
   record({ name: 'Ollama proxy: added time to first token p50', parley: `${ms(added)} (${ms(proxy.parleyFirstP50)} through Parley)`, baseline: `${ms(proxy.directFirstP50)} direct`, target: '≤ 2 ms', ok: added <= 2 });
+  const bare = proxy.rawProxyFirstP50 - proxy.directFirstP50;
+  record({
+    name: 'for comparison: time to first token added by a bare node:http proxy (bench/raw-proxy.ts), and Parley beyond it',
+    parley: `${ms(added - bare)} beyond the bare proxy`,
+    baseline: `${ms(bare)} (${ms(proxy.rawProxyFirstP50)} through it)`,
+  });
   const rate = ratioOf(proxy.parleyRate, proxy.directRate);
   record({ name: 'Ollama proxy: token rate through Parley ÷ direct', parley: `${Math.round(proxy.parleyRate)} tokens/s`, baseline: `${Math.round(proxy.directRate)} tokens/s`, ratio: rate, target: '≥ 0.9', ok: atLeast(rate, 0.9) });
 }
