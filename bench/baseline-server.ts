@@ -2,7 +2,7 @@
 // Parley's work (no auth, validation, storage or logging). It is the floor the ratios compare against.
 import http from 'node:http';
 import { toConversation } from '../src/services/conversations.ts';
-import { serveIpc } from './child.ts';
+import { listenAsChild } from './child.ts';
 import { sampleConversation } from './data.ts';
 
 const sample = sampleConversation('app_demo', 1, 1);
@@ -50,7 +50,4 @@ const server = http.createServer((req, res) => {
   });
 });
 
-server.listen(0, '127.0.0.1', () => {
-  serveIpc(() => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }));
-  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
-});
+listenAsChild(server);

@@ -1,6 +1,7 @@
 // Starting and stopping the benchmark's servers: each runs in its own process on loopback, reports
 // `{type: 'ready', ...}` over IPC, and exits when told to (or when the parent goes away).
 import { fork, type ChildProcess } from 'node:child_process';
+import type { Server } from 'node:http';
 import path from 'node:path';
 import v8 from 'node:v8';
 
@@ -87,4 +88,19 @@ export function serveIpc(stop: () => Promise<void>): void {
     if (m?.type === 'stop') void stop().then(() => process.exit(0));
   });
   process.on('disconnect', () => void stop().finally(() => process.exit(0)));
+}
+
+/** For a plain node:http child (baseline, fake Ollama, bare proxy): listens on loopback, says `ready`, closes on `stop`. */
+export function listenAsChild(server: Server, onStop: () => void = () => {}): void {
+  server.listen(0, '127.0.0.1', () => {
+    serveIpc(
+      () =>
+        new Promise((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+          onStop();
+        }),
+    );
+    process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
+  });
 }

@@ -2,7 +2,7 @@
 // token line every `gapMs`, so the direct and the proxied runs see the same model speed.
 // `node --import tsx bench/fake-ollama.ts <tokens> <gapMs>`
 import http from 'node:http';
-import { serveIpc } from './child.ts';
+import { listenAsChild } from './child.ts';
 
 const tokens = Number(process.argv[2] ?? 200);
 const gapMs = Number(process.argv[3] ?? 1);
@@ -53,13 +53,4 @@ function json(res: http.ServerResponse, body: unknown): void {
   res.end(text);
 }
 
-server.listen(0, '127.0.0.1', () => {
-  serveIpc(
-    () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  );
-  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
-});
+listenAsChild(server);

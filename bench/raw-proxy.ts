@@ -2,7 +2,7 @@
 // NDJSON back, chunk by chunk, with nothing else (no auth, storage, SSE or parsing). The Ollama
 // figure compares Parley's added time with this one's. `node --import tsx bench/raw-proxy.ts <port>`
 import http from 'node:http';
-import { serveIpc } from './child.ts';
+import { listenAsChild } from './child.ts';
 
 const upstream = Number(process.argv[2]);
 const agent = new http.Agent({ keepAlive: true });
@@ -17,14 +17,4 @@ const server = http.createServer((req, res) => {
   req.pipe(out);
 });
 
-server.listen(0, '127.0.0.1', () => {
-  serveIpc(
-    () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-        agent.destroy();
-      }),
-  );
-  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
-});
+listenAsChild(server, () => agent.destroy());
