@@ -65,6 +65,37 @@ describe('SSE framing', () => {
   });
 });
 
+describe('SSE headers', () => {
+  test('a Connection: close set before the stream (a server shutting down) is kept; otherwise keep-alive', async () => {
+    const server = http.createServer((req, res) => {
+      if (req.url === '/closing') res.setHeader('connection', 'close');
+      async function* events(): AsyncGenerator<UnsequencedEvent> {
+        yield { event: 'response.completed', data: { id: 'cmpl_1', status: 'completed' } };
+      }
+      void streamSse(res, events());
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const port = (server.address() as AddressInfo).port;
+    // node:http's client, which shows the Connection header as sent (fetch hides it).
+    const connectionOf = (path: string) =>
+      new Promise<string | undefined>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.headers.connection));
+          })
+          .on('error', reject);
+      });
+    try {
+      assert.equal(await connectionOf('/closing'), 'close');
+      assert.equal(await connectionOf('/'), 'keep-alive');
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe('client disconnect (D-19)', () => {
   let s: TestServer;
   before(async () => {

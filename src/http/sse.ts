@@ -59,7 +59,8 @@ export async function streamSse(res: ServerResponse, events: AsyncIterable<Unseq
     ...opts.headers,
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-    connection: 'keep-alive',
+    // A server shutting down has set `Connection: close` already: the stream must not undo it.
+    ...(res.hasHeader('connection') ? {} : { connection: 'keep-alive' }),
     // Reverse proxies (nginx) would otherwise buffer the stream.
     'x-accel-buffering': 'no',
   });

@@ -243,7 +243,7 @@ export class IdempotencyService {
       ...ctx.headers,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
-      connection: 'keep-alive',
+      ...(res.hasHeader('connection') ? {} : { connection: 'keep-alive' }),
       'x-accel-buffering': 'no',
     });
     res.end(d.b + (d.cut ? closingFailure(d.b) : ''));
