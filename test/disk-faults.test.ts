@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { describe, test } from 'node:test';
-import { ReferenceErrorBody } from '../src/contract/index.ts';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { ReferenceErrorBody, ReferenceEventPayload } from '../src/contract/index.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
-import { injectDiskFault } from './faulty-fs.ts';
+import { injectDiskFault, type DiskFault } from './faulty-fs.ts';
+import { postSse, shape, type SseResult } from './sse-client.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const conv = `/apps/${APP}/conversations`;
@@ -72,6 +73,112 @@ describe('a full disk (fault injected at the fs layer: every write fails with EN
       fault.restore();
       await s.close();
     }
+  });
+});
+
+describe('a full disk when an exchange or a completion is saved (a rate limiter that counts nothing, so the save is the write that fails)', () => {
+  let s: TestServer;
+  let fault: DiskFault;
+  before(async () => {
+    fault = await injectDiskFault();
+    s = await startTestServer({ rateLimiter: { take: () => ({}) } });
+  });
+  after(async () => {
+    fault.full = false;
+    fault.restore();
+    await s.close();
+  });
+  afterEach(() => {
+    fault.full = false;
+  });
+
+  /** What a failed save must leave untouched: the conversation, its file, the metrics, the usage. */
+  async function snapshot(id: string) {
+    return {
+      conversation: (await s.call('GET', `/apps/app_stream/conversations/${id}`)).body,
+      file: await s.store.readConversationFile(id),
+      metrics: (await s.call('GET', '/apps/app_stream/metrics')).body,
+      usage: s.usage.of('app_stream'),
+    };
+  }
+
+  /** D-5: a 500 with the error object, the request id and no internals. */
+  function assertInternal(r: { status: number; headers: Headers; body: any }) {
+    assert.equal(r.status, 500, JSON.stringify(r.body));
+    ReferenceErrorBody.parse(r.body);
+    assert.deepEqual([r.body.error.type, r.body.error.code], ['internal_error', null]);
+    assert.match(r.body.error.message, new RegExp(r.headers.get('x-request-id')!));
+    assert.doesNotMatch(r.body.error.message, /ENOSPC|\/tmp|\.jsonl/);
+  }
+
+  test('send message, JSON: 500 internal_error (D-5, not a 200 failed response), and nothing saved', async () => {
+    const { body: c } = await s.call('POST', '/apps/app_stream/conversations', {});
+    const before = await snapshot(c.id);
+    fault.full = true;
+    const r = await s.call('POST', `/apps/app_stream/conversations/${c.id}`, { message: { content: 'Hello during the fault' }, stream: false });
+    fault.full = false;
+    assertInternal(r);
+    assert.ok(fault.refused > 0);
+    assert.deepEqual(await snapshot(c.id), before);
+  });
+
+  test('send message, stream: the 200 is sent, so response.failed internal_error ends it; nothing saved', async () => {
+    const { body: c } = await s.call('POST', '/apps/app_stream/conversations', {});
+    const before = await snapshot(c.id);
+    fault.full = true;
+    const r = await postSse(s.baseUrl, `/apps/app_stream/conversations/${c.id}`, { message: { content: 'Hello during the fault' }, stream: true });
+    fault.full = false;
+    assert.equal(r.status, 200);
+    assert.deepEqual(shape(r.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.failed']);
+    const failed = ReferenceEventPayload['response.failed'].parse(r.events.at(-1)!.data);
+    assert.deepEqual([failed.error.type, failed.error.code], ['internal_error', 'internal_error']);
+    assert.match(failed.error.message, /could not be saved.*not added to the conversation/);
+    assert.deepEqual(await snapshot(c.id), before);
+  });
+
+  test('completion: JSON 500; a stream ends with response.failed that speaks of the completion, not a conversation', async () => {
+    const before = s.usage.of('app_stream');
+    fault.full = true;
+    const json = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Write a line during the fault' });
+    const sse = await postSse(s.baseUrl, '/apps/app_stream/completions', { prompt: 'Write a line during the fault', stream: true });
+    fault.full = false;
+    assertInternal(json);
+    assert.equal(sse.events.at(-1)!.event, 'response.failed');
+    const error = sse.events.at(-1)!.data.error;
+    assert.deepEqual([error.type, error.code], ['internal_error', 'internal_error']);
+    assert.match(error.message, /completion could not be recorded/);
+    assert.doesNotMatch(error.message, /conversation/);
+    assert.deepEqual(s.usage.of('app_stream'), before, 'no usage recorded');
+  });
+
+  test('an Idempotency-Key retry once space is back runs again and succeeds (a failure to save is not kept)', async () => {
+    const { body: c } = await s.call('POST', '/apps/app_stream/conversations', {});
+    const send = (stream: boolean, key: string) => {
+      const body = { message: { content: `Keyed ${stream ? 'stream' : 'JSON'} message` }, stream };
+      const headers = { 'idempotency-key': `"${key}"` };
+      return stream ? postSse(s.baseUrl, `/apps/app_stream/conversations/${c.id}`, body, { headers }) : s.call('POST', `/apps/app_stream/conversations/${c.id}`, body, { headers });
+    };
+    const key = `disk-${c.id}`;
+    fault.full = true;
+    const first = await send(false, `${key}-json`);
+    const firstStream = await send(true, `${key}-sse`);
+    fault.full = false;
+    assert.equal(first.status, 500);
+    assert.equal((firstStream as SseResult).events.at(-1)!.event, 'response.failed');
+
+    const retry = (await send(false, `${key}-json`)) as { status: number; headers: Headers; body: any };
+    assert.equal(retry.status, 200);
+    assert.equal(retry.headers.get('idempotent-replayed'), null, 'ran again, not replayed');
+    assert.equal(retry.body.status, 'completed');
+    const retryStream = (await send(true, `${key}-sse`)) as SseResult;
+    assert.equal(retryStream.headers.get('idempotent-replayed'), null, 'ran again, not replayed');
+    assert.equal(retryStream.events.at(-1)!.event, 'response.completed');
+    const items = (await s.call('GET', `/apps/app_stream/conversations/${c.id}`)).body.items;
+    assert.deepEqual(items.map((i: any) => i.response_id), [retry.body.id, retry.body.id, retryStream.events[0]!.data.id, retryStream.events[0]!.data.id]);
+    // From now on the successful answers are the ones kept.
+    const replay = (await send(false, `${key}-json`)) as { status: number; headers: Headers; body: any };
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replay.body, retry.body);
   });
 });
 

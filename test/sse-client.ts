@@ -21,11 +21,11 @@ export async function postSse(
   baseUrl: string,
   urlPath: string,
   body: unknown,
-  opts: { key?: string; signal?: AbortSignal; onEvent?: (e: ParsedEvent) => void } = {},
+  opts: { key?: string; signal?: AbortSignal; headers?: Record<string, string>; onEvent?: (e: ParsedEvent) => void } = {},
 ): Promise<SseResult> {
   const res = await fetch(baseUrl + urlPath, {
     method: 'POST',
-    headers: { authorization: `Bearer ${opts.key ?? KEY}`, 'content-type': 'application/json' },
+    headers: { ...opts.headers, authorization: `Bearer ${opts.key ?? KEY}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
     signal: opts.signal,
   });

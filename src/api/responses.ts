@@ -1,10 +1,13 @@
 // Handlers of §4.6 (send message) and §4.7 (completions): JSON or SSE from the same event stream.
 import { CreateCompletionRequest, SendMessageRequest, type UnsequencedEvent } from '../contract/index.ts';
 import { parseBody, type RequestContext } from '../http/context.ts';
+import { internalError } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/server.ts';
 import { streamSse } from '../http/sse.ts';
 import type { CompletionService } from '../services/completions.ts';
+import { doNotKeep } from '../services/idempotency.ts';
+import type { ResponseRun } from '../services/response-runner.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import type { ResponseService } from '../services/responses.ts';
 
@@ -16,14 +19,28 @@ export interface ResponseRouteOptions {
   keepAliveMs?: number;
 }
 
-/** SSE writes the events as they come; JSON mode runs the same events to the end and answers once. */
-async function deliver<T>(ctx: RequestContext, stream: boolean, events: AsyncIterable<UnsequencedEvent>, result: () => T, keepAliveMs?: number): Promise<T | undefined> {
+/**
+ * SSE writes the events as they come; JSON mode runs the same events to the end and answers once.
+ * An exchange that could not be saved is the server's failure, not the model's (D-5, not D-17): JSON
+ * mode answers 500, a stream (its 200 already sent) ends with `response.failed`; neither is kept for
+ * an Idempotency-Key replay, so that a retry runs again.
+ */
+async function deliver<T>(ctx: RequestContext, stream: boolean, run: ResponseRun, result: () => T, keepAliveMs?: number): Promise<T | undefined> {
   if (stream) {
-    await streamSse(ctx.res, events, { keepAliveMs, headers: ctx.headers });
+    await streamSse(ctx.res, unlessUnsaved(ctx, run), { keepAliveMs, headers: ctx.headers });
     return undefined;
   }
-  for await (const _ of events);
+  for await (const _ of run.events());
+  if (run.unsaved) throw internalError(ctx.requestId);
   return result();
+}
+
+/** The run's events; an unsaved run's answer is marked not to be kept before its last event is written. */
+async function* unlessUnsaved(ctx: RequestContext, run: ResponseRun): AsyncGenerator<UnsequencedEvent> {
+  for await (const e of run.events()) {
+    if (run.unsaved) doNotKeep(ctx.res);
+    yield e;
+  }
 }
 
 export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
@@ -42,7 +59,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
           // The stream cap is checked before anything is saved, so its 429 changes nothing.
           if (body.stream ?? ctx.app.stream) ctx.beginStream?.();
           const started = await o.responses.start(ctx.app, record, body, ctx.signal);
-          return deliver(ctx, body.stream ?? ctx.app.stream, started.run.events(), started.toResponse, o.keepAliveMs);
+          return deliver(ctx, body.stream ?? ctx.app.stream, started.run, started.toResponse, o.keepAliveMs);
         },
       },
     },
@@ -57,7 +74,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
           const body = await parseBody(ctx, CreateCompletionRequest);
           if (body.stream) ctx.beginStream?.();
           const started = o.completions.start(ctx.app, body, ctx.signal);
-          return deliver(ctx, body.stream ?? false, started.run.events(), started.toCompletion, o.keepAliveMs);
+          return deliver(ctx, body.stream ?? false, started.run, started.toCompletion, o.keepAliveMs);
         },
       },
     },

@@ -26,6 +26,17 @@ export const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
  */
 export const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
 
+/** Answers sent but not to be kept (see doNotKeep). */
+const unkept = new WeakSet<ServerResponse>();
+
+/**
+ * The answer being written to `res` reports a failure to save (a stream's 200 was sent before the
+ * save failed): like a 500, it is not kept, so a retry with the same key runs again.
+ */
+export function doNotKeep(res: ServerResponse): void {
+  unkept.add(res);
+}
+
 interface Done {
   /** Hash of method, path and canonical body: what "the same request" means. */
   f: string;
@@ -184,11 +195,13 @@ export class IdempotencyService {
     this.running.set(k, f);
     let finished = false;
     // Only answers of work that ran are kept: a request refused before it changed anything (400,
-    // 404, …) or that failed (500: nothing was saved) releases its key and runs again when retried.
+    // 404, …) or that failed (500, or a stream whose exchange could not be saved: nothing was saved)
+    // releases its key and runs again when retried.
     const finish = async (record: Done | undefined): Promise<void> => {
       if (finished) return;
       finished = true;
       capture.stop();
+      if (unkept.has(ctx.res)) record = undefined;
       if (record) this.remember(k, record);
       this.running.delete(k);
       for (const wake of this.waiters.get(k) ?? []) wake();

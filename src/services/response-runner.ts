@@ -30,6 +30,11 @@ export class ResponseRun {
   readonly output: OutputItemT[] = [];
   status: 'in_progress' | 'completed' | 'failed' = 'in_progress';
   error: ResponseErrorT | undefined;
+  /**
+   * The output could not be made durable (a full disk): nothing of it was saved. Not a model failure
+   * (D-17) but the server's (D-5): JSON mode answers 500, a stream ends with `response.failed`.
+   */
+  unsaved = false;
   readonly usage: UsageT = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
   /** What the exchange was about (a document found, a form shown), for titles (D-8). */
   source: { en: string; fr: string } | undefined;
@@ -80,10 +85,18 @@ export class ResponseRun {
     try {
       await o.finish(this);
     } catch (err) {
-      // Not saved: the client must not believe it was (D-17: a failure after the start is an event).
+      // Not saved: the client must not believe it was.
       o.onUnexpected?.(err);
       this.status = 'failed';
-      this.error = { type: 'internal_error', code: 'internal_error', message: 'The response could not be saved; it was not added to the conversation.' };
+      this.unsaved = true;
+      this.error = {
+        type: 'internal_error',
+        code: 'internal_error',
+        message:
+          o.kind === 'response'
+            ? 'The response could not be saved because of a server storage error; it was not added to the conversation. Retry the message.'
+            : 'The completion could not be recorded because of a server storage error. Retry the request.',
+      };
     }
     if (this.status === 'completed') {
       yield { event: 'response.completed', data: { id: o.id, status: 'completed' } };

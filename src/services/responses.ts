@@ -117,8 +117,10 @@ export class ResponseService {
       // The code only: no message content at the default level.
       this.log.warn({ response_id: run.id, app_id: app.id, code: run.error.code }, 'response failed');
     }
-    await this.store.appendToConversation(updated, items, response, record);
+    // Usage first: the tokens were spent whatever happens next, and an exchange once saved is never
+    // reported as failed because its usage line could not be written (a retry would then repeat it).
     await this.usage.record(app.id, 'response', run.id, run.usage);
+    await this.store.appendToConversation(updated, items, response, record);
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
   }
 
