@@ -90,7 +90,7 @@ describe('patientFetch (the Ollama engine default)', () => {
     assert.equal(unreachable.code, 'model_unreachable');
   });
 
-  test('a connection cut in the middle of the reply fails the generation', async () => {
+  test('a connection cut in the middle of the reply fails the generation with model_error, not model_unreachable', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write(line('partial'), () => res.socket?.destroy());
@@ -105,6 +105,10 @@ describe('patientFetch (the Ollama engine default)', () => {
     })();
     assert.deepEqual(events, [{ type: 'text', delta: 'partial' }]);
     assert.ok(err instanceof ModelError);
+    // Ollama was reached and answering: not "unreachable, start it with ollama serve".
+    assert.equal(err.code, 'model_error');
+    assert.match(err.message, /connection to Ollama at http:\/\/127\.0\.0\.1:\d+ was lost during the generation/);
+    assert.doesNotMatch(err.message, /ollama serve/);
   });
 
   test('aborting the signal ends the upstream request at once', async () => {

@@ -89,8 +89,11 @@ export async function* untilAborted<T>(iterable: AsyncIterable<T>, signal: Abort
   }
 }
 
-/** Maps whatever the client threw to a ModelError; an abort stays an abort. */
-export function mapOllamaError(err: unknown, host: string, model: string, signal: AbortSignal): unknown {
+/**
+ * Maps whatever the client threw to a ModelError; an abort stays an abort. `streaming`: Ollama had
+ * already answered, so a transport failure is a connection lost mid-generation, not an unreachable Ollama.
+ */
+export function mapOllamaError(err: unknown, host: string, model: string, signal: AbortSignal, streaming = false): unknown {
   if (signal.aborted) return signal.reason ?? err;
   const e = err as { name?: string; status_code?: number; message?: string; cause?: { code?: string } };
   if (e?.name === 'ResponseError') {
@@ -99,7 +102,12 @@ export function mapOllamaError(err: unknown, host: string, model: string, signal
     if (e.status_code === 503 || e.status_code === 429) return new ModelError('model_busy', `Ollama is busy; try again shortly (Ollama said: ${msg})`);
     return new ModelError('model_error', `Ollama refused the request (HTTP ${e.status_code}): ${msg}`);
   }
-  if (e?.name === 'TypeError' || e?.cause?.code === 'ECONNREFUSED' || e?.cause?.code === 'ENOTFOUND') {
+  const transport = e?.name === 'TypeError' || e?.cause?.code === 'ECONNREFUSED' || e?.cause?.code === 'ENOTFOUND';
+  if (transport && streaming) {
+    // undici's `TypeError('terminated')`: the socket closed under a reply already under way.
+    return new ModelError('model_error', `The connection to Ollama at ${host} was lost during the generation (${e?.message ?? 'terminated'}); try again`);
+  }
+  if (transport) {
     return new ModelError('model_unreachable', `Ollama is not reachable at ${host}; start it with \`ollama serve\` or set OLLAMA_HOST`);
   }
   // An `{"error": …}` line in the middle of the stream arrives as a plain Error.
@@ -166,7 +174,7 @@ export class OllamaEngine implements ModelEngine {
         }
       }
     } catch (err) {
-      throw mapOllamaError(err, this.opts.host, this.opts.model, signal);
+      throw mapOllamaError(err, this.opts.host, this.opts.model, signal, true);
     } finally {
       client.abort();
     }
