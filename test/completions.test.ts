@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ReferenceCompletion, ReferenceErrorBody, ReferenceEventPayload, type EventType } from '../src/contract/index.ts';
+import { countTokens, estimateInputTokens } from '../src/model/text.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { postSse, shape } from './sse-client.ts';
 
@@ -42,6 +43,11 @@ describe('create completion (§4.7)', () => {
     assert.ok(deltas.every((e) => e.data.output_index === 0 && e.data.content_index === 0));
     const json = await s.call('POST', '/apps/app_demo/completions', { prompt });
     assert.equal(json.body.text, done.text);
+    // `usage` (an extension) ends the stream too, on response.completed after D-16's fields, as in JSON.
+    const completed = r.events.at(-1)!.data;
+    assert.deepEqual(Object.keys(completed), ['type', 'sequence_number', 'id', 'status', 'usage']);
+    assert.deepEqual(completed.usage, json.body.usage);
+    assert.ok(completed.usage.input_tokens > 0 && completed.usage.output_tokens > 0);
   });
 
   test('knowledge_search: false answers without the knowledge base', async () => {
@@ -82,6 +88,23 @@ describe('create completion (§4.7)', () => {
     const sse = await postSse(s.baseUrl, '/apps/app_faulty/completions', { prompt: 'Hi there, write something', stream: true });
     assert.deepEqual(shape(sse.events), ['response.created', 'response.output_text.delta*', 'response.failed']);
     assert.equal(sse.events.at(-1)!.data.id, sse.events[0]!.data.id);
+  });
+
+  test('a failed completion is billed an estimate of its input and of the text generated before the failure', async () => {
+    const prompt = 'Hi there, write something';
+    const before = s.usage.of('app_faulty');
+    const sse = await postSse(s.baseUrl, '/apps/app_faulty/completions', { prompt, stream: true });
+    const failed = ReferenceEventPayload['response.failed'].parse(sse.events.at(-1)!.data);
+    const partial = sse.events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta).join('');
+    // The embedded engine's own count for a finished turn, from the same estimate.
+    const input = estimateInputTokens({ instructions: 'You are a helpful assistant.', metadata: {}, messages: [{ role: 'user', content: prompt }] });
+    assert.deepEqual(failed.usage, { input_tokens: input, output_tokens: countTokens(partial), total_tokens: input + countTokens(partial) });
+    assert.ok(failed.usage!.output_tokens > 0);
+    const after1 = s.usage.of('app_faulty');
+    assert.deepEqual([after1.requests, after1.total_tokens], [before.requests + 1, before.total_tokens + failed.usage!.total_tokens]);
+    // A model that did nothing at all (fails before its first event) costs nothing.
+    const broken = await s.call('POST', '/apps/app_broken/completions', { prompt });
+    assert.deepEqual(broken.body.usage, { input_tokens: 0, output_tokens: 0, total_tokens: 0 });
   });
 
   test('no agent: 403 agent_unavailable (D-4)', async () => {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import jsonpatch from 'fast-json-patch';
 import { EVENT_TYPES, ReferenceConversationWithItems, ReferenceErrorBody, ReferenceEventPayload, ReferenceResponse, type EventType } from '../src/contract/index.ts';
+import { countTokens, estimateInputTokens } from '../src/model/text.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { maskCallIds, outputFromEvents, postSse, shape, type ParsedEvent } from './sse-client.ts';
 
@@ -97,6 +98,11 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     assert.equal(json.status, 200);
     const resp = ReferenceResponse.parse(json.body);
     assert.deepEqual(maskCallIds(resp.output), maskCallIds(outputFromEvents(stream.events)));
+    // `usage` (an extension) is on response.completed as in the JSON body, after D-16's fields.
+    const completed = stream.events.at(-1)!.data;
+    assert.deepEqual(Object.keys(completed), ['type', 'sequence_number', 'id', 'status', 'usage']);
+    assert.deepEqual(completed.usage, resp.usage);
+    assert.ok(resp.usage!.input_tokens > 0 && resp.usage!.output_tokens > 0);
   });
 
   test('knowledge base without a match says so plainly', async () => {
@@ -167,6 +173,17 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     const file = await s.store.readConversationFile(c2);
     assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error?.code]), [[resp.id, 'failed', 'scripted_fault']]);
     assert.deepEqual(file.items.map((i) => i.type), ['message', 'message']);
+    // No `done` came, so the tokens are estimated: the input, and the three deltas generated before the fault.
+    const partial = (resp.output[0] as any).content[0].text as string;
+    assert.deepEqual(resp.usage, {
+      input_tokens: estimateInputTokens({ instructions: 'You are a helpful assistant.', metadata: {}, messages: [{ role: 'user', content: 'Tell me something' }] }),
+      output_tokens: countTokens(partial),
+      total_tokens: resp.usage!.input_tokens + countTokens(partial),
+    });
+    assert.ok(resp.usage!.output_tokens > 0);
+    assert.deepEqual(file.responses[0]!.usage, resp.usage);
+    // The stream's response.failed carries the same usage (an extension).
+    assert.deepEqual(failed.usage, resp.usage);
   });
 
   test('fault before the first token: created then failed; JSON 200 with empty output', async () => {

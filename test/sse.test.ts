@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { formatSseEvent, sequenced, streamSse } from '../src/http/sse.ts';
+import { countTokens, estimateInputTokens } from '../src/model/text.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { postSse } from './sse-client.ts';
 
@@ -127,6 +128,10 @@ describe('client disconnect (D-19)', () => {
     assert.ok(kept.startsWith(first[0]!));
     // The model stopped: far less than the whole reply was kept (app_slow streams 6 characters a chunk).
     assert.ok(kept.length < 60, `kept ${kept.length} characters`);
+    // No `done` came: billed an estimate of the input and of what was generated before the disconnect.
+    const input = estimateInputTokens({ instructions: 'You are a helpful assistant.', metadata: {}, messages: [{ role: 'user', content: 'Tell me a long story about the sea' }] });
+    assert.deepEqual(file.responses[0]!.usage, { input_tokens: input, output_tokens: countTokens(kept), total_tokens: input + countTokens(kept) });
+    assert.ok(countTokens(kept) > 0);
     // A failed first exchange gives no title yet (D-8).
     assert.deepEqual((await s.call('GET', `/apps/app_slow/conversations/${conv.id}`)).body.generated_title, {});
   });

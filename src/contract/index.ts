@@ -378,6 +378,16 @@ export const SpecEventPayload = {
   'response.failed': z.looseObject({}),
 } satisfies Record<EventType, z.ZodType>;
 
+/**
+ * Token usage, an extension: on a response and a completion, and on the terminal event of their
+ * streams (`response.completed`, `response.failed`) after D-16's fields.
+ */
+export const Usage = z.object({
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+  total_tokens: z.number().int().nonnegative(),
+});
+
 /** The error carried by a failed response or a `response.failed` event (D-16, D-17). */
 export const ResponseError = z.object({ type: z.string(), message: z.string(), code: z.string().nullable() });
 
@@ -408,12 +418,13 @@ export const ReferenceEventPayload = {
     arguments: z.string(),
   }),
   'response.data_spec': SpecEventPayload['response.data_spec'].extend(sequenced('response.data_spec')),
-  'response.completed': SpecEventPayload['response.completed'].extend(sequenced('response.completed')),
+  'response.completed': SpecEventPayload['response.completed'].extend({ ...sequenced('response.completed'), usage: Usage.optional() }),
   'response.failed': z.looseObject({
     ...sequenced('response.failed'),
     id: z.string().min(1),
     status: z.literal('failed'),
     error: ResponseError,
+    usage: Usage.optional(),
   }),
 } satisfies Record<EventType, z.ZodType>;
 
@@ -446,12 +457,7 @@ export const Item = z.discriminatedUnion('type', [
 
 export const ReferenceConversationWithItems = ReferenceConversation.extend({ items: z.array(Item) });
 
-/** D-17: a failed response carries its error; `usage` is an extension (token counts). */
-export const Usage = z.object({
-  input_tokens: z.number().int().nonnegative(),
-  output_tokens: z.number().int().nonnegative(),
-  total_tokens: z.number().int().nonnegative(),
-});
+/** D-17: a failed response carries its error; `usage` is the token usage extension (see Usage). */
 export const ReferenceResponse = Response.extend({
   id: z.string().startsWith(ID_PREFIX.response),
   error: ResponseError.optional(),

@@ -5,7 +5,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { FormTemplateT } from './forms.ts';
-import { countTokens, dataString, keywords, sentences, truncate } from './text.ts';
+import { countTokens, dataString, estimateInputTokens, keywords, sentences, truncate } from './text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelEvent, type ModelRequest, type TitleRequest } from './types.ts';
 
 /** Per-app knobs (`agent.testing` in the fixtures) for client authors who need slow or failing streams. */
@@ -71,7 +71,7 @@ export class LocalEngine implements ModelEngine {
       outputText += args;
       yield { type: 'tool_call', call: { name: turn.call.name, arguments: args } };
     }
-    yield { type: 'done', usage: { input_tokens: inputTokens(request), output_tokens: countTokens(outputText) } };
+    yield { type: 'done', usage: { input_tokens: estimateInputTokens(request), output_tokens: countTokens(outputText) } };
   }
 
   async title(req: TitleRequest): Promise<Record<'en-ca' | 'fr-ca', string>> {
@@ -194,10 +194,4 @@ function thisResponseText(messages: ChatMessage[]): string {
     if (m.role === 'assistant') out = m.content + out;
   }
   return out;
-}
-
-function inputTokens(req: ModelRequest): number {
-  let n = countTokens(req.instructions) + countTokens(JSON.stringify(req.metadata));
-  for (const m of req.messages) n += countTokens(m.content);
-  return n;
 }

@@ -1,8 +1,16 @@
 // Small text helpers shared by the engines: token estimates, keywords, safe use of metadata values.
+import type { ModelRequest } from './types.ts';
 
 /** A deterministic token estimate (words and punctuation marks), close enough for offline usage figures. */
 export function countTokens(text: string): number {
   return text.match(/[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu)?.length ?? 0;
+}
+
+/** The estimated input of one model turn: the instructions, the metadata and every message. */
+export function estimateInputTokens(req: Pick<ModelRequest, 'instructions' | 'metadata' | 'messages'>): number {
+  let n = countTokens(req.instructions) + countTokens(JSON.stringify(req.metadata));
+  for (const m of req.messages) n += countTokens(m.content);
+  return n;
 }
 
 const FILLER = new Set(

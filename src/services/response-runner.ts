@@ -2,6 +2,7 @@
 // events (unsequenced) while building the output items from the very same events, so that the SSE
 // stream and the JSON body can never disagree (§6 rule 4).
 import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
+import { countTokens, estimateInputTokens } from '../model/text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../model/types.ts';
 import { newId } from './ids.ts';
 import { runTool, type ToolBox } from './tools.ts';
@@ -26,6 +27,16 @@ export interface RunOptions {
 
 type MessageItem = Extract<OutputItemT, { type: 'message' }>;
 
+/** One model turn: what it was asked (its first `inputMessages` messages) and what it said so far. */
+interface Turn {
+  request: ModelRequest;
+  inputMessages: number;
+  said: string;
+  calls: string;
+  /** The model produced an event. */
+  began: boolean;
+}
+
 export class ResponseRun {
   readonly output: OutputItemT[] = [];
   status: 'in_progress' | 'completed' | 'failed' = 'in_progress';
@@ -39,6 +50,8 @@ export class ResponseRun {
   /** What the exchange was about (a document found, a form shown), for titles (D-8). */
   source: { en: string; fr: string } | undefined;
   private open: { index: number; text: string } | undefined;
+  /** The model turn under way, until its `done` brings the real token counts. */
+  private turn: Turn | undefined;
 
   constructor(private readonly opts: RunOptions) {}
 
@@ -81,6 +94,7 @@ export class ResponseRun {
       this.status = 'failed';
       this.error = toResponseError(err, o.signal);
       if (this.error.code === 'internal_error') o.onUnexpected?.(err);
+      this.estimateUnfinishedTurn();
     }
     try {
       await o.finish(this);
@@ -98,11 +112,27 @@ export class ResponseRun {
             : 'The completion could not be recorded because of a server storage error. Retry the request.',
       };
     }
+    // `usage` (an extension, as in the JSON body) after D-16's fields; a save that failed reports none.
+    const usage = this.unsaved ? {} : { usage: { ...this.usage } };
     if (this.status === 'completed') {
-      yield { event: 'response.completed', data: { id: o.id, status: 'completed' } };
+      yield { event: 'response.completed', data: { id: o.id, status: 'completed', ...usage } };
     } else {
-      yield { event: 'response.failed', data: { id: o.id, status: 'failed', error: this.error! } };
+      yield { event: 'response.failed', data: { id: o.id, status: 'failed', error: this.error!, ...usage } };
     }
+  }
+
+  /**
+   * A turn that failed or was cut off brought no token counts: bill an estimate of its input and of
+   * what it generated so far, if the model was at work on it (it produced something, or the client
+   * left while it ran). A model that refused the turn outright (not found, unreachable, busy) did none.
+   */
+  private estimateUnfinishedTurn(): void {
+    const t = this.turn;
+    this.turn = undefined;
+    if (!t || !(t.began || this.opts.signal.aborted)) return;
+    this.usage.input_tokens += estimateInputTokens({ ...t.request, messages: t.request.messages.slice(0, t.inputMessages) });
+    this.usage.output_tokens += countTokens(t.said) + countTokens(t.calls);
+    this.usage.total_tokens = this.usage.input_tokens + this.usage.output_tokens;
   }
 
   private async *rounds(): AsyncGenerator<UnsequencedEvent> {
@@ -112,18 +142,24 @@ export class ResponseRun {
       // The last round offers no tools, so the model has to answer.
       const tools = round < MAX_TOOL_ROUNDS - 1 ? o.request.tools : [];
       const calls: Array<{ call_id: string; name: string; arguments: string }> = [];
-      let said = '';
-      for await (const e of o.engine.generate({ ...o.request, tools, messages }, o.signal)) {
+      const request = { ...o.request, tools, messages };
+      // Tool results are pushed onto `messages` during the turn: the turn's input is what came before.
+      const turn: Turn = { request, inputMessages: messages.length, said: '', calls: '', began: false };
+      this.turn = turn;
+      for await (const e of o.engine.generate(request, o.signal)) {
         o.signal.throwIfAborted();
+        turn.began = true;
         if (e.type === 'text') {
           if (!e.delta) continue;
-          said += e.delta;
+          turn.said += e.delta;
           yield* this.textDelta(e.delta);
         } else if (e.type === 'tool_call') {
           const call = { call_id: newId('call'), name: e.call.name, arguments: e.call.arguments };
           calls.push(call);
+          turn.calls += call.arguments;
           yield* this.toolCall(call, messages);
         } else if (e.type === 'done') {
+          this.turn = undefined;
           this.usage.input_tokens += e.usage.input_tokens;
           this.usage.output_tokens += e.usage.output_tokens;
           this.usage.total_tokens = this.usage.input_tokens + this.usage.output_tokens;
@@ -134,7 +170,7 @@ export class ResponseRun {
       if (calls.length === 0) return;
       // The assistant's turn goes before its tool results, as chat models expect.
       const firstTool = messages.length - calls.length;
-      messages.splice(firstTool, 0, { role: 'assistant', content: said, tool_calls: calls });
+      messages.splice(firstTool, 0, { role: 'assistant', content: turn.said, tool_calls: calls });
     }
   }
 
