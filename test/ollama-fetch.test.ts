@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { Agent } from 'undici';
 import { OllamaEngine } from '../src/model/ollama.ts';
 import { patientFetch } from '../src/model/ollama-fetch.ts';
 import { ModelError, type ModelRequest } from '../src/model/types.ts';
@@ -135,6 +136,86 @@ describe('patientFetch (the Ollama engine default)', () => {
     assert.equal(err, reason);
     assert.deepEqual(seen, [{ type: 'text', delta: 'one' }]);
     await closed;
+  });
+
+  test('each request has its own abort: of two concurrent generations on one engine, aborting one leaves the other streaming to the end', async () => {
+    const upstream = new Map<string, { res: http.ServerResponse; closed: Promise<void> }>();
+    let bothArrived!: () => void;
+    const arrived = new Promise<void>((r) => (bothArrived = r));
+    handler = (req, res) => {
+      const who = JSON.parse((req as http.IncomingMessage & { text?: string }).text ?? '{}').messages.at(-1).content as string;
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.write(line(`${who}-1`));
+      upstream.set(who, { res, closed: new Promise((r) => res.on('close', r)) });
+      if (upstream.size === 2) bothArrived();
+    };
+    const engine = new OllamaEngine({ host, model: 'm' });
+    const ask = (who: string) => ({ ...request(), messages: [{ role: 'user' as const, content: who }] });
+    const a = new AbortController();
+    const itA = engine.generate(ask('A'), a.signal)[Symbol.asyncIterator]();
+    const itB = engine.generate(ask('B'), new AbortController().signal)[Symbol.asyncIterator]();
+    assert.deepEqual((await itA.next()).value, { type: 'text', delta: 'A-1' });
+    assert.deepEqual((await itB.next()).value, { type: 'text', delta: 'B-1' });
+    await arrived;
+
+    const reason = new Error('client A disconnected');
+    a.abort(reason);
+    await assert.rejects(itA.next(), (err) => err === reason);
+    await upstream.get('A')!.closed; // A's request to Ollama is gone…
+    const b = upstream.get('B')!;
+    assert.equal(b.res.destroyed, false, "…and B's is not");
+    b.res.write(line('B-2'));
+    b.res.end(line('', true));
+    const rest = [];
+    for (let r = await itB.next(); !r.done; r = await itB.next()) rest.push(r.value);
+    assert.deepEqual(rest, [
+      { type: 'text', delta: 'B-2' },
+      { type: 'done', usage: { input_tokens: 3, output_tokens: 2 } },
+    ]);
+  });
+
+  // The timeout only bounds a broken build (the generation would then wait for headers forever).
+  test('an abort before Ollama has sent its headers cancels the upstream request', { timeout: 30_000 }, async () => {
+    let arrived!: () => void;
+    const atOllama = new Promise<void>((r) => (arrived = r));
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((r) => (upstreamClosed = r));
+    handler = (_req, res) => {
+      // Loading the model: no answer yet.
+      res.on('close', upstreamClosed);
+      arrived();
+    };
+    const ac = new AbortController();
+    const reason = new Error('client disconnected');
+    const generation = (async () => {
+      for await (const _ of new OllamaEngine({ host, model: 'm' }).generate(request(), ac.signal));
+    })();
+    await atOllama;
+    ac.abort(reason);
+    await assert.rejects(generation, (err) => err === reason);
+    await closed;
+  });
+
+  test('no time limit on the response headers or the body: its connection pool is built with both limits off', async () => {
+    const built: Agent.Options[] = [];
+    let dispatched = 0;
+    const f = patientFetch((options) => {
+      built.push(options);
+      const agent = new Agent(options);
+      const dispatch = agent.dispatch.bind(agent);
+      agent.dispatch = (opts, handler) => {
+        dispatched++;
+        return dispatch(opts, handler);
+      };
+      return agent;
+    });
+    // undici's defaults (300 s each) would end a long model load or a long silent think.
+    assert.deepEqual(built, [{ headersTimeout: 0, bodyTimeout: 0 }]);
+    handler = (_req, res) => res.end('{}');
+    // Both paths (undici's request for a string body, its fetch for the rest) use that pool.
+    await (await f(`${host}/a`, { method: 'POST', body: '{}' })).text();
+    await (await f(`${host}/b`, { method: 'POST', body: new TextEncoder().encode('{}') })).text();
+    assert.equal(dispatched, 2);
   });
 
   test('behaves as fetch for the rest: headers, null-body statuses, other bodies', async () => {

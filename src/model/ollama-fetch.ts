@@ -7,6 +7,9 @@ import { Agent, fetch as undiciFetch, interceptors, request, type Dispatcher } f
 /** Statuses whose Response must have a null body (the WHATWG constructor throws otherwise). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
+/** undici's Agent options for Ollama: 0 turns off the limits (300 s each by default). */
+export const NO_TIME_LIMITS = { headersTimeout: 0, bodyTimeout: 0 } as const satisfies Agent.Options;
+
 /**
  * Node's global fetch gives up when response headers take more than 300 s, which a loaded Ollama
  * can exceed (model load, long prompt evaluation); this one waits as long as the generation does,
@@ -19,9 +22,11 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
  * stream or form body) takes undici's `fetch` on the same dispatcher, as before. Transport failures reject with
  * `TypeError('fetch failed', { cause })` and a cut body errors with `TypeError('terminated')`, as
  * fetch does, so the client and `mapOllamaError` see the same errors either way.
+ *
+ * `makeAgent` builds the connection pool from NO_TIME_LIMITS (injectable so that tests can see it).
  */
-export function patientFetch(): typeof fetch {
-  const dispatcher: Dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 }).compose(interceptors.redirect({ maxRedirections: 20 }));
+export function patientFetch(makeAgent: (options: Agent.Options) => Dispatcher = (options) => new Agent(options)): typeof fetch {
+  const dispatcher: Dispatcher = makeAgent({ ...NO_TIME_LIMITS }).compose(interceptors.redirect({ maxRedirections: 20 }));
   const slow = (input: Parameters<typeof fetch>[0], init?: RequestInit) =>
     undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]) as unknown as Promise<Response>;
   return (async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
