@@ -57,6 +57,20 @@ describe('create completion (§4.7)', () => {
     assert.doesNotMatch(r.body.text, /billing-credits\.md/);
   });
 
+  test('on a generative-UI app a completion builds no form: only text, no data_spec (§4.7: knowledge_search is its only tool)', async () => {
+    const prompt = 'I would like to book an appointment';
+    const sse = await postSse(s.baseUrl, '/apps/app_genui/completions', { prompt, stream: true });
+    assert.deepEqual(shape(sse.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed']);
+    const json = await s.call('POST', '/apps/app_genui/completions', { prompt });
+    assert.equal(json.body.status, 'completed');
+    assert.doesNotMatch(json.body.text, /Here is the “.*” form|Fill it in/);
+    assert.deepEqual(Object.keys(json.body).sort(), ['created_at', 'id', 'object', 'status', 'text', 'usage']);
+    // The same message in a conversation of that app does get the form.
+    const { body: conv } = await s.call('POST', '/apps/app_genui/conversations', {});
+    const sent = await s.call('POST', `/apps/app_genui/conversations/${conv.id}`, { message: { content: prompt } });
+    assert.ok(sent.body.output.some((i: any) => i.type === 'data_spec'));
+  });
+
   test('metadata is used as data', async () => {
     const r = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Write a welcome note', metadata: { user_name: 'Zoé' } });
     assert.match(r.body.text, /^Hi Zoé! /);

@@ -5,6 +5,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { dataBlock, OllamaEngine } from '../src/model/ollama.ts';
+import { countTokens } from '../src/model/text.ts';
 import { ModelError, type ModelEvent, type ModelRequest } from '../src/model/types.ts';
 import { knowledgeSearchSpec } from '../src/services/tools.ts';
 import { startTestServer } from './helpers.ts';
@@ -287,6 +288,50 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
       assert.deepEqual(got.body.generated_title, { 'en-ca': 'Key rotation', 'fr-ca': 'Rotation des clés' });
       const file = await s.store.readConversationFile(conv.id);
       assert.deepEqual(file.responses[0]!.usage, { input_tokens: 400, output_tokens: 30, total_tokens: 430 });
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('completions: fast sends think: false, no fast lets the model think (§4.7); only knowledge_search is offered, on a generative-UI app none', async () => {
+    const s = await startTestServer({ model: 'ollama:qwen3', ollamaHost: HOST, ollamaFetch: globalThis.fetch });
+    try {
+      const bodies = chat(() => ndjson([content('A line.'), done(5, 3)]));
+      const sent = async (app: string, body: Record<string, unknown>) => {
+        const r = await s.call('POST', `/apps/${app}/completions`, body);
+        assert.deepEqual([r.status, r.body.status, r.body.text], [200, 'completed', 'A line.']);
+        return bodies.at(-1);
+      };
+      assert.equal((await sent('app_demo', { prompt: 'Write a welcome line', fast: true })).think, false);
+      assert.equal((await sent('app_demo', { prompt: 'Write a welcome line' })).think, true);
+      assert.equal((await sent('app_demo', { prompt: 'Write a welcome line', fast: false })).think, true);
+      // A stream asks the same way.
+      await postSse(s.baseUrl, '/apps/app_demo/completions', { prompt: 'Write a welcome line', fast: true, stream: true });
+      assert.equal(bodies.at(-1).think, false);
+      // §4.7: knowledge_search is the only tool of a completion, even where the app has more.
+      const demo = await sent('app_demo', { prompt: 'Write a welcome line' });
+      assert.deepEqual(demo.tools.map((t: any) => t.function.name), ['knowledge_search']);
+      const genui = await sent('app_genui', { prompt: 'I would like to book an appointment' });
+      assert.equal(genui.tools, undefined, 'no render_form on a completion (app_genui has no knowledge base)');
+      assert.doesNotMatch(genui.messages[0].content, /render_form/);
+      // The knowledge_search: false switch leaves none.
+      assert.equal((await sent('app_demo', { prompt: 'Write a welcome line', knowledge_search: false })).tools, undefined);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a failure mid-stream is billed an estimate of what was generated; a refused request costs nothing', async () => {
+    const s = await startTestServer({ model: 'ollama:qwen3', ollamaHost: HOST, ollamaFetch: globalThis.fetch });
+    try {
+      chat(() => ndjson([content('Partial answer'), { error: 'an error was encountered while running the model: unexpected EOF' }]));
+      const r = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Write a welcome line' });
+      assert.deepEqual([r.body.status, r.body.error.code, r.body.text], ['failed', 'model_error', 'Partial answer']);
+      assert.equal(r.body.usage.output_tokens, countTokens('Partial answer'));
+      assert.ok(r.body.usage.input_tokens > 0);
+      chat(() => HttpResponse.json({ error: 'model "qwen3" not found, try pulling it first' }, { status: 404 }));
+      const refused = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Write a welcome line' });
+      assert.deepEqual(refused.body.usage, { input_tokens: 0, output_tokens: 0, total_tokens: 0 });
     } finally {
       await s.close();
     }
