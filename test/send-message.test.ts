@@ -186,12 +186,46 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     assert.deepEqual(failed.usage, resp.usage);
   });
 
-  test('fault before the first token: created then failed; JSON 200 with empty output', async () => {
-    const { stream, json } = await both('app_broken', 'Hi');
+  test('fault before the first token: created then failed; JSON 200 with empty output; both saved alike', async () => {
+    const { c1, c2, stream, json } = await both('app_broken', 'Hi');
     assert.deepEqual(stream.events.map((e) => e.event), ['response.created', 'response.failed']);
     assertWellFormed(stream.events);
     assert.equal(json.status, 200);
-    assert.deepEqual([json.body.status, json.body.output, json.body.error.code], ['failed', [], 'scripted_fault']);
+    const resp = ReferenceResponse.parse(json.body);
+    assert.deepEqual([resp.status, resp.output, resp.error!.code], ['failed', [], 'scripted_fault']);
+    // The stream said what the JSON says: the same error, no output, the same (nil) usage.
+    const failed = stream.events[1]!.data;
+    assert.deepEqual(failed.error, resp.error);
+    assert.deepEqual(failed.usage, resp.usage);
+    assert.deepEqual(outputFromEvents(stream.events), resp.output);
+    // Both persisted the same way (D-17): the user's message alone, the response failed, no title yet (D-8).
+    const ids = [stream.events[0]!.data.id, resp.id];
+    for (const [i, c] of [c1, c2].entries()) {
+      const file = await s.store.readConversationFile(c);
+      assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error]), [[ids[i], 'failed', resp.error]]);
+      const got = (await s.call('GET', `/apps/app_broken/conversations/${c}`)).body;
+      assert.deepEqual(got.items.map((it: any) => [it.type, it.role, it.content[0].text, it.response_id]), [['message', 'user', 'Hi', ids[i]]]);
+      assert.deepEqual(got.generated_title, {});
+      assert.equal(s.store.getConversation(c)!.message_count, 1);
+    }
+  });
+
+  test('plain and stream-default apps: the JSON output is what the stream carried for the same input (§6 rule 4)', async () => {
+    for (const [app, content] of [
+      ['app_stream', 'Hello there'],
+      ['app_stream', 'Recommend a good hiking trail near Montreal'],
+      ['app_demo', 'Hello'], // small talk: no knowledge_search call
+    ] as const) {
+      const { stream, json } = await both(app, content);
+      assert.deepEqual(shape(stream.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed'], `${app}: ${content}`);
+      assertWellFormed(stream.events);
+      const resp = ReferenceResponse.parse(json.body);
+      assert.equal(resp.status, 'completed');
+      assert.deepEqual(resp.output, outputFromEvents(stream.events), `${app}: ${content}`);
+      assert.equal(resp.output.length, 1);
+      assert.equal((resp.output[0] as any).content[0].text, stream.events.find((e) => e.event === 'response.output_text.done')!.data.text);
+      assert.deepEqual(stream.events.at(-1)!.data.usage, resp.usage);
+    }
   });
 });
 
@@ -221,6 +255,22 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
     assert.equal((await s.call('GET', '/apps/app_knowledge/metrics')).body.total_messages, before + 4);
     assert.deepEqual(conv.generated_title, { 'en-ca': 'Billing and credits', 'fr-ca': 'Facturation et crédits' });
     assert.equal(conv.title, null);
+  });
+
+  test('data_spec items are persisted in order, between the texts, each with the response id (D-14, D-22)', async () => {
+    const c = await newConversation('app_genui');
+    const r = await s.call('POST', `/apps/app_genui/conversations/${c}`, { message: { content: 'I would like to book an appointment for Friday' } });
+    const conv = ReferenceConversationWithItems.parse((await s.call('GET', `/apps/app_genui/conversations/${c}`)).body);
+    assert.deepEqual(conv.items.map((i) => (i.type === 'message' ? i.role : i.type)), ['user', 'assistant', ...Array(7).fill('data_spec'), 'assistant']);
+    assert.ok(conv.items.every((i) => i.response_id === r.body.id));
+    assert.equal(new Set(conv.items.map((i) => i.id)).size, conv.items.length);
+    // Exactly the response's output, in its order.
+    assert.deepEqual(conv.items.slice(1).map(({ id, created_at, response_id, ...rest }) => rest), r.body.output);
+    // Read back from the conversation, the patches still build the form on {}.
+    const ops = conv.items.flatMap((i) => (i.type === 'data_spec' ? [(i.data as any).patch] : []));
+    const form = applyToEmpty(ops).form;
+    assert.equal(form.title, 'Book an appointment');
+    assert.deepEqual(form.fields.map((f: any) => f.name), ['name', 'email', 'date', 'time', 'party_size', 'notes']);
   });
 
   test('concurrent messages to one conversation are all persisted, each exchange together (D-14, D-24)', async () => {

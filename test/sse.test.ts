@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { formatSseEvent, sequenced, streamSse } from '../src/http/sse.ts';
 import { countTokens, estimateInputTokens } from '../src/model/text.ts';
-import { startTestServer, type TestServer } from './helpers.ts';
+import { KEY, startTestServer, type TestServer } from './helpers.ts';
 import { postSse } from './sse-client.ts';
 
 describe('SSE framing', () => {
@@ -62,6 +62,30 @@ describe('SSE framing', () => {
       assert.ok(text.endsWith('"status":"completed"}\n\n'));
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('keep-alive comments through the server (D-18)', () => {
+  test('app_slow: `: keep-alive` comments arrive between the events while the model is silent', async () => {
+    // app_slow waits 150 ms before each chunk; a 20 ms interval fills each wait with comments.
+    const s = await startTestServer({ keepAliveMs: 20 });
+    try {
+      const { body: conv } = await s.call('POST', '/apps/app_slow/conversations', {});
+      const res = await fetch(`${s.baseUrl}/apps/app_slow/conversations/${conv.id}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: { content: 'Hi' } }),
+      });
+      const text = await res.text();
+      // Between two deltas, comments only: `: keep-alive` then a blank line, never inside an event.
+      assert.match(text, /event: response\.output_text\.delta\ndata: [^\n]+\n\n(: keep-alive\n\n)+event: response\.output_text\.delta\n/);
+      // The events are unchanged by them: the same sequence and numbering as without.
+      const events = text.split('\n\n').filter((b) => b.startsWith('event: '));
+      assert.deepEqual(events.map((b) => JSON.parse(b.split('\n')[1]!.slice(6)).sequence_number), events.map((_, i) => i));
+      assert.match(events.at(-1)!, /^event: response\.completed\n/);
+    } finally {
+      await s.close();
     }
   });
 });
