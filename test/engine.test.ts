@@ -38,6 +38,27 @@ describe('embedded engine', () => {
     assert.deepEqual(a.at(-1)!.type, 'done');
   });
 
+  test('user_name greets the first reply of a conversation only, whether or not a tool ran first', async () => {
+    const e = new LocalEngine({ forms });
+    const text = async (r: ModelRequest) => (await collect(e.generate(r, new AbortController().signal))).flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join('');
+    const metadata = { user_name: 'Ada' };
+    assert.match(await text(req('Recommend a good book about sailing', { metadata })), /^Hi Ada! /);
+    const later = [
+      { role: 'user' as const, content: 'Recommend a good book about sailing' },
+      { role: 'assistant' as const, content: 'You asked about recommend, good, book.' },
+      { role: 'user' as const, content: 'And one about the sea?' },
+    ];
+    assert.match(await text(req('', { metadata, messages: later })), /^You asked about/);
+    // After a knowledge_search turn, the answer greets only on the first reply too.
+    const tool = (history: ModelRequest['messages']) => [
+      ...history,
+      { role: 'assistant' as const, content: '', tool_calls: [{ call_id: 'call_1', name: 'knowledge_search' as const, arguments: '{"query":"x"}' }] },
+      { role: 'tool' as const, name: 'knowledge_search', call_id: 'call_1', content: '{"query":"x","results":[]}' },
+    ];
+    assert.match(await text(req('', { metadata, messages: tool([{ role: 'user', content: 'x?' }]) })), /^Hi Ada! I found nothing/);
+    assert.match(await text(req('', { metadata, messages: tool(later) })), /^I found nothing/);
+  });
+
   test('chunk_chars splits text into fixed-size deltas (by characters, not UTF-16 units)', async () => {
     const e = new LocalEngine({ forms, testing: { chunk_chars: 4 } });
     const events = await collect(e.generate(req('hello 😀😀'), new AbortController().signal));

@@ -321,12 +321,19 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
   });
 
   test('metadata: used as data for this response, replaces the snapshot; omitted or null keeps it (D-9)', async () => {
+    // The snapshot given at creation is what the first reply reads.
+    const first = await newConversation('app_stream', { metadata: { user_name: 'Ada' } });
+    const firstReply = await s.call('POST', `/apps/app_stream/conversations/${first}`, { message: { content: 'What is new?' }, stream: false });
+    assert.match(firstReply.body.output[0].content[0].text, /^Hi Ada!/);
+
     const c = await newConversation('app_stream', { metadata: { user_name: 'Ada' } });
     const send = (metadata: unknown) =>
       s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: 'What is new?' }, stream: false, ...(metadata === undefined ? {} : { metadata }) });
-    assert.match((await send(undefined)).body.output[0].content[0].text, /^Hi Ada!/);
+    // A replacement is what this very response reads.
     const r = await send({ user_name: 'Grace', plan: 'pro' });
     assert.match(r.body.output[0].content[0].text, /^Hi Grace!/);
+    // Only the first reply greets; the next ones get on with the answer.
+    assert.match((await send(undefined)).body.output[0].content[0].text, /^You asked about new\./);
     assert.deepEqual((await s.call('GET', `/apps/app_stream/conversations/${c}`)).body.metadata, { user_name: 'Grace', plan: 'pro' });
     await send(null);
     assert.deepEqual((await s.call('GET', `/apps/app_stream/conversations/${c}`)).body.metadata, { user_name: 'Grace', plan: 'pro' });

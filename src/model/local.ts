@@ -89,7 +89,8 @@ export class LocalEngine implements ModelEngine {
   private plan(req: ModelRequest): Turn {
     const last = req.messages.at(-1);
     const name = dataString(req.metadata.user_name) ?? dataString(req.metadata.name);
-    const hello = name ? `Hi ${name}! ` : '';
+    // The name greets the first reply of a conversation only; later replies get on with it.
+    const hello = name && !repliedBefore(req.messages) ? `Hi ${name}! ` : '';
     if (last?.role === 'tool') {
       // The greeting belongs at the start of the reply: only when this turn's earlier text had none.
       const greet = thisResponseText(req.messages) === '' ? hello : '';
@@ -184,6 +185,13 @@ function formEnum(req: ModelRequest): string[] {
   const tool = req.tools.find((t) => t.name === 'render_form');
   const props = (tool?.parameters as { properties?: { form?: { enum?: string[] } } } | undefined)?.properties;
   return props?.form?.enum ?? [];
+}
+
+/** The assistant answered earlier in the conversation (before the last user message). */
+function repliedBefore(messages: ChatMessage[]): boolean {
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i]!.role !== 'user') i--;
+  return messages.slice(0, Math.max(i, 0)).some((m) => m.role === 'assistant');
 }
 
 /** Text the assistant already produced in this response (turns after the last user message). */
