@@ -201,6 +201,9 @@ describe('response runner', () => {
     assert.equal(events.at(-1)!.event, 'response.failed');
     assert.equal(r.error!.code, 'internal_error');
     assert.equal(seen.length, 1);
+    // Marked unsaved (JSON mode answers 500, D-5), and the event reports no usage for what was not kept.
+    assert.equal(r.unsaved, true);
+    assert.equal('usage' in events.at(-1)!.data, false);
   });
 });
 
