@@ -121,11 +121,17 @@ describe('crash leftovers and corrupt files', () => {
     return { dir: server.dataDir, ids };
   }
 
-  test('a torn last journal line is dropped; the rest survives and later writes are whole', async () => {
+  test('a torn last journal line is dropped with a warning naming the file and bytes; the rest survives and later writes are whole', async () => {
     const { dir, ids } = await seed();
-    await fs.appendFile(journalOf(dir), '{"t":"conv","v":{"id":"conv_torn","app_');
-    const server = await startTestServer({ dataDir: dir });
+    const torn = '{"t":"conv","v":{"id":"conv_torn","app_';
+    await fs.appendFile(journalOf(dir), torn);
+    const logged: string[] = [];
+    const server = await startTestServer({ dataDir: dir, logger: pino({ level: 'warn' }, { write: (l: string) => void logged.push(l) }) });
     try {
+      assert.ok(
+        logged.some((l) => JSON.parse(l).msg.startsWith(`${journalOf(dir)}: dropped the last ${torn.length} bytes`)),
+        logged.join(''),
+      );
       assert.deepEqual(await listAll(server), ids);
       ids.push((await server.call('POST', conv)).body.id);
     } finally {
@@ -140,6 +146,22 @@ describe('crash leftovers and corrupt files', () => {
     } finally {
       await again.close();
     }
+  });
+
+  test('a hand-edited journal whose last newline was removed loses nothing: the last line is kept', async () => {
+    const { dir, ids } = await seed();
+    const first = await startTestServer({ dataDir: dir });
+    await first.call('PATCH', `${conv}/${ids[2]}`, { title: 'renamed' });
+    await first.close();
+    const text = await fs.readFile(journalOf(dir), 'utf8');
+    await fs.writeFile(journalOf(dir), text.slice(0, -1));
+    const server = await startTestServer({ dataDir: dir });
+    try {
+      assert.equal((await server.call('GET', `${conv}/${ids[2]}`)).body.title, 'renamed');
+    } finally {
+      await server.close();
+    }
+    assert.equal(await fs.readFile(journalOf(dir), 'utf8'), text, 'only the newline was added back');
   });
 
   test('a corrupt journal line stops start-up with an error naming the file and the line', async () => {

@@ -130,6 +130,8 @@ function upsertBySeq(list: ConversationRecord[], record: ConversationRecord): vo
 
 export interface FileStoreOptions {
   dataDir: string;
+  /** Told when start-up drops a torn last journal line (see Journal.open). */
+  warn?: (message: string) => void;
 }
 
 export class FileStore implements Store {
@@ -143,7 +145,7 @@ export class FileStore implements Store {
 
   constructor(opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
-    this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'));
+    this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'), { warn: opts.warn });
     this.lockFile = path.join(this.dataDir, 'LOCK');
   }
 

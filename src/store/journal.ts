@@ -24,6 +24,8 @@ export interface JournalOptions {
   onSyncError?: (err: Error) => void;
   /** How long after an `appendNow` line its fsync comes (one fsync for every line written meanwhile). */
   syncDelayMs?: number;
+  /** Told when open() drops a torn last line (default: a process warning on stderr). */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -61,8 +63,11 @@ export class Journal {
   ) {}
 
   /**
-   * Reads every entry, in order. A last line cut short by a crash (no newline, not JSON) was never
-   * acknowledged, so it is dropped; a bad line anywhere else is damage and stops start-up.
+   * Reads every entry, in order. A last line without its newline is kept (the newline is added) if
+   * it is JSON and `onEntry` accepts it: a hand edit can lose a final newline, and cutting a whole
+   * record would lose data. One that is not JSON was cut short by a crash, so it was never
+   * acknowledged: it is dropped, with a warning naming the file and the bytes. A bad line anywhere
+   * else is damage and stops start-up.
    * Read in chunks, one line decoded at a time: the whole file as one string (32 MB for 100,000
    * conversations) raised start-up's peak heap and with it how far V8 lets the heap grow later.
    */
@@ -75,9 +80,11 @@ export class Journal {
       if (code !== 'ENOENT') throw new StoreError(this.file, `cannot be read (${code})`);
     }
     let lineNo = 0;
-    /** Bytes of whole lines (newline included): what survives a torn tail. */
+    /** Bytes of whole lines (newline included). */
     let whole = 0;
-    let dropped = false;
+    /** The last line, if it has no newline, and whether it is kept. */
+    let tail: Buffer | undefined;
+    let keepTail = false;
     if (reader) {
       try {
         // A line can span chunks (splitting on the byte 0x0A is safe: UTF-8 never uses it inside a character).
@@ -111,10 +118,13 @@ export class Journal {
             this.parseLine(raw.toString('utf8'), ++lineNo, onEntry);
           }
         }
-        // A torn tail: the write that produced it was never answered.
         if (carry.length > 0) {
-          lineNo++;
-          dropped = true;
+          tail = Buffer.concat(carry);
+          const text = tail.toString('utf8');
+          // Whole JSON (or blank) is a line that only lacks its newline; onEntry may still refuse it.
+          keepTail = text.trim() === '' || isJson(text);
+          if (keepTail) this.parseLine(text, ++lineNo, onEntry);
+          else lineNo++;
         }
       } finally {
         await reader.close();
@@ -125,8 +135,18 @@ export class Journal {
     } catch (err) {
       throw new StoreError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
     }
-    if (dropped) await this.handle.truncate(whole);
     this.size = whole;
+    const dropped = tail !== undefined && !keepTail;
+    if (dropped) {
+      await this.handle.truncate(whole);
+      (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(
+        `${this.file}: dropped the last ${tail!.length} bytes (line ${lineNo}: not JSON and no final newline, a write cut short by a crash and never acknowledged)`,
+      );
+    } else if (tail !== undefined) {
+      await writeAll(this.handle, Buffer.from('\n'));
+      await this.handle.datasync();
+      this.size = whole + tail.length + 1;
+    }
     return { lines: lineNo, dropped };
   }
 
@@ -331,5 +351,14 @@ export class Journal {
     await fs.rename(tmp, file);
     await syncDir(path.dirname(file));
     return text.length;
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
