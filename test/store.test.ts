@@ -192,6 +192,38 @@ describe('crash leftovers and corrupt files', () => {
     assert.match((await startExpectingError(dir)).message, /line 3: v\.id: must be letters, digits/);
   });
 
+  test('hand-edited lines that break the rules between lines: a duplicate seq, or an id whose app, seq or creation time changes', async () => {
+    const { dir } = await seed();
+    const text = await fs.readFile(journalOf(dir), 'utf8');
+    const [a, b] = text.trimEnd().split('\n').map((l) => JSON.parse(l).v);
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      // A new id with the seq of another conversation: one of them would vanish from the list.
+      [{ ...a, id: 'conv_newid', title: 'dup' }, /line 4: v\.seq: 1 is already the seq of conv_/],
+      [{ ...b, app_id: 'app_genui' }, /line 4: v\.app_id: "app_genui" differs from "app_demo" in an earlier line of conv_/],
+      [{ ...b, seq: 99 }, /line 4: v\.seq: 99 differs from 2 /],
+      [{ ...b, created_at: b.created_at + 1 }, /line 4: v\.created_at: \d+ differs from \d+ /],
+    ];
+    for (const [v, fault] of cases) {
+      const edited = text + JSON.stringify({ t: 'conv', v }) + '\n';
+      await fs.writeFile(journalOf(dir), edited);
+      const err = await startExpectingError(dir);
+      assert.equal(err.file, journalOf(dir));
+      assert.match(err.message, fault);
+      assert.equal(await fs.readFile(journalOf(dir), 'utf8'), edited, 'nothing rewritten');
+    }
+    // The same rules hold for an exchange's intent line.
+    await fs.writeFile(journalOf(dir), text + JSON.stringify({ t: 'intent', v: { ...b, app_id: 'app_genui' }, p: 'resp_x' }) + '\n');
+    assert.match((await startExpectingError(dir)).message, /line 4: v\.app_id: /);
+    // A later version of the same conversation with its seq, app and creation time is fine.
+    await fs.writeFile(journalOf(dir), text + JSON.stringify({ t: 'conv', v: { ...b, title: 'ok' } }) + '\n');
+    const server = await startTestServer({ dataDir: dir });
+    try {
+      assert.equal((await server.call('GET', `${conv}/${b.id}`)).body.title, 'ok');
+    } finally {
+      await server.close();
+    }
+  });
+
   test('a corrupt conversation file: a clear error naming the file, 500 to its reads, nothing else affected or overwritten', async () => {
     const first = await startTestServer();
     const a = (await first.call('POST', conv)).body;
