@@ -1,6 +1,6 @@
 // D-23 rate limits: counted routes, 429 with Retry-After, headers, bursts, restarts, day rollover.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -211,6 +211,59 @@ describe('rate limits (D-23)', () => {
     await reopened.close();
     const plan = fixtures.plans.get(app.plan)!;
     assert.equal(headers['x-ratelimit-remaining-requests'], String(Math.min(plan.requests_per_minute, plan.requests_per_day) - 41));
+  });
+});
+
+describe('compaction and crashes', () => {
+  /** What a restart would count from the file as it is now: t lines plus the d lines' n. */
+  function countsIn(file: string): number {
+    return readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { t?: number; n?: number })
+      .reduce((sum, e) => sum + (e.t !== undefined ? 1 : e.n!), 0);
+  }
+
+  test('the reproduction: 5 synchronous counts with compactAfter 3; the file copied mid-compaction refuses the 6th', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'ratelimits.jsonl');
+    const c = clock();
+    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const app = fixtures.apps.get(LIMITED)!;
+    for (let i = 0; i < 5; i++) limiter.take(app);
+    // The compaction started by the 4th count is under way (it awaits its temporary file).
+    assert.ok(existsSync(`${file}.tmp`), 'mid-compaction');
+    const copy = path.join(dir, 'copy.jsonl');
+    copyFileSync(file, copy); // what a SIGKILL now would leave
+    await limiter.close();
+    const restarted = await RateLimitService.open({ file: copy, fixtures, now: c.now });
+    assert.throws(() => restarted.take(app), (err: { status?: number }) => err.status === 429);
+    await restarted.close();
+  });
+
+  test('at every moment of repeated compactions, the file holds every count taken so far', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'ratelimits.jsonl');
+    const c = clock();
+    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const app = fixtures.apps.get(TARGET.app_id)!;
+    let taken = 0;
+    let midCompaction = 0;
+    for (let turn = 0; turn < 150; turn++) {
+      // A few counts a turn, a minute apart so that snapshots fold them into the day's count.
+      for (let i = 0; i < 3; i++, taken++) {
+        limiter.take(app);
+        c.advance(61_000);
+      }
+      if (existsSync(`${file}.tmp`)) midCompaction++;
+      assert.equal(countsIn(file), taken, `turn ${turn}`);
+      // Let the compaction move on by one step (an I/O callback or a promise turn).
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.ok(midCompaction > 0, 'some copies were taken while a compaction was under way');
+    assert.ok(readFileSync(file, 'utf8').trim().split('\n').length < taken, 'compactions happened');
+    await limiter.close();
+    assert.equal(countsIn(file), taken);
   });
 });
 

@@ -41,6 +41,19 @@ export async function writeAll(handle: fs.FileHandle, buf: Buffer): Promise<void
   }
 }
 
+/** writeAll's synchronous twin (write(2) may write less than asked). */
+function writeSyncAll(fd: number, buf: Buffer): void {
+  let offset = 0;
+  while (offset < buf.length) {
+    const n = fsSync.writeSync(fd, buf, offset, buf.length - offset);
+    if (n <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
+    offset += n;
+  }
+}
+
+/** A new file opened for appends (O_APPEND: after a cut-back write, the next one lands at the end). */
+const APPEND_NEW = fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_TRUNC | fsSync.constants.O_APPEND;
+
 export class Journal {
   private handle: fs.FileHandle | undefined;
   private pending: Pending[] = [];
@@ -49,7 +62,7 @@ export class Journal {
   private size = 0;
   /** Entries in the file (read at open, appended or written by the last compaction). */
   lines = 0;
-  /** `appendNow` lines waiting for a compaction to finish: they belong in the new file. */
+  /** `appendNow` lines written to the old file during a compaction: they belong in the new file too. */
   private held: string[] = [];
   private replacing = false;
   /** Set by `appendNow`; the background fsync loop runs while it is. */
@@ -181,12 +194,9 @@ export class Journal {
    */
   appendNow(entry: unknown): void {
     const line = JSON.stringify(entry) + '\n';
-    // During a compaction the line goes to the new file, written as soon as it is in place.
-    if (this.replacing) {
-      this.held.push(line);
-      return;
-    }
     this.writeNow(line);
+    // During a compaction the line is also kept for the new file (see replace).
+    if (this.replacing) this.held.push(line);
     this.syncSoon();
   }
 
@@ -215,12 +225,7 @@ export class Journal {
     const buf = Buffer.from(text, 'utf8');
     const fd = this.handle.fd;
     try {
-      let offset = 0;
-      while (offset < buf.length) {
-        const n = fsSync.writeSync(fd, buf, offset, buf.length - offset);
-        if (n <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
-        offset += n;
-      }
+      writeSyncAll(fd, buf);
     } catch (err) {
       try {
         fsSync.ftruncateSync(fd, this.size);
@@ -286,39 +291,46 @@ export class Journal {
     this.flushing = undefined;
   }
 
+  /**
+   * Until the new file takes the old one's place, `appendNow` lines still go to the old file (a
+   * crash meanwhile forgets none) and are kept in `held`; they are written to the new file in the
+   * same synchronous step as the rename, so the file at `this.file` always holds every line.
+   */
   private async replace(entries: unknown[]): Promise<void> {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
+    const text = Buffer.from(entries.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
+    const tmp = `${this.file}.tmp`;
     this.replacing = true;
+    let fh: fs.FileHandle | undefined;
+    let old: fs.FileHandle;
     try {
-      // The old file's lines are all in the snapshot; their fsync is no longer needed.
-      if (this.syncTimer) clearTimeout(this.syncTimer);
-      this.syncTimer = undefined;
-      this.unsynced = false;
-      await this.syncing;
-      const size = await Journal.rewrite(this.file, entries);
-      // The old handle still points at the replaced file.
-      await this.handle.close();
-      this.handle = undefined;
-      this.handle = await fs.open(this.file, 'a');
-      this.size = size;
-      this.lines = entries.length;
+      fh = await fs.open(tmp, APPEND_NEW);
+      await writeAll(fh, text);
+      await fh.sync();
+      // From here to the swap nothing awaits: no appendNow can come between.
+      const held = Buffer.from(this.held.join(''), 'utf8');
+      writeSyncAll(fh.fd, held);
+      fsSync.renameSync(tmp, this.file);
+      old = this.handle;
+      this.handle = fh;
+      fh = undefined;
+      this.size = text.length + held.length;
+      this.lines = entries.length + this.held.length;
+      // The held lines are the only ones not yet fsynced in the new file.
+      this.unsynced = held.length > 0;
     } finally {
       this.replacing = false;
-      this.writeHeld();
+      this.held = [];
+      if (fh) {
+        await fh.close().catch(() => {});
+        await fs.rm(tmp, { force: true }).catch(() => {});
+      }
     }
-  }
-
-  /** Lines counted during a compaction; a failure to write them is only logged (the count is in memory). */
-  private writeHeld(): void {
-    if (this.held.length === 0) return;
-    const text = this.held.join('');
-    this.held = [];
-    try {
-      this.writeNow(text);
-      this.syncSoon();
-    } catch (err) {
-      this.opts.onSyncError?.(err as Error);
-    }
+    // A background fsync may still be running on the old file.
+    await this.syncing;
+    await old.close();
+    if (this.unsynced) this.syncSoon();
+    await syncDir(path.dirname(this.file));
   }
 
   /** Waits until everything appended so far is durable (or failed). */
@@ -335,22 +347,6 @@ export class Journal {
     await this.drain();
     await this.handle?.close();
     this.handle = undefined;
-  }
-
-  /** Replaces the file with `entries`, atomically; returns its size in bytes. */
-  static async rewrite(file: string, entries: unknown[]): Promise<number> {
-    const text = Buffer.from(entries.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
-    const tmp = `${file}.tmp`;
-    const fh = await fs.open(tmp, 'w');
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, file);
-    await syncDir(path.dirname(file));
-    return text.length;
   }
 }
 
