@@ -85,6 +85,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const getLog = () => (reqLog ??= log.child({ req_id: requestId }));
     let abort: AbortController | undefined;
     let closed = false;
+    /** D-23: every counted request carries its rate-limit headers, an error answer too. */
+    let limitHeaders: Record<string, string> = {};
 
     // One listener for everything a request does when it ends (each one showed in the profile).
     res.once('close', () => {
@@ -114,7 +116,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       const key = opts.auth.authenticate(req.headers.authorization);
       appId = params.app_id;
       const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-      const headers = route.counted && opts.rateLimiter ? opts.rateLimiter.take(app) : {};
+      if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
       let query: URLSearchParams | undefined;
       const ctx: RequestContext = {
         req,
@@ -138,7 +140,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
           }
           return abort.signal;
         },
-        headers,
+        headers: { ...limitHeaders },
         beginStream: () => streams.enter(app.id, res),
       };
       const body = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
@@ -153,7 +155,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         res.destroy();
         return;
       }
-      sendJson(res, apiErr.status, apiErr.toBody(), apiErr.headers);
+      sendJson(res, apiErr.status, apiErr.toBody(), { ...limitHeaders, ...apiErr.headers });
       // D-2: an oversized body is not read further; the connection goes once the answer is out.
       if (apiErr.headers.connection === 'close') res.once('finish', () => req.destroy());
     }
