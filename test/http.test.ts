@@ -272,12 +272,152 @@ describe('what node:http would answer by itself (clientError)', () => {
     assert.equal(r.body.error.code, 'headers_too_large');
   });
 
+  test('a request without Host (HTTP/1.1): 400 with the error object, a request id and a log line, not node\'s empty 400', async () => {
+    const lines: string[] = [];
+    const logged = await startTestServer({ logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }) });
+    try {
+      const r = parseRaw(await rawExchange(logged.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+      assert.equal(r.status, 400);
+      ReferenceErrorBody.parse(r.body);
+      assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Host', 'missing_parameter']);
+      const id = r.headers['x-request-id']!;
+      assert.match(id, /^req_[0-9a-f]{24}$/);
+      await logged.close(); // the log line is written when the response closes
+      assert.ok(lines.some((l) => l.includes(id) && l.includes('"status":400')), 'one log line with the request id');
+      // HTTP/1.0 has no Host requirement.
+      const old = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.0\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+      assert.equal(old.status, 200);
+    } finally {
+      await logged.close();
+    }
+  });
+
+  test('an Expect header other than 100-continue: 417 with the error object and a request id, not node\'s empty 417', async () => {
+    const r = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+    assert.equal(r.status, 417);
+    ReferenceErrorBody.parse(r.body);
+    assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Expect', 'expectation_failed']);
+    assert.match(r.headers['x-request-id']!, /^req_[0-9a-f]{24}$/);
+    assert.equal(r.headers.connection, 'close', 'the client may be holding its body back');
+  });
+
+  test('Expect: 100-continue still works: 100 first, then the body is read and answered', async () => {
+    const body = JSON.stringify({ title: 'continued' });
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.setEncoding('utf8');
+    let out = '';
+    let sent = false;
+    const answered = new Promise<string>((resolve, reject) => {
+      socket.on('data', (d: string) => {
+        out += d;
+        // The body goes only once the server asked for it.
+        if (!sent && out.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+          sent = true;
+          socket.write(body);
+        }
+        if (sent && out.includes('}') && out.endsWith('}')) resolve(out);
+      });
+      socket.on('error', reject);
+    });
+    socket.write(
+      `POST /v1${conv} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    const text = await answered;
+    socket.destroy();
+    const r = parseRaw(text.slice(text.indexOf('\r\n\r\n') + 4));
+    assert.equal(r.status, 200);
+    assert.equal(r.body.title, 'continued');
+  });
+
   test('over-long headers get 431 with a JSON error object', async () => {
     const r = parseRaw(await rawExchange(s.port, `GET /v1/apps HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     assert.equal(r.status, 431);
     ReferenceErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'headers_too_large']);
     assert.match(r.headers['x-request-id']!, /^req_/);
+  });
+});
+
+describe('bodies no handler reads (D-2)', () => {
+  const BIG = 50 * 1024 * 1024;
+
+  /** Reads one whole response (head and Content-Length body) from `socket`, leaving what follows. */
+  function nextResponse(socket: net.Socket, state: { buf: string }): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const end = state.buf.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const length = Number(/content-length: (\d+)/i.exec(state.buf.slice(0, end))![1]);
+        if (state.buf.length < end + 4 + length) return;
+        const text = state.buf.slice(0, end + 4 + length);
+        state.buf = state.buf.slice(end + 4 + length);
+        socket.off('data', onData);
+        socket.off('error', reject);
+        resolve(parseRaw(text));
+      };
+      const onData = (d: string) => {
+        state.buf += d;
+        check();
+      };
+      socket.on('data', onData);
+      socket.on('error', reject);
+      check();
+    });
+  }
+
+  function connect(): { socket: net.Socket; state: { buf: string }; closed: Promise<void> } {
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.setEncoding('utf8');
+    socket.on('error', () => {}); // a write after the server closed: expected here
+    return { socket, state: { buf: '' }, closed: new Promise((r) => socket.once('close', () => r())) };
+  }
+
+  for (const [what, method, path, auth, status] of [
+    ['an unauthenticated request (401)', 'POST', `/v1/apps/${APP}/conversations`, false, 401],
+    ['GET /config (200)', 'GET', `/v1/apps/${APP}/config`, true, 200],
+    ['DELETE of a missing conversation (404)', 'DELETE', `/v1${conv}/conv_missing`, true, 404],
+  ] as const) {
+    test(`a 50 MiB text/plain body declared on ${what}: answered with Connection: close, and the socket closed rather than drained`, { timeout: 30_000 }, async () => {
+      const { socket, state, closed } = connect();
+      const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth ? `Authorization: Bearer ${KEY}\r\n` : ''}Content-Type: text/plain\r\nContent-Length: ${BIG}\r\n\r\n`;
+      socket.write(head + 'x'.repeat(64 * 1024));
+      const r = await nextResponse(socket, state);
+      assert.equal(r.status, status);
+      assert.match(r.headers['x-request-id']!, /^req_/);
+      assert.equal(r.headers.connection, 'close');
+      // The server closes the socket once the answer is out; it does not wait for the other 49.9 MiB.
+      await closed;
+    });
+  }
+
+  test('a small unread body keeps the connection: the next request on it is served', async () => {
+    const { socket, state } = connect();
+    const get = `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n0123456789`;
+    socket.write(get + get);
+    for (let i = 0; i < 2; i++) {
+      const r = await nextResponse(socket, state);
+      assert.equal(r.status, 200);
+      assert.notEqual(r.headers.connection, 'close');
+    }
+    socket.destroy();
+  });
+
+  test('a chunked body nobody reads is drained up to 1 MiB, then its socket is closed', { timeout: 60_000 }, async () => {
+    const { socket, state, closed } = connect();
+    let open = true;
+    void closed.then(() => (open = false));
+    socket.write(`GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    const answer = nextResponse(socket, state);
+    // Keep sending 64 KiB chunks (never the last one) while the socket is open, up to 64 MiB.
+    const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`;
+    let sent = 0;
+    while (open && sent < 1024) {
+      if (!socket.write(chunk)) await Promise.race([new Promise((r) => socket.once('drain', r)), closed]);
+      sent++;
+    }
+    await closed;
+    assert.equal((await answer).status, 200);
+    assert.ok(sent < 1024, `the server closed the socket before the client sent all 64 MiB (sent ${sent} chunks)`);
   });
 });
 
