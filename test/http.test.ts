@@ -130,6 +130,13 @@ describe('routing (D-3)', () => {
     assert.equal(list.headers.get('allow'), 'POST, GET');
   });
 
+  test('a trailing, doubled or empty segment is an unknown path: 404, not the route it resembles', async () => {
+    for (const path of [`${conv}/`, `/apps/${APP}//conversations`, `//apps//${APP}//conversations`, `/apps/${APP}/config/`, '/apps//config', `${conv}//`]) {
+      assertError(await s.call('GET', path), 404, 'not_found', null, null);
+    }
+    assert.equal((await s.call('GET', conv)).status, 200, 'the path itself still answers');
+  });
+
   test('a conversation id that is not valid percent-encoding is 404', async () => {
     assertError(await s.call('GET', `${conv}/%E0%A4%A`), 404, 'not_found', null, null);
   });

@@ -135,8 +135,10 @@ describe('list limit: 1 to 100, default 20, no clamping (§8, D-12)', () => {
       const hundred = await page('?limit=100');
       assert.equal(hundred.data.length, 100);
       assert.equal(hundred.has_more, true);
-      for (const bad of ['0', '101', '-1', '1.5', '1e2', 'abc', '', ' 5', '10000']) {
-        assert400(await fresh.call('GET', `${conv}?limit=${encodeURIComponent(bad)}`), 'limit', 'invalid_value');
+      for (const bad of ['0', '101', '-1', '1.5', '1e2', 'abc', '', ' 5', '10000', '+5', '05', '0001', '00100', '100.0']) {
+        const r = await fresh.call('GET', `${conv}?limit=${encodeURIComponent(bad)}`);
+        assert400(r, 'limit', 'invalid_value');
+        assert.equal(r.body.error.message, `limit must be an integer from 1 to 100, in digits without leading zeros (got ${JSON.stringify(bad)})`);
       }
     } finally {
       await fresh.close();
@@ -153,6 +155,14 @@ describe('cursors (D-12)', () => {
   test("another app's conversation is not a cursor here", async () => {
     const { body: c } = await s.call('POST', '/apps/app_genui/conversations');
     assert400(await s.call('GET', `${conv}?after=${c.id}`), 'after', 'invalid_cursor');
+  });
+
+  test('an empty cursor is 400 in plain words naming it (D-1)', async () => {
+    for (const field of ['after', 'before']) {
+      const r = await s.call('GET', `${conv}?${field}=`);
+      assert400(r, field, 'invalid_value');
+      assert.equal(r.body.error.message, `${field} must be a conversation id (got an empty value)`);
+    }
   });
 
   test('after and before together are 400', async () => {
