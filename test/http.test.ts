@@ -5,8 +5,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { APP, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './helpers.ts';
+import { ExactErrorBody } from './shapes.ts';
 
 let s: TestServer;
 before(async () => {
@@ -19,7 +19,7 @@ const conv = `/apps/${APP}/conversations`;
 /** Asserts an error answer: status, the four fields of the error object, and a request id. */
 function assertError(r: { status: number; headers: Headers; body: any }, status: number, type: string, param: string | null, code: string | null) {
   assert.equal(r.status, status, JSON.stringify(r.body));
-  const body = ReferenceErrorBody.parse(r.body);
+  const body = ExactErrorBody.parse(r.body);
   assert.deepEqual([body.error.type, body.error.param, body.error.code], [type, param, code]);
   assert.match(r.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{24}$/);
   assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
@@ -260,7 +260,7 @@ describe('what node:http would answer by itself (clientError)', () => {
   test('a malformed request gets a 400 JSON error object with a request id', async () => {
     const r = parseRaw(await rawExchange(s.port, 'GARBAGE\r\n\r\n'));
     assert.equal(r.status, 400);
-    ReferenceErrorBody.parse(r.body);
+    ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'malformed_request']);
     assert.match(r.headers['x-request-id']!, /^req_/);
     assert.equal(r.headers.connection, 'close');
@@ -285,7 +285,7 @@ describe('what node:http would answer by itself (clientError)', () => {
     try {
       const r = parseRaw(await rawExchange(logged.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
       assert.equal(r.status, 400);
-      ReferenceErrorBody.parse(r.body);
+      ExactErrorBody.parse(r.body);
       assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Host', 'missing_parameter']);
       const id = r.headers['x-request-id']!;
       assert.match(id, /^req_[0-9a-f]{24}$/);
@@ -302,7 +302,7 @@ describe('what node:http would answer by itself (clientError)', () => {
   test('an Expect header other than 100-continue: 417 with the error object and a request id, not node\'s empty 417', async () => {
     const r = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
     assert.equal(r.status, 417);
-    ReferenceErrorBody.parse(r.body);
+    ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Expect', 'expectation_failed']);
     assert.match(r.headers['x-request-id']!, /^req_[0-9a-f]{24}$/);
     assert.equal(r.headers.connection, 'close', 'the client may be holding its body back');
@@ -339,7 +339,7 @@ describe('what node:http would answer by itself (clientError)', () => {
   test('over-long headers get 431 with a JSON error object', async () => {
     const r = parseRaw(await rawExchange(s.port, `GET /v1/apps HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     assert.equal(r.status, 431);
-    ReferenceErrorBody.parse(r.body);
+    ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'headers_too_large']);
     assert.match(r.headers['x-request-id']!, /^req_/);
   });

@@ -1,8 +1,9 @@
 // Every limit of §8 and D-1…D-13 at and just past its boundary, and each D-1 code.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LIMITS, ReferenceConversation, ReferenceConversationList, ReferenceErrorBody } from '../src/contract/index.ts';
+import { LIMITS } from '../src/contract/index.ts';
 import { APP, startTestServer, type TestServer } from './helpers.ts';
+import { ExactConversation, ExactConversationList, ExactErrorBody } from './shapes.ts';
 
 let s: TestServer;
 before(async () => {
@@ -14,7 +15,7 @@ const conv = `/apps/${APP}/conversations`;
 
 function assert400(r: { status: number; body: any }, param: string | null, code: string) {
   assert.equal(r.status, 400, JSON.stringify(r.body));
-  const { error } = ReferenceErrorBody.parse(r.body);
+  const { error } = ExactErrorBody.parse(r.body);
   assert.deepEqual([error.type, error.param, error.code], ['invalid_request_error', param, code]);
   // D-1: the message names the field in plain words.
   if (param) assert.ok(error.message.includes(param.split('.').at(-1)!), error.message);
@@ -76,7 +77,7 @@ describe('metadata: 16,384 bytes of compact UTF-8 JSON (D-9)', () => {
     test(`${name}: 16,384 bytes pass, 16,385 are 400 too_large`, async () => {
       const ok = await s.call('POST', conv, { metadata: metadataOf(LIMITS.metadataBytes, fill) });
       assert.equal(ok.status, 200);
-      assert.deepEqual(ReferenceConversation.parse(ok.body).metadata, metadataOf(LIMITS.metadataBytes, fill));
+      assert.deepEqual(ExactConversation.parse(ok.body).metadata, metadataOf(LIMITS.metadataBytes, fill));
       assert400(await s.call('POST', conv, { metadata: metadataOf(LIMITS.metadataBytes + 1, fill) }), 'metadata', 'too_large');
     });
   }
@@ -129,7 +130,7 @@ describe('list limit: 1 to 100, default 20, no clamping (§8, D-12)', () => {
     const fresh = await startTestServer();
     try {
       for (let i = 0; i < 101; i += 25) await Promise.all(Array.from({ length: Math.min(25, 101 - i) }, () => fresh.call('POST', conv)));
-      const page = async (q: string) => ReferenceConversationList.parse((await fresh.call('GET', `${conv}${q}`)).body);
+      const page = async (q: string) => ExactConversationList.parse((await fresh.call('GET', `${conv}${q}`)).body);
       assert.equal((await page('')).data.length, 20);
       assert.equal((await page('?limit=1')).data.length, 1);
       const hundred = await page('?limit=100');
