@@ -136,7 +136,7 @@ async function readOnce(req: IncomingMessage): Promise<unknown> {
  * keeping the connection. Returns the answer's headers.
  */
 export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>): Record<string, string> {
-  if (req.complete || headers.connection === 'close') return headers;
+  if (req.complete || !hasBody(req) || headers.connection === 'close') return headers;
   const declared = req.headers['content-length'];
   if (declared !== undefined) return Number(declared) > LIMITS.bodyBytes ? { ...headers, connection: 'close' } : headers;
   let seen = 0;
