@@ -58,7 +58,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const ownLogger = ownDest && pino({ level: opts.logLevel ?? 'info' }, ownDest);
   const logger = opts.logger ?? ownLogger!;
   const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
-  const store = new FileStore({ dataDir: opts.dataDir ?? './data' });
+  const warn = (message: string) => logger.warn(message);
+  const store = new FileStore({ dataDir: opts.dataDir ?? './data', warn });
   await store.open();
   const usage = new UsageLedger(opts.dataDir ?? './data');
   let limits: RateLimitService | undefined;
@@ -71,6 +72,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'),
         fixtures,
         onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
+        warn,
       });
     idempotency = await IdempotencyService.open({ dir: path.join(opts.dataDir ?? './data', 'idempotency'), logger });
     const auth = new AuthService(fixtures);

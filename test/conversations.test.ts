@@ -1,8 +1,8 @@
 // Conversations over HTTP (§4.1–4.5, D-7–D-14), validated against the contract.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems, ReferenceErrorBody, DeletionResult } from '../src/contract/index.ts';
 import { APP, startTestServer, type TestServer } from './helpers.ts';
+import { ExactConversation, ExactConversationList, ExactConversationWithItems, ExactDeletionResult, ExactErrorBody } from './shapes.ts';
 
 let s: TestServer;
 before(async () => {
@@ -16,7 +16,7 @@ describe('create conversation (§4.1)', () => {
   test('defaults: title null, generated_title {}, metadata {}, external_user_id null (D-8, D-9, D-10)', async () => {
     const r = await s.call('POST', base);
     assert.equal(r.status, 200);
-    const c = ReferenceConversation.parse(r.body);
+    const c = ExactConversation.parse(r.body);
     assert.match(c.id, /^conv_[0-9a-f]{24}$/);
     assert.deepEqual([c.title, c.generated_title, c.metadata, c.external_user_id], [null, {}, {}, null]);
   });
@@ -24,6 +24,7 @@ describe('create conversation (§4.1)', () => {
   test('keeps the fields it was given', async () => {
     const r = await s.call('POST', base, { title: 'Billing', external_user_id: 'user-1', metadata: { plan: 'pro' } });
     assert.equal(r.status, 200);
+    ExactConversation.parse(r.body);
     assert.equal(r.body.title, 'Billing');
     assert.equal(r.body.external_user_id, 'user-1');
     assert.deepEqual(r.body.metadata, { plan: 'pro' });
@@ -33,7 +34,7 @@ describe('create conversation (§4.1)', () => {
     const before = (await s.call('GET', `/apps/${APP}/metrics`)).body.total_conversations;
     const r = await s.call('POST', base, { titel: 'x' });
     assert.equal(r.status, 400);
-    ReferenceErrorBody.parse(r.body);
+    ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'titel', 'unknown_parameter']);
     assert.equal((await s.call('GET', `/apps/${APP}/metrics`)).body.total_conversations, before);
   });
@@ -44,22 +45,38 @@ describe('get, update, delete (§4.3–4.5)', () => {
     const { body: c } = await s.call('POST', base, { title: 'Old' });
     const got = await s.call('GET', `${base}/${c.id}`);
     assert.equal(got.status, 200);
-    assert.deepEqual(ReferenceConversationWithItems.parse(got.body).items, []);
+    assert.deepEqual(ExactConversationWithItems.parse(got.body).items, []);
 
     const renamed = await s.call('PATCH', `${base}/${c.id}`, { title: 'New' });
     assert.equal(renamed.status, 200);
-    assert.equal(ReferenceConversation.parse(renamed.body).title, 'New');
+    assert.equal(ExactConversation.parse(renamed.body).title, 'New');
     const cleared = await s.call('PATCH', `${base}/${c.id}`, { title: null });
-    assert.equal(cleared.body.title, null);
+    assert.equal(ExactConversation.parse(cleared.body).title, null);
 
     const del = await s.call('DELETE', `${base}/${c.id}`);
     assert.equal(del.status, 200);
-    assert.deepEqual(DeletionResult.parse(del.body), { id: c.id, object: 'conversation', deleted: true });
+    assert.deepEqual(ExactDeletionResult.parse(del.body), { id: c.id, object: 'conversation', deleted: true });
     for (const [m, b] of [['GET'], ['PATCH', { title: 'x' }], ['DELETE']] as const) {
       const r = await s.call(m, `${base}/${c.id}`, b);
       assert.equal(r.status, 404, `${m} after delete`);
       assert.equal(r.body.error.type, 'not_found');
     }
+  });
+});
+
+describe('exact shapes of items (D-14)', () => {
+  test('message, function_call and data_spec items have their fields and nothing more', async () => {
+    const types = new Set<string>();
+    for (const [app, content] of [
+      [APP, 'How do I reset my password?'], // the knowledge base: a function_call item, then the answer
+      ['app_genui', 'I would like to book an appointment'], // a form: data_spec items
+    ] as const) {
+      const { body: c } = await s.call('POST', `/apps/${app}/conversations`);
+      assert.equal((await s.call('POST', `/apps/${app}/conversations/${c.id}`, { message: { content }, stream: false })).status, 200);
+      const got = ExactConversationWithItems.parse((await s.call('GET', `/apps/${app}/conversations/${c.id}`)).body);
+      for (const item of got.items) types.add(item.type);
+    }
+    assert.deepEqual([...types].sort(), ['data_spec', 'function_call', 'message']);
   });
 });
 
@@ -74,7 +91,7 @@ describe('list (§4.2, D-12)', () => {
         let cursor: string | null = null;
         for (;;) {
           const q: string = `?limit=3&order=${order}` + (cursor ? `&after=${cursor}` : '');
-          const page = ReferenceConversationList.parse((await fresh.call('GET', base + q)).body);
+          const page = ExactConversationList.parse((await fresh.call('GET', base + q)).body);
           seen.push(...page.data.map((c) => c.id));
           if (!page.has_more) break;
           cursor = page.last_id;
@@ -90,17 +107,17 @@ describe('list (§4.2, D-12)', () => {
 describe('get conversation serves kept JSON text, renewed on every write', () => {
   test('a new message and a rename both show in the next get; the text matches the object get', async () => {
     const id = ((await s.call('POST', base, { title: 'First' })).body as { id: string }).id;
-    const first = ReferenceConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
+    const first = ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
     assert.deepEqual(first.items, []);
     // Read again (now from the kept text), then write: the write must show.
     assert.deepEqual((await s.call('GET', `${base}/${id}`)).body, first);
     assert.equal((await s.call('POST', `${base}/${id}`, { message: { content: 'Hello there' }, stream: false })).status, 200);
-    const second = ReferenceConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
+    const second = ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
     assert.equal(second.items.length >= 2, true, 'the exchange is there');
     assert.equal(second.items[0]!.type, 'message');
     assert.equal((await s.call('PATCH', `${base}/${id}`, { title: 'Renamed' })).status, 200);
     assert.equal((await s.call('POST', `${base}/${id}`, { message: { content: 'Again' }, stream: false })).status, 200);
-    const third = ReferenceConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
+    const third = ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
     assert.equal(third.title, 'Renamed');
     assert.ok(third.items.length > second.items.length, 'the second exchange is there');
     assert.match(JSON.stringify(third.items.slice(second.items.length)), /Again/);

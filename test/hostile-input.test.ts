@@ -141,43 +141,42 @@ const hostileBody: fc.Arbitrary<string | Buffer> = fc.oneof(
 );
 const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', undefined);
 
-type BodyEndpoint = { name: string; method: string; path: () => string };
+/** `counted`: the route counts against the rate limit before validating (D-4, D-23). */
+type BodyEndpoint = { name: string; method: string; path: () => string; counted?: boolean };
 const ALL_BODY_ENDPOINTS: BodyEndpoint[] = [
   { name: 'create conversation', method: 'POST', path: () => `/v1/apps/${APP}/conversations` },
   { name: 'update conversation', method: 'PATCH', path: () => `/v1/apps/${APP}/conversations/${mine}` },
-  { name: 'send message', method: 'POST', path: () => `/v1/apps/${APP}/conversations/${mine}` },
-  { name: 'create completion', method: 'POST', path: () => `/v1/apps/${APP}/completions` },
+  { name: 'send message', method: 'POST', path: () => `/v1/apps/${APP}/conversations/${mine}`, counted: true },
+  { name: 'create completion', method: 'POST', path: () => `/v1/apps/${APP}/completions`, counted: true },
 ];
 
 // --- properties -------------------------------------------------------------------------------
 
 describe('hostile bodies', () => {
   test('every endpoint with a body: no 500, an error object, and nothing changed by a rejection', async () => {
-    let baseline = await snapshot(s.store, APPS);
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...BODY_ENDPOINTS), hostileBody, contentType, async (ep, body, type) => {
+        const before = await snapshot(s, APPS, { counted: ep.counted });
         const headers: Record<string, string> = { ...auth };
         if (type) headers['content-type'] = type;
         const r = await rawRequest(s.port, ep.method, ep.path(), { headers, body });
         assertWellFormed(r, `${ep.name} ${String(body).slice(0, 80)}`);
         assertNotPolluted();
-        const now = await snapshot(s.store, APPS);
-        if (r.status >= 400) assert.equal(now, baseline, `${ep.name}: a rejected request (${r.status}) changed the store`);
-        baseline = now;
+        if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted: ep.counted }), before, `${ep.name}: a rejected request (${r.status}) changed the data`);
       }),
       { numRuns: RUNS },
     );
   });
 
   test('a body over 1 MiB is 413 body_too_large and changes nothing (D-2)', async () => {
-    const before = await snapshot(s.store, APPS);
+    const before = await snapshot(s, APPS, { counted: true });
     for (const ep of BODY_ENDPOINTS) {
       const r = await rawRequest(s.port, ep.method, ep.path(), { headers: { ...auth, 'content-type': 'application/json' }, body: '{"title":"' + 'x'.repeat(1_100_000) + '"}' });
       assertWellFormed(r, ep.name);
       assert.equal(r.status, 413);
       assert.equal(r.json.error.code, 'body_too_large');
     }
-    assert.equal(await snapshot(s.store, APPS), before);
+    assert.equal(await snapshot(s, APPS, { counted: true }), before);
   });
 });
 
@@ -227,15 +226,18 @@ describe('hostile headers', () => {
     'Bearer sk_live_\u00fc\u00ff',
     KEY,
   );
+  /** Method, path, body, and whether the route is counted (D-4: a later rejection still appended its count). */
   const endpoint = fc.constantFrom(
     ['GET', () => `/v1/apps/${APP}/conversations`],
     ['GET', () => `/v1/apps/${APP}/conversations/${mine}`],
     ['DELETE', () => `/v1/apps/${APP}/conversations/${theirs}`],
-    ['PATCH', () => `/v1/apps/${APP}/conversations/${mine}`],
-    ['POST', () => `/v1/apps/${APP}/conversations`],
+    ['PATCH', () => `/v1/apps/${APP}/conversations/${mine}`, '{"title":"renamed"}'],
+    ['POST', () => `/v1/apps/${APP}/conversations`, '{"title":"renamed"}'],
+    ['POST', () => `/v1/apps/${APP}/conversations/${mine}`, '{"message":{"content":"hello"}}', true],
+    ['POST', () => `/v1/apps/${APP}/completions`, '{"prompt":"hello"}', true],
     ['GET', () => `/v1/apps/${APP}/config`],
     ['GET', () => `/v1/apps/${APP}/metrics`],
-  ) as fc.Arbitrary<[string, () => string]>;
+  ) as fc.Arbitrary<[string, () => string, string?, boolean?]>;
   const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 });
   const idempotencyKey = fc.option(
     fc.oneof(
@@ -246,16 +248,15 @@ describe('hostile headers', () => {
   );
   test('any Authorization, Content-Type, Idempotency-Key and extra header: 2xx for the real key only, an error object otherwise', async () => {
     await fc.assert(
-      fc.asyncProperty(endpoint, authorization, contentType, fc.boolean(), idempotencyKey, async ([method, path], a, type, twice, idem) => {
-        const before = await snapshot(s.store, APPS);
+      fc.asyncProperty(endpoint, authorization, contentType, fc.boolean(), idempotencyKey, async ([method, path, body, counted], a, type, twice, idem) => {
+        const before = await snapshot(s, APPS, { counted });
         const headers: Record<string, string | string[]> = { authorization: twice ? [a, a] : a, 'x-forwarded-for': '10.0.0.1', 'accept-encoding': 'gzip, br' };
         if (type) headers['content-type'] = type;
         if (idem !== null) headers['idempotency-key'] = idem;
-        const body = method === 'POST' || method === 'PATCH' ? '{"title":"renamed"}' : undefined;
         const r = await rawRequest(s.port, method, path(), { headers, body });
         assertWellFormed(r, `${method} ${path()} [${a.slice(0, 40)}]`);
         if (r.status < 300) assert.ok(a === `Bearer ${KEY}` || a === `bearer ${KEY}` || a === `Bearer  ${KEY}` || a === `Bearer ${KEY} `, `accepted ${a.slice(0, 60)}`);
-        if (r.status >= 400) assert.equal(await snapshot(s.store, APPS), before);
+        if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted }), before);
       }),
       { numRuns: RUNS },
     );
@@ -275,7 +276,9 @@ describe('hostile paths', () => {
       fc.asyncProperty(method, fc.array(segment, { minLength: 1, maxLength: 3 }), fc.boolean(), async (m, segs, appSegment) => {
         const tail = segs.map((x) => ids.get(x) ?? x).join(appSegment ? '' : '/');
         const path = appSegment ? `/v1/apps/${tail}/conversations` : `/v1/apps/${APP}/conversations/${tail}`;
-        const before = await snapshot(s.store, APPS);
+        // A POST to a conversation is send message, counted before its 404 (D-4).
+        const counted = m === 'POST';
+        const before = await snapshot(s, APPS, { counted });
         const body = m === 'POST' || m === 'PATCH' ? '{"title":"x"}' : undefined;
         const r = await rawRequest(s.port, m, path, { headers: { ...auth, 'content-type': 'application/json' }, body });
         if (m !== 'HEAD') assertWellFormed(r, `${m} ${path}`);
@@ -283,7 +286,7 @@ describe('hostile paths', () => {
         const touched = segs.includes('THEIRS') || segs.includes('SIBLING') || segs.includes('DELETED');
         if (touched) assert.ok(r.status >= 400, `${m} ${path} reached a conversation it must not: ${r.status}`);
         if (r.status === 200 && r.json?.id) assert.equal(s.store.getConversation(r.json.id)?.app_id, APP);
-        if (r.status >= 400) assert.equal(await snapshot(s.store, APPS), before);
+        if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted }), before);
       }),
       { numRuns: RUNS },
     );
@@ -292,7 +295,7 @@ describe('hostile paths', () => {
 
 describe('one app can never reach another app\'s conversations', () => {
   test('paths, cursors and metrics with foreign ids', async () => {
-    const before = await snapshot(s.store, APPS);
+    const before = await snapshot(s, APPS, { counted: canSend });
     const metrics = (await s.call('GET', `/apps/${APP}/metrics`)).body;
     for (const foreign of [theirs, sibling]) {
       const attempts: Array<readonly [string, unknown?]> = [['GET'], ['PATCH', { title: 'hijacked' }], ['DELETE']];
@@ -316,6 +319,6 @@ describe('one app can never reach another app\'s conversations', () => {
     const list = await s.call('GET', `/apps/${APP}/conversations?limit=100`);
     assert.ok(list.body.data.every((c: { id: string }) => c.id !== theirs && c.id !== sibling));
     assert.deepEqual((await s.call('GET', `/apps/${APP}/metrics`)).body, metrics);
-    assert.equal(await snapshot(s.store, APPS), before);
+    assert.equal(await snapshot(s, APPS, { counted: canSend }), before);
   });
 });

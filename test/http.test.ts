@@ -5,8 +5,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { APP, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './helpers.ts';
+import { ExactErrorBody } from './shapes.ts';
 
 let s: TestServer;
 before(async () => {
@@ -19,7 +19,7 @@ const conv = `/apps/${APP}/conversations`;
 /** Asserts an error answer: status, the four fields of the error object, and a request id. */
 function assertError(r: { status: number; headers: Headers; body: any }, status: number, type: string, param: string | null, code: string | null) {
   assert.equal(r.status, status, JSON.stringify(r.body));
-  const body = ReferenceErrorBody.parse(r.body);
+  const body = ExactErrorBody.parse(r.body);
   assert.deepEqual([body.error.type, body.error.param, body.error.code], [type, param, code]);
   assert.match(r.headers.get('x-request-id') ?? '', /^req_[0-9a-f]{24}$/);
   assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
@@ -128,6 +128,13 @@ describe('routing (D-3)', () => {
     const list = await s.call('DELETE', conv);
     assertError(list, 405, 'invalid_request_error', null, 'method_not_allowed');
     assert.equal(list.headers.get('allow'), 'POST, GET');
+  });
+
+  test('a trailing, doubled or empty segment is an unknown path: 404, not the route it resembles', async () => {
+    for (const path of [`${conv}/`, `/apps/${APP}//conversations`, `//apps//${APP}//conversations`, `/apps/${APP}/config/`, '/apps//config', `${conv}//`]) {
+      assertError(await s.call('GET', path), 404, 'not_found', null, null);
+    }
+    assert.equal((await s.call('GET', conv)).status, 200, 'the path itself still answers');
   });
 
   test('a conversation id that is not valid percent-encoding is 404', async () => {
@@ -253,7 +260,7 @@ describe('what node:http would answer by itself (clientError)', () => {
   test('a malformed request gets a 400 JSON error object with a request id', async () => {
     const r = parseRaw(await rawExchange(s.port, 'GARBAGE\r\n\r\n'));
     assert.equal(r.status, 400);
-    ReferenceErrorBody.parse(r.body);
+    ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'malformed_request']);
     assert.match(r.headers['x-request-id']!, /^req_/);
     assert.equal(r.headers.connection, 'close');
@@ -272,12 +279,152 @@ describe('what node:http would answer by itself (clientError)', () => {
     assert.equal(r.body.error.code, 'headers_too_large');
   });
 
+  test('a request without Host (HTTP/1.1): 400 with the error object, a request id and a log line, not node\'s empty 400', async () => {
+    const lines: string[] = [];
+    const logged = await startTestServer({ logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }) });
+    try {
+      const r = parseRaw(await rawExchange(logged.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+      assert.equal(r.status, 400);
+      ExactErrorBody.parse(r.body);
+      assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Host', 'missing_parameter']);
+      const id = r.headers['x-request-id']!;
+      assert.match(id, /^req_[0-9a-f]{24}$/);
+      await logged.close(); // the log line is written when the response closes
+      assert.ok(lines.some((l) => l.includes(id) && l.includes('"status":400')), 'one log line with the request id');
+      // HTTP/1.0 has no Host requirement.
+      const old = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.0\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+      assert.equal(old.status, 200);
+    } finally {
+      await logged.close();
+    }
+  });
+
+  test('an Expect header other than 100-continue: 417 with the error object and a request id, not node\'s empty 417', async () => {
+    const r = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+    assert.equal(r.status, 417);
+    ExactErrorBody.parse(r.body);
+    assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Expect', 'expectation_failed']);
+    assert.match(r.headers['x-request-id']!, /^req_[0-9a-f]{24}$/);
+    assert.equal(r.headers.connection, 'close', 'the client may be holding its body back');
+  });
+
+  test('Expect: 100-continue still works: 100 first, then the body is read and answered', async () => {
+    const body = JSON.stringify({ title: 'continued' });
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.setEncoding('utf8');
+    let out = '';
+    let sent = false;
+    const answered = new Promise<string>((resolve, reject) => {
+      socket.on('data', (d: string) => {
+        out += d;
+        // The body goes only once the server asked for it.
+        if (!sent && out.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+          sent = true;
+          socket.write(body);
+        }
+        if (sent && out.includes('}') && out.endsWith('}')) resolve(out);
+      });
+      socket.on('error', reject);
+    });
+    socket.write(
+      `POST /v1${conv} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    const text = await answered;
+    socket.destroy();
+    const r = parseRaw(text.slice(text.indexOf('\r\n\r\n') + 4));
+    assert.equal(r.status, 200);
+    assert.equal(r.body.title, 'continued');
+  });
+
   test('over-long headers get 431 with a JSON error object', async () => {
     const r = parseRaw(await rawExchange(s.port, `GET /v1/apps HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`));
     assert.equal(r.status, 431);
-    ReferenceErrorBody.parse(r.body);
+    ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.code], ['invalid_request_error', 'headers_too_large']);
     assert.match(r.headers['x-request-id']!, /^req_/);
+  });
+});
+
+describe('bodies no handler reads (D-2)', () => {
+  const BIG = 50 * 1024 * 1024;
+
+  /** Reads one whole response (head and Content-Length body) from `socket`, leaving what follows. */
+  function nextResponse(socket: net.Socket, state: { buf: string }): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const end = state.buf.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const length = Number(/content-length: (\d+)/i.exec(state.buf.slice(0, end))![1]);
+        if (state.buf.length < end + 4 + length) return;
+        const text = state.buf.slice(0, end + 4 + length);
+        state.buf = state.buf.slice(end + 4 + length);
+        socket.off('data', onData);
+        socket.off('error', reject);
+        resolve(parseRaw(text));
+      };
+      const onData = (d: string) => {
+        state.buf += d;
+        check();
+      };
+      socket.on('data', onData);
+      socket.on('error', reject);
+      check();
+    });
+  }
+
+  function connect(): { socket: net.Socket; state: { buf: string }; closed: Promise<void> } {
+    const socket = net.connect(s.port, '127.0.0.1');
+    socket.setEncoding('utf8');
+    socket.on('error', () => {}); // a write after the server closed: expected here
+    return { socket, state: { buf: '' }, closed: new Promise((r) => socket.once('close', () => r())) };
+  }
+
+  for (const [what, method, path, auth, status] of [
+    ['an unauthenticated request (401)', 'POST', `/v1/apps/${APP}/conversations`, false, 401],
+    ['GET /config (200)', 'GET', `/v1/apps/${APP}/config`, true, 200],
+    ['DELETE of a missing conversation (404)', 'DELETE', `/v1${conv}/conv_missing`, true, 404],
+  ] as const) {
+    test(`a 50 MiB text/plain body declared on ${what}: answered with Connection: close, and the socket closed rather than drained`, { timeout: 30_000 }, async () => {
+      const { socket, state, closed } = connect();
+      const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth ? `Authorization: Bearer ${KEY}\r\n` : ''}Content-Type: text/plain\r\nContent-Length: ${BIG}\r\n\r\n`;
+      socket.write(head + 'x'.repeat(64 * 1024));
+      const r = await nextResponse(socket, state);
+      assert.equal(r.status, status);
+      assert.match(r.headers['x-request-id']!, /^req_/);
+      assert.equal(r.headers.connection, 'close');
+      // The server closes the socket once the answer is out; it does not wait for the other 49.9 MiB.
+      await closed;
+    });
+  }
+
+  test('a small unread body keeps the connection: the next request on it is served', async () => {
+    const { socket, state } = connect();
+    const get = `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\n0123456789`;
+    socket.write(get + get);
+    for (let i = 0; i < 2; i++) {
+      const r = await nextResponse(socket, state);
+      assert.equal(r.status, 200);
+      assert.notEqual(r.headers.connection, 'close');
+    }
+    socket.destroy();
+  });
+
+  test('a chunked body nobody reads is drained up to 1 MiB, then its socket is closed', { timeout: 60_000 }, async () => {
+    const { socket, state, closed } = connect();
+    let open = true;
+    void closed.then(() => (open = false));
+    socket.write(`GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    const answer = nextResponse(socket, state);
+    // Keep sending 64 KiB chunks (never the last one) while the socket is open, up to 64 MiB.
+    const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`;
+    let sent = 0;
+    while (open && sent < 1024) {
+      if (!socket.write(chunk)) await Promise.race([new Promise((r) => socket.once('drain', r)), closed]);
+      sent++;
+    }
+    await closed;
+    assert.equal((await answer).status, 200);
+    assert.ok(sent < 1024, `the server closed the socket before the client sent all 64 MiB (sent ${sent} chunks)`);
   });
 });
 

@@ -14,8 +14,8 @@ const TEXT = ENTRIES.map((e) => (e === null ? '   ' : JSON.stringify(e))).join('
 const WHOLE = ENTRIES.filter((e) => e !== null);
 const LINE_NOS = [1, 2, 4, 5];
 
-async function read(file: string, chunkBytes?: number): Promise<{ entries: unknown[]; lineNos: number[]; result: { lines: number; dropped: boolean }; journal: Journal }> {
-  const journal = new Journal(file, chunkBytes === undefined ? {} : { chunkBytes });
+async function read(file: string, chunkBytes?: number, warnings: string[] = []): Promise<{ entries: unknown[]; lineNos: number[]; result: { lines: number; dropped: boolean }; journal: Journal }> {
+  const journal = new Journal(file, { chunkBytes, warn: (m) => void warnings.push(m) });
   const entries: unknown[] = [];
   const lineNos: number[] = [];
   const result = await journal.open((e, line) => {
@@ -41,14 +41,18 @@ describe('journal reader', () => {
     assert.equal(await fs.readFile(file, 'utf8'), TEXT, 'reading changes nothing');
   });
 
-  test('a torn tail spanning chunks is dropped, cut off the file, and the next append is a whole line', async () => {
+  test('a torn tail spanning chunks is dropped with a warning, cut off the file, and the next append is a whole line', async () => {
     for (const chunkBytes of [1, 5, 64, undefined]) {
       const file = path.join(await tempDir(), 'j.jsonl');
       // A torn multi-byte tail longer than a chunk.
-      await fs.writeFile(file, TEXT + '{"n":5,"s":"漢字 torn');
-      const { entries, result, journal } = await read(file, chunkBytes);
+      const torn = '{"n":5,"s":"漢字 torn';
+      await fs.writeFile(file, TEXT + torn);
+      const warnings: string[] = [];
+      const { entries, result, journal } = await read(file, chunkBytes, warnings);
       assert.deepEqual(entries, WHOLE, `chunk ${chunkBytes}`);
       assert.deepEqual(result, { lines: 6, dropped: true });
+      assert.equal(warnings.length, 1);
+      assert.ok(warnings[0]!.startsWith(`${file}: dropped the last ${Buffer.byteLength(torn)} bytes (line 6`), warnings[0]);
       assert.equal(await fs.readFile(file, 'utf8'), TEXT, 'the torn tail is cut off');
       await journal.append({ n: 6 });
       await journal.close();
@@ -58,6 +62,36 @@ describe('journal reader', () => {
       assert.deepEqual(again.entries, [...WHOLE, { n: 6 }]);
       assert.equal(again.result.dropped, false);
     }
+  });
+
+  test('a whole last line without its newline is kept, and the newline added (a hand edit, not a crash)', async () => {
+    for (const chunkBytes of [1, 5, 64, undefined]) {
+      const file = path.join(await tempDir(), 'j.jsonl');
+      await fs.writeFile(file, TEXT + '{"n":5,"s":"漢字"}');
+      const warnings: string[] = [];
+      const { entries, lineNos, result, journal } = await read(file, chunkBytes, warnings);
+      assert.deepEqual(entries, [...WHOLE, { n: 5, s: '漢字' }], `chunk ${chunkBytes}`);
+      assert.deepEqual(lineNos, [...LINE_NOS, 6]);
+      assert.deepEqual(result, { lines: 6, dropped: false });
+      assert.deepEqual(warnings, []);
+      assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":5,"s":"漢字"}\n', 'only the newline is added');
+      await journal.append({ n: 6 });
+      await journal.close();
+      assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":5,"s":"漢字"}\n{"n":6}\n');
+    }
+  });
+
+  test('a whole last line that the caller refuses stops the open and leaves the file as it was', async () => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    await fs.writeFile(file, TEXT + '{"n":"five"}');
+    const journal = new Journal(file, { chunkBytes: 7 });
+    await assert.rejects(
+      journal.open((e, line) => {
+        if (typeof (e as { n: unknown }).n !== 'number') throw new StoreError(file, `line ${line}: n must be a number`);
+      }),
+      /line 6: n must be a number/,
+    );
+    assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":"five"}', 'nothing rewritten');
   });
 
   test('a bad line before the end names its line number, whatever the chunk size', async () => {

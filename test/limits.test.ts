@@ -1,8 +1,9 @@
 // Every limit of §8 and D-1…D-13 at and just past its boundary, and each D-1 code.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { LIMITS, ReferenceConversation, ReferenceConversationList, ReferenceErrorBody } from '../src/contract/index.ts';
+import { LIMITS } from '../src/contract/index.ts';
 import { APP, startTestServer, type TestServer } from './helpers.ts';
+import { ExactConversation, ExactConversationList, ExactErrorBody } from './shapes.ts';
 
 let s: TestServer;
 before(async () => {
@@ -14,7 +15,7 @@ const conv = `/apps/${APP}/conversations`;
 
 function assert400(r: { status: number; body: any }, param: string | null, code: string) {
   assert.equal(r.status, 400, JSON.stringify(r.body));
-  const { error } = ReferenceErrorBody.parse(r.body);
+  const { error } = ExactErrorBody.parse(r.body);
   assert.deepEqual([error.type, error.param, error.code], ['invalid_request_error', param, code]);
   // D-1: the message names the field in plain words.
   if (param) assert.ok(error.message.includes(param.split('.').at(-1)!), error.message);
@@ -76,7 +77,7 @@ describe('metadata: 16,384 bytes of compact UTF-8 JSON (D-9)', () => {
     test(`${name}: 16,384 bytes pass, 16,385 are 400 too_large`, async () => {
       const ok = await s.call('POST', conv, { metadata: metadataOf(LIMITS.metadataBytes, fill) });
       assert.equal(ok.status, 200);
-      assert.deepEqual(ReferenceConversation.parse(ok.body).metadata, metadataOf(LIMITS.metadataBytes, fill));
+      assert.deepEqual(ExactConversation.parse(ok.body).metadata, metadataOf(LIMITS.metadataBytes, fill));
       assert400(await s.call('POST', conv, { metadata: metadataOf(LIMITS.metadataBytes + 1, fill) }), 'metadata', 'too_large');
     });
   }
@@ -129,14 +130,16 @@ describe('list limit: 1 to 100, default 20, no clamping (§8, D-12)', () => {
     const fresh = await startTestServer();
     try {
       for (let i = 0; i < 101; i += 25) await Promise.all(Array.from({ length: Math.min(25, 101 - i) }, () => fresh.call('POST', conv)));
-      const page = async (q: string) => ReferenceConversationList.parse((await fresh.call('GET', `${conv}${q}`)).body);
+      const page = async (q: string) => ExactConversationList.parse((await fresh.call('GET', `${conv}${q}`)).body);
       assert.equal((await page('')).data.length, 20);
       assert.equal((await page('?limit=1')).data.length, 1);
       const hundred = await page('?limit=100');
       assert.equal(hundred.data.length, 100);
       assert.equal(hundred.has_more, true);
-      for (const bad of ['0', '101', '-1', '1.5', '1e2', 'abc', '', ' 5', '10000']) {
-        assert400(await fresh.call('GET', `${conv}?limit=${encodeURIComponent(bad)}`), 'limit', 'invalid_value');
+      for (const bad of ['0', '101', '-1', '1.5', '1e2', 'abc', '', ' 5', '10000', '+5', '05', '0001', '00100', '100.0']) {
+        const r = await fresh.call('GET', `${conv}?limit=${encodeURIComponent(bad)}`);
+        assert400(r, 'limit', 'invalid_value');
+        assert.equal(r.body.error.message, `limit must be an integer from 1 to 100, in digits without leading zeros (got ${JSON.stringify(bad)})`);
       }
     } finally {
       await fresh.close();
@@ -153,6 +156,14 @@ describe('cursors (D-12)', () => {
   test("another app's conversation is not a cursor here", async () => {
     const { body: c } = await s.call('POST', '/apps/app_genui/conversations');
     assert400(await s.call('GET', `${conv}?after=${c.id}`), 'after', 'invalid_cursor');
+  });
+
+  test('an empty cursor is 400 in plain words naming it (D-1)', async () => {
+    for (const field of ['after', 'before']) {
+      const r = await s.call('GET', `${conv}?${field}=`);
+      assert400(r, field, 'invalid_value');
+      assert.equal(r.body.error.message, `${field} must be a conversation id (got an empty value)`);
+    }
   });
 
   test('after and before together are 400', async () => {

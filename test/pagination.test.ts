@@ -1,8 +1,8 @@
 // List pagination (§4.2, D-11, D-12): walks in both orders while the list changes under them.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ReferenceConversationList } from '../src/contract/index.ts';
 import { APP, startTestServer, type TestServer } from './helpers.ts';
+import { ExactConversationList } from './shapes.ts';
 
 const conv = `/apps/${APP}/conversations`;
 
@@ -15,7 +15,7 @@ after(() => s.close());
 async function list(server: TestServer, q: string) {
   const r = await server.call('GET', `${conv}?${q}`);
   assert.equal(r.status, 200, JSON.stringify(r.body));
-  return ReferenceConversationList.parse(r.body);
+  return ExactConversationList.parse(r.body);
 }
 
 async function create(server: TestServer, body: object = {}): Promise<string> {

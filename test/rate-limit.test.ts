@@ -1,6 +1,6 @@
 // D-23 rate limits: counted routes, 429 with Retry-After, headers, bursts, restarts, day rollover.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -214,6 +214,59 @@ describe('rate limits (D-23)', () => {
   });
 });
 
+describe('compaction and crashes', () => {
+  /** What a restart would count from the file as it is now: t lines plus the d lines' n. */
+  function countsIn(file: string): number {
+    return readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { t?: number; n?: number })
+      .reduce((sum, e) => sum + (e.t !== undefined ? 1 : e.n!), 0);
+  }
+
+  test('the reproduction: 5 synchronous counts with compactAfter 3; the file copied mid-compaction refuses the 6th', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'ratelimits.jsonl');
+    const c = clock();
+    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const app = fixtures.apps.get(LIMITED)!;
+    for (let i = 0; i < 5; i++) limiter.take(app);
+    // The compaction started by the 4th count is under way: it took its snapshot and awaits its I/O.
+    assert.ok((limiter as unknown as { compacting?: Promise<void> }).compacting, 'mid-compaction');
+    const copy = path.join(dir, 'copy.jsonl');
+    copyFileSync(file, copy); // what a SIGKILL now would leave
+    await limiter.close();
+    const restarted = await RateLimitService.open({ file: copy, fixtures, now: c.now });
+    assert.throws(() => restarted.take(app), (err: { status?: number }) => err.status === 429);
+    await restarted.close();
+  });
+
+  test('at every moment of repeated compactions, the file holds every count taken so far', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'ratelimits.jsonl');
+    const c = clock();
+    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const app = fixtures.apps.get(TARGET.app_id)!;
+    let taken = 0;
+    let midCompaction = 0;
+    for (let turn = 0; turn < 150; turn++) {
+      // A few counts a turn, a minute apart so that snapshots fold them into the day's count.
+      for (let i = 0; i < 3; i++, taken++) {
+        limiter.take(app);
+        c.advance(61_000);
+      }
+      if (existsSync(`${file}.tmp`)) midCompaction++;
+      assert.equal(countsIn(file), taken, `turn ${turn}`);
+      // Let the compaction move on by one step (an I/O callback or a promise turn).
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.ok(midCompaction > 0, 'some copies were taken while a compaction was under way');
+    assert.ok(readFileSync(file, 'utf8').trim().split('\n').length < taken, 'compactions happened');
+    await limiter.close();
+    assert.equal(countsIn(file), taken);
+  });
+});
+
 describe('rate limits on the running server', () => {
   test('startParley wires the limiter: its journal lives in the data directory', async () => {
     const { startTestServer } = await import('./helpers.ts');
@@ -263,6 +316,65 @@ describe('rate limits on send message and completions (app_limited: 5 a minute, 
       assert.equal((await s.store.readConversationFile(conv)).items.length, items, 'no item from a refused request');
       assert.deepEqual((await s.call('GET', `/apps/${LIMITED}/metrics`)).body, metrics);
     } finally {
+      await s.close();
+    }
+  });
+
+  test('D-4: a 400 and a 404 on a counted route were counted: each takes one from x-ratelimit-remaining-requests', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    const s = await startTestServer();
+    try {
+      const conv = (await s.call('POST', `/apps/${LIMITED}/conversations`, {})).body.id;
+      const bad = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: 'hi' }, nope: 1 });
+      assert.equal(bad.status, 400);
+      assert.equal(bad.headers.get('x-ratelimit-remaining-requests'), '4');
+      const missing = await s.call('POST', `/apps/${LIMITED}/conversations/conv_missing`, { message: { content: 'hi' } });
+      assert.equal(missing.status, 404);
+      assert.equal(missing.headers.get('x-ratelimit-remaining-requests'), '3');
+      const ok = await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' });
+      assert.equal(ok.status, 200);
+      assert.equal(ok.headers.get('x-ratelimit-remaining-requests'), '2');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('D-23: every counted request that then fails carries the x-ratelimit-* headers (400, 404, 409, 422, 429 too_many_streams)', async () => {
+    const { startTestServer } = await import('./helpers.ts');
+    const SLOW = 'app_slow'; // streams slowly, so that one stays open while the others are refused
+    const s = await startTestServer({ maxStreamsPerApp: 1 });
+    const ctrl = new AbortController();
+    try {
+      const conv = (await s.call('POST', `/apps/${SLOW}/conversations`, {})).body.id;
+      const send = `/apps/${SLOW}/conversations/${conv}`;
+      const story = { message: { content: 'Tell me a long story about the sea' }, stream: true };
+      const key = { 'idempotency-key': '"rl-headers"' };
+      const open = await fetch(s.baseUrl + send, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...key },
+        body: JSON.stringify(story),
+        signal: ctrl.signal,
+      });
+      assert.equal(open.status, 200);
+      let remaining = Number(open.headers.get('x-ratelimit-remaining-requests'));
+      const failures: Array<[number, string | null, Promise<{ status: number; headers: Headers; body: any }>]> = [
+        [400, 'unknown_parameter', s.call('POST', `/apps/${SLOW}/completions`, { prompt: 'hi', nope: 1 })],
+        [404, null, s.call('POST', `/apps/${SLOW}/conversations/conv_missing`, { message: { content: 'hi' } })],
+        [409, 'idempotency_key_in_use', s.call('POST', send, story, { headers: key })],
+        [422, 'idempotency_key_reused', s.call('POST', send, { ...story, message: { content: 'another' } }, { headers: key })],
+        [429, 'too_many_streams', s.call('POST', `/apps/${SLOW}/completions`, { prompt: 'hi', stream: true })],
+      ];
+      for (const [status, code, pending] of failures) {
+        const r = await pending; // in order: each is counted when it arrives
+        assert.equal(r.status, status, JSON.stringify(r.body));
+        ReferenceErrorBody.parse(r.body);
+        assert.equal(r.body.error.code, code);
+        assert.equal(r.headers.get('x-ratelimit-limit-requests'), '10000', `${status}`);
+        assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(--remaining), `${status}`);
+        assert.match(r.headers.get('x-ratelimit-reset-requests') ?? '', /^\d+(\.\d+)?s$/);
+      }
+    } finally {
+      ctrl.abort();
       await s.close();
     }
   });

@@ -1,6 +1,10 @@
 // Test helper: HTTP requests exactly as written (raw path, any bytes as body, any header), and a
-// snapshot of what the store holds, to prove that a rejected request changed nothing.
+// snapshot of the data directory's bytes and of what the store holds, to prove that a rejected
+// request changed nothing.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
 import http from 'node:http';
+import path from 'node:path';
 import type { Store } from '../src/store/types.ts';
 
 export interface RawResponse {
@@ -35,14 +39,28 @@ export function rawRequest(port: number, method: string, path: string, opts: { h
   });
 }
 
-/** Everything the store would show for these apps: records, counters and each conversation file. */
-export async function snapshot(store: Store, appIds: readonly string[]): Promise<string> {
-  const out: unknown[] = [];
-  for (const app of appIds) {
-    const records = store.conversationsOf(app);
-    const files = [];
-    for (const r of records) files.push(await store.readConversationFile(r.id));
-    out.push({ app, records, counters: store.appCounters(app), files });
+/**
+ * What a rejected request must leave unchanged: the bytes of every file in the data directory (the
+ * conversation journal, each conversation file, usage, idempotency segments, the rate-limit journal),
+ * and what the store shows in memory for these apps (records, counters, conversation files).
+ * `counted`: the request went to send message or completion, which count before validating (D-4),
+ * so a 400 or 404 there legitimately appends to the rate-limit journal: that one file is left out.
+ */
+export async function snapshot(server: { store: Store; dataDir: string }, appIds: readonly string[], opts: { counted?: boolean } = {}): Promise<string> {
+  const disk: Array<[string, string]> = [];
+  for (const entry of await fs.readdir(server.dataDir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.relative(server.dataDir, path.join(entry.parentPath, entry.name));
+    if (opts.counted && file === 'ratelimits.jsonl') continue;
+    disk.push([file, createHash('sha256').update(await fs.readFile(path.join(server.dataDir, file))).digest('hex')]);
   }
-  return JSON.stringify(out);
+  disk.sort(([a], [b]) => (a < b ? -1 : 1));
+  const memory: unknown[] = [];
+  for (const app of appIds) {
+    const records = server.store.conversationsOf(app);
+    const files = [];
+    for (const r of records) files.push(await server.store.readConversationFile(r.id));
+    memory.push({ app, records, counters: server.store.appCounters(app), files });
+  }
+  return JSON.stringify({ disk, memory }, null, 1);
 }

@@ -30,7 +30,53 @@ function assert408(answer: string): void {
   assert.equal(body.error.type, 'invalid_request_error');
 }
 
+/**
+ * Opens a socket, writes `head`, then one byte of `drip` at each timer tick, which the test stops as
+ * soon as the server closes the socket: a client that is never quite silent (no idle timeout fires).
+ */
+function trickle(head: string, drip: (i: number) => string): { answer: Promise<string>; dripped: () => number } {
+  const socket = net.connect(s.port, '127.0.0.1');
+  socket.on('error', () => {});
+  const chunks: Buffer[] = [];
+  socket.on('data', (c: Buffer) => chunks.push(c));
+  let i = 0;
+  let timer: NodeJS.Timeout | undefined;
+  socket.once('connect', () => {
+    socket.write(head);
+    timer = setInterval(() => socket.write(drip(i++)), 5);
+  });
+  const answer = new Promise<string>((resolve) =>
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    }),
+  );
+  return { answer, dripped: () => i };
+}
+
 describe('slow clients', () => {
+  // The bound turns a server that never cuts the trickle off into a failure rather than a hang.
+  test('headers trickled a byte at a time: 408 request_timeout, while another client is served', { timeout: 20_000 }, async () => {
+    // A header line that never ends, one byte per tick: each byte is news, but the block never completes.
+    const slow = trickle(`GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nX-Slow: `, () => 'a');
+    assert.equal((await s.call('GET', `/apps/${APP}/config`)).status, 200);
+    assert408(await slow.answer);
+    assert.ok(slow.dripped() > 0, 'the trickle was under way');
+  });
+
+  test('a body trickled a byte at a time: 408, nothing created, while another client is served', { timeout: 20_000 }, async () => {
+    const before = s.store.appCounters(APP).conversations;
+    const body = `{"title":"${'x'.repeat(100_000)}"}`;
+    const slow = trickle(
+      `POST /v1/apps/${APP}/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      (i) => body[i] ?? '',
+    );
+    assert.equal((await s.call('GET', `/apps/${APP}/metrics`)).status, 200);
+    assert408(await slow.answer);
+    assert.ok(slow.dripped() > 0 && slow.dripped() < body.length, 'cut off mid-body');
+    assert.equal(s.store.appCounters(APP).conversations, before);
+  });
+
   test('headers that never finish: 408 request_timeout, socket closed (slowloris)', async () => {
     const { answer } = stall(`GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nX-Slow: `);
     assert408(await answer);

@@ -121,11 +121,17 @@ describe('crash leftovers and corrupt files', () => {
     return { dir: server.dataDir, ids };
   }
 
-  test('a torn last journal line is dropped; the rest survives and later writes are whole', async () => {
+  test('a torn last journal line is dropped with a warning naming the file and bytes; the rest survives and later writes are whole', async () => {
     const { dir, ids } = await seed();
-    await fs.appendFile(journalOf(dir), '{"t":"conv","v":{"id":"conv_torn","app_');
-    const server = await startTestServer({ dataDir: dir });
+    const torn = '{"t":"conv","v":{"id":"conv_torn","app_';
+    await fs.appendFile(journalOf(dir), torn);
+    const logged: string[] = [];
+    const server = await startTestServer({ dataDir: dir, logger: pino({ level: 'warn' }, { write: (l: string) => void logged.push(l) }) });
     try {
+      assert.ok(
+        logged.some((l) => JSON.parse(l).msg.startsWith(`${journalOf(dir)}: dropped the last ${torn.length} bytes`)),
+        logged.join(''),
+      );
       assert.deepEqual(await listAll(server), ids);
       ids.push((await server.call('POST', conv)).body.id);
     } finally {
@@ -140,6 +146,22 @@ describe('crash leftovers and corrupt files', () => {
     } finally {
       await again.close();
     }
+  });
+
+  test('a hand-edited journal whose last newline was removed loses nothing: the last line is kept', async () => {
+    const { dir, ids } = await seed();
+    const first = await startTestServer({ dataDir: dir });
+    await first.call('PATCH', `${conv}/${ids[2]}`, { title: 'renamed' });
+    await first.close();
+    const text = await fs.readFile(journalOf(dir), 'utf8');
+    await fs.writeFile(journalOf(dir), text.slice(0, -1));
+    const server = await startTestServer({ dataDir: dir });
+    try {
+      assert.equal((await server.call('GET', `${conv}/${ids[2]}`)).body.title, 'renamed');
+    } finally {
+      await server.close();
+    }
+    assert.equal(await fs.readFile(journalOf(dir), 'utf8'), text, 'only the newline was added back');
   });
 
   test('a corrupt journal line stops start-up with an error naming the file and the line', async () => {
@@ -168,6 +190,38 @@ describe('crash leftovers and corrupt files', () => {
     lines[2] = JSON.stringify(entry);
     await fs.writeFile(journalOf(dir), lines.join('\n'));
     assert.match((await startExpectingError(dir)).message, /line 3: v\.id: must be letters, digits/);
+  });
+
+  test('hand-edited lines that break the rules between lines: a duplicate seq, or an id whose app, seq or creation time changes', async () => {
+    const { dir } = await seed();
+    const text = await fs.readFile(journalOf(dir), 'utf8');
+    const [a, b] = text.trimEnd().split('\n').map((l) => JSON.parse(l).v);
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      // A new id with the seq of another conversation: one of them would vanish from the list.
+      [{ ...a, id: 'conv_newid', title: 'dup' }, /line 4: v\.seq: 1 is already the seq of conv_/],
+      [{ ...b, app_id: 'app_genui' }, /line 4: v\.app_id: "app_genui" differs from "app_demo" in an earlier line of conv_/],
+      [{ ...b, seq: 99 }, /line 4: v\.seq: 99 differs from 2 /],
+      [{ ...b, created_at: b.created_at + 1 }, /line 4: v\.created_at: \d+ differs from \d+ /],
+    ];
+    for (const [v, fault] of cases) {
+      const edited = text + JSON.stringify({ t: 'conv', v }) + '\n';
+      await fs.writeFile(journalOf(dir), edited);
+      const err = await startExpectingError(dir);
+      assert.equal(err.file, journalOf(dir));
+      assert.match(err.message, fault);
+      assert.equal(await fs.readFile(journalOf(dir), 'utf8'), edited, 'nothing rewritten');
+    }
+    // The same rules hold for an exchange's intent line.
+    await fs.writeFile(journalOf(dir), text + JSON.stringify({ t: 'intent', v: { ...b, app_id: 'app_genui' }, p: 'resp_x' }) + '\n');
+    assert.match((await startExpectingError(dir)).message, /line 4: v\.app_id: /);
+    // A later version of the same conversation with its seq, app and creation time is fine.
+    await fs.writeFile(journalOf(dir), text + JSON.stringify({ t: 'conv', v: { ...b, title: 'ok' } }) + '\n');
+    const server = await startTestServer({ dataDir: dir });
+    try {
+      assert.equal((await server.call('GET', `${conv}/${b.id}`)).body.title, 'ok');
+    } finally {
+      await server.close();
+    }
   });
 
   test('a corrupt conversation file: a clear error naming the file, 500 to its reads, nothing else affected or overwritten', async () => {

@@ -21,14 +21,19 @@ before(async () => {
 });
 after(() => s.close());
 
-/** Opens a stream on `app` and resolves once its first event arrived; `stop()` disconnects. */
+/**
+ * Opens a stream on `app` and resolves once it answered 200 and sent response.created; anything else
+ * (a 429 from the cap, an error) fails the test. `stop()` disconnects.
+ */
 async function openStream(app: string): Promise<{ stop: () => void; done: Promise<unknown> }> {
   const { body: conv } = await s.call('POST', `/apps/${app}/conversations`, {});
   const ctrl = new AbortController();
-  let started!: () => void;
-  const first = new Promise<void>((r) => (started = r));
-  const done = postSse(s.baseUrl, `/apps/${app}/conversations/${conv.id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, { signal: ctrl.signal, onEvent: () => started() });
-  await Promise.race([first, done]);
+  let started!: (event: string) => void;
+  const first = new Promise<string>((r) => (started = r));
+  const done = postSse(s.baseUrl, `/apps/${app}/conversations/${conv.id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, { signal: ctrl.signal, onEvent: (e) => started(e.event) });
+  const opened = await Promise.race([first, done]);
+  if (typeof opened !== 'string') assert.fail(`the stream did not open: ${opened.status} ${JSON.stringify(opened.json)}`);
+  assert.equal(opened, 'response.created');
   return { stop: () => ctrl.abort(), done };
 }
 

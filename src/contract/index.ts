@@ -272,23 +272,34 @@ export const CreateConversationRequest = z.strictObject({
   metadata: Metadata.nullable().optional(),
 });
 
+/**
+ * D-12: `limit` is an integer from 1 to 100 written the plain way: digits only, no leading zero
+ * (`5`, not `05`, `+5`, `5.0` or `1e1`), so that one rule says what is accepted.
+ */
 const limitParam = z.string().superRefine((s, ctx: RefineCtx) => {
-  const n = /^\d{1,4}$/.test(s) ? Number(s) : NaN;
+  const n = /^[1-9][0-9]{0,2}$/.test(s) ? Number(s) : NaN;
   if (!(n >= LIMITS.listLimitMin && n <= LIMITS.listLimitMax)) {
     ctx.addIssue({
       code: 'custom',
-      message: `limit must be an integer from ${LIMITS.listLimitMin} to ${LIMITS.listLimitMax} (got ${JSON.stringify(s)})`,
+      message: `limit must be an integer from ${LIMITS.listLimitMin} to ${LIMITS.listLimitMax}, in digits without leading zeros (got ${JSON.stringify(s)})`,
       params: { apiCode: 'invalid_value' },
     });
   }
 });
 
+/** D-12: a cursor is a conversation id; an empty one is refused in words, like every other rule (D-1). */
+function cursor(field: 'after' | 'before') {
+  return z.string().superRefine((s, ctx: RefineCtx) => {
+    if (s === '') ctx.addIssue({ code: 'custom', message: `${field} must be a conversation id (got an empty value)`, params: { apiCode: 'invalid_value' } });
+  });
+}
+
 /** §4.2, D-10, D-12: query values arrive as strings. */
 export const ListConversationsQuery = z
   .strictObject({
     limit: limitParam.optional(),
-    after: z.string().min(1).optional(),
-    before: z.string().min(1).optional(),
+    after: cursor('after').optional(),
+    before: cursor('before').optional(),
     order: z.enum(['asc', 'desc']).optional(),
     external_user_id: chars('external_user_id', 1, LIMITS.externalUserIdChars).optional(),
   })

@@ -1,5 +1,5 @@
 // Reading a JSON request body: the 1 MiB cap and the content-type check of D-2, D-1's invalid_json.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS, jsonDepth } from '../contract/index.ts';
 import { ApiError, invalidRequest } from './errors.ts';
 
@@ -126,4 +126,30 @@ async function readOnce(req: IncomingMessage): Promise<unknown> {
     throw invalidRequest(`The request body is nested too deeply (more than ${LIMITS.jsonDepth} levels).`, null, 'invalid_value');
   }
   return value;
+}
+
+/**
+ * D-2 for a body no handler read (a 401, a 404 before the body, a GET with a body): node drains it
+ * after the answer, however large, and keeps the connection. A body declared over the cap gets
+ * Connection: close instead (the caller closes the socket once the answer is out); one of unknown
+ * length (chunked) is drained up to the cap, then its socket is closed. A small one drains as usual,
+ * keeping the connection. Returns the answer's headers.
+ */
+export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>): Record<string, string> {
+  if (req.complete || !hasBody(req) || headers.connection === 'close') return headers;
+  const declared = req.headers['content-length'];
+  if (declared !== undefined) return Number(declared) > LIMITS.bodyBytes ? { ...headers, connection: 'close' } : headers;
+  let seen = 0;
+  const onData = (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen <= LIMITS.bodyBytes) return;
+    req.off('data', onData);
+    const cut = () => req.destroy();
+    if (res.writableFinished) cut();
+    else res.once('finish', cut);
+  };
+  // Reading it ourselves (rather than node's drain, which drops 'data' listeners) keeps the count.
+  req.on('data', onData);
+  req.resume();
+  return headers;
 }

@@ -22,12 +22,15 @@ export class Router<R> {
   private readonly table: Compiled<R>[];
 
   constructor(defs: RouteDef<R>[]) {
-    this.table = defs.map((d) => ({ method: d.method, segments: d.pattern.split('/').filter(Boolean), route: d.route }));
+    this.table = defs.map((d) => ({ method: d.method, segments: d.pattern.split('/'), route: d.route }));
   }
 
-  /** `path` is the raw (still percent-encoded) path below the base URL. */
+  /**
+   * `path` is the raw (still percent-encoded) path below the base URL. Empty segments are kept, so a
+   * trailing or doubled slash names no route (D-3: an unknown path).
+   */
   match(method: string, path: string): Match<R> {
-    const parts = path.split('/').filter(Boolean);
+    const parts = path.split('/');
     const allow: HttpMethod[] = [];
     for (const entry of this.table) {
       const params = matchSegments(entry.segments, parts);
@@ -46,6 +49,7 @@ function matchSegments(pattern: string[], parts: string[]): Record<string, strin
     const p = pattern[i]!;
     const raw = parts[i]!;
     if (p.startsWith(':')) {
+      if (raw === '') return null; // `/apps//config`: no id, so no such path
       let value: string;
       try {
         value = decodeURIComponent(raw);

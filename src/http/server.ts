@@ -6,8 +6,9 @@ import type { Logger } from 'pino';
 import { newRequestId } from '../services/ids.ts';
 import type { AuthService } from '../services/auth.ts';
 import type { AppT } from '../store/fixtures.ts';
+import { boundUnreadBody } from './body.ts';
 import type { RequestContext } from './context.ts';
-import { ApiError, apiError, internalError } from './errors.ts';
+import { ApiError, apiError, internalError, invalidRequest } from './errors.ts';
 import { sendJson } from './respond.ts';
 import { Router, type RouteDef } from './router.ts';
 import { StreamGate } from './stream-gate.ts';
@@ -68,6 +69,16 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   const pending = new Set<ServerResponse>();
   let closing = false;
 
+  /** Requests whose Expect header node does not handle itself (anything but 100-continue). */
+  const unmetExpectations = new WeakSet<IncomingMessage>();
+
+  /** Sends a JSON answer; a body left unread is bounded (D-2), and a closing answer closes its socket. */
+  function send(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+    const final = boundUnreadBody(req, res, headers);
+    sendJson(res, status, body, final);
+    if (final.connection === 'close') res.once('finish', () => req.destroy());
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const requestId = newRequestId();
@@ -85,6 +96,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const getLog = () => (reqLog ??= log.child({ req_id: requestId }));
     let abort: AbortController | undefined;
     let closed = false;
+    /** D-23: every counted request carries its rate-limit headers, an error answer too. */
+    let limitHeaders: Record<string, string> = {};
 
     // One listener for everything a request does when it ends (each one showed in the profile).
     res.once('close', () => {
@@ -99,6 +112,18 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     });
 
     try {
+      // node would answer these two by itself, with an empty body and no request id.
+      if (req.headers.host === undefined && req.httpVersion === '1.1') {
+        throw invalidRequest('The Host header is missing: HTTP/1.1 requires it.', 'Host', 'missing_parameter');
+      }
+      if (unmetExpectations.has(req)) {
+        throw new ApiError(417, 'invalid_request_error', 'The only Expect header this server meets is "100-continue".', {
+          param: 'Expect',
+          code: 'expectation_failed',
+          // The client may be holding its body back until a 100 that will not come.
+          headers: { connection: 'close' },
+        });
+      }
       if (fullPath !== basePath && !fullPath.startsWith(basePath + '/')) {
         throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
       }
@@ -114,7 +139,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       const key = opts.auth.authenticate(req.headers.authorization);
       appId = params.app_id;
       const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-      const headers = route.counted && opts.rateLimiter ? opts.rateLimiter.take(app) : {};
+      if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
       let query: URLSearchParams | undefined;
       const ctx: RequestContext = {
         req,
@@ -138,11 +163,11 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
           }
           return abort.signal;
         },
-        headers,
+        headers: { ...limitHeaders },
         beginStream: () => streams.enter(app.id, res),
       };
       const body = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
-      if (body !== undefined && !res.headersSent) sendJson(res, 200, body, ctx.headers);
+      if (body !== undefined && !res.headersSent) send(req, res, 200, body, ctx.headers);
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
       // A client that went away mid-body is not a server fault.
@@ -153,9 +178,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         res.destroy();
         return;
       }
-      sendJson(res, apiErr.status, apiErr.toBody(), apiErr.headers);
-      // D-2: an oversized body is not read further; the connection goes once the answer is out.
-      if (apiErr.headers.connection === 'close') res.once('finish', () => req.destroy());
+      // D-2: an oversized body (413) is not read further; the connection goes once the answer is out.
+      send(req, res, apiErr.status, apiErr.toBody(), { ...limitHeaders, ...apiErr.headers });
     }
   }
 
@@ -166,11 +190,19 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     requestTimeout,
     // How often node looks for expired requests; its 30 s default would let a stalled socket live that long.
     connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersTimeout / 2))),
+    // A missing Host is answered by handle(), with the error object and a request id.
+    requireHostHeader: false,
   };
-  const server = http.createServer(serverOptions, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const p = handle(req, res).catch((err) => log.error({ err }, 'request handler failed'));
     inFlight.add(p);
     void p.finally(() => inFlight.delete(p));
+  };
+  const server = http.createServer(serverOptions, onRequest);
+  // An Expect other than 100-continue (which node meets by itself): a 417 from handle(), not node's empty one.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    unmetExpectations.add(req);
+    onRequest(req, res);
   });
 
   // node:http answers malformed requests and over-long headers by itself with an empty body;

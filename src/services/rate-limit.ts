@@ -31,6 +31,8 @@ export interface RateLimitOptions {
   compactAfter?: number;
   /** Told when a background fsync fails: the counts are still in memory and in the OS's cache. */
   onSyncError?: (err: Error) => void;
+  /** Told when start-up drops a torn last line (see Journal.open). */
+  warn?: (message: string) => void;
 }
 
 export class RateLimitService implements RateLimiter {
@@ -50,7 +52,7 @@ export class RateLimitService implements RateLimiter {
   ) {
     this.now = opts.now ?? Date.now;
     this.compactAfter = opts.compactAfter ?? 10_000;
-    this.journal = new Journal(file, { skipBadLines: true, onSyncError: opts.onSyncError });
+    this.journal = new Journal(file, { skipBadLines: true, onSyncError: opts.onSyncError, warn: opts.warn });
   }
 
   /** Reads the journal (a torn last line was never acknowledged and is dropped) and opens it for appends. */

@@ -130,6 +130,8 @@ function upsertBySeq(list: ConversationRecord[], record: ConversationRecord): vo
 
 export interface FileStoreOptions {
   dataDir: string;
+  /** Told when start-up drops a torn last journal line (see Journal.open). */
+  warn?: (message: string) => void;
 }
 
 export class FileStore implements Store {
@@ -143,7 +145,7 @@ export class FileStore implements Store {
 
   constructor(opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
-    this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'));
+    this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'), { warn: opts.warn });
     this.lockFile = path.join(this.dataDir, 'LOCK');
   }
 
@@ -170,8 +172,11 @@ export class FileStore implements Store {
 
   private async load(): Promise<void> {
     const unfinished = new Map<string, Unfinished[]>();
+    /** Which id holds each seq (start-up only): D-7's order needs each seq to name one conversation. */
+    const seqs = new Map<number, string>();
     await this.journal.open((entry, line) => {
       if (isPlainEntry(entry)) {
+        this.checkVersion(entry.v, line, seqs);
         this.index(entry.v);
         return;
       }
@@ -180,6 +185,7 @@ export class FileStore implements Store {
         const issue = parsed.error.issues[0]!;
         throw new StoreError(this.journal.file, `line ${line}: ${issue.path.join('.') || 'entry'}: ${issue.message}`);
       }
+      this.checkVersion(parsed.data.v, line, seqs);
       this.replay(parsed.data, unfinished);
     });
     await this.settle(unfinished);
@@ -187,6 +193,26 @@ export class FileStore implements Store {
     if (this.journal.lines > 2 * this.records.size + 1_000) {
       await this.journal.compact(() => [...this.records.values()].sort((a, b) => a.seq - b.seq).map((v) => ({ t: 'conv', v })));
     }
+  }
+
+  /**
+   * The rules between lines, for a hand-edited journal: a record's app, seq and creation time never
+   * change, and no two conversations share a seq. The indexes assume both; breaking either would
+   * hide a conversation from its list or leave it in another app's.
+   */
+  private checkVersion(v: ConversationRecord, line: number, seqs: Map<number, string>): void {
+    const fail = (detail: string) => new StoreError(this.journal.file, `line ${line}: ${detail}; restore the file from a backup or fix that line`);
+    const holder = seqs.get(v.seq);
+    if (holder !== undefined && holder !== v.id) throw fail(`v.seq: ${v.seq} is already the seq of ${holder} (each conversation has its own)`);
+    const prev = this.records.get(v.id);
+    if (prev) {
+      for (const field of ['app_id', 'seq', 'created_at'] as const) {
+        if (v[field] !== prev[field]) {
+          throw fail(`v.${field}: ${JSON.stringify(v[field])} differs from ${JSON.stringify(prev[field])} in an earlier line of ${v.id} (it never changes)`);
+        }
+      }
+    }
+    seqs.set(v.seq, v.id);
   }
 
   private async lock(): Promise<void> {

@@ -24,6 +24,8 @@ export interface JournalOptions {
   onSyncError?: (err: Error) => void;
   /** How long after an `appendNow` line its fsync comes (one fsync for every line written meanwhile). */
   syncDelayMs?: number;
+  /** Told when open() drops a torn last line (default: a process warning on stderr). */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -39,6 +41,19 @@ export async function writeAll(handle: fs.FileHandle, buf: Buffer): Promise<void
   }
 }
 
+/** writeAll's synchronous twin (write(2) may write less than asked). */
+function writeSyncAll(fd: number, buf: Buffer): void {
+  let offset = 0;
+  while (offset < buf.length) {
+    const n = fsSync.writeSync(fd, buf, offset, buf.length - offset);
+    if (n <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
+    offset += n;
+  }
+}
+
+/** A new file opened for appends (O_APPEND: after a cut-back write, the next one lands at the end). */
+const APPEND_NEW = fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_TRUNC | fsSync.constants.O_APPEND;
+
 export class Journal {
   private handle: fs.FileHandle | undefined;
   private pending: Pending[] = [];
@@ -47,7 +62,7 @@ export class Journal {
   private size = 0;
   /** Entries in the file (read at open, appended or written by the last compaction). */
   lines = 0;
-  /** `appendNow` lines waiting for a compaction to finish: they belong in the new file. */
+  /** `appendNow` lines written to the old file during a compaction: they belong in the new file too. */
   private held: string[] = [];
   private replacing = false;
   /** Set by `appendNow`; the background fsync loop runs while it is. */
@@ -61,8 +76,11 @@ export class Journal {
   ) {}
 
   /**
-   * Reads every entry, in order. A last line cut short by a crash (no newline, not JSON) was never
-   * acknowledged, so it is dropped; a bad line anywhere else is damage and stops start-up.
+   * Reads every entry, in order. A last line without its newline is kept (the newline is added) if
+   * it is JSON and `onEntry` accepts it: a hand edit can lose a final newline, and cutting a whole
+   * record would lose data. One that is not JSON was cut short by a crash, so it was never
+   * acknowledged: it is dropped, with a warning naming the file and the bytes. A bad line anywhere
+   * else is damage and stops start-up.
    * Read in chunks, one line decoded at a time: the whole file as one string (32 MB for 100,000
    * conversations) raised start-up's peak heap and with it how far V8 lets the heap grow later.
    */
@@ -75,9 +93,11 @@ export class Journal {
       if (code !== 'ENOENT') throw new StoreError(this.file, `cannot be read (${code})`);
     }
     let lineNo = 0;
-    /** Bytes of whole lines (newline included): what survives a torn tail. */
+    /** Bytes of whole lines (newline included). */
     let whole = 0;
-    let dropped = false;
+    /** The last line, if it has no newline, and whether it is kept. */
+    let tail: Buffer | undefined;
+    let keepTail = false;
     if (reader) {
       try {
         // A line can span chunks (splitting on the byte 0x0A is safe: UTF-8 never uses it inside a character).
@@ -111,10 +131,13 @@ export class Journal {
             this.parseLine(raw.toString('utf8'), ++lineNo, onEntry);
           }
         }
-        // A torn tail: the write that produced it was never answered.
         if (carry.length > 0) {
-          lineNo++;
-          dropped = true;
+          tail = Buffer.concat(carry);
+          const text = tail.toString('utf8');
+          // Whole JSON (or blank) is a line that only lacks its newline; onEntry may still refuse it.
+          keepTail = text.trim() === '' || isJson(text);
+          if (keepTail) this.parseLine(text, ++lineNo, onEntry);
+          else lineNo++;
         }
       } finally {
         await reader.close();
@@ -125,8 +148,18 @@ export class Journal {
     } catch (err) {
       throw new StoreError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
     }
-    if (dropped) await this.handle.truncate(whole);
     this.size = whole;
+    const dropped = tail !== undefined && !keepTail;
+    if (dropped) {
+      await this.handle.truncate(whole);
+      (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(
+        `${this.file}: dropped the last ${tail!.length} bytes (line ${lineNo}: not JSON and no final newline, a write cut short by a crash and never acknowledged)`,
+      );
+    } else if (tail !== undefined) {
+      await writeAll(this.handle, Buffer.from('\n'));
+      await this.handle.datasync();
+      this.size = whole + tail.length + 1;
+    }
     return { lines: lineNo, dropped };
   }
 
@@ -161,12 +194,9 @@ export class Journal {
    */
   appendNow(entry: unknown): void {
     const line = JSON.stringify(entry) + '\n';
-    // During a compaction the line goes to the new file, written as soon as it is in place.
-    if (this.replacing) {
-      this.held.push(line);
-      return;
-    }
     this.writeNow(line);
+    // During a compaction the line is also kept for the new file (see replace).
+    if (this.replacing) this.held.push(line);
     this.syncSoon();
   }
 
@@ -195,12 +225,7 @@ export class Journal {
     const buf = Buffer.from(text, 'utf8');
     const fd = this.handle.fd;
     try {
-      let offset = 0;
-      while (offset < buf.length) {
-        const n = fsSync.writeSync(fd, buf, offset, buf.length - offset);
-        if (n <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
-        offset += n;
-      }
+      writeSyncAll(fd, buf);
     } catch (err) {
       try {
         fsSync.ftruncateSync(fd, this.size);
@@ -266,39 +291,46 @@ export class Journal {
     this.flushing = undefined;
   }
 
+  /**
+   * Until the new file takes the old one's place, `appendNow` lines still go to the old file (a
+   * crash meanwhile forgets none) and are kept in `held`; they are written to the new file in the
+   * same synchronous step as the rename, so the file at `this.file` always holds every line.
+   */
   private async replace(entries: unknown[]): Promise<void> {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
+    const text = Buffer.from(entries.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
+    const tmp = `${this.file}.tmp`;
     this.replacing = true;
+    let fh: fs.FileHandle | undefined;
+    let old: fs.FileHandle;
     try {
-      // The old file's lines are all in the snapshot; their fsync is no longer needed.
-      if (this.syncTimer) clearTimeout(this.syncTimer);
-      this.syncTimer = undefined;
-      this.unsynced = false;
-      await this.syncing;
-      const size = await Journal.rewrite(this.file, entries);
-      // The old handle still points at the replaced file.
-      await this.handle.close();
-      this.handle = undefined;
-      this.handle = await fs.open(this.file, 'a');
-      this.size = size;
-      this.lines = entries.length;
+      fh = await fs.open(tmp, APPEND_NEW);
+      await writeAll(fh, text);
+      await fh.sync();
+      // From here to the swap nothing awaits: no appendNow can come between.
+      const held = Buffer.from(this.held.join(''), 'utf8');
+      writeSyncAll(fh.fd, held);
+      fsSync.renameSync(tmp, this.file);
+      old = this.handle;
+      this.handle = fh;
+      fh = undefined;
+      this.size = text.length + held.length;
+      this.lines = entries.length + this.held.length;
+      // The held lines are the only ones not yet fsynced in the new file.
+      this.unsynced = held.length > 0;
     } finally {
       this.replacing = false;
-      this.writeHeld();
+      this.held = [];
+      if (fh) {
+        await fh.close().catch(() => {});
+        await fs.rm(tmp, { force: true }).catch(() => {});
+      }
     }
-  }
-
-  /** Lines counted during a compaction; a failure to write them is only logged (the count is in memory). */
-  private writeHeld(): void {
-    if (this.held.length === 0) return;
-    const text = this.held.join('');
-    this.held = [];
-    try {
-      this.writeNow(text);
-      this.syncSoon();
-    } catch (err) {
-      this.opts.onSyncError?.(err as Error);
-    }
+    // A background fsync may still be running on the old file.
+    await this.syncing;
+    await old.close();
+    if (this.unsynced) this.syncSoon();
+    await syncDir(path.dirname(this.file));
   }
 
   /** Waits until everything appended so far is durable (or failed). */
@@ -316,20 +348,13 @@ export class Journal {
     await this.handle?.close();
     this.handle = undefined;
   }
+}
 
-  /** Replaces the file with `entries`, atomically; returns its size in bytes. */
-  static async rewrite(file: string, entries: unknown[]): Promise<number> {
-    const text = Buffer.from(entries.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
-    const tmp = `${file}.tmp`;
-    const fh = await fs.open(tmp, 'w');
-    try {
-      await fh.writeFile(text);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await fs.rename(tmp, file);
-    await syncDir(path.dirname(file));
-    return text.length;
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
