@@ -58,11 +58,14 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.en
 /** Everything a command needs: the resolved options, the redacting output, and a client on demand. */
 export class Session {
   #clients: ParleyClient[] = [];
+  /** Whether the command runs with --json (so that an error can still show an unusable JSON body). */
+  json = false;
   constructor(readonly out: Output) {}
 
   globals(cmd: Command): Globals {
     const g = resolveGlobals(cmd);
     this.out.addSecret(g.apiKey);
+    this.json = g.json;
     return g;
   }
 
@@ -76,6 +79,9 @@ export class Session {
       appId: g.app,
       timeoutMs: g.timeoutMs,
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
+      // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
+      onDeviation: (message) => this.out.note(`warning: ${message}`),
+      signal: this.out.closedSignal,
     });
     this.#clients.push(client);
     return { client, g };
