@@ -25,6 +25,13 @@ export function addGlobalOptions(cmd: Command): Command {
     .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
 }
 
+/** `--timeout` / PARLEY_TIMEOUT: a positive number of seconds, or a usage error. */
+export function parseSeconds(text: string): number {
+  const seconds = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(seconds > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(text)})`);
+  return seconds;
+}
+
 /** The options of `cmd` and its ancestors; the one nearest the command wins. */
 export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.env): Globals {
   const merged: Record<string, unknown> = {};
@@ -41,9 +48,7 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.en
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
 
-  const timeoutText = String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000));
-  const seconds = Number(timeoutText);
-  if (!/^\d+(\.\d+)?$/.test(timeoutText) || !(seconds > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(timeoutText)})`);
+  const seconds = parseSeconds(String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000)));
 
   return {
     baseUrl,

@@ -52,7 +52,7 @@ export function buildProgram(out: Output, session: Session): Command {
   const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand());
-  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false));
+  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), out);
   program.addCommand(conformance);
 
   configure(program, null, out, false);
