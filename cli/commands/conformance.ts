@@ -54,7 +54,7 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     .argument('[args...]')
     .addHelpText('after', '\nExample:\n  parley conformance --help\n');
   placeholder.action(async (_args: string[], _opts: unknown, cmd: Command) => {
-    let mod: { conformanceCommand?: () => Command };
+    let mod: { conformanceCommand?: (io?: { out(line: string): void; err(line: string): void }) => Command };
     try {
       mod = (await import(MODULE)) as typeof mod;
     } catch (err) {
@@ -65,7 +65,8 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
       throw err;
     }
     if (typeof mod.conformanceCommand !== 'function') throw new UsageError('conformance suite not available: conformance/command.ts exports no conformanceCommand()');
-    const real = mod.conformanceCommand().addHelpText('after', HELP);
+    // Its lines go through parley's Output: redacted like everything parley prints, and silent once the reader left.
+    const real = mod.conformanceCommand({ out: (l) => out.line(l), err: (l) => out.note(l) }).addHelpText('after', HELP);
     // The suite's command stands in for this placeholder: same parent (for global options), same settings.
     const parent = cmd.parent!;
     configure(real, parent);
