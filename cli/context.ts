@@ -25,6 +25,13 @@ export function addGlobalOptions(cmd: Command): Command {
     .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
 }
 
+/** `--timeout` / PARLEY_TIMEOUT: a positive number of seconds, or a usage error. */
+export function parseSeconds(text: string): number {
+  const seconds = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(seconds > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(text)})`);
+  return seconds;
+}
+
 /** The options of `cmd` and its ancestors; the one nearest the command wins. */
 export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.env): Globals {
   const merged: Record<string, unknown> = {};
@@ -41,9 +48,7 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.en
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
 
-  const timeoutText = String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000));
-  const seconds = Number(timeoutText);
-  if (!/^\d+(\.\d+)?$/.test(timeoutText) || !(seconds > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(timeoutText)})`);
+  const seconds = parseSeconds(String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000)));
 
   return {
     baseUrl,
@@ -58,11 +63,14 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.en
 /** Everything a command needs: the resolved options, the redacting output, and a client on demand. */
 export class Session {
   #clients: ParleyClient[] = [];
+  /** Whether the command runs with --json (so that an error can still show an unusable JSON body). */
+  json = false;
   constructor(readonly out: Output) {}
 
   globals(cmd: Command): Globals {
     const g = resolveGlobals(cmd);
     this.out.addSecret(g.apiKey);
+    this.json = g.json;
     return g;
   }
 
@@ -76,6 +84,9 @@ export class Session {
       appId: g.app,
       timeoutMs: g.timeoutMs,
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
+      // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
+      onDeviation: (message) => this.out.note(`warning: ${message}`),
+      signal: this.out.closedSignal,
     });
     this.#clients.push(client);
     return { client, g };

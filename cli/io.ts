@@ -17,16 +17,45 @@ export class FailedResponseError extends Error {
 /**
  * Both output streams, with every occurrence of the secrets replaced: the key must never be printed,
  * whatever a server echoes back into a message or a body.
+ *
+ * When the reader of either stream goes away (`parley … | head -1`), writing fails with EPIPE. That
+ * is not an error of the command: the output stops, `closed` fires so that requests and streams are
+ * aborted, and the command exits 0 (`closedExitCode`). Without a listener Node would print a stack
+ * trace, which nothing redacts.
  */
 export class Output {
   #secrets: string[] = [];
   /** Whether the last text written to stdout ended a line (so notes on stderr start on their own line). */
   #stdoutAtLineStart = true;
+  readonly #closed = new AbortController();
+  #closedBy: string | undefined;
 
   constructor(
     readonly stdout: NodeJS.WriteStream = process.stdout,
     readonly stderr: NodeJS.WriteStream = process.stderr,
-  ) {}
+  ) {
+    for (const stream of [stdout, stderr]) stream.on('error', (err: NodeJS.ErrnoException) => this.#onWriteError(err));
+  }
+
+  #onWriteError(err: NodeJS.ErrnoException): void {
+    // The first failure says why; the writes already queued then fail as ERR_STREAM_DESTROYED.
+    this.#closedBy ??= err.code ?? 'error';
+    this.#closed.abort();
+  }
+
+  /** Aborted once stdout or stderr cannot be written any more. */
+  get closedSignal(): AbortSignal {
+    return this.#closed.signal;
+  }
+
+  get closed(): boolean {
+    return this.#closed.signal.aborted;
+  }
+
+  /** 0 when the reader left (EPIPE), as `head` users expect; 1 for any other failure to write. */
+  get closedExitCode(): number {
+    return this.#closedBy === 'EPIPE' ? EXIT.ok : EXIT.api;
+  }
 
   addSecret(secret: string | undefined): void {
     // Short strings would redact ordinary words; real keys are long (D-6: 8 + 32 characters).
@@ -39,7 +68,7 @@ export class Output {
   }
 
   out(text: string): void {
-    if (text === '') return;
+    if (text === '' || this.closed) return;
     this.stdout.write(this.redact(text));
     this.#stdoutAtLineStart = text.endsWith('\n');
   }
@@ -55,6 +84,7 @@ export class Output {
 
   /** A note on stderr; on a terminal showing both streams, it first ends a half-written stdout line. */
   note(text: string): void {
+    if (this.closed) return;
     if (!this.#stdoutAtLineStart && this.stdout.isTTY && this.stderr.isTTY) this.endLine();
     this.stderr.write(this.redact(text.endsWith('\n') ? text : text + '\n'));
   }
@@ -64,8 +94,14 @@ export class Output {
   }
 }
 
-/** Prints an error the way the issue fixes it and returns the exit code. */
-export function reportError(out: Output, err: unknown): number {
+/**
+ * Prints an error the way the issue fixes it and returns the exit code. With `json`, a body the CLI
+ * could not use is still printed when it is JSON, before the error (jq sees what the server said).
+ */
+export function reportError(out: Output, err: unknown, json = false): number {
+  // The error ends the output: a half-written line of text ends first, also when stdout and stderr
+  // go to one file (`hi` then `error: …`, not `hierror: …`).
+  out.endLine();
   if (err instanceof ApiError) {
     const extras = [err.param ? `param: ${err.param}` : '', err.code ? `code: ${err.code}` : ''].filter(Boolean).join(', ');
     out.note(`error: ${err.type} (${err.status}): ${err.message}${extras ? ` (${extras})` : ''}`);
@@ -81,6 +117,13 @@ export function reportError(out: Output, err: unknown): number {
     return EXIT.network;
   }
   if (err instanceof InvalidResponseError) {
+    if (json && err.raw !== '') {
+      try {
+        out.line(err.event === undefined ? oneLine(err.raw) : ndjsonLine(err.event, err.raw));
+      } catch {
+        // Not JSON: nothing a JSON consumer could use; the error says what is wrong.
+      }
+    }
     out.note(`error: invalid_response: ${err.message} (${err.url})`);
     return EXIT.api;
   }
@@ -147,4 +190,16 @@ export async function parseMetadata(value: string | undefined): Promise<Record<s
 export function oneLine(raw: string): string {
   const trimmed = raw.trim();
   return trimmed.includes('\n') ? JSON.stringify(JSON.parse(trimmed)) : trimmed;
+}
+
+/**
+ * The NDJSON line of one stream event: its payload, exactly when it names its event in `type` (D-16
+ * does, so Parley's output is its bytes); a payload without `type` gets `"type": <event name>` first,
+ * so that a line still says which event it was. Throws when the payload is not JSON.
+ */
+export function ndjsonLine(event: string, raw: string): string {
+  const line = oneLine(raw);
+  const data: unknown = JSON.parse(line);
+  if (typeof data !== 'object' || data === null || Array.isArray(data) || 'type' in data) return line;
+  return JSON.stringify({ type: event, ...data });
 }

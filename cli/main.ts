@@ -52,7 +52,7 @@ export function buildProgram(out: Output, session: Session): Command {
   const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand());
-  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false));
+  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), out);
   program.addCommand(conformance);
 
   configure(program, null, out, false);
@@ -74,15 +74,18 @@ export async function main(argv: string[], out = new Output()): Promise<number> 
     else if (a.startsWith('--api-key=')) out.addSecret(a.slice('--api-key='.length));
   }
   out.addSecret(process.env.PARLEY_API_KEY);
+  let code: number;
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+    code = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    return reportError(out, err);
+    if (err instanceof CommanderError) code = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    else code = out.closed ? out.closedExitCode : reportError(out, err, session.json);
   } finally {
     await session.close();
   }
+  // The reader left (`| head`): whatever was under way was aborted for that, not because it failed.
+  return out.closed ? out.closedExitCode : code;
 }
 
 if (process.argv[1] && /cli[\\/]main\.ts$/.test(process.argv[1])) {

@@ -2,8 +2,9 @@
 import type { ClientStreamEvent, Completion, Conversation, ConversationWithItems, MessageResponse } from './client.ts';
 import { FailedResponseError, type Output } from './io.ts';
 
-export function time(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
+export function time(seconds: number | undefined): string {
+  const d = new Date((seconds ?? NaN) * 1000);
+  return Number.isNaN(d.getTime()) ? '-' : d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
 }
 
 export function table(rows: string[][], header: string[]): string {
@@ -30,6 +31,11 @@ export function conversationRows(list: Conversation[]): string[][] {
 }
 
 export const CONVERSATION_HEADER = ['ID', 'CREATED', 'USER', 'TITLE'];
+
+/** A field's value for a key: value list; `?` when the server left it out. */
+export function shown(v: unknown): string {
+  return v === undefined ? '?' : typeof v === 'string' ? v : JSON.stringify(v);
+}
 
 export function keyValues(pairs: Array<[string, string]>): string {
   const w = Math.max(...pairs.map(([k]) => k.length));
@@ -88,7 +94,7 @@ export function conversationWithHistory(c: ConversationWithItems): string {
   return lines.join('\n') + '\n';
 }
 
-/** A non-streamed response: text on stdout, calls and patches on stderr, a failure as exit 1. */
+/** A non-streamed response: text on stdout, calls, patches and unknown items on stderr, a failure as exit 1. */
 export function renderResponse(out: Output, r: MessageResponse): void {
   let first = true;
   for (const item of r.output) {
@@ -96,28 +102,46 @@ export function renderResponse(out: Output, r: MessageResponse): void {
       if (!first) out.endLine();
       out.out(partsText(item.content));
       first = false;
-    } else if (item.type === 'function_call') out.note(callLine(item.name, item.arguments));
-    else out.note(patchLine(item.data));
+    } else out.note(itemText(item));
   }
   out.endLine();
-  finish(out, r.status, r.id, r.error);
+  finish(out, r);
 }
 
 export function renderCompletion(out: Output, c: Completion): void {
   out.out(c.text);
   out.endLine();
-  finish(out, c.status, c.id, c.error);
+  finish(out, c);
 }
 
-function finish(out: Output, status: string, id: string, error: { type?: string; message?: string; code?: string | null } | undefined): void {
-  if (status === 'failed') throw new FailedResponseError(failureText(id, error));
-  out.note(`[${status} ${id}]`);
+function finish(out: Output, r: MessageResponse | Completion): void {
+  if (r.status === 'failed') throw new FailedResponseError(failureText(r.id, r.error, r.object));
+  out.note(`[${r.status} ${r.id}]`);
 }
 
-/** The one line naming a failed response or completion (D-17) and why, in every output mode. */
-export function failureText(id: string, error: { type?: string; message?: string; code?: string | null } | undefined): string {
+type FailureError = { type?: string; message?: string; code?: string | null } | null | undefined;
+
+/**
+ * The one line naming a failed response or completion (D-17) and why, in every output mode. `object`
+ * (`completion`, from the answer or its response.created event) names it; else the id's prefix (D-7).
+ */
+export function failureText(id: string, error: FailureError, object?: string): string {
   const what = error ? `${error.type ?? 'error'}: ${error.message ?? ''}${error.code ? ` (code: ${error.code})` : ''}` : 'no details given';
-  return `${id.startsWith('cmpl_') ? 'completion' : 'response'} ${id} failed: ${what}`;
+  const completion = object === undefined ? id.startsWith('cmpl_') : object === 'completion';
+  return `${completion ? 'completion' : 'response'} ${id} failed: ${what}`;
+}
+
+/** What a stream's `response.created` said, to name the reply when later events do not. */
+export interface StreamStart {
+  id?: string;
+  object?: string;
+}
+
+/** The error of a `response.failed` event (D-16), named like every other failure. */
+export function streamFailure(data: unknown, start: StreamStart): FailedResponseError {
+  const failed = (data ?? {}) as { id?: unknown; error?: FailureError };
+  const id = typeof failed.id === 'string' ? failed.id : (start.id ?? '?');
+  return new FailedResponseError(failureText(id, failed.error, start.object));
 }
 
 /**
@@ -125,38 +149,53 @@ export function failureText(id: string, error: { type?: string; message?: string
  * patches as one line each on stderr, then the final status. Returns the id of the response.
  */
 export async function renderStream(out: Output, events: AsyncIterable<ClientStreamEvent>): Promise<string | undefined> {
-  let id: string | undefined;
+  const start: StreamStart = {};
   let textIndex: number | undefined;
+  // Indexes whose text came as deltas: for the others, output_text.done is the only text there is.
+  const streamed = new Set<number>();
+  // D-16 names the function in .start and .done; another server may name it only in .start.
+  const callNames = new Map<unknown, unknown>();
+  const text = (index: number, s: string) => {
+    // A new message item starts on a new line.
+    if (textIndex !== undefined && textIndex !== index) out.endLine();
+    textIndex = index;
+    out.out(s);
+  };
   for await (const e of events) {
     switch (e.event) {
       case 'response.created':
-        id = e.data.id;
+        start.id = e.data.id;
+        start.object = e.data.object;
         break;
       case 'response.output_text.delta':
-        // A new message item starts on a new line.
-        if (textIndex !== undefined && textIndex !== e.data.output_index) out.endLine();
-        textIndex = e.data.output_index;
-        out.out(e.data.delta);
+        streamed.add(e.data.output_index);
+        text(e.data.output_index, e.data.delta);
+        break;
+      case 'response.output_text.done':
+        if (!streamed.has(e.data.output_index)) text(e.data.output_index, e.data.text);
+        break;
+      case 'response.function_call.start':
+        callNames.set(e.data.call_id ?? e.data.output_index, e.data.name);
         break;
       case 'response.function_call_arguments.done':
-        out.note(callLine(e.data.name, e.data.arguments));
+        out.note(callLine(e.data.name ?? callNames.get(e.data.call_id ?? e.data.output_index), e.data.arguments));
         break;
       case 'response.data_spec':
         out.note(patchLine(e.data.data));
         break;
-      case 'response.completed':
+      case 'response.completed': {
         out.endLine();
-        out.note(`[completed ${e.data.id}]`);
-        return e.data.id;
-      case 'response.failed': {
-        out.endLine();
-        const failed = e.data as { id?: string; error?: { type?: string; message?: string; code?: string | null } };
-        throw new FailedResponseError(failureText(failed.id ?? id ?? '?', failed.error));
+        const id = e.data.id ?? start.id;
+        out.note(`[completed ${id ?? '?'}]`);
+        return id;
       }
+      case 'response.failed':
+        out.endLine();
+        throw streamFailure(e.data, start);
       default:
-        // function_call.start, argument deltas and the assembled text add nothing a reader needs live.
+        // Argument deltas add nothing a reader needs live.
         break;
     }
   }
-  return id;
+  return start.id;
 }

@@ -52,7 +52,7 @@ export function conformanceCommand(io: Io = processIo): Command {
     .option('--skip <glob>', 'skip cases whose id matches (repeatable, comma-separated)', collect)
     .addOption(new Option('--reporter <name>', 'report format').choices([...REPORTERS]).default('pretty'))
     .option('--out <file>', 'write the report to a file (stdout still shows progress and the summary)')
-    .option('--timeout <ms>', 'per request: time to the headers and the longest silence in a body', positiveInt('--timeout'), 30_000)
+    .option('--timeout <ms>', 'per request, in milliseconds: time to the headers and the longest silence in a body', positiveInt('--timeout'), 30_000)
     .option('--bail', 'stop at the first failure')
     .option('--repeat <n>', 'run the selection n times; a case passes only if it passes every time', positiveInt('--repeat'), 1)
     .option('--list', 'list the selected cases and exit')

@@ -119,12 +119,34 @@ describe('client', { concurrency: false }, () => {
     assert.match(e2.message, /Bad gateway/);
   });
 
-  test('a 200 that is not what the interface describes is an InvalidResponseError', async () => {
+  test('a 200 the client can use but the interface does not describe is reported through onDeviation, once', async () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ total_conversations: 'many' }));
     };
-    await assert.rejects(client().getMetrics(), InvalidResponseError);
+    const deviations: string[] = [];
+    const c = new ParleyClient({ baseUrl, apiKey: KEY, appId: 'app_x', onDeviation: (m) => deviations.push(m) });
+    assert.deepEqual((await c.getMetrics()).data, { total_conversations: 'many' });
+    await c.getMetrics();
+    assert.equal(deviations.length, 1);
+    assert.match(deviations[0]!, /^the answer of GET .*\/apps\/app_x\/metrics does not match the interface: total_conversations: /);
+    await c.close();
+  });
+
+  test('a response is read with the §2.3 defaults; one without an id is an InvalidResponseError', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'r1', created_at: 1, conversation_id: 'c1' }));
+    };
+    const reply = await client().sendMessage('c1', { message: { content: 'hi' }, stream: false });
+    assert.equal(reply.kind, 'response');
+    if (reply.kind === 'response') assert.deepEqual([reply.response.data.object, reply.response.data.output, reply.response.data.status], ['response', [], 'completed']);
+
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'response', output: [] }));
+    };
+    await assert.rejects(client().sendMessage('c1', { message: { content: 'hi' }, stream: false }), InvalidResponseError);
   });
 
   test('listAllConversations follows last_id until has_more is false (D-12)', async () => {

@@ -1,5 +1,7 @@
-// Runs the `parley` CLI as a real child process (through tsx), for the CLI tests.
+// Runs the `parley` CLI as a real child process (through tsx), for the CLI tests, and fakes of other implementations.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { once } from 'node:events';
 import { KEY } from './helpers.ts';
@@ -72,4 +74,69 @@ export function waitFor(stream: NodeJS.ReadableStream, re: RegExp, seen: { text:
     stream.on('end', onEnd);
     check();
   });
+}
+
+/** A request a fake implementation received. */
+export interface FakeRequest {
+  method: string;
+  /** Below `/v1`, with the query: `/apps/app_x/conversations?limit=2`. */
+  path: string;
+  body: string;
+  json: any;
+}
+
+export interface FakeApi {
+  baseUrl: string;
+  /** The environment pointing the CLI at it (app `app_x`). */
+  env: Record<string, string>;
+  requests: FakeRequest[];
+  /** The handler of the next requests (replaces the previous one). */
+  handle(fn: (req: FakeRequest, res: http.ServerResponse) => void): void;
+  close(): Promise<void>;
+}
+
+export const FAKE_KEY = 'sk_live_fake_0123456789abcdef0123456789abcdef';
+
+/** Another implementation of the interface on loopback: each test scripts its answers, requests are recorded. */
+export async function startFakeApi(): Promise<FakeApi> {
+  let handler: (req: FakeRequest, res: http.ServerResponse) => void = (_req, res) => res.writeHead(404).end();
+  const requests: FakeRequest[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (d: string) => (body += d));
+    req.on('end', () => {
+      let json: unknown;
+      try {
+        json = JSON.parse(body);
+      } catch {
+        // No body, or not JSON.
+      }
+      const r = { method: req.method!, path: req.url!.replace(/^\/v1/, ''), body, json };
+      requests.push(r);
+      handler(r, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  return {
+    baseUrl,
+    env: { PARLEY_BASE_URL: baseUrl, PARLEY_API_KEY: FAKE_KEY, PARLEY_APP_ID: 'app_x' },
+    requests,
+    handle: (fn) => (handler = fn),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** Answers with a JSON body, byte for byte as given. */
+export function sendJson(res: http.ServerResponse, body: string | object, status = 200): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+/** One SSE event, as `event:` and `data:` lines (§6). */
+export function sseEvent(event: string, data: object | string): string {
+  return `event: ${event}\ndata: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 }

@@ -89,6 +89,23 @@ describe('send', { concurrency: 4 }, () => {
     assert.equal(deltas, done);
   });
 
+  test('a function call is one line on stderr, streamed or not (D-21: knowledge_search)', async () => {
+    const id = await conversation();
+    for (const mode of ['--stream', '--no-stream']) {
+      const r = await run(['send', id, 'How do API keys work?', mode]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /^→ knowledge_search\(\{"query":.+\}\)$/m, mode);
+      assert.doesNotMatch(r.stdout, /knowledge_search/);
+    }
+  });
+
+  test('--timeout below a second is honoured: chunks 150 ms apart and --timeout 0.1 end with exit 3, naming the URL', async () => {
+    const id = await conversation(SLOW);
+    const r = await run(['send', id, 'Tell me about streaming responses', '--stream', '--app', SLOW, '--timeout', '0.1']);
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, new RegExp(`^error: timeout: .+ 0\\.1s \\(${s.baseUrl}/apps/${SLOW}/conversations/${id}\\)$`, 'm'));
+  });
+
   test('data_spec patches and the final status go to stderr, compactly (generative UI)', async () => {
     const id = await conversation('app_genui');
     const r = await run(['send', id, 'I want to contact sales', '--stream', '--app', 'app_genui']);
@@ -151,6 +168,16 @@ describe('complete', { concurrency: 4 }, () => {
 });
 
 describe('chat', { concurrency: 2 }, () => {
+  test('--title, --external-user-id and --metadata reach the conversation it creates', async () => {
+    const user = `chat_user_${Date.now()}`;
+    const r = await run(['chat', '--title', 'From chat', '--external-user-id', user, '--metadata', '{"plan":"pro"}'], { input: 'hello\n' });
+    assert.equal(r.code, 0, r.stderr);
+    const id = /conversation (conv_\w+)/.exec(r.stderr)?.[1];
+    assert.ok(id, r.stderr);
+    const c = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body;
+    assert.deepEqual([c.title, c.external_user_id, c.metadata], ['From chat', user, { plan: 'pro' }]);
+  });
+
   test('driven through piped stdin: creates a conversation, one reply per line, exits 0 at the end of input', async () => {
     const r = await run(['chat'], { input: 'hello\nhow do API keys work?\n' });
     assert.equal(r.code, 0, r.stderr);
@@ -166,7 +193,8 @@ describe('chat', { concurrency: 2 }, () => {
     const child = spawnCli(['chat', id, '--app', SLOW], { env });
     const exited = once(child, 'close');
     const err = { text: '' };
-    child.stdout.on('data', () => {});
+    let stdout = '';
+    child.stdout.on('data', (d) => (stdout += d));
     child.stdin.write('Tell me everything about rate limits and billing\n');
     await waitFor(child.stdout, /\S/);
     child.kill('SIGINT');
@@ -177,14 +205,27 @@ describe('chat', { concurrency: 2 }, () => {
     const stderrDone = waitFor(child.stderr, /^\[completed resp_\w+\]$/m, err);
     await stderrDone;
     const [code] = (await exited) as [number];
+    outputs.push(stdout, err.text);
     assert.equal(code, 0, err.text);
-    // D-19: the cancelled reply was kept as failed; the second one completed.
-    const items = (await s.call('GET', `/apps/${SLOW}/conversations/${id}`)).body.items as Array<{ role?: string }>;
+    // D-19: the cancelled reply was kept, as failed with client_disconnected; the second one completed.
+    const items = (await s.call('GET', `/apps/${SLOW}/conversations/${id}`)).body.items as Array<{ role?: string; response_id?: string }>;
     assert.equal(items.filter((i) => i.role === 'user').length, 2);
+    const responses = (await s.store.readConversationFile(id)).responses;
+    assert.deepEqual(
+      responses.map((r) => [r.status, r.error?.code]),
+      [
+        ['failed', 'client_disconnected'],
+        ['completed', undefined],
+      ],
+    );
+    // What was generated before Ctrl-C is in the history, under the cancelled response.
+    assert.ok(items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id));
   });
 });
 
 test('no output of any run above shows the key', () => {
   assert.ok(outputs.length >= 20);
   for (const o of outputs) assert.ok(!o.includes(KEY), `the key appeared in: ${o}`);
+  // Parley's own answers match the interface: the CLI never has to warn about them.
+  for (const o of outputs) assert.ok(!/^warning: /m.test(o), `a warning about Parley's answer: ${o}`);
 });

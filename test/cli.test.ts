@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Command } from 'commander';
@@ -45,8 +46,9 @@ describe('help', () => {
     const out = new Output();
     const program = buildProgram(out, new Session(out));
     const walk = (c: Command): Command[] => [c, ...c.commands.flatMap(walk)];
-    const commands = walk(program).filter((c) => c.name() !== 'help');
-    assert.ok(commands.length >= 14);
+    // `conformance` here is a placeholder that hands everything to the suite: its help is tested as users see it, below.
+    const commands = walk(program).filter((c) => c.name() !== 'help' && c.name() !== 'conformance');
+    assert.ok(commands.length >= 13);
     for (const c of commands) {
       let after = '';
       // addHelpText('after') listens for this event; capture its text the way commander prints it.
@@ -257,12 +259,27 @@ describe('serve and conformance', { concurrency: 2 }, () => {
     assert.equal(code, 0);
   });
 
-  test('conformance delegates to the suite, or says clearly that it is not available (exit 2)', async () => {
+  test('serve: a bad option or variable is a usage error in parley\'s words, not npm start\'s (exit 2)', async () => {
+    for (const [args, env] of [
+      [['serve', '--port', 'abc'], {}],
+      [['serve'], { PORT: 'abc' }],
+    ] as const) {
+      const r = await runAndKeep([...args], { env });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /^error: port must be .*\(see parley serve --help\)$/m);
+      assert.doesNotMatch(r.stderr, /npm start/);
+    }
+  });
+
+  test('conformance --help is the suite\'s own, with examples and its --timeout in milliseconds; or the suite is said to be missing (exit 2)', async () => {
     const present = fs.existsSync(`${ROOT}/conformance/command.ts`);
     const r = await runAndKeep(['conformance', '--help']);
     if (present) {
       assert.equal(r.code, 0, r.stderr);
-      assert.match(r.stdout, /Usage: parley conformance/);
+      assert.match(r.stdout, /^Usage: parley conformance \[options\]/m);
+      assert.match(r.stdout, /--timeout <ms>\s+per request, in milliseconds/);
+      assert.match(r.stdout, /Examples?:\n/);
+      assert.match(r.stdout, /^  parley conformance --target \S+/m);
     } else {
       assert.equal(r.code, 2);
       assert.match(r.stderr, /^error: conformance suite not available/m);
@@ -270,7 +287,52 @@ describe('serve and conformance', { concurrency: 2 }, () => {
   });
 });
 
+describe('conformance gets parley\'s global options', { concurrency: 2 }, () => {
+  const TARGET_FILE = path.join(ROOT, 'fixtures/target.json');
+  const ONE_CASE = ['--only', 'S4.3-get-unknown-404'];
+  const NO_ENV = { PARLEY_BASE_URL: undefined, PARLEY_API_KEY: undefined, PARLEY_APP_ID: undefined };
+  const header = (url: string) => new RegExp(`^Parley conformance: ${url} `, 'm');
+
+  test('--base-url before `conformance` and PARLEY_BASE_URL/PARLEY_API_KEY reach the suite; its own --base-url wins', async () => {
+    const flag = await runAndKeep(['--base-url', s.baseUrl, 'conformance', '--target', TARGET_FILE, ...ONE_CASE], { env: NO_ENV });
+    assert.equal(flag.code, 0, flag.stdout + flag.stderr);
+    assert.match(flag.stdout, header(s.baseUrl));
+    assert.match(flag.stderr, /^conformance: --base-url from parley --base-url /m);
+
+    // A target file with neither base_url nor api_key: both come from the environment.
+    const { base_url: _b, api_key: _k, ...rest } = JSON.parse(fs.readFileSync(TARGET_FILE, 'utf8'));
+    const bare = path.join(await tempDir(), 'target.json');
+    fs.writeFileSync(bare, JSON.stringify(rest));
+    const fromEnv = await runAndKeep(['conformance', '--target', bare, ...ONE_CASE]);
+    assert.equal(fromEnv.code, 0, fromEnv.stdout + fromEnv.stderr);
+    assert.match(fromEnv.stdout, header(s.baseUrl));
+    assert.match(fromEnv.stderr, /^conformance: --base-url from PARLEY_BASE_URL, --api-key from PARLEY_API_KEY /m);
+
+    const nowhere = 'http://127.0.0.1:9/v1';
+    const own = await runAndKeep(['--base-url', nowhere, 'conformance', '--base-url', s.baseUrl, '--target', TARGET_FILE, ...ONE_CASE], { env: { PARLEY_BASE_URL: nowhere } });
+    assert.equal(own.code, 0, own.stdout + own.stderr);
+    assert.match(own.stdout, header(s.baseUrl));
+  });
+
+  test('parley --timeout <seconds> before `conformance` becomes the suite\'s milliseconds', async () => {
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((sock) => sockets.add(sock));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
+    try {
+      const r = await runAndKeep(['--timeout', '0.2', 'conformance', '--target', TARGET_FILE, '--base-url', url, ...ONE_CASE], { env: NO_ENV });
+      assert.equal(r.code, 2, r.stdout + r.stderr);
+      assert.match(r.stderr, /within 200 ms/);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      silent.close();
+    }
+  });
+});
+
 test('no output of any run above, successful or not, shows the key', () => {
   assert.ok(outputs.length > 20);
   for (const o of outputs) assert.ok(!o.includes(KEY), `the key appeared in: ${o}`);
+  // Parley's own answers match the interface: the CLI never has to warn about them.
+  for (const o of outputs) assert.ok(!/^warning: /m.test(o), `a warning about Parley's answer: ${o}`);
 });

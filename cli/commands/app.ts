@@ -1,7 +1,7 @@
 // `parley config` (§4.8) and `parley metrics` (§4.9).
 import { Command } from 'commander';
 import type { Session } from '../context.ts';
-import { keyValues } from '../render.ts';
+import { keyValues, shown } from '../render.ts';
 
 export function configCommand(session: Session): Command {
   return new Command('config')
@@ -12,14 +12,15 @@ export function configCommand(session: Session): Command {
       const res = await client.getConfig();
       if (g.json) return session.out.line(res.raw);
       const c = res.data;
-      const { name, config, ...agentRest } = c.agent;
-      const { primary_color, secondary_color, ...configRest } = config;
+      // Whatever another implementation left out shows as `?` (the client warned about it already).
+      const { name, config, ...agentRest } = c.agent ?? {};
+      const { primary_color, secondary_color, ...configRest } = config ?? {};
       const pairs: Array<[string, string]> = [
-        ['app', c.app_id],
-        ['stream by default', String(c.stream)],
-        ['generative UI', String(c.generative_ui)],
-        ['agent', name],
-        ['colors', `${primary_color} / ${secondary_color}`],
+        ['app', shown(c.app_id)],
+        ['stream by default', shown(c.stream)],
+        ['generative UI', shown(c.generative_ui)],
+        ['agent', shown(name)],
+        ['colors', `${shown(primary_color)} / ${shown(secondary_color)}`],
       ];
       for (const [k, v] of Object.entries({ ...configRest, ...agentRest })) pairs.push([k, typeof v === 'string' ? v : JSON.stringify(v)]);
       session.out.out(keyValues(pairs));
@@ -37,9 +38,9 @@ export function metricsCommand(session: Session): Command {
       const m = res.data;
       session.out.out(
         keyValues([
-          ['conversations', String(m.total_conversations)],
-          ['messages', String(m.total_messages)],
-          ['users', String(m.total_users)],
+          ['conversations', shown(m.total_conversations)],
+          ['messages', shown(m.total_messages)],
+          ['users', shown(m.total_users)],
         ]),
       );
     });

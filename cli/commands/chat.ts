@@ -73,10 +73,12 @@ Examples:
             } catch (err) {
               out.endLine();
               if (err instanceof AbortedError) out.note('[cancelled]');
-              else worst = Math.max(worst, reportError(out, err));
+              else worst = Math.max(worst, reportError(out, err, g.json));
             } finally {
               current = undefined;
             }
+            // Nobody reads the replies any more (`| head`): stop sending messages.
+            if (out.closed) break;
           }
           if (interactive) rl.prompt();
         }

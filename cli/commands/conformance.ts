@@ -1,12 +1,51 @@
 // `parley conformance …`: delegates to the conformance suite's own command (conformance/command.ts).
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
-import { UsageError } from '../io.ts';
+import { parseSeconds } from '../context.ts';
+import { UsageError, type Output } from '../io.ts';
 
 const MODULE = '../../conformance/command.ts';
 const MODULE_PATH = fileURLToPath(new URL(MODULE, import.meta.url));
 
-export function conformanceCommand(configure: (cmd: Command, parent: Command) => void): Command {
+const HELP = `
+Base URL and key: the suite's own --base-url and --api-key win; then parley's global ones (given
+before \`conformance\`) and PARLEY_BASE_URL / PARLEY_API_KEY; then the target file.
+Timeout: the suite's --timeout is in milliseconds (default 30000). When it is not given, parley's
+global --timeout (before \`conformance\`) or PARLEY_TIMEOUT applies, in seconds as for every command.
+
+Examples:
+  parley conformance --target fixtures/target.json
+  parley conformance --target vendor.json --profile reference --reporter junit --out report.xml
+  parley --base-url http://127.0.0.1:9000/v1 conformance --target fixtures/target.json --only 'S4.2-*' --timeout 5000
+`;
+
+/** Whether the suite's own arguments set `flag` (`--flag value` or `--flag=value`). */
+function given(args: string[], flag: string): boolean {
+  return args.some((a) => a === flag || a.startsWith(`${flag}=`));
+}
+
+/**
+ * The suite's arguments, with parley's global options and PARLEY_* variables added where the suite's
+ * own are absent (target.md: a command-line --base-url overrides the target's base_url). A note on
+ * stderr says where a value came from, so that an exported variable never silently redirects a run.
+ */
+export function suiteArguments(args: string[], globals: { baseUrl?: string; apiKey?: string; timeout?: string }, env: NodeJS.ProcessEnv, note: (s: string) => void): string[] {
+  const extra: string[] = [];
+  const sources: string[] = [];
+  const pass = (flag: string, global: string | undefined, variable: string, value: (v: string) => string = (v) => v) => {
+    const v = global ?? (env[variable] || undefined);
+    if (v === undefined || given(args, flag)) return;
+    extra.push(flag, value(v));
+    sources.push(`${flag} from ${global !== undefined ? `parley ${flag}` : variable}`);
+  };
+  pass('--base-url', globals.baseUrl, 'PARLEY_BASE_URL');
+  pass('--api-key', globals.apiKey, 'PARLEY_API_KEY');
+  pass('--timeout', globals.timeout, 'PARLEY_TIMEOUT', (s) => String(Math.max(1, Math.round(parseSeconds(s) * 1000))));
+  if (sources.length > 0 && !given(args, '--help') && !given(args, '-h')) note(`conformance: ${sources.join(', ')} (the suite's own options win)`);
+  return [...extra, ...args];
+}
+
+export function conformanceCommand(configure: (cmd: Command, parent: Command) => void, out: Output): Command {
   const placeholder = new Command('conformance')
     .description('run the conformance suite against an implementation (see parley conformance --help)')
     .helpOption(false)
@@ -15,7 +54,7 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     .argument('[args...]')
     .addHelpText('after', '\nExample:\n  parley conformance --help\n');
   placeholder.action(async (_args: string[], _opts: unknown, cmd: Command) => {
-    let mod: { conformanceCommand?: () => Command };
+    let mod: { conformanceCommand?: (io?: { out(line: string): void; err(line: string): void }) => Command };
     try {
       mod = (await import(MODULE)) as typeof mod;
     } catch (err) {
@@ -26,10 +65,13 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
       throw err;
     }
     if (typeof mod.conformanceCommand !== 'function') throw new UsageError('conformance suite not available: conformance/command.ts exports no conformanceCommand()');
-    const real = mod.conformanceCommand();
+    // Its lines go through parley's Output: redacted like everything parley prints, and silent once the reader left.
+    const real = mod.conformanceCommand({ out: (l) => out.line(l), err: (l) => out.note(l) }).addHelpText('after', HELP);
     // The suite's command stands in for this placeholder: same parent (for global options), same settings.
-    configure(real, cmd.parent!);
-    await real.parseAsync(cmd.args, { from: 'user' });
+    const parent = cmd.parent!;
+    configure(real, parent);
+    const args = suiteArguments(cmd.args, parent.opts(), process.env, (s) => out.note(s));
+    await real.parseAsync(args, { from: 'user' });
   });
   return placeholder;
 }

@@ -55,7 +55,8 @@ export function conversationsCommand(session: Session): Command {
       const list = page.data;
       out.out(list.data.length > 0 ? table(conversationRows(list.data), CONVERSATION_HEADER) : '(no conversations)\n');
       if (list.has_more) {
-        const cursor = opts.before !== undefined ? `--before ${list.first_id}` : `--after ${list.last_id}`;
+        // Another implementation may leave the cursors out: the page's own first and last ids are the same thing.
+        const cursor = opts.before !== undefined ? `--before ${list.first_id ?? list.data[0]?.id}` : `--after ${list.last_id ?? list.data.at(-1)?.id}`;
         out.note(`more: add ${cursor} for the next page, or --all`);
       }
     });

@@ -2,30 +2,29 @@
 import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
 import type { Session } from '../context.ts';
-import { FailedResponseError, oneLine, parseMetadata, textArgument, type Output } from '../io.ts';
-import { failureText, renderCompletion, renderResponse, renderStream } from '../render.ts';
+import { FailedResponseError, ndjsonLine, parseMetadata, textArgument, type Output } from '../io.ts';
+import { failureText, renderCompletion, renderResponse, renderStream, streamFailure, type StreamStart } from '../render.ts';
 
-/** With --json: the payload of each event exactly, one per line; otherwise the live rendering. */
+/** With --json: one event payload per line (see ndjsonLine); otherwise the live rendering. */
 export async function printStream(out: Output, stream: EventStream, json: boolean): Promise<void> {
   if (!json) {
     await renderStream(out, stream);
     return;
   }
+  const start: StreamStart = {};
   for await (const e of stream.all()) {
     // Extension events are printed too, when their data is JSON (NDJSON must stay parseable).
     if ('unknown' in e) {
       try {
-        out.line(oneLine(e.raw));
+        out.line(ndjsonLine(e.event, e.raw));
       } catch {
         // Not JSON: nothing a JSON consumer could use.
       }
       continue;
     }
-    out.line(oneLine(e.raw));
-    if (e.event === 'response.failed') {
-      const err = (e.data as { error?: { type?: string; message?: string } }).error;
-      throw new FailedResponseError(`response failed${err ? `: ${err.type}: ${err.message}` : ''}`);
-    }
+    out.line(ndjsonLine(e.event, e.raw));
+    if (e.event === 'response.created') Object.assign(start, { id: e.data.id, object: e.data.object });
+    if (e.event === 'response.failed') throw streamFailure(e.data, start);
   }
 }
 
@@ -59,7 +58,8 @@ Examples:
       if (reply.kind === 'stream') return printStream(out, reply.stream, g.json);
       if (g.json) {
         out.line(reply.response.raw);
-        if (reply.response.data.status === 'failed') throw new FailedResponseError(failureText(reply.response.data.id, reply.response.data.error));
+        const r = reply.response.data;
+        if (r.status === 'failed') throw new FailedResponseError(failureText(r.id, r.error, r.object));
         return;
       }
       renderResponse(out, reply.response.data);
@@ -72,6 +72,7 @@ export function completeCommand(session: Session): Command {
     .description('one-shot completion: no conversation, no history (§4.7)')
     .argument('[prompt]', 'the instruction; read from stdin when absent or -')
     .option('--stream', 'stream the text as it is generated')
+    .option('--no-stream', 'one JSON completion (the default)')
     .option('--fast', 'skip the reasoning step for the lowest latency')
     .option('--no-knowledge-search', 'do not let the agent search its knowledge base')
     .option('--metadata <json|@file>', 'context given to the agent as data: a JSON object, or @file.json')
@@ -93,7 +94,7 @@ Examples:
       const res = await client.createCompletion(body);
       if (g.json) {
         out.line(res.raw);
-        if (res.data.status === 'failed') throw new FailedResponseError(failureText(res.data.id, res.data.error));
+        if (res.data.status === 'failed') throw new FailedResponseError(failureText(res.data.id, res.data.error, res.data.object));
         return;
       }
       renderCompletion(out, res.data);

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
+import { UsageError } from '../io.ts';
 
 const PACKAGE_FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 
@@ -27,6 +28,14 @@ export function serveCommand(): Command {
       if (fixtures !== undefined) argv.push('--fixtures', fixtures);
       if (opts.logLevel !== undefined) argv.push('--log-level', opts.logLevel);
       // Loaded on demand: the other commands need none of the server's modules.
+      const { ConfigError, loadConfig } = await import('../../src/config.ts');
+      try {
+        // Checked here first, so that a mistake is told in parley's words (serve() would print npm start's usage).
+        loadConfig(argv, process.env);
+      } catch (err) {
+        if (err instanceof ConfigError) throw new UsageError(`${err.message} (see parley serve --help)`);
+        throw err;
+      }
       const { serve } = await import('../../src/main.ts');
       await serve(argv);
       // serve() returns once listening; the process then lives until SIGINT/SIGTERM.
