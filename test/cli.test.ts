@@ -293,7 +293,7 @@ describe('conformance gets parley\'s global options', { concurrency: 2 }, () => 
   const NO_ENV = { PARLEY_BASE_URL: undefined, PARLEY_API_KEY: undefined, PARLEY_APP_ID: undefined };
   const header = (url: string) => new RegExp(`^Parley conformance: ${url} `, 'm');
 
-  test('--base-url before `conformance` and PARLEY_BASE_URL/PARLEY_API_KEY reach the suite; its own --base-url wins', async () => {
+  test('--base-url before `conformance` reaches the suite; PARLEY_BASE_URL/PARLEY_API_KEY fill only what the target leaves out; its own --base-url wins', async () => {
     const flag = await runAndKeep(['--base-url', s.baseUrl, 'conformance', '--target', TARGET_FILE, ...ONE_CASE], { env: NO_ENV });
     assert.equal(flag.code, 0, flag.stdout + flag.stderr);
     assert.match(flag.stdout, header(s.baseUrl));
@@ -309,6 +309,14 @@ describe('conformance gets parley\'s global options', { concurrency: 2 }, () => 
     assert.match(fromEnv.stderr, /^conformance: --base-url from PARLEY_BASE_URL, --api-key from PARLEY_API_KEY /m);
 
     const nowhere = 'http://127.0.0.1:9/v1';
+    // A target that names its own base_url and api_key keeps them: exported variables only fill gaps.
+    const own_target = path.join(await tempDir(), 'target.json');
+    fs.writeFileSync(own_target, JSON.stringify({ ...rest, base_url: s.baseUrl, api_key: KEY }));
+    const kept = await runAndKeep(['conformance', '--target', own_target, ...ONE_CASE], { env: { PARLEY_BASE_URL: nowhere, PARLEY_API_KEY: 'sk_live_not_the_target_key_000000000000' } });
+    assert.equal(kept.code, 0, kept.stdout + kept.stderr);
+    assert.match(kept.stdout, header(s.baseUrl));
+    assert.doesNotMatch(kept.stderr, /from PARLEY_/);
+
     const own = await runAndKeep(['--base-url', nowhere, 'conformance', '--base-url', s.baseUrl, '--target', TARGET_FILE, ...ONE_CASE], { env: { PARLEY_BASE_URL: nowhere } });
     assert.equal(own.code, 0, own.stdout + own.stderr);
     assert.match(own.stdout, header(s.baseUrl));

@@ -1,4 +1,5 @@
 // `parley conformance …`: delegates to the conformance suite's own command (conformance/command.ts).
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parseSeconds } from '../context.ts';
@@ -9,7 +10,9 @@ const MODULE_PATH = fileURLToPath(new URL(MODULE, import.meta.url));
 
 const HELP = `
 Base URL and key: the suite's own --base-url and --api-key win; then parley's global ones (given
-before \`conformance\`) and PARLEY_BASE_URL / PARLEY_API_KEY; then the target file.
+before \`conformance\`); then the target file. PARLEY_BASE_URL / PARLEY_API_KEY only fill in what the
+target file leaves out (a key kept out of a committed target file, say): an exported variable never
+redirects a target that names its own base_url.
 Timeout: the suite's --timeout is in milliseconds (default 30000). When it is not given, parley's
 global --timeout (before \`conformance\`) or PARLEY_TIMEOUT applies, in seconds as for every command.
 
@@ -24,22 +27,47 @@ function given(args: string[], flag: string): boolean {
   return args.some((a) => a === flag || a.startsWith(`${flag}=`));
 }
 
+/** The value of `flag` in the suite's arguments (`--flag value` or `--flag=value`). */
+function valueOf(args: string[], flag: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === flag) return args[i + 1];
+    if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
+  }
+  return undefined;
+}
+
+/** The keys the target file sets; none when it cannot be read (the suite then says why). */
+function targetKeys(args: string[]): Set<string> {
+  const file = valueOf(args, '--target');
+  if (!file) return new Set();
+  try {
+    const json = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
+    return new Set(typeof json === 'object' && json !== null ? Object.keys(json).filter((k) => (json as Record<string, unknown>)[k]) : []);
+  } catch {
+    return new Set();
+  }
+}
+
 /**
- * The suite's arguments, with parley's global options and PARLEY_* variables added where the suite's
- * own are absent (target.md: a command-line --base-url overrides the target's base_url). A note on
- * stderr says where a value came from, so that an exported variable never silently redirects a run.
+ * The suite's arguments, with parley's global options added where the suite's own are absent
+ * (target.md: a command-line --base-url overrides the target's base_url), and PARLEY_* variables
+ * only where the target file leaves the value out: a variable exported for everyday use must not
+ * send a run meant for another implementation's target elsewhere, or with another key. A note on
+ * stderr says where a value came from.
  */
 export function suiteArguments(args: string[], globals: { baseUrl?: string; apiKey?: string; timeout?: string }, env: NodeJS.ProcessEnv, note: (s: string) => void): string[] {
   const extra: string[] = [];
   const sources: string[] = [];
-  const pass = (flag: string, global: string | undefined, variable: string, value: (v: string) => string = (v) => v) => {
-    const v = global ?? (env[variable] || undefined);
+  const inTarget = targetKeys(args);
+  const pass = (flag: string, global: string | undefined, variable: string, value: (v: string) => string = (v) => v, targetKey?: string) => {
+    const fromEnv = targetKey !== undefined && inTarget.has(targetKey) ? undefined : env[variable] || undefined;
+    const v = global ?? fromEnv;
     if (v === undefined || given(args, flag)) return;
     extra.push(flag, value(v));
     sources.push(`${flag} from ${global !== undefined ? `parley ${flag}` : variable}`);
   };
-  pass('--base-url', globals.baseUrl, 'PARLEY_BASE_URL');
-  pass('--api-key', globals.apiKey, 'PARLEY_API_KEY');
+  pass('--base-url', globals.baseUrl, 'PARLEY_BASE_URL', undefined, 'base_url');
+  pass('--api-key', globals.apiKey, 'PARLEY_API_KEY', undefined, 'api_key');
   pass('--timeout', globals.timeout, 'PARLEY_TIMEOUT', (s) => String(Math.max(1, Math.round(parseSeconds(s) * 1000))));
   if (sources.length > 0 && !given(args, '--help') && !given(args, '-h')) note(`conformance: ${sources.join(', ')} (the suite's own options win)`);
   return [...extra, ...args];
