@@ -92,7 +92,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const cleanup = { deleted: 0, failed: [] as string[] };
   let bailed = false;
   for (let r = 0; r < repeat; r++) {
-    const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), created: [] };
+    const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), timeoutMs, created: [] };
     try {
       for (const c of cases) {
         const result = bailed ? skipped(c, 'not run: --bail after a failure') : await runCase(state, c, timeoutMs, secrets);
