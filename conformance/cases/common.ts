@@ -70,19 +70,20 @@ export function unknownConversationId(ctx: CaseContext): Promise<string> {
   });
 }
 
-/** `id` with up to 8 of its last characters moved `shift` places within the alphabet the id itself uses. */
+/**
+ * `id` with up to 8 of its last characters moved `shift` places within the alphabet of its random
+ * tail (what follows the last separator: `conv_…`, the last group of a UUID), kind by kind.
+ */
 export function lookalike(id: string, shift: number): string {
+  const tail = /[0-9A-Za-z]*$/.exec(id)![0];
   const classes = [/[0-9]/, /[a-z]/, /[A-Z]/];
-  const alphabets = classes.map((re) => [...new Set([...id].filter((ch) => re.test(ch)))].sort());
-  const chars = [...id];
-  for (let i = chars.length - 1, changed = 0; i >= 0 && changed < 8; i--, changed++) {
-    const k = classes.findIndex((re) => re.test(chars[i]!));
-    // A separator ends the random part (`conv_…`, the groups of a UUID).
-    if (k === -1) break;
-    const a = alphabets[k]!;
+  const alphabets = classes.map((re) => [...new Set([...tail].filter((ch) => re.test(ch)))].sort());
+  const chars = [...tail];
+  for (let i = chars.length - 1; i >= Math.max(0, chars.length - 8); i--) {
+    const a = alphabets[classes.findIndex((re) => re.test(chars[i]!))]!;
     chars[i] = a[(a.indexOf(chars[i]!) + shift) % a.length]!;
   }
-  return chars.join('');
+  return id.slice(0, id.length - tail.length) + chars.join('');
 }
 
 /** The run's passing send-message request (JSON mode) on a fresh conversation. */

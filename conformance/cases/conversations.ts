@@ -23,7 +23,9 @@ export const create: CaseDef[] = defineCases('4.1', [
     level: 'MUST',
     description: 'every field is optional: {} creates a conversation',
     async run(ctx) {
-      await createConversation(ctx, {});
+      const { conv } = await createConversation(ctx, {});
+      // {} carries no tag of the run: deleted at once rather than at the end, which an interrupted run may not reach.
+      await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) });
     },
   },
   {

@@ -105,13 +105,13 @@ function checkTwoLineEvents(ctx: CaseContext, ex: Exchange): void {
 
 /** D-16/§6: each event block is exactly `event: <type>` then `data: <json>`; comments only as `: …` blocks. */
 function checkRawFraming(ctx: CaseContext, ex: Exchange): void {
+  ctx.check(!ex.text.includes('\r'), 'the stream uses CR line endings (D-16: LF only)', ex);
   ctx.check(ex.text.endsWith('\n\n'), 'the stream does not end with a blank line after its last event', ex);
   const blocks = ex.text.split('\n\n').slice(0, -1);
   blocks.forEach((block, i) => {
     const lines = block.split('\n');
     if (lines.every((l) => l.startsWith(':'))) return;
     ctx.check(lines.length === 2 && /^event: \S+$/.test(lines[0]!) && /^data: \S/.test(lines[1]!), `block #${i} is not exactly "event: <type>" + "data: <json>": ${JSON.stringify(block.slice(0, 200))}`, ex);
-    ctx.check(!block.includes('\r'), `block #${i} uses CR line endings`, ex);
   });
 }
 

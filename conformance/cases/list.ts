@@ -106,11 +106,11 @@ async function smallPageWalk(ctx: CaseContext, order: 'asc' | 'desc'): Promise<{
   });
 }
 
-function checkTimes(ctx: CaseContext, order: 'asc' | 'desc', pages: Page[]): void {
+function checkTimes(ctx: CaseContext, order: 'asc' | 'desc', pages: Page[], along = 'the walk'): void {
   const times = pages.flatMap((p) => p.data.map((c) => c.created_at));
   for (let i = 1; i < times.length; i++) {
     const ok = order === 'asc' ? times[i]! >= times[i - 1]! : times[i]! <= times[i - 1]!;
-    ctx.check(ok, `created_at is not ${order === 'asc' ? 'ascending' : 'descending'} along the walk (${times[i - 1]} then ${times[i]})`, pages.at(-1)!.ex);
+    ctx.check(ok, `created_at is not ${order === 'asc' ? 'ascending' : 'descending'} along ${along} (${times[i - 1]} then ${times[i]})`, pages.at(-1)!.ex);
   }
 }
 
@@ -180,7 +180,7 @@ export const list: CaseDef[] = defineCases('4.2', [
       const expected = await expectedOrder(ctx, 'desc');
       const set = idsOf(await walkSet(ctx));
       const p = await page(ctx, { limit: 100 });
-      checkTimes(ctx, 'desc', [p]);
+      checkTimes(ctx, 'desc', [p], 'the default page');
       ctx.equal(p.data.map((c) => c.id).filter((id) => set.includes(id)), expected, "the run's conversations in a default page (as in the desc list)", p.ex);
     },
   },
