@@ -182,6 +182,9 @@ The variants do what the interface leaves open otherwise than the reference does
 them (together, through the whole profile):
 
 ${'${VARIANTS}'}
+
+This page is generated from the case registry and the list of mutants: \`npm run conformance:docs\` writes
+it, \`npm run conformance:docs -- --check\` exits 1 when it is stale (\`npm test\` checks it too).
 `;
 
 export function generateDocs(targetJson = TARGET_JSON): string {
