@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { sectionTitle, selectCases } from './registry.ts';
-import { REPORTERS, failureBlock, prettyHeader, prettyLine, render, renderPretty, summaryLine, type ReporterName } from './reporters.ts';
+import { REPORTERS, prettyHeader, prettyLine, render, renderPretty, summaryLine, type ReporterName } from './reporters.ts';
 import { newRunId, runConformance, UnreachableError, type CaseResult, type Profile } from './run.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 
@@ -99,7 +99,6 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
   const onResult = (r: CaseResult) => {
     if (r.section !== section) io.out(sectionTitle((section = r.section)));
     io.out(prettyLine(r));
-    if (r.status === 'failed' && o.bail) io.out(failureBlock(r));
   };
   const runId = newRunId();
   if (progress) io.out(prettyHeader({ runId, profile: o.profile, baseUrl: target!.baseUrl, appId: target!.appId }));

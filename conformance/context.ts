@@ -60,6 +60,8 @@ export interface RunState {
   runId: string;
   http: HttpClient;
   memo: Map<string, Promise<unknown>>;
+  /** The run's --timeout: also how long a case waits for what an implementation may do after it answers. */
+  timeoutMs: number;
   /** Conversations to delete at the end: [app_id, conversation_id]. */
   created: Array<[string, string]>;
 }
@@ -139,6 +141,21 @@ export class CaseContext {
       if (err instanceof CaseFailure) throw new CaseFailure(`precondition "${key}" did not pass: ${err.message}`, err.exchange);
       throw err;
     });
+  }
+
+  /**
+   * Reads `read` until `done` holds or the run's timeout has passed, and returns the last value:
+   * for what the interface lets an implementation settle after it answered (aggregated metrics, a
+   * title generated "after the first exchange"). The caller asserts on the value it gets.
+   */
+  async poll<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+    const deadline = Date.now() + this.run.timeoutMs;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+      const value = await read();
+      const left = deadline - Date.now();
+      if (done(value) || left <= 0) return value;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
+    }
   }
 
   track(appId: string, conversationId: string): void {

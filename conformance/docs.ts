@@ -2,7 +2,7 @@
 // prove the suite: `npm run conformance:docs`. A test fails when the committed file is stale.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { MUTANTS } from '../test/mutants.ts';
+import { MUTANTS, VARIANTS } from '../test/mutants.ts';
 import { CASES, sectionTitle } from './registry.ts';
 
 const INTRO = `# Conformance suite
@@ -27,18 +27,26 @@ Options:
 | \`--base-url URL\` | overrides the target's \`base_url\` (it must end in \`/v1\`) |
 | \`--api-key KEY\` | overrides the target's \`api_key\` (keeps the key out of files) |
 | \`--profile spec\\|reference\` | \`spec\` (default): only what the interface states. \`reference\`: also the project's decisions D-1…D-24 |
-| \`--only GLOB\`, \`--skip GLOB\` | select cases by id; \`*\` and \`?\`, comma-separated or repeated: \`--only 'S4.2-*,S6-*'\` |
+| \`--only GLOB\`, \`--skip GLOB\` | select cases by id; \`*\` and \`?\`, comma-separated or repeated: \`--only 'S4.2-*,S6-*'\`. An \`--only\` pattern that matches no case of the profile is a usage error (exit 2), so that a typo cannot pass |
 | \`--reporter pretty\\|json\\|junit\\|tap\` | report format (default \`pretty\`) |
 | \`--out FILE\` | writes the report there; stdout still shows progress, failures and the summary |
-| \`--timeout MS\` | per request: time to the response headers and longest silence inside a body (default 30000); a stream may take 4× that in total, a case 20× |
+| \`--timeout MS\` | per request: time to the response headers and longest silence inside a body (default 30000); a stream may take 4× that in total, a case 20×. Also how long a case waits for what the interface lets an implementation settle after it answered: the generated title, aggregated metrics |
 | \`--bail\` | stops at the first failure (the rest are reported as skipped) |
-| \`--repeat N\` | runs the selection N times; a case passes only if it passed every time (to catch flakiness) |
+| \`--repeat N\` | runs the selection N times; a case passes only if it passed every time (to catch flakiness): failed in any run is failed, skipped in any run is skipped |
 | \`--list\` | lists the selected cases (with the target keys they need) and exits |
 
-Exit codes: **0** no case failed, **1** at least one case failed, **2** usage error (bad option, unreadable
-or invalid target file) or the target is unreachable. The last line of the output is always
-\`conformance: N passed, N failed, N skipped\` (after \`--list\`: \`conformance: N cases (profile …)\`). With \`--reporter json|junit|tap\` and no \`--out\`, the report
-is printed and this line follows it, so machine consumers should use \`--out\`.
+Exit codes: **0** no case failed, **1** at least one case failed (or the run was interrupted), **2** usage
+error (bad option, unreadable or invalid target file, an \`--only\` that matches nothing) or the target is
+unreachable. Judge a run by its exit code. After a run (exit 0 or 1) the last line of stdout is
+\`conformance: N passed, N failed, N skipped\`; after \`--list\` it is \`conformance: N cases (profile …)\`.
+A usage error prints its reason on stderr: stdout is empty when the options or the target file are wrong,
+and ends with \`conformance: 0 passed, 0 failed, 0 skipped\` when the target was read but the run could not
+start (unreachable, \`--only\` matching nothing). With \`--reporter json|junit|tap\` and no \`--out\`, the
+report is printed and the summary line follows it, so machine consumers should use \`--out\`.
+
+Ctrl-C (SIGINT) or SIGTERM during a run stops it: the case under way is reported failed as interrupted, the
+rest skipped, what the run created is deleted, and the summary line is printed (exit 1). A second Ctrl-C
+ends the process at once, without the cleanup.
 
 As a library: \`runConformance(options)\` from \`conformance/run.ts\` returns the results that the reporters
 render (\`render(results, 'junit')\`).
@@ -68,15 +76,41 @@ and run only with \`--profile reference\`. A spec-profile run never fails an imp
 interface leaves open. A few cases cannot judge every implementation: when the agent emits no function call
 or no \`data_spec\` in reply to the probe message, the case is skipped with that reason.
 
+### How the suite reads the interface
+
+Where the interface can be read more than one way, profile spec takes the reading that fails nobody who
+follows the text, and the project's decision is checked in profile reference only:
+
+| question | profile spec | profile reference |
+|---|---|---|
+| order of conversations created in the same second (§4.2 orders "by creation time"; created_at counts seconds) | any order the implementation keeps from one request to the next: the run creates its conversations in two halves more than a second apart, learns the implementation's order from the whole list (pages of 100), checks it against created_at and the halves, and judges the walks, pages and cursors against it | creation order (D-7) |
+| \`after\` in desc order: §4.2 says both "returns conversations created after it" and "to get the next page, pass \`last_id\` as \`after\`" | the next page (a MUST): the default order is desc, and under the literal reading the documented way to page would loop back to newer conversations; "forward cursor" reads as forward in the list's order | the same (D-12) |
+| \`before\` in asc order: which conversations "created before it" a page of \`limit\` holds | only conversations created before the cursor, oldest first; where only two precede it, exactly those two (either reading agrees) | the page just before the cursor (D-12); \`before\` in desc order is D-12 only |
+| an unknown conversation id (§2.10 does not show the id format) | the id is derived from a real one of the run (same length, same kind of character at each place), so an implementation that refuses malformed ids still sees a well-formed one, and §7's \`404 not_found\` is required | the same |
+| the generated title "after the first exchange", the "aggregated" metrics | read again until they show or \`--timeout\` passes; a change that must not count (a completion, a deletion) is judged once a creation after it is counted | the same: D-8 and D-24 fix what, not when |
+| items of a conversation: "fields of each item: not shown" | the user's message, each reply message's text and each function call's id are looked for in the items' JSON, in order | D-14's item shape |
+| \`name\`, \`arguments\`, \`call_id\` of a function call: "string or null" (§2.4) | null allowed; arguments, when given, are JSON | named, with an id, \`knowledge_search {"query"}\` (D-16, D-21) |
+| which endpoints are rate-limited (§8: send message is; others not shown) | a 429 \`rate_limit_exceeded\` already on creating the conversation the case needs counts as the limit enforced (so repeated runs within a minute pass) | only send message and completions count (D-23) |
+| "each event is two lines" (§6) | a MUST: \`event: <type>\` then one \`data: <json>\` line per event; CR LF, comment lines (\`: keep-alive\`) and no space after the colon are allowed, as for any SSE client | exactly those bytes, LF only (D-16, D-18) |
+| "only the custom title can be updated" (§4.4) | a PATCH with title and metadata is refused with a 4xx error object or leaves metadata as it was | 400 \`unknown_parameter\`, nothing changed (D-13) |
+| rule 4: "the same content" in JSON mode | the same message in JSON and in a stream gives the same kinds of output items (messages, function calls, data_spec), in up to 3 tries for an agent that varies | the same |
+
 ### What a run does to your implementation
 
 Cases run one after another. A negative case starts from a request that passed earlier in the same run and
 changes one thing. Every conversation a run creates carries the run's id (\`external_user_id\`
 \`conformance-<run id>\` and/or \`metadata.conformance_run\`), and all of them are deleted at the end (soft
-delete, as §4.5 defines it). A run creates a few dozen conversations (up to ~130 when the app is empty, for
-the list-limit cases), sends about 40 messages and 20 completions, and the rate-limit case sends messages to
-\`apps.rate_limited\` until it is refused (at most 100). The list and metrics cases assume that nothing
-else writes to \`app_id\` during the run (the run's conversations must be the newest, and metric deltas its own).
+delete, as §4.5 defines it); the one created from an empty body \`{}\` carries no tag, so its case deletes
+it at once. A run creates a few dozen conversations (up to ~130 when the app is empty, for the list-limit
+cases), sends about 50 messages and 20 completions, pauses once for a little more than a second (between the
+two halves of the list cases' conversations), and the rate-limit case sends messages to \`apps.rate_limited\`
+until it is refused (at most 100), which uses up that app's minute: a run within the next minute meets the
+429 at once, and passes.
+
+The list and metrics cases assume that nothing else writes to \`app_id\` during the run: the list cases
+need the run's conversations to be the newest of the app and compare pages with the whole list read earlier
+in the run, and the metrics cases count the changes they make themselves. Run the suite against an app of
+its own, one run at a time.
 
 ### What it cannot check
 
@@ -133,10 +167,24 @@ jobs:
 
 \`npm test\` runs the suite against the reference server in both profiles (every case passes), then
 against ${'${MUTANT_COUNT}'} deliberately broken implementations: a loopback proxy in front of the reference
-server that breaks one rule each. Each must make the suite fail **with the case that should catch it**
-(the test asserts the case id). All ${'${MUTANT_COUNT}'} are caught:
+server that breaks one rule each. For each, the section of the case that should catch it runs (cases of a
+section share their preconditions, so interactions show; for §8, the cases of that limit), and that case must fail **for the reason it
+should**: its failure message must match a pattern that names the defect, not a side effect of it. All
+${'${MUTANT_COUNT}'} are caught so.
+
+A mutant of profile reference breaks only a decision, which the interface allows: profile spec must pass it.
+Each one's section runs in profile spec, and all of them together, with the variants below, run through the
+whole spec profile twice in a row (but ${'${ALONE}'}).
 
 ${'${MUTANTS}'}
+
+The variants do what the interface leaves open otherwise than the reference does; both profiles must pass
+them (together, through the whole profile):
+
+${'${VARIANTS}'}
+
+This page is generated from the case registry and the list of mutants: \`npm run conformance:docs\` writes
+it, \`npm run conformance:docs -- --check\` exits 1 when it is stale (\`npm test\` checks it too).
 `;
 
 export function generateDocs(targetJson = TARGET_JSON): string {
@@ -149,11 +197,16 @@ export function generateDocs(targetJson = TARGET_JSON): string {
     }
     cases.push(`| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} |`);
   }
-  const mutants = ['| broken implementation | breaks | profile | caught by |', '|---|---|---|---|', ...MUTANTS.map((m) => `| \`${m.id}\` | ${m.breaks.replace(/\|/g, '\\|')} (${/^D-/.test(m.section) ? m.section : `§${m.section}`}) | ${m.profile} | \`${m.caughtBy}\` |`)].join('\n');
+  const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
+  const cell = (text: string) => text.replace(/\|/g, '\\|');
+  const mutants = ['| broken implementation | breaks | profile | caught by |', '|---|---|---|---|', ...MUTANTS.map((m) => `| \`${m.id}\` | ${cell(m.breaks)} (${where(m.section)}) | ${m.profile} | \`${m.caughtBy}\` |`)].join('\n');
+  const variants = ['| variant | does | open in |', '|---|---|---|', ...VARIANTS.map((v) => `| \`${v.id}\` | ${cell(v.does)} | ${where(v.section)} |`)].join('\n');
   return (
     INTRO.replace('${TARGET}', targetJson.trim())
       .replaceAll('${MUTANT_COUNT}', String(MUTANTS.length))
-      .replace('${MUTANTS}', mutants) +
+      .replace('${MUTANTS}', mutants)
+      .replace('${VARIANTS}', variants)
+      .replace('${ALONE}', MUTANTS.filter((m) => m.alone).map((m) => `\`${m.id}\`: ${m.alone}`).join('; ')) +
     '\n' +
     cases.join('\n') +
     '\n'
@@ -163,8 +216,20 @@ export function generateDocs(targetJson = TARGET_JSON): string {
 const ROOT = path.resolve(import.meta.dirname, '..');
 const TARGET_JSON = await fs.readFile(path.join(ROOT, 'fixtures/target.json'), 'utf8');
 
+const DOCS = path.join(ROOT, 'docs/conformance.md');
+
+// `--check` (for CI): exit 1 when the committed page is not what the registry generates.
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
-  await fs.mkdir(path.join(ROOT, 'docs'), { recursive: true });
-  await fs.writeFile(path.join(ROOT, 'docs/conformance.md'), generateDocs());
-  console.log(`docs/conformance.md: ${CASES.length} cases, ${MUTANTS.length} broken implementations`);
+  if (process.argv.includes('--check')) {
+    const current = await fs.readFile(DOCS, 'utf8').catch(() => '');
+    if (current !== generateDocs()) {
+      console.error('docs/conformance.md is stale: run npm run conformance:docs');
+      process.exit(1);
+    }
+    console.log('docs/conformance.md is up to date');
+  } else {
+    await fs.mkdir(path.dirname(DOCS), { recursive: true });
+    await fs.writeFile(DOCS, generateDocs());
+    console.log(`docs/conformance.md: ${CASES.length} cases, ${MUTANTS.length} broken implementations, ${VARIANTS.length} variants`);
+  }
 }

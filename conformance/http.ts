@@ -61,6 +61,8 @@ export interface HttpClientOptions {
   timeoutMs: number;
   /** Longest time for a whole body (SSE streams included). */
   totalMs: number;
+  /** Aborts every request under way (the run was interrupted). */
+  signal?: AbortSignal;
 }
 
 function isEventStream(h: Headers): boolean {
@@ -99,12 +101,16 @@ export class HttpClient {
       ac.abort();
     }, this.opts.totalMs);
     arm(this.opts.timeoutMs, 'idle');
+    const stop = this.opts.signal;
+    const onStop = () => ac.abort();
+    if (stop?.aborted) onStop();
+    stop?.addEventListener('abort', onStop, { once: true });
     try {
       let res: Response;
       try {
         res = await fetch(request.url, { method: r.method, headers, body, signal: ac.signal, redirect: 'manual' });
       } catch (err) {
-        const why = timedOut ? `no response within ${this.opts.timeoutMs} ms` : describeNetworkError(err);
+        const why = timedOut ? `no response within ${this.opts.timeoutMs} ms` : stop?.aborted ? 'the run was interrupted' : describeNetworkError(err);
         throw new TransportError(why, request);
       }
       const sse = isEventStream(res.headers) ? newSseResult() : undefined;
@@ -155,6 +161,7 @@ export class HttpClient {
     } finally {
       clearTimeout(timer);
       clearTimeout(totalTimer);
+      stop?.removeEventListener('abort', onStop);
     }
   }
 }
@@ -203,12 +210,19 @@ export function toCurl(req: Exchange['request'], secrets: Array<[string, string]
   return parts.join(' ');
 }
 
-/** What came back, for a report: status, the headers that matter, and the body (truncated). */
+/**
+ * What came back, for a report: status, the headers that matter, and the body, shortened to `max`
+ * characters: its start, and for a stream its end too (where a missing or late event shows).
+ */
 export function describeResponse(ex: Exchange, secrets: Array<[string, string]>, max = 1500): string {
   const shown = ['content-type', 'allow', 'retry-after', 'cache-control'];
   const headers = shown.flatMap((h) => (ex.headers.get(h) !== null ? [`${h}: ${ex.headers.get(h)}`] : []));
   let body = secrets.reduce((acc, [secret, name]) => (secret ? acc.split(secret).join(name) : acc), ex.text);
-  if (body.length > max) body = `${body.slice(0, max)}… (${ex.text.length - max} more characters)`;
+  if (body.length > max) {
+    const head = ex.sse ? Math.floor(max / 2) : max;
+    const tail = max - head;
+    body = `${body.slice(0, head)}… (${body.length - max} characters left out)${tail > 0 ? ` …${body.slice(-tail)}` : ''}`;
+  }
   const end = ex.sse ? (ex.sse.ended ? '' : `\n(stream not finished: ${ex.sse.timedOut ?? 'cut short'})`) : '';
   return `HTTP ${ex.status}${headers.length ? '\n' + headers.join('\n') : ''}\n\n${body}${end}`;
 }

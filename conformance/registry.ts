@@ -78,12 +78,29 @@ export const CASES: readonly CaseDef[] = (() => {
     .map(({ c }) => c);
 })();
 
+function patternList(patterns: string | string[] | undefined): string[] {
+  return (Array.isArray(patterns) ? patterns : patterns ? [patterns] : []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+}
+
+function globRegExp(p: string): RegExp {
+  return new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+}
+
 /** `*` matches any run of characters, `?` one; several patterns separated by commas. */
 export function globMatcher(patterns: string | string[] | undefined): ((id: string) => boolean) | undefined {
-  const list = (Array.isArray(patterns) ? patterns : patterns ? [patterns] : []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
-  if (list.length === 0) return undefined;
-  const res = list.map((p) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`));
+  const res = patternList(patterns).map(globRegExp);
+  if (res.length === 0) return undefined;
   return (id) => res.some((re) => re.test(id));
+}
+
+/** The --only patterns that match no case of the profile (and whether a REFERENCE case matches). */
+export function unmatchedPatterns(only: string | string[] | undefined, profile: Profile): Array<{ pattern: string; inReference: boolean }> {
+  return patternList(only).flatMap((pattern) => {
+    const re = globRegExp(pattern);
+    const matching = CASES.filter((c) => re.test(c.id));
+    if (matching.some((c) => profile === 'reference' || c.level === 'MUST')) return [];
+    return [{ pattern, inReference: matching.length > 0 }];
+  });
 }
 
 /** The cases a run executes: the profile's levels, then --only, then --skip. */

@@ -14,7 +14,8 @@ const MARK = { passed: '✓', failed: '✗', skipped: '-' } as const;
 
 /** One line per case, as the pretty reporter prints it while the run progresses. */
 export function prettyLine(r: CaseResult): string {
-  const extra = r.status === 'skipped' ? `  (skipped: ${r.reason})` : r.status === 'failed' && r.runs ? `  (failed in ${r.failedRuns} of ${r.runs} runs)` : '';
+  const runs = r.runs ? ` in ${r.status === 'failed' ? r.failedRuns : r.skippedRuns} of ${r.runs} runs` : '';
+  const extra = r.status === 'skipped' ? `  (skipped${runs}: ${r.reason})` : r.status === 'failed' && r.runs ? `  (failed${runs})` : '';
   return `  ${MARK[r.status]} ${r.id}  ${r.description}${extra}`;
 }
 
@@ -47,6 +48,7 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (failed.length > 0) out.push('', `Failures (${failed.length}):`, '', failed.map(failureBlock).join('\n\n'));
   const missing = [...new Set(run.results.flatMap((r) => r.missing ?? []))];
   if (missing.length > 0) out.push('', `Skipped for lack of target keys: ${missing.join(', ')}`);
+  if (run.interrupted) out.push('', `Interrupted (${run.interrupted}): the cases not run are reported as skipped.`);
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
   out.push('', `run ${run.runId}, profile ${run.profile}, ${(run.ms / 1000).toFixed(1)} s, ${run.cleanup.deleted} conversations deleted at the end`);
   return out.join('\n');

@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { CaseContext, CaseFailure, CaseSkip, type CaseDef, type Profile, type RunState } from './context.ts';
 import { HttpClient, describeResponse, toCurl } from './http.ts';
-import { selectCases, sectionTitle } from './registry.ts';
-import { loadTarget, targetValue, type Target } from './target.ts';
+import { selectCases, sectionTitle, unmatchedPatterns } from './registry.ts';
+import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 
 export type { Profile } from './context.ts';
 export { CASES, selectCases } from './registry.ts';
@@ -28,6 +28,13 @@ export interface RunOptions {
   runId?: string;
   /** Called as each case finishes (the pretty reporter prints progress with it). */
   onResult?: (r: CaseResult) => void;
+  /**
+   * Stops the run: the case under way (or else the next one) fails as interrupted, the rest are
+   * skipped, and what the run created is still deleted.
+   */
+  signal?: AbortSignal;
+  /** SIGINT and SIGTERM stop the run as `signal` does (default true); a second one ends the process. */
+  handleSignals?: boolean;
 }
 
 export interface FailureDetail {
@@ -48,8 +55,9 @@ export interface CaseResult {
   /** Target keys it needs that the target lacks. */
   missing?: string[];
   failure?: FailureDetail;
-  /** With --repeat: how many of the runs failed, of how many. */
+  /** With --repeat: how many of the runs failed or were skipped, of how many. */
   failedRuns?: number;
+  skippedRuns?: number;
   runs?: number;
   ms: number;
 }
@@ -65,6 +73,8 @@ export interface RunResults {
   summary: { passed: number; failed: number; skipped: number };
   /** What the run created and deleted at the end. */
   cleanup: { deleted: number; failed: string[] };
+  /** Why the run was stopped before its end (`SIGINT`, …). */
+  interrupted?: string;
 }
 
 /** The target did not answer at all (exit 2 on the command line). */
@@ -76,7 +86,9 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const target = typeof opts.target === 'string' ? await loadTarget(opts.target, { baseUrl: opts.baseUrl, apiKey: opts.apiKey }) : opts.target;
   const profile = opts.profile ?? 'spec';
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const http = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4 });
+  // A typo in CI must not turn into a green run of nothing.
+  const unmatched = unmatchedPatterns(opts.only, profile);
+  if (unmatched.length > 0) throw new UsageError(`--only ${unmatched.map((u) => `'${u.pattern}'`).join(', ')} matches no case of profile ${profile}${unmatched.some((u) => u.inReference) ? ' (it matches REFERENCE cases: --profile reference)' : ''}`);
   const cases = selectCases({ profile, only: opts.only, skip: opts.skip });
   const runId = opts.runId ?? newRunId();
   const started = Date.now();
@@ -84,32 +96,79 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
     [target.apiKey, '$API_KEY'],
     ...(target.publishableKey ? ([[target.publishableKey, '$PUBLISHABLE_KEY']] as Array<[string, string]>) : []),
   ];
+  const stop = new AbortController();
+  const release = watchForStop(stop, opts);
+  const http = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, signal: stop.signal });
+  // Cleanup runs after an interruption too, so it has a client of its own.
+  const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4 });
 
-  await preflight(http, target);
+  try {
+    await preflight(http, target);
 
-  const repeat = Math.max(1, opts.repeat ?? 1);
-  const merged = new Map<string, CaseResult>();
-  const cleanup = { deleted: 0, failed: [] as string[] };
-  let bailed = false;
-  for (let r = 0; r < repeat; r++) {
-    const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), created: [] };
-    try {
-      for (const c of cases) {
-        const result = bailed ? skipped(c, 'not run: --bail after a failure') : await runCase(state, c, timeoutMs, secrets);
-        const prev = merged.get(c.id);
-        const next = mergeResult(prev, result);
-        merged.set(c.id, next);
-        if (r === repeat - 1) opts.onResult?.(next);
-        if (result.status === 'failed' && opts.bail) bailed = true;
+    const repeat = Math.max(1, opts.repeat ?? 1);
+    const merged = new Map<string, CaseResult>();
+    const cleanup = { deleted: 0, failed: [] as string[] };
+    let bailed = false;
+    let interruptShown = false;
+    for (let r = 0; r < repeat; r++) {
+      const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), timeoutMs, created: [] };
+      try {
+        for (const c of cases) {
+          let result: CaseResult;
+          if (stop.signal.aborted) {
+            result = interruptShown ? skipped(c, 'not run: the run was interrupted') : interruptedCase(c, stop.signal);
+            interruptShown = true;
+          } else if (bailed) result = skipped(c, 'not run: --bail after a failure');
+          else {
+            result = await runCase(state, c, timeoutMs, secrets, stop.signal);
+            if (stop.signal.aborted && result.status === 'failed') interruptShown = true;
+          }
+          const next = mergeResult(merged.get(c.id), result);
+          merged.set(c.id, next);
+          if (r === repeat - 1 || stop.signal.aborted) opts.onResult?.(next);
+          if (result.status === 'failed' && opts.bail) bailed = true;
+        }
+      } finally {
+        await cleanUp(cleaner, state, cleanup);
       }
-    } finally {
-      await cleanUp(http, state, cleanup);
+      if (stop.signal.aborted) break;
     }
+    const results = cases.map((c) => merged.get(c.id)!);
+    const summary = { passed: 0, failed: 0, skipped: 0 };
+    for (const r of results) summary[r.status]++;
+    const interrupted = stop.signal.aborted ? stopReason(stop.signal) : undefined;
+    return { runId, profile, baseUrl: target.baseUrl, appId: target.appId, startedAt: new Date(started).toISOString(), ms: Date.now() - started, results, summary, cleanup, ...(interrupted ? { interrupted } : {}) };
+  } finally {
+    release();
   }
-  const results = cases.map((c) => merged.get(c.id)!);
-  const summary = { passed: 0, failed: 0, skipped: 0 };
-  for (const r of results) summary[r.status]++;
-  return { runId, profile, baseUrl: target.baseUrl, appId: target.appId, startedAt: new Date(started).toISOString(), ms: Date.now() - started, results, summary, cleanup };
+}
+
+/** Aborts `stop` on the caller's signal and (unless told not to) on the first SIGINT/SIGTERM; returns the undo. */
+function watchForStop(stop: AbortController, opts: RunOptions): () => void {
+  const onAbort = () => stop.abort(opts.signal?.reason ?? 'aborted');
+  if (opts.signal?.aborted) onAbort();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const signals = opts.handleSignals === false ? [] : (['SIGINT', 'SIGTERM'] as const);
+  const handlers = signals.map((name) => [name, () => stopOn(name)] as const);
+  const unlisten = () => handlers.forEach(([name, h]) => process.removeListener(name, h));
+  const stopOn = (name: string) => {
+    // The second signal finds no listener and ends the process the usual way.
+    unlisten();
+    stop.abort(name);
+  };
+  handlers.forEach(([name, h]) => process.on(name, h));
+  return () => {
+    opts.signal?.removeEventListener('abort', onAbort);
+    unlisten();
+  };
+}
+
+function stopReason(signal: AbortSignal): string {
+  return typeof signal.reason === 'string' ? signal.reason : ((signal.reason as Error)?.message ?? 'aborted');
+}
+
+function interruptedCase(c: CaseDef, signal: AbortSignal): CaseResult {
+  return { id: c.id, section: c.section, level: c.level, description: c.description, status: 'failed', failure: { message: `the run was interrupted (${stopReason(signal)}) before this case finished` }, ms: 0 };
 }
 
 /** `20261122-1a2b3c4d`: the date (for a person reading the data) and 32 random bits. */
@@ -129,7 +188,7 @@ function skipped(c: CaseDef, reason: string, missing?: string[]): CaseResult {
   return { id: c.id, section: c.section, level: c.level, description: c.description, status: 'skipped', reason, ...(missing ? { missing } : {}), ms: 0 };
 }
 
-async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: Array<[string, string]>): Promise<CaseResult> {
+async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: Array<[string, string]>, stop: AbortSignal): Promise<CaseResult> {
   const missing = (c.needs ?? []).filter((k) => !targetValue(state.target, k));
   if (missing.length > 0) return skipped(c, `needs target key ${missing.join(', ')}`, missing);
   const ctx = new CaseContext(state, c);
@@ -141,8 +200,13 @@ async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: 
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new CaseFailure(`the case did not finish within ${caseLimit} ms`)), caseLimit);
   });
+  let onStop = () => {};
+  const interrupted = new Promise<never>((_, reject) => {
+    onStop = () => reject(new CaseFailure(`the run was interrupted (${stopReason(stop)}) before this case finished`));
+    stop.addEventListener('abort', onStop, { once: true });
+  });
   try {
-    await Promise.race([c.run(ctx), deadline]);
+    await Promise.race([c.run(ctx), deadline, interrupted]);
     return { ...base, status: 'passed', ms: Math.round(performance.now() - started) };
   } catch (err) {
     const ms = Math.round(performance.now() - started);
@@ -157,17 +221,21 @@ async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: 
     return { ...base, status: 'failed', failure, ms };
   } finally {
     clearTimeout(timer);
+    stop.removeEventListener('abort', onStop);
   }
 }
 
-function mergeResult(prev: CaseResult | undefined, next: CaseResult): CaseResult {
+/** With --repeat: a case passes only if it passed every time; any failure fails it, any skip keeps it from passing. */
+export function mergeResult(prev: CaseResult | undefined, next: CaseResult): CaseResult {
   if (!prev) return next;
   const failedRuns = (prev.failedRuns ?? (prev.status === 'failed' ? 1 : 0)) + (next.status === 'failed' ? 1 : 0);
+  const skippedRuns = (prev.skippedRuns ?? (prev.status === 'skipped' ? 1 : 0)) + (next.status === 'skipped' ? 1 : 0);
   const runs = (prev.runs ?? 1) + 1;
-  if (prev.status === 'failed') return { ...prev, failedRuns, runs };
-  if (next.status === 'failed') return { ...next, failedRuns, runs };
-  if (prev.status === 'passed' || next.status === 'passed') return { ...next, status: 'passed', reason: undefined, ms: prev.ms + next.ms, runs };
-  return { ...next, runs };
+  const counts = { failedRuns, skippedRuns, runs, ms: prev.ms + next.ms };
+  if (prev.status === 'failed') return { ...prev, ...counts };
+  if (next.status === 'failed') return { ...next, ...counts };
+  if (prev.status === 'skipped') return { ...prev, ...counts };
+  return { ...next, ...counts };
 }
 
 /** Deletes what the run created; a 404 means it was already deleted (by a case). */

@@ -1,45 +1,100 @@
 // Proves the conformance suite: each broken implementation of test/mutants.ts (a loopback proxy in
-// front of a fresh reference server) makes the suite fail with the case that should catch it.
+// front of a fresh reference server) makes the suite fail with the case that should catch it, for
+// the reason it should; what breaks only a D-n decision, and what the interface leaves open (the
+// variants), passes profile spec.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { runConformance } from '../conformance/run.ts';
-import { parseTarget } from '../conformance/target.ts';
+import { CASES, runConformance, selectCases, type Profile, type RunResults } from '../conformance/run.ts';
+import { parseTarget, type Target } from '../conformance/target.ts';
 import { FIXTURES_DIR, startTestServer } from './helpers.ts';
-import { startMutantProxy } from './mutant-proxy.ts';
-import { MUTANTS } from './mutants.ts';
+import { composeHooks, startMutantProxy, type MutantHooks } from './mutant-proxy.ts';
+import { MUTANTS, VARIANTS } from './mutants.ts';
 
 const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
+
+/**
+ * The caught-by case's whole section runs, not the case alone: cases of a section share their
+ * preconditions, so a mutant that breaks one on the way shows it. §8 runs by limit (S8-metadata-*,
+ * S8-prompt-*, …): its cases share nothing across limits, and each limit's run is costly.
+ */
+const sectionOf = (caseId: string) => (caseId.startsWith('S8-') ? caseId.replace(/^(S8-[a-z]+)-.*$/, '$1-*') : caseId.replace(/^(S[\d.]+)-.*$/, '$1-*'));
+
+async function runAgainst(hooks: MutantHooks, opts: { profile: Profile; only?: string; timeoutMs?: number; repeat?: number; basePath?: string }): Promise<RunResults> {
+  const server = await startTestServer();
+  const proxy = await startMutantProxy(server.baseUrl, hooks, opts.basePath);
+  try {
+    const target: Target = parseTarget(targetJson, { baseUrl: proxy.baseUrl });
+    return await runConformance({ target, profile: opts.profile, only: opts.only, repeat: opts.repeat, timeoutMs: opts.timeoutMs ?? 10_000, handleSignals: false });
+  } finally {
+    await proxy.close();
+    await server.close();
+  }
+}
+
+function failures(r: RunResults): string[] {
+  return r.results.filter((c) => c.status === 'failed').map((c) => `${c.id}: ${c.failure?.message}`);
+}
+
 const caught: string[] = [];
-describe('each broken implementation is caught by its case', { concurrency: 4 }, () => {
+const allowed = new Set<string>();
+describe('each broken implementation is caught by its case, for its reason', { concurrency: 4 }, () => {
   for (const m of MUTANTS) {
-    test(`${m.id}: ${m.breaks} → ${m.caughtBy} (${m.profile})`, { timeout: 60_000 }, async () => {
-      const server = await startTestServer();
-      const proxy = await startMutantProxy(server.baseUrl, m.hooks(), m.basePath);
-      try {
-        const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), profile: m.profile, only: m.caughtBy, timeoutMs: m.timeoutMs ?? 10_000 });
-        const result = r.results.find((c) => c.id === m.caughtBy);
-        assert.ok(result, `case ${m.caughtBy} did not run`);
-        assert.equal(result.status, 'failed', `${m.caughtBy} ${result.status} against ${m.id}`);
-        assert.ok(result.failure?.message, 'a failure says what was expected');
-        caught.push(m.id);
-      } finally {
-        await proxy.close();
-        await server.close();
-      }
+    test(`${m.id}: ${m.breaks} (${m.section}) → ${m.caughtBy} (${m.profile})`, { timeout: 90_000 }, async () => {
+      const only = sectionOf(m.caughtBy);
+      const r = await runAgainst(m.hooks(), { profile: m.profile, only, timeoutMs: m.timeoutMs, basePath: m.basePath });
+      const result = r.results.find((c) => c.id === m.caughtBy);
+      assert.ok(result, `case ${m.caughtBy} did not run`);
+      assert.equal(result.status, 'failed', `${m.caughtBy} ${result.status} against ${m.id}`);
+      assert.match(result.failure!.message, m.because, `${m.caughtBy} failed against ${m.id} for another reason`);
+      caught.push(m.id);
+      // It breaks only a decision: the interface allows it, so profile spec must pass it (a fresh
+      // proxy). Where its section has no MUST case, the combined run below is the proof.
+      if (m.profile !== 'reference' || selectCases({ profile: 'spec', only }).length === 0) return;
+      const spec = await runAgainst(m.hooks(), { profile: 'spec', only, timeoutMs: m.timeoutMs, repeat: m.repeat, basePath: m.basePath });
+      assert.deepEqual(failures(spec), [], `${m.id} breaks only ${m.section}, yet profile spec fails it`);
+      allowed.add(m.id);
     });
   }
 });
 
-after(() => {
-  // Reported in the test output and in docs/conformance.md.
-  console.log(`conformance mutants: ${caught.length} of ${MUTANTS.length} broken implementations caught by the case that should catch them`);
+describe('what the interface allows passes profile spec', () => {
+  test('every reference-level mutant and every variant at once: the whole spec profile, twice in a row', { timeout: 180_000 }, async () => {
+    const together = MUTANTS.filter((m) => m.profile === 'reference' && !m.alone)
+      // A hook that rewrites the bytes of a stream goes last: the others edit parsed events.
+      .sort((a, b) => Number(a.id === 'sse-crlf-comments') - Number(b.id === 'sse-crlf-comments'));
+    const r = await runAgainst(composeHooks([...together, ...VARIANTS].map((m) => m.hooks())), { profile: 'spec', repeat: 2 });
+    assert.deepEqual(failures(r), []);
+    assert.equal(r.summary.skipped, 0);
+    for (const m of together) allowed.add(m.id);
+  });
+
+  test('every variant at once: the whole reference profile (no decision fixes what they do)', { timeout: 180_000 }, async () => {
+    const r = await runAgainst(composeHooks(VARIANTS.map((v) => v.hooks())), { profile: 'reference' });
+    assert.deepEqual(failures(r), []);
+    for (const v of VARIANTS) allowed.add(v.id);
+  });
 });
 
-test('the broken implementations span every section of the interface', () => {
+after(() => {
+  // Reported in the test output and in docs/conformance.md.
+  console.log(
+    `conformance mutants: ${caught.length} of ${MUTANTS.length} broken implementations caught by the case that should catch them, for the reason it should; ` +
+      `${allowed.size} of ${MUTANTS.filter((m) => m.profile === 'reference').length + VARIANTS.length} reference-level mutants and variants pass profile spec`,
+  );
+});
+
+test('the broken implementations span every section of the interface, each labelled by what it breaks', () => {
   assert.ok(MUTANTS.length >= 40, `only ${MUTANTS.length} mutants`);
   const sections = new Set(MUTANTS.map((m) => m.section.replace(/^(\d+)\..*$/, '$1')));
   for (const s of ['1', '3', '4', '5', '6', '7', '8', '9']) assert.ok(sections.has(s), `no mutant for §${s}`);
-  assert.equal(new Set(MUTANTS.map((m) => m.id)).size, MUTANTS.length, 'mutant ids are unique');
+  assert.equal(new Set([...MUTANTS, ...VARIANTS].map((m) => m.id)).size, MUTANTS.length + VARIANTS.length, 'mutant ids are unique');
+  for (const m of MUTANTS) {
+    // A decision is judged only by profile reference; an interface rule by a MUST case.
+    assert.equal(m.profile === 'reference', /^D-\d+$/.test(m.section), `${m.id}: profile ${m.profile} for section ${m.section}`);
+    const c = CASES.find((x) => x.id === m.caughtBy);
+    assert.ok(c, `${m.id}: no case ${m.caughtBy}`);
+    if (m.profile === 'spec') assert.equal(c.level, 'MUST', `${m.id} breaks the interface but ${m.caughtBy} is not a MUST case`);
+  }
 });

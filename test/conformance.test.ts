@@ -6,10 +6,13 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { CASES, render, runConformance, selectCases, type RunResults } from '../conformance/run.ts';
+import { CASES, mergeResult, render, runConformance, selectCases, type CaseResult, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { generateDocs } from '../conformance/docs.ts';
+import { describeResponse, type Exchange } from '../conformance/http.ts';
+import { lookalike } from '../conformance/cases/common.ts';
 import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
+import { startMutantProxy } from './mutant-proxy.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -82,6 +85,71 @@ describe('run options', () => {
     assert.equal(r.results[1]!.reason, 'not run: --bail after a failure');
   });
 
+  test('--repeat: a case passes only if it passed every run; a skip in any run keeps it from passing', () => {
+    const r = (status: CaseResult['status']): CaseResult => ({ id: 'S9-x', section: '9', level: 'MUST', description: 'x', status, ms: 1, ...(status === 'skipped' ? { reason: 'why' } : {}) });
+    const merge = (...runs: Array<CaseResult['status']>) => runs.map(r).reduce<CaseResult | undefined>((prev, next) => mergeResult(prev, next), undefined)!;
+    assert.deepEqual([merge('passed', 'passed').status, merge('passed', 'passed').runs], ['passed', 2]);
+    assert.deepEqual([merge('passed', 'skipped').status, merge('passed', 'skipped').skippedRuns, merge('passed', 'skipped').reason], ['skipped', 1, 'why']);
+    assert.deepEqual([merge('skipped', 'passed', 'passed').status, merge('skipped', 'passed', 'passed').runs], ['skipped', 3]);
+    assert.deepEqual([merge('passed', 'failed', 'skipped').status, merge('passed', 'failed', 'skipped').failedRuns], ['failed', 1]);
+  });
+
+  test('an --only pattern that matches no case of the profile is a usage error, not an empty green run', async () => {
+    await assert.rejects(runConformance({ target, only: 'S4.8-*,S4.8-config-shap' }), /--only 'S4\.8-config-shap' matches no case of profile spec$/);
+    await assert.rejects(runConformance({ target, only: 'S4.2-list-before-desc' }), /matches no case of profile spec \(it matches REFERENCE cases: --profile reference\)/);
+    const r = await runConformance({ target, only: 'S4.2-list-before-desc', profile: 'reference' });
+    assert.equal(r.summary.passed, 1);
+  });
+
+  test('an interrupted run fails the case under way, skips the rest, and still deletes what it created', async () => {
+    const fresh = await startTestServer();
+    const stop = new AbortController();
+    // The second creation never gets an answer: the run is stopped while it waits.
+    let creations = 0;
+    const proxy = await startMutantProxy(fresh.baseUrl, {
+      takeover(req) {
+        if (req.method !== 'POST' || !/\/conversations$/.test(req.path) || ++creations < 2) return false;
+        stop.abort('SIGINT');
+        return true;
+      },
+    });
+    try {
+      const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), only: 'S4.1-*', signal: stop.signal, handleSignals: false });
+      assert.deepEqual(
+        r.results.map((c) => [c.id, c.status]),
+        [
+          ['S4.1-create-shape', 'passed'],
+          ['S4.1-create-empty-body', 'failed'],
+          ['S4.1-create-distinct-ids', 'skipped'],
+          ['S4.1-create-malformed-json', 'skipped'],
+        ],
+      );
+      assert.equal(r.results[1]!.failure?.message, 'the run was interrupted (SIGINT) before this case finished');
+      assert.equal(r.results[3]!.reason, 'not run: the run was interrupted');
+      assert.equal(r.interrupted, 'SIGINT');
+      assert.equal(r.cleanup.deleted, 1);
+      assert.deepEqual((await fresh.call('GET', `/apps/${target.appId}/conversations`)).body.data, []);
+    } finally {
+      await proxy.close();
+      await fresh.close();
+    }
+  });
+
+  test('SIGINT stops a run the same way (between two cases: the next one fails as interrupted)', async () => {
+    let signalled = false;
+    const r = await runConformance({
+      target,
+      only: 'S4.8-*',
+      onResult: () => {
+        if (!signalled) process.emit('SIGINT', 'SIGINT');
+        signalled = true;
+      },
+    });
+    assert.deepEqual(r.results.map((c) => c.status), ['passed', 'failed', 'skipped']);
+    assert.equal(r.interrupted, 'SIGINT');
+    assert.equal(process.listenerCount('SIGINT'), 0, 'the run leaves no SIGINT listener behind');
+  });
+
   test('--repeat runs every case N times, each run with its own state and cleanup', async () => {
     const seen = new Set<string>();
     const r = await runConformance({ target, only: 'S4.1-create-shape', repeat: 3, onResult: (c) => seen.add(c.id) });
@@ -114,6 +182,29 @@ describe('the registry', () => {
   test('covers every section of the interface with a case', () => {
     const sections = new Set(CASES.map((c) => c.section));
     for (const s of ['4.1', '4.2', '4.3', '4.4', '4.5', '4.6', '4.7', '4.8', '4.9', '5', '6', '7', '8', '9']) assert.ok(sections.has(s), `no case for §${s}`);
+  });
+});
+
+describe('pieces', () => {
+  test('an unknown id shaped like a real one: same length and kinds of characters, another value', () => {
+    for (const id of ['conv_0a1b2c3d4e5f60718293a4b5', 'conv_5d1fd443e38bda0340396ffb', '3f2b8c1e-9d4a-4e7b-8c6d-1a2b3c4d5e6f', 'c_AbC12xY']) {
+      const other = lookalike(id, 1);
+      assert.notEqual(other, id);
+      assert.equal(other.replace(/[0-9]/g, '0').replace(/[a-z]/g, 'a').replace(/[A-Z]/g, 'A'), id.replace(/[0-9]/g, '0').replace(/[a-z]/g, 'a').replace(/[A-Z]/g, 'A'));
+      // Only characters its random tail uses: a hex id stays hex.
+      const tail = /[0-9A-Za-z]*$/.exec(id)![0];
+      assert.ok([...other.slice(id.length - tail.length)].every((ch) => tail.includes(ch)), other);
+    }
+    assert.equal(lookalike('conv_0a1b2c3d4e5f60718293a4b5', 1).slice(0, 5 + 16), 'conv_0a1b2c3d4e5f6071');
+  });
+
+  test("a stream's evidence shows its end too, where a missing or late event shows", () => {
+    const text = Array.from({ length: 200 }, (_, i) => `event: response.output_text.delta\ndata: {"delta":"${i}"}\n\n`).join('') + 'event: response.completed\ndata: {}\n\n';
+    const ex = { status: 200, headers: new Headers({ 'content-type': 'text/event-stream' }), text, sse: { events: [], comments: [], parseErrors: [], ended: true } } as unknown as Exchange;
+    const shown = describeResponse(ex, []);
+    assert.match(shown, /^HTTP 200\ncontent-type: text\/event-stream\n\nevent: response\.output_text\.delta\ndata: \{"delta":"0"\}/);
+    assert.match(shown, /characters left out\) …[\s\S]*event: response\.completed\ndata: \{\}\n\n$/);
+    assert.ok(shown.length < 1700, `${shown.length} characters`);
   });
 });
 
@@ -183,6 +274,23 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     assert.match(await fs.readFile(out, 'utf8'), /<failure message="\[stream, generative_ui\]/);
   });
 
+  test('--bail shows the failure once', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'target.json');
+    await fs.writeFile(file, JSON.stringify({ ...targetJson, app_id: targetJson.apps.stream_default }));
+    const r = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-*', '--bail']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout.split('✗ S4.8-config-shape [MUST').length - 1, 1, r.stdout);
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 2 skipped');
+  });
+
+  test('an --only that matches no case exits 2 with the reason', async () => {
+    const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-typo']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--only 'S4\.8-typo' matches no case of profile spec/);
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped');
+  });
+
   test('usage errors and an unreachable target exit 2', async () => {
     assert.equal((await cli(['--target', targetFile, '--profile', 'strict'])).code, 2);
     assert.equal((await cli(['--bogus'])).code, 2);
@@ -207,4 +315,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
 test('docs/conformance.md is generated from the registry and up to date (npm run conformance:docs)', async () => {
   const committed = await fs.readFile(path.join(ROOT, 'docs/conformance.md'), 'utf8');
   assert.equal(committed, generateDocs(), 'docs/conformance.md is stale: run npm run conformance:docs');
+  // The same check for CI: `npm run conformance:docs -- --check`.
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], { cwd: ROOT });
+  assert.match(stdout, /up to date/);
 });

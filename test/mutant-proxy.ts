@@ -73,6 +73,47 @@ export function serializeSse(events: SseBlock[]): string {
   return events.map((e) => `event: ${e.event}\ndata: ${typeof e.data === 'string' ? e.data : JSON.stringify(e.data)}\n\n`).join('');
 }
 
+/**
+ * After a hook: the body follows what the hook changed. Bytes it wrote itself win; else changed
+ * events or JSON are re-serialized; untouched responses stay byte-identical.
+ */
+function syncBody(res: ProxyResponse, bodyBefore: string): void {
+  if (res.body !== bodyBefore) return;
+  if (res.events) {
+    if (serializeSse(res.events) !== serializeSse(parseSse(res.body))) res.body = serializeSse(res.events);
+  } else if (res.json !== undefined && JSON.stringify(res.json) !== JSON.stringify(parseJson(res.body))) res.body = JSON.stringify(res.json);
+}
+
+/**
+ * Several mutants as one: request hooks in turn until one answers, response hooks in turn (each
+ * sees the bytes the ones before it produced), the first takeover that takes the request.
+ */
+export function composeHooks(all: MutantHooks[]): MutantHooks {
+  return {
+    async request(req, tools) {
+      for (const h of all) {
+        const answer = await h.request?.(req, tools);
+        if (answer) return answer;
+      }
+    },
+    async response(res, req, tools) {
+      for (const h of all) {
+        const before = res.body;
+        await h.response?.(res, req, tools);
+        syncBody(res, before);
+        // What the next hook edits must match the bytes so far.
+        if (res.body !== before) {
+          if (res.events) res.events = parseSse(res.body);
+          else res.json = parseJson(res.body);
+        }
+      }
+    },
+    takeover(req, res) {
+      return all.some((h) => h.takeover?.(req, res) ?? false);
+    },
+  };
+}
+
 /** `upstream` is the reference server's base URL (ending in /v1); the proxy serves `basePath`. */
 export async function startMutantProxy(upstream: string, hooks: MutantHooks, basePath = '/v1'): Promise<MutantProxy> {
   const upstreamUrl = new URL(upstream);
@@ -108,11 +149,11 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       if (hooks.takeover?.(preq, res)) return;
       const short = await hooks.request?.(preq, tools);
       const pres: ProxyResponse = short ? short : await forward(preq);
-      const before = pres.events ? serializeSse(pres.events) : pres.json !== undefined ? JSON.stringify(pres.json) : undefined;
+      // A hook's own answer may give only `json`: its body is that JSON.
+      if (short && pres.body === '' && pres.json !== undefined) pres.body = JSON.stringify(pres.json);
+      const bodyBefore = pres.body;
       await hooks.response?.(pres, preq, tools);
-      // Re-serialize only what a hook changed, so untouched responses stay byte-identical.
-      if (pres.events && serializeSse(pres.events) !== before) pres.body = serializeSse(pres.events);
-      else if (!pres.events && pres.json !== undefined && JSON.stringify(pres.json) !== before) pres.body = JSON.stringify(pres.json);
+      syncBody(pres, bodyBefore);
       res.writeHead(pres.status, { ...pres.headers, 'content-length': Buffer.byteLength(pres.body) });
       res.end(pres.body);
     } catch (err) {

@@ -1,35 +1,49 @@
 // The broken implementations that prove the conformance suite: each breaks one rule of the interface
 // (or of a D-n decision, judged in profile `reference`) behind a loopback proxy, and names the case
-// that must catch it. test/conformance-mutants.test.ts runs them; docs/conformance.md lists them.
+// that must catch it and why. The variants do what the interface leaves open another way, which
+// profile spec must accept. test/conformance-mutants.test.ts runs both; docs/conformance.md lists them.
 import type { Profile } from '../conformance/context.ts';
 import { TARGET } from './helpers.ts';
 import type { MutantHooks, ProxyRequest, ProxyResponse } from './mutant-proxy.ts';
 
 export interface Mutant {
   id: string;
-  /** What is broken, in one line. */
+  /** What is broken, in one line (the section is added where it is shown). */
   breaks: string;
   /** The interface section (or decision) it breaks. */
   section: string;
+  /** spec: it breaks the interface. reference: it breaks only a D-n decision, so profile spec must pass it. */
   profile: Profile;
   /** The case that must fail. */
   caughtBy: string;
-  /** A shorter per-request timeout for the run (mutants that stall). */
+  /** What that failure must say: the defect itself, not a side effect of it. */
+  because: RegExp;
+  /** A shorter per-request timeout for the run (mutants that stall, values awaited until the timeout). */
   timeoutMs?: number;
   basePath?: string;
+  /** Repetitions of profile spec that a reference-level mutant must pass (a limit that outlives a run). */
+  repeat?: number;
+  /** Left out of the combined run of every reference-level mutant (it answers the same requests as another). */
+  alone?: string;
+  hooks(): MutantHooks;
+}
+
+/** What the interface leaves open, done otherwise than the reference does: both profiles must pass it. */
+export interface Variant {
+  id: string;
+  /** What it does differently, in one line. */
+  does: string;
+  /** Where the interface leaves it open. */
+  section: string;
   hooks(): MutantHooks;
 }
 
 const CONVS = /^\/apps\/[^/]+\/conversations$/;
 const CONV = /^\/apps\/[^/]+\/conversations\/[^/]+$/;
 const is = (req: ProxyRequest, method: string, re: RegExp) => req.method === method && re.test(req.path);
-const errorBody = (status: number, type: string, message = 'mutant', param: string | null = null, code: string | null = null): ProxyResponse => ({
-  status,
-  headers: { 'content-type': 'application/json' },
-  body: '',
-  json: { error: { message, type, param, code } },
-});
-const jsonBody = (json: unknown): ProxyResponse => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '', json });
+const jsonBody = (json: unknown, status = 200): ProxyResponse => ({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(json), json });
+const errorBody = (status: number, type: string, message = 'mutant', param: string | null = null, code: string | null = null): ProxyResponse =>
+  jsonBody({ error: { message, type, param, code } }, status);
 
 /** A response hook on requests that match. */
 function onResponse(match: (req: ProxyRequest) => boolean, change: (res: ProxyResponse, req: ProxyRequest) => void): () => MutantHooks {
@@ -62,6 +76,68 @@ function truncate(field: (json: any) => [any, string] | undefined, max: number):
   });
 }
 
+/**
+ * List conversations done by the proxy over the reference's conversations (read in asc pages of
+ * 100), with ties within one second in creation order or reversed, and `before` in asc order as the
+ * page just before the cursor (D-12) or the oldest conversations before it. What it does not
+ * handle (a bad limit or order, both cursors, an unknown cursor) goes to the reference unchanged.
+ */
+function listedBy(how: { ties?: 'creation' | 'reversed'; beforeAsc?: 'adjacent' | 'oldest' }): () => MutantHooks {
+  return () => ({
+    async request(req, { forward }) {
+      if (!is(req, 'GET', CONVS)) return;
+      const q = req.query;
+      const limit = q.has('limit') ? Number(q.get('limit')) : 20;
+      const order = q.get('order') ?? 'desc';
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100 || !['asc', 'desc'].includes(order) || (q.has('after') && q.has('before'))) return;
+      const all: any[] = [];
+      for (let after: string | undefined; ; ) {
+        const query = new URLSearchParams({ order: 'asc', limit: '100', ...(after ? { after } : {}) });
+        if (q.has('external_user_id')) query.set('external_user_id', q.get('external_user_id')!);
+        const page = await forward({ ...req, query });
+        if (page.status !== 200) return;
+        all.push(...page.json.data);
+        if (!page.json.has_more) break;
+        after = page.json.last_id;
+      }
+      const created = new Map(all.map((c, i) => [c.id, i]));
+      all.sort((a, b) => a.created_at - b.created_at || (how.ties === 'reversed' ? -1 : 1) * (created.get(a.id)! - created.get(b.id)!));
+      if (order === 'desc') all.reverse();
+      const cursor = q.get('after') ?? q.get('before');
+      const at = cursor ? all.findIndex((c) => c.id === cursor) : -1;
+      if (cursor && at === -1) return;
+      let data: any[];
+      let hasMore: boolean;
+      if (q.has('after')) {
+        data = all.slice(at + 1, at + 1 + limit);
+        hasMore = all.length > at + 1 + limit;
+      } else if (q.has('before')) {
+        const start = order === 'asc' && how.beforeAsc === 'oldest' ? 0 : Math.max(0, at - limit);
+        data = all.slice(start, Math.min(at, start + limit));
+        hasMore = start > 0;
+      } else {
+        data = all.slice(0, limit);
+        hasMore = all.length > limit;
+      }
+      return jsonBody({ object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore });
+    },
+  });
+}
+
+/** The error the reference answered, turned into a 200 stream that fails at once. */
+function asFailedStream(res: ProxyResponse): void {
+  const error = res.json.error;
+  Object.assign(res, {
+    status: 200,
+    headers: { 'content-type': 'text/event-stream' },
+    json: undefined,
+    events: [
+      { event: 'response.created', data: { type: 'response.created', id: 'resp_mutant', object: 'response', status: 'in_progress' } },
+      { event: 'response.failed', data: { type: 'response.failed', id: 'resp_mutant', status: 'failed', error: { type: error.type, message: error.message, code: null } } },
+    ],
+  });
+}
+
 export const MUTANTS: Mutant[] = [
   // §4.1 create conversation
   {
@@ -70,6 +146,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
+    because: /object: Invalid input: expected "conversation"/,
     hooks: onResponse((r) => is(r, 'POST', CONVS), (res) => ok(res) && delete res.json.object),
   },
   {
@@ -78,6 +155,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
+    because: /^metadata: expected \{"conformance_run":"[^"]+"\}, got \{\}/,
     hooks: onResponse((r) => is(r, 'POST', CONVS), (res) => ok(res) && (res.json.metadata = {})),
   },
   {
@@ -86,6 +164,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
+    because: /Conversation: created_at \d{13} is not Unix seconds/,
     hooks: onResponse((r) => is(r, 'POST', CONVS), (res) => ok(res) && (res.json.created_at *= 1000)),
   },
   {
@@ -94,6 +173,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-empty-body',
+    because: /create conversation: expected HTTP 200, got 400/,
     hooks: onRequest((r) => (is(r, 'POST', CONVS) && r.json && Object.keys(r.json).length === 0 ? errorBody(400, 'invalid_request_error', 'title is required', 'title') : undefined)),
   },
   {
@@ -102,6 +182,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-malformed-json',
+    because: /malformed JSON: expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (is(r, 'POST', CONVS) && r.body && r.json === undefined) {
         r.body = '{}';
@@ -111,20 +192,22 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'create-ignores-unknown-field',
-    breaks: 'an unknown field is silently dropped instead of a 400 (D-1)',
+    breaks: 'an unknown field is silently dropped instead of a 400',
     section: 'D-1',
     profile: 'reference',
     caughtBy: 'S4.1-create-unknown-field',
+    because: /unknown field: expected HTTP 400, got 200/,
     hooks: onRequest((r) => {
       if (is(r, 'POST', CONVS) && r.json && 'colour' in r.json) delete r.json.colour;
     }),
   },
   {
     id: 'create-omits-defaults',
-    breaks: 'external_user_id and metadata left out instead of null and {} (D-9, D-10)',
+    breaks: 'external_user_id and metadata left out instead of null and {}',
     section: 'D-9',
     profile: 'reference',
     caughtBy: 'S4.1-create-defaults',
+    because: /create conversation: external_user_id: Invalid input: expected string, received undefined/,
     hooks: onResponse((r) => is(r, 'POST', CONVS), (res, req) => {
       if (!ok(res)) return;
       if (!('metadata' in (req.json ?? {}))) delete res.json.metadata;
@@ -138,6 +221,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-shape',
+    because: /has_more: Invalid input: expected boolean, received undefined/,
     hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && delete res.json.has_more),
   },
   {
@@ -146,6 +230,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-shape',
+    because: /first_id \(the first conversation of the page\): expected "conv_\w+", got "conv_\w+"/,
     hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && (res.json.first_id = res.json.last_id)),
   },
   {
@@ -154,6 +239,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-empty',
+    because: /first_id \(the first conversation of the page\): expected null, got ""/,
     hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => {
       if (ok(res) && res.json.data.length === 0) res.json.first_id = res.json.last_id = '';
     }),
@@ -164,6 +250,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-after-walk-asc',
+    because: /the asc walk never met the run's conversation/,
     hooks: onResponse((r) => is(r, 'GET', CONVS) && r.query.has('after'), (res) => {
       if (!ok(res) || res.json.data.length === 0) return;
       res.json.data.shift();
@@ -177,6 +264,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-after-walk-desc',
+    because: /was seen twice during the desc walk/,
     hooks: onRequest((r) => {
       if (is(r, 'GET', CONVS) && r.query.has('after') && r.query.get('order') !== 'asc') {
         r.query.set('before', r.query.get('after')!);
@@ -190,6 +278,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-limit',
+    because: /has_more with more than 2 conversations: expected true, got false/,
     hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && (res.json.has_more = false)),
   },
   {
@@ -198,6 +287,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-default-limit',
+    because: /conversations in a default page: expected 20, got 10/,
     hooks: onRequest((r) => {
       if (is(r, 'GET', CONVS) && !r.query.has('limit')) r.query.set('limit', '10');
     }),
@@ -208,6 +298,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-order-default-desc',
+    because: /created_at is not descending along the default page/,
     hooks: onRequest((r) => {
       if (is(r, 'GET', CONVS) && !r.query.has('order')) r.query.set('order', 'asc');
     }),
@@ -218,16 +309,18 @@ export const MUTANTS: Mutant[] = [
     section: '4.2',
     profile: 'spec',
     caughtBy: 'S4.2-list-before-asc',
+    because: /asc page before the 3rd oldest conversation of the app: expected 2 entries, got 5/,
     hooks: onRequest((r) => {
       if (is(r, 'GET', CONVS)) r.query.delete('before');
     }),
   },
   {
     id: 'list-before-desc-wrong-side',
-    breaks: '`before` in desc order returns older conversations instead of the preceding page (D-12)',
+    breaks: '`before` in desc order returns older conversations instead of the preceding page',
     section: 'D-12',
     profile: 'reference',
     caughtBy: 'S4.2-list-before-desc',
+    because: /desc page before the 2nd conversation of the run: expected 2 entries, got 2; first difference at \[0\]/,
     hooks: onRequest((r) => {
       if (is(r, 'GET', CONVS) && r.query.has('before') && r.query.get('order') === 'desc') {
         r.query.set('after', r.query.get('before')!);
@@ -237,23 +330,53 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'list-unknown-cursor-empty',
-    breaks: 'an unknown cursor gives an empty page instead of 400 invalid_cursor (D-12)',
+    breaks: 'an unknown cursor gives an empty page instead of 400 invalid_cursor',
     section: 'D-12',
     profile: 'reference',
     caughtBy: 'S4.2-list-unknown-cursor',
+    because: /unknown after cursor: expected HTTP 400, got 200/,
     hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => {
       if (res.status === 400 && res.json?.error?.code === 'invalid_cursor') Object.assign(res, jsonBody({ object: 'list', data: [], first_id: null, last_id: null, has_more: false }));
     }),
   },
   {
     id: 'list-limit-clamped',
-    breaks: 'limit=101 is clamped to 100 instead of a 400 (D-12)',
+    breaks: 'limit=101 is clamped to 100 instead of a 400',
     section: 'D-12',
     profile: 'reference',
     caughtBy: 'S8-list-limit-101',
+    because: /limit=101: expected HTTP 400, got 200/,
     hooks: onRequest((r) => {
       if (is(r, 'GET', CONVS) && Number(r.query.get('limit')) > 100) r.query.set('limit', '100');
     }),
+  },
+  {
+    id: 'list-created-at-ms',
+    breaks: 'list items carry created_at in milliseconds (create answers seconds)',
+    section: '2.6',
+    profile: 'spec',
+    caughtBy: 'S4.2-list-shape',
+    because: /created_at of conv_\S+ in the list \(create answered \d+\): expected \d+, got \d{13}/,
+    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && res.json.data.forEach((c: any) => (c.created_at *= 1000))),
+  },
+  {
+    id: 'list-ties-reversed',
+    breaks: 'conversations created in the same second are listed newest first in asc order (a tie-break other than creation order, applied consistently)',
+    section: 'D-7',
+    profile: 'reference',
+    caughtBy: 'S4.2-list-after-walk-asc',
+    because: /the run's conversations as the asc walk met them \(creation order, D-7\)/,
+    hooks: listedBy({ ties: 'reversed' }),
+  },
+  {
+    id: 'list-before-asc-oldest',
+    breaks: '`before` in asc order gives the oldest conversations created before the cursor, not the page just before it',
+    section: 'D-12',
+    profile: 'reference',
+    caughtBy: 'S4.2-list-before-asc',
+    because: /page before the 5th conversation of the run \(the page just before it, D-12\)/,
+    alone: 'it answers the same list requests as list-ties-reversed',
+    hooks: listedBy({ beforeAsc: 'oldest' }),
   },
   // §4.3 get
   {
@@ -262,6 +385,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.3',
     profile: 'spec',
     caughtBy: 'S4.3-get-shape',
+    because: /items: Invalid input: expected array, received undefined/,
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && delete res.json.items),
   },
   {
@@ -270,6 +394,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.3',
     profile: 'spec',
     caughtBy: 'S4.3-get-unknown-404',
+    because: /unknown conversation: expected HTTP 404, got 500/,
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => res.status === 404 && Object.assign(res, errorBody(500, 'internal_error'))),
   },
   // §4.4 update
@@ -279,6 +404,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.4',
     profile: 'spec',
     caughtBy: 'S4.4-update-title',
+    because: /title read back: expected "Renamed by conformance", got null/,
     hooks: () => ({
       async request(r, { forward }) {
         if (!is(r, 'PATCH', CONV) || typeof r.json?.title !== 'string') return;
@@ -293,6 +419,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.4',
     profile: 'spec',
     caughtBy: 'S4.4-update-title-null',
+    because: /clear title: expected HTTP 200, got 400/,
     hooks: onRequest((r) => (is(r, 'PATCH', CONV) && r.json?.title === null ? errorBody(400, 'invalid_request_error', 'title must be a string', 'title') : undefined)),
   },
   {
@@ -301,19 +428,43 @@ export const MUTANTS: Mutant[] = [
     section: '4.4',
     profile: 'spec',
     caughtBy: 'S4.4-update-unknown-404',
+    because: /unknown conversation: expected HTTP 404, got 200/,
     hooks: onResponse((r) => is(r, 'PATCH', CONV), (res, req) => {
       if (res.status === 404) Object.assign(res, jsonBody({ id: req.path.split('/').pop(), object: 'conversation', created_at: 1, title: 'x', generated_title: {}, metadata: {} }));
     }),
   },
   {
     id: 'update-extra-field-ignored',
-    breaks: 'PATCH ignores fields other than title instead of a 400 (D-13)',
+    breaks: 'PATCH ignores fields other than title instead of a 400',
     section: 'D-13',
     profile: 'reference',
     caughtBy: 'S4.4-update-other-field',
+    because: /PATCH with metadata: expected HTTP 400, got 200/,
     hooks: onRequest((r) => {
       if (is(r, 'PATCH', CONV) && r.json && 'metadata' in r.json) delete r.json.metadata;
     }),
+  },
+  {
+    id: 'update-applies-metadata',
+    breaks: 'PATCH applies the metadata it is given, although only the title can be updated',
+    section: '4.4',
+    profile: 'spec',
+    caughtBy: 'S4.4-update-only-title',
+    because: /metadata in the PATCH response: expected \{"conformance_run":"[^"]+"\}, got \{"conformance_run":"[^"]+","changed":true\}/,
+    hooks: () => {
+      const kept = new Map<string, unknown>();
+      return {
+        request(r) {
+          if (is(r, 'PATCH', CONV) && r.json && 'metadata' in r.json) {
+            kept.set(r.path, r.json.metadata);
+            delete r.json.metadata;
+          }
+        },
+        response(res, req) {
+          if (ok(res) && kept.has(req.path) && (is(req, 'PATCH', CONV) || is(req, 'GET', CONV))) res.json.metadata = kept.get(req.path);
+        },
+      };
+    },
   },
   // §4.5 delete
   {
@@ -322,6 +473,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.5',
     profile: 'spec',
     caughtBy: 'S4.5-delete-shape',
+    because: /deleted: Invalid input: expected true/,
     hooks: onResponse((r) => is(r, 'DELETE', CONV), (res) => ok(res) && delete res.json.deleted),
   },
   {
@@ -330,6 +482,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.5',
     profile: 'spec',
     caughtBy: 'S4.5-delete-unknown-404',
+    because: /unknown conversation: expected HTTP 404, got 200/,
     hooks: onResponse((r) => is(r, 'DELETE', CONV), (res, req) => res.status === 404 && Object.assign(res, jsonBody({ id: req.path.split('/').pop(), object: 'conversation', deleted: true }))),
   },
   {
@@ -338,6 +491,7 @@ export const MUTANTS: Mutant[] = [
     section: '3',
     profile: 'spec',
     caughtBy: 'S4.2-list-excludes-deleted',
+    because: /deleted conversation conv_\w+ is still listed/,
     hooks: onRequest((r) => (is(r, 'DELETE', CONV) ? jsonBody({ id: r.path.split('/').pop(), object: 'conversation', deleted: true }) : undefined)),
   },
   // §4.8 config, §4.9 metrics
@@ -347,6 +501,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.8',
     profile: 'spec',
     caughtBy: 'S4.8-config-shape',
+    because: /agent\.config\.secondary_color: Invalid input: expected string, received undefined/,
     hooks: onResponse((r) => r.path.endsWith('/config'), (res) => ok(res) && delete res.json.agent.config.secondary_color),
   },
   {
@@ -355,6 +510,7 @@ export const MUTANTS: Mutant[] = [
     section: '1',
     profile: 'spec',
     caughtBy: 'S4.8-config-shape',
+    because: /get config: expected a JSON content type, got "text\/plain"/,
     hooks: onResponse((r) => r.path.endsWith('/config'), (res) => ok(res) && (res.headers['content-type'] = 'text/plain')),
   },
   {
@@ -363,6 +519,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.8',
     profile: 'spec',
     caughtBy: 'S4.8-config-generative-ui',
+    because: /^generative_ui: expected true, got false/,
     hooks: onResponse((r) => r.path.endsWith('/config'), (res) => ok(res) && (res.json.generative_ui = false)),
   },
   {
@@ -371,14 +528,17 @@ export const MUTANTS: Mutant[] = [
     section: '4.9',
     profile: 'spec',
     caughtBy: 'S4.9-metrics-shape',
+    because: /total_users: Invalid input: expected number, received string/,
     hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => ok(res) && (res.json.total_users = String(res.json.total_users))),
   },
   {
     id: 'metrics-stale',
+    timeoutMs: 3000,
     breaks: 'metrics are cached and never change',
     section: '4.9',
     profile: 'spec',
     caughtBy: 'S4.9-metrics-conversations',
+    because: /change of total_conversations after one creation: expected 1, got 0/,
     hooks: () => {
       let first: unknown;
       return {
@@ -392,10 +552,12 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'metrics-uncount-deleted',
-    breaks: 'deleting a conversation lowers total_conversations (D-24)',
+    timeoutMs: 3000,
+    breaks: 'deleting a conversation lowers total_conversations',
     section: 'D-24',
     profile: 'reference',
     caughtBy: 'S4.9-metrics-keep-deleted',
+    because: /change of total_conversations after a delete and one creation: expected 1, got 0/,
     hooks: () => {
       let deleted = 0;
       return {
@@ -413,6 +575,7 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-missing-key-401',
+    because: /GET \S+\/metrics without a key: expected HTTP 401, got 200/,
     hooks: onRequest((r) => {
       if (r.path.endsWith('/metrics') && !r.headers.authorization) r.headers.authorization = `Bearer ${TARGET.api_key}`;
     }),
@@ -423,6 +586,7 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-invalid-key-401',
+    because: /with an unknown key: expected HTTP 401, got 403/,
     hooks: onResponse((r) => Boolean(r.headers.authorization), (res) => res.status === 401 && Object.assign(res, errorBody(403, 'access_denied'))),
   },
   {
@@ -431,6 +595,7 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-wrong-scheme-401',
+    because: /Authorization: Basic <key>: expected HTTP 401, got 200/,
     hooks: onRequest((r) => {
       const m = /^(?:Basic|Token) (.+)$/.exec(r.headers.authorization ?? '');
       if (m) r.headers.authorization = `Bearer ${m[1]}`;
@@ -442,6 +607,7 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-other-team-403',
+    because: /GET \/apps\/app_other\/config: expected HTTP 403, got 404/,
     hooks: onResponse(() => true, (res) => res.status === 403 && res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found'))),
   },
   {
@@ -450,9 +616,30 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-publishable-key-refused',
+    because: /with the publishable key: expected HTTP 401 or 403, got 200/,
     hooks: onRequest((r) => {
       if (r.headers.authorization === `Bearer ${TARGET.publishable_key}`) r.headers.authorization = `Bearer ${TARGET.api_key}`;
     }),
+  },
+  {
+    id: 'auth-publishable-can-post',
+    breaks: 'a publishable key is refused on reads but may create, send and complete',
+    section: '5',
+    profile: 'spec',
+    caughtBy: 'S5-publishable-key-refused',
+    because: /POST \S+ with the publishable key: expected HTTP 401 or 403, got 200/,
+    hooks: onRequest((r) => {
+      if (r.method === 'POST' && r.headers.authorization === `Bearer ${TARGET.publishable_key}`) r.headers.authorization = `Bearer ${TARGET.api_key}`;
+    }),
+  },
+  {
+    id: 'stream-no-key-200',
+    breaks: 'stream:true without a key answers a 200 stream that fails, not the 401 error object',
+    section: '5',
+    profile: 'spec',
+    caughtBy: 'S5-missing-key-401',
+    because: /POST \S+conversations\/\S+ without a key: expected HTTP 401, got 200/,
+    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 401 && asFailedStream(res)),
   },
   {
     id: 'auth-error-type-renamed',
@@ -460,6 +647,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S5-missing-key-401',
+    because: /without a key: error\.type: expected "invalid_api_key", got "unauthorized"/,
     hooks: onResponse(() => true, (res) => res.status === 401 && (res.json.error.type = 'unauthorized')),
   },
   // §7 errors
@@ -469,6 +657,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-unknown-app-404',
+    because: /error\.message: Invalid input: expected string, received undefined/,
     hooks: onResponse(() => true, (res) => res.status >= 400 && res.json?.error && delete res.json.error.message),
   },
   {
@@ -477,6 +666,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-unknown-app-404',
+    because: /error: expected a JSON content type, got "text\/html"/,
     hooks: onResponse(() => true, (res) => res.status >= 400 && (res.headers['content-type'] = 'text/html')),
   },
   {
@@ -485,48 +675,54 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-unknown-app-404',
+    because: /app_conformance_does_not_exist\/config: expected HTTP 404, got 403/,
     hooks: onResponse(() => true, (res) => res.status === 404 && res.json?.error?.param === 'app_id' && Object.assign(res, errorBody(403, 'access_denied'))),
   },
   {
     id: 'inactive-app-access-denied',
-    breaks: 'a disabled app is 403 access_denied instead of app_inactive (D-4)',
+    breaks: 'every endpoint of a disabled app answers 403 access_denied instead of app_inactive',
     section: '7',
-    profile: 'reference',
-    caughtBy: 'S7-app-inactive-every-endpoint',
+    profile: 'spec',
+    caughtBy: 'S7-app-inactive-403',
+    because: /completion on a disabled app: error\.type: expected "app_inactive", got "access_denied"/,
     hooks: onResponse(() => true, (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied')),
   },
   {
     id: 'method-no-allow',
-    breaks: '405 without an Allow header (D-3)',
+    breaks: '405 without an Allow header',
     section: 'D-3',
     profile: 'reference',
     caughtBy: 'S7-method-not-allowed-405',
+    because: /Allow header null does not list GET and POST/,
     hooks: onResponse(() => true, (res) => res.status === 405 && delete res.headers.allow),
   },
   {
     id: 'any-content-type',
-    breaks: 'a text/plain body is parsed as JSON instead of a 415 (D-2)',
+    breaks: 'a text/plain body is parsed as JSON instead of a 415',
     section: 'D-2',
     profile: 'reference',
     caughtBy: 'S7-unsupported-media-type-415',
+    because: /text\/plain body: expected HTTP 415, got 200/,
     hooks: onRequest((r) => {
       if (r.headers['content-type'] === 'text/plain') r.headers['content-type'] = 'application/json';
     }),
   },
   {
     id: 'body-too-large-400',
-    breaks: 'a body over 1 MiB is 400 instead of 413 (D-2)',
+    breaks: 'a body over 1 MiB is 400 instead of 413',
     section: 'D-2',
     profile: 'reference',
     caughtBy: 'S7-body-too-large-413',
+    because: /body of more than 1 MiB: expected HTTP 413, got 400/,
     hooks: onResponse(() => true, (res) => res.status === 413 && (res.status = 400)),
   },
   {
     id: 'no-request-id',
-    breaks: 'no x-request-id header (D-5)',
+    breaks: 'no x-request-id header',
     section: 'D-5',
     profile: 'reference',
     caughtBy: 'S7-request-id',
+    because: /no x-request-id on a 200/,
     hooks: onResponse(() => true, (res) => delete res.headers['x-request-id']),
   },
   // §4.6 send message
@@ -536,6 +732,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-send-json-shape',
+    because: /conversation_id: Invalid input: expected string, received undefined/,
     hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && delete res.json.conversation_id),
   },
   {
@@ -544,6 +741,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-send-json-shape',
+    because: /^status: expected "completed", got "failed"/,
     hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && (res.json.status = 'failed')),
   },
   {
@@ -552,6 +750,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-stream-true-gives-sse',
+    because: /expected text\/event-stream, got "application\/json/,
     hooks: onRequest((r) => {
       if (isSend(r) && r.json?.stream === true) r.json.stream = false;
     }),
@@ -562,6 +761,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-app-default-json',
+    because: /send message without stream: expected a JSON content type, got "text\/event-stream/,
     hooks: onRequest((r) => {
       if (isSend(r) && r.json && !('stream' in r.json)) r.json.stream = true;
     }),
@@ -572,6 +772,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-stream-false-overrides-default',
+    because: /stream:false: expected a JSON content type, got "text\/event-stream/,
     hooks: onRequest((r) => {
       if (isSend(r) && r.json?.stream === false) delete r.json.stream;
     }),
@@ -582,6 +783,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-role-not-user',
+    because: /role assistant: expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isSend(r) && r.json?.message?.role) r.json.message.role = 'user';
     }),
@@ -592,6 +794,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-metadata-snapshot',
+    because: /conversation metadata after the message: expected \{[^}]*"step":"checkout"[^}]*\}, got \{"conformance_run":"[^"]+"\}/,
     hooks: onRequest((r) => {
       if (isSend(r) && r.json) delete r.json.metadata;
     }),
@@ -602,14 +805,17 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-unknown-conversation-404',
+    because: /^unknown conversation: expected HTTP 404, got 400/,
     hooks: onResponse(isSend, (res) => res.status === 404 && Object.assign(res, errorBody(400, 'invalid_request_error'))),
   },
   {
     id: 'title-never-generated',
+    timeoutMs: 3000,
     breaks: 'generated_title stays {} after the first exchange',
     section: '2.1',
     profile: 'spec',
     caughtBy: 'S4.6-generated-title',
+    because: /generated_title is \{\} after the first exchange/,
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.generated_title = {})),
   },
   {
@@ -618,23 +824,103 @@ export const MUTANTS: Mutant[] = [
     section: '4.3',
     profile: 'spec',
     caughtBy: 'S4.6-persisted-items',
+    because: /the exchange added 1 items; its output has \d+ messages and function calls/,
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.role === 'user'))),
   },
   {
     id: 'items-without-function-calls',
-    breaks: 'function_call items are not persisted (D-14)',
-    section: 'D-14',
-    profile: 'reference',
-    caughtBy: 'S4.6-persisted-items-agree',
+    breaks: 'the history keeps messages but not function calls',
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-persisted-items',
+    because: /the exchange added \d+ items; its output has \d+ messages and function calls|output #\d+ \(function_call call_\w+\) is not among the items/,
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.type !== 'function_call'))),
   },
   {
     id: 'metrics-messages-not-counted',
+    timeoutMs: 3000,
     breaks: 'total_messages never grows',
     section: '4.9',
     profile: 'spec',
     caughtBy: 'S4.9-metrics-messages',
+    because: /total_messages did not grow after an exchange/,
     hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => ok(res) && (res.json.total_messages = 0)),
+  },
+  {
+    id: 'response-created-at-ms',
+    breaks: "the Response's created_at is in milliseconds",
+    section: '2.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-send-json-shape',
+    because: /Response: created_at \d{13} is not Unix seconds/,
+    hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && (res.json.created_at *= 1000)),
+  },
+  {
+    id: 'send-metadata-null-refused',
+    breaks: 'metadata: null on send message is refused with a 400',
+    section: '4.6',
+    profile: 'spec',
+    caughtBy: 'S4.6-metadata-null-accepted',
+    because: /send with metadata null: expected HTTP 200, got 400/,
+    hooks: onRequest((r) => (isSend(r) && r.json && r.json.metadata === null ? errorBody(400, 'invalid_request_error', 'metadata must be an object', 'metadata') : undefined)),
+  },
+  {
+    id: 'stream-unknown-conversation-200',
+    breaks: 'stream:true to an unknown conversation answers a 200 stream that fails, not the 404 error object',
+    section: '4.6',
+    profile: 'spec',
+    caughtBy: 'S4.6-unknown-conversation-404',
+    because: /unknown conversation, stream:true: expected HTTP 404, got 200/,
+    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 404 && asFailedStream(res)),
+  },
+  {
+    id: 'items-reply-before-question',
+    breaks: "the history lists the agent's reply before the user's message",
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-persisted-items',
+    because: /output #0 \(\w+.*\) is not among the items after the user's message/,
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
+      if (ok(res)) res.json.items = [...res.json.items.filter((i: any) => i.role !== 'user'), ...res.json.items.filter((i: any) => i.role === 'user')];
+    }),
+  },
+  {
+    id: 'json-drops-function-calls',
+    breaks: 'in JSON mode the output leaves out the function calls that a stream carries',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-json-output-matches-stream-shape',
+    because: /the stream carried \{[^}]*"function_call":1[^}]*\} but the JSON output holds \{"message":1\}/,
+    hooks: onResponse(isSend, (res) => {
+      if (ok(res) && !isStream(res)) res.json.output = res.json.output.filter((o: any) => o.type !== 'function_call');
+    }),
+  },
+  {
+    id: 'function-call-name-null',
+    breaks: 'function_call output items carry name: null (§2.4 allows it)',
+    section: 'D-21',
+    profile: 'reference',
+    caughtBy: 'S6-function-call-items',
+    because: /output function_call #0 has no name \(D-21\)/,
+    hooks: onResponse(isSend, (res) => {
+      if (ok(res) && !isStream(res)) for (const o of res.json.output) if (o.type === 'function_call') o.name = null;
+    }),
+  },
+  {
+    id: 'items-call-id-renamed',
+    breaks: 'history items name the call id tool_call_id (item fields are not shown)',
+    section: 'D-14',
+    profile: 'reference',
+    caughtBy: 'S6-function-call-items',
+    because: /items\.\d+\.call_id: Invalid input: expected string, received undefined|D-14/,
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
+      if (!ok(res)) return;
+      for (const it of res.json.items) {
+        if (!('call_id' in it)) continue;
+        it.tool_call_id = it.call_id;
+        delete it.call_id;
+      }
+    }),
   },
   // §6 events
   {
@@ -643,7 +929,8 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-content-type',
-    timeoutMs: 500,
+    because: /the stream did not end \(idle timeout\)/,
+    timeoutMs: 2000,
     hooks: () => ({
       takeover(req, res) {
         if (!isSend(req) || req.json?.stream !== true) return false;
@@ -659,6 +946,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-content-type',
+    because: /the stream did not end \(cut short\)/,
     hooks: () => ({
       takeover(req, res) {
         if (!isSend(req) || req.json?.stream !== true) return false;
@@ -674,6 +962,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-content-type',
+    because: /expected Content-Type text\/event-stream, got "text\/plain"/,
     hooks: onStream(isSend, (res) => (res.headers['content-type'] = 'text/plain')),
   },
   {
@@ -682,6 +971,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-starts-created-ends-completed',
+    because: /first event: expected "response\.created", got "response\.[\w.]+"/,
     hooks: onStream(isSend, (res) => {
       const [created, first, ...rest] = res.events!;
       res.events = [first!, created!, ...rest];
@@ -693,6 +983,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-starts-created-ends-completed',
+    because: /last event: expected "response\.completed", got/,
     hooks: onStream(isSend, (res) => (res.events = res.events!.filter((e) => e.event !== 'response.completed'))),
   },
   {
@@ -701,6 +992,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-text-assembles',
+    because: /concatenated deltas of output\/content index \d+:\d+ compared with output_text\.done/,
     hooks: onStream(isSend, (res) => {
       const i = res.events!.findIndex((e) => e.event === 'response.output_text.delta');
       if (i !== -1) res.events!.splice(i, 1);
@@ -712,6 +1004,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-payloads',
+    because: /\(response\.output_text\.delta\) payload: output_index: Invalid input: expected number, received undefined/,
     hooks: onStream(isSend, (res) => payloads(res, 'response.output_text.delta').forEach((p) => delete p.output_index)),
   },
   {
@@ -720,50 +1013,86 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-conv-framing',
+    because: /event #0 has no "event:" line/,
     hooks: onStream(isSend, (res) => (res.body = res.body.replace(/^event: .*\n/gm, ''))),
   },
   {
     id: 'sse-data-split',
-    breaks: 'a payload is split over two data: lines (valid SSE, not the two-line framing of §6, D-16)',
-    section: 'D-16',
-    profile: 'reference',
-    caughtBy: 'S6-conv-raw-framing',
+    breaks: 'a payload is split over two data: lines (valid SSE, but not the two lines of §6)',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-conv-framing',
+    because: /event block #0 is not the two lines "event: <type>" and "data: <json>" \(§6\)/,
     hooks: onStream(isSend, (res) => (res.body = res.body.replace(/^data: \{/gm, 'data: {\ndata: '))),
   },
   {
+    id: 'cmpl-sse-data-split',
+    breaks: 'completion stream payloads are split over two data: lines',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-cmpl-framing',
+    because: /event block #0 is not the two lines "event: <type>" and "data: <json>" \(§6\)/,
+    hooks: onStream(isCompletion, (res) => (res.body = res.body.replace(/^data: \{/gm, 'data: {\ndata: '))),
+  },
+  {
+    id: 'sse-crlf-comments',
+    breaks: 'streams use CR LF line ends and carry ": keep-alive" comments between events (valid SSE)',
+    section: 'D-16',
+    profile: 'reference',
+    caughtBy: 'S6-conv-raw-framing',
+    because: /the stream uses CR line endings/,
+    hooks: onStream(
+      (r) => isSend(r) || isCompletion(r),
+      (res) => (res.body = (': hello\n\n' + res.body.replace(/\n\n/g, '\n\n: keep-alive\n\n')).replace(/\n/g, '\r\n')),
+    ),
+  },
+  {
     id: 'sse-no-sequence-number',
-    breaks: 'payloads carry no sequence_number (D-16)',
+    breaks: 'payloads carry no sequence_number',
     section: 'D-16',
     profile: 'reference',
     caughtBy: 'S6-conv-sequence-numbers',
+    because: /event #0 sequence_number: expected 0, got undefined/,
     hooks: onStream(isSend, (res) => res.events!.forEach((e) => delete e.data.sequence_number)),
   },
   {
     id: 'sse-sequence-from-1',
-    breaks: 'sequence_number counts from 1 in completion streams (D-16)',
+    breaks: 'sequence_number counts from 1 in completion streams',
     section: 'D-16',
     profile: 'reference',
     caughtBy: 'S6-cmpl-sequence-numbers',
+    because: /event #0 sequence_number: expected 0, got 1/,
     hooks: onStream(isCompletion, (res) => res.events!.forEach((e) => (e.data.sequence_number += 1))),
   },
   {
     id: 'sse-no-cache-control',
-    breaks: 'streams are sent without Cache-Control: no-cache (D-18)',
+    breaks: 'streams are sent without Cache-Control: no-cache',
     section: 'D-18',
     profile: 'reference',
     caughtBy: 'S6-conv-headers',
+    because: /Cache-Control is null/,
     hooks: onStream(isSend, (res) => delete res.headers['cache-control']),
   },
   {
-    id: 'sse-persisted-text-differs',
-    breaks: 'the persisted assistant message differs from the streamed text (D-14)',
-    section: 'D-14',
-    profile: 'reference',
-    caughtBy: 'S6-conv-persisted-agree',
+    id: 'items-text-differs',
+    breaks: "the persisted assistant message is not the reply's text",
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-persisted-items',
+    because: /output #\d+ \(message\) is not among the items after the user's message/,
     hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
       if (!ok(res)) return;
       for (const i of res.json.items) if (i.role === 'assistant') i.content = [{ type: 'text', text: 'something else' }];
     }),
+  },
+  {
+    id: 'items-no-response-id',
+    breaks: 'persisted items do not say which response they belong to (item fields are not shown)',
+    section: 'D-14',
+    profile: 'reference',
+    caughtBy: 'S6-conv-persisted-agree',
+    because: /items of response resp_\w+ compared with the stream: expected \d+ entries, got 0/,
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && res.json.items.forEach((i: any) => delete i.response_id)),
   },
   {
     id: 'cmpl-stream-conversation-id',
@@ -771,6 +1100,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-cmpl-stream',
+    because: /response\.created carries conversation_id conv_x/,
     hooks: onStream(isCompletion, (res) => (res.events![0]!.data.conversation_id = 'conv_x')),
   },
   {
@@ -779,6 +1109,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-cmpl-stream',
+    because: /response\.created object: expected "completion", got "response"/,
     hooks: onStream(isCompletion, (res) => (res.events![0]!.data.object = 'response')),
   },
   {
@@ -787,14 +1118,16 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-cmpl-text-assembles',
+    because: /concatenated deltas of output\/content index 0:0 compared with output_text\.done/,
     hooks: onStream(isCompletion, (res) => payloads(res, 'response.output_text.done').forEach((p) => (p.text += '!'))),
   },
   {
     id: 'data-spec-bad-path',
-    breaks: 'a data_spec patch adds below a path that does not exist (D-22)',
+    breaks: 'a data_spec patch adds below a path that does not exist',
     section: 'D-22',
     profile: 'reference',
     caughtBy: 'S6-data-spec-stream',
+    because: /data_spec patch #1 .* does not apply to the document built so far: OPERATION_PATH_CANNOT_ADD/,
     hooks: onStream(isSend, (res) => {
       const specs = payloads(res, 'response.data_spec');
       if (specs[1]) specs[1].data.patch.path = '/nowhere/fields/-';
@@ -806,6 +1139,7 @@ export const MUTANTS: Mutant[] = [
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-no-data-spec-without-generative-ui',
+    because: /a response\.data_spec event on an app without generative UI/,
     hooks: onStream((r) => isSend(r) && r.path.startsWith(`/apps/${TARGET.app_id}/`), (res) => {
       res.events!.splice(1, 0, { event: 'response.data_spec', data: { type: 'response.data_spec', data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } }, output_index: 9 } });
     }),
@@ -816,16 +1150,18 @@ export const MUTANTS: Mutant[] = [
     section: '2.4',
     profile: 'spec',
     caughtBy: 'S6-function-call-items',
+    because: /output function_call #0 arguments are not JSON-encoded/,
     hooks: onResponse(isSend, (res) => {
       if (ok(res) && !isStream(res)) for (const o of res.json.output) if (o.type === 'function_call') o.arguments = `query=${o.arguments}`;
     }),
   },
   {
     id: 'function-call-deltas-lost',
-    breaks: 'function call argument deltas do not add up to arguments.done (D-16)',
+    breaks: 'function call argument deltas do not add up to arguments.done',
     section: 'D-16',
     profile: 'reference',
     caughtBy: 'S6-function-call-events',
+    because: /concatenated argument deltas of call_\w+ compared with arguments\.done: expected .*, got ""/,
     hooks: onStream(isSend, (res) => (res.events = res.events!.filter((e) => e.event !== 'response.function_call_arguments.delta'))),
   },
   // §4.7 completions
@@ -835,7 +1171,17 @@ export const MUTANTS: Mutant[] = [
     section: '2.5',
     profile: 'spec',
     caughtBy: 'S4.7-completion-shape',
+    because: /id: Invalid string: must start with "cmpl_"/,
     hooks: onResponse(isCompletion, (res) => ok(res) && !isStream(res) && (res.json.id = res.json.id.replace(/^cmpl_/, 'resp_'))),
+  },
+  {
+    id: 'completion-created-at-ms',
+    breaks: "the Completion's created_at is in milliseconds",
+    section: '2.5',
+    profile: 'spec',
+    caughtBy: 'S4.7-completion-shape',
+    because: /Completion: created_at \d{13} is not Unix seconds/,
+    hooks: onResponse(isCompletion, (res) => ok(res) && !isStream(res) && (res.json.created_at *= 1000)),
   },
   {
     id: 'cmpl-streams-by-default',
@@ -843,6 +1189,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.7',
     profile: 'spec',
     caughtBy: 'S4.7-completion-shape',
+    because: /create completion: the body is not JSON/,
     hooks: onRequest((r) => {
       if (isCompletion(r) && r.json && !('stream' in r.json)) r.json.stream = true;
     }),
@@ -853,6 +1200,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.7',
     profile: 'spec',
     caughtBy: 'S4.7-completion-no-conversation',
+    because: /change of total_conversations after a completion and one creation: expected 1, got 2/,
     hooks: () => {
       let n = 0;
       return {
@@ -869,6 +1217,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.7',
     profile: 'spec',
     caughtBy: 'S4.7-completion-missing-prompt',
+    because: /no prompt: expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isCompletion(r) && r.json && r.json.prompt === undefined) r.json.prompt = 'Say hello.';
     }),
@@ -879,6 +1228,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.7',
     profile: 'spec',
     caughtBy: 'S4.7-completion-options',
+    because: /completion with \{"fast":true\}: expected HTTP 200, got 400/,
     hooks: onRequest((r) => (isCompletion(r) && r.json?.fast === true ? errorBody(400, 'invalid_request_error', 'fast is not supported', 'fast') : undefined)),
   },
   // §7 and §8 on the agent endpoints
@@ -888,6 +1238,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-agent-unavailable-403',
+    because: /completion without an agent: expected HTTP 403, got 404/,
     hooks: onResponse(() => true, (res) => res.json?.error?.type === 'agent_unavailable' && Object.assign(res, errorBody(404, 'not_found'))),
   },
   {
@@ -896,6 +1247,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-app-inactive-403',
+    because: /completion on a disabled app: error\.type: expected "app_inactive", got "access_denied"/,
     hooks: onResponse(isCompletion, (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied')),
   },
   {
@@ -904,6 +1256,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-prompt-past-limit',
+    because: /prompt of 32,001 characters: expected a 4xx error, got HTTP 200/,
     hooks: truncate((j) => [j, 'prompt'], 32_000),
   },
   {
@@ -912,6 +1265,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-prompt-at-limits',
+    because: /prompt of 32000 two-byte characters: expected HTTP 200, got 400/,
     hooks: onRequest((r) => (isCompletion(r) && Buffer.byteLength(String(r.json?.prompt ?? '')) > 32_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
   },
   {
@@ -920,6 +1274,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-prompt-empty',
+    because: /empty prompt: expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isCompletion(r) && r.json?.prompt === '') r.json.prompt = 'Say hello.';
     }),
@@ -930,6 +1285,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-prompt-at-limits',
+    because: /prompt of 32000 characters: expected HTTP 200, got 400/,
     hooks: onRequest((r) => (isCompletion(r) && String(r.json?.prompt ?? '').length > 30_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
   },
   {
@@ -938,6 +1294,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-send-past-limit',
+    because: /metadata of 16,385 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isSend(r) && typeof r.json?.metadata?.pad === 'string') r.json.metadata.pad = r.json.metadata.pad.slice(0, 15_000);
     }),
@@ -948,16 +1305,18 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-completion-past-limit',
+    because: /metadata of 16,385 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isCompletion(r) && typeof r.json?.metadata?.pad === 'string') r.json.metadata.pad = r.json.metadata.pad.slice(0, 15_000);
     }),
   },
   {
     id: 'content-limit-not-enforced',
-    breaks: 'message content over 32,000 characters is accepted (truncated, D-15)',
+    breaks: 'message content over 32,000 characters is accepted (truncated)',
     section: 'D-15',
     profile: 'reference',
     caughtBy: 'S8-content-limits',
+    because: /content of 32001 characters: expected HTTP 400, got 200/,
     hooks: truncate((j) => (j.message ? [j.message, 'content'] : undefined), 32_000),
   },
   {
@@ -966,15 +1325,38 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-rate-limit-429',
+    because: /on the rate-limited app: expected HTTP 200 until the limit, then 429 rate_limit_exceeded; got 403/,
     hooks: onResponse(() => true, (res) => res.status === 429 && Object.assign(res, errorBody(403, 'access_denied'))),
   },
   {
     id: 'rate-limit-no-retry-after',
-    breaks: 'a 429 without Retry-After (D-23)',
+    breaks: 'a 429 without Retry-After',
     section: 'D-23',
     profile: 'reference',
     caughtBy: 'S8-rate-limit-429',
+    because: /Retry-After is null, not a number of seconds/,
     hooks: onResponse(() => true, (res) => res.status === 429 && delete res.headers['retry-after']),
+  },
+  {
+    id: 'rate-limit-every-endpoint',
+    breaks: 'once the limit is reached, every endpoint of the app answers 429 for a minute (§8 does not say which are limited)',
+    section: 'D-23',
+    profile: 'reference',
+    caughtBy: 'S8-rate-limit-429',
+    because: /get conversation: expected HTTP 200, got 429/,
+    repeat: 2,
+    hooks: () => {
+      let until = 0;
+      const limited = (r: ProxyRequest) => r.path.startsWith(`/apps/${TARGET.apps.rate_limited}/`);
+      return {
+        request(r) {
+          if (limited(r) && Date.now() < until) return { ...errorBody(429, 'rate_limit_exceeded'), headers: { 'content-type': 'application/json', 'retry-after': '60' } };
+        },
+        response(res, r) {
+          if (limited(r) && res.status === 429) until = Date.now() + 60_000;
+        },
+      };
+    },
   },
   // §8 limits, §9 versioning
   {
@@ -983,6 +1365,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-create-past-limit',
+    because: /metadata of 16,385 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (r.method === 'POST' && typeof r.json?.metadata?.pad === 'string' && r.json.metadata.pad.length > 16_000) r.json.metadata.pad = r.json.metadata.pad.slice(0, 16_000);
     }),
@@ -993,6 +1376,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-create-past-limit',
+    because: /metadata of 16,385 bytes \(two-byte characters\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       const m = r.method === 'POST' ? r.json?.metadata : undefined;
       // What such an implementation accepts is passed on shrunk, so that the reference accepts it too.
@@ -1005,6 +1389,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-create-at-limit',
+    because: /create with metadata at the limit: expected HTTP 200, got 400/,
     hooks: onRequest((r) =>
       r.method === 'POST' && r.json?.metadata && JSON.stringify(r.json.metadata).length > 15_000 ? errorBody(400, 'invalid_request_error', 'metadata too large', 'metadata', 'too_large') : undefined,
     ),
@@ -1015,7 +1400,52 @@ export const MUTANTS: Mutant[] = [
     section: '9',
     profile: 'spec',
     caughtBy: 'S9-base-url-v1',
+    because: /base_url \S+\/v2 does not end in \/v1/,
     basePath: '/v2',
     hooks: () => ({}),
+  },
+];
+
+export const VARIANTS: Variant[] = [
+  {
+    id: 'title-later',
+    does: 'the generated title appears half a second after the first exchange',
+    section: '2.1',
+    hooks: () => {
+      const firstSent = new Map<string, number>();
+      return {
+        request(r) {
+          if (isSend(r) && !firstSent.has(r.path)) firstSent.set(r.path, Date.now());
+        },
+        response(res, r) {
+          if (is(r, 'GET', CONV) && ok(res) && Date.now() - (firstSent.get(r.path) ?? 0) < 500) res.json.generated_title = {};
+        },
+      };
+    },
+  },
+  {
+    id: 'metrics-lagging',
+    does: 'metrics are aggregated every half second: a change shows up to 500 ms late',
+    section: '4.9',
+    hooks: () => {
+      const cached = new Map<string, { at: number; json: unknown }>();
+      return {
+        response(res, r) {
+          if (!r.path.endsWith('/metrics') || !ok(res)) return;
+          const c = cached.get(r.path);
+          if (!c || Date.now() - c.at > 500) cached.set(r.path, { at: Date.now(), json: res.json });
+          res.json = structuredClone(cached.get(r.path)!.json);
+        },
+      };
+    },
+  },
+  {
+    id: 'malformed-id-400',
+    does: 'a conversation id not shaped like its own (conv_ and 24 hex digits) is refused with 400',
+    section: '2.10',
+    hooks: onRequest((r) => {
+      const id = CONV.test(r.path) ? r.path.split('/').pop()! : undefined;
+      if (id !== undefined && !/^conv_[0-9a-f]{24}$/.test(id)) return errorBody(400, 'invalid_request_error', 'malformed conversation id', 'conversation_id', 'invalid_value');
+    }),
   },
 ];

@@ -2,7 +2,7 @@
 // agent_unavailable, 404 for an unknown app.
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { OutgoingRequest } from '../http.ts';
-import { appPath, baselineCompletion, baselineCreate, baselineSend, convPath } from './common.ts';
+import { appPath, baselineCompletion, baselineCreate, baselineSend, convPath, withBody } from './common.ts';
 
 const INVALID_KEY = 'sk_live_conformanceInvalidKey0000000000000000';
 
@@ -27,7 +27,9 @@ async function everyEndpoint(ctx: CaseContext): Promise<OutgoingRequest[]> {
   // DELETE last, on a conversation of its own, checked after the unauthenticated attempts.
   const victim = await ctx.send(created.request);
   const victimId = (ctx.ok(victim, ctx.schemas.conversation, 'create conversation') as { id: string }).id;
-  return [created.request, ...reads, { method: 'DELETE', path: convPath(app, victimId) }, send.request, completion.request];
+  // §4.6 documents the endpoint's error objects whether it streams or not.
+  const streamed = withBody(send.request, (body) => ({ ...body, stream: true }));
+  return [created.request, ...reads, { method: 'DELETE', path: convPath(app, victimId) }, send.request, streamed, completion.request];
 }
 
 export const auth: CaseDef[] = defineCases('5', [
@@ -86,14 +88,17 @@ export const auth: CaseDef[] = defineCases('5', [
     id: 'S5-publishable-key-refused',
     level: 'MUST',
     needs: ['publishable_key'],
-    description: 'a publishable key cannot call the REST API: 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
+    description: 'a publishable key cannot call the REST API: every endpoint answers 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
     async run(ctx) {
       const key = ctx.app('publishable_key');
-      const ex = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId), key });
-      if (ctx.reference) ctx.error(ex, 'publishable key', { status: 403, type: 'access_denied', code: 'publishable_key' });
-      else {
-        ctx.check(ex.status === 401 || ex.status === 403, `publishable key: expected HTTP 401 or 403, got ${ex.status}`, ex);
-        ctx.error(ex, 'publishable key');
+      for (const r of await everyEndpoint(ctx)) {
+        const ex = await ctx.send({ ...r, key });
+        const what = `${r.method} ${r.path} with the publishable key`;
+        if (ctx.reference) ctx.error(ex, what, { status: 403, type: 'access_denied', code: 'publishable_key' });
+        else {
+          ctx.check(ex.status === 401 || ex.status === 403, `${what}: expected HTTP 401 or 403, got ${ex.status}`, ex);
+          ctx.error(ex, what);
+        }
       }
     },
   },

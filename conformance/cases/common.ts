@@ -40,6 +40,52 @@ export async function liveConversation(ctx: CaseContext): Promise<ConversationT>
 
 export type Json = Record<string, unknown>;
 
+/** §2: created_at is Unix seconds (a value in milliseconds is ~1000 times now); a day of clock skew is tolerated. */
+export function checkUnixSeconds(ctx: CaseContext, value: unknown, what: string, ex?: Exchange): void {
+  const now = Date.now() / 1000;
+  ctx.check(typeof value === 'number' && Math.abs(value - now) < 86_400, `${what}: created_at ${String(value)} is not Unix seconds near now (${Math.round(now)})`, ex);
+}
+
+/** Whether `text` appears anywhere in the JSON of `value`: for items, whose fields are not shown (§2.1). */
+export function mentions(value: unknown, text: string): boolean {
+  return JSON.stringify(value).includes(JSON.stringify(text).slice(1, -1));
+}
+
+/**
+ * A conversation id that does not exist but has the shape of the run's real one (same length, the
+ * same kind of character at each place): §2.10 does not show the id format, so an implementation
+ * that checks it still sees a well-formed id, and §7 fixes 404 not_found for it. It is read first,
+ * so that no case ever changes a conversation that happens to exist.
+ */
+export function unknownConversationId(ctx: CaseContext): Promise<string> {
+  return ctx.once('an unknown conversation id', async () => {
+    const real = (await baselineCreate(ctx)).value.id;
+    for (let shift = 1; shift <= 5; shift++) {
+      const id = lookalike(real, shift);
+      if (id === real) break;
+      const ex = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, id) });
+      if (ex.status !== 200) return id;
+    }
+    return ctx.fail(`could not derive an id that no conversation has from ${real}`);
+  });
+}
+
+/**
+ * `id` with up to 8 of its last characters moved `shift` places within the alphabet of its random
+ * tail (what follows the last separator: `conv_…`, the last group of a UUID), kind by kind.
+ */
+export function lookalike(id: string, shift: number): string {
+  const tail = /[0-9A-Za-z]*$/.exec(id)![0];
+  const classes = [/[0-9]/, /[a-z]/, /[A-Z]/];
+  const alphabets = classes.map((re) => [...new Set([...tail].filter((ch) => re.test(ch)))].sort());
+  const chars = [...tail];
+  for (let i = chars.length - 1; i >= Math.max(0, chars.length - 8); i--) {
+    const a = alphabets[classes.findIndex((re) => re.test(chars[i]!))]!;
+    chars[i] = a[(a.indexOf(chars[i]!) + shift) % a.length]!;
+  }
+  return id.slice(0, id.length - tail.length) + chars.join('');
+}
+
 /** The run's passing send-message request (JSON mode) on a fresh conversation. */
 export function baselineSend(ctx: CaseContext): Promise<Baseline<Json> & { conversationId: string }> {
   return ctx.once('baseline: send message', async () => {
@@ -128,7 +174,27 @@ export async function getConversation(ctx: CaseContext, id: string, app = ctx.ta
   return ctx.ok(ex, ctx.schemas.conversationWithItems, 'get conversation') as Json & { items: Json[] };
 }
 
-export async function metrics(ctx: CaseContext, app = ctx.target.appId): Promise<z.infer<typeof C.AppMetrics>> {
+export type MetricsT = z.infer<typeof C.AppMetrics>;
+
+export async function metrics(ctx: CaseContext, app = ctx.target.appId): Promise<MetricsT> {
   const ex = await ctx.send({ method: 'GET', path: appPath(app, 'metrics') });
   return ctx.ok(ex, ctx.schemas.metrics, 'get metrics');
+}
+
+/**
+ * Metrics read until `reached` holds or the run's timeout passes: the metrics are "aggregated"
+ * (§1), so an implementation may count a change a little after it answered.
+ */
+export function settledMetrics(ctx: CaseContext, reached: (m: MetricsT) => boolean): Promise<MetricsT> {
+  return ctx.poll(() => metrics(ctx), reached);
+}
+
+/**
+ * Creates one conversation and reads the metrics once they count it. A change that must not count
+ * (a completion, a deletion) is judged against this one: nothing marks when a lagging aggregate has
+ * taken in a change that does not show, but the creation after it does.
+ */
+export async function metricsAfterOneCreation(ctx: CaseContext, before: MetricsT): Promise<MetricsT> {
+  await createConversation(ctx);
+  return settledMetrics(ctx, (m) => m.total_conversations > before.total_conversations);
 }

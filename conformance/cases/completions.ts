@@ -1,16 +1,17 @@
 // §4.7 create completion: shape, defaults, options, independence from conversations, errors.
 import { defineCases, type CaseDef } from '../context.ts';
-import { appPath, baselineCompletion, convPath, metrics, withBody, type Json } from './common.ts';
+import { appPath, baselineCompletion, checkUnixSeconds, convPath, metrics, metricsAfterOneCreation, withBody, type Json } from './common.ts';
 
 export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-shape',
     level: 'MUST',
-    description: 'POST /completions without stream answers 200 JSON: a completed Completion (cmpl_ id) with text',
+    description: 'POST /completions without stream answers 200 JSON: a completed Completion (cmpl_ id, created_at in seconds) with text',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
       ctx.jsonContentType(b.exchange, 'completion');
       ctx.equal(b.value.status, 'completed', 'status', b.exchange);
+      checkUnixSeconds(ctx, b.value.created_at, 'Completion', b.exchange);
       ctx.check(String(b.value.text).length > 0, 'text is empty', b.exchange);
     },
   },
@@ -62,17 +63,17 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-no-conversation',
     level: 'MUST',
-    description: 'a completion creates no conversation (metrics and list unchanged)',
+    description: 'a completion creates no conversation (list unchanged; metrics grow by one after the completion and one creation)',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
       const before = await metrics(ctx);
       const list = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?limit=1` });
       const first = (ctx.ok(list, ctx.schemas.list, 'list') as Json).first_id;
       ctx.ok(await ctx.send(b.request), ctx.schemas.completion, 'completion');
-      const after = await metrics(ctx);
-      ctx.equal(after.total_conversations, before.total_conversations, 'total_conversations after a completion');
       const list2 = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?limit=1` });
       ctx.equal((ctx.ok(list2, ctx.schemas.list, 'list') as Json).first_id, first, 'newest conversation after a completion', list2);
+      const after = await metricsAfterOneCreation(ctx, before);
+      ctx.equal(after.total_conversations - before.total_conversations, 1, 'change of total_conversations after a completion and one creation');
     },
   },
   {

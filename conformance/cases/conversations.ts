@@ -1,8 +1,6 @@
 // §4.1, §4.3, §4.4, §4.5: create, read, rename and soft-delete a conversation.
 import { defineCases, type CaseDef } from '../context.ts';
-import { baselineCreate, convPath, createConversation, getConversation, liveConversation, withBody } from './common.ts';
-
-const MISSING_ID = 'conv_conformance_does_not_exist_0000';
+import { baselineCreate, checkUnixSeconds, convPath, createConversation, getConversation, liveConversation, unknownConversationId, withBody } from './common.ts';
 
 export const create: CaseDef[] = defineCases('4.1', [
   {
@@ -17,9 +15,7 @@ export const create: CaseDef[] = defineCases('4.1', [
       ctx.equal(b.value.external_user_id, body.external_user_id, 'external_user_id', b.exchange);
       ctx.equal(b.value.title, body.title, 'title', b.exchange);
       ctx.equal(b.value.metadata, body.metadata, 'metadata', b.exchange);
-      // Unix seconds, not milliseconds; a day of clock skew is tolerated.
-      const now = Date.now() / 1000;
-      ctx.check(Math.abs(b.value.created_at - now) < 86_400, `created_at ${b.value.created_at} is not Unix seconds near now (${Math.round(now)})`, b.exchange);
+      checkUnixSeconds(ctx, b.value.created_at, 'Conversation', b.exchange);
     },
   },
   {
@@ -27,7 +23,9 @@ export const create: CaseDef[] = defineCases('4.1', [
     level: 'MUST',
     description: 'every field is optional: {} creates a conversation',
     async run(ctx) {
-      await createConversation(ctx, {});
+      const { conv } = await createConversation(ctx, {});
+      // {} carries no tag of the run: deleted at once rather than at the end, which an interrupted run may not reach.
+      await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) });
     },
   },
   {
@@ -137,10 +135,9 @@ export const get: CaseDef[] = defineCases('4.3', [
   {
     id: 'S4.3-get-unknown-404',
     level: 'MUST',
-    description: 'GET an unknown conversation id is 404 not_found',
+    description: 'GET an unknown conversation id (shaped like a real one) is 404 not_found',
     async run(ctx) {
-      await liveConversation(ctx);
-      const ex = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, MISSING_ID) });
+      const ex = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, await unknownConversationId(ctx)) });
       ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
     },
   },
@@ -155,7 +152,7 @@ export const update: CaseDef[] = defineCases('4.4', [
       const { conv } = await createConversation(ctx);
       const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: 'Renamed by conformance' } });
       const c = ctx.ok(ex, ctx.schemas.conversation, 'update conversation');
-      ctx.equal(c.id, conv.id, 'id', ex);
+      ctx.equal([c.id, c.created_at], [conv.id, conv.created_at], '[id, created_at] compared with the create response', ex);
       ctx.equal(c.title, 'Renamed by conformance', 'title in the PATCH response', ex);
       const got = await getConversation(ctx, conv.id);
       ctx.equal(got.title, 'Renamed by conformance', 'title read back');
@@ -179,9 +176,21 @@ export const update: CaseDef[] = defineCases('4.4', [
     level: 'MUST',
     description: 'PATCH an unknown conversation id is 404 not_found',
     async run(ctx) {
-      await liveConversation(ctx);
-      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, MISSING_ID), body: { title: 'x' } });
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, await unknownConversationId(ctx)), body: { title: 'x' } });
       ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
+    },
+  },
+  {
+    id: 'S4.4-update-only-title',
+    level: 'MUST',
+    description: 'only the custom title can be updated: a PATCH with title and metadata is refused with a 4xx error object or leaves metadata as it was',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept', metadata: ctx.tagMetadata });
+      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: 'Changed', metadata: { ...ctx.tagMetadata, changed: true } } });
+      if (ex.status >= 400) ctx.error(ex, 'PATCH with title and metadata');
+      else ctx.equal(ctx.ok(ex, ctx.schemas.conversation, 'PATCH with title and metadata').metadata, ctx.tagMetadata, 'metadata in the PATCH response', ex);
+      const got = await getConversation(ctx, conv.id);
+      ctx.equal(got.metadata, ctx.tagMetadata, 'metadata read back after a PATCH with title and metadata');
     },
   },
   {
@@ -225,8 +234,7 @@ export const remove: CaseDef[] = defineCases('4.5', [
     level: 'MUST',
     description: 'DELETE an unknown conversation id is 404 not_found',
     async run(ctx) {
-      await liveConversation(ctx);
-      const ex = await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, MISSING_ID) });
+      const ex = await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, await unknownConversationId(ctx)) });
       ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
     },
   },

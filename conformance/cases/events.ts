@@ -2,9 +2,9 @@
 // D-18, D-20), data_spec patches (D-22), function calls (D-21), and agreement with persisted items.
 import jsonpatch from 'fast-json-patch';
 import { EVENT_TYPES, type EventType } from '../../src/contract/index.ts';
-import { defineCases, CaseSkip, type CaseContext, type CaseDef } from '../context.ts';
+import { deepEqual, defineCases, CaseSkip, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange } from '../http.ts';
-import { appPath, contentOf, convPath, createConversation, expectStream, getConversation, textOf, type Json } from './common.ts';
+import { appPath, contentOf, convPath, createConversation, expectStream, getConversation, mentions, textOf, type Json } from './common.ts';
 
 const QUESTION = 'Hello! How do I reset my password?';
 const FORM_REQUEST = 'I would like to book an appointment. Please show me the booking form.';
@@ -87,15 +87,31 @@ function checkSequence(ctx: CaseContext, ex: Exchange): void {
   });
 }
 
+/**
+ * §6: "each event is two lines", `event: <type>` then `data: <json>`, so a payload is one data line.
+ * What any SSE client copes with stays open: CR LF or CR line ends, comment lines (`: keep-alive`),
+ * no space after the colon, blank lines between events.
+ */
+function checkTwoLineEvents(ctx: CaseContext, ex: Exchange): void {
+  ex.text
+    .replace(/\r\n?/g, '\n')
+    .split('\n\n')
+    .forEach((block, i) => {
+      const lines = block.split('\n').filter((l) => l !== '' && !l.startsWith(':'));
+      if (lines.length === 0) return;
+      ctx.check(lines.length === 2 && /^event: ?\S/.test(lines[0]!) && /^data: ?\S/.test(lines[1]!), `event block #${i} is not the two lines "event: <type>" and "data: <json>" (§6): ${JSON.stringify(block.slice(0, 200))}`, ex);
+    });
+}
+
 /** D-16/§6: each event block is exactly `event: <type>` then `data: <json>`; comments only as `: …` blocks. */
 function checkRawFraming(ctx: CaseContext, ex: Exchange): void {
+  ctx.check(!ex.text.includes('\r'), 'the stream uses CR line endings (D-16: LF only)', ex);
   ctx.check(ex.text.endsWith('\n\n'), 'the stream does not end with a blank line after its last event', ex);
   const blocks = ex.text.split('\n\n').slice(0, -1);
   blocks.forEach((block, i) => {
     const lines = block.split('\n');
     if (lines.every((l) => l.startsWith(':'))) return;
     ctx.check(lines.length === 2 && /^event: \S+$/.test(lines[0]!) && /^data: \S/.test(lines[1]!), `block #${i} is not exactly "event: <type>" + "data: <json>": ${JSON.stringify(block.slice(0, 200))}`, ex);
-    ctx.check(!block.includes('\r'), `block #${i} uses CR line endings`, ex);
   });
 }
 
@@ -130,10 +146,17 @@ function dataSpecPatches(ctx: CaseContext, values: Json[], ex?: Exchange): void 
   });
 }
 
+/**
+ * §2.4 types name, arguments and call_id "string or null"; arguments, when given, are JSON. The
+ * reference (D-16, D-21) always names the call, gives it an id and calls knowledge_search {"query"}.
+ */
 function functionCallsWellFormed(ctx: CaseContext, calls: Json[], where: string, ex?: Exchange): void {
   calls.forEach((c, i) => {
-    ctx.check(typeof c.name === 'string' && c.name.length > 0, `${where} function_call #${i} has no name`, ex);
-    ctx.check(typeof c.call_id === 'string' && c.call_id.length > 0, `${where} function_call #${i} has no call_id`, ex);
+    if (ctx.reference) {
+      ctx.check(typeof c.name === 'string' && c.name.length > 0, `${where} function_call #${i} has no name (D-21)`, ex);
+      ctx.check(typeof c.call_id === 'string' && c.call_id.length > 0, `${where} function_call #${i} has no call_id (D-16)`, ex);
+    }
+    if (c.arguments === null && !ctx.reference) return;
     let args: unknown;
     try {
       args = JSON.parse(String(c.arguments));
@@ -145,7 +168,7 @@ function functionCallsWellFormed(ctx: CaseContext, calls: Json[], where: string,
       ctx.check(typeof (args as Json)?.query === 'string', `${where} function_call #${i} arguments are not {"query": string} (D-21): ${String(c.arguments)}`, ex);
     }
   });
-  const ids = calls.map((c) => c.call_id);
+  const ids = calls.map((c) => c.call_id).filter((id) => id !== null);
   ctx.check(new Set(ids).size === ids.length, `${where}: two function calls share a call_id`, ex);
 }
 
@@ -161,11 +184,12 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-framing',
     level: 'MUST',
-    description: 'every event has an event: type and a data: JSON object',
+    description: 'every event is the two lines "event: <type>" and "data: <json object>" (CR LF and ": …" comments allowed, as in any SSE stream)',
     async run(ctx) {
       const { ex } = await conversationStream(ctx);
       ex.sse!.events.forEach((e, i) => ctx.check(e.event !== 'message', `event #${i} has no "event:" line (data ${e.data.slice(0, 80)})`, ex));
       ctx.equal(ex.sse!.parseErrors, [], 'SSE parse errors', ex);
+      checkTwoLineEvents(ctx, ex);
     },
   },
   {
@@ -235,15 +259,52 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-json-output-matches-stream-shape',
     level: 'MUST',
-    description: 'rule 4: in JSON mode the same kinds of content arrive as output items (message text equals the concatenated text parts)',
+    description: 'rule 4: the same message in JSON mode gives the kinds of output items a stream of it carries (messages with text, function calls, data_spec), up to 3 tries for an agent that varies',
     async run(ctx) {
-      const { conv } = await createConversation(ctx);
-      const ex = await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream: false } });
-      const r = ctx.ok(ex, ctx.schemas.response, 'send message (JSON)') as Json;
-      for (const item of r.output as Json[]) if (item.type === 'message') ctx.check(textOf(item).length > 0, 'a message item with no text', ex);
+      let last = '';
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const { ex: streamed } = await freshExchange(ctx, true);
+        expectStream(ctx, streamed, 'conversation stream');
+        const { ex } = await freshExchange(ctx, false);
+        const r = ctx.ok(ex, ctx.schemas.response, 'send message (JSON)') as Json;
+        const output = r.output as Json[];
+        for (const item of output) if (item.type === 'message') ctx.check(textOf(item).length > 0, 'a message item with no text', ex);
+        const fromStream = streamKinds(streamed);
+        const fromJson = countKinds(output.map((o) => String(o.type)));
+        if (deepEqual(fromStream, fromJson)) return;
+        last = `the stream carried ${JSON.stringify(fromStream)} but the JSON output holds ${JSON.stringify(fromJson)}`;
+      }
+      ctx.fail(`${last} (3 tries of the same message in each mode)`);
     },
   },
 ]);
+
+async function freshExchange(ctx: CaseContext, stream: boolean): Promise<{ ex: Exchange }> {
+  const { conv } = await createConversation(ctx);
+  return { ex: await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream } }) };
+}
+
+function countKinds(kinds: string[]): Record<string, number> {
+  const n: Record<string, number> = {};
+  for (const k of kinds) n[k] = (n[k] ?? 0) + 1;
+  return n;
+}
+
+/**
+ * Output items a stream carries, by kind: a message per output_index of its text events, a
+ * function call per function_call.start (its payload is not shown in §6), a data_spec per event.
+ */
+function streamKinds(ex: Exchange): Record<string, number> {
+  const messages = new Set<unknown>();
+  const kinds: string[] = [];
+  for (const e of ex.sse!.events) {
+    const p = e.json as Json;
+    if (e.event === 'response.output_text.delta' || e.event === 'response.output_text.done') messages.add(p.output_index);
+    if (e.event === 'response.function_call.start') kinds.push('function_call');
+    if (e.event === 'response.data_spec') kinds.push('data_spec');
+  }
+  return countKinds([...[...messages].map(() => 'message'), ...kinds]);
+}
 
 export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
@@ -254,6 +315,16 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
       const { ex } = await completionStream(ctx);
       checkStartEnd(ctx, ex, 'completion');
       ex.sse!.events.forEach((e, i) => ctx.check(TEXT_EVENTS.has(e.event), `event #${i} of a completion stream is ${e.event}, not a text event`, ex));
+    },
+  },
+  {
+    id: 'S6-cmpl-framing',
+    level: 'MUST',
+    description: 'every event of a completion stream is the two lines "event: <type>" and "data: <json object>"',
+    async run(ctx) {
+      const { ex } = await completionStream(ctx);
+      ctx.equal(ex.sse!.parseErrors, [], 'SSE parse errors', ex);
+      checkTwoLineEvents(ctx, ex);
     },
   },
   {
@@ -364,7 +435,7 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
     id: 'S6-function-call-items',
     level: 'MUST',
     needs: ['apps.knowledge_base'],
-    description: 'function_call output items carry a name, JSON-encoded arguments and a call_id (reference: knowledge_search {"query"}, D-21), and are kept in the history',
+    description: 'function_call output items carry name, arguments (JSON-encoded) and call_id, each a string or null, and the calls are kept in the history (reference: knowledge_search {"query"}, D-21; function_call items, D-14)',
     async run(ctx) {
       const app = ctx.app('apps.knowledge_base');
       const { conv } = await createConversation(ctx, undefined, app);
@@ -374,8 +445,14 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
       if (calls.length === 0) throw new CaseSkip('the agent made no function call for the knowledge-base question');
       functionCallsWellFormed(ctx, calls, 'output', ex);
       const got = await getConversation(ctx, conv.id, app);
-      const kept = got.items.filter((it) => it.type === 'function_call').map((it) => it.call_id);
-      ctx.check(calls.every((c) => kept.includes(c.call_id)), `function calls ${JSON.stringify(calls.map((c) => c.call_id))} are not all in the history (${JSON.stringify(kept)})`);
+      if (ctx.reference) {
+        const kept = got.items.filter((it) => it.type === 'function_call').map((it) => it.call_id);
+        ctx.check(calls.every((c) => kept.includes(c.call_id)), `function calls ${JSON.stringify(calls.map((c) => c.call_id))} are not all function_call items of the history (${JSON.stringify(kept)}, D-14)`);
+        return;
+      }
+      // Item fields are not shown (§2.1): the call's id is looked for anywhere in the history.
+      const missing = calls.map((c) => c.call_id).filter((id): id is string => typeof id === 'string' && !mentions(got.items, id));
+      ctx.check(missing.length === 0, `function calls ${JSON.stringify(missing)} of the response appear nowhere in the conversation's items`);
     },
   },
   {

@@ -2,7 +2,7 @@
 // prompt length, message content (D-15), and the rate limit (D-23).
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { OutgoingRequest } from '../http.ts';
-import { baselineCompletion, baselineCreate, baselineSend, convPath, createConversation, getConversation, metadataOfBytes, withBody, type Baseline } from './common.ts';
+import { baselineCompletion, baselineCreate, baselineSend, convPath, getConversation, metadataOfBytes, withBody, type Baseline } from './common.ts';
 
 /**
  * "16KB maximum": D-9 reads it as 16,384 bytes of compact JSON. The spec profile only asks that
@@ -109,10 +109,18 @@ export const limits: CaseDef[] = [
       id: 'S8-rate-limit-429',
       level: 'MUST',
       needs: ['apps.rate_limited'],
-      description: 'send message past the plan limit is 429 rate_limit_exceeded (reference: with Retry-After, and nothing changes, D-23)',
+      description: 'send message past the plan limit is 429 rate_limit_exceeded; a 429 already on creating the conversation counts too (reference: only send and completion count, with Retry-After, and nothing changes, D-23)',
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
-        const { conv } = await createConversation(ctx, undefined, app);
+        const created = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
+        if (created.status === 429 && !ctx.reference) {
+          // Whether endpoints other than send message are limited is not shown (§8): a limit that
+          // refuses even the creation (a run moments ago used it up) is a limit enforced.
+          ctx.error(created, 'create conversation on the rate-limited app', { status: 429, type: 'rate_limit_exceeded' });
+          return;
+        }
+        // D-23: only send message and create completion count, so creating is never refused.
+        const conv = ctx.ok(created, ctx.schemas.conversation, 'create conversation on the rate-limited app');
         const request: OutgoingRequest = { method: 'POST', path: convPath(app, conv.id), body: { message: { content: 'Hello!' }, stream: false } };
         let refused;
         let counted;
