@@ -77,13 +77,14 @@ export async function startChild(script: string, args: string[] = [], opts: { en
   };
 }
 
-/** For the child side: answers `stats` with its memory and stops on `stop` or when the parent dies. */
+/** For the child side: answers `stats` with its memory and CPU time (µs) and stops on `stop` or when the parent dies. */
 export function serveIpc(stop: () => Promise<void>): void {
   process.on('message', (m: { type: string }) => {
     if (m?.type === 'stats') {
       const { rss, heapUsed, heapTotal } = process.memoryUsage();
       const old = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
-      process.send!({ type: 'stats', rss, heapUsed, heapTotal, oldSpaceSize: old?.space_size, oldSpaceUsed: old?.space_used_size });
+      const cpu = process.cpuUsage();
+      process.send!({ type: 'stats', rss, heapUsed, heapTotal, oldSpaceSize: old?.space_size, oldSpaceUsed: old?.space_used_size, cpuUs: cpu.user + cpu.system });
     }
     if (m?.type === 'stop') void stop().then(() => process.exit(0));
   });
