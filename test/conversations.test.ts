@@ -104,8 +104,8 @@ describe('list (§4.2, D-12)', () => {
   });
 });
 
-describe('get conversation serves kept JSON text, renewed on every write', () => {
-  test('a new message and a rename both show in the next get; the text matches the object get', async () => {
+describe('get conversation serves a kept body, renewed on every write', () => {
+  test('a new message and a rename each show in the next get; the bytes match the object get', async () => {
     const id = ((await s.call('POST', base, { title: 'First' })).body as { id: string }).id;
     const first = ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
     assert.deepEqual(first.items, []);
@@ -116,6 +116,8 @@ describe('get conversation serves kept JSON text, renewed on every write', () =>
     assert.equal(second.items.length >= 2, true, 'the exchange is there');
     assert.equal(second.items[0]!.type, 'message');
     assert.equal((await s.call('PATCH', `${base}/${id}`, { title: 'Renamed' })).status, 200);
+    // A rename alone (the file unchanged) shows too: the kept body follows the record.
+    assert.equal((ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body)).title, 'Renamed');
     assert.equal((await s.call('POST', `${base}/${id}`, { message: { content: 'Again' }, stream: false })).status, 200);
     const third = ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
     assert.equal(third.title, 'Renamed');
@@ -125,7 +127,7 @@ describe('get conversation serves kept JSON text, renewed on every write', () =>
     // Byte for byte what serializing the object would give.
     const { ConversationService } = await import('../src/services/conversations.ts');
     const svc = new ConversationService(s.store);
-    assert.equal((await svc.getJson(APP, id)).text, JSON.stringify(await svc.get(APP, id)));
+    assert.equal((await svc.getJson(APP, id)).text.toString(), JSON.stringify(await svc.get(APP, id)));
     assert.deepEqual(JSON.parse(JSON.stringify(await svc.getJson(APP, id))), third, 'toJSON gives the object back');
   });
 });

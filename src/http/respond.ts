@@ -1,11 +1,11 @@
 // Writing JSON responses: one place that sets the content type and length.
 import type { ServerResponse } from 'node:http';
 
-/** A body already serialized to JSON, sent as is (a handler that keeps the text of what it serves). */
+/** A body already serialized to JSON, sent as is (a handler that keeps the bytes of what it serves). */
 export class JsonText {
-  constructor(readonly text: string) {}
+  constructor(readonly text: string | Buffer) {}
   toJSON(): unknown {
-    return JSON.parse(this.text);
+    return JSON.parse(this.text.toString());
   }
 }
 

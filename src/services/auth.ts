@@ -1,10 +1,11 @@
 // Authentication and app access (§5, D-4, D-6): who is calling, and may they use this app.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { apiError } from '../http/errors.ts';
 import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
 
 export function hashKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  // One-shot hash: half the cost of createHash().update().digest() on every request (bench/profile.ts get).
+  return hash('sha256', key, 'buffer');
 }
 
 export class AuthService {

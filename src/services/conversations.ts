@@ -30,11 +30,13 @@ export class ConversationService {
   /** The last queued change of each conversation being changed (see `exclusive`). */
   private readonly queues = new Map<string, Promise<unknown>>();
   /**
-   * The JSON text of a conversation file's items, keyed by the store's items array (so it lives as
-   * long as the store keeps that file cached, and a file read again is a new key). The store only
-   * ever appends items (`appendToConversation`), so a write changes the length, which invalidates it.
+   * The encoded body of a get, keyed by the store's items array (so it lives as long as the store
+   * keeps that file cached, and a file read again is a new key). It is renewed when the file gains
+   * items (the store only ever appends them, so the length changes) or the record is replaced (a
+   * rename, an exchange: the store never changes a record in place). A conversation read again is
+   * neither serialized nor encoded again.
    */
-  private readonly itemsJson = new WeakMap<readonly unknown[], { length: number; text: string }>();
+  private readonly bodies = new WeakMap<readonly unknown[], { length: number; record: ConversationRecord; body: Buffer }>();
 
   constructor(private readonly store: Store) {}
 
@@ -85,20 +87,17 @@ export class ConversationService {
     return { ...toConversation(record), items: file.items };
   }
 
-  /**
-   * `get` as the JSON text of the response: the items' text is kept per conversation file and
-   * reused until the file gains items, so a conversation read again is not serialized again.
-   */
+  /** `get` as the bytes of the response, kept while the conversation and its file are unchanged. */
   async getJson(appId: string, id: string): Promise<JsonText> {
     const record = this.find(appId, id);
     const { items } = await this.store.readConversationFile(id);
-    let cached = this.itemsJson.get(items);
-    if (!cached || cached.length !== items.length) {
-      cached = { length: items.length, text: JSON.stringify(items) };
-      this.itemsJson.set(items, cached);
+    let cached = this.bodies.get(items);
+    if (!cached || cached.length !== items.length || cached.record !== record) {
+      const head = JSON.stringify(toConversation(record));
+      cached = { length: items.length, record, body: Buffer.from(`${head.slice(0, -1)},"items":${JSON.stringify(items)}}`) };
+      this.bodies.set(items, cached);
     }
-    const head = JSON.stringify(toConversation(record));
-    return new JsonText(`${head.slice(0, -1)},"items":${cached.text}}`);
+    return new JsonText(cached.body);
   }
 
   update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
