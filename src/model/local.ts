@@ -44,6 +44,11 @@ export class LocalEngine implements ModelEngine {
 
   async *generate(request: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent> {
     const t = this.testing;
+    // The service starts a turn before it writes `response.created` (so that a remote model's request
+    // is already on its way). This engine has no request to send: it plans its turn synchronously,
+    // and doing that first would only hold back the event clients are waiting for. So it plans on the
+    // next turn of the event loop, once the event is out (bench: time to first event).
+    await new Promise<void>((resolve) => setImmediate(resolve));
     signal.throwIfAborted();
     if (t.fail_before_first) {
       if (t.latency_ms) await delay(t.latency_ms, undefined, { signal });
