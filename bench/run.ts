@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from './child.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
-import { load, percentile, rate, repeat, timed, type LoadResult } from './measure.ts';
+import { load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -18,8 +18,8 @@ const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 const CFG = QUICK
-  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, startups: 1, connections: 10 }
-  : { small: 1_000, large: 100_000, rounds: 3, seconds: 4, warmup: 1, creates: 3_000, probes: 300, streams: 40, startups: 3, connections: 10 };
+  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, latencyRounds: 2, startups: 1, connections: 10 }
+  : { small: 1_000, large: 100_000, rounds: 5, seconds: 3, warmup: 1, creates: 3_000, probes: 300, streams: 60, latencyRounds: 10, startups: 3, connections: 10 };
 /** Events in the baseline SSE stream, and tokens in the fake Ollama reply (one every OLLAMA_GAP_MS). */
 const SSE_EVENTS = 200;
 const OLLAMA_TOKENS = QUICK ? 100 : 200;
@@ -195,27 +195,50 @@ type Server = { port: number; ids: string[]; streamIds: string[] };
 const isEvent = (l: string) => l.startsWith('event: ');
 const isDelta = (l: string) => l === 'event: response.output_text.delta';
 
+/**
+ * One request at a time. The baseline's and Parley's probes are taken in interleaved rounds (a
+ * slice of each per round), like the throughput rounds: a disturbance of the machine (another
+ * process, the kernel writing back the create rounds' files) then lands on both sides of a ratio
+ * instead of on whichever was being measured (one run had the raw GET alone at 1.18 ms).
+ */
 async function measureLatency(raw: number, servers: Partial<Record<'small' | 'large', Server>>): Promise<Latency> {
-  log('latency, one request at a time');
-  const idle = await repeat(CFG.probes, 20, () => timed(raw, 'GET', '/get'));
+  log(`latency, one request at a time (${CFG.latencyRounds} interleaved rounds)`);
+  const body = JSON.stringify({ message: { content: 'Tell me about the Montreal office.' }, stream: true });
+  const per = (n: number) => Math.max(1, Math.round(n / CFG.latencyRounds));
+  const idle: Timing[] = [];
+  const sse: Timing[] = [];
+  const gets: Timing[] = [];
+  const streams: Partial<Record<'small' | 'large', Timing[]>> = {};
+  // Warm-up of each path, unmeasured.
+  await repeat(0, 20, () => timed(raw, 'GET', '/get'));
+  await repeat(0, 3, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`));
+  const streamOf = (server: Server) => {
+    const any = pick(server.streamIds);
+    return () => timed(server.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent, unit: isDelta });
+  };
+  for (const server of Object.values(servers)) await repeat(0, 3, streamOf(server));
+  const getLarge = servers.large && (() => timed(servers.large!.port, 'GET', `/v1/apps/${APP}/conversations/${pick(servers.large!.ids)()}`, { headers: AUTH }));
+  if (getLarge) await repeat(0, 20, getLarge);
+  for (let round = 0; round < CFG.latencyRounds; round++) {
+    idle.push(...(await repeat(per(CFG.probes), 0, () => timed(raw, 'GET', '/get'))));
+    sse.push(...(await repeat(per(CFG.streams), 0, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`, { first: isEvent, unit: isEvent }))));
+    if (getLarge) gets.push(...(await repeat(per(CFG.probes), 0, getLarge)));
+    for (const [name, server] of Object.entries(servers) as Array<['small' | 'large', Server]>) {
+      (streams[name] ??= []).push(...(await repeat(per(CFG.streams), 0, streamOf(server))));
+    }
+  }
   const rawGetP50 = percentile(idle.map((t) => t.totalMs), 50);
   log(`  raw GET: p50 ${ms(rawGetP50)}`);
-  const sse = await repeat(CFG.streams, 3, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`, { first: isEvent, unit: isEvent }));
   const rawSseFirstP50 = percentile(sse.map((t) => t.firstMs), 50);
   const rawSseEventsPerSec = percentile(sse.map(rate), 50);
   log(`  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s (${SSE_EVENTS} events)`);
   let parleyGetP50: number | undefined;
-  if (servers.large) {
-    const any = pick(servers.large.ids);
-    const runs = await repeat(CFG.probes, 20, () => timed(servers.large!.port, 'GET', `/v1/apps/${APP}/conversations/${any()}`, { headers: AUTH }));
-    parleyGetP50 = percentile(runs.map((t) => t.totalMs), 50);
+  if (getLarge) {
+    parleyGetP50 = percentile(gets.map((t) => t.totalMs), 50);
     log(`  Parley GET conversation (large): p50 ${ms(parleyGetP50)}`);
   }
   const stream: Latency['stream'] = {};
-  for (const [name, server] of Object.entries(servers) as Array<['small' | 'large', Server]>) {
-    const any = pick(server.streamIds);
-    const body = JSON.stringify({ message: { content: 'Tell me about the Montreal office.' }, stream: true });
-    const runs = await repeat(CFG.streams, 3, () => timed(server.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent, unit: isDelta }));
+  for (const [name, runs] of Object.entries(streams) as Array<['small' | 'large', Timing[]]>) {
     stream[name] = {
       firstP50: percentile(runs.map((t) => t.firstMs), 50),
       eventsPerSec: percentile(runs.map(rate), 50),
