@@ -49,14 +49,10 @@ export interface SseOptions {
   headers?: Record<string, string>;
 }
 
-/**
- * Streams `events` as SSE on `res`: sends the headers, stamps and writes each event at once, keeps
- * the connection alive while nothing comes, and ends the response after the last event. A client
- * that went away makes every further write a no-op; the producer sees its abort signal instead.
- */
-export async function streamSse(res: ServerResponse, events: AsyncIterable<UnsequencedEvent>, opts: SseOptions = {}): Promise<void> {
+/** D-18's headers of a stream (a live one or an Idempotency-Key replay), after `extra`. */
+export function writeSseHead(res: ServerResponse, extra: Record<string, string> = {}): void {
   res.writeHead(200, {
-    ...opts.headers,
+    ...extra,
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     // A server shutting down has set `Connection: close` already: the stream must not undo it.
@@ -64,6 +60,15 @@ export async function streamSse(res: ServerResponse, events: AsyncIterable<Unseq
     // Reverse proxies (nginx) would otherwise buffer the stream.
     'x-accel-buffering': 'no',
   });
+}
+
+/**
+ * Streams `events` as SSE on `res`: sends the headers, stamps and writes each event at once, keeps
+ * the connection alive while nothing comes, and ends the response after the last event. A client
+ * that went away makes every further write a no-op; the producer sees its abort signal instead.
+ */
+export async function streamSse(res: ServerResponse, events: AsyncIterable<UnsequencedEvent>, opts: SseOptions = {}): Promise<void> {
+  writeSseHead(res, opts.headers);
   // The headers normally leave in one packet with `response.created`, which every stream yields at
   // once; if the first event is not ready by the next turn of the event loop, they go alone.
   const flush = setImmediate(() => {

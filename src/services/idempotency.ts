@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { RequestContext } from '../http/context.ts';
 import { readJsonBody } from '../http/body.ts';
 import { ApiError, invalidRequest } from '../http/errors.ts';
+import { writeSseHead } from '../http/sse.ts';
 import { Journal } from '../store/journal.ts';
 
 const HOUR = 3_600_000;
@@ -252,13 +253,7 @@ export class IdempotencyService {
     }
     if (d.kind === 'json') return JSON.parse(d.b);
     const res = ctx.res;
-    res.writeHead(200, {
-      ...ctx.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      ...(res.hasHeader('connection') ? {} : { connection: 'keep-alive' }),
-      'x-accel-buffering': 'no',
-    });
+    writeSseHead(res, ctx.headers);
     res.end(d.b + (d.cut ? closingFailure(d.b) : ''));
     return undefined;
   }
