@@ -2,7 +2,7 @@
 // prove the suite: `npm run conformance:docs`. A test fails when the committed file is stale.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { MUTANTS, VARIANTS } from '../test/mutants.ts';
+import { MUTANTS, VARIANTS } from '../test/support/mutants.ts';
 import { CASES, sectionTitle } from './registry.ts';
 
 const INTRO = `# Conformance suite

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { AppConfig, AppMetrics, type ItemT } from '../src/contract/index.ts';
-import { APP, TARGET, startTestServer, type TestServer } from './helpers.ts';
+import { APP, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
 
 let s: TestServer;
 before(async () => {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { APP, KEY, startTestServer, type TestServer } from './helpers.ts';
+import { APP, KEY, startTestServer, type TestServer } from './support/helpers.ts';
 
 let server: TestServer;
 before(async () => {

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { tempDir } from './helpers.ts';
-import { cliEnv, FAKE_KEY, MAIN, ROOT, runCli, sendJson, spawnCli, sseEvent, startFakeApi, waitFor, type FakeApi } from './cli-helpers.ts';
+import { tempDir } from './support/helpers.ts';
+import { cliEnv, FAKE_KEY, MAIN, ROOT, runCli, sendJson, spawnCli, sseEvent, startFakeApi, waitFor, type FakeApi } from './support/cli-helpers.ts';
 
 let api: FakeApi;
 before(async () => {

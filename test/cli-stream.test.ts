@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, describe, test } from 'node:test';
 import { ReferenceResponse } from '../src/contract/index.ts';
-import { APP, KEY, startTestServer } from './helpers.ts';
-import { runCli, serverEnv, spawnCli, waitFor } from './cli-helpers.ts';
+import { APP, KEY, startTestServer } from './support/helpers.ts';
+import { runCli, serverEnv, spawnCli, waitFor } from './support/cli-helpers.ts';
 
 const s = await startTestServer();
 after(() => s.close());

@@ -12,8 +12,8 @@ import type { Command } from 'commander';
 import { buildProgram } from '../cli/main.ts';
 import { Session } from '../cli/context.ts';
 import { Output } from '../cli/io.ts';
-import { APP, KEY, OTHER_TEAM_KEY, startTestServer, TARGET, tempDir, type TestServer } from './helpers.ts';
-import { ROOT, runCli, serverEnv, spawnCli, waitFor } from './cli-helpers.ts';
+import { APP, KEY, OTHER_TEAM_KEY, startTestServer, TARGET, tempDir, type TestServer } from './support/helpers.ts';
+import { ROOT, runCli, serverEnv, spawnCli, waitFor } from './support/cli-helpers.ts';
 
 let s: TestServer;
 let env: Record<string, string>;

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ReferenceCompletion, ReferenceErrorBody, ReferenceEventPayload, type EventType } from '../src/contract/index.ts';
 import { countTokens, estimateInputTokens } from '../src/model/text.ts';
-import { startTestServer, type TestServer } from './helpers.ts';
-import { postSse, shape } from './sse-client.ts';
+import { startTestServer, type TestServer } from './support/helpers.ts';
+import { postSse, shape } from './support/sse-client.ts';
 
 let s: TestServer;
 before(async () => {

@@ -11,8 +11,8 @@ import { parseTarget, type Target } from '../conformance/target.ts';
 import { generateDocs } from '../conformance/docs.ts';
 import { describeResponse, type Exchange } from '../conformance/http.ts';
 import { lookalike } from '../conformance/cases/common.ts';
-import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
-import { startMutantProxy } from './mutant-proxy.ts';
+import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { startMutantProxy } from './support/mutant-proxy.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -26,26 +26,7 @@ before(async () => {
 });
 after(() => s.close());
 
-function failures(r: RunResults): string {
-  return r.results
-    .filter((c) => c.status === 'failed')
-    .map((c) => `${c.id}: ${c.failure?.message}\n${c.failure?.curl}\n${c.failure?.response}`)
-    .join('\n\n');
-}
-
 describe('the reference server conforms', () => {
-  for (const profile of ['spec', 'reference'] as const) {
-    test(`profile ${profile}: every case passes, none is skipped with a full target`, { timeout: 120_000 }, async (t) => {
-      const r = await runConformance({ target, profile, timeoutMs: 10_000 });
-      t.diagnostic(`profile ${profile}: ${r.summary.passed} passed, ${r.summary.failed} failed, ${r.summary.skipped} skipped`);
-      assert.equal(r.summary.failed, 0, failures(r));
-      const skipped = r.results.filter((c) => c.status === 'skipped');
-      assert.deepEqual(skipped.map((c) => `${c.id}: ${c.reason}`), []);
-      assert.equal(r.results.length, selectCases({ profile }).length);
-      assert.deepEqual(r.cleanup.failed, []);
-    });
-  }
-
   test('everything the run created is deleted at the end', async () => {
     const fresh = await startTestServer();
     try {

@@ -1,8 +1,8 @@
 // Conversations over HTTP (§4.1–4.5, D-7–D-14), validated against the contract.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { APP, startTestServer, type TestServer } from './helpers.ts';
-import { ExactConversation, ExactConversationList, ExactConversationWithItems, ExactDeletionResult, ExactErrorBody } from './shapes.ts';
+import { APP, startTestServer, type TestServer } from './support/helpers.ts';
+import { ExactConversation, ExactConversationList, ExactConversationWithItems, ExactDeletionResult, ExactErrorBody } from './support/shapes.ts';
 
 let s: TestServer;
 before(async () => {

@@ -14,7 +14,7 @@ import type { ModelEngine, ModelEvent, ModelRequest } from '../src/model/types.t
 import { ResponseRun } from '../src/services/response-runner.ts';
 import { knowledgeSearchSpec, runTool } from '../src/services/tools.ts';
 import type { AppT } from '../src/store/fixtures.ts';
-import { FIXTURES_DIR, startTestServer } from './helpers.ts';
+import { FIXTURES_DIR, startTestServer } from './support/helpers.ts';
 
 const forms = await loadForms(FIXTURES_DIR, ['contact', 'booking', 'feedback']);
 

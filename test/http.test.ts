@@ -5,8 +5,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { APP, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './helpers.ts';
-import { ExactErrorBody } from './shapes.ts';
+import { APP, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
+import { ExactErrorBody } from './support/shapes.ts';
 
 let s: TestServer;
 before(async () => {

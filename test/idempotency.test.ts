@@ -13,7 +13,7 @@ import { createHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/services/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/services/idempotency.ts';
 import { loadFixtures } from '../src/store/fixtures.ts';
-import { APP, FIXTURES_DIR, KEY, TARGET, startTestServer, tempDir, type TestServer } from './helpers.ts';
+import { APP, FIXTURES_DIR, KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
 const conv = `/apps/${APP}/conversations`;
 const idem = (k: string) => ({ headers: { 'idempotency-key': `"${k}"` } });

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Journal } from '../src/store/journal.ts';
 import { StoreError } from '../src/store/types.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from './support/helpers.ts';
 
 // Lines of 1 to ~300 bytes, with 2-, 3- and 4-byte UTF-8 characters and a blank line (line 3).
 const ENTRIES = [{ n: 1, s: 'é' }, { n: 2, s: 'x'.repeat(300) }, null, { n: 3, s: '€ 漢字 😀' }, { n: 4 }];

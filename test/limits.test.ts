@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { LIMITS } from '../src/contract/index.ts';
-import { APP, startTestServer, type TestServer } from './helpers.ts';
-import { ExactConversation, ExactConversationList, ExactErrorBody } from './shapes.ts';
+import { APP, startTestServer, type TestServer } from './support/helpers.ts';
+import { ExactConversation, ExactConversationList, ExactErrorBody } from './support/shapes.ts';
 
 let s: TestServer;
 before(async () => {

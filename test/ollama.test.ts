@@ -8,8 +8,8 @@ import { dataBlock, OllamaEngine } from '../src/model/ollama.ts';
 import { countTokens } from '../src/model/text.ts';
 import { ModelError, type ModelEvent, type ModelRequest } from '../src/model/types.ts';
 import { knowledgeSearchSpec } from '../src/services/tools.ts';
-import { startTestServer } from './helpers.ts';
-import { postSse, shape } from './sse-client.ts';
+import { startTestServer } from './support/helpers.ts';
+import { postSse, shape } from './support/sse-client.ts';
 
 const HOST = 'http://ollama.test:11434';
 const CHAT = `${HOST}/api/chat`;

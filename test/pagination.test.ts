@@ -1,8 +1,8 @@
 // List pagination (§4.2, D-11, D-12): walks in both orders while the list changes under them.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { APP, startTestServer, type TestServer } from './helpers.ts';
-import { ExactConversationList } from './shapes.ts';
+import { APP, startTestServer, type TestServer } from './support/helpers.ts';
+import { ExactConversationList } from './support/shapes.ts';
 
 const conv = `/apps/${APP}/conversations`;
 

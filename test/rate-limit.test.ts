@@ -11,7 +11,7 @@ import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/services/auth.ts';
 import { RateLimitService } from '../src/services/rate-limit.ts';
 import { loadFixtures, type Fixtures } from '../src/store/fixtures.ts';
-import { FIXTURES_DIR, KEY, TARGET, tempDir } from './helpers.ts';
+import { FIXTURES_DIR, KEY, TARGET, tempDir } from './support/helpers.ts';
 
 const LIMITED = TARGET.apps.rate_limited!; // plan "limited": 5 a minute, 50 a day
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0);
@@ -269,7 +269,7 @@ describe('compaction and crashes', () => {
 
 describe('rate limits on the running server', () => {
   test('startParley wires the limiter: its journal lives in the data directory', async () => {
-    const { startTestServer } = await import('./helpers.ts');
+    const { startTestServer } = await import('./support/helpers.ts');
     const s = await startTestServer();
     try {
       const st = await fs.stat(path.join(s.dataDir, 'ratelimits.jsonl'));
@@ -282,7 +282,7 @@ describe('rate limits on the running server', () => {
 
 describe('rate limits on send message and completions (app_limited: 5 a minute, 50 a day)', () => {
   test('the sixth request is 429 as JSON even when streaming, saves nothing and changes no metrics; a restart remembers', async () => {
-    const { startTestServer } = await import('./helpers.ts');
+    const { startTestServer } = await import('./support/helpers.ts');
     let s = await startTestServer();
     const dataDir = s.dataDir;
     try {
@@ -321,7 +321,7 @@ describe('rate limits on send message and completions (app_limited: 5 a minute, 
   });
 
   test('D-4: a 400 and a 404 on a counted route were counted: each takes one from x-ratelimit-remaining-requests', async () => {
-    const { startTestServer } = await import('./helpers.ts');
+    const { startTestServer } = await import('./support/helpers.ts');
     const s = await startTestServer();
     try {
       const conv = (await s.call('POST', `/apps/${LIMITED}/conversations`, {})).body.id;
@@ -340,7 +340,7 @@ describe('rate limits on send message and completions (app_limited: 5 a minute, 
   });
 
   test('D-23: every counted request that then fails carries the x-ratelimit-* headers (400, 404, 409, 422, 429 too_many_streams)', async () => {
-    const { startTestServer } = await import('./helpers.ts');
+    const { startTestServer } = await import('./support/helpers.ts');
     const SLOW = 'app_slow'; // streams slowly, so that one stays open while the others are refused
     const s = await startTestServer({ maxStreamsPerApp: 1 });
     const ctrl = new AbortController();
@@ -380,7 +380,7 @@ describe('rate limits on send message and completions (app_limited: 5 a minute, 
   });
 
   test('a burst of 20 parallel completions lets exactly 5 through', async () => {
-    const { startTestServer } = await import('./helpers.ts');
+    const { startTestServer } = await import('./support/helpers.ts');
     const s = await startTestServer();
     try {
       const results = await Promise.all(Array.from({ length: 20 }, () => s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hello' })));

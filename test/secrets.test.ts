@@ -8,8 +8,8 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import pino from 'pino';
 import { DEFAULTS } from '../src/config.ts';
-import { APP, FIXTURES_DIR, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, tempDir } from './helpers.ts';
-import { rawRequest } from './raw-http.ts';
+import { APP, FIXTURES_DIR, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, tempDir } from './support/helpers.ts';
+import { rawRequest } from './support/raw-http.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 

@@ -5,8 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import jsonpatch from 'fast-json-patch';
 import { EVENT_TYPES, ReferenceConversationWithItems, ReferenceErrorBody, ReferenceEventPayload, ReferenceResponse, type EventType } from '../src/contract/index.ts';
 import { countTokens, estimateInputTokens } from '../src/model/text.ts';
-import { startTestServer, type TestServer } from './helpers.ts';
-import { maskCallIds, outputFromEvents, postSse, shape, type ParsedEvent } from './sse-client.ts';
+import { startTestServer, type TestServer } from './support/helpers.ts';
+import { maskCallIds, outputFromEvents, postSse, shape, type ParsedEvent } from './support/sse-client.ts';
 
 let s: TestServer;
 before(async () => {

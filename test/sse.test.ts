@@ -7,8 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { formatSseEvent, sequenced, streamSse } from '../src/http/sse.ts';
 import { countTokens, estimateInputTokens } from '../src/model/text.ts';
-import { KEY, startTestServer, type TestServer } from './helpers.ts';
-import { postSse } from './sse-client.ts';
+import { KEY, startTestServer, type TestServer } from './support/helpers.ts';
+import { postSse } from './support/sse-client.ts';
 
 describe('SSE framing', () => {
   test('event line, one data line of compact JSON, blank line', () => {

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { FileStore } from '../src/store/file-store.ts';
 import { StoreError } from '../src/store/types.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from './support/helpers.ts';
 
 function entry(store: FileStore, n: number, app = 'app_demo'): { record: ConversationRecord; file: ConversationFile } {
   const id = `conv_import${String(n).padStart(4, '0')}`;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '../src/store/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
-import { tempDir } from './helpers.ts';
+import { tempDir } from './support/helpers.ts';
 
 function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
   return { id, app_id: 'app_demo', seq: 1, created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };

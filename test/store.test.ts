@@ -9,7 +9,7 @@ import pino from 'pino';
 import { ReferenceConversationList, type ItemT } from '../src/contract/index.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import { StoreError } from '../src/store/types.ts';
-import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './helpers.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { startParley } from '../src/app.ts';
 
 const conv = `/apps/${APP}/conversations`;

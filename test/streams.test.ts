@@ -9,8 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import { ReferenceErrorBody, type UnsequencedEvent } from '../src/contract/index.ts';
 import { streamSse } from '../src/http/sse.ts';
 import { MAX_STREAMS_PER_APP } from '../src/http/stream-gate.ts';
-import { startTestServer, TARGET, type TestServer } from './helpers.ts';
-import { postSse } from './sse-client.ts';
+import { startTestServer, TARGET, type TestServer } from './support/helpers.ts';
+import { postSse } from './support/sse-client.ts';
 
 const SLOW = 'app_slow'; // the local engine pauses 150 ms per 6-character chunk
 const CAP = 3;

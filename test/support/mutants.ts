@@ -2,7 +2,7 @@
 // (or of a D-n decision, judged in profile `reference`) behind a loopback proxy, and names the case
 // that must catch it and why. The variants do what the interface leaves open another way, which
 // profile spec must accept. test/conformance-mutants.test.ts runs both; docs/conformance.md lists them.
-import type { Profile } from '../conformance/context.ts';
+import type { Profile } from '../../conformance/context.ts';
 import { TARGET } from './helpers.ts';
 import type { MutantHooks, ProxyRequest, ProxyResponse } from './mutant-proxy.ts';
 

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
-import type { Store } from '../src/store/types.ts';
+import type { Store } from '../../src/store/types.ts';
 
 export interface RawResponse {
   status: number;

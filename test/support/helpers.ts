@@ -4,9 +4,9 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { startParley, type Parley, type ParleyOptions } from '../src/app.ts';
+import { startParley, type Parley, type ParleyOptions } from '../../src/app.ts';
 
-export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../fixtures');
+export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../../fixtures');
 export const TARGET = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8')) as {
   api_key: string;
   app_id: string;

@@ -6,10 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../src/contract/index.ts';
-import { APP, FIXTURES_DIR, KEY, tempDir } from './helpers.ts';
+import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../../src/contract/index.ts';
+import { APP, FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 const CYCLES = 4;
 const WORKERS = 4;
 

@@ -1,4 +1,4 @@
-// Proves the conformance suite: each broken implementation of test/mutants.ts (a loopback proxy in
+// Proves the conformance suite: each broken implementation of test/support/mutants.ts (a loopback proxy in
 // front of a fresh reference server) makes the suite fail with the case that should catch it, for
 // the reason it should; what breaks only a D-n decision, and what the interface leaves open (the
 // variants), passes profile spec.
@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { CASES, runConformance, selectCases, type Profile, type RunResults } from '../conformance/run.ts';
-import { parseTarget, type Target } from '../conformance/target.ts';
-import { FIXTURES_DIR, startTestServer } from './helpers.ts';
-import { composeHooks, startMutantProxy, type MutantHooks } from './mutant-proxy.ts';
-import { MUTANTS, VARIANTS } from './mutants.ts';
+import { CASES, runConformance, selectCases, type Profile, type RunResults } from '../../conformance/run.ts';
+import { parseTarget, type Target } from '../../conformance/target.ts';
+import { FIXTURES_DIR, startTestServer } from '../support/helpers.ts';
+import { composeHooks, startMutantProxy, type MutantHooks } from '../support/mutant-proxy.ts';
+import { MUTANTS, VARIANTS } from '../support/mutants.ts';
 
 const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
 
