@@ -5,6 +5,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { FormTemplateT } from './forms.ts';
+import { answer as intentAnswer, recognise } from './intents.ts';
 import { countTokens, dataString, estimateInputTokens, keywords, sentences, truncate } from './text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelEvent, type ModelRequest, type TitleRequest } from './types.ts';
 
@@ -20,9 +21,6 @@ export const LocalTesting = z.strictObject({
   fail_before_first: z.boolean().default(false),
 });
 export type LocalTestingT = z.infer<typeof LocalTesting>;
-
-const GREETING = /^\s*(hi|hello|hey|good (morning|afternoon|evening)|bonjour|salut|allo|hiya)\b[\s!.,\p{Extended_Pictographic}]*(\p{L}+[\s!.,\p{Extended_Pictographic}]*)?$/iu;
-const THANKS = /^\s*(thanks|thank you|thx|merci|cheers|great|perfect|ok|okay)\b[^?]*$/iu;
 
 export interface LocalEngineOptions {
   forms: Map<string, FormTemplateT>;
@@ -83,7 +81,7 @@ export class LocalEngine implements ModelEngine {
     if (req.source) return { 'en-ca': req.source.en, 'fr-ca': req.source.fr };
     const form = this.matchForm(req.firstMessage, [...this.opts.forms.keys()]);
     if (form) return { 'en-ca': form.template.title, 'fr-ca': form.template.title_fr };
-    if (GREETING.test(req.firstMessage)) return { 'en-ca': 'Greetings', 'fr-ca': 'Salutations' };
+    if (recognise(req.firstMessage)?.kind === 'greeting') return { 'en-ca': 'Greetings', 'fr-ca': 'Salutations' };
     const words = keywords(req.firstMessage, 4);
     if (words.length === 0) return { 'en-ca': 'New conversation', 'fr-ca': 'Nouvelle conversation' };
     const topic = words.join(' ');
@@ -103,17 +101,20 @@ export class LocalEngine implements ModelEngine {
     }
     const text = last?.role === 'user' ? last.content : '';
     const tools = new Set(req.tools.map((t) => t.name));
-    if (tools.has('render_form')) {
-      const formNames = formEnum(req);
+    const formNames = tools.has('render_form') ? formEnum(req) : [];
+    const intent = recognise(text);
+    // A writing request is answered even when it names a form's topic ("write a feedback message").
+    if (intent?.kind !== 'write' && formNames.length) {
       const form = this.matchForm(text, formNames);
       if (form) {
         return { text: `${hello}Here is the “${form.template.title}” form.`, call: { name: 'render_form', args: { form: form.name } } };
       }
     }
-    if (GREETING.test(text)) {
-      return { text: `Hello${name ? ` ${name}` : ''}! I'm ${req.agentName}. ${tools.size ? 'Ask me anything about the topics I know, or tell me what you need.' : 'What can I do for you?'}` };
+    if (intent) {
+      const abilities = { agentName: req.agentName, userName: name, knowledgeBase: tools.has('knowledge_search'), forms: formNames, conversation: req.kind === 'response' };
+      // The greeting already names the user; other answers get the first-reply greeting.
+      return { text: (intent.kind === 'greeting' ? '' : hello) + intentAnswer(intent, abilities) };
     }
-    if (THANKS.test(text)) return { text: `${hello}You're welcome! Is there anything else I can help with?` };
     if (tools.has('knowledge_search')) {
       return { text: '', call: { name: 'knowledge_search', args: { query: truncate(text.replace(/[?!.]+$/, ''), 200) } } };
     }
