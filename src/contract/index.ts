@@ -95,7 +95,9 @@ function chars(field: string, min: number, max: number) {
         params: { apiCode: 'invalid_value' },
       });
     }
-  });
+  })
+    // JSON Schema's lengths count code points too, so the published contract (openapi.ts) states the rule.
+    .meta({ minLength: min, maxLength: max });
 }
 
 /** D-9: metadata is a JSON object of at most 16,384 bytes (compact JSON, UTF-8). */
