@@ -2,6 +2,7 @@
 // in agreement with the server: every answer below, streamed events included, validates against the
 // schema the document gives for its path, method, status and content type.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -34,6 +35,22 @@ function responsePointer(method: string, template: string, status: number): stri
   const response = op.responses[String(status)];
   assert.ok(response, `${method} ${template} answered ${status}, which the document does not list`);
   return response.$ref ? response.$ref.slice(1) : `/paths/${escape(template)}/${method.toLowerCase()}/responses/${status}`;
+}
+
+/** Writes `request` on a fresh socket and returns everything the server sent until it closed. */
+function rawExchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+  });
+}
+
+function parseRaw(text: string): { status: number; json: unknown } {
+  const [head, body = ''] = text.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head!)?.[1]), json: JSON.parse(body) };
 }
 
 interface Answer {
@@ -73,6 +90,13 @@ describe('GET /openapi.json: the published contract', () => {
     const answer: Answer = { status: res.status, contentType, body: undefined, events: [] };
     const pointer = responsePointer(method, template, res.status);
     const what = `${method} ${template} ${res.status}`;
+    // The headers the document says are always there are, with values of their schema.
+    const response = pointer.split('/').slice(1).reduce((o: any, k) => o[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+    for (const [name, header] of Object.entries<any>(response.headers ?? {})) {
+      const value = res.headers.get(name);
+      if (header.required) assert.ok(value !== null, `${what}: no ${name} header`);
+      if (value !== null) validateAt(`${pointer}/headers/${escape(name)}/schema`, value, `${what} header ${name}`);
+    }
     seen.add(`${method} ${template} ${res.status}`);
     if (contentType === 'text/event-stream') {
       const parser = createParser({ onEvent: (e) => answer.events.push({ event: e.event ?? 'message', data: e.data }) });
@@ -194,6 +218,33 @@ describe('GET /openapi.json: the published contract', () => {
       limited = await call('POST', completions, { app_id: TARGET.apps.rate_limited! }, { body: { prompt: 'Hi' } });
     }
     assert.equal(limited!.status, 429);
+
+    // Idempotency-Key: the same key while the first request still runs is 409 (the first stream is under
+    // way for certain once its first event has arrived).
+    const slow = await fetch(`${s.baseUrl}/apps/app_slow/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': '"openapi-slow"' },
+      body: JSON.stringify({ prompt: 'Write a long story', stream: true }),
+    });
+    const reader = slow.body!.getReader();
+    await reader.read();
+    try {
+      const busy = await call('POST', completions, { app_id: 'app_slow' }, { body: { prompt: 'Write a long story', stream: true }, headers: { 'idempotency-key': '"openapi-slow"' } });
+      assert.deepEqual([busy.status, (busy.body as any).error.code], [409, 'idempotency_key_in_use']);
+    } finally {
+      await reader.cancel();
+    }
+
+    // Answers given before routing, to any path: the document lists them on every operation.
+    const expect = parseRaw(await rawExchange(s.port, `GET /v1/apps/${app}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+    assert.equal(expect.status, 417);
+    validateAt(`${responsePointer('GET', '/apps/{app_id}/config', 417)}/content/application~1json/schema`, expect.json, 'GET config 417');
+    const long = parseRaw(await rawExchange(s.port, `GET /v1/apps/${app}/config?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    assert.equal(long.status, 431);
+    validateAt(`${responsePointer('GET', '/apps/{app_id}/config', 431)}/content/application~1json/schema`, long.json, 'GET config 431');
+    const garbled = parseRaw(await rawExchange(s.port, `GET /v1/apps/${app}/config HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n`));
+    assert.equal(garbled.status, 400);
+    validateAt(`${responsePointer('GET', '/apps/{app_id}/config', 400)}/content/application~1json/schema`, garbled.json, 'GET config 400 (malformed)');
 
     // Every operation of the document was answered with a 200 and checked.
     for (const [template, item] of Object.entries<any>(doc.paths)) {

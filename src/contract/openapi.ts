@@ -100,7 +100,25 @@ interface ErrorStatus {
   types: readonly string[];
   /** D-1…D-3 codes an `invalid_request_error` of this status carries (null: any or none). */
   codes?: readonly string[];
-  headers?: readonly string[];
+  /** Headers of the answer: name → whether it is always there. */
+  headers?: Partial<Record<HeaderName, boolean>>;
+}
+
+/** The response headers the document names (D-3, D-23, Idempotency-Key). */
+const HEADERS = {
+  Allow: { description: 'D-3: the methods the path has.', schema: { type: 'string' } },
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-ratelimit-limit-requests': { description: 'D-23: requests allowed in the window that binds.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-ratelimit-remaining-requests': { description: 'D-23: requests left in that window.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-ratelimit-reset-requests': { description: "D-23: time until the window's count resets, e.g. `12.5s`.", schema: { type: 'string', pattern: '^[0-9.]+s$' } },
+} as const;
+type HeaderName = keyof typeof HEADERS;
+const RATE_LIMIT_HEADERS = { 'x-ratelimit-limit-requests': true, 'x-ratelimit-remaining-requests': true, 'x-ratelimit-reset-requests': true } as const;
+
+function headerObjects(headers: Partial<Record<HeaderName, boolean>>): Json {
+  const out: Json = {};
+  for (const [name, required] of Object.entries(headers) as [HeaderName, boolean][]) out[name] = { ...HEADERS[name], required };
+  return out;
 }
 
 /** Every error status the server answers (§7, D-1…D-5, D-23 and the Idempotency-Key extension). */
@@ -113,19 +131,19 @@ export const ERROR_STATUSES = {
   '401': { description: '§5, D-6: a missing or unknown secret key.', types: ['invalid_api_key'] },
   '403': { description: '§7, D-4, D-6: the key may not use this app (or is a publishable key), the app is disabled, or it has no agent.', types: ['access_denied', 'app_inactive', 'agent_unavailable'] },
   '404': { description: 'D-3, D-4, D-11: no such path, app or conversation (a soft-deleted one included).', types: ['not_found'] },
-  '405': { description: 'D-3: a known path with a method it does not have; the Allow header lists those it has.', types: ['invalid_request_error'], codes: ['method_not_allowed'], headers: ['Allow'] },
+  '405': { description: 'D-3: a known path with a method it does not have; the Allow header lists those it has.', types: ['invalid_request_error'], codes: ['method_not_allowed'], headers: { Allow: true } },
   '408': { description: 'The request (its headers or its body) did not arrive in time.', types: ['invalid_request_error'], codes: ['request_timeout'] },
   '409': {
     description: 'Idempotency-Key: a request with this key is still running, or its answer was too large to keep.',
     types: ['invalid_request_error'],
     codes: ['idempotency_key_in_use', 'idempotency_replay_unavailable'],
-    headers: ['Retry-After'],
+    headers: { 'Retry-After': false },
   },
   '413': { description: 'D-2: a body over 1 MiB; it is read no further.', types: ['invalid_request_error'], codes: ['body_too_large'] },
   '415': { description: 'D-2: a body whose Content-Type is not JSON.', types: ['invalid_request_error'], codes: ['unsupported_media_type'] },
   '417': { description: 'An Expect header other than 100-continue.', types: ['invalid_request_error'], codes: ['expectation_failed'] },
   '422': { description: 'Idempotency-Key: the key was already used with another request.', types: ['invalid_request_error'], codes: ['idempotency_key_reused'] },
-  '429': { description: 'D-23: the app\'s plan allows no more requests now, or it has too many streams open.', types: ['rate_limit_exceeded'], headers: ['Retry-After'] },
+  '429': { description: 'D-23: the app\'s plan allows no more requests now, or it has too many streams open.', types: ['rate_limit_exceeded'], headers: { 'Retry-After': true, ...RATE_LIMIT_HEADERS } },
   '431': { description: 'The request headers or URL are too large.', types: ['invalid_request_error'], codes: ['headers_too_large'] },
   '500': { description: 'D-5: an unexpected failure; the message names the request id and no internals.', types: ['internal_error'] },
 } as const satisfies Record<string, ErrorStatus>;
@@ -135,11 +153,9 @@ function errorResponse(status: ErrorStatusCode): Json {
   const e: ErrorStatus = ERROR_STATUSES[status];
   const narrowed: Json = { type: { enum: [...e.types] } };
   if (e.codes) narrowed.code = { enum: [...e.codes] };
-  const headers: Json = {};
-  for (const h of e.headers ?? []) headers[h] = { $ref: `#/components/headers/${h}` };
   return {
     description: e.description,
-    ...(e.headers ? { headers } : {}),
+    ...(e.headers ? { headers: headerObjects(e.headers) } : {}),
     content: {
       'application/json': {
         schema: { allOf: [ref('Error'), { type: 'object', properties: { error: { type: 'object', properties: narrowed } } }] },
@@ -247,7 +263,7 @@ function eventStream(): Json {
 }
 
 function operationObject(op: Operation): Json {
-  const counted = op.counted ? rateLimitHeaders() : undefined;
+  const counted = op.counted ? headerObjects(RATE_LIMIT_HEADERS) : undefined;
   const responses: Json = {
     '200': {
       description: op.stream ? 'JSON, or with `stream: true` (or the app\'s default, §4.6) an event stream (§6, D-16…D-19).' : 'Success.',
@@ -267,14 +283,6 @@ function operationObject(op: Operation): Json {
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: op.body !== 'CreateConversationRequest', content: { 'application/json': { schema: ref(op.body) } } } } : {}),
     responses,
-  };
-}
-
-function rateLimitHeaders(): Json {
-  return {
-    'x-ratelimit-limit-requests': { $ref: '#/components/headers/x-ratelimit-limit-requests' },
-    'x-ratelimit-remaining-requests': { $ref: '#/components/headers/x-ratelimit-remaining-requests' },
-    'x-ratelimit-reset-requests': { $ref: '#/components/headers/x-ratelimit-reset-requests' },
   };
 }
 
@@ -299,7 +307,6 @@ export function buildOpenApiDocument(): Json {
   };
   const responses: Json = {};
   for (const status of Object.keys(ERROR_STATUSES) as ErrorStatusCode[]) responses[`Error${status}`] = errorResponse(status);
-  const header = (description: string, schema: Json = { type: 'string' }) => ({ description, schema });
   return {
     openapi: '3.2.0',
     info: {
@@ -324,13 +331,6 @@ export function buildOpenApiDocument(): Json {
           schema: { type: 'string', minLength: 1, maxLength: 255 },
           description: 'Runs the request once per key; a retry with the same key and body gets the first answer (header `idempotent-replayed: true`).',
         },
-      },
-      headers: {
-        Allow: header('D-3: the methods the path has.'),
-        'Retry-After': header('Seconds to wait before retrying.', { type: 'string', pattern: '^[0-9]+$' }),
-        'x-ratelimit-limit-requests': header('D-23: requests allowed per minute.'),
-        'x-ratelimit-remaining-requests': header('D-23: requests left in the current minute.'),
-        'x-ratelimit-reset-requests': header('D-23: time until the minute\'s count resets, e.g. `12.5s`.'),
       },
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '§5, D-6: a secret key `sk_live_…`.' } },
     },
