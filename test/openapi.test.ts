@@ -6,6 +6,7 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import fc from 'fast-check';
 import { createParser } from 'eventsource-parser';
 import { buildOpenApiDocument, errorStatusesOf, eventSchemaId } from '../src/contract/openapi.ts';
 import { EVENT_TYPES } from '../src/contract/index.ts';
@@ -140,6 +141,27 @@ describe('GET /openapi.json: the published contract', () => {
     assert.deepEqual([post.status, (post.body as any).error.code], [405, 'method_not_allowed']);
     // The versioned API still needs its key.
     assert.equal((await call('GET', '/apps/{app_id}/config', { app_id: TARGET.app_id }, { key: null })).status, 401);
+  });
+
+  test('whatever body a client sends, the answer is one the document describes (fast-check)', async () => {
+    const app = TARGET.app_id;
+    const created = await call('POST', '/apps/{app_id}/conversations', { app_id: app }, { body: {} });
+    const conversationId = (created.body as any).id as string;
+    const field = fc.oneof(fc.constantFrom('title', 'message', 'content', 'prompt', 'stream', 'metadata', 'external_user_id', 'role', 'fast'), fc.string());
+    const value = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.record({ content: fc.oneof(fc.string(), fc.jsonValue({ maxDepth: 1 })) }));
+    const body = fc.oneof(fc.dictionary(field, value, { maxKeys: 3 }), fc.jsonValue({ maxDepth: 2 }));
+    const target = fc.constantFrom(
+      ['POST', '/apps/{app_id}/conversations'],
+      ['PATCH', '/apps/{app_id}/conversations/{conversation_id}'],
+      ['POST', '/apps/{app_id}/conversations/{conversation_id}'],
+      ['POST', '/apps/{app_id}/completions'],
+    );
+    await fc.assert(
+      fc.asyncProperty(target, body, async ([method, template], b) => {
+        await call(method!, template!, { app_id: app, conversation_id: conversationId }, { raw: JSON.stringify(b), headers: { 'content-type': 'application/json' } });
+      }),
+      { numRuns: 80 },
+    );
   });
 
   test('every answer of the server validates against the document', async () => {
