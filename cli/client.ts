@@ -5,22 +5,17 @@
 // client needs required) and also checked against its `spec` schemas: a mismatch the client can live
 // with is reported through `onDeviation`, not thrown. The raw body of every response stays available
 // for callers that must print the API's JSON exactly.
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import * as C from '../src/contract/index.ts';
-import {
-  ErrorBody,
-  EVENT_TYPES,
-  LenientEventPayload,
-  SpecEventPayload,
-  type CreateCompletionRequestT,
-  type CreateConversationRequestT,
-  type EventPayload,
-  type EventType,
-  type SendMessageRequestT,
-  type UpdateConversationRequestT,
-} from '../src/contract/index.ts';
+import type { CreateCompletionRequestT, CreateConversationRequestT, SendMessageRequestT, UpdateConversationRequestT } from '../src/contract/index.ts';
+import { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError, describeIssues, describeNetworkError } from './core/error.ts';
+import { Deadline, flattenHeaders, isEventStream, readBody, type SentResponse } from './core/response.ts';
+import { EventStream } from './core/streaming.ts';
+
+// The error family and the stream live in core/ (as in openai-node); importers of the client get them here too.
+export { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError } from './core/error.ts';
+export { EventStream, type ClientStreamEvent, type UnknownStreamEvent } from './core/streaming.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Types: the lenient reading layer, so that nothing an implementation may omit is promised to the caller.
@@ -37,15 +32,6 @@ export type AppConfig = z.infer<typeof C.LenientAppConfig>;
 export type AppMetrics = z.infer<typeof C.LenientAppMetrics>;
 export type ListQuery = { limit?: number | string; after?: string; before?: string; order?: 'asc' | 'desc'; external_user_id?: string };
 
-/**
- * One event of a stream. `data` is typed by the reference payloads (D-16) for convenience, but only the
- * lenient payload was required: anything else may be missing with other servers.
- */
-export type ClientStreamEvent = { [T in EventType]: { event: T; data: Partial<EventPayload<T>> & z.infer<(typeof LenientEventPayload)[T]>; raw: string } }[EventType];
-
-/** An event whose name the interface does not list; only `EventStream.all()` yields them. */
-export type UnknownStreamEvent = { event: string; data: undefined; raw: string; unknown: true };
-
 export interface ApiResponse<T> {
   /** The lenient reading of the body (defaults filled in, extra fields kept). */
   data: T;
@@ -55,68 +41,6 @@ export interface ApiResponse<T> {
   headers: Record<string, string>;
   requestId: string | undefined;
   url: string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Errors
-// ---------------------------------------------------------------------------------------------
-
-export class ParleyError extends Error {
-  override name = 'ParleyError';
-}
-
-/** The server answered with an error status (interface §7). */
-export class ApiError extends ParleyError {
-  override name = 'ApiError';
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-    readonly param: string | null,
-    readonly code: string | null,
-    readonly raw: string,
-    readonly headers: Record<string, string>,
-    readonly requestId: string | undefined,
-  ) {
-    super(message);
-  }
-}
-
-/** The server could not be reached, the connection broke, or a stream ended before its last event. */
-export class ConnectionError extends ParleyError {
-  override name = 'ConnectionError';
-  constructor(
-    readonly url: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
-/** No answer (or, in a stream, no byte) within the timeout. */
-export class TimeoutError extends ConnectionError {
-  override name = 'TimeoutError';
-}
-
-/** The server answered 2xx with something a client cannot use (not JSON, or lacking what it needs). */
-export class InvalidResponseError extends ParleyError {
-  override name = 'InvalidResponseError';
-  constructor(
-    readonly url: string,
-    message: string,
-    /** The body, or the data of the event; '' when there is nothing more to show. */
-    readonly raw: string,
-    /** The event whose data `raw` is, for an event of a stream. */
-    readonly event?: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The caller aborted the request (its AbortSignal fired). */
-export class AbortedError extends ParleyError {
-  override name = 'AbortedError';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,7 +299,7 @@ export class ParleyClient {
     const flat = flattenHeaders(res.headers);
     trace?.(`< ${res.statusCode} (${Math.round(performance.now() - started)} ms)${flat['x-request-id'] ? ` x-request-id: ${flat['x-request-id']}` : ''}${flat['content-type'] ? ` content-type: ${flat['content-type']}` : ''}`);
     const sent: SentResponse = { url, method: req.method, status: res.statusCode, headers: flat, body: res.body, deadline, networkError };
-    if (res.statusCode < 200 || res.statusCode >= 300) throw await toApiError(sent);
+    if (res.statusCode < 200 || res.statusCode >= 300) throw ApiError.fromBody(sent.status, await readBody(sent), sent.headers);
     return sent;
   }
 
@@ -397,217 +321,10 @@ export class ParleyClient {
   }
 }
 
-/**
- * The timeout of one request: from sending it to its headers, then the longest silence in its body.
- * undici's headersTimeout and bodyTimeout run on its coarse "fast timers" (lib/util/timers.js: a
- * clock that ticks every 499 ms), so below about a second they fire late, and a body timer refreshed
- * by chunks more often than it ticks never fires at all. This one is a plain Node timer, restarted
- * by every chunk, that aborts the request.
- */
-class Deadline {
-  readonly #controller = new AbortController();
-  readonly #timer: NodeJS.Timeout;
-  /** Whether the headers arrived, i.e. whether an expiry is a silent body rather than no answer. */
-  answered = false;
-
-  constructor(ms: number) {
-    this.#timer = setTimeout(() => this.#controller.abort(), ms);
-    // The open socket keeps the process alive while a request is under way; the timer need not.
-    this.#timer.unref();
-  }
-
-  get signal(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  get expired(): boolean {
-    return this.#controller.signal.aborted;
-  }
-
-  headersArrived(): void {
-    this.answered = true;
-    this.#timer.refresh();
-  }
-
-  /** Something arrived: the wait starts again. */
-  refresh(): void {
-    if (!this.expired) this.#timer.refresh();
-  }
-
-  clear(): void {
-    clearTimeout(this.#timer);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Streams
-// ---------------------------------------------------------------------------------------------
-
-interface SentResponse {
-  url: string;
-  method: string;
-  status: number;
-  headers: Record<string, string>;
-  body: Dispatcher.ResponseData['body'];
-  deadline: Deadline;
-  networkError(err: unknown): ParleyError;
-}
-
-const KNOWN_EVENTS = new Set<string>(EVENT_TYPES);
-
-/**
- * The events of one SSE response (§6), in order, as an async iterator. Unknown event names and SSE
- * comments (D-18) are skipped. The iterator ends after `response.completed` or `response.failed`; a
- * stream that ends before either throws ConnectionError. Leaving the loop early closes the connection.
- */
-export class EventStream implements AsyncIterable<ClientStreamEvent> {
-  readonly url: string;
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly requestId: string | undefined;
-  #res: SentResponse;
-  #validate: boolean;
-  #onDeviation: (message: string) => void;
-  #used = false;
-
-  constructor(res: SentResponse, validate: boolean, onDeviation: (message: string) => void = () => {}) {
-    this.#res = res;
-    this.#validate = validate;
-    this.#onDeviation = onDeviation;
-    this.url = res.url;
-    this.status = res.status;
-    this.headers = res.headers;
-    this.requestId = res.headers['x-request-id'];
-  }
-
-  [Symbol.asyncIterator](): AsyncGenerator<ClientStreamEvent> {
-    return this.#iterate(false) as AsyncGenerator<ClientStreamEvent>;
-  }
-
-  /** Every event in order, also those with names the interface does not list (extensions), for raw output. */
-  all(): AsyncGenerator<ClientStreamEvent | UnknownStreamEvent> {
-    return this.#iterate(true);
-  }
-
-  async *#iterate(includeUnknown: boolean): AsyncGenerator<ClientStreamEvent | UnknownStreamEvent> {
-    if (this.#used) throw new ParleyError('a stream can be iterated only once');
-    this.#used = true;
-    const pending: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (m) => pending.push(m) });
-    const decoder = new TextDecoder();
-    const { body, deadline } = this.#res;
-    try {
-      try {
-        for await (const chunk of body) {
-          deadline.refresh();
-          parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-          while (pending.length > 0) {
-            const m = pending.shift()!;
-            const event = this.#toEvent(m);
-            if (event !== undefined) yield event;
-            else if (includeUnknown) yield { event: m.event ?? 'message', data: undefined, raw: m.data, unknown: true };
-            if (event?.event === 'response.completed' || event?.event === 'response.failed') return;
-          }
-        }
-      } catch (err) {
-        if (err instanceof ParleyError) throw err;
-        throw this.#res.networkError(err);
-      }
-      // A last event not followed by a blank line is incomplete by the SSE rules: it is dropped.
-      throw new ConnectionError(this.url, 'the stream ended before response.completed or response.failed');
-    } finally {
-      deadline.clear();
-      // Also when the caller leaves the loop early: the connection is not reused half-read.
-      if (!body.readableEnded) body.destroy();
-    }
-  }
-
-  #toEvent(m: EventSourceMessage): ClientStreamEvent | undefined {
-    const name = m.event ?? 'message';
-    if (!KNOWN_EVENTS.has(name)) return undefined;
-    let data: unknown;
-    try {
-      data = JSON.parse(m.data);
-    } catch {
-      throw new InvalidResponseError(this.url, `the data of a ${name} event is not JSON`, m.data, name);
-    }
-    if (this.#validate) {
-      const usable = LenientEventPayload[name as EventType].safeParse(data);
-      if (!usable.success) throw new InvalidResponseError(this.url, `a ${name} event is not usable: ${describeIssues(usable.error.issues)}`, m.data, name);
-      const spec = SpecEventPayload[name as EventType].safeParse(data);
-      if (!spec.success) this.#onDeviation(`a ${name} event of ${this.url} does not match the interface: ${describeIssues(spec.error.issues)}`);
-      data = usable.data;
-    }
-    return { event: name, data, raw: m.data } as ClientStreamEvent;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
 function enc(segment: string): string {
   return encodeURIComponent(segment);
-}
-
-function isEventStream(headers: Record<string, string>): boolean {
-  return (headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
-}
-
-function flattenHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
-  return out;
-}
-
-/** The whole body as text; each chunk restarts the deadline, so a slow but steady body is not cut. */
-async function readBody(res: SentResponse): Promise<string> {
-  const decoder = new TextDecoder();
-  let text = '';
-  try {
-    for await (const chunk of res.body) {
-      res.deadline.refresh();
-      text += decoder.decode(chunk as Uint8Array, { stream: true });
-    }
-    return text + decoder.decode();
-  } catch (err) {
-    throw res.networkError(err);
-  } finally {
-    res.deadline.clear();
-  }
-}
-
-async function toApiError(res: SentResponse): Promise<ApiError> {
-  const raw = await readBody(res);
-  let body: unknown;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    // Not JSON (a proxy's HTML page, say): keep the status and a short excerpt.
-  }
-  const parsed = ErrorBody.safeParse(body);
-  const requestId = res.headers['x-request-id'];
-  if (parsed.success) {
-    const e = parsed.data.error;
-    return new ApiError(res.status, e.type, e.message, e.param ?? null, e.code ?? null, raw, res.headers, requestId);
-  }
-  const excerpt = raw.trim().replace(/\s+/g, ' ').slice(0, 200);
-  return new ApiError(res.status, 'http_error', `HTTP ${res.status} without an error object${excerpt ? `: ${excerpt}` : ''}`, null, null, raw, res.headers, requestId);
-}
-
-function describeIssues(issues: Array<{ path: PropertyKey[]; message: string }>): string {
-  return issues
-    .slice(0, 3)
-    .map((i) => `${i.path.map(String).join('.') || '(body)'}: ${i.message}`)
-    .join('; ');
-}
-
-function describeNetworkError(err: unknown): string {
-  const e = err as { code?: string; message?: string; errors?: Array<{ code?: string; message?: string }> };
-  const code = e?.code ?? e?.errors?.[0]?.code;
-  const message = e?.message || e?.errors?.[0]?.message || String(err);
-  if (code === 'ECONNREFUSED') return 'connection refused (is the server running?)';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'the connection was closed by the server';
-  return code ? `${message} (${code})` : message;
 }

@@ -1,6 +1,7 @@
 // The suite's HTTP client: one exchange per call, recorded for the report (as curl), JSON or SSE read
 // incrementally under idle and total timeouts.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { describeNetworkError } from '../cli/core/error.ts';
 
 export interface OutgoingRequest {
   method: string;
@@ -179,12 +180,6 @@ function toEvent(e: EventSourceMessage): SseEvent {
   }
   // WHATWG SSE: an event without an `event:` field is a "message" event.
   return { event: e.event ?? 'message', data: e.data, json, ...(e.id !== undefined ? { id: e.id } : {}) };
-}
-
-export function describeNetworkError(err: unknown): string {
-  const e = err as { message?: string; cause?: { code?: string; message?: string } };
-  const cause = e.cause?.code ?? e.cause?.message;
-  return cause ? `${e.message ?? 'network error'} (${cause})` : (e.message ?? String(err));
 }
 
 function shellQuote(s: string): string {

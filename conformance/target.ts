@@ -1,4 +1,4 @@
-// The target file of ../shared/spec/target.md: what the suite needs to know about an implementation.
+// The target file of docs/target.md: what the suite needs to know about an implementation.
 import fs from 'node:fs/promises';
 import { z } from 'zod';
 

@@ -6,6 +6,7 @@ import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
 import { responseRoutes } from './api/responses.ts';
 import type { Config } from './config.ts';
+import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
 import { AgentRuntime } from './services/agent.ts';
 import { AuthService } from './services/auth.ts';
@@ -85,6 +86,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         ...appRoutes(store),
         ...responseRoutes({ conversations, responses, completions, keepAliveMs: opts.keepAliveMs }),
       ],
+      documents: { [OPENAPI_PATH]: openApiDocument },
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? limits,

@@ -1,5 +1,6 @@
 // Configuration from flags, then environment, then defaults (README's configuration table).
 import { parseArgs } from 'node:util';
+import { DEFAULT_OLLAMA_HOST } from './model/index.ts';
 
 export interface Config {
   host: string;
@@ -20,7 +21,7 @@ export const DEFAULTS: Config = {
   fixturesDir: 'fixtures/',
   logLevel: 'info',
   model: null,
-  ollamaHost: 'http://127.0.0.1:11434',
+  ollamaHost: DEFAULT_OLLAMA_HOST,
 };
 
 export class ConfigError extends Error {}
@@ -87,6 +88,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
 export function normalizeOllamaHost(v: string): string {
   const withScheme = /^https?:\/\//.test(v) ? v : `http://${v}`;
   const url = new URL(withScheme);
-  if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme)) url.port = url.protocol === 'https:' ? '443' : '11434';
+  if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme)) url.port = url.protocol === 'https:' ? '443' : new URL(DEFAULT_OLLAMA_HOST).port;
   return url.origin;
 }

@@ -2,10 +2,9 @@
 import v8 from 'node:v8';
 
 /**
- * With a large heap limit V8 lets the old space grow to ~4× its live size between major GCs; with
- * 100,000 conversations (~58 MB live) that made a 260–340 MB resident peak, nearly all garbage.
- * A growing factor of 2 measured ~230 MB at the same throughput (50 %: ~200 MB but 5–10 % fewer
- * requests/s); docs/benchmarks.md. V8 reads the factor each time it sets the next GC's limit, so
+ * With a large heap limit V8 lets the old space grow to several times its live size between major
+ * GCs, a resident peak that is nearly all garbage; a growing factor of 2 lowers it at the same
+ * throughput (figures: docs/benchmarks.md). V8 reads the factor each time it sets the next GC's limit, so
  * setting it at start-up works. An explicit --heap-growing-percent on Node's command line wins.
  * Returns whether it set the factor.
  */

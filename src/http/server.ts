@@ -41,6 +41,8 @@ export interface HttpServerOptions {
   logger: Logger;
   rateLimiter?: RateLimiter;
   idempotency?: IdempotencyHook;
+  /** Documents served by GET at a path outside the base URL, with no key (the OpenAPI document). */
+  documents?: Record<string, () => unknown>;
   /** The path prefix of the base URL (§9). */
   basePath?: string;
   /** Slow clients (slowloris): the whole header block, and the whole request, must arrive within these. */
@@ -124,6 +126,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
           headers: { connection: 'close' },
         });
       }
+      const document = opts.documents?.[fullPath];
+      if (document && req.method === 'GET') return send(req, res, 200, document(), {});
+      if (document) throw new ApiError(405, 'invalid_request_error', `${req.method} is not allowed here; use GET.`, { code: 'method_not_allowed', headers: { allow: 'GET' } });
       if (fullPath !== basePath && !fullPath.startsWith(basePath + '/')) {
         throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
       }

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import MiniSearch from 'minisearch';
 import { StoreError } from '../store/types.ts';
+import { STOP_WORDS } from './text.ts';
 
 export interface KnowledgeDocument {
   /** File name, e.g. `rate-limits.md`: how answers name their source. */
@@ -28,14 +29,6 @@ export interface SearchHit {
   passage: string;
   score: number;
 }
-
-// Words that carry no topic: without this, "what is it" would match every passage.
-const STOP_WORDS = new Set(
-  ('a an and are as at be but by can could do does for from had has have how i if in into is it its me my no not of on or our ' +
-    'please should so tell than that the their them then there these they this to too us was we were what when where which who ' +
-    'why will with would you your about any get got know need want more some explain much many also just like')
-    .split(' '),
-);
 
 function processTerm(term: string): string | null {
   const t = term.toLowerCase();

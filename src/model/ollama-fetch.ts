@@ -15,13 +15,13 @@ export const NO_TIME_LIMITS = { headersTimeout: 0, bodyTimeout: 0 } as const sat
  * can exceed (model load, long prompt evaluation); this one waits as long as the generation does,
  * and the caller's abort signal is what ends it.
  *
- * Measured on loopback (bench, `npm run bench -- --ollama`): undici's `fetch` and its web-stream
- * body took ~0.7 ms more than `request` to bring the first NDJSON line, per request. So a plain
- * string-or-URL call with a string body (all the `ollama` client makes) goes through `request` and
- * gets a real `Response` around the raw body stream; anything else (a `Request` object, a byte,
- * stream or form body) takes undici's `fetch` on the same dispatcher, as before. Transport failures reject with
- * `TypeError('fetch failed', { cause })` and a cut body errors with `TypeError('terminated')`, as
- * fetch does, so the client and `mapOllamaError` see the same errors either way.
+ * undici's `fetch` and its web-stream body are slower than `request` to the first NDJSON line
+ * (docs/benchmarks.md), so a plain string-or-URL call with a string body (all the `ollama` client
+ * makes) goes through `request` and gets a real `Response` around the raw body stream; anything
+ * else (a `Request` object, a byte, stream or form body) takes undici's `fetch` on the same
+ * dispatcher, as before. Transport failures reject with `TypeError('fetch failed', { cause })` and
+ * a cut body errors with `TypeError('terminated')`, as fetch does, so the client and
+ * `mapOllamaError` see the same errors either way.
  *
  * `makeAgent` builds the connection pool from NO_TIME_LIMITS (injectable so that tests can see it).
  */

@@ -13,18 +13,22 @@ export function estimateInputTokens(req: Pick<ModelRequest, 'instructions' | 'me
   return n;
 }
 
-const FILLER = new Set(
+/** Words that carry no topic: without them, "what is it" would match every passage of a search. */
+export const STOP_WORDS: ReadonlySet<string> = new Set(
   ('a an and are as at be but by can could do does for from had has have how i if in into is it its me my no not of on or our ' +
     'please should so tell than that the their them then there these they this to too us was we were what when where which who ' +
-    'why will with would you your about any get got know need want some explain much many also just like hi hello hey')
+    'why will with would you your about any get got know need want more some explain much many also just like')
     .split(' '),
 );
+
+/** Greetings say nothing of a message's topic either (a search keeps them: a passage may be about them). */
+const GREETINGS: ReadonlySet<string> = new Set(['hi', 'hello', 'hey']);
 
 /** The words that carry a message's topic, in order of appearance, without repeats. */
 export function keywords(text: string, max = 4): string[] {
   const out: string[] = [];
   for (const w of text.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'-]*/gu) ?? []) {
-    if (w.length < 3 || FILLER.has(w) || out.includes(w)) continue;
+    if (w.length < 3 || STOP_WORDS.has(w) || GREETINGS.has(w) || out.includes(w)) continue;
     out.push(w);
     if (out.length === max) break;
   }

@@ -57,11 +57,10 @@ export class AtomicJsonFile<T> implements Adapter<T> {
 }
 
 /**
- * Files up to this size are read synchronously. Measured (bench/profile.ts get): fs.promises.readFile
- * costs four thread-pool round trips, ~40 µs of CPU for a 1.5 KB file, against ~5 µs for the same
- * syscalls made directly, and it dominated reads of conversations not in the cache. Parsing the JSON
- * blocks for longer than reading it, so the bound keeps the added blocking small; larger files
- * still go through the thread pool.
+ * Files up to this size are read synchronously: fs.promises.readFile costs four thread-pool round
+ * trips, several times the CPU of the same syscalls made directly (docs/benchmarks.md), and it
+ * dominated reads of conversations not in the cache. Parsing the JSON blocks for longer than reading
+ * it, so the bound keeps the added blocking small; larger files still go through the thread pool.
  */
 const SYNC_READ_MAX = 64 * 1024;
 

@@ -4,25 +4,12 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import { z } from 'zod';
-import type { ItemT } from '../contract/index.ts';
+import { isPlainObject, type ItemT } from '../contract/index.ts';
 import { AtomicJsonFile, syncDir, writeDurably } from './atomic-json-file.ts';
 import { Journal } from './journal.ts';
+import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
 import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
 
-const SAFE_ID = /^[A-Za-z0-9_-]{3,128}$/;
-const ConversationRecordSchema = z.object({
-  // The id names a file: a hand-edited one must not reach outside the data directory.
-  id: z.string().regex(SAFE_ID, 'must be letters, digits, "_" or "-" (it names a file)'),
-  app_id: z.string().min(1),
-  seq: z.number().int().nonnegative(),
-  created_at: z.number().int(),
-  external_user_id: z.string().nullable(),
-  title: z.string().nullable(),
-  generated_title: z.record(z.string(), z.string()),
-  metadata: z.record(z.string(), z.unknown()),
-  deleted_at: z.number().int().nullable(),
-  message_count: z.number().int().nonnegative(),
-});
 /**
  * `conv`: a record (with `p`, the response whose exchange it completes). `intent`: the record an
  * exchange will give, written before the conversation file; an intent with no `conv` of the same `p`
@@ -55,37 +42,9 @@ export function mergeRecord(base: ConversationRecord, mine: ConversationRecord, 
   return out as unknown as ConversationRecord;
 }
 
-/**
- * The same rules as JournalEntry for the usual, well-formed line, ~10× cheaper: zod was 15% of
- * start-up with 100,000 conversations. Anything unusual (extra keys, which zod would strip, or a
- * fault) goes to zod, which also words the error.
- */
+/** The usual journal line, checked without zod (see isConversationRecord). */
 function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord } {
-  if (typeof e !== 'object' || e === null) return false;
-  const { t, v } = e as { t?: unknown; v?: Record<string, unknown> };
-  if (t !== 'conv' || typeof v !== 'object' || v === null || Object.keys(e).length !== 2) return false;
-  return (
-    Object.keys(v).length === 10 &&
-    typeof v.id === 'string' &&
-    SAFE_ID.test(v.id) &&
-    typeof v.app_id === 'string' &&
-    v.app_id.length > 0 &&
-    Number.isSafeInteger(v.seq) &&
-    (v.seq as number) >= 0 &&
-    Number.isSafeInteger(v.created_at) &&
-    (v.external_user_id === null || typeof v.external_user_id === 'string') &&
-    (v.title === null || typeof v.title === 'string') &&
-    isObject(v.generated_title) &&
-    Object.values(v.generated_title).every((x) => typeof x === 'string') &&
-    isObject(v.metadata) &&
-    (v.deleted_at === null || Number.isSafeInteger(v.deleted_at)) &&
-    Number.isSafeInteger(v.message_count) &&
-    (v.message_count as number) >= 0
-  );
-}
-
-function isObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
+  return isPlainObject(e) && e.t === 'conv' && Object.keys(e).length === 2 && isConversationRecord(e.v);
 }
 
 const ConversationFileSchema = z.object({ items: z.array(z.looseObject({ id: z.string(), type: z.string() })), responses: z.array(z.looseObject({ id: z.string() })) });
@@ -96,11 +55,11 @@ const ConversationFileSchema = z.object({ items: z.array(z.looseObject({ id: z.s
  * words the error when this says no.
  */
 function isConversationFile(data: unknown): boolean {
-  if (!isObject(data) || !Array.isArray(data.items) || !Array.isArray(data.responses)) return false;
+  if (!isPlainObject(data) || !Array.isArray(data.items) || !Array.isArray(data.responses)) return false;
   for (const item of data.items as unknown[]) {
-    if (!isObject(item) || typeof item.id !== 'string' || typeof item.type !== 'string') return false;
+    if (!isPlainObject(item) || typeof item.id !== 'string' || typeof item.type !== 'string') return false;
   }
-  for (const r of data.responses as unknown[]) if (!isObject(r) || typeof r.id !== 'string') return false;
+  for (const r of data.responses as unknown[]) if (!isPlainObject(r) || typeof r.id !== 'string') return false;
   return true;
 }
 

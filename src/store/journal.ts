@@ -81,8 +81,8 @@ export class Journal {
    * record would lose data. One that is not JSON was cut short by a crash, so it was never
    * acknowledged: it is dropped, with a warning naming the file and the bytes. A bad line anywhere
    * else is damage and stops start-up.
-   * Read in chunks, one line decoded at a time: the whole file as one string (32 MB for 100,000
-   * conversations) raised start-up's peak heap and with it how far V8 lets the heap grow later.
+   * Read in chunks, one line decoded at a time: the whole file as one string raised start-up's peak
+   * heap and with it how far V8 lets the heap grow later (docs/benchmarks.md).
    */
   async open(onEntry: (entry: unknown, line: number) => void): Promise<{ lines: number; dropped: boolean }> {
     let reader: fs.FileHandle | undefined;
@@ -188,8 +188,8 @@ export class Journal {
    * `syncDelayMs` later (default 1 s; one fsync for every line written meanwhile), without waiting.
    * A crash of the process (SIGKILL) loses nothing, since the line is in the OS's cache; a power cut
    * may lose the last second, as Redis's `appendfsync everysec` does. For entries on a request's
-   * path whose loss costs little (a rate-limit count), where an fsync per request (0.2–1 ms, up to
-   * 30 ms on a shared disk, and CPU taken from the request on a small machine) is too dear. Throws
+   * path whose loss costs little (a rate-limit count), where an fsync per request is too dear
+   * (docs/benchmarks.md). Throws
    * if the write fails, leaving no partial line. Not to be mixed with `append` on the same journal.
    */
   appendNow(entry: unknown): void {

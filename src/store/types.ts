@@ -1,22 +1,9 @@
 // The Store interface: what the services need from persistence, independent of how it is laid out.
 import type { ItemT, ResponseErrorT, UsageT } from '../contract/index.ts';
+import type { ConversationRecord } from './record.ts';
 
-/** A conversation as the store keeps it: the resource's fields plus what the service needs. */
-export interface ConversationRecord {
-  id: string;
-  app_id: string;
-  /** D-7: total creation order, also across ties within one second. */
-  seq: number;
-  created_at: number;
-  external_user_id: string | null;
-  title: string | null;
-  generated_title: Record<string, string>;
-  metadata: Record<string, unknown>;
-  /** §3, D-11: soft delete keeps the record; null while the conversation exists. */
-  deleted_at: number | null;
-  /** D-24: user and assistant message items, kept here so metrics never read item files. */
-  message_count: number;
-}
+/** A conversation as the store keeps it: its schema, type and fast check are in record.ts. */
+export type { ConversationRecord };
 
 /** A response as persisted beside its items (D-17: a failed one too). */
 export interface ResponseRecord {
