@@ -16,12 +16,13 @@ import type { RequestContext } from '../http/context.ts';
 import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
+import { CLAIM_TTL_MS } from '../store/claims.ts';
 import { Journal } from '../store/journal.ts';
 import type { KeptClaim } from '../store/types.ts';
 
 const HOUR = 3_600_000;
-/** How long a key is remembered (published in docs/reliability.md, as the draft asks). */
-export const IDEMPOTENCY_TTL_MS = 24 * HOUR;
+/** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
+export const IDEMPOTENCY_TTL_MS = CLAIM_TTL_MS;
 /** Longest key accepted; the draft recommends UUIDs (36 characters). */
 export const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */

@@ -11,7 +11,7 @@ import type {
 import { LIMITS } from '../contract/index.ts';
 import { invalidRequest, notFound } from '../http/errors.ts';
 import { JsonText } from '../http/respond.ts';
-import type { ConversationRecord, Store } from '../store/types.ts';
+import type { ConversationRecord, IdempotencyClaim, Store } from '../store/types.ts';
 import { newId, unixNow } from '../store/ids.ts';
 
 export function toConversation(r: ConversationRecord): ConversationT {
@@ -38,7 +38,7 @@ export class ConversationService {
 
   constructor(private readonly store: Store) {}
 
-  async create(appId: string, body: CreateConversationRequestT): Promise<ConversationT> {
+  async create(appId: string, body: CreateConversationRequestT, claim?: IdempotencyClaim): Promise<ConversationT> {
     const record: ConversationRecord = {
       id: newId('conversation'),
       app_id: appId,
@@ -51,7 +51,7 @@ export class ConversationService {
       deleted_at: null,
       message_count: 0,
     };
-    await this.store.putConversation(record);
+    await this.store.putConversation(record, claim);
     return toConversation(record);
   }
 

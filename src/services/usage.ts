@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { UsageT } from '../contract/index.ts';
 import { Journal } from '../store/journal.ts';
+import { ClaimLog } from '../store/claims.ts';
 import { StoreError, type IdempotencyClaim, type KeptClaim } from '../store/types.ts';
 
 /** §1: completions are billed in credits by token usage; one credit buys this many tokens. */
@@ -32,7 +33,7 @@ export class UsageLedger {
   private readonly journal: Journal;
   private readonly totals = new Map<string, AppUsage>();
   /** Claims of the completions recorded (see `idempotencyClaims`), oldest first. */
-  private claims: KeptClaim[] = [];
+  private readonly claims = new ClaimLog();
 
   constructor(dataDir: string) {
     this.journal = new Journal(path.join(path.resolve(dataDir), 'usage.jsonl'));
@@ -44,14 +45,13 @@ export class UsageLedger {
       if (!parsed.success) throw new StoreError(this.journal.file, `line ${line}: ${parsed.error.issues[0]!.message}`);
       this.add(parsed.data.app_id, parsed.data);
       const c = parsed.data.c;
-      if (c) this.claims.push({ key: c.k, fingerprint: c.f, at: c.at });
+      if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
     });
   }
 
   /** The claims recorded with completions at or after `since` (ms), for the idempotency stage. */
   idempotencyClaims(since: number): KeptClaim[] {
-    this.claims = this.claims.filter((c) => c.at >= since);
-    return [...this.claims];
+    return this.claims.since(since);
   }
 
   /** Resolves once the entry is durable. */
@@ -61,7 +61,7 @@ export class UsageLedger {
     const entry = { t: 'usage', app_id: appId, kind, id, at: Math.floor(now / 1000), input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
     await this.journal.append(c ? { ...entry, c } : entry);
     this.add(appId, usage);
-    if (c) this.claims.push({ key: c.k, fingerprint: c.f, at: c.at });
+    if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
   }
 
   of(appId: string): AppUsage {

@@ -6,6 +6,7 @@ import { Low } from 'lowdb';
 import { z } from 'zod';
 import type { ItemT } from '../contract/index.ts';
 import { AtomicJsonFile, syncDir, writeDurably } from './atomic-json-file.ts';
+import { ClaimLog } from './claims.ts';
 import { Journal } from './journal.ts';
 import {
   StoreError,
@@ -166,7 +167,7 @@ export class FileStore implements Store {
   /** The last queued change of each conversation being changed (see `inTurn`). */
   private readonly turns = new Map<string, Promise<unknown>>();
   /** Idempotency-Key claims of the exchanges saved (see `idempotencyClaims`), oldest first. */
-  private claims: KeptClaim[] = [];
+  private readonly claims = new ClaimLog();
 
   constructor(opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -288,8 +289,10 @@ export class FileStore implements Store {
     return { ...(this.apps.get(appId)?.counters ?? { conversations: 0, messages: 0, users: 0 }) };
   }
 
-  async putConversation(record: ConversationRecord): Promise<void> {
-    await this.journal.append({ t: 'conv', v: record });
+  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void> {
+    const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
+    await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record });
+    if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
     // Indexed only once durable: nothing is listed that a crash could take back.
     this.index(record);
   }
@@ -311,7 +314,7 @@ export class FileStore implements Store {
       if (list?.length) unfinished.set(e.v.id, list);
       else unfinished.delete(e.v.id);
     }
-    if (e.c) this.claims.push({ key: e.c.k, fingerprint: e.c.f, at: e.c.at });
+    if (e.c) this.claims.add({ key: e.c.k, fingerprint: e.c.f, at: e.c.at });
     this.index(e.v);
   }
 
@@ -325,7 +328,7 @@ export class FileStore implements Store {
         const current = this.records.get(id);
         const record = u.base && current ? mergeRecord(u.base, u.intent, current) : u.intent;
         await this.journal.append(u.c ? { t: 'conv', v: record, p: u.p, c: u.c } : { t: 'conv', v: record, p: u.p });
-        if (u.c) this.claims.push({ key: u.c.k, fingerprint: u.c.f, at: u.c.at });
+        if (u.c) this.claims.add({ key: u.c.k, fingerprint: u.c.f, at: u.c.at });
         this.index(record);
       }
     }
@@ -367,8 +370,7 @@ export class FileStore implements Store {
   }
 
   idempotencyClaims(since: number): KeptClaim[] {
-    this.claims = this.claims.filter((c) => c.at >= since);
-    return [...this.claims];
+    return this.claims.since(since);
   }
 
   /** The exchange path without a turn or a claim: imports and tests that write history directly. */
@@ -403,7 +405,7 @@ export class FileStore implements Store {
     const current = this.records.get(record.id);
     const final = before && current && current !== before ? mergeRecord(before, record, current) : record;
     await this.journal.append(p === undefined ? { t: 'conv', v: final } : c ? { t: 'conv', v: final, p, c } : { t: 'conv', v: final, p });
-    if (c) this.claims.push({ key: c.k, fingerprint: c.f, at: c.at });
+    if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
     this.index(final);
   }
 

@@ -86,8 +86,11 @@ export interface Store {
   getConversation(id: string): ConversationRecord | undefined;
   /** Every conversation of an app (soft-deleted included), in creation order; optionally one user's. */
   conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[];
-  /** Creates a conversation record (a new id: nothing else can be changing it); resolves once it is durable. */
-  putConversation(record: ConversationRecord): Promise<void>;
+  /**
+   * Creates a conversation record (a new id: nothing else can be changing it), with the request's
+   * Idempotency-Key claim in the same atomic step; resolves once it is durable.
+   */
+  putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void>;
   /**
    * Changes one conversation in its turn, after every earlier change of it: `change` gets the record
    * as it is now (undefined if there is none) and returns the new one, or throws to change nothing.
