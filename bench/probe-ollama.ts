@@ -9,7 +9,7 @@ import pino from 'pino';
 import { startParley } from '../src/app.ts';
 import { patientFetch } from '../src/model/ollama-fetch.ts';
 import { startChild } from './child.ts';
-import { RateLimitService } from '../src/services/rate-limit.ts';
+import { RateLimitService } from '../src/pipeline/rate-limit.ts';
 import { ConversationService } from '../src/services/conversations.ts';
 
 const origTake = RateLimitService.prototype.take;

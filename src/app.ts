@@ -9,16 +9,15 @@ import type { Config } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
 import { AgentRuntime } from './services/agent.ts';
-import { AuthService } from './services/auth.ts';
+import { AuthService } from './pipeline/auth.ts';
 import { CompletionService } from './services/completions.ts';
-import { RateLimitService } from './services/rate-limit.ts';
-import { IdempotencyService } from './services/idempotency.ts';
+import { RateLimitService } from './pipeline/rate-limit.ts';
+import { IDEMPOTENCY_TTL_MS, IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { ResponseService } from './services/responses.ts';
 import { UsageLedger } from './services/usage.ts';
 import { FileStore } from './store/file-store.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
-import type { Store } from './store/types.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
@@ -38,7 +37,8 @@ export interface Parley {
   /** `http://host:port/v1` once listening. */
   baseUrl: string;
   port: number;
-  store: Store;
+  /** This process's store (the Store interface, plus the file store's bulk import and history writes). */
+  store: FileStore;
   fixtures: Fixtures;
   logger: Logger;
   http: ParleyHttpServer;
@@ -75,16 +75,22 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
         warn,
       });
-    idempotency = await IdempotencyService.open({ dir: path.join(opts.dataDir ?? './data', 'idempotency'), logger });
+    // Keys whose work was saved (with its claim, in one step) are honoured even if their answer was lost.
+    const since = Date.now() - IDEMPOTENCY_TTL_MS;
+    idempotency = await IdempotencyService.open({
+      dir: path.join(opts.dataDir ?? './data', 'idempotency'),
+      logger,
+      claims: [...store.idempotencyClaims(since), ...usage.idempotencyClaims(since)],
+    });
     const auth = new AuthService(fixtures);
     const conversations = new ConversationService(store);
-    const responses = new ResponseService(store, agent, usage, logger, conversations);
+    const responses = new ResponseService(store, agent, usage, logger);
     const completions = new CompletionService(agent, usage, logger);
     const http = createHttpServer({
       routes: [
         ...conversationRoutes(conversations),
         ...appRoutes(store),
-        ...responseRoutes({ conversations, responses, completions, keepAliveMs: opts.keepAliveMs }),
+        ...responseRoutes({ conversations, responses, completions }),
       ],
       documents: { [OPENAPI_PATH]: openApiDocument },
       auth,
@@ -94,6 +100,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
       maxStreamsPerApp: opts.maxStreamsPerApp,
+      keepAliveMs: opts.keepAliveMs,
     });
     await new Promise<void>((resolve, reject) => {
       http.server.once('error', reject);

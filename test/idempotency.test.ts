@@ -10,8 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { createHttpServer } from '../src/http/server.ts';
-import { AuthService } from '../src/services/auth.ts';
-import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/services/idempotency.ts';
+import { AuthService } from '../src/pipeline/auth.ts';
+import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
 import { loadFixtures } from '../src/store/fixtures.ts';
 import { APP, FIXTURES_DIR, KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 

@@ -8,8 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';
-import { AuthService } from '../src/services/auth.ts';
-import { RateLimitService } from '../src/services/rate-limit.ts';
+import { AuthService } from '../src/pipeline/auth.ts';
+import { RateLimitService } from '../src/pipeline/rate-limit.ts';
 import { loadFixtures, type Fixtures } from '../src/store/fixtures.ts';
 import { FIXTURES_DIR, KEY, TARGET, tempDir } from './support/helpers.ts';
 

@@ -14,7 +14,7 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations',
-      route: { idempotent: true, handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest)) },
+      route: { idempotent: true, handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest), ctx.claim) },
     },
     {
       method: 'GET',

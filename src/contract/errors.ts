@@ -41,19 +41,5 @@ export const ReferenceErrorBody = z.object({
   }),
 });
 
-/** D-1 codes for a bad request. */
-export const INVALID_REQUEST_CODES = [
-  'invalid_json',
-  'missing_parameter',
-  'invalid_type',
-  'invalid_value',
-  'unknown_parameter',
-  'too_large',
-  'invalid_cursor',
-  'body_too_large',
-  'unsupported_media_type',
-  'method_not_allowed',
-] as const;
-
 export type ErrorBodyT = z.infer<typeof ReferenceErrorBody>;
 export type ErrorTypeT = z.infer<typeof ErrorType>;

@@ -1,7 +1,7 @@
 // Reading a JSON request body: the 1 MiB cap and the content-type check of D-2, D-1's invalid_json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS, jsonDepth } from '../contract/index.ts';
-import { ApiError, invalidRequest } from './errors.ts';
+import { ApiError, apiError, invalidRequest } from './errors.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -18,10 +18,7 @@ function isJsonType(contentType: string | undefined): boolean {
 }
 
 function tooLarge(): ApiError {
-  return new ApiError(413, 'invalid_request_error', `The request body must be at most ${LIMITS.bodyBytes} bytes (1 MiB).`, {
-    code: 'body_too_large',
-    headers: { connection: 'close' },
-  });
+  return apiError('body_too_large', `The request body must be at most ${LIMITS.bodyBytes} bytes (1 MiB).`);
 }
 
 /**
@@ -73,28 +70,14 @@ function readAll(req: IncomingMessage): Promise<{ chunks: Buffer[]; size: number
  * Reads and parses the body. An empty body reads as `undefined`, so that endpoints whose fields are
  * all optional accept it and the others report the missing field.
  */
-export function readJsonBody(req: IncomingMessage): Promise<unknown> {
-  // Read once: the idempotency check fingerprints the body before the handler parses it.
-  let read = bodies.get(req);
-  if (!read) {
-    read = readOnce(req);
-    bodies.set(req, read);
-  }
-  return read;
-}
-
-const bodies = new WeakMap<IncomingMessage, Promise<unknown>>();
-
-async function readOnce(req: IncomingMessage): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
   if (!hasBody(req)) {
     req.resume();
     return undefined;
   }
   if (!isJsonType(req.headers['content-type'])) {
     req.resume();
-    throw new ApiError(415, 'invalid_request_error', 'The request body must be JSON: send Content-Type: application/json.', {
-      code: 'unsupported_media_type',
-    });
+    throw apiError('unsupported_media_type', 'The request body must be JSON: send Content-Type: application/json.');
   }
   if (Number(req.headers['content-length'] ?? 0) > LIMITS.bodyBytes) throw tooLarge();
 
@@ -105,7 +88,7 @@ async function readOnce(req: IncomingMessage): Promise<unknown> {
   } catch (err) {
     if (err instanceof ApiError) throw err;
     // The client went away or was cut off for being too slow (408, see server.ts): not our failure.
-    throw new ApiError(408, 'invalid_request_error', 'The request body did not arrive in full.', { code: 'request_timeout' });
+    throw apiError('request_timeout', 'The request body did not arrive in full.');
   }
   if (size === 0) return undefined;
 

@@ -1,14 +1,13 @@
 // What a handler receives: the request, its resolved app, and helpers to read it once.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { AppT, KeyT } from '../store/fixtures.ts';
-import { readJsonBody } from './body.ts';
+import type { IdempotencyClaim } from '../store/types.ts';
 import { fromZodError, invalidRequest } from './errors.ts';
 
 export interface RequestContext {
   req: IncomingMessage;
-  res: ServerResponse;
   requestId: string;
   params: Record<string, string>;
   query: URLSearchParams;
@@ -21,12 +20,22 @@ export interface RequestContext {
   headers: Record<string, string>;
   /** Call before a stream starts: admits it under the app's cap of open streams, or throws 429. */
   beginStream?: () => void;
+  /**
+   * The JSON body (undefined when there is none), read and parsed on the first call; the same
+   * promise after. Idempotency fingerprints it, then the handler validates it (D-1, D-2).
+   */
+  json(): Promise<unknown>;
+  /**
+   * Set by the idempotency stage when the request carries an Idempotency-Key: the work saves it with
+   * itself, in one step of the store, so that a crash can never keep one without the other.
+   */
+  claim?: IdempotencyClaim;
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */
 export async function parseBody<S extends z.ZodType>(ctx: RequestContext, schema: S): Promise<z.infer<S>> {
   // No body reads as `{}` (all-optional bodies accept it); a JSON `null` is a body that is not an object (D-1).
-  const body = await readJsonBody(ctx.req);
+  const body = await ctx.json();
   const raw = body === undefined ? {} : body;
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw fromZodError(parsed.error, raw);

@@ -1,45 +1,129 @@
-// ApiError: the one error type of the service, and its mapping to the error object of §7 / D-1…D-5.
+// Every error the server can answer, in one table: its status, its §7 type and its code. ApiError is
+// the one error type of the service; `errorBody` the one builder of the error object (§7, D-1…D-5),
+// for answers written by the server and for those written on a raw socket (node's `clientError`).
 import type { z } from 'zod';
 import { ERROR_STATUS, type ErrorBodyT, type ErrorTypeT } from '../contract/index.ts';
 
 export type ApiErrorType = ErrorTypeT | 'invalid_request_error';
+
+interface ErrorSpec {
+  status: number;
+  type: ApiErrorType;
+  /** The error object's `code` (null for the §7 errors the interface leaves without one). */
+  code: string | null;
+  /** Headers every answer of this error carries. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** A §7 error type with the status the interface fixes for it. */
+const s7 = (type: ErrorTypeT, code: string | null = null): ErrorSpec => ({ status: ERROR_STATUS[type], type, code });
+/** A bad request (D-1…D-3), type `invalid_request_error`. */
+const bad = <S extends number>(status: S, code: string, headers?: Record<string, string>) => ({ status, type: 'invalid_request_error' as const, code, headers });
+
+/**
+ * The catalogue, by name (the name is the code, or the §7 type for errors without a code). A newcomer
+ * reads here every answer that is not a 2xx; nothing else builds an error object.
+ */
+export const ERRORS = {
+  // §7 (D-4, D-6): who may call what.
+  invalid_api_key: s7('invalid_api_key'),
+  access_denied: s7('access_denied'),
+  /** D-6: a publishable key is for the widget only. */
+  publishable_key: s7('access_denied', 'publishable_key'),
+  app_inactive: s7('app_inactive'),
+  agent_unavailable: s7('agent_unavailable'),
+  /** D-3, D-11: an unknown path, app or conversation (another app's and soft-deleted ones too). */
+  not_found: s7('not_found'),
+  /** D-23: the plan's limit per minute or per day (`Retry-After` says when). */
+  rate_limit_exceeded: s7('rate_limit_exceeded'),
+  /** Too many open SSE streams for one app (docs/reliability.md). */
+  too_many_streams: { ...s7('rate_limit_exceeded', 'too_many_streams'), headers: { 'retry-after': '1' } },
+  /** D-5: says nothing of its cause. */
+  internal_error: s7('internal_error'),
+
+  // 400 (D-1): the body, the query or a header breaks a rule.
+  invalid_json: bad(400, 'invalid_json'),
+  missing_parameter: bad(400, 'missing_parameter'),
+  unknown_parameter: bad(400, 'unknown_parameter'),
+  invalid_type: bad(400, 'invalid_type'),
+  invalid_value: bad(400, 'invalid_value'),
+  /** A string or collection over its LIMITS (the contract's schemas raise it). */
+  too_large: bad(400, 'too_large'),
+  invalid_cursor: bad(400, 'invalid_cursor'),
+  /** What node's parser refuses (answered on the raw socket). */
+  malformed_request: bad(400, 'malformed_request'),
+  // The other 4xx of the HTTP layer.
+  method_not_allowed: bad(405, 'method_not_allowed'),
+  request_timeout: bad(408, 'request_timeout'),
+  /** A retry while the first request with this Idempotency-Key still runs. */
+  idempotency_key_in_use: bad(409, 'idempotency_key_in_use', { 'retry-after': '1' }),
+  /** The key's answer was too large to keep: the request is not run again. */
+  idempotency_replay_unavailable: bad(409, 'idempotency_replay_unavailable'),
+  /** D-2: the body is not read further, and the connection goes once the answer is out. */
+  body_too_large: bad(413, 'body_too_large', { connection: 'close' }),
+  unsupported_media_type: bad(415, 'unsupported_media_type'),
+  /** The client may be holding its body back until a 100 that will not come. */
+  expectation_failed: bad(417, 'expectation_failed', { connection: 'close' }),
+  idempotency_key_reused: bad(422, 'idempotency_key_reused'),
+  headers_too_large: bad(431, 'headers_too_large'),
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorName = keyof typeof ERRORS;
+/** The codes of a 400 (D-1): what `invalidRequest` and the contract's custom rules may name. */
+export type InvalidRequestCode = { [K in ErrorName]: (typeof ERRORS)[K]['status'] extends 400 ? K : never }[ErrorName];
+
+export function isInvalidRequestCode(code: unknown): code is InvalidRequestCode {
+  return typeof code === 'string' && Object.hasOwn(ERRORS, code) && ERRORS[code as ErrorName].status === 400;
+}
+
+/** The error object of §7: all four fields, always (D-1). */
+export function errorBody(name: ErrorName, message: string, param: string | null = null): ErrorBodyT {
+  const spec: ErrorSpec = ERRORS[name];
+  return { error: { message, type: spec.type, param, code: spec.code } };
+}
+
+export interface ErrorOptions {
+  param?: string | null;
+  /** Headers of this answer beyond the catalogue's (e.g. `Allow`, a computed `Retry-After`). */
+  headers?: Record<string, string>;
+}
 
 export class ApiError extends Error {
   readonly status: number;
   readonly type: ApiErrorType;
   readonly param: string | null;
   readonly code: string | null;
-  /** Extra response headers, e.g. `Allow` (D-3) or `Retry-After` (D-23). */
+  /** Response headers: the catalogue's, then this answer's own. */
   readonly headers: Record<string, string>;
 
   constructor(
-    status: number,
-    type: ApiErrorType,
+    readonly errorName: ErrorName,
     message: string,
-    opts: { param?: string | null; code?: string | null; headers?: Record<string, string> } = {},
+    opts: ErrorOptions = {},
   ) {
     super(message);
+    const spec: ErrorSpec = ERRORS[errorName];
     this.name = 'ApiError';
-    this.status = status;
-    this.type = type;
+    this.status = spec.status;
+    this.type = spec.type;
     this.param = opts.param ?? null;
-    this.code = opts.code ?? null;
-    this.headers = opts.headers ?? {};
+    this.code = spec.code;
+    this.headers = { ...spec.headers, ...opts.headers };
   }
 
   toBody(): ErrorBodyT {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+    return errorBody(this.errorName, this.message, this.param);
   }
 }
 
-/** A §7 error whose status the interface fixes. */
-export function apiError(type: ErrorTypeT, message: string, opts: { param?: string | null; code?: string | null; headers?: Record<string, string> } = {}): ApiError {
-  return new ApiError(ERROR_STATUS[type], type, message, opts);
+/** An error of the catalogue. */
+export function apiError(name: ErrorName, message: string, opts: ErrorOptions = {}): ApiError {
+  return new ApiError(name, message, opts);
 }
 
 /** D-1: a 400 `invalid_request_error`. */
-export function invalidRequest(message: string, param: string | null, code: string): ApiError {
-  return new ApiError(400, 'invalid_request_error', message, { param, code });
+export function invalidRequest(message: string, param: string | null, code: InvalidRequestCode): ApiError {
+  return new ApiError(code, message, { param });
 }
 
 export function notFound(what: string, param: string | null = null): ApiError {
@@ -111,7 +195,7 @@ export function fromZodError(error: z.ZodError, input: unknown, paramPrefix = ''
     case 'custom': {
       const params = (issue.params ?? {}) as { apiCode?: string; param?: string };
       const param = params.param ?? dotted(issue.path);
-      return invalidRequest(issue.message, param, params.apiCode ?? 'invalid_value');
+      return invalidRequest(issue.message, param, isInvalidRequestCode(params.apiCode) ? params.apiCode : 'invalid_value');
     }
     default: {
       const param = dotted(issue.path);

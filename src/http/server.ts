@@ -1,16 +1,18 @@
-// The HTTP server: request ids, routing, auth, the error object for every failure, one log line
-// per request, and a graceful close that lets in-flight requests finish.
+// The HTTP server: request ids, routing, the pipeline stages (auth, rate limit, idempotency, plugged in
+// from src/pipeline/), the one place that writes an answer (a JSON body, an event stream or the error
+// object), one log line per request, and a graceful close that lets in-flight requests finish.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { newRequestId } from '../services/ids.ts';
-import type { AuthService } from '../services/auth.ts';
-import type { AppT } from '../store/fixtures.ts';
-import { boundUnreadBody } from './body.ts';
+import type { AppT, KeyT } from '../store/fixtures.ts';
+import { newRequestId } from '../store/ids.ts';
+import { boundUnreadBody, readJsonBody } from './body.ts';
 import type { RequestContext } from './context.ts';
-import { ApiError, apiError, internalError, invalidRequest } from './errors.ts';
+import { ApiError, ERRORS, apiError, errorBody, internalError, invalidRequest } from './errors.ts';
+import { EventStream } from './reply.ts';
 import { sendJson } from './respond.ts';
 import { Router, type RouteDef } from './router.ts';
+import { streamSse } from './sse.ts';
 import { StreamGate } from './stream-gate.ts';
 
 export interface Route {
@@ -18,10 +20,16 @@ export interface Route {
   needsAgent?: boolean;
   /** Counted against the app's plan (D-23). */
   counted?: boolean;
-  /** Honours the Idempotency-Key header (see src/services/idempotency.ts). */
+  /** Honours the Idempotency-Key header (see src/pipeline/idempotency.ts). */
   idempotent?: boolean;
-  /** Returns the JSON body of a 200, or undefined when it wrote the response itself (SSE). */
+  /** Returns its answer: the JSON body of a 200, or an EventStream (see ./reply.ts). */
   handle(ctx: RequestContext): Promise<unknown>;
+}
+
+/** The auth stage (§5, D-4, D-6): throws 401/403/404, or returns who calls and the app they may use. */
+export interface Authenticator {
+  authenticate(authorization: string | undefined): KeyT;
+  authorizeApp(key: KeyT, appId: string, needsAgent: boolean): AppT;
 }
 
 /** The rate-limit hook (D-23): throws a 429 ApiError, or returns headers for the counted request. */
@@ -30,14 +38,14 @@ export interface RateLimiter {
   take(app: AppT): Record<string, string>;
 }
 
-/** The idempotency hook: runs `next` once per key, or answers for it (replay, 409, 422). */
+/** The idempotency stage: runs `next` once per key, or answers for it (replay, 409, 422); wraps the answer `next` returns. */
 export interface IdempotencyHook {
   run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown>;
 }
 
 export interface HttpServerOptions {
   routes: RouteDef<Route>[];
-  auth: AuthService;
+  auth: Authenticator;
   logger: Logger;
   rateLimiter?: RateLimiter;
   idempotency?: IdempotencyHook;
@@ -50,6 +58,8 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number;
   /** Open SSE streams per app (default MAX_STREAMS_PER_APP). */
   maxStreamsPerApp?: number;
+  /** D-18: interval of `: keep-alive` comments on silent streams. */
+  keepAliveMs?: number;
 }
 
 /** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
@@ -73,6 +83,12 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
 
   /** Requests whose Expect header node does not handle itself (anything but 100-continue). */
   const unmetExpectations = new WeakSet<IncomingMessage>();
+
+  /** The one place an answer is written: a handler's (`reply`: a JSON body or an EventStream), or an error's. */
+  async function write(req: IncomingMessage, res: ServerResponse, reply: unknown, headers: Record<string, string>): Promise<void> {
+    if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs: opts.keepAliveMs, headers });
+    else send(req, res, 200, reply, headers);
+  }
 
   /** Sends a JSON answer; a body left unread is bounded (D-2), and a closing answer closes its socket. */
   function send(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
@@ -119,26 +135,18 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         throw invalidRequest('The Host header is missing: HTTP/1.1 requires it.', 'Host', 'missing_parameter');
       }
       if (unmetExpectations.has(req)) {
-        throw new ApiError(417, 'invalid_request_error', 'The only Expect header this server meets is "100-continue".', {
-          param: 'Expect',
-          code: 'expectation_failed',
-          // The client may be holding its body back until a 100 that will not come.
-          headers: { connection: 'close' },
-        });
+        throw apiError('expectation_failed', 'The only Expect header this server meets is "100-continue".', { param: 'Expect' });
       }
       const document = opts.documents?.[fullPath];
       if (document && req.method === 'GET') return send(req, res, 200, document(), {});
-      if (document) throw new ApiError(405, 'invalid_request_error', `${req.method} is not allowed here; use GET.`, { code: 'method_not_allowed', headers: { allow: 'GET' } });
+      if (document) throw apiError('method_not_allowed', `${req.method} is not allowed here; use GET.`, { headers: { allow: 'GET' } });
       if (fullPath !== basePath && !fullPath.startsWith(basePath + '/')) {
         throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
       }
       const match = router.match(req.method ?? 'GET', fullPath.slice(basePath.length));
       if (match.kind === 'not_found') throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}.`);
       if (match.kind === 'method_not_allowed') {
-        throw new ApiError(405, 'invalid_request_error', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, {
-          code: 'method_not_allowed',
-          headers: { allow: match.allow.join(', ') },
-        });
+        throw apiError('method_not_allowed', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, { headers: { allow: match.allow.join(', ') } });
       }
       const { route, params } = match;
       const key = opts.auth.authenticate(req.headers.authorization);
@@ -146,9 +154,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
       if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
       let query: URLSearchParams | undefined;
+      let body: Promise<unknown> | undefined;
       const ctx: RequestContext = {
         req,
-        res,
         requestId,
         params,
         // Parsed only for the routes that read it (lists); a get has no query.
@@ -170,9 +178,11 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         },
         headers: { ...limitHeaders },
         beginStream: () => streams.enter(app.id, res),
+        json: () => (body ??= readJsonBody(req)),
       };
-      const body = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
-      if (body !== undefined && !res.headersSent) send(req, res, 200, body, ctx.headers);
+      const reply = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
+      if (reply === undefined) throw new Error(`${req.method} ${fullPath}: the handler answered nothing`);
+      await write(req, res, reply, ctx.headers);
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
       // A client that went away mid-body is not a server fault.
@@ -217,19 +227,13 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       socket.destroy();
       return;
     }
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-    const status = tooLarge ? 431 : timeout ? 408 : 400;
+    const name = err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'malformed_request';
+    const status = ERRORS[name].status;
     const requestId = newRequestId();
     log.warn({ req_id: requestId, code: err.code, status }, 'client error');
-    const body = JSON.stringify({
-      error: {
-        message: tooLarge ? 'The request headers or URL are too large.' : timeout ? 'The request took too long to arrive.' : malformedMessage(err.code),
-        type: 'invalid_request_error',
-        param: null,
-        code: tooLarge ? 'headers_too_large' : timeout ? 'request_timeout' : 'malformed_request',
-      },
-    });
+    const message =
+      name === 'headers_too_large' ? 'The request headers or URL are too large.' : name === 'request_timeout' ? 'The request took too long to arrive.' : malformedMessage(err.code);
+    const body = JSON.stringify(errorBody(name, message));
     socket.end(
       `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nx-request-id: ${requestId}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );

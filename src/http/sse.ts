@@ -14,9 +14,26 @@ export function formatSseEvent(e: StreamEvent): string {
 /** D-16: the one place where events get their `type` and their gapless `sequence_number`. */
 export async function* sequenced(events: AsyncIterable<UnsequencedEvent>): AsyncGenerator<StreamEvent> {
   let n = 0;
-  for await (const e of events) {
-    yield { event: e.event, data: { type: e.event, sequence_number: n++, ...e.data } } as StreamEvent;
+  for await (const e of events) yield stamp(e, n++);
+}
+
+function stamp(e: UnsequencedEvent, n: number): StreamEvent {
+  return { event: e.event, data: { type: e.event, sequence_number: n, ...e.data } } as StreamEvent;
+}
+
+/** The text `streamSse` writes for `events` (keep-alive comments aside): what a replay must send again. */
+export function sseText(events: readonly UnsequencedEvent[]): string {
+  return events.map((e, n) => formatSseEvent(stamp(e, n))).join('');
+}
+
+/** sseText's inverse: the events of a kept stream, unstamped, so that `sequenced` stamps them the same. */
+export function eventsOfSseText(text: string): UnsequencedEvent[] {
+  const out: UnsequencedEvent[] = [];
+  for (const m of text.matchAll(/^event: (.*)\ndata: (.*)$/gm)) {
+    const { type: _type, sequence_number: _n, ...data } = JSON.parse(m[2]!) as Record<string, unknown>;
+    out.push({ event: m[1], data } as UnsequencedEvent);
   }
+  return out;
 }
 
 /** Writes one chunk; waits for 'drain' when the socket's buffer is full (or for the socket to close). */

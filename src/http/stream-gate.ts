@@ -15,10 +15,7 @@ export class StreamGate {
   enter(appId: string, res: ServerResponse): void {
     const n = this.open.get(appId) ?? 0;
     if (n >= this.max) {
-      throw apiError('rate_limit_exceeded', `App ${JSON.stringify(appId)} already has ${this.max} streams open; retry when one has finished, or ask for JSON (stream: false).`, {
-        code: 'too_many_streams',
-        headers: { 'retry-after': '1' },
-      });
+      throw apiError('too_many_streams', `App ${JSON.stringify(appId)} already has ${this.max} streams open; retry when one has finished, or ask for JSON (stream: false).`);
     }
     this.open.set(appId, n + 1);
     res.once('close', () => {

@@ -3,8 +3,9 @@
 import type { Logger } from 'pino';
 import type { CompletionT, CreateCompletionRequestT } from '../contract/index.ts';
 import type { AppT } from '../store/fixtures.ts';
+import type { IdempotencyClaim } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
-import { newId, unixNow } from './ids.ts';
+import { newId, unixNow } from '../store/ids.ts';
 import { ResponseRun } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
 
@@ -20,7 +21,7 @@ export class CompletionService {
     private readonly log: Logger,
   ) {}
 
-  start(app: AppT, body: CreateCompletionRequestT, signal: AbortSignal): StartedCompletion {
+  start(app: AppT, body: CreateCompletionRequestT, signal: AbortSignal, claim?: IdempotencyClaim): StartedCompletion {
     const id = newId('completion');
     const createdAt = unixNow();
     const tools = this.agent.tools(app, 'completion', body.knowledge_search ?? true);
@@ -35,7 +36,8 @@ export class CompletionService {
       onUnexpected: (err) => this.log.error({ err, completion_id: id }, 'completion failed unexpectedly'),
       finish: async (r) => {
         if (r.error) this.log.warn({ completion_id: id, app_id: app.id, code: r.error.code }, 'completion failed');
-        await this.usage.record(app.id, 'completion', id, r.usage);
+        // The usage line is the completion's only save: it carries the Idempotency-Key claim, in one journal record.
+        await this.usage.record(app.id, 'completion', id, r.usage, claim);
       },
     });
     return {

@@ -11,8 +11,8 @@ import type {
 import { LIMITS } from '../contract/index.ts';
 import { invalidRequest, notFound } from '../http/errors.ts';
 import { JsonText } from '../http/respond.ts';
-import type { ConversationRecord, Store } from '../store/types.ts';
-import { newId, unixNow } from './ids.ts';
+import type { ConversationRecord, IdempotencyClaim, Store } from '../store/types.ts';
+import { newId, unixNow } from '../store/ids.ts';
 
 export function toConversation(r: ConversationRecord): ConversationT {
   return {
@@ -27,8 +27,6 @@ export function toConversation(r: ConversationRecord): ConversationT {
 }
 
 export class ConversationService {
-  /** The last queued change of each conversation being changed (see `exclusive`). */
-  private readonly queues = new Map<string, Promise<unknown>>();
   /**
    * The encoded body of a get, keyed by the store's items array (so it lives as long as the store
    * keeps that file cached, and a file read again is a new key). It is renewed when the file gains
@@ -40,24 +38,7 @@ export class ConversationService {
 
   constructor(private readonly store: Store) {}
 
-  /**
-   * Runs `fn` once every earlier change of conversation `id` has finished. A change reads the
-   * record, derives the new one and stores it; without this, two concurrent changes (a rename
-   * and a delete, a rename and a new message) would each start from the same record and the
-   * later write would undo the earlier one (e.g. bring a deleted conversation back).
-   */
-  exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.queues.get(id) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const settled = run.catch(() => {});
-    this.queues.set(id, settled);
-    void settled.then(() => {
-      if (this.queues.get(id) === settled) this.queues.delete(id);
-    });
-    return run;
-  }
-
-  async create(appId: string, body: CreateConversationRequestT): Promise<ConversationT> {
+  async create(appId: string, body: CreateConversationRequestT, claim?: IdempotencyClaim): Promise<ConversationT> {
     const record: ConversationRecord = {
       id: newId('conversation'),
       app_id: appId,
@@ -70,15 +51,13 @@ export class ConversationService {
       deleted_at: null,
       message_count: 0,
     };
-    await this.store.putConversation(record);
+    await this.store.putConversation(record, claim);
     return toConversation(record);
   }
 
   /** A live conversation of this app, or 404 (D-11: soft-deleted ones too; other apps' too). */
   find(appId: string, id: string): ConversationRecord {
-    const r = this.store.getConversation(id);
-    if (!r || r.app_id !== appId || r.deleted_at !== null) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
-    return r;
+    return live(appId, id, this.store.getConversation(id));
   }
 
   async get(appId: string, id: string): Promise<ConversationWithItemsT> {
@@ -100,20 +79,15 @@ export class ConversationService {
     return new JsonText(cached.body);
   }
 
-  update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
-    return this.exclusive(id, async () => {
-      const record = { ...this.find(appId, id), title: body.title };
-      await this.store.putConversation(record);
-      return toConversation(record);
-    });
+  // A change is applied by the store in the conversation's turn, to the record as it is then: a
+  // rename and a delete (or a new message) never start from the same record and undo each other.
+  async update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
+    return toConversation(await this.store.updateConversation(id, (r) => ({ ...live(appId, id, r), title: body.title })));
   }
 
-  delete(appId: string, id: string): Promise<DeletionResultT> {
-    return this.exclusive(id, async () => {
-      const record = { ...this.find(appId, id), deleted_at: unixNow() };
-      await this.store.putConversation(record);
-      return { id, object: 'conversation' as const, deleted: true as const };
-    });
+  async delete(appId: string, id: string): Promise<DeletionResultT> {
+    await this.store.updateConversation(id, (r) => ({ ...live(appId, id, r), deleted_at: unixNow() }));
+    return { id, object: 'conversation' as const, deleted: true as const };
   }
 
   /**
@@ -163,6 +137,12 @@ export class ConversationService {
       has_more: hasMore,
     };
   }
+}
+
+/** `r` if it is a live conversation of this app, else 404 (D-11: soft-deleted ones too; other apps' too). */
+function live(appId: string, id: string, r: ConversationRecord | undefined): ConversationRecord {
+  if (!r || r.app_id !== appId || r.deleted_at !== null) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
+  return r;
 }
 
 /** Index of the first record whose seq is greater than `seq` (records ascend by seq). */

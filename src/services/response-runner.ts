@@ -2,9 +2,11 @@
 // events (unsequenced) while building the output items from the very same events, so that the SSE
 // stream and the JSON body can never disagree (§6 rule 4).
 import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
+import { internalError } from '../http/errors.ts';
+import { EventStream } from '../http/reply.ts';
 import { countTokens, estimateInputTokens } from '../model/text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../model/types.ts';
-import { newId } from './ids.ts';
+import { newId } from '../store/ids.ts';
 import { runTool, type ToolBox } from './tools.ts';
 
 /** At most this many model turns per response: a model that keeps calling tools must then answer. */
@@ -41,10 +43,7 @@ export class ResponseRun {
   readonly output: OutputItemT[] = [];
   status: 'in_progress' | 'completed' | 'failed' = 'in_progress';
   error: ResponseErrorT | undefined;
-  /**
-   * The output could not be made durable (a full disk): nothing of it was saved. Not a model failure
-   * (D-17) but the server's (D-5): JSON mode answers 500, a stream ends with `response.failed`.
-   */
+  /** The output could not be made durable: see `answerOf`, the one place a failed save is handled. */
   unsaved = false;
   readonly usage: UsageT = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
   /** What the exchange was about (a document found, a form shown), for titles (D-8). */
@@ -99,18 +98,10 @@ export class ResponseRun {
     try {
       await o.finish(this);
     } catch (err) {
-      // Not saved: the client must not believe it was.
       o.onUnexpected?.(err);
       this.status = 'failed';
       this.unsaved = true;
-      this.error = {
-        type: 'internal_error',
-        code: 'internal_error',
-        message:
-          o.kind === 'response'
-            ? 'The response could not be saved because of a server storage error; it was not added to the conversation. Retry the message.'
-            : 'The completion could not be recorded because of a server storage error. Retry the request.',
-      };
+      this.error = unsavedError(o.kind);
     }
     // `usage` (an extension, as in the JSON body) after D-16's fields; a save that failed reports none.
     const usage = this.unsaved ? {} : { usage: { ...this.usage } };
@@ -220,6 +211,37 @@ export class ResponseRun {
     yield { event: 'response.function_call_arguments.delta', data: { output_index, call_id: call.call_id, delta: call.arguments } };
     yield { event: 'response.function_call_arguments.done', data: { output_index, call_id: call.call_id, name: call.name, arguments: call.arguments } };
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A failed save (a full disk): the one place it is handled. Not a model failure (D-17) but the
+// server's (D-5): nothing of the run was saved (the store's save is all or nothing), so the client
+// must not believe it was, and an Idempotency-Key retry must run again.
+// ---------------------------------------------------------------------------------------------
+
+/** The error a run whose save failed ends with (its terminal event reports no usage). */
+function unsavedError(kind: RunOptions['kind']): ResponseErrorT {
+  return {
+    type: 'internal_error',
+    code: 'internal_error',
+    message:
+      kind === 'response'
+        ? 'The response could not be saved because of a server storage error; it was not added to the conversation. Retry the message.'
+        : 'The completion could not be recorded because of a server storage error. Retry the request.',
+  };
+}
+
+/**
+ * A run's answer: its events as a stream, or, in JSON mode, the body `result` gives once it ran to
+ * the end (§6 rule 4: the same events). A run whose save failed answers 500 in JSON mode; as a
+ * stream (its 200 already sent) it ends with `response.failed` and its outcome says it was not
+ * saved, so that the idempotency stage does not keep it.
+ */
+export async function answerOf<T>(run: ResponseRun, stream: boolean, result: () => T, requestId: string): Promise<T | EventStream> {
+  if (stream) return new EventStream(run.events(), () => ({ saved: !run.unsaved }));
+  for await (const _ of run.events());
+  if (run.unsaved) throw internalError(requestId);
+  return result();
 }
 
 /** The rest of `gen`, whose first `next()` was called already; leaving early ends `gen` too. */

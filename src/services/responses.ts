@@ -5,10 +5,9 @@ import type { Logger } from 'pino';
 import type { ItemT, ResponseT, SendMessageRequestT } from '../contract/index.ts';
 import type { ChatMessage } from '../model/types.ts';
 import type { AppT } from '../store/fixtures.ts';
-import type { ConversationRecord, ResponseRecord, Store } from '../store/types.ts';
+import type { ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
-import type { ConversationService } from './conversations.ts';
-import { newId, unixNow } from './ids.ts';
+import { newId, unixNow } from '../store/ids.ts';
 import { ResponseRun } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
 
@@ -32,15 +31,10 @@ export class ResponseService {
     private readonly agent: AgentRuntime,
     private readonly usage: UsageLedger,
     private readonly log: Logger,
-    /**
-     * The conversations' own queue of changes: a response is persisted in turn with renames and
-     * deletes too, so none of them starts from a record another has already replaced.
-     */
-    private readonly conversations: Pick<ConversationService, 'exclusive'>,
   ) {}
 
   /** Reads the history and prepares the run; nothing is written until the run finishes. */
-  async start(app: AppT, record: ConversationRecord, body: SendMessageRequestT, signal: AbortSignal): Promise<StartedResponse> {
+  async start(app: AppT, record: ConversationRecord, body: SendMessageRequestT, signal: AbortSignal, claim?: IdempotencyClaim): Promise<StartedResponse> {
     const id = newId('response');
     const createdAt = unixNow();
     const content = body.message.content;
@@ -59,7 +53,7 @@ export class ResponseService {
       tools,
       signal,
       onUnexpected: (err) => this.log.error({ err, response_id: id }, 'response failed unexpectedly'),
-      finish: (r) => this.persist(app, record.id, r, { content, metadata: body.metadata ?? null, createdAt }),
+      finish: (r) => this.persist(app, record.id, r, { content, metadata: body.metadata ?? null, createdAt }, claim),
     });
     const toResponse = (): ResponseT => ({
       id,
@@ -74,25 +68,19 @@ export class ResponseService {
     return { run, createdAt, conversationId: record.id, toResponse };
   }
 
-  private async persist(app: AppT, conversationId: string, run: ResponseRun, input: { content: string; metadata: Record<string, unknown> | null; createdAt: number }): Promise<void> {
-    // The title may take a model call: made before taking the conversation's turn, not inside it.
+  private async persist(
+    app: AppT,
+    conversationId: string,
+    run: ResponseRun,
+    input: { content: string; metadata: Record<string, unknown> | null; createdAt: number },
+    claim: IdempotencyClaim | undefined,
+  ): Promise<void> {
+    // The title may take a model call: made before the exchange is saved, not in the conversation's turn.
     const first = this.store.getConversation(conversationId)!;
     const title =
       run.status === 'completed' && first.title === null && Object.keys(first.generated_title).length === 0
         ? await this.title(app, input.content, run)
         : null;
-    await this.conversations.exclusive(conversationId, () => this.persistNow(app, conversationId, run, input, title));
-  }
-
-  private async persistNow(
-    app: AppT,
-    conversationId: string,
-    run: ResponseRun,
-    input: { content: string; metadata: Record<string, unknown> | null; createdAt: number },
-    title: Record<string, string> | null,
-  ): Promise<void> {
-    // The record as it is now (another response or a rename may have landed meanwhile).
-    const record = this.store.getConversation(conversationId)!;
     const at = unixNow();
     const items: ItemT[] = [
       { id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text: input.content }], created_at: input.createdAt, response_id: run.id },
@@ -102,25 +90,34 @@ export class ResponseService {
       items.push({ ...item, id, created_at: at, response_id: run.id } as ItemT);
     }
     const assistantMessages = run.output.filter((i) => i.type === 'message').length;
-    const updated: ConversationRecord = {
-      ...record,
-      metadata: input.metadata ?? record.metadata,
-      message_count: record.message_count + 1 + assistantMessages,
-    };
-    // D-8: titled after the first completed exchange, unless the caller chose a title.
-    if (title && updated.title === null && Object.keys(updated.generated_title).length === 0) {
-      updated.generated_title = title;
-    }
     const response: ResponseRecord = { id: run.id, created_at: input.createdAt, status: run.status === 'completed' ? 'completed' : 'failed', usage: run.usage };
     if (run.error) {
       response.error = run.error;
       // The code only: no message content at the default level.
       this.log.warn({ response_id: run.id, app_id: app.id, code: run.error.code }, 'response failed');
     }
-    // Usage first: the tokens were spent whatever happens next, and an exchange once saved is never
-    // reported as failed because its usage line could not be written (a retry would then repeat it).
+    // Usage first: the tokens were spent whatever happens next (a save that fails and is retried
+    // spent them twice), and an exchange once saved is never reported as failed because its usage
+    // line could not be written.
     await this.usage.record(app.id, 'response', run.id, run.usage);
-    await this.store.appendToConversation(updated, items, response, record);
+    await this.store.saveResponse({
+      conversationId,
+      items,
+      response,
+      claim,
+      // Applied to the record as it is when the exchange lands (a rename may have landed meanwhile).
+      apply: (record) => {
+        const updated: ConversationRecord = {
+          ...record,
+          // D-9: an object replaces the snapshot; omitted or null keeps it.
+          metadata: input.metadata ?? record.metadata,
+          message_count: record.message_count + 1 + assistantMessages,
+        };
+        // D-8: titled after the first completed exchange, unless the caller chose a title.
+        if (title && updated.title === null && Object.keys(updated.generated_title).length === 0) updated.generated_title = title;
+        return updated;
+      },
+    });
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
   }
 

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { UsageT } from '../contract/index.ts';
 import { Journal } from '../store/journal.ts';
-import { StoreError } from '../store/types.ts';
+import { ClaimLog } from '../store/claims.ts';
+import { StoreError, type IdempotencyClaim, type KeptClaim } from '../store/types.ts';
 
 /** §1: completions are billed in credits by token usage; one credit buys this many tokens. */
 export const TOKENS_PER_CREDIT = 1_000;
@@ -16,6 +17,8 @@ const Entry = z.object({
   at: z.number().int(),
   input_tokens: z.number().int().nonnegative(),
   output_tokens: z.number().int().nonnegative(),
+  /** A completion's Idempotency-Key claim (at: ms), saved with its usage in one line. */
+  c: z.object({ k: z.string(), f: z.string(), at: z.number() }).optional(),
 });
 
 export interface AppUsage {
@@ -29,6 +32,8 @@ export interface AppUsage {
 export class UsageLedger {
   private readonly journal: Journal;
   private readonly totals = new Map<string, AppUsage>();
+  /** Claims of the completions recorded (see `idempotencyClaims`), oldest first. */
+  private readonly claims = new ClaimLog();
 
   constructor(dataDir: string) {
     this.journal = new Journal(path.join(path.resolve(dataDir), 'usage.jsonl'));
@@ -39,13 +44,24 @@ export class UsageLedger {
       const parsed = Entry.safeParse(entry);
       if (!parsed.success) throw new StoreError(this.journal.file, `line ${line}: ${parsed.error.issues[0]!.message}`);
       this.add(parsed.data.app_id, parsed.data);
+      const c = parsed.data.c;
+      if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
     });
   }
 
+  /** The claims recorded with completions at or after `since` (ms), for the idempotency stage. */
+  idempotencyClaims(since: number): KeptClaim[] {
+    return this.claims.since(since);
+  }
+
   /** Resolves once the entry is durable. */
-  async record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT): Promise<void> {
-    await this.journal.append({ t: 'usage', app_id: appId, kind, id, at: Math.floor(Date.now() / 1000), input_tokens: usage.input_tokens, output_tokens: usage.output_tokens });
+  async record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, claim?: IdempotencyClaim): Promise<void> {
+    const now = Date.now();
+    const c = claim && { k: claim.key, f: claim.fingerprint, at: now };
+    const entry = { t: 'usage', app_id: appId, kind, id, at: Math.floor(now / 1000), input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
+    await this.journal.append(c ? { ...entry, c } : entry);
     this.add(appId, usage);
+    if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
   }
 
   of(appId: string): AppUsage {

@@ -6,19 +6,34 @@ import { Low } from 'lowdb';
 import { z } from 'zod';
 import { isPlainObject, type ItemT } from '../contract/index.ts';
 import { AtomicJsonFile, syncDir, writeDurably } from './atomic-json-file.ts';
+import { ClaimLog } from './claims.ts';
 import { Journal } from './journal.ts';
 import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
-import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
+import {
+  StoreError,
+  type AppCounters,
+  type ConversationFile,
+  type ConversationRecord,
+  type IdempotencyClaim,
+  type KeptClaim,
+  type ResponseRecord,
+  type ResponseSave,
+  type Store,
+} from './types.ts';
 
+/** An Idempotency-Key claim (see IdempotencyClaim), journaled with the exchange it ran. */
+const Claim = z.object({ k: z.string(), f: z.string(), at: z.number() });
 /**
  * `conv`: a record (with `p`, the response whose exchange it completes). `intent`: the record an
  * exchange will give, written before the conversation file; an intent with no `conv` of the same `p`
- * after it was cut by a crash, and start-up checks the file to see whether the exchange landed.
+ * after it was cut by a crash, and start-up checks the file to see whether the exchange landed. Both
+ * carry the exchange's Idempotency-Key claim `c`, which therefore holds exactly when the exchange does.
  */
 const JournalEntry = z.discriminatedUnion('t', [
-  z.object({ t: z.literal('conv'), v: ConversationRecordSchema, p: z.string().optional() }),
-  z.object({ t: z.literal('intent'), v: ConversationRecordSchema, p: z.string() }),
+  z.object({ t: z.literal('conv'), v: ConversationRecordSchema, p: z.string().optional(), c: Claim.optional() }),
+  z.object({ t: z.literal('intent'), v: ConversationRecordSchema, p: z.string(), c: Claim.optional() }),
 ]);
+type ClaimT = z.infer<typeof Claim>;
 type JournalEntryT = z.infer<typeof JournalEntry>;
 /** An exchange whose intent was journaled but whose completion was not (see `settle`). */
 interface Unfinished {
@@ -26,6 +41,7 @@ interface Unfinished {
   p: string;
   /** The record before the exchange, to merge with whatever landed after it. */
   base: ConversationRecord | undefined;
+  c: ClaimT | undefined;
 }
 
 /**
@@ -107,6 +123,10 @@ export class FileStore implements Store {
   private readonly files = new Map<string, Promise<Low<ConversationFile>>>();
   private seq = 0;
   private lockFile: string;
+  /** The last queued change of each conversation being changed (see `inTurn`). */
+  private readonly turns = new Map<string, Promise<unknown>>();
+  /** Idempotency-Key claims of the exchanges saved (see `idempotencyClaims`), oldest first. */
+  private readonly claims = new ClaimLog();
 
   constructor(opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -228,8 +248,10 @@ export class FileStore implements Store {
     return { ...(this.apps.get(appId)?.counters ?? { conversations: 0, messages: 0, users: 0 }) };
   }
 
-  async putConversation(record: ConversationRecord): Promise<void> {
-    await this.journal.append({ t: 'conv', v: record });
+  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void> {
+    const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
+    await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record });
+    if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
     // Indexed only once durable: nothing is listed that a crash could take back.
     this.index(record);
   }
@@ -242,7 +264,7 @@ export class FileStore implements Store {
   private replay(e: JournalEntryT, unfinished: Map<string, Unfinished[]>): void {
     if (e.t === 'intent') {
       const list = unfinished.get(e.v.id) ?? [];
-      list.push({ intent: e.v, p: e.p, base: this.records.get(e.v.id) });
+      list.push({ intent: e.v, p: e.p, base: this.records.get(e.v.id), c: e.c });
       unfinished.set(e.v.id, list);
       return;
     }
@@ -251,6 +273,7 @@ export class FileStore implements Store {
       if (list?.length) unfinished.set(e.v.id, list);
       else unfinished.delete(e.v.id);
     }
+    if (e.c) this.claims.add({ key: e.c.k, fingerprint: e.c.f, at: e.c.at });
     this.index(e.v);
   }
 
@@ -263,17 +286,64 @@ export class FileStore implements Store {
         if (!landed) continue;
         const current = this.records.get(id);
         const record = u.base && current ? mergeRecord(u.base, u.intent, current) : u.intent;
-        await this.journal.append({ t: 'conv', v: record, p: u.p });
+        await this.journal.append(u.c ? { t: 'conv', v: record, p: u.p, c: u.c } : { t: 'conv', v: record, p: u.p });
+        if (u.c) this.claims.add({ key: u.c.k, fingerprint: u.c.f, at: u.c.at });
         this.index(record);
       }
     }
   }
 
-  async appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
+  /**
+   * Runs `fn` once every earlier change of conversation `id` has finished. A change reads the
+   * record, derives the new one and stores it; without this, two concurrent changes (a rename
+   * and a delete, a rename and a new message) would each start from the same record and the
+   * later write would undo the earlier one (e.g. bring a deleted conversation back).
+   */
+  private inTurn<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.turns.get(id) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const settled = run.catch(() => {});
+    this.turns.set(id, settled);
+    void settled.then(() => {
+      if (this.turns.get(id) === settled) this.turns.delete(id);
+    });
+    return run;
+  }
+
+  updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationRecord): Promise<ConversationRecord> {
+    return this.inTurn(id, async () => {
+      const record = change(this.records.get(id));
+      await this.putConversation(record);
+      return record;
+    });
+  }
+
+  saveResponse(save: ResponseSave): Promise<ConversationRecord> {
+    return this.inTurn(save.conversationId, async () => {
+      const current = this.records.get(save.conversationId);
+      if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
+      const record = save.apply(current);
+      await this.appendExchange(record, save.items, save.response, current, save.claim);
+      return this.records.get(save.conversationId)!;
+    });
+  }
+
+  idempotencyClaims(since: number): KeptClaim[] {
+    return this.claims.since(since);
+  }
+
+  /** The exchange path without a turn or a claim: imports and tests that write history directly. */
+  appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
+    return this.appendExchange(record, items, response, base);
+  }
+
+  private async appendExchange(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord, claim?: IdempotencyClaim): Promise<void> {
     const before = base ?? this.records.get(record.id);
     const p = response?.id ?? items[0]?.id;
+    // The claim rides in both journal lines of the exchange: it holds exactly when the exchange does.
+    const c = claim && p !== undefined ? { k: claim.key, f: claim.fingerprint, at: Date.now() } : undefined;
     // The intent is durable before the file changes: after a crash, start-up knows which file to check.
-    if (p !== undefined) await this.journal.append({ t: 'intent', v: record, p });
+    if (p !== undefined) await this.journal.append(c ? { t: 'intent', v: record, p, c } : { t: 'intent', v: record, p });
     const db = await this.conversationDb(record.id);
     // The file first: if a crash falls between the two writes, the record's counters lag by one
     // response but no acknowledged item is lost.
@@ -293,7 +363,8 @@ export class FileStore implements Store {
     // A rename (or anything else) that landed meanwhile is kept.
     const current = this.records.get(record.id);
     const final = before && current && current !== before ? mergeRecord(before, record, current) : record;
-    await this.journal.append(p === undefined ? { t: 'conv', v: final } : { t: 'conv', v: final, p });
+    await this.journal.append(p === undefined ? { t: 'conv', v: final } : c ? { t: 'conv', v: final, p, c } : { t: 'conv', v: final, p });
+    if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
     this.index(final);
   }
 

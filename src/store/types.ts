@@ -1,4 +1,9 @@
 // The Store interface: what the services need from persistence, independent of how it is laid out.
+// It owns the consistency of each conversation: every change of one conversation is applied in turn,
+// to the record as it is then (never to a copy a service read earlier), and an exchange is saved in
+// one atomic step with its Idempotency-Key claim. The file store (file-store.ts) does it with a queue
+// per conversation and journal records; a PostgreSQL store would do it with a transaction per
+// change (`SELECT … FOR UPDATE`), which also holds across several instances.
 import type { ItemT, ResponseErrorT, UsageT } from '../contract/index.ts';
 import type { ConversationRecord } from './record.ts';
 
@@ -20,6 +25,38 @@ export interface ConversationFile {
   responses: ResponseRecord[];
 }
 
+/**
+ * An Idempotency-Key's claim on the work it ran (src/pipeline/idempotency.ts): saved in the same step
+ * as that work, so that no crash can keep the work without the claim, and a keyed retry never runs
+ * the work twice (docs/reliability.md).
+ */
+export interface IdempotencyClaim {
+  /** The client's key, hashed with its app (keys are per app). */
+  key: string;
+  /** What "the same request" means: a hash of method, path and canonical body. */
+  fingerprint: string;
+}
+
+/** A claim as kept, with the time (ms) its work was saved. */
+export interface KeptClaim extends IdempotencyClaim {
+  at: number;
+}
+
+/** Everything one exchange of send message leaves (§4.6, D-17: a failed response too), saved at once. */
+export interface ResponseSave {
+  conversationId: string;
+  /** The user's message, then the output items. */
+  items: ItemT[];
+  /** The response, with its usage. */
+  response: ResponseRecord;
+  /**
+   * The conversation's record after the exchange, from its record as it is when the exchange is
+   * applied (a rename or another exchange may have landed since the response started).
+   */
+  apply(current: ConversationRecord): ConversationRecord;
+  claim?: IdempotencyClaim;
+}
+
 export interface AppCounters {
   conversations: number;
   messages: number;
@@ -36,16 +73,33 @@ export interface Store {
   getConversation(id: string): ConversationRecord | undefined;
   /** Every conversation of an app (soft-deleted included), in creation order; optionally one user's. */
   conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[];
-  /** Creates or replaces a conversation record; resolves once it is durable. */
-  putConversation(record: ConversationRecord): Promise<void>;
-  readConversationFile(id: string): Promise<ConversationFile>;
   /**
-   * Appends items (and a response) to a conversation's file, then stores its updated record;
-   * resolves once both are durable. `base` is the record `record` was derived from: fields changed
-   * meanwhile by others (a rename during a response) are kept, not overwritten.
+   * Creates a conversation record (a new id: nothing else can be changing it), with the request's
+   * Idempotency-Key claim in the same atomic step; resolves once it is durable.
    */
-  appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void>;
+  putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void>;
+  /**
+   * Changes one conversation in its turn, after every earlier change of it: `change` gets the record
+   * as it is now (undefined if there is none) and returns the new one, or throws to change nothing.
+   * Resolves with the new record once it is durable.
+   */
+  updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationRecord): Promise<ConversationRecord>;
+  /**
+   * Saves an exchange in the conversation's turn, as one atomic step: its items, its response, the
+   * record `save.apply` derives and the Idempotency-Key claim, all or nothing. Resolves once durable.
+   */
+  saveResponse(save: ResponseSave): Promise<ConversationRecord>;
+  /** The claims saved with exchanges at or after `since` (ms), for the idempotency stage to honour. */
+  idempotencyClaims(since: number): KeptClaim[];
+  readConversationFile(id: string): Promise<ConversationFile>;
   appCounters(appId: string): AppCounters;
+
+  // ---------------------------------------------------------------------------------------------
+  // RESERVED: responses still being produced (the resumable-responses issue, D-30…D-39).
+  // Their state (in progress, the events so far) belongs to this interface too, so that another
+  // instance can serve a client that reconnects, and so that `saveResponse` is the step that ends a
+  // live response. Nothing is built yet: an exchange exists only once it is saved whole.
+  // ---------------------------------------------------------------------------------------------
 }
 
 /** A data file that cannot be read as it should be: the message names the file and the fault. */

@@ -2,20 +2,27 @@
 // answer is kept for 24 h; the same key and body replays that answer (a stream as the same events),
 // another body is 422, and a retry while the first still runs is 409. Kept in hourly journal segments
 // in the data directory: expiry deletes whole old segments, nothing is ever rewritten.
+//
+// A stage of the request pipeline: it wraps the handler's answer after `next()` (a JSON body, or an
+// EventStream whose events it records as they pass), and never touches the response object. The
+// work a keyed request runs saves the request's claim (`ctx.claim`) in the same step of the store
+// as itself; at start-up the claims whose answer was lost in a crash are honoured (never run twice).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import type { UnsequencedEvent } from '../contract/index.ts';
 import type { RequestContext } from '../http/context.ts';
-import { readJsonBody } from '../http/body.ts';
-import { ApiError, invalidRequest } from '../http/errors.ts';
-import { writeSseHead } from '../http/sse.ts';
+import { apiError, invalidRequest } from '../http/errors.ts';
+import { EventStream } from '../http/reply.ts';
+import { eventsOfSseText, sseText } from '../http/sse.ts';
+import { CLAIM_TTL_MS } from '../store/claims.ts';
 import { Journal } from '../store/journal.ts';
+import type { KeptClaim } from '../store/types.ts';
 
 const HOUR = 3_600_000;
-/** How long a key is remembered (published in docs/reliability.md, as the draft asks). */
-export const IDEMPOTENCY_TTL_MS = 24 * HOUR;
+/** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
+export const IDEMPOTENCY_TTL_MS = CLAIM_TTL_MS;
 /** Longest key accepted; the draft recommends UUIDs (36 characters). */
 export const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
@@ -27,17 +34,6 @@ export const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
  */
 export const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
 
-/** Answers sent but not to be kept (see doNotKeep). */
-const unkept = new WeakSet<ServerResponse>();
-
-/**
- * The answer being written to `res` reports a failure to save (a stream's 200 was sent before the
- * save failed): like a 500, it is not kept, so a retry with the same key runs again.
- */
-export function doNotKeep(res: ServerResponse): void {
-  unkept.add(res);
-}
-
 interface Done {
   /** Hash of method, path and canonical body: what "the same request" means. */
   f: string;
@@ -45,14 +41,18 @@ interface Done {
   kind: 'json' | 'sse';
   /** The answer's body (JSON text, or the SSE stream's text); null when too large to keep. */
   b: string | null;
-  /** The stream was cut by the client before its last event (D-19). */
+  /** Written by earlier versions: the stream was cut by the client before its last event (D-19). */
   cut?: boolean;
+  /** The work was saved but its answer was lost in a crash (only its claim was kept with it). */
+  lost?: boolean;
 }
 type Line = Done & { k: string };
 
 export interface IdempotencyOptions {
   /** `<data dir>/idempotency` */
   dir: string;
+  /** The claims saved with work (the stores' `idempotencyClaims`): a key among them never runs again. */
+  claims?: Iterable<KeptClaim>;
   /** Memory for answers (default REPLAY_MEMORY_BYTES). */
   memoryBytes?: number;
   logger?: Logger;
@@ -91,11 +91,19 @@ export class IdempotencyService {
         .open((e) => {
           const line = e as Line;
           if (typeof line?.k === 'string' && typeof line.f === 'string' && typeof line.at === 'number') {
-            svc.remember(line.k, { f: line.f, at: line.at, kind: line.kind, b: line.b, cut: line.cut });
+            svc.remember(line.k, { f: line.f, at: line.at, kind: line.kind, b: line.b, cut: line.cut, lost: line.lost });
           }
         })
         .catch((err: Error) => opts.logger?.warn({ file, err: err.message }, 'idempotency segment unreadable; its keys are forgotten'));
       await journal.close();
+    }
+    // Work saved whose answer never reached its segment (a crash in between): the key is kept, with
+    // no answer to replay, so a retry is told so instead of running the work again.
+    for (const c of opts.claims ?? []) {
+      if (c.at <= svc.now() - IDEMPOTENCY_TTL_MS || svc.done.get(c.key)?.f === c.fingerprint) continue;
+      const d: Done = { f: c.fingerprint, at: c.at, kind: 'json', b: null, lost: true };
+      svc.remember(c.key, d);
+      await svc.persist({ k: c.key, ...d }).catch((err: Error) => opts.logger?.warn({ err: err.message }, 'idempotency record not persisted'));
     }
     return svc;
   }
@@ -160,16 +168,16 @@ export class IdempotencyService {
   }
 
   /**
-   * Runs `next` under the request's Idempotency-Key, if it has one. Returns what `next` returns (the
-   * JSON body), or undefined when the answer was written here or by `next` itself (SSE).
+   * Runs `next` under the request's Idempotency-Key, if it has one, and returns its answer (a JSON
+   * body, or an EventStream recorded as it is written), or the kept answer of an earlier run.
    */
   async run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown> {
     // Most requests carry no key: skip headersDistinct, which builds a copy of every header.
     if (ctx.req.headers['idempotency-key'] === undefined) return next();
     const clientKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
     if (clientKey === undefined) return next();
-    // The body is read (and cached for the handler) to fingerprint it; a bad body fails as usual.
-    const body = await readJsonBody(ctx.req);
+    // The body is fingerprinted before the handler validates it; a bad body fails as usual.
+    const body = await ctx.json();
     const path = (ctx.req.url ?? '').split('?')[0];
     const f = sha256(`${ctx.req.method} ${path}\n${canonicalJson(body ?? null)}`);
     // Keys are per app: one app can never see, or collide with, another app's answers.
@@ -179,57 +187,69 @@ export class IdempotencyService {
     const fresh = seen && seen.at > this.now() - IDEMPOTENCY_TTL_MS ? seen : undefined;
     const runningWith = this.running.get(k);
     if ((fresh && fresh.f !== f) || (runningWith !== undefined && runningWith !== f)) {
-      throw new ApiError(422, 'invalid_request_error', 'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.', {
-        param: 'Idempotency-Key',
-        code: 'idempotency_key_reused',
-      });
+      throw apiError('idempotency_key_reused', 'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.', { param: 'Idempotency-Key' });
     }
     if (runningWith !== undefined) {
-      throw new ApiError(409, 'invalid_request_error', 'A request with this Idempotency-Key is still being processed. Retry once it has finished.', {
-        param: 'Idempotency-Key',
-        code: 'idempotency_key_in_use',
-        headers: { 'retry-after': '1' },
-      });
+      throw apiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry once it has finished.', { param: 'Idempotency-Key' });
     }
     if (fresh) return this.replay(ctx, fresh);
 
     this.running.set(k, f);
-    let finished = false;
+    ctx.claim = { key: k, fingerprint: f };
     // Only answers of work that ran are kept: a request refused before it changed anything (400,
-    // 404, …) or that failed (500, or a stream whose exchange could not be saved: nothing was saved)
+    // 404, …) or that failed (500, or a stream whose work could not be saved: nothing was saved)
     // releases its key and runs again when retried.
-    const finish = async (record: Done | undefined): Promise<void> => {
-      if (finished) return;
-      finished = true;
-      capture.stop();
-      if (unkept.has(ctx.res)) record = undefined;
-      if (record) this.remember(k, record);
-      this.running.delete(k);
-      for (const wake of this.waiters.get(k) ?? []) wake();
-      this.waiters.delete(k);
-      // Kept in memory even if the disk refuses: the work is done and durable, and retries in this
-      // process must not repeat it.
-      if (record) await this.persist({ k, ...record }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency record not persisted'));
-    };
-    const isStream = () => ctx.res.statusCode === 200 && String(ctx.res.getHeader('content-type') ?? '').startsWith('text/event-stream');
-    const streamRecord = (): Done => ({ f, at: this.now(), kind: 'sse', b: capture.overflow ? null : capture.text(), cut: !ctx.res.writableEnded || undefined });
-    // A stream is settled the moment it ends, so that a client retrying right after it read the end
-    // gets the replay rather than a 409 while the handler winds down.
-    const capture = captureBody(ctx.res, () => {
-      if (isStream()) void finish(streamRecord());
-    });
+    let reply: unknown;
     try {
-      const result = await next();
-      if (result !== undefined) {
-        const text = JSON.stringify(result);
-        await finish({ f, at: this.now(), kind: 'json', b: Buffer.byteLength(text) <= REPLAY_MAX_BYTES ? text : null });
-      } else if (isStream()) {
-        await finish(streamRecord()); // cut by the client: its end was never written
-      }
-      return result;
-    } finally {
-      await finish(undefined);
+      reply = await next();
+    } catch (err) {
+      await this.finish(ctx, k, undefined);
+      throw err;
     }
+    if (reply instanceof EventStream) return new EventStream(this.recorded(ctx, k, f, reply), reply.outcome);
+    const text = JSON.stringify(reply);
+    // A JSON answer is kept before it is sent.
+    await this.finish(ctx, k, { f, at: this.now(), kind: 'json', b: Buffer.byteLength(text) <= REPLAY_MAX_BYTES ? text : null });
+    return reply;
+  }
+
+  /**
+   * The stream's events, recorded as the writer takes them. It is settled the moment the last event
+   * is taken, so that a client retrying right after it read the end gets the replay rather than a 409
+   * while the handler winds down. A client that left is recorded too: the events continue to the end
+   * (D-19's `response.failed`), which is exactly how the response was saved.
+   */
+  private async *recorded(ctx: RequestContext, k: string, f: string, stream: EventStream): AsyncGenerator<UnsequencedEvent> {
+    const kept: UnsequencedEvent[] = [];
+    let size = 0;
+    let record: Done | undefined;
+    try {
+      for await (const e of stream.events) {
+        if (size <= REPLAY_MAX_BYTES) {
+          size += JSON.stringify(e.data).length + e.event.length;
+          kept.push(e);
+        }
+        yield e;
+      }
+      if (stream.outcome().saved) {
+        const text = size <= REPLAY_MAX_BYTES ? sseText(kept) : null;
+        record = { f, at: this.now(), kind: 'sse', b: text !== null && Buffer.byteLength(text) <= REPLAY_MAX_BYTES ? text : null };
+      }
+    } finally {
+      await this.finish(ctx, k, record);
+    }
+  }
+
+  /** Ends the run of key `k`: keeps its answer (`record`), or releases the key when there is none. */
+  private async finish(ctx: RequestContext, k: string, record: Done | undefined): Promise<void> {
+    if (this.running.get(k) === undefined) return;
+    if (record) this.remember(k, record);
+    this.running.delete(k);
+    for (const wake of this.waiters.get(k) ?? []) wake();
+    this.waiters.delete(k);
+    // Kept in memory even if the disk refuses: the work is done and durable (its claim with it),
+    // and retries in this process must not repeat it.
+    if (record) await this.persist({ k, ...record }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency record not persisted'));
   }
 
   /** Resolves once no request of `appId` runs under `clientKey` (at once if none does). */
@@ -246,16 +266,18 @@ export class IdempotencyService {
   private replay(ctx: RequestContext, d: Done): unknown {
     ctx.headers['idempotent-replayed'] = 'true';
     if (d.b === null) {
-      throw new ApiError(409, 'invalid_request_error', `The answer to this Idempotency-Key was larger than ${REPLAY_MAX_BYTES} bytes and cannot be replayed; the request was not run again.`, {
-        param: 'Idempotency-Key',
-        code: 'idempotency_replay_unavailable',
-      });
+      const why = d.lost ? 'was lost in a crash after its work was saved' : `was larger than ${REPLAY_MAX_BYTES} bytes`;
+      throw apiError('idempotency_replay_unavailable', `The answer to this Idempotency-Key ${why} and cannot be replayed; the request was not run again.`, { param: 'Idempotency-Key' });
     }
     if (d.kind === 'json') return JSON.parse(d.b);
-    const res = ctx.res;
-    writeSseHead(res, ctx.headers);
-    res.end(d.b + (d.cut ? closingFailure(d.b) : ''));
-    return undefined;
+    const events = eventsOfSseText(d.b);
+    if (d.cut) events.push(...closingFailure(events));
+    return new EventStream(
+      (async function* () {
+        yield* events;
+      })(),
+      () => ({ saved: true }),
+    );
   }
 }
 
@@ -289,68 +311,18 @@ export function canonicalJson(v: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
 }
 
-/** Records what a handler writes to `res` itself (an SSE stream), up to REPLAY_MAX_BYTES. */
-function captureBody(res: ServerResponse, onEnd: () => void): { text(): string; overflow: boolean; stop(): void } {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const state = { overflow: false };
-  const write = res.write;
-  const end = res.end;
-  const keep = (chunk: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === 'function' || state.overflow) return;
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-    size += buf.length;
-    if (size > REPLAY_MAX_BYTES) {
-      state.overflow = true;
-      chunks.length = 0;
-    } else {
-      chunks.push(buf);
-    }
-  };
-  res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-    keep(chunk);
-    return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
-  } as ServerResponse['write'];
-  res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-    keep(chunk);
-    const out = (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
-    onEnd();
-    return out;
-  } as ServerResponse['end'];
-  return {
-    text: () => Buffer.concat(chunks).toString('utf8'),
-    get overflow() {
-      return state.overflow;
-    },
-    stop: () => {
-      res.write = write;
-      res.end = end;
-    },
-  };
-}
-
 /**
- * A stream the client cut (D-19) ends, when replayed, the way the response was persisted: failed with
- * `client_disconnected`, after the events that were sent.
+ * A stream the client cut, kept by an earlier version as the events it was sent (`cut`), ends when
+ * replayed the way the response was persisted: failed with `client_disconnected`.
  */
-function closingFailure(text: string): string {
-  if (/^event: response\.(completed|failed)$/m.test(text)) return '';
-  const datas = [...text.matchAll(/^data: (.*)$/gm)].map((m) => {
-    try {
-      return JSON.parse(m[1]!) as { id?: string; sequence_number?: number };
-    } catch {
-      return {};
-    }
-  });
-  const id = datas[0]?.id;
-  if (!id) return '';
-  const sequence = (datas.at(-1)?.sequence_number ?? -1) + 1;
-  const data = {
-    type: 'response.failed',
-    sequence_number: sequence,
-    id,
-    status: 'failed',
-    error: { type: 'request_aborted', message: 'The client disconnected before the response was complete.', code: 'client_disconnected' },
-  };
-  return `event: response.failed\ndata: ${JSON.stringify(data)}\n\n`;
+function closingFailure(events: UnsequencedEvent[]): UnsequencedEvent[] {
+  if (events.some((e) => e.event === 'response.completed' || e.event === 'response.failed')) return [];
+  const id = (events[0]?.data as { id?: string } | undefined)?.id;
+  if (!id) return [];
+  return [
+    {
+      event: 'response.failed',
+      data: { id, status: 'failed', error: { type: 'request_aborted', message: 'The client disconnected before the response was complete.', code: 'client_disconnected' } },
+    },
+  ];
 }

@@ -1,0 +1,139 @@
+// The import graph of src/: layers point one way, and no file is part of an import circle.
+// Static `import … from`, `export … from` and dynamic `import()` all count, type-only ones too
+// (a type that crosses a layer upward couples the layers as much as a value does).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import ts from 'typescript';
+
+/**
+ * The layer order, top first. A file may import files of its own layer or of a layer below it,
+ * never one above. `contract` is the bottom: the schemas everything else speaks.
+ */
+export const LAYERS: ReadonlyArray<{ name: string; holds: readonly string[] }> = [
+  { name: 'main', holds: ['main.ts'] },
+  { name: 'app', holds: ['app.ts', 'config.ts', 'heap.ts'] },
+  { name: 'api', holds: ['api/'] },
+  { name: 'pipeline', holds: ['pipeline/'] },
+  { name: 'services', holds: ['services/'] },
+  { name: 'http', holds: ['http/'] },
+  { name: 'model', holds: ['model/'] },
+  { name: 'store', holds: ['store/'] },
+  { name: 'contract', holds: ['contract/'] },
+];
+
+const SRC = path.resolve(import.meta.dirname, '../src');
+
+/** The layer index of a file (its path relative to src/, with forward slashes), or -1. */
+export function layerOf(rel: string): number {
+  return LAYERS.findIndex((l) => l.holds.some((h) => (h.endsWith('/') ? rel.startsWith(h) : rel === h)));
+}
+
+/** Relative path → the relative paths of the src/ files it imports. */
+export type ImportGraph = Map<string, string[]>;
+
+/** Reads every .ts file under src/ and resolves its relative imports. */
+export function readGraph(root = SRC): ImportGraph {
+  const graph: ImportGraph = new Map();
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.ts')) {
+        // TypeScript's own pre-parser: import/export … from, `import 'x'`, and `import('x')`.
+        const info = ts.preProcessFile(fs.readFileSync(full, 'utf8'), true, true);
+        const deps = info.importedFiles
+          .map((f) => f.fileName)
+          .filter((spec) => spec.startsWith('.'))
+          .map((spec) => path.relative(root, path.resolve(path.dirname(full), spec)).split(path.sep).join('/'));
+        graph.set(path.relative(root, full).split(path.sep).join('/'), deps);
+      }
+    }
+  };
+  walk(root);
+  return graph;
+}
+
+/** Every import that points to a layer above its file's (or from or to a file no layer holds). */
+export function upwardImports(graph: ImportGraph): string[] {
+  const out: string[] = [];
+  for (const [file, deps] of graph) {
+    const from = layerOf(file);
+    if (from === -1) out.push(`${file}: in no layer (add it to LAYERS)`);
+    for (const dep of deps) {
+      const to = layerOf(dep);
+      if (to === -1) out.push(`${file} → ${dep}: the target is in no layer`);
+      else if (from !== -1 && to < from) out.push(`${file} (${LAYERS[from]!.name}) → ${dep} (${LAYERS[to]!.name}): imports upward`);
+    }
+  }
+  return out;
+}
+
+/** The import circles, each as the files around it (the first repeated at the end). */
+export function importCircles(graph: ImportGraph): string[][] {
+  const circles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const dep of graph.get(file) ?? []) {
+      if (state.get(dep) === 'open') circles.push([...stack.slice(stack.indexOf(dep)), dep]);
+      else if (!state.has(dep)) visit(dep);
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return circles;
+}
+
+describe('the import graph of src/', () => {
+  const graph = readGraph();
+
+  test('is read whole: every file, its static and dynamic imports', () => {
+    assert.ok(graph.size >= 40, `only ${graph.size} files found under src/`);
+    assert.ok(graph.get('main.ts')!.includes('app.ts'));
+    assert.ok(graph.get('http/server.ts')!.includes('http/router.ts'));
+  });
+
+  test(`layers point one way: ${LAYERS.map((l) => l.name).join(' → ')}`, () => {
+    assert.deepEqual(upwardImports(graph), []);
+  });
+
+  test('no import circle', () => {
+    assert.deepEqual(
+      importCircles(graph).map((c) => c.join(' → ')),
+      [],
+    );
+  });
+
+  test('the checks catch what they are for (a made-up graph)', () => {
+    const made: ImportGraph = new Map([
+      ['store/a.ts', ['http/b.ts']],
+      ['http/b.ts', ['store/a.ts']],
+      ['api/c.ts', ['services/d.ts', 'contract/index.ts']],
+      ['services/d.ts', []],
+      ['contract/index.ts', []],
+      ['stray.ts', []],
+    ]);
+    assert.deepEqual(upwardImports(made), ['store/a.ts (store) → http/b.ts (http): imports upward', 'stray.ts: in no layer (add it to LAYERS)']);
+    assert.deepEqual(importCircles(made), [['http/b.ts', 'store/a.ts', 'http/b.ts']]);
+    // A dynamic import counts like a static one.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'parley-layers-'));
+    try {
+      fs.mkdirSync(path.join(dir, 'store'));
+      fs.writeFileSync(path.join(dir, 'store/x.ts'), "export async function f() { return import('../api/y.ts'); }\n");
+      fs.mkdirSync(path.join(dir, 'api'));
+      fs.writeFileSync(path.join(dir, 'api/y.ts'), "import type { T } from '../store/x.ts';\nexport {};\n");
+      const g = readGraph(dir);
+      assert.deepEqual(g.get('store/x.ts'), ['api/y.ts']);
+      assert.deepEqual(upwardImports(g), ['store/x.ts (store) → api/y.ts (api): imports upward']);
+      assert.equal(importCircles(g).length, 1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,87 @@
+// The store owns per-conversation consistency: changes of one conversation apply in turn to the
+// record as it is then, and an exchange is saved with its Idempotency-Key claim as one step (the
+// claim holds exactly when the exchange does, whatever a crash cut).
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { test } from 'node:test';
+import { FileStore } from '../src/store/file-store.ts';
+import type { ConversationRecord, ResponseSave } from '../src/store/types.ts';
+import { tempDir } from './support/helpers.ts';
+
+function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
+  return { id, app_id: 'app_demo', seq: 1, created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+}
+const exchange = (p: string) => [
+  { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
+  { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
+] as any[];
+const save = (id: string, p: string, claim?: ResponseSave['claim']): ResponseSave => ({
+  conversationId: id,
+  items: exchange(p),
+  response: { id: p, created_at: 1, status: 'completed' },
+  apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
+  claim,
+});
+
+test('concurrent exchanges, a rename and a delete of one conversation each apply to the record as it is then', async () => {
+  const dir = await tempDir();
+  const store = new FileStore({ dataDir: dir });
+  await store.open();
+  try {
+    await store.putConversation(record('conv_ab01'));
+    // Started together: without turns, each would derive its record from the same one.
+    await Promise.all([
+      store.saveResponse(save('conv_ab01', 'resp_1')),
+      store.updateConversation('conv_ab01', (r) => ({ ...r!, title: 'renamed' })),
+      store.saveResponse(save('conv_ab01', 'resp_2')),
+      store.saveResponse(save('conv_ab01', 'resp_3')),
+    ]);
+    const r = store.getConversation('conv_ab01')!;
+    assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
+    assert.equal((await store.readConversationFile('conv_ab01')).responses.length, 3);
+    assert.equal(store.appCounters('app_demo').messages, 6);
+    // A change that throws changes nothing, and the next one still runs.
+    const refused = store.updateConversation('conv_ab01', () => {
+      throw new Error('not found');
+    });
+    const deleted = store.updateConversation('conv_ab01', (x) => ({ ...x!, deleted_at: 5 }));
+    await assert.rejects(refused, /not found/);
+    assert.equal((await deleted).deleted_at, 5);
+    assert.equal(store.getConversation('conv_ab01')!.title, 'renamed');
+  } finally {
+    await store.close();
+  }
+});
+
+test('an exchange and its claim are one: kept together across a restart, and together when a crash cut the completion line', async () => {
+  const dir = await tempDir();
+  let store = new FileStore({ dataDir: dir });
+  await store.open();
+  await store.putConversation(record('conv_cd02'));
+  await store.putConversation(record('conv_ef03', { seq: 2 }));
+  await store.putConversation(record('conv_gh04', { seq: 3 }), { key: 'k-create', fingerprint: 'f0' });
+  await store.saveResponse(save('conv_cd02', 'resp_1', { key: 'k-saved', fingerprint: 'f1' }));
+  assert.deepEqual(store.idempotencyClaims(0).map((c) => c.key), ['k-create', 'k-saved']);
+  await store.close();
+  // Two crashes after the intent line: resp_2's file landed, resp_3's did not.
+  const journal = path.join(dir, 'conversations.jsonl');
+  const claim = (k: string) => ({ k, f: 'f', at: Date.now() });
+  await fs.appendFile(journal, JSON.stringify({ t: 'intent', v: record('conv_ef03', { seq: 2, message_count: 2 }), p: 'resp_2', c: claim('k-landed') }) + '\n');
+  await fs.appendFile(journal, JSON.stringify({ t: 'intent', v: record('conv_cd02', { message_count: 4 }), p: 'resp_3', c: claim('k-cut') }) + '\n');
+  await fs.mkdir(path.join(dir, 'conversations', '03'), { recursive: true });
+  await fs.writeFile(path.join(dir, 'conversations', '03', 'conv_ef03.json'), JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }));
+  store = new FileStore({ dataDir: dir });
+  await store.open();
+  try {
+    assert.deepEqual(
+      store.idempotencyClaims(0).map((c) => c.key),
+      ['k-create', 'k-saved', 'k-landed'],
+      'the landed exchange keeps its claim; the one that never happened has none, so its retry runs',
+    );
+    assert.equal(store.getConversation('conv_cd02')!.message_count, 2);
+    assert.deepEqual(store.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
+  } finally {
+    await store.close();
+  }
+});
