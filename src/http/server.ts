@@ -83,6 +83,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
 
   /** Requests whose Expect header node does not handle itself (anything but 100-continue). */
   const unmetExpectations = new WeakSet<IncomingMessage>();
+  /** Sockets whose request was answered while its body still arrived (see clientError). */
+  const answeredEarly = new WeakSet<Socket>();
 
   /** The one place an answer is written: a handler's (`reply`: a JSON body or an EventStream), or an error's. */
   async function write(req: IncomingMessage, res: ServerResponse, reply: unknown, headers: Record<string, string>): Promise<void> {
@@ -121,6 +123,12 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     res.once('close', () => {
       pending.delete(res);
       closed = true;
+      // Answered before its body was all in: node's request timeout must not answer it a second time.
+      if (res.writableFinished && !req.complete) {
+        const socket = req.socket;
+        answeredEarly.add(socket);
+        req.once('end', () => answeredEarly.delete(socket));
+      }
       if (!res.writableFinished) abort?.abort(new Error('client disconnected'));
       // One line per request; the path only (no query, no headers, so no key or user content).
       log.info(
@@ -149,6 +157,10 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         throw apiError('method_not_allowed', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, { headers: { allow: match.allow.join(', ') } });
       }
       const { route, params } = match;
+      // node keeps the first of two Authorization headers and drops the rest: an ambiguous request.
+      if (headerCount(req, 'authorization') > 1) {
+        throw invalidRequest('Send the Authorization header once: this request carries several.', 'Authorization', 'invalid_value');
+      }
       const key = opts.auth.authenticate(req.headers.authorization);
       appId = params.app_id;
       const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
@@ -223,7 +235,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   // node:http answers malformed requests and over-long headers by itself with an empty body;
   // this gives them the error object too.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.bytesWritten)) {
+    // Nothing is ever written after a connection's answer but its close: a pipelining client would
+    // take a late 408 for the answer to its next request.
+    if (!socket.writable || answeredEarly.has(socket) || (err.code === 'ECONNRESET' && !socket.bytesWritten)) {
       socket.destroy();
       return;
     }
@@ -257,6 +271,14 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   }
 
   return { server, close };
+}
+
+/** How many times a header came, whatever node merged or dropped (it keeps one Authorization). */
+function headerCount(req: IncomingMessage, lowerName: string): number {
+  let n = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === lowerName.length && raw[i]!.toLowerCase() === lowerName) n++;
+  return n;
 }
 
 /** What a user can fix: the URL most often carries an unencoded space or non-ASCII character. */

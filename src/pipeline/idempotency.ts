@@ -178,8 +178,7 @@ export class IdempotencyService {
     if (clientKey === undefined) return next();
     // The body is fingerprinted before the handler validates it; a bad body fails as usual.
     const body = await ctx.json();
-    const path = (ctx.req.url ?? '').split('?')[0];
-    const f = sha256(`${ctx.req.method} ${path}\n${canonicalJson(body ?? null)}`);
+    const f = sha256(`${ctx.req.method} ${canonicalPath(ctx.req.url ?? '')}\n${canonicalJson(body ?? null)}`);
     // Keys are per app: one app can never see, or collide with, another app's answers.
     const k = sha256(`${ctx.app.id}\0${clientKey}`);
 
@@ -285,6 +284,25 @@ export class IdempotencyService {
  * The draft's syntax is an RFC 8941 sf-string (`"…"`); a bare token is accepted too, as Stripe's and
  * OpenAI's clients send it. Printable ASCII only, 1 to 255 characters, one header only.
  */
+/**
+ * The path as the router reads it: each segment decoded then encoded one way, so that
+ * `/apps/%61pp_demo/…` and `/apps/app_demo/…` (the same resource) fingerprint alike. A plain path is
+ * unchanged, so answers kept before this rule still match.
+ */
+export function canonicalPath(url: string): string {
+  const q = url.indexOf('?');
+  return (q === -1 ? url : url.slice(0, q))
+    .split('/')
+    .map((segment) => {
+      try {
+        return encodeURIComponent(decodeURIComponent(segment));
+      } catch {
+        return segment;
+      }
+    })
+    .join('/');
+}
+
 export function parseIdempotencyKey(values: string[] | undefined): string | undefined {
   if (values === undefined) return undefined;
   const bad = (why: string) => invalidRequest(`Idempotency-Key ${why}.`, 'Idempotency-Key', 'invalid_value');

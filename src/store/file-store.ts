@@ -347,6 +347,10 @@ export class FileStore implements Store {
     const db = await this.conversationDb(record.id);
     // The file first: if a crash falls between the two writes, the record's counters lag by one
     // response but no acknowledged item is lost.
+    // §4.3: the history is sorted chronologically. An exchange is stamped when its request started but
+    // lands when it is saved, so one that started earlier may land later: it takes the last item's time.
+    let last = db.data.items.at(-1)?.created_at ?? 0;
+    for (const item of items) last = item.created_at = Math.max(item.created_at, last);
     db.data.items.push(...items);
     if (response) {
       const at = db.data.responses.findIndex((r) => r.id === response.id);

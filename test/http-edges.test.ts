@@ -1,0 +1,98 @@
+// HTTP edges where a request is ambiguous or a connection outlives its answer (issue 13): two
+// Authorization headers, a late 408 after the answer, an Idempotency-Key fingerprint of a
+// percent-encoded path, and the history's timestamps under concurrent sends.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { KEY, startTestServer, type TestServer } from './support/helpers.ts';
+import { rawRequest } from './support/raw-http.ts';
+
+let s: TestServer;
+before(async () => (s = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 600 })));
+after(() => s.close());
+
+const port = () => new URL(s.baseUrl).port as unknown as number;
+
+describe('two Authorization headers', () => {
+  test('are refused with a 400 error object naming the header, whichever comes first, and change nothing', async () => {
+    for (const order of [[`Bearer ${KEY}`, 'Bearer sk_live_wrong'], ['Bearer sk_live_wrong', `Bearer ${KEY}`], [`Bearer ${KEY}`, `Bearer ${KEY}`]]) {
+      const r = await rawRequest(port(), 'POST', '/v1/apps/app_demo/conversations', {
+        headers: { authorization: order, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      assert.equal(r.status, 400, JSON.stringify(order));
+      assert.deepEqual(r.json, {
+        error: { type: 'invalid_request_error', code: 'invalid_value', param: 'Authorization', message: 'Send the Authorization header once: this request carries several.' },
+      });
+    }
+    const list = await s.call('GET', '/apps/app_demo/conversations');
+    assert.deepEqual(list.body.data, []);
+  });
+
+  test('one Authorization header still works', async () => {
+    const r = await rawRequest(port(), 'GET', '/v1/apps/app_demo/config', { headers: { authorization: `Bearer ${KEY}` } });
+    assert.equal(r.status, 200);
+  });
+});
+
+describe('nothing is written on a connection after its answer but its close', () => {
+  test('a GET whose chunked body trickles gets its 200, then the connection closes without an unrequested 408', async () => {
+    const socket = net.connect(port(), '127.0.0.1');
+    await once(socket, 'connect');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    socket.write(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n`);
+    // The body never ends: the server's request timeout (600 ms here) ends the connection.
+    await once(socket, 'close');
+    const answers = received.match(/HTTP\/1\.1 \d{3}/g) ?? [];
+    assert.deepEqual(answers, ['HTTP/1.1 200'], received);
+  });
+
+  test('a request whose headers never end still gets its 408 (nothing was answered yet)', async () => {
+    const socket = net.connect(port(), '127.0.0.1');
+    await once(socket, 'connect');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    socket.write('GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\n');
+    await once(socket, 'close');
+    assert.match(received, /^HTTP\/1\.1 408 /);
+    assert.equal(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)).error.code, 'request_timeout');
+  });
+});
+
+describe('Idempotency-Key fingerprint', () => {
+  test('a percent-encoded path is the same request as its plain form: replayed, not 422', async () => {
+    const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': 'edge-encoded-path-1' };
+    const first = await rawRequest(port(), 'POST', '/v1/apps/app_demo/conversations', { headers, body: '{"title":"once"}' });
+    assert.equal(first.status, 200);
+    const again = await rawRequest(port(), 'POST', '/v1/apps/%61pp_demo/conversations', { headers, body: '{"title":"once"}' });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.json.id, first.json.id);
+  });
+});
+
+describe('§4.3 items sorted chronologically', () => {
+  test('an exchange stamped before the last saved one lands with the last time, never going backwards', async () => {
+    const c = await s.call('POST', '/apps/app_demo/conversations', {});
+    const conv = `/apps/app_demo/conversations/${c.body.id}`;
+    assert.equal((await s.call('POST', conv, { message: { content: 'first' }, stream: false })).status, 200);
+    const saved: Array<{ created_at: number }> = (await s.call('GET', conv)).body.items;
+    const last = saved.at(-1)!.created_at;
+    // As when two sends overlap: this one's request started (and was stamped) before the first was saved.
+    const early = last - 5;
+    const record = await s.store.saveResponse({
+      conversationId: c.body.id,
+      items: [
+        { id: 'msg_edge_user', type: 'message', role: 'user', content: [{ type: 'text', text: 'second' }], created_at: early, response_id: 'resp_edge' },
+        { id: 'msg_edge_reply', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'ok' }], created_at: last + 1, response_id: 'resp_edge' },
+      ],
+      response: { id: 'resp_edge', created_at: early, status: 'completed', usage: { input_tokens: 1, output_tokens: 1 } },
+      apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
+    });
+    assert.equal(record.message_count, 4);
+    const items: Array<{ id: string; created_at: number }> = (await s.call('GET', conv)).body.items;
+    assert.deepEqual(items.slice(-2).map((i) => [i.id, i.created_at]), [['msg_edge_user', last], ['msg_edge_reply', last + 1]]);
+    for (let i = 1; i < items.length; i++) assert.ok(items[i]!.created_at >= items[i - 1]!.created_at, `item ${i}`);
+  });
+});
