@@ -1,5 +1,6 @@
 // Reporters: pretty (people), json (machines), junit (CI test tabs), tap (TAP 14 consumers).
 // Each returns the report without the final summary line, which the command always prints last.
+import { clauseMatrix, matrixSummary } from './clauses.ts';
 import { sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults } from './run.ts';
 
@@ -50,8 +51,16 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (missing.length > 0) out.push('', `Skipped for lack of target keys: ${missing.join(', ')}`);
   if (run.interrupted) out.push('', `Interrupted (${run.interrupted}): the cases not run are reported as skipped.`);
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
+  out.push('', clauseLine(run));
   out.push('', `run ${run.runId}, profile ${run.profile}, ${(run.ms / 1000).toFixed(1)} s, ${run.cleanup.deleted} conversations deleted at the end`);
   return out.join('\n');
+}
+
+/** One line on the clause matrix: how many of the interface's checkable clauses this run's passing cases covered. */
+export function clauseLine(run: Pick<RunResults, 'results'>): string {
+  const m = matrixSummary(clauseMatrix(run.results));
+  const failed = m.failed ? `, ${m.failed} with a failing case` : '';
+  return `clauses: ${m.covered} of ${m.exact + m.weak} checkable clauses covered by a passing case${failed} (${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} weakly, ${m.none} not checkable; docs/conformance.md)`;
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId'>): string {
@@ -117,7 +126,8 @@ export function renderTap(run: RunResults): string {
 export function render(run: RunResults, reporter: ReporterName): string {
   switch (reporter) {
     case 'json':
-      return JSON.stringify(run, null, 2);
+      // The clause → case matrix with this run's outcomes (docs/conformance.md has it without them).
+      return JSON.stringify({ ...run, matrix: clauseMatrix(run.results) }, null, 2);
     case 'junit':
       return renderJunit(run);
     case 'tap':
