@@ -189,8 +189,10 @@ whole spec profile twice in a row (but ${'${ALONE}'}).
 
 ${'${MUTANTS}'}
 
-The variants do what the interface leaves open otherwise than the reference does; both profiles must pass
-them (together, through the whole profile):
+The variants do what the interface leaves open otherwise than the reference does. Profile spec must pass
+all of them (together, through the whole profile, with the reference-level mutants). Profile reference must
+pass those that no decision fixes, and catch each of the others in the case of the decision it departs from,
+for its reason:
 
 ${'${VARIANTS}'}
 
@@ -212,7 +214,11 @@ export function generateDocs(targetJson = TARGET_JSON): string {
   const matrix = renderMatrix(clauseMatrix());
   const cell = (text: string) => text.replace(/\|/g, '\\|');
   const mutants = ['| broken implementation | breaks | profile | caught by |', '|---|---|---|---|', ...MUTANTS.map((m) => `| \`${m.id}\` | ${cell(m.breaks)} (${where(m.section)}) | ${m.profile} | \`${m.caughtBy}\` |`)].join('\n');
-  const variants = ['| variant | does | open in |', '|---|---|---|', ...VARIANTS.map((v) => `| \`${v.id}\` | ${cell(v.does)} | ${where(v.section)} |`)].join('\n');
+  const variants = [
+    '| variant | does | open in | departs from (caught in profile reference by) |',
+    '|---|---|---|---|',
+    ...VARIANTS.map((v) => `| \`${v.id}\` | ${cell(v.does)} | ${v.section.split(', ').map(where).join(', ')} | ${v.decision ? `${v.decision.id} (\`${v.decision.caughtBy}\`)` : v.alone ? `none; run alone with \`--timeout ${v.alone.timeoutMs} --settle-timeout ${v.alone.settleTimeoutMs}\`` : 'none'} |`),
+  ].join('\n');
   return (
     INTRO.replace('${TARGET}', targetJson.trim())
       .replaceAll('${MUTANT_COUNT}', String(MUTANTS.length))
