@@ -51,6 +51,7 @@ const MADE_UP_ID =
 
 export const CLAUSES: readonly Clause[] = [
   // §1
+  exact('§1.app-scoped', 'the API is app-scoped: a conversation is reached only under its own app, and only its app\'s list shows it'),
   exact('§1.json', 'requests and responses have JSON bodies (a JSON content type on every JSON answer, errors included)'),
   none('§1.https', 'the API is served over HTTPS', 'a target may run on plain HTTP for tests (a local server): TLS is the deployment\'s, not the interface\'s behaviour'),
   none('§1.server-side', 'the API is meant for server-side use with a secret key', 'a statement about clients, not the service'),

@@ -69,6 +69,12 @@ export function endpointsOn(ctx: CaseContext, app: string, conversationId: strin
   return all.filter(([k]) => keys.includes(k));
 }
 
+/** Whether the newest 100 conversations of `app` include `id` (a conversation the case just created is among them). */
+async function listed(ctx: CaseContext, app: string, id: string): Promise<boolean> {
+  const ex = await ctx.send({ method: 'GET', path: `${convPath(app)}?limit=100` });
+  return (ctx.ok(ex, ctx.schemas.list, `list of ${app}`) as { data: Array<{ id: string }> }).data.some((c) => c.id === id);
+}
+
 /** An app id that no app has, shaped like app_id (§2.10 does not show the format). */
 function unknownAppId(ctx: CaseContext): string {
   const known = new Set([ctx.target.appId, ...Object.values(ctx.target.apps)]);
@@ -145,7 +151,7 @@ export const auth: CaseDef[] = defineCases('5', [
   {
     id: 'S5-other-team-conversation',
     level: 'MUST',
-    clauses: [...rows('§5.6.access-denied', CONVERSATION_SCOPED), ...rows('§7.other-team-conversation'), '§7.access_denied', '§7.not_found'],
+    clauses: [...rows('§5.6.access-denied', CONVERSATION_SCOPED), ...rows('§7.other-team-conversation'), '§7.access_denied', '§7.not_found', '§1.app-scoped'],
     needs: ['apps.other_team', 'other_team_api_key'],
     description: "a conversation of the other team (created with other_team_api_key) is out of reach of api_key: get, update, delete and send (JSON and stream) answer 403 access_denied under its app and 404 not_found under app_id, and it is left as it was",
     async run(ctx) {
@@ -164,6 +170,7 @@ export const auth: CaseDef[] = defineCases('5', [
         const mine = endpointsOn(ctx, ctx.target.appId, theirs.id, [key])[0]![1];
         ctx.error(await ctx.send(mine), `${label(mine)} (the other team's conversation, under app_id)`, { status: 404, type: 'not_found' });
       }
+      ctx.check(!(await listed(ctx, ctx.target.appId, theirs.id)), `the other team's conversation ${theirs.id} is listed under app_id`);
       // Read by its owner: nothing of the refused requests shows.
       const after = await read('after the refused requests');
       ctx.equal(after.conv.title, title, "title of the other team's conversation after refused requests", after.ex);
@@ -257,9 +264,9 @@ export const appErrors: CaseDef[] = defineCases('7', [
   {
     id: 'S7-other-app-conversation-404',
     level: 'MUST',
-    clauses: [...rows('§7.other-app-conversation'), '§7.not_found'],
+    clauses: [...rows('§7.other-app-conversation'), '§7.not_found', '§1.app-scoped'],
     needs: ['apps.knowledge_base'],
-    description: 'a conversation of app_id reached under another app of the same team (apps.knowledge_base): get, update, delete and send (JSON and stream) answer 404 not_found, and it is left as it was (still listed, same title and items)',
+    description: "a conversation of app_id reached under another app of the same team (apps.knowledge_base): get, update, delete and send (JSON and stream) answer 404 not_found, it is left as it was (still listed, same title and items), and that app's list does not show it",
     async run(ctx) {
       const other = ctx.app('apps.knowledge_base');
       const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept by conformance', metadata: ctx.tagMetadata });
@@ -269,8 +276,8 @@ export const appErrors: CaseDef[] = defineCases('7', [
       }
       const after = await getConversation(ctx, conv.id);
       ctx.equal([after.title, after.items.length], [before.title, before.items.length], '[title, number of items] after the refused requests under another app');
-      const listed = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?limit=100` });
-      ctx.check((ctx.ok(listed, ctx.schemas.list, 'list') as { data: Array<{ id: string }> }).data.some((c) => c.id === conv.id), `conversation ${conv.id} is no longer listed after a DELETE under another app`, listed);
+      ctx.check(await listed(ctx, ctx.target.appId, conv.id), `conversation ${conv.id} is no longer listed after a DELETE under another app`);
+      ctx.check(!(await listed(ctx, other, conv.id)), `conversation ${conv.id} of app_id is listed under apps.knowledge_base`);
     },
   },
   {

@@ -1389,6 +1389,23 @@ export const MUTANTS: Mutant[] = [
     },
   },
   {
+    id: 'list-every-app',
+    breaks: "an app's list shows the conversations of every app of the team",
+    section: '1',
+    profile: 'spec',
+    caughtBy: 'S7-other-app-conversation-404',
+    because: /conversation conv_\w+ of app_id is listed under apps\.knowledge_base/,
+    hooks: () => ({
+      async response(res, r, { forward }) {
+        if (!is(r, 'GET', CONVS) || !ok(res) || !r.path.startsWith(`/apps/${TARGET.apps.knowledge_base}/`)) return;
+        const demo = await forward({ ...r, path: `/apps/${TARGET.app_id}/conversations` });
+        res.json.data = [...demo.json.data, ...res.json.data].slice(0, Number(r.query.get('limit') ?? 20));
+        res.json.first_id = res.json.data[0]?.id ?? null;
+        res.json.last_id = res.json.data.at(-1)?.id ?? null;
+      },
+    }),
+  },
+  {
     id: 'other-team-conversation-readable',
     breaks: "a conversation of another team is served to any valid key under that team's app (only the conversation is looked up)",
     section: '5',
