@@ -6,7 +6,7 @@ export const config: CaseDef[] = defineCases('4.8', [
   {
     id: 'S4.8-config-shape',
     level: 'MUST',
-    clauses: ['§4.8.success', '§2.8.app_id', '§2.8.stream', '§2.8.generative_ui', '§2.8.agent', '§1.json'],
+    clauses: ['§4.8.success', '§2.8.app_id', '§2.8.stream', '§2.8.generative_ui', '§2.8.agent.name', '§2.8.agent.config', '§1.json'],
     description: 'GET /config answers the App config of app_id (streaming default and generative UI off, per the target)',
     async run(ctx) {
       const ex = await ctx.send({ method: 'GET', path: appPath(ctx.target.appId, 'config') });
@@ -44,7 +44,7 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
   {
     id: 'S4.9-metrics-shape',
     level: 'MUST',
-    clauses: ['§4.9.success', '§2.9.fields'],
+    clauses: ['§4.9.success', '§2.9.total_conversations', '§2.9.total_messages', '§2.9.total_users'],
     description: 'GET /metrics answers {total_conversations, total_messages, total_users} (integers)',
     async run(ctx) {
       await metrics(ctx);

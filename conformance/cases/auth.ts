@@ -101,7 +101,7 @@ export const auth: CaseDef[] = defineCases('5', [
   {
     id: 'S5-missing-key-401',
     level: 'MUST',
-    clauses: [...rows('§5.6.missing-key'), '§7.invalid_api_key', '§7.body', 'D-17'],
+    clauses: [...rows('§5.6.missing-key'), '§7.invalid_api_key', '§7.body', '§7.body.message', '§7.body.type', '§7.body.param', '§7.body.code', 'D-17'],
     description: 'every endpoint (send message and completion also with stream: true) answers 401 invalid_api_key without an Authorization header',
     async run(ctx) {
       for (const [, r] of await everyEndpoint(ctx)) {
@@ -213,7 +213,7 @@ export const appErrors: CaseDef[] = defineCases('7', [
   {
     id: 'S7-unknown-app-404',
     level: 'MUST',
-    clauses: [...rows('§7.unknown-app'), '§7.not_found', '§7.body', '§2.10.ids-opaque', 'D-4'],
+    clauses: [...rows('§7.unknown-app'), '§7.not_found', '§7.body', '§7.body.message', '§7.body.type', '§7.body.param', '§7.body.code', '§2.10.ids-opaque', 'D-4'],
     description: 'every endpoint of an app that does not exist (an id shaped like app_id) answers 404 not_found or 403 access_denied, with stream: true as well (§5.6 and §7 overlap; reference: 404, D-4)',
     async run(ctx) {
       const app = unknownAppId(ctx);

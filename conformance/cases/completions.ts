@@ -6,7 +6,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-shape',
     level: 'MUST',
-    clauses: ['§4.7.success', '§4.7.stream-default', '§2.5.id', '§2.5.object', '§2.5.created_at', '§2.5.text', '§2.5.status'],
+    clauses: ['§4.7.success', '§3.completed', '§4.7.stream-default', '§2.5.id', '§2.5.object', '§2.5.created_at', '§2.5.text', '§2.5.status'],
     description: 'POST /completions without stream answers 200 JSON: a completed Completion (cmpl_ id, created_at in seconds) with text',
     async run(ctx) {
       const b = await baselineCompletion(ctx);

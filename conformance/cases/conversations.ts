@@ -240,7 +240,7 @@ export const remove: CaseDef[] = defineCases('4.5', [
   {
     id: 'S4.5-delete-shape',
     level: 'MUST',
-    clauses: ['§4.5.success', '§2.7.fields'],
+    clauses: ['§4.5.success', '§2.7.id', '§2.7.object', '§2.7.deleted'],
     description: 'DELETE answers 200 {id, object: "conversation", deleted: true}',
     async run(ctx) {
       const { conv } = await createConversation(ctx);

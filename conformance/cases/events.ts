@@ -228,7 +228,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-payloads',
     level: 'MUST',
-    clauses: ['§6.created.fields', '§6.delta.fields', '§6.done.fields', '§6.completed.fields', 'D-16'],
+    clauses: ['§6.created.fields', '§6.delta.fields', '§6.done.fields', '§6.completed.fields', '§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', 'D-16'],
     description: 'every event payload has the fields §6 lists for its type (reference: the D-16 payloads, no other event type)',
     async run(ctx) {
       checkPayloads(ctx, (await conversationStream(ctx)).ex);
@@ -270,7 +270,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-json-output-matches-stream-shape',
     level: 'MUST',
-    clauses: ['§6.rule4', '§6.function_call.events'],
+    clauses: ['§6.rule4', '§6.function_call.start'],
     description: 'rule 4: the same message in JSON mode gives the kinds of output items a stream of it carries (messages with text, function calls, data_spec), up to 3 tries for an agent that varies',
     async run(ctx) {
       let last = '';
@@ -459,7 +459,7 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-function-call-items',
     level: 'MUST',
-    clauses: ['§2.4.function_call.fields', '§2.4.function_call.arguments-json', '§4.3.items-complete', 'D-14', 'D-21'],
+    clauses: ['§2.4.function_call.name', '§2.4.function_call.arguments', '§2.4.function_call.call_id', '§4.3.items-complete', 'D-14', 'D-21'],
     needs: ['apps.knowledge_base'],
     description: 'function_call output items carry name, arguments (JSON-encoded) and call_id, each a string or null, and the calls are kept in the history (reference: knowledge_search {"query"}, D-21; function_call items, D-14)',
     async run(ctx) {
@@ -482,9 +482,23 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
     },
   },
   {
+    id: 'S6-function-call-stream',
+    level: 'MUST',
+    clauses: ['§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', '§6.rule1'],
+    needs: ['apps.knowledge_base'],
+    description: 'a stream in which the agent calls a function keeps rule 1 and carries each function-call event with a JSON object payload',
+    async run(ctx) {
+      const { ex, conversationId } = await conversationStream(ctx, ctx.app('apps.knowledge_base'), KB_QUESTION);
+      if (!ex.sse!.events.some((e) => e.event === 'response.function_call.start')) throw new CaseSkip('the agent made no function call for the knowledge-base question');
+      checkStartEnd(ctx, ex, 'response', conversationId);
+      checkPayloads(ctx, ex);
+      checkText(ctx, ex);
+    },
+  },
+  {
     id: 'S6-function-call-events',
     level: 'REFERENCE',
-    clauses: ['§6.function_call.events', 'D-16', 'D-21'],
+    clauses: ['§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', 'D-16', 'D-21'],
     needs: ['apps.knowledge_base'],
     description: 'D-16: function_call.start, then argument deltas, then arguments.done per call_id; deltas concatenate to arguments',
     async run(ctx) {

@@ -15,7 +15,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-send-json-shape',
     level: 'MUST',
-    clauses: ['§4.6.success-json', '§2.3.object', '§2.3.created_at', '§2.3.conversation_id', '§2.3.output', '§2.3.status', '§2.4.type', '§2.4.message.role', '§2.4.message.content', '§2.2.role-default'],
+    clauses: ['§4.6.success-json', '§3.completed', '§2.3.object', '§2.3.created_at', '§2.3.conversation_id', '§2.3.output', '§2.3.status', '§2.4.type', '§2.4.message.role', '§2.4.message.content', '§2.2.role-default'],
     description: 'stream:false answers 200 JSON: a completed Response of this conversation (created_at in seconds) with an assistant message',
     async run(ctx) {
       const b = await baselineSend(ctx);

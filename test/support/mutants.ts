@@ -1486,6 +1486,17 @@ export const MUTANTS: Mutant[] = [
     because: /POST \S+\/completions \{stream: true\} without a key: expected HTTP 401, got 200/,
     hooks: onResponse((r) => isCompletion(r) && r.json?.stream === true, (res) => res.status === 401 && asFailedStream(res)),
   },
+  {
+    id: 'function-call-stream-unfinished',
+    breaks: 'a stream in which the agent calls a function ends without response.completed',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-function-call-stream',
+    because: /last event: expected "response\.completed", got/,
+    hooks: onStream(isSend, (res) => {
+      if (res.events!.some((e) => e.event === 'response.function_call.start')) res.events = res.events!.slice(0, -1);
+    }),
+  },
   // State built over several exchanges
   {
     id: 'history-last-10-items',
