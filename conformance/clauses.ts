@@ -37,15 +37,19 @@ export function clauseMatrix(results?: readonly ResultLike[], cases: readonly { 
   }));
 }
 
-/** Counts for a summary line: clauses by kind, and how many of the checkable ones a run's passing cases covered. */
-export function matrixSummary(matrix: readonly MatrixRow[]): { clauses: number; exact: number; weak: number; none: number; covered?: number; failed?: number } {
+/**
+ * Counts for a summary line: clauses by kind and, given a run's outcomes, how many checkable clauses
+ * its cases reached (ran, skipped or not), how many a passing case covered and how many a failing one hit.
+ */
+export function matrixSummary(matrix: readonly MatrixRow[]): { clauses: number; exact: number; weak: number; none: number; reached?: number; covered?: number; failed?: number } {
   const count = (k: CheckKind) => matrix.filter((r) => r.check === k).length;
   const s = { clauses: matrix.length, exact: count('exact'), weak: count('weak'), none: count('none') };
   if (!matrix.some((r) => r.cases.some((c) => c.status !== undefined))) return s;
-  const checkable = matrix.filter((r) => r.check !== 'none');
+  const reached = matrix.filter((r) => r.check !== 'none' && r.cases.some((c) => c.status !== undefined && c.status !== 'not run'));
   return {
     ...s,
-    covered: checkable.filter((r) => r.cases.some((c) => c.status === 'passed')).length,
-    failed: checkable.filter((r) => r.cases.some((c) => c.status === 'failed')).length,
+    reached: reached.length,
+    covered: reached.filter((r) => r.cases.some((c) => c.status === 'passed')).length,
+    failed: reached.filter((r) => r.cases.some((c) => c.status === 'failed')).length,
   };
 }

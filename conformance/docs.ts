@@ -112,8 +112,9 @@ Cases run one after another. A negative case starts from a request that passed e
 changes one thing. Every conversation a run creates carries the run's id (\`external_user_id\`
 \`conformance-<run id>\` and/or \`metadata.conformance_run\`), and all of them are deleted at the end (soft
 delete, as §4.5 defines it); the one created from an empty body \`{}\` carries no tag, so its case deletes
-it at once. A run creates a few dozen conversations (up to ~130 when the app is empty, for the list-limit
-cases), sends about 50 messages and 20 completions, pauses once for a little more than a second (between the
+it at once. A run sends about 540 requests: it creates up to ~135 conversations (most of them for the
+list-limit cases when the app is empty; one on \`apps.other_team\` with \`other_team_api_key\`, deleted with that
+key), sends about 80 messages and 35 completions (refused ones included), pauses once for a little more than a second (between the
 two halves of the list cases' conversations), and the rate-limit case sends messages to \`apps.rate_limited\`
 until it is refused (at most 100), which uses up that app's minute: a run within the next minute meets the
 429 at once, and passes.

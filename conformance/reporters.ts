@@ -56,11 +56,12 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   return out.join('\n');
 }
 
-/** One line on the clause matrix: how many of the interface's checkable clauses this run's passing cases covered. */
+/** One line on the clause matrix: of the checkable clauses this run's cases reached, how many a passing case covered. */
 export function clauseLine(run: Pick<RunResults, 'results'>): string {
   const m = matrixSummary(clauseMatrix(run.results));
-  const failed = m.failed ? `, ${m.failed} with a failing case` : '';
-  return `clauses: ${m.covered} of ${m.exact + m.weak} checkable clauses covered by a passing case${failed} (${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} weakly, ${m.none} not checkable; docs/conformance.md)`;
+  const failed = m.failed ? `, ${m.failed} hit by a failing case` : '';
+  const unreached = m.exact + m.weak - (m.reached ?? 0);
+  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} weakly, ${m.none} not checkable; see docs/conformance.md)`;
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId'>): string {

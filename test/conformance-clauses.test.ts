@@ -60,8 +60,12 @@ test("the matrix carries a run's outcomes: json has it, pretty summarises it", (
   const m = matrixSummary(clauseMatrix(results));
   assert.equal(m.exact + m.weak + m.none, CLAUSES.length);
   assert.ok((m.failed ?? 0) >= 1);
-  assert.match(clauseLine(run), /^clauses: \d+ of \d+ checkable clauses covered by a passing case, \d+ with a failing case \(\d+ clauses: \d+ checked exactly, \d+ weakly, \d+ not checkable/);
-  assert.match(render(run, 'pretty'), /\nclauses: \d+ of \d+ checkable clauses covered/);
+  assert.equal(m.reached, m.exact + m.weak);
+  assert.match(clauseLine(run), /^clauses: \d+ of the \d+ checkable clauses this run's cases reached are covered by a passing case, \d+ hit by a failing case \(\d+ clauses: \d+ checked exactly, \d+ weakly, \d+ not checkable/);
+  assert.match(render(run, 'pretty'), /\nclauses: \d+ of the \d+ checkable clauses/);
+  // A run of one case reaches only that case's clauses; the rest are "not reached".
+  const one = { ...run, results: results.slice(1, 2) };
+  assert.match(clauseLine(one), new RegExp(`^clauses: ${CASES[1]!.clauses.filter((id) => CLAUSES.find((c) => c.id === id)!.check !== 'none').length} of the \\d+ .*; \\d+ not reached by the selected cases`));
   // A case the run did not select is "not run".
   assert.ok(clauseMatrix(results.slice(1)).some((r) => r.cases.some((c) => c.id === first.id && c.status === 'not run')));
 });
