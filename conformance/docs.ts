@@ -249,7 +249,7 @@ export function renderMatrix(rows: readonly MatrixRow[]): string {
     'case checks says why. A JSON report (`--reporter json`) carries this matrix with the run\'s outcome of each case',
     '(`matrix`), and the pretty report ends with how many clauses the run\'s passing cases covered.',
     '',
-    `${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} checked weakly, ${m.none} not checkable from outside.`,
+    `${m.clauses} clauses (${rows.filter((r) => !r.id.startsWith('D-')).length} of the interface, ${rows.filter((r) => r.id.startsWith('D-')).length} decisions): ${m.exact} checked exactly, ${m.weak} checked weakly, ${m.none} not checkable from outside.`,
   ];
   let section = '';
   const cell = (t: string) => t.replace(/\|/g, '\\|');
