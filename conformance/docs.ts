@@ -177,8 +177,8 @@ jobs:
 
 ## How the suite is proven
 
-\`npm test\` runs the suite against the reference server in both profiles (every case passes), then
-against ${'${MUTANT_COUNT}'} deliberately broken implementations: a loopback proxy in front of the reference
+\`npm run test:proof\` (the long-proof tier) runs the suite against the reference server in both profiles
+(every case passes, none is skipped), then against ${'${MUTANT_COUNT}'} deliberately broken implementations: a loopback proxy in front of the reference
 server that breaks one rule each. For each, the section of the case that should catch it runs (cases of a
 section share their preconditions, so interactions show; for §8, the cases of that limit), and that case must fail **for the reason it
 should**: its failure message must match a pattern that names the defect, not a side effect of it. All
