@@ -207,9 +207,9 @@ export function generateDocs(targetJson = TARGET_JSON): string {
   for (const c of CASES) {
     if (c.section !== section) {
       section = c.section;
-      cases.push('', `### ${sectionTitle(section)}`, '', '| id | level | needs | checks |', '|---|---|---|---|');
+      cases.push('', `### ${sectionTitle(section)}`, '', '| id | level | needs | checks | clauses |', '|---|---|---|---|---|');
     }
-    cases.push(`| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} |`);
+    cases.push(`| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} | ${clauseList(c.clauses)} |`);
   }
   const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
   const matrix = renderMatrix(clauseMatrix());
@@ -232,6 +232,16 @@ export function generateDocs(targetJson = TARGET_JSON): string {
     cases.join('\n') +
     '\n'
   );
+}
+
+/** A case's clauses, the per-endpoint rows of one group folded into one entry (`§5.6.missing-key@{create, list, …}`). */
+function clauseList(ids: readonly string[]): string {
+  const groups = new Map<string, string[]>();
+  for (const id of ids) {
+    const [head, endpoint] = id.split('@');
+    groups.set(head!, [...(groups.get(head!) ?? []), ...(endpoint ? [endpoint] : [])]);
+  }
+  return [...groups].map(([head, eps]) => (eps.length ? `${head}@{${eps.join(', ')}}` : head)).join(', ');
 }
 
 const CHECK_SHOWN = { exact: 'exactly', weak: 'weakly', none: 'not checkable' } as const;

@@ -1,7 +1,7 @@
 // Reporters: pretty (people), json (machines), junit (CI test tabs), tap (TAP 14 consumers).
 // Each returns the report without the final summary line, which the command always prints last.
 import { clauseMatrix, matrixSummary } from './clauses.ts';
-import { sectionTitle } from './registry.ts';
+import { CASES, sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults } from './run.ts';
 
 export const REPORTERS = ['pretty', 'json', 'junit', 'tap'] as const;
@@ -32,6 +32,8 @@ export function failureBlock(r: CaseResult): string {
   const parts = [`${MARK.failed} ${r.id} [${r.level}, ${sectionTitle(r.section)}]`, `    ${f.message}`];
   if (f.curl) parts.push('    sent:', indent(f.curl));
   if (f.response) parts.push('    got:', indent(f.response));
+  const clauses = CASES.find((c) => c.id === r.id)?.clauses;
+  if (clauses?.length) parts.push(`    clauses: ${clauses.join(', ')} (docs/conformance.md, clause matrix)`);
   return parts.join('\n');
 }
 

@@ -233,9 +233,9 @@ describe('reporters', () => {
     assert.match(tap, /\nok 2 - \S+ - .* # SKIP needs target key apps\.x/);
   });
 
-  test('pretty shows each failure with what was sent and what came back', () => {
+  test('pretty shows each failure with what was sent, what came back and the clauses it checks', () => {
     const text = render(result, 'pretty');
-    assert.match(text, /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500/);
+    assert.match(text, /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500\n {4}clauses: §4\.5\.success, §2\.7\.id, §2\.7\.object, §2\.7\.deleted \(docs\/conformance\.md, clause matrix\)/);
   });
 });
 
