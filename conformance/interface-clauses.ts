@@ -193,7 +193,9 @@ export const CLAUSES: readonly Clause[] = [
   none('§5.5.webhooks', 'the secret key verifies webhook signatures', 'webhooks and their signatures are not shown'),
   ...perEndpoint('§5.6.missing-key', (n) => `${n} without a key: 401 invalid_api_key`),
   ...perEndpoint('§5.6.invalid-key', (n) => `${n} with an unknown key: 401 invalid_api_key`),
-  ...perEndpoint('§5.6.access-denied', (n) => `${n} on an app of another team: 403 access_denied`),
+  ...perEndpoint('§5.6.access-denied', (n) => `${n} on an app of another team: 403 access_denied`).map((c) =>
+    CONVERSATION_SCOPED.some((k) => c.id.endsWith(`@${k}`)) ? { ...c, text: `${c.text} (exactly on a conversation of that team, created with other_team_api_key; on a made-up id 404 not_found is accepted too)` } : c,
+  ),
   ...perEndpoint('§5.4.publishable', (n) => `${n} with a publishable key is refused`, undefined, () => ({ check: 'weak', why: 'the interface says the publishable key cannot call the REST API, not with which error: 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)' })),
 
   // §6
