@@ -1,13 +1,14 @@
 // The clauses of the interface (interface.md 1.0.0), numbered by the suite: every field and its default,
 // every MUST-like sentence, every row of every table, every "sorted", "only", "never" and "each".
 // Each says how the suite checks it: exactly, weakly (and why), or not from outside (and why). Cases
-// name the clauses they check (CaseDef.clauses); clauses.ts joins the two (clauseMatrix) for the docs and reports. No imports: every case file reads it.
+// name the clauses they check (CaseDef.clauses); clauses.ts joins the two (clauseMatrix). This module
+// imports nothing, so that every case file can read it.
 
 /** exact: a case fails every implementation that breaks it. weak: a case checks part of it. none: no request can. */
 export type CheckKind = 'exact' | 'weak' | 'none';
 
 export interface Clause {
-  /** Stable: `§<section>.<slug>` (`§4.6.stream`), or `D-n` for a decision of the project. */
+  /** Stable: `§<section>.<slug>` (`§4.6.stream-true`, `§5.6.missing-key@send-stream`), or `D-n` for a decision. */
   id: string;
   section: string;
   text: string;
@@ -21,7 +22,6 @@ const weak = (id: string, text: string, why: string): Clause => ({ id, section: 
 const none = (id: string, text: string, why: string): Clause => ({ id, section: sectionOf(id), text, check: 'none', why });
 
 function sectionOf(id: string): string {
-  if (id.startsWith('D-')) return id.replace(/\..*$/, '');
   return /^§([\d.]*\d)/.exec(id)![1]!;
 }
 
@@ -40,7 +40,7 @@ export const ENDPOINTS = [
   ['metrics', '4.9', 'get app metrics'],
 ] as const;
 export type EndpointKey = (typeof ENDPOINTS)[number][0];
-const CONVERSATION_SCOPED: readonly EndpointKey[] = ['get', 'update', 'delete', 'send', 'send-stream'];
+export const CONVERSATION_SCOPED: readonly EndpointKey[] = ['get', 'update', 'delete', 'send', 'send-stream'];
 
 function perEndpoint(prefix: string, text: (name: string) => string, keys: readonly EndpointKey[] = ENDPOINTS.map((e) => e[0]), how: (key: EndpointKey) => { check: CheckKind; why?: string } = () => ({ check: 'exact' })): Clause[] {
   return ENDPOINTS.filter(([k]) => keys.includes(k)).map(([k, , name]) => ({ id: `${prefix}@${k}`, section: sectionOf(prefix), text: text(name), ...how(k) }));

@@ -1,9 +1,9 @@
-// §5 authentication and §7's access errors: 401 invalid_api_key, 403 access_denied / app_inactive /
-// agent_unavailable, 404 for an unknown app.
-import { rows } from '../interface-clauses.ts';
+// §5 authentication and §7's access errors on every endpoint (with stream: true as well): 401
+// invalid_api_key, 403 access_denied / app_inactive / agent_unavailable, 404 for an unknown app, and
+// tenancy: a conversation is out of reach under another app of the team and of another team.
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange, OutgoingRequest } from '../http.ts';
-import { ENDPOINTS, type EndpointKey } from '../interface-clauses.ts';
+import { CONVERSATION_SCOPED, ENDPOINTS, rows, type EndpointKey } from '../interface-clauses.ts';
 import { appPath, baselineCompletion, baselineCreate, baselineSend, convPath, createConversation, getConversation, lookalike, unknownConversationId, withBody } from './common.ts';
 
 const INVALID_KEY = 'sk_live_conformanceInvalidKey0000000000000000';
@@ -84,8 +84,6 @@ function unknownAppId(ctx: CaseContext): string {
   }
   return `${ctx.target.appId}x`;
 }
-
-export const CONVERSATION_SCOPED: readonly EndpointKey[] = ['get', 'update', 'delete', 'send', 'send-stream'];
 
 /**
  * The error an app condition gives (`expected`). On a conversation-scoped path with a made-up
