@@ -17,6 +17,7 @@ interface Opts {
   reporter: ReporterName;
   out?: string;
   timeout: number;
+  settleTimeout: number;
   bail?: boolean;
   repeat: number;
   list?: boolean;
@@ -53,6 +54,7 @@ export function conformanceCommand(io: Io = processIo): Command {
     .addOption(new Option('--reporter <name>', 'report format').choices([...REPORTERS]).default('pretty'))
     .option('--out <file>', 'write the report to a file (stdout still shows progress and the summary)')
     .option('--timeout <ms>', 'per request, in milliseconds: time to the headers and the longest silence in a body', positiveInt('--timeout'), 30_000)
+    .option('--settle-timeout <ms>', 'how long to read again what may settle after an answer (aggregated metrics, the generated title), in milliseconds', positiveInt('--settle-timeout'), 30_000)
     .option('--bail', 'stop at the first failure')
     .option('--repeat <n>', 'run the selection n times; a case passes only if it passes every time', positiveInt('--repeat'), 1)
     .option('--list', 'list the selected cases and exit')
@@ -110,6 +112,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       only: o.only,
       skip: o.skip,
       timeoutMs: o.timeout,
+      settleTimeoutMs: o.settleTimeout,
       bail: o.bail,
       repeat: o.repeat,
       onResult: progress ? onResult : undefined,

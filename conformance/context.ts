@@ -15,6 +15,8 @@ export interface CaseDef {
   section: string;
   level: Level;
   description: string;
+  /** The clauses it checks (interface-clauses.ts): `§4.6.stream-true`, `§5.6.missing-key@send`, `D-12`. */
+  clauses: string[];
   /** Target keys the case cannot run without. */
   needs?: TargetKey[];
   run(ctx: CaseContext): Promise<void>;
@@ -60,10 +62,12 @@ export interface RunState {
   runId: string;
   http: HttpClient;
   memo: Map<string, Promise<unknown>>;
-  /** The run's --timeout: also how long a case waits for what an implementation may do after it answers. */
+  /** The run's --timeout, per request. */
   timeoutMs: number;
-  /** Conversations to delete at the end: [app_id, conversation_id]. */
-  created: Array<[string, string]>;
+  /** The run's --settle-timeout: how long a case waits for what an implementation may settle after it answered. */
+  settleTimeoutMs: number;
+  /** Conversations to delete at the end: [app_id, conversation_id], and the key that owns it when not the target's. */
+  created: Array<[string, string, string?]>;
 }
 
 export interface ExpectedError {
@@ -105,6 +109,7 @@ export class CaseContext {
     return { conformance_run: this.runId };
   }
 
+  /** The value of a target key; a missing one skips the case with the key it needs. */
   app(key: TargetKey): string {
     const v = targetValue(this.target, key);
     if (!v) throw new CaseSkip(`needs target key ${key}`);
@@ -118,7 +123,7 @@ export class CaseContext {
       // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
       const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
       const id = (ex.json as { id?: unknown } | undefined)?.id;
-      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id);
+      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id, r.key ?? undefined);
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {
@@ -144,12 +149,12 @@ export class CaseContext {
   }
 
   /**
-   * Reads `read` until `done` holds or the run's timeout has passed, and returns the last value:
-   * for what the interface lets an implementation settle after it answered (aggregated metrics, a
-   * title generated "after the first exchange"). The caller asserts on the value it gets.
+   * Reads `read` until `done` holds or the run's settle timeout has passed, and returns the last
+   * value: for what the interface lets an implementation settle after it answered (aggregated
+   * metrics, a title generated "after the first exchange"). The caller asserts on the value it gets.
    */
   async poll<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-    const deadline = Date.now() + this.run.timeoutMs;
+    const deadline = Date.now() + this.run.settleTimeoutMs;
     for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
       const value = await read();
       const left = deadline - Date.now();
@@ -158,8 +163,9 @@ export class CaseContext {
     }
   }
 
-  track(appId: string, conversationId: string): void {
-    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push([appId, conversationId]);
+  /** Schedules the deletion of a conversation at the end of the run (with `key` when another team owns it). */
+  track(appId: string, conversationId: string, key?: string): void {
+    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push(key === undefined ? [appId, conversationId] : [appId, conversationId, key]);
   }
 
   fail(message: string, ex?: Exchange): never {

@@ -3,6 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { MUTANTS, VARIANTS } from '../test/support/mutants.ts';
+import { clauseMatrix, matrixSummary, type MatrixRow } from './clauses.ts';
 import { CASES, sectionTitle } from './registry.ts';
 
 const INTRO = `# Conformance suite
@@ -30,7 +31,8 @@ Options:
 | \`--only GLOB\`, \`--skip GLOB\` | select cases by id; \`*\` and \`?\`, comma-separated or repeated: \`--only 'S4.2-*,S6-*'\`. An \`--only\` pattern that matches no case of the profile is a usage error (exit 2), so that a typo cannot pass |
 | \`--reporter pretty\\|json\\|junit\\|tap\` | report format (default \`pretty\`) |
 | \`--out FILE\` | writes the report there; stdout still shows progress, failures and the summary |
-| \`--timeout MS\` | per request: time to the response headers and longest silence inside a body (default 30000); a stream may take 4× that in total, a case 20×. Also how long a case waits for what the interface lets an implementation settle after it answered: the generated title, aggregated metrics |
+| \`--timeout MS\` | per request: time to the response headers and longest silence inside a body (default 30000); a stream may take 4× that in total, a case 20× |
+| \`--settle-timeout MS\` | how long a case reads again what the interface lets an implementation settle after it answered: the generated title, aggregated metrics (default 30000). Separate from \`--timeout\`, so a fast server can be judged with short request timeouts and slow aggregates |
 | \`--bail\` | stops at the first failure (the rest are reported as skipped) |
 | \`--repeat N\` | runs the selection N times; a case passes only if it passed every time (to catch flakiness): failed in any run is failed, skipped in any run is skipped |
 | \`--list\` | lists the selected cases (with the target keys they need) and exits |
@@ -62,8 +64,10 @@ ${'${TARGET}'}
 \`\`\`
 
 \`base_url\`, \`api_key\` and \`app_id\` are required. \`app_id\` is an active app with an agent, with generative UI
-and the streaming default off. Each key of \`apps\` and \`publishable_key\` is optional: the cases that need
-a missing one are **skipped** (listed with the key they need) and never counted as passed. \`app_id\` and
+and the streaming default off. Each key of \`apps\`, \`publishable_key\` and \`other_team_api_key\` (a secret key of
+the team that owns \`apps.other_team\`: the suite creates one conversation with it, checks that \`api_key\` cannot
+reach it under any path, and deletes it with that key) is optional: the cases that need a missing one are
+**skipped** (listed with the key they need) and never counted as passed. \`app_id\` and
 every app but \`rate_limited\` must allow at least 3,000 send-message/completion requests a minute.
 
 ### Profiles and levels
@@ -87,7 +91,14 @@ follows the text, and the project's decision is checked in profile reference onl
 | \`after\` in desc order: §4.2 says both "returns conversations created after it" and "to get the next page, pass \`last_id\` as \`after\`" | the next page (a MUST): the default order is desc, and under the literal reading the documented way to page would loop back to newer conversations; "forward cursor" reads as forward in the list's order | the same (D-12) |
 | \`before\` in asc order: which conversations "created before it" a page of \`limit\` holds | only conversations created before the cursor, oldest first; where only two precede it, exactly those two (either reading agrees) | the page just before the cursor (D-12); \`before\` in desc order is D-12 only |
 | an unknown conversation id (§2.10 does not show the id format) | the id is derived from a real one of the run (same length, same kind of character at each place), so an implementation that refuses malformed ids still sees a well-formed one, and §7's \`404 not_found\` is required | the same |
-| the generated title "after the first exchange", the "aggregated" metrics | read again until they show or \`--timeout\` passes; a change that must not count (a completion, a deletion) is judged once a creation after it is counted | the same: D-8 and D-24 fix what, not when |
+| the generated title "after the first exchange", the "aggregated" metrics | read again until they show or \`--settle-timeout\` passes (not the request timeout); a change that must not count (a completion, a deletion) is judged once a creation after it is counted | the same: D-8 and D-24 fix what, not when |
+| "16KB maximum" metadata (§8): how 16KB is counted is not shown | a size in bytes of the metadata's JSON, with margins: 15,872 bytes (16,000 less 128 for the spaces a serializer may put after \`:\` and \`,\`) pass, 16,896 bytes (16 KiB and 512 more) are refused, ASCII and two-byte characters alike | 16,384 bytes of compact JSON pass, 16,385 are refused (D-9) |
+| an app that does not exist: "a valid key without access to the app" (§5.6, 403 \`access_denied\`) and "app not found" (§7, 404 \`not_found\`) both describe it | either | 404 (D-4) |
+| a made-up conversation id on another team's, a disabled or an agentless app: the app's condition and "conversation not found" both hold, and the order of the checks is not shown | the app's error (403) or 404 \`not_found\`; with a real conversation of that app, only the app's error | the app's error (D-4) |
+| "app_inactive: App is disabled" (§7) names no endpoint | every app-scoped path of a disabled app answers 403 \`app_inactive\`, reads included | the same (D-4) |
+| SSE fields other than \`event\` and \`data\` (\`id:\`, \`retry:\`) | allowed: §1 and §6 name the format SSE, and those fields set the stream's last event id and reconnection time without changing any event's type or data, the two lines §6 describes | exactly the two lines (D-16, D-18) |
+| a \`message\` output item whose \`content\` is null (§2.4: "array of objects or null") | allowed: it carries no content, so no text event and no history item are asked of it | the persisted items are exactly the output (D-14) |
+| the history of a new conversation: "the complete history of messages and function calls" (§4.3) does not say it starts empty | whatever a new conversation holds (an agent's greeting) is the base that each exchange adds to, in order | empty (D-14) |
 | items of a conversation: "fields of each item: not shown" | the user's message, each reply message's text and each function call's id are looked for in the items' JSON, in order | D-14's item shape |
 | \`name\`, \`arguments\`, \`call_id\` of a function call: "string or null" (§2.4) | null allowed; arguments, when given, are JSON | named, with an id, \`knowledge_search {"query"}\` (D-16, D-21) |
 | which endpoints are rate-limited (§8: send message is; others not shown) | a 429 \`rate_limit_exceeded\` already on creating the conversation the case needs counts as the limit enforced (so repeated runs within a minute pass) | only send message and completions count (D-23) |
@@ -101,8 +112,9 @@ Cases run one after another. A negative case starts from a request that passed e
 changes one thing. Every conversation a run creates carries the run's id (\`external_user_id\`
 \`conformance-<run id>\` and/or \`metadata.conformance_run\`), and all of them are deleted at the end (soft
 delete, as §4.5 defines it); the one created from an empty body \`{}\` carries no tag, so its case deletes
-it at once. A run creates a few dozen conversations (up to ~130 when the app is empty, for the list-limit
-cases), sends about 50 messages and 20 completions, pauses once for a little more than a second (between the
+it at once. A run sends about 540 requests: it creates up to ~135 conversations (most of them for the
+list-limit cases when the app is empty; one on \`apps.other_team\` with \`other_team_api_key\`, deleted with that
+key), sends about 80 messages and 35 completions (refused ones included), pauses once for a little more than a second (between the
 two halves of the list cases' conversations), and the rate-limit case sends messages to \`apps.rate_limited\`
 until it is refused (at most 100), which uses up that app's minute: a run within the next minute meets the
 429 at once, and passes.
@@ -165,8 +177,8 @@ jobs:
 
 ## How the suite is proven
 
-\`npm test\` runs the suite against the reference server in both profiles (every case passes), then
-against ${'${MUTANT_COUNT}'} deliberately broken implementations: a loopback proxy in front of the reference
+\`npm run test:proof\` (the long-proof tier) runs the suite against the reference server in both profiles
+(every case passes, none is skipped), then against ${'${MUTANT_COUNT}'} deliberately broken implementations: a loopback proxy in front of the reference
 server that breaks one rule each. For each, the section of the case that should catch it runs (cases of a
 section share their preconditions, so interactions show; for §8, the cases of that limit), and that case must fail **for the reason it
 should**: its failure message must match a pattern that names the defect, not a side effect of it. All
@@ -178,8 +190,10 @@ whole spec profile twice in a row (but ${'${ALONE}'}).
 
 ${'${MUTANTS}'}
 
-The variants do what the interface leaves open otherwise than the reference does; both profiles must pass
-them (together, through the whole profile):
+The variants do what the interface leaves open otherwise than the reference does. Profile spec must pass
+all of them (together, through the whole profile, with the reference-level mutants). Profile reference must
+pass those that no decision fixes, and catch each of the others in the case of the decision it departs from,
+for its reason:
 
 ${'${VARIANTS}'}
 
@@ -193,14 +207,19 @@ export function generateDocs(targetJson = TARGET_JSON): string {
   for (const c of CASES) {
     if (c.section !== section) {
       section = c.section;
-      cases.push('', `### ${sectionTitle(section)}`, '', '| id | level | needs | checks |', '|---|---|---|---|');
+      cases.push('', `### ${sectionTitle(section)}`, '', '| id | level | needs | checks | clauses |', '|---|---|---|---|---|');
     }
-    cases.push(`| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} |`);
+    cases.push(`| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} | ${clauseList(c.clauses)} |`);
   }
   const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
+  const matrix = renderMatrix(clauseMatrix());
   const cell = (text: string) => text.replace(/\|/g, '\\|');
   const mutants = ['| broken implementation | breaks | profile | caught by |', '|---|---|---|---|', ...MUTANTS.map((m) => `| \`${m.id}\` | ${cell(m.breaks)} (${where(m.section)}) | ${m.profile} | \`${m.caughtBy}\` |`)].join('\n');
-  const variants = ['| variant | does | open in |', '|---|---|---|', ...VARIANTS.map((v) => `| \`${v.id}\` | ${cell(v.does)} | ${where(v.section)} |`)].join('\n');
+  const variants = [
+    '| variant | does | open in | departs from (caught in profile reference by) |',
+    '|---|---|---|---|',
+    ...VARIANTS.map((v) => `| \`${v.id}\` | ${cell(v.does)} | ${v.section.split(', ').map(where).join(', ')} | ${v.decision ? `${v.decision.id} (\`${v.decision.caughtBy}\`)` : v.alone ? `none; run alone with \`--timeout ${v.alone.timeoutMs} --settle-timeout ${v.alone.settleTimeoutMs}\`` : 'none'} |`),
+  ].join('\n');
   return (
     INTRO.replace('${TARGET}', targetJson.trim())
       .replaceAll('${MUTANT_COUNT}', String(MUTANTS.length))
@@ -208,9 +227,52 @@ export function generateDocs(targetJson = TARGET_JSON): string {
       .replace('${VARIANTS}', variants)
       .replace('${ALONE}', MUTANTS.filter((m) => m.alone).map((m) => `\`${m.id}\`: ${m.alone}`).join('; ')) +
     '\n' +
+    matrix +
+    '\n\n' +
     cases.join('\n') +
     '\n'
   );
+}
+
+/** A case's clauses, the per-endpoint rows of one group folded into one entry (`§5.6.missing-key@{create, list, …}`). */
+function clauseList(ids: readonly string[]): string {
+  const groups = new Map<string, string[]>();
+  for (const id of ids) {
+    const [head, endpoint] = id.split('@');
+    groups.set(head!, [...(groups.get(head!) ?? []), ...(endpoint ? [endpoint] : [])]);
+  }
+  return [...groups].map(([head, eps]) => (eps.length ? `${head}@{${eps.join(', ')}}` : head)).join(', ');
+}
+
+const CHECK_SHOWN = { exact: 'exactly', weak: 'weakly', none: 'not checkable' } as const;
+
+/** The clause → case matrix, by section: each clause, how it is checked (and why not exactly), and its cases. */
+export function renderMatrix(rows: readonly MatrixRow[]): string {
+  const m = matrixSummary(rows);
+  const out = [
+    '## Clause matrix',
+    '',
+    `The suite numbers the clauses of the interface itself (\`conformance/interface-clauses.ts\`): every field and its default,`,
+    'every MUST-like sentence, every row of every table (the errors of §5.6 and §7 once per endpoint, and once more with',
+    '`stream: true` where the endpoint streams), and every "sorted", "only", "never" and "each"; then the project\'s',
+    'decisions D-1…D-24, which only profile reference checks. Each case names the clauses it checks; a clause that no',
+    'case checks says why. A JSON report (`--reporter json`) carries this matrix with the run\'s outcome of each case',
+    '(`matrix`), and the pretty report ends with how many clauses the run\'s passing cases covered.',
+    '',
+    `${m.clauses} clauses (${rows.filter((r) => !r.id.startsWith('D-')).length} of the interface, ${rows.filter((r) => r.id.startsWith('D-')).length} decisions): ${m.exact} checked exactly, ${m.weak} checked weakly, ${m.none} not checkable from outside.`,
+  ];
+  let section = '';
+  const cell = (t: string) => t.replace(/\|/g, '\\|');
+  for (const r of rows) {
+    const group = r.section.startsWith('D-') ? 'D' : r.section.split('.')[0]!;
+    if (group !== section) {
+      section = group;
+      out.push('', `### ${group === 'D' ? 'Decisions (profile reference)' : `§${group}`}`, '', '| clause | says | checked | cases |', '|---|---|---|---|');
+    }
+    const how = r.check === 'exact' ? 'exactly' : `${CHECK_SHOWN[r.check]}: ${cell(r.why ?? '')}`;
+    out.push(`| \`${r.id}\` | ${cell(r.text)} | ${how} | ${r.cases.map((c) => `\`${c.id}\``).join(', ')} |`);
+  }
+  return out.join('\n');
 }
 
 const ROOT = path.resolve(import.meta.dirname, '..');

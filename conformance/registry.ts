@@ -8,7 +8,7 @@ import { create, get, remove, update } from './cases/conversations.ts';
 import { completionStreamCases, conversationStreamCases, dataSpecCases, functionCallCases } from './cases/events.ts';
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
-import { messageMetrics, sendMessage } from './cases/messages.ts';
+import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
 
 const SECTION_TITLES: Record<string, string> = {
   '4.1': 'Create conversation',
@@ -42,6 +42,7 @@ const ALL: CaseDef[] = [
   ...update,
   ...remove,
   ...sendMessage,
+  ...severalExchanges,
   ...completions,
   ...config,
   ...metricsCases,

@@ -1,6 +1,7 @@
 // Reporters: pretty (people), json (machines), junit (CI test tabs), tap (TAP 14 consumers).
 // Each returns the report without the final summary line, which the command always prints last.
-import { sectionTitle } from './registry.ts';
+import { clauseMatrix, matrixSummary } from './clauses.ts';
+import { CASES, sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults } from './run.ts';
 
 export const REPORTERS = ['pretty', 'json', 'junit', 'tap'] as const;
@@ -31,6 +32,8 @@ export function failureBlock(r: CaseResult): string {
   const parts = [`${MARK.failed} ${r.id} [${r.level}, ${sectionTitle(r.section)}]`, `    ${f.message}`];
   if (f.curl) parts.push('    sent:', indent(f.curl));
   if (f.response) parts.push('    got:', indent(f.response));
+  const clauses = CASES.find((c) => c.id === r.id)?.clauses;
+  if (clauses?.length) parts.push(`    clauses: ${clauses.join(', ')} (docs/conformance.md, clause matrix)`);
   return parts.join('\n');
 }
 
@@ -50,8 +53,17 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (missing.length > 0) out.push('', `Skipped for lack of target keys: ${missing.join(', ')}`);
   if (run.interrupted) out.push('', `Interrupted (${run.interrupted}): the cases not run are reported as skipped.`);
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
+  out.push('', clauseLine(run));
   out.push('', `run ${run.runId}, profile ${run.profile}, ${(run.ms / 1000).toFixed(1)} s, ${run.cleanup.deleted} conversations deleted at the end`);
   return out.join('\n');
+}
+
+/** One line on the clause matrix: of the checkable clauses this run's cases reached, how many a passing case covered. */
+export function clauseLine(run: Pick<RunResults, 'results'>): string {
+  const m = matrixSummary(clauseMatrix(run.results));
+  const failed = m.failed ? `, ${m.failed} hit by a failing case` : '';
+  const unreached = m.exact + m.weak - (m.reached ?? 0);
+  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} weakly, ${m.none} not checkable; see docs/conformance.md)`;
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId'>): string {
@@ -117,7 +129,8 @@ export function renderTap(run: RunResults): string {
 export function render(run: RunResults, reporter: ReporterName): string {
   switch (reporter) {
     case 'json':
-      return JSON.stringify(run, null, 2);
+      // The clause → case matrix with this run's outcomes (docs/conformance.md has it without them).
+      return JSON.stringify({ ...run, matrix: clauseMatrix(run.results) }, null, 2);
     case 'junit':
       return renderJunit(run);
     case 'tap':

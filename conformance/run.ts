@@ -20,6 +20,11 @@ export interface RunOptions {
   skip?: string | string[];
   /** Per request: time to the headers and the longest silence inside a body. Default 30 s. */
   timeoutMs?: number;
+  /**
+   * How long a case reads again what the interface lets an implementation settle after it answered
+   * (aggregated metrics, the generated title). Default 30 s; separate from the request timeout.
+   */
+  settleTimeoutMs?: number;
   /** Stop at the first failure; the remaining cases are reported as skipped. */
   bail?: boolean;
   /** Run the selection N times; a case passes only if it passed every time. */
@@ -86,6 +91,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const target = typeof opts.target === 'string' ? await loadTarget(opts.target, { baseUrl: opts.baseUrl, apiKey: opts.apiKey }) : opts.target;
   const profile = opts.profile ?? 'spec';
   const timeoutMs = opts.timeoutMs ?? 30_000;
+  const settleTimeoutMs = opts.settleTimeoutMs ?? 30_000;
   // A typo in CI must not turn into a green run of nothing.
   const unmatched = unmatchedPatterns(opts.only, profile);
   if (unmatched.length > 0) throw new UsageError(`--only ${unmatched.map((u) => `'${u.pattern}'`).join(', ')} matches no case of profile ${profile}${unmatched.some((u) => u.inReference) ? ' (it matches REFERENCE cases: --profile reference)' : ''}`);
@@ -95,6 +101,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const secrets: Array<[string, string]> = [
     [target.apiKey, '$API_KEY'],
     ...(target.publishableKey ? ([[target.publishableKey, '$PUBLISHABLE_KEY']] as Array<[string, string]>) : []),
+    ...(target.otherTeamApiKey ? ([[target.otherTeamApiKey, '$OTHER_TEAM_API_KEY']] as Array<[string, string]>) : []),
   ];
   const stop = new AbortController();
   const release = watchForStop(stop, opts);
@@ -111,7 +118,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
     let bailed = false;
     let interruptShown = false;
     for (let r = 0; r < repeat; r++) {
-      const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), timeoutMs, created: [] };
+      const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), timeoutMs, settleTimeoutMs, created: [] };
       try {
         for (const c of cases) {
           let result: CaseResult;
@@ -196,7 +203,7 @@ async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: 
   const base = { id: c.id, section: c.section, level: c.level, description: c.description };
   let timer: NodeJS.Timeout | undefined;
   // A case is bounded as a whole too (each request is bounded by the client).
-  const caseLimit = timeoutMs * 20;
+  const caseLimit = timeoutMs * 20 + state.settleTimeoutMs * 4;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new CaseFailure(`the case did not finish within ${caseLimit} ms`)), caseLimit);
   });
@@ -240,9 +247,9 @@ export function mergeResult(prev: CaseResult | undefined, next: CaseResult): Cas
 
 /** Deletes what the run created; a 404 means it was already deleted (by a case). */
 async function cleanUp(http: HttpClient, state: RunState, out: RunResults['cleanup']): Promise<void> {
-  for (const [app, id] of state.created) {
+  for (const [app, id, key] of state.created) {
     try {
-      const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}` });
+      const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}`, ...(key ? { key } : {}) });
       if (ex.status === 200 || ex.status === 404) out.deleted += ex.status === 200 ? 1 : 0;
       else out.failed.push(`${app}/${id}: HTTP ${ex.status}`);
     } catch (err) {

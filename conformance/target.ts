@@ -4,8 +4,8 @@ import { z } from 'zod';
 
 export const APP_KEYS = ['generative_ui', 'stream_default', 'knowledge_base', 'other_team', 'inactive', 'no_agent', 'rate_limited'] as const;
 export type AppKey = (typeof APP_KEYS)[number];
-/** A target key a case may need: `apps.<name>` or `publishable_key`. */
-export type TargetKey = `apps.${AppKey}` | 'publishable_key';
+/** A target key a case may need: `apps.<name>`, `publishable_key` or `other_team_api_key`. */
+export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key';
 
 const nonEmpty = z.string().min(1);
 
@@ -15,6 +15,8 @@ export const TargetFile = z.looseObject({
   app_id: nonEmpty,
   apps: z.looseObject(Object.fromEntries(APP_KEYS.map((k) => [k, nonEmpty.nullable().optional()])) as Record<AppKey, z.ZodOptional<z.ZodNullable<z.ZodString>>>).optional(),
   publishable_key: nonEmpty.nullable().optional(),
+  /** A secret key of the team that owns apps.other_team (target.md): its conversations must stay out of reach of api_key. */
+  other_team_api_key: nonEmpty.nullable().optional(),
 });
 
 export interface Target {
@@ -23,6 +25,7 @@ export interface Target {
   appId: string;
   apps: Partial<Record<AppKey, string>>;
   publishableKey?: string;
+  otherTeamApiKey?: string;
 }
 
 export class UsageError extends Error {
@@ -53,7 +56,7 @@ export function parseTarget(json: unknown, overrides: { baseUrl?: string; apiKey
     const v = t.apps?.[k];
     if (v) apps[k] = v;
   }
-  return { baseUrl, apiKey: t.api_key, appId: t.app_id, apps, publishableKey: t.publishable_key ?? undefined };
+  return { baseUrl, apiKey: t.api_key, appId: t.app_id, apps, publishableKey: t.publishable_key ?? undefined, otherTeamApiKey: t.other_team_api_key ?? undefined };
 }
 
 export async function loadTarget(file: string, overrides: { baseUrl?: string; apiKey?: string } = {}): Promise<Target> {
@@ -74,5 +77,7 @@ export async function loadTarget(file: string, overrides: { baseUrl?: string; ap
 
 /** The value of a target key, or undefined when the target does not provide it. */
 export function targetValue(t: Target, key: TargetKey): string | undefined {
-  return key === 'publishable_key' ? t.publishableKey : t.apps[key.slice(5) as AppKey];
+  if (key === 'publishable_key') return t.publishableKey;
+  if (key === 'other_team_api_key') return t.otherTeamApiKey;
+  return t.apps[key.slice(5) as AppKey];
 }

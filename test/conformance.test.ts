@@ -49,6 +49,22 @@ describe('the reference server conforms', () => {
     assert.deepEqual(byId.get('S4.8-config-generative-ui')?.missing, ['apps.generative_ui']);
     assert.equal(byId.get('S5-publishable-key-refused')?.reason, 'needs target key publishable_key');
   });
+
+  test("without other_team_api_key the other team's conversation case is skipped with that key; with it, the conversation is deleted with that key", async () => {
+    const { other_team_api_key: otherKey, ...withoutKey } = targetJson;
+    const skipped = await runConformance({ target: parseTarget(withoutKey, { baseUrl: s.baseUrl }), only: 'S5-other-team-conversation' });
+    assert.deepEqual([skipped.results[0]?.status, skipped.results[0]?.missing], ['skipped', ['other_team_api_key']]);
+    const fresh = await startTestServer();
+    try {
+      const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: fresh.baseUrl }), only: 'S5-other-team-conversation' });
+      assert.equal(r.summary.passed, 1);
+      assert.deepEqual(r.cleanup.failed, []);
+      const left = await fresh.call('GET', `/apps/${targetJson.apps.other_team}/conversations?limit=100`, undefined, { key: otherKey });
+      assert.deepEqual(left.body.data, [], "the other team's conversation is still listed after the run");
+    } finally {
+      await fresh.close();
+    }
+  });
 });
 
 describe('run options', () => {
@@ -217,9 +233,9 @@ describe('reporters', () => {
     assert.match(tap, /\nok 2 - \S+ - .* # SKIP needs target key apps\.x/);
   });
 
-  test('pretty shows each failure with what was sent and what came back', () => {
+  test('pretty shows each failure with what was sent, what came back and the clauses it checks', () => {
     const text = render(result, 'pretty');
-    assert.match(text, /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500/);
+    assert.match(text, /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500\n {4}clauses: §4\.5\.success, §2\.7\.id, §2\.7\.object, §2\.7\.deleted \(docs\/conformance\.md, clause matrix\)/);
   });
 });
 
@@ -274,6 +290,9 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
 
   test('usage errors and an unreachable target exit 2', async () => {
     assert.equal((await cli(['--target', targetFile, '--profile', 'strict'])).code, 2);
+    const settle = await cli(['--target', targetFile, '--settle-timeout', 'soon']);
+    assert.equal(settle.code, 2);
+    assert.match(settle.stderr, /--settle-timeout must be a positive integer/);
     assert.equal((await cli(['--bogus'])).code, 2);
     assert.equal((await cli([])).code, 2);
     assert.equal((await cli(['--target', '/nonexistent/target.json'])).code, 2);

@@ -6,6 +6,7 @@ export const config: CaseDef[] = defineCases('4.8', [
   {
     id: 'S4.8-config-shape',
     level: 'MUST',
+    clauses: ['§4.8.success', '§2.8.app_id', '§2.8.stream', '§2.8.generative_ui', '§2.8.agent.name', '§2.8.agent.config', '§1.json'],
     description: 'GET /config answers the App config of app_id (streaming default and generative UI off, per the target)',
     async run(ctx) {
       const ex = await ctx.send({ method: 'GET', path: appPath(ctx.target.appId, 'config') });
@@ -18,6 +19,7 @@ export const config: CaseDef[] = defineCases('4.8', [
   {
     id: 'S4.8-config-generative-ui',
     level: 'MUST',
+    clauses: ['§2.8.generative_ui'],
     needs: ['apps.generative_ui'],
     description: 'the generative-UI app reports generative_ui: true',
     async run(ctx) {
@@ -28,6 +30,7 @@ export const config: CaseDef[] = defineCases('4.8', [
   {
     id: 'S4.8-config-stream-default',
     level: 'MUST',
+    clauses: ['§2.8.stream'],
     needs: ['apps.stream_default'],
     description: 'the streaming-default app reports stream: true',
     async run(ctx) {
@@ -41,6 +44,7 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
   {
     id: 'S4.9-metrics-shape',
     level: 'MUST',
+    clauses: ['§4.9.success', '§2.9.total_conversations', '§2.9.total_messages', '§2.9.total_users'],
     description: 'GET /metrics answers {total_conversations, total_messages, total_users} (integers)',
     async run(ctx) {
       await metrics(ctx);
@@ -50,6 +54,7 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
   {
     id: 'S4.9-metrics-conversations',
     level: 'MUST',
+    clauses: ['§4.9.conversations'],
     description: 'creating a conversation adds one to total_conversations (aggregated: within the run\'s timeout)',
     async run(ctx) {
       const before = await metrics(ctx);
@@ -60,6 +65,7 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
   {
     id: 'S4.9-metrics-keep-deleted',
     level: 'REFERENCE',
+    clauses: ['D-24'],
     description: 'D-24: deleting a conversation leaves total_conversations unchanged',
     async run(ctx) {
       const start = await metrics(ctx);
@@ -73,6 +79,7 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
   {
     id: 'S4.9-metrics-users',
     level: 'REFERENCE',
+    clauses: ['D-24'],
     description: 'D-24: total_users counts distinct non-null external_user_id values',
     async run(ctx) {
       const before = await metrics(ctx);
@@ -90,6 +97,7 @@ export const versioning: CaseDef[] = defineCases('9', [
   {
     id: 'S9-base-url-v1',
     level: 'MUST',
+    clauses: ['§9.v1'],
     description: 'the base URL ends in /v1 and serves the API there',
     async run(ctx) {
       ctx.check(new URL(ctx.target.baseUrl).pathname.replace(/\/+$/, '').endsWith('/v1'), `base_url ${ctx.target.baseUrl} does not end in /v1`);

@@ -6,6 +6,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-shape',
     level: 'MUST',
+    clauses: ['§4.7.success', '§3.completed', '§4.7.stream-default', '§2.5.id', '§2.5.object', '§2.5.created_at', '§2.5.text', '§2.5.status'],
     description: 'POST /completions without stream answers 200 JSON: a completed Completion (cmpl_ id, created_at in seconds) with text',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -18,6 +19,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-stream-false',
     level: 'MUST',
+    clauses: ['§4.7.stream'],
     description: 'stream:false answers JSON',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -29,6 +31,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-distinct-ids',
     level: 'MUST',
+    clauses: ['§4.7.independent'],
     description: 'each completion is independent and has its own id',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -40,6 +43,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-options',
     level: 'MUST',
+    clauses: ['§4.7.knowledge_search', '§4.7.fast', '§4.7.metadata'],
     description: 'knowledge_search:false, fast:true and metadata are accepted',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -52,6 +56,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-knowledge-base',
     level: 'MUST',
+    clauses: ['§4.7.knowledge_search'],
     needs: ['apps.knowledge_base'],
     description: 'a completion on an app with a knowledge base, knowledge_search on, answers a Completion',
     async run(ctx) {
@@ -63,6 +68,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-no-conversation',
     level: 'MUST',
+    clauses: ['§4.7.no-conversation'],
     description: 'a completion creates no conversation (list unchanged; metrics grow by one after the completion and one creation)',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -79,6 +85,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-missing-prompt',
     level: 'MUST',
+    clauses: ['§4.7.prompt-required', '§7.malformed', 'D-1'],
     description: 'a completion without prompt is refused (reference: 400 param prompt, code missing_parameter)',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -89,6 +96,7 @@ export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-wrong-type',
     level: 'REFERENCE',
+    clauses: ['D-1'],
     description: 'D-1: stream that is not a boolean is 400 param stream, code invalid_type',
     async run(ctx) {
       const b = await baselineCompletion(ctx);

@@ -6,6 +6,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-shape',
     level: 'MUST',
+    clauses: ['§4.1.success', '§4.1.echo', '§2.1.object', '§2.1.created_at', '§2.1.external_user_id', '§2.1.title', '§2.1.metadata', '§1.json'],
     description: 'POST /conversations answers 200 with a Conversation echoing external_user_id, title and metadata',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -21,6 +22,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-empty-body',
     level: 'MUST',
+    clauses: ['§4.1.optional'],
     description: 'every field is optional: {} creates a conversation',
     async run(ctx) {
       const { conv } = await createConversation(ctx, {});
@@ -31,6 +33,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-distinct-ids',
     level: 'MUST',
+    clauses: ['§2.1.id'],
     description: 'two creations give two different ids',
     async run(ctx) {
       const a = await createConversation(ctx);
@@ -41,6 +44,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-defaults',
     level: 'REFERENCE',
+    clauses: ['D-8', 'D-9', 'D-10'],
     description: 'D-8/D-9/D-10: omitted title, metadata and external_user_id read back as null, {} and null; generated_title is {}',
     async run(ctx) {
       const a = await createConversation(ctx, { metadata: ctx.tagMetadata });
@@ -54,6 +58,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-malformed-json',
     level: 'MUST',
+    clauses: ['§7.malformed', '§7.body', 'D-1'],
     description: 'a body that is not JSON is refused with a 4xx error object (reference: 400 invalid_json, D-1)',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -64,6 +69,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-unknown-field',
     level: 'REFERENCE',
+    clauses: ['D-1'],
     description: 'D-1: an unknown top-level field is 400 invalid_request_error, param = the field, code unknown_parameter',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -74,6 +80,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-wrong-type',
     level: 'REFERENCE',
+    clauses: ['D-1'],
     description: 'D-1: a title that is not a string is 400 invalid_request_error, param title, code invalid_type',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -84,6 +91,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-title-length',
     level: 'REFERENCE',
+    clauses: ['D-8'],
     description: 'D-8: a custom title of 256 characters is kept, 257 is 400 param title',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -96,6 +104,7 @@ export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-external-user-id-length',
     level: 'REFERENCE',
+    clauses: ['D-10'],
     description: 'D-10: external_user_id of 256 characters is kept, 257 is 400 param external_user_id',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -112,6 +121,7 @@ export const get: CaseDef[] = defineCases('4.3', [
   {
     id: 'S4.3-get-shape',
     level: 'MUST',
+    clauses: ['§4.3.success', '§2.1.items'],
     description: 'GET a conversation answers 200 with the Conversation it was created as, plus items (an array)',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -124,8 +134,10 @@ export const get: CaseDef[] = defineCases('4.3', [
   },
   {
     id: 'S4.3-get-new-has-no-items',
-    level: 'MUST',
-    description: 'a conversation without any message has an empty items array',
+    level: 'REFERENCE',
+    clauses: ['§4.3.new-empty', 'D-14'],
+    // The interface does not say a new history is empty (an agent may greet): spec reads it as a base.
+    description: 'D-14: a conversation without any message has an empty items array',
     async run(ctx) {
       const c = await liveConversation(ctx);
       const got = await getConversation(ctx, c.id);
@@ -135,6 +147,7 @@ export const get: CaseDef[] = defineCases('4.3', [
   {
     id: 'S4.3-get-unknown-404',
     level: 'MUST',
+    clauses: ['§7.unknown-conversation@get', '§7.not_found', '§2.10.ids-opaque'],
     description: 'GET an unknown conversation id (shaped like a real one) is 404 not_found',
     async run(ctx) {
       const ex = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, await unknownConversationId(ctx)) });
@@ -147,6 +160,7 @@ export const update: CaseDef[] = defineCases('4.4', [
   {
     id: 'S4.4-update-title',
     level: 'MUST',
+    clauses: ['§4.4.title', '§4.4.success'],
     description: 'PATCH {title} answers the renamed Conversation, and a later GET shows the new title',
     async run(ctx) {
       const { conv } = await createConversation(ctx);
@@ -161,6 +175,7 @@ export const update: CaseDef[] = defineCases('4.4', [
   {
     id: 'S4.4-update-title-null',
     level: 'MUST',
+    clauses: ['§4.4.title-null'],
     description: 'PATCH {title: null} clears the custom title',
     async run(ctx) {
       const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'To be cleared' });
@@ -174,6 +189,7 @@ export const update: CaseDef[] = defineCases('4.4', [
   {
     id: 'S4.4-update-unknown-404',
     level: 'MUST',
+    clauses: ['§7.unknown-conversation@update', '§2.10.ids-opaque'],
     description: 'PATCH an unknown conversation id is 404 not_found',
     async run(ctx) {
       const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, await unknownConversationId(ctx)), body: { title: 'x' } });
@@ -183,6 +199,7 @@ export const update: CaseDef[] = defineCases('4.4', [
   {
     id: 'S4.4-update-only-title',
     level: 'MUST',
+    clauses: ['§4.4.only-title'],
     description: 'only the custom title can be updated: a PATCH with title and metadata is refused with a 4xx error object or leaves metadata as it was',
     async run(ctx) {
       const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept', metadata: ctx.tagMetadata });
@@ -196,6 +213,7 @@ export const update: CaseDef[] = defineCases('4.4', [
   {
     id: 'S4.4-update-other-field',
     level: 'REFERENCE',
+    clauses: ['D-13'],
     description: 'D-13: PATCH with a field other than title is 400 and changes nothing',
     async run(ctx) {
       const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept', metadata: ctx.tagMetadata });
@@ -208,6 +226,7 @@ export const update: CaseDef[] = defineCases('4.4', [
   {
     id: 'S4.4-update-missing-title',
     level: 'REFERENCE',
+    clauses: ['D-13'],
     description: 'D-13: PATCH {} is 400 param title, code missing_parameter',
     async run(ctx) {
       const c = await liveConversation(ctx);
@@ -221,6 +240,7 @@ export const remove: CaseDef[] = defineCases('4.5', [
   {
     id: 'S4.5-delete-shape',
     level: 'MUST',
+    clauses: ['§4.5.success', '§2.7.id', '§2.7.object', '§2.7.deleted'],
     description: 'DELETE answers 200 {id, object: "conversation", deleted: true}',
     async run(ctx) {
       const { conv } = await createConversation(ctx);
@@ -232,6 +252,7 @@ export const remove: CaseDef[] = defineCases('4.5', [
   {
     id: 'S4.5-delete-unknown-404',
     level: 'MUST',
+    clauses: ['§7.unknown-conversation@delete', '§2.10.ids-opaque'],
     description: 'DELETE an unknown conversation id is 404 not_found',
     async run(ctx) {
       const ex = await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, await unknownConversationId(ctx)) });
@@ -241,6 +262,7 @@ export const remove: CaseDef[] = defineCases('4.5', [
   {
     id: 'S4.5-deleted-is-404',
     level: 'REFERENCE',
+    clauses: ['D-11'],
     description: 'D-11: after DELETE, get, update and delete of that conversation answer 404 not_found',
     async run(ctx) {
       const { conv } = await createConversation(ctx);

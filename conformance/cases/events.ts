@@ -35,7 +35,7 @@ function completionStream(ctx: CaseContext): Promise<Streamed> {
 
 const TEXT_EVENTS = new Set(['response.created', 'response.output_text.delta', 'response.output_text.done', 'response.completed']);
 
-function checkStartEnd(ctx: CaseContext, ex: Exchange, object: 'response' | 'completion', conversationId?: string): void {
+export function checkStartEnd(ctx: CaseContext, ex: Exchange, object: 'response' | 'completion', conversationId?: string): void {
   const events = ex.sse!.events;
   const first = events[0]!;
   ctx.equal(first.event, 'response.created', 'first event', ex);
@@ -64,7 +64,7 @@ function checkPayloads(ctx: CaseContext, ex: Exchange): void {
   });
 }
 
-function checkText(ctx: CaseContext, ex: Exchange): void {
+export function checkText(ctx: CaseContext, ex: Exchange): void {
   const a = expectStream(ctx, ex, 'stream');
   ctx.check(a.done.size > 0, 'no response.output_text.done event', ex);
   for (const [key, text] of a.done) ctx.equal(a.deltas.get(key) ?? '', text, `concatenated deltas of output/content index ${key} compared with output_text.done`, ex);
@@ -89,15 +89,17 @@ function checkSequence(ctx: CaseContext, ex: Exchange): void {
 
 /**
  * §6: "each event is two lines", `event: <type>` then `data: <json>`, so a payload is one data line.
- * What any SSE client copes with stays open: CR LF or CR line ends, comment lines (`: keep-alive`),
- * no space after the colon, blank lines between events.
+ * What any SSE client reads the same stays open: CR LF or CR line ends, comment lines (`: keep-alive`),
+ * no space after the colon, blank lines between events, and the two other fields SSE defines, `id:`
+ * and `retry:`: §1 and §6 name the format SSE, and those fields set the stream's last event id and
+ * reconnection time without changing any event's type or data, which are the two lines §6 describes.
  */
 function checkTwoLineEvents(ctx: CaseContext, ex: Exchange): void {
   ex.text
     .replace(/\r\n?/g, '\n')
     .split('\n\n')
     .forEach((block, i) => {
-      const lines = block.split('\n').filter((l) => l !== '' && !l.startsWith(':'));
+      const lines = block.split('\n').filter((l) => l !== '' && !l.startsWith(':') && !/^(id|retry)(:|$)/.test(l));
       if (lines.length === 0) return;
       ctx.check(lines.length === 2 && /^event: ?\S/.test(lines[0]!) && /^data: ?\S/.test(lines[1]!), `event block #${i} is not the two lines "event: <type>" and "data: <json>" (§6): ${JSON.stringify(block.slice(0, 200))}`, ex);
     });
@@ -176,6 +178,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-content-type',
     level: 'MUST',
+    clauses: ['§6.content-type', '§4.6.success-sse'],
     description: 'a conversation stream is 200 text/event-stream and ends (the connection closes after the last event)',
     async run(ctx) {
       await conversationStream(ctx);
@@ -184,6 +187,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-framing',
     level: 'MUST',
+    clauses: ['§6.two-lines'],
     description: 'every event is the two lines "event: <type>" and "data: <json object>" (CR LF and ": …" comments allowed, as in any SSE stream)',
     async run(ctx) {
       const { ex } = await conversationStream(ctx);
@@ -195,6 +199,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-raw-framing',
     level: 'REFERENCE',
+    clauses: ['D-16', 'D-18'],
     description: 'D-16/D-18: each event is exactly the two lines "event: <type>" and "data: <json>" then a blank line; only ": …" comments besides',
     async run(ctx) {
       checkRawFraming(ctx, (await conversationStream(ctx)).ex);
@@ -203,6 +208,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-headers',
     level: 'REFERENCE',
+    clauses: ['D-18'],
     description: 'D-18: a stream is sent with Cache-Control: no-cache',
     async run(ctx) {
       const { ex } = await conversationStream(ctx);
@@ -212,6 +218,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-starts-created-ends-completed',
     level: 'MUST',
+    clauses: ['§6.rule1', '§6.created.fields', '§6.completed.fields', '§3.in-progress'],
     description: 'rule 1: the stream starts with response.created {id, object: "response", status: in_progress, conversation_id} and ends with one response.completed of that id',
     async run(ctx) {
       const { ex, conversationId } = await conversationStream(ctx);
@@ -221,6 +228,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-payloads',
     level: 'MUST',
+    clauses: ['§6.created.fields', '§6.delta.fields', '§6.done.fields', '§6.completed.fields', '§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', 'D-16'],
     description: 'every event payload has the fields §6 lists for its type (reference: the D-16 payloads, no other event type)',
     async run(ctx) {
       checkPayloads(ctx, (await conversationStream(ctx)).ex);
@@ -229,6 +237,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-text-assembles',
     level: 'MUST',
+    clauses: ['§6.done.fields'],
     description: 'concatenated output_text.delta chunks equal their output_text.done text, and no delta follows its done',
     async run(ctx) {
       checkText(ctx, (await conversationStream(ctx)).ex);
@@ -237,6 +246,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-sequence-numbers',
     level: 'REFERENCE',
+    clauses: ['D-16'],
     description: 'D-16: every payload carries type = its event name and sequence_number counting from 0 without gaps',
     async run(ctx) {
       checkSequence(ctx, (await conversationStream(ctx)).ex);
@@ -245,6 +255,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-persisted-agree',
     level: 'REFERENCE',
+    clauses: ['D-14', 'D-20'],
     description: "D-14/D-20: the items persisted for a streamed response are the stream's output, in output_index order",
     async run(ctx) {
       const { ex, conversationId } = await conversationStream(ctx);
@@ -259,6 +270,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-json-output-matches-stream-shape',
     level: 'MUST',
+    clauses: ['§6.rule4', '§6.function_call.start'],
     description: 'rule 4: the same message in JSON mode gives the kinds of output items a stream of it carries (messages with text, function calls, data_spec), up to 3 tries for an agent that varies',
     async run(ctx) {
       let last = '';
@@ -268,9 +280,11 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
         const { ex } = await freshExchange(ctx, false);
         const r = ctx.ok(ex, ctx.schemas.response, 'send message (JSON)') as Json;
         const output = r.output as Json[];
-        for (const item of output) if (item.type === 'message') ctx.check(textOf(item).length > 0, 'a message item with no text', ex);
+        // A message whose content is null (§2.4) carries no content, so no text events either.
+        const carried = output.filter((o) => !(o.type === 'message' && o.content === null));
+        for (const item of carried) if (item.type === 'message') ctx.check(textOf(item).length > 0, 'a message item with no text', ex);
         const fromStream = streamKinds(streamed);
-        const fromJson = countKinds(output.map((o) => String(o.type)));
+        const fromJson = countKinds(carried.map((o) => String(o.type)));
         if (deepEqual(fromStream, fromJson)) return;
         last = `the stream carried ${JSON.stringify(fromStream)} but the JSON output holds ${JSON.stringify(fromJson)}`;
       }
@@ -310,6 +324,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-stream',
     level: 'MUST',
+    clauses: ['§6.rule2', '§4.7.stream', '§3.in-progress', '§6.completed.fields'],
     description: 'rule 2: a completion stream starts with response.created (object "completion", no conversation_id), carries only text events and ends with response.completed',
     async run(ctx) {
       const { ex } = await completionStream(ctx);
@@ -320,6 +335,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-framing',
     level: 'MUST',
+    clauses: ['§6.two-lines'],
     description: 'every event of a completion stream is the two lines "event: <type>" and "data: <json object>"',
     async run(ctx) {
       const { ex } = await completionStream(ctx);
@@ -330,6 +346,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-payloads',
     level: 'MUST',
+    clauses: ['§6.created.fields', '§6.delta.fields', '§6.done.fields', 'D-16'],
     description: 'completion stream payloads have the §6 fields (reference: D-16)',
     async run(ctx) {
       checkPayloads(ctx, (await completionStream(ctx)).ex);
@@ -338,6 +355,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-text-assembles',
     level: 'MUST',
+    clauses: ['§6.done.fields'],
     description: 'completion stream: concatenated deltas equal the output_text.done text',
     async run(ctx) {
       checkText(ctx, (await completionStream(ctx)).ex);
@@ -346,6 +364,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-sequence-numbers',
     level: 'REFERENCE',
+    clauses: ['D-16'],
     description: 'D-16: completion stream payloads carry type and gapless sequence_number from 0',
     async run(ctx) {
       checkSequence(ctx, (await completionStream(ctx)).ex);
@@ -354,6 +373,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-raw-framing',
     level: 'REFERENCE',
+    clauses: ['D-16', 'D-18'],
     description: 'D-16: completion stream events are exactly "event:" + "data:" lines',
     async run(ctx) {
       checkRawFraming(ctx, (await completionStream(ctx)).ex);
@@ -362,6 +382,7 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-cmpl-id-prefix',
     level: 'MUST',
+    clauses: ['§2.5.id'],
     description: 'the id of a completion stream is a cmpl_ id (§2.5)',
     async run(ctx) {
       const { ex } = await completionStream(ctx);
@@ -375,6 +396,7 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-data-spec-stream',
     level: 'MUST',
+    clauses: ['§6.rule3', '§6.data_spec.fields', 'D-22'],
     needs: ['apps.generative_ui'],
     description: 'rule 3: on a generative-UI app a form request streams response.data_spec events whose patch is an RFC 6902 operation (reference: applied in order to {} they build /form, D-22)',
     async run(ctx) {
@@ -389,6 +411,7 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-data-spec-json',
     level: 'MUST',
+    clauses: ['§2.4.data_spec.data', 'D-22'],
     needs: ['apps.generative_ui'],
     description: 'in JSON mode data_spec output items carry {type: "patch", patch} (reference: they build /form from {}, D-22)',
     async run(ctx) {
@@ -404,6 +427,7 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-data-spec-persisted',
     level: 'REFERENCE',
+    clauses: ['D-14', 'D-22'],
     needs: ['apps.generative_ui'],
     description: 'D-14: the data_spec items of a streamed response are persisted in the order of their events',
     async run(ctx) {
@@ -418,6 +442,7 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-no-data-spec-without-generative-ui',
     level: 'MUST',
+    clauses: ['§6.rule3.only-generative-ui', '§2.4.data_spec.only-generative-ui'],
     description: 'rule 3: an app without generative UI emits no data_spec, streamed or in JSON',
     async run(ctx) {
       const { ex } = await conversationStream(ctx, ctx.target.appId, FORM_REQUEST);
@@ -434,6 +459,7 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-function-call-items',
     level: 'MUST',
+    clauses: ['§2.4.function_call.name', '§2.4.function_call.arguments', '§2.4.function_call.call_id', '§4.3.items-complete', 'D-14', 'D-21'],
     needs: ['apps.knowledge_base'],
     description: 'function_call output items carry name, arguments (JSON-encoded) and call_id, each a string or null, and the calls are kept in the history (reference: knowledge_search {"query"}, D-21; function_call items, D-14)',
     async run(ctx) {
@@ -456,8 +482,23 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
     },
   },
   {
+    id: 'S6-function-call-stream',
+    level: 'MUST',
+    clauses: ['§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', '§6.rule1'],
+    needs: ['apps.knowledge_base'],
+    description: 'a stream in which the agent calls a function keeps rule 1 and carries each function-call event with a JSON object payload',
+    async run(ctx) {
+      const { ex, conversationId } = await conversationStream(ctx, ctx.app('apps.knowledge_base'), KB_QUESTION);
+      if (!ex.sse!.events.some((e) => e.event === 'response.function_call.start')) throw new CaseSkip('the agent made no function call for the knowledge-base question');
+      checkStartEnd(ctx, ex, 'response', conversationId);
+      checkPayloads(ctx, ex);
+      checkText(ctx, ex);
+    },
+  },
+  {
     id: 'S6-function-call-events',
     level: 'REFERENCE',
+    clauses: ['§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', 'D-16', 'D-21'],
     needs: ['apps.knowledge_base'],
     description: 'D-16: function_call.start, then argument deltas, then arguments.done per call_id; deltas concatenate to arguments',
     async run(ctx) {

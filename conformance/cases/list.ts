@@ -133,6 +133,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-shape',
     level: 'MUST',
+    clauses: ['§4.2.success', '§2.6.object', '§2.6.data', '§2.6.first_id', '§2.6.last_id', '§2.6.has_more'],
     description: 'GET /conversations answers a list {object: "list", data, first_id, last_id, has_more} of at most 20, with the created_at each was created with',
     async run(ctx) {
       const set = await walkSet(ctx);
@@ -149,6 +150,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-limit',
     level: 'MUST',
+    clauses: ['§4.2.limit-range', '§2.6.has_more'],
     description: 'limit=2 gives 2 conversations and has_more when more exist; limit=1 and limit=100 are accepted',
     async run(ctx) {
       await walkSet(ctx);
@@ -164,6 +166,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-default-limit',
     level: 'MUST',
+    clauses: ['§4.2.limit-default'],
     description: 'without limit a page holds 20 conversations when more than 20 exist',
     async run(ctx) {
       await walkSet(ctx);
@@ -175,6 +178,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-order-default-desc',
     level: 'MUST',
+    clauses: ['§4.2.order-default', '§4.2.order', 'D-7'],
     description: 'the default order is desc: newest first (reference: ties in creation order, D-7)',
     async run(ctx) {
       const expected = await expectedOrder(ctx, 'desc');
@@ -187,6 +191,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-after-walk-asc',
     level: 'MUST',
+    clauses: ['§4.2.after', '§4.2.order', '§2.6.first_id', '§2.6.last_id', 'D-7'],
     description: 'passing last_id as after walks the asc list: each conversation once, oldest first, has_more false at the end',
     async run(ctx) {
       await checkWalk(ctx, 'asc');
@@ -195,6 +200,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-after-walk-desc',
     level: 'MUST',
+    clauses: ['§4.2.after', '§4.2.order', 'D-12'],
     description: 'passing last_id as after walks the desc list (the next page, §4.2): each conversation once, newest first, has_more false at the end',
     async run(ctx) {
       await checkWalk(ctx, 'desc');
@@ -203,6 +209,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-has-more',
     level: 'MUST',
+    clauses: ['§2.6.has_more'],
     description: 'has_more is true exactly when conversations remain after the page',
     async run(ctx) {
       const { cursor, rest } = await newestThree(ctx);
@@ -216,6 +223,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-empty',
     level: 'MUST',
+    clauses: ['§2.6.first_id', '§2.6.last_id', '§2.6.has_more'],
     description: 'an empty page is {data: [], first_id: null, last_id: null, has_more: false}',
     async run(ctx) {
       const { rest } = await newestThree(ctx);
@@ -226,6 +234,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-before-asc',
     level: 'MUST',
+    clauses: ['§4.2.before', 'D-12'],
     description: 'before=<id> in asc order returns only conversations created before it, oldest first (reference: the page just before it, D-12)',
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
@@ -244,6 +253,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-before-desc',
     level: 'REFERENCE',
+    clauses: ['D-12'],
     description: 'D-12: before=<id> in desc order returns the page that precedes it in that order (newer ones), newest first',
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
@@ -255,6 +265,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-excludes-deleted',
     level: 'MUST',
+    clauses: ['§3.soft-delete.list', '§4.5.soft'],
     description: '§3: a soft-deleted conversation is no longer returned by list',
     async run(ctx) {
       await walkSet(ctx);
@@ -267,6 +278,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-deleted-cursor',
     level: 'REFERENCE',
+    clauses: ['D-11'],
     description: 'D-11: the id of a deleted conversation remains a valid cursor',
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
@@ -279,6 +291,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-unknown-cursor',
     level: 'REFERENCE',
+    clauses: ['D-12'],
     description: 'D-12: an unknown cursor is 400 param after, code invalid_cursor',
     async run(ctx) {
       await walkSet(ctx);
@@ -289,6 +302,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-after-and-before',
     level: 'REFERENCE',
+    clauses: ['D-12'],
     description: 'D-12: after and before together are 400',
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
@@ -299,6 +313,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-bad-order',
     level: 'REFERENCE',
+    clauses: ['D-1'],
     description: 'D-1: order other than asc/desc is 400 param order',
     async run(ctx) {
       await walkSet(ctx);
@@ -309,6 +324,7 @@ export const list: CaseDef[] = defineCases('4.2', [
   {
     id: 'S4.2-list-filter-external-user',
     level: 'REFERENCE',
+    clauses: ['D-10'],
     description: "D-10: ?external_user_id= lists only that user's conversations",
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
@@ -325,6 +341,7 @@ export const listLimits: CaseDef[] = defineCases('8', [
   {
     id: 'S8-list-limit-0',
     level: 'MUST',
+    clauses: ['§8.list-limit', 'D-12'],
     description: 'limit=0 (below 1) is refused with a 4xx error object or never yields more than 100 (reference: 400 param limit)',
     async run(ctx) {
       await walkSet(ctx);
@@ -334,6 +351,7 @@ export const listLimits: CaseDef[] = defineCases('8', [
   {
     id: 'S8-list-limit-101',
     level: 'MUST',
+    clauses: ['§8.list-limit', 'D-12'],
     description: 'limit=101 (past 100) is refused with a 4xx error object or yields at most 100 (reference: 400 param limit)',
     async run(ctx) {
       await walkSet(ctx);

@@ -2,7 +2,8 @@
 // items, generated titles, and the metrics they feed.
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import { Item as ItemSchema } from '../../src/contract/index.ts';
-import { baselineCreate, baselineSend, contentOf, convPath, createConversation, expectStream, getConversation, checkUnixSeconds, mentions, metrics, settledMetrics, unknownConversationId, withBody, type Json } from './common.ts';
+import { checkStartEnd, checkText } from './events.ts';
+import { baselineCreate, baselineSend, contentOf, convPath, createConversation, expectStream, getConversation, checkUnixSeconds, mentions, textOf, metrics, settledMetrics, unknownConversationId, withBody, type Json } from './common.ts';
 
 async function send(ctx: CaseContext, app: string, convId: string, body: Json) {
   return ctx.send({ method: 'POST', path: convPath(app, convId), body });
@@ -14,6 +15,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-send-json-shape',
     level: 'MUST',
+    clauses: ['§4.6.success-json', '§3.completed', '§2.3.object', '§2.3.created_at', '§2.3.conversation_id', '§2.3.output', '§2.3.status', '§2.4.type', '§2.4.message.role', '§2.4.message.content', '§2.2.role-default'],
     description: 'stream:false answers 200 JSON: a completed Response of this conversation (created_at in seconds) with an assistant message',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -31,6 +33,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-send-distinct-responses',
     level: 'MUST',
+    clauses: ['§2.3.id'],
     description: 'each message gets a Response with its own id',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -42,6 +45,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-stream-true-gives-sse',
     level: 'MUST',
+    clauses: ['§4.6.stream-true', '§6.selected'],
     description: 'stream:true answers 200 text/event-stream',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -53,6 +57,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-app-default-json',
     level: 'MUST',
+    clauses: ['§4.6.stream-default'],
     description: 'without stream, an app whose default is not streaming answers JSON',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -64,6 +69,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-app-default-sse',
     level: 'MUST',
+    clauses: ['§4.6.stream-default', '§6.selected'],
     needs: ['apps.stream_default'],
     description: 'without stream, an app whose default is streaming answers text/event-stream',
     async run(ctx) {
@@ -79,6 +85,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-stream-false-overrides-default',
     level: 'MUST',
+    clauses: ['§4.6.stream-false'],
     needs: ['apps.stream_default'],
     description: 'stream:false on an app whose default is streaming answers JSON',
     async run(ctx) {
@@ -92,6 +99,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-stream-null',
     level: 'MUST',
+    clauses: ['§4.6.stream-null'],
     description: 'stream:null is accepted (reference: it means the app default, JSON here)',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -103,6 +111,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-role-user',
     level: 'MUST',
+    clauses: ['§2.2.role-default'],
     description: 'role "user" is accepted',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -113,6 +122,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-role-not-user',
     level: 'MUST',
+    clauses: ['§2.2.role-only-user', 'D-15'],
     description: 'only role "user" is supported: role "assistant" is refused (reference: 400 param message.role, D-15)',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -123,6 +133,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-missing-message',
     level: 'MUST',
+    clauses: ['§4.6.message-required', '§7.malformed', 'D-1'],
     description: 'a body without message is refused (reference: 400 param message, code missing_parameter)',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -133,6 +144,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-missing-content',
     level: 'MUST',
+    clauses: ['§2.2.content', '§7.malformed', 'D-1'],
     description: 'a message without content is refused (reference: 400 param message.content, code missing_parameter)',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -143,6 +155,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-refused-changes-nothing',
     level: 'REFERENCE',
+    clauses: ['D-1'],
     description: 'D-1: a refused message adds no item to the conversation',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -156,6 +169,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-unknown-conversation-404',
     level: 'MUST',
+    clauses: ['§7.unknown-conversation@send', '§7.unknown-conversation@send-stream', '§4.6.errors', 'D-17'],
     description: 'sending to an unknown conversation is 404 not_found, an error object also with stream:true',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -168,6 +182,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-deleted-conversation-404',
     level: 'REFERENCE',
+    clauses: ['D-11'],
     description: 'D-11: sending to a deleted conversation is 404 not_found',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -180,6 +195,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-metadata-snapshot',
     level: 'MUST',
+    clauses: ['§4.6.metadata-persisted', '§2.1.metadata'],
     description: "metadata sent with a message becomes the conversation's metadata",
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -193,6 +209,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-metadata-null-accepted',
     level: 'MUST',
+    clauses: ['§4.6.metadata-null'],
     description: 'metadata: null is accepted (§4.6: object or null)',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -202,6 +219,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-metadata-omitted-keeps',
     level: 'REFERENCE',
+    clauses: ['D-9'],
     description: 'D-9: a message with metadata omitted or null keeps the snapshot',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -216,13 +234,15 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-persisted-items',
     level: 'MUST',
+    clauses: ['§4.3.items-complete', '§4.3.items-sorted', '§4.3.new-empty'],
     description: "an exchange adds to the conversation's items the user message, then each message and function call of the reply, in order (§4.3)",
     async run(ctx) {
       const { conv } = await createConversation(ctx);
       const before = await getConversation(ctx, conv.id);
       const content = `Hello! How do I reset my password? (conformance run ${ctx.runId})`;
       const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream: false });
-      const output = ((ctx.ok(ex, ctx.schemas.response, 'send message') as Json).output as Json[]).filter((o) => o.type === 'message' || o.type === 'function_call');
+      // A message whose content is null (§2.4) carries nothing to look for.
+      const output = ((ctx.ok(ex, ctx.schemas.response, 'send message') as Json).output as Json[]).filter((o) => (o.type === 'message' && o.content !== null) || o.type === 'function_call');
       const got = await getConversation(ctx, conv.id);
       const added = got.items.slice(before.items.length);
       ctx.check(added.length >= 1 + output.length, `the exchange added ${added.length} items; its output has ${output.length} messages and function calls, plus the user's message`);
@@ -240,6 +260,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-persisted-items-agree',
     level: 'REFERENCE',
+    clauses: ['D-14'],
     description: "D-14: items are the user message then exactly the Response's output, each with id, created_at and response_id",
     async run(ctx) {
       const { conv } = await createConversation(ctx);
@@ -255,6 +276,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-generated-title',
     level: 'MUST',
+    clauses: ['§2.1.title-generated', '§2.1.generated_title', 'D-8'],
     description: 'a conversation created without a title has a generated_title after its first exchange, within the run\'s timeout (reference: en-ca and fr-ca, title still null, D-8)',
     async run(ctx) {
       const b = await baselineSend(ctx);
@@ -262,6 +284,8 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
       const got = await ctx.poll(() => getConversation(ctx, b.conversationId), (c) => Object.keys((c.generated_title as object) ?? {}).length > 0);
       const gt = got.generated_title as Record<string, string>;
       ctx.check(Object.keys(gt).length > 0 && Object.values(gt).every((v) => typeof v === 'string' && v.length > 0), `generated_title is ${JSON.stringify(gt)} after the first exchange`);
+      // §2.1: keys are locale codes (en-ca, fr-ca are the examples), whichever locales an implementation titles in.
+      for (const k of Object.keys(gt)) ctx.check(/^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i.test(k), `generated_title key ${JSON.stringify(k)} is not a locale code (such as en-ca)`);
       if (ctx.reference) {
         ctx.check(typeof gt['en-ca'] === 'string' && typeof gt['fr-ca'] === 'string', `generated_title lacks en-ca or fr-ca: ${JSON.stringify(gt)}`);
         ctx.equal(got.title, null, 'title after the first exchange');
@@ -271,6 +295,7 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-custom-title-kept',
     level: 'MUST',
+    clauses: ['§2.1.title'],
     description: 'a custom title stays as it was after an exchange',
     async run(ctx) {
       const c = await baselineCreate(ctx);
@@ -282,10 +307,68 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   },
 ]);
 
+/**
+ * Ten exchanges in one conversation, JSON and streamed in turn, each with its own metadata: the rules
+ * hold for the tenth as for the first. Returns what each exchange sent and what came back.
+ */
+const EXCHANGES = 10;
+
+export const severalExchanges: CaseDef[] = defineCases('4.6', [
+  {
+    id: 'S4.6-ten-exchanges',
+    level: 'MUST',
+    clauses: ['§6.each-exchange', '§4.3.items-complete', '§4.3.items-sorted', '§4.6.metadata-persisted', '§2.3.id', '§2.3.conversation_id', '§6.rule1', '§6.done.fields'],
+    description: 'ten exchanges in one conversation, JSON and stream in turn: each reply is a well-formed Response or stream of that conversation with its own id, the history holds every question and reply in order, and the metadata is the last one sent',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx);
+      const base = (await getConversation(ctx, conv.id)).items.length;
+      const sent: Array<{ content: string; replies: string[]; id: string }> = [];
+      for (let k = 1; k <= EXCHANGES; k++) {
+        const content = `Question #${k} of conformance run ${ctx.runId}: how do I reset my password?`;
+        const stream = k % 2 === 0;
+        const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream, metadata: { ...ctx.tagMetadata, exchange: k } });
+        const what = `exchange #${k}${stream ? ' {stream: true}' : ''}`;
+        if (stream) {
+          const a = expectStream(ctx, ex, what);
+          checkStartEnd(ctx, ex, 'response', conv.id);
+          checkText(ctx, ex);
+          const id = String((ex.sse!.events[0]!.json as Json).id);
+          sent.push({ content, replies: [...a.done.values()].filter((t) => t.length > 0), id });
+        } else {
+          const r = ctx.ok(ex, ctx.schemas.response, what) as Json;
+          ctx.equal(r.conversation_id, conv.id, `${what}: conversation_id`, ex);
+          ctx.equal(r.status, 'completed', `${what}: status`, ex);
+          const texts = (r.output as Json[]).filter((o) => o.type === 'message').map(textOf).filter((t) => t.length > 0);
+          ctx.check(texts.length > 0, `${what}: no message with text in the output`, ex);
+          sent.push({ content, replies: texts, id: String(r.id) });
+        }
+      }
+      const ids = sent.map((s) => s.id);
+      ctx.check(new Set(ids).size === ids.length, `two of the ten responses share an id: ${JSON.stringify(ids)}`);
+      const got = await getConversation(ctx, conv.id);
+      ctx.equal(got.metadata, { ...ctx.tagMetadata, exchange: EXCHANGES }, 'metadata after ten exchanges (the last snapshot sent)');
+      // Item fields are not shown (§2.1): each question, then its replies, are looked for in order.
+      const items = got.items.slice(base);
+      let at = -1;
+      sent.forEach((s, k) => {
+        const q = items.findIndex((it, i) => i > at && mentions(it, s.content));
+        ctx.check(q !== -1, `the user message of exchange #${k + 1} is not in the history after exchange #${k}'s items (${items.length} items after ten exchanges)`);
+        at = q;
+        s.replies.forEach((text, j) => {
+          const r = items.findIndex((it, i) => i > at && mentions(it, text));
+          ctx.check(r !== -1, `reply #${j + 1} of exchange #${k + 1} is not in the history after its question`);
+          at = r;
+        });
+      });
+    },
+  },
+]);
+
 export const messageMetrics: CaseDef[] = defineCases('4.9', [
   {
     id: 'S4.9-metrics-messages',
     level: 'MUST',
+    clauses: ['§4.9.messages', 'D-24'],
     description: 'an exchange raises total_messages, within the run\'s timeout (reference: by the user message plus the assistant messages, D-24)',
     async run(ctx) {
       const b = await baselineSend(ctx);

@@ -21,12 +21,12 @@ const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.
  */
 const sectionOf = (caseId: string) => (caseId.startsWith('S8-') ? caseId.replace(/^(S8-[a-z]+)-.*$/, '$1-*') : caseId.replace(/^(S[\d.]+)-.*$/, '$1-*'));
 
-async function runAgainst(hooks: MutantHooks, opts: { profile: Profile; only?: string; timeoutMs?: number; repeat?: number; basePath?: string }): Promise<RunResults> {
+async function runAgainst(hooks: MutantHooks, opts: { profile: Profile; only?: string; timeoutMs?: number; settleTimeoutMs?: number; repeat?: number; basePath?: string }): Promise<RunResults> {
   const server = await startTestServer();
   const proxy = await startMutantProxy(server.baseUrl, hooks, opts.basePath);
   try {
     const target: Target = parseTarget(targetJson, { baseUrl: proxy.baseUrl });
-    return await runConformance({ target, profile: opts.profile, only: opts.only, repeat: opts.repeat, timeoutMs: opts.timeoutMs ?? 10_000, handleSignals: false });
+    return await runConformance({ target, profile: opts.profile, only: opts.only, repeat: opts.repeat, timeoutMs: opts.timeoutMs ?? 10_000, settleTimeoutMs: opts.settleTimeoutMs ?? 10_000, handleSignals: false });
   } finally {
     await proxy.close();
     await server.close();
@@ -43,7 +43,7 @@ describe('each broken implementation is caught by its case, for its reason', { c
   for (const m of MUTANTS) {
     test(`${m.id}: ${m.breaks} (${m.section}) → ${m.caughtBy} (${m.profile})`, { timeout: 90_000 }, async () => {
       const only = sectionOf(m.caughtBy);
-      const r = await runAgainst(m.hooks(), { profile: m.profile, only, timeoutMs: m.timeoutMs, basePath: m.basePath });
+      const r = await runAgainst(m.hooks(), { profile: m.profile, only, timeoutMs: m.timeoutMs, settleTimeoutMs: m.settleTimeoutMs, basePath: m.basePath });
       const result = r.results.find((c) => c.id === m.caughtBy);
       assert.ok(result, `case ${m.caughtBy} did not run`);
       assert.equal(result.status, 'failed', `${m.caughtBy} ${result.status} against ${m.id}`);
@@ -52,7 +52,7 @@ describe('each broken implementation is caught by its case, for its reason', { c
       // It breaks only a decision: the interface allows it, so profile spec must pass it (a fresh
       // proxy). Where its section has no MUST case, the combined run below is the proof.
       if (m.profile !== 'reference' || selectCases({ profile: 'spec', only }).length === 0) return;
-      const spec = await runAgainst(m.hooks(), { profile: 'spec', only, timeoutMs: m.timeoutMs, repeat: m.repeat, basePath: m.basePath });
+      const spec = await runAgainst(m.hooks(), { profile: 'spec', only, timeoutMs: m.timeoutMs, settleTimeoutMs: m.settleTimeoutMs, repeat: m.repeat, basePath: m.basePath });
       assert.deepEqual(failures(spec), [], `${m.id} breaks only ${m.section}, yet profile spec fails it`);
       allowed.add(m.id);
     });
@@ -60,21 +60,47 @@ describe('each broken implementation is caught by its case, for its reason', { c
 });
 
 describe('what the interface allows passes profile spec', () => {
+  // A hook that rewrites the bytes of a stream into CR LF goes last: the others edit parsed events or LF text.
+  const crlfLast = (a: { id: string }, b: { id: string }) => Number(a.id === 'sse-crlf-comments') - Number(b.id === 'sse-crlf-comments');
+  const together = VARIANTS.filter((v) => !v.alone);
+
   test('every reference-level mutant and every variant at once: the whole spec profile, twice in a row', { timeout: 180_000 }, async () => {
-    const together = MUTANTS.filter((m) => m.profile === 'reference' && !m.alone)
-      // A hook that rewrites the bytes of a stream goes last: the others edit parsed events.
-      .sort((a, b) => Number(a.id === 'sse-crlf-comments') - Number(b.id === 'sse-crlf-comments'));
-    const r = await runAgainst(composeHooks([...together, ...VARIANTS].map((m) => m.hooks())), { profile: 'spec', repeat: 2 });
+    const mutants = MUTANTS.filter((m) => m.profile === 'reference' && !m.alone);
+    const r = await runAgainst(composeHooks([...mutants, ...together].sort(crlfLast).map((m) => m.hooks())), { profile: 'spec', repeat: 2 });
     assert.deepEqual(failures(r), []);
     assert.equal(r.summary.skipped, 0);
-    for (const m of together) allowed.add(m.id);
+    for (const m of [...mutants, ...together]) allowed.add(m.id);
   });
 
-  test('every variant at once: the whole reference profile (no decision fixes what they do)', { timeout: 180_000 }, async () => {
-    const r = await runAgainst(composeHooks(VARIANTS.map((v) => v.hooks())), { profile: 'reference' });
+  test('every variant that no decision fixes, at once: the whole reference profile', { timeout: 180_000 }, async () => {
+    const r = await runAgainst(composeHooks(together.filter((v) => !v.decision).map((v) => v.hooks())), { profile: 'reference' });
     assert.deepEqual(failures(r), []);
-    for (const v of VARIANTS) allowed.add(v.id);
   });
+
+  for (const v of VARIANTS.filter((x) => x.decision)) {
+    test(`${v.id} departs from ${v.decision!.id} only: profile reference catches it in ${v.decision!.caughtBy}, for its reason`, { timeout: 90_000 }, async () => {
+      const r = await runAgainst(v.hooks(), { profile: 'reference', only: sectionOf(v.decision!.caughtBy) });
+      const result = r.results.find((c) => c.id === v.decision!.caughtBy);
+      assert.equal(result?.status, 'failed', `${v.decision!.caughtBy} ${result?.status} against ${v.id}`);
+      assert.match(result!.failure!.message, v.decision!.because);
+    });
+  }
+
+  for (const v of VARIANTS.filter((x) => x.alone)) {
+    const a = v.alone!;
+    test(`${v.id}: passes with --timeout ${a.timeoutMs} and --settle-timeout ${a.settleTimeoutMs}${a.failsWithin ? `, fails with --settle-timeout ${a.failsWithin}` : ''}`, { timeout: 120_000 }, async () => {
+      for (const profile of v.decision ? (['spec'] as const) : (['spec', 'reference'] as const)) {
+        const r = await runAgainst(v.hooks(), { profile, only: a.only, timeoutMs: a.timeoutMs, settleTimeoutMs: a.settleTimeoutMs });
+        assert.deepEqual(failures(r), [], `profile ${profile}`);
+      }
+      allowed.add(v.id);
+      if (a.failsWithin) {
+        // The settle timeout is what lets it pass: shorter than the lag, the same run fails.
+        const r = await runAgainst(v.hooks(), { profile: 'spec', only: a.only, timeoutMs: a.timeoutMs, settleTimeoutMs: a.failsWithin });
+        assert.ok(r.summary.failed > 0, 'a settle timeout shorter than the lag passed too');
+      }
+    });
+  }
 });
 
 after(() => {

@@ -3,7 +3,7 @@
 // that must catch it and why. The variants do what the interface leaves open another way, which
 // profile spec must accept. test/conformance-mutants.test.ts runs both; docs/conformance.md lists them.
 import type { Profile } from '../../conformance/context.ts';
-import { TARGET } from './helpers.ts';
+import { OTHER_TEAM_KEY, TARGET } from './helpers.ts';
 import type { MutantHooks, ProxyRequest, ProxyResponse } from './mutant-proxy.ts';
 
 export interface Mutant {
@@ -18,8 +18,10 @@ export interface Mutant {
   caughtBy: string;
   /** What that failure must say: the defect itself, not a side effect of it. */
   because: RegExp;
-  /** A shorter per-request timeout for the run (mutants that stall, values awaited until the timeout). */
+  /** A shorter per-request timeout for the run (mutants that stall). */
   timeoutMs?: number;
+  /** A shorter --settle-timeout for the run (values read again until they settle, which never come). */
+  settleTimeoutMs?: number;
   basePath?: string;
   /** Repetitions of profile spec that a reference-level mutant must pass (a limit that outlives a run). */
   repeat?: number;
@@ -28,13 +30,20 @@ export interface Mutant {
   hooks(): MutantHooks;
 }
 
-/** What the interface leaves open, done otherwise than the reference does: both profiles must pass it. */
+/**
+ * What the interface leaves open, done otherwise than the reference does: profile spec must pass it,
+ * and profile reference too unless a decision fixes it otherwise (then that decision's case catches it).
+ */
 export interface Variant {
   id: string;
   /** What it does differently, in one line. */
   does: string;
   /** Where the interface leaves it open. */
   section: string;
+  /** The decision it departs from, and the case of profile reference that must catch it, for its reason. */
+  decision?: { id: string; caughtBy: string; because: RegExp };
+  /** Runs alone over these cases with these timeouts, not with the others (a lag that needs --settle-timeout). */
+  alone?: { only: string; timeoutMs: number; settleTimeoutMs: number; failsWithin?: number };
   hooks(): MutantHooks;
 }
 
@@ -59,6 +68,13 @@ function onRequest(change: (req: ProxyRequest) => ProxyResponse | void): () => M
 }
 
 const ok = (res: ProxyResponse) => res.status === 200;
+
+/** JSON as Python's json.dumps writes it by default: a space after ":" and ",". */
+function spaced(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(spaced).join(', ')}]`;
+  if (v && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${spaced(x)}`).join(', ')}}`;
+  return JSON.stringify(v);
+}
 const COMPLETIONS = /^\/apps\/[^/]+\/completions$/;
 const isSend = (r: ProxyRequest) => is(r, 'POST', CONV);
 const isCompletion = (r: ProxyRequest) => is(r, 'POST', COMPLETIONS);
@@ -533,7 +549,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'metrics-stale',
-    timeoutMs: 3000,
+    settleTimeoutMs: 3000,
     breaks: 'metrics are cached and never change',
     section: '4.9',
     profile: 'spec',
@@ -552,7 +568,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'metrics-uncount-deleted',
-    timeoutMs: 3000,
+    settleTimeoutMs: 3000,
     breaks: 'deleting a conversation lowers total_conversations',
     section: 'D-24',
     profile: 'reference',
@@ -607,7 +623,7 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-other-team-403',
-    because: /GET \/apps\/app_other\/config: expected HTTP 403, got 404/,
+    because: /POST \/apps\/app_other\/conversations: expected HTTP 403, got 404/,
     hooks: onResponse(() => true, (res) => res.status === 403 && res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found'))),
   },
   {
@@ -638,7 +654,7 @@ export const MUTANTS: Mutant[] = [
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-missing-key-401',
-    because: /POST \S+conversations\/\S+ without a key: expected HTTP 401, got 200/,
+    because: /POST \S+conversations\/\S+ \{stream: true\} without a key: expected HTTP 401, got 200/,
     hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 401 && asFailedStream(res)),
   },
   {
@@ -670,21 +686,12 @@ export const MUTANTS: Mutant[] = [
     hooks: onResponse(() => true, (res) => res.status >= 400 && (res.headers['content-type'] = 'text/html')),
   },
   {
-    id: 'unknown-app-403',
-    breaks: 'an unknown app is 403 access_denied instead of 404 not_found',
-    section: '7',
-    profile: 'spec',
-    caughtBy: 'S7-unknown-app-404',
-    because: /app_conformance_does_not_exist\/config: expected HTTP 404, got 403/,
-    hooks: onResponse(() => true, (res) => res.status === 404 && res.json?.error?.param === 'app_id' && Object.assign(res, errorBody(403, 'access_denied'))),
-  },
-  {
     id: 'inactive-app-access-denied',
     breaks: 'every endpoint of a disabled app answers 403 access_denied instead of app_inactive',
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-app-inactive-403',
-    because: /completion on a disabled app: error\.type: expected "app_inactive", got "access_denied"/,
+    because: /POST \/apps\/app_inactive\/conversations: error\.type: expected "app_inactive", got "access_denied"/,
     hooks: onResponse(() => true, (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied')),
   },
   {
@@ -810,7 +817,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'title-never-generated',
-    timeoutMs: 3000,
+    settleTimeoutMs: 3000,
     breaks: 'generated_title stays {} after the first exchange',
     section: '2.1',
     profile: 'spec',
@@ -838,7 +845,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'metrics-messages-not-counted',
-    timeoutMs: 3000,
+    settleTimeoutMs: 3000,
     breaks: 'total_messages never grows',
     section: '4.9',
     profile: 'spec',
@@ -1238,7 +1245,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-agent-unavailable-403',
-    because: /completion without an agent: expected HTTP 403, got 404/,
+    because: /POST \/apps\/app_noagent\/conversations\/conv_\w+: expected HTTP 403, got 404/,
     hooks: onResponse(() => true, (res) => res.json?.error?.type === 'agent_unavailable' && Object.assign(res, errorBody(404, 'not_found'))),
   },
   {
@@ -1247,7 +1254,7 @@ export const MUTANTS: Mutant[] = [
     section: '7',
     profile: 'spec',
     caughtBy: 'S7-app-inactive-403',
-    because: /completion on a disabled app: error\.type: expected "app_inactive", got "access_denied"/,
+    because: /POST \/apps\/app_inactive\/completions: error\.type: expected "app_inactive", got "access_denied"/,
     hooks: onResponse(isCompletion, (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied')),
   },
   {
@@ -1294,7 +1301,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-send-past-limit',
-    because: /metadata of 16,385 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
+    because: /metadata of 16,896 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isSend(r) && typeof r.json?.metadata?.pad === 'string') r.json.metadata.pad = r.json.metadata.pad.slice(0, 15_000);
     }),
@@ -1305,7 +1312,7 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-completion-past-limit',
-    because: /metadata of 16,385 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
+    because: /metadata of 16,896 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (isCompletion(r) && typeof r.json?.metadata?.pad === 'string') r.json.metadata.pad = r.json.metadata.pad.slice(0, 15_000);
     }),
@@ -1358,6 +1365,183 @@ export const MUTANTS: Mutant[] = [
       };
     },
   },
+  // Tenancy: a conversation is reached through its app and its team only.
+  {
+    id: 'conversation-by-id-alone',
+    breaks: 'a conversation is resolved by its id alone: under another app of the same team it answers as under its own',
+    section: '7',
+    profile: 'spec',
+    caughtBy: 'S7-other-app-conversation-404',
+    because: /\(a conversation of app_id\): expected HTTP 404, got 200/,
+    hooks: () => {
+      const owner = new Map<string, string>();
+      return {
+        request(r) {
+          if (!CONV.test(r.path)) return;
+          const [, , app, , id] = r.path.split('/');
+          const home = owner.get(id!);
+          if (home && home !== app) r.path = `/apps/${home}/conversations/${id}`;
+        },
+        response(res, r) {
+          if (is(r, 'POST', CONVS) && ok(res)) owner.set(res.json.id, r.path.split('/')[2]!);
+        },
+      };
+    },
+  },
+  {
+    id: 'list-every-app',
+    breaks: "an app's list shows the conversations of every app of the team",
+    section: '1',
+    profile: 'spec',
+    caughtBy: 'S7-other-app-conversation-404',
+    because: /conversation conv_\w+ of app_id is listed under apps\.knowledge_base/,
+    hooks: () => ({
+      async response(res, r, { forward }) {
+        if (!is(r, 'GET', CONVS) || !ok(res) || !r.path.startsWith(`/apps/${TARGET.apps.knowledge_base}/`)) return;
+        const demo = await forward({ ...r, path: `/apps/${TARGET.app_id}/conversations` });
+        res.json.data = [...demo.json.data, ...res.json.data].slice(0, Number(r.query.get('limit') ?? 20));
+        res.json.first_id = res.json.data[0]?.id ?? null;
+        res.json.last_id = res.json.data.at(-1)?.id ?? null;
+      },
+    }),
+  },
+  {
+    id: 'other-team-conversation-readable',
+    breaks: "a conversation of another team is served to any valid key under that team's app (only the conversation is looked up)",
+    section: '5',
+    profile: 'spec',
+    caughtBy: 'S5-other-team-conversation',
+    because: /GET \/apps\/app_other\/conversations\/conv_\w+ \(the other team's conversation, under its app\): expected HTTP 403, got 200/,
+    hooks: onRequest((r) => {
+      if (CONV.test(r.path) && r.path.startsWith(`/apps/${TARGET.apps.other_team}/`) && r.headers.authorization === `Bearer ${TARGET.api_key}`) r.headers.authorization = `Bearer ${OTHER_TEAM_KEY}`;
+    }),
+  },
+  {
+    id: 'send-other-team-404',
+    breaks: "send message looks the conversation up before the app's access: another team's conversation answers 404 instead of 403 access_denied",
+    section: '5',
+    profile: 'spec',
+    caughtBy: 'S5-other-team-conversation',
+    because: /POST \/apps\/app_other\/conversations\/conv_\w+ \(the other team's conversation, under its app\): expected HTTP 403, got 404/,
+    hooks: onResponse(isSend, (res) => res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found'))),
+  },
+  // §5.6 and §7 on every endpoint, with stream: true as well
+  {
+    id: 'inactive-config-readable',
+    breaks: "a disabled app's config is served (only send and completion check that the app is active)",
+    section: '7',
+    profile: 'spec',
+    caughtBy: 'S7-app-inactive-403',
+    because: /GET \/apps\/app_inactive\/config: expected HTTP 403, got 200/,
+    hooks: () => ({
+      async request(r, { forward }) {
+        if (r.method !== 'GET' || r.path !== `/apps/${TARGET.apps.inactive}/config`) return;
+        const demo = await forward({ ...r, path: `/apps/${TARGET.app_id}/config` });
+        return jsonBody({ ...demo.json, app_id: TARGET.apps.inactive });
+      },
+    }),
+  },
+  {
+    id: 'inactive-completion-stream-200',
+    breaks: 'a streamed completion on a disabled app answers a 200 stream that fails, not the 403 error object',
+    section: '7',
+    profile: 'spec',
+    caughtBy: 'S7-app-inactive-403',
+    because: /POST \/apps\/app_inactive\/completions \{stream: true\}: expected HTTP 403, got 200/,
+    hooks: onResponse((r) => isCompletion(r) && r.json?.stream === true, (res) => res.status === 403 && asFailedStream(res)),
+  },
+  {
+    id: 'no-agent-send-stream-200',
+    breaks: 'a streamed message on an app without an agent answers a 200 stream that fails, not the 403 error object',
+    section: '7',
+    profile: 'spec',
+    caughtBy: 'S7-agent-unavailable-403',
+    because: /POST \/apps\/app_noagent\/conversations\/conv_\w+ \{stream: true\}: expected HTTP 403, got 200/,
+    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.json?.error?.type === 'agent_unavailable' && asFailedStream(res)),
+  },
+  {
+    id: 'unknown-app-metrics-zero',
+    breaks: 'the metrics of an app that does not exist are zeros',
+    section: '7',
+    profile: 'spec',
+    caughtBy: 'S7-unknown-app-404',
+    because: /GET \/apps\/\w+\/metrics: expected HTTP 404, got 200/,
+    hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => res.status === 404 && Object.assign(res, jsonBody({ total_conversations: 0, total_messages: 0, total_users: 0 }))),
+  },
+  {
+    id: 'rate-limit-stream-200',
+    breaks: 'a streamed message past the rate limit answers a 200 stream that fails, not the 429 error object',
+    section: '8',
+    profile: 'spec',
+    caughtBy: 'S8-rate-limit-429',
+    because: /message past the limit, \{stream: true\}: expected HTTP 429, got 200/,
+    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 429 && asFailedStream(res)),
+  },
+  {
+    id: 'completion-stream-no-key-200',
+    breaks: 'a streamed completion without a key answers a 200 stream that fails, not the 401 error object',
+    section: '5',
+    profile: 'spec',
+    caughtBy: 'S5-missing-key-401',
+    because: /POST \S+\/completions \{stream: true\} without a key: expected HTTP 401, got 200/,
+    hooks: onResponse((r) => isCompletion(r) && r.json?.stream === true, (res) => res.status === 401 && asFailedStream(res)),
+  },
+  {
+    id: 'function-call-stream-unfinished',
+    breaks: 'a stream in which the agent calls a function ends without response.completed',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-function-call-stream',
+    because: /last event: expected "response\.completed", got/,
+    hooks: onStream(isSend, (res) => {
+      if (res.events!.some((e) => e.event === 'response.function_call.start')) res.events = res.events!.slice(0, -1);
+    }),
+  },
+  // State built over several exchanges
+  {
+    id: 'history-last-10-items',
+    breaks: 'the history keeps only the last 10 items of a conversation',
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-ten-exchanges',
+    because: /the user message of exchange #1 is not in the history/,
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.slice(-10))),
+  },
+  {
+    id: 'stream-created-first-five-only',
+    breaks: 'from the sixth exchange of a conversation on, its streams leave out response.created',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S4.6-ten-exchanges',
+    because: /first event: expected "response\.created", got/,
+    hooks: () => {
+      const sends = new Map<string, number>();
+      return {
+        response(res, r) {
+          if (!isSend(r) || !ok(res)) return;
+          const n = (sends.get(r.path) ?? 0) + 1;
+          sends.set(r.path, n);
+          if (n > 5 && isStream(res)) res.events = res.events!.slice(1);
+        },
+      };
+    },
+  },
+  {
+    id: 'metadata-first-snapshot-only',
+    breaks: 'only the first metadata sent with a message is kept; later snapshots are ignored',
+    section: '4.6',
+    profile: 'spec',
+    caughtBy: 'S4.6-ten-exchanges',
+    because: /metadata after ten exchanges \(the last snapshot sent\): expected \{[^}]*"exchange":10\}, got \{[^}]*"exchange":1\}/,
+    hooks: () => {
+      const seen = new Set<string>();
+      return onRequest((r) => {
+        if (!isSend(r) || !r.json?.metadata) return;
+        if (seen.has(r.path)) delete r.json.metadata;
+        seen.add(r.path);
+      })();
+    },
+  },
   // §8 limits, §9 versioning
   {
     id: 'metadata-limit-not-enforced',
@@ -1365,18 +1549,18 @@ export const MUTANTS: Mutant[] = [
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-create-past-limit',
-    because: /metadata of 16,385 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
+    because: /metadata of 16,896 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       if (r.method === 'POST' && typeof r.json?.metadata?.pad === 'string' && r.json.metadata.pad.length > 16_000) r.json.metadata.pad = r.json.metadata.pad.slice(0, 16_000);
     }),
   },
   {
     id: 'metadata-limit-in-characters',
-    breaks: 'the metadata limit counts characters, not bytes (16,385 bytes of é pass)',
+    breaks: 'the metadata limit counts characters, not bytes (16,896 bytes of é pass)',
     section: '8',
     profile: 'spec',
     caughtBy: 'S8-metadata-create-past-limit',
-    because: /metadata of 16,385 bytes \(two-byte characters\): expected a 4xx error, got HTTP 200/,
+    because: /metadata of 16,896 bytes \(two-byte characters\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
       const m = r.method === 'POST' ? r.json?.metadata : undefined;
       // What such an implementation accepts is passed on shrunk, so that the reference accepts it too.
@@ -1447,5 +1631,74 @@ export const VARIANTS: Variant[] = [
       const id = CONV.test(r.path) ? r.path.split('/').pop()! : undefined;
       if (id !== undefined && !/^conv_[0-9a-f]{24}$/.test(id)) return errorBody(400, 'invalid_request_error', 'malformed conversation id', 'conversation_id', 'invalid_value');
     }),
+  },
+  {
+    id: 'unknown-app-403',
+    does: 'an app that does not exist is 403 access_denied (the key has no access to it), not 404 not_found',
+    section: '5.6, 7',
+    decision: { id: 'D-4', caughtBy: 'S7-unknown-app-404', because: /POST \/apps\/\w+\/conversations: expected HTTP 404, got 403/ },
+    hooks: onResponse(() => true, (res) => res.status === 404 && res.json?.error?.param === 'app_id' && Object.assign(res, errorBody(403, 'access_denied'))),
+  },
+  {
+    id: 'metadata-16000-spaced',
+    does: 'metadata is measured as JSON with a space after ":" and "," (as Python\'s json.dumps writes it), and refused above 16,000 bytes',
+    section: '8',
+    decision: { id: 'D-9', caughtBy: 'S8-metadata-create-at-limit', because: /create with metadata at the limit: expected HTTP 200, got 400/ },
+    hooks: onRequest((r) => {
+      const m = r.method === 'POST' ? r.json?.metadata : undefined;
+      if (m && typeof m === 'object' && Buffer.byteLength(spaced(m)) > 16_000) return errorBody(400, 'invalid_request_error', 'metadata is over 16KB', 'metadata', 'too_large');
+    }),
+  },
+  {
+    id: 'message-content-null',
+    does: 'a reply in JSON mode ends with a message item whose content is null (§2.4: array or null)',
+    section: '2.4',
+    decision: { id: 'D-14', caughtBy: 'S4.6-persisted-items-agree', because: /items compared with the user message and the output/ },
+    hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && res.json.output.push({ type: 'message', role: 'assistant', content: null })),
+  },
+  {
+    id: 'greeting-item',
+    does: "a new conversation's history opens with the agent's greeting, before any exchange",
+    section: '4.3',
+    decision: { id: 'D-14', caughtBy: 'S4.3-get-new-has-no-items', because: /items of a new conversation: expected 0 entries, got 1/ },
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res, r) => {
+      if (ok(res)) res.json.items.unshift({ id: `msg_greeting_${r.path.split('/').pop()}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Welcome! How can I help?' }], created_at: res.json.created_at });
+    }),
+  },
+  {
+    id: 'sse-id-retry',
+    does: 'every event carries an SSE id: line, the first a retry: line too (fields SSE defines beside event and data)',
+    section: '6',
+    decision: { id: 'D-16', caughtBy: 'S6-conv-raw-framing', because: /block #0 is not exactly "event: <type>" \+ "data: <json>"/ },
+    hooks: onStream(
+      (r) => isSend(r) || isCompletion(r),
+      (res) => {
+        let n = 0;
+        res.body = res.body.replace(/^event: [^\r\n]*(\r\n|\r|\n)/gm, (line, eol: string) => `${line}id: ${++n}${eol}${n === 1 ? `retry: 3000${eol}` : ''}`);
+      },
+    ),
+  },
+  {
+    id: 'settles-late',
+    does: 'metrics and the generated title show a change 1.5 s after it: longer than the request timeout of the run, shorter than its --settle-timeout',
+    section: '2.1, 4.9',
+    alone: { only: 'S4.9-*,S4.6-generated-title,S4.7-completion-no-conversation', timeoutMs: 1_000, settleTimeoutMs: 8_000, failsWithin: 300 },
+    hooks: () => {
+      const at = new Map<string, { time: number; json: unknown }>();
+      const firstSent = new Map<string, number>();
+      return {
+        request(r) {
+          if (isSend(r) && !firstSent.has(r.path)) firstSent.set(r.path, Date.now());
+        },
+        response(res, r) {
+          if (is(r, 'GET', CONV) && ok(res) && Date.now() - (firstSent.get(r.path) ?? 0) < 1_500) res.json.generated_title = {};
+          if (!r.path.endsWith('/metrics') || !ok(res)) return;
+          // The value of 1.5 s ago: what an aggregate refreshed in the background shows.
+          const kept = at.get(r.path);
+          if (!kept || Date.now() - kept.time > 1_500) at.set(r.path, { time: Date.now(), json: res.json });
+          res.json = structuredClone(at.get(r.path)!.json);
+        },
+      };
+    },
   },
 ];
