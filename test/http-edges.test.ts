@@ -87,7 +87,7 @@ describe('§4.3 items sorted chronologically', () => {
         { id: 'msg_edge_user', type: 'message', role: 'user', content: [{ type: 'text', text: 'second' }], created_at: early, response_id: 'resp_edge' },
         { id: 'msg_edge_reply', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'ok' }], created_at: last + 1, response_id: 'resp_edge' },
       ],
-      response: { id: 'resp_edge', created_at: early, status: 'completed', usage: { input_tokens: 1, output_tokens: 1 } },
+      response: { id: 'resp_edge', created_at: early, status: 'completed', usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
       apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
     });
     assert.equal(record.message_count, 4);
