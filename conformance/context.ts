@@ -31,6 +31,20 @@ export class CaseFailure extends Error {
   }
 }
 
+/** A precondition shared by several cases (`ctx.once`) failed: in `shownBy`, with these exchanges. */
+export class PreconditionFailure extends CaseFailure {
+  override name = 'PreconditionFailure';
+  constructor(
+    readonly precondition: string,
+    readonly shownBy: string,
+    message: string,
+    exchange: Exchange | undefined,
+    readonly exchanges: Exchange[],
+  ) {
+    super(`precondition "${precondition}" did not pass: ${message}`, exchange);
+  }
+}
+
 /** The case cannot judge this target (e.g. the agent never called a function); never a pass. */
 export class CaseSkip extends Error {
   override name = 'CaseSkip';
@@ -130,17 +144,23 @@ export class CaseContext {
     }
   }
 
-  /** Runs `fn` once per run (and repetition) and shares its result with every case that asks. */
+  /**
+   * Runs `fn` once per run (and repetition) and shares its result with every case that asks. When it
+   * fails, the case that ran it fails with its evidence, and every later case that asks is reported
+   * errored, blocked by it (the runner groups them under the precondition).
+   */
   once<T>(key: string, fn: () => Promise<T>): Promise<T> {
     let p = this.run.memo.get(key) as Promise<T> | undefined;
     if (!p) {
-      p = fn();
+      const from = this.exchanges.length;
+      p = fn().catch((err: unknown) => {
+        // The innermost precondition is the one that blocks.
+        if (err instanceof CaseFailure && !(err instanceof PreconditionFailure)) throw new PreconditionFailure(key, this.caseDef.id, err.message, err.exchange, this.exchanges.slice(from));
+        throw err;
+      });
       this.run.memo.set(key, p);
     }
-    return p.catch((err: unknown) => {
-      if (err instanceof CaseFailure) throw new CaseFailure(`precondition "${key}" did not pass: ${err.message}`, err.exchange);
-      throw err;
-    });
+    return p;
   }
 
   /**

@@ -182,7 +182,7 @@ describe('pieces', () => {
   test("a stream's evidence shows its end too, where a missing or late event shows", () => {
     const text = Array.from({ length: 200 }, (_, i) => `event: response.output_text.delta\ndata: {"delta":"${i}"}\n\n`).join('') + 'event: response.completed\ndata: {}\n\n';
     const ex = { status: 200, headers: new Headers({ 'content-type': 'text/event-stream' }), text, sse: { events: [], comments: [], parseErrors: [], ended: true } } as unknown as Exchange;
-    const shown = describeResponse(ex, []);
+    const shown = describeResponse(ex);
     assert.match(shown, /^HTTP 200\ncontent-type: text\/event-stream\n\nevent: response\.output_text\.delta\ndata: \{"delta":"0"\}/);
     assert.match(shown, /characters left out\) …[\s\S]*event: response\.completed\ndata: \{\}\n\n$/);
     assert.ok(shown.length < 1700, `${shown.length} characters`);
@@ -238,7 +238,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
   test('a passing run exits 0, redacts nothing it needs to, ends with the summary line', async () => {
     const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-*']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 skipped, 0 errored');
   });
 
   test('a failing run exits 1 and shows the request as curl with the key redacted', async () => {
@@ -251,7 +251,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     assert.equal(r.code, 1);
     assert.match(r.stdout, /curl -sS -X GET '.*\/config' -H "authorization: Bearer \$API_KEY"/);
     assert.ok(!r.stdout.includes(targetJson.api_key), 'the key is in the output');
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped, 0 errored');
     assert.match(await fs.readFile(out, 'utf8'), /<failure message="\[stream, generative_ui\]/);
   });
 
@@ -262,14 +262,14 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     const r = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-*', '--bail']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout.split('✗ S4.8-config-shape [MUST').length - 1, 1, r.stdout);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 2 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 2 skipped, 0 errored');
   });
 
   test('an --only that matches no case exits 2 with the reason', async () => {
     const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-typo']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--only 'S4\.8-typo' matches no case of profile spec/);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped, 0 errored');
   });
 
   test('usage errors and an unreachable target exit 2', async () => {
