@@ -1,6 +1,6 @@
 // --reporter html: one self-contained page (no script, no external file), readable offline: the
 // summary, the clause matrix with each case's outcome, and the evidence of each failure.
-import { clauseMatrix } from './clauses.ts';
+import { clauseMatrix, type MatrixRow } from './clauses.ts';
 import { sectionTitle } from './registry.ts';
 import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
 
@@ -46,8 +46,7 @@ ${exchanges.length ? `<h4>every request of the case (${exchanges.length})</h4>${
 ${f.reproduction ? `<h4>reproduce</h4><pre>${esc(f.reproduction)}</pre>` : ''}</section>`;
 }
 
-function matrixHtml(run: RunResults): string {
-  const rows = clauseMatrix(run.results);
+function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
   if (rows.length === 0) return '<p>This build of the suite has no clause matrix.</p>';
   const byId = new Map(run.results.map((r) => [r.id, r.status]));
   const body = rows
@@ -71,7 +70,8 @@ pre{background:#f6f8fa;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-br
 td.exact,td.weak,td.outside{background:none}a{text-decoration:none}.msg{font-weight:600;color:#cf222e}
 .failure{border-top:2px solid #d0d7de;margin-top:1.5em}summary{cursor:pointer}ol.events pre{display:inline-block;margin:0;vertical-align:top}`;
 
-export function renderHtml(run: RunResults): string {
+/** `rows`: the clause matrix (by default `clauseMatrix` of the run's results). */
+export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run.results)): string {
   const s = run.summary;
   const failed = run.results.filter((r) => r.status === 'failed');
   const sections = [...new Set(run.results.map((r) => r.section))];
@@ -96,7 +96,7 @@ ${run.warnings.length ? `<h3>Warnings</h3><ul>${run.warnings.map((w) => `<li>${e
 ${pre.length ? `<h3>Failed preconditions</h3><ul>${pre.map((p) => `<li><b>${esc(p.name)}</b> (shown by <a href="#${anchor(p.shownBy)}">${esc(p.shownBy)}</a>): ${esc(p.message)}<br>blocked ${p.blocked.length}: ${p.blocked.map((id) => `<code>${esc(id)}</code>`).join(', ')}</li>`).join('')}</ul>` : ''}
 ${run.cleanup.failed.length ? `<p>Cleanup could not delete: ${esc(run.cleanup.failed.join('; '))}</p>` : `<p>${run.cleanup.deleted} conversations the run created were deleted at its end.</p>`}
 <h2>Clause matrix</h2>
-${matrixHtml(run)}
+${matrixHtml(run, rows)}
 <h2>Cases</h2>
 <table class="cases">${caseRows}</table>
 <h2>Failures (${failed.length})</h2>

@@ -210,5 +210,3 @@ export function describeNetworkError(err: unknown): string {
   const cause = e.cause?.code ?? e.cause?.message;
   return cause ? `${e.message ?? 'network error'} (${cause})` : (e.message ?? String(err));
 }
-
-export { describeResponse, toCurl } from './evidence.ts';

@@ -104,7 +104,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${source}: base_url must be http(s): ${baseUrl}`);
   // §9: the version is part of the base path.
-  if (!url.pathname.endsWith('/v1')) throw new UsageError(`${source}: base_url must end in /v1 (§9): ${baseUrl}`);
+  if (!url.pathname.endsWith('/v1')) throw new UsageError(`${source}: base_url ${baseUrl} does not end in /v1 (§9)`);
   const apps: Partial<Record<AppKey, string>> = {};
   for (const k of APP_KEYS) {
     const v = t.apps?.[k];
