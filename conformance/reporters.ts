@@ -78,7 +78,7 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion'>): string {
-  return `Parley conformance ${run.suite.version} (interface ${run.interfaceVersion}): ${run.baseUrl} (app ${run.appId}), profile ${run.profile}, run ${run.runId}`;
+  return `Parley conformance: ${run.baseUrl} (app ${run.appId}), profile ${run.profile}, run ${run.runId} (suite ${run.suite.version}, interface ${run.interfaceVersion})`;
 }
 
 function xml(s: string): string {

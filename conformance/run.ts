@@ -60,6 +60,8 @@ export interface RunOptions {
   ratePerSecond?: number;
   /** Counted requests (send message, completion) in any minute; default just under target.md's 3,000. */
   countedPerMinute?: number;
+  /** The longest Retry-After a 429 is waited for before it is sent again (default a minute); 0 sends again only at once. */
+  maxRetryWaitMs?: number;
   /** --expected-failures: case id → reason, and the file it came from. */
   expectedFailures?: { baseline: Baseline; file: string };
 }
@@ -96,10 +98,10 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
     totalMs: timeoutMs * 4,
     signal: stop.signal,
     pacer,
-    retry429: { max: RETRIES_429, maxWaitMs: 60_000, unless: (path) => limited !== undefined && path.startsWith(limited) },
+    retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000, unless: (path) => limited !== undefined && path.startsWith(limited) },
   });
   // Cleanup runs after an interruption too, so it has a client of its own.
-  const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, pacer, retry429: { max: RETRIES_429, maxWaitMs: 60_000 } });
+  const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, pacer, retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000 } });
 
   try {
     const warnings = [...(target.ignoredKeys ? [`the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`] : []), ...(await preflight(http, target))];
