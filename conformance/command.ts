@@ -112,7 +112,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       const needs = c.needs?.length ? `  [needs ${c.needs.join(', ')}${missing.length ? ': missing, would be skipped' : ''}]` : '';
       io.out(`  ${c.id}  ${c.level}  ${c.description}${needs}`);
     }
-    io.out(`conformance: ${cases.length} cases (profile ${o.profile})`);
+    io.out(`conformance: ${cases.length} cases (profile ${resolveProfile(o.profile)}-${INTERFACE_VERSION})`);
     return 0;
   }
 
