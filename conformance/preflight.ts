@@ -80,7 +80,9 @@ export async function preflight(http: HttpClient, target: Target): Promise<strin
     if (target.otherTeamApiKey) {
       const own = await get(other, target.otherTeamApiKey);
       if (own.status === 401) throw new PreflightError(`other_team_api_key was refused: the config of ${what} answered ${answer(own)} to it`);
-      if (own.status !== 200) throw new PreflightError(`other_team_api_key must be a key of the team that owns apps.other_team: the config of ${what} answered ${answer(own)} to it`);
+      // Its own team's key reaches it: 200, or a 403 that is about the app (disabled, no agent), not about the key.
+      const reached = own.status === 200 || (own.status === 403 && errorType(own) !== 'access_denied');
+      if (!reached) throw new PreflightError(`other_team_api_key must be a key of the team that owns apps.other_team: the config of ${what} answered ${answer(own)} to it`);
     }
   }
   for (const [name, expected] of [
