@@ -52,8 +52,9 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
   const body = rows
     .map((row) => {
       const c = row.clause;
-      const cases = row.cases.map((k) => {
-        const given = k as { id: string; outcome?: Outcome; status?: Outcome };
+      // A case is named by its id, or given with its outcome; the run's outcome fills in what the row leaves out.
+      const cases = (row.cases as unknown[]).map((k) => {
+        const given = (typeof k === 'string' ? { id: k } : k) as { id: string; outcome?: Outcome; status?: Outcome };
         return badge(given.outcome ?? given.status ?? byId.get(given.id), given.id);
       });
       return `<tr><td><code>${esc(c.id)}</code></td><td>§${esc(c.section)}</td><td>${esc(c.text)}</td><td class="${esc(c.checkable)}">${esc(c.checkable)}${c.why ? `<br><small>${esc(c.why)}</small>` : ''}</td><td>${cases.join(' ') || '<em>no case</em>'}</td></tr>`;

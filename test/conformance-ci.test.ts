@@ -380,6 +380,9 @@ describe('versions and reports', () => {
     assert.match(html, /<section class="failure" id="case-S4\.8-config-shape">/);
     assert.match(html, /passed<\/span> 1 <span class="b failed">failed<\/span> 1 /);
     assert.match(renderHtml(run, []), /has no clause matrix/);
+    // A row that names its cases by id only: the run's outcome is shown.
+    const byId = renderHtml(run, [{ clause: rows[0]!.clause, cases: ['S4.8-config-generative-ui'] }] as unknown as Parameters<typeof renderHtml>[1]);
+    assert.match(byId, /<span class="b passed">S4\.8-config-generative-ui passed<\/span>/);
   });
 
   test('the suite imports no circle of modules (reporters and runner included)', async () => {
