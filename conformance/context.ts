@@ -76,8 +76,8 @@ export interface RunState {
   memo: Map<string, Promise<unknown>>;
   /** The run's --timeout: also how long a case waits for what an implementation may do after it answers. */
   timeoutMs: number;
-  /** Conversations to delete at the end: [app_id, conversation_id]. */
-  created: Array<[string, string]>;
+  /** Conversations to delete at the end: [app_id, conversation_id, the key that created it when not the target's]. */
+  created: Array<[string, string, string?]>;
 }
 
 export interface ExpectedError {
@@ -132,7 +132,7 @@ export class CaseContext {
       // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
       const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
       const id = (ex.json as { id?: unknown } | undefined)?.id;
-      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id);
+      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id, r.key ?? undefined);
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {
@@ -178,8 +178,9 @@ export class CaseContext {
     }
   }
 
-  track(appId: string, conversationId: string): void {
-    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push([appId, conversationId]);
+  /** `key`: the key that can delete it (another team's), when not the target's `api_key`. */
+  track(appId: string, conversationId: string, key?: string): void {
+    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push(key && key !== this.target.apiKey ? [appId, conversationId, key] : [appId, conversationId]);
   }
 
   fail(message: string, ex?: Exchange): never {

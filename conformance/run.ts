@@ -285,12 +285,12 @@ export function mergeResult(prev: CaseResult | undefined, next: CaseResult): Cas
  * Deletes what the run created; a 404 means it was already deleted (by a case). A deletion that
  * times out or is still refused with 429 after its retries is tried again, a few times.
  */
-async function cleanUp(http: HttpClient, state: RunState, out: RunResults['cleanup']): Promise<void> {
-  for (const [app, id] of state.created) {
+export async function cleanUp(http: HttpClient, state: RunState, out: RunResults['cleanup']): Promise<void> {
+  for (const [app, id, key] of state.created) {
     let last = '';
     for (let attempt = 1; attempt <= CLEANUP_ATTEMPTS; attempt++) {
       try {
-        const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}` });
+        const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}`, ...(key ? { key } : {}) });
         if (ex.status === 200 || ex.status === 404) {
           out.deleted += ex.status === 200 ? 1 : 0;
           last = '';

@@ -12,7 +12,8 @@ import { exchangeCurl, reproduction, toCurl, toEvidence } from '../conformance/e
 import { renderHtml } from '../conformance/html.ts';
 import { HttpClient, type Exchange } from '../conformance/http.ts';
 import { isCounted, Pacer, parseRate, retryAfterMs } from '../conformance/pace.ts';
-import { exitCode, PreflightError, render, resolveProfile, runConformance, type CaseResult, type RunResults } from '../conformance/run.ts';
+import { CaseContext, type RunState } from '../conformance/context.ts';
+import { cleanUp, exitCode, PreflightError, render, resolveProfile, runConformance, type CaseResult, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { FIXTURES_DIR, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { startMutantProxy, type MutantHooks } from './support/mutant-proxy.ts';
@@ -339,6 +340,19 @@ describe('hosted servers', () => {
     assert.equal(run.results[0]!.status, 'passed');
     assert.ok(hung.size >= 1);
     assert.deepEqual([run.cleanup.deleted, run.cleanup.failed, left], [1, [], []]);
+  });
+
+  test("a conversation created with another team's key is deleted with that key", async () => {
+    const http = new HttpClient({ baseUrl: s.baseUrl, apiKey: target.apiKey, timeoutMs: 5000, totalMs: 5000 });
+    const state: RunState = { target, profile: 'spec', runId: 'r', http, memo: new Map(), timeoutMs: 5000, created: [] };
+    const ctx = new CaseContext(state, { id: 'S9-x', section: '9', level: 'MUST', description: 'x', run: async () => {} });
+    const other = targetJson.apps.other_team;
+    await ctx.send({ method: 'POST', path: `/apps/${other}/conversations`, body: {}, key: OTHER_TEAM_KEY });
+    await ctx.send({ method: 'POST', path: `/apps/${target.appId}/conversations`, body: {} });
+    assert.deepEqual(state.created.map((c) => [c[0], c[2]]), [[other, OTHER_TEAM_KEY], [target.appId, undefined]]);
+    const out = { deleted: 0, failed: [] as string[] };
+    await cleanUp(http, state, out);
+    assert.deepEqual(out, { deleted: 2, failed: [] });
   });
 
   test('--rate-limit 5/s: a whole run of a selection completes and cleans up', async () => {
