@@ -159,10 +159,16 @@ describe('outcomes', () => {
     assert.equal(exitCode(run), 1);
   });
 
-  test('exit codes: a skip fails the run only with --fail-on-skip', () => {
+  test('exit codes: a skip fails the run only with --fail-on-skip', async () => {
     const run = { results: [{ id: 'S9-x', status: 'skipped' }], summary: { passed: 0, failed: 0, skipped: 1, errored: 0 } } as unknown as RunResults;
     assert.equal(exitCode(run), 0);
     assert.equal(exitCode(run, { failOnSkip: true }), 1);
+    const { publishable_key: _, ...noPk } = targetJson;
+    const args = ['--target', await writeTarget(noPk), '--base-url', s.baseUrl, '--only', 'S5-publishable-key-refused'];
+    assert.equal((await cli(args)).code, 0);
+    const strict = await cli([...args, '--fail-on-skip']);
+    assert.equal(strict.code, 1);
+    assert.equal(strict.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 1 skipped, 0 errored');
   });
 });
 
