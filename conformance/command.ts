@@ -1,17 +1,21 @@
 // `conformance` as a commander command: used by `parley conformance` and by conformance/main.ts.
-// Exit codes: 0 no case failed, 1 a case failed, 2 usage error or unreachable target.
+// Exit codes: 0 nothing failed, 1 a case failed or errored (beyond the baseline), a baseline entry is
+// stale, or (--fail-on-skip) a case was skipped; 2 usage error, or a target that the preflight refuses.
 import fs from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { baselineText, loadBaseline, type Baseline } from './baseline.ts';
+import { parseRate } from './pace.ts';
 import { sectionTitle, selectCases } from './registry.ts';
 import { REPORTERS, prettyHeader, prettyLine, render, renderPretty, summaryLine, type ReporterName } from './reporters.ts';
-import { newRunId, runConformance, UnreachableError, type CaseResult, type Profile } from './run.ts';
+import { exitCode, newRunId, PreflightError, PROFILES, resolveProfile, runConformance, UnreachableError, type CaseResult, type ProfileName } from './run.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
+import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION } from './version.ts';
 
 interface Opts {
   target?: string;
   baseUrl?: string;
   apiKey?: string;
-  profile: Profile;
+  profile: ProfileName;
   only?: string[];
   skip?: string[];
   reporter: ReporterName;
@@ -21,6 +25,16 @@ interface Opts {
   bail?: boolean;
   repeat: number;
   list?: boolean;
+  failOnSkip?: boolean;
+  expectedFailures?: string;
+  writeBaseline?: string;
+  rateLimit?: number;
+}
+
+function rate(v: string): number {
+  const r = parseRate(v);
+  if (typeof r === 'string') throw new InvalidArgumentError(r);
+  return r;
 }
 
 function positiveInt(name: string) {
@@ -48,7 +62,7 @@ export function conformanceCommand(io: Io = processIo): Command {
     .option('--target <file>', 'target file (base_url, api_key, app_id, apps…): see docs/conformance.md')
     .option('--base-url <url>', "override the target's base_url (must end in /v1)")
     .option('--api-key <key>', "override the target's api_key")
-    .addOption(new Option('--profile <profile>', 'spec: only what the interface states; reference: also the D-n decisions').choices(['spec', 'reference']).default('spec'))
+    .addOption(new Option('--profile <profile>', `spec: only what the interface states; reference: also the D-n decisions (spec and reference stand for spec-${INTERFACE_VERSION} and reference-${INTERFACE_VERSION})`).choices([...PROFILES]).default('spec'))
     .option('--only <glob>', 'run only cases whose id matches (repeatable, comma-separated; * and ?)', collect)
     .option('--skip <glob>', 'skip cases whose id matches (repeatable, comma-separated)', collect)
     .addOption(new Option('--reporter <name>', 'report format').choices([...REPORTERS]).default('pretty'))
@@ -58,6 +72,11 @@ export function conformanceCommand(io: Io = processIo): Command {
     .option('--bail', 'stop at the first failure')
     .option('--repeat <n>', 'run the selection n times; a case passes only if it passes every time', positiveInt('--repeat'), 1)
     .option('--list', 'list the selected cases and exit')
+    .option('--fail-on-skip', 'exit 1 when a case was skipped (a missing target key, an agent that never called a tool)')
+    .option('--expected-failures <file>', 'cases expected to fail, one a line: <case id> <reason>; a listed case that fails does not fail the run, one that passes does (stale entry)')
+    .option('--write-baseline <file>', 'write the cases that failed or errored to FILE, in the --expected-failures format')
+    .option('--rate-limit <rate>', 'at most this many requests, e.g. 5/s or 300/min (cases and cleanup together)', rate)
+    .addHelpText('after', `\n${SUITE_NAME} ${SUITE_VERSION}, judging interface ${INTERFACE_VERSION}. Exit codes: 0 passed, 1 failed, 2 usage error or target refused by the preflight.`)
     .showHelpAfterError()
     .exitOverride((err) => {
       // Help and version exit 0; any other commander error is a usage error (2).
@@ -72,9 +91,12 @@ export function conformanceCommand(io: Io = processIo): Command {
 /** Runs the command's action and returns the exit code. */
 export async function conformanceAction(o: Opts, io: Io = processIo): Promise<number> {
   let target: Target | undefined;
+  let baseline: Baseline | undefined;
   try {
-    if (o.target) target = await loadTarget(o.target, { baseUrl: o.baseUrl, apiKey: o.apiKey });
+    // PARLEY_API_KEY fills in only what the file leaves out: it never replaces a target's own key.
+    if (o.target) target = await loadTarget(o.target, { baseUrl: o.baseUrl, apiKey: o.apiKey, fallbackApiKey: process.env.PARLEY_API_KEY || undefined });
     else if (!o.list) throw new UsageError('--target FILE is required (see docs/conformance.md for its format)');
+    if (o.expectedFailures) baseline = await loadBaseline(o.expectedFailures);
   } catch (err) {
     if (err instanceof UsageError) {
       io.err(`conformance: ${err.message}`);
@@ -84,7 +106,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
   }
 
   if (o.list) {
-    const cases = selectCases({ profile: o.profile, only: o.only, skip: o.skip });
+    const cases = selectCases({ profile: resolveProfile(o.profile), only: o.only, skip: o.skip });
     let section = '';
     for (const c of cases) {
       if (c.section !== section) io.out(sectionTitle((section = c.section)));
@@ -92,7 +114,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       const needs = c.needs?.length ? `  [needs ${c.needs.join(', ')}${missing.length ? ': missing, would be skipped' : ''}]` : '';
       io.out(`  ${c.id}  ${c.level}  ${c.description}${needs}`);
     }
-    io.out(`conformance: ${cases.length} cases (profile ${o.profile})`);
+    io.out(`conformance: ${cases.length} cases (profile ${resolveProfile(o.profile)}-${INTERFACE_VERSION})`);
     return 0;
   }
 
@@ -103,7 +125,8 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
     io.out(prettyLine(r));
   };
   const runId = newRunId();
-  if (progress) io.out(prettyHeader({ runId, profile: o.profile, baseUrl: target!.baseUrl, appId: target!.appId }));
+  const profile = `${resolveProfile(o.profile)}-${INTERFACE_VERSION}`;
+  if (progress) io.out(prettyHeader({ runId, profile, baseUrl: target!.baseUrl, appId: target!.appId, suite: { name: SUITE_NAME, version: SUITE_VERSION }, interfaceVersion: INTERFACE_VERSION }));
   try {
     const run = await runConformance({
       target: target!,
@@ -116,16 +139,23 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       bail: o.bail,
       repeat: o.repeat,
       onResult: progress ? onResult : undefined,
+      onWarning: (w) => io.err(`conformance: warning: ${w}`),
+      ratePerSecond: o.rateLimit,
+      ...(baseline ? { expectedFailures: { baseline, file: o.expectedFailures! } } : {}),
     });
     if (o.out) await fs.writeFile(o.out, render(run, o.reporter) + '\n');
+    if (o.writeBaseline) {
+      await fs.writeFile(o.writeBaseline, baselineText(run));
+      io.err(`conformance: wrote ${run.summary.failed + run.summary.errored} expected failures to ${o.writeBaseline}`);
+    }
     if (progress) io.out(renderPretty(run, { progressShown: true }));
     else io.out(render(run, o.reporter));
-    io.out(summaryLine(run.summary));
-    return run.summary.failed > 0 ? 1 : 0;
+    io.out(summaryLine(run.summary, run.baseline));
+    return exitCode(run, { failOnSkip: o.failOnSkip });
   } catch (err) {
-    if (err instanceof UnreachableError || err instanceof UsageError) {
+    if (err instanceof UnreachableError || err instanceof PreflightError || err instanceof UsageError) {
       io.err(`conformance: ${err.message}`);
-      io.out(summaryLine({ passed: 0, failed: 0, skipped: 0 }));
+      io.out(summaryLine({ passed: 0, failed: 0, skipped: 0, errored: 0 }));
       return 2;
     }
     throw err;

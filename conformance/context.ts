@@ -33,6 +33,20 @@ export class CaseFailure extends Error {
   }
 }
 
+/** A precondition shared by several cases (`ctx.once`) failed: in `shownBy`, with these exchanges. */
+export class PreconditionFailure extends CaseFailure {
+  override name = 'PreconditionFailure';
+  constructor(
+    readonly precondition: string,
+    readonly shownBy: string,
+    message: string,
+    exchange: Exchange | undefined,
+    readonly exchanges: Exchange[],
+  ) {
+    super(`precondition "${precondition}" did not pass: ${message}`, exchange);
+  }
+}
+
 /** The case cannot judge this target (e.g. the agent never called a function); never a pass. */
 export class CaseSkip extends Error {
   override name = 'CaseSkip';
@@ -66,7 +80,7 @@ export interface RunState {
   timeoutMs: number;
   /** The run's --settle-timeout: how long a case waits for what an implementation may settle after it answered. */
   settleTimeoutMs: number;
-  /** Conversations to delete at the end: [app_id, conversation_id], and the key that owns it when not the target's. */
+  /** Conversations to delete at the end: [app_id, conversation_id, the key that created it when not the target's]. */
   created: Array<[string, string, string?]>;
 }
 
@@ -135,17 +149,23 @@ export class CaseContext {
     }
   }
 
-  /** Runs `fn` once per run (and repetition) and shares its result with every case that asks. */
+  /**
+   * Runs `fn` once per run (and repetition) and shares its result with every case that asks. When it
+   * fails, the case that ran it fails with its evidence, and every later case that asks is reported
+   * errored, blocked by it (the runner groups them under the precondition).
+   */
   once<T>(key: string, fn: () => Promise<T>): Promise<T> {
     let p = this.run.memo.get(key) as Promise<T> | undefined;
     if (!p) {
-      p = fn();
+      const from = this.exchanges.length;
+      p = fn().catch((err: unknown) => {
+        // The innermost precondition is the one that blocks.
+        if (err instanceof CaseFailure && !(err instanceof PreconditionFailure)) throw new PreconditionFailure(key, this.caseDef.id, err.message, err.exchange, this.exchanges.slice(from));
+        throw err;
+      });
       this.run.memo.set(key, p);
     }
-    return p.catch((err: unknown) => {
-      if (err instanceof CaseFailure) throw new CaseFailure(`precondition "${key}" did not pass: ${err.message}`, err.exchange);
-      throw err;
-    });
+    return p;
   }
 
   /**
@@ -163,9 +183,9 @@ export class CaseContext {
     }
   }
 
-  /** Schedules the deletion of a conversation at the end of the run (with `key` when another team owns it). */
+  /** `key`: the key that can delete it (another team's), when not the target's `api_key`. */
   track(appId: string, conversationId: string, key?: string): void {
-    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push(key === undefined ? [appId, conversationId] : [appId, conversationId, key]);
+    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push(key && key !== this.target.apiKey ? [appId, conversationId, key] : [appId, conversationId]);
   }
 
   fail(message: string, ex?: Exchange): never {

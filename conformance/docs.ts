@@ -13,11 +13,31 @@ The conformance suite judges any implementation of the interface
 do as the interface says. It runs against a live server over HTTP, so the implementation can be written
 in any language. The reference server (\`npm start\`) passes every case in both profiles.
 
+## Adopting it in ten minutes
+
+For a team whose CI checks another implementation of the interface:
+
+1. **Get the package.** In a checkout of this repository, \`npm pack\` writes \`parley-<version>.tgz\` (see
+   [the package](#the-package) for what it holds). In your CI, \`npm install ./parley-<version>.tgz\`
+   in any directory, even an empty one: \`npx parley conformance\` then works there, and nothing else of
+   this repository is needed. (From a checkout, \`npm ci\` then \`npm run conformance -- …\` runs the same suite.)
+2. **Write the target file** ([below](#the-target-file)): your base URL, a secret key, and the ids of
+   a few apps your implementation has set up for the suite. Keep the key out of the file and pass it as
+   \`--api-key "$KEY"\` or in \`PARLEY_API_KEY\`.
+3. **Run it once by hand**: \`npx parley conformance --target target.json\`. The preflight says at once,
+   in one line, if the key, the base URL or an app id is wrong (exit 2). Read the failures: each names
+   its case, the interface section, what was expected, and every request that showed it.
+4. **Record what you already know fails**: \`--write-baseline conformance-baseline.txt\` writes the failed
+   and errored cases, one a line; replace each reason with yours and commit the file.
+5. **Run it in CI** with \`--expected-failures conformance-baseline.txt --reporter junit --out conformance.xml\`
+   (and \`--reporter html\` for a page to attach): the job fails on a new failure and on a fixed one that is
+   still listed, so that the list only shrinks. [An example workflow](#in-ci) is below.
+
 ## Running it
 
 \`\`\`sh
-npm ci
-npm run conformance -- --target my-target.json              # or: parley conformance --target my-target.json
+npx parley conformance --target my-target.json         # from the installed package
+npm run conformance -- --target my-target.json          # from a checkout of this repository
 \`\`\`
 
 Options:
@@ -26,49 +46,103 @@ Options:
 |---|---|
 | \`--target FILE\` | the target file (below); required |
 | \`--base-url URL\` | overrides the target's \`base_url\` (it must end in \`/v1\`) |
-| \`--api-key KEY\` | overrides the target's \`api_key\` (keeps the key out of files) |
-| \`--profile spec\\|reference\` | \`spec\` (default): only what the interface states. \`reference\`: also the project's decisions D-1…D-24 |
+| \`--api-key KEY\` | overrides the target's \`api_key\` (keeps the key out of files); \`PARLEY_API_KEY\` fills in a target without \`api_key\`, and never replaces one the file gives |
+| \`--profile NAME\` | \`spec-1.0.0\` (default): only what interface 1.0.0 states. \`reference-1.0.0\`: also the project's decisions D-1…D-24. \`spec\` and \`reference\` name the profiles of the interface version this suite judges |
 | \`--only GLOB\`, \`--skip GLOB\` | select cases by id; \`*\` and \`?\`, comma-separated or repeated: \`--only 'S4.2-*,S6-*'\`. An \`--only\` pattern that matches no case of the profile is a usage error (exit 2), so that a typo cannot pass |
-| \`--reporter pretty\\|json\\|junit\\|tap\` | report format (default \`pretty\`) |
+| \`--reporter pretty\\|json\\|junit\\|tap\\|html\` | report format (default \`pretty\`) |
 | \`--out FILE\` | writes the report there; stdout still shows progress, failures and the summary |
+| \`--expected-failures FILE\` | the baseline: cases expected to fail, each with a reason ([baselines](#baselines)) |
+| \`--write-baseline FILE\` | writes the cases that failed or errored in this run as a baseline file |
+| \`--fail-on-skip\` | a skipped case fails the run too (exit 1), for teams that want every case run |
+| \`--rate-limit RATE\` | at most RATE requests, as \`5/s\` or \`300/min\`, cases and cleanup together ([hosted servers](#hosted-servers)) |
 | \`--timeout MS\` | per request: time to the response headers and longest silence inside a body (default 30000); a stream may take 4× that in total, a case 20× |
 | \`--settle-timeout MS\` | how long a case reads again what the interface lets an implementation settle after it answered: the generated title, aggregated metrics (default 30000). Separate from \`--timeout\`, so a fast server can be judged with short request timeouts and slow aggregates |
 | \`--bail\` | stops at the first failure (the rest are reported as skipped) |
 | \`--repeat N\` | runs the selection N times; a case passes only if it passed every time (to catch flakiness): failed in any run is failed, skipped in any run is skipped |
 | \`--list\` | lists the selected cases (with the target keys they need) and exits |
 
-Exit codes: **0** no case failed, **1** at least one case failed (or the run was interrupted), **2** usage
-error (bad option, unreadable or invalid target file, an \`--only\` that matches nothing) or the target is
-unreachable. Judge a run by its exit code. After a run (exit 0 or 1) the last line of stdout is
-\`conformance: N passed, N failed, N skipped\`; after \`--list\` it is \`conformance: N cases (profile …)\`.
-A usage error prints its reason on stderr: stdout is empty when the options or the target file are wrong,
-and ends with \`conformance: 0 passed, 0 failed, 0 skipped\` when the target was read but the run could not
-start (unreachable, \`--only\` matching nothing). With \`--reporter json|junit|tap\` and no \`--out\`, the
-report is printed and the summary line follows it, so machine consumers should use \`--out\`.
+### Exit codes and outcomes
+
+| exit | when |
+|---|---|
+| **0** | every case passed or was skipped, or failed as the baseline expects |
+| **1** | a case failed or errored that the baseline does not list; a listed case passed (a stale entry); the run was interrupted; with \`--fail-on-skip\`, a case was skipped |
+| **2** | usage error (a bad option, an unreadable or invalid target file, an unknown key in it, a baseline file with a line that has no reason or names no case, an \`--only\` that matches nothing), or the preflight refused the target |
+
+Each case ends in one of four outcomes:
+
+- **passed**: the implementation did what the case checks.
+- **failed**: it did not; the report shows why and every request of the case.
+- **skipped**: the case could not judge this target, never counted as passed: the target lacks a key the
+  case needs (listed with the key), or the agent never did what the case probes (a tool call, a form).
+- **errored**: a precondition that several cases share (a baseline conversation, the conversations the
+  list cases page through) failed. The case that ran it fails with its evidence; every other case that
+  needed it is errored, and the report shows the precondition once with the cases it blocked grouped
+  under it, instead of the same failure once per case.
+
+After a run the last line of stdout is \`conformance: N passed, N failed, N skipped, N errored\`, followed
+with a baseline by \` (baseline: N expected failures, N stale)\`; after \`--list\` it is \`conformance: N cases
+(profile …)\`. Judge a run by its exit code. A usage error prints its reason on stderr, one line: stdout
+is empty when the options or the target file are wrong, and ends with \`conformance: 0 passed, 0 failed, 0
+skipped, 0 errored\` when the target was read but the run could not start (preflight, \`--only\` matching
+nothing). With \`--reporter json|junit|tap|html\` and no \`--out\`, the report is printed and the summary
+line follows it, so machine consumers should use \`--out\`.
 
 Ctrl-C (SIGINT) or SIGTERM during a run stops it: the case under way is reported failed as interrupted, the
 rest skipped, what the run created is deleted, and the summary line is printed (exit 1). A second Ctrl-C
 ends the process at once, without the cleanup.
 
 As a library: \`runConformance(options)\` from \`conformance/run.ts\` returns the results that the reporters
-render (\`render(results, 'junit')\`).
+render (\`render(results, 'junit')\`), and \`exitCode(results)\` the exit code the command would give.
+
+### The preflight
+
+Before any case, the suite reads the config of each app of the target (\`GET /apps/{app_id}/config\`), to
+tell a wrong target from a wrong implementation in one line rather than a page of failures:
+
+| the preflight finds | result |
+|---|---|
+| no answer at all from \`base_url\` | exit 2: \`target … is unreachable\` |
+| \`base_url\` not ending in \`/v1\` | exit 2 (§9) |
+| 401 for \`app_id\` | exit 2: the key was refused |
+| 403 or 404 for \`app_id\`, or an answer that is not a JSON 200 | exit 2: the main app does not answer (or is not active with an agent) |
+| 401, 403 or 404 for \`apps.generative_ui\`, \`stream_default\`, \`knowledge_base\` or \`rate_limited\` | exit 2: the target says \`api_key\` can use that app |
+| \`other_team_api_key\` refused, or without access to \`apps.other_team\` | exit 2 |
+| 404 for \`apps.other_team\` (the interface allows it for another team's app; a mistyped id gets the same answer), a config of \`apps.generative_ui\` or \`apps.stream_default\` that says the flag is off, \`apps.inactive\` not answering 403 \`app_inactive\`, \`apps.no_agent\` answering neither its config nor 403 \`agent_unavailable\` | a **warning** on stderr and in the report; the run goes on and the cases judge it |
 
 ### The target file
 
-What the suite needs to know about your implementation: its address, a secret key and the apps to use
-(the full description is in \`target.md\` of the specification). The reference server's own target is
-\`fixtures/target.json\`:
+What the suite needs to know about your implementation is one JSON file. The reference server's own
+target is \`fixtures/target.json\`, which matches the fixtures \`npm start\` loads:
 
 \`\`\`json
 ${'${TARGET}'}
 \`\`\`
 
-\`base_url\`, \`api_key\` and \`app_id\` are required. \`app_id\` is an active app with an agent, with generative UI
-and the streaming default off. Each key of \`apps\`, \`publishable_key\` and \`other_team_api_key\` (a secret key of
-the team that owns \`apps.other_team\`: the suite creates one conversation with it, checks that \`api_key\` cannot
-reach it under any path, and deletes it with that key) is optional: the cases that need a missing one are
-**skipped** (listed with the key they need) and never counted as passed. \`app_id\` and
-every app but \`rate_limited\` must allow at least 3,000 send-message/completion requests a minute.
+| key | what it is | cases that need it |
+|---|---|---|
+| \`version\` | the version of this format the file follows; 1 when absent (this suite reads version 1) | |
+| \`base_url\` | the API's base URL, ending in \`/v1\`; \`--base-url\` overrides it | all |
+| \`api_key\` | a secret key with access to \`app_id\` and to every app in \`apps\` but \`other_team\`; \`--api-key\` overrides it, \`PARLEY_API_KEY\` fills it in | all |
+| \`app_id\` | an active app with an agent, generative UI off and the streaming default off | most |
+| \`apps.generative_ui\` | an app with \`generative_ui: true\` | \`data_spec\` events and items |
+| \`apps.stream_default\` | an app whose config has \`stream: true\` | the app default for streaming |
+| \`apps.knowledge_base\` | an app whose agent has a knowledge base | \`knowledge_search\` calls |
+| \`apps.other_team\` | an app that exists but that \`api_key\` may not use | 403 \`access_denied\` |
+| \`apps.inactive\` | a disabled app | 403 \`app_inactive\` |
+| \`apps.no_agent\` | an app with no active agent | 403 \`agent_unavailable\` |
+| \`apps.rate_limited\` | an app whose plan allows few requests a minute | 429 \`rate_limit_exceeded\` |
+| \`publishable_key\` | a publishable key of the same team | publishable keys cannot call the REST API |
+| \`other_team_api_key\` | a secret key of the team that owns \`apps.other_team\` | a conversation of the other team is out of reach of \`api_key\` |
+
+\`base_url\`, \`api_key\` and \`app_id\` are required; every other key is optional, and the cases that need a
+missing one are **skipped** (listed with the key they need), never counted as passed. \`app_id\` and every
+app but \`rate_limited\` must allow at least 3,000 send-message/completion requests a minute.
+
+The format grows: a later suite may know more optional keys. A key this suite does not know is a usage
+error (most often a typo: \`apps.generativ_ui\` is reported with \`did you mean apps.generative_ui?\`),
+unless the file declares a newer \`version\` than this suite reads; then the suite names the keys it
+ignores in a warning and goes on.
 
 ### Profiles and levels
 
@@ -136,43 +210,107 @@ with that reason.
 ### Reading a failure
 
 Each failure names the case, its level and section, what was expected, the request that showed it as a
-curl command (keys replaced by \`$API_KEY\` / \`$PUBLISHABLE_KEY\`, long bodies shortened) and what came back:
+curl command (the key replaced by \`$API_KEY\`, \`$PUBLISHABLE_KEY\` or \`$OTHER_TEAM_API_KEY\` in the
+Authorization header only, never inside a body; \`curl -N\` for a stream; long bodies shortened) and what
+came back. A case of several requests also lists the requests before it:
 
 \`\`\`
-✗ S4.2-list-after-walk-desc [MUST, §4.2 List conversations]
-    conversation conv_… was seen twice during the desc walk
+✗ S4.4-update-title [MUST, §4.4 Update conversation]
+    title read back: expected "Renamed by conformance", got "Conformance"
+    before it (2 requests; all of them, and a script that replays them, in the JSON and HTML reports):
+      POST http://127.0.0.1:8787/v1/apps/app_demo/conversations → 200
+      PATCH http://127.0.0.1:8787/v1/apps/app_demo/conversations/conv_… → 200
     sent:
-      curl -sS -X GET 'http://127.0.0.1:8787/v1/apps/app_demo/conversations?order=desc&limit=2&after=conv_…' -H "authorization: Bearer $API_KEY"
+      curl -sS -X GET 'http://127.0.0.1:8787/v1/apps/app_demo/conversations/conv_…' -H "authorization: Bearer $API_KEY"
     got:
       HTTP 200
       content-type: application/json; charset=utf-8
 
-      {"object":"list","data":[…],"first_id":"conv_…","last_id":"conv_…","has_more":true}
+      {"id":"conv_…","object":"conversation","title":"Conformance",…}
 \`\`\`
+
+### Reports and their evidence
+
+| reporter | for | a failure carries |
+|---|---|---|
+| \`pretty\` | people and CI logs | the message, the requests before the failing one, its curl and its response |
+| \`json\` | machines | \`failure.exchanges\`: every request of the case and its response (status, all headers, the body parsed where it is JSON, a stream's events as a list of \`{event, data}\`, whether it ended), each with its curl; \`failure.reproduction\` for a case of several requests |
+| \`junit\` | CI test tabs | the message, curl, response and reproduction in \`<failure>\`; errored cases as \`<error>\` |
+| \`tap\` | TAP 14 consumers | the same in YAML diagnostics |
+| \`html\` | a page to attach to the job | one self-contained file (no script, nothing fetched), readable offline: the summary, the clause matrix with each case's outcome, every case, and the evidence of each failure |
+
+Every report names the suite version, the interface version it judges (1.0.0) and the profile
+(\`spec-1.0.0\`), so that a report kept with a build says what judged it.
+
+The reproduction is a shell script (it needs \`curl\` and \`node\`, and the key in \`$API_KEY\`): it replays
+the case's requests in order, and an id that an earlier answer gave (the conversation the case created)
+is read from that answer, since the run deleted what it created. Ids that came from earlier cases of the
+run (a shared baseline conversation) are left as they were, and say so in the script.
+
+### Baselines
+
+A team adopting the suite rarely passes every case on day one. A baseline file lists the cases it knows
+its implementation fails, one a line, with a reason each:
+
+\`\`\`
+# conformance-baseline.txt
+S4.2-list-after-walk-desc  pagination walks asc only (TICKET-12)
+S6-conv-headers             our proxy strips Cache-Control (INFRA-7)
+\`\`\`
+
+With \`--expected-failures FILE\`, a listed case that fails or errors does not fail the run (it shows as
+an expected failure), and a listed case that **passes** does: it is a stale entry, to be deleted, so that
+the list shrinks as the implementation improves. A line without a reason, or an id that is no case of the
+suite, is a usage error (exit 2). Listed cases that the run did not select are named and ignored.
+\`--write-baseline FILE\` writes the failed and errored cases of a run in this format, each with the first
+line of its failure as a reason to replace with yours.
+
+### Hosted servers
+
+- A 429 is sent again after its \`Retry-After\` (seconds or an HTTP date; 1 s, 2 s, 4 s when absent), at
+  most 3 times and never for a wait longer than a minute; the cleanup's deletions too. The one exception
+  is \`apps.rate_limited\`, whose 429 is what its case looks for.
+- By default the counted requests (send message and completion) stay under 2,900 in any 60 seconds, below
+  the 3,000 a minute the target file asks an app to allow: a run waits rather than exceed it.
+- \`--rate-limit 5/s\` (or \`300/min\`) spaces every request, cases and cleanup together; a whole run still
+  completes, only slower.
+- What a run creates is deleted at its end even when the server is slow or rate-limits: a deletion that
+  times out, or meets a 429 or a 5xx, is tried up to 4 times; what could still not be deleted is named
+  in the report.
+
+### The package
+
+\`npm pack\` makes \`parley-<version>.tgz\`, which holds \`bin/parley.js\` (the \`parley\` command), \`cli/\` (the
+CLI), \`conformance/\` (the suite: runner, cases, reporters), \`src/\` (the reference server, which
+\`parley serve\` starts, and the interface's schemas the suite checks answers against), \`fixtures/\` (the
+reference server's fixtures and target), this page and \`README.md\`. Its dependencies are the runtime
+ones of \`package.json\`, with \`tsx\` to run the TypeScript sources as they are (no build step); no test,
+benchmark or repository tooling is in it. The long-proof tier (\`test/proof/pack.test.ts\`) packs it,
+installs it alone into an empty directory and runs the whole spec profile with \`npx parley conformance\`.
 
 ### In CI
 
 \`\`\`yaml
-# .github/workflows/conformance.yml
+# .github/workflows/conformance.yml (parley-<version>.tgz and the target committed under conformance/)
 jobs:
   conformance:
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@v4
-        with: { repository: our-org/parley, path: parley }
       - uses: actions/setup-node@v4
         with: { node-version: 20 }
       - run: ./start-my-implementation.sh &          # your server, listening on :8080
       - run: timeout 60 sh -c 'until curl -s -o /dev/null http://127.0.0.1:8080/v1; do sleep 1; done'
-      - run: cd parley && npm ci
+      - run: npm install --no-save ./conformance/parley-*.tgz
       - run: >
-          cd parley && npm run conformance --
-          --target ../conformance-target.json --base-url http://127.0.0.1:8080/v1
-          --api-key "$API_KEY" --reporter junit --out ../conformance.xml
-        env: { API_KEY: "\${{ secrets.CONFORMANCE_API_KEY }}" }
+          npx parley conformance --target conformance/target.json
+          --expected-failures conformance/baseline.txt
+          --reporter junit --out conformance.xml
+        env: { PARLEY_API_KEY: "\${{ secrets.CONFORMANCE_API_KEY }}" }
+        # or --reporter html --out conformance.html: a page with the clause matrix and every failure's evidence
       - uses: actions/upload-artifact@v4
         if: always()
-        with: { name: conformance, path: conformance.xml }
+        with: { name: conformance, path: "conformance.*" }
 \`\`\`
 
 ## How the suite is proven

@@ -2,6 +2,7 @@
 // incrementally under idle and total timeouts.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { describeNetworkError } from '../cli/core/error.ts';
+import { retryAfterMs, sleep, type Pacer } from './pace.ts';
 
 export interface OutgoingRequest {
   method: string;
@@ -64,6 +65,10 @@ export interface HttpClientOptions {
   totalMs: number;
   /** Aborts every request under way (the run was interrupted). */
   signal?: AbortSignal;
+  /** Spaces the requests (--rate-limit, the counted-requests budget); shared by the cases and the cleanup. */
+  pacer?: Pacer;
+  /** A 429 is sent again after its Retry-After, up to `max` times, when the wait is at most `maxWaitMs`. */
+  retry429?: { max: number; maxWaitMs: number; unless?: (path: string) => boolean };
 }
 
 function isEventStream(h: Headers): boolean {
@@ -71,9 +76,28 @@ function isEventStream(h: Headers): boolean {
 }
 
 export class HttpClient {
+  /** Requests sent (retries included), and 429s sent again after their Retry-After. */
+  readonly stats = { sent: 0, retried429: 0 };
+
   constructor(readonly opts: HttpClientOptions) {}
 
+  /** One exchange; a 429 is retried after its Retry-After within the bounds of `retry429`. */
   async send(r: OutgoingRequest): Promise<Exchange> {
+    const retry = this.opts.retry429;
+    for (let attempt = 0; ; attempt++) {
+      await this.opts.pacer?.before(r.method, r.path, this.opts.signal);
+      this.stats.sent++;
+      const ex = await this.#exchange(r);
+      if (ex.status !== 429 || !retry || attempt >= retry.max || retry.unless?.(r.path) || this.opts.signal?.aborted) return ex;
+      // Without Retry-After: 1 s, 2 s, 4 s…
+      const wait = retryAfterMs(ex.headers.get('retry-after')) ?? 1000 * 2 ** attempt;
+      if (wait > retry.maxWaitMs) return ex;
+      this.stats.retried429++;
+      await sleep(wait, this.opts.signal);
+    }
+  }
+
+  async #exchange(r: OutgoingRequest): Promise<Exchange> {
     const headers: Record<string, string> = {};
     const key = r.key === undefined ? this.opts.apiKey : r.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
@@ -180,44 +204,4 @@ function toEvent(e: EventSourceMessage): SseEvent {
   }
   // WHATWG SSE: an event without an `event:` field is a "message" event.
   return { event: e.event ?? 'message', data: e.data, json, ...(e.id !== undefined ? { id: e.id } : {}) };
-}
-
-function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-const BODY_SHOWN = 600;
-
-/** The request as a curl command; keys are replaced by the names of environment variables. */
-export function toCurl(req: Exchange['request'], secrets: Array<[string, string]>): string {
-  const redact = (s: string) => secrets.reduce((acc, [secret, name]) => (secret ? acc.split(secret).join(name) : acc), s);
-  const parts = ['curl', '-sS', '-X', req.method, shellQuote(req.url)];
-  for (const [k, v] of Object.entries(req.headers)) {
-    const value = redact(v);
-    // A variable must stay outside single quotes to expand.
-    parts.push('-H', value.includes('$') ? `"${k}: ${value.replace(/"/g, '\\"')}"` : shellQuote(`${k}: ${value}`));
-  }
-  if (req.body !== undefined) {
-    const body = redact(req.body);
-    parts.push('--data-binary', shellQuote(body.length > BODY_SHOWN ? `${body.slice(0, BODY_SHOWN)}…` : body));
-    if (body.length > BODY_SHOWN) parts.push(`# body shown up to ${BODY_SHOWN} of ${Buffer.byteLength(req.body)} bytes`);
-  }
-  return parts.join(' ');
-}
-
-/**
- * What came back, for a report: status, the headers that matter, and the body, shortened to `max`
- * characters: its start, and for a stream its end too (where a missing or late event shows).
- */
-export function describeResponse(ex: Exchange, secrets: Array<[string, string]>, max = 1500): string {
-  const shown = ['content-type', 'allow', 'retry-after', 'cache-control'];
-  const headers = shown.flatMap((h) => (ex.headers.get(h) !== null ? [`${h}: ${ex.headers.get(h)}`] : []));
-  let body = secrets.reduce((acc, [secret, name]) => (secret ? acc.split(secret).join(name) : acc), ex.text);
-  if (body.length > max) {
-    const head = ex.sse ? Math.floor(max / 2) : max;
-    const tail = max - head;
-    body = `${body.slice(0, head)}… (${body.length - max} characters left out)${tail > 0 ? ` …${body.slice(-tail)}` : ''}`;
-  }
-  const end = ex.sse ? (ex.sse.ended ? '' : `\n(stream not finished: ${ex.sse.timedOut ?? 'cut short'})`) : '';
-  return `HTTP ${ex.status}${headers.length ? '\n' + headers.join('\n') : ''}\n\n${body}${end}`;
 }

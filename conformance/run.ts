@@ -1,21 +1,40 @@
 // The runner: selects cases, runs them one after another against the target, cleans up what the
 // run created, and returns results that every reporter renders. Library entry of the suite.
 import { randomBytes } from 'node:crypto';
-import { CaseContext, CaseFailure, CaseSkip, type CaseDef, type Profile, type RunState } from './context.ts';
-import { HttpClient, describeResponse, toCurl } from './http.ts';
+import { applyBaseline, type Baseline } from './baseline.ts';
+import { CaseContext, CaseFailure, CaseSkip, PreconditionFailure, type CaseDef, type Profile, type RunState } from './context.ts';
+import { describeResponse, exchangeCurl, reproduction, toEvidence, type KeyName } from './evidence.ts';
+import { HttpClient, type Exchange } from './http.ts';
+import { Pacer } from './pace.ts';
+import { preflight } from './preflight.ts';
 import { selectCases, sectionTitle, unmatchedPatterns } from './registry.ts';
+import type { CaseResult, FailureDetail, PreconditionResult, RunResults, Summary } from './results.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
+import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION, TARGET_FORMAT_VERSION } from './version.ts';
 
 export type { Profile } from './context.ts';
+export type { CaseResult, EvidenceExchange, FailureDetail, Outcome, PreconditionResult, RunResults, Summary } from './results.ts';
+export { PreflightError, UnreachableError } from './preflight.ts';
 export { CASES, selectCases } from './registry.ts';
 export { render, REPORTERS, summaryLine, type ReporterName } from './reporters.ts';
+
+/** Profile names: each says the interface version it judges; `spec` and `reference` stand for the current one. */
+export const PROFILES = [`spec-${INTERFACE_VERSION}`, `reference-${INTERFACE_VERSION}`, 'spec', 'reference'] as const;
+export type ProfileName = (typeof PROFILES)[number];
+
+/** `spec`, `spec-1.0.0` → `spec`; anything else is a usage error. */
+export function resolveProfile(name: string): Profile {
+  const m = /^(spec|reference)(?:-(.+))?$/.exec(name);
+  if (!m || (m[2] !== undefined && m[2] !== INTERFACE_VERSION)) throw new UsageError(`unknown profile ${JSON.stringify(name)}: this suite judges interface ${INTERFACE_VERSION} with ${PROFILES.join(', ')}`);
+  return m[1] as Profile;
+}
 
 export interface RunOptions {
   /** A parsed target, or the path of a target file (with `baseUrl`/`apiKey` overrides). */
   target: Target | string;
   baseUrl?: string;
   apiKey?: string;
-  profile?: Profile;
+  profile?: Profile | ProfileName;
   only?: string | string[];
   skip?: string | string[];
   /** Per request: time to the headers and the longest silence inside a body. Default 30 s. */
@@ -33,6 +52,8 @@ export interface RunOptions {
   runId?: string;
   /** Called as each case finishes (the pretty reporter prints progress with it). */
   onResult?: (r: CaseResult) => void;
+  /** Called with each warning of the preflight, before the first case. */
+  onWarning?: (w: string) => void;
   /**
    * Stops the run: the case under way (or else the next one) fails as interrupted, the rest are
    * skipped, and what the run created is still deleted.
@@ -40,56 +61,24 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** SIGINT and SIGTERM stop the run as `signal` does (default true); a second one ends the process. */
   handleSignals?: boolean;
+  /** --rate-limit: at most this many requests a second (cases and cleanup together). */
+  ratePerSecond?: number;
+  /** Counted requests (send message, completion) in any minute; default just under target.md's 3,000. */
+  countedPerMinute?: number;
+  /** The longest Retry-After a 429 is waited for before it is sent again (default a minute); 0 sends again only at once. */
+  maxRetryWaitMs?: number;
+  /** --expected-failures: case id → reason, and the file it came from. */
+  expectedFailures?: { baseline: Baseline; file: string };
 }
 
-export interface FailureDetail {
-  message: string;
-  /** The request that showed the failure, as a curl command with keys replaced by variables. */
-  curl?: string;
-  response?: string;
-}
-
-export interface CaseResult {
-  id: string;
-  section: string;
-  level: CaseDef['level'];
-  description: string;
-  status: 'passed' | 'failed' | 'skipped';
-  /** Why it was skipped. */
-  reason?: string;
-  /** Target keys it needs that the target lacks. */
-  missing?: string[];
-  failure?: FailureDetail;
-  /** With --repeat: how many of the runs failed or were skipped, of how many. */
-  failedRuns?: number;
-  skippedRuns?: number;
-  runs?: number;
-  ms: number;
-}
-
-export interface RunResults {
-  runId: string;
-  profile: Profile;
-  baseUrl: string;
-  appId: string;
-  startedAt: string;
-  ms: number;
-  results: CaseResult[];
-  summary: { passed: number; failed: number; skipped: number };
-  /** What the run created and deleted at the end. */
-  cleanup: { deleted: number; failed: string[] };
-  /** Why the run was stopped before its end (`SIGINT`, …). */
-  interrupted?: string;
-}
-
-/** The target did not answer at all (exit 2 on the command line). */
-export class UnreachableError extends Error {
-  override name = 'UnreachableError';
-}
+/** A 429 is sent again after its Retry-After this many times, when that wait is at most a minute. */
+const RETRIES_429 = 3;
+const CLEANUP_ATTEMPTS = 4;
 
 export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const target = typeof opts.target === 'string' ? await loadTarget(opts.target, { baseUrl: opts.baseUrl, apiKey: opts.apiKey }) : opts.target;
-  const profile = opts.profile ?? 'spec';
+  const profile = resolveProfile(opts.profile ?? 'spec');
+  const profileName = `${profile}-${INTERFACE_VERSION}`;
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const settleTimeoutMs = opts.settleTimeoutMs ?? 30_000;
   // A typo in CI must not turn into a green run of nothing.
@@ -98,22 +87,35 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const cases = selectCases({ profile, only: opts.only, skip: opts.skip });
   const runId = opts.runId ?? newRunId();
   const started = Date.now();
-  const secrets: Array<[string, string]> = [
-    [target.apiKey, '$API_KEY'],
-    ...(target.publishableKey ? ([[target.publishableKey, '$PUBLISHABLE_KEY']] as Array<[string, string]>) : []),
-    ...(target.otherTeamApiKey ? ([[target.otherTeamApiKey, '$OTHER_TEAM_API_KEY']] as Array<[string, string]>) : []),
+  const keys: KeyName[] = [
+    [target.apiKey, 'API_KEY'],
+    ...(target.publishableKey ? ([[target.publishableKey, 'PUBLISHABLE_KEY']] as KeyName[]) : []),
+    ...(target.otherTeamApiKey ? ([[target.otherTeamApiKey, 'OTHER_TEAM_API_KEY']] as KeyName[]) : []),
   ];
   const stop = new AbortController();
   const release = watchForStop(stop, opts);
-  const http = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, signal: stop.signal });
+  const pacer = new Pacer({ perSecond: opts.ratePerSecond, countedPerMinute: opts.countedPerMinute });
+  // The rate-limited app's 429s are what its case looks for: they are never retried there.
+  const limited = target.apps.rate_limited ? `/apps/${encodeURIComponent(target.apps.rate_limited)}/` : undefined;
+  const http = new HttpClient({
+    baseUrl: target.baseUrl,
+    apiKey: target.apiKey,
+    timeoutMs,
+    totalMs: timeoutMs * 4,
+    signal: stop.signal,
+    pacer,
+    retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000, unless: (path) => limited !== undefined && path.startsWith(limited) },
+  });
   // Cleanup runs after an interruption too, so it has a client of its own.
-  const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4 });
+  const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, pacer, retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000 } });
 
   try {
-    await preflight(http, target);
+    const warnings = [...(target.ignoredKeys ? [`the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`] : []), ...(await preflight(http, target))];
+    warnings.forEach((w) => opts.onWarning?.(w));
 
     const repeat = Math.max(1, opts.repeat ?? 1);
     const merged = new Map<string, CaseResult>();
+    const preconditions = new Map<string, PreconditionResult>();
     const cleanup = { deleted: 0, failed: [] as string[] };
     let bailed = false;
     let interruptShown = false;
@@ -127,13 +129,13 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
             interruptShown = true;
           } else if (bailed) result = skipped(c, 'not run: --bail after a failure');
           else {
-            result = await runCase(state, c, timeoutMs, secrets, stop.signal);
+            result = await runCase(state, c, timeoutMs, keys, stop.signal, preconditions);
             if (stop.signal.aborted && result.status === 'failed') interruptShown = true;
           }
           const next = mergeResult(merged.get(c.id), result);
           merged.set(c.id, next);
           if (r === repeat - 1 || stop.signal.aborted) opts.onResult?.(next);
-          if (result.status === 'failed' && opts.bail) bailed = true;
+          if ((result.status === 'failed' || result.status === 'errored') && opts.bail) bailed = true;
         }
       } finally {
         await cleanUp(cleaner, state, cleanup);
@@ -141,13 +143,46 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
       if (stop.signal.aborted) break;
     }
     const results = cases.map((c) => merged.get(c.id)!);
-    const summary = { passed: 0, failed: 0, skipped: 0 };
-    for (const r of results) summary[r.status]++;
+    const baseline = opts.expectedFailures ? applyBaseline(results, opts.expectedFailures.baseline, opts.expectedFailures.file) : undefined;
     const interrupted = stop.signal.aborted ? stopReason(stop.signal) : undefined;
-    return { runId, profile, baseUrl: target.baseUrl, appId: target.appId, startedAt: new Date(started).toISOString(), ms: Date.now() - started, results, summary, cleanup, ...(interrupted ? { interrupted } : {}) };
+    return {
+      suite: { name: SUITE_NAME, version: SUITE_VERSION },
+      interfaceVersion: INTERFACE_VERSION,
+      runId,
+      profile: profileName,
+      baseUrl: target.baseUrl,
+      appId: target.appId,
+      startedAt: new Date(started).toISOString(),
+      ms: Date.now() - started,
+      results,
+      summary: summarize(results),
+      preconditions: [...preconditions.values()],
+      warnings,
+      ...(baseline ? { baseline } : {}),
+      requests: { sent: http.stats.sent + cleaner.stats.sent, retried429: http.stats.retried429 + cleaner.stats.retried429 },
+      cleanup,
+      ...(interrupted ? { interrupted } : {}),
+    };
   } finally {
     release();
   }
+}
+
+export function summarize(results: CaseResult[]): Summary {
+  const summary: Summary = { passed: 0, failed: 0, skipped: 0, errored: 0 };
+  for (const r of results) summary[r.status]++;
+  return summary;
+}
+
+/**
+ * 0: nothing failed; 1: a case failed or errored that the baseline does not expect, a baseline entry
+ * is stale, the run was interrupted, or (with --fail-on-skip) a case was skipped.
+ */
+export function exitCode(run: RunResults, opts: { failOnSkip?: boolean } = {}): 0 | 1 {
+  const unexpected = run.results.some((r) => (r.status === 'failed' || r.status === 'errored') && r.expectedFailure === undefined);
+  if (unexpected || run.interrupted || (run.baseline?.stale.length ?? 0) > 0) return 1;
+  if (opts.failOnSkip && run.summary.skipped > 0) return 1;
+  return 0;
 }
 
 /** Aborts `stop` on the caller's signal and (unless told not to) on the first SIGINT/SIGTERM; returns the undo. */
@@ -183,19 +218,11 @@ export function newRunId(): string {
   return `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}-${randomBytes(4).toString('hex')}`;
 }
 
-async function preflight(http: HttpClient, target: Target): Promise<void> {
-  try {
-    await http.send({ method: 'GET', path: `/apps/${encodeURIComponent(target.appId)}/config` });
-  } catch (err) {
-    throw new UnreachableError(`target ${target.baseUrl} is unreachable: ${(err as Error).message}`);
-  }
-}
-
 function skipped(c: CaseDef, reason: string, missing?: string[]): CaseResult {
   return { id: c.id, section: c.section, level: c.level, description: c.description, status: 'skipped', reason, ...(missing ? { missing } : {}), ms: 0 };
 }
 
-async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: Array<[string, string]>, stop: AbortSignal): Promise<CaseResult> {
+async function runCase(state: RunState, c: CaseDef, timeoutMs: number, keys: KeyName[], stop: AbortSignal, preconditions: Map<string, PreconditionResult>): Promise<CaseResult> {
   const missing = (c.needs ?? []).filter((k) => !targetValue(state.target, k));
   if (missing.length > 0) return skipped(c, `needs target key ${missing.join(', ')}`, missing);
   const ctx = new CaseContext(state, c);
@@ -218,44 +245,69 @@ async function runCase(state: RunState, c: CaseDef, timeoutMs: number, secrets: 
   } catch (err) {
     const ms = Math.round(performance.now() - started);
     if (err instanceof CaseSkip) return { ...base, status: 'skipped', reason: err.message, ms };
+    if (err instanceof PreconditionFailure) {
+      const shared = preconditions.get(err.precondition) ?? { name: err.precondition, shownBy: err.shownBy, message: err.message, blocked: [] };
+      preconditions.set(err.precondition, shared);
+      // Shown once, by the case that ran it; the others are grouped under it.
+      if (err.shownBy !== c.id) {
+        if (!shared.blocked.includes(c.id)) shared.blocked.push(c.id);
+        return { ...base, status: 'errored', blockedBy: err.precondition, reason: `blocked: precondition "${err.precondition}" failed (shown by ${err.shownBy})`, ms };
+      }
+    }
     const ex = err instanceof CaseFailure ? (err.exchange ?? ctx.exchanges.at(-1)) : ctx.exchanges.at(-1);
     const message = err instanceof CaseFailure ? err.message : `the case crashed: ${(err as Error)?.stack ?? String(err)}`;
-    const failure: FailureDetail = { message };
-    if (ex) {
-      failure.curl = toCurl(ex.request, secrets);
-      failure.response = describeResponse(ex, secrets);
-    }
-    return { ...base, status: 'failed', failure, ms };
+    return { ...base, status: 'failed', failure: failureDetail(message, ex, ctx.exchanges, keys, state.target.baseUrl, c), ms };
   } finally {
     clearTimeout(timer);
     stop.removeEventListener('abort', onStop);
   }
 }
 
-/** With --repeat: a case passes only if it passed every time; any failure fails it, any skip keeps it from passing. */
+/** The evidence of a failure: the exchange that showed it, every exchange of the case, and (for several) a script that replays them. */
+function failureDetail(message: string, ex: Exchange | undefined, exchanges: Exchange[], keys: KeyName[], baseUrl: string, c: CaseDef): FailureDetail {
+  const failure: FailureDetail = { message };
+  if (ex) {
+    failure.curl = exchangeCurl(ex, keys);
+    failure.response = describeResponse(ex);
+  }
+  if (exchanges.length > 0) failure.exchanges = exchanges.map((e) => toEvidence(e, keys));
+  if (exchanges.length > 1) failure.reproduction = reproduction(exchanges, keys, baseUrl, `${c.id}: ${c.description}`);
+  return failure;
+}
+
+const RANK = { failed: 3, errored: 2, skipped: 1, passed: 0 } as const;
+
+/** With --repeat: a case passes only if it passed every time; a failure in any run fails it, then an error, then a skip. */
 export function mergeResult(prev: CaseResult | undefined, next: CaseResult): CaseResult {
   if (!prev) return next;
   const failedRuns = (prev.failedRuns ?? (prev.status === 'failed' ? 1 : 0)) + (next.status === 'failed' ? 1 : 0);
   const skippedRuns = (prev.skippedRuns ?? (prev.status === 'skipped' ? 1 : 0)) + (next.status === 'skipped' ? 1 : 0);
   const runs = (prev.runs ?? 1) + 1;
   const counts = { failedRuns, skippedRuns, runs, ms: prev.ms + next.ms };
-  if (prev.status === 'failed') return { ...prev, ...counts };
-  if (next.status === 'failed') return { ...next, ...counts };
-  if (prev.status === 'skipped') return { ...prev, ...counts };
-  return { ...next, ...counts };
+  return RANK[next.status] > RANK[prev.status] ? { ...next, ...counts } : { ...prev, ...counts };
 }
 
-/** Deletes what the run created; a 404 means it was already deleted (by a case). */
-async function cleanUp(http: HttpClient, state: RunState, out: RunResults['cleanup']): Promise<void> {
+/**
+ * Deletes what the run created; a 404 means it was already deleted (by a case). A deletion that
+ * times out or is still refused with 429 after its retries is tried again, a few times.
+ */
+export async function cleanUp(http: HttpClient, state: RunState, out: RunResults['cleanup']): Promise<void> {
   for (const [app, id, key] of state.created) {
-    try {
-      const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}`, ...(key ? { key } : {}) });
-      if (ex.status === 200 || ex.status === 404) out.deleted += ex.status === 200 ? 1 : 0;
-      else out.failed.push(`${app}/${id}: HTTP ${ex.status}`);
-    } catch (err) {
-      out.failed.push(`${app}/${id}: ${(err as Error).message}`);
+    let last = '';
+    for (let attempt = 1; attempt <= CLEANUP_ATTEMPTS; attempt++) {
+      try {
+        const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}`, ...(key ? { key } : {}) });
+        if (ex.status === 200 || ex.status === 404) {
+          out.deleted += ex.status === 200 ? 1 : 0;
+          last = '';
+          break;
+        }
+        last = `HTTP ${ex.status}`;
+        if (ex.status !== 429 && ex.status < 500) break;
+      } catch (err) {
+        last = (err as Error).message;
+      }
     }
+    if (last) out.failed.push(`${app}/${id}: ${last}`);
   }
 }
-
-export { sectionTitle };

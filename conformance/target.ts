@@ -1,15 +1,20 @@
-// The target file of docs/target.md: what the suite needs to know about an implementation.
+// The target file of docs/target.md: what the suite needs to know about an implementation. Every
+// problem with it is a UsageError: one line, exit 2.
 import fs from 'node:fs/promises';
 import { z } from 'zod';
+import { TARGET_FORMAT_VERSION } from './version.ts';
 
 export const APP_KEYS = ['generative_ui', 'stream_default', 'knowledge_base', 'other_team', 'inactive', 'no_agent', 'rate_limited'] as const;
 export type AppKey = (typeof APP_KEYS)[number];
 /** A target key a case may need: `apps.<name>`, `publishable_key` or `other_team_api_key`. */
 export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key';
 
+const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key'] as const;
+
 const nonEmpty = z.string().min(1);
 
 export const TargetFile = z.looseObject({
+  version: z.int().min(1).optional(),
   base_url: nonEmpty.optional(),
   api_key: nonEmpty,
   app_id: nonEmpty,
@@ -26,22 +31,70 @@ export interface Target {
   apps: Partial<Record<AppKey, string>>;
   publishableKey?: string;
   otherTeamApiKey?: string;
+  /** Keys of a target written for a newer format version, which this suite ignores (named in the report). */
+  ignoredKeys?: string[];
 }
 
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+export interface TargetOverrides {
+  baseUrl?: string;
+  apiKey?: string;
+  /** Used only when neither the file nor `apiKey` gives a key (PARLEY_API_KEY). */
+  fallbackApiKey?: string;
+}
+
+/** Keys the file has that this suite's format version does not know: `generativ_ui` → `apps.generativ_ui`. */
+function unknownKeys(json: Record<string, unknown>): string[] {
+  const out = Object.keys(json).filter((k) => !(TOP_KEYS as readonly string[]).includes(k));
+  const apps = json.apps;
+  if (apps && typeof apps === 'object' && !Array.isArray(apps)) out.push(...Object.keys(apps).filter((k) => !(APP_KEYS as readonly string[]).includes(k)).map((k) => `apps.${k}`));
+  return out;
+}
+
+/** The known key nearest to a typo (at most two edits away), for the error message. */
+function nearest(key: string): string | undefined {
+  const known = [...TOP_KEYS, ...APP_KEYS.map((k) => `apps.${k}`)];
+  let best: [string, number] | undefined;
+  for (const k of known) {
+    const d = editDistance(key, k);
+    if (d <= 2 && (!best || d < best[1])) best = [k, d];
+  }
+  return best?.[0];
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
 /** Builds a Target from the file's JSON, with command-line overrides; every problem is a UsageError. */
-export function parseTarget(json: unknown, overrides: { baseUrl?: string; apiKey?: string } = {}, source = 'target'): Target {
+export function parseTarget(json: unknown, overrides: TargetOverrides = {}, source = 'target'): Target {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new UsageError(`${source}: a target is a JSON object`);
   const withOverrides = { ...(json as object) } as Record<string, unknown>;
   if (overrides.apiKey) withOverrides.api_key = overrides.apiKey;
+  else if (withOverrides.api_key === undefined && overrides.fallbackApiKey) withOverrides.api_key = overrides.fallbackApiKey;
+  if (withOverrides.api_key === undefined) throw new UsageError(`${source}: api_key is missing: pass --api-key KEY or set PARLEY_API_KEY (or add api_key to the file)`);
   const parsed = TargetFile.safeParse(withOverrides);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new UsageError(`${source}: ${issue.path.join('.') || '(file)'}: ${issue.message}`);
   }
   const t = parsed.data;
+  // The format's version rule: an unknown key is most often a typo, unless the target follows a newer format.
+  const unknown = unknownKeys(withOverrides);
+  const version = t.version ?? 1;
+  if (unknown.length > 0 && version <= TARGET_FORMAT_VERSION) {
+    const hints = unknown.map((k) => (nearest(k) ? `${k} (did you mean ${nearest(k)}?)` : k));
+    throw new UsageError(`${source}: unknown key${unknown.length > 1 ? 's' : ''} ${hints.join(', ')} in a version ${version} target; a target written for a newer suite says so with "version"`);
+  }
   const baseUrl = (overrides.baseUrl ?? t.base_url)?.replace(/\/+$/, '');
   if (!baseUrl) throw new UsageError(`${source}: base_url is required (in the file or as --base-url)`);
   let url: URL;
@@ -51,15 +104,25 @@ export function parseTarget(json: unknown, overrides: { baseUrl?: string; apiKey
     throw new UsageError(`${source}: base_url is not a URL: ${baseUrl}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${source}: base_url must be http(s): ${baseUrl}`);
+  // §9: the version is part of the base path.
+  if (!url.pathname.endsWith('/v1')) throw new UsageError(`${source}: base_url ${baseUrl} does not end in /v1 (§9)`);
   const apps: Partial<Record<AppKey, string>> = {};
   for (const k of APP_KEYS) {
     const v = t.apps?.[k];
     if (v) apps[k] = v;
   }
-  return { baseUrl, apiKey: t.api_key, appId: t.app_id, apps, publishableKey: t.publishable_key ?? undefined, otherTeamApiKey: t.other_team_api_key ?? undefined };
+  return {
+    baseUrl,
+    apiKey: t.api_key,
+    appId: t.app_id,
+    apps,
+    publishableKey: t.publishable_key ?? undefined,
+    otherTeamApiKey: t.other_team_api_key ?? undefined,
+    ...(unknown.length > 0 ? { ignoredKeys: unknown } : {}),
+  };
 }
 
-export async function loadTarget(file: string, overrides: { baseUrl?: string; apiKey?: string } = {}): Promise<Target> {
+export async function loadTarget(file: string, overrides: TargetOverrides = {}): Promise<Target> {
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');

@@ -51,7 +51,7 @@ test('the errors of §5.6 and §7 have a row per endpoint, streaming ones twice'
 
 test("the matrix carries a run's outcomes: json has it, pretty summarises it", () => {
   const results = CASES.map((c, i) => ({ id: c.id, section: c.section, level: c.level, description: c.description, status: i === 0 ? ('failed' as const) : ('passed' as const), ms: 1, ...(i === 0 ? { failure: { message: 'x' } } : {}) }));
-  const run = { runId: 'r', profile: 'reference', baseUrl: 'http://x/v1', appId: 'a', startedAt: '', ms: 1, results, summary: { passed: results.length - 1, failed: 1, skipped: 0 }, cleanup: { deleted: 0, failed: [] } } as RunResults;
+  const run = { runId: 'r', profile: 'reference', baseUrl: 'http://x/v1', appId: 'a', startedAt: '', ms: 1, results, summary: { passed: results.length - 1, failed: 1, skipped: 0, errored: 0 }, cleanup: { deleted: 0, failed: [] }, suite: { name: 'parley-conformance', version: '0.0.0' }, interfaceVersion: '1.0.0', preconditions: [], warnings: [], requests: { sent: 0, retried429: 0 } } as unknown as RunResults;
   const json = JSON.parse(render(run, 'json')) as { matrix: Array<{ id: string; cases: Array<{ id: string; status: string }> }> };
   assert.equal(json.matrix.length, CLAUSES.length);
   const first = CASES[0]!;

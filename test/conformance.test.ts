@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import { CASES, mergeResult, render, runConformance, selectCases, type CaseResult, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { generateDocs } from '../conformance/docs.ts';
-import { describeResponse, type Exchange } from '../conformance/http.ts';
+import { describeResponse } from '../conformance/evidence.ts';
+import type { Exchange } from '../conformance/http.ts';
 import { lookalike } from '../conformance/cases/common.ts';
 import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { startMutantProxy } from './support/mutant-proxy.ts';
@@ -198,7 +199,7 @@ describe('pieces', () => {
   test("a stream's evidence shows its end too, where a missing or late event shows", () => {
     const text = Array.from({ length: 200 }, (_, i) => `event: response.output_text.delta\ndata: {"delta":"${i}"}\n\n`).join('') + 'event: response.completed\ndata: {}\n\n';
     const ex = { status: 200, headers: new Headers({ 'content-type': 'text/event-stream' }), text, sse: { events: [], comments: [], parseErrors: [], ended: true } } as unknown as Exchange;
-    const shown = describeResponse(ex, []);
+    const shown = describeResponse(ex);
     assert.match(shown, /^HTTP 200\ncontent-type: text\/event-stream\n\nevent: response\.output_text\.delta\ndata: \{"delta":"0"\}/);
     assert.match(shown, /characters left out\) …[\s\S]*event: response\.completed\ndata: \{\}\n\n$/);
     assert.ok(shown.length < 1700, `${shown.length} characters`);
@@ -254,7 +255,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
   test('a passing run exits 0, redacts nothing it needs to, ends with the summary line', async () => {
     const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-*']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 skipped, 0 errored');
   });
 
   test('a failing run exits 1 and shows the request as curl with the key redacted', async () => {
@@ -267,7 +268,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     assert.equal(r.code, 1);
     assert.match(r.stdout, /curl -sS -X GET '.*\/config' -H "authorization: Bearer \$API_KEY"/);
     assert.ok(!r.stdout.includes(targetJson.api_key), 'the key is in the output');
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped, 0 errored');
     assert.match(await fs.readFile(out, 'utf8'), /<failure message="\[stream, generative_ui\]/);
   });
 
@@ -278,14 +279,14 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     const r = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-*', '--bail']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout.split('✗ S4.8-config-shape [MUST').length - 1, 1, r.stdout);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 2 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 2 skipped, 0 errored');
   });
 
   test('an --only that matches no case exits 2 with the reason', async () => {
     const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-typo']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--only 'S4\.8-typo' matches no case of profile spec/);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped, 0 errored');
   });
 
   test('usage errors and an unreachable target exit 2', async () => {

@@ -19,6 +19,7 @@ global --timeout (before \`conformance\`) or PARLEY_TIMEOUT applies, in seconds 
 Examples:
   parley conformance --target fixtures/target.json
   parley conformance --target vendor.json --profile reference --reporter junit --out report.xml
+  parley conformance --target vendor.json --expected-failures baseline.txt --reporter html --out report.html
   parley --base-url http://127.0.0.1:9000/v1 conformance --target fixtures/target.json --only 'S4.2-*' --timeout 5000
 `;
 

@@ -1,0 +1,102 @@
+// --reporter html: one self-contained page (no script, no external file), readable offline: the
+// summary, the clause matrix with each case's outcome, and the evidence of each failure.
+import { clauseMatrix, type MatrixRow } from './clauses.ts';
+import { sectionTitle } from './registry.ts';
+import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
+
+function esc(s: unknown): string {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+const anchor = (id: string) => `case-${id.replace(/[^A-Za-z0-9_.-]/g, '_')}`;
+
+function badge(outcome: Outcome | string | undefined, id?: string): string {
+  const o = outcome ?? 'not run';
+  const label = esc(o);
+  const inner = `<span class="b ${esc(o.replace(/\s/g, '-'))}">${id ? `${esc(id)} ` : ''}${label}</span>`;
+  return id ? `<a href="#${anchor(id)}">${inner}</a>` : inner;
+}
+
+function json(v: unknown): string {
+  return esc(typeof v === 'string' ? v : JSON.stringify(v, null, 2));
+}
+
+function exchangeHtml(e: EvidenceExchange, n: number): string {
+  const req = e.request;
+  const res = e.response;
+  const headers = (h: Record<string, string>) => Object.entries(h).map(([k, v]) => `${esc(k)}: ${esc(v)}`).join('\n');
+  const body = res.events
+    ? `<p>${res.events.length} events${res.ended === false ? ` (the stream did not end: ${esc(res.timedOut ?? 'cut short')})` : ''}</p><ol class="events">${res.events.map((ev) => `<li><code>${esc(ev.event)}</code> <pre>${json(ev.data)}</pre></li>`).join('')}</ol>`
+    : res.body !== undefined
+      ? `<pre>${json(res.body)}</pre>`
+      : '';
+  return `<details><summary>${n + 1}. ${esc(req.method)} ${esc(req.url)} → ${res.status ? `HTTP ${res.status}` : esc(res.error ?? 'no response')} <small>${res.ms} ms</small></summary>
+<h5>request</h5><pre>${headers(req.headers)}</pre>${req.body !== undefined ? `<pre>${json(req.body)}</pre>` : ''}
+<h5>response</h5><pre>${res.status ? `HTTP ${res.status}\n` : ''}${headers(res.headers)}</pre>${body}
+<h5>curl</h5><pre>${esc(e.curl)}</pre></details>`;
+}
+
+function failureHtml(r: CaseResult): string {
+  const f = r.failure!;
+  const exchanges = f.exchanges ?? [];
+  return `<section class="failure" id="${anchor(r.id)}"><h3>${badge(r.status)} ${esc(r.id)} <small>[${esc(r.level)}, ${esc(sectionTitle(r.section))}]</small></h3>
+<p>${esc(r.description)}</p><p class="msg">${esc(f.message)}</p>${r.expectedFailure !== undefined ? `<p>Expected failure (baseline): ${esc(r.expectedFailure)}</p>` : ''}
+${f.curl ? `<h4>the request that showed it</h4><pre>${esc(f.curl)}</pre>` : ''}${f.response ? `<h4>what came back</h4><pre>${esc(f.response)}</pre>` : ''}
+${exchanges.length ? `<h4>every request of the case (${exchanges.length})</h4>${exchanges.map(exchangeHtml).join('\n')}` : ''}
+${f.reproduction ? `<h4>reproduce</h4><pre>${esc(f.reproduction)}</pre>` : ''}</section>`;
+}
+
+function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
+  if (rows.length === 0) return '<p>This build of the suite has no clause matrix.</p>';
+  const byId = new Map(run.results.map((r) => [r.id, r.status]));
+  const body = rows
+    .map((row) => {
+      // The run's outcome of each case that names the clause ("not run" for one the run did not select).
+      const cases = row.cases.map((k) => badge((k.status === 'not run' ? undefined : k.status) ?? byId.get(k.id), k.id));
+      return `<tr><td><code>${esc(row.id)}</code></td><td>§${esc(row.section)}</td><td>${esc(row.text)}</td><td class="${esc(row.check)}">${esc(row.check)}${row.why ? `<br><small>${esc(row.why)}</small>` : ''}</td><td>${cases.join(' ') || '<em>no case</em>'}</td></tr>`;
+    })
+    .join('\n');
+  return `<table class="matrix"><thead><tr><th>clause</th><th>section</th><th>text</th><th>checked</th><th>cases</th></tr></thead><tbody>\n${body}\n</tbody></table>`;
+}
+
+const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#1f2328}
+table{border-collapse:collapse;width:100%;margin:1em 0}td,th{border:1px solid #d0d7de;padding:.3em .5em;vertical-align:top;text-align:left}
+pre{background:#f6f8fa;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all;margin:.3em 0}
+.b{display:inline-block;border-radius:.8em;padding:0 .6em;font-size:12px;margin:1px;color:#fff;background:#6e7781}
+.passed{background:#1a7f37}.failed{background:#cf222e}.errored{background:#bc4c00}.skipped{background:#9a6700}
+td.exact,td.weak,td.none{background:none}a{text-decoration:none}.msg{font-weight:600;color:#cf222e}
+.failure{border-top:2px solid #d0d7de;margin-top:1.5em}summary{cursor:pointer}ol.events pre{display:inline-block;margin:0;vertical-align:top}`;
+
+/** `rows`: the clause matrix (by default `clauseMatrix` of the run's results). */
+export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run.results)): string {
+  const s = run.summary;
+  const failed = run.results.filter((r) => r.status === 'failed');
+  const sections = [...new Set(run.results.map((r) => r.section))];
+  const caseRows = sections
+    .map((sec) => {
+      const rs = run.results.filter((r) => r.section === sec);
+      return `<tr><th colspan="3">${esc(sectionTitle(sec))}</th></tr>${rs
+        .map((r) => `<tr${r.status === 'failed' ? '' : ` id="${anchor(r.id)}"`}><td>${r.status === 'failed' ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}</td></tr>`)
+        .join('')}`;
+    })
+    .join('\n');
+  const pre = run.preconditions.filter((p) => p.blocked.length > 0);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>Conformance: ${esc(run.baseUrl)}: ${s.passed} passed, ${s.failed} failed</title><style>${CSS}</style></head><body>
+<h1>Conformance report</h1>
+<p>${esc(run.suite.name)} ${esc(run.suite.version)} judging interface ${esc(run.interfaceVersion)}, profile <b>${esc(run.profile)}</b>, against <code>${esc(run.baseUrl)}</code> (app <code>${esc(run.appId)}</code>); run ${esc(run.runId)}, started ${esc(run.startedAt)}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests.</p>
+<h2>Summary</h2>
+<p>${badge('passed')} ${s.passed} ${badge('failed')} ${s.failed} ${badge('skipped')} ${s.skipped} ${badge('errored')} ${s.errored}${run.interrupted ? ` — interrupted (${esc(run.interrupted)})` : ''}</p>
+${run.baseline ? `<p>Baseline <code>${esc(run.baseline.file)}</code>: ${run.baseline.expected} expected failures${run.baseline.stale.length ? `; <b>stale</b> (now passing, they fail the run): ${run.baseline.stale.map((id) => `<code>${esc(id)}</code>`).join(', ')}` : ''}</p>` : ''}
+${run.warnings.length ? `<h3>Warnings</h3><ul>${run.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>` : ''}
+${pre.length ? `<h3>Failed preconditions</h3><ul>${pre.map((p) => `<li><b>${esc(p.name)}</b> (shown by <a href="#${anchor(p.shownBy)}">${esc(p.shownBy)}</a>): ${esc(p.message)}<br>blocked ${p.blocked.length}: ${p.blocked.map((id) => `<code>${esc(id)}</code>`).join(', ')}</li>`).join('')}</ul>` : ''}
+${run.cleanup.failed.length ? `<p>Cleanup could not delete: ${esc(run.cleanup.failed.join('; '))}</p>` : `<p>${run.cleanup.deleted} conversations the run created were deleted at its end.</p>`}
+<h2>Clause matrix</h2>
+${matrixHtml(run, rows)}
+<h2>Cases</h2>
+<table class="cases">${caseRows}</table>
+<h2>Failures (${failed.length})</h2>
+${failed.map(failureHtml).join('\n') || '<p>None.</p>'}
+</body></html>`;
+}

@@ -1,0 +1,101 @@
+// What a run returns and every reporter renders. Its own module so that the runner and the reporters
+// both depend on it and never on each other.
+import type { Level, Profile } from './context.ts';
+
+export type Outcome = 'passed' | 'failed' | 'skipped' | 'errored';
+export const OUTCOMES: readonly Outcome[] = ['passed', 'failed', 'skipped', 'errored'];
+
+/** One request and its response, as the JSON report carries it (the key replaced by `$API_KEY`). */
+export interface EvidenceExchange {
+  request: { method: string; url: string; headers: Record<string, string>; body?: unknown };
+  response: {
+    /** 0 when no response came (the error is in `error`). */
+    status: number;
+    headers: Record<string, string>;
+    /** Parsed when it is JSON, else the text; absent for a stream (see `events`). */
+    body?: unknown;
+    /** The SSE events of a stream, in order (`data` parsed when it is JSON). */
+    events?: Array<{ event: string; data: unknown; id?: string }>;
+    /** For a stream: whether it ended by itself, or why the suite stopped reading. */
+    ended?: boolean;
+    timedOut?: 'idle' | 'total';
+    error?: string;
+    ms: number;
+  };
+  /** The request as a curl command (`curl -N` for a stream). */
+  curl: string;
+}
+
+export interface FailureDetail {
+  message: string;
+  /** The request that showed the failure, as a curl command with the key replaced by `$API_KEY`. */
+  curl?: string;
+  /** What came back to that request, shortened for reading. */
+  response?: string;
+  /** Every request of the case and its response, in order (not only the one that showed the failure). */
+  exchanges?: EvidenceExchange[];
+  /** A shell script that replays the case's requests, ids taken from earlier answers (for multi-step cases). */
+  reproduction?: string;
+}
+
+export interface CaseResult {
+  id: string;
+  section: string;
+  level: Level;
+  description: string;
+  status: Outcome;
+  /** Why it was skipped, or (errored) which precondition blocked it. */
+  reason?: string;
+  /** Target keys it needs that the target lacks. */
+  missing?: string[];
+  failure?: FailureDetail;
+  /** Errored: the precondition that failed (its failure is in `RunResults.preconditions`). */
+  blockedBy?: string;
+  /** Listed in the --expected-failures file, with this reason. */
+  expectedFailure?: string;
+  /** With --repeat: how many of the runs failed or were skipped, of how many. */
+  failedRuns?: number;
+  skippedRuns?: number;
+  runs?: number;
+  ms: number;
+}
+
+/** A precondition that failed: shown once, with the cases it blocked. */
+export interface PreconditionResult {
+  name: string;
+  /** The case that ran it (and failed with its evidence). */
+  shownBy: string;
+  message: string;
+  /** The cases reported as errored because of it. */
+  blocked: string[];
+}
+
+export type Summary = Record<Outcome, number>;
+
+export interface RunResults {
+  suite: { name: string; version: string };
+  /** The interface version the cases judge. */
+  interfaceVersion: string;
+  runId: string;
+  /** With the interface version it judges: `spec-1.0.0`, `reference-1.0.0`. */
+  profile: string;
+  baseUrl: string;
+  appId: string;
+  startedAt: string;
+  ms: number;
+  results: CaseResult[];
+  summary: Summary;
+  preconditions: PreconditionResult[];
+  /** What the preflight found allowed but suspicious (a 404 for apps.other_team, …). */
+  warnings: string[];
+  /** With --expected-failures: the listed cases that passed (they fail the run) and the ids that match no case run. */
+  baseline?: { file: string; expected: number; stale: string[]; unknown: string[] };
+  /** Requests sent, and how many answers were 429s retried after their Retry-After. */
+  requests: { sent: number; retried429: number };
+  /** What the run created and deleted at the end. */
+  cleanup: { deleted: number; failed: string[] };
+  /** Why the run was stopped before its end (`SIGINT`, …). */
+  interrupted?: string;
+}
+
+export type { Profile };

@@ -1,0 +1,427 @@
+// The conformance suite as a product for another team's CI: the preflight, the outcomes (errored
+// grouped under its precondition), baselines, the evidence of a failure (and a script that replays it),
+// hosted servers (Retry-After, --rate-limit), versions, the HTML report, and modules without a circle.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { applyBaseline, baselineText, parseBaseline } from '../conformance/baseline.ts';
+import { exchangeCurl, reproduction, toCurl, toEvidence } from '../conformance/evidence.ts';
+import { renderHtml } from '../conformance/html.ts';
+import { HttpClient, type Exchange } from '../conformance/http.ts';
+import { isCounted, Pacer, parseRate, retryAfterMs } from '../conformance/pace.ts';
+import { CaseContext, type RunState } from '../conformance/context.ts';
+import { cleanUp, exitCode, PreflightError, render, resolveProfile, runConformance, type CaseResult, type RunResults } from '../conformance/run.ts';
+import { parseTarget, type Target } from '../conformance/target.ts';
+import { FIXTURES_DIR, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { startMutantProxy, type MutantHooks } from './support/mutant-proxy.ts';
+
+const exec = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
+
+let s: TestServer;
+let target: Target;
+before(async () => {
+  s = await startTestServer();
+  target = parseTarget(targetJson, { baseUrl: s.baseUrl });
+});
+after(() => s.close());
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], { cwd: ROOT, timeout: 60_000, env: { ...process.env, PARLEY_API_KEY: '', ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function writeTarget(json: unknown): Promise<string> {
+  const file = path.join(await tempDir(), 'target.json');
+  await fs.writeFile(file, JSON.stringify(json));
+  return file;
+}
+
+/** A run of `only` through a proxy with `hooks` in front of a fresh server; the server's list of app_demo after it. */
+async function throughProxy(hooks: MutantHooks, opts: Omit<Parameters<typeof runConformance>[0], 'target'>): Promise<{ run: RunResults; left: unknown[] }> {
+  const fresh = await startTestServer();
+  const proxy = await startMutantProxy(fresh.baseUrl, hooks);
+  try {
+    const run = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), handleSignals: false, ...opts });
+    const left = (await fresh.call('GET', `/apps/${targetJson.app_id}/conversations?limit=100`)).body.data;
+    return { run, left };
+  } finally {
+    await proxy.close();
+    await fresh.close();
+  }
+}
+
+describe('the target file', () => {
+  test('an unknown key is a usage error that names the key it may be a typo of', () => {
+    assert.throws(() => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'), /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 1 target/);
+    assert.throws(() => parseTarget({ ...targetJson, api_kye: 'x' }), /unknown key api_kye \(did you mean api_key\?\)/);
+  });
+
+  test('a target of a newer format version: its unknown keys are named and ignored', async () => {
+    const t = parseTarget({ ...targetJson, version: 2, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' }, { baseUrl: s.baseUrl });
+    assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
+    const warnings: string[] = [];
+    const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
+    assert.equal(r.summary.passed, 1);
+    assert.match(r.warnings[0]!, /newer format .*version 1\); ignored: region, apps\.voice$/);
+    assert.deepEqual(warnings, r.warnings);
+  });
+
+  test('a missing api_key says how to give one; PARLEY_API_KEY fills it in, never replaces it', () => {
+    const { api_key: _, ...noKey } = targetJson;
+    assert.throws(() => parseTarget(noKey), /api_key is missing: pass --api-key KEY or set PARLEY_API_KEY/);
+    assert.equal(parseTarget(noKey, { fallbackApiKey: 'sk_live_env' }).apiKey, 'sk_live_env');
+    assert.equal(parseTarget(targetJson, { fallbackApiKey: 'sk_live_env' }).apiKey, targetJson.api_key);
+    assert.equal(parseTarget(targetJson, { apiKey: 'sk_live_flag', fallbackApiKey: 'sk_live_env' }).apiKey, 'sk_live_flag');
+  });
+
+  test('base_url must end in /v1; other_team_api_key is read', () => {
+    assert.throws(() => parseTarget({ ...targetJson, base_url: 'http://127.0.0.1:1/v2' }), /base_url http:\/\/127\.0\.0\.1:1\/v2 does not end in \/v1 \(§9\)/);
+    assert.equal(parseTarget({ ...targetJson, other_team_api_key: OTHER_TEAM_KEY }).otherTeamApiKey, OTHER_TEAM_KEY);
+  });
+});
+
+describe('preflight: one clear line before any case', () => {
+  const refused = (json: unknown) => runConformance({ target: parseTarget(json, { baseUrl: s.baseUrl }), only: 'S4.8-*', handleSignals: false });
+
+  test('a wrong key, an unknown main app, an app of the target that cannot be used: PreflightError, no case run', async () => {
+    await assert.rejects(refused({ ...targetJson, api_key: 'sk_live_wrong' }), (e: Error) => e instanceof PreflightError && /^the key was refused: GET .*\/apps\/app_demo\/config answered 401 invalid_api_key; check api_key \(or --api-key, PARLEY_API_KEY\)$/.test(e.message));
+    await assert.rejects(refused({ ...targetJson, app_id: 'app_typo' }), /the main app does not answer: .* answered 404 not_found; check app_id/);
+    await assert.rejects(refused({ ...targetJson, app_id: targetJson.apps.inactive }), /app_id app_inactive must be an active app with an agent: .* answered 403 app_inactive/);
+    await assert.rejects(refused({ ...targetJson, apps: { ...targetJson.apps, generative_ui: 'app_typo' } }), /apps\.generative_ui \(app_typo\) cannot be used: its config answered 404 not_found/);
+    await assert.rejects(refused({ ...targetJson, other_team_api_key: 'sk_live_wrong' }), /other_team_api_key was refused/);
+    await assert.rejects(refused({ ...targetJson, other_team_api_key: targetJson.api_key }), /other_team_api_key must be a key of the team that owns apps\.other_team: .* answered 403 access_denied/);
+    // The right one passes.
+    assert.equal((await refused({ ...targetJson, other_team_api_key: OTHER_TEAM_KEY })).summary.passed, 3);
+  });
+
+  test('what the interface allows but looks wrong is a warning, and the run goes on', async () => {
+    const r = await runConformance({
+      // Without other_team_api_key: with it, a wrong apps.other_team is a refusal (the key's own app must answer).
+      target: parseTarget({ ...targetJson, other_team_api_key: undefined, apps: { ...targetJson.apps, other_team: 'app_typo', stream_default: targetJson.app_id } }, { baseUrl: s.baseUrl }),
+      only: 'S4.8-config-shape',
+    });
+    assert.equal(r.summary.passed, 1);
+    assert.equal(r.warnings.length, 2, r.warnings.join('\n'));
+    assert.match(r.warnings[0]!, /^apps\.stream_default \(app_demo\): its config says stream false/);
+    assert.match(r.warnings[1]!, /^apps\.other_team \(app_typo\) answered 404 to api_key: the interface allows it/);
+  });
+
+  test('the command: exit 2 with one line on stderr; a missing key names --api-key and PARLEY_API_KEY', async () => {
+    const wrong = await cli(['--target', await writeTarget({ ...targetJson, api_key: 'sk_live_wrong' }), '--base-url', s.baseUrl]);
+    assert.equal(wrong.code, 2);
+    assert.equal(wrong.stderr.trim().split('\n').length, 1, wrong.stderr);
+    assert.match(wrong.stderr, /^conformance: the key was refused/);
+    assert.equal(wrong.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped, 0 errored');
+    const { api_key: _, ...noKey } = targetJson;
+    const file = await writeTarget(noKey);
+    const missing = await cli(['--target', file, '--base-url', s.baseUrl]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /api_key is missing: pass --api-key KEY or set PARLEY_API_KEY/);
+    const fromEnv = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape'], { PARLEY_API_KEY: targetJson.api_key });
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    const typo = await cli(['--target', await writeTarget({ ...targetJson, apps: { generativ_ui: 'app_genui' } }), '--base-url', s.baseUrl]);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\)/);
+  });
+});
+
+describe('outcomes', () => {
+  test('a failed precondition: the case that ran it fails with its evidence; the cases it blocked are errored, grouped under it', async () => {
+    const hooks: MutantHooks = {
+      request: (req) => (req.method === 'POST' && req.path.endsWith('/conversations') ? { status: 500, headers: { 'content-type': 'application/json' }, body: '', json: { error: { message: 'boom', type: 'internal_error' } } } : undefined),
+    };
+    const { run } = await throughProxy(hooks, { only: 'S4.3-*', profile: 'reference' });
+    assert.deepEqual(
+      run.results.map((r) => [r.id, r.status]),
+      [
+        ['S4.3-get-shape', 'failed'],
+        ['S4.3-get-new-has-no-items', 'errored'],
+        ['S4.3-get-unknown-404', 'errored'],
+      ],
+    );
+    assert.match(run.results[0]!.failure!.message, /^precondition "baseline: create conversation" did not pass: create conversation: expected HTTP 200, got 500/);
+    assert.equal(run.results[1]!.blockedBy, 'baseline: create conversation');
+    assert.deepEqual(run.preconditions, [{ name: 'baseline: create conversation', shownBy: 'S4.3-get-shape', message: run.results[0]!.failure!.message, blocked: ['S4.3-get-new-has-no-items', 'S4.3-get-unknown-404'] }]);
+    assert.deepEqual(run.summary, { passed: 0, failed: 1, skipped: 0, errored: 2 });
+    const pretty = render(run, 'pretty');
+    assert.equal(pretty.split('did not pass: create conversation').length - 1, 2, 'shown once in the failure, once in the precondition block');
+    assert.match(pretty, /blocked 2: S4\.3-get-new-has-no-items, S4\.3-get-unknown-404/);
+    assert.match(render(run, 'junit'), /<error message="blocked: precondition &quot;baseline: create conversation&quot; failed \(shown by S4\.3-get-shape\)" type="precondition"\/>/);
+    assert.equal(exitCode(run), 1);
+  });
+
+  test('exit codes: a skip fails the run only with --fail-on-skip', async () => {
+    const run = { results: [{ id: 'S9-x', status: 'skipped' }], summary: { passed: 0, failed: 0, skipped: 1, errored: 0 } } as unknown as RunResults;
+    assert.equal(exitCode(run), 0);
+    assert.equal(exitCode(run, { failOnSkip: true }), 1);
+    const { publishable_key: _, ...noPk } = targetJson;
+    const args = ['--target', await writeTarget(noPk), '--base-url', s.baseUrl, '--only', 'S5-publishable-key-refused'];
+    assert.equal((await cli(args)).code, 0);
+    const strict = await cli([...args, '--fail-on-skip']);
+    assert.equal(strict.code, 1);
+    assert.equal(strict.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 1 skipped, 0 errored');
+  });
+});
+
+describe('baseline', () => {
+  const result = (id: string, status: CaseResult['status']): CaseResult => ({ id, section: '4.8', level: 'MUST', description: id, status, ms: 0, ...(status === 'failed' ? { failure: { message: `${id} broke\nsecond line` } } : {}) });
+
+  test('the file: one case a line with its reason; comments; a line without a reason or an unknown id is a usage error', () => {
+    const b = parseBaseline('# ours\n\nS4.8-config-shape   colors come in v2 (#123)\nS4.8-config-generative-ui flag\n', 'b.txt');
+    assert.deepEqual([...b], [['S4.8-config-shape', 'colors come in v2 (#123)'], ['S4.8-config-generative-ui', 'flag']]);
+    assert.throws(() => parseBaseline('S4.8-config-shape\n', 'b.txt'), /^UsageError: b\.txt:1: "S4\.8-config-shape" has no reason/);
+    assert.throws(() => parseBaseline('\nS4.8-config-shap typo\n', 'b.txt'), /b\.txt:2: S4\.8-config-shap is no case of this suite/);
+  });
+
+  test('a listed case that fails does not fail the run; one that passes does (stale)', () => {
+    const baseline = parseBaseline('S4.8-config-shape known\nS4.8-config-stream-default fixed since\n', 'b.txt');
+    const results = [result('S4.8-config-shape', 'failed'), result('S4.8-config-generative-ui', 'passed')];
+    const run = { results, summary: { passed: 1, failed: 1, skipped: 0, errored: 0 } } as unknown as RunResults;
+    run.baseline = applyBaseline(results, baseline, 'b.txt');
+    assert.deepEqual(run.baseline, { file: 'b.txt', expected: 1, stale: [], unknown: ['S4.8-config-stream-default'] });
+    assert.equal(exitCode(run), 0);
+    results.push(result('S4.8-config-stream-default', 'passed'));
+    run.baseline = applyBaseline(results, baseline, 'b.txt');
+    assert.deepEqual(run.baseline.stale, ['S4.8-config-stream-default']);
+    assert.equal(exitCode(run), 1);
+  });
+
+  test('--write-baseline then --expected-failures: the same failing run exits 0, and 1 once the case passes', async () => {
+    const dir = await tempDir();
+    const broken = await writeTarget({ ...targetJson, app_id: targetJson.apps.stream_default });
+    const file = path.join(dir, 'baseline.txt');
+    const first = await cli(['--target', broken, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape', '--write-baseline', file]);
+    assert.equal(first.code, 1);
+    const written = await fs.readFile(file, 'utf8');
+    assert.match(written, /^S4\.8-config-shape \[stream, generative_ui\]/m);
+    assert.deepEqual([...parseBaseline(written, file).keys()], ['S4.8-config-shape']);
+    const again = await cli(['--target', broken, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape', '--expected-failures', file]);
+    assert.equal(again.code, 0, again.stdout);
+    assert.equal(again.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped, 0 errored (baseline: 1 expected failure, 0 stale)');
+    const fixed = await cli(['--target', await writeTarget(targetJson), '--base-url', s.baseUrl, '--only', 'S4.8-config-shape', '--expected-failures', file]);
+    assert.equal(fixed.code, 1);
+    assert.match(fixed.stdout, /stale \(listed, but now passing: delete these lines; they fail the run\): S4\.8-config-shape/);
+    assert.equal(baselineText({ ...JSON.parse(JSON.stringify({ suite: { name: 'n', version: '1' } })), results: [result('S4.8-config-shape', 'failed')] } as RunResults).split('\n').at(-2), 'S4.8-config-shape S4.8-config-shape broke');
+  });
+});
+
+describe('evidence', () => {
+  const req = (body: unknown, key = 'x'): Exchange['request'] => ({ method: 'POST', url: 'http://h/v1/apps/a/conversations/c/messages', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  test('the key is replaced only in the Authorization header: a short key such as x never garbles a body', () => {
+    const curl = toCurl(req({ message: { content: 'x marks the spot' }, stream: true }), [['x', 'API_KEY']], { stream: true });
+    assert.equal(curl, `curl -sS -N -X POST 'http://h/v1/apps/a/conversations/c/messages' -H "authorization: Bearer $API_KEY" -H 'content-type: application/json' --data-binary '{"message":{"content":"x marks the spot"},"stream":true}'`);
+    // A header that is not the key stays as it is, even when it contains it.
+    assert.match(toCurl({ ...req({}), headers: { authorization: 'Bearer other', 'x-note': 'x' } }, [['x', 'API_KEY']]), /-H 'authorization: Bearer other' -H 'x-note: x'/);
+  });
+
+  test('the JSON evidence: status, headers, a JSON body parsed, a stream as its list of events; curl -N for a stream', () => {
+    const ex = {
+      request: req({ message: { content: 'hi' }, stream: true }, 'sk_live_k'),
+      status: 200,
+      headers: new Headers({ 'content-type': 'text/event-stream' }),
+      text: '…',
+      json: undefined,
+      sse: { events: [{ event: 'response.created', data: '{"id":"r1"}', json: { id: 'r1' } }, { event: 'ping', data: 'not json', json: undefined }], comments: [], parseErrors: [], ended: false, timedOut: 'idle' },
+      ms: 5,
+    } as Exchange;
+    const e = toEvidence(ex, [['sk_live_k', 'API_KEY']]);
+    assert.deepEqual(e.request, { method: 'POST', url: ex.request.url, headers: { authorization: 'Bearer $API_KEY', 'content-type': 'application/json' }, body: { message: { content: 'hi' }, stream: true } });
+    assert.deepEqual(e.response, { status: 200, headers: { 'content-type': 'text/event-stream' }, events: [{ event: 'response.created', data: { id: 'r1' } }, { event: 'ping', data: 'not json' }], ended: false, timedOut: 'idle', ms: 5 });
+    assert.match(e.curl, /^curl -sS -N -X POST/);
+    assert.match(exchangeCurl({ ...ex, sse: undefined, request: req({ stream: false }) }, []), /^curl -sS -X POST/);
+  });
+
+  test('a multi-step failure: every exchange in the report, and a script that replays them with the ids it creates', async () => {
+    // The new title is never read back: S4.4-update-title fails on its third request.
+    const hooks: MutantHooks = { response: (res, r) => void (r.method === 'GET' && res.json?.title === 'Renamed by conformance' && (res.json.title = 'Old')) };
+    const fresh = await startTestServer();
+    const proxy = await startMutantProxy(fresh.baseUrl, hooks);
+    try {
+      const run = await runConformance({ target: parseTarget({ ...targetJson, api_key: targetJson.api_key }, { baseUrl: proxy.baseUrl }), only: 'S4.4-update-title', handleSignals: false });
+      const f = run.results[0]!.failure!;
+      assert.equal(run.results[0]!.status, 'failed');
+      assert.deepEqual(f.exchanges!.map((e) => `${e.request.method} ${e.response.status}`), ['POST 200', 'PATCH 200', 'GET 200']);
+      assert.equal((f.exchanges![2]!.response.body as { title: string }).title, 'Old');
+      const json = JSON.parse(render(run, 'json'));
+      assert.equal(json.results[0].failure.exchanges.length, 3);
+      assert.ok(!render(run, 'json').includes(targetJson.api_key), 'the key is in the JSON report');
+      // The run deleted its conversation: the script creates its own and uses that id.
+      const script = path.join(await tempDir(), 'repro.sh');
+      await fs.writeFile(script, f.reproduction!);
+      const { stdout } = await exec('sh', [script], { env: { ...process.env, API_KEY: targetJson.api_key } });
+      const bodies = stdout.trim().split('\n').map((l) => JSON.parse(l));
+      assert.equal(bodies.length, 3, stdout);
+      assert.equal(bodies[1].id, bodies[0].id);
+      assert.deepEqual([bodies[1].title, bodies[2].title, bodies[2].id], ['Renamed by conformance', 'Old', bodies[0].id]);
+    } finally {
+      await proxy.close();
+      await fresh.close();
+    }
+  });
+
+  test('a reproduction quotes for the shell: $ and quotes in a body stay literal', () => {
+    const ex = (body: string, json: unknown): Exchange => ({ request: { method: 'POST', url: 'http://h/v1/apps/a/conversations', headers: { authorization: 'Bearer k' }, body }, status: 200, headers: new Headers(), text: '', json, ms: 1 });
+    const script = reproduction([ex('{"title":"$HOME \\"q\\" `x`"}', { id: 'conv_123456' }), ex('{"after":"conv_123456"}', {})], [['k', 'API_KEY']], 'http://h/v1', 't');
+    assert.match(script, /--data-binary "\{\\"title\\":\\"\\\$HOME \\\\\\"q\\\\\\" \\`x\\`\\"\}"/);
+    assert.match(script, /ID_1_1=\$\(printf '%s' "\$R1" \| json_get 'id'\)/);
+    assert.match(script, /--data-binary "\{\\"after\\":\\"\$\{ID_1_1\}\\"\}"/);
+  });
+});
+
+describe('hosted servers', () => {
+  test('--rate-limit spaces every request; counted requests stay under 3,000 a minute by default', async () => {
+    let now = 0;
+    const waits: number[] = [];
+    const clock = { now: () => now, sleep: async (ms: number) => void (waits.push(ms), (now += Math.max(0, ms))) };
+    const paced = new Pacer({ perSecond: 5, ...clock });
+    for (let i = 0; i < 3; i++) await paced.before('GET', '/apps/a/config');
+    assert.deepEqual(waits, [0, 200, 200]);
+    waits.length = 0;
+    now = 0;
+    const counted = new Pacer({ countedPerMinute: 2, ...clock });
+    await counted.before('POST', '/apps/a/completions');
+    await counted.before('GET', '/apps/a/config');
+    await counted.before('POST', '/apps/a/conversations/c/messages');
+    await counted.before('POST', '/apps/a/completions');
+    assert.deepEqual(waits, [0, 0, 0, 60_000], 'the third counted request waits for the first to leave the minute');
+    assert.ok(isCounted('POST', '/apps/a/conversations/c/messages?x=1') && !isCounted('POST', '/apps/a/conversations') && !isCounted('GET', '/apps/a/completions'));
+    assert.deepEqual([parseRate('5/s'), parseRate('120/min'), parseRate('2')], [5, 2, 2]);
+    assert.match(String(parseRate('fast')), /--rate-limit must be a positive rate/);
+    assert.deepEqual([retryAfterMs('2'), retryAfterMs(new Date(10_000).toUTCString(), 4_000), retryAfterMs(null), retryAfterMs('soon')], [2000, 6000, undefined, undefined]);
+  });
+
+  test('a 429 is sent again after its Retry-After (never on the rate-limited app), cleanup included: the run passes and deletes everything', async () => {
+    const refusedOnce = new Set<string>();
+    const hooks: MutantHooks = {
+      request(req) {
+        const key = `${req.method} ${req.path}`;
+        if (req.method === 'GET' || refusedOnce.has(key)) return;
+        refusedOnce.add(key);
+        return { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '0' }, body: '', json: { error: { message: 'slow down', type: 'rate_limit_exceeded', param: null, code: null } } };
+      },
+    };
+    const { run, left } = await throughProxy(hooks, { only: 'S4.1-*,S4.4-update-title' });
+    assert.deepEqual(run.summary, { passed: 5, failed: 0, skipped: 0, errored: 0 }, JSON.stringify(run.results.filter((r) => r.status !== 'passed')));
+    assert.ok(run.requests.retried429 >= 5, `${run.requests.retried429} retried`);
+    assert.ok([...refusedOnce].some((k) => k.startsWith('DELETE')), 'the cleanup met a 429');
+    assert.deepEqual(left, []);
+    assert.deepEqual(run.cleanup.failed, []);
+
+    let calls = 0;
+    const always429 = await startMutantProxy(s.baseUrl, { request: (r) => (calls++, { status: 429, headers: { 'retry-after': r.path.endsWith('/metrics') ? '120' : '0' }, body: '{}' }) });
+    try {
+      const client = new HttpClient({ baseUrl: always429.baseUrl, apiKey: 'k', timeoutMs: 5000, totalMs: 5000, retry429: { max: 3, maxWaitMs: 60_000, unless: (p) => p.startsWith('/apps/app_limited/') } });
+      assert.equal((await client.send({ method: 'GET', path: '/apps/app_limited/config' })).status, 429);
+      assert.equal(calls, 1, 'the rate-limited app is not retried');
+      assert.equal((await client.send({ method: 'GET', path: '/apps/app_demo/config' })).status, 429);
+      assert.equal(calls, 5, 'bounded: three retries');
+      calls = 0;
+      await client.send({ method: 'GET', path: '/apps/app_demo/metrics' });
+      assert.equal(calls, 1, 'a Retry-After beyond the bound is not waited for');
+    } finally {
+      await always429.close();
+    }
+  });
+
+  test('a deletion that times out is tried again: what the run created is deleted even from a slow server', async () => {
+    const hung = new Set<string>();
+    const hooks: MutantHooks = {
+      takeover(req) {
+        if (req.method !== 'DELETE' || hung.has(req.path)) return false;
+        hung.add(req.path);
+        return true; // never answered
+      },
+    };
+    const { run, left } = await throughProxy(hooks, { only: 'S4.3-get-shape', timeoutMs: 500 });
+    assert.equal(run.results[0]!.status, 'passed');
+    assert.ok(hung.size >= 1);
+    assert.deepEqual([run.cleanup.deleted, run.cleanup.failed, left], [1, [], []]);
+  });
+
+  test("a conversation created with another team's key is deleted with that key", async () => {
+    const http = new HttpClient({ baseUrl: s.baseUrl, apiKey: target.apiKey, timeoutMs: 5000, totalMs: 5000 });
+    const state: RunState = { target, profile: 'spec', runId: 'r', http, memo: new Map(), timeoutMs: 5000, settleTimeoutMs: 5000, created: [] };
+    const ctx = new CaseContext(state, { id: 'S9-x', section: '9', level: 'MUST', description: 'x', clauses: [], run: async () => {} });
+    const other = targetJson.apps.other_team;
+    await ctx.send({ method: 'POST', path: `/apps/${other}/conversations`, body: {}, key: OTHER_TEAM_KEY });
+    await ctx.send({ method: 'POST', path: `/apps/${target.appId}/conversations`, body: {} });
+    assert.deepEqual(state.created.map((c) => [c[0], c[2]]), [[other, OTHER_TEAM_KEY], [target.appId, undefined]]);
+    const out = { deleted: 0, failed: [] as string[] };
+    await cleanUp(http, state, out);
+    assert.deepEqual(out, { deleted: 2, failed: [] });
+  });
+
+  test('--rate-limit 5/s: a whole run of a selection completes and cleans up', async () => {
+    const fresh = await startTestServer();
+    try {
+      const r = await cli(['--target', path.join(FIXTURES_DIR, 'target.json'), '--base-url', fresh.baseUrl, '--only', 'S4.3-*', '--profile', 'reference', '--rate-limit', '5/s', '--reporter', 'json']);
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const report = JSON.parse(r.stdout.slice(0, r.stdout.lastIndexOf('\nconformance:')));
+      assert.equal(report.summary.passed, 3);
+      assert.equal(report.cleanup.deleted, 1);
+      assert.deepEqual((await fresh.call('GET', `/apps/${targetJson.app_id}/conversations`)).body.data, []);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
+describe('versions and reports', () => {
+  test('every report names the suite version, the interface version and the profile with the version it judges', async () => {
+    const run = await runConformance({ target, only: 'S4.8-config-shape', profile: 'spec-1.0.0' });
+    const pkg = JSON.parse(await fs.readFile(path.join(ROOT, 'package.json'), 'utf8'));
+    assert.deepEqual([run.suite.version, run.interfaceVersion, run.profile], [pkg.version, '1.0.0', 'spec-1.0.0']);
+    assert.match(render(run, 'pretty'), new RegExp(`parley-conformance ${pkg.version}, interface 1\\.0\\.0, profile spec-1\\.0\\.0`));
+    assert.match(render(run, 'junit'), /<property name="interface_version" value="1\.0\.0"\/>/);
+    assert.match(render(run, 'tap'), /\n# parley-conformance \S+, interface 1\.0\.0, profile spec-1\.0\.0\n/);
+    assert.match(render(run, 'html'), /judging interface 1\.0\.0, profile <b>spec-1\.0\.0<\/b>/);
+    assert.deepEqual([resolveProfile('spec'), resolveProfile('reference-1.0.0')], ['spec', 'reference']);
+    assert.throws(() => resolveProfile('spec-2.0.0'), /unknown profile "spec-2\.0\.0": this suite judges interface 1\.0\.0/);
+  });
+
+  test('html: self-contained (no script, nothing fetched), with the summary, the clause matrix and each failure', async () => {
+    const run = await runConformance({ target: parseTarget({ ...targetJson, app_id: targetJson.apps.stream_default }, { baseUrl: s.baseUrl }), only: 'S4.8-config-shape,S4.8-config-generative-ui' });
+    const rows = [{ id: 'C-4.8-1', section: '4.8', text: 'config <answers> 200', check: 'exact' as const, cases: [{ id: 'S4.8-config-shape', level: 'MUST' as const, status: 'failed' as const }] }];
+    const html = renderHtml(run, rows);
+    assert.match(html, /^<!doctype html>/);
+    assert.doesNotMatch(html, /<script|<link|src=|href="http|@import|url\(/i);
+    assert.match(html, /<td><code>C-4\.8-1<\/code><\/td><td>§4\.8<\/td><td>config &lt;answers&gt; 200<\/td>/);
+    assert.match(html, /<a href="#case-S4\.8-config-shape"><span class="b failed">S4\.8-config-shape failed<\/span><\/a>/);
+    assert.match(html, /<section class="failure" id="case-S4\.8-config-shape">/);
+    assert.match(html, /passed<\/span> 1 <span class="b failed">failed<\/span> 1 /);
+    assert.match(renderHtml(run, []), /has no clause matrix/);
+    // A case the matrix did not see run ("not run"): the run's own outcome is shown.
+    const byId = renderHtml(run, [{ ...rows[0]!, cases: [{ id: 'S4.8-config-generative-ui', level: 'MUST', status: 'not run' }] }] as unknown as Parameters<typeof renderHtml>[1]);
+    assert.match(byId, /<span class="b passed">S4\.8-config-generative-ui passed<\/span>/);
+  });
+
+  test('the suite imports no circle of modules (reporters and runner included)', async () => {
+    const dir = path.join(ROOT, 'conformance');
+    const files = [...(await fs.readdir(dir)).map((f) => path.join(dir, f)), ...(await fs.readdir(path.join(dir, 'cases'))).map((f) => path.join(dir, 'cases', f))].filter((f) => f.endsWith('.ts'));
+    const graph = new Map<string, string[]>();
+    for (const f of files) {
+      const text = await fs.readFile(f, 'utf8');
+      graph.set(f, [...text.matchAll(/^(?:import|export)\s[^;]*?from '(\.[^']+)'/gm)].map((m) => path.resolve(path.dirname(f), m[1]!)).filter((t) => graph.has(t) || files.includes(t)));
+    }
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (f: string, trail: string[]): void => {
+      if (state.get(f) === 'done') return;
+      assert.notEqual(state.get(f), 'open', `import circle: ${[...trail, f].map((p) => path.relative(ROOT, p)).join(' → ')}`);
+      state.set(f, 'open');
+      for (const t of graph.get(f) ?? []) visit(t, [...trail, f]);
+      state.set(f, 'done');
+    };
+    for (const f of files) visit(f, []);
+  });
+});
