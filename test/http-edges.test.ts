@@ -61,6 +61,48 @@ describe('nothing is written on a connection after its answer but its close', ()
   });
 });
 
+describe('a connection closed with input unread: a lingering close, not a reset', () => {
+  /** Sends `body` after the headers, reading nothing until the write is done (or failed). */
+  async function sendWhole(head: string, body: Buffer): Promise<{ received: string; writeError?: string; readError?: string }> {
+    const socket = net.connect(port(), '127.0.0.1');
+    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
+    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
+    await once(socket, 'connect');
+    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
+    socket.pause();
+    socket.write(head);
+    await new Promise<void>((resolve) =>
+      socket.write(body, (err) => {
+        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
+        resolve();
+      }),
+    );
+    socket.resume();
+    socket.end();
+    await new Promise((resolve) => socket.on('close', resolve));
+    return out;
+  }
+
+  test('a 413 while the client is still sending: its whole body is taken in, then a clean end with the answer intact', async () => {
+    const body = Buffer.alloc(4 * 1024 * 1024, 0x61);
+    const r = await sendWhole(`POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, body);
+    assert.deepEqual([r.writeError, r.readError], [undefined, undefined], 'no reset');
+    assert.match(r.received, /^HTTP\/1\.1 413 /);
+    assert.match(r.received, /\r\nconnection: close\r\n/i);
+    assert.equal(JSON.parse(r.received.slice(r.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
+  });
+
+  test('a body no handler reads, over the cap and chunked: drained, answered, then closed without a reset', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < 40; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
+    parts.push(Buffer.from('0\r\n\r\n'));
+    const r = await sendWhole(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`, Buffer.concat(parts));
+    assert.deepEqual([r.writeError, r.readError], [undefined, undefined], 'no reset');
+    assert.match(r.received, /^HTTP\/1\.1 200 /);
+  });
+});
+
 describe('Idempotency-Key fingerprint', () => {
   test('a percent-encoded path is the same request as its plain form: replayed, not 422', async () => {
     const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': 'edge-encoded-path-1' };

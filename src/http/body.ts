@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS, jsonDepth } from '../contract/index.ts';
 import { ApiError, apiError, invalidRequest } from './errors.ts';
+import { lingeringClose } from './linger.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -127,7 +128,7 @@ export function boundUnreadBody(req: IncomingMessage, res: ServerResponse, heade
     seen += chunk.length;
     if (seen <= LIMITS.bodyBytes) return;
     req.off('data', onData);
-    const cut = () => req.destroy();
+    const cut = () => lingeringClose(req);
     if (res.writableFinished) cut();
     else res.once('finish', cut);
   };

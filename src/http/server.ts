@@ -8,6 +8,7 @@ import type { AppT, KeyT } from '../store/fixtures.ts';
 import { newRequestId } from '../store/ids.ts';
 import { boundUnreadBody, readJsonBody } from './body.ts';
 import type { RequestContext } from './context.ts';
+import { lingeringClose } from './linger.ts';
 import { ApiError, ERRORS, apiError, errorBody, internalError, invalidRequest } from './errors.ts';
 import { EventStream } from './reply.ts';
 import { sendJson } from './respond.ts';
@@ -96,7 +97,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   function send(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
     const final = boundUnreadBody(req, res, headers);
     sendJson(res, status, body, final);
-    if (final.connection === 'close') res.once('finish', () => req.destroy());
+    if (final.connection === 'close') res.once('finish', () => lingeringClose(req));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
