@@ -35,6 +35,7 @@ export async function serve(argv: string[]): Promise<void> {
     throw err;
   }
   process.stdout.write(banner(parley.baseUrl, config.fixturesDir));
+  if (parley.playgroundUrl) process.stdout.write(`  widget playground: ${parley.playgroundUrl}\n`);
   if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
 
   let stopping = false;

@@ -7,11 +7,11 @@ import type { Logger } from 'pino';
 import type { AppT, KeyT } from '../store/fixtures.ts';
 import { newRequestId } from '../store/ids.ts';
 import { boundUnreadBody, readJsonBody } from './body.ts';
-import type { RequestContext } from './context.ts';
+import type { RequestContext, Visitor } from './context.ts';
 import { ApiError, ERRORS, apiError, errorBody, internalError, invalidRequest } from './errors.ts';
-import { EventStream } from './reply.ts';
+import { Asset, EventStream } from './reply.ts';
 import { sendJson } from './respond.ts';
-import { Router, type RouteDef } from './router.ts';
+import { Router, type HttpMethod, type RouteDef } from './router.ts';
 import { streamSse } from './sse.ts';
 import { StreamGate } from './stream-gate.ts';
 
@@ -22,6 +22,8 @@ export interface Route {
   counted?: boolean;
   /** Honours the Idempotency-Key header (see src/pipeline/idempotency.ts). */
   idempotent?: boolean;
+  /** On the widget API: takes the publishable key (to open a visitor session), not a visitor token (D-48). */
+  publishable?: boolean;
   /** Returns its answer: the JSON body of a 200, or an EventStream (see ./reply.ts). */
   handle(ctx: RequestContext): Promise<unknown>;
 }
@@ -43,8 +45,43 @@ export interface IdempotencyHook {
   run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown>;
 }
 
+/**
+ * A path space beside the REST API with its own gate in place of the REST API's auth and rate-limit
+ * stages: the widget API (docs/widget.md, D-45). Its handlers are routes like the REST API's.
+ */
+export interface Surface {
+  basePath: string;
+  routes: RouteDef<Route>[];
+  gate: SurfaceGate;
+}
+
+/** Who a surface's request is from, and the headers of its answer. */
+export interface Admission {
+  key: KeyT;
+  app: AppT;
+  visitor?: Visitor;
+  /** Headers of the answer (e.g. rate-limit headers), an error's too. */
+  headers: Record<string, string>;
+}
+
+export interface SurfaceGate {
+  /**
+   * First, on any known path of the surface: the headers every answer of the request carries (CORS),
+   * or a refusal (throws: an origin the app does not list). `params` are the path's.
+   */
+  enter(req: IncomingMessage, params: Record<string, string>): Record<string, string>;
+  /** A CORS preflight (OPTIONS) of a known path: the headers of its 204, given the path's methods. */
+  preflight(req: IncomingMessage, allow: HttpMethod[]): Record<string, string>;
+  /** Then, on a matched route: who calls, for which app (401/403/404/429), or throws. */
+  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission;
+}
+
 export interface HttpServerOptions {
   routes: RouteDef<Route>[];
+  /** Path spaces beside the REST API (the widget API). */
+  surfaces?: Surface[];
+  /** Files served by exact path to GET, without auth: the widget's script and the playground. */
+  pages?: ReadonlyMap<string, () => Promise<Asset>>;
   auth: Authenticator;
   logger: Logger;
   rateLimiter?: RateLimiter;
@@ -71,6 +108,7 @@ export interface ParleyHttpServer {
 
 export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   const router = new Router(opts.routes);
+  const surfaces = (opts.surfaces ?? []).map((s) => ({ ...s, router: new Router(s.routes) }));
   const basePath = opts.basePath ?? '/v1';
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
@@ -85,7 +123,10 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   /** The one place an answer is written: a handler's (`reply`: a JSON body or an EventStream), or an error's. */
   async function write(req: IncomingMessage, res: ServerResponse, reply: unknown, headers: Record<string, string>): Promise<void> {
     if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs: opts.keepAliveMs, headers });
-    else send(req, res, 200, reply, headers);
+    else if (reply instanceof Asset) {
+      res.writeHead(200, { ...headers, ...reply.headers, 'content-type': reply.contentType, 'content-length': Buffer.byteLength(reply.body) });
+      res.end(req.method === 'HEAD' ? undefined : reply.body);
+    } else send(req, res, 200, reply, headers);
   }
 
   /** Sends a JSON answer; a body left unread is bounded (D-2), and a closing answer closes its socket. */
@@ -112,7 +153,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const getLog = () => (reqLog ??= log.child({ req_id: requestId }));
     let abort: AbortController | undefined;
     let closed = false;
-    /** D-23: every counted request carries its rate-limit headers, an error answer too. */
+    /** D-23: every counted request carries its rate-limit headers, an error answer too (and a surface's CORS headers). */
     let limitHeaders: Record<string, string> = {};
 
     // One listener for everything a request does when it ends (each one showed in the profile).
@@ -135,19 +176,43 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (unmetExpectations.has(req)) {
         throw apiError('expectation_failed', 'The only Expect header this server meets is "100-continue".', { param: 'Expect' });
       }
-      if (fullPath !== basePath && !fullPath.startsWith(basePath + '/')) {
+      const page = opts.pages?.get(fullPath);
+      if (page && (req.method === 'GET' || req.method === 'HEAD')) {
+        await write(req, res, await page(), {});
+        return;
+      }
+      const surface = surfaces.find((s) => fullPath === s.basePath || fullPath.startsWith(s.basePath + '/'));
+      const base = surface?.basePath ?? basePath;
+      if (fullPath !== base && !fullPath.startsWith(base + '/')) {
         throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
       }
-      const match = router.match(req.method ?? 'GET', fullPath.slice(basePath.length));
+      const match = (surface?.router ?? router).match(req.method ?? 'GET', fullPath.slice(base.length));
       if (match.kind === 'not_found') throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}.`);
+      appId = match.kind === 'found' ? match.params.app_id : undefined;
+      if (surface) {
+        limitHeaders = surface.gate.enter(req, match.params);
+        if (req.method === 'OPTIONS' && match.kind === 'method_not_allowed') {
+          res.writeHead(204, { ...limitHeaders, ...surface.gate.preflight(req, match.allow) });
+          res.end();
+          return;
+        }
+      }
       if (match.kind === 'method_not_allowed') {
         throw apiError('method_not_allowed', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, { headers: { allow: match.allow.join(', ') } });
       }
       const { route, params } = match;
-      const key = opts.auth.authenticate(req.headers.authorization);
-      appId = params.app_id;
-      const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-      if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
+      let key: KeyT;
+      let app: AppT;
+      let visitor: Visitor | undefined;
+      if (surface) {
+        const admitted = surface.gate.admit(req, params, route);
+        ({ key, app, visitor } = admitted);
+        limitHeaders = { ...limitHeaders, ...admitted.headers };
+      } else {
+        key = opts.auth.authenticate(req.headers.authorization);
+        app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
+        if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
+      }
       let query: URLSearchParams | undefined;
       let body: Promise<unknown> | undefined;
       const ctx: RequestContext = {
@@ -163,6 +228,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         },
         key,
         app,
+        visitor,
         get signal() {
           if (!abort) {
             abort = new AbortController();
