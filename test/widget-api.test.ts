@@ -12,6 +12,7 @@ import { ERRORS } from '../src/http/errors.ts';
 import { signJwt, verifyJwt } from '../src/pipeline/widget-tokens.ts';
 import { KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
+import { submissionText } from '../widget/form.ts';
 import { PK, SHOP, identitySecret, originOf, signIdentity, visitor, widgetCall } from './support/widget.ts';
 
 const GENUI = TARGET.apps.generative_ui;
@@ -321,6 +322,24 @@ describe('abuse limits (D-52)', () => {
     assert.equal(sent.headers.get('x-ratelimit-remaining-requests'), '4');
     // Other apps' widgets are not affected.
     assert.equal((await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: PK, body: {} })).status, 200);
+  });
+});
+
+describe('generative UI through the widget (D-56)', () => {
+  test('a form built by patches, then its submission as the next user turn, which the agent acknowledges', async () => {
+    const v = await visitor(server, GENUI);
+    const conv = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations`, { auth: v.token, body: {} });
+    const asked = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: 'I need a contact form' }, stream: false } });
+    assert.ok(asked.body.output.some((o: any) => o.type === 'data_spec'));
+    const form = submissionText(
+      { title: 'Contact us', fields: [{ name: 'name', label: 'Full name', type: 'text', required: true }, { name: 'phone', label: 'Phone', type: 'tel', required: false }, { name: 'msg', label: 'Message', type: 'textarea', required: true }] },
+      { name: 'Ada', phone: ' ', msg: 'two\nlines' },
+    );
+    assert.equal(form, 'Submitted the form "Contact us":\n- Full name: Ada\n- Phone: (empty)\n- Message: two\n  lines');
+    const sent = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: form }, stream: false } });
+    // Acknowledged, not answered with the contact form again.
+    assert.equal(sent.body.output.length, 1);
+    assert.equal(sent.body.output[0].content[0].text, 'Thank you! I received the “Contact us” form with 2 answers.');
   });
 });
 

@@ -1,6 +1,6 @@
 // Generative UI (§6.3, D-22): the form document that `data_spec` patches build, the live form drawn
 // from it, and the user turn a submission sends back (D-56).
-import { applyOperation, deepClone, type Operation } from 'fast-json-patch';
+import jsonpatch, { type Operation } from 'fast-json-patch';
 
 export interface FormField {
   name: string;
@@ -20,7 +20,7 @@ export interface FormSpec {
 /** Applies one RFC 6902 operation to the document (a copy: the document a listener saw stays as it was). */
 export function applyPatch(doc: Record<string, unknown>, op: unknown): Record<string, unknown> {
   try {
-    return applyOperation(deepClone(doc), op as Operation, true, false).newDocument as Record<string, unknown>;
+    return jsonpatch.applyOperation(jsonpatch.deepClone(doc), op as Operation, true, false).newDocument as Record<string, unknown>;
   } catch {
     return doc; // D-22 says patches always apply; a bad one is skipped rather than breaking the panel
   }

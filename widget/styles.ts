@@ -13,7 +13,8 @@ button { cursor: pointer; }
 :focus-visible { outline: 3px solid var(--pw-focus); outline-offset: 2px; }
 .launcher { display: flex; align-items: center; gap: 8px; border: 0; border-radius: 28px; padding: 12px 18px;
   background: var(--pw-primary); color: var(--pw-on-primary); box-shadow: 0 4px 16px rgba(0,0,0,.2); font-weight: 600; }
-.panel { position: absolute; right: 0; bottom: 64px; width: min(380px, calc(100vw - 32px)); height: min(600px, calc(100vh - 96px));
+.panel, .launcher { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; letter-spacing: normal; text-transform: none; }
+.panel { color: #1f2328; position: absolute; right: 0; bottom: 64px; width: min(380px, calc(100vw - 32px)); height: min(600px, calc(100vh - 96px));
   display: flex; flex-direction: column; background: #fff; border: 1px solid #d0d7de; border-radius: 12px;
   box-shadow: 0 8px 32px rgba(0,0,0,.25); overflow: hidden; }
 :host([data-inline]) .panel { position: static; width: 100%; height: 100%; box-shadow: none; }

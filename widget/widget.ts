@@ -58,7 +58,8 @@ class Widget implements MountedWidget {
   constructor(private readonly o: MountOptions & { baseUrl: string }) {
     const n = ++mounted;
     this.client = new WidgetClient({ baseUrl: o.baseUrl, appId: o.appId, publishableKey: o.publishableKey, identity: o.identity });
-    this.element = document.createElement('div');
+    // A tag of its own: host rules aimed at div or section never match the host element.
+    this.element = document.createElement('parley-widget');
     this.element.className = 'parley-widget-host';
     if (o.container) this.element.dataset.inline = '';
     this.root = this.element.attachShadow({ mode: 'open' });

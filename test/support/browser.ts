@@ -36,11 +36,17 @@ export interface HostServer {
  * A host page on its own origin, with the strict CSP a careful site sends (no inline script or style),
  * embedding the widget with the one documented tag: `/?app=<id>` (its `parley` base set later).
  */
+/** A host's own stylesheet at its worst: broad selectors and !important, which must not reach the widget. */
+export const HOSTILE_CSS = `* { color: rgb(0, 255, 0) !important; font-size: 40px !important; font-family: serif !important; }
+button { background: rgb(255, 0, 0) !important; border: 5px dashed blue !important; }
+.panel, .launcher, .msg, form, label { display: none !important; }`;
+
 export async function startHost(page: (url: URL) => string, csp: (origin: string) => string): Promise<HostServer & { parley: string }> {
   const host = { parley: '' } as HostServer & { parley: string };
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname === '/favicon.ico') return void res.writeHead(404).end();
+    if (url.pathname === '/host.css') return void res.writeHead(200, { 'content-type': 'text/css' }).end(HOSTILE_CSS);
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp(host.parley) });
     res.end(page(url));
   });
