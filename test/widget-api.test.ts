@@ -191,6 +191,13 @@ describe('verified identities (D-50)', () => {
     const elsewhere = await visitor(server, 'app_demo', { identity: signIdentity('app_demo', { sub: 'user-42' }) });
     assert.equal(elsewhere.visitor_id, v.visitor_id);
     assert.equal((await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: elsewhere.token })).status, 200);
+    // Its token renews as the same verified user, long after the identity itself has expired (D-49).
+    const secret = (await fs.readFile(path.join(server.dataDir, 'widget-secret'), 'utf8')).trim();
+    const now = Math.floor(Date.now() / 1000);
+    const old = signJwt({ ...verifyJwt(v.token, secret)!, iat: now - 7200, exp: now - 3600 }, secret);
+    const renewed = await visitor(server, 'app_demo', { previous_token: old });
+    assert.deepEqual([renewed.visitor_id, renewed.external_user_id], [v.visitor_id, 'user-42']);
+    assert.deepEqual(verifyJwt(renewed.token, secret)!.md, { user_name: 'Ada' });
     // Another user is another visitor.
     const bob = await visitor(server, 'app_demo', { identity: signIdentity('app_demo', { sub: 'user-43' }) });
     assertError(await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: bob.token }), 'not_found');

@@ -69,10 +69,15 @@ export class WidgetClient {
 
   /** D-49: a fresh token, the same visitor when the last one is still renewable. */
   async session(): Promise<void> {
-    const body: Record<string, string> = {};
-    if (this.o.identity) body.identity = this.o.identity;
-    else if (this.saved.token) body.previous_token = this.saved.token;
-    const r = await this.request('POST', `/visitors`, body, this.o.publishableKey);
+    const renewal = this.saved.token ? { previous_token: this.saved.token } : undefined;
+    let r: Response;
+    try {
+      r = await this.request('POST', `/visitors`, this.o.identity ? { identity: this.o.identity } : (renewal ?? {}), this.o.publishableKey);
+    } catch (err) {
+      // The page's identity was signed minutes ago and the tab stayed open: the last token renews it.
+      if (!(this.o.identity && renewal && err instanceof WidgetApiError && err.error.code === 'identity_expired')) throw err;
+      r = await this.request('POST', `/visitors`, renewal, this.o.publishableKey);
+    }
     const session = (await r.json()) as { token: string; visitor_id: string };
     // An identity names another visitor than the one saved: their conversation is not this one's.
     if (this.saved.token && this.o.identity && visitorOf(this.saved.token) !== session.visitor_id) delete this.saved.conversationId;

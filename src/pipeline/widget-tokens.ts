@@ -71,15 +71,19 @@ export class VisitorTokens {
 
   /**
    * D-48, D-50: a new token for a visitor of `app`: the identified user's own visitor when a valid
-   * identity comes with it, else the visitor of a previous token of this app (renewal, D-49), else a new one.
+   * identity comes with it, else the visitor of a previous token of this app, as it was (renewal,
+   * D-49), else a new anonymous one.
    */
   issue(app: AppT, key: KeyT, identity: string | undefined, previous: string | undefined): IssuedToken {
     let visitor: Visitor;
     if (identity !== undefined) visitor = this.identified(app, identity);
     else {
       const prev = previous === undefined ? null : this.read(previous);
-      const renewable = prev && prev.app === app.id && prev.uid === null && typeof prev.exp === 'number' && prev.exp + WIDGET_LIMITS.renewalSeconds > this.now();
-      visitor = { id: renewable ? String(prev.sub) : `vis_${randomBytes(16).toString('base64url')}`, external_user_id: null, metadata: null };
+      const renewable = prev && prev.app === app.id && typeof prev.exp === 'number' && prev.exp + WIDGET_LIMITS.renewalSeconds > this.now();
+      // A renewal keeps the visitor as verified: an identity is signed for minutes, a tab stays open for hours.
+      visitor = renewable
+        ? { id: String(prev.sub), external_user_id: typeof prev.uid === 'string' ? prev.uid : null, metadata: isPlainObject(prev.md) ? prev.md : null }
+        : { id: `vis_${randomBytes(16).toString('base64url')}`, external_user_id: null, metadata: null };
     }
     const iat = this.now();
     const exp = iat + WIDGET_LIMITS.tokenSeconds;
