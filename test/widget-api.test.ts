@@ -375,5 +375,9 @@ describe('the widget script and the playground (D-55, D-58)', () => {
     assert.match(html, new RegExp(PK));
     for (const p of ['/playground.js', '/playground.css']) assert.equal((await fetch(`${originOf(server)}${p}`)).status, 200, p);
     assert.equal(server.playgroundUrl, `${originOf(server)}/`);
+    assert.equal((await fetch(`${originOf(server)}/`, { method: 'HEAD' })).headers.get('content-type'), 'text/html; charset=utf-8');
+    const post = await fetch(`${originOf(server)}/widget.js`, { method: 'POST' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get('allow'), 'GET, HEAD');
   });
 });

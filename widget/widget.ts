@@ -51,7 +51,7 @@ class Widget implements MountedWidget {
   private readonly stopButton: HTMLButtonElement;
   private agentName = 'Assistant';
   private busy: AbortController | undefined;
-  private ready: Promise<void>;
+  private readonly ready: Promise<void>;
   private doc: Record<string, unknown> = {};
   private liveForm: HTMLFormElement | undefined;
 
@@ -151,8 +151,8 @@ class Widget implements MountedWidget {
       if (conv) this.replay(conv.items);
       if (!this.log.childElementCount) this.log.append(el('p', { className: 'empty', textContent: `Ask ${this.agentName} anything.` }));
     } catch (err) {
+      // Said in the panel; a send tries the session again.
       this.notice(`The chat is unavailable: ${messageOf(err)}`);
-      throw err;
     }
   }
 
@@ -201,7 +201,7 @@ class Widget implements MountedWidget {
   }
 
   private async send(text: string): Promise<void> {
-    await this.ready.catch(() => {});
+    await this.ready;
     this.log.querySelector('.empty')?.remove();
     this.bubble('user', text);
     let reply: HTMLElement | undefined;

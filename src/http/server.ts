@@ -153,8 +153,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const getLog = () => (reqLog ??= log.child({ req_id: requestId }));
     let abort: AbortController | undefined;
     let closed = false;
-    /** D-23: every counted request carries its rate-limit headers, an error answer too (and a surface's CORS headers). */
-    let limitHeaders: Record<string, string> = {};
+    /** Headers of every answer of this request, an error's too: D-23's rate-limit headers, a surface's CORS headers. */
+    let answerHeaders: Record<string, string> = {};
 
     // One listener for everything a request does when it ends (each one showed in the profile).
     res.once('close', () => {
@@ -177,7 +177,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         throw apiError('expectation_failed', 'The only Expect header this server meets is "100-continue".', { param: 'Expect' });
       }
       const page = opts.pages?.get(fullPath);
-      if (page && (req.method === 'GET' || req.method === 'HEAD')) {
+      if (page) {
+        if (req.method !== 'GET' && req.method !== 'HEAD') throw apiError('method_not_allowed', `${req.method} is not allowed here; use GET.`, { headers: { allow: 'GET, HEAD' } });
         await write(req, res, await page(), {});
         return;
       }
@@ -190,9 +191,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (match.kind === 'not_found') throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}.`);
       appId = match.kind === 'found' ? match.params.app_id : undefined;
       if (surface) {
-        limitHeaders = surface.gate.enter(req, match.params);
+        answerHeaders = surface.gate.enter(req, match.params);
         if (req.method === 'OPTIONS' && match.kind === 'method_not_allowed') {
-          res.writeHead(204, { ...limitHeaders, ...surface.gate.preflight(req, match.allow) });
+          res.writeHead(204, { ...answerHeaders, ...surface.gate.preflight(req, match.allow) });
           res.end();
           return;
         }
@@ -207,11 +208,11 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (surface) {
         const admitted = surface.gate.admit(req, params, route);
         ({ key, app, visitor } = admitted);
-        limitHeaders = { ...limitHeaders, ...admitted.headers };
+        answerHeaders = { ...answerHeaders, ...admitted.headers };
       } else {
         key = opts.auth.authenticate(req.headers.authorization);
         app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-        if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
+        if (route.counted && opts.rateLimiter) answerHeaders = opts.rateLimiter.take(app);
       }
       let query: URLSearchParams | undefined;
       let body: Promise<unknown> | undefined;
@@ -237,7 +238,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
           }
           return abort.signal;
         },
-        headers: { ...limitHeaders },
+        headers: { ...answerHeaders },
         beginStream: () => streams.enter(app.id, res),
         json: () => (body ??= readJsonBody(req)),
       };
@@ -255,7 +256,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         return;
       }
       // D-2: an oversized body (413) is not read further; the connection goes once the answer is out.
-      send(req, res, apiErr.status, apiErr.toBody(), { ...limitHeaders, ...apiErr.headers });
+      send(req, res, apiErr.status, apiErr.toBody(), { ...answerHeaders, ...apiErr.headers });
     }
   }
 
