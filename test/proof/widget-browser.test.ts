@@ -1,6 +1,7 @@
 // The widget in a real browser (docs/widget.md): Debian's Chromium, headless, driven by playwright-core.
 // A host page on its own origin embeds the widget with the one documented tag, under a strict CSP.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -37,6 +38,7 @@ before(async () => {
   evil = await startHost((u) => hostPage(u).replace('A shop', 'Not allowed'), strictCsp);
   const fixturesDir = await fixturesAllowing(host.origin, (f) => {
     f.apps.find((a: any) => a.id === 'app_genui').agent.forms.push('html');
+    f.apps.find((a: any) => a.id === 'app_slow').widget = { origins: [host.origin] };
   });
   await fs.writeFile(
     path.join(fixturesDir, 'forms/html.json'),
@@ -202,6 +204,20 @@ describe('the widget in Chromium', { skip }, () => {
     await failed.getByRole('button', { name: 'Retry' }).click();
     await page.locator('.parley-widget-host').locator('.msg.agent.failed').nth(1).waitFor();
     assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 2);
+  });
+
+  test('a reply stopped by the visitor is shown as cancelled, with a retry; the server kept it as failed (D-19)', async () => {
+    const page = await open(await visitorContext(), 'app_slow');
+    await openPanel(page, 'Snail');
+    const persisted = once(parley.responses.events, 'persisted');
+    await say(page, 'tell me something long');
+    await agentTexts(page).first().waitFor();
+    await page.locator('parley-widget').getByRole('button', { name: 'Stop' }).click();
+    const failed = page.locator('parley-widget').locator('.msg.agent.failed');
+    await failed.getByRole('button', { name: 'Retry' }).waitFor();
+    assert.equal(await failed.locator('.error').textContent(), 'Reply cancelled.');
+    assert.equal((await persisted)[0].status, 'failed');
+    assert.equal(await page.locator('parley-widget').getByRole('button', { name: 'Send' }).isVisible(), true);
   });
 
   test('a page on an origin the app does not list is refused', async () => {
