@@ -10,7 +10,7 @@ import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { VisitorSession } from '../src/contract/widget.ts';
 import { ERRORS } from '../src/http/errors.ts';
 import { signJwt, verifyJwt } from '../src/pipeline/widget-tokens.ts';
-import { KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
+import { KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
 import { submissionText } from '../widget/form.ts';
 import { PK, SHOP, identitySecret, originOf, signIdentity, visitor, widgetCall } from './support/widget.ts';
@@ -142,8 +142,7 @@ describe('visitor sessions (D-48, D-49)', () => {
   });
 
   test('tokens and ownership outlive a restart (the secret is kept in the data directory)', async () => {
-    const dataDir = server.dataDir;
-    const other = await startTestServer({ dataDir: await (await import('./support/helpers.ts')).tempDir() });
+    const other = await startTestServer({ dataDir: await tempDir() });
     let v, conv;
     try {
       v = await visitor(other, 'app_demo');
@@ -159,7 +158,6 @@ describe('visitor sessions (D-48, D-49)', () => {
     } finally {
       await again.close();
     }
-    assert.ok(dataDir);
   });
 
   test('the browser sends no user id and no metadata: only the signed identity does (D-50, D-51)', async () => {
