@@ -5,6 +5,11 @@ import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
 import { responseRoutes } from './api/responses.ts';
+import { WIDGET_BASE_PATH, widgetRoutes } from './api/widget.ts';
+import { widgetPages } from './api/widget-assets.ts';
+import { WidgetGate } from './pipeline/widget-gate.ts';
+import { VisitorTokens, loadWidgetSecret } from './pipeline/widget-tokens.ts';
+import { VisitorConversations } from './services/widget-owners.ts';
 import type { Config } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
@@ -46,6 +51,8 @@ export interface Parley {
   usage: UsageLedger;
   /** Idempotency-Key records (tests wait on `settled`). */
   idempotency: IdempotencyService;
+  /** The playground's URL (docs/widget.md), or null with --no-playground. */
+  playgroundUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -65,6 +72,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const usage = new UsageLedger(opts.dataDir ?? './data');
   let limits: RateLimitService | undefined;
   let idempotency: IdempotencyService | undefined;
+  let widgetBudget: RateLimitService | undefined;
+  let owners: VisitorConversations | undefined;
   try {
     await usage.open();
     const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
@@ -83,6 +92,12 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       claims: [...store.idempotencyClaims(since), ...usage.idempotencyClaims(since)],
     });
     const auth = new AuthService(fixtures);
+    // The widget API (docs/widget.md): its budgets counted apart from the REST plans (D-52).
+    const dataDir = opts.dataDir ?? './data';
+    widgetBudget = await RateLimitService.open({ file: path.join(dataDir, 'widget', 'budget.jsonl'), fixtures: { plans: WidgetGate.budgetPlans(fixtures) }, warn });
+    owners = await VisitorConversations.open(dataDir, warn);
+    const tokens = new VisitorTokens(await loadWidgetSecret(dataDir, opts.widgetSecret));
+    const playground = opts.playground ?? true;
     const conversations = new ConversationService(store);
     const responses = new ResponseService(store, agent, usage, logger);
     const completions = new CompletionService(agent, usage, logger);
@@ -92,7 +107,14 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         ...appRoutes(store),
         ...responseRoutes({ conversations, responses, completions }),
       ],
-      documents: { [OPENAPI_PATH]: openApiDocument },
+      surfaces: [
+        {
+          basePath: WIDGET_BASE_PATH,
+          routes: widgetRoutes({ tokens, owners, conversations, responses }),
+          gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, allowOwnOrigin: playground }),
+        },
+      ],
+      pages: new Map<string, () => Promise<unknown>>([...widgetPages({ fixtures, playground }), [OPENAPI_PATH, async () => openApiDocument()]]),
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? limits,
@@ -122,12 +144,15 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       responses,
       usage,
       idempotency,
+      playgroundUrl: playground ? `http://${host}:${addr.port}/` : null,
       close: () =>
         (closing ??= (async () => {
           await http.close();
           await usage.close();
           await limits?.close();
           await idempotency?.close();
+          await widgetBudget?.close();
+          await owners?.close();
           await store.close();
           // Resolves once the buffer is written (an fsync error on a pipe or terminal is no loss).
           if (ownDest) await new Promise<void>((resolve) => ownDest.flush(() => resolve()));
@@ -137,6 +162,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     await usage.close();
     await limits?.close();
     await idempotency?.close();
+    await widgetBudget?.close();
+    await owners?.close();
     await store.close();
     throw err;
   }

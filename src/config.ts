@@ -12,6 +12,10 @@ export interface Config {
   model: string | null;
   /** OLLAMA_HOST: where the Ollama engine finds Ollama. */
   ollamaHost: string;
+  /** The playground at the server's root (docs/widget.md); --no-playground turns it off. */
+  playground: boolean;
+  /** PARLEY_WIDGET_SECRET: signs visitor tokens; null: one generated in the data directory (D-49). */
+  widgetSecret: string | null;
 }
 
 export const DEFAULTS: Config = {
@@ -22,6 +26,8 @@ export const DEFAULTS: Config = {
   logLevel: 'info',
   model: null,
   ollamaHost: DEFAULT_OLLAMA_HOST,
+  playground: true,
+  widgetSecret: null,
 };
 
 export class ConfigError extends Error {}
@@ -37,15 +43,19 @@ Options (each also read from the environment variable in brackets):
   --data-dir <dir>    where conversations are stored [DATA_DIR] (default ${DEFAULTS.dataDir})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
+  --no-playground     serve no playground page at / (the widget and its API stay)
   --help              print this and exit
 
 The model comes from the environment only (docs/agent.md):
   PARLEY_MODEL        local (the offline engine) or ollama:<model>; replaces every app's agent.model
   OLLAMA_HOST         where Ollama listens (default http://127.0.0.1:11434)
+
+The widget (docs/widget.md):
+  PARLEY_WIDGET_SECRET  signs visitor tokens (32+ characters); unset: one kept in <data dir>/widget-secret
 `;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  let values: { port?: string; host?: string; 'data-dir'?: string; fixtures?: string; 'log-level'?: string; help?: boolean };
+  let values: { port?: string; host?: string; 'data-dir'?: string; fixtures?: string; 'log-level'?: string; 'no-playground'?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -55,6 +65,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'data-dir': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
+        'no-playground': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -81,6 +92,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     logLevel,
     model: env.PARLEY_MODEL || DEFAULTS.model,
     ollamaHost: normalizeOllamaHost(env.OLLAMA_HOST || DEFAULTS.ollamaHost),
+    playground: !values['no-playground'],
+    widgetSecret: widgetSecret(env.PARLEY_WIDGET_SECRET),
   };
 }
 
@@ -90,4 +103,10 @@ export function normalizeOllamaHost(v: string): string {
   const url = new URL(withScheme);
   if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme)) url.port = url.protocol === 'https:' ? '443' : new URL(DEFAULT_OLLAMA_HOST).port;
   return url.origin;
+}
+
+function widgetSecret(v: string | undefined): string | null {
+  if (!v) return null;
+  if (v.length < 32) throw new ConfigError(`PARLEY_WIDGET_SECRET must be at least 32 characters (got ${v.length})`);
+  return v;
 }

@@ -34,7 +34,7 @@ export async function serve(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  process.stdout.write(banner(parley.baseUrl, config.fixturesDir));
+  process.stdout.write(banner(parley.baseUrl, config.fixturesDir, parley.playgroundUrl));
   if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
 
   let stopping = false;
@@ -56,8 +56,9 @@ export async function serve(argv: string[]): Promise<void> {
 }
 
 /** The demo credentials come from the fixtures' target file, the only place they are written in clear. */
-function banner(baseUrl: string, fixturesDir: string): string {
+function banner(baseUrl: string, fixturesDir: string, playgroundUrl: string | null): string {
   const lines = [`Parley listening on ${baseUrl}`];
+  if (playgroundUrl) lines.push(`  widget playground: ${playgroundUrl}`);
   try {
     const target = JSON.parse(fs.readFileSync(path.join(fixturesDir, 'target.json'), 'utf8')) as { app_id?: string; api_key?: string };
     if (target.app_id) lines.push(`  demo app id:     ${target.app_id}`);

@@ -23,12 +23,14 @@ describe('configuration (flags, then environment, then defaults)', () => {
       logLevel: 'info',
       model: null,
       ollamaHost: 'http://127.0.0.1:11434',
+      playground: true,
+      widgetSecret: null,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
 
   test('environment', () => {
-    const env = { PORT: '9000', HOST: '0.0.0.0', DATA_DIR: '/tmp/d', FIXTURES: '/tmp/f', LOG_LEVEL: 'debug', PARLEY_MODEL: 'ollama:qwen3:4b', OLLAMA_HOST: 'http://127.0.0.1:11500' };
+    const env = { PORT: '9000', HOST: '0.0.0.0', DATA_DIR: '/tmp/d', FIXTURES: '/tmp/f', LOG_LEVEL: 'debug', PARLEY_MODEL: 'ollama:qwen3:4b', OLLAMA_HOST: 'http://127.0.0.1:11500', PARLEY_WIDGET_SECRET: 's'.repeat(32) };
     assert.deepEqual(loadConfig([], env), {
       host: '0.0.0.0',
       port: 9000,
@@ -37,11 +39,15 @@ describe('configuration (flags, then environment, then defaults)', () => {
       logLevel: 'debug',
       model: 'ollama:qwen3:4b',
       ollamaHost: 'http://127.0.0.1:11500',
+      playground: true,
+      widgetSecret: 's'.repeat(32),
     });
+    // D-49: a short signing secret is refused rather than weakening every visitor token.
+    assert.throws(() => loadConfig([], { PARLEY_WIDGET_SECRET: 'short' }), (e: Error) => e instanceof ConfigError && /at least 32/.test(e.message));
   });
 
   test('flags win over the environment; an empty variable counts as unset', () => {
-    const argv = ['--port', '0', '--host', '::1', '--data-dir', 'x', '--fixtures', 'y', '--log-level', 'warn'];
+    const argv = ['--port', '0', '--host', '::1', '--data-dir', 'x', '--fixtures', 'y', '--log-level', 'warn', '--no-playground'];
     assert.deepEqual(loadConfig(argv, { PORT: '9000', HOST: 'h', DATA_DIR: 'd', FIXTURES: 'f', LOG_LEVEL: 'error' }), {
       host: '::1',
       port: 0,
@@ -50,6 +56,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       logLevel: 'warn',
       model: null,
       ollamaHost: 'http://127.0.0.1:11434',
+      playground: false,
+      widgetSecret: null,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
@@ -114,6 +122,8 @@ describe('npm start (src/main.ts)', () => {
     const out = child.stdout.join('\n');
     assert.ok(out.includes(`demo app id:     ${APP}`));
     assert.ok(out.includes(`demo secret key: ${KEY}`));
+    // The playground's URL (docs/widget.md), at the server's root.
+    assert.ok(out.includes(`widget playground: ${url.replace(/v1$/, '')}`), out);
     child.proc.kill('SIGINT');
     assert.equal(await child.exit, 0);
 

@@ -6,6 +6,15 @@ import type { AppT, KeyT } from '../store/fixtures.ts';
 import type { IdempotencyClaim } from '../store/types.ts';
 import { fromZodError, invalidRequest } from './errors.ts';
 
+/** A widget visitor (docs/widget.md, D-48): whose conversations a widget request may reach. */
+export interface Visitor {
+  id: string;
+  /** D-50: set by a verified identity only. */
+  external_user_id: string | null;
+  /** D-50: the agent's context, from inside the signed identity only (never from the browser). */
+  metadata: Record<string, unknown> | null;
+}
+
 export interface RequestContext {
   req: IncomingMessage;
   requestId: string;
@@ -14,6 +23,8 @@ export interface RequestContext {
   log: Logger;
   key: KeyT;
   app: AppT;
+  /** Set on the widget API once the visitor token is verified. */
+  visitor?: Visitor;
   /** Aborted when the client goes away before the response is complete (D-19). */
   signal: AbortSignal;
   /** Headers to add to the response (e.g. D-23's rate-limit headers), set before the handler runs. */

@@ -31,11 +31,28 @@ export const ERRORS = {
   /** D-6: a publishable key is for the widget only. */
   publishable_key: s7('access_denied', 'publishable_key'),
   app_inactive: s7('app_inactive'),
+  // The widget API (docs/widget.md, D-45…D-59).
+  /** D-49: a visitor token that is missing, malformed or not signed by this server. */
+  invalid_visitor_token: s7('invalid_api_key', 'invalid_visitor_token'),
+  /** D-49: a visitor token past its expiry: the widget asks for a new one. */
+  visitor_token_expired: s7('invalid_api_key', 'visitor_token_expired'),
+  /** D-50: a host page's signed identity that is malformed or not signed with the app's identity secret. */
+  invalid_identity: s7('access_denied', 'invalid_identity'),
+  /** D-50: a signed identity older than its lifetime (or dated in the future). */
+  identity_expired: s7('access_denied', 'identity_expired'),
+  /** D-47: an app the fixtures give no widget. */
+  widget_disabled: s7('access_denied', 'widget_disabled'),
+  /** D-53: a page whose origin the app does not list. */
+  origin_not_allowed: s7('access_denied', 'origin_not_allowed'),
   agent_unavailable: s7('agent_unavailable'),
   /** D-3, D-11: an unknown path, app or conversation (another app's and soft-deleted ones too). */
   not_found: s7('not_found'),
   /** D-23: the plan's limit per minute or per day (`Retry-After` says when). */
   rate_limit_exceeded: s7('rate_limit_exceeded'),
+  /** D-52: the widget's limits: one visitor, one address, the app's widget budget (apart from its REST plan). */
+  visitor_rate_limit: s7('rate_limit_exceeded', 'visitor_rate_limit'),
+  address_rate_limit: s7('rate_limit_exceeded', 'address_rate_limit'),
+  widget_budget: s7('rate_limit_exceeded', 'widget_budget'),
   /** Too many open SSE streams for one app (docs/reliability.md). */
   too_many_streams: { ...s7('rate_limit_exceeded', 'too_many_streams'), headers: { 'retry-after': '1' } },
   /** D-5: says nothing of its cause. */

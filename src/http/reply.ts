@@ -20,3 +20,12 @@ export class EventStream {
     readonly outcome: () => StreamOutcome,
   ) {}
 }
+
+/** A file served as is (the widget's script, the playground's page): its type, bytes and headers (caching, CSP). */
+export class Asset {
+  constructor(
+    readonly contentType: string,
+    readonly body: string | Buffer,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {}
+}

@@ -9,7 +9,7 @@ export interface RouteDef<R> {
 
 export type Match<R> =
   | { kind: 'found'; route: R; params: Record<string, string> }
-  | { kind: 'method_not_allowed'; allow: HttpMethod[] }
+  | { kind: 'method_not_allowed'; allow: HttpMethod[]; params: Record<string, string> }
   | { kind: 'not_found' };
 
 interface Compiled<R> {
@@ -32,13 +32,15 @@ export class Router<R> {
   match(method: string, path: string): Match<R> {
     const parts = path.split('/');
     const allow: HttpMethod[] = [];
+    let found: Record<string, string> = {};
     for (const entry of this.table) {
       const params = matchSegments(entry.segments, parts);
       if (!params) continue;
       if (entry.method === method) return { kind: 'found', route: entry.route, params };
       allow.push(entry.method);
+      found = params;
     }
-    return allow.length > 0 ? { kind: 'method_not_allowed', allow } : { kind: 'not_found' };
+    return allow.length > 0 ? { kind: 'method_not_allowed', allow, params: found } : { kind: 'not_found' };
   }
 }
 

@@ -7,12 +7,12 @@ import type { Logger } from 'pino';
 import type { AppT, KeyT } from '../store/fixtures.ts';
 import { newRequestId } from '../store/ids.ts';
 import { boundUnreadBody, readJsonBody } from './body.ts';
-import type { RequestContext } from './context.ts';
+import type { RequestContext, Visitor } from './context.ts';
 import { lingeringClose } from './linger.ts';
 import { ApiError, ERRORS, apiError, errorBody, internalError, invalidRequest } from './errors.ts';
-import { EventStream } from './reply.ts';
+import { Asset, EventStream } from './reply.ts';
 import { sendJson } from './respond.ts';
-import { Router, type RouteDef } from './router.ts';
+import { Router, type HttpMethod, type RouteDef } from './router.ts';
 import { streamSse } from './sse.ts';
 import { StreamGate } from './stream-gate.ts';
 
@@ -23,6 +23,8 @@ export interface Route {
   counted?: boolean;
   /** Honours the Idempotency-Key header (see src/pipeline/idempotency.ts). */
   idempotent?: boolean;
+  /** On the widget API: takes the publishable key (to open a visitor session), not a visitor token (D-48). */
+  publishable?: boolean;
   /** Returns its answer: the JSON body of a 200, or an EventStream (see ./reply.ts). */
   handle(ctx: RequestContext): Promise<unknown>;
 }
@@ -44,14 +46,50 @@ export interface IdempotencyHook {
   run(ctx: RequestContext, next: () => Promise<unknown>): Promise<unknown>;
 }
 
+/**
+ * A path space beside the REST API with its own gate in place of the REST API's auth and rate-limit
+ * stages: the widget API (docs/widget.md, D-45). Its handlers are routes like the REST API's.
+ */
+export interface Surface {
+  basePath: string;
+  routes: RouteDef<Route>[];
+  gate: SurfaceGate;
+}
+
+/** Who a surface's request is from, and the headers of its answer. */
+export interface Admission {
+  key: KeyT;
+  app: AppT;
+  visitor?: Visitor;
+  /** Headers of the answer (e.g. rate-limit headers), an error's too. */
+  headers: Record<string, string>;
+}
+
+export interface SurfaceGate {
+  /**
+   * First, on any known path of the surface: the headers every answer of the request carries (CORS),
+   * or a refusal (throws: an origin the app does not list). `params` are the path's.
+   */
+  enter(req: IncomingMessage, params: Record<string, string>): Record<string, string>;
+  /** A CORS preflight (OPTIONS) of a known path: the headers of its 204, given the path's methods. */
+  preflight(req: IncomingMessage, allow: HttpMethod[]): Record<string, string>;
+  /** Then, on a matched route: who calls, for which app (401/403/404/429), or throws. */
+  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission;
+}
+
 export interface HttpServerOptions {
   routes: RouteDef<Route>[];
+  /** Path spaces beside the REST API (the widget API). */
+  surfaces?: Surface[];
+  /**
+   * What is served by exact path to GET and HEAD, outside the base URL and without a key: the widget's
+   * script and the playground (an Asset), the OpenAPI document (a JSON value).
+   */
+  pages?: ReadonlyMap<string, () => Promise<unknown>>;
   auth: Authenticator;
   logger: Logger;
   rateLimiter?: RateLimiter;
   idempotency?: IdempotencyHook;
-  /** Documents served by GET at a path outside the base URL, with no key (the OpenAPI document). */
-  documents?: Record<string, () => unknown>;
   /** The path prefix of the base URL (§9). */
   basePath?: string;
   /** Slow clients (slowloris): the whole header block, and the whole request, must arrive within these. */
@@ -74,6 +112,7 @@ export interface ParleyHttpServer {
 
 export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   const router = new Router(opts.routes);
+  const surfaces = (opts.surfaces ?? []).map((s) => ({ ...s, router: new Router(s.routes) }));
   const basePath = opts.basePath ?? '/v1';
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
@@ -90,7 +129,10 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   /** The one place an answer is written: a handler's (`reply`: a JSON body or an EventStream), or an error's. */
   async function write(req: IncomingMessage, res: ServerResponse, reply: unknown, headers: Record<string, string>): Promise<void> {
     if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs: opts.keepAliveMs, headers });
-    else send(req, res, 200, reply, headers);
+    else if (reply instanceof Asset) {
+      res.writeHead(200, { ...headers, ...reply.headers, 'content-type': reply.contentType, 'content-length': Buffer.byteLength(reply.body) });
+      res.end(req.method === 'HEAD' ? undefined : reply.body);
+    } else send(req, res, 200, reply, headers);
   }
 
   /** Sends a JSON answer; a body left unread is bounded (D-2), and a closing answer closes its socket. */
@@ -117,8 +159,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
     const getLog = () => (reqLog ??= log.child({ req_id: requestId }));
     let abort: AbortController | undefined;
     let closed = false;
-    /** D-23: every counted request carries its rate-limit headers, an error answer too. */
-    let limitHeaders: Record<string, string> = {};
+    /** Headers of every answer of this request, an error's too: D-23's rate-limit headers, a surface's CORS headers. */
+    let answerHeaders: Record<string, string> = {};
 
     // One listener for everything a request does when it ends (each one showed in the profile).
     res.once('close', () => {
@@ -146,14 +188,28 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (unmetExpectations.has(req)) {
         throw apiError('expectation_failed', 'The only Expect header this server meets is "100-continue".', { param: 'Expect' });
       }
-      const document = opts.documents?.[fullPath];
-      if (document && req.method === 'GET') return send(req, res, 200, document(), {});
-      if (document) throw apiError('method_not_allowed', `${req.method} is not allowed here; use GET.`, { headers: { allow: 'GET' } });
-      if (fullPath !== basePath && !fullPath.startsWith(basePath + '/')) {
+      const page = opts.pages?.get(fullPath);
+      if (page) {
+        if (req.method !== 'GET' && req.method !== 'HEAD') throw apiError('method_not_allowed', `${req.method} is not allowed here; use GET.`, { headers: { allow: 'GET, HEAD' } });
+        await write(req, res, await page(), {});
+        return;
+      }
+      const surface = surfaces.find((s) => fullPath === s.basePath || fullPath.startsWith(s.basePath + '/'));
+      const base = surface?.basePath ?? basePath;
+      if (fullPath !== base && !fullPath.startsWith(base + '/')) {
         throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
       }
-      const match = router.match(req.method ?? 'GET', fullPath.slice(basePath.length));
+      const match = (surface?.router ?? router).match(req.method ?? 'GET', fullPath.slice(base.length));
       if (match.kind === 'not_found') throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}.`);
+      appId = match.kind === 'found' ? match.params.app_id : undefined;
+      if (surface) {
+        answerHeaders = surface.gate.enter(req, match.params);
+        if (req.method === 'OPTIONS' && match.kind === 'method_not_allowed') {
+          res.writeHead(204, { ...answerHeaders, ...surface.gate.preflight(req, match.allow) });
+          res.end();
+          return;
+        }
+      }
       if (match.kind === 'method_not_allowed') {
         throw apiError('method_not_allowed', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, { headers: { allow: match.allow.join(', ') } });
       }
@@ -162,10 +218,18 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (headerCount(req, 'authorization') > 1) {
         throw invalidRequest('Send the Authorization header once: this request carries several.', 'Authorization', 'invalid_value');
       }
-      const key = opts.auth.authenticate(req.headers.authorization);
-      appId = params.app_id;
-      const app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-      if (route.counted && opts.rateLimiter) limitHeaders = opts.rateLimiter.take(app);
+      let key: KeyT;
+      let app: AppT;
+      let visitor: Visitor | undefined;
+      if (surface) {
+        const admitted = surface.gate.admit(req, params, route);
+        ({ key, app, visitor } = admitted);
+        answerHeaders = { ...answerHeaders, ...admitted.headers };
+      } else {
+        key = opts.auth.authenticate(req.headers.authorization);
+        app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
+        if (route.counted && opts.rateLimiter) answerHeaders = opts.rateLimiter.take(app);
+      }
       let query: URLSearchParams | undefined;
       let body: Promise<unknown> | undefined;
       const ctx: RequestContext = {
@@ -181,6 +245,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         },
         key,
         app,
+        visitor,
         get signal() {
           if (!abort) {
             abort = new AbortController();
@@ -189,7 +254,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
           }
           return abort.signal;
         },
-        headers: { ...limitHeaders },
+        headers: { ...answerHeaders },
         beginStream: () => streams.enter(app.id, res),
         json: () => (body ??= readJsonBody(req)),
       };
@@ -207,7 +272,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         return;
       }
       // D-2: an oversized body (413) is not read further; the connection goes once the answer is out.
-      send(req, res, apiErr.status, apiErr.toBody(), { ...limitHeaders, ...apiErr.headers });
+      send(req, res, apiErr.status, apiErr.toBody(), { ...answerHeaders, ...apiErr.headers });
     }
   }
 

@@ -22,6 +22,9 @@ export const LocalTesting = z.strictObject({
 });
 export type LocalTestingT = z.infer<typeof LocalTesting>;
 
+/** D-56: the first line of a form submission from the widget. */
+const FORM_SUBMISSION = /^Submitted the form "([^"\n]*)":\n/;
+
 export interface LocalEngineOptions {
   forms: Map<string, FormTemplateT>;
   testing?: Partial<LocalTestingT>;
@@ -100,6 +103,12 @@ export class LocalEngine implements ModelEngine {
       return { text: greet + this.afterTool(last) };
     }
     const text = last?.role === 'user' ? last.content : '';
+    // A form sent back by the widget (docs/widget.md, D-56) is an answer, not a request for a form.
+    const submitted = FORM_SUBMISSION.exec(text);
+    if (submitted) {
+      const answered = text.split('\n').filter((l) => l.startsWith('- ') && !l.endsWith(': (empty)')).length;
+      return { text: `${hello}Thank you! I received the “${submitted[1]}” form with ${answered} answer${answered === 1 ? '' : 's'}.` };
+    }
     const tools = new Set(req.tools.map((t) => t.name));
     const formNames = tools.has('render_form') ? formEnum(req) : [];
     const intent = recognise(text);

@@ -26,6 +26,24 @@ const Agent = z.looseObject({
   knowledge_base: z.string().nullable().default(null),
   forms: z.array(z.string()).default([]),
 });
+/** An origin as a browser sends it: scheme, host and port only. */
+const Origin = z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be an origin such as https://shop.example or http://localhost:3000 (no path, no trailing slash)');
+/** The embeddable widget of an app (docs/widget.md): who may embed it, and its own limits (D-52). */
+const Widget = z.strictObject({
+  /** D-53: the pages allowed to embed the widget. */
+  origins: z.array(Origin).default([]),
+  /** D-50: the host's server signs its users' identities with it (HS256); null: no verified identities. */
+  identity_secret: z.string().min(32).nullable().default(null),
+  /** D-52: per minute; messages count against all four, sessions and conversations against the visitor's and address's. */
+  limits: z
+    .strictObject({
+      visitor_per_minute: z.number().int().positive().default(20),
+      address_per_minute: z.number().int().positive().default(60),
+      app_per_minute: z.number().int().positive().default(600),
+      app_per_day: z.number().int().positive().default(20_000),
+    })
+    .prefault({}),
+});
 const App = z.object({
   id: z.string().min(1),
   team_id: z.string().min(1),
@@ -35,6 +53,8 @@ const App = z.object({
   stream: z.boolean(),
   generative_ui: z.boolean(),
   agent: Agent,
+  /** Absent: the app has no widget, and the publishable key reaches nothing of it (D-47). */
+  widget: Widget.optional(),
 });
 const FixturesFile = z.object({
   teams: z.array(Team),
@@ -48,6 +68,7 @@ export type KeyT = z.infer<typeof Key>;
 export type PlanT = z.infer<typeof Plan>;
 export type AgentT = z.infer<typeof Agent>;
 export type AppT = z.infer<typeof App>;
+export type WidgetT = z.infer<typeof Widget>;
 
 export interface Fixtures {
   dir: string;

@@ -1,0 +1,77 @@
+// The widget's script and the playground (docs/widget.md, D-55, D-58): TypeScript under widget/,
+// bundled by esbuild in memory on first request and kept for the life of the process. Nothing is
+// fetched at run time, and no build step can be forgotten or go stale: `npm start` runs from sources.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { AppT, Fixtures } from '../store/fixtures.ts';
+import { Asset } from '../http/reply.ts';
+
+export const WIDGET_DIR = path.resolve(import.meta.dirname, '../../widget');
+
+/** Bundles one entry of widget/ into a single minified script (an IIFE: a classic script tag runs it). */
+export async function bundle(entry: string): Promise<string> {
+  const esbuild = await import('esbuild');
+  const out = await esbuild.build({
+    entryPoints: [path.join(WIDGET_DIR, entry)],
+    bundle: true,
+    minify: true,
+    format: 'iife',
+    target: ['chrome100', 'firefox100', 'safari15'],
+    write: false,
+    logLevel: 'silent',
+    legalComments: 'none',
+  });
+  return out.outputFiles[0]!.text;
+}
+
+/** D-58: the playground's page may run nothing but its own files: a strict CSP, like a careful host's. */
+export const PLAYGROUND_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const SCRIPT = 'text/javascript; charset=utf-8';
+
+/** Pages by path, each built once on first request. */
+export function widgetPages(opts: { fixtures: Fixtures; playground: boolean }): Map<string, () => Promise<Asset>> {
+  const once = (make: () => Promise<Asset>) => {
+    let made: Promise<Asset> | undefined;
+    return () => (made ??= make().catch((err) => {
+      made = undefined; // a failed build is tried again on the next request
+      throw err;
+    }));
+  };
+  const pages = new Map<string, () => Promise<Asset>>([
+    // Any page may load the script (CORP cross-origin); no-cache: a browser revalidates, so a new server's widget is picked up.
+    ['/widget.js', once(async () => new Asset(SCRIPT, await bundle('widget.ts'), { 'cache-control': 'no-cache', 'cross-origin-resource-policy': 'cross-origin' }))],
+  ]);
+  if (opts.playground) {
+    const headers = { 'cache-control': 'no-cache', 'content-security-policy': PLAYGROUND_CSP };
+    pages.set('/', once(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.fixtures), headers)));
+    pages.set('/playground.js', once(async () => new Asset(SCRIPT, await bundle('playground.ts'), headers)));
+    pages.set('/playground.css', once(async () => new Asset('text/css; charset=utf-8', await fs.readFile(path.join(WIDGET_DIR, 'playground.css')), headers)));
+  }
+  return pages;
+}
+
+/** D-47: the apps a publishable key reaches through the widget: a widget, active, and a publishable key of its team. */
+export function widgetApps(fixtures: Fixtures): AppT[] {
+  const teams = new Set(fixtures.keys.filter((k) => k.type === 'publishable').map((k) => k.team_id));
+  return [...fixtures.apps.values()].filter((a) => a.widget && a.active && teams.has(a.team_id));
+}
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The page; the publishable key is prefilled from the fixtures' target file when it has one (it is public by design). */
+async function playgroundHtml(fixtures: Fixtures): Promise<string> {
+  let key = '';
+  try {
+    const target = JSON.parse(await fs.readFile(path.join(fixtures.dir, 'target.json'), 'utf8')) as { publishable_key?: unknown };
+    if (typeof target.publishable_key === 'string') key = target.publishable_key;
+  } catch {
+    // Custom fixtures without a target file: the developer pastes their key.
+  }
+  const template = await fs.readFile(path.join(WIDGET_DIR, 'playground.html'), 'utf8');
+  const options = widgetApps(fixtures)
+    .map((a) => `<option value="${escape(a.id)}">${escape(a.name)} (${escape(a.id)})</option>`)
+    .join('\n          ');
+  return template.replace('{{options}}', options).replace('{{key}}', escape(key));
+}

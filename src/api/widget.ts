@@ -1,0 +1,100 @@
+// The widget API's handlers (docs/widget.md), under /widget/v1: a visitor session for the publishable
+// key, then the visitor's own conversations (D-48, D-51). The gate (src/pipeline/widget-gate.ts) has
+// checked the origin, the credential and the limits before any of these runs.
+import type { ConversationT } from '../contract/index.ts';
+import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest, type VisitorSessionT } from '../contract/widget.ts';
+import { parseBody, type RequestContext } from '../http/context.ts';
+import { notFound } from '../http/errors.ts';
+import type { RouteDef } from '../http/router.ts';
+import type { Route } from '../http/server.ts';
+import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
+import { appConfig } from '../services/apps.ts';
+import type { ConversationService } from '../services/conversations.ts';
+import { answerOf } from '../services/response-runner.ts';
+import type { ResponseService } from '../services/responses.ts';
+import type { VisitorConversations } from '../services/widget-owners.ts';
+import type { ConversationRecord } from '../store/types.ts';
+
+export const WIDGET_BASE_PATH = '/widget/v1';
+
+export interface WidgetRouteOptions {
+  tokens: VisitorTokens;
+  owners: VisitorConversations;
+  conversations: ConversationService;
+  responses: ResponseService;
+}
+
+export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
+  /** D-48: the visitor's own live conversation; another visitor's answers 404, as an unknown one does. */
+  const own = (ctx: RequestContext): ConversationRecord => {
+    const id = ctx.params.conversation_id!;
+    if (o.owners.ownerOf(id) !== ctx.visitor!.id) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
+    return o.conversations.find(ctx.app.id, id);
+  };
+  return [
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/visitors',
+      route: {
+        publishable: true,
+        handle: async (ctx): Promise<VisitorSessionT> => {
+          const body = await parseBody(ctx, VisitorSessionRequest);
+          const issued = o.tokens.issue(ctx.app, ctx.key, body.identity, body.previous_token);
+          return {
+            object: 'visitor_session',
+            app_id: ctx.app.id,
+            visitor_id: issued.visitor.id,
+            token: issued.token,
+            expires_at: issued.expires_at,
+            external_user_id: issued.visitor.external_user_id,
+          };
+        },
+      },
+    },
+    { method: 'GET', pattern: '/apps/:app_id/config', route: { handle: async (ctx) => appConfig(ctx.app) } },
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/conversations',
+      route: {
+        handle: async (ctx): Promise<ConversationT> => {
+          const body = await parseBody(ctx, WidgetConversationRequest);
+          const visitor = ctx.visitor!;
+          // D-51: the user id and metadata come from the signed identity only.
+          const created = await o.conversations.create(ctx.app.id, {
+            title: body.title,
+            external_user_id: visitor.external_user_id ?? undefined,
+            metadata: visitor.metadata ?? undefined,
+          });
+          // Claimed before the answer: a crash between the two leaves a conversation whose id no
+          // visitor was ever told (reachable by the REST API only), never one given to the wrong visitor.
+          await o.owners.claim(created.id, visitor.id);
+          return created;
+        },
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/apps/:app_id/conversations/:conversation_id',
+      route: { handle: async (ctx) => o.conversations.getJson(ctx.app.id, own(ctx).id) },
+    },
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/conversations/:conversation_id',
+      route: {
+        needsAgent: true,
+        counted: true,
+        handle: async (ctx) => {
+          // D-4's order: the body, then the conversation (404), then the first event (D-17).
+          const body = await parseBody(ctx, WidgetMessageRequest);
+          const record = own(ctx);
+          const stream = body.stream ?? true;
+          if (stream) ctx.beginStream?.();
+          // D-50: the agent's metadata is the signed identity's, never the browser's.
+          const metadata = ctx.visitor!.metadata ?? undefined;
+          const started = await o.responses.start(ctx.app, record, { message: body.message, stream, metadata }, ctx.signal);
+          return answerOf(started.run, stream, started.toResponse, ctx.requestId);
+        },
+      },
+    },
+  ];
+}

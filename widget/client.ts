@@ -1,0 +1,199 @@
+// The widget's side of the widget API (docs/widget.md): a visitor session kept in localStorage, its
+// renewal, and a reply read as a stream of server-sent events.
+
+export interface WidgetError {
+  status: number;
+  type: string;
+  code: string | null;
+  message: string;
+}
+
+export class WidgetApiError extends Error {
+  constructor(readonly error: WidgetError) {
+    super(error.message);
+  }
+}
+
+export interface AppConfig {
+  app_id: string;
+  generative_ui: boolean;
+  agent: { name: string; config: { primary_color: string; secondary_color: string } };
+}
+
+export interface Item {
+  id: string;
+  type: 'message' | 'function_call' | 'data_spec';
+  role?: string | null;
+  content?: Array<{ type: string; text?: string }> | null;
+  name?: string | null;
+  data?: { type: 'patch'; patch: { op: string; path: string; value?: unknown; from?: string } };
+  response_id?: string;
+}
+
+export interface StreamEvent {
+  event: string;
+  data: Record<string, unknown> & { sequence_number?: number };
+}
+
+interface Saved {
+  token?: string;
+  conversationId?: string;
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  appId: string;
+  publishableKey: string;
+  /** A host-signed identity (D-50), passed through as is. */
+  identity?: string;
+}
+
+export class WidgetClient {
+  private saved: Saved;
+  private readonly storageKey: string;
+
+  constructor(private readonly o: ClientOptions) {
+    // One visitor per widget server and app, whoever the page is (D-57).
+    this.storageKey = `parley-widget:${o.baseUrl}:${o.appId}`;
+    this.saved = this.load();
+  }
+
+  get conversationId(): string | undefined {
+    return this.saved.conversationId;
+  }
+
+  forgetConversation(): void {
+    delete this.saved.conversationId;
+    this.save();
+  }
+
+  /** D-49: a fresh token, the same visitor when the last one is still renewable. */
+  async session(): Promise<void> {
+    const renewal = this.saved.token ? { previous_token: this.saved.token } : undefined;
+    let r: Response;
+    try {
+      r = await this.request('POST', `/visitors`, this.o.identity ? { identity: this.o.identity } : (renewal ?? {}), this.o.publishableKey);
+    } catch (err) {
+      // The page's identity was signed minutes ago and the tab stayed open: the last token renews it.
+      if (!(this.o.identity && renewal && err instanceof WidgetApiError && err.error.code === 'identity_expired')) throw err;
+      r = await this.request('POST', `/visitors`, renewal, this.o.publishableKey);
+    }
+    const session = (await r.json()) as { token: string; visitor_id: string };
+    // An identity names another visitor than the one saved: their conversation is not this one's.
+    if (this.saved.token && this.o.identity && visitorOf(this.saved.token) !== session.visitor_id) delete this.saved.conversationId;
+    this.saved.token = session.token;
+    this.save();
+  }
+
+  async config(): Promise<AppConfig> {
+    return (await this.call('GET', '/config')).json() as Promise<AppConfig>;
+  }
+
+  async conversation(): Promise<{ id: string; items: Item[] } | null> {
+    const id = this.saved.conversationId;
+    if (!id) return null;
+    try {
+      return (await (await this.call('GET', `/conversations/${encodeURIComponent(id)}`)).json()) as { id: string; items: Item[] };
+    } catch (err) {
+      if (err instanceof WidgetApiError && err.error.status === 404) {
+        this.forgetConversation();
+        return null;
+      }
+      throw err;
+    }
+  }
+
+  /** Sends a user turn and yields the reply's events as they arrive. */
+  async *send(content: string, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+    if (!this.saved.conversationId) {
+      const conv = (await (await this.call('POST', '/conversations', {})).json()) as { id: string };
+      this.saved.conversationId = conv.id;
+      this.save();
+    }
+    const res = await this.call('POST', `/conversations/${encodeURIComponent(this.saved.conversationId!)}`, { message: { content }, stream: true }, signal);
+    yield* readEvents(res.body!);
+  }
+
+  /** A call with the visitor token; an expired one is renewed once (D-49). */
+  private async call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+    if (!this.saved.token) await this.session();
+    try {
+      return await this.request(method, path, body, this.saved.token!, signal);
+    } catch (err) {
+      if (!(err instanceof WidgetApiError) || err.error.status !== 401) throw err;
+      await this.session();
+      return this.request(method, path, body, this.saved.token!, signal);
+    }
+  }
+
+  private async request(method: string, path: string, body: unknown, credential: string, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${credential}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${this.o.baseUrl}/widget/v1/apps/${encodeURIComponent(this.o.appId)}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      credentials: 'omit',
+    });
+    if (!res.ok) {
+      let e: Partial<WidgetError> = {};
+      try {
+        e = ((await res.json()) as { error: WidgetError }).error;
+      } catch {
+        // Not our error object (a proxy's page): the status says enough.
+      }
+      throw new WidgetApiError({ status: res.status, type: e.type ?? 'http_error', code: e.code ?? null, message: e.message ?? `HTTP ${res.status}` });
+    }
+    return res;
+  }
+
+  private load(): Saved {
+    try {
+      const v = JSON.parse(localStorage.getItem(this.storageKey) ?? '{}') as Saved;
+      return typeof v === 'object' && v !== null ? v : {};
+    } catch {
+      return {}; // storage blocked or damaged: a visitor for this page view only
+    }
+  }
+
+  private save(): void {
+    try {
+      localStorage.setItem(this.storageKey, JSON.stringify(this.saved));
+    } catch {
+      // storage blocked (private mode, a sandboxed frame): the conversation lasts as long as the page
+    }
+  }
+}
+
+function visitorOf(token: string): string | undefined {
+  try {
+    return (JSON.parse(atob(token.split('.')[1]!.replace(/-/g, '+').replace(/_/g, '/'))) as { sub?: string }).sub;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Server-sent events (one `event:` and one `data:` line each, D-16), comments skipped (D-18). */
+export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('data:')) data += line.slice(5).trimStart();
+      }
+      if (data) yield { event, data: JSON.parse(data) as StreamEvent['data'] };
+    }
+  }
+}
