@@ -61,7 +61,8 @@ describe('send', { concurrency: 4 }, () => {
 
   test('--stream renders the text while it arrives, before the command ends', async () => {
     const id = await conversation(SLOW);
-    const cli = startCli(['send', id, 'Tell me about streaming responses', '--stream', '--app', SLOW], { env });
+    // A greeting: a short reply, yet seven chunks 150 ms apart.
+    const cli = startCli(['send', id, 'Hello', '--stream', '--app', SLOW], { env });
     let ended = false;
     void cli.done.then(() => (ended = true));
     const early = await waitFor(cli.stdout, /\S/);

@@ -168,8 +168,7 @@ describe('config and metrics', { concurrency: 2 }, () => {
 
 describe('errors and exit codes', { concurrency: 4 }, () => {
   test('API errors: exit 1, "error: <type> (<status>): <message>" with the param', async () => {
-    // The executable's own exit code, as a shell sees it.
-    const r = await runAndKeep(['conversations', 'list', '--limit', '0'], { via: 'process' });
+    const r = await runAndKeep(['conversations', 'list', '--limit', '0']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: invalid_request_error \(400\): .*limit.* \(param: limit, code: invalid_value\)$/m);
     const denied = await runAndKeep(['config', '--app', TARGET.apps.other_team!]);

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { main } from '../../cli/main.ts';
-import { KEY } from './helpers.ts';
+import { KEY, NO_COVERAGE } from './helpers.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const BIN = path.join(ROOT, 'bin/parley.js');
@@ -48,13 +48,6 @@ export interface CliOptions {
   input?: string;
   via?: Via;
 }
-
-/**
- * Coverage is measured over src/ only, so a CLI child writes none (it would cost every run a second of CPU
- * for nothing). Leaving the variable out is not enough: spawn() copies the parent's NODE_V8_COVERAGE into
- * an environment that lacks it; an empty value turns it off.
- */
-export const NO_COVERAGE = { NODE_V8_COVERAGE: '' };
 
 /** Starts the CLI as a child process: `via: 'bin'` runs the installed executable, otherwise `node --import tsx cli/main.ts`. */
 export function spawnCli(args: string[], opts: { env?: Record<string, string | undefined>; via?: 'bin' | 'process' } = {}): ChildProcessWithoutNullStreams {
