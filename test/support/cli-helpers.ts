@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
+import type { CliIo } from '../../cli/io.ts';
 import { main } from '../../cli/main.ts';
 import { KEY, NO_COVERAGE } from './helpers.ts';
 
@@ -40,6 +41,7 @@ export function serverEnv(baseUrl: string, app = 'app_demo', extra: Record<strin
  * How a run is made. `inline` (the default): main() in this process, with its own streams, environment and
  * signal source, so that runs may overlap. `process`: `node --import tsx cli/main.ts`; `bin`: the installed
  * bin/parley.js. A child costs a third of a CPU-second (tsx's loader), so only what needs a process uses one.
+ * A `serve` that starts needs one too: the server takes over the process's signals and stdout.
  */
 export type Via = 'inline' | 'process' | 'bin';
 
@@ -100,16 +102,18 @@ export function startCli(args: string[], opts: CliOptions = {}): { stdout: PassT
   let err = '';
   stdout.on('data', (d: string) => (out += d));
   stderr.on('data', (d: string) => (err += d));
-  const done = inline(main(args, inlineIo(opts, stdout, stderr))).then((code) => {
-    stdout.end();
-    stderr.end();
-    return { code, signal: null, stdout: out, stderr: err };
-  });
+  const done = inline(main(args, inlineIo(opts, stdout, stderr)))
+    .then((code) => ({ code, signal: null, stdout: out, stderr: err }))
+    .finally(() => {
+      // Whoever waits for more output learns that there is none.
+      stdout.end();
+      stderr.end();
+    });
   return { stdout, stderr, done };
 }
 
 /** The I/O of an in-process run: the environment a child would get, `input` as a piped stdin, SIGINT from nowhere. */
-export function inlineIo(opts: CliOptions, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream) {
+export function inlineIo(opts: CliOptions, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): CliIo {
   return { env: cliEnv(opts.env), stdin: Readable.from(opts.input ? [opts.input] : []), stdout, stderr, signals: new EventEmitter() };
 }
 
