@@ -1,7 +1,7 @@
 // Global options (flags, then environment, then defaults) and the client they configure.
 import { Option, type Command } from 'commander';
 import { DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
-import { Output, UsageError } from './io.ts';
+import { Output, processIo, UsageError, type CliIo } from './io.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787/v1';
 
@@ -33,7 +33,7 @@ export function parseSeconds(text: string): number {
 }
 
 /** The options of `cmd` and its ancestors; the one nearest the command wins. */
-export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.env): Globals {
+export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
   const merged: Record<string, unknown> = {};
   const chain: Command[] = [];
   for (let c: Command | null = cmd; c; c = c.parent) chain.unshift(c);
@@ -60,15 +60,20 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv = process.en
   };
 }
 
-/** Everything a command needs: the resolved options, the redacting output, and a client on demand. */
+/** Everything a command needs: the resolved options, the redacting output, the process context, and a client on demand. */
 export class Session {
   #clients: ParleyClient[] = [];
   /** Whether the command runs with --json (so that an error can still show an unusable JSON body). */
   json = false;
-  constructor(readonly out: Output) {}
+  /** The exit code a command chose without throwing (a scripted chat's worst failure, the suite's verdict). */
+  exitCode: number | undefined;
+  constructor(
+    readonly out: Output,
+    readonly io: CliIo = processIo(),
+  ) {}
 
   globals(cmd: Command): Globals {
-    const g = resolveGlobals(cmd);
+    const g = resolveGlobals(cmd, this.io.env);
     this.out.addSecret(g.apiKey);
     this.json = g.json;
     return g;

@@ -1,8 +1,28 @@
-// Terminal I/O of the CLI: redacting writers, exit codes, stdin, and the errors a user is shown.
+// Terminal I/O of the CLI: its process context, redacting writers, exit codes, stdin, and the errors a user is shown.
 import fs from 'node:fs/promises';
 import { AbortedError, ApiError, ConnectionError, InvalidResponseError, TimeoutError } from './client.ts';
 
 export const EXIT = { ok: 0, api: 1, usage: 2, network: 3 } as const;
+
+/** A stream that may be a terminal (process.stdout is; a pipe or a test's capture is not). */
+export type Terminal = { isTTY?: boolean; columns?: number };
+
+/**
+ * Everything the CLI takes from its process, in one place: the real process by default, a test's own
+ * streams and environment when it runs `main()` in-process (several runs at once, none touching globals).
+ */
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdin: NodeJS.ReadableStream & Terminal;
+  stdout: NodeJS.WritableStream & Terminal;
+  stderr: NodeJS.WritableStream & Terminal;
+  /** Where SIGINT arrives from. */
+  signals: Pick<NodeJS.EventEmitter, 'on' | 'off'>;
+}
+
+export function processIo(): CliIo {
+  return { env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, signals: process };
+}
 
 /** A mistake in the command line or its inputs: exit 2. */
 export class UsageError extends Error {
@@ -31,8 +51,8 @@ export class Output {
   #closedBy: string | undefined;
 
   constructor(
-    readonly stdout: NodeJS.WriteStream = process.stdout,
-    readonly stderr: NodeJS.WriteStream = process.stderr,
+    readonly stdout: CliIo['stdout'] = process.stdout,
+    readonly stderr: CliIo['stderr'] = process.stderr,
   ) {
     for (const stream of [stdout, stderr]) stream.on('error', (err: NodeJS.ErrnoException) => this.#onWriteError(err));
   }
@@ -144,18 +164,18 @@ export function reportError(out: Output, err: unknown, json = false): number {
 }
 
 /** Reads all of stdin as UTF-8 (for `send`, `complete` and `@-` inputs). */
-export async function readStdin(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+export async function readStdin(stdin: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The text argument, or stdin when it is absent or `-`; a terminal stdin is not waited on silently. */
-export async function textArgument(value: string | undefined, what: string): Promise<string> {
+export async function textArgument(value: string | undefined, what: string, stdin: CliIo['stdin']): Promise<string> {
   if (value !== undefined && value !== '-') return value;
-  if (process.stdin.isTTY) throw new UsageError(`missing ${what}: give it as an argument or pipe it on stdin`);
+  if (stdin.isTTY) throw new UsageError(`missing ${what}: give it as an argument or pipe it on stdin`);
   // One trailing newline is how `echo` and editors end text; it is not part of the message.
-  const text = (await readStdin()).replace(/\r?\n$/, '');
+  const text = (await readStdin(stdin)).replace(/\r?\n$/, '');
   if (text === '') throw new UsageError(`missing ${what}: stdin was empty`);
   return text;
 }
@@ -164,13 +184,13 @@ export async function textArgument(value: string | undefined, what: string): Pro
 const FILE_ERRORS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
 
 /** `--metadata '{"k":"v"}'` or `--metadata @file.json` (`@-` for stdin): a JSON object. */
-export async function parseMetadata(value: string | undefined): Promise<Record<string, unknown> | undefined> {
+export async function parseMetadata(value: string | undefined, stdin: NodeJS.ReadableStream): Promise<Record<string, unknown> | undefined> {
   if (value === undefined) return undefined;
   let text = value;
   if (value.startsWith('@')) {
     const file = value.slice(1);
     try {
-      text = file === '-' ? await readStdin() : await fs.readFile(file, 'utf8');
+      text = file === '-' ? await readStdin(stdin) : await fs.readFile(file, 'utf8');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       throw new UsageError(`--metadata: cannot read ${file}: ${(code && FILE_ERRORS[code]) ?? code ?? (err as Error).message}`);

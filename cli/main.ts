@@ -9,7 +9,7 @@ import { conversationsCommand } from './commands/conversations.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
 import { serveCommand } from './commands/serve.ts';
 import { addGlobalOptions, Session } from './context.ts';
-import { EXIT, Output, reportError } from './io.ts';
+import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
 
 const VERSION = (JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../package.json'), 'utf8')) as { version: string }).version;
 
@@ -34,7 +34,14 @@ Examples:
 function configure(cmd: Command, parent: Command | null, out: Output, withGlobals: boolean): void {
   cmd
     .exitOverride()
-    .configureOutput({ writeOut: (s) => out.out(s), writeErr: (s) => out.stderr.write(out.redact(s)), outputError: (s, write) => write(s) })
+    .configureOutput({
+      writeOut: (s) => out.out(s),
+      writeErr: (s) => out.stderr.write(out.redact(s)),
+      outputError: (s, write) => write(s),
+      // Help is wrapped to the terminal it goes to (commander would look at process.stdout).
+      getOutHelpWidth: () => (out.stdout.isTTY && out.stdout.columns) || 80,
+      getErrHelpWidth: () => (out.stderr.isTTY && out.stderr.columns) || 80,
+    })
     .configureHelp({ showGlobalOptions: false, sortSubcommands: false })
     .showHelpAfterError('(add --help for usage)')
     .enablePositionalOptions();
@@ -51,8 +58,8 @@ export function buildProgram(out: Output, session: Session): Command {
     .addHelpText('after', OVERVIEW);
   const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
-  program.addCommand(serveCommand());
-  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), out);
+  program.addCommand(serveCommand(session));
+  const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 
   configure(program, null, out, false);
@@ -63,9 +70,10 @@ export function buildProgram(out: Output, session: Session): Command {
   return program;
 }
 
-/** Runs the command line and resolves to the exit code; never throws. */
-export async function main(argv: string[], out = new Output()): Promise<number> {
-  const session = new Session(out);
+/** Runs the command line and resolves to the exit code; never throws. Its I/O is `io`: the process unless told otherwise. */
+export async function main(argv: string[], io: CliIo = processIo()): Promise<number> {
+  const out = new Output(io.stdout, io.stderr);
+  const session = new Session(out, io);
   const program = buildProgram(out, session);
   // A secret given on the command line is known before anything could echo it.
   for (let i = 0; i < argv.length; i++) {
@@ -73,11 +81,11 @@ export async function main(argv: string[], out = new Output()): Promise<number> 
     if (a === '--api-key') out.addSecret(argv[i + 1]);
     else if (a.startsWith('--api-key=')) out.addSecret(a.slice('--api-key='.length));
   }
-  out.addSecret(process.env.PARLEY_API_KEY);
+  out.addSecret(io.env.PARLEY_API_KEY);
   let code: number;
   try {
     await program.parseAsync(argv, { from: 'user' });
-    code = typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+    code = session.exitCode ?? EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) code = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     else code = out.closed ? out.closedExitCode : reportError(out, err, session.json);

@@ -1,14 +1,15 @@
 // The `parley` CLI against *another* implementation of the interface: a loopback fake scripts what
 // the reference server never sends (defaults left out, unknown item types, payloads without D-16's
-// `type`, endless lists), and records the request bodies the CLI sends. Real processes, as users run them.
+// `type`, endless lists), and records the request bodies the CLI sends. main() in-process, and real
+// processes where the reader leaves (`| head -1`).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import { tempDir } from './support/helpers.ts';
-import { cliEnv, FAKE_KEY, MAIN, ROOT, runCli, sendJson, spawnCli, sseEvent, startFakeApi, waitFor, type FakeApi } from './support/cli-helpers.ts';
+import { main } from '../cli/main.ts';
+import { Capture, FAKE_KEY, inlineIo, runCli, sendJson, spawnCli, sseEvent, startFakeApi, waitFor, type FakeApi } from './support/cli-helpers.ts';
 
 let api: FakeApi;
 before(async () => {
@@ -168,25 +169,22 @@ describe('streams from another implementation', { concurrency: false }, () => {
       // Then silence: the CLI's --timeout ends it (1 s, so that a loaded machine still answers the
       // request itself in time: this test is about the silence after the first event).
     });
-    const file = path.join(await tempDir(), 'out.txt');
-    const fd = fs.openSync(file, 'w');
-    try {
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'send', 'c1', 'hi', '--stream', '--timeout', '1'], { cwd: ROOT, env: cliEnv(api.env), stdio: ['ignore', fd, fd] });
-      const [code] = (await once(child, 'close')) as [number];
-      assert.equal(code, 3);
-    } finally {
-      fs.closeSync(fd);
-    }
-    const text = fs.readFileSync(file, 'utf8');
+    // One stream for both, as `parley … > out.txt 2>&1` gives.
+    const both = new Capture();
+    const code = await main(['send', 'c1', 'hi', '--stream', '--timeout', '1'], inlineIo({ env: api.env }, both, both));
+    assert.equal(code, 3);
+    const text = both.text;
     outputs.push(text);
     assert.match(text, new RegExp(`^hi\\nerror: timeout: the server went silent for 1s \\(${api.baseUrl}/apps/app_x/conversations/c1\\)\\n$`));
   });
 });
 
+// Real processes: EPIPE is what a closed pipe gives a process. The bound makes a CLI that does not stop fail, not hang.
 describe('the reader leaves early (`| head -1`)', { concurrency: false }, () => {
   /** Runs the CLI, closes its stdout after the first line, as `head -1` does, and waits for the end. */
-  async function headOne(args: string[]) {
+  async function headOne(t: TestContext, args: string[]) {
     const child = spawnCli(args, { env: api.env });
+    t.after(() => child.kill('SIGKILL'));
     child.stdin.end();
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
@@ -198,19 +196,19 @@ describe('the reader leaves early (`| head -1`)', { concurrency: false }, () => 
     return { code, stderr, first };
   }
 
-  test('conversations list --all --json against an endless list: exit 0, no stack trace', async () => {
+  test('conversations list --all --json against an endless list: exit 0, no stack trace', { timeout: 60_000 }, async (t) => {
     let n = 0;
     api.handle((_req, res) => {
       n++;
       sendJson(res, { object: 'list', data: [{ id: `c${n}`, object: 'conversation', created_at: 1, title: null, generated_title: {} }], first_id: `c${n}`, last_id: `c${n}`, has_more: true });
     });
-    const r = await headOne(['conversations', 'list', '--all', '--json', '--limit', '1']);
+    const r = await headOne(t, ['conversations', 'list', '--all', '--json', '--limit', '1']);
     assert.equal(JSON.parse(r.first).data[0].id, 'c1');
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stderr, '');
   });
 
-  test('send --stream --json on an endless stream: exit 0, the stream is abandoned', async () => {
+  test('send --stream --json on an endless stream: exit 0, the stream is abandoned', { timeout: 60_000 }, async (t) => {
     const delta = sseEvent('response.output_text.delta', { type: 'response.output_text.delta', delta: 'more ', output_index: 0, content_index: 0 });
     let closedByClient: Promise<unknown> | undefined;
     api.handle((_req, res) => {
@@ -224,7 +222,7 @@ describe('the reader leaves early (`| head -1`)', { concurrency: false }, () => 
       };
       pump();
     });
-    const r = await headOne(['send', 'c1', 'hi', '--stream', '--json']);
+    const r = await headOne(t, ['send', 'c1', 'hi', '--stream', '--json']);
     assert.equal(JSON.parse(r.first).type, 'response.created');
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stderr, '');

@@ -1,11 +1,12 @@
-// `parley send`, `complete` and `chat` as real processes against a real server: live streams (§6, D-16),
-// --json exactness, stdin, failed responses (D-17), and Ctrl-C cancelling a slow reply (D-19).
+// `parley send`, `complete` and `chat` against a real server (main() in-process, and a real process for
+// Ctrl-C): live streams (§6, D-16), --json exactness, stdin, failed responses (D-17), and Ctrl-C
+// cancelling a slow reply (D-19).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, describe, test } from 'node:test';
 import { ReferenceResponse } from '../src/contract/index.ts';
 import { APP, KEY, startTestServer } from './support/helpers.ts';
-import { runCli, serverEnv, spawnCli, waitFor } from './support/cli-helpers.ts';
+import { runCli, serverEnv, spawnCli, startCli, waitFor } from './support/cli-helpers.ts';
 
 const s = await startTestServer();
 after(() => s.close());
@@ -58,19 +59,17 @@ describe('send', { concurrency: 4 }, () => {
     assert.deepEqual(sent, ['first from stdin', 'second from stdin']);
   });
 
-  test('--stream renders the text while it arrives, before the process ends', async () => {
+  test('--stream renders the text while it arrives, before the command ends', async () => {
     const id = await conversation(SLOW);
-    const child = spawnCli(['send', id, 'Tell me about streaming responses', '--stream', '--app', SLOW], { env });
-    child.stdin.end();
-    const exited = once(child, 'close');
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const early = await waitFor(child.stdout, /\S/);
-    // Text is on stdout while the process still runs: the slow app's reply has many chunks to go.
-    assert.equal(child.exitCode, null);
-    const [code] = (await exited) as [number];
+    // A greeting: a short reply, yet seven chunks 150 ms apart.
+    const cli = startCli(['send', id, 'Hello', '--stream', '--app', SLOW], { env });
+    let ended = false;
+    void cli.done.then(() => (ended = true));
+    const early = await waitFor(cli.stdout, /\S/);
+    // Text is on stdout while the command still runs: the slow app's reply has many chunks to go.
+    assert.equal(ended, false);
+    const { code, stdout, stderr } = await cli.done;
+    outputs.push(stdout, stderr);
     assert.equal(code, 0, stderr);
     assert.ok(stdout.startsWith(early) && stdout.length > early.length, `${JSON.stringify(early)} then ${JSON.stringify(stdout)}`);
     assert.match(stderr, /^\[completed resp_\w+\]$/m);
@@ -188,10 +187,18 @@ describe('chat', { concurrency: 2 }, () => {
     assert.deepEqual(items.filter((i) => i.type === 'message').map((i) => i.role), ['user', 'assistant', 'user', 'assistant']);
   });
 
-  test('Ctrl-C (SIGINT) cancels the reply in progress and the session goes on', async () => {
+  test('driven through piped stdin, a failed reply is reported and the session ends with exit 1 (D-17)', async () => {
+    const r = await run(['chat', '--app', 'app_broken'], { input: 'hello\nhello again\n' });
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr.match(/^error: response resp_\w+ failed: \w+: .+/gm)?.length, 2, r.stderr);
+  });
+
+  // A real process: the signal is the operating system's. The bound makes a chat that never answers fail, not hang.
+  test('Ctrl-C (SIGINT) cancels the reply in progress and the session goes on', { timeout: 60_000 }, async (t) => {
     const id = await conversation(SLOW);
     const child = spawnCli(['chat', id, '--app', SLOW], { env });
     const exited = once(child, 'close');
+    t.after(() => child.kill('SIGKILL'));
     const err = { text: '' };
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -1,4 +1,5 @@
-// The `parley` CLI as a user runs it: real processes against a real server on loopback (no mocks).
+// The `parley` CLI as a user runs it, against a real server on loopback (no mocks): main() in-process with
+// its own streams and environment, and real processes for the executable's exit codes and output.
 // Conversations (§4.1–4.5), config and metrics (§4.8–4.9), --json exactness, exit codes, the key's secrecy.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -13,7 +14,7 @@ import { buildProgram } from '../cli/main.ts';
 import { Session } from '../cli/context.ts';
 import { Output } from '../cli/io.ts';
 import { APP, KEY, OTHER_TEAM_KEY, startTestServer, TARGET, tempDir, type TestServer } from './support/helpers.ts';
-import { ROOT, runCli, serverEnv, spawnCli, waitFor } from './support/cli-helpers.ts';
+import { ROOT, runCli, serverEnv, spawnCli, waitFor, type CliOptions } from './support/cli-helpers.ts';
 
 let s: TestServer;
 let env: Record<string, string>;
@@ -24,11 +25,11 @@ before(async () => {
 after(() => s.close());
 
 const base = `/apps/${APP}/conversations`;
-const run = (args: string[], extra: { env?: Record<string, string | undefined>; input?: string } = {}) => runCli(args, { env: { ...env, ...extra.env }, input: extra.input });
+const run = (args: string[], extra: CliOptions = {}) => runCli(args, { ...extra, env: { ...env, ...extra.env } });
 
 /** Every output of every run in this file, to check that the key never appears in any of them. */
 const outputs: string[] = [];
-async function runAndKeep(args: string[], extra: { env?: Record<string, string | undefined>; input?: string } = {}) {
+async function runAndKeep(args: string[], extra: CliOptions = {}) {
   const r = await run(args, extra);
   outputs.push(r.stdout, r.stderr);
   return r;
@@ -185,7 +186,7 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
       runAndKeep(['conversations', 'create', '--metadata', '[1,2]']),
       runAndKeep(['conversations', 'create', '--metadata', '{oops']),
       runAndKeep(['config', '--timeout', 'soon']),
-      runAndKeep(['frobnicate']),
+      runAndKeep(['frobnicate'], { via: 'process' }),
       runAndKeep(['conversations', 'create', '--metadata', '@no-such-file.json']),
     ]);
     for (const r of results) {
@@ -202,7 +203,7 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
-    const r = await runAndKeep(['metrics', '--base-url', `http://127.0.0.1:${port}/v1`]);
+    const r = await runAndKeep(['metrics', '--base-url', `http://127.0.0.1:${port}/v1`], { via: 'process' });
     assert.equal(r.code, 3);
     assert.match(r.stderr, new RegExp(`^error: cannot reach http://127\\.0\\.0\\.1:${port}/v1/apps/${APP}/metrics: `, 'm'));
   });
@@ -222,7 +223,7 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
     }
   });
 
-  test('the key is never printed, even when a server echoes it back and with --verbose', async () => {
+  test('the key is never printed by the process, even when a server echoes it back and with --verbose', async () => {
     // A hostile (or careless) implementation that puts the Authorization header into its error message.
     const echo = http.createServer((req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });
@@ -231,11 +232,12 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
     const port = (echo.address() as AddressInfo).port;
     try {
-      const r = await runAndKeep(['config', '--verbose', '--base-url', `http://127.0.0.1:${port}/v1`]);
+      // Real processes: everything they print counts, also what would bypass parley's redacting output.
+      const r = await runAndKeep(['config', '--verbose', '--base-url', `http://127.0.0.1:${port}/v1`], { via: 'process' });
       assert.equal(r.code, 1);
       assert.match(r.stderr, /bad key: Bearer \[redacted\]/);
       assert.match(r.stderr, /^> authorization: Bearer \[redacted\]$/m);
-      const v = await runAndKeep(['conversations', 'list', '--verbose', '--api-key', KEY], { env: { PARLEY_API_KEY: undefined } });
+      const v = await runAndKeep(['conversations', 'list', '--verbose', '--api-key', KEY], { env: { PARLEY_API_KEY: undefined }, via: 'process' });
       assert.equal(v.code, 0, v.stderr);
       assert.match(v.stderr, /^> GET /m);
     } finally {
@@ -245,9 +247,11 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
 });
 
 describe('serve and conformance', { concurrency: 2 }, () => {
-  test('serve starts the server with the npm start options; SIGTERM stops it cleanly', async () => {
+  test('serve starts the server with the npm start options; SIGTERM stops it cleanly', { timeout: 60_000 }, async (t) => {
     const child = spawnCli(['serve', '--port', '0', '--data-dir', await tempDir(), '--log-level', 'silent'], { via: 'bin' });
     const exited = once(child, 'close');
+    // A failed assertion (or the bound) must not leave a server running.
+    t.after(() => child.kill('SIGKILL'));
     child.stderr.resume();
     const banner = await waitFor(child.stdout, /listening on (http:\/\/\S+\/v1)/);
     const url = /listening on (http:\/\/\S+\/v1)/.exec(banner)![1]!;

@@ -12,7 +12,7 @@ import { generateDocs } from '../conformance/docs.ts';
 import { describeResponse } from '../conformance/evidence.ts';
 import type { Exchange } from '../conformance/http.ts';
 import { lookalike } from '../conformance/cases/common.ts';
-import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { FIXTURES_DIR, NO_COVERAGE, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { startMutantProxy } from './support/mutant-proxy.ts';
 
 const run = promisify(execFile);
@@ -243,7 +243,7 @@ describe('reporters', () => {
 describe('the command (node --import tsx conformance/main.ts)', () => {
   async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], { cwd: ROOT, timeout: 60_000 });
+      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...NO_COVERAGE }, timeout: 60_000 });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };
@@ -317,6 +317,6 @@ test('docs/conformance.md is generated from the registry and up to date (npm run
   const committed = await fs.readFile(path.join(ROOT, 'docs/conformance.md'), 'utf8');
   assert.equal(committed, generateDocs(), 'docs/conformance.md is stale: run npm run conformance:docs');
   // The same check for CI: `npm run conformance:docs -- --check`.
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], { cwd: ROOT });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], { cwd: ROOT, env: { ...process.env, ...NO_COVERAGE } });
   assert.match(stdout, /up to date/);
 });

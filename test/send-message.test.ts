@@ -292,7 +292,8 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
   test('a rename while a response runs is not undone when the response is saved', async () => {
     const c = await newConversation('app_slow');
     let renamed: Promise<unknown> | undefined;
-    const stream = await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me about the sea' }, stream: true }, {
+    // A greeting: a short reply, still seven chunks 150 ms apart after the first.
+    const stream = await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Hello' }, stream: true }, {
       onEvent: (e) => {
         if (e.event === 'response.output_text.delta' && !renamed) renamed = s.call('PATCH', `/apps/app_slow/conversations/${c}`, { title: 'Renamed mid-stream' });
       },

@@ -54,7 +54,8 @@ function trickle(head: string, drip: (i: number) => string): { answer: Promise<s
   return { answer, dripped: () => i };
 }
 
-describe('slow clients', () => {
+// Each case waits out a server timeout: they wait together (none creates anything in another's app).
+describe('slow clients', { concurrency: true }, () => {
   // The bound turns a server that never cuts the trickle off into a failure rather than a hang.
   test('headers trickled a byte at a time: 408 request_timeout, while another client is served', { timeout: 20_000 }, async () => {
     // A header line that never ends, one byte per tick: each byte is news, but the block never completes.

@@ -30,7 +30,8 @@ Examples:
     )
     .action(async (conversationId: string | undefined, opts: { title?: string; externalUserId?: string; metadata?: string }, cmd: Command) => {
       const { client, g } = session.client(cmd);
-      let metadata = await parseMetadata(opts.metadata);
+      const io = session.io;
+      let metadata = await parseMetadata(opts.metadata, io.stdin);
       if (conversationId === undefined) {
         const created = await client.createConversation({ title: opts.title, external_user_id: opts.externalUserId });
         conversationId = created.data.id;
@@ -41,8 +42,8 @@ Examples:
         out.note(`conversation ${conversationId}`);
       }
 
-      const interactive = Boolean(process.stdin.isTTY);
-      const rl = readline.createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive, prompt: 'you> ' });
+      const interactive = Boolean(io.stdin.isTTY);
+      const rl = readline.createInterface({ input: io.stdin, output: interactive ? io.stdout : undefined, terminal: interactive, prompt: 'you> ' });
       if (interactive) out.note('Ctrl-C cancels a reply, Ctrl-D leaves.');
       let current: AbortController | undefined;
       let worst = 0;
@@ -57,7 +58,7 @@ Examples:
         rl.close();
       };
       rl.on('SIGINT', onInterrupt);
-      process.on('SIGINT', onInterrupt);
+      io.signals.on('SIGINT', onInterrupt);
       try {
         if (interactive) rl.prompt();
         for await (const line of rl) {
@@ -83,11 +84,11 @@ Examples:
           if (interactive) rl.prompt();
         }
       } finally {
-        process.off('SIGINT', onInterrupt);
+        io.signals.off('SIGINT', onInterrupt);
         rl.close();
         if (interactive) out.note('');
       }
       // Interactive sessions end well by Ctrl-D; a scripted one reports its worst failure.
-      if (!interactive && worst !== 0) process.exitCode = worst;
+      if (!interactive && worst !== 0) session.exitCode = worst;
     });
 }

@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
-import { parseSeconds } from '../context.ts';
-import { UsageError, type Output } from '../io.ts';
+import { parseSeconds, type Session } from '../context.ts';
+import { UsageError } from '../io.ts';
 
 const MODULE = '../../conformance/command.ts';
 const MODULE_PATH = fileURLToPath(new URL(MODULE, import.meta.url));
@@ -74,7 +74,8 @@ export function suiteArguments(args: string[], globals: { baseUrl?: string; apiK
   return [...extra, ...args];
 }
 
-export function conformanceCommand(configure: (cmd: Command, parent: Command) => void, out: Output): Command {
+export function conformanceCommand(configure: (cmd: Command, parent: Command) => void, session: Session): Command {
+  const out = session.out;
   const placeholder = new Command('conformance')
     .description('run the conformance suite against an implementation (see parley conformance --help)')
     .helpOption(false)
@@ -83,7 +84,8 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     .argument('[args...]')
     .addHelpText('after', '\nExample:\n  parley conformance --help\n');
   placeholder.action(async (_args: string[], _opts: unknown, cmd: Command) => {
-    let mod: { conformanceCommand?: (io?: { out(line: string): void; err(line: string): void }) => Command };
+    type Io = { out(line: string): void; err(line: string): void };
+    let mod: { conformanceCommand?: (io?: Io) => Command; conformanceAction?: (opts: Record<string, unknown>, io?: Io) => Promise<number> };
     try {
       mod = (await import(MODULE)) as typeof mod;
     } catch (err) {
@@ -93,13 +95,19 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
       }
       throw err;
     }
-    if (typeof mod.conformanceCommand !== 'function') throw new UsageError('conformance suite not available: conformance/command.ts exports no conformanceCommand()');
+    const { conformanceCommand: suiteCommand, conformanceAction } = mod;
+    if (typeof suiteCommand !== 'function' || typeof conformanceAction !== 'function') throw new UsageError('conformance suite not available: conformance/command.ts must export conformanceCommand() and conformanceAction()');
     // Its lines go through parley's Output: redacted like everything parley prints, and silent once the reader left.
-    const real = mod.conformanceCommand({ out: (l) => out.line(l), err: (l) => out.note(l) }).addHelpText('after', HELP);
+    const io: Io = { out: (l) => out.line(l), err: (l) => out.note(l) };
+    const real = suiteCommand(io).addHelpText('after', HELP);
+    // Its verdict becomes parley's exit code (its own action would set process.exitCode, a global).
+    real.action(async (opts: Record<string, unknown>) => {
+      session.exitCode = await conformanceAction(opts, io);
+    });
     // The suite's command stands in for this placeholder: same parent (for global options), same settings.
     const parent = cmd.parent!;
     configure(real, parent);
-    const args = suiteArguments(cmd.args, parent.opts(), process.env, (s) => out.note(s));
+    const args = suiteArguments(cmd.args, parent.opts(), session.io.env, (s) => out.note(s));
     await real.parseAsync(args, { from: 'user' });
   });
   return placeholder;

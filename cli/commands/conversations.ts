@@ -21,7 +21,7 @@ export function conversationsCommand(session: Session): Command {
     .addHelpText('after', `\nExample:\n  parley conversations create --title "Billing question" --external-user-id user_42 --metadata '{"plan":"pro"}'\n`)
     .action(async (opts: { title?: string; externalUserId?: string; metadata?: string }, cmd: Command) => {
       const { client, g } = session.client(cmd);
-      const metadata = await parseMetadata(opts.metadata);
+      const metadata = await parseMetadata(opts.metadata, session.io.stdin);
       const res = await client.createConversation({ title: opts.title, external_user_id: opts.externalUserId, metadata });
       if (g.json) out.line(res.raw);
       else out.out(conversationSummary(res.data));

@@ -52,8 +52,8 @@ Examples:
     )
     .action(async (conversationId: string, text: string | undefined, opts: { stream?: boolean; metadata?: string }, cmd: Command) => {
       const { client, g } = session.client(cmd);
-      const metadata = await parseMetadata(opts.metadata);
-      const content = await textArgument(text, 'message text');
+      const metadata = await parseMetadata(opts.metadata, session.io.stdin);
+      const content = await textArgument(text, 'message text', session.io.stdin);
       const reply = await client.sendMessage(conversationId, { message: { role: 'user', content }, stream: opts.stream, metadata });
       if (reply.kind === 'stream') return printStream(out, reply.stream, g.json);
       if (g.json) {
@@ -86,8 +86,8 @@ Examples:
     )
     .action(async (prompt: string | undefined, opts: { stream?: boolean; fast?: boolean; knowledgeSearch?: boolean; metadata?: string }, cmd: Command) => {
       const { client, g } = session.client(cmd);
-      const metadata = await parseMetadata(opts.metadata);
-      const text = await textArgument(prompt, 'prompt');
+      const metadata = await parseMetadata(opts.metadata, session.io.stdin);
+      const text = await textArgument(prompt, 'prompt', session.io.stdin);
       // Only what the user chose is sent: the interface's defaults apply to the rest.
       const body = { prompt: text, fast: opts.fast, knowledge_search: opts.knowledgeSearch === false ? false : undefined, metadata };
       if (opts.stream) return printStream(out, await client.streamCompletion(body), g.json);

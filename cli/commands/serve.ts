@@ -2,11 +2,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
+import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 
 const PACKAGE_FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 
-export function serveCommand(): Command {
+export function serveCommand(session: Session): Command {
   return new Command('serve')
     .description('start the Parley server (the same options and environment as npm start)')
     .option('--port <port>', 'port to listen on, 0 for any free one (env PORT, default 8787)')
@@ -24,14 +25,14 @@ export function serveCommand(): Command {
       if (opts.host !== undefined) argv.push('--host', opts.host);
       if (opts.dataDir !== undefined) argv.push('--data-dir', opts.dataDir);
       // Run from anywhere (a global `parley`), it still finds the demo fixtures it ships with.
-      const fixtures = opts.fixtures ?? (process.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
+      const fixtures = opts.fixtures ?? (session.io.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
       if (fixtures !== undefined) argv.push('--fixtures', fixtures);
       if (opts.logLevel !== undefined) argv.push('--log-level', opts.logLevel);
       // Loaded on demand: the other commands need none of the server's modules.
       const { ConfigError, loadConfig } = await import('../../src/config.ts');
       try {
         // Checked here first, so that a mistake is told in parley's words (serve() would print npm start's usage).
-        loadConfig(argv, process.env);
+        loadConfig(argv, session.io.env);
       } catch (err) {
         if (err instanceof ConfigError) throw new UsageError(`${err.message} (see parley serve --help)`);
         throw err;

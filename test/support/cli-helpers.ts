@@ -1,10 +1,16 @@
-// Runs the `parley` CLI as a real child process (through tsx), for the CLI tests, and fakes of other implementations.
+// Runs the `parley` CLI for the CLI tests: in this process through main() (the default), or as a real child
+// process where only a process shows the behaviour (signals, closed pipes, the installed executable); and
+// fakes of other implementations.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { once } from 'node:events';
-import { KEY } from './helpers.ts';
+import { PassThrough, Readable, Writable } from 'node:stream';
+import type { CliIo } from '../../cli/io.ts';
+import { main } from '../../cli/main.ts';
+import { KEY, NO_COVERAGE } from './helpers.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const BIN = path.join(ROOT, 'bin/parley.js');
@@ -17,10 +23,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/**
- * The environment of a CLI run: none of the caller's PARLEY_* settings, plus the given ones. Coverage is
- * measured over src/ only, so a CLI child writes none (it would cost every run seconds for nothing).
- */
+/** The environment of a CLI run: none of the caller's PARLEY_* settings, plus the given ones. */
 export function cliEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PARLEY_') && k !== 'NODE_V8_COVERAGE') base[k] = v;
@@ -34,22 +37,84 @@ export function serverEnv(baseUrl: string, app = 'app_demo', extra: Record<strin
   return { PARLEY_BASE_URL: baseUrl, PARLEY_API_KEY: KEY, PARLEY_APP_ID: app, ...extra };
 }
 
-/** Starts the CLI; `via: 'bin'` runs the installed executable, otherwise `node --import tsx cli/main.ts`. */
-export function spawnCli(args: string[], opts: { env?: Record<string, string | undefined>; via?: 'bin' | 'main'; cwd?: string } = {}): ChildProcessWithoutNullStreams {
+/**
+ * How a run is made. `inline` (the default): main() in this process, with its own streams, environment and
+ * signal source, so that runs may overlap. `process`: `node --import tsx cli/main.ts`; `bin`: the installed
+ * bin/parley.js. A child costs a third of a CPU-second (tsx's loader), so only what needs a process uses one.
+ * A `serve` that starts needs one too: the server takes over the process's signals and stdout.
+ */
+export type Via = 'inline' | 'process' | 'bin';
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  input?: string;
+  via?: Via;
+}
+
+/** Starts the CLI as a child process: `via: 'bin'` runs the installed executable, otherwise `node --import tsx cli/main.ts`. */
+export function spawnCli(args: string[], opts: { env?: Record<string, string | undefined>; via?: 'bin' | 'process' } = {}): ChildProcessWithoutNullStreams {
   const entry = opts.via === 'bin' ? [BIN] : ['--import', 'tsx', MAIN];
-  return spawn(process.execPath, [...entry, ...args], { cwd: opts.cwd ?? ROOT, env: cliEnv(opts.env), stdio: 'pipe' });
+  return spawn(process.execPath, [...entry, ...args], { cwd: ROOT, env: { ...cliEnv(opts.env), ...NO_COVERAGE }, stdio: 'pipe' });
+}
+
+/** A stream that keeps what is written to it, as a pipe would pass it on (not a terminal). */
+export class Capture extends Writable {
+  text = '';
+  constructor() {
+    super({ decodeStrings: false });
+  }
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: () => void): void {
+    this.text += chunk.toString();
+    done();
+  }
 }
 
 /** Runs the CLI to the end, with `input` on stdin (stdin is closed either way). */
-export async function runCli(args: string[], opts: { env?: Record<string, string | undefined>; input?: string; via?: 'bin' | 'main'; cwd?: string } = {}): Promise<CliResult> {
-  const child = spawnCli(args, opts);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  child.stdin.end(opts.input ?? '');
-  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  return { code, signal, stdout, stderr };
+export async function runCli(args: string[], opts: CliOptions = {}): Promise<CliResult> {
+  if (opts.via === 'process' || opts.via === 'bin') {
+    const child = spawnCli(args, { env: opts.env, via: opts.via });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdin.end(opts.input ?? '');
+    const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
+    return { code, signal, stdout, stderr };
+  }
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await inline(main(args, inlineIo(opts, stdout, stderr)));
+  return { code, signal: null, stdout: stdout.text, stderr: stderr.text };
+}
+
+/** An in-process run's exit code; it must come from main() alone, never from the process-wide exit code other runs share. */
+async function inline(run: Promise<number>): Promise<number> {
+  const code = await run;
+  assert.equal(process.exitCode, undefined, 'an in-process run of the CLI set process.exitCode');
+  return code;
+}
+
+/** An in-process run whose output can be watched while it runs (`waitFor`); `done` when main() returns. */
+export function startCli(args: string[], opts: CliOptions = {}): { stdout: PassThrough; stderr: PassThrough; done: Promise<CliResult> } {
+  const stdout = new PassThrough({ encoding: 'utf8' });
+  const stderr = new PassThrough({ encoding: 'utf8' });
+  let out = '';
+  let err = '';
+  stdout.on('data', (d: string) => (out += d));
+  stderr.on('data', (d: string) => (err += d));
+  const done = inline(main(args, inlineIo(opts, stdout, stderr)))
+    .then((code) => ({ code, signal: null, stdout: out, stderr: err }))
+    .finally(() => {
+      // Whoever waits for more output learns that there is none.
+      stdout.end();
+      stderr.end();
+    });
+  return { stdout, stderr, done };
+}
+
+/** The I/O of an in-process run: the environment a child would get, `input` as a piped stdin, SIGINT from nowhere. */
+export function inlineIo(opts: CliOptions, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): CliIo {
+  return { env: cliEnv(opts.env), stdin: Readable.from(opts.input ? [opts.input] : []), stdout, stderr, signals: new EventEmitter() };
 }
 
 /** Collects a stream's text and resolves when it first matches `re` (rejects if the stream ends first). */
