@@ -23,8 +23,8 @@ function tooLarge(): ApiError {
 }
 
 /**
- * The raw body, up to the cap. Plain 'data'/'end' listeners: the stream's async iterator cost
- * ~0.1 ms per small request in the profile of a stream's time to first event.
+ * The raw body, up to the cap. Plain 'data'/'end' listeners: the stream's async iterator showed in the
+ * profile of a stream's time to first event (docs/benchmarks.md).
  */
 function readAll(req: IncomingMessage): Promise<{ chunks: Buffer[]; size: number }> {
   return new Promise((resolve, reject) => {

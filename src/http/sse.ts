@@ -42,7 +42,7 @@ async function write(res: ServerResponse, chunk: string): Promise<void> {
   const sent = res.write(chunk);
   // node:http corks the socket until the next tick, and a producer that runs on microtasks (the
   // local engine) starves that tick: every event, the first included, then waited for the end of
-  // the whole reply (bench: first event 1.3 ms instead of 0.6). Uncorked, each event leaves when written.
+  // the whole reply (docs/benchmarks.md). Uncorked, each event leaves when written.
   if (res.socket?.writableCorked) res.socket.uncork();
   if (sent) return;
   await new Promise<void>((resolve) => {

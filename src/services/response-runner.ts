@@ -69,7 +69,7 @@ export class ResponseRun {
   async *events(): AsyncGenerator<UnsequencedEvent> {
     const o = this.opts;
     // The model starts before `response.created` is written, not after: a remote model's request is
-    // on its way while the event goes out (bench, Ollama proxy: ~0.3 ms of the first token).
+    // on its way while the event goes out (time to first token: docs/benchmarks.md).
     const rounds = this.rounds();
     const first = rounds.next();
     first.catch(() => {}); // awaited below; a failure before then is not an unhandled rejection

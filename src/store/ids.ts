@@ -6,7 +6,7 @@ export type IdKind = keyof typeof ID_PREFIX;
 
 /**
  * Random bytes are drawn from the CSPRNG 4 KiB at a time and handed out 12 bytes per id: one call
- * into the OS per 341 ids instead of one per id (it was ~5% of a GET's CPU in bench/profile.ts).
+ * into the OS per 341 ids instead of one per id (a GET's profile showed it: docs/benchmarks.md).
  * Each byte is used once, so ids stay as unpredictable as randomBytes(12).
  */
 const POOL_SIZE = 4096 - (4096 % 12);
