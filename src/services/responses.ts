@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { ItemT, ResponseT, SendMessageRequestT } from '../contract/index.ts';
 import type { ChatMessage } from '../model/types.ts';
 import type { AppT } from '../store/fixtures.ts';
-import type { ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
+import type { ConversationChange, ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
 import { newId, unixNow } from '../store/ids.ts';
 import { ResponseRun } from './response-runner.ts';
@@ -107,15 +107,12 @@ export class ResponseService {
       claim,
       // Applied to the record as it is when the exchange lands (a rename may have landed meanwhile).
       apply: (record) => {
-        const updated: ConversationRecord = {
-          ...record,
-          // D-9: an object replaces the snapshot; omitted or null keeps it.
-          metadata: input.metadata ?? record.metadata,
-          message_count: record.message_count + 1 + assistantMessages,
-        };
+        const change: ConversationChange = { message_count: record.message_count + 1 + assistantMessages };
+        // D-9: an object replaces the snapshot; omitted or null keeps it.
+        if (input.metadata) change.metadata = input.metadata;
         // D-8: titled after the first completed exchange, unless the caller chose a title.
-        if (title && updated.title === null && Object.keys(updated.generated_title).length === 0) updated.generated_title = title;
-        return updated;
+        if (title && record.title === null && Object.keys(record.generated_title).length === 0) change.generated_title = title;
+        return change;
       },
     });
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
