@@ -14,6 +14,7 @@ import { CompletionService } from './services/completions.ts';
 import { RateLimitService } from './pipeline/rate-limit.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
+import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
 import { UsageLedger } from './services/usage.ts';
 import { FileStore } from './store/file-store.ts';
@@ -83,8 +84,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       claims: [...store.idempotencyClaims(since), ...usage.idempotencyClaims(since)],
     });
     const auth = new AuthService(fixtures);
-    const conversations = new ConversationService(store);
-    const responses = new ResponseService(store, agent, usage, logger);
+    const quota = new StorageQuota(store, fixtures);
+    const conversations = new ConversationService(store, quota);
+    const responses = new ResponseService(store, agent, usage, logger, quota);
     const completions = new CompletionService(agent, usage, logger);
     const http = createHttpServer({
       routes: [

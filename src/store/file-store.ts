@@ -25,7 +25,7 @@ import {
 /** An Idempotency-Key claim (see IdempotencyClaim), journaled with the work it ran. */
 const Claim = z.object({ k: z.string(), f: z.string(), at: z.number() });
 const Id = z.string().regex(SAFE_ID);
-/** The fields a `set` or an exchange changes (D-27: a line holds what changed, not the record). */
+/** The fields a `set` or an exchange changes (D-28: a line holds what changed, not the record). */
 const Fields = z.strictObject({
   title: z.string().nullable().optional(),
   deleted_at: z.number().int().nullable().optional(),
@@ -34,11 +34,11 @@ const Fields = z.strictObject({
 });
 /**
  * The journal's lines (docs/storage.md). `conv`: a whole record (a create, a compaction's snapshot,
- * and every change before D-27), `b` the bytes of its history file, `p` the exchange a pre-D-27 line
+ * and every change before D-28), `b` the bytes of its history file, `p` the exchange a pre-D-28 line
  * completes. `set`: the fields a rename or a delete changes. `intent`: what an exchange will change
  * (`f`, `n` messages, `b` history bytes), written before the history file; `done` completes it. An
  * intent with no `done` was cut by a crash, and start-up checks the history file to see whether the
- * exchange landed. Before D-27 an intent held the whole record (`v`). `claim`: an Idempotency-Key
+ * exchange landed. Before D-28 an intent held the whole record (`v`). `claim`: an Idempotency-Key
  * claim kept by a compaction. The claim `c` rides in both lines of an exchange: it holds exactly when
  * the exchange does.
  */
@@ -70,7 +70,7 @@ interface Exchange {
   c: ClaimT | undefined;
   /** Where its intent line is (its metadata, if it changes it, is read from there). */
   where: LineAt;
-  /** A pre-D-27 intent for a conversation with no earlier line: its whole record. */
+  /** A pre-D-28 intent for a conversation with no earlier line: its whole record. */
   whole?: ConversationRecord;
 }
 
@@ -99,11 +99,11 @@ function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord; b?: 
 const FILE_CACHE_SIZE = 1_000;
 const FILE_CACHE_BYTES = 64 * 2 ** 20;
 
-/** Metadata whose journal line is at most this long is kept in memory as JSON text (D-26). */
+/** Metadata whose journal line is at most this long is kept in memory as JSON text (D-27). */
 const INLINE_LINE_BYTES = 512;
 
 /**
- * Where a conversation's metadata is (D-26): its JSON text when short, else the journal line that
+ * Where a conversation's metadata is (D-27): its JSON text when short, else the journal line that
  * holds it. Shared by the versions of a record that share the metadata, and moved by a compaction.
  */
 interface MetaRef {
@@ -114,7 +114,7 @@ interface MetaRef {
 const EMPTY_META: MetaRef = Object.freeze({ text: '{}', at: -1, len: 0 }) as MetaRef;
 
 /**
- * What memory holds of a conversation (D-26): the record without its metadata, which is read from
+ * What memory holds of a conversation (D-27): the record without its metadata, which is read from
  * the journal when served (`metadata`, a getter the store defines), and the bytes of its history.
  */
 export abstract class StoredConversation implements ConversationRecord {
@@ -183,10 +183,12 @@ export interface FileStoreOptions {
   /** Told when start-up drops a torn last journal line (see Journal.open). */
   warn?: (message: string) => void;
   /**
-   * D-27: the journal is compacted once it is larger than `factor` × its live records plus `slackBytes`
+   * D-28: the journal is compacted once it is larger than `factor` × its live records plus `slackBytes`
    * (defaults 2 and 4 MiB; tests lower them).
    */
   compaction?: { factor?: number; slackBytes?: number };
+  /** D-29: bytes of histories kept parsed in memory (default 64 MiB; tests lower it). */
+  historyCacheBytes?: number;
   /** Tests: runs once a compaction has written its new file, before it takes the journal's place. */
   holdCompaction?: () => Promise<void>;
   /** Told when a compaction while running fails (the longer journal still holds everything). */
@@ -341,7 +343,7 @@ export class FileStore implements Store {
     return this.apps.get(appId)?.bytes ?? 0;
   }
 
-  /** D-26: a conversation's metadata, read from where it is (memory if short, else its journal line). */
+  /** D-27: a conversation's metadata, read from where it is (memory if short, else its journal line). */
   private metadataOf(h: StoredConversation): Record<string, unknown> {
     const { text, at, len } = h.meta;
     if (text !== null) return JSON.parse(text) as Record<string, unknown>;
@@ -409,7 +411,7 @@ export class FileStore implements Store {
     switch (e.t) {
       case 'conv':
         this.checkVersion(e.v, line);
-        // A pre-D-27 completion: its record is whole.
+        // A pre-D-28 completion: its record is whole.
         if (e.p !== undefined) unfinished.delete(e.p);
         if (e.c) this.claims.add({ key: e.c.k, fingerprint: e.c.f, at: e.c.at });
         this.index(this.fromRecord(e.v, where, e.b ?? this.records.get(e.v.id)?.file_bytes ?? 0));
@@ -419,7 +421,7 @@ export class FileStore implements Store {
         return;
       case 'intent':
         if ('v' in e) {
-          // Pre-D-27: the whole record the exchange would give; what it changes is what differs.
+          // Pre-D-28: the whole record the exchange would give; what it changes is what differs.
           this.checkVersion(e.v, line);
           const base = this.records.get(e.v.id);
           const f: FieldsT = { metadata: e.v.metadata };
@@ -486,7 +488,7 @@ export class FileStore implements Store {
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
       const { f } = this.diff(current, next);
       if (Object.keys(f).length === 0) return current;
-      // D-27: only what changed is appended (a rename is its title, not the 16 KB record).
+      // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append({ t: 'set', id, f }, (where) => this.index(this.changed(this.records.get(id)!, f, 0, 0, where)));
       if (f.deleted_at != null && current.deleted_at === null) await this.dropHistory(id);
       this.compactIfDue();
@@ -653,7 +655,7 @@ export class FileStore implements Store {
       }
     }
     for (const [id, h] of ready) {
-      if (count <= FILE_CACHE_SIZE && bytes <= FILE_CACHE_BYTES) break;
+      if (count <= FILE_CACHE_SIZE && bytes <= (this.opts.historyCacheBytes ?? FILE_CACHE_BYTES)) break;
       if (h.busy) continue;
       this.files.delete(id);
       count--;
@@ -667,7 +669,7 @@ export class FileStore implements Store {
     return this.journal.bytes > factor * this.liveBytes + slack;
   }
 
-  /** D-27: compaction while running, once the journal passes its multiple of the live records. */
+  /** D-28: compaction while running, once the journal passes its multiple of the live records. */
   private compactIfDue(): void {
     if (this.compacting || !this.compactionDue()) return;
     this.compacting = this.compact()
@@ -752,7 +754,7 @@ export class FileStore implements Store {
   }
 }
 
-/** Where the metadata of a record whose line is at `where` is kept (D-26). */
+/** Where the metadata of a record whose line is at `where` is kept (D-27). */
 function metaRef(metadata: Record<string, unknown>, where: LineAt | undefined): MetaRef {
   // The common case, and every deleted conversation after a compaction: nothing to read.
   if (Object.keys(metadata).length === 0) return EMPTY_META;

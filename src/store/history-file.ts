@@ -1,6 +1,6 @@
 // One conversation's history on disk: an append-only JSON-lines file, `<id>.jsonl`, one line per
 // exchange (`{"items":[…],"responses":[…]}`), so that an exchange costs a write of its own size
-// (D-28). A history written by the earlier release as one lowdb document, `<id>.json`, is read as
+// (D-29). A history written by the earlier release as one lowdb document, `<id>.json`, is read as
 // its first part and never rewritten (D-29).
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';

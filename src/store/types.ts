@@ -77,7 +77,7 @@ export interface Store {
   /** D-7: the next creation sequence number (never reused, also across restarts). */
   nextSeq(): number;
   /**
-   * D-26: a conversation's record. Its `metadata` may be read from disk on access: read it when it is
+   * D-27: a conversation's record. Its `metadata` may be read from disk on access: read it when it is
    * served, and do not keep records beyond a request.
    */
   getConversation(id: string): ConversationRecord | undefined;
@@ -101,7 +101,7 @@ export interface Store {
   saveResponse(save: ResponseSave): Promise<ConversationRecord>;
   /** The claims saved with exchanges at or after `since` (ms), for the idempotency stage to honour. */
   idempotencyClaims(since: number): KeptClaim[];
-  /** A conversation's history, with `bytes`, its size as stored (D-28 limits it). */
+  /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
   readConversationFile(id: string): Promise<ConversationFile & { bytes: number }>;
   appCounters(appId: string): AppCounters;
   /** D-26: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
