@@ -39,6 +39,8 @@ export interface JournalOptions {
   syncDelayMs?: number;
   /** Told when open() drops a torn last line (default: a process warning on stderr). */
   warn?: (message: string) => void;
+  /** How open() parses a line (default JSON.parse); it throws on a line that is not JSON. */
+  parse?: (raw: string) => unknown;
 }
 
 /**
@@ -184,7 +186,7 @@ export class Journal {
     if (raw.trim() === '') return;
     let entry: unknown;
     try {
-      entry = JSON.parse(raw);
+      entry = this.opts.parse ? this.opts.parse(raw) : JSON.parse(raw);
     } catch {
       if (this.opts.skipBadLines) return;
       throw new StoreError(this.file, `line ${lineNo} is not valid JSON; restore the file from a backup or remove that line`);
