@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { LIMITS, type ItemT } from '../src/contract/index.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
-import { APP, startTestServer, tempDir } from './support/helpers.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir } from './support/helpers.ts';
 
 const conv = `/apps/${APP}/conversations`;
 /** Metadata of exactly `bytes` bytes of compact JSON, the shape of the issue's reproduction: many empty objects. */
@@ -62,6 +62,45 @@ describe('memory per conversation (D-27)', () => {
     } finally {
       await s.close().catch(() => {});
       await again?.close();
+    }
+  });
+});
+
+describe('storage quota per plan (D-26)', () => {
+  test('a create past the quota, or a send once it is reached, is 429 storage_quota_exceeded and changes nothing; a delete frees it', async () => {
+    const fixturesDir = await tempDir();
+    await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
+    const fixtures = JSON.parse(await fs.readFile(path.join(fixturesDir, 'fixtures.json'), 'utf8'));
+    for (const plan of fixtures.plans) if (plan.id === 'developer') plan.storage_bytes = 64 * 1024;
+    await fs.writeFile(path.join(fixturesDir, 'fixtures.json'), JSON.stringify(fixtures));
+    const s = await startTestServer({ fixturesDir });
+    try {
+      const created: string[] = [];
+      let refused: Awaited<ReturnType<typeof s.call>> | undefined;
+      for (let i = 0; i < 10 && !refused; i++) {
+        const r = await s.call('POST', conv, { metadata: FULL });
+        if (r.status === 200) created.push(r.body.id);
+        else refused = r;
+      }
+      assert.ok(refused, 'no refusal after 10 creates of 16 KB into 64 KiB');
+      assert.equal(created.length, 3);
+      assert.equal(refused.status, 429);
+      assert.deepEqual({ ...refused.body.error, message: undefined }, { message: undefined, type: 'rate_limit_exceeded', param: null, code: 'storage_quota_exceeded' });
+      assert.match(refused.body.error.message, /storage quota.*Delete conversations/);
+      assert.equal(refused.headers.get('retry-after'), null, 'waiting frees nothing');
+      assert.equal(refused.headers.get('x-should-retry'), 'false');
+      assert.equal((await s.call('GET', `/apps/${APP}/metrics`)).body.total_conversations, 3, 'the refused create stored nothing');
+      // The send message that reaches the quota is the last one (its history counts).
+      const send = (id: string) => s.call('POST', `${conv}/${id}`, { message: { content: 'x'.repeat(20_000) }, stream: false });
+      assert.equal((await send(created[0]!)).status, 200);
+      const full = await send(created[0]!);
+      assert.equal(full.status, 429);
+      assert.equal(full.body.error.code, 'storage_quota_exceeded');
+      // A soft delete frees its conversation's share.
+      assert.equal((await s.call('DELETE', `${conv}/${created[1]}`)).status, 200);
+      assert.equal((await s.call('POST', conv, { metadata: { small: true } })).status, 200);
+    } finally {
+      await s.close();
     }
   });
 });

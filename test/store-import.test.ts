@@ -8,7 +8,7 @@ import { StoreError } from '../src/store/types.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
-/** A stored record as plain data (the store keeps a class whose metadata is read on demand, D-26). */
+/** A stored record as plain data (the store keeps a class whose metadata is read on demand, D-27). */
 const plain = (r: unknown) => JSON.parse(JSON.stringify(r)) as unknown;
 /** A history without its size on disk. */
 const parts = async (p: Promise<ConversationFile & { bytes: number }>) => {
@@ -142,7 +142,7 @@ describe('FileStore.importConversations', () => {
     await reopened.close();
   });
 
-  test('close rewrites no file it only read; an exchange appends to its history (D-28)', async () => {
+  test('close rewrites no file it only read; an exchange appends to its history (D-29)', async () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();

@@ -274,7 +274,7 @@ describe('crash leftovers and corrupt files', () => {
       await fs.mkdir(path.dirname(file), { recursive: true });
       await fs.writeFile(`${file}.tmp`, '{"items": [tor');
       await server.store.appendToConversation({ ...server.store.getConversation(c.id)!, message_count: 1 }, [userMessage('msg_1', 'x')]);
-      // D-28: the history is appended to its own JSON-lines file; the leftover is not read.
+      // D-29: the history is appended to its own JSON-lines file; the leftover is not read.
       assert.equal(JSON.parse(await fs.readFile(`${file}l`, 'utf8')).items.length, 1);
       assert.equal((await server.store.readConversationFile(c.id)).items.length, 1);
     } finally {
@@ -341,7 +341,7 @@ describe('the data directory', () => {
     await server.close();
     // 1,500 renames of one conversation, written as a long-running server would have.
     const record = JSON.parse((await fs.readFile(journalOf(server.dataDir), 'utf8')).split('\n')[0]!).v;
-    // D-27: compaction follows bytes (over twice the live records plus 4 MiB): 3 KB of metadata each.
+    // D-28: compaction follows bytes (over twice the live records plus 4 MiB): 3 KB of metadata each.
     const history = Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}`, metadata: { pad: 'x'.repeat(3_000) } } }) + '\n').join('');
     await fs.appendFile(journalOf(server.dataDir), history);
 
