@@ -39,6 +39,8 @@ export interface BoundsFigures {
   exchangeJournalBytes: number;
   /** [exchanges so far, ms of the next send, bytes of its history file]. */
   sendByLength: Array<[number, number, number]>;
+  /** [exchanges so far, ms to save the next one, items]: the store alone. */
+  saveByLength: Array<[number, number, number]>;
 }
 
 /** Seeds `n` conversations with the largest metadata, journal only (no history: never used). */
@@ -73,6 +75,40 @@ async function seedLarge(dataDir: string, n: number): Promise<string[]> {
     await store.close();
   }
   return ids;
+}
+
+/**
+ * The store alone (no model, no HTTP): the time to save one exchange of a 30,000-character message
+ * and its reply, against the conversation's length; median of 5 around 2, 12, 22, 32 and 42 exchanges.
+ */
+async function saveByLength(dir: string): Promise<Array<[number, number, number]>> {
+  const store = new FileStore({ dataDir: dir });
+  await store.open();
+  const out: Array<[number, number, number]> = [];
+  try {
+    const record: ConversationRecord = { id: newId('conversation'), app_id: APP, seq: store.nextSeq(), created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0 };
+    await store.putConversation(record);
+    const text = 'Tell me more about the opening hours. '.repeat(800).slice(0, 30_000);
+    let window: number[] = [];
+    for (let i = 0; i < 45; i++) {
+      const response = newId('response');
+      const items = [
+        { id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1, response_id: response },
+        { id: newId('message'), type: 'message', role: 'assistant', content: [{ type: 'text', text: text.slice(0, 2_000) }], created_at: 1, response_id: response },
+      ] as never[];
+      const current = store.getConversation(record.id)!;
+      const t = performance.now();
+      await store.appendToConversation({ ...current, metadata: {}, message_count: current.message_count + 2 }, items, { id: response, created_at: 1, status: 'completed' });
+      window.push(performance.now() - t);
+      if (i % 10 === 4) {
+        out.push([i - 2, window.sort((a, b) => a - b)[2]!, (await store.readConversationFile(record.id)).items.length]);
+      }
+      if (i % 5 === 4) window = [];
+    }
+  } finally {
+    await store.close();
+  }
+  return out;
 }
 
 export async function measureBounds(n: number, seconds: number, log: (line: string) => void): Promise<BoundsFigures> {
@@ -141,7 +177,9 @@ export async function measureBounds(n: number, seconds: number, log: (line: stri
         if (i % 10 === 9) window = [];
       }
       log(`  send message by conversation length: ${sendByLength.map(([n, ms, b]) => `${n} exchanges ${ms.toFixed(1)} ms (${(b / 2 ** 20).toFixed(1)} MB)`).join(', ')}`);
-      return { conversations: n, seedMs, journalBytes, startupMs, rssAfterStartup, rssAfterLoad, loadRps, renameJournalBytes, exchangeJournalBytes, sendByLength };
+      const saves = await saveByLength(path.join(tmp, 'save'));
+      log(`  saving one exchange (store alone): ${saves.map(([x, t]) => `${x} exchanges ${t.toFixed(1)} ms`).join(', ')}`);
+      return { saveByLength: saves, conversations: n, seedMs, journalBytes, startupMs, rssAfterStartup, rssAfterLoad, loadRps, renameJournalBytes, exchangeJournalBytes, sendByLength };
     } finally {
       await child.stop();
     }
