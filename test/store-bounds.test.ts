@@ -184,6 +184,10 @@ describe('journal growth (D-28)', () => {
         assert.deepEqual((await s.readConversationFile('conv_c40')).items.map((x) => x.id), ['msg_during']);
       };
       await check(store);
+      // The next compaction waits for the journal to double again: ordinary writes start none.
+      for (let k = 0; k < 20; k++) await store.updateConversation('conv_c20', () => ({ title: `after ${k}` }));
+      assert.equal(holds, 1, 'no compaction follows at once');
+      await store.updateConversation('conv_c20', () => ({ title: 'renamed during the compaction' }));
       await store.close();
       const reopened = new FileStore({ dataDir });
       await reopened.open();

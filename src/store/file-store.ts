@@ -146,7 +146,11 @@ function storedBytes(h: StoredConversation): number {
 
 /** What a compaction writes for a conversation (deleted ones keep no metadata: never served). */
 function lineEstimate(h: StoredConversation): number {
-  return h.deleted_at !== null || h.meta.text !== null ? 256 + (h.meta.text?.length ?? 2) : h.meta.len;
+  // A long line was measured; a short one is at most 512 bytes (INLINE_LINE_BYTES) with its metadata.
+  if (h.meta.text === null && h.deleted_at === null) return h.meta.len;
+  let n = 160 + h.id.length + h.app_id.length + (h.title?.length ?? 4) * 3 + (h.external_user_id?.length ?? 4) * 3;
+  for (const [k, v] of Object.entries(h.generated_title)) n += 6 + (k.length + v.length) * 3;
+  return n + (h.deleted_at === null ? (h.meta.text?.length ?? 2) : 2);
 }
 
 class AppIndex {
@@ -215,6 +219,8 @@ export class FileStore implements Store {
   /** What a compaction would write (see lineEstimate): the journal is compacted at a multiple of it. */
   private liveBytes = 0;
   private compacting: Promise<void> | undefined;
+  /** The journal's size right after the last compaction. */
+  private compactedBytes = 0;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -555,11 +561,12 @@ export class FileStore implements Store {
     // The claim rides in both journal lines of the exchange: it holds exactly when the exchange does.
     const c = claim ? { k: claim.key, f: claim.fingerprint, at: Date.now() } : undefined;
     const intent = { t: 'intent', id, p, f, n, b, ...(c ? { c } : {}) };
+    // Read first: a damaged history refuses the exchange before anything is written.
+    const h = await this.history(id);
     // The intent is durable before the history changes: after a crash, start-up knows which file to check.
     const where = await this.journal.append(intent);
     const x: Exchange = { id, p, f, n, b, c, where };
     this.openIntents.set(p, x);
-    const h = await this.history(id);
     try {
       await h.append(part);
     } catch (err) {
@@ -669,7 +676,9 @@ export class FileStore implements Store {
   private compactionDue(): boolean {
     const factor = this.opts.compaction?.factor ?? 2;
     const slack = this.opts.compaction?.slackBytes ?? 4 * 2 ** 20;
-    return this.journal.bytes > factor * this.liveBytes + slack;
+    // Never below what the last compaction wrote (as Redis rewrites its AOF): an estimate that falls
+    // short cannot make compactions follow one another.
+    return this.journal.bytes > factor * Math.max(this.liveBytes, this.compactedBytes) + slack;
   }
 
   /** D-28: compaction while running, once the journal passes its multiple of the live records. */
@@ -729,6 +738,7 @@ export class FileStore implements Store {
       },
       this.opts.holdCompaction,
     );
+    this.compactedBytes = this.journal.bytes;
   }
 
   private index(record: StoredConversation): void {
