@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from './child.ts';
+import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
 import { load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
 
@@ -18,8 +19,8 @@ const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 const CFG = QUICK
-  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, latencyRounds: 2, startups: 1, connections: 10 }
-  : { small: 1_000, large: 100_000, rounds: 5, seconds: 3, warmup: 1, creates: 3_000, probes: 300, streams: 60, latencyRounds: 10, startups: 3, connections: 10 };
+  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, latencyRounds: 2, startups: 1, connections: 10, bounds: 5_000 }
+  : { small: 1_000, large: 100_000, rounds: 5, seconds: 3, warmup: 1, creates: 3_000, probes: 300, streams: 60, latencyRounds: 10, startups: 3, connections: 10, bounds: 100_000 };
 /** Events in the baseline SSE stream, and tokens in the fake Ollama reply (one every OLLAMA_GAP_MS). */
 const SSE_EVENTS = 200;
 const OLLAMA_TOKENS = QUICK ? 100 : 200;
@@ -385,6 +386,36 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
   record({ name: `for comparison: resident memory at the end, ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations after the create rounds`, parley: `${(rssAtEnd / 2 ** 20).toFixed(0)} MB` });
 }
 
+/** Issue 13's figures: memory with the largest metadata, journal bytes per change, send time by length. */
+function reportBounds(b: BoundsFigures): void {
+  const n = b.conversations.toLocaleString('en-US');
+  const mb = (v: number) => `${(v / 2 ** 20).toFixed(0)} MB`;
+  const rss = Math.max(b.rssAfterStartup, b.rssAfterLoad);
+  record({ name: `resident memory, ${n} conversations with 16 KB metadata each (highest: after start-up, or after get, list, rename)`, parley: `${mb(rss)} (${mb(b.rssAfterStartup)} after start-up; journal ${mb(b.journalBytes)})`, target: '≤ 400 MB', ok: rss <= 400 * 2 ** 20 });
+  record({ name: `start-up, ${n} conversations with 16 KB metadata (process start → listening)`, parley: ms(b.startupMs), target: '≤ 5 s', ok: b.startupMs <= 5_000 });
+  record({ name: `with 16 KB metadata: get, list (limit 20), rename`, parley: `${Math.round(b.loadRps.get)}, ${Math.round(b.loadRps.list)}, ${Math.round(b.loadRps.rename)} req/s` });
+  record({ name: 'journal bytes appended by one rename of a conversation with 16 KB metadata', parley: `${b.renameJournalBytes.toFixed(0)} bytes`, target: '≤ 200', ok: b.renameJournalBytes <= 200 });
+  record({ name: 'journal bytes appended by one exchange (metadata unchanged)', parley: `${b.exchangeJournalBytes} bytes`, target: '≤ 1,000', ok: b.exchangeJournalBytes <= 1_000 });
+  const s0 = b.saveByLength[0]!;
+  const s1 = b.saveByLength.at(-1)!;
+  const sr = ratioOf(s1[1], s0[1]);
+  record({
+    name: `saving one exchange (store alone, 30,000-character message, median of 5): at ${s1[0]} exchanges ÷ at ${s0[0]}`,
+    parley: b.saveByLength.map(([x, t]) => `${x}: ${ms(t)}`).join(', '),
+    ratio: sr,
+    target: '≤ 1.5',
+    ok: sr <= 1.5,
+  });
+  const first = b.sendByLength[0]!;
+  const last = b.sendByLength.at(-1)!;
+  const r = ratioOf(last[1], first[1]);
+  record({
+    name: `for comparison: send message (the same messages over HTTP, embedded engine, whose context grows to 40 messages): at ${last[0]} exchanges ÷ at ${first[0]}`,
+    parley: b.sendByLength.map(([x, t, bytes]) => `${x}: ${ms(t)} (${(bytes / 2 ** 20).toFixed(1)} MB)`).join(', '),
+    ratio: r,
+  });
+}
+
 async function writeDoc(): Promise<void> {
   const cpu = os.cpus();
   const lines = [
@@ -478,7 +509,11 @@ try {
 
   settle();
   const proxy = await measureOllama(fixturesDir);
+  settle();
+  log(`memory and disk bounds (D-26…D-29): ${CFG.bounds.toLocaleString('en-US')} conversations with 16 KB of metadata`);
+  const bounds = await measureBounds(CFG.bounds, CFG.seconds, (l) => log(l));
   report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
+  reportBounds(bounds);
   if (WRITE) await writeDoc();
   }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);

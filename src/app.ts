@@ -19,6 +19,7 @@ import { CompletionService } from './services/completions.ts';
 import { RateLimitService } from './pipeline/rate-limit.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
+import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
 import { UsageLedger } from './services/usage.ts';
 import { FileStore } from './store/file-store.ts';
@@ -98,8 +99,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     owners = await VisitorConversations.open(dataDir, warn);
     const tokens = new VisitorTokens(await loadWidgetSecret(dataDir, opts.widgetSecret));
     const playground = opts.playground ?? true;
-    const conversations = new ConversationService(store);
-    const responses = new ResponseService(store, agent, usage, logger);
+    const quota = new StorageQuota(store, fixtures);
+    const conversations = new ConversationService(store, quota);
+    const responses = new ResponseService(store, agent, usage, logger, quota);
     const completions = new CompletionService(agent, usage, logger);
     const http = createHttpServer({
       routes: [

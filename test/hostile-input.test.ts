@@ -141,10 +141,11 @@ const hostileBody: fc.Arbitrary<string | Buffer> = fc.oneof(
 );
 const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', undefined);
 
-/** `counted`: the route counts against the rate limit before validating (D-4, D-23). */
+/** `counted`: the route counts against the rate limit before validating (D-4, D-23, D-26). */
 type BodyEndpoint = { name: string; method: string; path: () => string; counted?: boolean };
 const ALL_BODY_ENDPOINTS: BodyEndpoint[] = [
-  { name: 'create conversation', method: 'POST', path: () => `/v1/apps/${APP}/conversations` },
+  // D-26: creating a conversation counts too.
+  { name: 'create conversation', method: 'POST', path: () => `/v1/apps/${APP}/conversations`, counted: true },
   { name: 'update conversation', method: 'PATCH', path: () => `/v1/apps/${APP}/conversations/${mine}` },
   { name: 'send message', method: 'POST', path: () => `/v1/apps/${APP}/conversations/${mine}`, counted: true },
   { name: 'create completion', method: 'POST', path: () => `/v1/apps/${APP}/completions`, counted: true },
@@ -232,7 +233,7 @@ describe('hostile headers', () => {
     ['GET', () => `/v1/apps/${APP}/conversations/${mine}`],
     ['DELETE', () => `/v1/apps/${APP}/conversations/${theirs}`],
     ['PATCH', () => `/v1/apps/${APP}/conversations/${mine}`, '{"title":"renamed"}'],
-    ['POST', () => `/v1/apps/${APP}/conversations`, '{"title":"renamed"}'],
+    ['POST', () => `/v1/apps/${APP}/conversations`, '{"title":"renamed"}', true],
     ['POST', () => `/v1/apps/${APP}/conversations/${mine}`, '{"message":{"content":"hello"}}', true],
     ['POST', () => `/v1/apps/${APP}/completions`, '{"prompt":"hello"}', true],
     ['GET', () => `/v1/apps/${APP}/config`],

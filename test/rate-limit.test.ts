@@ -281,23 +281,27 @@ describe('rate limits on the running server', () => {
   });
 });
 
-describe('rate limits on send message and completions (app_limited: 5 a minute, 50 a day)', () => {
+describe('rate limits on create conversation, send message and completions (app_limited: 5 a minute, 50 a day)', () => {
   test('the sixth request is 429 as JSON even when streaming, saves nothing and changes no metrics; a restart remembers', async () => {
     const { startTestServer } = await import('./support/helpers.ts');
     let s = await startTestServer();
     const dataDir = s.dataDir;
     try {
-      const conv = (await s.call('POST', `/apps/${LIMITED}/conversations`, {})).body.id;
-      for (let i = 0; i < 3; i++) {
-        const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: `hello ${i}` }, stream: i === 2 });
+      // D-26: creating a conversation counts.
+      const created = await s.call('POST', `/apps/${LIMITED}/conversations`, {});
+      assert.equal(created.headers.get('x-ratelimit-remaining-requests'), '4');
+      const conv = created.body.id;
+      for (let i = 0; i < 2; i++) {
+        const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: `hello ${i}` }, stream: i === 1 });
         assert.equal(r.status, 200);
-        assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(4 - i));
+        assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(3 - i));
         assert.equal(r.headers.get('x-ratelimit-limit-requests'), '5');
       }
       const c = await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' });
       assert.equal(c.status, 200);
       assert.equal(c.headers.get('x-ratelimit-remaining-requests'), '1');
-      // Not counted: reads and conversation writes.
+      // D-26: not counted: reads, renames and deletes.
+      assert.equal((await s.call('PATCH', `/apps/${LIMITED}/conversations/${conv}`, { title: 'renamed' })).headers.get('x-ratelimit-limit-requests'), null);
       assert.equal((await s.call('GET', `/apps/${LIMITED}/conversations/${conv}`)).headers.get('x-ratelimit-limit-requests'), null);
       await s.close();
       s = await startTestServer({ dataDir });
@@ -328,13 +332,13 @@ describe('rate limits on send message and completions (app_limited: 5 a minute, 
       const conv = (await s.call('POST', `/apps/${LIMITED}/conversations`, {})).body.id;
       const bad = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: 'hi' }, nope: 1 });
       assert.equal(bad.status, 400);
-      assert.equal(bad.headers.get('x-ratelimit-remaining-requests'), '4');
+      assert.equal(bad.headers.get('x-ratelimit-remaining-requests'), '3');
       const missing = await s.call('POST', `/apps/${LIMITED}/conversations/conv_missing`, { message: { content: 'hi' } });
       assert.equal(missing.status, 404);
-      assert.equal(missing.headers.get('x-ratelimit-remaining-requests'), '3');
+      assert.equal(missing.headers.get('x-ratelimit-remaining-requests'), '2');
       const ok = await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' });
       assert.equal(ok.status, 200);
-      assert.equal(ok.headers.get('x-ratelimit-remaining-requests'), '2');
+      assert.equal(ok.headers.get('x-ratelimit-remaining-requests'), '1');
     } finally {
       await s.close();
     }

@@ -8,6 +8,14 @@ import { StoreError } from '../src/store/types.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
+/** A stored record as plain data (the store keeps a class whose metadata is read on demand, D-27). */
+const plain = (r: unknown) => JSON.parse(JSON.stringify(r)) as unknown;
+/** A history without its size on disk. */
+const parts = async (p: Promise<ConversationFile & { bytes: number }>) => {
+  const { items, responses } = await p;
+  return { items, responses };
+};
+
 function entry(store: FileStore, n: number, app = 'app_demo'): { record: ConversationRecord; file: ConversationFile } {
   const id = `conv_import${String(n).padStart(4, '0')}`;
   const record: ConversationRecord = {
@@ -44,13 +52,13 @@ describe('FileStore.importConversations', () => {
     assert.deepEqual(store.conversationsOf('app_demo').map((r) => r.id), entries.map((e) => e.record.id));
     assert.equal(store.conversationsOf('app_demo', 'user_even').length, 20);
     assert.deepEqual(store.appCounters('app_demo'), { conversations: 40, messages: 80, users: 1 });
-    assert.deepEqual(await store.readConversationFile(entries[7]!.record.id), entries[7]!.file);
+    assert.deepEqual(await parts(store.readConversationFile(entries[7]!.record.id)), entries[7]!.file);
     await store.close();
 
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.deepEqual(reopened.getConversation(entries[39]!.record.id), entries[39]!.record);
-    assert.deepEqual(await reopened.readConversationFile(entries[0]!.record.id), entries[0]!.file);
+    assert.deepEqual(plain(reopened.getConversation(entries[39]!.record.id)), entries[39]!.record);
+    assert.deepEqual(await parts(reopened.readConversationFile(entries[0]!.record.id)), entries[0]!.file);
     // D-7: the sequence continues after the imported records.
     assert.equal(reopened.nextSeq(), entries[39]!.record.seq + 1);
     // No temp file is left behind.
@@ -68,7 +76,7 @@ describe('FileStore.importConversations', () => {
     const again = [entry(store, 2), { ...first, file: { items: [], responses: [] } }];
     await assert.rejects(store.importConversations(again), /already exists/);
     assert.equal(store.getConversation(again[0]!.record.id), undefined);
-    assert.deepEqual(await store.readConversationFile(first.record.id), first.file);
+    assert.deepEqual(await parts(store.readConversationFile(first.record.id)), first.file);
     // A duplicate inside one batch is refused too.
     const dup = entry(store, 3);
     await assert.rejects(store.importConversations([dup, dup]), /already exists/);
@@ -91,7 +99,7 @@ describe('FileStore.importConversations', () => {
     await store.close();
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    const file = await reopened.readConversationFile(big.record.id);
+    const file = await parts(reopened.readConversationFile(big.record.id));
     assert.deepEqual(file, big.file);
     await reopened.close();
   });
@@ -109,8 +117,8 @@ describe('FileStore.importConversations', () => {
     await fs.appendFile(journal, JSON.stringify({ t: 'conv', v: { ...b.record, title: 'renamed', extra: 1 } }) + '\n');
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.deepEqual(reopened.getConversation(a.record.id), a.record);
-    assert.deepEqual(reopened.getConversation(b.record.id), { ...b.record, title: 'renamed' });
+    assert.deepEqual(plain(reopened.getConversation(a.record.id)), a.record);
+    assert.deepEqual(plain(reopened.getConversation(b.record.id)), { ...b.record, title: 'renamed' });
     await reopened.close();
 
     // A record that breaks a rule stops start-up with the line and the field named.
@@ -126,30 +134,31 @@ describe('FileStore.importConversations', () => {
     const a = entry(store, 1);
     await store.importConversations([a]);
     await store.close();
-    const file = path.join(dataDir, 'conversations', a.record.id.slice(-2), `${a.record.id}.json`);
-    await fs.writeFile(file, JSON.stringify({ items: [{ type: 'message' }], responses: [] }));
+    const file = path.join(dataDir, 'conversations', a.record.id.slice(-2), `${a.record.id}.jsonl`);
+    await fs.writeFile(file, JSON.stringify({ items: [{ type: 'message' }], responses: [] }) + '\n');
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     await assert.rejects(reopened.readConversationFile(a.record.id), (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message));
     await reopened.close();
   });
 
-  test('close rewrites no file it only read', async () => {
+  test('close rewrites no file it only read; an exchange appends to its history (D-29)', async () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
     const a = entry(store, 1);
     const b = entry(store, 2);
     await store.importConversations([a, b]);
-    const fileOf = (id: string) => path.join(dataDir, 'conversations', id.slice(-2), `${id}.json`);
-    // Every write is temp + rename, so a rewritten file has a new inode (timestamps are too coarse).
+    const fileOf = (id: string) => path.join(dataDir, 'conversations', id.slice(-2), `${id}.jsonl`);
+    // An import is temp + rename, an exchange an append: a rewritten file would have a new inode.
     const readOnly = (await fs.stat(fileOf(b.record.id))).ino;
     const written = (await fs.stat(fileOf(a.record.id))).ino;
     await store.readConversationFile(b.record.id);
     await store.appendToConversation({ ...a.record, message_count: 3 }, [{ id: 'msg_extra', type: 'message', role: 'user', content: [{ type: 'text', text: 'more' }], created_at: 1 } as never]);
     await store.close();
     assert.equal((await fs.stat(fileOf(b.record.id))).ino, readOnly);
-    assert.notEqual((await fs.stat(fileOf(a.record.id))).ino, written);
+    assert.equal((await fs.stat(fileOf(a.record.id))).ino, written);
+    assert.equal((await fs.readFile(fileOf(a.record.id), 'utf8')).trimEnd().split('\n').length, 2, 'the import and the exchange, one line each');
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     assert.equal((await reopened.readConversationFile(a.record.id)).items.length, 3);

@@ -274,8 +274,9 @@ describe('crash leftovers and corrupt files', () => {
       await fs.mkdir(path.dirname(file), { recursive: true });
       await fs.writeFile(`${file}.tmp`, '{"items": [tor');
       await server.store.appendToConversation({ ...server.store.getConversation(c.id)!, message_count: 1 }, [userMessage('msg_1', 'x')]);
-      assert.equal(JSON.parse(await fs.readFile(file, 'utf8')).items.length, 1);
-      await assert.rejects(fs.access(`${file}.tmp`), 'the rename consumed it');
+      // D-29: the history is appended to its own JSON-lines file; the leftover is not read.
+      assert.equal(JSON.parse(await fs.readFile(`${file}l`, 'utf8')).items.length, 1);
+      assert.equal((await server.store.readConversationFile(c.id)).items.length, 1);
     } finally {
       await server.close();
     }
@@ -340,7 +341,8 @@ describe('the data directory', () => {
     await server.close();
     // 1,500 renames of one conversation, written as a long-running server would have.
     const record = JSON.parse((await fs.readFile(journalOf(server.dataDir), 'utf8')).split('\n')[0]!).v;
-    const history = Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}` } }) + '\n').join('');
+    // D-28: compaction follows bytes (over twice the live records plus 4 MiB): 3 KB of metadata each.
+    const history = Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}`, metadata: { pad: 'x'.repeat(3_000) } } }) + '\n').join('');
     await fs.appendFile(journalOf(server.dataDir), history);
 
     const again = await startTestServer({ dataDir: server.dataDir });
@@ -373,7 +375,7 @@ describe('the data directory', () => {
       assert.ok(cached.size <= 1_000, `cache holds ${cached.size}`);
       assert.ok(cached.has('conv_1049'), 'the most recent stays');
       assert.ok(!cached.has('conv_0000'), 'the least recent goes');
-      assert.deepEqual(await store.readConversationFile('conv_0000'), { items: [], responses: [] });
+      assert.deepEqual(await store.readConversationFile('conv_0000'), { items: [], responses: [], bytes: 0 });
     } finally {
       await store.close();
     }

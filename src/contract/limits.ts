@@ -24,6 +24,8 @@ export const LIMITS = {
   listLimitDefault: 20,
   /** D-2: request body cap. */
   bodyBytes: 1024 * 1024,
+  /** D-29: a conversation's stored history (items and responses) in bytes; send message refuses past it. */
+  conversationBytes: 4 * 1024 * 1024,
 } as const;
 
 /** D-7: id prefixes. */

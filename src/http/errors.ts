@@ -53,6 +53,11 @@ export const ERRORS = {
   visitor_rate_limit: s7('rate_limit_exceeded', 'visitor_rate_limit'),
   address_rate_limit: s7('rate_limit_exceeded', 'address_rate_limit'),
   widget_budget: s7('rate_limit_exceeded', 'widget_budget'),
+  /**
+   * D-26: the app's stored conversations have reached its plan's storage quota. Waiting frees
+   * nothing, so no `Retry-After`, and `x-should-retry: false` keeps the usual clients from retrying.
+   */
+  storage_quota_exceeded: { ...s7('rate_limit_exceeded', 'storage_quota_exceeded'), headers: { 'x-should-retry': 'false' } },
   /** Too many open SSE streams for one app (docs/reliability.md). */
   too_many_streams: { ...s7('rate_limit_exceeded', 'too_many_streams'), headers: { 'retry-after': '1' } },
   /** D-5: says nothing of its cause. */
@@ -67,6 +72,8 @@ export const ERRORS = {
   /** A string or collection over its LIMITS (the contract's schemas raise it). */
   too_large: bad(400, 'too_large'),
   invalid_cursor: bad(400, 'invalid_cursor'),
+  /** D-29: the conversation's stored history has reached its limit; a new conversation is needed. */
+  conversation_too_large: bad(400, 'conversation_too_large'),
   /** What node's parser refuses (answered on the raw socket). */
   malformed_request: bad(400, 'malformed_request'),
   // The other 4xx of the HTTP layer.

@@ -4,7 +4,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { apiError } from '../http/errors.ts';
 import type { RateLimiter } from '../http/server.ts';
-import type { AppT, Fixtures } from '../store/fixtures.ts';
+import type { AppT, PlanT } from '../store/fixtures.ts';
+
+/** What counting requests needs of a plan (the storage quota is counted elsewhere, D-26). */
+type RatePlans = { plans: ReadonlyMap<string, Pick<PlanT, 'id' | 'requests_per_minute' | 'requests_per_day'>> };
 import { Journal } from '../store/journal.ts';
 
 const MINUTE = 60_000;
@@ -25,7 +28,7 @@ interface Usage {
 export interface RateLimitOptions {
   /** The journal, e.g. `<data dir>/ratelimits.jsonl`. */
   file: string;
-  fixtures: Pick<Fixtures, 'plans'>;
+  fixtures: RatePlans;
   now?: () => number;
   /** Lines written before the journal is rewritten as one snapshot (kept small; tests lower it). */
   compactAfter?: number;
@@ -47,7 +50,7 @@ export class RateLimitService implements RateLimiter {
 
   private constructor(
     readonly file: string,
-    private readonly fixtures: Pick<Fixtures, 'plans'>,
+    private readonly fixtures: RatePlans,
     opts: RateLimitOptions,
   ) {
     this.now = opts.now ?? Date.now;

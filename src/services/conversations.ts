@@ -13,6 +13,7 @@ import { invalidRequest, notFound } from '../http/errors.ts';
 import { JsonText } from '../http/respond.ts';
 import type { ConversationRecord, IdempotencyClaim, Store } from '../store/types.ts';
 import { newId, unixNow } from '../store/ids.ts';
+import type { StorageQuota } from './quota.ts';
 
 export function toConversation(r: ConversationRecord): ConversationT {
   return {
@@ -36,7 +37,11 @@ export class ConversationService {
    */
   private readonly bodies = new WeakMap<readonly unknown[], { length: number; record: ConversationRecord; body: Buffer }>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** D-26: the plans' storage quotas (none: unlimited, for tools and tests that build a service alone). */
+    private readonly quota?: StorageQuota,
+  ) {}
 
   async create(appId: string, body: CreateConversationRequestT, claim?: IdempotencyClaim): Promise<ConversationT> {
     const record: ConversationRecord = {
@@ -51,6 +56,8 @@ export class ConversationService {
       deleted_at: null,
       message_count: 0,
     };
+    // About what its journal line takes (the quota counts records as stored, D-26).
+    this.quota?.check(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata)));
     await this.store.putConversation(record, claim);
     return toConversation(record);
   }

@@ -2,12 +2,14 @@
 // D-17, D-19, D-24), whether it completed or failed.
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { ItemT, ResponseT, SendMessageRequestT } from '../contract/index.ts';
+import { LIMITS, type ItemT, type ResponseT, type SendMessageRequestT } from '../contract/index.ts';
+import { apiError } from '../http/errors.ts';
 import type { ChatMessage } from '../model/types.ts';
 import type { AppT } from '../store/fixtures.ts';
-import type { ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
+import type { ConversationChange, ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
 import { newId, unixNow } from '../store/ids.ts';
+import type { StorageQuota } from './quota.ts';
 import { ResponseRun } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
 
@@ -31,6 +33,8 @@ export class ResponseService {
     private readonly agent: AgentRuntime,
     private readonly usage: UsageLedger,
     private readonly log: Logger,
+    /** D-26: the plans' storage quotas (none: unlimited). */
+    private readonly quota?: StorageQuota,
   ) {}
 
   /** Reads the history and prepares the run; nothing is written until the run finishes. */
@@ -41,6 +45,16 @@ export class ResponseService {
     // D-9: an object replaces the snapshot; omitted or null keeps it.
     const metadata = body.metadata ?? record.metadata;
     const file = await this.store.readConversationFile(record.id);
+    // D-29: a conversation's history is bounded; D-26: so is what an app stores. Refused before the
+    // run, so nothing is spent or saved.
+    if (file.bytes >= LIMITS.conversationBytes) {
+      throw apiError(
+        'conversation_too_large',
+        `Conversation ${JSON.stringify(record.id)} has reached the limit of ${LIMITS.conversationBytes / 2 ** 20} MiB of stored history; start a new conversation (this one can still be read).`,
+        { param: 'conversation_id' },
+      );
+    }
+    this.quota?.check(app.id, 0);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
@@ -107,15 +121,12 @@ export class ResponseService {
       claim,
       // Applied to the record as it is when the exchange lands (a rename may have landed meanwhile).
       apply: (record) => {
-        const updated: ConversationRecord = {
-          ...record,
-          // D-9: an object replaces the snapshot; omitted or null keeps it.
-          metadata: input.metadata ?? record.metadata,
-          message_count: record.message_count + 1 + assistantMessages,
-        };
+        const change: ConversationChange = { message_count: record.message_count + 1 + assistantMessages };
+        // D-9: an object replaces the snapshot; omitted or null keeps it.
+        if (input.metadata) change.metadata = input.metadata;
         // D-8: titled after the first completed exchange, unless the caller chose a title.
-        if (title && updated.title === null && Object.keys(updated.generated_title).length === 0) updated.generated_title = title;
-        return updated;
+        if (title && record.title === null && Object.keys(record.generated_title).length === 0) change.generated_title = title;
+        return change;
       },
     });
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });

@@ -6,11 +6,24 @@ import path from 'node:path';
 import { syncDir } from './atomic-json-file.ts';
 import { StoreError } from './types.ts';
 
-/** A line to append, or a compaction: the journal replaced by a snapshot, in turn with the appends. */
-type Pending = ({ line: string } | { snapshot: () => unknown[] }) & {
-  resolve: () => void;
+/** Where a line is in the file: its first byte and its length in bytes (without the newline). */
+export interface LineAt {
+  at: number;
+  len: number;
+}
+
+/**
+ * A line to append (with what to do once it is durable, before anything else runs), a compaction (the
+ * journal replaced by a snapshot, in turn with the appends), or the swap that ends a compaction made
+ * while running (see `rewrite`).
+ */
+type Pending = ({ line: string; durable?: (where: LineAt) => void } | { snapshot: () => unknown[] } | { swap: () => Promise<void> }) & {
+  resolve: (where?: LineAt) => void;
   reject: (err: Error) => void;
 };
+
+/** What `rewrite` writes the new file with: it appends a line and says where it went in the new file. */
+export type LineWriter = (line: string) => Promise<LineAt>;
 
 export interface JournalOptions {
   /**
@@ -26,6 +39,8 @@ export interface JournalOptions {
   syncDelayMs?: number;
   /** Told when open() drops a torn last line (default: a process warning on stderr). */
   warn?: (message: string) => void;
+  /** How open() parses a line (default JSON.parse); it throws on a line that is not JSON. */
+  parse?: (raw: string) => unknown;
 }
 
 /**
@@ -69,6 +84,8 @@ export class Journal {
   private unsynced = false;
   private syncTimer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
+  /** Read-only descriptor of the current file, for `readAt` (swapped with the file by a rewrite). */
+  private readFd: number | undefined;
 
   constructor(
     readonly file: string,
@@ -84,7 +101,7 @@ export class Journal {
    * Read in chunks, one line decoded at a time: the whole file as one string raised start-up's peak
    * heap and with it how far V8 lets the heap grow later (docs/benchmarks.md).
    */
-  async open(onEntry: (entry: unknown, line: number) => void): Promise<{ lines: number; dropped: boolean }> {
+  async open(onEntry: (entry: unknown, line: number, where: LineAt) => void): Promise<{ lines: number; dropped: boolean }> {
     let reader: fs.FileHandle | undefined;
     try {
       reader = await fs.open(this.file, 'r');
@@ -127,8 +144,9 @@ export class Journal {
               carry = [];
             }
             start = end + 1;
+            const where = { at: whole, len: raw.length };
             whole += raw.length + 1;
-            this.parseLine(raw.toString('utf8'), ++lineNo, onEntry);
+            this.parseLine(raw.toString('utf8'), ++lineNo, onEntry, where);
           }
         }
         if (carry.length > 0) {
@@ -136,7 +154,7 @@ export class Journal {
           const text = tail.toString('utf8');
           // Whole JSON (or blank) is a line that only lacks its newline; onEntry may still refuse it.
           keepTail = text.trim() === '' || isJson(text);
-          if (keepTail) this.parseLine(text, ++lineNo, onEntry);
+          if (keepTail) this.parseLine(text, ++lineNo, onEntry, { at: whole, len: tail.length });
           else lineNo++;
         }
       } finally {
@@ -148,6 +166,7 @@ export class Journal {
     } catch (err) {
       throw new StoreError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
     }
+    this.readFd = fsSync.openSync(this.file, 'r');
     this.size = whole;
     const dropped = tail !== undefined && !keepTail;
     if (dropped) {
@@ -163,24 +182,47 @@ export class Journal {
     return { lines: lineNo, dropped };
   }
 
-  private parseLine(raw: string, lineNo: number, onEntry: (entry: unknown, line: number) => void): void {
+  private parseLine(raw: string, lineNo: number, onEntry: (entry: unknown, line: number, where: LineAt) => void, where: LineAt): void {
     if (raw.trim() === '') return;
     let entry: unknown;
     try {
-      entry = JSON.parse(raw);
+      entry = this.opts.parse ? this.opts.parse(raw) : JSON.parse(raw);
     } catch {
       if (this.opts.skipBadLines) return;
       throw new StoreError(this.file, `line ${lineNo} is not valid JSON; restore the file from a backup or remove that line`);
     }
-    onEntry(entry, lineNo);
+    onEntry(entry, lineNo, where);
     this.lines++;
   }
 
-  append(entry: unknown): Promise<void> {
+  /** Bytes of whole lines in the file. */
+  get bytes(): number {
+    return this.size;
+  }
+
+  /**
+   * Appends `entry` (group commit) and resolves once it is durable, with where the line is. `durable`
+   * runs as soon as it is, before any later line is written and before a rewrite takes its snapshot:
+   * what it applies to memory is then always in step with the file.
+   */
+  append(entry: unknown, durable?: (where: LineAt) => void): Promise<LineAt> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ line: JSON.stringify(entry) + '\n', resolve, reject });
+      this.pending.push({ line: JSON.stringify(entry) + '\n', durable, resolve: resolve as (w?: LineAt) => void, reject });
       this.flushing ??= this.flush();
     });
+  }
+
+  /** The line at `where` (a position `append`, `open` or a rewrite gave), read from the current file. */
+  readAt(where: LineAt): string {
+    if (this.readFd === undefined) throw new Error(`journal ${this.file} is closed`);
+    const buf = Buffer.allocUnsafe(where.len);
+    let read = 0;
+    while (read < where.len) {
+      const n = fsSync.readSync(this.readFd, buf, read, where.len - read, where.at + read);
+      if (n === 0) throw new StoreError(this.file, `is shorter than expected (a line at byte ${where.at})`);
+      read += n;
+    }
+    return buf.toString('utf8');
   }
 
   /**
@@ -257,7 +299,7 @@ export class Journal {
    */
   compact(snapshot: () => unknown[]): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ snapshot, resolve, reject });
+      this.pending.push({ snapshot, resolve: () => resolve(), reject });
       this.flushing ??= this.flush();
     });
   }
@@ -267,21 +309,35 @@ export class Journal {
       const first = this.pending[0]!;
       if ('snapshot' in first) {
         this.pending.shift();
-        await this.replace(first.snapshot()).then(first.resolve, first.reject);
+        await this.replace(first.snapshot()).then(() => first.resolve(), first.reject);
+        continue;
+      }
+      if ('swap' in first) {
+        this.pending.shift();
+        await first.swap().then(() => first.resolve(), first.reject);
         continue;
       }
       // Every line queued up to the next compaction goes out in one write and one fsync.
-      let n = this.pending.findIndex((p) => 'snapshot' in p);
+      let n = this.pending.findIndex((p) => !('line' in p));
       if (n === -1) n = this.pending.length;
-      const batch = this.pending.splice(0, n) as Array<Pending & { line: string }>;
-      const buf = Buffer.from(batch.map((p) => p.line).join(''), 'utf8');
+      const batch = this.pending.splice(0, n) as Array<Pending & { line: string; durable?: (where: LineAt) => void }>;
+      const bufs = batch.map((p) => Buffer.from(p.line, 'utf8'));
+      const buf = Buffer.concat(bufs);
       try {
         if (!this.handle) throw new Error(`journal ${this.file} is closed`);
         await writeAll(this.handle, buf);
         await this.handle.datasync();
+        let at = this.size;
         this.size += buf.length;
         this.lines += batch.length;
-        for (const p of batch) p.resolve();
+        const places = bufs.map((b) => {
+          const where = { at, len: b.length - 1 };
+          at += b.length;
+          return where;
+        });
+        // Applied to memory before anything else runs (see `append`).
+        batch.forEach((p, i) => p.durable?.(places[i]!));
+        batch.forEach((p, i) => p.resolve(places[i]));
       } catch (err) {
         // Leave no half line behind for the next append (e.g. after ENOSPC).
         await this.handle?.truncate(this.size).catch(() => {});
@@ -313,6 +369,8 @@ export class Journal {
       fsSync.renameSync(tmp, this.file);
       old = this.handle;
       this.handle = fh;
+      if (this.readFd !== undefined) fsSync.closeSync(this.readFd);
+      this.readFd = fsSync.openSync(this.file, 'r');
       fh = undefined;
       this.size = text.length + held.length;
       this.lines = entries.length + this.held.length;
@@ -333,6 +391,109 @@ export class Journal {
     await syncDir(path.dirname(this.file));
   }
 
+  /**
+   * Compaction while running: `write` fills a new file (it may take long; appends go on meanwhile to
+   * the current file), then the lines appended since it began are copied after it, and the new file
+   * takes the current one's place; nothing awaits between the copy and the swap but the copy's own
+   * writes, during which appends wait. `begin` runs first, in step with the appends (every durable
+   * line is in memory); `swapped(cut, start)` runs in the same step as the swap: a line that was at
+   * byte `at >= cut` of the old file is now at `at - cut + start`. Atomic: a crash leaves the old
+   * file or the new one, each holding every acknowledged line. `hold` (tests) runs once the new file
+   * is written, before the swap.
+   */
+  async rewrite(
+    begin: () => void,
+    write: (out: LineWriter) => Promise<void>,
+    swapped: (cut: number, start: number) => void,
+    hold?: () => Promise<void>,
+  ): Promise<void> {
+    const tmp = `${this.file}.tmp`;
+    let cut = 0;
+    let linesAtCut = 0;
+    await new Promise<void>((resolve, reject) => {
+      this.pending.push({
+        swap: async () => {
+          cut = this.size;
+          linesAtCut = this.lines;
+          begin();
+        },
+        resolve: () => resolve(),
+        reject,
+      });
+      this.flushing ??= this.flush();
+    });
+    const fh = await fs.open(tmp, APPEND_NEW);
+    let swappedIn = false;
+    try {
+      let size = 0;
+      let buffered: Buffer[] = [];
+      let bufferedBytes = 0;
+      const flushOut = async () => {
+        if (bufferedBytes === 0) return;
+        const chunk = Buffer.concat(buffered);
+        buffered = [];
+        bufferedBytes = 0;
+        await writeAll(fh, chunk);
+      };
+      let lines = 0;
+      await write(async (line) => {
+        const b = Buffer.from(line + '\n', 'utf8');
+        const where = { at: size, len: b.length - 1 };
+        size += b.length;
+        lines++;
+        buffered.push(b);
+        bufferedBytes += b.length;
+        // Written in chunks: the snapshot of a large journal is never one string in memory.
+        if (bufferedBytes >= 1 << 20) await flushOut();
+        return where;
+      });
+      await flushOut();
+      await fh.sync();
+      await hold?.();
+      await new Promise<void>((resolve, reject) => {
+        this.pending.push({
+          swap: async () => {
+            if (!this.handle) throw new Error(`journal ${this.file} is closed`);
+            // The lines appended meanwhile, copied whole (they are few next to the snapshot).
+            const tailLen = this.size - cut;
+            const tail = Buffer.allocUnsafe(tailLen);
+            const rfd = this.readFd!;
+            let read = 0;
+            while (read < tailLen) {
+              const n = fsSync.readSync(rfd, tail, read, tailLen - read, cut + read);
+              if (n === 0) throw new StoreError(this.file, 'changed under the compaction');
+              read += n;
+            }
+            await writeAll(fh, tail);
+            await fh.datasync();
+            const tailLines = this.lines - linesAtCut;
+            // From here to the swap nothing awaits.
+            fsSync.renameSync(tmp, this.file);
+            const old = this.handle;
+            const oldRead = this.readFd;
+            this.handle = fh;
+            swappedIn = true;
+            this.readFd = fsSync.openSync(this.file, 'r');
+            this.size = size + tailLen;
+            this.lines = lines + tailLines;
+            swapped(cut, size);
+            await old.close();
+            if (oldRead !== undefined) fsSync.closeSync(oldRead);
+            await syncDir(path.dirname(this.file));
+          },
+          resolve: () => resolve(),
+          reject,
+        });
+        this.flushing ??= this.flush();
+      });
+    } finally {
+      if (!swappedIn) {
+        await fh.close().catch(() => {});
+        await fs.rm(tmp, { force: true }).catch(() => {});
+      }
+    }
+  }
+
   /** Waits until everything appended so far is durable (or failed). */
   async drain(): Promise<void> {
     for (;;) {
@@ -347,6 +508,8 @@ export class Journal {
     await this.drain();
     await this.handle?.close();
     this.handle = undefined;
+    if (this.readFd !== undefined) fsSync.closeSync(this.readFd);
+    this.readFd = undefined;
   }
 }
 

@@ -19,11 +19,17 @@ export interface ResponseRecord {
   usage?: UsageT;
 }
 
-/** What one conversation's own file holds. */
+/** What one conversation's history holds. */
 export interface ConversationFile {
   items: ItemT[];
   responses: ResponseRecord[];
 }
+
+/**
+ * A change of a conversation: the fields to change (a whole record will do; fields equal to the
+ * current ones change nothing). `message_count` is the new count.
+ */
+export type ConversationChange = Partial<Pick<ConversationRecord, 'title' | 'deleted_at' | 'generated_title' | 'metadata' | 'message_count'>>;
 
 /**
  * An Idempotency-Key's claim on the work it ran (src/pipeline/idempotency.ts): saved in the same step
@@ -50,10 +56,10 @@ export interface ResponseSave {
   /** The response, with its usage. */
   response: ResponseRecord;
   /**
-   * The conversation's record after the exchange, from its record as it is when the exchange is
-   * applied (a rename or another exchange may have landed since the response started).
+   * What the exchange changes in the conversation's record, from the record as it is when the
+   * exchange is applied (a rename or another exchange may have landed since the response started).
    */
-  apply(current: ConversationRecord): ConversationRecord;
+  apply(current: ConversationRecord): ConversationChange;
   claim?: IdempotencyClaim;
 }
 
@@ -70,6 +76,10 @@ export interface Store {
   close(): Promise<void>;
   /** D-7: the next creation sequence number (never reused, also across restarts). */
   nextSeq(): number;
+  /**
+   * D-27: a conversation's record. Its `metadata` may be read from disk on access: read it when it is
+   * served, and do not keep records beyond a request.
+   */
   getConversation(id: string): ConversationRecord | undefined;
   /** Every conversation of an app (soft-deleted included), in creation order; optionally one user's. */
   conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[];
@@ -83,7 +93,7 @@ export interface Store {
    * as it is now (undefined if there is none) and returns the new one, or throws to change nothing.
    * Resolves with the new record once it is durable.
    */
-  updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationRecord): Promise<ConversationRecord>;
+  updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord>;
   /**
    * Saves an exchange in the conversation's turn, as one atomic step: its items, its response, the
    * record `save.apply` derives and the Idempotency-Key claim, all or nothing. Resolves once durable.
@@ -91,8 +101,11 @@ export interface Store {
   saveResponse(save: ResponseSave): Promise<ConversationRecord>;
   /** The claims saved with exchanges at or after `since` (ms), for the idempotency stage to honour. */
   idempotencyClaims(since: number): KeptClaim[];
-  readConversationFile(id: string): Promise<ConversationFile>;
+  /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
+  readConversationFile(id: string): Promise<ConversationFile & { bytes: number }>;
   appCounters(appId: string): AppCounters;
+  /** D-26: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
+  storedBytes(appId: string): number;
 
   // ---------------------------------------------------------------------------------------------
   // RESERVED: responses still being produced (the resumable-responses issue, D-30…D-39).

@@ -1,0 +1,28 @@
+// D-26: each plan's storage quota, the bytes of an app's stored conversations (records and
+// histories; soft-deleted ones excluded, so deleting frees space). A create is refused if it would
+// pass the quota; a send message once the quota is reached (an exchange's size is known only after
+// it ran, so an app may end at most one exchange past its quota).
+import { apiError } from '../http/errors.ts';
+import { DEFAULT_STORAGE_BYTES, type Fixtures } from '../store/fixtures.ts';
+import type { Store } from '../store/types.ts';
+
+const MB = (n: number) => `${(n / 2 ** 20).toLocaleString('en-US', { maximumFractionDigits: 1 })} MiB`;
+
+export class StorageQuota {
+  constructor(
+    private readonly store: Pick<Store, 'storedBytes'>,
+    private readonly fixtures: Pick<Fixtures, 'apps' | 'plans'>,
+  ) {}
+
+  /** Throws `storage_quota_exceeded` if storing `adding` more bytes for the app would pass its quota. */
+  check(appId: string, adding: number): void {
+    const plan = this.fixtures.plans.get(this.fixtures.apps.get(appId)?.plan ?? '');
+    const quota = plan?.storage_bytes ?? DEFAULT_STORAGE_BYTES;
+    const stored = this.store.storedBytes(appId);
+    if (stored + adding <= quota && stored < quota) return;
+    throw apiError(
+      'storage_quota_exceeded',
+      `App ${JSON.stringify(appId)} has used its plan's storage quota (${MB(stored)} stored of ${MB(quota)}). Delete conversations it no longer needs, or move the app to a plan with a larger quota.`,
+    );
+  }
+}
