@@ -6,6 +6,7 @@ import { Low } from 'lowdb';
 import { z } from 'zod';
 import type { ItemT } from '../contract/index.ts';
 import { AtomicJsonFile, syncDir, writeDurably } from './atomic-json-file.ts';
+import { acquireLock, releaseLock } from './dir-lock.ts';
 import { Journal } from './journal.ts';
 import { StoreError, type AppCounters, type ConversationFile, type ConversationRecord, type ResponseRecord, type Store } from './types.ts';
 
@@ -148,11 +149,15 @@ export class FileStore implements Store {
   private readonly files = new Map<string, Promise<Low<ConversationFile>>>();
   private seq = 0;
   private lockFile: string;
+  /** The LOCK's content as this store wrote it; close() removes only that. */
+  private lockText: string | undefined;
+  private readonly warn: (message: string) => void;
 
   constructor(opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
     this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'), { warn: opts.warn });
     this.lockFile = path.join(this.dataDir, 'LOCK');
+    this.warn = opts.warn ?? ((m: string) => process.emitWarning(m));
   }
 
   async open(): Promise<void> {
@@ -165,13 +170,13 @@ export class FileStore implements Store {
       if (code !== 'EEXIST') throw new StoreError(this.dataDir, `cannot create the data directory (${code})`);
     }
     if (!(await fs.stat(this.dataDir)).isDirectory()) throw new StoreError(this.dataDir, 'is not a directory; choose another --data-dir');
-    await this.lock();
+    this.lockText = await acquireLock(this.lockFile, this.dataDir);
     try {
       await this.load();
     } catch (err) {
       // Refusing to start must not leave the directory looking in use.
       await this.journal.close().catch(() => {});
-      await fs.rm(this.lockFile, { force: true });
+      await releaseLock(this.lockFile, this.lockText);
       throw err;
     }
   }
@@ -192,10 +197,60 @@ export class FileStore implements Store {
       this.checkVersion(parsed.data.v, line);
       this.replay(parsed.data, unfinished);
     });
-    await this.settle(unfinished);
+    await this.sweep();
+    const pending = await this.settle(unfinished);
     // Compact when most lines are superseded versions: start-up time follows live data, not history.
     if (this.journal.lines > 2 * this.records.size + 1_000) {
-      await this.journal.compact(() => [...this.records.values()].sort((a, b) => a.seq - b.seq).map((v) => ({ t: 'conv', v })));
+      await this.journal.compact(() => {
+        const entries: JournalEntryT[] = [];
+        for (const v of [...this.records.values()].sort((a, b) => a.seq - b.seq)) {
+          // An exchange left unsettled keeps its intent, after the record it started from, so that
+          // the next start-up settles it against the same base.
+          for (const u of pending.get(v.id) ?? []) {
+            if (u.base) entries.push({ t: 'conv', v: u.base });
+            entries.push({ t: 'intent', v: u.intent, p: u.p });
+          }
+          entries.push({ t: 'conv', v });
+        }
+        return entries;
+      });
+    }
+  }
+
+  /**
+   * One pass over the data directory and the conversation folders: removes the temporary files a
+   * crash left (`*.tmp`; no write is under way, the LOCK is ours), and refuses to start if a
+   * conversation file has no record in the journal, which has then lost lines (D-26).
+   */
+  private async sweep(): Promise<void> {
+    const root = path.join(this.dataDir, 'conversations');
+    const orphans: string[] = [];
+    const scan = async (dir: string, isShard: boolean) => {
+      let names: string[];
+      try {
+        names = await fs.readdir(dir);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') return;
+        throw new StoreError(dir, `cannot be read (${code})`);
+      }
+      for (const name of names) {
+        if (name.endsWith('.tmp')) await fs.rm(path.join(dir, name), { force: true });
+        else if (isShard && name.endsWith('.json') && !this.records.has(name.slice(0, -5))) orphans.push(path.join(dir, name));
+      }
+    };
+    await scan(this.dataDir, false);
+    const shards = await fs.readdir(root).catch(() => [] as string[]);
+    await Promise.all(shards.map((s) => scan(path.join(root, s), true)));
+    if (orphans.length > 0) {
+      orphans.sort();
+      const named = orphans.slice(0, 3).map((f) => path.relative(this.dataDir, f)).join(', ');
+      throw new StoreError(
+        this.journal.file,
+        `has no record of ${orphans.length} conversation file${orphans.length === 1 ? '' : 's'} (${named}${orphans.length > 3 ? ', …' : ''}): ` +
+          `it has lost lines (cut short, replaced by an older copy, or removed). Restore it from a backup; or, to start without ` +
+          `${orphans.length === 1 ? 'that conversation' : 'those conversations'}, move ${orphans.length === 1 ? 'its file' : 'their files'} out of ${root}`,
+      );
     }
   }
 
@@ -222,22 +277,6 @@ export class FileStore implements Store {
     return new StoreError(this.journal.file, `line ${line}: ${detail}; restore the file from a backup or fix that line`);
   }
 
-  private async lock(): Promise<void> {
-    try {
-      const owner = Number(await fs.readFile(this.lockFile, 'utf8'));
-      if (owner && owner !== process.pid && isAlive(owner)) {
-        throw new StoreError(this.dataDir, `is in use by another Parley process (pid ${owner}); stop it or choose another --data-dir`);
-      }
-    } catch (err) {
-      if (err instanceof StoreError) throw err;
-    }
-    try {
-      await fs.writeFile(this.lockFile, String(process.pid));
-    } catch (err) {
-      throw new StoreError(this.dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
-    }
-  }
-
   async close(): Promise<void> {
     // Every write was awaited by its request; only those still under way need waiting for
     // (rewriting cached files here would cost a write each and change nothing).
@@ -248,7 +287,7 @@ export class FileStore implements Store {
       }),
     );
     await this.journal.close();
-    await fs.rm(this.lockFile, { force: true });
+    if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
 
   nextSeq(): number {
@@ -295,10 +334,22 @@ export class FileStore implements Store {
     this.index(e.v);
   }
 
-  /** Exchanges cut by a crash: kept whole if their file write landed, forgotten whole if not. */
-  private async settle(unfinished: Map<string, Unfinished[]>): Promise<void> {
+  /**
+   * Exchanges cut by a crash: kept whole if their file write landed, forgotten whole if not. A file
+   * that cannot be read affects only its conversation (D-27): its exchanges stay unsettled (returned,
+   * and kept by a compaction) until the file can be read, and start-up goes on.
+   */
+  private async settle(unfinished: Map<string, Unfinished[]>): Promise<Map<string, Unfinished[]>> {
+    const pending = new Map<string, Unfinished[]>();
     for (const [id, list] of unfinished) {
-      const db = await this.conversationDb(id);
+      let db: Low<ConversationFile>;
+      try {
+        db = await this.conversationDb(id);
+      } catch (err) {
+        pending.set(id, list);
+        this.warn(`${(err as Error).message}; the exchange of ${list.map((u) => u.p).join(', ')} cut by a crash stays unsettled until the file can be read (the conversation's reads fail until then)`);
+        continue;
+      }
       for (const u of list) {
         const landed = db.data.responses.some((r) => r.id === u.p) || db.data.items.some((i) => (i as { response_id?: string }).response_id === u.p);
         if (!landed) continue;
@@ -308,6 +359,7 @@ export class FileStore implements Store {
         this.index(record);
       }
     }
+    return pending;
   }
 
   async appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
@@ -433,14 +485,5 @@ export class FileStore implements Store {
       }
       upsertBySeq(list, record);
     }
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
