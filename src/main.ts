@@ -35,9 +35,6 @@ export async function serve(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  process.stdout.write(banner(parley.baseUrl, config.fixturesDir));
-  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
-
   const p = parley;
   // D-28: a shutdown always ends. Exits never wait for the log destination (abandonLog first).
   const exit = (code: number): never => {
@@ -71,6 +68,9 @@ export async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Announced only once a signal would be handled: one sent as soon as the banner is read stops gracefully.
+  process.stdout.write(banner(parley.baseUrl, config.fixturesDir));
+  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
 }
 
 /** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */
