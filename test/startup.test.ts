@@ -90,7 +90,7 @@ describe('the LOCK names a running process, not just a pid (D-25)', () => {
 
       process.kill(holder.pid, 'SIGKILL');
       // Waiting for the kernel to finish the kill: the state is read, not guessed from a delay.
-      while (procStat(holder.pid)?.state !== 'Z') await new Promise((r) => setTimeout(r, 5));
+      for (let st = procStat(holder.pid); st !== null && st?.state !== 'Z'; st = procStat(holder.pid)) await new Promise((r) => setTimeout(r, 5));
       const server = await startTestServer({ dataDir });
       try {
         assert.equal(procStat(holder.pid)?.state, 'Z', 'the old process was still a zombie at the restart');
