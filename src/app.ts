@@ -64,7 +64,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   // Our own logger writes to stdout asynchronously, in batches of 4 KiB or every 50 ms, whichever
   // comes first, instead of one blocking write(2) per request (the largest Parley-owned item in the
   // get profile, docs/benchmarks.md); a developer still sees a line within 50 ms. close() flushes
-  // it, and pino flushes it synchronously on process exit, so no line is lost.
+  // it, and pino flushes it synchronously on process exit, so no line is lost, unless the destination
+  // takes nothing for LOG_FLUSH_MS (a pipe nobody reads): then it is let go, so that exit cannot hang (D-28).
   const ownDest = opts.logger ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 50 });
   const ownLogger = ownDest && pino({ level: opts.logLevel ?? 'info' }, ownDest);
   // As pino does on EPIPE: later lines and the flush at exit become no-ops.
