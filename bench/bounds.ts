@@ -1,4 +1,4 @@
-// Memory and disk under the writes issue 13 reproduced (D-26…D-29), as `npm run bench` runs them, or
+// Memory and disk under the writes issue 13 reproduced (D-27…D-29), as `npm run bench` runs them, or
 // alone: `node --import tsx bench/bounds.ts [conversations]`.
 // - resident memory and start-up time with N conversations whose metadata is the largest allowed
 //   (16 KB of `{"a":[{},{},…]}`, the shape that costs most as parsed objects), after start-up and

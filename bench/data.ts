@@ -64,7 +64,7 @@ export async function seed(dataDir: string, appId: string, total: number, onProg
 
 /**
  * A copy of the project's fixtures (knowledge bases and forms included) in `dir`, with the plans'
- * rate limits and storage quotas raised (D-23 and D-26 are not what the benchmark measures) and STREAM_APP set for long streams.
+ * rate limits and storage quotas raised (D-23 and D-27 are not what the benchmark measures) and STREAM_APP set for long streams.
  */
 export async function benchFixtures(dir: string): Promise<string> {
   await fs.cp(path.resolve(import.meta.dirname, '..', 'fixtures'), dir, { recursive: true });
@@ -76,7 +76,7 @@ export async function benchFixtures(dir: string): Promise<string> {
   for (const plan of fixtures.plans) {
     plan.requests_per_minute = 1_000_000_000;
     plan.requests_per_day = 1_000_000_000;
-    // Nor the storage quota (D-26): 100,000 conversations of 16 KB metadata are 1.6 GB.
+    // Nor the storage quota (D-27): 100,000 conversations of 16 KB metadata are 1.6 GB.
     plan.storage_bytes = 2 ** 50;
   }
   // The stream app answers one character per delta with no pause: streams long enough to time.

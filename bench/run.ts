@@ -510,7 +510,7 @@ try {
   settle();
   const proxy = await measureOllama(fixturesDir);
   settle();
-  log(`memory and disk bounds (D-26…D-29): ${CFG.bounds.toLocaleString('en-US')} conversations with 16 KB of metadata`);
+  log(`memory and disk bounds (D-27…D-29): ${CFG.bounds.toLocaleString('en-US')} conversations with 16 KB of metadata`);
   const bounds = await measureBounds(CFG.bounds, CFG.seconds, (l) => log(l));
   report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
   reportBounds(bounds);

@@ -55,16 +55,50 @@ export interface Parley {
   /** The playground's URL (docs/widget.md), or null with --no-playground. */
   playgroundUrl: string | null;
   close(): Promise<void>;
+  /**
+   * Writes out Parley's own log buffer, waiting at most `ms`. A destination that takes nothing by
+   * then (stdout a pipe whose reader stopped reading) is let go, lines dropped, so that neither this
+   * nor the synchronous flush at exit can hang. Resolves true if everything was written.
+   */
+  flushLog(ms: number): Promise<boolean>;
+  /** Lets the log destination go at once (an exit that must not wait for it). */
+  abandonLog(): void;
 }
+
+/** How long close() lets buffered log lines take to leave. */
+const LOG_FLUSH_MS = 2_000;
 
 /** Loads fixtures and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   // Our own logger writes to stdout asynchronously, in batches of 4 KiB or every 50 ms, whichever
   // comes first, instead of one blocking write(2) per request (the largest Parley-owned item in the
   // get profile, docs/benchmarks.md); a developer still sees a line within 50 ms. close() flushes
-  // it, and pino flushes it synchronously on process exit, so no line is lost.
+  // it, and pino flushes it synchronously on process exit, so no line is lost, unless the destination
+  // takes nothing for LOG_FLUSH_MS (a pipe nobody reads): then it is let go, so that exit cannot hang (D-26).
   const ownDest = opts.logger ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 50 });
   const ownLogger = ownDest && pino({ level: opts.logLevel ?? 'info' }, ownDest);
+  // As pino does on EPIPE: later lines and the flush at exit become no-ops.
+  let abandoned = false;
+  const abandonLog = () => {
+    if (!ownDest) return;
+    abandoned = true;
+    ownDest.write = () => true;
+    ownDest.flushSync = () => {};
+  };
+  const flushLog = (ms: number) =>
+    new Promise<boolean>((resolve) => {
+      if (!ownDest) return resolve(true);
+      if (abandoned) return resolve(false);
+      const timer = setTimeout(() => {
+        abandonLog();
+        resolve(false);
+      }, ms);
+      // Called back once the buffer is written (an fsync error on a pipe or terminal is no loss).
+      ownDest.flush(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
   const logger = opts.logger ?? ownLogger!;
   const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
   const warn = (message: string) => logger.warn(message);
@@ -147,6 +181,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       usage,
       idempotency,
       playgroundUrl: playground ? `http://${host}:${addr.port}/` : null,
+      flushLog,
+      abandonLog,
       close: () =>
         (closing ??= (async () => {
           await http.close();
@@ -156,8 +192,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
           await widgetBudget?.close();
           await owners?.close();
           await store.close();
-          // Resolves once the buffer is written (an fsync error on a pipe or terminal is no loss).
-          if (ownDest) await new Promise<void>((resolve) => ownDest.flush(() => resolve()));
+          await flushLog(LOG_FLUSH_MS);
         })()),
     };
   } catch (err) {

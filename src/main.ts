@@ -1,5 +1,6 @@
 // `npm start` / `parley serve`: start the server, print how to reach it, and shut down gracefully.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { startParley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
@@ -34,30 +35,52 @@ export async function serve(argv: string[]): Promise<void> {
     }
     throw err;
   }
-  process.stdout.write(banner(parley.baseUrl, config.fixturesDir, parley.playgroundUrl));
-  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
-
+  const p = parley;
+  // D-26: a shutdown always ends. Exits never wait for the log destination (abandonLog first).
+  const exit = (code: number): never => {
+    p.abandonLog();
+    process.exit(code);
+  };
   let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    parley.logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    try {
-      await parley.close();
-    } catch (err) {
-      parley.logger.error({ err }, 'shutdown failed');
-      process.exit(1);
+  const stop = async (signal: 'SIGINT' | 'SIGTERM') => {
+    if (stopping) {
+      // A second Ctrl-C or SIGTERM: the operator will not wait; the journals keep what was answered.
+      exit(128 + os.constants.signals[signal]);
     }
-    parley.logger.info('stopped');
-    process.exit(0);
+    stopping = true;
+    const deadline = setTimeout(() => {
+      // Asynchronous, so that a stderr nobody reads cannot hold the exit either.
+      fs.write(2, `parley: shutdown did not finish within ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting\n`, () => exit(1));
+      setTimeout(() => exit(1), 200);
+    }, SHUTDOWN_DEADLINE_MS);
+    deadline.unref();
+    p.logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    try {
+      await p.close();
+    } catch (err) {
+      p.logger.error({ err }, 'shutdown failed');
+      await p.flushLog(LOG_FLUSH_MS);
+      exit(1);
+    }
+    p.logger.info('stopped');
+    await p.flushLog(LOG_FLUSH_MS);
+    exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Announced only once a signal would be handled: one sent as soon as the banner is read stops gracefully.
+  process.stdout.write(banner(parley.baseUrl, config.fixturesDir, parley.playgroundUrl, config.dataDir));
+  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
 }
 
+/** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */
+const SHUTDOWN_DEADLINE_MS = 15_000;
+/** How long the last log lines may take to leave (a pipe nobody reads never takes them). */
+const LOG_FLUSH_MS = 2_000;
+
 /** The demo credentials come from the fixtures' target file, the only place they are written in clear. */
-function banner(baseUrl: string, fixturesDir: string, playgroundUrl: string | null): string {
-  const lines = [`Parley listening on ${baseUrl}`];
+function banner(baseUrl: string, fixturesDir: string, playgroundUrl: string | null, dataDir: string): string {
+  const lines = [`Parley listening on ${baseUrl}`, `  data directory:  ${path.resolve(dataDir)}`];
   if (playgroundUrl) lines.push(`  widget playground: ${playgroundUrl}`);
   try {
     const target = JSON.parse(fs.readFileSync(path.join(fixturesDir, 'target.json'), 'utf8')) as { app_id?: string; api_key?: string };

@@ -141,10 +141,10 @@ const hostileBody: fc.Arbitrary<string | Buffer> = fc.oneof(
 );
 const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', undefined);
 
-/** `counted`: the route counts against the rate limit before validating (D-4, D-23, D-26). */
+/** `counted`: the route counts against the rate limit before validating (D-4, D-23, D-27). */
 type BodyEndpoint = { name: string; method: string; path: () => string; counted?: boolean };
 const ALL_BODY_ENDPOINTS: BodyEndpoint[] = [
-  // D-26: creating a conversation counts too.
+  // D-27: creating a conversation counts too.
   { name: 'create conversation', method: 'POST', path: () => `/v1/apps/${APP}/conversations`, counted: true },
   { name: 'update conversation', method: 'PATCH', path: () => `/v1/apps/${APP}/conversations/${mine}` },
   { name: 'send message', method: 'POST', path: () => `/v1/apps/${APP}/conversations/${mine}`, counted: true },

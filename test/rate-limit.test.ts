@@ -287,7 +287,7 @@ describe('rate limits on create conversation, send message and completions (app_
     let s = await startTestServer();
     const dataDir = s.dataDir;
     try {
-      // D-26: creating a conversation counts.
+      // D-27: creating a conversation counts.
       const created = await s.call('POST', `/apps/${LIMITED}/conversations`, {});
       assert.equal(created.headers.get('x-ratelimit-remaining-requests'), '4');
       const conv = created.body.id;
@@ -300,7 +300,7 @@ describe('rate limits on create conversation, send message and completions (app_
       const c = await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' });
       assert.equal(c.status, 200);
       assert.equal(c.headers.get('x-ratelimit-remaining-requests'), '1');
-      // D-26: not counted: reads, renames and deletes.
+      // D-27: not counted: reads, renames and deletes.
       assert.equal((await s.call('PATCH', `/apps/${LIMITED}/conversations/${conv}`, { title: 'renamed' })).headers.get('x-ratelimit-limit-requests'), null);
       assert.equal((await s.call('GET', `/apps/${LIMITED}/conversations/${conv}`)).headers.get('x-ratelimit-limit-requests'), null);
       await s.close();

@@ -1,5 +1,5 @@
 // Memory and disk stay bounded (issue 13): what memory keeps per conversation does not grow with its
-// metadata (D-27), a change appends what changed and the journal is compacted while requests go on
+// metadata (D-28), a change appends what changed and the journal is compacted while requests go on
 // (D-28), an exchange appends its own size to the history, which has a limit, and the history cache
 // is capped by bytes (D-29), and a data directory written by the earlier release keeps working.
 import assert from 'node:assert/strict';
@@ -39,7 +39,7 @@ function kept(value: unknown, seen = new Set<unknown>()): number {
   return n;
 }
 
-describe('memory per conversation (D-27)', () => {
+describe('memory per conversation (D-28)', () => {
   test('what the index keeps does not grow with the metadata; the metadata is served whole from disk, also after a restart', async () => {
     const s = await startTestServer();
     let again: Awaited<ReturnType<typeof startTestServer>> | undefined;
@@ -66,7 +66,7 @@ describe('memory per conversation (D-27)', () => {
   });
 });
 
-describe('storage quota per plan (D-26)', () => {
+describe('storage quota per plan (D-27)', () => {
   test('a create past the quota, or a send once it is reached, is 429 storage_quota_exceeded and changes nothing; a delete frees it', async () => {
     const fixturesDir = await tempDir();
     await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });

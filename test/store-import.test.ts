@@ -8,7 +8,7 @@ import { StoreError } from '../src/store/types.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
-/** A stored record as plain data (the store keeps a class whose metadata is read on demand, D-27). */
+/** A stored record as plain data (the store keeps a class whose metadata is read on demand, D-28). */
 const plain = (r: unknown) => JSON.parse(JSON.stringify(r)) as unknown;
 /** A history without its size on disk. */
 const parts = async (p: Promise<ConversationFile & { bytes: number }>) => {

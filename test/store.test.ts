@@ -294,7 +294,7 @@ describe('the data directory', () => {
     await fs.writeFile(path.join(dir, 'LOCK'), gone.stdout);
     const server = await startTestServer({ dataDir: dir });
     try {
-      assert.equal(await fs.readFile(path.join(dir, 'LOCK'), 'utf8'), String(process.pid));
+      assert.equal(JSON.parse(await fs.readFile(path.join(dir, 'LOCK'), 'utf8')).pid, process.pid);
     } finally {
       await server.close();
     }

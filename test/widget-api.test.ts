@@ -324,7 +324,7 @@ describe('abuse limits (D-52)', () => {
     const rest = await server.call('POST', `/apps/${app}/conversations`, {});
     const sent = await server.call('POST', `/apps/${app}/conversations/${rest.body.id}`, { message: { content: 'from the backend' } });
     assert.equal(sent.status, 200);
-    // 5 a minute: the backend's own create and send took two (D-26 counts creates), the widget none.
+    // 5 a minute: the backend's own create and send took two (D-27 counts creates), the widget none.
     assert.equal(sent.headers.get('x-ratelimit-remaining-requests'), '3');
     // Other apps' widgets are not affected.
     assert.equal((await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: PK, body: {} })).status, 200);

@@ -121,14 +121,14 @@ export const limits: CaseDef[] = [
       level: 'MUST',
       clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23'],
       needs: ['apps.rate_limited'],
-      description: 'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After, and nothing changes, D-23, D-26)',
+      description: 'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After, and nothing changes, D-23, D-27)',
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
         const created = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
         if (created.status === 429) {
           // Whether endpoints other than send message are limited is not shown (§8): a limit that
           // refuses even the creation (a run moments ago used it up) is a limit enforced. The
-          // reference counts creates too (D-26).
+          // reference counts creates too (D-27).
           ctx.error(created, 'create conversation on the rate-limited app', { status: 429, type: 'rate_limit_exceeded' });
           return;
         }

@@ -14,7 +14,7 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations',
-      // D-26: a create stores a new record, so it counts against the plan's rate limits (a rename or a
+      // D-27: a create stores a new record, so it counts against the plan's rate limits (a rename or a
       // delete changes one that exists, and does not).
       route: { counted: true, idempotent: true, handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest), ctx.claim) },
     },

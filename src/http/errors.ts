@@ -54,7 +54,7 @@ export const ERRORS = {
   address_rate_limit: s7('rate_limit_exceeded', 'address_rate_limit'),
   widget_budget: s7('rate_limit_exceeded', 'widget_budget'),
   /**
-   * D-26: the app's stored conversations have reached its plan's storage quota. Waiting frees
+   * D-27: the app's stored conversations have reached its plan's storage quota. Waiting frees
    * nothing, so no `Retry-After`, and `x-should-retry: false` keeps the usual clients from retrying.
    */
   storage_quota_exceeded: { ...s7('rate_limit_exceeded', 'storage_quota_exceeded'), headers: { 'x-should-retry': 'false' } },

@@ -6,7 +6,7 @@ import { apiError } from '../http/errors.ts';
 import type { RateLimiter } from '../http/server.ts';
 import type { AppT, PlanT } from '../store/fixtures.ts';
 
-/** What counting requests needs of a plan (the storage quota is counted elsewhere, D-26). */
+/** What counting requests needs of a plan (the storage quota is counted elsewhere, D-27). */
 type RatePlans = { plans: ReadonlyMap<string, Pick<PlanT, 'id' | 'requests_per_minute' | 'requests_per_day'>> };
 import { Journal } from '../store/journal.ts';
 

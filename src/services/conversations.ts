@@ -39,7 +39,7 @@ export class ConversationService {
 
   constructor(
     private readonly store: Store,
-    /** D-26: the plans' storage quotas (none: unlimited, for tools and tests that build a service alone). */
+    /** D-27: the plans' storage quotas (none: unlimited, for tools and tests that build a service alone). */
     private readonly quota?: StorageQuota,
   ) {}
 
@@ -56,7 +56,7 @@ export class ConversationService {
       deleted_at: null,
       message_count: 0,
     };
-    // About what its journal line takes (the quota counts records as stored, D-26).
+    // About what its journal line takes (the quota counts records as stored, D-27).
     this.quota?.check(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata)));
     await this.store.putConversation(record, claim);
     return toConversation(record);

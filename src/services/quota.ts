@@ -1,4 +1,4 @@
-// D-26: each plan's storage quota, the bytes of an app's stored conversations (records and
+// D-27: each plan's storage quota, the bytes of an app's stored conversations (records and
 // histories; soft-deleted ones excluded, so deleting frees space). A create is refused if it would
 // pass the quota; a send message once the quota is reached (an exchange's size is known only after
 // it ran, so an app may end at most one exchange past its quota).

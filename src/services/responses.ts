@@ -33,7 +33,7 @@ export class ResponseService {
     private readonly agent: AgentRuntime,
     private readonly usage: UsageLedger,
     private readonly log: Logger,
-    /** D-26: the plans' storage quotas (none: unlimited). */
+    /** D-27: the plans' storage quotas (none: unlimited). */
     private readonly quota?: StorageQuota,
   ) {}
 
@@ -45,7 +45,7 @@ export class ResponseService {
     // D-9: an object replaces the snapshot; omitted or null keeps it.
     const metadata = body.metadata ?? record.metadata;
     const file = await this.store.readConversationFile(record.id);
-    // D-29: a conversation's history is bounded; D-26: so is what an app stores. Refused before the
+    // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
     if (file.bytes >= LIMITS.conversationBytes) {
       throw apiError(

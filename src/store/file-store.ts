@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { isPlainObject, type ItemT } from '../contract/index.ts';
 import { syncDir, writeDurably } from './atomic-json-file.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
+import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryFile, legacyPath } from './history-file.ts';
 import { Journal, type LineAt } from './journal.ts';
 import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
@@ -99,11 +100,11 @@ function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord; b?: 
 const FILE_CACHE_SIZE = 1_000;
 const FILE_CACHE_BYTES = 64 * 2 ** 20;
 
-/** Metadata whose journal line is at most this long is kept in memory as JSON text (D-27). */
+/** Metadata whose journal line is at most this long is kept in memory as JSON text (D-28). */
 const INLINE_LINE_BYTES = 512;
 
 /**
- * Where a conversation's metadata is (D-27): its JSON text when short, else the journal line that
+ * Where a conversation's metadata is (D-28): its JSON text when short, else the journal line that
  * holds it. Shared by the versions of a record that share the metadata, and moved by a compaction.
  */
 interface MetaRef {
@@ -114,7 +115,7 @@ interface MetaRef {
 const EMPTY_META: MetaRef = Object.freeze({ text: '{}', at: -1, len: 0 }) as MetaRef;
 
 /**
- * What memory holds of a conversation (D-27): the record without its metadata, which is read from
+ * What memory holds of a conversation (D-28): the record without its metadata, which is read from
  * the journal when served (`metadata`, a getter the store defines), and the bytes of its history.
  */
 export abstract class StoredConversation implements ConversationRecord {
@@ -138,7 +139,7 @@ export abstract class StoredConversation implements ConversationRecord {
   }
 }
 
-/** Bytes a conversation occupies as the storage quota counts it (D-26): its record, its history. */
+/** Bytes a conversation occupies as the storage quota counts it (D-27): its record, its history. */
 function storedBytes(h: StoredConversation): number {
   if (h.deleted_at !== null) return 0;
   return (h.meta.text === null ? h.meta.len : 256 + h.meta.text.length) + h.file_bytes;
@@ -159,7 +160,7 @@ class AppIndex {
   readonly all: StoredConversation[] = [];
   readonly byUser = new Map<string, StoredConversation[]>();
   readonly counters: AppCounters = { conversations: 0, messages: 0, users: 0 };
-  /** Bytes of its live conversations (the storage quota, D-26). */
+  /** Bytes of its live conversations (the storage quota, D-27). */
   bytes = 0;
 }
 
@@ -208,6 +209,8 @@ export class FileStore implements Store {
   private readonly files = new Map<string, Promise<HistoryFile>>();
   private seq = 0;
   private lockFile: string;
+  /** The LOCK's content as this store wrote it; close() removes only that. */
+  private lockText: string | undefined;
   /** The last queued change of each conversation being changed (see `inTurn`). */
   private readonly turns = new Map<string, Promise<unknown>>();
   /** Idempotency-Key claims of the exchanges saved (see `idempotencyClaims`), oldest first. */
@@ -244,13 +247,13 @@ export class FileStore implements Store {
       if (code !== 'EEXIST') throw new StoreError(this.dataDir, `cannot create the data directory (${code})`);
     }
     if (!(await fs.stat(this.dataDir)).isDirectory()) throw new StoreError(this.dataDir, 'is not a directory; choose another --data-dir');
-    await this.lock();
+    this.lockText = await acquireLock(this.lockFile, this.dataDir);
     try {
       await this.load();
     } catch (err) {
       // Refusing to start must not leave the directory looking in use.
       await this.journal.close().catch(() => {});
-      await fs.rm(this.lockFile, { force: true });
+      await releaseLock(this.lockFile, this.lockText);
       throw err;
     }
   }
@@ -271,6 +274,7 @@ export class FileStore implements Store {
       }
       this.replay(parsed.data, line, where, unfinished);
     });
+    await this.sweep();
     await this.settle(unfinished);
     // Compact when most of the journal is superseded: start-up time follows live data, not history.
     if (this.compactionDue()) await this.compact();
@@ -299,22 +303,6 @@ export class FileStore implements Store {
     return new StoreError(this.journal.file, `line ${line}: ${detail}; restore the file from a backup or fix that line`);
   }
 
-  private async lock(): Promise<void> {
-    try {
-      const owner = Number(await fs.readFile(this.lockFile, 'utf8'));
-      if (owner && owner !== process.pid && isAlive(owner)) {
-        throw new StoreError(this.dataDir, `is in use by another Parley process (pid ${owner}); stop it or choose another --data-dir`);
-      }
-    } catch (err) {
-      if (err instanceof StoreError) throw err;
-    }
-    try {
-      await fs.writeFile(this.lockFile, String(process.pid));
-    } catch (err) {
-      throw new StoreError(this.dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
-    }
-  }
-
   async close(): Promise<void> {
     while (this.compacting) await this.compacting;
     // Every write was awaited by its request; only those still under way need waiting for.
@@ -325,7 +313,7 @@ export class FileStore implements Store {
       }),
     );
     await this.journal.close();
-    await fs.rm(this.lockFile, { force: true });
+    if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
 
   nextSeq(): number {
@@ -350,7 +338,7 @@ export class FileStore implements Store {
     return this.apps.get(appId)?.bytes ?? 0;
   }
 
-  /** D-27: a conversation's metadata, read from where it is (memory if short, else its journal line). */
+  /** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
   private metadataOf(h: StoredConversation): Record<string, unknown> {
     const { text, at, len } = h.meta;
     if (text !== null) return JSON.parse(text) as Record<string, unknown>;
@@ -454,10 +442,61 @@ export class FileStore implements Store {
     }
   }
 
-  /** Exchanges cut by a crash: kept whole if their history write landed, forgotten whole if not. */
+  /**
+   * One pass over the data directory and the conversation folders: removes the temporary files a
+   * crash left (`*.tmp`; no write is under way, the LOCK is ours), and refuses to start if a history
+   * file has no record in the journal, which has then lost lines (D-25).
+   */
+  private async sweep(): Promise<void> {
+    const root = path.join(this.dataDir, 'conversations');
+    const orphans: string[] = [];
+    const scan = async (dir: string, isShard: boolean) => {
+      let names: string[];
+      try {
+        names = await fs.readdir(dir);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') return;
+        throw new StoreError(dir, `cannot be read (${code})`);
+      }
+      for (const name of names) {
+        if (name.endsWith('.tmp')) await fs.rm(path.join(dir, name), { force: true });
+        else if (isShard) {
+          const id = name.endsWith('.jsonl') ? name.slice(0, -6) : name.endsWith('.json') ? name.slice(0, -5) : undefined;
+          if (id !== undefined && !this.records.has(id)) orphans.push(path.join(dir, name));
+        }
+      }
+    };
+    await scan(this.dataDir, false);
+    const shards = await fs.readdir(root).catch(() => [] as string[]);
+    await Promise.all(shards.map((s) => scan(path.join(root, s), true)));
+    if (orphans.length > 0) {
+      orphans.sort();
+      const named = orphans.slice(0, 3).map((f) => path.relative(this.dataDir, f)).join(', ');
+      throw new StoreError(
+        this.journal.file,
+        `has no record of ${orphans.length} conversation file${orphans.length === 1 ? '' : 's'} (${named}${orphans.length > 3 ? ', …' : ''}): ` +
+          `it has lost lines (cut short, replaced by an older copy, or removed). Restore it from a backup; or, to start without ` +
+          `${orphans.length === 1 ? 'that conversation' : 'those conversations'}, move ${orphans.length === 1 ? 'its file' : 'their files'} out of ${root}`,
+      );
+    }
+  }
+
+  /**
+   * Exchanges cut by a crash: kept whole if their history write landed, forgotten whole if not. A
+   * history that cannot be read affects only its conversation (D-25): its exchange stays open (kept by
+   * a compaction) until the file can be read, and start-up goes on.
+   */
   private async settle(unfinished: Map<string, Exchange>): Promise<void> {
     for (const x of unfinished.values()) {
-      const h = await this.history(x.id);
+      let h: HistoryFile;
+      try {
+        h = await this.history(x.id);
+      } catch (err) {
+        this.openIntents.set(x.p, x);
+        (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(`${(err as Error).message}; the exchange ${x.p} cut by a crash stays unsettled until the file can be read (the conversation's reads fail until then)`);
+        continue;
+      }
       const landed = h.responses.some((r) => r.id === x.p) || h.items.some((i) => (i as { response_id?: string }).response_id === x.p);
       if (!landed) continue;
       if (x.whole && !this.records.has(x.id)) {
@@ -503,7 +542,7 @@ export class FileStore implements Store {
     });
   }
 
-  /** D-26: a deleted conversation's history is never served again: its files go, freeing its quota. */
+  /** D-27: a deleted conversation's history is never served again: its files go, freeing its quota. */
   private async dropHistory(id: string): Promise<void> {
     const file = this.historyPath(id);
     const cached = this.files.get(id);
@@ -772,7 +811,7 @@ export class FileStore implements Store {
 }
 
 /**
- * Where the metadata of a record whose line is at `where` is kept (D-27). A long line is always read
+ * Where the metadata of a record whose line is at `where` is kept (D-28). A long line is always read
  * back from the journal: start-up did not parse its metadata (see parseLine).
  */
 function metaRef(metadata: Record<string, unknown>, where: LineAt | undefined): MetaRef {
@@ -787,7 +826,7 @@ const AFTER_META = ',"deleted_at":';
 
 /**
  * Start-up's parser of a journal line. A long `conv` line is parsed without its metadata (up to 16 KB
- * that memory does not keep, D-27; parsing 16 KB of `[{},{},…]` costs ~0.7 ms, 70 s for 100,000):
+ * that memory does not keep, D-28; parsing 16 KB of `[{},{},…]` costs ~0.7 ms, 70 s for 100,000):
  * records are written with `metadata` just before `deleted_at`, and a JSON string cannot hold an
  * unescaped quote, so the first `"metadata":` key and the last `,"deleted_at":` key bound it. The
  * metadata is checked when it is read. Anything else, or a line that is then not a well-formed
@@ -811,12 +850,3 @@ export function parseLine(raw: string): unknown {
 
 /** The histories read so far, by their promise (for the cache's count of bytes). */
 const loaded = new WeakMap<Promise<HistoryFile>, HistoryFile>();
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

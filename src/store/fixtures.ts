@@ -4,7 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { StoreError } from './types.ts';
 
-/** D-26: a plan that names no storage quota gets 1 GiB. */
+/** D-27: a plan that names no storage quota gets 1 GiB. */
 export const DEFAULT_STORAGE_BYTES = 2 ** 30;
 
 const Team = z.object({ id: z.string().min(1), name: z.string() });
@@ -18,7 +18,7 @@ const Plan = z.object({
   id: z.string().min(1),
   requests_per_minute: z.number().int().positive(),
   requests_per_day: z.number().int().positive(),
-  /** D-26: bytes of stored conversations per app (records and histories; soft-deleted ones excluded). */
+  /** D-27: bytes of stored conversations per app (records and histories; soft-deleted ones excluded). */
   storage_bytes: z.number().int().positive().default(DEFAULT_STORAGE_BYTES),
 });
 /** Agent settings: what §2.8 shows plus what the engines need (not shown by the interface). */

@@ -77,7 +77,7 @@ export interface Store {
   /** D-7: the next creation sequence number (never reused, also across restarts). */
   nextSeq(): number;
   /**
-   * D-27: a conversation's record. Its `metadata` may be read from disk on access: read it when it is
+   * D-28: a conversation's record. Its `metadata` may be read from disk on access: read it when it is
    * served, and do not keep records beyond a request.
    */
   getConversation(id: string): ConversationRecord | undefined;
@@ -104,7 +104,7 @@ export interface Store {
   /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
   readConversationFile(id: string): Promise<ConversationFile & { bytes: number }>;
   appCounters(appId: string): AppCounters;
-  /** D-26: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
+  /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
   storedBytes(appId: string): number;
 
   // ---------------------------------------------------------------------------------------------

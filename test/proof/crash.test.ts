@@ -1,12 +1,14 @@
 // Crash safety: a real server process under a write load is killed with SIGKILL at a random moment and
 // restarted on the same data directory, several times. Every answered write must be there; nothing
-// that was never answered may be half there.
+// that was never answered may be half there. The second test kills the whole process group and
+// restarts at once, while the killed server is still a zombie (D-25): start-up must never refuse.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../../src/contract/index.ts';
+import { procStat } from '../../src/store/dir-lock.ts';
 import { APP, FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -17,14 +19,26 @@ interface Server {
   child: ChildProcess;
   base: string;
   exited: Promise<number | null>;
+  /** The server's own pid (in a group, not the shell's). */
+  pid: number;
 }
 
-/** Starts `src/main.ts` as its own process and reads the port from its banner. */
-async function spawnServer(dataDir: string): Promise<Server> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+const SERVER_ARGS = ['--import', 'tsx', 'src/main.ts', '--port', '0', '--fixtures', FIXTURES_DIR, '--log-level', 'warn', '--data-dir'];
+
+/**
+ * Starts `src/main.ts` as its own process and reads the port from its banner. With `group`, in a
+ * process group of its own under a shell that then becomes `sleep`, which never reaps it: killed
+ * with its group, the server lingers as a zombie until init reaps it, as after `kill -9 -<pgid>`.
+ */
+async function spawnServer(dataDir: string, group = false): Promise<Server> {
+  const child = group
+    ? spawn('sh', ['-c', '"$NODE" "$@" & exec sleep 600', 'sh', ...SERVER_ARGS, dataDir], {
+        cwd: ROOT,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, NODE: process.execPath },
+      })
+    : spawn(process.execPath, [...SERVER_ARGS, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   let err = '';
@@ -36,8 +50,15 @@ async function spawnServer(dataDir: string): Promise<Server> {
       if (m) resolve(m[1]!);
     });
     void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${err}`)));
+    // In a group, `exited` is the shell's (now `sleep`): a refusal shows on stderr.
+    child.stderr!.on('data', () => {
+      if (!/cannot start/.test(err)) return;
+      if (group) process.kill(-child.pid!, 'SIGKILL');
+      reject(new Error(`server refused to start: ${err}`));
+    });
   });
-  return { child, base, exited };
+  const pid = group ? (JSON.parse(await fs.readFile(path.join(dataDir, 'LOCK'), 'utf8')) as { pid: number }).pid : child.pid!;
+  return { child, base, exited, pid };
 }
 
 async function call(base: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> {
@@ -58,8 +79,22 @@ interface Expected {
   maybe?: { title?: string | null; deleted?: boolean; message?: string };
 }
 
-test('SIGKILL under a write load loses nothing answered and leaves nothing half written', { timeout: 120_000 }, async () => {
+interface Cycles {
+  /** At most this many kill-and-restart cycles… */
+  cycles: number;
+  /** …and no new cycle once this long has passed. */
+  maxMs: number;
+  /** Kills the server; resolves when the next one may start. */
+  kill(server: Server): Promise<void>;
+  group?: boolean;
+  /** Told after each restart, with the server that was killed. */
+  restarted?(killed: Server): void;
+}
+
+/** Write load, kill at a random moment, restart, check; `cycles` times. Returns the cycles run. */
+async function crashCycles(opts: Cycles): Promise<number> {
   const dataDir = await tempDir('parley-crash-');
+  const started = Date.now();
   const expected = new Map<string, Expected>();
   /** Creates that were sent but never answered: each may exist, whole, or not at all. */
   const maybeCreated = new Set<string>();
@@ -116,7 +151,7 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
     assert.equal(listed, [...expected.values()].filter((e) => !e.deleted).length);
     const metrics = await call(again.base, 'GET', `/apps/${APP}/metrics`);
     assert.equal(metrics.body.total_conversations, expected.size, 'metrics count exactly the conversations that exist');
-    // D-24 counters agree with the items on disk. A soft delete removes the history (D-26) but its
+    // D-24 counters agree with the items on disk. A soft delete removes the history (D-27) but its
     // messages still count, so the live conversations' items must account for all but those.
     let onDisk = 0;
     for (const [id, e] of expected) {
@@ -131,15 +166,17 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
   };
 
   // Each restarted server is first checked, then put under load and killed in turn.
-  let server = await spawnServer(dataDir);
-  for (let cycle = 0; cycle < CYCLES; cycle++) {
+  let server = await spawnServer(dataDir, opts.group);
+  let cycle = 0;
+  for (; cycle < opts.cycles && Date.now() - started < opts.maxMs; cycle++) {
     const killAfter = 10 + Math.floor(Math.random() * 60); // answered writes before the kill
     let answered = 0;
     let killed = false;
+    let killing: Promise<void> = Promise.resolve();
     const kill = () => {
       if (!killed) {
         killed = true;
-        server.child.kill('SIGKILL');
+        killing = opts.kill(server);
       }
     };
 
@@ -191,11 +228,48 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
       }
     };
     await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
-    await server.exited;
-    server = await spawnServer(dataDir);
+    await killing;
+    const old = server;
+    server = await spawnServer(dataDir, opts.group);
+    opts.restarted?.(old);
     await verify(server);
   }
-  server.child.kill('SIGTERM');
-  assert.equal(await server.exited, 0, 'a graceful stop exits 0');
+  if (opts.group) {
+    process.kill(-server.child.pid!, 'SIGKILL');
+  } else {
+    server.child.kill('SIGTERM');
+    assert.equal(await server.exited, 0, 'a graceful stop exits 0');
+  }
   assert.ok(expected.size > 0);
+  return cycle;
+}
+
+test('SIGKILL under a write load loses nothing answered and leaves nothing half written', { timeout: 120_000 }, async () => {
+  const cycles = await crashCycles({
+    cycles: CYCLES,
+    maxMs: Infinity,
+    kill: async (server) => {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    },
+  });
+  assert.equal(cycles, CYCLES);
+});
+
+test('kill -9 of the process group and an immediate restart, in a loop under a write load: never refused, nothing answered lost', { timeout: 240_000 }, async (t) => {
+  let zombies = 0;
+  const cycles = await crashCycles({
+    cycles: 25,
+    maxMs: 90_000,
+    group: true,
+    // No waiting: the next server starts while the killed one may still be a zombie.
+    kill: async (server) => {
+      process.kill(-server.child.pid!, 'SIGKILL');
+    },
+    restarted: (killed) => {
+      if (procStat(killed.pid)?.state === 'Z') zombies++;
+    },
+  });
+  t.diagnostic(`${cycles} kill-and-restart cycles; the killed server was still a zombie after ${zombies} of the restarts`);
+  assert.ok(cycles >= 3, `at least a few cycles ran (${cycles})`);
 });
