@@ -146,7 +146,7 @@ export function reproduction(exchanges: Exchange[], keys: KeyName[], baseUrl: st
     if (ex.request.body !== undefined) parts.push('--data-binary', `"${withVars(ex.request.body)}"`);
     const later = exchanges.slice(i + 1).map((e) => `${e.request.url} ${e.request.body ?? ''}`).join('\n');
     const captured = ex.sse || ex.json === undefined ? [] : idsIn(ex.json).filter(([value]) => !vars.has(value) && later.includes(value));
-    lines.push('', `# ${n}. ${ex.request.method} ${ex.request.url.slice(baseUrl.length) || ex.request.url}: HTTP ${ex.status} in the run`);
+    lines.push('', `# ${n}. ${ex.request.method} ${(ex.request.url.startsWith(baseUrl) && ex.request.url.slice(baseUrl.length)) || ex.request.url}: HTTP ${ex.status} in the run`);
     if (captured.length === 0) {
       lines.push(`${parts.join(' ')}; echo`);
       return;

@@ -62,17 +62,17 @@ async function throughProxy(hooks: MutantHooks, opts: Omit<Parameters<typeof run
 
 describe('the target file', () => {
   test('an unknown key is a usage error that names the key it may be a typo of', () => {
-    assert.throws(() => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'), /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 1 target/);
+    assert.throws(() => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'), /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 2 target/);
     assert.throws(() => parseTarget({ ...targetJson, api_kye: 'x' }), /unknown key api_kye \(did you mean api_key\?\)/);
   });
 
   test('a target of a newer format version: its unknown keys are named and ignored', async () => {
-    const t = parseTarget({ ...targetJson, version: 2, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' }, { baseUrl: s.baseUrl });
+    const t = parseTarget({ ...targetJson, version: 3, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' }, { baseUrl: s.baseUrl });
     assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
     const warnings: string[] = [];
     const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
     assert.equal(r.summary.passed, 1);
-    assert.match(r.warnings[0]!, /newer format .*version 1\); ignored: region, apps\.voice$/);
+    assert.match(r.warnings[0]!, /newer format .*version 2\); ignored: region, apps\.voice$/);
     assert.deepEqual(warnings, r.warnings);
   });
 
