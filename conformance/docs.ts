@@ -395,7 +395,7 @@ function decisionRanges(rows: readonly MatrixRow[]): string {
   for (let i = 0; i < ns.length; ) {
     let j = i;
     while (j + 1 < ns.length && ns[j + 1] === ns[j]! + 1) j++;
-    out.push(j > i ? `D-${ns[i]}…D-${ns[j]}` : `D-${ns[i]}`);
+    out.push(j > i + 1 ? `D-${ns[i]}…D-${ns[j]}` : ns.slice(i, j + 1).map((n) => `D-${n}`).join(', '));
     i = j + 1;
   }
   return out.join(', ');

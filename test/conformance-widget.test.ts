@@ -8,6 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import { PreflightError, runConformance, selectCases } from '../conformance/run.ts';
 import { parseTarget } from '../conformance/target.ts';
 import { FIXTURES_DIR, startTestServer, type TestServer } from './support/helpers.ts';
+import { startMutantProxy } from './support/mutant-proxy.ts';
+import { MUTANTS } from './support/mutants.ts';
 
 const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
 const WIDGET_CASES = selectCases({ profile: 'reference', only: 'S5.4-*' }).map((c) => c.id);
@@ -56,6 +58,27 @@ describe('the widget cases (REFERENCE, §5.4)', () => {
       const left = await fresh.call('GET', `/apps/${targetJson.app_id}/conversations?limit=100`);
       assert.deepEqual(left.body.data, [], 'a conversation of the widget cases is left');
     } finally {
+      await fresh.close();
+    }
+  });
+
+  test("a failure's evidence shows the widget's URLs whole, and its replay takes each visitor token from its session", async () => {
+    const fresh = await startTestServer();
+    const proxy = await startMutantProxy(fresh.baseUrl, MUTANTS.find((m) => m.id === 'widget-token-signature-unchecked')!.hooks());
+    try {
+      const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), profile: 'reference', only: 'S5.4-widget-forged-token', handleSignals: false });
+      const failure = r.results[0]!.failure!;
+      assert.match(failure.message, /^widget GET \/apps\/app_demo\/config with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 200$/);
+      const origin = proxy.baseUrl.replace(/\/v1$/, '');
+      assert.ok(failure.curl!.includes(`'${origin}/widget/v1/apps/app_demo/config'`) && failure.curl!.includes("-H 'origin: https://shop.example'"), failure.curl);
+      const script = failure.reproduction!;
+      assert.ok(script.includes(`# 1. POST ${origin}/widget/v1/apps/app_demo/visitors: HTTP 200 in the run`), script);
+      assert.match(script, /-H "authorization: Bearer \$PUBLISHABLE_KEY"/);
+      assert.match(script, /ID_1_\d=\$\(printf '%s' "\$R1" \| json_get 'token'\)/);
+      assert.match(script, /-H "authorization: Bearer \$\{ID_1_\d\}"/);
+      assert.deepEqual(r.cleanup.failed, []);
+    } finally {
+      await proxy.close();
       await fresh.close();
     }
   });
