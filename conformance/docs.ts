@@ -136,7 +136,7 @@ ${'${TARGET}'}
 | \`apps.no_agent\` | an app with no active agent | 403 \`agent_unavailable\` |
 | \`apps.rate_limited\` | an app whose plan allows few requests a minute | 429 \`rate_limit_exceeded\` |
 | \`publishable_key\` | a publishable key of the same team | publishable keys cannot call the REST API |
-| \`widget.base_url\` | version 2. The messenger widget's API (Parley's extension, [widget.md](widget.md)): an absolute URL, or one relative to \`base_url\` (\`/widget/v1\`, which follows \`--base-url\`) | the §5.4 widget cases (profile reference) |
+| \`widget.base_url\` | version 2. The messenger widget's API (Parley's extension, \`docs/widget.md\` in its repository): an absolute URL, or one relative to \`base_url\` (\`/widget/v1\`, which follows \`--base-url\`) | the §5.4 widget cases (profile reference) |
 | \`widget.origin\` | version 2. A page origin that \`app_id\`'s widget allows, such as \`https://shop.example\` | the §5.4 widget cases |
 | \`widget.identity_secret\` | version 2, optional inside \`widget\`. \`app_id\`'s identity secret, to sign identities as a host page's server does | signed identities |
 | \`other_team_api_key\` | a secret key of the team that owns \`apps.other_team\` | a conversation of the other team is out of reach of \`api_key\` |
