@@ -262,7 +262,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
     clauses: ['D-49', 'D-54'],
     needs: ['widget', 'publishable_key'],
     description:
-      "D-49: a visitor token changed after signing (another visitor), signed with another key, unsigned (alg none), malformed or missing is 401 invalid_api_key, code invalid_visitor_token, on reads and writes; on the visitor's own conversation too, the credential being judged before the conversation (D-54)",
+      "D-49: a visitor token changed after signing (another visitor), signed with another key, unsigned (alg none), malformed or missing is 401 invalid_api_key, code invalid_visitor_token, on reads and writes, the visitor's own conversation included; on an unknown conversation too, the credential being judged before the conversation (D-54)",
     async run(ctx) {
       const v = await visitor(ctx);
       const conv = await visitorConversation(ctx, v.token, 'a visitor creates a conversation');
@@ -279,6 +279,8 @@ export const widget: CaseDef[] = defineCases('5.4', [
       const requests: WidgetRequest[] = [
         config,
         { method: 'GET', path: wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`) },
+        // D-54: the credential before the conversation, which would be 404.
+        { method: 'GET', path: wpath(ctx, `/conversations/${encodeURIComponent(lookalike(conv.id, 1))}`) },
         { method: 'POST', path: wpath(ctx, '/conversations'), body: {} },
       ];
       for (const [key, what] of forged) {

@@ -1735,6 +1735,21 @@ export const MUTANTS: Mutant[] = [
     }),
   },
   {
+    id: 'widget-conversation-before-credential',
+    breaks: 'the widget looks the conversation up before the visitor token: an unknown one is 404 whatever the token',
+    section: 'D-54',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-forged-token',
+    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 404/,
+    hooks: () => {
+      const created = new Set<string>();
+      return onResponse(isWidget, (res, r) => {
+        if (is(r, 'POST', W_CONVS) && ok(res)) created.add(res.json.id);
+        else if (W_CONV.test(r.path) && res.status === 401 && !created.has(r.path.split('/').pop()!)) Object.assign(res, errorBody(404, 'not_found', 'Conversation not found.', 'conversation_id'));
+      })();
+    },
+  },
+  {
     id: 'widget-token-signature-unchecked',
     breaks: "visitor tokens are decoded without checking their signature",
     section: 'D-49',
