@@ -137,7 +137,8 @@ export class CaseContext {
       // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
       const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
       const id = (ex.json as { id?: unknown } | undefined)?.id;
-      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id, r.key ?? undefined);
+      // D-48: a conversation a visitor created through the widget API is its app's too, deleted with the target's key.
+      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id, r.baseUrl === undefined ? (r.key ?? undefined) : undefined);
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {

@@ -47,7 +47,7 @@ Options:
 | \`--target FILE\` | the target file (below); required |
 | \`--base-url URL\` | overrides the target's \`base_url\` (it must end in \`/v1\`) |
 | \`--api-key KEY\` | overrides the target's \`api_key\` (keeps the key out of files); \`PARLEY_API_KEY\` fills in a target without \`api_key\`, and never replaces one the file gives |
-| \`--profile NAME\` | \`spec-1.0.0\` (default): only what interface 1.0.0 states. \`reference-1.0.0\`: also the project's decisions D-1…D-24. \`spec\` and \`reference\` name the profiles of the interface version this suite judges |
+| \`--profile NAME\` | \`spec-1.0.0\` (default): only what interface 1.0.0 states. \`reference-1.0.0\`: also the project's decisions D-1…D-24, and with the target key \`widget\` those of the messenger widget (D-45…D-54). \`spec\` and \`reference\` name the profiles of the interface version this suite judges |
 | \`--only GLOB\`, \`--skip GLOB\` | select cases by id; \`*\` and \`?\`, comma-separated or repeated: \`--only 'S4.2-*,S6-*'\`. An \`--only\` pattern that matches no case of the profile is a usage error (exit 2), so that a typo cannot pass |
 | \`--reporter pretty\\|json\\|junit\\|tap\\|html\` | report format (default \`pretty\`) |
 | \`--out FILE\` | writes the report there; stdout still shows progress, failures and the summary |
@@ -98,7 +98,9 @@ render (\`render(results, 'junit')\`), and \`exitCode(results)\` the exit code t
 ### The preflight
 
 Before any case, the suite reads the config of each app of the target (\`GET /apps/{app_id}/config\`), to
-tell a wrong target from a wrong implementation in one line rather than a page of failures:
+tell a wrong target from a wrong implementation in one line rather than a page of failures. When a selected
+case needs the widget, it also sends a browser's preflight (\`OPTIONS\`) from \`widget.origin\` to the main
+app's \`/visitors\` under \`widget.base_url\`, and opens one visitor session with \`publishable_key\`:
 
 | the preflight finds | result |
 |---|---|
@@ -108,7 +110,8 @@ tell a wrong target from a wrong implementation in one line rather than a page o
 | 403 or 404 for \`app_id\`, or an answer that is not a JSON 200 | exit 2: the main app does not answer (or is not active with an agent) |
 | 401, 403 or 404 for \`apps.generative_ui\`, \`stream_default\`, \`knowledge_base\` or \`rate_limited\` | exit 2: the target says \`api_key\` can use that app |
 | \`other_team_api_key\` refused, or without access to \`apps.other_team\` | exit 2 |
-| 404 for \`apps.other_team\` (the interface allows it for another team's app; a mistyped id gets the same answer), a config of \`apps.generative_ui\` or \`apps.stream_default\` that says the flag is off, \`apps.inactive\` not answering 403 \`app_inactive\`, \`apps.no_agent\` answering neither its config nor 403 \`agent_unavailable\` | a **warning** on stderr and in the report; the run goes on and the cases judge it |
+| with a widget case selected: \`widget.origin\` refused (\`origin_not_allowed\`), \`app_id\` without a widget, a 404 for a preflight (\`OPTIONS\`) at \`widget.base_url\`, \`publishable_key\` refused a visitor session | exit 2 |
+| 404 for \`apps.other_team\` (the interface allows it for another team's app; a mistyped id gets the same answer), a config of \`apps.generative_ui\` or \`apps.stream_default\` that says the flag is off, \`apps.inactive\` not answering 403 \`app_inactive\`, \`apps.no_agent\` answering neither its config nor 403 \`agent_unavailable\`, a widget preflight answered without \`widget.origin\` in Access-Control-Allow-Origin, a \`widget\` without \`publishable_key\` | a **warning** on stderr and in the report; the run goes on and the cases judge it |
 
 ### The target file
 
@@ -121,7 +124,7 @@ ${'${TARGET}'}
 
 | key | what it is | cases that need it |
 |---|---|---|
-| \`version\` | the version of this format the file follows; 1 when absent (this suite reads version 1) | |
+| \`version\` | the version of this format the file follows; 1 when absent (this suite reads versions 1 and 2; a target with \`widget\` says 2) | |
 | \`base_url\` | the API's base URL, ending in \`/v1\`; \`--base-url\` overrides it | all |
 | \`api_key\` | a secret key with access to \`app_id\` and to every app in \`apps\` but \`other_team\`; \`--api-key\` overrides it, \`PARLEY_API_KEY\` fills it in | all |
 | \`app_id\` | an active app with an agent, generative UI off and the streaming default off | most |
@@ -133,6 +136,9 @@ ${'${TARGET}'}
 | \`apps.no_agent\` | an app with no active agent | 403 \`agent_unavailable\` |
 | \`apps.rate_limited\` | an app whose plan allows few requests a minute | 429 \`rate_limit_exceeded\` |
 | \`publishable_key\` | a publishable key of the same team | publishable keys cannot call the REST API |
+| \`widget.base_url\` | version 2. The messenger widget's API (Parley's extension, \`docs/widget.md\` in its repository): an absolute URL, or one relative to \`base_url\` (\`/widget/v1\`, which follows \`--base-url\`) | the §5.4 widget cases (profile reference) |
+| \`widget.origin\` | version 2. A page origin that \`app_id\`'s widget allows, such as \`https://shop.example\` | the §5.4 widget cases |
+| \`widget.identity_secret\` | version 2, optional inside \`widget\`. \`app_id\`'s identity secret, to sign identities as a host page's server does | signed identities |
 | \`other_team_api_key\` | a secret key of the team that owns \`apps.other_team\` | a conversation of the other team is out of reach of \`api_key\` |
 
 \`base_url\`, \`api_key\` and \`app_id\` are required; every other key is optional, and the cases that need a
@@ -382,6 +388,19 @@ function clauseList(ids: readonly string[]): string {
   return [...groups].map(([head, eps]) => (eps.length ? `${head}@{${eps.join(', ')}}` : head)).join(', ');
 }
 
+/** The decisions the matrix holds, as ranges: `D-1…D-24, D-45, D-48…D-50`. */
+function decisionRanges(rows: readonly MatrixRow[]): string {
+  const ns = [...new Set(rows.filter((r) => r.id.startsWith('D-')).map((r) => Number(r.id.slice(2))))].sort((a, b) => a - b);
+  const out: string[] = [];
+  for (let i = 0; i < ns.length; ) {
+    let j = i;
+    while (j + 1 < ns.length && ns[j + 1] === ns[j]! + 1) j++;
+    out.push(j > i + 1 ? `D-${ns[i]}…D-${ns[j]}` : ns.slice(i, j + 1).map((n) => `D-${n}`).join(', '));
+    i = j + 1;
+  }
+  return out.join(', ');
+}
+
 const CHECK_SHOWN = { exact: 'exactly', weak: 'weakly', none: 'not checkable' } as const;
 
 /** The clause → case matrix, by section: each clause, how it is checked (and why not exactly), and its cases. */
@@ -393,7 +412,7 @@ export function renderMatrix(rows: readonly MatrixRow[]): string {
     `The suite numbers the clauses of the interface itself (\`conformance/interface-clauses.ts\`): every field and its default,`,
     'every MUST-like sentence, every row of every table (the errors of §5.6 and §7 once per endpoint, and once more with',
     '`stream: true` where the endpoint streams), and every "sorted", "only", "never" and "each"; then the project\'s',
-    'decisions D-1…D-24, which only profile reference checks. Each case names the clauses it checks; a clause that no',
+    `decisions ${decisionRanges(rows)}, which only profile reference checks. Each case names the clauses it checks; a clause that no`,
     'case checks says why. A JSON report (`--reporter json`) carries this matrix with the run\'s outcome of each case',
     '(`matrix`), and the pretty report ends with how many clauses the run\'s passing cases covered.',
     '',

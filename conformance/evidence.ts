@@ -103,7 +103,8 @@ export function toEvidence(ex: Exchange, keys: KeyName[]): EvidenceExchange {
   };
 }
 
-const ID_KEYS = new Set(['id', 'first_id', 'last_id', 'conversation_id']);
+/** `token`: a widget's visitor token (D-49), which a replay must take from its own session. */
+const ID_KEYS = new Set(['id', 'first_id', 'last_id', 'conversation_id', 'token']);
 
 /** Ids in a JSON answer, with the path that reaches each: `id`, `data.0.id`, `last_id`. */
 function idsIn(value: unknown, at: string[] = [], out: Array<[string, string]> = []): Array<[string, string]> {
@@ -144,9 +145,9 @@ export function reproduction(exchanges: Exchange[], keys: KeyName[], baseUrl: st
     const parts = ['curl', '-sS', ...(isStream(ex) ? ['-N'] : []), '-X', ex.request.method, `"${url}"`];
     for (const [k, v] of Object.entries(ex.request.headers)) parts.push('-H', `"${k}: ${authVariable(k, v, keys) ?? withVars(v)}"`);
     if (ex.request.body !== undefined) parts.push('--data-binary', `"${withVars(ex.request.body)}"`);
-    const later = exchanges.slice(i + 1).map((e) => `${e.request.url} ${e.request.body ?? ''}`).join('\n');
+    const later = exchanges.slice(i + 1).map((e) => `${e.request.url} ${Object.values(e.request.headers).join(' ')} ${e.request.body ?? ''}`).join('\n');
     const captured = ex.sse || ex.json === undefined ? [] : idsIn(ex.json).filter(([value]) => !vars.has(value) && later.includes(value));
-    lines.push('', `# ${n}. ${ex.request.method} ${ex.request.url.slice(baseUrl.length) || ex.request.url}: HTTP ${ex.status} in the run`);
+    lines.push('', `# ${n}. ${ex.request.method} ${(ex.request.url.startsWith(baseUrl) && ex.request.url.slice(baseUrl.length)) || ex.request.url}: HTTP ${ex.status} in the run`);
     if (captured.length === 0) {
       lines.push(`${parts.join(' ')}; echo`);
       return;

@@ -15,6 +15,8 @@ export interface OutgoingRequest {
   /** The bearer key; `null` sends no Authorization header. Defaults to the target's key. */
   key?: string | null;
   headers?: Record<string, string>;
+  /** Sent below this base URL instead of the target's: the widget API, which has its own path space (D-45). */
+  baseUrl?: string;
 }
 
 export interface SseEvent {
@@ -108,7 +110,7 @@ export class HttpClient {
       headers['content-type'] = 'application/json';
     }
     Object.assign(headers, r.headers);
-    const request = { method: r.method, url: this.opts.baseUrl + r.path, headers, body };
+    const request = { method: r.method, url: (r.baseUrl ?? this.opts.baseUrl) + r.path, headers, body };
 
     const ac = new AbortController();
     const started = performance.now();

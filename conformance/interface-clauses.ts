@@ -263,6 +263,8 @@ export const CLAUSES: readonly Clause[] = [
 
   // The project's decisions, checked only by profile reference.
   ...decisionClauses(),
+  // The widget's decisions (docs/widget.md, Parley's extension), with target key widget.
+  ...widgetDecisionClauses(),
 ];
 
 function decisionClauses(): Clause[] {
@@ -291,6 +293,19 @@ function decisionClauses(): Clause[] {
     [22, 'data_spec patches build /form from {}', 'exact'],
     [23, 'rate limits: only send and completion count; Retry-After and x-ratelimit-* headers; a refusal changes nothing', 'exact'],
     [24, 'metrics: deleted conversations count, messages are user and assistant items, users are distinct external_user_id', 'exact'],
+  ];
+  return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
+}
+
+/** The messenger widget's decisions (docs/widget.md) that the REFERENCE cases of §5.4 check. */
+function widgetDecisionClauses(): Clause[] {
+  const d: Array<[number, string, CheckKind, string?]> = [
+    [45, 'the widget API has its own path space: a publishable key on any REST path is 403 publishable_key, a visitor token there 401 invalid_api_key; the widget refuses the secret key', 'exact'],
+    [48, 'a visitor owns their conversations: another visitor\'s, and one created through the REST API, answer 404 like an unknown id and stay as they were; the publishable key alone opens only a visitor session', 'exact'],
+    [49, 'visitor tokens: missing, malformed or forged (alg none, another key, a changed payload) is 401 invalid_visitor_token', 'weak', 'an expired token takes an hour to make, and its renewal as long: only missing, malformed and forged tokens are checked'],
+    [50, 'verified identity: HS256 with the app\'s identity secret sets external_user_id; forged or unsigned is 403 invalid_identity, older than 10 minutes or dated ahead 403 identity_expired, param identity', 'weak', 'needs widget.identity_secret; the identity\'s metadata (its size, and that it reaches the agent) and the same visitor on every device are not checked'],
+    [53, 'origins: a listed origin gets its CORS answer (preflight 204 with methods, headers, max age; Access-Control-Allow-Origin, Vary: Origin); any other, null included, 403 origin_not_allowed with no CORS header; no Origin is not refused', 'weak', 'the server\'s own origin (allowed while the playground is on) is not known to the suite'],
+    [54, 'widget order of checks: origin (403) before the credential (401); the credential before the conversation (404)', 'weak', 'only these two steps: the others need apps the target does not describe (no widget, disabled, another team\'s)'],
   ];
   return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
 }

@@ -1,14 +1,16 @@
-// How fast a run may send: --rate-limit N/s spaces every request, and the counted requests (send
-// message and completion) stay under the 3,000 a minute that the target format asks an app to allow.
+// How fast a run may send: --rate-limit N/s spaces every request, and the counted requests (create
+// conversation, send message, completion) stay under the 3,000 a minute the target format asks for.
 // One pacer serves the cases and the cleanup, so that both count against the same limits.
 
 /** Below 3,000, for the server's minute and ours not starting at the same instant. */
 export const COUNTED_PER_MINUTE = 2_900;
 
-/** The requests that a plan's limit counts: send message and completion (§8, D-23). */
+/** The requests that a plan's limit may count: create conversation, send message, completion (§8, D-23, D-27). */
 export function isCounted(method: string, path: string): boolean {
   const p = path.split('?')[0]!;
-  return method === 'POST' && (/^\/apps\/[^/]+\/conversations\/[^/]+\/messages$/.test(p) || /^\/apps\/[^/]+\/completions$/.test(p));
+  // Send message (§4.6) and completion (§4.7) count wherever the plan counts (D-23), and so does create
+  // conversation in the reference (D-27): the budget counts all three so it holds either way.
+  return method === 'POST' && /^\/apps\/[^/]+\/(?:conversations(?:\/[^/]+)?|completions)$/.test(p);
 }
 
 /** `5/s`, `5`, `300/min` → requests per second; a usage error message otherwise. */

@@ -2,8 +2,8 @@
 // of the target that cannot be what the target says it is: one clear line and exit 2, instead of a page
 // of failures. What the interface allows but looks wrong (a 404 for apps.other_team) is only a warning:
 // the cases judge it, with their evidence.
-import { TransportError, type Exchange, type HttpClient } from './http.ts';
-import type { AppKey, Target } from './target.ts';
+import { TransportError, type Exchange, type HttpClient, type OutgoingRequest } from './http.ts';
+import type { AppKey, Target, WidgetTarget } from './target.ts';
 
 /** The target cannot be used as it is (exit 2 on the command line). */
 export class PreflightError extends Error {
@@ -30,8 +30,16 @@ const configPath = (app: string) => `/apps/${encodeURIComponent(app)}/config`;
 /** Apps the target says `api_key` can use, active and with an agent; `rate_limited` may already be out of requests. */
 const USABLE: AppKey[] = ['generative_ui', 'stream_default', 'knowledge_base', 'rate_limited'];
 
-/** Checks the target; throws PreflightError or UnreachableError, returns the warnings. */
-export async function preflight(http: HttpClient, target: Target): Promise<string[]> {
+function errorCode(ex: Exchange): string | undefined {
+  const c = (ex.json as { error?: { code?: unknown } } | undefined)?.error?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+/**
+ * Checks the target; throws PreflightError or UnreachableError, returns the warnings. `widget`: a
+ * selected case needs the widget API, so its part of the target is checked too.
+ */
+export async function preflight(http: HttpClient, target: Target, opts: { widget?: boolean } = {}): Promise<string[]> {
   const warnings: string[] = [];
   const get = async (app: string, key?: string): Promise<Exchange> => {
     try {
@@ -95,5 +103,44 @@ export async function preflight(http: HttpClient, target: Target): Promise<strin
     const fine = (expected as readonly (string | number)[]).includes(ex.status === 403 ? (errorType(ex) ?? '') : ex.status);
     if (!fine) warnings.push(`apps.${name} (${app}): its config answered ${answer(ex)}; ${name === 'inactive' ? '403 app_inactive' : '403 agent_unavailable (or the config)'} was expected${ex.status === 404 ? ': is the id right?' : ''}`);
   }
+  if (opts.widget && target.widget) warnings.push(...(await widgetPreflight(http, target, target.widget)));
+  return warnings;
+}
+
+/**
+ * The widget part of the target (docs/target.md): does widget.base_url answer a browser's preflight
+ * from widget.origin for the main app (D-53), and does publishable_key open a visitor session there
+ * (D-48)? A preflight is counted by no limit; the session is one request against the address's.
+ */
+async function widgetPreflight(http: HttpClient, target: Target, w: WidgetTarget): Promise<string[]> {
+  const warnings: string[] = [];
+  const path = `/apps/${encodeURIComponent(target.appId)}/visitors`;
+  const url = `${w.baseUrl}${path}`;
+  const send = async (r: Omit<OutgoingRequest, 'path' | 'baseUrl'>): Promise<Exchange> => {
+    try {
+      return await http.send({ ...r, path, baseUrl: w.baseUrl });
+    } catch (err) {
+      if (err instanceof TransportError) throw new UnreachableError(`widget.base_url ${w.baseUrl} is unreachable: ${err.message}`);
+      throw err;
+    }
+  };
+  const pre = await send({ method: 'OPTIONS', key: null, headers: { origin: w.origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+  const what = `OPTIONS ${url} from ${w.origin}`;
+  const code = errorCode(pre);
+  if (code === 'origin_not_allowed') throw new PreflightError(`widget.origin ${w.origin} is not an origin the main app's widget allows: ${what} answered ${answer(pre)} (origin_not_allowed)`);
+  if (code === 'widget_disabled') throw new PreflightError(`app_id ${target.appId} has no widget: ${what} answered ${answer(pre)} (widget_disabled)`);
+  if (pre.status === 404) throw new PreflightError(`the widget API does not answer: ${what} answered ${answer(pre)}; check widget.base_url (the reference's is /widget/v1 on base_url's host)`);
+  if (pre.status < 200 || pre.status > 299) warnings.push(`${what} answered ${answer(pre)}, not a CORS preflight answer; the widget cases will tell`);
+  else if (pre.headers.get('access-control-allow-origin') !== w.origin) warnings.push(`${what} answered ${pre.status} with Access-Control-Allow-Origin ${JSON.stringify(pre.headers.get('access-control-allow-origin'))}, not the origin; the widget cases will tell`);
+
+  if (!target.publishableKey) {
+    warnings.push('the target has widget but no publishable_key: the widget cases need both, and are skipped');
+    return warnings;
+  }
+  const session = await send({ method: 'POST', key: target.publishableKey, body: {}, headers: { origin: w.origin } });
+  const token = (session.json as { token?: unknown } | undefined)?.token;
+  if (session.status === 401 || session.status === 403) throw new PreflightError(`publishable_key cannot open a visitor session on the main app's widget: POST ${url} answered ${answer(session)}${errorCode(session) ? ` (${errorCode(session)})` : ''}`);
+  if (session.status === 429) warnings.push(`POST ${url} answered 429: the widget's limits are used up (an earlier run?); the widget cases may fail with it`);
+  else if (session.status !== 200 || typeof token !== 'string') warnings.push(`POST ${url} with publishable_key answered ${answer(session)}, not a visitor session; the widget cases will tell`);
   return warnings;
 }

@@ -9,6 +9,7 @@ import { completionStreamCases, conversationStreamCases, dataSpecCases, function
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
+import { widget } from './cases/widget.ts';
 
 const SECTION_TITLES: Record<string, string> = {
   '4.1': 'Create conversation',
@@ -21,6 +22,7 @@ const SECTION_TITLES: Record<string, string> = {
   '4.8': 'Get app config',
   '4.9': 'Get app metrics',
   '5': 'Authentication',
+  '5.4': 'Publishable key: the messenger widget (Parley\'s extension, docs/widget.md)',
   '6': 'Events (SSE)',
   '7': 'Errors',
   '8': 'Limits',
@@ -48,6 +50,7 @@ const ALL: CaseDef[] = [
   ...metricsCases,
   ...messageMetrics,
   ...auth,
+  ...widget,
   ...conversationStreamCases,
   ...completionStreamCases,
   ...dataSpecCases,

@@ -110,7 +110,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, pacer, retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000 } });
 
   try {
-    const warnings = [...(target.ignoredKeys ? [`the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`] : []), ...(await preflight(http, target))];
+    const warnings = [...(target.ignoredKeys ? [`the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`] : []), ...(await preflight(http, target, { widget: cases.some((c) => c.needs?.includes('widget')) }))];
     warnings.forEach((w) => opts.onWarning?.(w));
 
     const repeat = Math.max(1, opts.repeat ?? 1);

@@ -6,10 +6,13 @@ import { TARGET_FORMAT_VERSION } from './version.ts';
 
 export const APP_KEYS = ['generative_ui', 'stream_default', 'knowledge_base', 'other_team', 'inactive', 'no_agent', 'rate_limited'] as const;
 export type AppKey = (typeof APP_KEYS)[number];
-/** A target key a case may need: `apps.<name>`, `publishable_key` or `other_team_api_key`. */
-export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key';
+/** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget` or `widget.identity_secret`. */
+export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key' | 'widget' | 'widget.identity_secret';
 
-const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key'] as const;
+const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key', 'widget'] as const;
+export const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret'] as const;
+/** The format version that introduced a key (the others are version 1's): a target that uses one says so (docs/target.md). */
+const SINCE: Record<string, number> = { widget: 2 };
 
 const nonEmpty = z.string().min(1);
 
@@ -22,7 +25,26 @@ export const TargetFile = z.looseObject({
   publishable_key: nonEmpty.nullable().optional(),
   /** A secret key of the team that owns apps.other_team (target.md): its conversations must stay out of reach of api_key. */
   other_team_api_key: nonEmpty.nullable().optional(),
+  /** The messenger widget's API (docs/widget.md, Parley's extension), for the REFERENCE cases of §5.4. */
+  widget: z
+    .looseObject({
+      base_url: nonEmpty,
+      origin: nonEmpty,
+      identity_secret: nonEmpty.nullable().optional(),
+    })
+    .nullable()
+    .optional(),
 });
+
+/** The widget API of the target (D-45…D-54): where it answers, a page origin it allows, and the secret that signs identities. */
+export interface WidgetTarget {
+  /** Absolute, without a trailing slash: `http://127.0.0.1:8787/widget/v1`. */
+  baseUrl: string;
+  /** An origin that the main app's widget allows (D-53): `https://shop.example`. */
+  origin: string;
+  /** The main app's identity secret (D-50), when the target gives it. */
+  identitySecret?: string;
+}
 
 export interface Target {
   baseUrl: string;
@@ -31,6 +53,7 @@ export interface Target {
   apps: Partial<Record<AppKey, string>>;
   publishableKey?: string;
   otherTeamApiKey?: string;
+  widget?: WidgetTarget;
   /** Keys of a target written for a newer format version, which this suite ignores (named in the report). */
   ignoredKeys?: string[];
 }
@@ -46,17 +69,21 @@ export interface TargetOverrides {
   fallbackApiKey?: string;
 }
 
-/** Keys the file has that this suite's format version does not know: `generativ_ui` → `apps.generativ_ui`. */
+/** Keys the file has that this suite does not know: `generativ_ui` → `apps.generativ_ui`. */
 function unknownKeys(json: Record<string, unknown>): string[] {
   const out = Object.keys(json).filter((k) => !(TOP_KEYS as readonly string[]).includes(k));
-  const apps = json.apps;
-  if (apps && typeof apps === 'object' && !Array.isArray(apps)) out.push(...Object.keys(apps).filter((k) => !(APP_KEYS as readonly string[]).includes(k)).map((k) => `apps.${k}`));
+  const nested = (name: string, known: readonly string[]) => {
+    const v = json[name];
+    if (v && typeof v === 'object' && !Array.isArray(v)) out.push(...Object.keys(v).filter((k) => !known.includes(k)).map((k) => `${name}.${k}`));
+  };
+  nested('apps', APP_KEYS);
+  nested('widget', WIDGET_KEYS);
   return out;
 }
 
 /** The known key nearest to a typo (at most two edits away), for the error message. */
 function nearest(key: string): string | undefined {
-  const known = [...TOP_KEYS, ...APP_KEYS.map((k) => `apps.${k}`)];
+  const known = [...TOP_KEYS, ...APP_KEYS.map((k) => `apps.${k}`), ...WIDGET_KEYS.map((k) => `widget.${k}`)];
   let best: [string, number] | undefined;
   for (const k of known) {
     const d = editDistance(key, k);
@@ -95,6 +122,12 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     const hints = unknown.map((k) => (nearest(k) ? `${k} (did you mean ${nearest(k)}?)` : k));
     throw new UsageError(`${source}: unknown key${unknown.length > 1 ? 's' : ''} ${hints.join(', ')} in a version ${version} target; a target written for a newer suite says so with "version"`);
   }
+  // A key of a later version than the target declares: an older suite would refuse the file, so it must say so.
+  const later = Object.keys(withOverrides).filter((k) => withOverrides[k] != null && (SINCE[k] ?? 1) > version);
+  if (later.length > 0) {
+    const since = Math.max(...later.map((k) => SINCE[k]!));
+    throw new UsageError(`${source}: ${later.join(', ')} ${later.length > 1 ? 'are keys' : 'is a key'} of format version ${since}, and the target says version ${version}: add "version": ${since}, so that an older suite ignores ${later.length > 1 ? 'them' : 'it'} instead of refusing the file`);
+  }
   const baseUrl = (overrides.baseUrl ?? t.base_url)?.replace(/\/+$/, '');
   if (!baseUrl) throw new UsageError(`${source}: base_url is required (in the file or as --base-url)`);
   let url: URL;
@@ -111,6 +144,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     const v = t.apps?.[k];
     if (v) apps[k] = v;
   }
+  const widget = t.widget ? parseWidget(t.widget, baseUrl, source) : undefined;
   return {
     baseUrl,
     apiKey: t.api_key,
@@ -118,8 +152,37 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     apps,
     publishableKey: t.publishable_key ?? undefined,
     otherTeamApiKey: t.other_team_api_key ?? undefined,
+    ...(widget ? { widget } : {}),
     ...(unknown.length > 0 ? { ignoredKeys: unknown } : {}),
   };
+}
+
+/**
+ * `widget.base_url` is absolute, or a reference resolved against base_url as a browser resolves a link
+ * (RFC 3986 §5): `/widget/v1` is the widget API on base_url's host, and follows `--base-url`.
+ */
+function parseWidget(w: { base_url: string; origin: string; identity_secret?: string | null }, baseUrl: string, source: string): WidgetTarget {
+  let url: URL;
+  try {
+    url = new URL(w.base_url, baseUrl);
+  } catch {
+    throw new UsageError(`${source}: widget.base_url is not a URL: ${w.base_url}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${source}: widget.base_url must be http(s): ${w.base_url}`);
+  if (url.search || url.hash) throw new UsageError(`${source}: widget.base_url has a query or a fragment: ${w.base_url}`);
+  const widgetBase = url.href.replace(/\/+$/, '');
+  if (widgetBase === baseUrl) throw new UsageError(`${source}: widget.base_url is base_url itself: the widget API has its own path space (D-45), e.g. ${new URL('/widget/v1', baseUrl).href}`);
+  // An origin as a browser sends it (RFC 6454): scheme, host and port; `null` is the one the suite refuses.
+  let origin: URL | undefined;
+  try {
+    origin = new URL(w.origin);
+  } catch {
+    origin = undefined;
+  }
+  if (!origin || (origin.protocol !== 'http:' && origin.protocol !== 'https:') || origin.origin !== w.origin) {
+    throw new UsageError(`${source}: widget.origin must be an origin such as https://shop.example (scheme, host and port; no path, no trailing slash): ${w.origin}`);
+  }
+  return { baseUrl: widgetBase, origin: w.origin, ...(w.identity_secret ? { identitySecret: w.identity_secret } : {}) };
 }
 
 export async function loadTarget(file: string, overrides: TargetOverrides = {}): Promise<Target> {
@@ -142,5 +205,7 @@ export async function loadTarget(file: string, overrides: TargetOverrides = {}):
 export function targetValue(t: Target, key: TargetKey): string | undefined {
   if (key === 'publishable_key') return t.publishableKey;
   if (key === 'other_team_api_key') return t.otherTeamApiKey;
+  if (key === 'widget') return t.widget?.baseUrl;
+  if (key === 'widget.identity_secret') return t.widget?.identitySecret;
   return t.apps[key.slice(5) as AppKey];
 }

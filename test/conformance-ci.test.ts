@@ -62,17 +62,17 @@ async function throughProxy(hooks: MutantHooks, opts: Omit<Parameters<typeof run
 
 describe('the target file', () => {
   test('an unknown key is a usage error that names the key it may be a typo of', () => {
-    assert.throws(() => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'), /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 1 target/);
+    assert.throws(() => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'), /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 2 target/);
     assert.throws(() => parseTarget({ ...targetJson, api_kye: 'x' }), /unknown key api_kye \(did you mean api_key\?\)/);
   });
 
   test('a target of a newer format version: its unknown keys are named and ignored', async () => {
-    const t = parseTarget({ ...targetJson, version: 2, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' }, { baseUrl: s.baseUrl });
+    const t = parseTarget({ ...targetJson, version: 3, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' }, { baseUrl: s.baseUrl });
     assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
     const warnings: string[] = [];
     const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
     assert.equal(r.summary.passed, 1);
-    assert.match(r.warnings[0]!, /newer format .*version 1\); ignored: region, apps\.voice$/);
+    assert.match(r.warnings[0]!, /newer format .*version 2\); ignored: region, apps\.voice$/);
     assert.deepEqual(warnings, r.warnings);
   });
 
@@ -292,10 +292,11 @@ describe('hosted servers', () => {
     const counted = new Pacer({ countedPerMinute: 2, ...clock });
     await counted.before('POST', '/apps/a/completions');
     await counted.before('GET', '/apps/a/config');
-    await counted.before('POST', '/apps/a/conversations/c/messages');
+    await counted.before('POST', '/apps/a/conversations/c');
     await counted.before('POST', '/apps/a/completions');
     assert.deepEqual(waits, [0, 0, 0, 60_000], 'the third counted request waits for the first to leave the minute');
-    assert.ok(isCounted('POST', '/apps/a/conversations/c/messages?x=1') && !isCounted('POST', '/apps/a/conversations') && !isCounted('GET', '/apps/a/completions'));
+    assert.ok(isCounted('POST', '/apps/a/conversations/c?x=1') && isCounted('POST', '/apps/a/completions') && isCounted('POST', '/apps/a/conversations'));
+    assert.ok(!isCounted('GET', '/apps/a/completions') && !isCounted('PATCH', '/apps/a/conversations/c') && !isCounted('POST', '/apps/a/conversations/c/messages'));
     assert.deepEqual([parseRate('5/s'), parseRate('120/min'), parseRate('2')], [5, 2, 2]);
     assert.match(String(parseRate('fast')), /--rate-limit must be a positive rate/);
     assert.deepEqual([retryAfterMs('2'), retryAfterMs(new Date(10_000).toUTCString(), 4_000), retryAfterMs(null), retryAfterMs('soon')], [2000, 6000, undefined, undefined]);

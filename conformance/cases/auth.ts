@@ -178,7 +178,7 @@ export const auth: CaseDef[] = defineCases('5', [
   {
     id: 'S5-publishable-key-refused',
     level: 'MUST',
-    clauses: [...rows('§5.4.publishable'), 'D-6'],
+    clauses: [...rows('§5.4.publishable'), 'D-6', 'D-45'],
     needs: ['publishable_key'],
     description: 'a publishable key cannot call the REST API: every endpoint answers 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
     async run(ctx) {

@@ -5,7 +5,10 @@ import type { AddressInfo } from 'node:net';
 
 export interface ProxyRequest {
   method: string;
-  /** Below the base URL, without the query: `/apps/app_demo/conversations`. */
+  /**
+   * Below the base URL, without the query: `/apps/app_demo/conversations`. A request to the widget API
+   * (D-45) keeps its whole path, `/widget/v1/apps/…`, so that no pattern of the REST API matches it.
+   */
   path: string;
   query: URLSearchParams;
   headers: Record<string, string>;
@@ -114,12 +117,16 @@ export function composeHooks(all: MutantHooks[]): MutantHooks {
   };
 }
 
-/** `upstream` is the reference server's base URL (ending in /v1); the proxy serves `basePath`. */
+/** The widget API's path space beside the REST API's (docs/widget.md, D-45): served too, under its own path. */
+export const WIDGET_PATH = '/widget/v1';
+export const isWidget = (req: ProxyRequest) => req.path.startsWith(`${WIDGET_PATH}/`);
+
+/** `upstream` is the reference server's base URL (ending in /v1); the proxy serves `basePath`, and the widget API. */
 export async function startMutantProxy(upstream: string, hooks: MutantHooks, basePath = '/v1'): Promise<MutantProxy> {
   const upstreamUrl = new URL(upstream);
   const forward = async (preq: ProxyRequest): Promise<ProxyResponse> => {
     const qs = preq.query.toString();
-    const target = `${upstreamUrl.origin}${upstreamUrl.pathname}${preq.path}${qs ? `?${qs}` : ''}`;
+    const target = `${upstreamUrl.origin}${isWidget(preq) ? '' : upstreamUrl.pathname}${preq.path}${qs ? `?${qs}` : ''}`;
     const sendBody = preq.json !== undefined && preq.body !== '' ? JSON.stringify(preq.json) : preq.body;
     const r = await fetch(target, { method: preq.method, headers: preq.headers, body: preq.method === 'GET' || preq.method === 'HEAD' || sendBody === '' ? undefined : sendBody });
     const text = await r.text();
@@ -139,12 +146,13 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       const url = new URL(req.url ?? '/', 'http://proxy');
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
-      if (!url.pathname.startsWith(basePath + '/')) {
+      const widget = url.pathname.startsWith(`${WIDGET_PATH}/`);
+      if (!widget && !url.pathname.startsWith(basePath + '/')) {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'not found', type: 'not_found', param: null, code: null } }));
         return;
       }
-      const path = '/' + url.pathname.slice(basePath.length + 1);
+      const path = widget ? url.pathname : '/' + url.pathname.slice(basePath.length + 1);
       const preq: ProxyRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers, body, json: parseJson(body) };
       if (hooks.takeover?.(preq, res)) return;
       const short = await hooks.request?.(preq, tools);

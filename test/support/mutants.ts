@@ -5,6 +5,9 @@
 import type { Profile } from '../../conformance/context.ts';
 import { OTHER_TEAM_KEY, TARGET } from './helpers.ts';
 import type { MutantHooks, ProxyRequest, ProxyResponse } from './mutant-proxy.ts';
+import { isWidget, WIDGET_PATH } from './mutant-proxy.ts';
+import { identitySecret, SHOP } from './widget.ts';
+import { signJwt, verifyJwt } from '../../src/pipeline/widget-tokens.ts';
 
 export interface Mutant {
   id: string;
@@ -76,6 +79,30 @@ function spaced(v: unknown): string {
   return JSON.stringify(v);
 }
 const COMPLETIONS = /^\/apps\/[^/]+\/completions$/;
+const W_CONVS = /^\/widget\/v1\/apps\/[^/]+\/conversations$/;
+const W_CONV = /^\/widget\/v1\/apps\/[^/]+\/conversations\/[^/]+$/;
+/** A JSON Web Token's shape: a visitor token (D-49). */
+const JWT = /^[\w-]+\.[\w-]+\.[\w-]*$/;
+const bearer = (r: ProxyRequest) => /^Bearer (\S+)$/.exec(r.headers.authorization ?? '')?.[1];
+
+/** D-53 broken: the widget answers the origins `match` picks as if they were listed (the request reaches it from SHOP). */
+function originAllowed(match: (origin: string) => boolean): () => MutantHooks {
+  return () => {
+    const asked = new WeakMap<ProxyRequest, string>();
+    return {
+      request(r) {
+        const o = r.headers.origin;
+        if (!isWidget(r) || o === undefined || !match(o)) return;
+        asked.set(r, o);
+        r.headers.origin = SHOP;
+      },
+      response(res, r) {
+        const o = asked.get(r);
+        if (o !== undefined && res.headers['access-control-allow-origin']) res.headers['access-control-allow-origin'] = o;
+      },
+    };
+  };
+}
 const isSend = (r: ProxyRequest) => is(r, 'POST', CONV);
 const isCompletion = (r: ProxyRequest) => is(r, 'POST', COMPLETIONS);
 const isStream = (res: ProxyResponse) => res.events !== undefined;
@@ -1587,6 +1614,168 @@ export const MUTANTS: Mutant[] = [
     because: /base_url \S+\/v2 does not end in \/v1/,
     basePath: '/v2',
     hooks: () => ({}),
+  },
+  // The messenger widget (docs/widget.md): its refusals, judged by the REFERENCE cases of §5.4.
+  {
+    id: 'widget-token-opens-rest',
+    breaks: 'the REST API takes a visitor token as the team\'s key',
+    section: 'D-45',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-credentials',
+    because: /POST \/apps\/app_demo\/conversations with a visitor token: expected HTTP 401, got 200/,
+    hooks: onRequest((r) => {
+      if (!isWidget(r) && JWT.test(bearer(r) ?? '')) r.headers.authorization = `Bearer ${TARGET.api_key}`;
+    }),
+  },
+  {
+    id: 'widget-cors-any-origin',
+    breaks: 'the widget answers every origin, reflected in Access-Control-Allow-Origin',
+    section: 'D-53',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-origins',
+    because: /widget OPTIONS \/apps\/app_demo\/visitors from Origin https:\/\/not-listed\.conformance\.invalid, preflight: expected HTTP 403, got 204/,
+    hooks: originAllowed((o) => o !== SHOP),
+  },
+  {
+    id: 'widget-origin-null-allowed',
+    breaks: 'the widget takes the origin `null` (sandboxed frames, file: pages) as allowed',
+    section: 'D-53',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-origins',
+    because: /widget OPTIONS \/apps\/app_demo\/visitors from Origin null, preflight: expected HTTP 403, got 204/,
+    hooks: originAllowed((o) => o === 'null'),
+  },
+  {
+    id: 'widget-refusal-with-cors',
+    breaks: 'a refused origin\'s 403 carries Access-Control-Allow-Origin, so that the foreign page reads it',
+    section: 'D-53',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-origins',
+    because: /from Origin https:\/\/not-listed\.conformance\.invalid, preflight: a refused origin got CORS headers \(access-control-allow-origin\)/,
+    hooks: onResponse(isWidget, (res, r) => res.json?.error?.code === 'origin_not_allowed' && r.headers.origin && (res.headers['access-control-allow-origin'] = r.headers.origin)),
+  },
+  {
+    id: 'widget-credential-before-origin',
+    breaks: 'the widget judges the credential before the origin: no key from an unlisted origin is 401',
+    section: 'D-54',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-origins',
+    because: /widget POST \/apps\/app_demo\/visitors from Origin https:\/\/not-listed\.conformance\.invalid, without a key: expected HTTP 403, got 401/,
+    hooks: onResponse(isWidget, (res, r) => {
+      if (r.method !== 'OPTIONS' && !r.headers.authorization && res.json?.error?.code === 'origin_not_allowed') Object.assign(res, errorBody(401, 'invalid_api_key', 'mutant', null, 'invalid_visitor_token'));
+    }),
+  },
+  {
+    id: 'widget-conversation-any-visitor',
+    breaks: 'a widget conversation is served to any visitor (its owner is not checked)',
+    section: 'D-48',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-other-visitor',
+    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ \(visitor A's conversation, as visitor B\): expected HTTP 404, got 200/,
+    hooks: () => {
+      const owner = new Map<string, string>();
+      return {
+        request(r) {
+          const creator = isWidget(r) && W_CONV.test(r.path) ? owner.get(r.path.split('/').pop()!) : undefined;
+          if (creator) r.headers.authorization = creator;
+        },
+        response(res, r) {
+          if (isWidget(r) && is(r, 'POST', W_CONVS) && ok(res)) owner.set(res.json.id, r.headers.authorization!);
+        },
+      };
+    },
+  },
+  {
+    id: 'widget-other-visitor-403',
+    breaks: "another visitor's conversation is 403 access_denied, which tells that it exists, not 404 as an unknown id",
+    section: 'D-48',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-other-visitor',
+    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ \(visitor A's conversation, as visitor B\): expected HTTP 404, got 403/,
+    hooks: () => {
+      const created = new Set<string>();
+      return onResponse(isWidget, (res, r) => {
+        if (is(r, 'POST', W_CONVS) && ok(res)) created.add(res.json.id);
+        else if (W_CONV.test(r.path) && res.status === 404 && created.has(r.path.split('/').pop()!)) Object.assign(res, errorBody(403, 'access_denied', 'This conversation belongs to another visitor.'));
+      })();
+    },
+  },
+  {
+    id: 'widget-rest-conversation-open',
+    breaks: 'a conversation created through the REST API, owned by no visitor, is open to every visitor',
+    section: 'D-48',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-other-visitor',
+    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ \(a conversation created through the REST API, as a visitor\): expected HTTP 404, got 200/,
+    hooks: () => {
+      const rest = new Set<string>();
+      return {
+        async response(res, r, { forward }) {
+          if (is(r, 'POST', CONVS) && ok(res)) rest.add(res.json.id);
+          if (!isWidget(r) || !W_CONV.test(r.path) || res.status !== 404 || !rest.has(r.path.split('/').pop()!)) return;
+          Object.assign(res, await forward({ ...r, path: r.path.slice(WIDGET_PATH.length), headers: { ...r.headers, authorization: `Bearer ${TARGET.api_key}` } }));
+        },
+      };
+    },
+  },
+  {
+    id: 'widget-identity-never-expires',
+    breaks: "a signed identity is taken however old it is (its iat is not checked)",
+    section: 'D-50',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-identity',
+    because: /visitor session with an identity signed 601 s ago: expected HTTP 403, got 200/,
+    // What the server would take if it did not look at iat: the same identity, signed now.
+    hooks: onRequest((r) => {
+      const identity = isWidget(r) && r.path.endsWith('/visitors') ? r.json?.identity : undefined;
+      if (typeof identity !== 'string') return;
+      const secret = identitySecret(r.path.split('/')[4]!);
+      const claims = verifyJwt(identity, secret);
+      if (claims) r.json.identity = signJwt({ ...claims, iat: Math.floor(Date.now() / 1000) }, secret);
+    }),
+  },
+  {
+    id: 'widget-conversation-before-credential',
+    breaks: 'the widget looks the conversation up before the visitor token: an unknown one is 404 whatever the token',
+    section: 'D-54',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-forged-token',
+    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 404/,
+    hooks: () => {
+      const created = new Set<string>();
+      return onResponse(isWidget, (res, r) => {
+        if (is(r, 'POST', W_CONVS) && ok(res)) created.add(res.json.id);
+        else if (W_CONV.test(r.path) && res.status === 401 && !created.has(r.path.split('/').pop()!)) Object.assign(res, errorBody(404, 'not_found', 'Conversation not found.', 'conversation_id'));
+      })();
+    },
+  },
+  {
+    id: 'widget-token-signature-unchecked',
+    breaks: "visitor tokens are decoded without checking their signature",
+    section: 'D-49',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-forged-token',
+    because: /widget GET \/apps\/app_demo\/config with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 200/,
+    // A token the server never issued but whose claims decode is answered as a token it issued would be.
+    hooks: () => {
+      const issued = new Set<string>();
+      let last: string | undefined;
+      return {
+        request(r) {
+          const t = bearer(r);
+          if (!isWidget(r) || r.path.endsWith('/visitors') || !t || !last || issued.has(t) || !JWT.test(t)) return;
+          try {
+            JSON.parse(Buffer.from(t.split('.')[1]!, 'base64url').toString('utf8'));
+            r.headers.authorization = `Bearer ${last}`;
+          } catch {
+            // not JSON claims: refused as the reference refuses it
+          }
+        },
+        response(res, r) {
+          if (isWidget(r) && r.path.endsWith('/visitors') && ok(res)) issued.add((last = res.json.token));
+        },
+      };
+    },
   },
 ];
 
