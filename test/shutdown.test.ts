@@ -99,8 +99,12 @@ test('a second SIGTERM ends the server at once, while a request would hold the f
   const socket = net.connect(Number(port), '127.0.0.1');
   try {
     await once(socket, 'connect');
-    socket.write(`POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ti`);
     socket.on('error', () => {});
+    // `100 Continue` comes once the server has the request in hand: only then is it surely in flight.
+    const continued = new Promise<void>((resolve) => socket.setEncoding('utf8').on('data', (d: string) => d.includes('100 Continue') && resolve()));
+    socket.write(`POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`);
+    await continued;
+    socket.write('{"ti');
     child.kill('SIGTERM');
     await shutdownLogged;
     child.kill('SIGTERM');
