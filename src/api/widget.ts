@@ -1,7 +1,7 @@
 // The widget API's handlers (docs/widget.md), under /widget/v1: a visitor session for the publishable
 // key, then the visitor's own conversations (D-48, D-51). The gate (src/pipeline/widget-gate.ts) has
 // checked the origin, the credential and the limits before any of these runs.
-import type { ConversationT } from '../contract/index.ts';
+import { RESPONSE_ID_HEADER, type ConversationT } from '../contract/index.ts';
 import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest, type VisitorSessionT } from '../contract/widget.ts';
 import { parseBody, type RequestContext } from '../http/context.ts';
 import { notFound } from '../http/errors.ts';
@@ -10,7 +10,6 @@ import type { Route } from '../http/server.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import { answerOf } from '../services/response-runner.ts';
 import type { ResponseService } from '../services/responses.ts';
 import type { VisitorConversations } from '../services/widget-owners.ts';
 import type { ConversationRecord } from '../store/types.ts';
@@ -91,8 +90,9 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
           if (stream) ctx.beginStream?.();
           // D-50: the agent's metadata is the signed identity's, never the browser's.
           const metadata = ctx.visitor!.metadata ?? undefined;
-          const started = await o.responses.start(ctx.app, record, { message: body.message, stream, metadata }, ctx.signal);
-          return answerOf(started.run, stream, started.toResponse, ctx.requestId);
+          const started = await o.responses.start(ctx.app, record, { message: body.message, stream, metadata }, ctx.signal, undefined, false);
+          ctx.headers[RESPONSE_ID_HEADER] = started.id;
+          return started.answer(stream, ctx.requestId);
         },
       },
     },

@@ -41,6 +41,11 @@ export interface RequestContext {
    * itself, in one step of the store, so that a crash can never keep one without the other.
    */
   claim?: IdempotencyClaim;
+  /**
+   * Set by the idempotency stage on a keyed request: the handler names how a retry with the same key
+   * joins its work while it still runs (D-30: a cut send message continues the same response).
+   */
+  joinable?: (join: (retry: RequestContext) => Promise<unknown>) => void;
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */

@@ -4,10 +4,11 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Low } from 'lowdb';
 import { z } from 'zod';
-import { isPlainObject, type ItemT } from '../contract/index.ts';
+import { isPlainObject, type ItemT, type UnsequencedEvent } from '../contract/index.ts';
 import { AtomicJsonFile, syncDir, writeDurably } from './atomic-json-file.ts';
 import { ClaimLog } from './claims.ts';
 import { Journal } from './journal.ts';
+import { ResponseLog } from './response-log.ts';
 import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
 import {
   StoreError,
@@ -16,6 +17,8 @@ import {
   type ConversationRecord,
   type IdempotencyClaim,
   type KeptClaim,
+  type LiveResponseStart,
+  type ResponseTrace,
   type ResponseRecord,
   type ResponseSave,
   type Store,
@@ -113,6 +116,8 @@ export interface FileStoreOptions {
   dataDir: string;
   /** Told when start-up drops a torn last journal line (see Journal.open). */
   warn?: (message: string) => void;
+  /** D-36: how long a response's events stay resumable after its end (default RESPONSE_EVENTS_TTL_MS). */
+  responseEventsTtlMs?: number;
 }
 
 export class FileStore implements Store {
@@ -127,11 +132,14 @@ export class FileStore implements Store {
   private readonly turns = new Map<string, Promise<unknown>>();
   /** Idempotency-Key claims of the exchanges saved (see `idempotencyClaims`), oldest first. */
   private readonly claims = new ClaimLog();
+  /** Live responses and their events (resumable responses: src/store/response-log.ts). */
+  private readonly responseLog: ResponseLog;
 
   constructor(opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
     this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'), { warn: opts.warn });
     this.lockFile = path.join(this.dataDir, 'LOCK');
+    this.responseLog = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
   }
 
   async open(): Promise<void> {
@@ -147,6 +155,7 @@ export class FileStore implements Store {
     await this.lock();
     try {
       await this.load();
+      await this.responseLog.open();
     } catch (err) {
       // Refusing to start must not leave the directory looking in use.
       await this.journal.close().catch(() => {});
@@ -226,6 +235,7 @@ export class FileStore implements Store {
         if (db) await (db.adapter as AtomicJsonFile<ConversationFile>).idle();
       }),
     );
+    await this.responseLog.close();
     await this.journal.close();
     await fs.rm(this.lockFile, { force: true });
   }
@@ -467,6 +477,29 @@ export class FileStore implements Store {
       }
       upsertBySeq(list, record);
     }
+  }
+
+  // Resumable responses (D-30…D-39): kept apart, in src/store/response-log.ts.
+  beginResponse(start: LiveResponseStart): Promise<{ running?: string }> {
+    return this.responseLog.begin(start);
+  }
+  appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void> {
+    return this.responseLog.append(id, event);
+  }
+  responseTrace(id: string): Promise<ResponseTrace | undefined> {
+    return this.responseLog.trace(id);
+  }
+  followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent> {
+    return this.responseLog.follow(id, after, signal);
+  }
+  requestCancel(id: string): Promise<void> {
+    return this.responseLog.requestCancel(id);
+  }
+  onCancelRequest(id: string, listener: () => void): () => void {
+    return this.responseLog.onCancelRequest(id, listener);
+  }
+  unfinishedResponses(): Promise<ResponseTrace[]> {
+    return this.responseLog.unfinishedResponses();
   }
 }
 
