@@ -53,7 +53,7 @@ interface Producing {
 }
 
 export class ResponseService {
-  /** Emits `persisted` (response id, status) once a response is durable: tests and tools wait on it. */
+  /** Emits `persisted` (response id, status) once a response is durable, `waiting` as a message joins a line (D-37). */
   readonly events = new EventEmitter();
   private readonly producing = new Map<string, Producing>();
   /** D-34: per app, the replies running with no client. */
@@ -110,6 +110,8 @@ export class ResponseService {
     line.tail = tail;
     line.waiting++;
     this.lines.set(conversationId, line);
+    // Tests and tools wait on it (no sleeps): how many messages now wait in the conversation's line.
+    this.events.emit('waiting', { conversation_id: conversationId, waiting: line.waiting });
     let passed = false;
     const leave = () => {
       if (passed) return;
