@@ -9,6 +9,7 @@ import { completionStreamCases, conversationStreamCases, dataSpecCases, function
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
+import { resumable } from './cases/resumable.ts';
 
 const SECTION_TITLES: Record<string, string> = {
   '4.1': 'Create conversation',
@@ -43,6 +44,7 @@ const ALL: CaseDef[] = [
   ...remove,
   ...sendMessage,
   ...severalExchanges,
+  ...resumable,
   ...completions,
   ...config,
   ...metricsCases,
