@@ -1,5 +1,5 @@
 // `parley send`, `complete` and `chat` as real processes against a real server: live streams (§6, D-16),
-// --json exactness, stdin, failed responses (D-17), and Ctrl-C cancelling a slow reply (D-19).
+// --json exactness, stdin, failed responses (D-17), and Ctrl-C cancelling a slow reply (D-33).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, describe, test } from 'node:test';
@@ -188,7 +188,7 @@ describe('chat', { concurrency: 2 }, () => {
     assert.deepEqual(items.filter((i) => i.type === 'message').map((i) => i.role), ['user', 'assistant', 'user', 'assistant']);
   });
 
-  test('Ctrl-C (SIGINT) cancels the reply in progress and the session goes on', async () => {
+  test('Ctrl-C (SIGINT) cancels the reply in progress through the cancel endpoint (D-33) and the session goes on', async () => {
     const id = await conversation(SLOW);
     const child = spawnCli(['chat', id, '--app', SLOW], { env });
     const exited = once(child, 'close');
@@ -207,19 +207,19 @@ describe('chat', { concurrency: 2 }, () => {
     const [code] = (await exited) as [number];
     outputs.push(stdout, err.text);
     assert.equal(code, 0, err.text);
-    // D-19: the cancelled reply was kept, as failed with client_disconnected; the second one completed.
+    // D-33: the cancelled reply was kept, as failed with code cancelled; the second one completed.
     const items = (await s.call('GET', `/apps/${SLOW}/conversations/${id}`)).body.items as Array<{ role?: string; response_id?: string }>;
     assert.equal(items.filter((i) => i.role === 'user').length, 2);
     const responses = (await s.store.readConversationFile(id)).responses;
     assert.deepEqual(
       responses.map((r) => [r.status, r.error?.code]),
       [
-        ['failed', 'client_disconnected'],
+        ['failed', 'cancelled'],
         ['completed', undefined],
       ],
     );
-    // What was generated before Ctrl-C is in the history, under the cancelled response.
-    assert.ok(items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id));
+    // What was generated before Ctrl-C is in the history, under the cancelled response, marked (D-39).
+    assert.ok(items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id && (i as { status?: string }).status === 'incomplete'));
   });
 });
 
