@@ -25,7 +25,7 @@ export interface RequestContext {
   app: AppT;
   /** Set on the widget API once the visitor token is verified. */
   visitor?: Visitor;
-  /** Aborted when the client goes away before the response is complete (D-19). */
+  /** Aborted when the client goes away before the answer is complete (D-19; a reply may then run on, D-34). */
   signal: AbortSignal;
   /** Headers to add to the response (e.g. D-23's rate-limit headers), set before the handler runs. */
   headers: Record<string, string>;

@@ -221,7 +221,7 @@ export class IdempotencyService {
    * The stream's events, recorded as the writer takes them. It is settled the moment the last event
    * is taken, so that a client retrying right after it read the end gets the replay rather than a 409
    * while the handler winds down. A client that left is recorded too: the events continue to the end
-   * (D-19's `response.failed`), which is exactly how the response was saved.
+   * (the reply runs on, D-34, or past the cap ends with D-19's `response.failed`), exactly as saved.
    */
   private async *recorded(ctx: RequestContext, k: string, f: string, stream: EventStream): AsyncGenerator<UnsequencedEvent> {
     const kept: UnsequencedEvent[] = [];
