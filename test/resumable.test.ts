@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createParser } from 'eventsource-parser';
-import { KEY, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { FIXTURES_DIR, KEY, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { outputFromEvents, postSse, type ParsedEvent } from './support/sse-client.ts';
 
 interface IdEvent extends ParsedEvent {
@@ -338,6 +338,27 @@ describe('resumable responses across a shutdown, a crash and the retention', () 
       const { usage: _u, ...want } = sent.body;
       const { usage: _g, ...have } = got.body;
       assert.deepEqual(have, want);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('D-34: a reply still running at its app\'s max_duration_seconds is stopped and saved failed/response_timeout', async () => {
+    const fixturesDir = await tempDir();
+    await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
+    const file = path.join(fixturesDir, 'fixtures.json');
+    const fixtures = JSON.parse(await fs.readFile(file, 'utf8'));
+    fixtures.apps.find((a: any) => a.id === 'app_slow').responses.max_duration_seconds = 1;
+    await fs.writeFile(file, JSON.stringify(fixtures));
+    const s = await startTestServer({ fixturesDir });
+    try {
+      const c = (await s.call('POST', '/apps/app_slow/conversations', {})).body.id;
+      // A long story takes app_slow many seconds (150 ms per 6 characters).
+      const r = await s.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me a long story about the sea' }, stream: false });
+      assert.equal(r.status, 200);
+      assert.deepEqual([r.body.status, r.body.error.type, r.body.error.code], ['failed', 'request_aborted', 'response_timeout']);
+      assert.ok(textOf(r.body.output).length > 0, 'what it produced in its time is kept');
+      assert.equal((await s.call('GET', `/apps/app_slow/responses/${r.body.id}`)).body.error.code, 'response_timeout');
     } finally {
       await s.close();
     }
