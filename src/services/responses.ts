@@ -256,6 +256,11 @@ export class ResponseService {
     return trace;
   }
 
+  /** The conversation a response of `appId` belongs to (404 otherwise): the widget API checks its owner. */
+  async conversationOf(appId: string, id: string): Promise<string> {
+    return (await this.traceOf(appId, id)).start.conversation_id;
+  }
+
   /** D-32: the Response as it is now: `in_progress` with the output so far, then as it ended. */
   async lookup(appId: string, id: string): Promise<LiveResponseT> {
     const trace = await this.traceOf(appId, id);
