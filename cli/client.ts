@@ -11,11 +11,11 @@ import * as C from '../src/contract/index.ts';
 import type { CreateCompletionRequestT, CreateConversationRequestT, SendMessageRequestT, UpdateConversationRequestT } from '../src/contract/index.ts';
 import { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError, describeIssues, describeNetworkError } from './core/error.ts';
 import { Deadline, flattenHeaders, isEventStream, readBody, type SentResponse } from './core/response.ts';
-import { EventStream } from './core/streaming.ts';
+import { EventStream, type Resumer } from './core/streaming.ts';
 
 // The error family and the stream live in core/ (as in openai-node); importers of the client get them here too.
 export { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError } from './core/error.ts';
-export { EventStream, type ClientStreamEvent, type UnknownStreamEvent } from './core/streaming.ts';
+export { EventStream, type ClientStreamEvent, type Resumer, type UnknownStreamEvent } from './core/streaming.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Types: the lenient reading layer, so that nothing an implementation may omit is promised to the caller.
@@ -25,7 +25,7 @@ export type Conversation = z.infer<typeof C.LenientConversation>;
 export type ConversationWithItems = z.infer<typeof C.LenientConversationWithItems>;
 export type ConversationList = z.infer<typeof C.LenientConversationList>;
 export type DeletionResult = z.infer<typeof C.LenientDeletionResult>;
-/** A response; `error` is what D-17 adds to a failed one, optional since other implementations may omit it. */
+/** A response; `error` is what D-17 adds to a failed one, optional since other implementations may omit it. Looked up (D-32), its status may be `in_progress`. */
 export type MessageResponse = z.infer<typeof C.LenientResponse>;
 export type Completion = z.infer<typeof C.LenientCompletion>;
 export type AppConfig = z.infer<typeof C.LenientAppConfig>;
@@ -60,6 +60,8 @@ export interface ClientOptions {
   onTrace?: (line: string) => void;
   /** Called (once per distinct message) when an answer is usable but does not match the interface. */
   onDeviation?: (message: string) => void;
+  /** Told when a dropped stream resumes by itself (D-32), e.g. to say so on stderr. */
+  onResume?: Resumer['onResume'];
   /** Aborts every request of this client (the CLI: its output was closed). */
   signal?: AbortSignal;
   dispatcher?: Dispatcher;
@@ -92,6 +94,8 @@ const CHECK = {
   completion: { usable: C.LenientCompletion, spec: C.Completion },
   config: { usable: C.LenientAppConfig, spec: C.AppConfig },
   metrics: { usable: C.LenientAppMetrics, spec: C.AppMetrics },
+  // Resumable responses (an extension, D-32): a looked-up response may be in progress.
+  liveResponse: { usable: C.LenientResponse, spec: C.LiveResponse },
 } satisfies Record<string, Check<unknown>>;
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -186,8 +190,48 @@ export class ParleyClient {
   ): Promise<{ kind: 'response'; response: ApiResponse<MessageResponse> } | { kind: 'stream'; stream: EventStream }> {
     const req: RawRequest = { ...opts, method: 'POST', path: this.#app(`/conversations/${enc(conversationId)}`), body };
     const res = await this.#send(req);
-    if (isEventStream(res.headers)) return { kind: 'stream', stream: this.#stream(res) };
+    // D-32: a conversation's stream comes back by itself when it drops (where the server resumes).
+    if (isEventStream(res.headers)) return { kind: 'stream', stream: this.#stream(res, this.#resumer(opts)) };
     return { kind: 'response', response: await this.#finishJson(res, CHECK.response) };
+  }
+
+  // Resumable responses, an extension (docs/responses.md, D-30…D-39) --------------------------------
+
+  /** D-32: a response as it is now (`in_progress` while the agent replies). */
+  getResponse(id: string, opts: RequestOptions = {}): Promise<ApiResponse<MessageResponse>> {
+    return this.#json({ ...opts, method: 'GET', path: this.#app(`/responses/${enc(id)}`) }, CHECK.liveResponse);
+  }
+
+  /** D-32: the events of a response after sequence number `startingAfter` (default: all), then the live ones. */
+  async streamResponseEvents(id: string, startingAfter = -1, opts: RequestOptions & { resume?: boolean } = {}): Promise<EventStream> {
+    const res = await this.#send(this.#resumeRequest(id, startingAfter, opts));
+    if (!isEventStream(res.headers)) {
+      const raw = await readBody(res);
+      throw new InvalidResponseError(res.url, `expected an event stream, got ${res.headers['content-type'] ?? 'no content type'}`, raw);
+    }
+    const stream = this.#stream(res, opts.resume === false ? undefined : this.#resumer(opts));
+    stream.responseId ??= id;
+    stream.lastSequence = startingAfter;
+    return stream;
+  }
+
+  /** D-33: stops a running response; answers it once saved (a finished one unchanged). */
+  cancelResponse(id: string, opts: RequestOptions = {}): Promise<ApiResponse<MessageResponse>> {
+    return this.#json({ ...opts, method: 'POST', path: this.#app(`/responses/${enc(id)}/cancel`) }, CHECK.liveResponse);
+  }
+
+  #resumeRequest(id: string, after: number, opts: RequestOptions): RawRequest {
+    return { ...opts, method: 'GET', path: this.#app(`/responses/${enc(id)}/events`), query: { starting_after: after } };
+  }
+
+  #resumer(opts: RequestOptions & { onResume?: Resumer['onResume'] }): Resumer {
+    return {
+      resume: (id, after) => this.#send(this.#resumeRequest(id, after, opts)),
+      onResume: (id, after, cause) => {
+        this.#options.onTrace?.(`* stream dropped (${cause.message}); resuming ${id} after event ${after}`);
+        this.#options.onResume?.(id, after, cause);
+      },
+    };
   }
 
   // §4.7 ----------------------------------------------------------------------------------------
@@ -238,8 +282,8 @@ export class ParleyClient {
     return `/apps/${enc(this.appId)}${suffix}`;
   }
 
-  #stream(res: SentResponse): EventStream {
-    return new EventStream(res, this.#validate, (m) => this.#deviation(m));
+  #stream(res: SentResponse, resumer?: Resumer): EventStream {
+    return new EventStream(res, this.#validate, (m) => this.#deviation(m), resumer);
   }
 
   #deviation(message: string): void {

@@ -91,6 +91,8 @@ export class Session {
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
       // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
       onDeviation: (message) => this.out.note(`warning: ${message}`),
+      // D-32: a dropped stream comes back by itself; the user is told.
+      onResume: (id, after) => this.out.note(`(the stream dropped; resuming ${id} after event ${after})`),
       signal: this.out.closedSignal,
     });
     this.#clients.push(client);

@@ -7,6 +7,7 @@ import { chatCommand } from './commands/chat.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
+import { responsesCommand } from './commands/responses.ts';
 import { serveCommand } from './commands/serve.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
@@ -56,7 +57,7 @@ export function buildProgram(out: Output, session: Session): Command {
     .enablePositionalOptions()
     .version(VERSION, '-V, --version')
     .addHelpText('after', OVERVIEW);
-  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session)];
+  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), responsesCommand(session), configCommand(session), metricsCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);

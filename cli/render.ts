@@ -77,7 +77,8 @@ function patchLine(data: unknown): string {
 export function itemText(item: Record<string, unknown>): string {
   switch (item.type) {
     case 'message':
-      return `${String(item.role ?? 'assistant')}: ${partsText(item.content)}`;
+      // D-39: a reply that did not complete says so.
+      return `${String(item.role ?? 'assistant')}${item.status === 'incomplete' ? ' (incomplete)' : ''}: ${partsText(item.content)}`;
     case 'function_call':
       return callLine(item.name, item.arguments);
     case 'data_spec':
@@ -95,7 +96,7 @@ export function conversationWithHistory(c: ConversationWithItems): string {
 }
 
 /** A non-streamed response: text on stdout, calls, patches and unknown items on stderr, a failure as exit 1. */
-export function renderResponse(out: Output, r: MessageResponse): void {
+export function renderResponse(out: Output, r: MessageResponse, withStatus = true): void {
   let first = true;
   for (const item of r.output) {
     if (item.type === 'message') {
@@ -105,7 +106,7 @@ export function renderResponse(out: Output, r: MessageResponse): void {
     } else out.note(itemText(item));
   }
   out.endLine();
-  finish(out, r);
+  if (withStatus) finish(out, r);
 }
 
 export function renderCompletion(out: Output, c: Completion): void {

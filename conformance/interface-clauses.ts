@@ -287,13 +287,26 @@ function decisionClauses(): Clause[] {
     [16, 'SSE payloads carry type and sequence_number; function call and failed payloads', 'weak', 'response.failed is not provokable'],
     [17, 'errors before the first event are plain JSON errors', 'exact'],
     [18, 'keep-alive comments; Cache-Control: no-cache', 'exact'],
-    [19, 'a disconnect aborts the reply, kept as failed', 'none', 'under revision (resumable responses); the suite does not disconnect on purpose'],
+    [19, 'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only)', 'none', 'the cap is a fixture the suite does not know; D-34 is checked instead'],
     [20, 'output_index and content_index', 'exact'],
     [21, 'the service runs function calls; knowledge_search {"query"}', 'exact'],
     [22, 'data_spec patches build /form from {}', 'exact'],
     [23, 'rate limits: only send and completion count; Retry-After and x-ratelimit-* headers; a refusal changes nothing', 'exact'],
     [24, 'metrics: deleted conversations count, messages are user and assistant items, users are distinct external_user_id', 'exact'],
   ];
+  // Resumable responses, an extension (docs/responses.md): checked by profile reference only.
+  d.push(
+    [30, 'a keyed retry of a cut send message continues the same response', 'none', 'the suite does not cut a request on purpose (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)'],
+    [31, 'send message names its response in the Parley-Response-Id header', 'exact'],
+    [32, 'look-up (in_progress, then as ended) and resume: the events after N as first sent, with id lines, Last-Event-ID; 404 for unknown, other app, other team', 'exact'],
+    [33, 'cancel: failed with code cancelled, partial output kept, open streams end with response.failed; a finished one unchanged', 'weak', 'a finished one only: a target\'s reply cannot be held running long enough to cancel it'],
+    [34, 'a disconnect no longer stops the reply (revises D-19)', 'none', 'the suite does not disconnect on purpose (test/resumable.test.ts proves it on the reference)'],
+    [35, 'a response is begun in the store before its first byte', 'none', 'storage does not show; D-32\'s resume from -1 after a cut before the first event shows its effect'],
+    [36, 'events resumable for an hour after the end, then 410 response_events_expired', 'none', 'an hour cannot pass in a run'],
+    [37, 'a message while a reply runs waits in line (8 at most), then 409 conversation_busy naming it', 'weak', 'the wait only: filling the line takes 8 held connections'],
+    [38, 'a shutdown or a crash saves running replies failed, code interrupted', 'none', 'the suite cannot stop the target'],
+    [39, 'items of a response that did not complete carry status incomplete (revises D-14)', 'weak', 'the completed half (no status): an unfinished reply cannot be provoked'],
+  );
   return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
 }
 

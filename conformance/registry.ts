@@ -10,6 +10,7 @@ import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
 import { widget } from './cases/widget.ts';
+import { resumable } from './cases/resumable.ts';
 
 const SECTION_TITLES: Record<string, string> = {
   '4.1': 'Create conversation',
@@ -45,6 +46,7 @@ const ALL: CaseDef[] = [
   ...remove,
   ...sendMessage,
   ...severalExchanges,
+  ...resumable,
   ...completions,
   ...config,
   ...metricsCases,

@@ -37,6 +37,10 @@ export interface ParleyOptions extends Partial<Config> {
   requestTimeoutMs?: number;
   /** Open SSE streams per app (see src/http/stream-gate.ts). */
   maxStreamsPerApp?: number;
+  /** D-38: how long a shutdown lets running requests and replies finish (default 10 s). */
+  shutdownGraceMs?: number;
+  /** D-36: how long a response's events stay resumable after its end (tests shorten it). */
+  responseEventsTtlMs?: number;
 }
 
 export interface Parley {
@@ -102,7 +106,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const logger = opts.logger ?? ownLogger!;
   const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
   const warn = (message: string) => logger.warn(message);
-  const store = new FileStore({ dataDir: opts.dataDir ?? './data', warn });
+  const store = new FileStore({ dataDir: opts.dataDir ?? './data', warn, responseEventsTtlMs: opts.responseEventsTtlMs });
   await store.open();
   const usage = new UsageLedger(opts.dataDir ?? './data');
   let limits: RateLimitService | undefined;
@@ -137,6 +141,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     const conversations = new ConversationService(store, quota);
     const responses = new ResponseService(store, agent, usage, logger, quota);
     const completions = new CompletionService(agent, usage, logger);
+    // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
+    const interrupted = await responses.recover();
+    if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     const http = createHttpServer({
       routes: [
         ...conversationRoutes(conversations),
@@ -185,7 +192,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       abandonLog,
       close: () =>
         (closing ??= (async () => {
-          await http.close();
+          await http.close(opts.shutdownGraceMs);
+          // D-38: what still runs after the grace period ends `interrupted`, and is saved.
+          await responses.interruptAll();
           await usage.close();
           await limits?.close();
           await idempotency?.close();

@@ -1,6 +1,6 @@
 // `parley send`, `complete` and `chat` against a real server (main() in-process, and a real process for
 // Ctrl-C): live streams (§6, D-16), --json exactness, stdin, failed responses (D-17), and Ctrl-C
-// cancelling a slow reply (D-19).
+// cancelling a slow reply through the cancel endpoint (D-33).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { after, describe, test } from 'node:test';
@@ -194,7 +194,7 @@ describe('chat', { concurrency: 2 }, () => {
   });
 
   // A real process: the signal is the operating system's. The bound makes a chat that never answers fail, not hang.
-  test('Ctrl-C (SIGINT) cancels the reply in progress and the session goes on', { timeout: 60_000 }, async (t) => {
+  test('Ctrl-C (SIGINT) cancels the reply in progress through the cancel endpoint (D-33) and the session goes on', { timeout: 60_000 }, async (t) => {
     const id = await conversation(SLOW);
     const child = spawnCli(['chat', id, '--app', SLOW], { env });
     const exited = once(child, 'close');
@@ -214,19 +214,19 @@ describe('chat', { concurrency: 2 }, () => {
     const [code] = (await exited) as [number];
     outputs.push(stdout, err.text);
     assert.equal(code, 0, err.text);
-    // D-19: the cancelled reply was kept, as failed with client_disconnected; the second one completed.
+    // D-33: the cancelled reply was kept, as failed with code cancelled; the second one completed.
     const items = (await s.call('GET', `/apps/${SLOW}/conversations/${id}`)).body.items as Array<{ role?: string; response_id?: string }>;
     assert.equal(items.filter((i) => i.role === 'user').length, 2);
     const responses = (await s.store.readConversationFile(id)).responses;
     assert.deepEqual(
       responses.map((r) => [r.status, r.error?.code]),
       [
-        ['failed', 'client_disconnected'],
+        ['failed', 'cancelled'],
         ['completed', undefined],
       ],
     );
-    // What was generated before Ctrl-C is in the history, under the cancelled response.
-    assert.ok(items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id));
+    // What was generated before Ctrl-C is in the history, under the cancelled response, marked (D-39).
+    assert.ok(items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id && (i as { status?: string }).status === 'incomplete'));
   });
 });
 

@@ -309,37 +309,42 @@ describe('send message and completions with an Idempotency-Key', () => {
     assert.equal((await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Something else' }, idem('cmpl-1'))).status, 422);
   });
 
-  test('a stream the client cut replays what was sent, then response.failed client_disconnected; nothing runs twice', async () => {
+  test('D-30: a retry of a cut stream with the same key continues the same response (joined while it runs, replayed after); nothing runs twice', async () => {
     const slow = 'app_slow';
     const id = (await s.call('POST', `/apps/${slow}/conversations`, {})).body.id;
     const persisted = once(s.responses.events, 'persisted');
     const ctrl = new AbortController();
+    const body = { message: { content: 'Tell me a long story about the sea' }, stream: true };
     const res = await fetch(`${s.baseUrl}/apps/${slow}/conversations/${id}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': '"cut-1"' },
-      body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' }, stream: true }),
+      body: JSON.stringify(body),
       signal: ctrl.signal,
     });
+    const responseId = res.headers.get('parley-response-id');
+    assert.match(responseId ?? '', /^resp_/, 'D-31: the response is named before the body');
     let seen = '';
     const reader = res.body!.getReader();
     while (!seen.includes('response.output_text.delta')) seen += new TextDecoder().decode((await reader.read()).value);
     ctrl.abort();
-    await persisted;
-    const items = (await s.store.readConversationFile(id)).items.length;
-    // The first request may still be finishing its bookkeeping: 409 means "retry shortly".
-    let again = await s.call('POST', `/apps/${slow}/conversations/${id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, idem('cut-1'));
-    if (again.status === 409) {
-      await s.idempotency.settled(slow, 'cut-1');
-      again = await s.call('POST', `/apps/${slow}/conversations/${id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, idem('cut-1'));
-    }
-    assert.equal(again.status, 200);
-    const events = parse(again.body);
+    // While the reply still runs (app_slow takes seconds), the retry joins it: every event from the first.
+    const joined = await s.call('POST', `/apps/${slow}/conversations/${id}`, body, idem('cut-1'));
+    assert.equal(joined.status, 200);
+    assert.equal(joined.headers.get('parley-response-id'), responseId);
+    const events = parse(joined.body);
     assert.equal(events[0]!.event, 'response.created');
-    const last = events.at(-1)!;
-    assert.equal(last.event, 'response.failed');
-    assert.equal(last.data.error.code, 'client_disconnected');
-    assert.equal(last.data.id, events[0]!.data.id);
+    assert.equal(events[0]!.data.id, responseId);
+    assert.equal(events.at(-1)!.event, 'response.completed', 'D-34: the cut reply ran to its end');
     assert.deepEqual(events.map((e) => e.data.sequence_number), events.map((_, i) => i), 'gapless sequence numbers (D-16)');
-    assert.equal((await s.store.readConversationFile(id)).items.length, items, 'the retry ran nothing');
+    await persisted;
+    await s.idempotency.settled(slow, 'cut-1');
+    // After its end, the same key replays the same events.
+    const replayed = await s.call('POST', `/apps/${slow}/conversations/${id}`, body, idem('cut-1'));
+    assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(parse(replayed.body), events);
+    const file = await s.store.readConversationFile(id);
+    assert.equal(file.responses.length, 1, 'the retries ran nothing');
+    assert.equal(file.responses[0]!.status, 'completed');
   });
+
 });

@@ -211,6 +211,13 @@ describe('GET /openapi.json: the published contract', () => {
     for (const type of ['response.function_call.start', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.data_spec', 'response.completed']) {
       assert.ok(kinds.has(type), `no ${type} event was checked`);
     }
+    // Resumable responses (D-32, D-33): the look-up, the resume (events with id lines), the cancel, a 404.
+    const rp = '/apps/{app_id}/responses/{response_id}';
+    const rparams = { app_id: TARGET.apps.knowledge_base!, response_id: JSON.parse(knowledge.r.events[0]!.data).id as string };
+    assert.equal((await call('GET', rp, rparams)).status, 200);
+    assert.equal((await call('GET', `${rp}/events`, rparams, { query: '?starting_after=1' })).status, 200);
+    assert.equal((await call('POST', `${rp}/cancel`, rparams)).status, 200);
+    assert.equal((await call('GET', rp, { app_id: app, response_id: 'resp_missing' })).status, 404);
     // D-14: items of every kind.
     assert.equal((await call('GET', conversation, { app_id: TARGET.apps.knowledge_base!, conversation_id: knowledge.conversationId })).status, 200);
     assert.equal((await call('GET', conversation, { app_id: TARGET.apps.generative_ui!, conversation_id: genui.conversationId })).status, 200);

@@ -350,11 +350,11 @@ describe('rate limits on create conversation, send message and completions (app_
     const s = await startTestServer({ maxStreamsPerApp: 1 });
     const ctrl = new AbortController();
     try {
-      const conv = (await s.call('POST', `/apps/${SLOW}/conversations`, {})).body.id;
-      const send = `/apps/${SLOW}/conversations/${conv}`;
-      const story = { message: { content: 'Tell me a long story about the sea' }, stream: true };
+      // A keyed completion (a keyed send message would be joined by its retry, D-30, not refused).
+      const completions = `/apps/${SLOW}/completions`;
+      const story = { prompt: 'Write a long story about the sea', stream: true };
       const key = { 'idempotency-key': '"rl-headers"' };
-      const open = await fetch(s.baseUrl + send, {
+      const open = await fetch(s.baseUrl + completions, {
         method: 'POST',
         headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...key },
         body: JSON.stringify(story),
@@ -365,8 +365,8 @@ describe('rate limits on create conversation, send message and completions (app_
       const failures: Array<[number, string | null, Promise<{ status: number; headers: Headers; body: any }>]> = [
         [400, 'unknown_parameter', s.call('POST', `/apps/${SLOW}/completions`, { prompt: 'hi', nope: 1 })],
         [404, null, s.call('POST', `/apps/${SLOW}/conversations/conv_missing`, { message: { content: 'hi' } })],
-        [409, 'idempotency_key_in_use', s.call('POST', send, story, { headers: key })],
-        [422, 'idempotency_key_reused', s.call('POST', send, { ...story, message: { content: 'another' } }, { headers: key })],
+        [409, 'idempotency_key_in_use', s.call('POST', completions, story, { headers: key })],
+        [422, 'idempotency_key_reused', s.call('POST', completions, { ...story, prompt: 'another' }, { headers: key })],
         [429, 'too_many_streams', s.call('POST', `/apps/${SLOW}/completions`, { prompt: 'hi', stream: true })],
       ];
       for (const [status, code, pending] of failures) {

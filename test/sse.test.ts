@@ -121,19 +121,19 @@ describe('SSE headers', () => {
   });
 });
 
-describe('client disconnect (D-19)', () => {
+describe('client disconnect past the cap of detached replies (D-19 as revised by D-34)', () => {
   let s: TestServer;
   before(async () => {
     s = await startTestServer();
   });
   after(() => s.close());
 
-  test('aborts the model and persists what was generated as failed / client_disconnected', async () => {
-    const { body: conv } = await s.call('POST', '/apps/app_slow/conversations', {});
+  test('app_tethered (max_detached 0): aborts the model and persists what was generated as failed / client_disconnected', async () => {
+    const { body: conv } = await s.call('POST', '/apps/app_tethered/conversations', {});
     const persisted = once(s.responses.events, 'persisted');
     const ctrl = new AbortController();
     const first: string[] = [];
-    await postSse(s.baseUrl, `/apps/app_slow/conversations/${conv.id}`, { message: { content: 'Tell me a long story about the sea' } }, {
+    await postSse(s.baseUrl, `/apps/app_tethered/conversations/${conv.id}`, { message: { content: 'Tell me a long story about the sea' } }, {
       signal: ctrl.signal,
       onEvent: (e) => {
         if (e.event === 'response.output_text.delta') {
@@ -157,6 +157,6 @@ describe('client disconnect (D-19)', () => {
     assert.deepEqual(file.responses[0]!.usage, { input_tokens: input, output_tokens: countTokens(kept), total_tokens: input + countTokens(kept) });
     assert.ok(countTokens(kept) > 0);
     // A failed first exchange gives no title yet (D-8).
-    assert.deepEqual((await s.call('GET', `/apps/app_slow/conversations/${conv.id}`)).body.generated_title, {});
+    assert.deepEqual((await s.call('GET', `/apps/app_tethered/conversations/${conv.id}`)).body.generated_title, {});
   });
 });

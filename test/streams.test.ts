@@ -12,7 +12,9 @@ import { MAX_STREAMS_PER_APP } from '../src/http/stream-gate.ts';
 import { startTestServer, TARGET, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
 
-const SLOW = 'app_slow'; // the local engine pauses 150 ms per 6-character chunk
+// The local engine pauses 150 ms per 6-character chunk; app_tethered detaches no reply (D-34's cap is
+// 0), so a client that leaves stops its reply as D-19 first said, and each place frees at once.
+const SLOW = 'app_tethered';
 const CAP = 3;
 
 let s: TestServer;

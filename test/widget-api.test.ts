@@ -109,6 +109,29 @@ describe('visitor sessions (D-48, D-49)', () => {
     assert.equal((await server.call('GET', `/apps/app_demo/conversations/${conv.body.id}`)).body.items.length, 0);
   });
 
+  test('resumable responses for a visitor: their own reply resumed from an event and cancelled; another visitor\'s is 404', async () => {
+    const first = await visitor(server, 'app_demo');
+    const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: first.token, body: {} });
+    const sent = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: first.token, body: { message: { content: 'Hello' } } });
+    const id = sent.headers.get('parley-response-id')!;
+    assert.match(id, /^resp_/);
+    // The browser may read the header (CORS).
+    assert.match(sent.headers.get('access-control-expose-headers') ?? '', /parley-response-id/);
+    const all = String(sent.body).split('\n\n').filter(Boolean);
+    const rest = await widgetCall(server, 'GET', `/apps/app_demo/responses/${id}/events?starting_after=1`, { auth: first.token });
+    assert.equal(rest.status, 200);
+    assert.deepEqual(String(rest.body).split('\n\n').filter(Boolean).map((b) => b.replace(/^id: \d+\n/, '')), all.slice(2));
+    const cancelled = await widgetCall(server, 'POST', `/apps/app_demo/responses/${id}/cancel`, { auth: first.token, body: {} });
+    assert.deepEqual([cancelled.status, cancelled.body.status], [200, 'completed']);
+    const second = await visitor(server, 'app_demo');
+    assertError(await widgetCall(server, 'GET', `/apps/app_demo/responses/${id}/events`, { auth: second.token }), 'not_found');
+    assertError(await widgetCall(server, 'POST', `/apps/app_demo/responses/${id}/cancel`, { auth: second.token, body: {} }), 'not_found');
+    // A response of a conversation made through the REST API belongs to no visitor.
+    const c = await server.call('POST', '/apps/app_demo/conversations', {});
+    const r = await server.call('POST', `/apps/app_demo/conversations/${c.body.id}`, { message: { content: 'Hi' }, stream: false });
+    assertError(await widgetCall(server, 'GET', `/apps/app_demo/responses/${r.body.id}/events`, { auth: first.token }), 'not_found');
+  });
+
   test('a token is for its app only; a forged, malformed or missing one is 401', async () => {
     const v = await visitor(server, 'app_demo');
     assertError(await widgetCall(server, 'GET', `/apps/${GENUI}/config`, { auth: v.token }), 'access_denied');

@@ -103,15 +103,47 @@ export class WidgetClient {
     }
   }
 
-  /** Sends a user turn and yields the reply's events as they arrive. */
+  /** The reply under way (its `Parley-Response-Id`), for a cancel; undefined between replies. */
+  replying: string | undefined;
+
+  /**
+   * Sends a user turn and yields the reply's events as they arrive. A stream that drops (a network
+   * change, a proxy's timeout) is resumed from the last event seen (docs/responses.md, D-32), a few
+   * times; a stream the visitor stopped (`signal`) is not.
+   */
   async *send(content: string, signal: AbortSignal): AsyncGenerator<StreamEvent> {
     if (!this.saved.conversationId) {
       const conv = (await (await this.call('POST', '/conversations', {})).json()) as { id: string };
       this.saved.conversationId = conv.id;
       this.save();
     }
-    const res = await this.call('POST', `/conversations/${encodeURIComponent(this.saved.conversationId!)}`, { message: { content }, stream: true }, signal);
-    yield* readEvents(res.body!);
+    let res = await this.call('POST', `/conversations/${encodeURIComponent(this.saved.conversationId!)}`, { message: { content }, stream: true }, signal);
+    const id = res.headers.get('parley-response-id') ?? undefined;
+    this.replying = id;
+    let last = -1;
+    try {
+      for (let resumes = 0; ; resumes++) {
+        try {
+          for await (const e of readEvents(res.body!)) {
+            if (typeof e.data.sequence_number === 'number') last = e.data.sequence_number;
+            yield e;
+            if (e.event === 'response.completed' || e.event === 'response.failed') return;
+          }
+          throw new Error('The reply was cut off.');
+        } catch (err) {
+          if (signal.aborted || id === undefined || resumes >= 3 || err instanceof SyntaxError) throw err;
+        }
+        res = await this.call('GET', `/responses/${encodeURIComponent(id)}/events?starting_after=${last}`, undefined, signal);
+      }
+    } finally {
+      this.replying = undefined;
+    }
+  }
+
+  /** Stops the reply under way (D-33): its stream then ends with `response.failed`, code `cancelled`. */
+  async cancel(): Promise<void> {
+    if (this.replying === undefined) throw new Error('no reply to cancel');
+    await this.call('POST', `/responses/${encodeURIComponent(this.replying)}/cancel`, {});
   }
 
   /** A call with the visitor token; an expired one is renewed once (D-49). */

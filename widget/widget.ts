@@ -97,7 +97,7 @@ class Widget implements MountedWidget {
     });
     this.sendButton = el('button', { type: 'submit', className: 'primary', textContent: 'Send' });
     this.stopButton = el('button', { type: 'button', className: 'primary', textContent: 'Stop', hidden: true });
-    this.stopButton.addEventListener('click', () => this.busy?.abort());
+    this.stopButton.addEventListener('click', () => this.stop());
     const composer = el('form', { className: 'composer' }, el('label', { htmlFor: inputId, className: 'sr-only', textContent: 'Message' }), this.input, this.sendButton, this.stopButton);
     composer.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -200,6 +200,14 @@ class Widget implements MountedWidget {
     }
   }
 
+  /** Stop: the reply is cancelled through the API (kept as cancelled, D-33); without its id, the stream is closed. */
+  private stop(): void {
+    const busy = this.busy;
+    if (!busy) return;
+    if (this.client.replying === undefined) return busy.abort();
+    this.client.cancel().catch(() => busy.abort());
+  }
+
   private async send(text: string): Promise<void> {
     await this.ready;
     this.log.querySelector('.empty')?.remove();
@@ -232,7 +240,7 @@ class Widget implements MountedWidget {
         this.onEvent(e, bodyFor, () => status, (s) => (status = s));
         if (e.event === 'response.failed') {
           const error = e.data.error as { code?: string; message?: string } | undefined;
-          cancelled = error?.code === 'client_disconnected';
+          cancelled = error?.code === 'cancelled' || error?.code === 'client_disconnected';
           failure = error?.message ?? 'The reply failed.';
         }
       }

@@ -3,7 +3,7 @@ import readline from 'node:readline';
 import { Command } from 'commander';
 import { AbortedError } from '../client.ts';
 import type { Session } from '../context.ts';
-import { parseMetadata, reportError } from '../io.ts';
+import { FailedResponseError, parseMetadata, reportError } from '../io.ts';
 import { renderResponse } from '../render.ts';
 import { printStream } from './messages.ts';
 
@@ -46,9 +46,20 @@ Examples:
       const rl = readline.createInterface({ input: io.stdin, output: interactive ? io.stdout : undefined, terminal: interactive, prompt: 'you> ' });
       if (interactive) out.note('Ctrl-C cancels a reply, Ctrl-D leaves.');
       let current: AbortController | undefined;
+      /** The reply under way, once its id is known (D-31), and whether Ctrl-C asked to cancel it. */
+      let replying: string | undefined;
+      let cancelling = false;
       let worst = 0;
       const onInterrupt = () => {
-        if (current) return current.abort();
+        if (current) {
+          // D-33: the reply is cancelled through the API (it is saved as cancelled, the session goes
+          // on); a server without the endpoint, or a reply not yet named, is cut as before (D-19).
+          if (replying === undefined || cancelling) return current.abort();
+          cancelling = true;
+          const ctrl = current;
+          void client.cancelResponse(replying).catch(() => ctrl.abort());
+          return;
+        }
         if (interactive) {
           out.note('\n(press Ctrl-D to leave)');
           return rl.prompt();
@@ -68,15 +79,20 @@ Examples:
             try {
               const reply = await client.sendMessage(conversationId, { message: { role: 'user', content }, stream: true, metadata }, { signal: current.signal });
               metadata = undefined; // D-9: sent once, the snapshot stays on the conversation.
-              if (reply.kind === 'stream') await printStream(out, reply.stream, g.json);
+              if (reply.kind === 'stream') {
+                replying = reply.stream.responseId;
+                await printStream(out, reply.stream, g.json);
+              }
               else if (g.json) out.line(reply.response.raw);
               else renderResponse(out, reply.response.data);
             } catch (err) {
               out.endLine();
-              if (err instanceof AbortedError) out.note('[cancelled]');
+              if (err instanceof AbortedError || (cancelling && err instanceof FailedResponseError)) out.note('[cancelled]');
               else worst = Math.max(worst, reportError(out, err, g.json));
             } finally {
               current = undefined;
+              replying = undefined;
+              cancelling = false;
             }
             // Nobody reads the replies any more (`| head`): stop sending messages.
             if (out.closed) break;

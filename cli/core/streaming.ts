@@ -4,8 +4,21 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { z } from 'zod';
 import { EVENT_TYPES, LenientEventPayload, SpecEventPayload, type EventPayload, type EventType } from '../../src/contract/index.ts';
-import { ConnectionError, InvalidResponseError, ParleyError, describeIssues } from './error.ts';
+import { RESPONSE_ID_HEADER } from '../../src/contract/index.ts';
+import { ConnectionError, InvalidResponseError, ParleyError, TimeoutError, describeIssues } from './error.ts';
 import type { SentResponse } from './response.ts';
+
+/**
+ * How a dropped stream comes back (resumable responses, docs/responses.md D-32): the resume of
+ * response `id` after the last sequence number seen. Given by the client for conversation streams.
+ */
+export interface Resumer {
+  resume(id: string, after: number): Promise<SentResponse>;
+  /** How many times one stream may come back (default 5). */
+  max?: number;
+  /** Told each time the stream comes back. */
+  onResume?(id: string, after: number, cause: ParleyError): void;
+}
 
 /**
  * One event of a stream. `data` is typed by the reference payloads (D-16) for convenience, but only the
@@ -31,10 +44,20 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
   #res: SentResponse;
   #validate: boolean;
   #onDeviation: (message: string) => void;
+  #resumer: Resumer | undefined;
   #used = false;
+  #seen = 0;
+  /** D-31: the response this stream is of, from its header or its `response.created`. */
+  responseId: string | undefined;
+  /** The last sequence number seen (D-16), from which a resume continues. */
+  lastSequence = -1;
+  /** How many times the stream came back after a drop. */
+  resumes = 0;
 
-  constructor(res: SentResponse, validate: boolean, onDeviation: (message: string) => void = () => {}) {
+  constructor(res: SentResponse, validate: boolean, onDeviation: (message: string) => void = () => {}, resumer?: Resumer) {
     this.#res = res;
+    this.#resumer = resumer;
+    this.responseId = res.headers[RESPONSE_ID_HEADER];
     this.#validate = validate;
     this.#onDeviation = onDeviation;
     this.url = res.url;
@@ -55,33 +78,69 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
   async *#iterate(includeUnknown: boolean): AsyncGenerator<ClientStreamEvent | UnknownStreamEvent> {
     if (this.#used) throw new ParleyError('a stream can be iterated only once');
     this.#used = true;
-    const pending: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (m) => pending.push(m) });
-    const decoder = new TextDecoder();
-    const { body, deadline } = this.#res;
-    try {
+    let res = this.#res;
+    for (;;) {
+      const pending: EventSourceMessage[] = [];
+      const parser = createParser({ onEvent: (m) => pending.push(m) });
+      const decoder = new TextDecoder();
+      const { body, deadline } = res;
       try {
-        for await (const chunk of body) {
-          deadline.refresh();
-          parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-          while (pending.length > 0) {
-            const m = pending.shift()!;
-            const event = this.#toEvent(m);
-            if (event !== undefined) yield event;
-            else if (includeUnknown) yield { event: m.event ?? 'message', data: undefined, raw: m.data, unknown: true };
-            if (event?.event === 'response.completed' || event?.event === 'response.failed') return;
+        try {
+          for await (const chunk of body) {
+            deadline.refresh();
+            parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+            while (pending.length > 0) {
+              const m = pending.shift()!;
+              const event = this.#toEvent(m);
+              if (event !== undefined) {
+                this.#track(event);
+                yield event;
+              } else if (includeUnknown) yield { event: m.event ?? 'message', data: undefined, raw: m.data, unknown: true };
+              if (event?.event === 'response.completed' || event?.event === 'response.failed') return;
+            }
           }
+        } catch (err) {
+          if (err instanceof ParleyError) throw err;
+          throw res.networkError(err);
         }
+        // A last event not followed by a blank line is incomplete by the SSE rules: it is dropped.
+        throw new ConnectionError(this.url, 'the stream ended before response.completed or response.failed');
       } catch (err) {
-        if (err instanceof ParleyError) throw err;
-        throw this.#res.networkError(err);
+        const next = await this.#comeBack(err);
+        if (!next) throw err;
+        res = next;
+      } finally {
+        deadline.clear();
+        // Also when the caller leaves the loop early: the connection is not reused half-read.
+        if (!body.readableEnded) body.destroy();
       }
-      // A last event not followed by a blank line is incomplete by the SSE rules: it is dropped.
-      throw new ConnectionError(this.url, 'the stream ended before response.completed or response.failed');
-    } finally {
-      deadline.clear();
-      // Also when the caller leaves the loop early: the connection is not reused half-read.
-      if (!body.readableEnded) body.destroy();
+    }
+  }
+
+  #track(e: ClientStreamEvent): void {
+    this.#seen++;
+    if (e.event === 'response.created' && typeof e.data.id === 'string') this.responseId ??= e.data.id;
+    const n = (e.data as { sequence_number?: unknown }).sequence_number;
+    if (typeof n === 'number') this.lastSequence = n;
+  }
+
+  /**
+   * D-32: a stream that dropped (not one the caller aborted, not a bad answer) is asked again from the
+   * last event seen, when its response is known and the server resumes; otherwise the drop stands.
+   */
+  async #comeBack(err: unknown): Promise<SentResponse | undefined> {
+    const r = this.#resumer;
+    // A silence past the caller's timeout is the caller's limit, not a drop: it stands.
+    if (!r || !(err instanceof ConnectionError) || err instanceof TimeoutError || this.responseId === undefined || this.resumes >= (r.max ?? 5)) return undefined;
+    // Without sequence numbers a resume could repeat or skip events: only from the start, before any.
+    if (this.lastSequence === -1 && this.#seen > 0) return undefined;
+    this.resumes++;
+    try {
+      const next = await r.resume(this.responseId, this.lastSequence);
+      r.onResume?.(this.responseId, this.lastSequence, err);
+      return next;
+    } catch {
+      return undefined;
     }
   }
 

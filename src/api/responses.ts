@@ -1,6 +1,7 @@
 // Handlers of §4.6 (send message) and §4.7 (completions): JSON or SSE from the same event stream.
-import { CreateCompletionRequest, SendMessageRequest } from '../contract/index.ts';
-import { parseBody } from '../http/context.ts';
+import { CreateCompletionRequest, RESPONSE_ID_HEADER, ResumeEventsQuery, SendMessageRequest } from '../contract/index.ts';
+import { parseBody, parseQuery, type RequestContext } from '../http/context.ts';
+import { invalidRequest } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/server.ts';
 import type { CompletionService } from '../services/completions.ts';
@@ -31,9 +32,41 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
           // The stream cap is checked before anything is saved, so its 429 changes nothing.
           if (stream) ctx.beginStream?.();
           const started = await o.responses.start(ctx.app, record, body, ctx.signal, ctx.claim);
-          return answerOf(started.run, stream, started.toResponse, ctx.requestId);
+          // D-31: the response's id before the body, in both modes.
+          ctx.headers[RESPONSE_ID_HEADER] = started.id;
+          // D-30: a retry with the same Idempotency-Key joins this response while it runs.
+          ctx.joinable?.(async (retry) => {
+            retry.headers[RESPONSE_ID_HEADER] = started.id;
+            if (stream) retry.beginStream?.();
+            return started.answer(stream, retry.requestId);
+          });
+          return started.answer(stream, ctx.requestId);
         },
       },
+    },
+    // Resumable responses (docs/responses.md, D-30…D-39): counted against the plan like the rest.
+    {
+      method: 'GET',
+      pattern: '/apps/:app_id/responses/:response_id',
+      route: { counted: true, handle: (ctx) => o.responses.lookup(ctx.app.id, ctx.params.response_id!) },
+    },
+    {
+      method: 'GET',
+      pattern: '/apps/:app_id/responses/:response_id/events',
+      route: {
+        counted: true,
+        handle: async (ctx) => {
+          const after = startingAfter(ctx);
+          const stream = await o.responses.resume(ctx.app.id, ctx.params.response_id!, after, ctx.signal);
+          ctx.beginStream?.();
+          return stream;
+        },
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/responses/:response_id/cancel',
+      route: { counted: true, handle: (ctx) => o.responses.cancel(ctx.app.id, ctx.params.response_id!) },
     },
     {
       method: 'POST',
@@ -51,4 +84,19 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
       },
     },
   ];
+}
+
+/**
+ * D-32: where a resume starts: the `Last-Event-ID` an EventSource sends on reconnecting wins over the
+ * query's `starting_after` (the URL it reconnects to is the first one); neither: every event.
+ */
+function startingAfter(ctx: RequestContext): number {
+  const q = parseQuery(ctx, ResumeEventsQuery);
+  const raw = ctx.req.headers['last-event-id'];
+  const last = Array.isArray(raw) ? raw[0] : raw;
+  if (last !== undefined) {
+    if (!/^(-1|0|[1-9][0-9]{0,8})$/.test(last.trim())) throw invalidRequest('Last-Event-ID must be the sequence number of an event (an integer of -1 or more).', 'Last-Event-ID', 'invalid_value');
+    return Number(last.trim());
+  }
+  return q.starting_after === undefined ? -1 : Number(q.starting_after);
 }

@@ -1,16 +1,15 @@
 // The widget API's handlers (docs/widget.md), under /widget/v1: a visitor session for the publishable
 // key, then the visitor's own conversations (D-48, D-51). The gate (src/pipeline/widget-gate.ts) has
 // checked the origin, the credential and the limits before any of these runs.
-import type { ConversationT } from '../contract/index.ts';
+import { RESPONSE_ID_HEADER, ResumeEventsQuery, type ConversationT } from '../contract/index.ts';
 import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest, type VisitorSessionT } from '../contract/widget.ts';
-import { parseBody, type RequestContext } from '../http/context.ts';
+import { parseBody, parseQuery, type RequestContext } from '../http/context.ts';
 import { notFound } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/server.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import { answerOf } from '../services/response-runner.ts';
 import type { ResponseService } from '../services/responses.ts';
 import type { VisitorConversations } from '../services/widget-owners.ts';
 import type { ConversationRecord } from '../store/types.ts';
@@ -30,6 +29,13 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
     const id = ctx.params.conversation_id!;
     if (o.owners.ownerOf(id) !== ctx.visitor!.id) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
     return o.conversations.find(ctx.app.id, id);
+  };
+  /** A response of one of the visitor's conversations; any other answers 404, as an unknown one does. */
+  const ownResponse = async (ctx: RequestContext): Promise<string> => {
+    const id = ctx.params.response_id!;
+    const conversation = await o.responses.conversationOf(ctx.app.id, id);
+    if (o.owners.ownerOf(conversation) !== ctx.visitor!.id) throw notFound(`Response ${JSON.stringify(id)}`, 'response_id');
+    return id;
   };
   return [
     {
@@ -91,10 +97,31 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
           if (stream) ctx.beginStream?.();
           // D-50: the agent's metadata is the signed identity's, never the browser's.
           const metadata = ctx.visitor!.metadata ?? undefined;
+          // D-34: the reply runs on if the page goes away; the widget resumes it or cancels it below.
           const started = await o.responses.start(ctx.app, record, { message: body.message, stream, metadata }, ctx.signal);
-          return answerOf(started.run, stream, started.toResponse, ctx.requestId);
+          ctx.headers[RESPONSE_ID_HEADER] = started.id;
+          return started.answer(stream, ctx.requestId);
         },
       },
+    },
+    // Resumable responses (docs/responses.md) for a visitor: the replies of their own conversations only.
+    {
+      method: 'GET',
+      pattern: '/apps/:app_id/responses/:response_id/events',
+      route: {
+        handle: async (ctx) => {
+          const id = await ownResponse(ctx);
+          const after = Number(parseQuery(ctx, ResumeEventsQuery).starting_after ?? -1);
+          const stream = await o.responses.resume(ctx.app.id, id, after, ctx.signal);
+          ctx.beginStream?.();
+          return stream;
+        },
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/apps/:app_id/responses/:response_id/cancel',
+      route: { handle: async (ctx) => o.responses.cancel(ctx.app.id, await ownResponse(ctx)) },
     },
   ];
 }

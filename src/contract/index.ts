@@ -15,3 +15,4 @@ export * from './requests.ts';
 export * from './events.ts';
 export * from './errors.ts';
 export * from './lenient.ts';
+export * from './resumable.ts';

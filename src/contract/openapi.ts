@@ -22,6 +22,8 @@ import {
   ReferenceErrorBody,
   ReferenceEventPayload,
   ReferenceResponse,
+  LiveResponse,
+  RESPONSE_ID_HEADER,
   SendMessageRequest,
   UpdateConversationRequest,
   Usage,
@@ -49,6 +51,7 @@ function namedSchemas(): Map<string, z.ZodType> {
     ['Item', Item],
     ['OutputItem', OutputItem],
     ['Response', ReferenceResponse],
+    ['LiveResponse', LiveResponse],
     ['Completion', ReferenceCompletion],
     ['Usage', Usage],
     ['ResponseError', ResponseError],
@@ -138,11 +141,13 @@ export const ERROR_STATUSES = {
   '405': { description: 'D-3: a known path with a method it does not have; the Allow header lists those it has.', types: ['invalid_request_error'], codes: ['method_not_allowed'], headers: { Allow: true } },
   '408': { description: 'The request (its headers or its body) did not arrive in time.', types: ['invalid_request_error'], codes: ['request_timeout'] },
   '409': {
-    description: 'Idempotency-Key: a request with this key is still running, or its answer was too large to keep.',
+    description:
+      'Idempotency-Key: a request with this key is still running, or its answer was too large to keep. D-37 (resumable responses): too many messages already wait for the conversation\'s running reply (`Parley-Response-Id` names it).',
     types: ['invalid_request_error'],
-    codes: ['idempotency_key_in_use', 'idempotency_replay_unavailable'],
+    codes: ['idempotency_key_in_use', 'idempotency_replay_unavailable', 'conversation_busy'],
     headers: { 'Retry-After': false },
   },
+  '410': { description: 'D-36 (resumable responses): the events of this response are no longer kept; its look-up still answers.', types: ['invalid_request_error'], codes: ['response_events_expired'] },
   '413': { description: 'D-2: a body over 1 MiB; it is read no further.', types: ['invalid_request_error'], codes: ['body_too_large'] },
   '415': { description: 'D-2: a body whose Content-Type is not JSON.', types: ['invalid_request_error'], codes: ['unsupported_media_type'] },
   '417': { description: 'An Expect header other than 100-continue.', types: ['invalid_request_error'], codes: ['expectation_failed'] },
@@ -188,9 +193,20 @@ interface Operation {
   counted?: boolean;
   /** Honours Idempotency-Key (409, 422). */
   idempotent?: boolean;
+  /** Answers an event stream only (the resume endpoint, D-32). */
+  sseOnly?: boolean;
+  /** Statuses beyond D-4's (409 of D-37, 410 of D-36). */
+  extraStatuses?: ErrorStatusCode[];
+  /** Headers of the 200 beyond the rate-limit ones. */
+  okHeaders?: Record<string, Json>;
 }
 
 const appId = { name: 'app_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'The app (§4).' };
+const responseId = { name: 'response_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'A response of the app (`resp_…`, D-31: named by `Parley-Response-Id`).' };
+/** D-31: send message names its response before the body. */
+const responseIdHeader = {
+  [RESPONSE_ID_HEADER]: { description: 'D-31 (resumable responses): the id of the response this request produces, before the body, in both modes.', schema: { type: 'string' } },
+};
 const conversationId = { name: 'conversation_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'A conversation of the app (D-7: `conv_…`).' };
 
 /** §4.2, D-10, D-12: the list's query parameters, one per key of ListConversationsQuery. */
@@ -222,7 +238,26 @@ const OPERATIONS: Operation[] = [
     needsAgent: true,
     counted: true,
     idempotent: true,
+    extraStatuses: ['409'],
+    okHeaders: responseIdHeader,
   },
+  // Resumable responses (an extension, docs/responses.md, D-30…D-39).
+  { method: 'get', path: '/apps/{app_id}/responses/{response_id}', operationId: 'getResponse', summary: 'D-32 Look up a response: `in_progress` while it runs, then as it ended', ok: 'LiveResponse', counted: true },
+  {
+    method: 'get',
+    path: '/apps/{app_id}/responses/{response_id}/events',
+    operationId: 'resumeResponseEvents',
+    summary: 'D-32 The events after `starting_after` (or `Last-Event-ID`) as first sent, then the live ones to the terminal one; each with an `id:` line',
+    query: [
+      { name: 'starting_after', in: 'query', required: false, schema: { type: 'integer', minimum: -1, default: -1 }, description: 'D-32: the last sequence number seen; -1 for every event.' },
+      { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'integer', minimum: -1 }, description: 'D-32: as an EventSource sends it on reconnecting; wins over `starting_after`.' },
+    ],
+    ok: 'LiveResponse',
+    sseOnly: true,
+    counted: true,
+    extraStatuses: ['410'],
+  },
+  { method: 'post', path: '/apps/{app_id}/responses/{response_id}/cancel', operationId: 'cancelResponse', summary: 'D-33 Cancel a running response (it ends failed, code `cancelled`); a finished one is returned unchanged', ok: 'LiveResponse', counted: true },
   {
     method: 'post',
     path: '/apps/{app_id}/completions',
@@ -240,9 +275,10 @@ const OPERATIONS: Operation[] = [
 ];
 
 /** The error statuses an operation can answer, in the order of D-4's checks. */
-export function errorStatusesOf(op: Pick<Operation, 'body' | 'counted' | 'idempotent'>): ErrorStatusCode[] {
+export function errorStatusesOf(op: Pick<Operation, 'body' | 'counted' | 'idempotent' | 'extraStatuses'>): ErrorStatusCode[] {
   const out: ErrorStatusCode[] = ['400', '401', '403', '404', '408', '417', '431'];
   if (op.idempotent) out.push('409', '422');
+  for (const s of op.extraStatuses ?? []) if (!out.includes(s)) out.push(s);
   if (op.body) out.push('413', '415');
   if (op.counted) out.push('429');
   out.push('500');
@@ -267,15 +303,21 @@ function eventStream(): Json {
 }
 
 function operationObject(op: Operation): Json {
-  const counted = op.counted ? headerObjects(RATE_LIMIT_HEADERS) : undefined;
+  const counted = op.counted || op.okHeaders ? { ...(op.counted ? headerObjects(RATE_LIMIT_HEADERS) : {}), ...op.okHeaders } : undefined;
   const responses: Json = {
     '200': {
-      description: op.stream ? 'JSON, or with `stream: true` (or the app\'s default, §4.6) an event stream (§6, D-16…D-19).' : 'Success.',
+      description: op.sseOnly
+        ? 'An event stream (§6) whose events carry `id: <sequence number>` (D-32).'
+        : op.stream
+          ? 'JSON, or with `stream: true` (or the app\'s default, §4.6) an event stream (§6, D-16…D-18; a client that leaves no longer stops the reply, D-34).'
+          : 'Success.',
       ...(counted ? { headers: counted } : {}),
-      content: {
-        'application/json': { schema: ref(op.ok) },
-        ...(op.stream ? { 'text/event-stream': eventStream() } : {}),
-      },
+      content: op.sseOnly
+        ? { 'text/event-stream': eventStream() }
+        : {
+            'application/json': { schema: ref(op.ok) },
+            ...(op.stream ? { 'text/event-stream': eventStream() } : {}),
+          },
     },
   };
   for (const status of errorStatusesOf(op)) responses[status] = { $ref: `#/components/responses/Error${status}` };
@@ -297,7 +339,9 @@ export const OPENAPI_PATH = '/openapi.json';
 export function buildOpenApiDocument(): Json {
   const paths: Record<string, Json> = {};
   for (const op of OPERATIONS) {
-    const item = (paths[op.path] ??= { parameters: op.path.includes('{conversation_id}') ? [appId, conversationId] : [appId] });
+    const item = (paths[op.path] ??= {
+      parameters: op.path.includes('{conversation_id}') ? [appId, conversationId] : op.path.includes('{response_id}') ? [appId, responseId] : [appId],
+    });
     item[op.method] = operationObject(op);
   }
   paths[OPENAPI_PATH] = {

@@ -136,7 +136,13 @@ export const ReferenceConversation = Conversation.extend({
 });
 
 /** D-14: an item is its output item plus id, created_at and the response it belongs to. */
-const itemBase = { id: z.string().min(1), created_at: unixSeconds, response_id: z.string().optional() };
+const itemBase = {
+  id: z.string().min(1),
+  created_at: unixSeconds,
+  response_id: z.string().optional(),
+  /** D-39 (revises D-14): an item of a response that failed (cancelled, cut, interrupted) is `incomplete`; absent otherwise. */
+  status: z.literal('incomplete').optional(),
+};
 export const Item = z.discriminatedUnion('type', [
   MessageOutputItem.extend(itemBase),
   FunctionCallOutputItem.extend(itemBase),

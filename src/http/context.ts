@@ -25,7 +25,7 @@ export interface RequestContext {
   app: AppT;
   /** Set on the widget API once the visitor token is verified. */
   visitor?: Visitor;
-  /** Aborted when the client goes away before the response is complete (D-19). */
+  /** Aborted when the client goes away before the answer is complete (D-19; a reply may then run on, D-34). */
   signal: AbortSignal;
   /** Headers to add to the response (e.g. D-23's rate-limit headers), set before the handler runs. */
   headers: Record<string, string>;
@@ -41,6 +41,11 @@ export interface RequestContext {
    * itself, in one step of the store, so that a crash can never keep one without the other.
    */
   claim?: IdempotencyClaim;
+  /**
+   * Set by the idempotency stage on a keyed request: the handler names how a retry with the same key
+   * joins its work while it still runs (D-30: a cut send message continues the same response).
+   */
+  joinable?: (join: (retry: RequestContext) => Promise<unknown>) => void;
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */

@@ -88,6 +88,10 @@ export const ERRORS = {
   unsupported_media_type: bad(415, 'unsupported_media_type'),
   /** The client may be holding its body back until a 100 that will not come. */
   expectation_failed: bad(417, 'expectation_failed', { connection: 'close' }),
+  /** D-37: a message while a reply of the same conversation runs; `Parley-Response-Id` names that reply. */
+  conversation_busy: bad(409, 'conversation_busy', { 'retry-after': '1' }),
+  /** D-36: a resume of a response whose events are no longer kept (its look-up still answers). */
+  response_events_expired: bad(410, 'response_events_expired'),
   idempotency_key_reused: bad(422, 'idempotency_key_reused'),
   headers_too_large: bad(431, 'headers_too_large'),
 } as const satisfies Record<string, ErrorSpec>;

@@ -12,12 +12,21 @@ export interface StreamOutcome {
   saved: boolean;
 }
 
+/** How the writer numbers a stream (D-16), and whether each event carries an `id:` line. */
+export interface StreamNumbering {
+  /** The sequence number of the first event (a resume starts after the last one seen, D-32). */
+  first: number;
+  /** D-32: only the resume endpoint adds `id: <sequence number>` to its events. */
+  ids: boolean;
+}
+
 /** An SSE answer (§6): the events, unsequenced (the writer stamps them, D-16), and their outcome. */
 export class EventStream {
   constructor(
     readonly events: AsyncIterable<UnsequencedEvent>,
     /** Read after the last event. */
     readonly outcome: () => StreamOutcome,
+    readonly numbering: StreamNumbering = { first: 0, ids: false },
   ) {}
 }
 

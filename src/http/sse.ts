@@ -7,13 +7,15 @@ import type { StreamEvent, UnsequencedEvent } from '../contract/index.ts';
 export const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
 /** `event: <type>\ndata: <json>\n\n`. JSON.stringify never emits a raw newline, so one data line suffices. */
-export function formatSseEvent(e: StreamEvent): string {
-  return `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
+export function formatSseEvent(e: StreamEvent, withId = false): string {
+  // D-32: the resume endpoint's events carry their sequence number as the SSE id (Last-Event-ID).
+  const id = withId ? `id: ${(e.data as { sequence_number: number }).sequence_number}\n` : '';
+  return `${id}event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
 }
 
-/** D-16: the one place where events get their `type` and their gapless `sequence_number`. */
-export async function* sequenced(events: AsyncIterable<UnsequencedEvent>): AsyncGenerator<StreamEvent> {
-  let n = 0;
+/** D-16: the one place where events get their `type` and their gapless `sequence_number` (from `first`, D-32). */
+export async function* sequenced(events: AsyncIterable<UnsequencedEvent>, first = 0): AsyncGenerator<StreamEvent> {
+  let n = first;
   for await (const e of events) yield stamp(e, n++);
 }
 
@@ -56,14 +58,16 @@ async function write(res: ServerResponse, chunk: string): Promise<void> {
   });
 }
 
-export async function writeSseEvent(res: ServerResponse, e: StreamEvent): Promise<void> {
-  await write(res, formatSseEvent(e));
+export async function writeSseEvent(res: ServerResponse, e: StreamEvent, withId = false): Promise<void> {
+  await write(res, formatSseEvent(e, withId));
 }
 
 export interface SseOptions {
   keepAliveMs?: number;
   /** Extra headers, e.g. D-23's rate-limit headers. */
   headers?: Record<string, string>;
+  /** D-32: the first sequence number, and `id:` lines (the resume endpoint). */
+  numbering?: { first: number; ids: boolean };
 }
 
 /** D-18's headers of a stream (a live one or an Idempotency-Key replay), after `extra`. */
@@ -98,11 +102,11 @@ export async function streamSse(res: ServerResponse, events: AsyncIterable<Unseq
   }, interval);
   timer.unref();
   try {
-    for await (const e of sequenced(events)) {
+    for await (const e of sequenced(events, opts.numbering?.first ?? 0)) {
       // An event resets the silence: the next comment comes a full interval later.
       timer.refresh();
       await writing;
-      await writeSseEvent(res, e);
+      await writeSseEvent(res, e, opts.numbering?.ids ?? false);
     }
   } finally {
     clearImmediate(flush);

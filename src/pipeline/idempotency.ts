@@ -62,6 +62,8 @@ export interface IdempotencyOptions {
 export class IdempotencyService {
   private readonly done = new Map<string, Done>();
   private readonly running = new Map<string, string>();
+  /** How a retry joins a running key's work, when its handler says (D-30). */
+  private readonly joins = new Map<string, (retry: RequestContext) => Promise<unknown>>();
   /** Resolvers waiting for a running key to finish (see `settled`). */
   private readonly waiters = new Map<string, Array<() => void>>();
   private readonly now: () => number;
@@ -188,6 +190,8 @@ export class IdempotencyService {
     if ((fresh && fresh.f !== f) || (runningWith !== undefined && runningWith !== f)) {
       throw apiError('idempotency_key_reused', 'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.', { param: 'Idempotency-Key' });
     }
+    const join = this.joins.get(k);
+    if (runningWith !== undefined && join) return join(ctx);
     if (runningWith !== undefined) {
       throw apiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry once it has finished.', { param: 'Idempotency-Key' });
     }
@@ -195,6 +199,7 @@ export class IdempotencyService {
 
     this.running.set(k, f);
     ctx.claim = { key: k, fingerprint: f };
+    ctx.joinable = (join) => this.joins.set(k, join);
     // Only answers of work that ran are kept: a request refused before it changed anything (400,
     // 404, …) or that failed (500, or a stream whose work could not be saved: nothing was saved)
     // releases its key and runs again when retried.
@@ -216,7 +221,7 @@ export class IdempotencyService {
    * The stream's events, recorded as the writer takes them. It is settled the moment the last event
    * is taken, so that a client retrying right after it read the end gets the replay rather than a 409
    * while the handler winds down. A client that left is recorded too: the events continue to the end
-   * (D-19's `response.failed`), which is exactly how the response was saved.
+   * (the reply runs on, D-34, or past the cap ends with D-19's `response.failed`), exactly as saved.
    */
   private async *recorded(ctx: RequestContext, k: string, f: string, stream: EventStream): AsyncGenerator<UnsequencedEvent> {
     const kept: UnsequencedEvent[] = [];
@@ -244,6 +249,7 @@ export class IdempotencyService {
     if (this.running.get(k) === undefined) return;
     if (record) this.remember(k, record);
     this.running.delete(k);
+    this.joins.delete(k);
     for (const wake of this.waiters.get(k) ?? []) wake();
     this.waiters.delete(k);
     // Kept in memory even if the disk refuses: the work is done and durable (its claim with it),

@@ -14,7 +14,7 @@ import type { VisitorTokens } from './widget-tokens.ts';
 const MINUTE = 60_000;
 
 /** Headers a widget may read from an answer (a browser hides the others from a cross-origin page). */
-const EXPOSED = 'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests';
+const EXPOSED = 'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, parley-response-id';
 
 /**
  * D-52: requests per key in a sliding minute, in memory. These limits stop a burst from one visitor or

@@ -253,8 +253,20 @@ async function* resumed<T>(gen: AsyncGenerator<T>, first: Promise<IteratorResult
   }
 }
 
-/** D-17, D-19: the error a failed response carries; internals stay in the log. */
+/**
+ * Why a run was stopped on purpose, as its abort reason: the error the response then carries
+ * (D-33 cancelled, D-34 past its maximum duration, D-38 interrupted by a shutdown).
+ */
+export class StopReason extends Error {
+  constructor(readonly error: ResponseErrorT) {
+    super(error.message);
+    this.name = 'StopReason';
+  }
+}
+
+/** D-17, D-19 (revised by D-34): the error a failed response carries; internals stay in the log. */
 export function toResponseError(err: unknown, signal: AbortSignal): ResponseErrorT {
+  if (signal.aborted && signal.reason instanceof StopReason) return signal.reason.error;
   if (signal.aborted) {
     return { type: 'request_aborted', code: 'client_disconnected', message: 'The client disconnected before the response was complete.' };
   }

@@ -3,12 +3,13 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { isPlainObject, type ItemT } from '../contract/index.ts';
+import { isPlainObject, type ItemT, type UnsequencedEvent } from '../contract/index.ts';
 import { syncDir, writeDurably } from './atomic-json-file.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryFile, legacyPath } from './history-file.ts';
 import { Journal, type LineAt } from './journal.ts';
+import { ResponseLog } from './response-log.ts';
 import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
 import {
   StoreError,
@@ -18,6 +19,8 @@ import {
   type ConversationRecord,
   type IdempotencyClaim,
   type KeptClaim,
+  type LiveResponseStart,
+  type ResponseTrace,
   type ResponseRecord,
   type ResponseSave,
   type Store,
@@ -199,6 +202,8 @@ export interface FileStoreOptions {
   holdCompaction?: () => Promise<void>;
   /** Told when a compaction while running fails (the longer journal still holds everything). */
   onCompactionError?: (err: Error) => void;
+  /** D-36: how long a response's events stay resumable after its end (default RESPONSE_EVENTS_TTL_MS). */
+  responseEventsTtlMs?: number;
 }
 
 export class FileStore implements Store {
@@ -224,6 +229,8 @@ export class FileStore implements Store {
   private compacting: Promise<void> | undefined;
   /** The journal's size right after the last compaction. */
   private compactedBytes = 0;
+  /** Live responses and their events (resumable responses: src/store/response-log.ts). */
+  private readonly responseLog: ResponseLog;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -235,6 +242,7 @@ export class FileStore implements Store {
         return store.metadataOf(this);
       }
     };
+    this.responseLog = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
   }
 
   async open(): Promise<void> {
@@ -250,6 +258,7 @@ export class FileStore implements Store {
     this.lockText = await acquireLock(this.lockFile, this.dataDir);
     try {
       await this.load();
+      await this.responseLog.open();
     } catch (err) {
       // Refusing to start must not leave the directory looking in use.
       await this.journal.close().catch(() => {});
@@ -312,6 +321,7 @@ export class FileStore implements Store {
         if (h) await h.idle();
       }),
     );
+    await this.responseLog.close();
     await this.journal.close();
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
@@ -807,6 +817,29 @@ export class FileStore implements Store {
       }
       upsertBySeq(list, record);
     }
+  }
+
+  // Resumable responses (D-30…D-39): kept apart, in src/store/response-log.ts.
+  beginResponse(start: LiveResponseStart): Promise<{ running?: string }> {
+    return this.responseLog.begin(start);
+  }
+  appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void> {
+    return this.responseLog.append(id, event);
+  }
+  responseTrace(id: string): Promise<ResponseTrace | undefined> {
+    return this.responseLog.trace(id);
+  }
+  followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent> {
+    return this.responseLog.follow(id, after, signal);
+  }
+  requestCancel(id: string): Promise<void> {
+    return this.responseLog.requestCancel(id);
+  }
+  onCancelRequest(id: string, listener: () => void): () => void {
+    return this.responseLog.onCancelRequest(id, listener);
+  }
+  unfinishedResponses(): Promise<ResponseTrace[]> {
+    return this.responseLog.unfinishedResponses();
   }
 }
 

@@ -58,6 +58,13 @@ const App = z.object({
   stream: z.boolean(),
   generative_ui: z.boolean(),
   agent: Agent,
+  /** Resumable responses (docs/responses.md): how long a reply may run, and how many may run with no client (D-34). */
+  responses: z
+    .strictObject({
+      max_duration_seconds: z.number().int().positive().default(600),
+      max_detached: z.number().int().nonnegative().default(16),
+    })
+    .prefault({}),
   /** Absent: the app has no widget, and the publishable key reaches nothing of it (D-47). */
   widget: Widget.optional(),
 });

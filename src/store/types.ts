@@ -4,7 +4,7 @@
 // one atomic step with its Idempotency-Key claim. The file store (file-store.ts) does it with a queue
 // per conversation and journal records; a PostgreSQL store would do it with a transaction per
 // change (`SELECT … FOR UPDATE`), which also holds across several instances.
-import type { ItemT, ResponseErrorT, UsageT } from '../contract/index.ts';
+import type { ItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
 import type { ConversationRecord } from './record.ts';
 
 /** A conversation as the store keeps it: its schema, type and fast check are in record.ts. */
@@ -108,12 +108,59 @@ export interface Store {
   storedBytes(appId: string): number;
 
   // ---------------------------------------------------------------------------------------------
-  // RESERVED: responses still being produced (the resumable-responses issue, D-30…D-39).
-  // Their state (in progress, the events so far) belongs to this interface too, so that another
-  // instance can serve a client that reconnects, and so that `saveResponse` is the step that ends a
-  // live response. Nothing is built yet: an exchange exists only once it is saved whole.
+  // Responses still being produced (resumable responses, docs/responses.md, D-30…D-39). Their state
+  // and events live here, not in the process that produces them, so that another instance can serve
+  // a look-up, a resume or a cancel; `saveResponse` saves the exchange, and the terminal event
+  // appended after it ends the live response.
   // ---------------------------------------------------------------------------------------------
+  /**
+   * D-35: begins a live response, durably (start-up finds it if the process dies), unless its
+   * conversation already has one: then nothing is begun and the running one's id is returned.
+   */
+  beginResponse(start: LiveResponseStart): Promise<{ running?: string }>;
+  /** Appends the next event (its sequence number is its position, D-16); a terminal event ends the response. */
+  appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void>;
+  /** What is known of a response: live, ended with its events, or ended and past D-36's retention. */
+  responseTrace(id: string): Promise<ResponseTrace | undefined>;
+  /**
+   * The events after sequence number `after`, then the live ones as they come, until the terminal
+   * one; ends early when `signal` aborts. Throws `ResponseEventsExpired` past the retention.
+   */
+  followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent>;
+  /** D-33: asks whoever produces the response to stop it (that instance saves it). */
+  requestCancel(id: string): Promise<void>;
+  /** Called when a cancel of `id` is asked (by any instance); returns the unsubscribe. */
+  onCancelRequest(id: string, listener: () => void): () => void;
+  /** D-38: the responses live when the last process stopped (start-up saves them `interrupted`). */
+  unfinishedResponses(): Promise<ResponseTrace[]>;
 }
+
+/** A live response as begun: where it belongs and what it was asked (to save it if it is interrupted). */
+export interface LiveResponseStart {
+  id: string;
+  app_id: string;
+  conversation_id: string;
+  created_at: number;
+  input: { content: string; metadata: Record<string, unknown> | null };
+}
+
+export interface ResponseTrace {
+  start: LiveResponseStart;
+  /** The events so far, unsequenced (event n has sequence number n); null once past the retention (D-36). */
+  events: readonly UnsequencedEvent[] | null;
+  /** Its terminal event was appended (or it ended before its events expired). */
+  ended: boolean;
+}
+
+/** D-36: a resume after the events' retention. */
+export class ResponseEventsExpired extends Error {
+  constructor(readonly id: string) {
+    super(`the events of ${id} are no longer kept`);
+    this.name = 'ResponseEventsExpired';
+  }
+}
+
+export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed']);
 
 /** A data file that cannot be read as it should be: the message names the file and the fault. */
 export class StoreError extends Error {

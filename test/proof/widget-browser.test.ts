@@ -206,7 +206,7 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 2);
   });
 
-  test('a reply stopped by the visitor is shown as cancelled, with a retry; the server kept it as failed (D-19)', async () => {
+  test('a reply stopped by the visitor is cancelled through the widget API, shown as cancelled with a retry; the server kept it failed/cancelled (D-33)', async () => {
     const page = await open(await visitorContext(), 'app_slow');
     await openPanel(page, 'Snail');
     const persisted = once(parley.responses.events, 'persisted');
@@ -216,7 +216,10 @@ describe('the widget in Chromium', { skip }, () => {
     const failed = page.locator('parley-widget').locator('.msg.agent.failed');
     await failed.getByRole('button', { name: 'Retry' }).waitFor();
     assert.equal(await failed.locator('.error').textContent(), 'Reply cancelled.');
-    assert.equal((await persisted)[0].status, 'failed');
+    const [saved] = await persisted;
+    assert.equal(saved.status, 'failed');
+    const r = (await (await fetch(`${parley.baseUrl}/apps/app_slow/responses/${saved.id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { error: { code: string } };
+    assert.equal(r.error.code, 'cancelled');
     assert.equal(await page.locator('parley-widget').getByRole('button', { name: 'Send' }).isVisible(), true);
   });
 

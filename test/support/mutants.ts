@@ -4,7 +4,7 @@
 // profile spec must accept. test/conformance-mutants.test.ts runs both; docs/conformance.md lists them.
 import type { Profile } from '../../conformance/context.ts';
 import { OTHER_TEAM_KEY, TARGET } from './helpers.ts';
-import type { MutantHooks, ProxyRequest, ProxyResponse } from './mutant-proxy.ts';
+import { serializeSse, type MutantHooks, type ProxyRequest, type ProxyResponse } from './mutant-proxy.ts';
 import { isWidget, WIDGET_PATH } from './mutant-proxy.ts';
 import { identitySecret, SHOP } from './widget.ts';
 import { signJwt, verifyJwt } from '../../src/pipeline/widget-tokens.ts';
@@ -103,6 +103,8 @@ function originAllowed(match: (origin: string) => boolean): () => MutantHooks {
     };
   };
 }
+const RESUME = /^\/apps\/[^/]+\/responses\/[^/]+\/events$/;
+const CANCEL = /^\/apps\/[^/]+\/responses\/[^/]+\/cancel$/;
 const isSend = (r: ProxyRequest) => is(r, 'POST', CONV);
 const isCompletion = (r: ProxyRequest) => is(r, 'POST', COMPLETIONS);
 const isStream = (res: ProxyResponse) => res.events !== undefined;
@@ -954,6 +956,92 @@ export const MUTANTS: Mutant[] = [
         it.tool_call_id = it.call_id;
         delete it.call_id;
       }
+    }),
+  },
+  // Resumable responses, an extension (docs/responses.md, D-30…D-39): profile reference only.
+  {
+    id: 'resume-skips-first',
+    breaks: 'a resume leaves out the first event after starting_after',
+    section: 'D-32',
+    profile: 'reference',
+    caughtBy: 'S4.6-resume-cut-points',
+    because: /events after -1 compared with the first stream's: expected \d+ entries, got \d+; first difference at \[0\]/,
+    hooks: onResponse((r) => is(r, 'GET', RESUME), (res) => ok(res) && res.events?.shift()),
+  },
+  {
+    id: 'resume-no-id-lines',
+    breaks: 'the resumed events carry no id line',
+    section: 'D-32',
+    profile: 'reference',
+    caughtBy: 'S4.6-resume-cut-points',
+    because: /id lines of the events after -1: expected \d+ entries, got \d+; first difference at \[0\]: expected "0", got undefined/,
+    hooks: onResponse((r) => is(r, 'GET', RESUME), (res) => {
+      if (ok(res) && res.events) res.body = serializeSse(res.events);
+    }),
+  },
+  {
+    id: 'resume-ignores-last-event-id',
+    breaks: 'a resume ignores Last-Event-ID',
+    section: 'D-32',
+    profile: 'reference',
+    caughtBy: 'S4.6-resume-cut-points',
+    because: /events after Last-Event-ID 1 \(the query says 0\): expected \d+ entries/,
+    hooks: onRequest((req) => {
+      if (is(req, 'GET', RESUME)) delete req.headers['last-event-id'];
+    }),
+  },
+  {
+    id: 'response-other-app-reachable',
+    breaks: "another app's response is answered through this app's path",
+    section: 'D-32',
+    profile: 'reference',
+    caughtBy: 'S4.6-response-not-found',
+    because: /another app's response: expected HTTP 404, got 200/,
+    hooks: onRequest((req) => {
+      const m = /^\/apps\/([^/]+)\/responses\/([^/]+)$/.exec(req.path);
+      if (req.method === 'GET' && m && m[1] === TARGET.apps.knowledge_base) req.path = `/apps/${TARGET.app_id}/responses/${m[2]}`;
+    }),
+  },
+  {
+    id: 'no-response-id-header',
+    breaks: 'send message does not name its response in a header',
+    section: 'D-31',
+    profile: 'reference',
+    caughtBy: 'S4.6-response-id-header',
+    because: /parley-response-id header \(the id of response\.created\): expected "resp_\w+", got null/,
+    hooks: onResponse(isSend, (res) => {
+      delete res.headers['parley-response-id'];
+    }),
+  },
+  {
+    id: 'cancel-fails-finished',
+    breaks: 'cancelling a finished response answers it failed',
+    section: 'D-33',
+    profile: 'reference',
+    caughtBy: 'S4.6-cancel-finished',
+    because: /status in the answer of cancelling a finished response: expected "completed", got "failed"/,
+    hooks: onResponse((r) => is(r, 'POST', CANCEL), (res) => {
+      if (ok(res)) res.json = { ...res.json, status: 'failed', error: { type: 'request_aborted', code: 'cancelled', message: 'mutant' } };
+    }),
+  },
+  {
+    id: 'items-status-on-completed',
+    breaks: 'the items of a completed reply say incomplete',
+    section: 'D-39',
+    profile: 'reference',
+    caughtBy: 'S4.6-response-lookup',
+    because: /status of the items of a completed reply \(D-39: none\): expected 0 entries, got \d+/,
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && res.json.items.forEach((i: any) => i.role !== 'user' && (i.status = 'incomplete'))),
+  },
+  {
+    id: 'second-message-409',
+    breaks: 'a message sent while a reply of the conversation runs is refused instead of waiting in line',
+    section: 'D-37',
+    profile: 'reference',
+    caughtBy: 'S4.6-messages-wait-in-line',
+    because: /the second message: expected HTTP 200, got 409/,
+    hooks: onRequest((req) => {
+      if (isSend(req) && String(req.json?.message?.content ?? '').startsWith('Second question')) return errorBody(409, 'invalid_request_error', 'busy', null, 'conversation_busy');
     }),
   },
   // §6 events

@@ -1,0 +1,143 @@
+// Resumable responses, an extension (docs/responses.md, D-30…D-39): reference-level cases only, so the
+// spec profile never asks for it. A cut is a resume from the last event a client saw: the suite reads
+// a stream whole, then asks for what follows each of several points, as a client cut there would.
+import { LiveResponse, RESPONSE_ID_HEADER } from '../../src/contract/index.ts';
+import { defineCases, type CaseContext } from '../context.ts';
+import type { Exchange } from '../http.ts';
+import { appPath, convPath, createConversation, expectStream, type Json } from './common.ts';
+
+const QUESTION = 'Hello! How do I reset my password?';
+const responsePath = (app: string, id: string, rest = '') => appPath(app, `responses/${encodeURIComponent(id)}${rest}`);
+const TERMINAL = new Set(['response.completed', 'response.failed']);
+
+/** One streamed reply of the run, for the cases that resume it. */
+function streamed(ctx: CaseContext): Promise<{ ex: Exchange; id: string; conversationId: string }> {
+  return ctx.once('resumable: a streamed reply', async () => {
+    const { conv } = await createConversation(ctx);
+    const ex = await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream: true } });
+    expectStream(ctx, ex, 'conversation stream');
+    const id = (ex.sse!.events[0]!.json as Json).id as string;
+    return { ex, id, conversationId: conv.id };
+  });
+}
+
+/** One reply in JSON mode, ended. */
+function answered(ctx: CaseContext): Promise<{ ex: Exchange; body: Json; conversationId: string }> {
+  return ctx.once('resumable: a reply in JSON mode', async () => {
+    const { conv } = await createConversation(ctx);
+    const ex = await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream: false } });
+    const body = ctx.ok(ex, ctx.schemas.response, 'send message') as Json;
+    return { ex, body, conversationId: conv.id };
+  });
+}
+
+const eventsOf = (ex: Exchange) => ex.sse!.events.map((e) => ({ event: e.event, data: e.json }));
+
+export const resumable = defineCases('4.6', [
+  {
+    id: 'S4.6-response-id-header',
+    level: 'REFERENCE',
+    clauses: ['D-31'],
+    description: 'D-31: send message names its response in the Parley-Response-Id header, with a stream and in JSON mode',
+    async run(ctx) {
+      const s = await streamed(ctx);
+      ctx.equal(s.ex.headers.get(RESPONSE_ID_HEADER), s.id, `stream: ${RESPONSE_ID_HEADER} header (the id of response.created)`, s.ex);
+      const j = await answered(ctx);
+      ctx.equal(j.ex.headers.get(RESPONSE_ID_HEADER), j.body.id, `JSON mode: ${RESPONSE_ID_HEADER} header (the response's id)`, j.ex);
+    },
+  },
+  {
+    id: 'S4.6-resume-cut-points',
+    level: 'REFERENCE',
+    clauses: ['D-32', 'D-16'],
+    description: 'D-32: a stream cut after any event resumes with exactly the events not yet seen, as first sent, in order, each with its id line, ending with the terminal event; Last-Event-ID wins over starting_after',
+    async run(ctx) {
+      const s = await streamed(ctx);
+      const all = eventsOf(s.ex);
+      const n = all.length;
+      for (const cut of [...new Set([-1, 0, 1, Math.floor(n / 2), n - 2])].filter((c) => c < n - 1)) {
+        const ex = await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, s.id, `/events?starting_after=${cut}`) });
+        expectStream(ctx, ex, `resume after ${cut}`);
+        ctx.equal(eventsOf(ex), all.slice(cut + 1), `events after ${cut} compared with the first stream's`, ex);
+        ctx.check(TERMINAL.has(ex.sse!.events.at(-1)!.event), `the resume after ${cut} does not end with a terminal event`, ex);
+        ctx.equal(ex.sse!.events.map((e) => e.id), all.slice(cut + 1).map((e) => String((e.data as Json).sequence_number)), `id lines of the events after ${cut}`, ex);
+      }
+      const viaHeader = await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, s.id, '/events?starting_after=0'), headers: { 'last-event-id': '1' } });
+      expectStream(ctx, viaHeader, 'resume with Last-Event-ID');
+      ctx.equal(eventsOf(viaHeader), all.slice(2), 'events after Last-Event-ID 1 (the query says 0)', viaHeader);
+    },
+  },
+  {
+    id: 'S4.6-response-lookup',
+    level: 'REFERENCE',
+    clauses: ['D-32', 'D-39'],
+    description: "D-32: GET …/responses/{id} answers the ended Response as send message answered it; D-39: a completed reply's items carry no status",
+    async run(ctx) {
+      const j = await answered(ctx);
+      const ex = await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, j.body.id as string) });
+      const got = ctx.ok(ex, LiveResponse, 'look-up') as Json;
+      const { usage: _a, ...want } = j.body;
+      const { usage: _b, ...have } = got;
+      ctx.equal(have, want, 'the looked-up response compared with the answer of send message', ex);
+      const conv = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, j.conversationId) });
+      const items = (ctx.ok(conv, ctx.schemas.conversationWithItems, 'get conversation') as Json).items as Json[];
+      ctx.equal(items.filter((i) => i.status !== undefined).map((i) => i.status), [], 'status of the items of a completed reply (D-39: none)', conv);
+    },
+  },
+  {
+    id: 'S4.6-response-not-found',
+    level: 'REFERENCE',
+    clauses: ['D-32'],
+    description: "D-32: an unknown response, another app's and another team's are 404 not_found on the look-up, the resume and the cancel",
+    needs: ['apps.knowledge_base', 'apps.other_team', 'other_team_api_key'],
+    async run(ctx) {
+      const j = await answered(ctx);
+      const id = j.body.id as string;
+      const probes: Array<[string, string, string, string | undefined]> = [
+        ['an unknown response', 'GET', responsePath(ctx.target.appId, `${id}x`), undefined],
+        ["another app's response", 'GET', responsePath(ctx.app('apps.knowledge_base'), id), undefined],
+        ["another app's response (resume)", 'GET', responsePath(ctx.app('apps.knowledge_base'), id, '/events'), undefined],
+        ["another app's response (cancel)", 'POST', responsePath(ctx.app('apps.knowledge_base'), id, '/cancel'), undefined],
+        ["another team's response", 'GET', responsePath(ctx.app('apps.other_team'), id), ctx.target.otherTeamApiKey],
+      ];
+      for (const [what, method, path, key] of probes) {
+        ctx.error(await ctx.send({ method, path, ...(key ? { key } : {}) }), what, { status: 404, type: 'not_found' });
+      }
+    },
+  },
+  {
+    id: 'S4.6-cancel-finished',
+    level: 'REFERENCE',
+    clauses: ['D-33'],
+    description: 'D-33: cancelling a finished response changes nothing and returns it',
+    async run(ctx) {
+      const j = await answered(ctx);
+      const before = ctx.ok(await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, j.body.id as string) }), LiveResponse, 'look-up') as Json;
+      const ex = await ctx.send({ method: 'POST', path: responsePath(ctx.target.appId, j.body.id as string, '/cancel') });
+      const answer = ctx.ok(ex, LiveResponse, 'cancel') as Json;
+      ctx.equal(answer.status, before.status, 'status in the answer of cancelling a finished response', ex);
+      ctx.equal(answer, before, 'the answer of cancelling a finished response', ex);
+      const after = await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, j.body.id as string) });
+      ctx.equal(ctx.ok(after, LiveResponse, 'look-up after the cancel'), before, 'the response after the cancel', after);
+    },
+  },
+  {
+    id: 'S4.6-messages-wait-in-line',
+    level: 'REFERENCE',
+    clauses: ['D-37'],
+    description: 'D-37: two messages sent at once to one conversation both get their reply (the second waits for the first), and the history holds each exchange whole',
+    async run(ctx) {
+      const { conv } = await createConversation(ctx);
+      const send = (content: string) => ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content }, stream: false } });
+      const [a, b] = await Promise.all([send('First question: how do I reset my password?'), send('Second question: how do I change my email?')]);
+      const ra = ctx.ok(a!, ctx.schemas.response, 'the first message') as Json;
+      const rb = ctx.ok(b!, ctx.schemas.response, 'the second message') as Json;
+      const got = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, conv.id) });
+      const items = (ctx.ok(got, ctx.schemas.conversationWithItems, 'get conversation') as Json).items as Json[];
+      const ids = items.map((i) => i.response_id);
+      const pairs = [0, 2].map((i) => [ids[i], ids[i + 1]]);
+      ctx.check(items.length >= 4 && pairs.every(([x, y]) => x === y), `the exchanges are interleaved in the history: response ids ${JSON.stringify(ids)}`, got);
+      ctx.equal(new Set(ids).size === 2 && new Set(ids).has(ra.id) && new Set(ids).has(rb.id), true, 'the history holds the two responses', got);
+    },
+  },
+]);

@@ -1,0 +1,254 @@
+// The file store's part of resumable responses (docs/responses.md, D-30…D-39): one JSON-lines file
+// per response (`responses/<id>.jsonl`: its start, then its events, the terminal one last) and an
+// index of every response begun (`responses/index.jsonl`), so that a response is found after its
+// events expire. A live response's events are also in memory, for the streams that follow it; an
+// ended one's are read from its file. Files of responses ended more than the retention ago go.
+import fsSync from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { UnsequencedEvent } from '../contract/index.ts';
+import { syncDir } from './atomic-json-file.ts';
+import { Journal } from './journal.ts';
+import { ResponseEventsExpired, StoreError, TERMINAL_EVENTS, type LiveResponseStart, type ResponseTrace } from './types.ts';
+
+/** D-36: how long a response's events stay resumable after its end. */
+export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
+/** How often expired event files are looked for. */
+const SWEEP_MS = 60_000;
+
+interface Live {
+  start: LiveResponseStart;
+  events: UnsequencedEvent[];
+  ended: boolean;
+  handle: fs.FileHandle;
+  /** Writes in order; a failed write is logged once and the events stay in memory. */
+  writing: Promise<void>;
+  /** Followers waiting for the next event. */
+  waiters: Set<() => void>;
+}
+
+/** An index line: a response begun (without its input: the conversation holds it once saved). */
+interface IndexLine {
+  id: string;
+  a: string;
+  c: string;
+  at: number;
+}
+
+export interface ResponseLogOptions {
+  dir: string;
+  ttlMs?: number;
+  now?: () => number;
+  warn?: (message: string) => void;
+}
+
+export class ResponseLog {
+  private readonly live = new Map<string, Live>();
+  /** Every response begun: id → where it belongs. */
+  private readonly index = new Map<string, LiveResponseStart>();
+  /** Ended responses whose events are still kept: id → end time (ms). */
+  private readonly kept = new Map<string, number>();
+  private readonly cancels = new Map<string, Set<() => void>>();
+  private readonly journal: Journal;
+  private readonly ttl: number;
+  private readonly now: () => number;
+  private sweeper: NodeJS.Timeout | undefined;
+  private unfinished: ResponseTrace[] = [];
+
+  constructor(private readonly opts: ResponseLogOptions) {
+    this.journal = new Journal(path.join(opts.dir, 'index.jsonl'), { warn: opts.warn });
+    this.ttl = opts.ttlMs ?? RESPONSE_EVENTS_TTL_MS;
+    this.now = opts.now ?? Date.now;
+  }
+
+  async open(): Promise<void> {
+    await fs.mkdir(this.opts.dir, { recursive: true });
+    await this.journal.open((e) => {
+      const l = e as IndexLine;
+      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string') throw new StoreError(this.journal.file, 'an index line lacks id, a or c');
+      this.index.set(l.id, { id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at, input: { content: '', metadata: null } });
+    });
+    for (const name of await fs.readdir(this.opts.dir)) {
+      if (!/^resp_[A-Za-z0-9_-]+\.jsonl$/.test(name)) continue;
+      const file = path.join(this.opts.dir, name);
+      const read = await this.readFile(file);
+      if (!read) continue;
+      const { start, events } = read;
+      this.index.set(start.id, start);
+      if (events.length > 0 && TERMINAL_EVENTS.has(events[events.length - 1]!.event)) {
+        const ended = (await fs.stat(file)).mtimeMs;
+        if (ended <= this.now() - this.ttl) await fs.rm(file, { force: true });
+        else this.kept.set(start.id, ended);
+        continue;
+      }
+      // D-38: live when the last process stopped. Rewritten whole (a torn last line dropped), then
+      // reopened for the terminal event that start-up appends.
+      await fs.writeFile(file, [start, ...events].map((l) => JSON.stringify(l) + '\n').join(''));
+      const handle = await fs.open(file, 'a');
+      this.live.set(start.id, { start, events, ended: false, handle, writing: Promise.resolve(), waiters: new Set() });
+      this.unfinished.push({ start, events, ended: false });
+    }
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    for (const l of this.live.values()) {
+      await l.writing;
+      await l.handle.close().catch(() => {});
+    }
+    this.live.clear();
+    await this.journal.close();
+  }
+
+  /** The start line and events of a response file; a torn last line (a crash) is dropped. */
+  private async readFile(file: string): Promise<{ start: LiveResponseStart; events: UnsequencedEvent[] } | undefined> {
+    let text: string;
+    try {
+      text = await fs.readFile(file, 'utf8');
+    } catch {
+      return undefined;
+    }
+    const lines = text.split('\n').filter((l) => l.length > 0);
+    const parsed: unknown[] = [];
+    for (const [i, l] of lines.entries()) {
+      try {
+        parsed.push(JSON.parse(l));
+      } catch {
+        if (i === lines.length - 1 && !text.endsWith('\n')) break;
+        throw new StoreError(file, `line ${i + 1} is not JSON`);
+      }
+    }
+    const start = parsed[0] as LiveResponseStart | undefined;
+    if (!start || typeof start.id !== 'string') return undefined;
+    return { start, events: parsed.slice(1) as UnsequencedEvent[] };
+  }
+
+  private fileOf(id: string): string {
+    return path.join(this.opts.dir, `${id}.jsonl`);
+  }
+
+  async begin(start: LiveResponseStart): Promise<{ running?: string }> {
+    // Checked and taken in one synchronous step: two messages at once cannot both begin.
+    for (const l of this.live.values()) if (!l.ended && l.start.conversation_id === start.conversation_id) return { running: l.start.id };
+    const live: Live = { start, events: [], ended: false, handle: undefined as unknown as fs.FileHandle, writing: Promise.resolve(), waiters: new Set() };
+    this.live.set(start.id, live);
+    this.index.set(start.id, start);
+    try {
+      const handle = await fs.open(this.fileOf(start.id), fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
+      live.handle = handle;
+      await handle.write(JSON.stringify(start) + '\n');
+      // Durable before the first byte goes out: a crash from here on leaves a response start-up finds.
+      await handle.datasync();
+      await syncDir(this.opts.dir);
+      await this.journal.append({ id: start.id, a: start.app_id, c: start.conversation_id, at: start.created_at } satisfies IndexLine);
+    } catch (err) {
+      this.live.delete(start.id);
+      this.index.delete(start.id);
+      await live.handle?.close().catch(() => {});
+      throw err;
+    }
+    return {};
+  }
+
+  async append(id: string, event: UnsequencedEvent): Promise<void> {
+    const l = this.live.get(id);
+    if (!l || l.ended) throw new Error(`${id} is not a live response`);
+    l.events.push(event);
+    const terminal = TERMINAL_EVENTS.has(event.event);
+    if (terminal) l.ended = true;
+    for (const wake of l.waiters) wake();
+    l.waiters.clear();
+    // Events are written without an fsync each: what a crash loses of them the response's save has
+    // (or start-up's `interrupted` save rebuilds from what is there).
+    l.writing = l.writing.then(() => l.handle.write(JSON.stringify(event) + '\n')).then(
+      () => {},
+      (err: Error) => this.opts.warn?.(`response events of ${id} not written: ${err.message}`),
+    );
+    if (!terminal) return;
+    await l.writing;
+    await l.handle.datasync().catch(() => {});
+    await l.handle.close().catch(() => {});
+    this.kept.set(id, this.now());
+    this.live.delete(id);
+    this.cancels.delete(id);
+  }
+
+  async trace(id: string): Promise<ResponseTrace | undefined> {
+    const l = this.live.get(id);
+    if (l) return { start: l.start, events: l.events, ended: l.ended };
+    const start = this.index.get(id);
+    if (!start) return undefined;
+    const ended = this.kept.get(id);
+    // Past the retention, expired now rather than at the next sweep: the documented time holds exactly.
+    if (ended !== undefined && ended <= this.now() - this.ttl) {
+      this.kept.delete(id);
+      await fs.rm(this.fileOf(id), { force: true }).catch(() => {});
+    }
+    if (!this.kept.has(id)) return { start, events: null, ended: true };
+    const read = await this.readFile(this.fileOf(id));
+    return read ? { start: read.start, events: read.events, ended: true } : { start, events: null, ended: true };
+  }
+
+  async *follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
+    let n = after + 1;
+    for (;;) {
+      const l = this.live.get(id);
+      if (!l) {
+        const t = await this.trace(id);
+        if (!t) return;
+        if (!t.events) throw new ResponseEventsExpired(id);
+        for (; n < t.events.length; n++) yield t.events[n]!;
+        return;
+      }
+      while (n < l.events.length) {
+        yield l.events[n++]!;
+        if (signal?.aborted) return;
+      }
+      if (l.ended) return;
+      if (signal?.aborted) return;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          signal?.removeEventListener('abort', done);
+          l.waiters.delete(done);
+          resolve();
+        };
+        l.waiters.add(done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  runningIn(conversationId: string): string | undefined {
+    for (const l of this.live.values()) if (!l.ended && l.start.conversation_id === conversationId) return l.start.id;
+    return undefined;
+  }
+
+  async requestCancel(id: string): Promise<void> {
+    for (const listener of this.cancels.get(id) ?? []) listener();
+  }
+
+  onCancelRequest(id: string, listener: () => void): () => void {
+    const set = this.cancels.get(id) ?? new Set();
+    set.add(listener);
+    this.cancels.set(id, set);
+    return () => set.delete(listener);
+  }
+
+  async unfinishedResponses(): Promise<ResponseTrace[]> {
+    const out = this.unfinished;
+    this.unfinished = [];
+    return out;
+  }
+
+  /** D-36: drops the events of responses ended more than the retention ago (their index line stays). */
+  async sweep(): Promise<void> {
+    const cutoff = this.now() - this.ttl;
+    for (const [id, ended] of this.kept) {
+      if (ended > cutoff) continue;
+      this.kept.delete(id);
+      await fs.rm(this.fileOf(id), { force: true }).catch(() => {});
+    }
+  }
+}
