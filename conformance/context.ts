@@ -53,7 +53,7 @@ export class CaseSkip extends Error {
 }
 
 /** Schemas of the profile: the interface's own, or the reference's D-n extensions. */
-export function schemasFor(profile: Profile) {
+function schemasFor(profile: Profile) {
   const ref = profile === 'reference';
   return {
     conversation: ref ? C.ReferenceConversation : C.Conversation,

@@ -404,7 +404,7 @@ function decisionRanges(rows: readonly MatrixRow[]): string {
 const CHECK_SHOWN = { exact: 'exactly', weak: 'weakly', none: 'not checkable' } as const;
 
 /** The clause → case matrix, by section: each clause, how it is checked (and why not exactly), and its cases. */
-export function renderMatrix(rows: readonly MatrixRow[]): string {
+function renderMatrix(rows: readonly MatrixRow[]): string {
   const m = matrixSummary(rows);
   const out = [
     '## Clause matrix',

@@ -3,7 +3,7 @@
 // One pacer serves the cases and the cleanup, so that both count against the same limits.
 
 /** Below 3,000, for the server's minute and ours not starting at the same instant. */
-export const COUNTED_PER_MINUTE = 2_900;
+const COUNTED_PER_MINUTE = 2_900;
 
 /** The requests that a plan's limit may count: create conversation, send message, completion (§8, D-23, D-27). */
 export function isCounted(method: string, path: string): boolean {

@@ -32,7 +32,7 @@ function indent(s: string, by = '      '): string {
     .join('\n');
 }
 
-export function failureBlock(r: CaseResult): string {
+function failureBlock(r: CaseResult): string {
   const f = r.failure!;
   const parts = [`${MARK.failed} ${r.id} [${r.level}, ${sectionTitle(r.section)}]`, `    ${f.message}`];
   if (r.expectedFailure !== undefined) parts.push(`    expected failure (baseline): ${r.expectedFailure}`);
@@ -46,7 +46,7 @@ export function failureBlock(r: CaseResult): string {
 }
 
 /** A failed precondition, once, with the cases it blocked. */
-export function preconditionBlock(p: RunResults['preconditions'][number]): string {
+function preconditionBlock(p: RunResults['preconditions'][number]): string {
   return [`! precondition "${p.name}" (run by ${p.shownBy}, whose failure above shows it)`, `    ${p.message}`, `    blocked ${p.blocked.length}: ${p.blocked.join(', ')}`].join('\n');
 }
 
@@ -99,7 +99,7 @@ function xml(s: string): string {
   return s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-export function renderJunit(run: RunResults): string {
+function renderJunit(run: RunResults): string {
   const bySection = new Map<string, CaseResult[]>();
   for (const r of run.results) bySection.set(r.section, [...(bySection.get(r.section) ?? []), r]);
   const s = run.summary;
@@ -136,7 +136,7 @@ function yamlBlock(key: string, value: string): string[] {
   return [`    ${key}: |-`, ...value.split('\n').map((l) => `      ${l}`)];
 }
 
-export function renderTap(run: RunResults): string {
+function renderTap(run: RunResults): string {
   const lines = ['TAP version 14', `1..${run.results.length}`, `# ${run.suite.name} ${run.suite.version}, interface ${run.interfaceVersion}, profile ${run.profile}`];
   run.results.forEach((r, i) => {
     const name = `${r.id} - ${r.description.replace(/#/g, '\\#')}`;

@@ -10,13 +10,13 @@ export type AppKey = (typeof APP_KEYS)[number];
 export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key' | 'widget' | 'widget.identity_secret';
 
 const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key', 'widget'] as const;
-export const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret'] as const;
+const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret'] as const;
 /** The format version that introduced a key (the others are version 1's): a target that uses one says so (docs/target.md). */
 const SINCE: Record<string, number> = { widget: 2 };
 
 const nonEmpty = z.string().min(1);
 
-export const TargetFile = z.looseObject({
+const TargetFile = z.looseObject({
   version: z.int().min(1).optional(),
   base_url: nonEmpty.optional(),
   api_key: nonEmpty,

@@ -129,7 +129,7 @@ export interface StreamAnalysis {
   done: Map<string, string>;
 }
 
-export function analyze(ex: Exchange): StreamAnalysis {
+function analyze(ex: Exchange): StreamAnalysis {
   const events = ex.sse?.events ?? [];
   const a: StreamAnalysis = { types: events.map((e) => e.event), payloads: events.map((e) => (e.json ?? {}) as Json), deltas: new Map(), done: new Map() };
   events.forEach((e) => {

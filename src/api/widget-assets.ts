@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { AppT, Fixtures } from '../store/fixtures.ts';
 import { Asset } from '../http/reply.ts';
 
-export const WIDGET_DIR = path.resolve(import.meta.dirname, '../../widget');
+const WIDGET_DIR = path.resolve(import.meta.dirname, '../../widget');
 
 /** Bundles one entry of widget/ into a single minified script (an IIFE: a classic script tag runs it). */
 export async function bundle(entry: string): Promise<string> {
@@ -25,7 +25,7 @@ export async function bundle(entry: string): Promise<string> {
 }
 
 /** D-58: the playground's page may run nothing but its own files: a strict CSP, like a careful host's. */
-export const PLAYGROUND_CSP =
+const PLAYGROUND_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const SCRIPT = 'text/javascript; charset=utf-8';
@@ -53,7 +53,7 @@ export function widgetPages(opts: { fixtures: Fixtures; playground: boolean }): 
 }
 
 /** D-47: the apps a publishable key reaches through the widget: a widget, active, and a publishable key of its team. */
-export function widgetApps(fixtures: Fixtures): AppT[] {
+function widgetApps(fixtures: Fixtures): AppT[] {
   const teams = new Set(fixtures.keys.filter((k) => k.type === 'publishable').map((k) => k.team_id));
   return [...fixtures.apps.values()].filter((a) => a.widget && a.active && teams.has(a.team_id));
 }

@@ -4,7 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 
 /** How long, and how much, a closing connection keeps reading what its client still sends. */
-export const LINGER = { ms: 2_000, bytes: 16 * 1024 * 1024 };
+const LINGER = { ms: 2_000, bytes: 16 * 1024 * 1024 };
 
 export function lingeringClose(req: IncomingMessage, limits = LINGER): void {
   const socket = req.socket;

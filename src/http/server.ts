@@ -102,7 +102,7 @@ export interface HttpServerOptions {
 }
 
 /** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
-export const TIMEOUTS = { headersMs: 10_000, requestMs: 30_000 } as const;
+const TIMEOUTS = { headersMs: 10_000, requestMs: 30_000 } as const;
 
 export interface ParleyHttpServer {
   server: http.Server;

@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import type { StreamEvent, UnsequencedEvent } from '../contract/index.ts';
 
 /** D-18: how often a silent stream gets a `: keep-alive` comment (overridable for tests). */
-export const DEFAULT_KEEP_ALIVE_MS = 15_000;
+const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
 /** `event: <type>\ndata: <json>\n\n`. JSON.stringify never emits a raw newline, so one data line suffices. */
 export function formatSseEvent(e: StreamEvent, withId = false): string {
@@ -71,7 +71,7 @@ export interface SseOptions {
 }
 
 /** D-18's headers of a stream (a live one or an Idempotency-Key replay), after `extra`. */
-export function writeSseHead(res: ServerResponse, extra: Record<string, string> = {}): void {
+function writeSseHead(res: ServerResponse, extra: Record<string, string> = {}): void {
   res.writeHead(200, {
     ...extra,
     'content-type': 'text/event-stream; charset=utf-8',

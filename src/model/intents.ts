@@ -15,7 +15,7 @@ export type Piece = 'line' | 'message' | 'email' | 'title';
 export type Theme = 'welcome' | 'thanks' | 'apology' | 'announcement' | 'reminder' | 'other';
 
 /** Lower case, accents and apostrophes folded, words separated by single spaces. */
-export function normalise(text: string): string {
+function normalise(text: string): string {
   return text
     .normalize('NFD')
     .replace(/\p{M}+/gu, '')

@@ -8,7 +8,7 @@ import { Agent, fetch as undiciFetch, interceptors, request, type Dispatcher } f
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /** undici's Agent options for Ollama: 0 turns off the limits (300 s each by default). */
-export const NO_TIME_LIMITS = { headersTimeout: 0, bodyTimeout: 0 } as const satisfies Agent.Options;
+const NO_TIME_LIMITS = { headersTimeout: 0, bodyTimeout: 0 } as const satisfies Agent.Options;
 
 /**
  * Node's global fetch gives up when response headers take more than 300 s, which a loaded Ollama

@@ -3,7 +3,7 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { apiError } from '../http/errors.ts';
 import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
 
-export function hashKey(key: string): Buffer {
+function hashKey(key: string): Buffer {
   // One-shot hash: cheaper than createHash().update().digest() on every request (docs/benchmarks.md).
   return hash('sha256', key, 'buffer');
 }

@@ -24,15 +24,15 @@ const HOUR = 3_600_000;
 /** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
 export const IDEMPOTENCY_TTL_MS = CLAIM_TTL_MS;
 /** Longest key accepted; the draft recommends UUIDs (36 characters). */
-export const IDEMPOTENCY_KEY_MAX = 255;
+const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
-export const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
+const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
 /**
  * Answers held in memory, all keys together. Past it the oldest answers are let go (their keys still
  * refuse to run twice: a retry gets 409 idempotency_replay_unavailable), so memory stays bounded
  * whatever a day's traffic.
  */
-export const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
+const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
 
 interface Done {
   /** Hash of method, path and canonical body: what "the same request" means. */
@@ -295,7 +295,7 @@ export class IdempotencyService {
  * `/apps/%61pp_demo/…` and `/apps/app_demo/…` (the same resource) fingerprint alike. A plain path is
  * unchanged, so answers kept before this rule still match.
  */
-export function canonicalPath(url: string): string {
+function canonicalPath(url: string): string {
   const q = url.indexOf('?');
   return (q === -1 ? url : url.slice(0, q))
     .split('/')

@@ -20,7 +20,7 @@ const EXPOSED = 'x-request-id, retry-after, x-ratelimit-limit-requests, x-rateli
  * D-52: requests per key in a sliding minute, in memory. These limits stop a burst from one visitor or
  * one address; a restart forgetting them loses at most a minute's counts.
  */
-export class MinuteWindow {
+class MinuteWindow {
   private readonly hits = new Map<string, number[]>();
   private writes = 0;
 

@@ -10,7 +10,7 @@ import { newId } from '../store/ids.ts';
 import { runTool, type ToolBox } from './tools.ts';
 
 /** At most this many model turns per response: a model that keeps calling tools must then answer. */
-export const MAX_TOOL_ROUNDS = 4;
+const MAX_TOOL_ROUNDS = 4;
 
 export interface RunOptions {
   id: string;
@@ -265,7 +265,7 @@ export class StopReason extends Error {
 }
 
 /** D-17, D-19 (revised by D-34): the error a failed response carries; internals stay in the log. */
-export function toResponseError(err: unknown, signal: AbortSignal): ResponseErrorT {
+function toResponseError(err: unknown, signal: AbortSignal): ResponseErrorT {
   if (signal.aborted && signal.reason instanceof StopReason) return signal.reason.error;
   if (signal.aborted) {
     return { type: 'request_aborted', code: 'client_disconnected', message: 'The client disconnected before the response was complete.' };

@@ -16,13 +16,13 @@ import { ResponseRun, StopReason } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
-export const HISTORY_MESSAGES = 40;
+const HISTORY_MESSAGES = 40;
 /** Generating a title must not hold the response for long. */
 const TITLE_TIMEOUT_MS = 30_000;
 
 
 /** D-33, D-34, D-38: the errors of a response stopped on purpose (docs/responses.md). */
-export const STOPPED = {
+const STOPPED = {
   cancelled: { type: 'request_aborted', code: 'cancelled', message: 'The response was cancelled.' },
   timeout: { type: 'request_aborted', code: 'response_timeout', message: 'The response ran past the maximum duration of its app and was stopped.' },
   interrupted: { type: 'server_error', code: 'interrupted', message: 'The server stopped before the response was complete.' },
@@ -38,7 +38,7 @@ export interface StartedResponse {
 }
 
 /** D-37: messages that may wait in line behind a conversation's running reply; one more gets a 409. */
-export const MAX_IN_LINE = 8;
+const MAX_IN_LINE = 8;
 
 /** What a finished run leaves, to be saved (a live run, or one rebuilt from its events at start-up). */
 type Outcome = Pick<ResponseRun, 'id' | 'status' | 'error' | 'usage' | 'output' | 'text' | 'source'>;
@@ -445,7 +445,7 @@ export class ResponseService {
 }
 
 /** The conversation so far as the model sees it: user and assistant messages, oldest first. */
-export function historyOf(items: readonly ItemT[]): ChatMessage[] {
+function historyOf(items: readonly ItemT[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const item of items) {
     if (item.type !== 'message') continue;
@@ -465,7 +465,7 @@ type MessageItem = Extract<OutputItemT, { type: 'message' }>;
 type CallItem = Extract<OutputItemT, { type: 'function_call' }>;
 
 /** The output items the events describe (§6 rule 4: the same as the response's output). */
-export function outputOf(events: readonly UnsequencedEvent[]): OutputItemT[] {
+function outputOf(events: readonly UnsequencedEvent[]): OutputItemT[] {
   const out: OutputItemT[] = [];
   for (const e of events) {
     const d = e.data as Record<string, unknown> & { output_index: number };

@@ -7,7 +7,7 @@ import { ClaimLog } from '../store/claims.ts';
 import { StoreError, type IdempotencyClaim, type KeptClaim } from '../store/types.ts';
 
 /** §1: completions are billed in credits by token usage; one credit buys this many tokens. */
-export const TOKENS_PER_CREDIT = 1_000;
+const TOKENS_PER_CREDIT = 1_000;
 
 const Entry = z.object({
   t: z.literal('usage'),
