@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { apiCommand } from './commands/api.ts';
 import { configCommand, metricsCommand } from './commands/app.ts';
 import { chatCommand } from './commands/chat.ts';
 import { conformanceCommand } from './commands/conformance.ts';
@@ -56,7 +57,7 @@ export function buildProgram(out: Output, session: Session): Command {
     .enablePositionalOptions()
     .version(VERSION, '-V, --version')
     .addHelpText('after', OVERVIEW);
-  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session)];
+  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session), apiCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
