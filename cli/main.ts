@@ -8,6 +8,7 @@ import { chatCommand } from './commands/chat.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
+import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
@@ -20,12 +21,14 @@ Configuration (flags win over the environment):
   PARLEY_API_KEY   secret key (sk_live_…); never printed, not even with --verbose
   PARLEY_APP_ID    app id
   PARLEY_TIMEOUT   seconds (default 60)
+  PARLEY_PROFILE   profile saved by parley login (default "default"); flags and the variables above win
 
 Exit codes: 0 success, 1 API error (or a failed response), 2 usage error, 3 network error or timeout.
 
 Examples:
-  export PARLEY_API_KEY=sk_live_… PARLEY_APP_ID=app_demo
   parley serve &
+  parley login
+  parley api GET /apps/{app}/conversations -f limit=5
   parley conversations create --title "Support" --json | jq -r .id
   parley send conv_abc123 "Hello" --stream
   parley chat
@@ -57,7 +60,7 @@ export function buildProgram(out: Output, session: Session): Command {
     .enablePositionalOptions()
     .version(VERSION, '-V, --version')
     .addHelpText('after', OVERVIEW);
-  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session), apiCommand(session)];
+  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session), apiCommand(session), loginCommand(session), logoutCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
