@@ -156,6 +156,7 @@ export interface FakeRequest {
   path: string;
   body: string;
   json: any;
+  headers: http.IncomingHttpHeaders;
 }
 
 export interface FakeApi {
@@ -184,7 +185,7 @@ export async function startFakeApi(): Promise<FakeApi> {
       } catch {
         // No body, or not JSON.
       }
-      const r = { method: req.method!, path: req.url!.replace(/^\/v1/, ''), body, json };
+      const r = { method: req.method!, path: req.url!.replace(/^\/v1/, ''), body, json, headers: req.headers };
       requests.push(r);
       handler(r, res);
     });
