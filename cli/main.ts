@@ -5,6 +5,7 @@ import { Command, CommanderError } from 'commander';
 import { apiCommand } from './commands/api.ts';
 import { configCommand, metricsCommand } from './commands/app.ts';
 import { chatCommand } from './commands/chat.ts';
+import { complete, completionAction, completionCommand } from './commands/completion.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
@@ -63,6 +64,7 @@ export function buildProgram(out: Output, session: Session): Command {
   const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), configCommand(session), metricsCommand(session), apiCommand(session), loginCommand(session), logoutCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
+  program.addCommand(completionCommand().action((shell: string) => completionAction(session, shell)));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 
@@ -87,6 +89,12 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
   }
   out.addSecret(io.env.PARLEY_API_KEY);
   let code: number;
+  // D-64: what a shell's TAB asks; never an error, never a prompt.
+  if (argv[0] === '__complete') {
+    for (const c of await complete(argv.slice(1), program, session)) out.line(c);
+    await session.close();
+    return EXIT.ok;
+  }
   try {
     await program.parseAsync(argv, { from: 'user' });
     code = session.exitCode ?? EXIT.ok;

@@ -7,6 +7,26 @@ export function time(seconds: number | undefined): string {
   return Number.isNaN(d.getTime()) ? '-' : d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
 }
 
+const RELATIVE = new Intl.RelativeTimeFormat('en', { numeric: 'always' });
+const UNITS: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+  ['year', 365 * 86400],
+  ['month', 30 * 86400],
+  ['week', 7 * 86400],
+  ['day', 86400],
+  ['hour', 3600],
+  ['minute', 60],
+];
+
+/** D-64: "3 minutes ago" for a table; the exact time stays in `--json` and in `get`. */
+export function ago(seconds: number | undefined, nowMs = Date.now()): string {
+  if (seconds === undefined || !Number.isFinite(seconds)) return '-';
+  const delta = seconds - nowMs / 1000;
+  const abs = Math.abs(delta);
+  if (abs < 45) return 'just now';
+  for (const [unit, size] of UNITS) if (abs >= size) return RELATIVE.format(Math.trunc(delta / size), unit);
+  return RELATIVE.format(Math.trunc(delta), 'second');
+}
+
 export function table(rows: string[][], header: string[]): string {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
@@ -27,7 +47,7 @@ export function displayTitle(c: Conversation): string {
 }
 
 export function conversationRows(list: Conversation[]): string[][] {
-  return list.map((c) => [c.id, time(c.created_at), c.external_user_id ?? '-', truncate(displayTitle(c), 60)]);
+  return list.map((c) => [c.id, ago(c.created_at), c.external_user_id ?? '-', truncate(displayTitle(c), 60)]);
 }
 
 export const CONVERSATION_HEADER = ['ID', 'CREATED', 'USER', 'TITLE'];
@@ -45,7 +65,7 @@ export function keyValues(pairs: Array<[string, string]>): string {
 export function conversationSummary(c: Conversation): string {
   const pairs: Array<[string, string]> = [
     ['id', c.id],
-    ['created', time(c.created_at)],
+    ['created', `${time(c.created_at)} (${ago(c.created_at)})`],
     ['title', c.title ?? '(none)'],
   ];
   const generated = Object.entries(c.generated_title ?? {});

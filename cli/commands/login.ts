@@ -1,53 +1,10 @@
 // `parley login` and `parley logout` (D-60): a profile checked against the server, stored owner-only.
-import readline from 'node:readline';
-import { Writable } from 'node:stream';
 import { Command } from 'commander';
 import { ParleyClient } from '../client.ts';
 import { DEFAULT_BASE_URL, type Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { configPath, profileName, readConfig, writeConfig } from '../profiles.ts';
-
-/**
- * Questions on stderr, answers from stdin: on a terminal with line editing (the key's keystrokes not
- * echoed), from a pipe one line per answer.
- */
-class Prompter {
-  #muted = false;
-  readonly #rl: readline.Interface;
-  readonly #lines: AsyncIterator<string>;
-  constructor(
-    stdin: NodeJS.ReadableStream & { isTTY?: boolean },
-    readonly stderr: NodeJS.WritableStream & { isTTY?: boolean },
-  ) {
-    const terminal = Boolean(stdin.isTTY && stderr.isTTY);
-    // What readline echoes passes through here, and is dropped while a secret is typed.
-    const echo = new Writable({
-      write: (chunk, _enc, done) => {
-        if (!this.#muted) stderr.write(chunk);
-        done();
-      },
-    });
-    this.#rl = readline.createInterface({ input: stdin, output: terminal ? echo : undefined, terminal });
-    this.#lines = this.#rl[Symbol.asyncIterator]();
-  }
-
-  async ask(question: string, { secret = false } = {}): Promise<string> {
-    this.stderr.write(question);
-    this.#muted = secret;
-    try {
-      const next = await this.#lines.next();
-      if (next.done) throw new UsageError('login: the input ended before every answer was given');
-      return next.value.trim();
-    } finally {
-      if (secret) this.stderr.write('\n');
-      this.#muted = false;
-    }
-  }
-
-  close(): void {
-    this.#rl.close();
-  }
-}
+import { Prompter } from '../prompt.ts';
 
 export function loginCommand(session: Session): Command {
   const out = session.out;
