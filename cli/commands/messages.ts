@@ -3,12 +3,12 @@ import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
 import type { Session } from '../context.ts';
 import { FailedResponseError, ndjsonLine, parseMetadata, textArgument, type Output } from '../io.ts';
-import { failureText, renderCompletion, renderResponse, renderStream, streamFailure, type StreamStart } from '../render.ts';
+import { failureText, renderCompletion, renderResponse, renderStream, streamFailure, type StreamRendering, type StreamStart } from '../render.ts';
 
 /** With --json: one event payload per line (see ndjsonLine); otherwise the live rendering. */
-export async function printStream(out: Output, stream: EventStream, json: boolean): Promise<void> {
+export async function printStream(out: Output, stream: EventStream, json: boolean, rendering: StreamRendering = {}): Promise<void> {
   if (!json) {
-    await renderStream(out, stream);
+    await renderStream(out, stream, rendering);
     return;
   }
   const start: StreamStart = {};
