@@ -1,7 +1,7 @@
 // `parley chat` in a real terminal (D-64): tmux runs it in a 100×30 pane, keys are typed with send-keys,
 // the screen is read with capture-pane. Line editing, Ctrl-C on a half-typed line, """ blocks, a pasted
 // block as one message, slash commands, replies wrapped at word boundaries, no status line, Ctrl-D, and
-// the history kept across sessions. Without tmux it skips on a developer's machine and fails under CI.
+// the history kept across sessions; and parley login's key, typed but never shown. Without tmux it skips on a developer's machine and fails under CI.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -174,4 +174,27 @@ test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash com
   type(t2, '/bye');
   key(t2, 'Enter');
   await until(t2, () => dead(t2), '/bye');
+});
+
+test('parley login at a terminal: the key is typed but never shown, and the profile is saved', { skip: !HAVE_TMUX && 'tmux is not installed', timeout: 60_000 }, async () => {
+  const home = await tempDir('parley-login-config-');
+  const dir = await tempDir('parley-login-bin-');
+  const login = path.join(dir, 'login.sh');
+  await fs.writeFile(login, `#!/bin/sh\nexport XDG_CONFIG_HOME='${home}' NODE_V8_COVERAGE=''\nexec "${process.execPath}" "${BIN}" login\n`, { mode: 0o755 });
+  const t = 'login';
+  tmux('new-session', '-d', '-x', '100', '-y', '30', '-s', t, login);
+  await until(t, /^Base URL \[/m, 'the first question');
+  type(t, s.baseUrl);
+  key(t, 'Enter');
+  await until(t, /^API key .*not shown\): ?$/m, 'the key question');
+  type(t, KEY);
+  key(t, 'Enter');
+  await until(t, /^Default app id:/m, 'the app question');
+  type(t, APP);
+  key(t, 'Enter');
+  const text = await until(t, /logged in: profile default/, 'the profile saved');
+  assert.ok(!text.includes(KEY) && !text.includes(KEY.slice(0, 12)), `the key was shown:\n${text}`);
+  const saved = JSON.parse(await fs.readFile(path.join(home, 'parley', 'config.json'), 'utf8'));
+  assert.equal(saved.profiles.default.api_key, KEY);
+  await until(t, () => dead(t), 'the end of login');
 });
