@@ -32,6 +32,8 @@ export class UsageError extends Error {
 /** A response that finished with status `failed` (D-17): exit 1, after its output was shown. */
 export class FailedResponseError extends Error {
   override name = 'FailedResponseError';
+  /** D-63: the request whose reply failed, when known, so that the server's log line can be found. */
+  requestId: string | undefined;
 }
 
 /**
@@ -163,6 +165,7 @@ export function reportError(out: Output, err: unknown, json = false): number {
   }
   if (err instanceof FailedResponseError) {
     out.note(`error: ${err.message}`);
+    if (err.requestId) out.note(`request id: ${err.requestId}`);
     return EXIT.api;
   }
   if (err instanceof AbortedError) {

@@ -37,6 +37,14 @@ describe('parley chat, piped', () => {
   });
 });
 
+describe('a failed reply names its request (D-63)', () => {
+  test('the error line is followed by the x-request-id of the stream', async () => {
+    const r = await runCli(['chat', '--app', 'app_broken'], { env: serverEnv(s.baseUrl), input: 'hello\n' });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^error: response resp_\w+ failed: .+\nrequest id: \S+$/m);
+  });
+});
+
 describe('WordWrapper', () => {
   const wrap = (width: number, ...chunks: string[]) => {
     let text = '';

@@ -2,12 +2,11 @@
 // flags, the environment or the profile; the answer is printed as it comes, streams included.
 import fs from 'node:fs/promises';
 import { Command } from 'commander';
-import { readBody } from '../core/response.ts';
-import type { Session } from '../context.ts';
-import { ndjsonLine, oneLine, readStdin, UsageError } from '../io.ts';
-import { InvalidResponseError } from '../client.ts';
 import { createParser } from 'eventsource-parser';
-import { isEventStream } from '../core/response.ts';
+import { InvalidResponseError } from '../client.ts';
+import type { Session } from '../context.ts';
+import { isEventStream, readBody } from '../core/response.ts';
+import { ndjsonLine, oneLine, readStdin, UsageError } from '../io.ts';
 
 const METHODS = new Set(['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'HEAD', 'OPTIONS']);
 

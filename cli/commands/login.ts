@@ -26,7 +26,7 @@ Examples:
     .action(async (_opts: unknown, cmd: Command) => {
       const io = session.io;
       // Only flags: login exists to type the values, the environment is not a profile.
-      const flags = cmd.optsWithGlobals() as { baseUrl?: string; apiKey?: string; app?: string; profile?: string; timeout?: string };
+      const flags = cmd.optsWithGlobals() as { baseUrl?: string; apiKey?: string; app?: string; profile?: string };
       const { name } = profileName(flags.profile, io.env);
       const prompter = new Prompter(io.stdin, io.stderr);
       let baseUrl: string, apiKey: string, app: string;

@@ -7,6 +7,16 @@ import { failureText, renderCompletion, renderResponse, renderStream, streamFail
 
 /** With --json: one event payload per line (see ndjsonLine); otherwise the live rendering. */
 export async function printStream(out: Output, stream: EventStream, json: boolean, rendering: StreamRendering = {}): Promise<void> {
+  try {
+    await printEvents(out, stream, json, rendering);
+  } catch (err) {
+    // D-63: a reply that failed names its request, as an API error does.
+    if (err instanceof FailedResponseError) err.requestId ??= stream.requestId;
+    throw err;
+  }
+}
+
+async function printEvents(out: Output, stream: EventStream, json: boolean, rendering: StreamRendering): Promise<void> {
   if (!json) {
     await renderStream(out, stream, rendering);
     return;
