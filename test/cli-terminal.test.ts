@@ -115,6 +115,10 @@ describe('shell completion (D-64)', () => {
     assert.ok((await c('conversations', 'get', '')).includes(id));
     assert.ok((await c('send', 'conv_')).includes(id));
     assert.deepEqual(await c('send', id, ''), [], 'the text is not completed');
+    // Options already on the line apply: another app has other conversations.
+    const streamConv = JSON.parse((await run(['conversations', 'create', '--json', '--app', 'app_stream'])).stdout).id as string;
+    const ofStream = await c('conversations', 'get', '--app', 'app_stream', '');
+    assert.ok(ofStream.includes(streamConv) && !ofStream.includes(id), ofStream.join(' '));
     assert.deepEqual(await c('completion', ''), ['bash', 'zsh', 'fish']);
     const home = await tempDir('parley-config-');
     await fs.mkdir(path.join(home, 'parley'));

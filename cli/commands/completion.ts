@@ -66,6 +66,8 @@ export async function complete(words: string[], program: Command, session: Sessi
   let pendingOption: Option | undefined;
   for (const w of words.slice(0, -1)) {
     if (pendingOption) {
+      // What the line already says (--app, --profile, --base-url…) applies to the ids offered.
+      cmd.setOptionValue(pendingOption.attributeName(), w);
       pendingOption = undefined;
       continue;
     }
