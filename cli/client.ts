@@ -5,6 +5,8 @@
 // client needs required) and also checked against its `spec` schemas: a mismatch the client can live
 // with is reported through `onDeviation`, not thrown. The raw body of every response stays available
 // for callers that must print the API's JSON exactly.
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import * as C from '../src/contract/index.ts';
@@ -16,6 +18,7 @@ import { EventStream, type Resumer } from './core/streaming.ts';
 // The error family and the stream live in core/ (as in openai-node); importers of the client get them here too.
 export { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError } from './core/error.ts';
 export { EventStream, type ClientStreamEvent, type Resumer, type UnknownStreamEvent } from './core/streaming.ts';
+export type { SentResponse } from './core/response.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Types: the lenient reading layer, so that nothing an implementation may omit is promised to the caller.
@@ -65,7 +68,26 @@ export interface ClientOptions {
   /** Aborts every request of this client (the CLI: its output was closed). */
   signal?: AbortSignal;
   dispatcher?: Dispatcher;
+  /** Retries of a refused (429) or unreachable request (D-62); none by default. */
+  retry?: RetryPolicy;
 }
+
+/**
+ * D-62: how often a request is tried again, and how long a wait is acceptable. A 429 is retried after
+ * its Retry-After when that is at most `maxWaitMs` (a longer one, a day's limit, is reported at once);
+ * a network failure only when repeating cannot apply the request twice: the connection was refused
+ * (nothing was sent), the method is idempotent (RFC 9110 §9.2.2), or it carries an Idempotency-Key,
+ * which the client puts on every POST itself when retries are on.
+ */
+export interface RetryPolicy {
+  retries: number;
+  maxWaitMs: number;
+  /** Said before each wait, and when a wait is refused. */
+  onRetry?: (message: string) => void;
+}
+
+/** Methods whose repetition has the effect of one request (RFC 9110 §9.2.2). */
+const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
 export interface RequestOptions {
   signal?: AbortSignal;
@@ -77,6 +99,8 @@ export interface RawRequest extends RequestOptions {
   path: string;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
+  /** A body sent as is (`parley api --input`), instead of `body` as JSON. */
+  rawBody?: string;
   headers?: Record<string, string>;
 }
 
@@ -274,6 +298,11 @@ export class ParleyClient {
     return { data, raw, status: res.status, headers: res.headers, requestId: res.headers['x-request-id'], url: res.url };
   }
 
+  /** Any request, its body left unread (to stream it as it arrives); a non-2xx answer throws ApiError. */
+  open(req: RawRequest): Promise<SentResponse> {
+    return this.#send(req);
+  }
+
   get #validate(): boolean {
     return this.#options.validate !== false;
   }
@@ -315,12 +344,42 @@ export class ParleyClient {
     return { data, raw, status: res.status, headers: res.headers, requestId: res.headers['x-request-id'], url: res.url };
   }
 
-  /** Sends the request; resolves once headers arrive with a 2xx, throws ApiError/ConnectionError otherwise. */
+  /** Sends the request, again as the retry policy allows (D-62); resolves once a 2xx's headers arrive. */
   async #send(req: RawRequest): Promise<SentResponse> {
+    const policy = this.#options.retry;
+    if (!policy || policy.retries <= 0) return this.#sendOnce(req);
+    const headers = { ...req.headers };
+    // D-62: one key for every attempt, so that the server applies the request at most once.
+    const keyed = Object.keys(headers).some((k) => k.toLowerCase() === 'idempotency-key');
+    if (req.method.toUpperCase() === 'POST' && !keyed) headers['idempotency-key'] = randomUUID();
+    const repeatable = keyed || req.method.toUpperCase() === 'POST' || IDEMPOTENT_METHODS.has(req.method.toUpperCase());
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#sendOnce({ ...req, headers });
+      } catch (err) {
+        const waitMs = attempt < policy.retries ? retryDelay(err, attempt, repeatable) : undefined;
+        if (waitMs === undefined) throw err;
+        const what = err instanceof ApiError ? `${err.status} ${err.type}` : (err as Error).message;
+        if (waitMs > policy.maxWaitMs) {
+          policy.onRetry?.(`not retrying: the server asks to wait ${Math.ceil(waitMs / 1000)} s, more than the ${policy.maxWaitMs / 1000} s --retry waits (a daily limit?)`);
+          throw err;
+        }
+        policy.onRetry?.(`retry ${attempt + 1}/${policy.retries} in ${(waitMs / 1000).toFixed(waitMs < 1000 ? 1 : 0)} s (${what})`);
+        await sleep(waitMs, undefined, { signal: AbortSignal.any([req.signal, this.#options.signal].filter((s): s is AbortSignal => s !== undefined)) }).catch(() => {
+          throw new AbortedError('the request was cancelled');
+        });
+      }
+    }
+  }
+
+  async #sendOnce(req: RawRequest): Promise<SentResponse> {
     const url = this.#url(req);
     const headers: Record<string, string> = { accept: 'application/json, text/event-stream', ...req.headers, authorization: `Bearer ${this.#apiKey}` };
     let payload: string | undefined;
-    if (req.body !== undefined) {
+    if (req.rawBody !== undefined) {
+      payload = req.rawBody;
+      if (!Object.keys(headers).some((k) => k.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    } else if (req.body !== undefined) {
       payload = JSON.stringify(req.body);
       headers['content-type'] ??= 'application/json';
     }
@@ -368,6 +427,27 @@ export class ParleyClient {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
+
+/**
+ * D-62: the wait before the next attempt after `err`, or undefined when it must not be repeated. A 429
+ * (and a 409 for a key still in use) ran nothing: its Retry-After (seconds or an HTTP date), else 1, 2,
+ * 4 s. A refused connection sent nothing; any other network failure may have applied the request.
+ */
+export function retryDelay(err: unknown, attempt: number, repeatable: boolean): number | undefined {
+  const backoff = 500 * 2 ** attempt;
+  if (err instanceof ApiError) {
+    if (err.status !== 429 && !(err.status === 409 && err.code === 'idempotency_key_in_use')) return undefined;
+    const header = err.headers['retry-after'];
+    if (header === undefined) return 1000 * 2 ** attempt;
+    if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;
+    const date = Date.parse(header);
+    return Number.isNaN(date) ? 1000 * 2 ** attempt : Math.max(0, date - Date.now());
+  }
+  if (err instanceof AbortedError || !(err instanceof ConnectionError)) return undefined;
+  const cause = (err.cause ?? {}) as { code?: string; errors?: Array<{ code?: string }> };
+  const refused = cause.code === 'ECONNREFUSED' || cause.errors?.some((e) => e.code === 'ECONNREFUSED') === true;
+  return refused || repeatable ? backoff : undefined;
+}
 
 function enc(segment: string): string {
   return encodeURIComponent(segment);

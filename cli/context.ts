@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
 import { Output, processIo, UsageError, type CliIo } from './io.ts';
+import { activeProfile } from './profiles.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787/v1';
 
@@ -12,7 +13,12 @@ export interface Globals {
   timeoutMs: number;
   json: boolean;
   verbose: boolean;
+  /** D-62: how many times a refused or unreachable request is tried again (0: never). */
+  retries: number;
 }
+
+/** D-62: the longest Retry-After that --retry waits for; a longer one (a day's limit) is reported instead. */
+export const MAX_RETRY_WAIT_MS = 60_000;
 
 /** Declared on the program and on every command, so they may stand before or after the command name. */
 export function addGlobalOptions(cmd: Command): Command {
@@ -21,6 +27,8 @@ export function addGlobalOptions(cmd: Command): Command {
     .addOption(new Option('--api-key <key>', 'secret API key, sk_live_… (env PARLEY_API_KEY); never printed'))
     .addOption(new Option('--app <app_id>', 'app id (env PARLEY_APP_ID)'))
     .addOption(new Option('--timeout <seconds>', `seconds to wait for a connection, an answer, or the next chunk of a stream (env PARLEY_TIMEOUT, default ${DEFAULT_TIMEOUT_MS / 1000})`))
+    .addOption(new Option('--profile <name>', 'use this profile of parley login (env PARLEY_PROFILE, default "default"); flags and environment still win'))
+    .addOption(new Option('--retry <n>', `retry a 429 after its Retry-After (up to ${MAX_RETRY_WAIT_MS / 1000} s) and network failures, n times; POSTs carry an Idempotency-Key so none applies twice`))
     .addOption(new Option('--json', "print the API's JSON exactly (NDJSON, one event per line, for streams)"))
     .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
 }
@@ -39,7 +47,9 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
   for (let c: Command | null = cmd; c; c = c.parent) chain.unshift(c);
   for (const c of chain) for (const [k, v] of Object.entries(c.opts())) if (v !== undefined) merged[k] = v;
 
-  const baseUrl = String(merged.baseUrl ?? (env.PARLEY_BASE_URL || DEFAULT_BASE_URL));
+  // D-60: flags, then the environment, then the profile, then the defaults.
+  const profile = activeProfile(merged.profile as string | undefined, env);
+  const baseUrl = String(merged.baseUrl ?? (env.PARLEY_BASE_URL || profile?.base_url || DEFAULT_BASE_URL));
   let url: URL;
   try {
     url = new URL(baseUrl);
@@ -48,15 +58,19 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
 
+  const retryText = String(merged.retry ?? '0');
+  if (!/^\d+$/.test(retryText) || Number(retryText) > 10) throw new UsageError(`--retry must be a whole number from 0 to 10 (got ${JSON.stringify(retryText)})`);
+
   const seconds = parseSeconds(String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000)));
 
   return {
     baseUrl,
-    apiKey: (merged.apiKey as string | undefined) ?? (env.PARLEY_API_KEY || undefined),
-    app: (merged.app as string | undefined) ?? (env.PARLEY_APP_ID || undefined),
+    apiKey: (merged.apiKey as string | undefined) ?? (env.PARLEY_API_KEY || profile?.api_key || undefined),
+    app: (merged.app as string | undefined) ?? (env.PARLEY_APP_ID || profile?.app_id || undefined),
     timeoutMs: Math.round(seconds * 1000),
     json: merged.json === true,
     verbose: merged.verbose === true,
+    retries: Number(retryText),
   };
 }
 
@@ -79,14 +93,15 @@ export class Session {
     return g;
   }
 
-  client(cmd: Command): { client: ParleyClient; g: Globals } {
+  /** A client for the command's settings; `needApp: false` for requests that name no app (`parley api`). */
+  client(cmd: Command, { needApp = true } = {}): { client: ParleyClient; g: Globals } {
     const g = this.globals(cmd);
-    if (!g.apiKey) throw new UsageError('no API key: pass --api-key or set PARLEY_API_KEY');
-    if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
+    if (!g.apiKey) throw new UsageError('no API key: run parley login, pass --api-key or set PARLEY_API_KEY');
+    if (!g.app && needApp) throw new UsageError('no app: run parley login, pass --app or set PARLEY_APP_ID');
     const client = new ParleyClient({
       baseUrl: g.baseUrl,
       apiKey: g.apiKey,
-      appId: g.app,
+      appId: g.app ?? '',
       timeoutMs: g.timeoutMs,
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
       // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
@@ -94,6 +109,7 @@ export class Session {
       // D-32: a dropped stream comes back by itself; the user is told.
       onResume: (id, after) => this.out.note(`(the stream dropped; resuming ${id} after event ${after})`),
       signal: this.out.closedSignal,
+      retry: g.retries > 0 ? { retries: g.retries, maxWaitMs: MAX_RETRY_WAIT_MS, onRetry: (m) => this.out.note(m) } : undefined,
     });
     this.#clients.push(client);
     return { client, g };

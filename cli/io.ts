@@ -32,6 +32,8 @@ export class UsageError extends Error {
 /** A response that finished with status `failed` (D-17): exit 1, after its output was shown. */
 export class FailedResponseError extends Error {
   override name = 'FailedResponseError';
+  /** D-63: the request whose reply failed, when known, so that the server's log line can be found. */
+  requestId: string | undefined;
 }
 
 /**
@@ -123,9 +125,19 @@ export function reportError(out: Output, err: unknown, json = false): number {
   // go to one file (`hi` then `error: …`, not `hierror: …`).
   out.endLine();
   if (err instanceof ApiError) {
+    // D-63: with --json the error object goes to stdout too, so that a jq pipeline sees what the server said.
+    if (json && err.raw.trim() !== '') {
+      try {
+        out.line(oneLine(err.raw));
+      } catch {
+        // Not JSON (a proxy's page): stdout stays JSON; the error below says what came.
+      }
+    }
     const extras = [err.param ? `param: ${err.param}` : '', err.code ? `code: ${err.code}` : ''].filter(Boolean).join(', ');
     out.note(`error: ${err.type} (${err.status}): ${err.message}${extras ? ` (${extras})` : ''}`);
     if (err.headers['retry-after']) out.note(`retry after ${err.headers['retry-after']} s`);
+    // D-63: the id the server wrote in its log line for this request.
+    if (err.requestId) out.note(`request id: ${err.requestId}`);
     return EXIT.api;
   }
   if (err instanceof TimeoutError) {
@@ -153,6 +165,7 @@ export function reportError(out: Output, err: unknown, json = false): number {
   }
   if (err instanceof FailedResponseError) {
     out.note(`error: ${err.message}`);
+    if (err.requestId) out.note(`request id: ${err.requestId}`);
     return EXIT.api;
   }
   if (err instanceof AbortedError) {

@@ -7,6 +7,26 @@ export function time(seconds: number | undefined): string {
   return Number.isNaN(d.getTime()) ? '-' : d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
 }
 
+const RELATIVE = new Intl.RelativeTimeFormat('en', { numeric: 'always' });
+const UNITS: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+  ['year', 365 * 86400],
+  ['month', 30 * 86400],
+  ['week', 7 * 86400],
+  ['day', 86400],
+  ['hour', 3600],
+  ['minute', 60],
+];
+
+/** D-64: "3 minutes ago" for a table; the exact time stays in `--json` and in `get`. */
+export function ago(seconds: number | undefined, nowMs = Date.now()): string {
+  if (seconds === undefined || !Number.isFinite(seconds)) return '-';
+  const delta = seconds - nowMs / 1000;
+  const abs = Math.abs(delta);
+  if (abs < 45) return 'just now';
+  for (const [unit, size] of UNITS) if (abs >= size) return RELATIVE.format(Math.trunc(delta / size), unit);
+  return RELATIVE.format(Math.trunc(delta), 'second');
+}
+
 export function table(rows: string[][], header: string[]): string {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
@@ -27,7 +47,7 @@ export function displayTitle(c: Conversation): string {
 }
 
 export function conversationRows(list: Conversation[]): string[][] {
-  return list.map((c) => [c.id, time(c.created_at), c.external_user_id ?? '-', truncate(displayTitle(c), 60)]);
+  return list.map((c) => [c.id, ago(c.created_at), c.external_user_id ?? '-', truncate(displayTitle(c), 60)]);
 }
 
 export const CONVERSATION_HEADER = ['ID', 'CREATED', 'USER', 'TITLE'];
@@ -45,7 +65,7 @@ export function keyValues(pairs: Array<[string, string]>): string {
 export function conversationSummary(c: Conversation): string {
   const pairs: Array<[string, string]> = [
     ['id', c.id],
-    ['created', time(c.created_at)],
+    ['created', `${time(c.created_at)} (${ago(c.created_at)})`],
     ['title', c.title ?? '(none)'],
   ];
   const generated = Object.entries(c.generated_title ?? {});
@@ -149,8 +169,71 @@ export function streamFailure(data: unknown, start: StreamStart): FailedResponse
  * Renders a stream live (§6): text deltas to stdout as they arrive, function calls and data_spec
  * patches as one line each on stderr, then the final status. Returns the id of the response.
  */
-export async function renderStream(out: Output, events: AsyncIterable<ClientStreamEvent>): Promise<string | undefined> {
+export interface StreamRendering {
+  /** Wrap the text at word boundaries to this many columns (the chat, on a terminal). */
+  wrapWidth?: number;
+  /** Leave out the `[completed id]` status line (the chat says it only with --verbose). */
+  quiet?: boolean;
+}
+
+/**
+ * Text written at word boundaries within `width` columns, as it streams: a word is held until the
+ * space or newline after it arrives, then goes on this line or the next. A word longer than a line is
+ * written as it is.
+ */
+export class WordWrapper {
+  #column = 0;
+  #word = '';
+  #spaces = '';
+  constructor(
+    readonly width: number,
+    readonly write: (s: string) => void,
+  ) {}
+
+  push(text: string): void {
+    for (const ch of text) {
+      if (ch === '\n') {
+        this.#flushWord();
+        this.#spaces = '';
+        this.write('\n');
+        this.#column = 0;
+      } else if (ch === ' ' || ch === '\t') {
+        this.#flushWord();
+        this.#spaces += ch === '\t' ? '    ' : ' ';
+      } else this.#word += ch;
+    }
+  }
+
+  /** Writes the word held back (the end of the text). */
+  flush(): void {
+    this.#flushWord();
+  }
+
+  #flushWord(): void {
+    if (this.#word === '') return;
+    const length = [...this.#word].length;
+    if (this.#column > 0 && this.#column + this.#spaces.length + length > this.width) {
+      this.write('\n');
+      this.#column = 0;
+    } else if (this.#column > 0) {
+      this.write(this.#spaces);
+      this.#column += this.#spaces.length;
+    }
+    this.write(this.#word);
+    this.#column += length;
+    this.#word = '';
+    this.#spaces = '';
+  }
+}
+
+export async function renderStream(out: Output, events: AsyncIterable<ClientStreamEvent>, opts: StreamRendering = {}): Promise<string | undefined> {
   const start: StreamStart = {};
+  const wrapper = opts.wrapWidth ? new WordWrapper(opts.wrapWidth, (s) => out.out(s)) : undefined;
+  const write = (s: string) => (wrapper ? wrapper.push(s) : out.out(s));
+  const endLine = () => {
+    wrapper?.flush();
+    out.endLine();
+  };
   let textIndex: number | undefined;
   // Indexes whose text came as deltas: for the others, output_text.done is the only text there is.
   const streamed = new Set<number>();
@@ -158,9 +241,9 @@ export async function renderStream(out: Output, events: AsyncIterable<ClientStre
   const callNames = new Map<unknown, unknown>();
   const text = (index: number, s: string) => {
     // A new message item starts on a new line.
-    if (textIndex !== undefined && textIndex !== index) out.endLine();
+    if (textIndex !== undefined && textIndex !== index) endLine();
     textIndex = index;
-    out.out(s);
+    write(s);
   };
   for await (const e of events) {
     switch (e.event) {
@@ -179,19 +262,21 @@ export async function renderStream(out: Output, events: AsyncIterable<ClientStre
         callNames.set(e.data.call_id ?? e.data.output_index, e.data.name);
         break;
       case 'response.function_call_arguments.done':
+        wrapper?.flush();
         out.note(callLine(e.data.name ?? callNames.get(e.data.call_id ?? e.data.output_index), e.data.arguments));
         break;
       case 'response.data_spec':
+        wrapper?.flush();
         out.note(patchLine(e.data.data));
         break;
       case 'response.completed': {
-        out.endLine();
+        endLine();
         const id = e.data.id ?? start.id;
-        out.note(`[completed ${id ?? '?'}]`);
+        if (!opts.quiet) out.note(`[completed ${id ?? '?'}]`);
         return id;
       }
       case 'response.failed':
-        out.endLine();
+        endLine();
         throw streamFailure(e.data, start);
       default:
         // Argument deltas add nothing a reader needs live.

@@ -1,9 +1,11 @@
 // `parley conformance …`: delegates to the conformance suite's own command (conformance/command.ts).
 import fs from 'node:fs';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { parseSeconds, type Session } from '../context.ts';
 import { UsageError } from '../io.ts';
+import { activeProfile } from '../profiles.ts';
 
 const MODULE = '../../conformance/command.ts';
 const MODULE_PATH = fileURLToPath(new URL(MODULE, import.meta.url));
@@ -35,6 +37,55 @@ function valueOf(args: string[], flag: string): string | undefined {
     if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
   }
   return undefined;
+}
+
+/** Whether something listens at the URL's host and port (a TCP connection within 2 s). */
+function reachable(url: string): Promise<boolean> {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return Promise.resolve(true); // Not a URL: the suite says what is wrong with it.
+  }
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: u.hostname.replace(/^\[|\]$/g, ''), port, timeout: 2_000 });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('timeout', () => done(false));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * D-64: when the target file's base_url cannot be reached but PARLEY_BASE_URL or the active profile
+ * names another one, the run says which to use: those never redirect a target on their own (above).
+ */
+export async function baseUrlHint(args: string[], env: NodeJS.ProcessEnv, profileFlag: string | undefined): Promise<string | undefined> {
+  if (given(args, '--base-url')) return undefined;
+  const file = valueOf(args, '--target');
+  if (!file) return undefined;
+  let targetUrl: unknown;
+  try {
+    targetUrl = (JSON.parse(fs.readFileSync(file, 'utf8')) as { base_url?: unknown }).base_url;
+  } catch {
+    return undefined;
+  }
+  if (typeof targetUrl !== 'string' || targetUrl === '') return undefined;
+  const candidates: Array<[string, string]> = [];
+  if (env.PARLEY_BASE_URL) candidates.push(['PARLEY_BASE_URL', env.PARLEY_BASE_URL]);
+  try {
+    const profile = activeProfile(profileFlag, env);
+    if (profile?.base_url) candidates.push(['your parley login profile', profile.base_url]);
+  } catch {
+    // A broken config file is not this run's business.
+  }
+  const other = candidates.find(([, url]) => url.replace(/\/+$/, '') !== targetUrl.replace(/\/+$/, ''));
+  if (!other || (await reachable(targetUrl))) return undefined;
+  return `conformance: the target's base_url ${targetUrl} cannot be reached, and ${other[0]} is ${other[1]}: to test that one, run parley conformance --base-url ${other[1]} … (the target file's base_url wins otherwise)`;
 }
 
 /** The keys the target file sets; none when it cannot be read (the suite then says why). */
@@ -108,6 +159,8 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     const parent = cmd.parent!;
     configure(real, parent);
     const args = suiteArguments(cmd.args, parent.opts(), session.io.env, (s) => out.note(s));
+    const hint = given(args, '--help') || given(args, '-h') ? undefined : await baseUrlHint(args, session.io.env, parent.opts().profile as string | undefined);
+    if (hint) out.note(hint);
     await real.parseAsync(args, { from: 'user' });
   });
   return placeholder;

@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import type { ListQuery } from '../client.ts';
 import type { Session } from '../context.ts';
+import { canAsk, Prompter } from '../prompt.ts';
 import { oneLine, parseMetadata, UsageError } from '../io.ts';
 import { CONVERSATION_HEADER, conversationRows, conversationSummary, conversationWithHistory, table } from '../render.ts';
 
@@ -94,10 +95,25 @@ export function conversationsCommand(session: Session): Command {
     .command('delete')
     .alias('rm')
     .argument('<conversation_id>')
-    .description('soft-delete a conversation (§4.5)')
-    .addHelpText('after', '\nExample:\n  parley conversations delete conv_abc123\n')
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
+    .description('soft-delete a conversation (§4.5); asks first on a terminal')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .addHelpText('after', '\nWithout a terminal (a script, a pipe) it never asks.\n\nExample:\n  parley conversations delete conv_abc123 --yes\n')
+    .action(async (id: string, opts: { yes?: boolean }, cmd: Command) => {
       const { client, g } = session.client(cmd);
+      // D-64: a person at a terminal confirms; a script is never stopped by a question.
+      if (!opts.yes && canAsk(session.io)) {
+        const prompter = new Prompter(session.io.stdin, session.io.stderr);
+        let answer: string;
+        try {
+          answer = await prompter.ask(`Delete ${id}? It cannot be undone. [y/N] `);
+        } finally {
+          prompter.close();
+        }
+        if (!/^y(es)?$/i.test(answer)) {
+          out.note(`kept ${id}`);
+          return;
+        }
+      }
       const res = await client.deleteConversation(id);
       if (g.json) out.line(res.raw);
       else out.line(`deleted ${res.data.id}`);

@@ -3,12 +3,22 @@ import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
 import type { Session } from '../context.ts';
 import { FailedResponseError, ndjsonLine, parseMetadata, textArgument, type Output } from '../io.ts';
-import { failureText, renderCompletion, renderResponse, renderStream, streamFailure, type StreamStart } from '../render.ts';
+import { failureText, renderCompletion, renderResponse, renderStream, streamFailure, type StreamRendering, type StreamStart } from '../render.ts';
 
 /** With --json: one event payload per line (see ndjsonLine); otherwise the live rendering. */
-export async function printStream(out: Output, stream: EventStream, json: boolean): Promise<void> {
+export async function printStream(out: Output, stream: EventStream, json: boolean, rendering: StreamRendering = {}): Promise<void> {
+  try {
+    await printEvents(out, stream, json, rendering);
+  } catch (err) {
+    // D-63: a reply that failed names its request, as an API error does.
+    if (err instanceof FailedResponseError) err.requestId ??= stream.requestId;
+    throw err;
+  }
+}
+
+async function printEvents(out: Output, stream: EventStream, json: boolean, rendering: StreamRendering): Promise<void> {
   if (!json) {
-    await renderStream(out, stream);
+    await renderStream(out, stream, rendering);
     return;
   }
   const start: StreamStart = {};

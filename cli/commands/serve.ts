@@ -1,5 +1,6 @@
 // `parley serve`: the server, with the options of `npm start` (src/config.ts).
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import type { Session } from '../context.ts';
@@ -7,12 +8,31 @@ import { UsageError } from '../io.ts';
 
 const PACKAGE_FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 
+/**
+ * D-64: where conversations go when neither --data-dir nor DATA_DIR says. `./data` in a checkout of
+ * Parley (as npm start) or where a `./data` already is; anywhere else, the user's data directory
+ * (`$XDG_DATA_HOME/parley`, else `~/.local/share/parley`), said on stderr: a `parley serve` run from
+ * any folder must not leave a `data` folder there unnoticed.
+ */
+export function defaultDataDir(cwd: string, env: NodeJS.ProcessEnv): { dir: string | undefined; note?: string } {
+  if (fs.existsSync(path.join(cwd, 'data'))) return { dir: undefined };
+  try {
+    const pkg = JSON.parse(fs.readFileSync(path.join(cwd, 'package.json'), 'utf8')) as { name?: string };
+    if (pkg.name === 'parley') return { dir: undefined };
+  } catch {
+    // No package.json here: not a checkout.
+  }
+  const xdg = env.XDG_DATA_HOME && path.isAbsolute(env.XDG_DATA_HOME) ? env.XDG_DATA_HOME : path.join(env.HOME || os.homedir(), '.local', 'share');
+  const dir = path.join(xdg, 'parley');
+  return { dir, note: `data directory: ${dir} (this folder is not a Parley checkout, so not ./data; choose with --data-dir or DATA_DIR)` };
+}
+
 export function serveCommand(session: Session): Command {
   return new Command('serve')
     .description('start the Parley server (the same options and environment as npm start)')
     .option('--port <port>', 'port to listen on, 0 for any free one (env PORT, default 8787)')
     .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
-    .option('--data-dir <dir>', 'where conversations are stored (env DATA_DIR, default ./data)')
+    .option('--data-dir <dir>', 'where conversations are stored (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
     .option('--fixtures <dir>', "teams, keys, plans and apps (env FIXTURES, default ./fixtures, else the package's own)")
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env LOG_LEVEL, default info)')
     .addHelpText(
@@ -24,6 +44,11 @@ export function serveCommand(session: Session): Command {
       if (opts.port !== undefined) argv.push('--port', opts.port);
       if (opts.host !== undefined) argv.push('--host', opts.host);
       if (opts.dataDir !== undefined) argv.push('--data-dir', opts.dataDir);
+      else if (!session.io.env.DATA_DIR) {
+        const { dir, note } = defaultDataDir(process.cwd(), session.io.env);
+        if (dir !== undefined) argv.push('--data-dir', dir);
+        if (note) session.out.note(note);
+      }
       // Run from anywhere (a global `parley`), it still finds the demo fixtures it ships with.
       const fixtures = opts.fixtures ?? (session.io.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
       if (fixtures !== undefined) argv.push('--fixtures', fixtures);

@@ -6,6 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import type { CliIo } from '../../cli/io.ts';
@@ -15,6 +16,8 @@ import { KEY, NO_COVERAGE } from './helpers.ts';
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 export const BIN = path.join(ROOT, 'bin/parley.js');
 export const MAIN = path.join(ROOT, 'cli/main.ts');
+/** A config directory that is never created: runs see no profile unless a test sets XDG_CONFIG_HOME. */
+export const NO_CONFIG_DIR = path.join(os.tmpdir(), `parley-test-no-config-${process.pid}`);
 
 export interface CliResult {
   code: number | null;
@@ -27,6 +30,8 @@ export interface CliResult {
 export function cliEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PARLEY_') && k !== 'NODE_V8_COVERAGE') base[k] = v;
+  // Never the user's own profiles or chat history (D-60): a config directory that does not exist, unless a test gives one.
+  base.XDG_CONFIG_HOME = NO_CONFIG_DIR;
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete base[k];
   else base[k] = v;
   return base;
@@ -151,6 +156,7 @@ export interface FakeRequest {
   path: string;
   body: string;
   json: any;
+  headers: http.IncomingHttpHeaders;
 }
 
 export interface FakeApi {
@@ -179,7 +185,7 @@ export async function startFakeApi(): Promise<FakeApi> {
       } catch {
         // No body, or not JSON.
       }
-      const r = { method: req.method!, path: req.url!.replace(/^\/v1/, ''), body, json };
+      const r = { method: req.method!, path: req.url!.replace(/^\/v1/, ''), body, json, headers: req.headers };
       requests.push(r);
       handler(r, res);
     });
