@@ -9,9 +9,9 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { test } from 'node:test';
-import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
+import { FIXTURES_DIR, tempDir } from '../support/helpers.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 const HAS_MKFIFO = spawnSync('mkfifo', ['--version']).error === undefined;
 
 /** `signal`: the test's own, so that a test that times out (the bug) kills the server instead of waiting on it. */
