@@ -271,6 +271,24 @@ export class PgStore implements Store {
     });
   }
 
+  /** The exchange path without a claim (as FileStore's): imports and tests that write history directly. */
+  appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
+    return this.inTurn(record.id, async () => {
+      const row = await this.sql.begin(async (tx) => {
+        const current = await this.locked(tx, record.id);
+        if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
+        const now = fromRow(current).record;
+        const next: ConversationChange = { ...record, message_count: now.message_count + record.message_count - (base ?? now).message_count };
+        // Fields `record` changed from `base` win; the others keep what landed meanwhile.
+        if (base && base.title === record.title) delete next.title;
+        if (base && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title)) delete next.generated_title;
+        const history = await this.appendHistory(tx, current, items, response);
+        return this.write(tx, current, next, history);
+      });
+      this.index(fromRow(row));
+    });
+  }
+
   /** Appends items and a response after the history's last ones; what it adds to the row's history fields. */
   private async appendHistory(tx: TransactionSql, current: Row, items: ItemT[], response?: ResponseRecord): Promise<{ bytes: number; items: number; lastAt: number }> {
     // §4.3: the history is sorted chronologically. An exchange is stamped when its request started but
