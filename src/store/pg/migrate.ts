@@ -55,6 +55,32 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX idempotency_claims_at ON idempotency_claims (at);
     `,
   },
+  {
+    version: 2,
+    name: 'live responses',
+    sql: `
+      -- Resumable responses (D-30…D-39): kept after their end (a look-up still answers, D-36); their
+      -- events until the retention. The owner renews lease_until while it produces the response.
+      CREATE TABLE live_responses (
+        id text PRIMARY KEY,
+        app_id text NOT NULL,
+        conversation_id text NOT NULL,
+        created_at bigint NOT NULL,
+        input text NOT NULL,
+        owner text NOT NULL,
+        lease_until bigint NOT NULL,
+        ended_at bigint
+      );
+      -- D-35: at most one live response per conversation, across instances.
+      CREATE UNIQUE INDEX live_responses_running ON live_responses (conversation_id) WHERE ended_at IS NULL;
+      CREATE TABLE response_events (
+        response_id text NOT NULL REFERENCES live_responses ON DELETE CASCADE,
+        seq integer NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (response_id, seq)
+      );
+    `,
+  },
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */
