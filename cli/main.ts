@@ -6,6 +6,7 @@ import { configCommand, metricsCommand } from './commands/app.ts';
 import { chatCommand } from './commands/chat.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
+import { dbCommand } from './commands/db.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -60,6 +61,7 @@ export function buildProgram(out: Output, session: Session): Command {
   const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), responsesCommand(session), configCommand(session), metricsCommand(session)];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
+  program.addCommand(dbCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 
