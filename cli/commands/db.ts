@@ -24,10 +24,13 @@ async function withDatabase<T>(url: string, fn: (sql: import('postgres').Sql) =>
 }
 
 export function dbCommand(session: Session): Command {
-  const db = new Command('db').description('the PostgreSQL schema: apply or list its migrations (docs/postgres.md)');
+  const db = new Command('db')
+    .description('the PostgreSQL schema: apply or list its migrations (docs/postgres.md)')
+    .addHelpText('after', '\nExamples:\n  DATABASE_URL=postgres://parley@db/parley parley db status\n  parley db migrate --database-url postgres://parley@db/parley\n');
   db.command('migrate')
     .description('apply the pending migrations (safe while servers start: they take turns on a lock)')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
+    .addHelpText('after', '\nExample:\n  parley db migrate --database-url postgres://parley@db/parley\n')
     .action(async (opts: { databaseUrl?: string }) => {
       const { migrate } = await import('../../src/store/pg/migrate.ts');
       const applied = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrate(sql));
@@ -36,6 +39,7 @@ export function dbCommand(session: Session): Command {
   db.command('status')
     .description('list the migrations applied and pending; exits 1 when some are pending')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
+    .addHelpText('after', '\nExample:\n  parley db status --database-url postgres://parley@db/parley\n')
     .action(async (opts: { databaseUrl?: string }) => {
       const { migrationStatus } = await import('../../src/store/pg/migrate.ts');
       const status = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrationStatus(sql));
