@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { PgStore } from '../src/store/pg-store.ts';
-import type { LiveResponseStart } from '../src/store/types.ts';
+import { StoreError, type LiveResponseStart } from '../src/store/types.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 import { record, save } from './support/store-suite.ts';
 
@@ -17,8 +17,9 @@ const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as 
 
 async function two(): Promise<[PgStore, PgStore]> {
   const url = await freshDatabase();
-  const a = new PgStore({ url, max: 3 });
-  const b = new PgStore({ url, max: 3 });
+  // The database layer across instances (the serving instance's lock is for the in-memory mirror).
+  const a = new PgStore({ url, max: 3, exclusive: false });
+  const b = new PgStore({ url, max: 3, exclusive: false });
   await Promise.all([a.open(), b.open()]);
   return [a, b];
 }
@@ -82,4 +83,19 @@ test('exchanges and renames of one conversation from two instances at once: ever
   } finally {
     await Promise.all([a.close(), b.close()]);
   }
+});
+
+test('a second Parley on a database already served is refused, naming the database without its password; free again once the first closes', async () => {
+  const url = await freshDatabase();
+  const a = new PgStore({ url, max: 2 });
+  await a.open();
+  const b = new PgStore({ url, max: 2 });
+  try {
+    await assert.rejects(b.open(), (e: Error) => e instanceof StoreError && /another Parley serves this database/.test(e.message) && !e.message.includes(new URL(url).password));
+  } finally {
+    await a.close();
+  }
+  const c = new PgStore({ url, max: 2 });
+  await c.open();
+  await c.close();
 });

@@ -6,24 +6,25 @@
 // The Store interface reads records synchronously (getConversation, conversationsOf, counters), so
 // this first step keeps a mirror of the records in memory, loaded at open and updated after each
 // commit: exact on one instance; several instances need the reads to go to the database (docs/postgres.md).
-import postgres, { type Sql, type TransactionSql } from 'postgres';
+import postgres, { type ReservedSql, type Sql, type TransactionSql } from 'postgres';
 import type { ItemT, UnsequencedEvent } from '../contract/index.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { migrate } from './pg/migrate.ts';
 import { PgResponses } from './pg/responses.ts';
 import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
-import type {
-  AppCounters,
-  ConversationChange,
-  ConversationFile,
-  ConversationRecord,
-  IdempotencyClaim,
-  KeptClaim,
-  LiveResponseStart,
-  ResponseRecord,
-  ResponseSave,
-  ResponseTrace,
-  Store,
+import {
+  StoreError,
+  type AppCounters,
+  type ConversationChange,
+  type ConversationFile,
+  type ConversationRecord,
+  type IdempotencyClaim,
+  type KeptClaim,
+  type LiveResponseStart,
+  type ResponseRecord,
+  type ResponseSave,
+  type ResponseTrace,
+  type Store,
 } from './types.ts';
 
 export interface PgStoreOptions {
@@ -33,6 +34,12 @@ export interface PgStoreOptions {
   max?: number;
   /** D-36: how long a response's events stay resumable after its end. */
   responseEventsTtlMs?: number;
+  /**
+   * Refuse to start while another Parley serves the database (default true): the in-memory mirror
+   * of records is exact for one instance only (docs/postgres.md). Tests of the database layer across
+   * instances turn it off.
+   */
+  exclusive?: boolean;
   warn?: (message: string) => void;
 }
 
@@ -100,6 +107,20 @@ function upsert(list: ConversationRecord[], record: ConversationRecord): void {
   else list.splice(lo, 0, record);
 }
 
+/** The advisory lock of the serving instance (see PgStoreOptions.exclusive); apart from the migrations'. */
+const INSTANCE_LOCK = 0x7061726c6501;
+
+/** A database URL without its password, to name it in an error. */
+function redacted(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the database';
+  }
+}
+
 const SELECT_ROW = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 export class PgStore implements Store {
@@ -111,6 +132,8 @@ export class PgStore implements Store {
   /** The last queued change of each conversation (as FileStore's turns): one connection waits, not many. */
   private readonly turns = new Map<string, Promise<unknown>>();
   private readonly responses: PgResponses;
+  /** The connection that holds the instance lock for as long as the store is open. */
+  private holder: ReservedSql | undefined;
 
   constructor(private readonly opts: PgStoreOptions) {
     this.sql = postgres(opts.url, {
@@ -123,6 +146,14 @@ export class PgStore implements Store {
 
   async open(): Promise<void> {
     try {
+      if (this.opts.exclusive ?? true) {
+        // Held by a session: it goes with the connection, so a killed instance frees it at once.
+        this.holder = await this.sql.reserve();
+        const [got] = await this.holder`SELECT pg_try_advisory_lock(${INSTANCE_LOCK}) AS ok`;
+        if (!got!.ok) {
+          throw new StoreError(redacted(this.opts.url), 'another Parley serves this database; several instances on one database are not supported yet (docs/postgres.md)');
+        }
+      }
       await migrate(this.sql);
       const rows = await this.sql.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations ORDER BY app_id, seq, id`);
       for (const r of rows) this.index(fromRow(r));
@@ -131,6 +162,7 @@ export class PgStore implements Store {
       for (const c of kept) this.claims.add({ key: c.key, fingerprint: c.fingerprint, at: Number(c.at) });
       await this.responses.open();
     } catch (err) {
+      this.holder?.release();
       await this.sql.end({ timeout: 1 }).catch(() => {});
       throw err;
     }
@@ -139,6 +171,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     await Promise.all([...this.turns.values()]);
     await this.responses.close();
+    this.holder?.release();
     await this.sql.end({ timeout: 5 });
   }
 
