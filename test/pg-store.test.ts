@@ -99,3 +99,23 @@ test('a second Parley on a database already served is refused, naming the databa
   await c.open();
   await c.close();
 });
+
+test('D-38: the sole instance restarted after a kill -9 hands start-up every response the dead one left, without waiting for its lease', async () => {
+  const url = await freshDatabase();
+  const dead = new PgStore({ url, max: 2, exclusive: false });
+  await dead.open();
+  await dead.beginResponse(start('resp_cut'));
+  await dead.appendResponseEvent('resp_cut', ev('response.created', 0));
+  // As a kill -9 leaves it: the lease is still running, nothing ended the response.
+  await dead.sql.end();
+  const next = new PgStore({ url, max: 2 });
+  await next.open();
+  try {
+    const taken = await next.unfinishedResponses();
+    assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length]), [['resp_cut', 1]]);
+    await next.appendResponseEvent('resp_cut', ev('response.failed', 1));
+    assert.equal((await next.responseTrace('resp_cut'))!.ended, true);
+  } finally {
+    await next.close();
+  }
+});

@@ -402,6 +402,6 @@ export class PgStore implements Store {
     return this.responses.onCancelRequest(id, listener);
   }
   unfinishedResponses(): Promise<ResponseTrace[]> {
-    return this.responses.unfinished();
+    return this.responses.unfinished(this.holder !== undefined);
   }
 }

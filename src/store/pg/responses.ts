@@ -181,12 +181,15 @@ export class PgResponses {
 
   /**
    * D-38: live responses whose producer stopped renewing their lease (its instance died or stopped),
-   * taken over by this instance so that start-up can append their terminal event.
+   * taken over by this instance so that start-up can append their terminal event; with `sole` (this
+   * instance holds the database alone), every live response another process left.
    */
-  async unfinished(): Promise<ResponseTrace[]> {
+  async unfinished(sole = false): Promise<ResponseTrace[]> {
+    // The sole instance on the database knows every live response is orphaned, leases or not.
+    const before = sole ? Number.MAX_SAFE_INTEGER : this.now();
     const taken = await this.sql<Row[]>`
       UPDATE live_responses SET owner = ${this.owner}, lease_until = ${this.now() + LEASE_MS}
-      WHERE ended_at IS NULL AND lease_until < ${this.now()}
+      WHERE ended_at IS NULL AND lease_until < ${before} AND owner <> ${this.owner}
       RETURNING id, app_id, conversation_id, created_at, input, ended_at`;
     const out: ResponseTrace[] = [];
     for (const row of taken) {
