@@ -89,7 +89,7 @@ test('a second Parley on a database already served is refused, naming the databa
   const url = await freshDatabase();
   const a = new PgStore({ url, max: 2 });
   await a.open();
-  const b = new PgStore({ url, max: 2 });
+  const b = new PgStore({ url, max: 2, lockWaitMs: 100 });
   try {
     await assert.rejects(b.open(), (e: Error) => e instanceof StoreError && /another Parley serves this database/.test(e.message) && !e.message.includes(new URL(url).password));
   } finally {

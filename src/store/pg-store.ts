@@ -40,6 +40,8 @@ export interface PgStoreOptions {
    * instances turn it off.
    */
   exclusive?: boolean;
+  /** How long start-up waits for that lock before refusing (ms, default 5 s; tests shorten it). */
+  lockWaitMs?: number;
   warn?: (message: string) => void;
 }
 
@@ -149,8 +151,12 @@ export class PgStore implements Store {
       if (this.opts.exclusive ?? true) {
         // Held by a session: it goes with the connection, so a killed instance frees it at once.
         this.holder = await this.sql.reserve();
-        const [got] = await this.holder`SELECT pg_try_advisory_lock(${INSTANCE_LOCK}) AS ok`;
-        if (!got!.ok) {
+        // A predecessor killed a moment ago holds it until the server notices its connection is gone.
+        await this.holder.unsafe(`SET lock_timeout = ${Math.max(1, Math.round(this.opts.lockWaitMs ?? 5_000))}`);
+        try {
+          await this.holder`SELECT pg_advisory_lock(${INSTANCE_LOCK})`;
+        } catch (err) {
+          if ((err as { code?: string }).code !== '55P03') throw err;
           throw new StoreError(redacted(this.opts.url), 'another Parley serves this database; several instances on one database are not supported yet (docs/postgres.md)');
         }
       }
