@@ -42,7 +42,13 @@ async function startEmbedded(): Promise<Server> {
     try {
       execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' });
     } catch {
-      execFileSync('sh', ['-c', 'getent group postgres >/dev/null || groupadd postgres; useradd -g postgres postgres'], { stdio: 'ignore' });
+      // Test files run in parallel processes: another may create it at the same moment, so a failed
+      // useradd is an error only if the user is still missing (the `id` below throws then).
+      try {
+        execFileSync('sh', ['-c', 'getent group postgres >/dev/null || groupadd postgres; useradd -g postgres postgres'], { stdio: 'ignore' });
+      } catch {
+        // See the `id` below.
+      }
     }
     const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
