@@ -7,6 +7,7 @@ import { conversationRoutes } from './api/conversations.ts';
 import { responseRoutes } from './api/responses.ts';
 import { WIDGET_BASE_PATH, widgetRoutes } from './api/widget.ts';
 import { widgetPages } from './api/widget-assets.ts';
+import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate } from './pipeline/widget-gate.ts';
 import { VisitorTokens, loadWidgetSecret } from './pipeline/widget-tokens.ts';
 import { VisitorConversations } from './services/widget-owners.ts';
@@ -23,6 +24,7 @@ import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
 import { UsageLedger } from './services/usage.ts';
 import { FileStore } from './store/file-store.ts';
+import { PgStore } from './store/pg-store.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
 
 export interface ParleyOptions extends Partial<Config> {
@@ -48,7 +50,7 @@ export interface Parley {
   baseUrl: string;
   port: number;
   /** This process's store (the Store interface, plus the file store's bulk import and history writes). */
-  store: FileStore;
+  store: FileStore | PgStore;
   fixtures: Fixtures;
   logger: Logger;
   http: ParleyHttpServer;
@@ -106,7 +108,10 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const logger = opts.logger ?? ownLogger!;
   const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
   const warn = (message: string) => logger.warn(message);
-  const store = new FileStore({ dataDir: opts.dataDir ?? './data', warn, responseEventsTtlMs: opts.responseEventsTtlMs });
+  // DATABASE_URL selects PostgreSQL (docs/postgres.md); its schema is migrated by open().
+  const store = opts.databaseUrl
+    ? new PgStore({ url: opts.databaseUrl, warn, responseEventsTtlMs: opts.responseEventsTtlMs })
+    : new FileStore({ dataDir: opts.dataDir ?? './data', warn, responseEventsTtlMs: opts.responseEventsTtlMs });
   await store.open();
   const usage = new UsageLedger(opts.dataDir ?? './data');
   let limits: RateLimitService | undefined;
@@ -144,6 +149,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
     const interrupted = await responses.recover();
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
+    let closing: Promise<void> | undefined;
     const http = createHttpServer({
       routes: [
         ...conversationRoutes(conversations),
@@ -157,7 +163,11 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
           gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, allowOwnOrigin: playground }),
         },
       ],
-      pages: new Map<string, () => Promise<unknown>>([...widgetPages({ fixtures, playground }), [OPENAPI_PATH, async () => openApiDocument()]]),
+      pages: new Map<string, () => Promise<unknown>>([
+        ...widgetPages({ fixtures, playground }),
+        [OPENAPI_PATH, async () => openApiDocument()],
+        [HEALTH_PATH, () => health(store, () => closing !== undefined)],
+      ]),
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? limits,
@@ -176,7 +186,6 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     });
     const addr = http.server.address() as AddressInfo;
     const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-    let closing: Promise<void> | undefined;
     return {
       baseUrl: `http://${host}:${addr.port}/v1`,
       port: addr.port,

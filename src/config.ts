@@ -16,6 +16,8 @@ export interface Config {
   playground: boolean;
   /** PARLEY_WIDGET_SECRET: signs visitor tokens; null: one generated in the data directory (D-49). */
   widgetSecret: string | null;
+  /** DATABASE_URL: postgres://… selects the PostgreSQL store (docs/postgres.md); null keeps the file store. */
+  databaseUrl: string | null;
 }
 
 export const DEFAULTS: Config = {
@@ -28,6 +30,7 @@ export const DEFAULTS: Config = {
   ollamaHost: DEFAULT_OLLAMA_HOST,
   playground: true,
   widgetSecret: null,
+  databaseUrl: null,
 };
 
 export class ConfigError extends Error {}
@@ -41,6 +44,7 @@ Options (each also read from the environment variable in brackets):
   --port <n>          port to listen on, 0 for any free one [PORT] (default ${DEFAULTS.port})
   --host <addr>       address to bind [HOST] (default ${DEFAULTS.host})
   --data-dir <dir>    where conversations are stored [DATA_DIR] (default ${DEFAULTS.dataDir})
+  --database-url <url>  postgres://… : store conversations in PostgreSQL (docs/postgres.md) [DATABASE_URL]
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
@@ -55,7 +59,7 @@ The widget (docs/widget.md):
 `;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  let values: { port?: string; host?: string; 'data-dir'?: string; fixtures?: string; 'log-level'?: string; 'no-playground'?: boolean; help?: boolean };
+  let values: { port?: string; host?: string; 'data-dir'?: string; 'database-url'?: string; fixtures?: string; 'log-level'?: string; 'no-playground'?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -63,6 +67,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         port: { type: 'string' },
         host: { type: 'string' },
         'data-dir': { type: 'string' },
+        'database-url': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -84,6 +89,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(logLevel)})`);
   }
+  const databaseUrl = values['database-url'] ?? fromEnv('DATABASE_URL') ?? DEFAULTS.databaseUrl;
+  // The URL holds a password: the error names the scheme only.
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql:// (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -94,6 +102,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     ollamaHost: normalizeOllamaHost(env.OLLAMA_HOST || DEFAULTS.ollamaHost),
     playground: !values['no-playground'],
     widgetSecret: widgetSecret(env.PARLEY_WIDGET_SECRET),
+    databaseUrl,
   };
 }
 

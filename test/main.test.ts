@@ -25,6 +25,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       ollamaHost: 'http://127.0.0.1:11434',
       playground: true,
       widgetSecret: null,
+      databaseUrl: null,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -41,6 +42,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       ollamaHost: 'http://127.0.0.1:11500',
       playground: true,
       widgetSecret: 's'.repeat(32),
+      databaseUrl: null,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(() => loadConfig([], { PARLEY_WIDGET_SECRET: 'short' }), (e: Error) => e instanceof ConfigError && /at least 32/.test(e.message));
@@ -58,6 +60,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       ollamaHost: 'http://127.0.0.1:11434',
       playground: false,
       widgetSecret: null,
+      databaseUrl: null,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);

@@ -33,13 +33,14 @@ export function serveCommand(session: Session): Command {
     .option('--port <port>', 'port to listen on, 0 for any free one (env PORT, default 8787)')
     .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
     .option('--data-dir <dir>', 'where conversations are stored (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
+    .option('--database-url <url>', 'postgres://…: store conversations in PostgreSQL (env DATABASE_URL)')
     .option('--fixtures <dir>', "teams, keys, plans and apps (env FIXTURES, default ./fixtures, else the package's own)")
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env LOG_LEVEL, default info)')
     .addHelpText(
       'after',
       '\nThe model comes from the environment, as with npm start: PARLEY_MODEL (local, or ollama:<model>) and OLLAMA_HOST.\n\nExamples:\n  parley serve --port 8787 --data-dir ./data\n  PARLEY_MODEL=ollama:llama3.2 parley serve\n',
     )
-    .action(async (opts: { port?: string; host?: string; dataDir?: string; fixtures?: string; logLevel?: string }) => {
+    .action(async (opts: { port?: string; host?: string; dataDir?: string; databaseUrl?: string; fixtures?: string; logLevel?: string }) => {
       const argv: string[] = [];
       if (opts.port !== undefined) argv.push('--port', opts.port);
       if (opts.host !== undefined) argv.push('--host', opts.host);
@@ -49,6 +50,7 @@ export function serveCommand(session: Session): Command {
         if (dir !== undefined) argv.push('--data-dir', dir);
         if (note) session.out.note(note);
       }
+      if (opts.databaseUrl !== undefined) argv.push('--database-url', opts.databaseUrl);
       // Run from anywhere (a global `parley`), it still finds the demo fixtures it ships with.
       const fixtures = opts.fixtures ?? (session.io.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
       if (fixtures !== undefined) argv.push('--fixtures', fixtures);

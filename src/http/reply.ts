@@ -36,5 +36,6 @@ export class Asset {
     readonly contentType: string,
     readonly body: string | Buffer,
     readonly headers: Readonly<Record<string, string>> = {},
+    readonly status = 200,
   ) {}
 }

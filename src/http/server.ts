@@ -130,7 +130,7 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
   async function write(req: IncomingMessage, res: ServerResponse, reply: unknown, headers: Record<string, string>): Promise<void> {
     if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs: opts.keepAliveMs, headers, numbering: reply.numbering });
     else if (reply instanceof Asset) {
-      res.writeHead(200, { ...headers, ...reply.headers, 'content-type': reply.contentType, 'content-length': Buffer.byteLength(reply.body) });
+      res.writeHead(reply.status, { ...headers, ...reply.headers, 'content-type': reply.contentType, 'content-length': Buffer.byteLength(reply.body) });
       res.end(req.method === 'HEAD' ? undefined : reply.body);
     } else send(req, res, 200, reply, headers);
   }

@@ -3,7 +3,9 @@ import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { after } from 'node:test';
 import pino from 'pino';
+import { freshDatabase, stopPostgres } from './postgres.ts';
 import { startParley, type Parley, type ParleyOptions } from '../../src/app.ts';
 
 export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../../fixtures');
@@ -26,6 +28,16 @@ export const APP = TARGET.app_id;
 export const NO_COVERAGE = { NODE_V8_COVERAGE: '' };
 
 const createdDirs: string[] = [];
+
+/**
+ * PARLEY_TEST_STORE=postgres runs a test file's servers on PostgreSQL (a fresh database each,
+ * test/support/postgres.ts) instead of the file store: `PARLEY_TEST_STORE=postgres node --import tsx
+ * --test test/pagination.test.ts`. Tests of the file store's own layout do not apply there.
+ */
+const ON_POSTGRES = process.env.PARLEY_TEST_STORE === 'postgres';
+if (ON_POSTGRES) after(stopPostgres);
+/** A restart on the same data directory finds the same database. */
+const databaseOf = new Map<string, Promise<string>>();
 // Each test file runs in its own process: what it created goes with it, whatever the outcome.
 process.once('exit', () => {
   for (const dir of createdDirs) {
@@ -52,6 +64,8 @@ export interface TestServer extends Parley {
 /** Starts Parley on an ephemeral loopback port with a fresh (or the given) data directory. */
 export async function startTestServer(opts: ParleyOptions & { dataDir?: string } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? (await tempDir());
+  if (ON_POSTGRES && !databaseOf.has(dataDir)) databaseOf.set(dataDir, freshDatabase());
+  const databaseUrl = opts.databaseUrl ?? (ON_POSTGRES ? await databaseOf.get(dataDir) : undefined);
   const parley = await startParley({
     host: '127.0.0.1',
     port: 0,
@@ -59,6 +73,7 @@ export async function startTestServer(opts: ParleyOptions & { dataDir?: string }
     logger: pino({ level: 'silent' }),
     ...opts,
     dataDir,
+    databaseUrl,
   });
   const call: TestServer['call'] = async (method, urlPath, body, o = {}) => {
     const headers: Record<string, string> = { ...o.headers };

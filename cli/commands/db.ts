@@ -1,0 +1,51 @@
+// `parley db migrate` / `parley db status`: the PostgreSQL schema (docs/postgres.md, D-41), explicitly.
+// The server also migrates at start; these are for a deploy step that migrates before rolling out.
+import { Command } from 'commander';
+import type { Session } from '../context.ts';
+import { UsageError } from '../io.ts';
+
+/** The URL from the flag, else DATABASE_URL; checked as the server checks it (src/config.ts). */
+function databaseUrl(session: Session, flag: string | undefined): string {
+  const url = flag ?? (session.io.env.DATABASE_URL || undefined);
+  if (!url) throw new UsageError('no database: give --database-url or set DATABASE_URL (postgres://…)');
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError('the database URL must start with postgres:// or postgresql://');
+  return url;
+}
+
+async function withDatabase<T>(url: string, fn: (sql: import('postgres').Sql) => Promise<T>): Promise<T> {
+  // Loaded on demand: the other commands need no database client.
+  const { default: postgres } = await import('postgres');
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  try {
+    return await fn(sql);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+export function dbCommand(session: Session): Command {
+  const db = new Command('db')
+    .description('the PostgreSQL schema: apply or list its migrations (docs/postgres.md)')
+    .addHelpText('after', '\nExamples:\n  DATABASE_URL=postgres://parley@db/parley parley db status\n  parley db migrate --database-url postgres://parley@db/parley\n');
+  db.command('migrate')
+    .description('apply the pending migrations (safe while servers start: they take turns on a lock)')
+    .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
+    .addHelpText('after', '\nExample:\n  parley db migrate --database-url postgres://parley@db/parley\n')
+    .action(async (opts: { databaseUrl?: string }) => {
+      const { migrate } = await import('../../src/store/pg/migrate.ts');
+      const applied = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrate(sql));
+      session.out.line(applied.length === 0 ? 'up to date' : `applied ${applied.map((v) => `#${v}`).join(', ')}`);
+    });
+  db.command('status')
+    .description('list the migrations applied and pending; exits 1 when some are pending')
+    .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
+    .addHelpText('after', '\nExample:\n  parley db status --database-url postgres://parley@db/parley\n')
+    .action(async (opts: { databaseUrl?: string }) => {
+      const { migrationStatus } = await import('../../src/store/pg/migrate.ts');
+      const status = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrationStatus(sql));
+      for (const m of status.applied) session.out.line(`applied  #${m.version} ${m.name}  ${m.applied_at.toISOString()}`);
+      for (const m of status.pending) session.out.line(`pending  #${m.version} ${m.name}`);
+      if (status.pending.length > 0) session.exitCode = 1;
+    });
+  return db;
+}

@@ -1,0 +1,139 @@
+// Versioned migrations of the PostgreSQL store (docs/postgres.md, D-41): each runs once, in order, in
+// its own transaction, recorded in `schema_migrations`. A session advisory lock around them makes
+// several instances starting at once take turns: the first migrates, the others find nothing to do.
+// Plain SQL that PostgreSQL 13 and later run.
+import type { Sql } from 'postgres';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Never edit a migration that has shipped: add the next one. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'conversations',
+    sql: `
+      -- JSON is kept as text (not jsonb): clients see keys in the order they sent them (jsonb sorts them).
+      CREATE TABLE conversations (
+        id text PRIMARY KEY,
+        app_id text NOT NULL,
+        seq bigint NOT NULL,
+        created_at bigint NOT NULL,
+        external_user_id text,
+        title text,
+        generated_title text NOT NULL DEFAULT '{}',
+        metadata text NOT NULL DEFAULT '{}',
+        deleted_at bigint,
+        message_count integer NOT NULL DEFAULT 0,
+        -- D-29: the history's size (its items' and responses' JSON); D-27 counts it in the quota.
+        history_bytes bigint NOT NULL DEFAULT 0,
+        item_count integer NOT NULL DEFAULT 0,
+        last_item_at bigint NOT NULL DEFAULT 0
+      );
+      CREATE INDEX conversations_app_seq ON conversations (app_id, seq, id);
+      CREATE TABLE items (
+        conversation_id text NOT NULL REFERENCES conversations ON DELETE CASCADE,
+        pos integer NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (conversation_id, pos)
+      );
+      CREATE TABLE responses (
+        conversation_id text NOT NULL REFERENCES conversations ON DELETE CASCADE,
+        pos integer NOT NULL,
+        id text NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (conversation_id, pos)
+      );
+      CREATE TABLE idempotency_claims (
+        key text PRIMARY KEY,
+        fingerprint text NOT NULL,
+        at bigint NOT NULL
+      );
+      CREATE INDEX idempotency_claims_at ON idempotency_claims (at);
+    `,
+  },
+  {
+    version: 2,
+    name: 'live responses',
+    sql: `
+      -- Resumable responses (D-30…D-39): kept after their end (a look-up still answers, D-36); their
+      -- events until the retention. The owner renews lease_until while it produces the response.
+      CREATE TABLE live_responses (
+        id text PRIMARY KEY,
+        app_id text NOT NULL,
+        conversation_id text NOT NULL,
+        created_at bigint NOT NULL,
+        input text NOT NULL,
+        owner text NOT NULL,
+        lease_until bigint NOT NULL,
+        ended_at bigint
+      );
+      -- D-35: at most one live response per conversation, across instances.
+      CREATE UNIQUE INDEX live_responses_running ON live_responses (conversation_id) WHERE ended_at IS NULL;
+      CREATE TABLE response_events (
+        response_id text NOT NULL REFERENCES live_responses ON DELETE CASCADE,
+        seq integer NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (response_id, seq)
+      );
+    `,
+  },
+];
+
+/** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */
+const MIGRATION_LOCK = 0x7061726c6579;
+
+export interface MigrationStatus {
+  applied: { version: number; name: string; applied_at: Date }[];
+  pending: Migration[];
+}
+
+async function ensureTable(sql: Sql): Promise<void> {
+  await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`;
+}
+
+/** Applies the pending migrations; resolves with the versions it applied. */
+export async function migrate(sql: Sql, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  // One reserved connection: a session advisory lock belongs to the connection that took it.
+  const conn = await sql.reserve();
+  try {
+    await conn`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    try {
+      // Two instances creating the table at once could clash: it is created under the lock.
+      await ensureTable(conn as unknown as Sql);
+      const done = new Set((await conn<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version));
+      const known = Math.max(0, ...migrations.map((m) => m.version));
+      const newer = [...done].filter((v) => v > known);
+      if (newer.length > 0) throw new Error(`the database's schema is version ${Math.max(...newer)}, newer than this Parley knows (${known}): upgrade Parley`);
+      const applied: number[] = [];
+      for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+        if (done.has(m.version)) continue;
+        await conn.unsafe(`BEGIN`);
+        try {
+          await conn.unsafe(m.sql);
+          await conn`INSERT INTO schema_migrations (version, name) VALUES (${m.version}, ${m.name})`;
+          await conn.unsafe(`COMMIT`);
+        } catch (err) {
+          await conn.unsafe(`ROLLBACK`);
+          throw new Error(`migration ${m.version} (${m.name}) failed: ${(err as Error).message}`);
+        }
+        applied.push(m.version);
+      }
+      return applied;
+    } finally {
+      await conn`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`;
+    }
+  } finally {
+    conn.release();
+  }
+}
+
+export async function migrationStatus(sql: Sql, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrationStatus> {
+  const exists = await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS ok`;
+  const applied = exists[0]!.ok ? await sql<{ version: number; name: string; applied_at: Date }[]>`SELECT version, name, applied_at FROM schema_migrations ORDER BY version` : [];
+  const done = new Set(applied.map((r) => r.version));
+  return { applied: [...applied], pending: migrations.filter((m) => !done.has(m.version)) };
+}

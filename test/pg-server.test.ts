@@ -1,0 +1,87 @@
+// Parley on PostgreSQL (DATABASE_URL, docs/postgres.md) through its HTTP API, against a real server:
+// pagination in both orders with cursors valid after a delete (D-12), soft delete (D-11), sends,
+// metrics (D-24), a restart on the same database, and GET /healthz (D-44).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { health } from '../src/api/health.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { PgStore } from '../src/store/pg-store.ts';
+import { APP, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { freshDatabase, usePostgres } from './support/postgres.ts';
+
+usePostgres();
+const conv = `/apps/${APP}/conversations`;
+
+let url: string;
+let dataDir: string;
+let s: TestServer;
+before(async () => {
+  url = await freshDatabase();
+  dataDir = await tempDir();
+  s = await startTestServer({ databaseUrl: url, dataDir });
+});
+after(() => s.close());
+
+async function walk(server: TestServer, order: 'asc' | 'desc', limit: number, between?: (page: number) => Promise<void>): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  for (let page = 0; ; page++) {
+    const r = await server.call('GET', `${conv}?limit=${limit}&order=${order}` + (cursor ? `&after=${cursor}` : ''));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    ids.push(...r.body.data.map((c: { id: string }) => c.id));
+    if (!r.body.has_more) return ids;
+    cursor = r.body.last_id;
+    await between?.(page);
+  }
+}
+
+test('the store is PostgreSQL; pages in both orders; a cursor stays valid after its conversation is deleted (D-12, D-11)', async () => {
+  assert.ok(s.store instanceof PgStore);
+  const ids: string[] = [];
+  for (let i = 0; i < 7; i++) ids.push((await s.call('POST', conv, { metadata: { i: String(i) } })).body.id);
+  const mine = (list: string[]) => list.filter((id) => ids.includes(id));
+  assert.deepEqual(mine(await walk(s, 'asc', 2)), ids);
+  assert.deepEqual(mine(await walk(s, 'desc', 3)), [...ids].reverse());
+  // Delete the conversation the next cursor names, between two pages: the walk goes on past it.
+  const seen = await walk(s, 'asc', 2, async (page) => {
+    if (page === 0) assert.equal((await s.call('DELETE', `${conv}/${ids[1]}`)).status, 200);
+  });
+  assert.deepEqual(mine(seen), [ids[0], ids[1], ...ids.slice(2)]);
+  assert.deepEqual(mine(await walk(s, 'asc', 2)), [ids[0], ...ids.slice(2)]);
+  assert.equal((await s.call('GET', `${conv}/${ids[1]}`)).status, 404);
+});
+
+test('a send is saved with its items and counted; a restart on the same database serves everything; /healthz answers 200', async () => {
+  const c = (await s.call('POST', conv, { title: 'pg' })).body.id as string;
+  const before = (await s.call('GET', `/apps/${APP}/metrics`)).body;
+  const r = await s.call('POST', `${conv}/${c}`, { message: { content: 'Hello there' }, stream: false });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const items = (await s.call('GET', `${conv}/${c}`)).body.items;
+  assert.deepEqual(items.map((i: { role: string }) => i.role), ['user', 'assistant']);
+  const metrics = (await s.call('GET', `/apps/${APP}/metrics`)).body;
+  assert.equal(metrics.total_messages, before.total_messages + 2);
+  const h = await fetch(new URL('/healthz', s.baseUrl));
+  assert.deepEqual([h.status, await h.json()], [200, { status: 'ok' }]);
+
+  await s.close();
+  s = await startTestServer({ databaseUrl: url, dataDir: await tempDir() });
+  assert.equal((await s.call('GET', `${conv}/${c}`)).body.title, 'pg');
+  assert.deepEqual((await s.call('GET', `${conv}/${c}`)).body.items.map((i: { id: string }) => i.id), items.map((i: { id: string }) => i.id));
+  assert.deepEqual((await s.call('GET', `/apps/${APP}/metrics`)).body, metrics);
+});
+
+test('/healthz: 503 while shutting down or when the store does not answer, naming no cause', async () => {
+  const ok = { ping: async () => {} } as never;
+  assert.equal((await health(ok, () => true)).status, 503);
+  const down = await health({ ping: () => Promise.reject(new Error('connect ECONNREFUSED 10.0.0.5:5432')) } as never, () => false);
+  assert.equal(down.status, 503);
+  assert.doesNotMatch(String(down.body), /ECONNREFUSED|10\.0\.0\.5/);
+  assert.equal((await health({} as never, () => false)).status, 200, 'the file store answers while open');
+});
+
+test('DATABASE_URL and --database-url select PostgreSQL; another scheme is refused without echoing the URL', () => {
+  assert.equal(loadConfig([], {}).databaseUrl, null);
+  assert.equal(loadConfig([], { DATABASE_URL: 'postgres://u:p@h/db' }).databaseUrl, 'postgres://u:p@h/db');
+  assert.equal(loadConfig(['--database-url', 'postgresql://h/db'], { DATABASE_URL: 'postgres://x' }).databaseUrl, 'postgresql://h/db');
+  assert.throws(() => loadConfig([], { DATABASE_URL: 'mysql://u:secret@h/db' }), (e: Error) => e instanceof ConfigError && /postgres:\/\//.test(e.message) && !e.message.includes('secret'));
+});

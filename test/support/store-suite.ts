@@ -1,0 +1,231 @@
+// The behaviours every Store keeps (src/store/types.ts), whatever lays out the data: one suite, run
+// against each store by test/store-contract.test.ts (the file store, and PostgreSQL). Each store's own
+// tests (journal lines, corrupt files, migrations) stay beside it.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { ItemT } from '../../src/contract/index.ts';
+import type { UnsequencedEvent } from '../../src/contract/index.ts';
+import type { ConversationRecord, LiveResponseStart, ResponseSave, Store } from '../../src/store/types.ts';
+
+export interface StoreHarness {
+  /** A store over new, empty data (not yet opened). */
+  fresh(): Promise<StoreUnderTest>;
+}
+
+export interface StoreUnderTest {
+  store: Store;
+  /** A new store over the same data (the old one closed first). */
+  reopen(): Store;
+}
+
+export function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
+  return { id, app_id: 'app_demo', seq: 1, created_at: 1_700_000_000, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+}
+
+const exchange = (p: string, createdAt = 1): ItemT[] =>
+  [
+    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: createdAt, response_id: p },
+    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: createdAt, response_id: p },
+  ] as unknown as ItemT[];
+
+export const save = (id: string, p: string, claim?: ResponseSave['claim'], createdAt = 1): ResponseSave => ({
+  conversationId: id,
+  items: exchange(p, createdAt),
+  response: { id: p, created_at: createdAt, status: 'completed', usage: { input_tokens: 1, output_tokens: 2, total_tokens: 3 } as never },
+  apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
+  claim,
+});
+
+/** Opens a fresh store, runs `fn`, and closes whatever store is open at the end. */
+async function withStore(h: StoreHarness, fn: (s: { store: Store; restart(): Promise<Store> }) => Promise<void>): Promise<void> {
+  const t = await h.fresh();
+  let store = t.store;
+  await store.open();
+  try {
+    await fn({
+      get store() {
+        return store;
+      },
+      async restart() {
+        await store.close();
+        store = t.reopen();
+        await store.open();
+        return store;
+      },
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+export function storeSuite(name: string, h: StoreHarness): void {
+  describe(`Store contract: ${name}`, () => {
+    test('D-7: conversations in creation order by seq, ties in one second kept; per user; a restart keeps every field', async () => {
+      await withStore(h, async (s) => {
+        const meta = { b: 1, a: { z: [1, 'x'] } };
+        // Put out of order: the lists are by seq, not by arrival.
+        await s.store.putConversation(record('conv_c3', { seq: s.store.nextSeq() + 2, external_user_id: 'u1' }));
+        await s.store.putConversation(record('conv_a1', { seq: 1, title: 'first', metadata: meta, generated_title: { en: 'Hi' } }));
+        await s.store.putConversation(record('conv_b2', { seq: 2, external_user_id: 'u1' }));
+        await s.store.putConversation(record('conv_x9', { seq: 4, app_id: 'app_other' }));
+        const ids = (st: Store) => st.conversationsOf('app_demo').map((r) => r.id);
+        assert.deepEqual(ids(s.store), ['conv_a1', 'conv_b2', 'conv_c3']);
+        assert.deepEqual(s.store.conversationsOf('app_demo', 'u1').map((r) => r.id), ['conv_b2', 'conv_c3']);
+        assert.deepEqual(s.store.conversationsOf('app_none'), []);
+        assert.deepEqual(s.store.appCounters('app_demo'), { conversations: 3, messages: 0, users: 1 });
+        const before = s.store.getConversation('conv_a1');
+        const st = await s.restart();
+        assert.deepEqual(ids(st), ['conv_a1', 'conv_b2', 'conv_c3']);
+        const after = st.getConversation('conv_a1')!;
+        assert.deepEqual(JSON.parse(JSON.stringify(after)), JSON.parse(JSON.stringify(before)));
+        // Metadata comes back as it was sent, keys in their order.
+        assert.equal(JSON.stringify(after.metadata), JSON.stringify(meta));
+        assert.ok(st.nextSeq() > 3, 'D-7: a seq is never reused across restarts');
+        assert.equal(st.getConversation('conv_nope'), undefined);
+      });
+    });
+
+    test('200 concurrent creates give 200 distinct conversations, also after a restart', async () => {
+      await withStore(h, async (s) => {
+        await Promise.all(Array.from({ length: 200 }, (_, i) => s.store.putConversation(record(`conv_m${String(i).padStart(3, '0')}`, { seq: s.store.nextSeq() }))));
+        assert.equal(new Set(s.store.conversationsOf('app_demo').map((r) => r.id)).size, 200);
+        const st = await s.restart();
+        assert.equal(new Set(st.conversationsOf('app_demo').map((r) => r.id)).size, 200);
+        assert.equal(st.appCounters('app_demo').conversations, 200);
+      });
+    });
+
+    test('exchanges: items in order, the response kept, counters and bytes follow; an earlier-stamped exchange takes the last time (§4.3)', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_h1', { external_user_id: 'u' }));
+        const bytes0 = s.store.storedBytes('app_demo');
+        await s.store.saveResponse(save('conv_h1', 'resp_1', undefined, 50));
+        await s.store.saveResponse(save('conv_h1', 'resp_2', undefined, 40));
+        const file = await s.store.readConversationFile('conv_h1');
+        assert.deepEqual(file.items.map((i) => i.id), ['msg_uresp_1', 'msg_aresp_1', 'msg_uresp_2', 'msg_aresp_2']);
+        assert.deepEqual(file.items.map((i) => i.created_at), [50, 50, 50, 50]);
+        assert.deepEqual(file.responses.map((r) => [r.id, r.status]), [['resp_1', 'completed'], ['resp_2', 'completed']]);
+        assert.ok(file.bytes > 0);
+        assert.ok(s.store.storedBytes('app_demo') >= bytes0 + file.bytes, 'D-27: the history counts in the quota');
+        assert.deepEqual(s.store.appCounters('app_demo'), { conversations: 1, messages: 4, users: 1 });
+        const st = await s.restart();
+        assert.deepEqual((await st.readConversationFile('conv_h1')).items.map((i) => i.id), file.items.map((i) => i.id));
+        assert.equal((await st.readConversationFile('conv_h1')).bytes, file.bytes);
+        assert.equal(st.getConversation('conv_h1')!.message_count, 4);
+      });
+    });
+
+    test('D-11, D-27: soft delete keeps the record in its place in the list, drops its history and its quota bytes', async () => {
+      await withStore(h, async (s) => {
+        for (const [i, id] of ['conv_d1', 'conv_d2', 'conv_d3'].entries()) await s.store.putConversation(record(id, { seq: i + 1 }));
+        await s.store.saveResponse(save('conv_d2', 'resp_d'));
+        const live = s.store.storedBytes('app_demo');
+        const r = await s.store.updateConversation('conv_d2', (x) => ({ ...x!, deleted_at: 1_700_000_100 }));
+        assert.equal(r.deleted_at, 1_700_000_100);
+        assert.ok(s.store.storedBytes('app_demo') < live);
+        assert.deepEqual(s.store.conversationsOf('app_demo').map((x) => [x.id, x.deleted_at !== null]), [['conv_d1', false], ['conv_d2', true], ['conv_d3', false]]);
+        assert.deepEqual((await s.store.readConversationFile('conv_d2')).items, []);
+        // An exchange that ends after the delete does not bring the history back.
+        const after = await s.store.saveResponse(save('conv_d2', 'resp_late'));
+        assert.equal(after.deleted_at, 1_700_000_100);
+        assert.deepEqual((await s.store.readConversationFile('conv_d2')).responses, []);
+        const st = await s.restart();
+        assert.equal(st.getConversation('conv_d2')!.deleted_at, 1_700_000_100);
+        assert.equal(st.storedBytes('app_demo'), s.store.storedBytes('app_demo'));
+      });
+    });
+
+    test('concurrent exchanges, a rename and a delete of one conversation each apply to the record as it is then', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_ab01'));
+        await Promise.all([
+          s.store.saveResponse(save('conv_ab01', 'resp_1')),
+          s.store.updateConversation('conv_ab01', (r) => ({ ...r!, title: 'renamed' })),
+          s.store.saveResponse(save('conv_ab01', 'resp_2')),
+          s.store.saveResponse(save('conv_ab01', 'resp_3')),
+        ]);
+        const r = s.store.getConversation('conv_ab01')!;
+        assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
+        assert.equal((await s.store.readConversationFile('conv_ab01')).responses.length, 3);
+        assert.equal(s.store.appCounters('app_demo').messages, 6);
+        const refused = s.store.updateConversation('conv_ab01', () => {
+          throw new Error('not found');
+        });
+        const deleted = s.store.updateConversation('conv_ab01', (x) => ({ ...x!, deleted_at: 5 }));
+        await assert.rejects(refused, /not found/);
+        assert.equal((await deleted).deleted_at, 5);
+        assert.equal(s.store.getConversation('conv_ab01')!.title, 'renamed');
+        await assert.rejects(s.store.updateConversation('conv_missing', (x) => ({ ...x! })), /no conversation/);
+      });
+    });
+
+    test('metadata, titles and generated titles change and survive a restart', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_t1'));
+        const big = { note: 'x'.repeat(16_000) };
+        await s.store.updateConversation('conv_t1', (r) => ({ ...r!, metadata: big, title: 'T', generated_title: { en: 'G' } }));
+        const st = await s.restart();
+        const r = st.getConversation('conv_t1')!;
+        assert.deepEqual([r.title, r.generated_title, r.metadata], ['T', { en: 'G' }, big]);
+      });
+    });
+
+    test('an exchange and its Idempotency-Key claim are kept together, also across a restart', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_cd02'));
+        await s.store.putConversation(record('conv_gh04', { seq: 3 }), { key: 'k-create', fingerprint: 'f0' });
+        await s.store.saveResponse(save('conv_cd02', 'resp_1', { key: 'k-saved', fingerprint: 'f1' }));
+        assert.deepEqual(s.store.idempotencyClaims(0).map((c) => [c.key, c.fingerprint]), [['k-create', 'f0'], ['k-saved', 'f1']]);
+        const st = await s.restart();
+        assert.deepEqual(st.idempotencyClaims(0).map((c) => c.key), ['k-create', 'k-saved']);
+        assert.deepEqual(st.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
+      });
+    });
+
+    test('resumable responses (D-33, D-35): one live per conversation; followers get every event in order until the terminal one; a cancel reaches the producer', async () => {
+      await withStore(h, async (s) => {
+        const start = (id: string, c = 'conv_r1'): LiveResponseStart => ({ id, app_id: 'app_demo', conversation_id: c, created_at: 1_700_000_000, input: { content: 'hi', metadata: null } });
+        const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as UnsequencedEvent;
+        assert.deepEqual(await s.store.beginResponse(start('resp_a')), {});
+        assert.deepEqual(await s.store.beginResponse(start('resp_b')), { running: 'resp_a' }, 'D-35: the running one is named');
+        assert.deepEqual(await s.store.beginResponse(start('resp_c', 'conv_r2')), {}, 'another conversation is free');
+        await s.store.appendResponseEvent('resp_a', ev('response.created', 0));
+        const early = (async () => {
+          const got: number[] = [];
+          for await (const e of s.store.followResponse('resp_a', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
+          return got;
+        })();
+        const late = (async () => {
+          const got: number[] = [];
+          for await (const e of s.store.followResponse('resp_a', 1)) got.push((e as unknown as { data: { n: number } }).data.n);
+          return got;
+        })();
+        let cancelled = 0;
+        const off = s.store.onCancelRequest('resp_a', () => cancelled++);
+        const asked = new Promise<void>((resolve) => s.store.onCancelRequest('resp_a', resolve));
+        await s.store.requestCancel('resp_a');
+        await asked;
+        off();
+        assert.equal(cancelled, 1);
+        for (let n = 1; n < 4; n++) await s.store.appendResponseEvent('resp_a', ev('response.output_text.delta', n));
+        await s.store.appendResponseEvent('resp_a', ev('response.completed', 4));
+        assert.deepEqual(await early, [0, 1, 2, 3, 4]);
+        assert.deepEqual(await late, [2, 3, 4]);
+        const t = await s.store.responseTrace('resp_a');
+        assert.equal(t!.ended, true);
+        assert.equal(t!.events!.length, 5);
+        assert.equal(t!.start.conversation_id, 'conv_r1');
+        assert.equal(await s.store.responseTrace('resp_none'), undefined);
+        assert.deepEqual(await s.store.beginResponse(start('resp_d')), {}, 'the conversation is free once the response ended');
+        // A follower that stops early ends at once.
+        const stop = new AbortController();
+        const it = s.store.followResponse('resp_d', -1, stop.signal)[Symbol.asyncIterator]();
+        const next = it.next();
+        stop.abort();
+        assert.equal((await next).done, true);
+        await s.store.appendResponseEvent('resp_d', ev('response.failed', 0));
+        await s.store.appendResponseEvent('resp_c', ev('response.completed', 0));
+      });
+    });
+  });
+}
