@@ -78,20 +78,6 @@ interface Exchange {
   whole?: ConversationRecord;
 }
 
-/**
- * Three-way merge of a record: the fields `mine` changed from `base` win, the rest come from `theirs`
- * (what landed meanwhile, e.g. a rename during a response); message counts add up.
- */
-export function mergeRecord(base: ConversationRecord, mine: ConversationRecord, theirs: ConversationRecord): ConversationRecord {
-  const out = { ...theirs } as Record<string, unknown>;
-  for (const [k, v] of Object.entries(mine)) {
-    if (k === 'message_count') continue;
-    if (JSON.stringify(v) !== JSON.stringify((base as unknown as Record<string, unknown>)[k])) out[k] = v;
-  }
-  out.message_count = theirs.message_count + (mine.message_count - base.message_count);
-  return out as unknown as ConversationRecord;
-}
-
 /** The usual journal line, checked without zod (see isConversationRecord). */
 function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord; b?: number } {
   if (!isPlainObject(e) || e.t !== 'conv') return false;

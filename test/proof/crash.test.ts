@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../../src/contract/index.ts';
 import { procStat } from '../../src/store/dir-lock.ts';
 import { APP, FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
+import { listening } from '../support/server-process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const CYCLES = 4;
@@ -39,24 +40,18 @@ async function spawnServer(dataDir: string, group = false): Promise<Server> {
         env: { ...process.env, NODE: process.execPath },
       })
     : spawn(process.execPath, [...SERVER_ARGS, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const base = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+\/v1)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${err}`)));
-    // In a group, `exited` is the shell's (now `sleep`): a refusal shows on stderr.
+  const server = listening(child);
+  // In a group, `exited` is the shell's (now `sleep`): a refusal shows on stderr.
+  const refused = new Promise<never>((_, reject) =>
     child.stderr!.on('data', () => {
-      if (!/cannot start/.test(err)) return;
+      if (!/cannot start/.test(server.stderr())) return;
       if (group) process.kill(-child.pid!, 'SIGKILL');
-      reject(new Error(`server refused to start: ${err}`));
-    });
-  });
+      reject(new Error(`server refused to start: ${server.stderr()}`));
+    }),
+  );
+  refused.catch(() => {}); // read through the race below; once listening, a refusal cannot come
+  const base = await Promise.race([server.base, refused]);
+  const exited = server.exited;
   const pid = group ? (JSON.parse(await fs.readFile(path.join(dataDir, 'LOCK'), 'utf8')) as { pid: number }).pid : child.pid!;
   return { child, base, exited, pid };
 }

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import postgres from 'postgres';
 import { APP, FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
+import { listening } from '../support/server-process.ts';
 
 usePostgres();
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -19,19 +20,8 @@ async function spawnServer(url: string, dataDir: string): Promise<{ child: Child
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NODE_V8_COVERAGE: '' },
   });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const base = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+\/v1)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${err}`)));
-  });
-  return { child, base, exited };
+  const { base, exited } = listening(child);
+  return { child, base: await base, exited };
 }
 
 async function call(base: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> {

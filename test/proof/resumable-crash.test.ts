@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
+import { listening } from '../support/server-process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -14,19 +15,8 @@ async function spawnServer(dataDir: string): Promise<{ child: ChildProcess; base
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const base = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+\/v1)/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    void exited.then((code) => reject(new Error(`server exited (${code}) before listening: ${err}`)));
-  });
-  return { child, base, exited };
+  const { base, exited } = listening(child);
+  return { child, base: await base, exited };
 }
 
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
