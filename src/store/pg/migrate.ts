@@ -81,6 +81,57 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'shared state',
+    sql: `
+      -- What each instance kept in its data directory, shared so that any instance answers any request.
+      -- Usage (§1, §4.7): one row per response or completion; totals by query.
+      CREATE TABLE usage_entries (
+        app_id text NOT NULL,
+        kind text NOT NULL,
+        id text NOT NULL,
+        at bigint NOT NULL,
+        input_tokens integer NOT NULL,
+        output_tokens integer NOT NULL,
+        PRIMARY KEY (kind, id)
+      );
+      CREATE INDEX usage_entries_app ON usage_entries (app_id, at);
+      -- D-23 (and D-52's widget budgets): a day's count per key, locked by whoever counts, and the
+      -- last minute's requests; scope tells the REST plans from the widget's budgets.
+      CREATE TABLE rate_days (
+        scope text NOT NULL,
+        key text NOT NULL,
+        day bigint NOT NULL,
+        count integer NOT NULL,
+        PRIMARY KEY (scope, key, day)
+      );
+      CREATE TABLE rate_events (
+        scope text NOT NULL,
+        key text NOT NULL,
+        at bigint NOT NULL
+      );
+      CREATE INDEX rate_events_key ON rate_events (scope, key, at);
+      -- Idempotency-Key answers: running (owner and lease) or done (the answer to replay, or none).
+      CREATE TABLE idempotency_answers (
+        key text PRIMARY KEY,
+        fingerprint text NOT NULL,
+        at bigint NOT NULL,
+        state text NOT NULL,
+        kind text,
+        body text,
+        lost boolean NOT NULL DEFAULT false,
+        owner text,
+        lease_until bigint
+      );
+      CREATE INDEX idempotency_answers_at ON idempotency_answers (at);
+      -- D-48: which visitor owns which widget conversation.
+      CREATE TABLE widget_owners (
+        conversation_id text PRIMARY KEY,
+        visitor_id text NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */
