@@ -15,10 +15,10 @@ async function seeded(): Promise<string> {
   const dir = await tempDir();
   const store = new FileStore({ dataDir: dir });
   await store.open();
-  const rec = (id: string, over: Partial<ConversationRecord> = {}): ConversationRecord => ({
+  const rec = async (id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> => ({
     id,
     app_id: 'app_demo',
-    seq: store.nextSeq(),
+    seq: await store.nextSeq(),
     created_at: 1_700_000_000,
     external_user_id: null,
     title: null,
@@ -28,8 +28,8 @@ async function seeded(): Promise<string> {
     message_count: 0,
     ...over,
   });
-  await store.putConversation(rec('conv_cli1', { title: 'First' }));
-  await store.putConversation(rec('conv_cli2', { metadata: { k: 'v' } }));
+  await store.putConversation(await rec('conv_cli1', { title: 'First' }));
+  await store.putConversation(await rec('conv_cli2', { metadata: { k: 'v' } }));
   await store.saveResponse({
     conversationId: 'conv_cli1',
     items: [{ id: 'msg_1', type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1_700_000_001, response_id: 'resp_1' } as never],

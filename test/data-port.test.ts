@@ -21,8 +21,9 @@ usePostgres();
 
 const SECOND = 1_700_000_000;
 
-function record(store: Store, id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return { id, app_id: 'app_demo', seq: store.nextSeq(), created_at: SECOND, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+/** A new record (nextSeq awaited: it may read the database). */
+async function record(store: Store, id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> {
+  return { id, app_id: 'app_demo', seq: await store.nextSeq(), created_at: SECOND, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
 }
 
 const message = (id: string, role: 'user' | 'assistant', text: string, at: number, responseId?: string) =>
@@ -51,13 +52,13 @@ async function seed(dataDir: string): Promise<void> {
   const store = new FileStore({ dataDir });
   await store.open();
   try {
-    await store.putConversation(record(store, 'conv_aaa4', { title: 'Custom title', metadata: { zeta: 1, alpha: { nested: [1, 'two', null] } } }));
-    await store.putConversation(record(store, 'conv_aaa2', { external_user_id: 'user_1' }));
-    await store.putConversation(record(store, 'conv_other1', { app_id: 'app_other', created_at: SECOND - 10 }));
-    await store.putConversation(record(store, 'conv_aaa3', { external_user_id: 'user_1', metadata: { plan: 'pro' } }));
-    await store.putConversation(record(store, 'conv_aaa1'));
-    await store.putConversation(record(store, 'conv_gone', { created_at: SECOND + 5 }));
-    await store.putConversation(record(store, 'conv_other2', { app_id: 'app_other', created_at: SECOND + 9, title: 'Other' }));
+    await store.putConversation(await record(store, 'conv_aaa4', { title: 'Custom title', metadata: { zeta: 1, alpha: { nested: [1, 'two', null] } } }));
+    await store.putConversation(await record(store, 'conv_aaa2', { external_user_id: 'user_1' }));
+    await store.putConversation(await record(store, 'conv_other1', { app_id: 'app_other', created_at: SECOND - 10 }));
+    await store.putConversation(await record(store, 'conv_aaa3', { external_user_id: 'user_1', metadata: { plan: 'pro' } }));
+    await store.putConversation(await record(store, 'conv_aaa1'));
+    await store.putConversation(await record(store, 'conv_gone', { created_at: SECOND + 5 }));
+    await store.putConversation(await record(store, 'conv_other2', { app_id: 'app_other', created_at: SECOND + 9, title: 'Other' }));
     await exchange(store, 'conv_aaa4', 'resp_1', SECOND + 1);
     await exchange(store, 'conv_aaa2', 'resp_2', SECOND + 2, false, { en: 'A generated title' });
     await exchange(store, 'conv_aaa2', 'resp_3', SECOND + 3, true);
@@ -272,8 +273,8 @@ describe('an import into a store with data', () => {
     try {
       for (const store of [new PgStore({ url }), new FileStore({ dataDir: b })]) {
         await store.open();
-        await store.putConversation(record(store, 'conv_before1', { created_at: SECOND + 100 }));
-        await store.putConversation(record(store, 'conv_before2', { created_at: SECOND + 100 }));
+        await store.putConversation(await record(store, 'conv_before1', { created_at: SECOND + 100 }));
+        await store.putConversation(await record(store, 'conv_before2', { created_at: SECOND + 100 }));
         await store.close();
       }
       // The sequence migration 4 adds (when it exists, imports move it past their last seq).
@@ -336,4 +337,16 @@ test('an export of a database without the schema, or with migrations pending, sa
   }
   await assert.rejects(withPort({ databaseUrl: url }, exportOf), /pending: #2, #3\): run parley db migrate/);
   assert.ok(PgPort);
+});
+
+test("the file store's usage ledger: a last line a crash cut short is skipped (never acknowledged); a bad line elsewhere is an error naming it", async () => {
+  const dir = await tempDir();
+  const ok = JSON.stringify({ t: 'usage', app_id: 'app_demo', kind: 'completion', id: 'cmpl_1', at: SECOND, input_tokens: 1, output_tokens: 1 });
+  await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\n{"t":"usage","app_id":"app_de`);
+  const lines = await withPort({ dataDir: dir }, exportOf);
+  assert.deepEqual(JSON.parse(lines.at(-1)!), { type: 'end', conversations: 0, items: 0, responses: 0, usage: 1 });
+  await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\n{"t":"usage"}\n${ok}\n`);
+  await assert.rejects(withPort({ dataDir: dir }, exportOf), /usage\.jsonl: line 2: app_id: /);
+  await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\nnot json\n`);
+  await assert.rejects(withPort({ dataDir: dir }, exportOf), /usage\.jsonl: line 2 is not valid JSON/);
 });
