@@ -68,14 +68,14 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
         assert.equal(r.status, 200, 'the work was saved and answered');
       },
       async (s) => {
-        const usage = s.usage.of(APP);
+        const usage = await s.usage.of(APP);
         const again = await s.call('POST', `${conv}/${id}`, body, idem('window-json'));
         assert.equal(again.status, 409);
         assert.equal(again.body.error.code, 'idempotency_replay_unavailable');
         assert.equal(again.body.error.param, 'Idempotency-Key');
         assert.match(again.body.error.message, /lost in a crash/);
         assert.equal((await s.store.readConversationFile(id)).responses.length, 1, 'the exchange ran once');
-        assert.deepEqual(s.usage.of(APP), usage, 'no second usage');
+        assert.deepEqual(await s.usage.of(APP), usage, 'no second usage');
         // The key still means that request: another body is 422, as before the crash.
         const other = await s.call('POST', `${conv}/${id}`, { message: { content: 'Something else' } }, idem('window-json'));
         assert.equal(other.status, 422);
@@ -120,9 +120,9 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
       (s, fault) => void (s.usage.record = faultAfter(fault, s.usage.record.bind(s.usage))),
       async (s) => assert.equal((await s.call('POST', `/apps/${APP}/completions`, body, idem('window-cmpl'))).status, 200),
       async (s) => {
-        const usage = s.usage.of(APP);
+        const usage = await s.usage.of(APP);
         assert.equal((await s.call('POST', `/apps/${APP}/completions`, body, idem('window-cmpl'))).status, 409);
-        assert.deepEqual(s.usage.of(APP), usage, 'the completion did not run again');
+        assert.deepEqual(await s.usage.of(APP), usage, 'the completion did not run again');
       },
     );
   });
