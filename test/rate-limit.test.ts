@@ -11,7 +11,7 @@ import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { RateLimitService } from '../src/pipeline/rate-limit.ts';
 import { loadFixtures, type Fixtures } from '../src/store/fixtures.ts';
-import { FIXTURES_DIR, KEY, TARGET, tempDir } from './support/helpers.ts';
+import { FIXTURES_DIR, KEY, ON_POSTGRES, TARGET, tempDir } from './support/helpers.ts';
 
 const LIMITED = TARGET.apps.rate_limited!; // plan "limited": 5 a minute, 50 a day
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0);
@@ -269,7 +269,7 @@ describe('compaction and crashes', () => {
 });
 
 describe('rate limits on the running server', () => {
-  test('startParley wires the limiter: its journal lives in the data directory', { skip: process.env.PARLEY_TEST_STORE === 'postgres' && 'on PostgreSQL the counts are rows (test/pg-shared.test.ts)' }, async () => {
+  test('startParley wires the limiter: its journal lives in the data directory', { skip: ON_POSTGRES && 'on PostgreSQL the counts are rows (test/pg-shared.test.ts)' }, async () => {
     const { startTestServer } = await import('./support/helpers.ts');
     const s = await startTestServer();
     try {
