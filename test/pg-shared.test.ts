@@ -102,6 +102,12 @@ describe('the shared state on PostgreSQL', () => {
     try {
       const [a, b] = await Promise.all([answers.begin('k1', 'f1'), answers.begin('k1', 'f1')]);
       assert.deepEqual([a, b].map((s) => s.state).sort(), ['new', 'running'], 'one of two at once takes the key');
+      // The lease of a key whose work runs is renewed while it runs.
+      await sql`UPDATE idempotency_answers SET lease_until = 0 WHERE key = 'k1'`;
+      await answers.renew();
+      const [lease] = await sql<{ lease_until: string }[]>`SELECT lease_until FROM idempotency_answers WHERE key = 'k1'`;
+      assert.ok(Number(lease!.lease_until) > Date.now(), 'renewed');
+      assert.equal((await answers.begin('k1', 'f1')).state, 'running');
       await answers.finish('k1', undefined);
       assert.deepEqual(await answers.begin('k1', 'f2'), { state: 'new' }, 'a released key runs again');
       const at = Date.now();
