@@ -4,7 +4,7 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
-import { responseRoutes } from './api/responses.ts';
+import { followRunning, responseRoutes } from './api/responses.ts';
 import { WIDGET_BASE_PATH, widgetRoutes } from './api/widget.ts';
 import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
@@ -134,7 +134,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     if (pg) {
       // D-23 and D-52 exact across instances; Idempotency-Key answers and claims read by every instance.
       if (!opts.rateLimiter) limits = new SharedRateLimitService(await new PgRateCounts(pg, 'plan').open(), fixtures);
-      idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open());
+      // D-30: a keyed retry of a send message running on another instance follows it from the store.
+      idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open(), { follow: (retry, id) => followRunning(responses)(retry, id) });
       widgetBudget = new SharedRateLimitService(await new PgRateCounts(pg, 'widget').open(), budgetPlans);
       owners = new PgWidgetOwners(pg);
     } else {

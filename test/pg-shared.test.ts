@@ -6,6 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import postgres, { type Sql } from 'postgres';
+import { followRunning } from '../src/api/responses.ts';
+import type { RequestContext } from '../src/http/context.ts';
+import type { EventStream } from '../src/http/reply.ts';
 import { SharedRateLimitService } from '../src/pipeline/rate-limit.ts';
 import { loadFixtures, type AppT, type Fixtures } from '../src/store/fixtures.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
@@ -13,7 +16,7 @@ import { PgIdempotencyAnswers } from '../src/store/pg/idempotency.ts';
 import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
 import { PgUsageLedger } from '../src/store/pg/usage.ts';
 import { PgWidgetOwners } from '../src/store/pg/widget-owners.ts';
-import { FIXTURES_DIR, TARGET } from './support/helpers.ts';
+import { FIXTURES_DIR, KEY, TARGET, startTestServer } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 
 usePostgres();
@@ -139,5 +142,35 @@ describe('the shared state on PostgreSQL', () => {
     await owners.claim('conv_w', 'vis_1');
     assert.equal(await owners.ownerOf('conv_w'), 'vis_1');
     await owners.close();
+  });
+
+  test('D-30: a keyed retry on another instance follows the running send message from the store (followRunning), streamed or as JSON', async () => {
+    const s = await startTestServer({ databaseUrl: await freshDatabase() });
+    try {
+      const conv = (await s.call('POST', '/apps/app_slow/conversations', {})).body.id;
+      const message = { content: 'hi' };
+      const res = await fetch(`${s.baseUrl}/apps/app_slow/conversations/${conv}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message, stream: true }),
+      });
+      const id = res.headers.get('parley-response-id')!;
+      // What the idempotency stage hands the follower: the retry's context (its body is the running request's).
+      const retry = (stream: boolean) =>
+        ({ json: async () => ({ message, stream }), app: s.fixtures.apps.get('app_slow'), headers: {}, signal: new AbortController().signal, beginStream: () => {} }) as unknown as RequestContext;
+      const follow = followRunning(s.responses);
+      const streamed = retry(true);
+      const [events, json] = await Promise.all([follow(streamed, id) as Promise<EventStream>, follow(retry(false), id) as Promise<{ id: string; status: string; output: unknown[] }>]);
+      const followed: string[] = [];
+      for await (const e of events.events) followed.push(e.event);
+      const sent = [...(await res.text()).matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+      assert.deepEqual(followed, sent, 'the same events as the request that started it');
+      assert.equal(streamed.headers['parley-response-id'], id);
+      assert.equal(json.id, id);
+      assert.equal(json.status, 'completed');
+      assert.ok(json.output.length > 0);
+    } finally {
+      await s.close();
+    }
   });
 });

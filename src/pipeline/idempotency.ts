@@ -193,14 +193,18 @@ export class IdempotencyService {
 
   constructor(
     private readonly answers: IdempotencyAnswers,
-    now?: () => number,
+    private readonly opts: {
+      now?: () => number;
+      /** D-30: how a retry follows a response that another instance produces (the running key names it). */
+      follow?: (retry: RequestContext, responseId: string) => Promise<unknown>;
+    } = {},
   ) {
-    this.now = now ?? Date.now;
+    this.now = opts.now ?? Date.now;
   }
 
   /** On the data directory's answers (FileAnswers). */
   static async open(opts: IdempotencyOptions): Promise<IdempotencyService> {
-    return new IdempotencyService(await FileAnswers.open(opts), opts.now);
+    return new IdempotencyService(await FileAnswers.open(opts), { now: opts.now });
   }
 
   close(): Promise<void> {
@@ -227,16 +231,21 @@ export class IdempotencyService {
       throw apiError('idempotency_key_reused', 'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.', { param: 'Idempotency-Key' });
     }
     if (seen.state === 'running') {
-      // D-30: joined in the process that runs it; another instance's run is waited for by the client.
+      // D-30: joined in the process that runs it, followed from the store on another instance.
       const join = this.joins.get(k);
       if (join) return join(ctx);
+      if (seen.responseId !== undefined && this.opts.follow) return this.opts.follow(ctx, seen.responseId);
       throw apiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry once it has finished.', { param: 'Idempotency-Key' });
     }
     if (seen.state === 'done') return this.replay(ctx, seen.answer);
 
     this.running.add(k);
     ctx.claim = { key: k, fingerprint: f };
-    ctx.joinable = (join) => this.joins.set(k, join);
+    ctx.joinable = (join, responseId) => {
+      this.joins.set(k, join);
+      // Until it is written, a retry on another instance is told to retry (409).
+      if (responseId !== undefined) void this.answers.produces?.(k, responseId).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency: running response not recorded'));
+    };
     // Only answers of work that ran are kept: a request refused before it changed anything (400,
     // 404, …) or that failed (500, or a stream whose work could not be saved: nothing was saved)
     // releases its key and runs again when retried.

@@ -71,7 +71,7 @@ export interface KeptAnswer {
 }
 
 /** What a key holds when a request comes with it. */
-export type KeyState = { state: 'new' } | { state: 'running'; f: string } | { state: 'done'; answer: KeptAnswer };
+export type KeyState = { state: 'new' } | { state: 'running'; f: string; responseId?: string } | { state: 'done'; answer: KeptAnswer };
 
 /** The Idempotency-Key answers (src/pipeline/idempotency.ts), keyed by the app's hashed key. */
 export interface IdempotencyAnswers {
@@ -82,6 +82,11 @@ export interface IdempotencyAnswers {
   begin(k: string, f: string): KeyState | Promise<KeyState>;
   /** Ends the run of `k`: keeps its answer, or releases the key when there is none (the work may run again). */
   finish(k: string, answer: KeptAnswer | undefined): Promise<void>;
+  /**
+   * D-30: names the response the running work of `k` produces, so that a retry on another instance
+   * follows it (`begin` then tells it as `responseId`). Without it, only this process joins it.
+   */
+  produces?(k: string, responseId: string): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -44,7 +44,7 @@ interface Instance {
 }
 
 /** One instance: its own pool and backends on the database, its own server; `work` is the handler. */
-async function instance(url: string, work: (ctx: RequestContext, self: Instance) => Promise<unknown>): Promise<Instance> {
+async function instance(url: string, work: (ctx: RequestContext, self: Instance) => Promise<unknown>, follow?: (retry: RequestContext, responseId: string) => Promise<unknown>): Promise<Instance> {
   const sql = postgres(url, { max: 4, onnotice: () => {} });
   const answers = await new PgIdempotencyAnswers(sql).open();
   const limits = new SharedRateLimitService(await new PgRateCounts(sql, 'plan').open(), fixtures);
@@ -54,7 +54,7 @@ async function instance(url: string, work: (ctx: RequestContext, self: Instance)
     auth: new AuthService(fixtures),
     logger: pino({ level: 'silent' }),
     rateLimiter: limits,
-    idempotency: new IdempotencyService(answers),
+    idempotency: new IdempotencyService(answers, { follow }),
   });
   await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(http.server.address() as AddressInfo).port}/v1`;
@@ -96,8 +96,8 @@ describe('the shared state across instances (PostgreSQL)', () => {
   after(async () => {
     await Promise.all(open.splice(0).map((i) => i.close().catch(() => {})));
   });
-  const start = async (url: string, n: number, work: (ctx: RequestContext, self: Instance) => Promise<unknown>) => {
-    const list = await Promise.all(Array.from({ length: n }, () => instance(url, work)));
+  const start = async (url: string, n: number, work: (ctx: RequestContext, self: Instance) => Promise<unknown>, follow?: (retry: RequestContext, responseId: string) => Promise<unknown>) => {
+    const list = await Promise.all(Array.from({ length: n }, () => instance(url, work, follow)));
     open.push(...list);
     return list;
   };
@@ -163,6 +163,44 @@ describe('the shared state across instances (PostgreSQL)', () => {
         assert.equal(other.status, 422);
         assert.equal(other.body.error.code, 'idempotency_key_reused');
       }
+      assert.equal(runs, 1);
+    } finally {
+      release();
+    }
+  });
+
+  test('D-30: a retry on another instance of a running keyed request that names its response follows it there; on its own instance it joins', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let runs = 0;
+    const [a, b] = await start(
+      await database(),
+      2,
+      async (ctx) => {
+        runs++;
+        ctx.joinable?.(async () => ({ joined: 'resp_run' }), 'resp_run');
+        await gate;
+        return { ran: 'resp_run' };
+      },
+      async (_retry, id) => ({ followed: id }),
+    );
+    // The name is written after the handler names it (until then another instance answers 409).
+    let recorded!: () => void;
+    const isRecorded = new Promise<void>((r) => (recorded = r));
+    const produces = a!.answers.produces.bind(a!.answers);
+    a!.answers.produces = async (k, id) => {
+      await produces(k, id);
+      recorded();
+    };
+    try {
+      const first = a!.post(APP, { m: 1 }, 'send-key');
+      await isRecorded;
+      assert.deepEqual((await b!.post(APP, { m: 1 }, 'send-key')).body, { followed: 'resp_run' });
+      assert.deepEqual((await a!.post(APP, { m: 1 }, 'send-key')).body, { joined: 'resp_run' });
+      assert.equal((await b!.post(APP, { m: 2 }, 'send-key')).status, 422, 'another body is still refused');
+      release();
+      assert.deepEqual((await first).body, { ran: 'resp_run' });
+      assert.deepEqual((await b!.post(APP, { m: 1 }, 'send-key')).body, { ran: 'resp_run' }, 'then the replay');
       assert.equal(runs, 1);
     } finally {
       release();

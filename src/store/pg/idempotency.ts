@@ -20,6 +20,7 @@ interface Row {
   kind: 'json' | 'sse' | null;
   body: string | null;
   lost: boolean;
+  response_id: string | null;
 }
 
 export interface PgAnswersOptions {
@@ -65,15 +66,15 @@ export class PgIdempotencyAnswers implements IdempotencyAnswers {
         INSERT INTO idempotency_answers (key, fingerprint, at, state, owner, lease_until)
         VALUES (${k}, ${f}, ${now}, 'running', ${this.owner}, ${now + ANSWER_LEASE_MS})
         ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at, state = 'running',
-          kind = NULL, body = NULL, lost = false, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+          kind = NULL, body = NULL, lost = false, owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, response_id = NULL
         WHERE (idempotency_answers.state = 'done' AND idempotency_answers.at <= ${now - this.ttl})
            OR (idempotency_answers.state = 'running' AND idempotency_answers.lease_until < ${now})
         RETURNING key`;
       if (taken.length === 1) return this.unlessSaved(k, now);
-      const [row] = await this.sql<Row[]>`SELECT fingerprint, at, state, kind, body, lost FROM idempotency_answers WHERE key = ${k}`;
+      const [row] = await this.sql<Row[]>`SELECT fingerprint, at, state, kind, body, lost, response_id FROM idempotency_answers WHERE key = ${k}`;
       // Released between the two statements (its request was refused): take it again.
       if (!row) continue;
-      if (row.state === 'running') return { state: 'running', f: row.fingerprint };
+      if (row.state === 'running') return { state: 'running', f: row.fingerprint, ...(row.response_id ? { responseId: row.response_id } : {}) };
       return { state: 'done', answer: { f: row.fingerprint, at: Number(row.at), kind: row.kind ?? 'json', b: row.body, ...(row.lost ? { lost: true } : {}) } };
     }
   }
@@ -100,6 +101,10 @@ export class PgIdempotencyAnswers implements IdempotencyAnswers {
     } finally {
       this.held.delete(k);
     }
+  }
+
+  async produces(k: string, responseId: string): Promise<void> {
+    await this.sql`UPDATE idempotency_answers SET response_id = ${responseId} WHERE key = ${k} AND owner = ${this.owner} AND state = 'running'`;
   }
 
   /** Replaces this instance's running row of `k` by its answer (a row another instance took over is left to it). */
