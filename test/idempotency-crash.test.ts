@@ -7,7 +7,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { injectDiskFault, type DiskFault } from './support/faulty-fs.ts';
-import { APP, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { APP, ON_POSTGRES, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+
+/** These fault the data directory's files; on PostgreSQL the window is proven in test/proof/pg-shared.test.ts. */
+const FILES_ONLY = { skip: ON_POSTGRES && 'the answers are rows on PostgreSQL (test/proof/pg-shared.test.ts)' };
 
 const conv = `/apps/${APP}/conversations`;
 const idem = (k: string) => ({ headers: { 'idempotency-key': `"${k}"` } });
@@ -56,7 +59,7 @@ async function acrossTheWindow(
   }
 }
 
-describe('Idempotency-Key: no crash between saving the work and keeping its answer runs the work twice', () => {
+describe('Idempotency-Key: no crash between saving the work and keeping its answer runs the work twice', FILES_ONLY, () => {
   test('send message (JSON): the retry is 409 idempotency_replay_unavailable and the conversation keeps one exchange', async () => {
     let id = '';
     const body = { message: { content: 'What are credits?' } };
@@ -146,7 +149,7 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
   });
 });
 
-describe('answers kept by the earlier version (the bytes of a stream, `cut` when the client left)', () => {
+describe('answers kept by the earlier version (the bytes of a stream, `cut` when the client left)', FILES_ONLY, () => {
   test('replay as the same events through the one writer, a cut one ending with response.failed client_disconnected', async () => {
     const { createHash } = await import('node:crypto');
     const { canonicalJson } = await import('../src/pipeline/idempotency.ts');
