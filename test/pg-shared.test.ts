@@ -4,6 +4,7 @@
 // answer read from the claims, a dead run's lease), and the widget's owners. Across instances:
 // test/proof/pg-shared.test.ts.
 import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import postgres, { type Sql } from 'postgres';
 import { followRunning } from '../src/api/responses.ts';
@@ -18,6 +19,7 @@ import { PgUsageLedger } from '../src/store/pg/usage.ts';
 import { PgWidgetOwners } from '../src/store/pg/widget-owners.ts';
 import { FIXTURES_DIR, KEY, TARGET, startTestServer } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
+import { visitor, widgetCall } from './support/widget.ts';
 
 usePostgres();
 
@@ -170,6 +172,35 @@ describe('the shared state on PostgreSQL', () => {
       assert.equal(json.status, 'completed');
       assert.ok(json.output.length > 0);
     } finally {
+      await s.close();
+    }
+  });
+
+  test('with DATABASE_URL the server keeps all of it in the database and none in its data directory', async () => {
+    const url = await freshDatabase();
+    const s = await startTestServer({ databaseUrl: url });
+    const db = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const limited = TARGET.apps.rate_limited!;
+      assert.equal((await s.call('POST', `/apps/${limited}/conversations`, {})).headers.get('x-ratelimit-remaining-requests'), '4');
+      const keyed = { headers: { 'idempotency-key': '"wired"' } };
+      const done = await s.call('POST', '/apps/app_demo/completions', { prompt: 'hello' }, keyed);
+      assert.equal(done.status, 200);
+      assert.equal((await s.call('POST', '/apps/app_demo/completions', { prompt: 'hello' }, keyed)).headers.get('idempotent-replayed'), 'true');
+      assert.equal((await s.usage.of('app_demo')).requests, 1);
+      const v = await visitor(s, 'app_demo');
+      const conv = await widgetCall(s, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
+      assert.equal((await widgetCall(s, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token })).status, 200);
+      const rows = async (q: string) => Number((await db.unsafe<{ n: string }[]>(`SELECT count(*) AS n FROM ${q}`))[0]!.n);
+      assert.equal(await rows(`rate_events WHERE scope = 'plan' AND key = '${limited}'`), 1);
+      assert.equal(await rows(`usage_entries WHERE id = '${done.body.id}'`), 1);
+      assert.equal(await rows(`idempotency_answers WHERE state = 'done'`), 1);
+      assert.equal(await rows(`idempotency_claims`), 1, 'the completion’s claim, with its usage');
+      assert.equal(await rows(`widget_owners WHERE visitor_id = '${v.visitor_id}'`), 1);
+      const left = await fs.readdir(s.dataDir, { recursive: true });
+      for (const file of ['usage.jsonl', 'ratelimits.jsonl', 'idempotency', 'widget/owners.jsonl', 'widget/budget.jsonl']) assert.ok(!left.includes(file), `${file} in the data directory`);
+    } finally {
+      await db.end();
       await s.close();
     }
   });
