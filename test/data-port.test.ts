@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import postgres from 'postgres';
 import type { ItemT } from '../src/contract/index.ts';
-import { UsageLedger } from '../src/services/usage.ts';
+import { FileUsageLedger } from '../src/services/usage.ts';
 import { DirLockedError, procStat } from '../src/store/dir-lock.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import { PgStore } from '../src/store/pg-store.ts';
@@ -70,7 +70,7 @@ async function seed(dataDir: string): Promise<void> {
   } finally {
     await store.close();
   }
-  const usage = new UsageLedger(dataDir);
+  const usage = new FileUsageLedger(dataDir);
   await usage.open();
   await usage.record('app_demo', 'response', 'resp_1', { input_tokens: 5, output_tokens: 7, total_tokens: 12 } as never);
   await usage.record('app_demo', 'response', 'resp_2', { input_tokens: 5, output_tokens: 7, total_tokens: 12 } as never);
@@ -162,10 +162,10 @@ describe('a round trip file store → PostgreSQL → file store', () => {
     assert.equal(demo.find((r) => r.id === 'conv_gone')!.deleted_at, SECOND + 7);
 
     // Usage totals read by the ledger itself are the same.
-    const ledger = new UsageLedger(path.join(b, 'data'));
+    const ledger = new FileUsageLedger(path.join(b, 'data'));
     await ledger.open();
-    assert.deepEqual(ledger.of('app_demo'), { requests: 2, input_tokens: 10, output_tokens: 14, total_tokens: 24, credits: 0.024 });
-    assert.equal(ledger.of('app_other').requests, 1);
+    assert.deepEqual(await ledger.of('app_demo'), { requests: 2, input_tokens: 10, output_tokens: 14, total_tokens: 24, credits: 0.024 });
+    assert.equal((await ledger.of('app_other')).requests, 1);
     await ledger.close();
   });
 });

@@ -5,10 +5,9 @@
 import type { IncomingMessage } from 'node:http';
 import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
-import type { Admission, Route, SurfaceGate } from '../http/server.ts';
+import type { Admission, RateLimiter, Route, SurfaceGate } from '../http/server.ts';
 import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
 import type { AuthService } from './auth.ts';
-import { RateLimitService } from './rate-limit.ts';
 import type { VisitorTokens } from './widget-tokens.ts';
 
 const MINUTE = 60_000;
@@ -33,13 +32,22 @@ class MinuteWindow {
     return { left: limit - list.length, retryAfterMs: list.length ? list[Math.max(0, list.length - limit)]! + MINUTE - now : 0 };
   }
 
-  take(key: string): void {
+  /** Counts a request for `key`; returns its time, to give it back. */
+  take(key: string): number {
     const now = this.now();
     const list = this.recent(key, now);
     list.push(now);
     this.hits.set(key, list);
     // Keys whose requests all left the window are swept now and then, so memory follows live traffic.
     if (++this.writes % 1024 === 0) for (const [k, l] of this.hits) if (this.recent(k, now).length === 0) this.hits.delete(k);
+    return now;
+  }
+
+  /** Forgets a request `take` counted (one that was then refused by another limit). */
+  giveBack(key: string, at: number): void {
+    const list = this.hits.get(key);
+    const i = list?.lastIndexOf(at) ?? -1;
+    if (i !== -1) list!.splice(i, 1);
   }
 
   private recent(key: string, now: number): number[] {
@@ -55,8 +63,11 @@ export interface WidgetGateOptions {
   fixtures: Fixtures;
   auth: AuthService;
   tokens: VisitorTokens;
-  /** D-52: the apps' widget budgets, counted apart from their REST plans (their own journal). */
-  budget: RateLimitService;
+  /**
+   * D-52: the apps' widget budgets, counted apart from their REST plans (their own journal, or their
+   * own rows in PostgreSQL), with the plans of `budgetPlans`.
+   */
+  budget: RateLimiter;
   /** D-53: the server's own origin is allowed too (the playground); off with --no-playground. */
   allowOwnOrigin: boolean;
   now?: () => number;
@@ -101,7 +112,7 @@ export class WidgetGate implements SurfaceGate {
     };
   }
 
-  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission {
+  async admit(req: IncomingMessage, params: Record<string, string>, route: Route): Promise<Admission> {
     const app = this.widgetApp(params.app_id);
     let key: KeyT;
     let visitor: Admission['visitor'];
@@ -123,15 +134,17 @@ export class WidgetGate implements SurfaceGate {
     if (key.team_id !== app.team_id) throw apiError('access_denied', `This publishable key has no access to app ${JSON.stringify(app.id)}.`);
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(app.id)} is disabled.`);
     if (route.needsAgent && !app.agent.active) throw apiError('agent_unavailable', `App ${JSON.stringify(app.id)} has no active agent configured.`);
-    if (req.method === 'POST') this.count(req, app, visitor?.id, route.counted ?? false);
+    if (req.method === 'POST') await this.count(req, app, visitor?.id, route.counted ?? false);
     return { key, app, visitor, headers: {} };
   }
 
   /**
    * D-52: a POST counts against its address and its visitor, a message against the app's widget budget
-   * too. Every limit is checked before any is taken, so that a refused request changes nothing.
+   * too. Every limit is checked before any is taken, so that a refused request changes nothing: the
+   * address's and visitor's slots are taken before the budget is awaited (so that concurrent requests
+   * cannot pass them together) and given back if the budget refuses.
    */
-  private count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): void {
+  private async count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): Promise<void> {
     const limits = app.widget!.limits;
     const address = `${app.id}\0${req.socket.remoteAddress ?? ''}`;
     const byAddress = this.addresses.peek(address, limits.address_per_minute);
@@ -141,16 +154,17 @@ export class WidgetGate implements SurfaceGate {
       const byVisitor = this.visitors.peek(visitor, limits.visitor_per_minute);
       if (byVisitor.left <= 0) throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);
     }
-    if (message) {
-      try {
-        this.o.budget.take({ ...app, plan: budgetPlan(app) });
-      } catch (err) {
-        const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
-        throw apiError('widget_budget', `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`, { headers: { 'retry-after': retry } });
-      }
+    const addressAt = this.addresses.take(address);
+    const visitorAt = visitor === undefined ? undefined : this.visitors.take(visitor);
+    if (!message) return;
+    try {
+      await this.o.budget.take({ ...app, plan: budgetPlan(app) });
+    } catch (err) {
+      this.addresses.giveBack(address, addressAt);
+      if (visitor !== undefined) this.visitors.giveBack(visitor, visitorAt!);
+      const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
+      throw apiError('widget_budget', `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`, { headers: { 'retry-after': retry } });
     }
-    this.addresses.take(address);
-    if (visitor !== undefined) this.visitors.take(visitor);
   }
 
   /** D-47: the app, if it exists (404) and the fixtures give it a widget (403). */
