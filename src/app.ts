@@ -28,7 +28,7 @@ import { PgStore } from './store/pg-store.ts';
 import { PgIdempotencyAnswers } from './store/pg/idempotency.ts';
 import { PgRateCounts } from './store/pg/rate-counts.ts';
 import { PgUsageLedger } from './store/pg/usage.ts';
-import { PgWidgetOwners } from './store/pg/widget-owners.ts';
+import { PgWidgetOwners, pgWidgetSecret } from './store/pg/widget-owners.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
 
 export interface ParleyOptions extends Partial<Config> {
@@ -158,7 +158,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       owners = await VisitorConversations.open(dataDir, warn);
     }
     const auth = new AuthService(fixtures);
-    const tokens = new VisitorTokens(await loadWidgetSecret(dataDir, opts.widgetSecret));
+    // D-49: one signing secret for every instance of a database, else the data directory's.
+    const secret = pg && !opts.widgetSecret ? await pgWidgetSecret(pg) : await loadWidgetSecret(dataDir, opts.widgetSecret);
+    const tokens = new VisitorTokens(secret);
     const playground = opts.playground ?? true;
     const quota = new StorageQuota(store, fixtures);
     const conversations = new ConversationService(store, quota);

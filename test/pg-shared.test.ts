@@ -16,17 +16,20 @@ import { migrate } from '../src/store/pg/migrate.ts';
 import { PgIdempotencyAnswers } from '../src/store/pg/idempotency.ts';
 import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
 import { PgUsageLedger } from '../src/store/pg/usage.ts';
-import { PgWidgetOwners } from '../src/store/pg/widget-owners.ts';
+import { PgWidgetOwners, pgWidgetSecret } from '../src/store/pg/widget-owners.ts';
+import { VisitorTokens } from '../src/pipeline/widget-tokens.ts';
 import { FIXTURES_DIR, KEY, TARGET, startTestServer } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 import { visitor, widgetCall } from './support/widget.ts';
 
 usePostgres();
 
+let url: string;
 let sql: Sql;
 let fixtures: Fixtures;
 before(async () => {
-  sql = postgres(await freshDatabase(), { max: 4, onnotice: () => {} });
+  url = await freshDatabase();
+  sql = postgres(url, { max: 4, onnotice: () => {} });
   await migrate(sql);
   fixtures = await loadFixtures(FIXTURES_DIR);
 });
@@ -144,6 +147,24 @@ describe('the shared state on PostgreSQL', () => {
     await owners.claim('conv_w', 'vis_1');
     assert.equal(await owners.ownerOf('conv_w'), 'vis_1');
     await owners.close();
+  });
+
+  test('D-49: one widget signing secret per database, made once: a token one instance issues, another takes', async () => {
+    const other = postgres(url, { max: 2, onnotice: () => {} });
+    try {
+      const [a, b] = await Promise.all([pgWidgetSecret(sql), pgWidgetSecret(other)]);
+      assert.equal(a.toString(), b.toString());
+      assert.ok(a.length >= 32);
+      assert.equal(await count('settings'), 1);
+      const app = [...fixtures.apps.values()].find((x) => x.widget)!;
+      const key = fixtures.keys.find((k) => k.type === 'publishable' && k.team_id === app.team_id)!;
+      const issued = new VisitorTokens(a).issue(app, key, undefined, undefined);
+      assert.equal(new VisitorTokens(b).verify(issued.token, app).visitor.id, issued.visitor.id);
+      // Another database's secret is another secret.
+      assert.throws(() => new VisitorTokens(Buffer.from('x'.repeat(64))).verify(issued.token, app));
+    } finally {
+      await other.end();
+    }
   });
 
   test('D-30: a keyed retry on another instance follows the running send message from the store (followRunning), streamed or as JSON', async () => {

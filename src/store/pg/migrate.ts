@@ -132,6 +132,11 @@ export const MIGRATIONS: readonly Migration[] = [
         conversation_id text PRIMARY KEY,
         visitor_id text NOT NULL
       );
+      -- Values every instance must agree on, made once by the first (D-49's widget signing secret).
+      CREATE TABLE settings (
+        name text PRIMARY KEY,
+        value text NOT NULL
+      );
     `,
   },
 ];
