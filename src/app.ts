@@ -8,7 +8,7 @@ import { followRunning, responseRoutes } from './api/responses.ts';
 import { WIDGET_BASE_PATH, widgetRoutes } from './api/widget.ts';
 import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
-import { WidgetGate } from './pipeline/widget-gate.ts';
+import { WidgetGate, sharedMinuteLimits, type MinuteLimits } from './pipeline/widget-gate.ts';
 import { VisitorTokens, loadWidgetSecret } from './pipeline/widget-tokens.ts';
 import { VisitorConversations, type WidgetOwners } from './services/widget-owners.ts';
 import type { Config } from './config.ts';
@@ -127,6 +127,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   let idempotency: IdempotencyService | undefined;
   let widgetBudget: (RateLimiter & { close(): Promise<void> }) | undefined;
   let owners: WidgetOwners | undefined;
+  let widgetWindows: PgRateCounts | undefined;
+  let windows: MinuteLimits | undefined;
   try {
     await fileUsage?.open();
     const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
@@ -138,6 +140,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open(), { follow: (retry, id) => followRunning(responses)(retry, id) });
       widgetBudget = new SharedRateLimitService(await new PgRateCounts(pg, 'widget').open(), budgetPlans);
       owners = new PgWidgetOwners(pg);
+      // D-52's per-visitor and per-address minutes, counted once for every instance.
+      widgetWindows = await new PgRateCounts(pg, 'widget-window').open();
+      windows = sharedMinuteLimits(widgetWindows);
     } else {
       // D-23: day counts live beside the data so that a restart keeps them.
       if (!opts.rateLimiter) limits = await RateLimitService.open({
@@ -180,7 +185,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         {
           basePath: WIDGET_BASE_PATH,
           routes: widgetRoutes({ tokens, owners, conversations, responses }),
-          gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, allowOwnOrigin: playground }),
+          gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, windows, allowOwnOrigin: playground }),
         },
       ],
       pages: new Map<string, () => Promise<unknown>>([
@@ -229,6 +234,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
           await idempotency?.close();
           await widgetBudget?.close();
           await owners?.close();
+          await widgetWindows?.close();
           await store.close();
           await flushLog(LOG_FLUSH_MS);
         })()),
@@ -239,6 +245,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     await idempotency?.close();
     await widgetBudget?.close();
     await owners?.close();
+    await widgetWindows?.close();
     await store.close();
     throw err;
   }

@@ -11,6 +11,7 @@ import { followRunning } from '../src/api/responses.ts';
 import type { RequestContext } from '../src/http/context.ts';
 import type { EventStream } from '../src/http/reply.ts';
 import { SharedRateLimitService } from '../src/pipeline/rate-limit.ts';
+import { sharedMinuteLimits } from '../src/pipeline/widget-gate.ts';
 import { loadFixtures, type AppT, type Fixtures } from '../src/store/fixtures.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { PgIdempotencyAnswers } from '../src/store/pg/idempotency.ts';
@@ -147,6 +148,28 @@ describe('the shared state on PostgreSQL', () => {
     await owners.claim('conv_w', 'vis_1');
     assert.equal(await owners.ownerOf('conv_w'), 'vis_1');
     await owners.close();
+  });
+
+  test('D-52: the widget’s per-visitor and per-address minutes are one count for every instance; a slot given back is free again', async () => {
+    const other = postgres(url, { max: 4, onnotice: () => {} });
+    const a = await new PgRateCounts(sql, 'widget-window').open();
+    const b = await new PgRateCounts(other, 'widget-window').open();
+    try {
+      const [one, two] = [sharedMinuteLimits(a), sharedMinuteLimits(b)];
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? one : two).take('visitor:app_w:vis_9', 3)));
+      const taken = results.filter((r): r is { at: number } => 'at' in r);
+      assert.equal(taken.length, 3);
+      for (const r of results) if (!('at' in r)) assert.ok(r.retryAfterMs > 0 && r.retryAfterMs <= 60_000);
+      // Another key counts apart; a slot given back (by the other instance) is taken again, once.
+      assert.ok('at' in (await one.take('address:app_w:127.0.0.1', 3)));
+      await two.giveBack('visitor:app_w:vis_9', taken[0]!.at);
+      const again = await Promise.all([one.take('visitor:app_w:vis_9', 3), two.take('visitor:app_w:vis_9', 3)]);
+      assert.equal(again.filter((r) => 'at' in r).length, 1);
+    } finally {
+      await a.close();
+      await b.close();
+      await other.end();
+    }
   });
 
   test('D-49: one widget signing secret per database, made once: a token one instance issues, another takes', async () => {

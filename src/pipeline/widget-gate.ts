@@ -7,6 +7,7 @@ import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
 import type { Admission, RateLimiter, Route, SurfaceGate } from '../http/server.ts';
 import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
+import type { RateCounts } from '../store/shared.ts';
 import type { AuthService } from './auth.ts';
 import type { VisitorTokens } from './widget-tokens.ts';
 
@@ -15,25 +16,53 @@ const MINUTE = 60_000;
 /** Headers a widget may read from an answer (a browser hides the others from a cross-origin page). */
 const EXPOSED = 'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, parley-response-id';
 
+/** D-52's per-visitor and per-address limits: requests per key in a sliding minute. */
+export interface MinuteLimits {
+  /** Counts a request for `key` unless `perMinute` are in its last minute; a refusal changes nothing. */
+  take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }>;
+  /** Forgets a request `take` counted (one another limit then refused). */
+  giveBack(key: string, at: number): Promise<void>;
+}
+
+/** The minute limits on D-23's shared counts (PostgreSQL): one count for every instance. */
+export function sharedMinuteLimits(counts: RateCounts): MinuteLimits {
+  return {
+    async take(key, perMinute) {
+      const c = await counts.take(key, perMinute, Number.MAX_SAFE_INTEGER);
+      return c.taken ? { at: c.now } : { retryAfterMs: (c.freesAt ?? c.now) + MINUTE - c.now };
+    },
+    giveBack: (key, at) => counts.giveBack(key, at),
+  };
+}
+
 /**
- * D-52: requests per key in a sliding minute, in memory. These limits stop a burst from one visitor or
- * one address; a restart forgetting them loses at most a minute's counts.
+ * D-52: requests per key in a sliding minute, in memory, for one process. These limits stop a burst
+ * from one visitor or one address; a restart forgetting them loses at most a minute's counts.
  */
-class MinuteWindow {
+export class MinuteWindow implements MinuteLimits {
+  async take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }> {
+    const seen = this.peek(key, perMinute);
+    return seen.left <= 0 ? { retryAfterMs: seen.retryAfterMs } : { at: this.count(key) };
+  }
+
+  async giveBack(key: string, at: number): Promise<void> {
+    this.forget(key, at);
+  }
+
   private readonly hits = new Map<string, number[]>();
   private writes = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** Requests left for `key` under `limit` (none taken), and when the oldest leaves the window. */
-  peek(key: string, limit: number): { left: number; retryAfterMs: number } {
+  private peek(key: string, limit: number): { left: number; retryAfterMs: number } {
     const now = this.now();
     const list = this.recent(key, now);
     return { left: limit - list.length, retryAfterMs: list.length ? list[Math.max(0, list.length - limit)]! + MINUTE - now : 0 };
   }
 
   /** Counts a request for `key`; returns its time, to give it back. */
-  take(key: string): number {
+  private count(key: string): number {
     const now = this.now();
     const list = this.recent(key, now);
     list.push(now);
@@ -43,8 +72,7 @@ class MinuteWindow {
     return now;
   }
 
-  /** Forgets a request `take` counted (one that was then refused by another limit). */
-  giveBack(key: string, at: number): void {
+  private forget(key: string, at: number): void {
     const list = this.hits.get(key);
     const i = list?.lastIndexOf(at) ?? -1;
     if (i !== -1) list!.splice(i, 1);
@@ -68,18 +96,18 @@ export interface WidgetGateOptions {
    * own rows in PostgreSQL), with the plans of `budgetPlans`.
    */
   budget: RateLimiter;
+  /** D-52's per-visitor and per-address windows (default: in this process's memory). */
+  windows?: MinuteLimits;
   /** D-53: the server's own origin is allowed too (the playground); off with --no-playground. */
   allowOwnOrigin: boolean;
   now?: () => number;
 }
 
 export class WidgetGate implements SurfaceGate {
-  private readonly visitors: MinuteWindow;
-  private readonly addresses: MinuteWindow;
+  private readonly windows: MinuteLimits;
 
   constructor(private readonly o: WidgetGateOptions) {
-    this.visitors = new MinuteWindow(o.now);
-    this.addresses = new MinuteWindow(o.now);
+    this.windows = o.windows ?? new MinuteWindow(o.now);
   }
 
   /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own. */
@@ -140,28 +168,30 @@ export class WidgetGate implements SurfaceGate {
 
   /**
    * D-52: a POST counts against its address and its visitor, a message against the app's widget budget
-   * too. Every limit is checked before any is taken, so that a refused request changes nothing: the
-   * address's and visitor's slots are taken before the budget is awaited (so that concurrent requests
-   * cannot pass them together) and given back if the budget refuses.
+   * too. Each limit takes its slot as it checks it (so that concurrent requests cannot pass it together),
+   * and a later limit's refusal gives the earlier slots back: a refused request changes nothing.
    */
   private async count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): Promise<void> {
     const limits = app.widget!.limits;
-    const address = `${app.id}\0${req.socket.remoteAddress ?? ''}`;
-    const byAddress = this.addresses.peek(address, limits.address_per_minute);
-    if (byAddress.left <= 0) throw limited('address_rate_limit', `Too many widget requests from this address for app ${JSON.stringify(app.id)}`, limits.address_per_minute, byAddress.retryAfterMs);
-    const visitor = visitorId === undefined ? undefined : `${app.id}\0${visitorId}`;
-    if (visitor !== undefined) {
-      const byVisitor = this.visitors.peek(visitor, limits.visitor_per_minute);
-      if (byVisitor.left <= 0) throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);
+    const address = `address|${app.id}|${req.socket.remoteAddress ?? ''}`;
+    const byAddress = await this.windows.take(address, limits.address_per_minute);
+    if (!('at' in byAddress)) throw limited('address_rate_limit', `Too many widget requests from this address for app ${JSON.stringify(app.id)}`, limits.address_per_minute, byAddress.retryAfterMs);
+    const taken: Array<[string, number]> = [[address, byAddress.at]];
+    const giveBack = () => Promise.all(taken.map(([key, at]) => this.windows.giveBack(key, at)));
+    if (visitorId !== undefined) {
+      const visitor = `visitor|${app.id}|${visitorId}`;
+      const byVisitor = await this.windows.take(visitor, limits.visitor_per_minute);
+      if (!('at' in byVisitor)) {
+        await giveBack();
+        throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);
+      }
+      taken.push([visitor, byVisitor.at]);
     }
-    const addressAt = this.addresses.take(address);
-    const visitorAt = visitor === undefined ? undefined : this.visitors.take(visitor);
     if (!message) return;
     try {
       await this.o.budget.take({ ...app, plan: budgetPlan(app) });
     } catch (err) {
-      this.addresses.giveBack(address, addressAt);
-      if (visitor !== undefined) this.visitors.giveBack(visitor, visitorAt!);
+      await giveBack();
       const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
       throw apiError('widget_budget', `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`, { headers: { 'retry-after': retry } });
     }

@@ -53,6 +53,8 @@ export interface RateCount {
 export interface RateCounts {
   /** Counts a request for `key` unless it would pass `perMinute` or `perDay`; a refusal changes nothing. */
   take(key: string, perMinute: number, perDay: number): Promise<RateCount>;
+  /** Forgets the request counted for `key` at `at` (one another limit then refused). */
+  giveBack(key: string, at: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -73,6 +73,15 @@ export class PgRateCounts implements RateCounts {
     });
   }
 
+  async giveBack(key: string, at: number): Promise<void> {
+    const scope = this.scope;
+    await this.sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(${RATE_LOCK_CLASS}, hashtext(${`${scope}:${key}`}))`;
+      const gone = await tx`DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events WHERE scope = ${scope} AND key = ${key} AND at = ${at} LIMIT 1)`;
+      if (gone.count > 0) await tx`UPDATE rate_days SET count = count - 1 WHERE scope = ${scope} AND key = ${key} AND day = ${at - (at % DAY)} AND count > 0`;
+    });
+  }
+
   /** Deletes the requests out of every minute window and the days before today (no count reads them). */
   async sweep(): Promise<void> {
     await this.sql`
