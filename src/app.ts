@@ -133,7 +133,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     idempotency = await IdempotencyService.open({
       dir: path.join(opts.dataDir ?? './data', 'idempotency'),
       logger,
-      claims: [...store.idempotencyClaims(since), ...usage.idempotencyClaims(since)],
+      claims: [...(await store.idempotencyClaims(since)), ...usage.idempotencyClaims(since)],
     });
     const auth = new AuthService(fixtures);
     // The widget API (docs/widget.md): its budgets counted apart from the REST plans (D-52).
@@ -149,6 +149,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
     const interrupted = await responses.recover();
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
+    if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;
     const http = createHttpServer({
       routes: [
@@ -204,6 +205,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
           await http.close(opts.shutdownGraceMs);
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();
+          await responses.stopSweeping();
           await usage.close();
           await limits?.close();
           await idempotency?.close();

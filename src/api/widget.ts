@@ -25,7 +25,7 @@ export interface WidgetRouteOptions {
 
 export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
   /** D-48: the visitor's own live conversation; another visitor's answers 404, as an unknown one does. */
-  const own = (ctx: RequestContext): ConversationRecord => {
+  const own = async (ctx: RequestContext): Promise<ConversationRecord> => {
     const id = ctx.params.conversation_id!;
     if (o.owners.ownerOf(id) !== ctx.visitor!.id) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
     return o.conversations.find(ctx.app.id, id);
@@ -81,7 +81,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
     {
       method: 'GET',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: { handle: async (ctx) => o.conversations.getJson(ctx.app.id, own(ctx).id) },
+      route: { handle: async (ctx) => o.conversations.getJson(ctx.app.id, (await own(ctx)).id) },
     },
     {
       method: 'POST',
@@ -92,7 +92,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
         handle: async (ctx) => {
           // D-4's order: the body, then the conversation (404), then the first event (D-17).
           const body = await parseBody(ctx, WidgetMessageRequest);
-          const record = own(ctx);
+          const record = await own(ctx);
           const stream = body.stream ?? true;
           if (stream) ctx.beginStream?.();
           // D-50: the agent's metadata is the signed identity's, never the browser's.
