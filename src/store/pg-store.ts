@@ -73,6 +73,20 @@ function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number):
   return deletedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
 }
 
+/**
+ * Recomputes every app's `app_stats` row from its conversations, as migration 4 first did: for rows
+ * written by SQL rather than through this store (an import), whose writes keep the row themselves.
+ */
+export async function recountAppStats(sql: Sql): Promise<void> {
+  await sql`
+    INSERT INTO app_stats (app_id, conversations, messages, users, bytes)
+    SELECT app_id, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
+           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
+    FROM conversations GROUP BY app_id
+    ON CONFLICT (app_id) DO UPDATE SET conversations = EXCLUDED.conversations, messages = EXCLUDED.messages,
+      users = EXCLUDED.users, bytes = EXCLUDED.bytes`;
+}
+
 const SELECT_ROW = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 export class PgStore implements Store {

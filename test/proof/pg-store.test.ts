@@ -14,7 +14,7 @@ import type { AgentRuntime } from '../../src/services/agent.ts';
 import { StorageQuota } from '../../src/services/quota.ts';
 import { ResponseService } from '../../src/services/responses.ts';
 import type { UsageLedger } from '../../src/services/usage.ts';
-import { PgStore } from '../../src/store/pg-store.ts';
+import { PgStore, recountAppStats } from '../../src/store/pg-store.ts';
 import type { LiveResponseStart } from '../../src/store/types.ts';
 import { walkIds } from '../support/list-walk.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
@@ -199,6 +199,9 @@ test('D-24, D-27: two instances creating at once: a quota for exactly 10 creates
       assert.deepEqual(await store.appCounters('app_demo'), { conversations: 10, messages: 20, users });
       assert.equal(await store.storedBytes('app_demo'), Number(sum), 'the stats row agrees with the rows');
     }
+    const kept = await a.sql`SELECT * FROM app_stats`;
+    await recountAppStats(a.sql);
+    assert.deepEqual(await a.sql`SELECT * FROM app_stats`, kept, 'a recount from the rows changes nothing');
   } finally {
     await Promise.all([a.close(), b.close()]);
   }
