@@ -72,6 +72,7 @@ test('D-38: a response whose instance died is handed to start-up once its lease 
     const taken = await b.unfinishedResponses();
     assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length, t.ended]), [['resp_dead', 1, false]]);
     assert.deepEqual(await a.unfinishedResponses(), [], 'taken over once');
+    await assert.rejects(a.appendResponseEvent('resp_dead', ev('response.output_text.delta', 1)), /another took it over/, 'the first owner writes no more');
     await b.appendResponseEvent('resp_dead', ev('response.failed', 1));
     assert.equal((await a.responseTrace('resp_dead'))!.ended, true);
   } finally {

@@ -103,14 +103,23 @@ export class PgResponses {
     const seq = p.next++;
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) this.producing.delete(id);
-    // One statement (one transaction): the event, the response's end, and the notification.
-    const run = () =>
-      this.sql`
-        WITH e AS (INSERT INTO response_events (response_id, seq, body) VALUES (${id}, ${seq}, ${JSON.stringify(event)}))
-        UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
-        WHERE id = ${id} RETURNING pg_notify(${EVENTS}, ${id})`.then(() => {});
-    p.writing = p.writing.then(run, run);
-    return p.writing;
+    // One statement (one transaction): the event, the response's end, and the notification; nothing
+    // once another instance took the response over (D-38: it thought this one dead).
+    const run = async () => {
+      const done = await this.sql`
+        WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
+                      WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
+        e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, ${seq}, ${JSON.stringify(event)} FROM mine)
+        SELECT pg_notify(${EVENTS}, id) FROM mine`;
+      if (done.length === 0) {
+        this.producing.delete(id);
+        throw new Error(`${id} is no longer a live response of this instance (another took it over)`);
+      }
+    };
+    const result = p.writing.then(run, run);
+    // The next append waits for this one, whatever its outcome; close() too.
+    p.writing = result.catch(() => {});
+    return result;
   }
 
   async trace(id: string): Promise<ResponseTrace | undefined> {
