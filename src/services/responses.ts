@@ -61,6 +61,8 @@ export class ResponseService {
   private readonly detached = new Map<string, number>();
   /** D-37: per conversation, the end of the line of messages and how many wait in it. */
   private readonly lines = new Map<string, { tail: Promise<void>; waiting: number }>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> | undefined;
   constructor(
     private readonly store: Store,
     private readonly agent: AgentRuntime,
@@ -166,7 +168,7 @@ export class ResponseService {
         { param: 'conversation_id' },
       );
     }
-    this.quota?.check(app.id, 0);
+    await this.quota?.check(app.id, 0);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
@@ -368,7 +370,7 @@ export class ResponseService {
         text: '',
         source: undefined,
       };
-      if (this.store.getConversation(start.conversation_id)) {
+      if (await this.store.getConversation(start.conversation_id)) {
         await this.persist(start.app_id, start.conversation_id, outcome, { ...start.input, createdAt: start.created_at }, undefined);
       }
       await this.store.appendResponseEvent(start.id, {
@@ -377,6 +379,26 @@ export class ResponseService {
       });
     }
     return unfinished.length;
+  }
+
+  /**
+   * D-38 across instances: every `ms` while this one runs, the responses an instance left when it died
+   * are saved `interrupted` by `recover`, start-up's path (the store hands each to one instance only).
+   */
+  sweep(ms: number): void {
+    this.sweeper = setInterval(() => {
+      this.sweeping ??= this.recover()
+        .then((n) => n > 0 && this.log.warn({ count: n }, 'responses left running by a stopped instance saved as interrupted'))
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'the sweep of interrupted responses failed; it runs again later'))
+        .finally(() => (this.sweeping = undefined));
+    }, ms);
+    this.sweeper.unref();
+  }
+
+  /** Stops the sweep, once the one under way (if any) has finished. */
+  async stopSweeping(): Promise<void> {
+    clearInterval(this.sweeper);
+    await this.sweeping;
   }
 
   private async persist(
@@ -388,7 +410,7 @@ export class ResponseService {
     app?: AppT,
   ): Promise<void> {
     // The title may take a model call: made before the exchange is saved, not in the conversation's turn.
-    const first = this.store.getConversation(conversationId)!;
+    const first = (await this.store.getConversation(conversationId))!;
     const title =
       app && run.status === 'completed' && first.title === null && Object.keys(first.generated_title).length === 0
         ? await this.title(app, input.content, run)
