@@ -70,6 +70,27 @@ test('a send is saved with its items and counted; a restart on the same database
   assert.deepEqual((await s.call('GET', `/apps/${APP}/metrics`)).body, metrics);
 });
 
+test('D-38 across instances: a response is saved once, whichever instance saves it first (a taken-over one saved again is kept once)', async () => {
+  const c = (await s.call('POST', conv, {})).body.id as string;
+  const store = s.store as PgStore;
+  const save = (status: 'completed' | 'failed', text: string) =>
+    store.saveResponse({
+      conversationId: c,
+      items: [
+        { id: `msg_u_${status}`, type: 'message', role: 'user', content: 'hi', created_at: 1 } as never,
+        { id: `msg_a_${status}`, type: 'message', role: 'assistant', content: text, created_at: 1 } as never,
+      ],
+      response: { id: 'resp_once', created_at: 1, status },
+      apply: (cur) => ({ message_count: cur.message_count + 2 }),
+    });
+  await save('failed', 'cut short');
+  const after = await save('completed', 'the whole reply');
+  assert.equal(after.message_count, 2);
+  const file = await store.readConversationFile(c);
+  assert.deepEqual(file.responses.map((r) => [r.id, r.status]), [['resp_once', 'failed']]);
+  assert.deepEqual(file.items.map((i) => i.id), ['msg_u_failed', 'msg_a_failed']);
+});
+
 test('/healthz: 503 while shutting down or when the store does not answer, naming no cause', async () => {
   const ok = { ping: async () => {} } as never;
   assert.equal((await health(ok, () => true)).status, 503);

@@ -280,6 +280,13 @@ export class PgStore implements Store {
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
         // Deleted while the response ran: its history is gone and is not started again.
         if (current.deleted_at !== null) return current;
+        // D-38 across instances: an instance that only looked dead had its response taken over and
+        // saved `interrupted` by another; a response is saved once, by whichever save lands first.
+        const [saved] = await tx`SELECT 1 FROM responses WHERE conversation_id = ${current.id} AND id = ${save.response.id}`;
+        if (saved) {
+          if (save.claim) await this.keepClaim(tx, save.claim, at);
+          return current;
+        }
         const next = save.apply(fromRow(current));
         const history = await this.appendHistory(tx, current, save.items, save.response);
         if (save.claim) await this.keepClaim(tx, save.claim, at);
