@@ -37,6 +37,13 @@ export interface StartedResponse {
   answer(stream: boolean, requestId: string): Promise<unknown>;
 }
 
+/** D-37: the conversation's reply runs on another instance (begun in the store, not produced here). */
+class RunningElsewhere extends Error {
+  constructor(readonly id: string) {
+    super(`response ${id} runs on another instance`);
+  }
+}
+
 /** D-37: messages that may wait in line behind a conversation's running reply; one more gets a 409. */
 const MAX_IN_LINE = 8;
 
@@ -87,11 +94,32 @@ export class ResponseService {
   ): Promise<StartedResponse> {
     const leave = await this.takeTurn(record.id, requestSignal);
     try {
-      return await this.begin(app, record, body, requestSignal, claim, detachable, leave);
+      for (;;) {
+        try {
+          return await this.begin(app, record, body, requestSignal, claim, detachable, leave);
+        } catch (err) {
+          if (!(err instanceof RunningElsewhere)) throw err;
+          // D-37 across instances: each keeps its own line, and its first waits for the reply another
+          // instance runs (its end is told by the store), then begins on the history it left.
+          this.events.emit('awaiting', { conversation_id: record.id, response_id: err.id });
+          await this.endOf(err.id, requestSignal);
+        }
+      }
     } catch (err) {
       leave();
       throw err;
     }
+  }
+
+  /** Resolves once response `id` has ended (whichever instance runs it); rejects if the client leaves. */
+  private async endOf(id: string, signal: AbortSignal): Promise<void> {
+    try {
+      const trace = await this.store.responseTrace(id);
+      if (trace && !trace.ended) for await (const _ of this.store.followResponse(id, (trace.events?.length ?? 0) - 1, signal));
+    } catch (err) {
+      if (!(err instanceof ResponseEventsExpired)) throw err;
+    }
+    if (signal.aborted) throw new Error('client disconnected');
   }
 
   /**
@@ -179,6 +207,7 @@ export class ResponseService {
       created_at: createdAt,
       input: { content, metadata: body.metadata ?? null },
     });
+    if (begun.running && !this.producing.has(begun.running)) throw new RunningElsewhere(begun.running);
     if (begun.running) {
       throw apiError('conversation_busy', `Conversation ${record.id} is still replying (response ${begun.running}); send the next message once it has finished, or cancel it.`, {
         headers: { [RESPONSE_ID_HEADER]: begun.running },
