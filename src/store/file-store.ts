@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { isPlainObject, type ItemT, type UnsequencedEvent } from '../contract/index.ts';
-import { syncDir, writeDurably } from './atomic-json-file.ts';
+import { syncDir, writeDurably } from './durable.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryFile, legacyPath } from './history-file.ts';
