@@ -1,11 +1,12 @@
 // The conformance suite, in both profiles, against Parley on PostgreSQL as a process (src/main.ts with
-// --database-url, test/support/fleet.ts).
+// --database-url): one instance, and two instances on one database behind a round-robin proxy
+// (test/support/fleet.ts), where consecutive requests of one case land on different instances.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runConformance, selectCases, type RunResults } from '../../conformance/run.ts';
 import { parseTarget } from '../../conformance/target.ts';
 import { TARGET } from '../support/helpers.ts';
-import { startFleet, type Fleet } from '../support/fleet.ts';
+import { startFleet, startProxy, type Fleet, type Proxy } from '../support/fleet.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
@@ -36,6 +37,28 @@ describe('one Parley on PostgreSQL conforms', () => {
     test(`profile ${profile}: every case passes, none skipped`, { timeout: 240_000 }, async (t) => {
       const r = await conforms(fleet.instances[0]!.base, profile);
       t.diagnostic(`${profile}: ${r.summary.passed} passed`);
+    });
+  }
+});
+
+describe('two Parley instances on one database behind a round-robin proxy conform', () => {
+  let fleet: Fleet;
+  let proxy: Proxy;
+  before(async () => {
+    fleet = await startFleet(2, { databaseUrl: await freshDatabase() });
+    proxy = await startProxy(fleet.instances.map((i) => i.origin));
+  });
+  after(async () => {
+    await proxy?.close();
+    await fleet?.close();
+  });
+  for (const profile of ['spec', 'reference'] as const) {
+    test(`profile ${profile}: every case passes, none skipped, both instances served`, { timeout: 240_000 }, async (t) => {
+      const before = [...proxy.served.values()];
+      const r = await conforms(proxy.base, profile);
+      const counts = [...proxy.served.values()].map((n, i) => n - before[i]!);
+      t.diagnostic(`${profile}: ${r.summary.passed} passed; requests per instance ${counts.join(', ')}`);
+      for (const n of counts) assert.ok(n > 50, `an instance served only ${n} requests`);
     });
   }
 });

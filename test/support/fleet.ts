@@ -10,8 +10,6 @@ import { FIXTURES_DIR, tempDir } from './helpers.ts';
 import { listening } from './server-process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-/** Every instance signs visitor tokens with the same secret, as docs/deploy.md asks (D-49). */
-const WIDGET_SECRET = 'fleet-widget-secret-0123456789abcdef0123456789';
 /** How long a SIGTERM may take before the stop becomes a SIGKILL (a shutdown has its own 15 s deadline). */
 const STOP_GRACE_MS = 20_000;
 
@@ -39,14 +37,24 @@ export interface FleetOptions {
   env?: Record<string, string>;
 }
 
+/**
+ * The environment of an instance: none of the caller's PARLEY_* settings (a PARLEY_MODEL or
+ * PARLEY_WIDGET_SECRET would change what is proven) nor DATABASE_URL (the flag names the database);
+ * no coverage (measured in-process by npm test; a child writing its own costs CPU and adds nothing).
+ */
+function ownEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PARLEY_') && k !== 'DATABASE_URL') env[k] = v;
+  return { ...env, NODE_V8_COVERAGE: '' };
+}
+
 /** Starts one instance on the database; rejects (with its stderr) if it exits before listening. */
 export async function startInstance(opts: FleetOptions): Promise<Instance> {
   const dataDir = await tempDir('parley-fleet-');
   const child: ChildProcess = spawn(
     process.execPath,
     ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--fixtures', opts.fixturesDir ?? FIXTURES_DIR, '--log-level', 'warn', '--data-dir', dataDir, '--database-url', opts.databaseUrl],
-    // Coverage is measured in-process (npm test); a child writing its own costs CPU and adds nothing.
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_V8_COVERAGE: '', DATABASE_URL: '', PARLEY_WIDGET_SECRET: WIDGET_SECRET, ...opts.env } },
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...ownEnv(), ...opts.env } },
   );
   const l = listening(child);
   let dead = false;
