@@ -174,11 +174,15 @@ export async function accounting(adminUrl: string, dbUrl: string): Promise<{ rea
   };
 }
 
-/** Turns auto_explain's logging of every statement's plan (with ANALYZE) on or off, for new and open sessions. */
-export async function explainAll(adminUrl: string, on: boolean): Promise<void> {
+/**
+ * auto_explain's logging of plans (with ANALYZE and BUFFERS, for new and open sessions): of every
+ * statement taking at least `minMs` (0: all of them), or none (`null`).
+ */
+export async function explainAll(adminUrl: string, minMs: number | null): Promise<void> {
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const on = minMs !== null;
   try {
-    await admin.unsafe(`ALTER SYSTEM SET auto_explain.log_min_duration = ${on ? 0 : -1}`);
+    await admin.unsafe(`ALTER SYSTEM SET auto_explain.log_min_duration = ${on ? minMs : -1}`);
     await admin.unsafe(`ALTER SYSTEM SET auto_explain.log_analyze = ${on ? 'on' : 'off'}`);
     await admin.unsafe(`ALTER SYSTEM SET auto_explain.log_buffers = ${on ? 'on' : 'off'}`);
     await admin`SELECT pg_reload_conf()`;

@@ -473,6 +473,7 @@ async function runStores(fixturesDir: string): Promise<void> {
   log(`the two stores: file store and PostgreSQL at ${STORES.small.toLocaleString('en-US')} and ${STORES.large.toLocaleString('en-US')} conversations, beside the baseline`);
   const r = await measureStores(STORES, { tmp, fixturesDir, app: APP, auth: AUTH, start, stop, log });
   if (r.plans) log(`\nplans of the statements that ran (auto_explain, ANALYZE, BUFFERS; ${STORES.large.toLocaleString('en-US')} conversations):\n${r.plans}\n`);
+  log(`statements of 2 ms or more during sends (auto_explain):\n${r.slowPlans || '(none)'}\n`);
   await writeStores(r, sectionStart);
 }
 

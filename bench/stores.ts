@@ -18,7 +18,7 @@ export interface StoresConfig {
   warmup: number;
   creates: number;
   connections: number;
-  /** Requests of each operation in the accounting pass. */
+  /** Requests of each operation in the accounting pass, at most (about 3 s of each, at least 300). */
   accountRequests: number;
   /** One-at-a-time probes of each kind, per server, spread over `latencyRounds`. */
   probes: number;
@@ -65,7 +65,12 @@ export interface StoresResult {
   postgresVersion: string;
   settings: string;
   plans: string;
+  /** Plans of the statements that took 2 ms or more during SLOW_PASS_SECONDS of sends. */
+  slowPlans: string;
 }
+
+/** Long enough for the lease renewal of live responses (every 10 s, D-43) to run at least once. */
+const SLOW_PASS_SECONDS = 12;
 
 const pick = (ids: string[]) => () => ids[Math.floor(Math.random() * ids.length)]!;
 
@@ -183,11 +188,13 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
     }
 
     // Where the time goes, on PostgreSQL at the large scale: a counted pass of each operation.
-    log(`where the time goes (PostgreSQL, ${cfg.large.toLocaleString('en-US')} conversations; ${cfg.accountRequests.toLocaleString('en-US')} requests of each)`);
+    log(`where the time goes (PostgreSQL, ${cfg.large.toLocaleString('en-US')} conversations; about 3 s of each)`);
     const acc: StoresResult['accounting'] = {};
     const cpuOf = async (child: Child) => (await child.ask<{ cpuUs: number }>('stats')).cpuUs;
     for (const op of OPERATIONS) {
-      const counted = (spec: LoadSpec): LoadSpec => ({ ...spec, amount: cfg.accountRequests });
+      // About 3 s of each at the rate measured (at least 300, at most cfg.accountRequests): send is ~100× slower than get.
+      const amount = Math.round(Math.min(cfg.accountRequests, Math.max(300, 3 * (throughput[op].pgLarge?.rps ?? 0))));
+      const counted = (spec: LoadSpec): LoadSpec => ({ ...spec, amount });
       // The file store's Parley, for comparison of Parley's own CPU.
       const f0 = await cpuOf(fileLarge);
       const fr = await load(counted(specs[op].fileLarge));
@@ -217,11 +224,17 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
 
     // The plans of what ran (auto_explain, with ANALYZE and BUFFERS), a few requests of each.
     capture = true;
-    await explainAll(pg.adminUrl, true);
+    await explainAll(pg.adminUrl, 0);
     for (const op of OPERATIONS) await load({ ...specs[op].pgLarge, connections: 1, amount: 3 });
-    await explainAll(pg.adminUrl, false);
-    capture = false;
+    await explainAll(pg.adminUrl, null);
     const plans = distinctPlans(planLog);
+    // And whatever took 2 ms or more under a send load long enough for a lease renewal (every 10 s).
+    planLog = '';
+    await explainAll(pg.adminUrl, 2);
+    await load({ ...specs.send.pgLarge, seconds: SLOW_PASS_SECONDS });
+    await explainAll(pg.adminUrl, null);
+    capture = false;
+    const slowPlans = distinctPlans(planLog);
 
     const sizes: StoresResult['sizes'] = {};
     for (const t of Object.keys(servers) as Array<keyof typeof servers>) {
@@ -232,7 +245,7 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
       fileLarge: (await fileLarge.ask<{ rss: number }>('stats')).rss / 2 ** 20,
       pgLarge: (await pgLarge.ask<{ rss: number }>('stats')).rss / 2 ** 20,
     };
-    return { throughput, latency, accounting: acc, startupMs, rssMb, sizes, seedSeconds, postgresVersion: version, settings, plans };
+    return { throughput, latency, accounting: acc, startupMs, rssMb, sizes, seedSeconds, postgresVersion: version, settings, plans, slowPlans };
   } finally {
     for (const child of children) await ctx.stop(child);
     await pg.stop();
@@ -307,7 +320,7 @@ export function storesMarkdown(r: StoresResult, cfg: StoresConfig, header: strin
       lines.push(`| ${NAMES[op]} | ${n(scale)} | ${cell(t[file])} | ${cell(t[pg])} | ${cell(t.raw)} | ${f2(ratio(t[pg]?.rps, t[file]?.rps))} | ${f2(ratio(t[pg]?.rps, t.raw?.rps))} |`);
     }
   }
-  lines.push('', `Where the time goes, PostgreSQL at ${n(cfg.large)} (a counted pass of ${n(cfg.accountRequests)} requests of each, after the rounds; statements and their execution time from pg_stat_statements, CPU from /proc and the Parley process):`, '');
+  lines.push('', `Where the time goes, PostgreSQL at ${n(cfg.large)} (a counted pass after the rounds, ${OPERATIONS.map((op) => `${n(r.accounting[op]?.requests ?? 0)} ${op}`).join(', ')}; statements and their execution time from pg_stat_statements, CPU from /proc and the Parley process):`, '');
   lines.push('| operation | statements per request | execution per request | PostgreSQL CPU per request | Parley CPU per request (on the file store) | large ÷ 1k | targets | met |', '|---|---|---|---|---|---|---|---|');
   for (const op of OPERATIONS) {
     const a = r.accounting[op];
