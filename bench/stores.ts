@@ -282,20 +282,21 @@ const ratio = (a: number | undefined, b: number | undefined) => (a === undefined
  * which do not depend on the machine at all.
  */
 export const STORE_TARGETS: Partial<Record<Operation, { vsFile?: number; scale?: number; statements?: number }>> = {
-  get: { vsFile: 0.5, scale: 0.8, statements: 3 },
-  list: { vsFile: 0.5, scale: 0.8, statements: 3 },
-  rename: { vsFile: 0.5, scale: 0.8, statements: 4 },
-  send: { vsFile: 0.5, scale: 0.8, statements: 12 },
-  create: { vsFile: 0.5, scale: 0.8, statements: 3 },
+  get: { vsFile: 0.5, scale: 0.9, statements: 3 },
+  list: { vsFile: 0.5, scale: 0.9, statements: 3 },
+  rename: { vsFile: 0.3, scale: 0.9, statements: 4 },
+  send: { vsFile: 0.3, scale: 0.9, statements: 12 },
+  create: { vsFile: 0.3, scale: 0.9, statements: 3 },
 };
 
 function targetsOf(op: Operation): Target[] {
   const t = STORE_TARGETS[op];
   if (!t) return [];
   const out: Target[] = [];
-  if (t.vsFile !== undefined) out.push({ text: `PostgreSQL ÷ file store ≥ ${t.vsFile} (both scales)`, ok: (r) => [ratio(rpsOf(r, op, 'pgSmall'), rpsOf(r, op, 'fileSmall')), ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'fileLarge'))].every((x) => x !== undefined && x >= t.vsFile!) });
-  if (t.scale !== undefined) out.push({ text: `PostgreSQL large ÷ 1k ≥ ${t.scale}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'pgSmall')) ?? 0) >= t.scale! });
-  if (t.statements !== undefined) out.push({ text: `≤ ${t.statements} statements per request`, ok: (r) => (r.accounting[op] ? r.accounting[op]!.statements <= t.statements! + 0.01 : undefined) });
+  // At the large scale only: at 1,000 the file store serves everything from its caches.
+  if (t.vsFile !== undefined) out.push({ text: `PG ÷ file store at the large scale ≥ ${t.vsFile}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'fileLarge')) ?? 0) >= t.vsFile! });
+  if (t.scale !== undefined) out.push({ text: `PG large ÷ 1k ≥ ${t.scale}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'pgSmall')) ?? 0) >= t.scale! });
+  if (t.statements !== undefined) out.push({ text: `≤ ${t.statements} statements per request`, ok: (r) => (r.accounting[op] ? r.accounting[op]!.statements <= t.statements! + 0.05 : undefined) });
   return out;
 }
 
