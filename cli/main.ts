@@ -8,6 +8,7 @@ import { chatCommand } from './commands/chat.ts';
 import { complete, completionAction, completionCommand } from './commands/completion.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
+import { dataCommand } from './commands/data.ts';
 import { dbCommand } from './commands/db.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
@@ -68,6 +69,7 @@ export function buildProgram(out: Output, session: Session): Command {
   program.addCommand(serveCommand(session));
   program.addCommand(completionCommand().action((shell: string) => completionAction(session, shell)));
   program.addCommand(dbCommand(session));
+  program.addCommand(dataCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 

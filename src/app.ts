@@ -4,27 +4,31 @@ import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
-import { responseRoutes } from './api/responses.ts';
+import { followRunning, responseRoutes } from './api/responses.ts';
 import { WIDGET_BASE_PATH, widgetRoutes } from './api/widget.ts';
 import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
-import { WidgetGate } from './pipeline/widget-gate.ts';
+import { WidgetGate, sharedMinuteLimits, type MinuteLimits } from './pipeline/widget-gate.ts';
 import { VisitorTokens, loadWidgetSecret } from './pipeline/widget-tokens.ts';
-import { VisitorConversations } from './services/widget-owners.ts';
+import { VisitorConversations, type WidgetOwners } from './services/widget-owners.ts';
 import type { Config } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
 import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
 import { AgentRuntime } from './services/agent.ts';
 import { AuthService } from './pipeline/auth.ts';
 import { CompletionService } from './services/completions.ts';
-import { RateLimitService } from './pipeline/rate-limit.ts';
+import { RateLimitService, SharedRateLimitService } from './pipeline/rate-limit.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
-import { UsageLedger } from './services/usage.ts';
+import { FileUsageLedger, type UsageLedger } from './services/usage.ts';
 import { FileStore } from './store/file-store.ts';
 import { PgStore } from './store/pg-store.ts';
+import { PgIdempotencyAnswers } from './store/pg/idempotency.ts';
+import { PgRateCounts } from './store/pg/rate-counts.ts';
+import { PgUsageLedger } from './store/pg/usage.ts';
+import { PgWidgetOwners, pgWidgetSecret } from './store/pg/widget-owners.ts';
 import { loadFixtures, type Fixtures } from './store/fixtures.ts';
 
 export interface ParleyOptions extends Partial<Config> {
@@ -113,34 +117,55 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     ? new PgStore({ url: opts.databaseUrl, warn, responseEventsTtlMs: opts.responseEventsTtlMs })
     : new FileStore({ dataDir: opts.dataDir ?? './data', warn, responseEventsTtlMs: opts.responseEventsTtlMs });
   await store.open();
-  const usage = new UsageLedger(opts.dataDir ?? './data');
-  let limits: RateLimitService | undefined;
+  const dataDir = opts.dataDir ?? './data';
+  // The shared state (docs/postgres.md): in the database with the store, so that any instance answers
+  // any request; else in the data directory, as the file store.
+  const pg = store instanceof PgStore ? store.sql : undefined;
+  const fileUsage = pg ? undefined : new FileUsageLedger(dataDir);
+  const usage: UsageLedger = pg ? new PgUsageLedger(pg) : fileUsage!;
+  let limits: (RateLimiter & { close(): Promise<void> }) | undefined;
   let idempotency: IdempotencyService | undefined;
-  let widgetBudget: RateLimitService | undefined;
-  let owners: VisitorConversations | undefined;
+  let widgetBudget: (RateLimiter & { close(): Promise<void> }) | undefined;
+  let owners: WidgetOwners | undefined;
+  let widgetWindows: PgRateCounts | undefined;
+  let windows: MinuteLimits | undefined;
   try {
-    await usage.open();
+    await fileUsage?.open();
     const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
-    // D-23: day counts live beside the data so that a restart keeps them.
-    if (!opts.rateLimiter) limits = await RateLimitService.open({
-        file: path.join(opts.dataDir ?? './data', 'ratelimits.jsonl'),
-        fixtures,
-        onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
-        warn,
+    const budgetPlans = { plans: WidgetGate.budgetPlans(fixtures) };
+    if (pg) {
+      // D-23 and D-52 exact across instances; Idempotency-Key answers and claims read by every instance.
+      if (!opts.rateLimiter) limits = new SharedRateLimitService(await new PgRateCounts(pg, 'plan').open(), fixtures);
+      // D-30: a keyed retry of a send message running on another instance follows it from the store.
+      idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open(), { follow: (retry, id) => followRunning(responses)(retry, id) });
+      widgetBudget = new SharedRateLimitService(await new PgRateCounts(pg, 'widget').open(), budgetPlans);
+      owners = new PgWidgetOwners(pg);
+      // D-52's per-visitor and per-address minutes, counted once for every instance.
+      widgetWindows = await new PgRateCounts(pg, 'widget-window').open();
+      windows = sharedMinuteLimits(widgetWindows);
+    } else {
+      // D-23: day counts live beside the data so that a restart keeps them.
+      if (!opts.rateLimiter) limits = await RateLimitService.open({
+          file: path.join(dataDir, 'ratelimits.jsonl'),
+          fixtures,
+          onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
+          warn,
+        });
+      // Keys whose work was saved (with its claim, in one step) are honoured even if their answer was lost.
+      const since = Date.now() - IDEMPOTENCY_TTL_MS;
+      idempotency = await IdempotencyService.open({
+        dir: path.join(dataDir, 'idempotency'),
+        logger,
+        claims: [...store.idempotencyClaims(since), ...fileUsage!.idempotencyClaims(since)],
       });
-    // Keys whose work was saved (with its claim, in one step) are honoured even if their answer was lost.
-    const since = Date.now() - IDEMPOTENCY_TTL_MS;
-    idempotency = await IdempotencyService.open({
-      dir: path.join(opts.dataDir ?? './data', 'idempotency'),
-      logger,
-      claims: [...store.idempotencyClaims(since), ...usage.idempotencyClaims(since)],
-    });
+      // The widget API (docs/widget.md): its budgets counted apart from the REST plans (D-52).
+      widgetBudget = await RateLimitService.open({ file: path.join(dataDir, 'widget', 'budget.jsonl'), fixtures: budgetPlans, warn });
+      owners = await VisitorConversations.open(dataDir, warn);
+    }
     const auth = new AuthService(fixtures);
-    // The widget API (docs/widget.md): its budgets counted apart from the REST plans (D-52).
-    const dataDir = opts.dataDir ?? './data';
-    widgetBudget = await RateLimitService.open({ file: path.join(dataDir, 'widget', 'budget.jsonl'), fixtures: { plans: WidgetGate.budgetPlans(fixtures) }, warn });
-    owners = await VisitorConversations.open(dataDir, warn);
-    const tokens = new VisitorTokens(await loadWidgetSecret(dataDir, opts.widgetSecret));
+    // D-49: one signing secret for every instance of a database, else the data directory's.
+    const secret = pg && !opts.widgetSecret ? await pgWidgetSecret(pg) : await loadWidgetSecret(dataDir, opts.widgetSecret);
+    const tokens = new VisitorTokens(secret);
     const playground = opts.playground ?? true;
     const quota = new StorageQuota(store, fixtures);
     const conversations = new ConversationService(store, quota);
@@ -160,7 +185,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         {
           basePath: WIDGET_BASE_PATH,
           routes: widgetRoutes({ tokens, owners, conversations, responses }),
-          gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, allowOwnOrigin: playground }),
+          gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, windows, allowOwnOrigin: playground }),
         },
       ],
       pages: new Map<string, () => Promise<unknown>>([
@@ -209,6 +234,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
           await idempotency?.close();
           await widgetBudget?.close();
           await owners?.close();
+          await widgetWindows?.close();
           await store.close();
           await flushLog(LOG_FLUSH_MS);
         })()),
@@ -219,6 +245,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     await idempotency?.close();
     await widgetBudget?.close();
     await owners?.close();
+    await widgetWindows?.close();
     await store.close();
     throw err;
   }

@@ -7,7 +7,10 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { injectDiskFault, type DiskFault } from './support/faulty-fs.ts';
-import { APP, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { APP, ON_POSTGRES, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+
+/** These fault the data directory's files; on PostgreSQL the window is proven in test/proof/pg-shared.test.ts. */
+const FILES_ONLY = { skip: ON_POSTGRES && 'the answers are rows on PostgreSQL (test/proof/pg-shared.test.ts)' };
 
 const conv = `/apps/${APP}/conversations`;
 const idem = (k: string) => ({ headers: { 'idempotency-key': `"${k}"` } });
@@ -56,7 +59,7 @@ async function acrossTheWindow(
   }
 }
 
-describe('Idempotency-Key: no crash between saving the work and keeping its answer runs the work twice', () => {
+describe('Idempotency-Key: no crash between saving the work and keeping its answer runs the work twice', FILES_ONLY, () => {
   test('send message (JSON): the retry is 409 idempotency_replay_unavailable and the conversation keeps one exchange', async () => {
     let id = '';
     const body = { message: { content: 'What are credits?' } };
@@ -68,14 +71,14 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
         assert.equal(r.status, 200, 'the work was saved and answered');
       },
       async (s) => {
-        const usage = s.usage.of(APP);
+        const usage = await s.usage.of(APP);
         const again = await s.call('POST', `${conv}/${id}`, body, idem('window-json'));
         assert.equal(again.status, 409);
         assert.equal(again.body.error.code, 'idempotency_replay_unavailable');
         assert.equal(again.body.error.param, 'Idempotency-Key');
         assert.match(again.body.error.message, /lost in a crash/);
         assert.equal((await s.store.readConversationFile(id)).responses.length, 1, 'the exchange ran once');
-        assert.deepEqual(s.usage.of(APP), usage, 'no second usage');
+        assert.deepEqual(await s.usage.of(APP), usage, 'no second usage');
         // The key still means that request: another body is 422, as before the crash.
         const other = await s.call('POST', `${conv}/${id}`, { message: { content: 'Something else' } }, idem('window-json'));
         assert.equal(other.status, 422);
@@ -120,9 +123,9 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
       (s, fault) => void (s.usage.record = faultAfter(fault, s.usage.record.bind(s.usage))),
       async (s) => assert.equal((await s.call('POST', `/apps/${APP}/completions`, body, idem('window-cmpl'))).status, 200),
       async (s) => {
-        const usage = s.usage.of(APP);
+        const usage = await s.usage.of(APP);
         assert.equal((await s.call('POST', `/apps/${APP}/completions`, body, idem('window-cmpl'))).status, 409);
-        assert.deepEqual(s.usage.of(APP), usage, 'the completion did not run again');
+        assert.deepEqual(await s.usage.of(APP), usage, 'the completion did not run again');
       },
     );
   });
@@ -146,7 +149,7 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
   });
 });
 
-describe('answers kept by the earlier version (the bytes of a stream, `cut` when the client left)', () => {
+describe('answers kept by the earlier version (the bytes of a stream, `cut` when the client left)', FILES_ONLY, () => {
   test('replay as the same events through the one writer, a cut one ending with response.failed client_disconnected', async () => {
     const { createHash } = await import('node:crypto');
     const { canonicalJson } = await import('../src/pipeline/idempotency.ts');

@@ -13,7 +13,7 @@ import { signJwt, verifyJwt } from '../src/pipeline/widget-tokens.ts';
 import { KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
 import { submissionText } from '../widget/form.ts';
-import { PK, SHOP, identitySecret, originOf, signIdentity, visitor, widgetCall } from './support/widget.ts';
+import { PK, SHOP, identitySecret, originOf, serverSecret, signIdentity, visitor, widgetCall } from './support/widget.ts';
 
 const GENUI = TARGET.apps.generative_ui;
 
@@ -147,7 +147,7 @@ describe('visitor sessions (D-48, D-49)', () => {
   });
 
   test('an expired token is refused with its own code, and renews into the same visitor (D-49)', async () => {
-    const secret = await fs.readFile(path.join(server.dataDir, 'widget-secret'), 'utf8');
+    const secret = await serverSecret(server);
     const v = await visitor(server, 'app_demo');
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
     const claims = verifyJwt(v.token, secret.trim())!;
@@ -213,7 +213,7 @@ describe('verified identities (D-50)', () => {
     assert.equal(elsewhere.visitor_id, v.visitor_id);
     assert.equal((await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: elsewhere.token })).status, 200);
     // Its token renews as the same verified user, long after the identity itself has expired (D-49).
-    const secret = (await fs.readFile(path.join(server.dataDir, 'widget-secret'), 'utf8')).trim();
+    const secret = await serverSecret(server);
     const now = Math.floor(Date.now() / 1000);
     const old = signJwt({ ...verifyJwt(v.token, secret)!, iat: now - 7200, exp: now - 3600 }, secret);
     const renewed = await visitor(server, 'app_demo', { previous_token: old });

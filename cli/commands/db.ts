@@ -4,11 +4,16 @@ import { Command } from 'commander';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 
-/** The URL from the flag, else DATABASE_URL; checked as the server checks it (src/config.ts). */
-function databaseUrl(session: Session, flag: string | undefined): string {
+/** The URL from the flag, else DATABASE_URL, if any; checked as the server checks it (src/config.ts). */
+export function databaseUrlFrom(session: Session, flag: string | undefined): string | undefined {
   const url = flag ?? (session.io.env.DATABASE_URL || undefined);
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) throw new UsageError('the database URL must start with postgres:// or postgresql://');
+  return url;
+}
+
+function databaseUrl(session: Session, flag: string | undefined): string {
+  const url = databaseUrlFrom(session, flag);
   if (!url) throw new UsageError('no database: give --database-url or set DATABASE_URL (postgres://…)');
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError('the database URL must start with postgres:// or postgresql://');
   return url;
 }
 

@@ -15,6 +15,24 @@ export interface ResponseRouteOptions {
   completions: CompletionService;
 }
 
+/**
+ * D-30 on another instance than the one producing the response: a keyed retry of a send message that
+ * still runs follows the response from the store, as the retry on its own instance joins it.
+ */
+export function followRunning(responses: ResponseService): (retry: RequestContext, responseId: string) => Promise<unknown> {
+  return async (retry, id) => {
+    // The same body as the running request's (the fingerprints matched).
+    const body = await parseBody(retry, SendMessageRequest);
+    const stream = body.stream ?? retry.app.stream;
+    retry.headers[RESPONSE_ID_HEADER] = id;
+    if (stream) retry.beginStream?.();
+    const events = await responses.resume(retry.app.id, id, -1, retry.signal);
+    if (stream) return events;
+    for await (const _ of events.events);
+    return responses.lookup(retry.app.id, id);
+  };
+}
+
 export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
   return [
     {
@@ -39,7 +57,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
             retry.headers[RESPONSE_ID_HEADER] = started.id;
             if (stream) retry.beginStream?.();
             return started.answer(stream, retry.requestId);
-          });
+          }, started.id);
           return started.answer(stream, ctx.requestId);
         },
       },

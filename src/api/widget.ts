@@ -11,30 +11,30 @@ import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import type { ResponseService } from '../services/responses.ts';
-import type { VisitorConversations } from '../services/widget-owners.ts';
+import type { WidgetOwners } from '../services/widget-owners.ts';
 import type { ConversationRecord } from '../store/types.ts';
 
 export const WIDGET_BASE_PATH = '/widget/v1';
 
 export interface WidgetRouteOptions {
   tokens: VisitorTokens;
-  owners: VisitorConversations;
+  owners: WidgetOwners;
   conversations: ConversationService;
   responses: ResponseService;
 }
 
 export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
   /** D-48: the visitor's own live conversation; another visitor's answers 404, as an unknown one does. */
-  const own = (ctx: RequestContext): ConversationRecord => {
+  const own = async (ctx: RequestContext): Promise<ConversationRecord> => {
     const id = ctx.params.conversation_id!;
-    if (o.owners.ownerOf(id) !== ctx.visitor!.id) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
+    if ((await o.owners.ownerOf(id)) !== ctx.visitor!.id) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
     return o.conversations.find(ctx.app.id, id);
   };
   /** A response of one of the visitor's conversations; any other answers 404, as an unknown one does. */
   const ownResponse = async (ctx: RequestContext): Promise<string> => {
     const id = ctx.params.response_id!;
     const conversation = await o.responses.conversationOf(ctx.app.id, id);
-    if (o.owners.ownerOf(conversation) !== ctx.visitor!.id) throw notFound(`Response ${JSON.stringify(id)}`, 'response_id');
+    if ((await o.owners.ownerOf(conversation)) !== ctx.visitor!.id) throw notFound(`Response ${JSON.stringify(id)}`, 'response_id');
     return id;
   };
   return [
@@ -81,7 +81,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
     {
       method: 'GET',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: { handle: async (ctx) => o.conversations.getJson(ctx.app.id, own(ctx).id) },
+      route: { handle: async (ctx) => o.conversations.getJson(ctx.app.id, (await own(ctx)).id) },
     },
     {
       method: 'POST',
@@ -92,7 +92,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
         handle: async (ctx) => {
           // D-4's order: the body, then the conversation (404), then the first event (D-17).
           const body = await parseBody(ctx, WidgetMessageRequest);
-          const record = own(ctx);
+          const record = await own(ctx);
           const stream = body.stream ?? true;
           if (stream) ctx.beginStream?.();
           // D-50: the agent's metadata is the signed identity's, never the browser's.

@@ -43,9 +43,10 @@ export interface RequestContext {
   claim?: IdempotencyClaim;
   /**
    * Set by the idempotency stage on a keyed request: the handler names how a retry with the same key
-   * joins its work while it still runs (D-30: a cut send message continues the same response).
+   * joins its work while it still runs (D-30: a cut send message continues the same response), and
+   * the response it produces, which a retry on another instance follows from the store.
    */
-  joinable?: (join: (retry: RequestContext) => Promise<unknown>) => void;
+  joinable?: (join: (retry: RequestContext) => Promise<unknown>, responseId?: string) => void;
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */

@@ -37,8 +37,12 @@ export interface Authenticator {
 
 /** The rate-limit hook (D-23): throws a 429 ApiError, or returns headers for the counted request. */
 export interface RateLimiter {
-  /** Counts the request (returning its D-23 headers) or throws (429, or 500 if it cannot be counted); synchronous, so that concurrent requests cannot pass the limit together. */
-  take(app: AppT): Record<string, string>;
+  /**
+   * Counts the request (returning its D-23 headers) or throws (429, or 500 if it cannot be counted).
+   * In one process it answers synchronously, so that concurrent requests cannot pass the limit
+   * together; counts shared by several instances are taken in the database, and awaited.
+   */
+  take(app: AppT): Record<string, string> | Promise<Record<string, string>>;
 }
 
 /** The idempotency stage: runs `next` once per key, or answers for it (replay, 409, 422); wraps the answer `next` returns. */
@@ -74,7 +78,7 @@ export interface SurfaceGate {
   /** A CORS preflight (OPTIONS) of a known path: the headers of its 204, given the path's methods. */
   preflight(req: IncomingMessage, allow: HttpMethod[]): Record<string, string>;
   /** Then, on a matched route: who calls, for which app (401/403/404/429), or throws. */
-  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission;
+  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission | Promise<Admission>;
 }
 
 export interface HttpServerOptions {
@@ -222,13 +226,13 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       let app: AppT;
       let visitor: Visitor | undefined;
       if (surface) {
-        const admitted = surface.gate.admit(req, params, route);
+        const admitted = await surface.gate.admit(req, params, route);
         ({ key, app, visitor } = admitted);
         answerHeaders = { ...answerHeaders, ...admitted.headers };
       } else {
         key = opts.auth.authenticate(req.headers.authorization);
         app = opts.auth.authorizeApp(key, params.app_id!, route.needsAgent ?? false);
-        if (route.counted && opts.rateLimiter) answerHeaders = opts.rateLimiter.take(app);
+        if (route.counted && opts.rateLimiter) answerHeaders = await opts.rateLimiter.take(app);
       }
       let query: URLSearchParams | undefined;
       let body: Promise<unknown> | undefined;

@@ -1,7 +1,8 @@
 // Idempotent retries (IETF httpapi Idempotency-Key draft): the first request with a key runs and its
 // answer is kept for 24 h; the same key and body replays that answer (a stream as the same events),
 // another body is 422, and a retry while the first still runs is 409. Kept in hourly journal segments
-// in the data directory: expiry deletes whole old segments, nothing is ever rewritten.
+// in the data directory (FileAnswers: expiry deletes whole old segments, nothing is ever rewritten),
+// or with DATABASE_URL in PostgreSQL, for every instance (src/store/pg/idempotency.ts).
 //
 // A stage of the request pipeline: it wraps the handler's answer after `next()` (a JSON body, or an
 // EventStream whose events it records as they pass), and never touches the response object. The
@@ -18,6 +19,7 @@ import { EventStream } from '../http/reply.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
 import { CLAIM_TTL_MS } from '../store/claims.ts';
 import { Journal } from '../store/journal.ts';
+import type { IdempotencyAnswers, KeptAnswer, KeyState } from '../store/shared.ts';
 import type { KeptClaim } from '../store/types.ts';
 
 const HOUR = 3_600_000;
@@ -34,18 +36,7 @@ const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
  */
 const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
 
-interface Done {
-  /** Hash of method, path and canonical body: what "the same request" means. */
-  f: string;
-  at: number;
-  kind: 'json' | 'sse';
-  /** The answer's body (JSON text, or the SSE stream's text); null when too large to keep. */
-  b: string | null;
-  /** Written by earlier versions: the stream was cut by the client before its last event (D-19). */
-  cut?: boolean;
-  /** The work was saved but its answer was lost in a crash (only its claim was kept with it). */
-  lost?: boolean;
-}
+type Done = KeptAnswer;
 type Line = Done & { k: string };
 
 export interface IdempotencyOptions {
@@ -59,13 +50,13 @@ export interface IdempotencyOptions {
   now?: () => number;
 }
 
-export class IdempotencyService {
+/**
+ * The answers of one process, in hourly journal segments of the data directory and in memory.
+ * With DATABASE_URL, src/store/pg/idempotency.ts keeps them instead, for every instance.
+ */
+export class FileAnswers implements IdempotencyAnswers {
   private readonly done = new Map<string, Done>();
   private readonly running = new Map<string, string>();
-  /** How a retry joins a running key's work, when its handler says (D-30). */
-  private readonly joins = new Map<string, (retry: RequestContext) => Promise<unknown>>();
-  /** Resolvers waiting for a running key to finish (see `settled`). */
-  private readonly waiters = new Map<string, Array<() => void>>();
   private readonly now: () => number;
   private segment: { hour: number; journal: Journal } | undefined;
   private rotating: Promise<void> = Promise.resolve();
@@ -75,8 +66,8 @@ export class IdempotencyService {
     this.now = opts.now ?? Date.now;
   }
 
-  static async open(opts: IdempotencyOptions): Promise<IdempotencyService> {
-    const svc = new IdempotencyService(opts);
+  static async open(opts: IdempotencyOptions): Promise<FileAnswers> {
+    const svc = new FileAnswers(opts);
     await fs.mkdir(opts.dir, { recursive: true });
     const oldest = svc.hourOf(svc.now() - IDEMPOTENCY_TTL_MS);
     for (const name of (await fs.readdir(opts.dir)).sort()) {
@@ -108,6 +99,27 @@ export class IdempotencyService {
       await svc.persist({ k: c.key, ...d }).catch((err: Error) => opts.logger?.warn({ err: err.message }, 'idempotency record not persisted'));
     }
     return svc;
+  }
+
+  /** Synchronous: the key is taken before anything awaits, so one of concurrent requests gets `new`. */
+  begin(k: string, f: string): KeyState {
+    const runningWith = this.running.get(k);
+    if (runningWith !== undefined) return { state: 'running', f: runningWith };
+    const seen = this.done.get(k);
+    if (seen && seen.at > this.now() - IDEMPOTENCY_TTL_MS) return { state: 'done', answer: seen };
+    this.running.set(k, f);
+    return { state: 'new' };
+  }
+
+  /**
+   * Kept in memory at once, even if the disk then refuses (the promise rejects): the work is done
+   * and durable (its claim with it), and retries in this process must not repeat it.
+   */
+  async finish(k: string, answer: Done | undefined): Promise<void> {
+    if (this.running.get(k) === undefined) return;
+    if (answer) this.remember(k, answer);
+    this.running.delete(k);
+    if (answer) await this.persist({ k, ...answer });
   }
 
   /** Keeps an answer, letting the oldest bodies go past the memory budget (their keys stay). */
@@ -168,6 +180,36 @@ export class IdempotencyService {
     await this.rotating.catch(() => {});
     await this.segment?.journal.close();
   }
+}
+
+export class IdempotencyService {
+  /** Keys whose work runs in this process. */
+  private readonly running = new Set<string>();
+  /** How a retry joins a running key's work, when its handler says (D-30). */
+  private readonly joins = new Map<string, (retry: RequestContext) => Promise<unknown>>();
+  /** Resolvers waiting for a running key to finish (see `settled`). */
+  private readonly waiters = new Map<string, Array<() => void>>();
+  private readonly now: () => number;
+
+  constructor(
+    private readonly answers: IdempotencyAnswers,
+    private readonly opts: {
+      now?: () => number;
+      /** D-30: how a retry follows a response that another instance produces (the running key names it). */
+      follow?: (retry: RequestContext, responseId: string) => Promise<unknown>;
+    } = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** On the data directory's answers (FileAnswers). */
+  static async open(opts: IdempotencyOptions): Promise<IdempotencyService> {
+    return new IdempotencyService(await FileAnswers.open(opts), { now: opts.now });
+  }
+
+  close(): Promise<void> {
+    return this.answers.close();
+  }
 
   /**
    * Runs `next` under the request's Idempotency-Key, if it has one, and returns its answer (a JSON
@@ -184,22 +226,26 @@ export class IdempotencyService {
     // Keys are per app: one app can never see, or collide with, another app's answers.
     const k = sha256(`${ctx.app.id}\0${clientKey}`);
 
-    const seen = this.done.get(k);
-    const fresh = seen && seen.at > this.now() - IDEMPOTENCY_TTL_MS ? seen : undefined;
-    const runningWith = this.running.get(k);
-    if ((fresh && fresh.f !== f) || (runningWith !== undefined && runningWith !== f)) {
+    const seen = await this.answers.begin(k, f);
+    if (seen.state !== 'new' && (seen.state === 'running' ? seen.f : seen.answer.f) !== f) {
       throw apiError('idempotency_key_reused', 'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.', { param: 'Idempotency-Key' });
     }
-    const join = this.joins.get(k);
-    if (runningWith !== undefined && join) return join(ctx);
-    if (runningWith !== undefined) {
+    if (seen.state === 'running') {
+      // D-30: joined in the process that runs it, followed from the store on another instance.
+      const join = this.joins.get(k);
+      if (join) return join(ctx);
+      if (seen.responseId !== undefined && this.opts.follow) return this.opts.follow(ctx, seen.responseId);
       throw apiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry once it has finished.', { param: 'Idempotency-Key' });
     }
-    if (fresh) return this.replay(ctx, fresh);
+    if (seen.state === 'done') return this.replay(ctx, seen.answer);
 
-    this.running.set(k, f);
+    this.running.add(k);
     ctx.claim = { key: k, fingerprint: f };
-    ctx.joinable = (join) => this.joins.set(k, join);
+    ctx.joinable = (join, responseId) => {
+      this.joins.set(k, join);
+      // Until it is written, a retry on another instance is told to retry (409).
+      if (responseId !== undefined) void this.answers.produces?.(k, responseId).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency: running response not recorded'));
+    };
     // Only answers of work that ran are kept: a request refused before it changed anything (400,
     // 404, …) or that failed (500, or a stream whose work could not be saved: nothing was saved)
     // releases its key and runs again when retried.
@@ -246,18 +292,17 @@ export class IdempotencyService {
 
   /** Ends the run of key `k`: keeps its answer (`record`), or releases the key when there is none. */
   private async finish(ctx: RequestContext, k: string, record: Done | undefined): Promise<void> {
-    if (this.running.get(k) === undefined) return;
-    if (record) this.remember(k, record);
+    if (!this.running.has(k)) return;
+    // A failure to keep the answer is logged, not the request's: its work is done and durable (its
+    // claim with it), so a retry is answered from the claim, never runs it again.
+    await this.answers.finish(k, record).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency record not persisted'));
     this.running.delete(k);
     this.joins.delete(k);
     for (const wake of this.waiters.get(k) ?? []) wake();
     this.waiters.delete(k);
-    // Kept in memory even if the disk refuses: the work is done and durable (its claim with it),
-    // and retries in this process must not repeat it.
-    if (record) await this.persist({ k, ...record }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency record not persisted'));
   }
 
-  /** Resolves once no request of `appId` runs under `clientKey` (at once if none does). */
+  /** Resolves once no request of `appId` runs under `clientKey` in this process (at once if none does). */
   settled(appId: string, clientKey: string): Promise<void> {
     const k = sha256(`${appId}\0${clientKey}`);
     if (!this.running.has(k)) return Promise.resolve();

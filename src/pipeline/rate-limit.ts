@@ -1,14 +1,18 @@
 // D-23 rate limits: a sliding one-minute window and a UTC-day count per app, kept in a Journal
-// (written before the request goes on, fsynced in the background) so that a restart forgets no count.
+// (written before the request goes on, fsynced in the background) so that a restart forgets no count;
+// or, with DATABASE_URL, in PostgreSQL, shared by every instance (SharedRateLimitService).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { apiError } from '../http/errors.ts';
 import type { RateLimiter } from '../http/server.ts';
 import type { AppT, PlanT } from '../store/fixtures.ts';
 
-/** What counting requests needs of a plan (the storage quota is counted elsewhere, D-27). */
-type RatePlans = { plans: ReadonlyMap<string, Pick<PlanT, 'id' | 'requests_per_minute' | 'requests_per_day'>> };
 import { Journal } from '../store/journal.ts';
+import type { RateCount, RateCounts } from '../store/shared.ts';
+
+/** What counting requests needs of a plan (the storage quota is counted elsewhere, D-27). */
+type RatePlan = Pick<PlanT, 'id' | 'requests_per_minute' | 'requests_per_day'>;
+type RatePlans = { plans: ReadonlyMap<string, RatePlan> };
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -108,37 +112,27 @@ export class RateLimitService implements RateLimiter {
   take(app: AppT): Record<string, string> {
     const plan = this.fixtures.plans.get(app.plan);
     if (!plan) return {};
+    return answer(app, plan, this.count(app.id, plan.requests_per_minute, plan.requests_per_day));
+  }
+
+  private count(appId: string, perMinute: number, perDay: number): RateCount {
     const now = this.now();
-    const u = this.usageOf(app.id, now);
+    const u = this.usageOf(appId, now);
     const inMinute = u.recent.length - u.head;
-    const minuteLeft = plan.requests_per_minute - inMinute;
-    const dayLeft = plan.requests_per_day - u.dayCount;
-    if (minuteLeft <= 0 || dayLeft <= 0) {
-      // Wait for whichever window frees a request later.
-      const minuteWait = minuteLeft <= 0 ? u.recent[u.head + inMinute - plan.requests_per_minute]! + MINUTE - now : 0;
-      const dayWait = dayLeft <= 0 ? u.day + DAY - now : 0;
-      const wait = Math.max(minuteWait, dayWait);
-      const byDay = dayWait >= minuteWait;
-      throw apiError('rate_limit_exceeded', `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`, {
-        headers: {
-          'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-          ...headers(byDay ? plan.requests_per_day : plan.requests_per_minute, 0, byDay ? u.day + DAY - now : u.recent.at(-1)! + MINUTE - now),
-        },
-      });
+    const found = { now, inMinute, day: u.day, dayCount: u.dayCount, newest: u.recent.at(-1) };
+    if (inMinute >= perMinute || u.dayCount >= perDay) {
+      return { ...found, taken: false, freesAt: inMinute >= perMinute ? u.recent[u.head + inMinute - perMinute] : undefined };
     }
     u.recent.push(now);
     u.dayCount++;
     try {
-      this.journal.appendNow({ a: app.id, t: now } satisfies Entry);
+      this.journal.appendNow({ a: appId, t: now } satisfies Entry);
     } catch (err) {
-      this.giveBack(app.id, now);
+      this.giveBack(appId, now);
       throw err;
     }
     this.compactIfDue();
-    // The headers describe the window closer to its limit (the minute one on a tie).
-    return dayLeft < minuteLeft
-      ? headers(plan.requests_per_day, dayLeft - 1, u.day + DAY - now)
-      : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
+    return { ...found, taken: true };
   }
 
   private giveBack(appId: string, t: number): void {
@@ -192,6 +186,48 @@ export class RateLimitService implements RateLimiter {
     while (this.compacting) await this.compacting;
     await this.journal.close();
   }
+}
+
+/**
+ * D-23 with counts kept elsewhere (PostgreSQL's, src/store/pg/rate-counts.ts, shared by every
+ * instance): the same answers and headers as RateLimitService, from counts taken in the database.
+ */
+export class SharedRateLimitService implements RateLimiter {
+  constructor(
+    private readonly counts: RateCounts,
+    private readonly fixtures: RatePlans,
+  ) {}
+
+  async take(app: AppT): Promise<Record<string, string>> {
+    const plan = this.fixtures.plans.get(app.plan);
+    if (!plan) return {};
+    return answer(app, plan, await this.counts.take(app.id, plan.requests_per_minute, plan.requests_per_day));
+  }
+
+  close(): Promise<void> {
+    return this.counts.close();
+  }
+}
+
+/** D-23's answer to a count: the headers of a counted request, or the 429 of a refused one. */
+function answer(app: AppT, plan: RatePlan, c: RateCount): Record<string, string> {
+  const minuteLeft = plan.requests_per_minute - c.inMinute;
+  const dayLeft = plan.requests_per_day - c.dayCount;
+  if (!c.taken) {
+    // Wait for whichever window frees a request later.
+    const minuteWait = minuteLeft <= 0 && c.freesAt !== undefined ? c.freesAt + MINUTE - c.now : 0;
+    const dayWait = dayLeft <= 0 ? c.day + DAY - c.now : 0;
+    const wait = Math.max(minuteWait, dayWait);
+    const byDay = dayWait >= minuteWait;
+    throw apiError('rate_limit_exceeded', `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`, {
+      headers: {
+        'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+        ...headers(byDay ? plan.requests_per_day : plan.requests_per_minute, 0, byDay ? c.day + DAY - c.now : (c.newest ?? c.now) + MINUTE - c.now),
+      },
+    });
+  }
+  // The headers describe the window closer to its limit (the minute one on a tie).
+  return dayLeft < minuteLeft ? headers(plan.requests_per_day, dayLeft - 1, c.day + DAY - c.now) : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
 }
 
 function dayStart(t: number): number {

@@ -5,10 +5,10 @@
 import type { IncomingMessage } from 'node:http';
 import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
-import type { Admission, Route, SurfaceGate } from '../http/server.ts';
+import type { Admission, RateLimiter, Route, SurfaceGate } from '../http/server.ts';
 import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
+import type { RateCounts } from '../store/shared.ts';
 import type { AuthService } from './auth.ts';
-import { RateLimitService } from './rate-limit.ts';
 import type { VisitorTokens } from './widget-tokens.ts';
 
 const MINUTE = 60_000;
@@ -16,30 +16,66 @@ const MINUTE = 60_000;
 /** Headers a widget may read from an answer (a browser hides the others from a cross-origin page). */
 const EXPOSED = 'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, parley-response-id';
 
+/** D-52's per-visitor and per-address limits: requests per key in a sliding minute. */
+export interface MinuteLimits {
+  /** Counts a request for `key` unless `perMinute` are in its last minute; a refusal changes nothing. */
+  take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }>;
+  /** Forgets a request `take` counted (one another limit then refused). */
+  giveBack(key: string, at: number): Promise<void>;
+}
+
+/** The minute limits on D-23's shared counts (PostgreSQL): one count for every instance. */
+export function sharedMinuteLimits(counts: RateCounts): MinuteLimits {
+  return {
+    async take(key, perMinute) {
+      const c = await counts.take(key, perMinute, Number.MAX_SAFE_INTEGER);
+      return c.taken ? { at: c.now } : { retryAfterMs: (c.freesAt ?? c.now) + MINUTE - c.now };
+    },
+    giveBack: (key, at) => counts.giveBack(key, at),
+  };
+}
+
 /**
- * D-52: requests per key in a sliding minute, in memory. These limits stop a burst from one visitor or
- * one address; a restart forgetting them loses at most a minute's counts.
+ * D-52: requests per key in a sliding minute, in memory, for one process. These limits stop a burst
+ * from one visitor or one address; a restart forgetting them loses at most a minute's counts.
  */
-class MinuteWindow {
+export class MinuteWindow implements MinuteLimits {
+  async take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }> {
+    const seen = this.peek(key, perMinute);
+    return seen.left <= 0 ? { retryAfterMs: seen.retryAfterMs } : { at: this.count(key) };
+  }
+
+  async giveBack(key: string, at: number): Promise<void> {
+    this.forget(key, at);
+  }
+
   private readonly hits = new Map<string, number[]>();
   private writes = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** Requests left for `key` under `limit` (none taken), and when the oldest leaves the window. */
-  peek(key: string, limit: number): { left: number; retryAfterMs: number } {
+  private peek(key: string, limit: number): { left: number; retryAfterMs: number } {
     const now = this.now();
     const list = this.recent(key, now);
     return { left: limit - list.length, retryAfterMs: list.length ? list[Math.max(0, list.length - limit)]! + MINUTE - now : 0 };
   }
 
-  take(key: string): void {
+  /** Counts a request for `key`; returns its time, to give it back. */
+  private count(key: string): number {
     const now = this.now();
     const list = this.recent(key, now);
     list.push(now);
     this.hits.set(key, list);
     // Keys whose requests all left the window are swept now and then, so memory follows live traffic.
     if (++this.writes % 1024 === 0) for (const [k, l] of this.hits) if (this.recent(k, now).length === 0) this.hits.delete(k);
+    return now;
+  }
+
+  private forget(key: string, at: number): void {
+    const list = this.hits.get(key);
+    const i = list?.lastIndexOf(at) ?? -1;
+    if (i !== -1) list!.splice(i, 1);
   }
 
   private recent(key: string, now: number): number[] {
@@ -55,20 +91,23 @@ export interface WidgetGateOptions {
   fixtures: Fixtures;
   auth: AuthService;
   tokens: VisitorTokens;
-  /** D-52: the apps' widget budgets, counted apart from their REST plans (their own journal). */
-  budget: RateLimitService;
+  /**
+   * D-52: the apps' widget budgets, counted apart from their REST plans (their own journal, or their
+   * own rows in PostgreSQL), with the plans of `budgetPlans`.
+   */
+  budget: RateLimiter;
+  /** D-52's per-visitor and per-address windows (default: in this process's memory). */
+  windows?: MinuteLimits;
   /** D-53: the server's own origin is allowed too (the playground); off with --no-playground. */
   allowOwnOrigin: boolean;
   now?: () => number;
 }
 
 export class WidgetGate implements SurfaceGate {
-  private readonly visitors: MinuteWindow;
-  private readonly addresses: MinuteWindow;
+  private readonly windows: MinuteLimits;
 
   constructor(private readonly o: WidgetGateOptions) {
-    this.visitors = new MinuteWindow(o.now);
-    this.addresses = new MinuteWindow(o.now);
+    this.windows = o.windows ?? new MinuteWindow(o.now);
   }
 
   /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own. */
@@ -101,7 +140,7 @@ export class WidgetGate implements SurfaceGate {
     };
   }
 
-  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission {
+  async admit(req: IncomingMessage, params: Record<string, string>, route: Route): Promise<Admission> {
     const app = this.widgetApp(params.app_id);
     let key: KeyT;
     let visitor: Admission['visitor'];
@@ -123,34 +162,39 @@ export class WidgetGate implements SurfaceGate {
     if (key.team_id !== app.team_id) throw apiError('access_denied', `This publishable key has no access to app ${JSON.stringify(app.id)}.`);
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(app.id)} is disabled.`);
     if (route.needsAgent && !app.agent.active) throw apiError('agent_unavailable', `App ${JSON.stringify(app.id)} has no active agent configured.`);
-    if (req.method === 'POST') this.count(req, app, visitor?.id, route.counted ?? false);
+    if (req.method === 'POST') await this.count(req, app, visitor?.id, route.counted ?? false);
     return { key, app, visitor, headers: {} };
   }
 
   /**
    * D-52: a POST counts against its address and its visitor, a message against the app's widget budget
-   * too. Every limit is checked before any is taken, so that a refused request changes nothing.
+   * too. Each limit takes its slot as it checks it (so that concurrent requests cannot pass it together),
+   * and a later limit's refusal gives the earlier slots back: a refused request changes nothing.
    */
-  private count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): void {
+  private async count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): Promise<void> {
     const limits = app.widget!.limits;
-    const address = `${app.id}\0${req.socket.remoteAddress ?? ''}`;
-    const byAddress = this.addresses.peek(address, limits.address_per_minute);
-    if (byAddress.left <= 0) throw limited('address_rate_limit', `Too many widget requests from this address for app ${JSON.stringify(app.id)}`, limits.address_per_minute, byAddress.retryAfterMs);
-    const visitor = visitorId === undefined ? undefined : `${app.id}\0${visitorId}`;
-    if (visitor !== undefined) {
-      const byVisitor = this.visitors.peek(visitor, limits.visitor_per_minute);
-      if (byVisitor.left <= 0) throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);
-    }
-    if (message) {
-      try {
-        this.o.budget.take({ ...app, plan: budgetPlan(app) });
-      } catch (err) {
-        const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
-        throw apiError('widget_budget', `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`, { headers: { 'retry-after': retry } });
+    const address = `address|${app.id}|${req.socket.remoteAddress ?? ''}`;
+    const byAddress = await this.windows.take(address, limits.address_per_minute);
+    if (!('at' in byAddress)) throw limited('address_rate_limit', `Too many widget requests from this address for app ${JSON.stringify(app.id)}`, limits.address_per_minute, byAddress.retryAfterMs);
+    const taken: Array<[string, number]> = [[address, byAddress.at]];
+    const giveBack = () => Promise.all(taken.map(([key, at]) => this.windows.giveBack(key, at)));
+    if (visitorId !== undefined) {
+      const visitor = `visitor|${app.id}|${visitorId}`;
+      const byVisitor = await this.windows.take(visitor, limits.visitor_per_minute);
+      if (!('at' in byVisitor)) {
+        await giveBack();
+        throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);
       }
+      taken.push([visitor, byVisitor.at]);
     }
-    this.addresses.take(address);
-    if (visitor !== undefined) this.visitors.take(visitor);
+    if (!message) return;
+    try {
+      await this.o.budget.take({ ...app, plan: budgetPlan(app) });
+    } catch (err) {
+      await giveBack();
+      const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
+      throw apiError('widget_budget', `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`, { headers: { 'retry-after': retry } });
+    }
   }
 
   /** D-47: the app, if it exists (404) and the fixtures give it a widget (403). */

@@ -1,13 +1,14 @@
-// Token usage per app (credits, §1, §4.7): an append-only journal in the data directory, totals in memory.
+// Token usage per app (credits, §1, §4.7) in the data directory: an append-only journal, totals in
+// memory. With DATABASE_URL, src/store/pg/usage.ts keeps it instead (docs/postgres.md).
 import path from 'node:path';
 import { z } from 'zod';
 import type { UsageT } from '../contract/index.ts';
 import { Journal } from '../store/journal.ts';
 import { ClaimLog } from '../store/claims.ts';
+import { appUsage, type AppUsage, type UsageLedger } from '../store/shared.ts';
 import { StoreError, type IdempotencyClaim, type KeptClaim } from '../store/types.ts';
 
-/** §1: completions are billed in credits by token usage; one credit buys this many tokens. */
-const TOKENS_PER_CREDIT = 1_000;
+export type { AppUsage, UsageLedger };
 
 const Entry = z.object({
   t: z.literal('usage'),
@@ -21,15 +22,7 @@ const Entry = z.object({
   c: z.object({ k: z.string(), f: z.string(), at: z.number() }).optional(),
 });
 
-export interface AppUsage {
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  credits: number;
-}
-
-export class UsageLedger {
+export class FileUsageLedger implements UsageLedger {
   private readonly journal: Journal;
   private readonly totals = new Map<string, AppUsage>();
   /** Claims of the completions recorded (see `idempotencyClaims`), oldest first. */
@@ -64,8 +57,8 @@ export class UsageLedger {
     if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
   }
 
-  of(appId: string): AppUsage {
-    return { ...(this.totals.get(appId) ?? { requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0, credits: 0 }) };
+  async of(appId: string): Promise<AppUsage> {
+    return { ...(this.totals.get(appId) ?? appUsage(0, 0, 0)) };
   }
 
   async close(): Promise<void> {
@@ -74,12 +67,7 @@ export class UsageLedger {
   }
 
   private add(appId: string, u: { input_tokens: number; output_tokens: number }): void {
-    const t = this.totals.get(appId) ?? { requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0, credits: 0 };
-    t.requests++;
-    t.input_tokens += u.input_tokens;
-    t.output_tokens += u.output_tokens;
-    t.total_tokens = t.input_tokens + t.output_tokens;
-    t.credits = t.total_tokens / TOKENS_PER_CREDIT;
-    this.totals.set(appId, t);
+    const t = this.totals.get(appId) ?? appUsage(0, 0, 0);
+    this.totals.set(appId, appUsage(t.requests + 1, t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens));
   }
 }

@@ -1,10 +1,14 @@
 // D-48: which visitor owns which widget conversation, in its own journal beside the store's, so that a
 // visitor reaches only their own conversations and the REST resource stays as the interface shows it.
+// With DATABASE_URL, src/store/pg/widget-owners.ts keeps them instead (docs/postgres.md).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Journal } from '../store/journal.ts';
+import type { WidgetOwners } from '../store/shared.ts';
 
-export class VisitorConversations {
+export type { WidgetOwners };
+
+export class VisitorConversations implements WidgetOwners {
   private readonly owners = new Map<string, string>();
 
   private constructor(private readonly journal: Journal) {}
@@ -27,7 +31,7 @@ export class VisitorConversations {
     this.owners.set(conversationId, visitorId);
   }
 
-  ownerOf(conversationId: string): string | undefined {
+  async ownerOf(conversationId: string): Promise<string | undefined> {
     return this.owners.get(conversationId);
   }
 

@@ -100,6 +100,16 @@ async function readText(file: string): Promise<string | undefined> {
   }
 }
 
+/** The directory is served by another running process (its pid). */
+export class DirLockedError extends StoreError {
+  constructor(
+    dataDir: string,
+    readonly pid: number,
+  ) {
+    super(dataDir, `is in use by another Parley process (pid ${pid}); stop it or choose another --data-dir`);
+  }
+}
+
 const notWritable = (dataDir: string, err: unknown) =>
   new StoreError(dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
 
@@ -141,7 +151,7 @@ export async function acquireLock(file: string, dataDir: string): Promise<string
       const holder = parseHolder(seen);
       // A LOCK of this very process (a store opened twice in one process) is taken over, as a stale one.
       if (holder && holder.pid !== process.pid && isRunning(holder)) {
-        throw new StoreError(dataDir, `is in use by another Parley process (pid ${holder.pid}); stop it or choose another --data-dir`);
+        throw new DirLockedError(dataDir, holder.pid);
       }
       const aside = `${file}.${process.pid}.stale`;
       try {

@@ -320,6 +320,11 @@ export class FileStore implements Store {
     return this.records.get(id);
   }
 
+  /** The apps that have conversations, sorted (for exports: src/store/port). */
+  appIds(): string[] {
+    return [...this.apps.keys()].sort();
+  }
+
   conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[] {
     const app = this.apps.get(appId);
     if (!app) return [];

@@ -98,7 +98,7 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
       conversation: (await s.call('GET', `/apps/app_stream/conversations/${id}`)).body,
       file: await s.store.readConversationFile(id),
       metrics: (await s.call('GET', '/apps/app_stream/metrics')).body,
-      usage: s.usage.of('app_stream'),
+      usage: await s.usage.of('app_stream'),
     };
   }
 
@@ -136,7 +136,7 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
   });
 
   test('completion: JSON 500; a stream ends with response.failed that speaks of the completion, not a conversation', async () => {
-    const before = s.usage.of('app_stream');
+    const before = await s.usage.of('app_stream');
     fault.full = true;
     const json = await s.call('POST', '/apps/app_stream/completions', { prompt: 'Write a line during the fault' });
     const sse = await postSse(s.baseUrl, '/apps/app_stream/completions', { prompt: 'Write a line during the fault', stream: true });
@@ -147,7 +147,7 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
     assert.deepEqual([error.type, error.code], ['internal_error', 'internal_error']);
     assert.match(error.message, /completion could not be recorded/);
     assert.doesNotMatch(error.message, /conversation/);
-    assert.deepEqual(s.usage.of('app_stream'), before, 'no usage recorded');
+    assert.deepEqual(await s.usage.of('app_stream'), before, 'no usage recorded');
   });
 
   test('an Idempotency-Key retry once space is back runs again and succeeds (a failure to save is not kept)', async () => {

@@ -34,7 +34,7 @@ const createdDirs: string[] = [];
  * test/support/postgres.ts) instead of the file store: `PARLEY_TEST_STORE=postgres node --import tsx
  * --test test/pagination.test.ts`. Tests of the file store's own layout do not apply there.
  */
-const ON_POSTGRES = process.env.PARLEY_TEST_STORE === 'postgres';
+export const ON_POSTGRES = process.env.PARLEY_TEST_STORE === 'postgres';
 if (ON_POSTGRES) after(stopPostgres);
 /** A restart on the same data directory finds the same database. */
 const databaseOf = new Map<string, Promise<string>>();

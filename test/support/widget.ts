@@ -2,6 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { signJwt } from '../../src/pipeline/widget-tokens.ts';
+import { PgStore } from '../../src/store/pg-store.ts';
 import { FIXTURES_DIR, TARGET, type TestServer } from './helpers.ts';
 
 export const PK = TARGET.publishable_key;
@@ -12,6 +13,12 @@ const fixtures = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.
 /** D-50: the identity secret of an app, as its host's server holds it. */
 export function identitySecret(appId: string): string {
   return fixtures.apps.find((a) => a.id === appId)!.widget!.identity_secret!;
+}
+
+/** D-49: the server's signing secret, from its data directory or (on PostgreSQL) its database. */
+export async function serverSecret(server: TestServer): Promise<string> {
+  if (server.store instanceof PgStore) return (await server.store.sql<{ value: string }[]>`SELECT value FROM settings WHERE name = 'widget_secret'`)[0]!.value;
+  return (await fs.readFile(path.join(server.dataDir, 'widget-secret'), 'utf8')).trim();
 }
 
 /** A host server's signed identity (HS256), `iat` now unless given. */

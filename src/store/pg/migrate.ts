@@ -122,13 +122,20 @@ export const MIGRATIONS: readonly Migration[] = [
         body text,
         lost boolean NOT NULL DEFAULT false,
         owner text,
-        lease_until bigint
+        lease_until bigint,
+        -- D-30: the response a running send message produces, which a retry on any instance follows.
+        response_id text
       );
       CREATE INDEX idempotency_answers_at ON idempotency_answers (at);
       -- D-48: which visitor owns which widget conversation.
       CREATE TABLE widget_owners (
         conversation_id text PRIMARY KEY,
         visitor_id text NOT NULL
+      );
+      -- Values every instance must agree on, made once by the first (D-49's widget signing secret).
+      CREATE TABLE settings (
+        name text PRIMARY KEY,
+        value text NOT NULL
       );
     `,
   },

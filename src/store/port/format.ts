@@ -1,0 +1,221 @@
+// The export format of `parley data export|import` (docs/data.md): NDJSON, one line each for a header,
+// a conversation with its history, a usage entry, and an end line that counts them. Both stores write
+// and read it here, so that a file written by one loads into the other.
+import { z } from 'zod';
+import { Item, isPlainObject, type ItemT } from '../../contract/index.ts';
+import { ConversationRecordSchema, type ConversationRecord } from '../record.ts';
+import type { ResponseRecord } from '../types.ts';
+
+export const EXPORT_FORMAT = 'parley-export';
+/** Raised when a line changes meaning; a reader refuses a version it does not know. */
+export const EXPORT_VERSION = 1;
+
+/** A usage line of `<data dir>/usage.jsonl` (src/services/usage.ts writes them), without its claim. */
+export const UsageEntrySchema = z.object({
+  app_id: z.string().min(1),
+  kind: z.enum(['response', 'completion']),
+  id: z.string().min(1),
+  /** Unix seconds, as the ledger writes them. */
+  at: z.number().int(),
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+});
+export type UsageEntry = z.infer<typeof UsageEntrySchema>;
+
+const ResponseRecordSchema = z.looseObject({ id: z.string().min(1), created_at: z.number().int(), status: z.enum(['completed', 'failed']) });
+
+export interface PortCounts {
+  conversations: number;
+  items: number;
+  responses: number;
+  usage: number;
+}
+
+export const noCounts = (): PortCounts => ({ conversations: 0, items: 0, responses: 0, usage: 0 });
+
+export type StoreKind = 'file' | 'postgres';
+
+export function headerLine(source: StoreKind): string {
+  return JSON.stringify({ format: EXPORT_FORMAT, version: EXPORT_VERSION, exported_at: new Date().toISOString(), source });
+}
+
+/** The record's fields in the order the stores write them (a stored record may be a class: copied). */
+export function plainRecord(r: ConversationRecord): ConversationRecord {
+  return {
+    id: r.id,
+    app_id: r.app_id,
+    seq: r.seq,
+    created_at: r.created_at,
+    external_user_id: r.external_user_id,
+    title: r.title,
+    generated_title: r.generated_title,
+    metadata: r.metadata,
+    deleted_at: r.deleted_at,
+    message_count: r.message_count,
+  };
+}
+
+/**
+ * A conversation's line. Items and responses may be given as their JSON text (PostgreSQL keeps them
+ * so): they are written as they are, keys in the order they were stored.
+ */
+export function conversationLine(record: ConversationRecord, items: readonly (ItemT | string)[], responses: readonly (ResponseRecord | string)[]): string {
+  const json = (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x));
+  return `{"type":"conversation","record":${JSON.stringify(plainRecord(record))},"items":[${items.map(json).join(',')}],"responses":[${responses.map(json).join(',')}]}`;
+}
+
+export function usageLine(u: UsageEntry): string {
+  const { app_id, kind, id, at, input_tokens, output_tokens } = u;
+  return JSON.stringify({ type: 'usage', usage: { app_id, kind, id, at, input_tokens, output_tokens } });
+}
+
+export function endLine(c: PortCounts): string {
+  return JSON.stringify({ type: 'end', ...c });
+}
+
+/** A file that cannot be imported: bad, cut short, or clashing with the store. `line` is 1-based. */
+export class ImportError extends Error {
+  constructor(
+    readonly line: number,
+    detail: string,
+  ) {
+    super(`line ${line}: ${detail}`);
+    this.name = 'ImportError';
+  }
+}
+
+export type ImportEntry =
+  | { type: 'conversation'; line: number; record: ConversationRecord; items: ItemT[]; responses: ResponseRecord[] }
+  | { type: 'usage'; line: number; usage: UsageEntry };
+
+export const usageKey = (u: { kind: string; id: string }) => `${u.kind} ${u.id}`;
+
+const issue = (e: z.ZodError, prefix: string) => {
+  const i = e.issues[0]!;
+  return `${[prefix, ...i.path].join('.')}: ${i.message}`;
+};
+
+/**
+ * Reads an export line by line and checks everything that does not depend on the target store: the
+ * header and its version, each line's shape, ids unique in the file, creation order (`seq` rising
+ * within an app), and the end line's counts. Holds the ids seen (to find a repeat), never the data.
+ */
+export class ExportReader {
+  readonly counts = noCounts();
+  private line = 0;
+  private started = false;
+  private ended = false;
+  private readonly ids = new Set<string>();
+  private readonly usageKeys = new Set<string>();
+  private readonly lastSeq = new Map<string, number>();
+  /** The largest `seq` read: imports place the file's conversations after the store's. */
+  maxSeq = 0;
+
+  /** The entry of the next line (undefined for the header, the end line and blank lines). */
+  read(raw: string): ImportEntry | undefined {
+    const n = ++this.line;
+    if (raw.trim() === '') return undefined;
+    let v: unknown;
+    try {
+      v = JSON.parse(raw);
+    } catch {
+      throw new ImportError(n, 'is not valid JSON');
+    }
+    if (!this.started) return this.header(v, n);
+    if (this.ended) throw new ImportError(n, 'comes after the end line');
+    if (!isPlainObject(v)) throw new ImportError(n, 'is not a JSON object');
+    switch (v.type) {
+      case 'conversation':
+        return this.conversation(v, n);
+      case 'usage':
+        return this.usage(v, n);
+      case 'end':
+        this.end(v, n);
+        return undefined;
+      default:
+        throw new ImportError(n, `type: ${JSON.stringify(v.type)} is not conversation, usage or end`);
+    }
+  }
+
+  /** Called after the last line: a file without its end line was cut short. */
+  finish(): PortCounts {
+    if (!this.started) throw new ImportError(1, 'the file is empty: not a Parley export');
+    if (!this.ended) throw new ImportError(this.line, `the file ends without its end line: it was cut short (${this.line} lines read)`);
+    return { ...this.counts };
+  }
+
+  private header(v: unknown, n: number): undefined {
+    if (!isPlainObject(v) || v.format !== EXPORT_FORMAT) throw new ImportError(n, `not a Parley export (the first line must be {"format":"${EXPORT_FORMAT}","version":${EXPORT_VERSION},…})`);
+    if (v.version !== EXPORT_VERSION) {
+      const newer = typeof v.version === 'number' && v.version > EXPORT_VERSION;
+      throw new ImportError(n, `format version ${JSON.stringify(v.version)} is not supported: this Parley reads version ${EXPORT_VERSION}${newer ? '; import it with the Parley that wrote it, or a newer one' : ''}`);
+    }
+    this.started = true;
+    return undefined;
+  }
+
+  private conversation(v: Record<string, unknown>, n: number): ImportEntry {
+    const parsed = ConversationRecordSchema.safeParse(v.record);
+    if (!parsed.success) throw new ImportError(n, issue(parsed.error, 'record'));
+    const record = parsed.data;
+    if (!Array.isArray(v.items)) throw new ImportError(n, 'items: expected an array');
+    if (!Array.isArray(v.responses)) throw new ImportError(n, 'responses: expected an array');
+    for (const [k, item] of (v.items as unknown[]).entries()) {
+      const ok = Item.safeParse(item);
+      if (!ok.success) throw new ImportError(n, issue(ok.error, `items.${k}`));
+    }
+    for (const [k, r] of (v.responses as unknown[]).entries()) {
+      const ok = ResponseRecordSchema.safeParse(r);
+      if (!ok.success) throw new ImportError(n, issue(ok.error, `responses.${k}`));
+    }
+    // D-27: a deleted conversation's history is gone in both stores.
+    if (record.deleted_at !== null && (v.items.length > 0 || v.responses.length > 0)) throw new ImportError(n, `${record.id} is deleted but has items or responses (a deleted conversation keeps none)`);
+    if (this.ids.has(record.id)) throw new ImportError(n, `conversation ${record.id} appears twice in the file`);
+    this.ids.add(record.id);
+    // Stores number from 1; an import adds the target's last seq, so 0 would tie with it.
+    if (record.seq < 1) throw new ImportError(n, `record.seq: ${record.seq} of ${record.id} must be at least 1`);
+    // D-7: the file holds each app's conversations in creation order; imports keep it.
+    const last = this.lastSeq.get(record.app_id);
+    if (last !== undefined && record.seq <= last) throw new ImportError(n, `record.seq: ${record.seq} of ${record.id} is not after ${last}, the seq of the app's previous conversation (the file lists an app's conversations in creation order)`);
+    this.lastSeq.set(record.app_id, record.seq);
+    if (record.seq > this.maxSeq) this.maxSeq = record.seq;
+    this.counts.conversations++;
+    this.counts.items += v.items.length;
+    this.counts.responses += v.responses.length;
+    // The original values, not zod's copies: unknown keys of an item stay as they were.
+    return { type: 'conversation', line: n, record, items: v.items as ItemT[], responses: v.responses as ResponseRecord[] };
+  }
+
+  private usage(v: Record<string, unknown>, n: number): ImportEntry {
+    const parsed = UsageEntrySchema.safeParse(v.usage);
+    if (!parsed.success) throw new ImportError(n, issue(parsed.error, 'usage'));
+    const key = usageKey(parsed.data);
+    if (this.usageKeys.has(key)) throw new ImportError(n, `usage of ${parsed.data.kind} ${parsed.data.id} appears twice in the file`);
+    this.usageKeys.add(key);
+    this.counts.usage++;
+    return { type: 'usage', line: n, usage: parsed.data };
+  }
+
+  private end(v: Record<string, unknown>, n: number): void {
+    for (const k of ['conversations', 'items', 'responses', 'usage'] as const) {
+      if (v[k] !== this.counts[k]) throw new ImportError(n, `the end line counts ${JSON.stringify(v[k])} ${k}, the file holds ${this.counts[k]}: lines are missing`);
+    }
+    this.ended = true;
+  }
+}
+
+/** A source of an export's lines that can be read more than once (the file store reads it twice). */
+export type LineSource = () => AsyncIterable<string>;
+
+/** What both stores offer `parley data` (src/store/port/index.ts opens the one configured). */
+export interface DataPort {
+  readonly kind: StoreKind;
+  /** The export, line by line, from one consistent view; its return value counts what it wrote. */
+  export(): AsyncGenerator<string, PortCounts>;
+  /**
+   * Loads an export: conversations after the store's own, in the file's order, and their usage.
+   * A bad line or a clash (an id the store has) throws an ImportError before anything is written.
+   */
+  import(source: LineSource): Promise<PortCounts>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,241 @@
+// `parley data export|import` on PostgreSQL (docs/data.md), in SQL on the tables (src/store/pg/migrate.ts),
+// while Parley may serve the database: an export reads one REPEATABLE READ snapshot, page by page;
+// an import is one transaction, so a clash or a bad line anywhere leaves the database as it was.
+import postgres, { type ReservedSql, type Sql } from 'postgres';
+import { migrate, migrationStatus } from '../pg/migrate.ts';
+import type { ConversationRecord } from '../types.ts';
+import { ExportReader, ImportError, conversationLine, endLine, headerLine, noCounts, usageLine, type DataPort, type ImportEntry, type LineSource, type PortCounts } from './format.ts';
+
+/** Conversations read per page of the export, and history bytes fetched per query. */
+const PAGE = 500;
+const HISTORY_CHUNK_BYTES = 16 * 2 ** 20;
+const USAGE_PAGE = 5_000;
+/** Conversations per INSERT of an import (13 parameters each; PostgreSQL allows 65,535 per statement). */
+const INSERT_BATCH = 500;
+/** Items or responses per INSERT (3 or 4 parameters each). */
+const ROW_BATCH = 5_000;
+
+interface Row {
+  id: string;
+  app_id: string;
+  seq: string;
+  created_at: string;
+  external_user_id: string | null;
+  title: string | null;
+  generated_title: string;
+  metadata: string;
+  deleted_at: string | null;
+  message_count: number;
+  history_bytes: string;
+}
+
+function recordOf(r: Row): ConversationRecord {
+  return {
+    id: r.id,
+    app_id: r.app_id,
+    seq: Number(r.seq),
+    created_at: Number(r.created_at),
+    external_user_id: r.external_user_id,
+    title: r.title,
+    generated_title: JSON.parse(r.generated_title) as Record<string, string>,
+    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+    deleted_at: r.deleted_at === null ? null : Number(r.deleted_at),
+    message_count: r.message_count,
+  };
+}
+
+/** The bytes a history counts (D-29), as the PostgreSQL store counts an appended one: each JSON line. */
+const lineBytes = (bodies: readonly string[]) => bodies.reduce((n, b) => n + Buffer.byteLength(b) + 1, 0);
+
+export class PgPort implements DataPort {
+  readonly kind = 'postgres' as const;
+
+  private constructor(private readonly sql: Sql) {}
+
+  static open(url: string): PgPort {
+    return new PgPort(postgres(url, { max: 2, onnotice: () => {}, connect_timeout: 10 }));
+  }
+
+  close(): Promise<void> {
+    return this.sql.end({ timeout: 5 });
+  }
+
+  async *export(): AsyncGenerator<string, PortCounts> {
+    const status = await migrationStatus(this.sql);
+    if (status.applied.length === 0) throw new Error('the database has no Parley schema: nothing to export (parley db migrate creates it)');
+    if (status.pending.length > 0) throw new Error(`the database's schema is not up to date (pending: ${status.pending.map((m) => `#${m.version}`).join(', ')}): run parley db migrate first`);
+    const conn = await this.sql.reserve();
+    try {
+      // One snapshot for the whole export: a server writing meanwhile is seen before or after, never half.
+      await conn.unsafe('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      try {
+        const counts = noCounts();
+        yield headerLine('postgres');
+        let after: [string, string, string] | undefined;
+        for (;;) {
+          const rows: Row[] = after
+            ? await conn<Row[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
+                FROM conversations WHERE (app_id, seq, id) > (${after[0]}, ${after[1]}, ${after[2]}) ORDER BY app_id, seq, id LIMIT ${PAGE}`
+            : await conn<Row[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
+                FROM conversations ORDER BY app_id, seq, id LIMIT ${PAGE}`;
+          if (rows.length === 0) break;
+          // Histories are fetched for a few conversations at a time: a page of large ones stays bounded.
+          for (let i = 0; i < rows.length; ) {
+            let j = i;
+            let bytes = 0;
+            while (j < rows.length && (j === i || bytes + Number(rows[j]!.history_bytes) <= HISTORY_CHUNK_BYTES)) bytes += Number(rows[j++]!.history_bytes);
+            const chunk = rows.slice(i, j);
+            // A conversation never sent to, or deleted (D-27), has no history to fetch.
+            const ids = chunk.filter((r) => Number(r.history_bytes) > 0).map((r) => r.id);
+            const [items, responses] =
+              ids.length === 0
+                ? [[], []]
+                : await Promise.all([
+                    conn<{ conversation_id: string; body: string }[]>`SELECT conversation_id, body FROM items WHERE conversation_id = ANY(${conn.array(ids)}) ORDER BY conversation_id, pos`,
+                    conn<{ conversation_id: string; body: string }[]>`SELECT conversation_id, body FROM responses WHERE conversation_id = ANY(${conn.array(ids)}) ORDER BY conversation_id, pos`,
+                  ]);
+            const group = (list: { conversation_id: string; body: string }[]) => {
+              const m = new Map<string, string[]>();
+              for (const r of list) {
+                let l = m.get(r.conversation_id);
+                if (!l) m.set(r.conversation_id, (l = []));
+                l.push(r.body);
+              }
+              return m;
+            };
+            const itemsOf = group(items);
+            const responsesOf = group(responses);
+            for (const r of chunk) {
+              const its = itemsOf.get(r.id) ?? [];
+              const rs = responsesOf.get(r.id) ?? [];
+              counts.conversations++;
+              counts.items += its.length;
+              counts.responses += rs.length;
+              yield conversationLine(recordOf(r), its, rs);
+            }
+            i = j;
+          }
+          const last = rows.at(-1)!;
+          after = [last.app_id, last.seq, last.id];
+        }
+        let afterUsage: [string, string] | undefined;
+        for (;;) {
+          type U = { app_id: string; kind: 'response' | 'completion'; id: string; at: string; input_tokens: number; output_tokens: number };
+          const rows: U[] = afterUsage
+            ? await conn<U[]>`SELECT app_id, kind, id, at, input_tokens, output_tokens FROM usage_entries WHERE (kind, id) > (${afterUsage[0]}, ${afterUsage[1]}) ORDER BY kind, id LIMIT ${USAGE_PAGE}`
+            : await conn<U[]>`SELECT app_id, kind, id, at, input_tokens, output_tokens FROM usage_entries ORDER BY kind, id LIMIT ${USAGE_PAGE}`;
+          if (rows.length === 0) break;
+          for (const u of rows) {
+            counts.usage++;
+            yield usageLine({ ...u, at: Number(u.at) });
+          }
+          afterUsage = [rows.at(-1)!.kind, rows.at(-1)!.id];
+        }
+        yield endLine(counts);
+        return counts;
+      } finally {
+        await conn.unsafe('COMMIT').catch(() => {});
+      }
+    } finally {
+      conn.release();
+    }
+  }
+
+  async import(source: LineSource): Promise<PortCounts> {
+    // The schema first, as a server would create it at start (its own transactions, under its lock).
+    await migrate(this.sql);
+    const conn = await this.sql.reserve();
+    try {
+      await conn.unsafe('BEGIN');
+      try {
+        const counts = await this.load(conn, source);
+        await conn.unsafe('COMMIT');
+        return counts;
+      } catch (err) {
+        await conn.unsafe('ROLLBACK').catch(() => {});
+        throw err;
+      }
+    } finally {
+      conn.release();
+    }
+  }
+
+  private async load(tx: ReservedSql, source: LineSource): Promise<PortCounts> {
+    // A sequence of migration 4 numbers conversations when it exists; imports come after its last value.
+    const [{ seq }] = await tx<{ seq: string | null }[]>`SELECT to_regclass('conversation_seq')::text AS seq`;
+    const [{ base }] = seq
+      ? await tx<{ base: string }[]>`SELECT greatest((SELECT coalesce(max(seq), 0) FROM conversations), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conversation_seq)) AS base`
+      : await tx<{ base: string }[]>`SELECT coalesce(max(seq), 0) AS base FROM conversations`;
+    const offset = Number(base);
+    const reader = new ExportReader();
+    let batch: Extract<ImportEntry, { type: 'conversation' }>[] = [];
+    let usage: Extract<ImportEntry, { type: 'usage' }>[] = [];
+    const flush = async () => {
+      if (batch.length > 0) await this.insertConversations(tx, batch, offset);
+      if (usage.length > 0) await this.insertUsage(tx, usage);
+      batch = [];
+      usage = [];
+    };
+    let pending = 0;
+    for await (const raw of source()) {
+      const e = reader.read(raw);
+      if (e?.type === 'conversation') {
+        batch.push(e);
+        pending += raw.length;
+      } else if (e?.type === 'usage') usage.push(e);
+      if (batch.length >= INSERT_BATCH || usage.length >= ROW_BATCH || pending >= HISTORY_CHUNK_BYTES) {
+        await flush();
+        pending = 0;
+      }
+    }
+    await flush();
+    const counts = reader.finish();
+    if (seq && reader.maxSeq > 0) await tx`SELECT setval('conversation_seq', greatest(${offset + reader.maxSeq}, (SELECT last_value FROM conversation_seq)))`;
+    return counts;
+  }
+
+  private async insertConversations(tx: ReservedSql, batch: Extract<ImportEntry, { type: 'conversation' }>[], offset: number): Promise<void> {
+    const itemRows: { conversation_id: string; pos: number; body: string }[] = [];
+    const responseRows: { conversation_id: string; pos: number; id: string; body: string }[] = [];
+    const rows = batch.map(({ record: r, items, responses }) => {
+      const itemBodies = items.map((i) => JSON.stringify(i));
+      const responseBodies = responses.map((x) => JSON.stringify(x));
+      itemBodies.forEach((body, pos) => itemRows.push({ conversation_id: r.id, pos, body }));
+      responseBodies.forEach((body, pos) => responseRows.push({ conversation_id: r.id, pos, id: responses[pos]!.id, body }));
+      return {
+        id: r.id,
+        app_id: r.app_id,
+        seq: offset + r.seq,
+        created_at: r.created_at,
+        external_user_id: r.external_user_id,
+        title: r.title,
+        generated_title: JSON.stringify(r.generated_title),
+        metadata: JSON.stringify(r.metadata),
+        deleted_at: r.deleted_at,
+        message_count: r.message_count,
+        history_bytes: lineBytes(itemBodies) + lineBytes(responseBodies),
+        item_count: items.length,
+        last_item_at: items.at(-1)?.created_at ?? 0,
+      };
+    });
+    const columns = ['id', 'app_id', 'seq', 'created_at', 'external_user_id', 'title', 'generated_title', 'metadata', 'deleted_at', 'message_count', 'history_bytes', 'item_count', 'last_item_at'] as const;
+    const inserted = await tx<{ id: string }[]>`INSERT INTO conversations ${tx(rows, ...columns)} ON CONFLICT (id) DO NOTHING RETURNING id`;
+    if (inserted.length < rows.length) {
+      const got = new Set(inserted.map((r) => r.id));
+      const clash = batch.find((e) => !got.has(e.record.id))!;
+      throw new ImportError(clash.line, `conversation ${clash.record.id} already exists in the database; nothing was imported`);
+    }
+    for (let i = 0; i < itemRows.length; i += ROW_BATCH) await tx`INSERT INTO items ${tx(itemRows.slice(i, i + ROW_BATCH), 'conversation_id', 'pos', 'body')}`;
+    for (let i = 0; i < responseRows.length; i += ROW_BATCH) await tx`INSERT INTO responses ${tx(responseRows.slice(i, i + ROW_BATCH), 'conversation_id', 'pos', 'id', 'body')}`;
+  }
+
+  private async insertUsage(tx: ReservedSql, entries: Extract<ImportEntry, { type: 'usage' }>[]): Promise<void> {
+    const rows: Record<string, string | number>[] = entries.map((e) => ({ ...e.usage }));
+    const inserted = await tx<{ kind: string; id: string }[]>`INSERT INTO usage_entries ${tx(rows, 'app_id', 'kind', 'id', 'at', 'input_tokens', 'output_tokens')} ON CONFLICT (kind, id) DO NOTHING RETURNING kind, id`;
+    if (inserted.length < rows.length) {
+      const got = new Set(inserted.map((r) => `${r.kind} ${r.id}`));
+      const clash = entries.find((e) => !got.has(`${e.usage.kind} ${e.usage.id}`))!;
+      throw new ImportError(clash.line, `usage of ${clash.usage.kind} ${clash.usage.id} already exists in the database; nothing was imported`);
+    }
+  }
+}
