@@ -52,11 +52,12 @@ async function seedLarge(dataDir: string, n: number): Promise<string[]> {
   try {
     for (let done = 0; done < n; ) {
       const chunk = Math.min(2_000, n - done);
+      const seqs = await Promise.all(Array.from({ length: chunk }, () => store.nextSeq()));
       const entries = Array.from({ length: chunk }, (_, i) => {
         const record: ConversationRecord = {
           id: newId('conversation'),
           app_id: APP,
-          seq: store.nextSeq(),
+          seq: seqs[i]!,
           created_at: 1_760_000_000,
           external_user_id: `user_${(done + i) % 1000}`,
           title: null,
@@ -86,7 +87,7 @@ async function saveByLength(dir: string): Promise<Array<[number, number, number]
   await store.open();
   const out: Array<[number, number, number]> = [];
   try {
-    const record: ConversationRecord = { id: newId('conversation'), app_id: APP, seq: store.nextSeq(), created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0 };
+    const record: ConversationRecord = { id: newId('conversation'), app_id: APP, seq: (await store.nextSeq()), created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0 };
     await store.putConversation(record);
     const text = 'Tell me more about the opening hours. '.repeat(800).slice(0, 30_000);
     let window: number[] = [];
@@ -96,7 +97,7 @@ async function saveByLength(dir: string): Promise<Array<[number, number, number]
         { id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1, response_id: response },
         { id: newId('message'), type: 'message', role: 'assistant', content: [{ type: 'text', text: text.slice(0, 2_000) }], created_at: 1, response_id: response },
       ] as never[];
-      const current = store.getConversation(record.id)!;
+      const current = (await store.getConversation(record.id))!;
       const t = performance.now();
       await store.appendToConversation({ ...current, metadata: {}, message_count: current.message_count + 2 }, items, { id: response, created_at: 1, status: 'completed' });
       window.push(performance.now() - t);

@@ -51,7 +51,8 @@ export async function seed(dataDir: string, appId: string, total: number, onProg
     const CHUNK = 5_000;
     while (ids.length < total) {
       const n = Math.min(CHUNK, total - ids.length);
-      const entries = Array.from({ length: n }, (_, i) => sampleConversation(appId, store.nextSeq(), ids.length + i));
+      const seqs = await Promise.all(Array.from({ length: n }, () => store.nextSeq()));
+      const entries = Array.from({ length: n }, (_, i) => sampleConversation(appId, seqs[i]!, ids.length + i));
       await store.importConversations(entries);
       for (const e of entries) ids.push(e.record.id);
       onProgress?.(ids.length);

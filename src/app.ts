@@ -156,7 +156,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       idempotency = await IdempotencyService.open({
         dir: path.join(dataDir, 'idempotency'),
         logger,
-        claims: [...store.idempotencyClaims(since), ...fileUsage!.idempotencyClaims(since)],
+        claims: [...(await store.idempotencyClaims(since)), ...fileUsage!.idempotencyClaims(since)],
       });
       // The widget API (docs/widget.md): its budgets counted apart from the REST plans (D-52).
       widgetBudget = await RateLimitService.open({ file: path.join(dataDir, 'widget', 'budget.jsonl'), fixtures: budgetPlans, warn });
@@ -174,6 +174,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
     const interrupted = await responses.recover();
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
+    if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;
     const http = createHttpServer({
       routes: [
@@ -229,6 +230,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
           await http.close(opts.shutdownGraceMs);
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();
+          await responses.stopSweeping();
           await usage.close();
           await limits?.close();
           await idempotency?.close();

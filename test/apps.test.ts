@@ -69,7 +69,7 @@ describe('metrics (§4.9, D-24)', () => {
       { id: 'ds_1', type: 'data_spec', created_at: now, response_id: 'resp_1', data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } } },
       { id: 'msg_2', type: 'message', created_at: now, response_id: 'resp_1', role: 'assistant', content: [{ type: 'text', text: 'hello' }] },
     ];
-    const record = { ...s.store.getConversation(c.id)!, message_count: 2 };
+    const record = { ...(await s.store.getConversation(c.id))!, message_count: 2 };
     await s.store.appendToConversation(record, items, { id: 'resp_1', created_at: now, status: 'completed' });
     assert.deepEqual(await metrics(app), { total_conversations: 1, total_messages: 2, total_users: 0 });
     // And the items come back with the conversation, in order (D-14).

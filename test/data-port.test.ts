@@ -16,11 +16,14 @@ import { MIGRATIONS } from '../src/store/pg/migrate.ts';
 import { FilePort, ImportError, openDataPort, type DataPort, type LineSource } from '../src/store/port/index.ts';
 import type { ConversationRecord, Store } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
+import { walk, walkIds } from './support/list-walk.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 
 usePostgres();
 
 const SECOND = 1_700_000_000;
+/** The data set's soft-deleted conversations: no list shows them, a read by id does (D-11). */
+const DELETED = ['conv_gone'];
 
 /** A new record (nextSeq awaited: it may read the database). */
 async function record(store: Store, id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> {
@@ -102,16 +105,24 @@ async function withPort<T>(where: { dataDir: string } | { databaseUrl: string },
   }
 }
 
-/** What a store serves: every app's records in list order, each with its history, and the counters. */
+/**
+ * What a store serves: every app's records in list order (walked page by page, as the API lists),
+ * each with its history, then the soft-deleted ones read by id (D-11), and the counters.
+ */
 async function served(store: Store, apps: string[]): Promise<unknown> {
   const out: Record<string, unknown> = {};
+  const withHistory = async (r: ConversationRecord) => {
+    const { items, responses } = await store.readConversationFile(r.id);
+    return { ...JSON.parse(JSON.stringify(r)), items, responses };
+  };
   for (const app of apps) {
     const list = [];
-    for (const r of await store.conversationsOf(app)) {
-      const { items, responses } = await store.readConversationFile(r.id);
-      list.push({ ...JSON.parse(JSON.stringify(r)), items, responses });
+    for (const r of await walk(store, app)) list.push(await withHistory(r));
+    for (const id of DELETED) {
+      const r = await store.getConversation(id);
+      if (r?.app_id === app) list.push(await withHistory(r));
     }
-    out[app] = { list, counters: await store.appCounters(app), user: (await store.conversationsOf(app, 'user_1')).map((r) => r.id) };
+    out[app] = { list, counters: await store.appCounters(app), user: await walkIds(store, app, { externalUserId: 'user_1' }) };
   }
   return out;
 }
@@ -286,7 +297,7 @@ describe('an import into a store with data', () => {
       for (const store of [new PgStore({ url }), new FileStore({ dataDir: b })]) {
         await store.open();
         try {
-          const list = await store.conversationsOf('app_demo');
+          const list = [...(await walk(store, 'app_demo')), (await store.getConversation('conv_gone'))!];
           assert.deepEqual(list.map((r) => r.id), expected);
           for (let i = 1; i < list.length; i++) assert.ok(list[i]!.seq > list[i - 1]!.seq);
           // The next conversation created comes after all of them.

@@ -197,7 +197,7 @@ describe('hostile queries', () => {
         assertWellFormed(r, `?${q}`);
         assert.ok(r.status === 200 || r.status === 400, `?${q}: ${r.status}`);
         if (r.status === 200) {
-          for (const c of ReferenceConversationList.parse(r.json).data) assert.equal(s.store.getConversation(c.id)?.app_id, APP);
+          for (const c of ReferenceConversationList.parse(r.json).data) assert.equal((await s.store.getConversation(c.id))?.app_id, APP);
         }
         if (pairs.some(([k, v]) => (k === 'after' || k === 'before') && (v === 'theirs' || v === 'sibling'))) {
           assert.equal(r.status, 400, 'another app\'s conversation is never a cursor here');
@@ -286,7 +286,7 @@ describe('hostile paths', () => {
         else assert.ok(r.status < 500);
         const touched = segs.includes('THEIRS') || segs.includes('SIBLING') || segs.includes('DELETED');
         if (touched) assert.ok(r.status >= 400, `${m} ${path} reached a conversation it must not: ${r.status}`);
-        if (r.status === 200 && r.json?.id) assert.equal(s.store.getConversation(r.json.id)?.app_id, APP);
+        if (r.status === 200 && r.json?.id) assert.equal((await s.store.getConversation(r.json.id))?.app_id, APP);
         if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted }), before);
       }),
       { numRuns: RUNS },

@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import { health } from '../src/api/health.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { PgStore } from '../src/store/pg-store.ts';
-import { APP, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { APP, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 
 usePostgres();
@@ -68,6 +68,54 @@ test('a send is saved with its items and counted; a restart on the same database
   assert.equal((await s.call('GET', `${conv}/${c}`)).body.title, 'pg');
   assert.deepEqual((await s.call('GET', `${conv}/${c}`)).body.items.map((i: { id: string }) => i.id), items.map((i: { id: string }) => i.id));
   assert.deepEqual((await s.call('GET', `/apps/${APP}/metrics`)).body, metrics);
+});
+
+test('D-38 across instances: a response is saved once, whichever instance saves it first (a taken-over one saved again is kept once)', async () => {
+  const c = (await s.call('POST', conv, {})).body.id as string;
+  const store = s.store as PgStore;
+  const save = (status: 'completed' | 'failed', text: string) =>
+    store.saveResponse({
+      conversationId: c,
+      items: [
+        { id: `msg_u_${status}`, type: 'message', role: 'user', content: 'hi', created_at: 1 } as never,
+        { id: `msg_a_${status}`, type: 'message', role: 'assistant', content: text, created_at: 1 } as never,
+      ],
+      response: { id: 'resp_once', created_at: 1, status },
+      apply: (cur) => ({ message_count: cur.message_count + 2 }),
+    });
+  await save('failed', 'cut short');
+  const after = await save('completed', 'the whole reply');
+  assert.equal(after.message_count, 2);
+  const file = await store.readConversationFile(c);
+  assert.deepEqual(file.responses.map((r) => [r.id, r.status]), [['resp_once', 'failed']]);
+  assert.deepEqual(file.items.map((i) => i.id), ['msg_u_failed', 'msg_a_failed']);
+});
+
+test('D-37 across instances: a message to a conversation replying on another instance waits for that reply, then is answered after it', async () => {
+  const other = await startTestServer({ databaseUrl: url, dataDir: await tempDir() });
+  try {
+    const c = (await s.call('POST', `/apps/app_slow/conversations`, {})).body.id as string;
+    // A long reply on this instance, left running by its client (D-34).
+    const started = await fetch(`${s.baseUrl}/apps/app_slow/conversations/${c}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' }, stream: true }),
+    });
+    const running = started.headers.get('parley-response-id')!;
+    await started.body!.cancel();
+    const awaiting = new Promise<string>((resolve) => other.responses.events.once('awaiting', (e: { response_id: string }) => resolve(e.response_id)));
+    const next = other.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Hello' }, stream: false });
+    const first = await Promise.race([awaiting, next.then((r) => `answered ${r.status} before waiting`)]);
+    assert.equal(first, running);
+    // Cancelled through the waiting instance; the running one saves it, and the message goes on.
+    assert.equal((await other.call('POST', `/apps/app_slow/responses/${running}/cancel`)).status, 200);
+    const answered = await next;
+    assert.equal(answered.status, 200, JSON.stringify(answered.body));
+    const file = await other.store.readConversationFile(c);
+    assert.deepEqual(file.responses.map((r) => r.id), [running, answered.body.id]);
+  } finally {
+    await other.close();
+  }
 });
 
 test('/healthz: 503 while shutting down or when the store does not answer, naming no cause', async () => {

@@ -206,7 +206,7 @@ describe('event sequences per kind of app (§6, D-16)', () => {
       const got = (await s.call('GET', `/apps/app_broken/conversations/${c}`)).body;
       assert.deepEqual(got.items.map((it: any) => [it.type, it.role, it.content[0].text, it.response_id]), [['message', 'user', 'Hi', ids[i]]]);
       assert.deepEqual(got.generated_title, {});
-      assert.equal(s.store.getConversation(c)!.message_count, 1);
+      assert.equal((await s.store.getConversation(c))!.message_count, 1);
     }
   });
 
@@ -286,7 +286,7 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
       assert.deepEqual([items[i].role, items[i + 1].role], ['user', 'assistant']);
     }
     assert.deepEqual(new Set(items.map((i: any) => i.response_id)), new Set(sent.map((r) => r.body.id)));
-    assert.equal(s.store.getConversation(c)!.message_count, 2 * n);
+    assert.equal((await s.store.getConversation(c))!.message_count, 2 * n);
   });
 
   test('a rename while a response runs is not undone when the response is saved', async () => {
@@ -303,7 +303,7 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
     const conv = (await s.call('GET', `/apps/app_slow/conversations/${c}`)).body;
     assert.equal(conv.title, 'Renamed mid-stream');
     assert.equal(conv.items.length, 2);
-    assert.equal(s.store.getConversation(c)!.message_count, 2);
+    assert.equal((await s.store.getConversation(c))!.message_count, 2);
   });
 
   test('a custom title keeps generated_title empty (D-8)', async () => {

@@ -66,7 +66,7 @@ describe('slow clients', { concurrency: true }, () => {
   });
 
   test('a body trickled a byte at a time: 408, nothing created, while another client is served', { timeout: 20_000 }, async () => {
-    const before = s.store.appCounters(APP).conversations;
+    const before = (await s.store.appCounters(APP)).conversations;
     const body = `{"title":"${'x'.repeat(100_000)}"}`;
     const slow = trickle(
       `POST /v1/apps/${APP}/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
@@ -75,7 +75,7 @@ describe('slow clients', { concurrency: true }, () => {
     assert.equal((await s.call('GET', `/apps/${APP}/metrics`)).status, 200);
     assert408(await slow.answer);
     assert.ok(slow.dripped() > 0 && slow.dripped() < body.length, 'cut off mid-body');
-    assert.equal(s.store.appCounters(APP).conversations, before);
+    assert.equal((await s.store.appCounters(APP)).conversations, before);
   });
 
   test('headers that never finish: 408 request_timeout, socket closed (slowloris)', async () => {
@@ -84,10 +84,10 @@ describe('slow clients', { concurrency: true }, () => {
   });
 
   test('a body that never finishes: 408, and nothing is created', async () => {
-    const before = s.store.appCounters(APP).conversations;
+    const before = (await s.store.appCounters(APP)).conversations;
     const { answer } = stall(`POST /v1/apps/${APP}/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":`);
     assert408(await answer);
-    assert.equal(s.store.appCounters(APP).conversations, before);
+    assert.equal((await s.store.appCounters(APP)).conversations, before);
   });
 
   test('the timeouts bound how long a request takes to arrive, not how long its answer streams', async () => {

@@ -177,10 +177,10 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
         warnings.some((w) => w.includes(`${fileOf(dir, 'conv_aa01')}: line 1 is not valid JSON`) && w.includes('resp_1') && w.includes('unsettled')),
         `the log names the file and the exchange left unsettled: ${warnings.join(' | ')}`,
       );
-      assert.deepEqual([store.getConversation('conv_aa01')!.message_count, store.getConversation('conv_aa01')!.title], [0, null], 'the record as it was before the exchange');
+      assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title], [0, null], 'the record as it was before the exchange');
       await assert.rejects(store.readConversationFile('conv_aa01'), StoreError);
       assert.equal((await store.readConversationFile('conv_bb02')).items.length, 2, 'every other conversation is served');
-      assert.equal(store.getConversation('conv_bb02')!.title, 't1099');
+      assert.equal((await store.getConversation('conv_bb02'))!.title, 't1099');
     } finally {
       await store.close();
     }
@@ -192,8 +192,8 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
     await fs.writeFile(fileOf(dir, 'conv_aa01'), JSON.stringify({ items: exchange('resp_1'), responses: [{ id: 'resp_1', created_at: 1, status: 'completed' }] }) + '\n');
     store = await open(dir);
     try {
-      assert.deepEqual([store.getConversation('conv_aa01')!.message_count, store.getConversation('conv_aa01')!.title], [2, 'during']);
-      assert.equal(store.appCounters('app_demo').messages, 4);
+      assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title], [2, 'during']);
+      assert.equal((await store.appCounters('app_demo')).messages, 4);
     } finally {
       await store.close();
     }
@@ -232,8 +232,8 @@ describe('a journal that lost lines is refused, with the way out (D-25)', () => 
     await fs.rename(fileOf(dir, 'conv_aa01'), path.join(dir, '..', `${path.basename(dir)}-conv_aa01.jsonl`));
     const store = await open(dir);
     try {
-      assert.equal(store.getConversation('conv_aa01'), undefined);
-      assert.ok(store.getConversation('conv_bb02'));
+      assert.equal((await store.getConversation('conv_aa01')), undefined);
+      assert.ok((await store.getConversation('conv_bb02')));
     } finally {
       await store.close();
     }

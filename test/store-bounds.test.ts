@@ -47,8 +47,8 @@ describe('memory per conversation (D-28)', () => {
       const small = (await s.call('POST', conv, { title: 'small', metadata: { plan: 'pro' } })).body;
       const big = (await s.call('POST', conv, { title: 'big', metadata: FULL })).body;
       assert.deepEqual(big.metadata, FULL);
-      const sizes = (store: typeof s.store) => [small.id, big.id].map((id) => kept(store.getConversation(id)));
-      const [a, b] = sizes(s.store);
+      const sizes = (store: typeof s.store) => Promise.all([small.id, big.id].map(async (id) => kept((await store.getConversation(id)))));
+      const [a, b] = await sizes(s.store);
       // 16 KB of metadata made of empty objects costs ~21 times its size as parsed objects.
       assert.ok(b! < 600 && b! <= a! + 16, `kept ${b} bytes for 16 KB of metadata, ${a} for 16 bytes`);
       assert.deepEqual((await s.call('GET', `${conv}/${big.id}`)).body.metadata, FULL);
@@ -56,7 +56,7 @@ describe('memory per conversation (D-28)', () => {
       assert.deepEqual(listed.map((c: { metadata: unknown }) => c.metadata), [{ plan: 'pro' }, FULL]);
       await s.close();
       again = await startTestServer({ dataDir: s.dataDir });
-      const [a2, b2] = sizes(again.store);
+      const [a2, b2] = await sizes(again.store);
       assert.ok(b2! < 600 && b2! <= a2! + 16, `after a restart: kept ${b2} bytes for 16 KB of metadata`);
       assert.deepEqual((await again.call('GET', `${conv}/${big.id}`)).body.metadata, FULL);
     } finally {
@@ -173,14 +173,14 @@ describe('journal growth (D-28)', () => {
       // One line per conversation, then the lines appended since the snapshot (those above, a few renames).
       assert.ok(linesAtHold > 20 && lines.length < linesAtHold / 2, `${lines.length} lines after the compaction, ${linesAtHold} before`);
       const check = async (s: FileStore) => {
-        assert.equal(s.getConversation('conv_c10')!.title, `v${i - 1}`);
-        assert.deepEqual(s.getConversation('conv_c10')!.metadata, { ...meta, n: 1 });
-        assert.deepEqual(s.getConversation('conv_c50')!.metadata, { ...meta, n: 5 });
-        assert.equal(s.getConversation('conv_c20')!.title, 'renamed during the compaction');
-        assert.deepEqual(s.getConversation('conv_c20')!.metadata, { ...meta, n: 2 });
-        assert.equal(s.getConversation('conv_c30')!.deleted_at, 9);
-        assert.deepEqual(s.getConversation('conv_c40')!.metadata, { changed: true });
-        assert.equal(s.getConversation('conv_c40')!.message_count, 1);
+        assert.equal((await s.getConversation('conv_c10'))!.title, `v${i - 1}`);
+        assert.deepEqual((await s.getConversation('conv_c10'))!.metadata, { ...meta, n: 1 });
+        assert.deepEqual((await s.getConversation('conv_c50'))!.metadata, { ...meta, n: 5 });
+        assert.equal((await s.getConversation('conv_c20'))!.title, 'renamed during the compaction');
+        assert.deepEqual((await s.getConversation('conv_c20'))!.metadata, { ...meta, n: 2 });
+        assert.equal((await s.getConversation('conv_c30'))!.deleted_at, 9);
+        assert.deepEqual((await s.getConversation('conv_c40'))!.metadata, { changed: true });
+        assert.equal((await s.getConversation('conv_c40'))!.message_count, 1);
         assert.deepEqual((await s.readConversationFile('conv_c40')).items.map((x) => x.id), ['msg_during']);
       };
       await check(store);
@@ -233,7 +233,7 @@ describe('conversation length (D-29)', () => {
       const text = 'y'.repeat(512 * 1024);
       const item = (n: number) => ({ id: `msg_big${n}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 }) as ItemT;
       for (let n = 0; (await s.store.readConversationFile(c.id)).bytes < LIMITS.conversationBytes; n++) {
-        await s.store.appendToConversation({ ...s.store.getConversation(c.id)!, message_count: n + 1 }, [item(n)]);
+        await s.store.appendToConversation({ ...(await s.store.getConversation(c.id))!, message_count: n + 1 }, [item(n)]);
       }
       const before = (await s.call('GET', `${conv}/${c.id}`)).body;
       const r = await s.call('POST', `${conv}/${c.id}`, { message: { content: 'one more' }, stream: false });

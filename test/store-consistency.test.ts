@@ -37,10 +37,10 @@ test('concurrent exchanges, a rename and a delete of one conversation each apply
       store.saveResponse(save('conv_ab01', 'resp_2')),
       store.saveResponse(save('conv_ab01', 'resp_3')),
     ]);
-    const r = store.getConversation('conv_ab01')!;
+    const r = (await store.getConversation('conv_ab01'))!;
     assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
     assert.equal((await store.readConversationFile('conv_ab01')).responses.length, 3);
-    assert.equal(store.appCounters('app_demo').messages, 6);
+    assert.equal((await store.appCounters('app_demo')).messages, 6);
     // A change that throws changes nothing, and the next one still runs.
     const refused = store.updateConversation('conv_ab01', () => {
       throw new Error('not found');
@@ -48,7 +48,7 @@ test('concurrent exchanges, a rename and a delete of one conversation each apply
     const deleted = store.updateConversation('conv_ab01', (x) => ({ ...x!, deleted_at: 5 }));
     await assert.rejects(refused, /not found/);
     assert.equal((await deleted).deleted_at, 5);
-    assert.equal(store.getConversation('conv_ab01')!.title, 'renamed');
+    assert.equal((await store.getConversation('conv_ab01'))!.title, 'renamed');
   } finally {
     await store.close();
   }
@@ -62,7 +62,7 @@ test('an exchange and its claim are one: kept together across a restart, and tog
   await store.putConversation(record('conv_ef03', { seq: 2 }));
   await store.putConversation(record('conv_gh04', { seq: 3 }), { key: 'k-create', fingerprint: 'f0' });
   await store.saveResponse(save('conv_cd02', 'resp_1', { key: 'k-saved', fingerprint: 'f1' }));
-  assert.deepEqual(store.idempotencyClaims(0).map((c) => c.key), ['k-create', 'k-saved']);
+  assert.deepEqual((await store.idempotencyClaims(0)).map((c) => c.key), ['k-create', 'k-saved']);
   await store.close();
   // Two crashes after the intent line: resp_2's file landed, resp_3's did not.
   const journal = path.join(dir, 'conversations.jsonl');
@@ -75,12 +75,12 @@ test('an exchange and its claim are one: kept together across a restart, and tog
   await store.open();
   try {
     assert.deepEqual(
-      store.idempotencyClaims(0).map((c) => c.key),
+      (await store.idempotencyClaims(0)).map((c) => c.key),
       ['k-create', 'k-saved', 'k-landed'],
       'the landed exchange keeps its claim; the one that never happened has none, so its retry runs',
     );
-    assert.equal(store.getConversation('conv_cd02')!.message_count, 2);
-    assert.deepEqual(store.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
+    assert.equal((await store.getConversation('conv_cd02'))!.message_count, 2);
+    assert.deepEqual((await store.idempotencyClaims(Date.now() + 1)), [], 'older claims are left out');
   } finally {
     await store.close();
   }

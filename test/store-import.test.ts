@@ -21,7 +21,8 @@ function entry(store: FileStore, n: number, app = 'app_demo'): { record: Convers
   const record: ConversationRecord = {
     id,
     app_id: app,
-    seq: store.nextSeq(),
+    // D-7: as a fresh store's nextSeq would give them, in the order the entries are made.
+    seq: n + 1,
     created_at: 1_700_000_000 + n,
     external_user_id: n % 2 === 0 ? 'user_even' : null,
     title: `t${n}`,
@@ -51,16 +52,16 @@ describe('FileStore.importConversations', () => {
     assert.equal(store.conversationsOf('app_demo').length, 40);
     assert.deepEqual(store.conversationsOf('app_demo').map((r) => r.id), entries.map((e) => e.record.id));
     assert.equal(store.conversationsOf('app_demo', 'user_even').length, 20);
-    assert.deepEqual(store.appCounters('app_demo'), { conversations: 40, messages: 80, users: 1 });
+    assert.deepEqual((await store.appCounters('app_demo')), { conversations: 40, messages: 80, users: 1 });
     assert.deepEqual(await parts(store.readConversationFile(entries[7]!.record.id)), entries[7]!.file);
     await store.close();
 
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.deepEqual(plain(reopened.getConversation(entries[39]!.record.id)), entries[39]!.record);
+    assert.deepEqual(plain((await reopened.getConversation(entries[39]!.record.id))), entries[39]!.record);
     assert.deepEqual(await parts(reopened.readConversationFile(entries[0]!.record.id)), entries[0]!.file);
     // D-7: the sequence continues after the imported records.
-    assert.equal(reopened.nextSeq(), entries[39]!.record.seq + 1);
+    assert.equal((await reopened.nextSeq()), entries[39]!.record.seq + 1);
     // No temp file is left behind.
     const shard = path.join(dataDir, 'conversations', entries[0]!.record.id.slice(-2));
     assert.deepEqual((await fs.readdir(shard)).filter((f) => f.endsWith('.tmp')), []);
@@ -75,12 +76,12 @@ describe('FileStore.importConversations', () => {
     await store.importConversations([first]);
     const again = [entry(store, 2), { ...first, file: { items: [], responses: [] } }];
     await assert.rejects(store.importConversations(again), /already exists/);
-    assert.equal(store.getConversation(again[0]!.record.id), undefined);
+    assert.equal((await store.getConversation(again[0]!.record.id)), undefined);
     assert.deepEqual(await parts(store.readConversationFile(first.record.id)), first.file);
     // A duplicate inside one batch is refused too.
     const dup = entry(store, 3);
     await assert.rejects(store.importConversations([dup, dup]), /already exists/);
-    assert.equal(store.getConversation(dup.record.id), undefined);
+    assert.equal((await store.getConversation(dup.record.id)), undefined);
     // An id that could reach outside the data directory is refused.
     const evil = entry(store, 4);
     evil.record.id = '../../escape';
@@ -117,8 +118,8 @@ describe('FileStore.importConversations', () => {
     await fs.appendFile(journal, JSON.stringify({ t: 'conv', v: { ...b.record, title: 'renamed', extra: 1 } }) + '\n');
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.deepEqual(plain(reopened.getConversation(a.record.id)), a.record);
-    assert.deepEqual(plain(reopened.getConversation(b.record.id)), { ...b.record, title: 'renamed' });
+    assert.deepEqual(plain((await reopened.getConversation(a.record.id))), a.record);
+    assert.deepEqual(plain((await reopened.getConversation(b.record.id))), { ...b.record, title: 'renamed' });
     await reopened.close();
 
     // A record that breaks a rule stops start-up with the line and the field named.

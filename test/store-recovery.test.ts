@@ -31,14 +31,14 @@ test('an intent whose file write never happened is forgotten; one whose file lan
   await fs.writeFile(path.join(dir, 'conversations', '02', 'conv_bb02.json'), JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }));
   store = new FileStore({ dataDir: dir });
   await store.open();
-  assert.deepEqual([store.getConversation('conv_aa01')!.message_count, store.getConversation('conv_aa01')!.metadata], [0, {}]);
-  assert.deepEqual([store.getConversation('conv_bb02')!.message_count, store.getConversation('conv_bb02')!.metadata], [2, { y: 2 }]);
-  assert.equal(store.appCounters('app_demo').messages, 2);
+  assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.metadata], [0, {}]);
+  assert.deepEqual([(await store.getConversation('conv_bb02'))!.message_count, (await store.getConversation('conv_bb02'))!.metadata], [2, { y: 2 }]);
+  assert.equal((await store.appCounters('app_demo')).messages, 2);
   await store.close();
   // Settled once and for all: the completion was journaled.
   store = new FileStore({ dataDir: dir });
   await store.open();
-  assert.equal(store.getConversation('conv_bb02')!.message_count, 2);
+  assert.equal((await store.getConversation('conv_bb02'))!.message_count, 2);
   await store.close();
 });
 
@@ -51,7 +51,7 @@ test('a rename that lands while an exchange is written is kept (no lost update)'
   const mine = { ...base, message_count: 2, metadata: { m: 1 } };
   await store.putConversation({ ...base, title: 'renamed meanwhile' });
   await store.appendToConversation(mine, exchange('resp_3'), { id: 'resp_3', created_at: 1, status: 'completed' }, base);
-  const r = store.getConversation('conv_cc03')!;
+  const r = (await store.getConversation('conv_cc03'))!;
   assert.deepEqual([r.title, r.message_count, r.metadata], ['renamed meanwhile', 2, { m: 1 }]);
   await store.close();
 });

@@ -52,7 +52,7 @@ describe('restart', () => {
     const c = (await first.call('POST', conv, { external_user_id: 'bob' })).body;
     await first.call('PATCH', `${conv}/${b.id}`, { title: 'Renamed' });
     await first.call('DELETE', `${conv}/${c.id}`);
-    await first.store.appendToConversation({ ...first.store.getConversation(a.id)!, message_count: 1 }, [userMessage('msg_1', 'hello')]);
+    await first.store.appendToConversation({ ...(await first.store.getConversation(a.id))!, message_count: 1 }, [userMessage('msg_1', 'hello')]);
     const before = {
       list: (await first.call('GET', `${conv}?order=asc`)).body,
       a: (await first.call('GET', `${conv}/${a.id}`)).body,
@@ -229,7 +229,7 @@ describe('crash leftovers and corrupt files', () => {
     const a = (await first.call('POST', conv)).body;
     const b = (await first.call('POST', conv)).body;
     for (const c of [a, b]) {
-      await first.store.appendToConversation({ ...first.store.getConversation(c.id)!, message_count: 1 }, [userMessage(`msg_${c.id}`, 'hi')]);
+      await first.store.appendToConversation({ ...(await first.store.getConversation(c.id))!, message_count: 1 }, [userMessage(`msg_${c.id}`, 'hi')]);
     }
     await first.close();
     await fs.writeFile(fileOf(first.dataDir, a.id), '{"items": [');
@@ -244,7 +244,7 @@ describe('crash leftovers and corrupt files', () => {
       const logged = lines.find((l) => l.includes(r.headers.get('x-request-id')!) && l.includes('unexpected error'));
       assert.ok(logged?.includes(`${fileOf(first.dataDir, a.id)}: is not valid JSON`), 'the log names the file and the fault');
       // A write to it is refused rather than replacing what is left of it.
-      await assert.rejects(server.store.appendToConversation(server.store.getConversation(a.id)!, [userMessage('msg_x', 'x')]), StoreError);
+      await assert.rejects(server.store.appendToConversation((await server.store.getConversation(a.id))!, [userMessage('msg_x', 'x')]), StoreError);
       assert.equal(await fs.readFile(fileOf(first.dataDir, a.id), 'utf8'), '{"items": [');
       // The other conversation, the list and the metrics are unaffected.
       assert.equal((await server.call('GET', `${conv}/${b.id}`)).body.items.length, 1);
@@ -273,7 +273,7 @@ describe('crash leftovers and corrupt files', () => {
       const file = fileOf(server.dataDir, c.id);
       await fs.mkdir(path.dirname(file), { recursive: true });
       await fs.writeFile(`${file}.tmp`, '{"items": [tor');
-      await server.store.appendToConversation({ ...server.store.getConversation(c.id)!, message_count: 1 }, [userMessage('msg_1', 'x')]);
+      await server.store.appendToConversation({ ...(await server.store.getConversation(c.id))!, message_count: 1 }, [userMessage('msg_1', 'x')]);
       // D-29: the history is appended to its own JSON-lines file; the leftover is not read.
       assert.equal(JSON.parse(await fs.readFile(`${file}l`, 'utf8')).items.length, 1);
       assert.equal((await server.store.readConversationFile(c.id)).items.length, 1);

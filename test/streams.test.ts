@@ -10,6 +10,7 @@ import { ReferenceErrorBody, type UnsequencedEvent } from '../src/contract/index
 import { streamSse } from '../src/http/sse.ts';
 import { MAX_STREAMS_PER_APP } from '../src/http/stream-gate.ts';
 import { startTestServer, TARGET, type TestServer } from './support/helpers.ts';
+import { walk } from './support/list-walk.ts';
 import { postSse } from './support/sse-client.ts';
 
 // The local engine pauses 150 ms per 6-character chunk; app_tethered detaches no reply (D-34's cap is
@@ -80,7 +81,7 @@ describe('open streams per app', () => {
       assert.equal((await s.call('GET', `/apps/${SLOW}/config`)).status, 200);
     }
     await Promise.all(persisted);
-    for (const c of s.store.conversationsOf(SLOW)) convs.push(c.id);
+    for (const c of await walk(s.store, SLOW)) convs.push(c.id);
     let failed = 0;
     for (const id of convs) {
       for (const r of (await s.store.readConversationFile(id)).responses) if (r.error?.code === 'client_disconnected') failed++;

@@ -45,7 +45,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
         handle: async (ctx) => {
           // D-4: body validation, then the conversation lookup (404, D-11), then the first event (D-17).
           const body = await parseBody(ctx, SendMessageRequest);
-          const record = o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
+          const record = await o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
           const stream = body.stream ?? ctx.app.stream;
           // The stream cap is checked before anything is saved, so its 429 changes nothing.
           if (stream) ctx.beginStream?.();

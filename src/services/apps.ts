@@ -15,7 +15,7 @@ export function appConfig(app: AppT): AppConfigT {
   };
 }
 
-export function appMetrics(store: Store, appId: string): AppMetricsT {
-  const c = store.appCounters(appId);
+export async function appMetrics(store: Store, appId: string): Promise<AppMetricsT> {
+  const c = await store.appCounters(appId);
   return { total_conversations: c.conversations, total_messages: c.messages, total_users: c.users };
 }

@@ -47,7 +47,7 @@ export class ConversationService {
     const record: ConversationRecord = {
       id: newId('conversation'),
       app_id: appId,
-      seq: this.store.nextSeq(),
+      seq: await this.store.nextSeq(),
       created_at: unixNow(),
       external_user_id: body.external_user_id ?? null,
       title: body.title ?? null,
@@ -56,26 +56,26 @@ export class ConversationService {
       deleted_at: null,
       message_count: 0,
     };
-    // About what its journal line takes (the quota counts records as stored, D-27).
-    this.quota?.check(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata)));
-    await this.store.putConversation(record, claim);
+    // About what its journal line takes (the quota counts records as stored, D-27); checked by the
+    // store as it creates, so that creates at once (on any instance) never pass the quota together.
+    await this.store.putConversation(record, claim, this.quota?.admit(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata))));
     return toConversation(record);
   }
 
   /** A live conversation of this app, or 404 (D-11: soft-deleted ones too; other apps' too). */
-  find(appId: string, id: string): ConversationRecord {
-    return live(appId, id, this.store.getConversation(id));
+  async find(appId: string, id: string): Promise<ConversationRecord> {
+    return live(appId, id, await this.store.getConversation(id));
   }
 
   async get(appId: string, id: string): Promise<ConversationWithItemsT> {
-    const record = this.find(appId, id);
+    const record = await this.find(appId, id);
     const file = await this.store.readConversationFile(id);
     return { ...toConversation(record), items: file.items };
   }
 
   /** `get` as the bytes of the response, kept while the conversation and its file are unchanged. */
   async getJson(appId: string, id: string): Promise<JsonText> {
-    const record = this.find(appId, id);
+    const record = await this.find(appId, id);
     const { items } = await this.store.readConversationFile(id);
     let cached = this.bodies.get(items);
     if (!cached || cached.length !== items.length || cached.record !== record) {
@@ -103,45 +103,24 @@ export class ConversationService {
    * more exist beyond the page in the direction of travel. Soft-deleted conversations are skipped
    * but stay valid cursors, so a walk never loses its place when its cursor is deleted.
    */
-  list(appId: string, q: ListConversationsQueryT): ConversationListT {
+  async list(appId: string, q: ListConversationsQueryT): Promise<ConversationListT> {
     const limit = q.limit === undefined ? LIMITS.listLimitDefault : Number(q.limit);
     const order = q.order ?? 'desc';
-    const all = this.store.conversationsOf(appId, q.external_user_id);
     const cursorParam = q.after !== undefined ? 'after' : q.before !== undefined ? 'before' : null;
-    let start: number;
-    let step: 1 | -1;
-    if (cursorParam === null) {
-      step = order === 'asc' ? 1 : -1;
-      start = step === 1 ? 0 : all.length - 1;
-    } else {
-      const cursorId = (q.after ?? q.before)!;
-      const cursor = this.store.getConversation(cursorId);
-      if (!cursor || cursor.app_id !== appId) {
-        throw invalidRequest(`${cursorParam} is not a conversation of this app: ${JSON.stringify(cursorId)}.`, cursorParam, 'invalid_cursor');
-      }
-      // Walking up the creation order: asc+after, desc+before; down: desc+after, asc+before.
-      step = (order === 'asc') === (cursorParam === 'after') ? 1 : -1;
-      start = step === 1 ? upperBound(all, cursor.seq) : upperBound(all, cursor.seq - 1) - 1;
-    }
-    const page: ConversationRecord[] = [];
-    let hasMore = false;
-    for (let i = start; i >= 0 && i < all.length; i += step) {
-      const r = all[i]!;
-      if (r.deleted_at !== null) continue;
-      if (page.length === limit) {
-        hasMore = true;
-        break;
-      }
-      page.push(r);
-    }
-    if (cursorParam === 'before') page.reverse();
-    const data = page.map(toConversation);
+    // Walking up the creation order: asc (+after), desc+before; down: desc (+after), asc+before.
+    const up = cursorParam === 'before' ? order === 'desc' : order === 'asc';
+    const cursor = cursorParam === null ? undefined : (q.after ?? q.before)!;
+    // The store reads one page only (PostgreSQL: keyset pagination), skipping soft-deleted ones.
+    const page = await this.store.listConversations(appId, { externalUserId: q.external_user_id, direction: up ? 'up' : 'down', cursor, limit });
+    if (!page) throw invalidRequest(`${cursorParam} is not a conversation of this app: ${JSON.stringify(cursor)}.`, cursorParam!, 'invalid_cursor');
+    if (cursorParam === 'before') page.records.reverse();
+    const data = page.records.map(toConversation);
     return {
       object: 'list',
       data,
       first_id: data[0]?.id ?? null,
       last_id: data.at(-1)?.id ?? null,
-      has_more: hasMore,
+      has_more: page.hasMore,
     };
   }
 }
@@ -150,16 +129,4 @@ export class ConversationService {
 function live(appId: string, id: string, r: ConversationRecord | undefined): ConversationRecord {
   if (!r || r.app_id !== appId || r.deleted_at !== null) throw notFound(`Conversation ${JSON.stringify(id)}`, 'conversation_id');
   return r;
-}
-
-/** Index of the first record whose seq is greater than `seq` (records ascend by seq). */
-function upperBound(list: readonly ConversationRecord[], seq: number): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid]!.seq <= seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

@@ -4,7 +4,7 @@
 // it ran, so an app may end at most one exchange past its quota).
 import { apiError } from '../http/errors.ts';
 import { DEFAULT_STORAGE_BYTES, type Fixtures } from '../store/fixtures.ts';
-import type { Store } from '../store/types.ts';
+import type { QuotaAdmit, Store } from '../store/types.ts';
 
 const MB = (n: number) => `${(n / 2 ** 20).toLocaleString('en-US', { maximumFractionDigits: 1 })} MiB`;
 
@@ -15,14 +15,23 @@ export class StorageQuota {
   ) {}
 
   /** Throws `storage_quota_exceeded` if storing `adding` more bytes for the app would pass its quota. */
-  check(appId: string, adding: number): void {
+  async check(appId: string, adding: number): Promise<void> {
+    this.admit(appId, adding)(await this.store.storedBytes(appId));
+  }
+
+  /**
+   * The same check, for the store to run where it adds the bytes (a create: in its transaction on
+   * PostgreSQL, so that instances creating at once never pass the quota together).
+   */
+  admit(appId: string, adding: number): QuotaAdmit {
     const plan = this.fixtures.plans.get(this.fixtures.apps.get(appId)?.plan ?? '');
     const quota = plan?.storage_bytes ?? DEFAULT_STORAGE_BYTES;
-    const stored = this.store.storedBytes(appId);
-    if (stored + adding <= quota && stored < quota) return;
-    throw apiError(
-      'storage_quota_exceeded',
-      `App ${JSON.stringify(appId)} has used its plan's storage quota (${MB(stored)} stored of ${MB(quota)}). Delete conversations it no longer needs, or move the app to a plan with a larger quota.`,
-    );
+    return (stored) => {
+      if (stored + adding <= quota && stored < quota) return;
+      throw apiError(
+        'storage_quota_exceeded',
+        `App ${JSON.stringify(appId)} has used its plan's storage quota (${MB(stored)} stored of ${MB(quota)}). Delete conversations it no longer needs, or move the app to a plan with a larger quota.`,
+      );
+    };
   }
 }

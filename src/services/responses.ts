@@ -37,6 +37,13 @@ export interface StartedResponse {
   answer(stream: boolean, requestId: string): Promise<unknown>;
 }
 
+/** D-37: the conversation's reply runs on another instance (begun in the store, not produced here). */
+class RunningElsewhere extends Error {
+  constructor(readonly id: string) {
+    super(`response ${id} runs on another instance`);
+  }
+}
+
 /** D-37: messages that may wait in line behind a conversation's running reply; one more gets a 409. */
 const MAX_IN_LINE = 8;
 
@@ -61,6 +68,8 @@ export class ResponseService {
   private readonly detached = new Map<string, number>();
   /** D-37: per conversation, the end of the line of messages and how many wait in it. */
   private readonly lines = new Map<string, { tail: Promise<void>; waiting: number }>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> | undefined;
   constructor(
     private readonly store: Store,
     private readonly agent: AgentRuntime,
@@ -85,11 +94,32 @@ export class ResponseService {
   ): Promise<StartedResponse> {
     const leave = await this.takeTurn(record.id, requestSignal);
     try {
-      return await this.begin(app, record, body, requestSignal, claim, detachable, leave);
+      for (;;) {
+        try {
+          return await this.begin(app, record, body, requestSignal, claim, detachable, leave);
+        } catch (err) {
+          if (!(err instanceof RunningElsewhere)) throw err;
+          // D-37 across instances: each keeps its own line, and its first waits for the reply another
+          // instance runs (its end is told by the store), then begins on the history it left.
+          this.events.emit('awaiting', { conversation_id: record.id, response_id: err.id });
+          await this.endOf(err.id, requestSignal);
+        }
+      }
     } catch (err) {
       leave();
       throw err;
     }
+  }
+
+  /** Resolves once response `id` has ended (whichever instance runs it); rejects if the client leaves. */
+  private async endOf(id: string, signal: AbortSignal): Promise<void> {
+    try {
+      const trace = await this.store.responseTrace(id);
+      if (trace && !trace.ended) for await (const _ of this.store.followResponse(id, (trace.events?.length ?? 0) - 1, signal));
+    } catch (err) {
+      if (!(err instanceof ResponseEventsExpired)) throw err;
+    }
+    if (signal.aborted) throw new Error('client disconnected');
   }
 
   /**
@@ -166,7 +196,7 @@ export class ResponseService {
         { param: 'conversation_id' },
       );
     }
-    this.quota?.check(app.id, 0);
+    await this.quota?.check(app.id, 0);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
@@ -177,6 +207,7 @@ export class ResponseService {
       created_at: createdAt,
       input: { content, metadata: body.metadata ?? null },
     });
+    if (begun.running && !this.producing.has(begun.running)) throw new RunningElsewhere(begun.running);
     if (begun.running) {
       throw apiError('conversation_busy', `Conversation ${record.id} is still replying (response ${begun.running}); send the next message once it has finished, or cancel it.`, {
         headers: { [RESPONSE_ID_HEADER]: begun.running },
@@ -368,7 +399,7 @@ export class ResponseService {
         text: '',
         source: undefined,
       };
-      if (this.store.getConversation(start.conversation_id)) {
+      if (await this.store.getConversation(start.conversation_id)) {
         await this.persist(start.app_id, start.conversation_id, outcome, { ...start.input, createdAt: start.created_at }, undefined);
       }
       await this.store.appendResponseEvent(start.id, {
@@ -377,6 +408,26 @@ export class ResponseService {
       });
     }
     return unfinished.length;
+  }
+
+  /**
+   * D-38 across instances: every `ms` while this one runs, the responses an instance left when it died
+   * are saved `interrupted` by `recover`, start-up's path (the store hands each to one instance only).
+   */
+  sweep(ms: number): void {
+    this.sweeper = setInterval(() => {
+      this.sweeping ??= this.recover()
+        .then((n) => n > 0 && this.log.warn({ count: n }, 'responses left running by a stopped instance saved as interrupted'))
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'the sweep of interrupted responses failed; it runs again later'))
+        .finally(() => (this.sweeping = undefined));
+    }, ms);
+    this.sweeper.unref();
+  }
+
+  /** Stops the sweep, once the one under way (if any) has finished. */
+  async stopSweeping(): Promise<void> {
+    clearInterval(this.sweeper);
+    await this.sweeping;
   }
 
   private async persist(
@@ -388,7 +439,7 @@ export class ResponseService {
     app?: AppT,
   ): Promise<void> {
     // The title may take a model call: made before the exchange is saved, not in the conversation's turn.
-    const first = this.store.getConversation(conversationId)!;
+    const first = (await this.store.getConversation(conversationId))!;
     const title =
       app && run.status === 'completed' && first.title === null && Object.keys(first.generated_title).length === 0
         ? await this.title(app, input.content, run)

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { isPlainObject, type ItemT, type UnsequencedEvent } from '../contract/index.ts';
-import { syncDir, writeDurably } from './atomic-json-file.ts';
+import { syncDir, writeDurably } from './durable.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryFile, legacyPath } from './history-file.ts';
@@ -16,10 +16,13 @@ import {
   type AppCounters,
   type ConversationChange,
   type ConversationFile,
+  type ConversationPage,
+  type ConversationPageQuery,
   type ConversationRecord,
   type IdempotencyClaim,
   type KeptClaim,
   type LiveResponseStart,
+  type QuotaAdmit,
   type ResponseTrace,
   type ResponseRecord,
   type ResponseSave,
@@ -217,6 +220,8 @@ export class FileStore implements Store {
   private compactedBytes = 0;
   /** Live responses and their events (resumable responses: src/store/response-log.ts). */
   private readonly responseLog: ResponseLog;
+  /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
+  readonly sweepMs = undefined;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -312,12 +317,13 @@ export class FileStore implements Store {
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
 
-  nextSeq(): number {
-    return ++this.seq;
+  // The reads answer from the in-memory index: resolved promises, no other work.
+  nextSeq(): Promise<number> {
+    return Promise.resolve(++this.seq);
   }
 
-  getConversation(id: string): ConversationRecord | undefined {
-    return this.records.get(id);
+  getConversation(id: string): Promise<ConversationRecord | undefined> {
+    return Promise.resolve(this.records.get(id));
   }
 
   /** The apps that have conversations, sorted (for exports: src/store/port). */
@@ -325,18 +331,43 @@ export class FileStore implements Store {
     return [...this.apps.keys()].sort();
   }
 
+  /** Every conversation of an app (soft-deleted included), in creation order; optionally one user's (imports, tools). */
   conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[] {
     const app = this.apps.get(appId);
     if (!app) return [];
     return externalUserId === undefined ? app.all : (app.byUser.get(externalUserId) ?? []);
   }
 
-  appCounters(appId: string): AppCounters {
-    return { ...(this.apps.get(appId)?.counters ?? { conversations: 0, messages: 0, users: 0 }) };
+  listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined> {
+    const all = this.conversationsOf(appId, q.externalUserId);
+    const up = q.direction === 'up';
+    let start = up ? 0 : all.length - 1;
+    if (q.cursor !== undefined) {
+      const cursor = this.records.get(q.cursor);
+      if (!cursor || cursor.app_id !== appId) return Promise.resolve(undefined);
+      // Seqs are unique within an app (checkVersion), so a position by seq is one by (seq, id).
+      start = up ? seqIndex(all, cursor.seq + 1) : seqIndex(all, cursor.seq) - 1;
+    }
+    const records: ConversationRecord[] = [];
+    let hasMore = false;
+    for (let i = start, step = up ? 1 : -1; i >= 0 && i < all.length; i += step) {
+      const r = all[i]!;
+      if (r.deleted_at !== null) continue;
+      if (records.length === q.limit) {
+        hasMore = true;
+        break;
+      }
+      records.push(r);
+    }
+    return Promise.resolve({ records, hasMore });
   }
 
-  storedBytes(appId: string): number {
-    return this.apps.get(appId)?.bytes ?? 0;
+  appCounters(appId: string): Promise<AppCounters> {
+    return Promise.resolve({ ...(this.apps.get(appId)?.counters ?? { conversations: 0, messages: 0, users: 0 }) });
+  }
+
+  storedBytes(appId: string): Promise<number> {
+    return Promise.resolve(this.apps.get(appId)?.bytes ?? 0);
   }
 
   /** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
@@ -352,7 +383,8 @@ export class FileStore implements Store {
     throw new StoreError(this.journal.file, `byte ${at}: not the metadata of ${h.id}`);
   }
 
-  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void> {
+  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
+    admit?.(this.apps.get(record.app_id)?.bytes ?? 0);
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
     await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, (where) => {
@@ -577,8 +609,8 @@ export class FileStore implements Store {
     });
   }
 
-  idempotencyClaims(since: number): KeptClaim[] {
-    return this.claims.since(since);
+  idempotencyClaims(since: number): Promise<KeptClaim[]> {
+    return Promise.resolve(this.claims.since(since));
   }
 
   /** The exchange path without a turn or a claim: imports and tests that write history directly. */

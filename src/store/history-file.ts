@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { isPlainObject, type ItemT } from '../contract/index.ts';
-import { syncDir } from './atomic-json-file.ts';
+import { syncDir } from './durable.ts';
 import { writeAll } from './journal.ts';
 import { StoreError, type ConversationFile, type ResponseRecord } from './types.ts';
 

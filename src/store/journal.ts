@@ -3,7 +3,7 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { syncDir } from './atomic-json-file.ts';
+import { syncDir } from './durable.ts';
 import { StoreError } from './types.ts';
 
 /** Where a line is in the file: its first byte and its length in bytes (without the newline). */

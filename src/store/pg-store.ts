@@ -2,29 +2,29 @@
 // which is the truth: a change of a conversation locks its row (`SELECT … FOR UPDATE`), derives the
 // new record from the row as it is then, and writes it with its items, response and Idempotency-Key
 // claim at once. No connection is held while a model runs: an exchange's transaction begins once the
-// response is produced and lasts one round of writes.
-// The Store interface reads records synchronously (getConversation, conversationsOf, counters), so
-// this first step keeps a mirror of the records in memory, loaded at open and updated after each
-// commit: exact on one instance; several instances need the reads to go to the database (docs/postgres.md).
-import postgres, { type ReservedSql, type Sql, type TransactionSql } from 'postgres';
+// response is produced and lasts one round of writes. Reads go to the database too (nothing is
+// mirrored in memory), so any number of instances can serve one database: lists by keyset pages,
+// seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
+import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT, UnsequencedEvent } from '../contract/index.ts';
-import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { migrate } from './pg/migrate.ts';
-import { PgResponses } from './pg/responses.ts';
+import { LEASE_MS, PgResponses } from './pg/responses.ts';
 import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
-import {
-  StoreError,
-  type AppCounters,
-  type ConversationChange,
-  type ConversationFile,
-  type ConversationRecord,
-  type IdempotencyClaim,
-  type KeptClaim,
-  type LiveResponseStart,
-  type ResponseRecord,
-  type ResponseSave,
-  type ResponseTrace,
-  type Store,
+import type {
+  AppCounters,
+  ConversationChange,
+  ConversationFile,
+  ConversationPage,
+  ConversationPageQuery,
+  ConversationRecord,
+  IdempotencyClaim,
+  KeptClaim,
+  LiveResponseStart,
+  QuotaAdmit,
+  ResponseRecord,
+  ResponseSave,
+  ResponseTrace,
+  Store,
 } from './types.ts';
 
 export interface PgStoreOptions {
@@ -34,14 +34,6 @@ export interface PgStoreOptions {
   max?: number;
   /** D-36: how long a response's events stay resumable after its end. */
   responseEventsTtlMs?: number;
-  /**
-   * Refuse to start while another Parley serves the database (default true): the in-memory mirror
-   * of records is exact for one instance only (docs/postgres.md). Tests of the database layer across
-   * instances turn it off.
-   */
-  exclusive?: boolean;
-  /** How long start-up waits for that lock before refusing (ms, default 5 s; tests shorten it). */
-  lockWaitMs?: number;
   warn?: (message: string) => void;
 }
 
@@ -61,14 +53,8 @@ interface Row {
   last_item_at: string;
 }
 
-/** What the mirror keeps of a conversation: its record and the bytes the quota counts (D-27). */
-interface Held {
-  record: ConversationRecord;
-  bytes: number;
-}
-
-function fromRow(r: Row): Held {
-  const record: ConversationRecord = {
+function fromRow(r: Row): ConversationRecord {
+  return {
     id: r.id,
     app_id: r.app_id,
     seq: Number(r.seq),
@@ -80,62 +66,39 @@ function fromRow(r: Row): Held {
     deleted_at: r.deleted_at === null ? null : Number(r.deleted_at),
     message_count: r.message_count,
   };
-  // As the file store counts it: a record's overhead, its metadata and its history; nothing once deleted.
-  const bytes = record.deleted_at !== null ? 0 : 256 + r.metadata.length + Number(r.history_bytes);
-  return { record, bytes };
 }
 
-class AppIndex {
-  /** Creation order (seq, then id), soft-deleted included: their ids stay valid cursors (D-11). */
-  readonly all: ConversationRecord[] = [];
-  readonly byUser = new Map<string, ConversationRecord[]>();
-  readonly counters: AppCounters = { conversations: 0, messages: 0, users: 0 };
-  bytes = 0;
+/** D-27: what a conversation counts in its app's quota: its record's overhead, its metadata and its history; nothing once deleted. */
+function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number): number {
+  return deletedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
 }
 
-const before = (a: ConversationRecord, b: ConversationRecord) => a.seq < b.seq || (a.seq === b.seq && a.id < b.id);
-
-/** Puts `record` in `list` in creation order, replacing the version of the same id. */
-function upsert(list: ConversationRecord[], record: ConversationRecord): void {
-  let lo = 0;
-  let hi = list.length;
-  if (hi > 0 && before(list[hi - 1]!, record)) lo = hi;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (before(list[mid]!, record)) lo = mid + 1;
-    else hi = mid;
-  }
-  if (list[lo]?.id === record.id) list[lo] = record;
-  else list.splice(lo, 0, record);
-}
-
-/** The advisory lock of the serving instance (see PgStoreOptions.exclusive); apart from the migrations'. */
-const INSTANCE_LOCK = 0x7061726c6501;
-
-/** A database URL without its password, to name it in an error. */
-function redacted(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the database';
-  }
+/**
+ * Recomputes the `app_stats` rows of `appIds` (default: every app) from their conversations, as
+ * migration 4 first did: for rows written by SQL rather than through this store (an import). The rows
+ * are locked first, as a create locks its app's, so that creates running meanwhile wait for it.
+ */
+export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readonly string[]): Promise<void> {
+  const only = appIds ?? null;
+  if (only) await sql`SELECT app_id FROM app_stats WHERE app_id = ANY(${only as string[]}) ORDER BY app_id FOR UPDATE`;
+  await sql`
+    INSERT INTO app_stats (app_id, conversations, messages, users, bytes)
+    SELECT app_id, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
+           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
+    FROM conversations WHERE ${only === null} OR app_id = ANY(${(only ?? []) as string[]}) GROUP BY app_id
+    ON CONFLICT (app_id) DO UPDATE SET conversations = EXCLUDED.conversations, messages = EXCLUDED.messages,
+      users = EXCLUDED.users, bytes = EXCLUDED.bytes`;
 }
 
 const SELECT_ROW = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 export class PgStore implements Store {
   readonly sql: Sql;
-  private readonly held = new Map<string, Held>();
-  private readonly apps = new Map<string, AppIndex>();
-  private readonly claims = new ClaimLog();
-  private seq = 0;
   /** The last queued change of each conversation (as FileStore's turns): one connection waits, not many. */
   private readonly turns = new Map<string, Promise<unknown>>();
   private readonly responses: PgResponses;
-  /** The connection that holds the instance lock for as long as the store is open. */
-  private holder: ReservedSql | undefined;
+  /** D-38: instances die without a word; every lease period, a running one saves what they left. */
+  readonly sweepMs = LEASE_MS;
 
   constructor(private readonly opts: PgStoreOptions) {
     this.sql = postgres(opts.url, {
@@ -148,27 +111,10 @@ export class PgStore implements Store {
 
   async open(): Promise<void> {
     try {
-      if (this.opts.exclusive ?? true) {
-        // Held by a session: it goes with the connection, so a killed instance frees it at once.
-        this.holder = await this.sql.reserve();
-        // A predecessor killed a moment ago holds it until the server notices its connection is gone.
-        await this.holder.unsafe(`SET lock_timeout = ${Math.max(1, Math.round(this.opts.lockWaitMs ?? 5_000))}`);
-        try {
-          await this.holder`SELECT pg_advisory_lock(${INSTANCE_LOCK})`;
-        } catch (err) {
-          if ((err as { code?: string }).code !== '55P03') throw err;
-          throw new StoreError(redacted(this.opts.url), 'another Parley serves this database; several instances on one database are not supported yet (docs/postgres.md)');
-        }
-      }
       await migrate(this.sql);
-      const rows = await this.sql.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations ORDER BY app_id, seq, id`);
-      for (const r of rows) this.index(fromRow(r));
-      const since = Date.now() - CLAIM_TTL_MS;
-      const kept = await this.sql<{ key: string; fingerprint: string; at: string }[]>`SELECT key, fingerprint, at FROM idempotency_claims WHERE at >= ${since} ORDER BY at`;
-      for (const c of kept) this.claims.add({ key: c.key, fingerprint: c.fingerprint, at: Number(c.at) });
       await this.responses.open();
     } catch (err) {
-      this.holder?.release();
+      await this.responses.close().catch(() => {});
       await this.sql.end({ timeout: 1 }).catch(() => {});
       throw err;
     }
@@ -177,50 +123,87 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     await Promise.all([...this.turns.values()]);
     await this.responses.close();
-    this.holder?.release();
     await this.sql.end({ timeout: 5 });
   }
 
-  /** D-7: creation order; across instances, ties are broken by id (docs/postgres.md). */
-  nextSeq(): number {
-    return ++this.seq;
+  /** D-7: creation order across instances, from one sequence (ties, as an import may bring, by id). */
+  async nextSeq(): Promise<number> {
+    const [row] = await this.sql<{ n: string }[]>`SELECT nextval('conversation_seq') AS n`;
+    return Number(row!.n);
   }
 
-  getConversation(id: string): ConversationRecord | undefined {
-    return this.held.get(id)?.record;
+  async getConversation(id: string): Promise<ConversationRecord | undefined> {
+    const [row] = await this.sql.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1`, [id]);
+    return row && fromRow(row);
   }
 
-  conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[] {
-    const app = this.apps.get(appId);
-    if (!app) return [];
-    return externalUserId === undefined ? app.all : (app.byUser.get(externalUserId) ?? []);
-  }
-
-  appCounters(appId: string): AppCounters {
-    return { ...(this.apps.get(appId)?.counters ?? { conversations: 0, messages: 0, users: 0 }) };
-  }
-
-  storedBytes(appId: string): number {
-    return this.apps.get(appId)?.bytes ?? 0;
-  }
-
-  idempotencyClaims(since: number): KeptClaim[] {
-    return this.claims.since(since);
-  }
-
-  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void> {
-    const at = Date.now();
-    const rows = await this.sql.begin(async (tx) => {
-      const [row] = await tx.unsafe<Row[]>(
-        `INSERT INTO conversations (id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${SELECT_ROW}`,
-        [record.id, record.app_id, record.seq, record.created_at, record.external_user_id, record.title, JSON.stringify(record.generated_title), JSON.stringify(record.metadata), record.deleted_at, record.message_count],
+  async listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined> {
+    // Keyset pagination (D-12): one page and one more row (has_more), read by index on (app_id, seq,
+    // id), however long the list. A soft-deleted cursor keeps its row, so it keeps its place (D-11).
+    const up = q.direction === 'up';
+    const dir = up ? 'ASC' : 'DESC';
+    const user = q.externalUserId === undefined ? '' : ' AND external_user_id = $3';
+    const params: (string | number)[] = [appId, q.limit + 1];
+    if (q.externalUserId !== undefined) params.push(q.externalUserId);
+    const page = (after: string) =>
+      `SELECT ${SELECT_ROW} FROM conversations WHERE app_id = $1${user} AND deleted_at IS NULL${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;
+    let rows: Row[];
+    if (q.cursor === undefined) {
+      rows = await this.sql.unsafe<Row[]>(page(''), params);
+    } else {
+      params.push(q.cursor);
+      const k = `$${params.length}`;
+      // No row: the cursor is not this app's; one row of nulls: an empty page.
+      const found = await this.sql.unsafe<(Row & { cursor: string })[]>(
+        `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
+         LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
+        params,
       );
-      if (claim) await this.keepClaim(tx, claim, at);
-      return row!;
+      if (found.length === 0) return undefined;
+      rows = found.filter((r) => r.id !== null);
+    }
+    const hasMore = rows.length > q.limit;
+    return { records: rows.slice(0, q.limit).map(fromRow), hasMore };
+  }
+
+  async appCounters(appId: string): Promise<AppCounters> {
+    const [row] = await this.sql<{ conversations: string; messages: string; users: string }[]>`SELECT conversations, messages, users FROM app_stats WHERE app_id = ${appId}`;
+    return { conversations: Number(row?.conversations ?? 0), messages: Number(row?.messages ?? 0), users: Number(row?.users ?? 0) };
+  }
+
+  async storedBytes(appId: string): Promise<number> {
+    const [row] = await this.sql<{ bytes: string }[]>`SELECT bytes FROM app_stats WHERE app_id = ${appId}`;
+    return Number(row?.bytes ?? 0);
+  }
+
+  async idempotencyClaims(since: number): Promise<KeptClaim[]> {
+    const rows = await this.sql<{ key: string; fingerprint: string; at: string }[]>`SELECT key, fingerprint, at FROM idempotency_claims WHERE at >= ${since} ORDER BY at`;
+    return rows.map((c) => ({ key: c.key, fingerprint: c.fingerprint, at: Number(c.at) }));
+  }
+
+  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
+    const metadata = JSON.stringify(record.metadata);
+    await this.sql.begin(async (tx) => {
+      // The app's stats row, locked until commit: creates of one app take turns here, so the quota
+      // check (D-27) and "is this user new" (D-24) see every create committed before.
+      // D-7: a seq given rather than taken (an import) moves the sequence past it, so none is given twice.
+      const [stats] = await tx<{ bytes: string }[]>`
+        INSERT INTO app_stats (app_id) VALUES (${record.app_id})
+        ON CONFLICT (app_id) DO UPDATE SET app_id = EXCLUDED.app_id
+        RETURNING bytes, (SELECT setval('conversation_seq', ${record.seq}) FROM conversation_seq
+                          WHERE CASE WHEN is_called THEN last_value < ${record.seq} ELSE last_value <= ${record.seq} END) AS seq`;
+      admit?.(Number(stats!.bytes));
+      // One statement: its parts see one snapshot, so `fresh` looks at the conversations before this one.
+      await tx.unsafe(
+        `WITH fresh AS (SELECT ($5::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM conversations WHERE app_id = $2 AND external_user_id = $5))::int AS n),
+         made AS (INSERT INTO conversations (id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count)
+                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10))
+         UPDATE app_stats SET conversations = conversations + 1, messages = messages + $10, users = users + (SELECT n FROM fresh), bytes = bytes + $11
+         WHERE app_id = $2`,
+        [record.id, record.app_id, record.seq, record.created_at, record.external_user_id, record.title, JSON.stringify(record.generated_title), metadata, record.deleted_at, record.message_count, quotaBytes(record.deleted_at, metadata, 0)],
+      );
+      if (claim) await this.keepClaim(tx, claim, Date.now());
     });
-    if (claim) this.claims.add({ ...claim, at });
-    this.index(fromRow(rows));
   }
 
   private async keepClaim(tx: TransactionSql, claim: IdempotencyClaim, at: number): Promise<void> {
@@ -249,7 +232,7 @@ export class PgStore implements Store {
 
   /** Writes the fields of `next` that differ from `current`; returns the row as it then is. */
   private async write(tx: TransactionSql, current: Row, next: ConversationChange, history?: { bytes: number; items: number; lastAt: number }): Promise<Row> {
-    const was = fromRow(current).record;
+    const was = fromRow(current);
     const title = next.title !== undefined ? next.title : was.title;
     const deleted = next.deleted_at !== undefined ? next.deleted_at : was.deleted_at;
     const generated = next.generated_title !== undefined ? JSON.stringify(next.generated_title) : current.generated_title;
@@ -264,10 +247,15 @@ export class PgStore implements Store {
     const bytes = dropping ? 0 : Number(current.history_bytes) + (history?.bytes ?? 0);
     const items = dropping ? 0 : current.item_count + (history?.items ?? 0);
     const lastAt = history ? history.lastAt : Number(current.last_item_at);
+    // D-24, D-27: the app's stats row changes in the same transaction (locked only when it changes:
+    // a rename leaves it alone).
+    const messages = count - was.message_count;
+    const quota = quotaBytes(deleted, metadata, bytes) - quotaBytes(was.deleted_at, current.metadata, Number(current.history_bytes));
     const [row] = await tx.unsafe<Row[]>(
-      `UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
+      `WITH stats AS (UPDATE app_stats SET messages = messages + $10, bytes = bytes + $11 WHERE app_id = $12 AND ($10 <> 0 OR $11 <> 0))
+       UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
          history_bytes = $7, item_count = $8, last_item_at = $9 WHERE id = $1 RETURNING ${SELECT_ROW}`,
-      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt],
+      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id],
     );
     return row!;
   }
@@ -276,13 +264,11 @@ export class PgStore implements Store {
     return this.inTurn(id, async () => {
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, id);
-        const next = change(current && fromRow(current).record);
+        const next = change(current && fromRow(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
         return this.write(tx, current, next);
       });
-      const held = fromRow(row);
-      this.index(held);
-      return held.record;
+      return fromRow(row);
     });
   }
 
@@ -294,25 +280,29 @@ export class PgStore implements Store {
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
         // Deleted while the response ran: its history is gone and is not started again.
         if (current.deleted_at !== null) return current;
-        const next = save.apply(fromRow(current).record);
+        // D-38 across instances: an instance that only looked dead had its response taken over and
+        // saved `interrupted` by another; a response is saved once, by whichever save lands first.
+        const [saved] = await tx`SELECT 1 FROM responses WHERE conversation_id = ${current.id} AND id = ${save.response.id}`;
+        if (saved) {
+          if (save.claim) await this.keepClaim(tx, save.claim, at);
+          return current;
+        }
+        const next = save.apply(fromRow(current));
         const history = await this.appendHistory(tx, current, save.items, save.response);
         if (save.claim) await this.keepClaim(tx, save.claim, at);
         return this.write(tx, current, next, history);
       });
-      if (save.claim && row.deleted_at === null) this.claims.add({ ...save.claim, at });
-      const held = fromRow(row);
-      this.index(held);
-      return held.record;
+      return fromRow(row);
     });
   }
 
   /** The exchange path without a claim (as FileStore's): imports and tests that write history directly. */
   appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
     return this.inTurn(record.id, async () => {
-      const row = await this.sql.begin(async (tx) => {
+      await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
-        const now = fromRow(current).record;
+        const now = fromRow(current);
         const next: ConversationChange = { ...record, message_count: now.message_count + record.message_count - (base ?? now).message_count };
         // Fields `record` changed from `base` win; the others keep what landed meanwhile.
         if (base && base.title === record.title) delete next.title;
@@ -320,7 +310,6 @@ export class PgStore implements Store {
         const history = await this.appendHistory(tx, current, items, response);
         return this.write(tx, current, next, history);
       });
-      this.index(fromRow(row));
     });
   }
 
@@ -363,31 +352,6 @@ export class PgStore implements Store {
     await this.sql`SELECT 1`;
   }
 
-  private index(held: Held): void {
-    const { record } = held;
-    const prev = this.held.get(record.id);
-    this.held.set(record.id, held);
-    if (record.seq > this.seq) this.seq = record.seq;
-    let app = this.apps.get(record.app_id);
-    if (!app) {
-      app = new AppIndex();
-      this.apps.set(record.app_id, app);
-    }
-    upsert(app.all, record);
-    if (!prev) app.counters.conversations++;
-    app.counters.messages += record.message_count - (prev?.record.message_count ?? 0);
-    app.bytes += held.bytes - (prev?.bytes ?? 0);
-    if (record.external_user_id !== null) {
-      let list = app.byUser.get(record.external_user_id);
-      if (!list) {
-        list = [];
-        app.byUser.set(record.external_user_id, list);
-        app.counters.users++;
-      }
-      upsert(list, record);
-    }
-  }
-
   // Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts.
   beginResponse(start: LiveResponseStart): Promise<{ running?: string }> {
     return this.responses.begin(start);
@@ -408,6 +372,6 @@ export class PgStore implements Store {
     return this.responses.onCancelRequest(id, listener);
   }
   unfinishedResponses(): Promise<ResponseTrace[]> {
-    return this.responses.unfinished(this.holder !== undefined);
+    return this.responses.unfinished();
   }
 }

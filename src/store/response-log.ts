@@ -7,7 +7,7 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { UnsequencedEvent } from '../contract/index.ts';
-import { syncDir } from './atomic-json-file.ts';
+import { syncDir } from './durable.ts';
 import { Journal } from './journal.ts';
 import { ResponseEventsExpired, StoreError, TERMINAL_EVENTS, type LiveResponseStart, type ResponseTrace } from './types.ts';
 

@@ -63,6 +63,34 @@ export interface ResponseSave {
   claim?: IdempotencyClaim;
 }
 
+/** One page of an app's live conversations in creation order (D-12), as a list asks for it. */
+export interface ConversationPageQuery {
+  /** Only this user's conversations. */
+  externalUserId?: string;
+  /** 'up' walks the creation order forwards (oldest first), 'down' backwards. */
+  direction: 'up' | 'down';
+  /**
+   * Start after this conversation of the app, in the direction of travel (D-11: a soft-deleted one is
+   * still a valid cursor). None: from the start of that direction.
+   */
+  cursor?: string;
+  limit: number;
+}
+
+export interface ConversationPage {
+  /** The live conversations in the direction of travel (soft-deleted ones skipped). */
+  records: ConversationRecord[];
+  /** More live conversations exist beyond the page in the direction of travel. */
+  hasMore: boolean;
+}
+
+/**
+ * D-27: the storage quota's check, run by the store where the bytes are added (inside its transaction
+ * on PostgreSQL, so that instances creating at once cannot all pass it): gets the app's stored bytes
+ * as they are then, and throws to refuse.
+ */
+export type QuotaAdmit = (storedBytes: number) => void;
+
 export interface AppCounters {
   conversations: number;
   messages: number;
@@ -74,20 +102,24 @@ export interface Store {
   open(): Promise<void>;
   /** Waits for every write under way, then releases the data directory. */
   close(): Promise<void>;
-  /** D-7: the next creation sequence number (never reused, also across restarts). */
-  nextSeq(): number;
+  /** D-7: the next creation sequence number (never reused, also across restarts and instances). */
+  nextSeq(): Promise<number>;
   /**
    * D-28: a conversation's record. Its `metadata` may be read from disk on access: read it when it is
    * served, and do not keep records beyond a request.
    */
-  getConversation(id: string): ConversationRecord | undefined;
-  /** Every conversation of an app (soft-deleted included), in creation order; optionally one user's. */
-  conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[];
+  getConversation(id: string): Promise<ConversationRecord | undefined>;
+  /**
+   * One page of an app's live conversations (D-12); undefined when `cursor` is not a conversation of
+   * this app. A store reads only the page (PostgreSQL: keyset pagination on (app_id, seq, id)).
+   */
+  listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined>;
   /**
    * Creates a conversation record (a new id: nothing else can be changing it), with the request's
-   * Idempotency-Key claim in the same atomic step; resolves once it is durable.
+   * Idempotency-Key claim in the same atomic step; resolves once it is durable. `admit` (the storage
+   * quota, D-27) is run in that step with the app's stored bytes; if it throws, nothing is created.
    */
-  putConversation(record: ConversationRecord, claim?: IdempotencyClaim): Promise<void>;
+  putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void>;
   /**
    * Changes one conversation in its turn, after every earlier change of it: `change` gets the record
    * as it is now (undefined if there is none) and returns the new one, or throws to change nothing.
@@ -100,12 +132,13 @@ export interface Store {
    */
   saveResponse(save: ResponseSave): Promise<ConversationRecord>;
   /** The claims saved with exchanges at or after `since` (ms), for the idempotency stage to honour. */
-  idempotencyClaims(since: number): KeptClaim[];
+  idempotencyClaims(since: number): Promise<KeptClaim[]>;
   /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
   readConversationFile(id: string): Promise<ConversationFile & { bytes: number }>;
-  appCounters(appId: string): AppCounters;
+  /** D-24: an app's counters (soft-deleted conversations included). */
+  appCounters(appId: string): Promise<AppCounters>;
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
-  storedBytes(appId: string): number;
+  storedBytes(appId: string): Promise<number>;
 
   // ---------------------------------------------------------------------------------------------
   // Responses still being produced (resumable responses, docs/responses.md, D-30…D-39). Their state
@@ -131,8 +164,16 @@ export interface Store {
   requestCancel(id: string): Promise<void>;
   /** Called when a cancel of `id` is asked (by any instance); returns the unsubscribe. */
   onCancelRequest(id: string, listener: () => void): () => void;
-  /** D-38: the responses live when the last process stopped (start-up saves them `interrupted`). */
+  /**
+   * D-38: the responses live when the last process stopped (start-up saves them `interrupted`); on a
+   * store shared by instances, those whose instance died, each handed to one caller only.
+   */
   unfinishedResponses(): Promise<ResponseTrace[]>;
+  /**
+   * How often a running instance looks for responses whose instance died (D-38, by
+   * `unfinishedResponses`); none when one process owns the data (the file store: start-up only).
+   */
+  readonly sweepMs?: number;
 }
 
 /** A live response as begun: where it belongs and what it was asked (to save it if it is interrupted). */

@@ -195,7 +195,7 @@ describe('npm start (src/main.ts)', () => {
 
     const server = await startTestServer({ dataDir });
     try {
-      for (const id of answered) assert.equal(server.store.getConversation(id)?.title, 'burst', `${id} answered 200 and kept`);
+      for (const id of answered) assert.equal((await server.store.getConversation(id))?.title, 'burst', `${id} answered 200 and kept`);
       assert.equal((await server.call('GET', `/apps/${APP}/metrics`)).body.total_conversations >= answered.length, true);
     } finally {
       await server.close();

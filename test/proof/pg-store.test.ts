@@ -1,12 +1,22 @@
-// What only the PostgreSQL store does (src/store/pg-store.ts, docs/postgres.md): two stores on one
-// database act as two instances. A response produced on one is followed and cancelled from the other;
-// one whose producer died is taken over once its lease expires (D-38); concurrent exchanges from two
-// instances on one conversation all land (row locks, no lost update).
+// What only the PostgreSQL store does (src/store/pg-store.ts, docs/postgres.md): stores on one
+// database act as instances. A response produced on one is followed and cancelled from another; one
+// whose producer died is taken over once its lease expires or its connection is gone, by one instance
+// only, also by the sweep of running ones (D-38); concurrent exchanges from two instances on one
+// conversation all land (row locks, no lost update); a list walk on one while another writes sees each
+// conversation once (keyset pages, D-11, D-12); counters (D-24) and the storage quota (D-27) stay exact
+// when instances create at once.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { test } from 'node:test';
+import type { Logger } from 'pino';
 import type { UnsequencedEvent } from '../../src/contract/index.ts';
-import { PgStore } from '../../src/store/pg-store.ts';
-import { StoreError, type LiveResponseStart } from '../../src/store/types.ts';
+import type { AgentRuntime } from '../../src/services/agent.ts';
+import { StorageQuota } from '../../src/services/quota.ts';
+import { ResponseService } from '../../src/services/responses.ts';
+import type { UsageLedger } from '../../src/services/usage.ts';
+import { PgStore, recountAppStats } from '../../src/store/pg-store.ts';
+import type { LiveResponseStart } from '../../src/store/types.ts';
+import { walkIds } from '../support/list-walk.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { record, save } from '../support/store-suite.ts';
 
@@ -16,12 +26,15 @@ const start = (id: string, c = 'conv_p1'): LiveResponseStart => ({ id, app_id: '
 const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as UnsequencedEvent;
 
 async function two(): Promise<[PgStore, PgStore]> {
+  const [a, b] = await several(2);
+  return [a!, b!];
+}
+
+async function several(n: number): Promise<PgStore[]> {
   const url = await freshDatabase();
-  // The database layer across instances (the serving instance's lock is for the in-memory mirror).
-  const a = new PgStore({ url, max: 3, exclusive: false });
-  const b = new PgStore({ url, max: 3, exclusive: false });
-  await Promise.all([a.open(), b.open()]);
-  return [a, b];
+  const stores = Array.from({ length: n }, () => new PgStore({ url, max: 4 }));
+  await Promise.all(stores.map((s) => s.open()));
+  return stores;
 }
 
 test('a response produced on one instance is followed and cancelled from another; D-35 holds across them', async () => {
@@ -59,6 +72,7 @@ test('D-38: a response whose instance died is handed to start-up once its lease 
     const taken = await b.unfinishedResponses();
     assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length, t.ended]), [['resp_dead', 1, false]]);
     assert.deepEqual(await a.unfinishedResponses(), [], 'taken over once');
+    await assert.rejects(a.appendResponseEvent('resp_dead', ev('response.output_text.delta', 1)), /another took it over/, 'the first owner writes no more');
     await b.appendResponseEvent('resp_dead', ev('response.failed', 1));
     assert.equal((await a.responseTrace('resp_dead'))!.ended, true);
   } finally {
@@ -85,29 +99,14 @@ test('exchanges and renames of one conversation from two instances at once: ever
   }
 });
 
-test('a second Parley on a database already served is refused, naming the database without its password; free again once the first closes', async () => {
+test('D-38: an instance restarted after a kill -9 hands start-up the responses the dead one left at once (its connection is gone), without waiting for their lease', async () => {
   const url = await freshDatabase();
-  const a = new PgStore({ url, max: 2 });
-  await a.open();
-  const b = new PgStore({ url, max: 2, lockWaitMs: 100 });
-  try {
-    await assert.rejects(b.open(), (e: Error) => e instanceof StoreError && /another Parley serves this database/.test(e.message) && !e.message.includes(new URL(url).password));
-  } finally {
-    await a.close();
-  }
-  const c = new PgStore({ url, max: 2 });
-  await c.open();
-  await c.close();
-});
-
-test('D-38: the sole instance restarted after a kill -9 hands start-up every response the dead one left, without waiting for its lease', async () => {
-  const url = await freshDatabase();
-  const dead = new PgStore({ url, max: 2, exclusive: false });
+  const dead = new PgStore({ url, max: 2 });
   await dead.open();
   await dead.beginResponse(start('resp_cut'));
   await dead.appendResponseEvent('resp_cut', ev('response.created', 0));
   // As a kill -9 leaves it: the lease is still running, nothing ended the response.
-  await dead.sql.end();
+  await dead.sql.end({ timeout: 0 });
   const next = new PgStore({ url, max: 2 });
   await next.open();
   try {
@@ -117,5 +116,128 @@ test('D-38: the sole instance restarted after a kill -9 hands start-up every res
     assert.equal((await next.responseTrace('resp_cut'))!.ended, true);
   } finally {
     await next.close();
+  }
+});
+
+test('D-11, D-12: a full list walk on one instance while another creates and deletes (its cursors too) sees every conversation that existed before it exactly once, in order, both ways', async () => {
+  const [a, b] = await two();
+  try {
+    const existing: string[] = [];
+    for (let i = 0; i < 120; i++) {
+      const id = `conv_w${String(i).padStart(3, '0')}`;
+      await a.putConversation(record(id, { seq: await a.nextSeq() }));
+      existing.push(id);
+    }
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing || i < 20; i++) {
+        const id = `conv_n${String(i).padStart(3, '0')}`;
+        await a.putConversation(record(id, { seq: await a.nextSeq() }));
+        if (i % 3 === 0) await a.updateConversation(id, (r) => ({ ...r!, deleted_at: 7 }));
+      }
+    })();
+    const deleted = new Set<string>();
+    const walk = async (direction: 'up' | 'down') => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (;;) {
+        const page = (await b.listConversations('app_demo', { direction, cursor, limit: 7 }))!;
+        seen.push(...page.records.map((r) => r.id));
+        if (!page.hasMore) return seen;
+        cursor = page.records.at(-1)!.id;
+        // The other instance deletes the page's last conversation: the cursor stays valid (D-11).
+        if (cursor.startsWith('conv_w') && Number(cursor.slice(-3)) % 2 === 0) {
+          await a.updateConversation(cursor, (r) => ({ ...r!, deleted_at: 8 }));
+          deleted.add(cursor);
+        }
+      }
+    };
+    // One walk after the other: each deletes behind itself only.
+    const up = await walk('up');
+    const before = existing.filter((id) => !deleted.has(id));
+    const down = await walk('down');
+    writing = false;
+    await writer;
+    for (const [name, seen, expected] of [['up', up, existing], ['down', down, [...before].reverse()]] as const) {
+      assert.equal(new Set(seen).size, seen.length, `${name}: nothing twice`);
+      assert.deepEqual(seen.filter((id) => id.startsWith('conv_w')), expected, `${name}: every earlier conversation once, in order`);
+    }
+    assert.ok(deleted.size > 5, 'cursors were deleted mid-walk');
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test('D-24, D-27: two instances creating at once: a quota for exactly 10 creates admits 10 of 30, and the counters and stored bytes are exact on both', async () => {
+  const [a, b] = await two();
+  try {
+    const each = 256 + Buffer.byteLength('{}');
+    const quota = new StorageQuota(a, { apps: new Map([['app_demo', { plan: 'tiny' }]]), plans: new Map([['tiny', { storage_bytes: 10 * each }]]) } as never);
+    const results = await Promise.allSettled(
+      Array.from({ length: 30 }, async (_, i) => {
+        const store = i % 2 ? a : b;
+        const r = record(`conv_q${String(i).padStart(2, '0')}`, { seq: await store.nextSeq(), external_user_id: `u${i % 4}` });
+        await store.putConversation(r, undefined, quota.admit('app_demo', each));
+        return r;
+      }),
+    );
+    const made = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as { code?: string }] : []));
+    assert.equal(made.length, 10, 'exactly the quota');
+    assert.ok(refused.every((e) => e.code === 'storage_quota_exceeded'), 'the others get storage_quota_exceeded');
+    const users = new Set(made.map((r) => r.external_user_id)).size;
+    for (const store of [a, b]) {
+      assert.deepEqual(await store.appCounters('app_demo'), { conversations: 10, messages: 0, users });
+      assert.equal(await store.storedBytes('app_demo'), 10 * each);
+    }
+    assert.deepEqual((await walkIds(b, 'app_demo', { limit: 3 })).sort(), made.map((r) => r.id).sort());
+    // Exchanges and deletes from both at once: messages and bytes follow exactly.
+    await Promise.all(made.map((r, i) => (i % 2 ? a : b).saveResponse(save(r.id, `resp_q${i}`))));
+    await Promise.all(made.slice(0, 4).map((r, i) => (i % 2 ? b : a).updateConversation(r.id, (x) => ({ ...x!, deleted_at: 9 }))));
+    const [{ sum }] = await a.sql<{ sum: string }[]>`
+      SELECT sum(256 + octet_length(metadata) + history_bytes) AS sum FROM conversations WHERE app_id = 'app_demo' AND deleted_at IS NULL`;
+    for (const store of [a, b]) {
+      assert.deepEqual(await store.appCounters('app_demo'), { conversations: 10, messages: 20, users });
+      assert.equal(await store.storedBytes('app_demo'), Number(sum), 'the stats row agrees with the rows');
+    }
+    const kept = await a.sql`SELECT * FROM app_stats`;
+    await recountAppStats(a.sql);
+    assert.deepEqual(await a.sql`SELECT * FROM app_stats`, kept, 'a recount from the rows changes nothing');
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test("D-38: while two instances run and sweep at once, a dead instance's response is saved interrupted by exactly one of them; a live one's is left alone", async () => {
+  const [dead, b, c] = await several(3);
+  const log = { warn() {}, error() {}, info() {} } as unknown as Logger;
+  const usage = { record: async () => {} } as unknown as UsageLedger;
+  const services = [b!, c!].map((store) => new ResponseService(store, {} as AgentRuntime, usage, log));
+  try {
+    await dead!.putConversation(record('conv_s1', { seq: 1 }));
+    await dead!.putConversation(record('conv_s2', { seq: 2 }));
+    await dead!.beginResponse(start('resp_orphan', 'conv_s1'));
+    await dead!.appendResponseEvent('resp_orphan', { event: 'response.created', data: { id: 'resp_orphan' } } as unknown as UnsequencedEvent);
+    await dead!.appendResponseEvent('resp_orphan', { event: 'response.output_text.delta', data: { output_index: 0, delta: 'half a rep' } } as unknown as UnsequencedEvent);
+    // A live instance's response, its lease running: never taken.
+    await c!.beginResponse(start('resp_alive', 'conv_s2'));
+    const persisted = Promise.race(services.map((s) => once(s.events, 'persisted')));
+    for (const s of services) s.sweep(10);
+    // As a kill -9: its connections close, nothing more is written; its lease still runs.
+    await dead!.sql.end({ timeout: 0 });
+    const [saved] = (await persisted) as [{ id: string; status: string }];
+    assert.deepEqual([saved.id, saved.status], ['resp_orphan', 'failed']);
+    await Promise.all(services.map((s) => s.stopSweeping()));
+    assert.deepEqual(await Promise.all(services.map((s) => s.recover())), [0, 0], 'nothing left to take');
+    const file = await b!.readConversationFile('conv_s1');
+    assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error?.code]), [['resp_orphan', 'failed', 'interrupted']], 'saved once');
+    assert.equal((file.items.at(-1) as { content?: { text?: string }[] }).content?.[0]?.text, 'half a rep', 'with what it produced');
+    const trace = (await c!.responseTrace('resp_orphan'))!;
+    assert.equal(trace.ended, true);
+    assert.deepEqual(trace.events!.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.failed'], 'one terminal event');
+    assert.equal((await b!.responseTrace('resp_alive'))!.ended, false, "the live instance's response is left to it");
+  } finally {
+    await Promise.all(services.map((s) => s.stopSweeping()));
+    await Promise.all([b!.close(), c!.close()]);
   }
 });

@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import type { Store } from '../../src/store/types.ts';
+import { walk } from './list-walk.ts';
 
 export interface RawResponse {
   status: number;
@@ -57,10 +58,10 @@ export async function snapshot(server: { store: Store; dataDir: string }, appIds
   disk.sort(([a], [b]) => (a < b ? -1 : 1));
   const memory: unknown[] = [];
   for (const app of appIds) {
-    const records = server.store.conversationsOf(app);
+    const records = await walk(server.store, app, { limit: 100 });
     const files = [];
     for (const r of records) files.push(await server.store.readConversationFile(r.id));
-    memory.push({ app, records, counters: server.store.appCounters(app), files });
+    memory.push({ app, records, counters: await server.store.appCounters(app), bytes: await server.store.storedBytes(app), files });
   }
   return JSON.stringify({ disk, memory }, null, 1);
 }

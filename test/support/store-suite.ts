@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import type { ItemT } from '../../src/contract/index.ts';
 import type { UnsequencedEvent } from '../../src/contract/index.ts';
 import type { ConversationRecord, LiveResponseStart, ResponseSave, Store } from '../../src/store/types.ts';
+import { walkIds } from './list-walk.ts';
 
 export interface StoreHarness {
   /** A store over new, empty data (not yet opened). */
@@ -64,41 +65,95 @@ export function storeSuite(name: string, h: StoreHarness): void {
       await withStore(h, async (s) => {
         const meta = { b: 1, a: { z: [1, 'x'] } };
         // Put out of order: the lists are by seq, not by arrival.
-        await s.store.putConversation(record('conv_c3', { seq: s.store.nextSeq() + 2, external_user_id: 'u1' }));
+        await s.store.putConversation(record('conv_c3', { seq: (await s.store.nextSeq()) + 2, external_user_id: 'u1' }));
         await s.store.putConversation(record('conv_a1', { seq: 1, title: 'first', metadata: meta, generated_title: { en: 'Hi' } }));
         await s.store.putConversation(record('conv_b2', { seq: 2, external_user_id: 'u1' }));
         await s.store.putConversation(record('conv_x9', { seq: 4, app_id: 'app_other' }));
-        const ids = (st: Store) => st.conversationsOf('app_demo').map((r) => r.id);
-        assert.deepEqual(ids(s.store), ['conv_a1', 'conv_b2', 'conv_c3']);
-        assert.deepEqual(s.store.conversationsOf('app_demo', 'u1').map((r) => r.id), ['conv_b2', 'conv_c3']);
-        assert.deepEqual(s.store.conversationsOf('app_none'), []);
-        assert.deepEqual(s.store.appCounters('app_demo'), { conversations: 3, messages: 0, users: 1 });
-        const before = s.store.getConversation('conv_a1');
+        const ids = (st: Store) => walkIds(st, 'app_demo', { limit: 2 });
+        assert.deepEqual(await ids(s.store), ['conv_a1', 'conv_b2', 'conv_c3']);
+        assert.deepEqual(await walkIds(s.store, 'app_demo', { externalUserId: 'u1' }), ['conv_b2', 'conv_c3']);
+        assert.deepEqual(await walkIds(s.store, 'app_demo', { externalUserId: 'u1', direction: 'down', limit: 1 }), ['conv_c3', 'conv_b2']);
+        assert.deepEqual(await walkIds(s.store, 'app_none'), []);
+        assert.equal(await s.store.listConversations('app_other', { direction: 'up', cursor: 'conv_a1', limit: 5 }), undefined, "another app's conversation is no cursor");
+        assert.deepEqual((await s.store.appCounters('app_demo')), { conversations: 3, messages: 0, users: 1 });
+        const before = (await s.store.getConversation('conv_a1'));
         const st = await s.restart();
-        assert.deepEqual(ids(st), ['conv_a1', 'conv_b2', 'conv_c3']);
-        const after = st.getConversation('conv_a1')!;
+        assert.deepEqual(await ids(st), ['conv_a1', 'conv_b2', 'conv_c3']);
+        const after = (await st.getConversation('conv_a1'))!;
         assert.deepEqual(JSON.parse(JSON.stringify(after)), JSON.parse(JSON.stringify(before)));
         // Metadata comes back as it was sent, keys in their order.
         assert.equal(JSON.stringify(after.metadata), JSON.stringify(meta));
-        assert.ok(st.nextSeq() > 3, 'D-7: a seq is never reused across restarts');
-        assert.equal(st.getConversation('conv_nope'), undefined);
+        assert.ok((await st.nextSeq()) > 3, 'D-7: a seq is never reused across restarts');
+        assert.equal((await st.getConversation('conv_nope')), undefined);
+      });
+    });
+
+    test('D-12: pages both ways from any cursor, deleted ones skipped and still valid cursors, has_more exact; per user', async () => {
+      await withStore(h, async (s) => {
+        const all: string[] = [];
+        for (let i = 1; i <= 23; i++) {
+          const id = `conv_p${String(i).padStart(2, '0')}`;
+          all.push(id);
+          await s.store.putConversation(record(id, { seq: await s.store.nextSeq(), external_user_id: i % 3 === 0 ? 'u3' : null }));
+        }
+        const gone = new Set(['conv_p01', 'conv_p02', 'conv_p07', 'conv_p12', 'conv_p13', 'conv_p14', 'conv_p23']);
+        for (const id of gone) await s.store.updateConversation(id, (r) => ({ ...r!, deleted_at: 9 }));
+        const live = all.filter((id) => !gone.has(id));
+        for (const limit of [1, 2, 5, 16, 100]) {
+          assert.deepEqual(await walkIds(s.store, 'app_demo', { limit }), live, `up by ${limit}`);
+          assert.deepEqual(await walkIds(s.store, 'app_demo', { limit, direction: 'down' }), [...live].reverse(), `down by ${limit}`);
+        }
+        // From every cursor, live or deleted: the page is the next live ones in that direction.
+        for (const [i, cursor] of all.entries()) {
+          for (const direction of ['up', 'down'] as const) {
+            const rest = direction === 'up' ? all.slice(i + 1) : all.slice(0, i).reverse();
+            const expected = rest.filter((id) => !gone.has(id));
+            const page = (await s.store.listConversations('app_demo', { direction, cursor, limit: 3 }))!;
+            assert.deepEqual(page.records.map((r) => r.id), expected.slice(0, 3), `${direction} from ${cursor}`);
+            assert.equal(page.hasMore, expected.length > 3, `has_more ${direction} from ${cursor}`);
+          }
+        }
+        assert.equal(await s.store.listConversations('app_demo', { direction: 'up', cursor: 'conv_nope', limit: 3 }), undefined);
+        const u3 = live.filter((id) => Number(id.slice(-2)) % 3 === 0);
+        assert.deepEqual(await walkIds(s.store, 'app_demo', { externalUserId: 'u3', limit: 2 }), u3);
+        assert.deepEqual(await walkIds(s.store, 'app_demo', { externalUserId: 'u3', limit: 2, direction: 'down' }), [...u3].reverse());
+        // D-24: soft-deleted conversations still count.
+        assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 23, messages: 0, users: 1 });
+      });
+    });
+
+    test('D-27: a create checks the quota with the bytes stored when it is made, and a refused one changes nothing', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_q1', { metadata: { a: 1 } }));
+        const stored = await s.store.storedBytes('app_demo');
+        assert.ok(stored > 0);
+        let seen = -1;
+        await s.store.putConversation(record('conv_q2', { seq: 2 }), undefined, (bytes) => void (seen = bytes));
+        assert.equal(seen, stored);
+        const refuse = () => {
+          throw new Error('over quota');
+        };
+        await assert.rejects(s.store.putConversation(record('conv_q3', { seq: 3, external_user_id: 'u' }), { key: 'k-q3', fingerprint: 'f' }, refuse), /over quota/);
+        assert.equal(await s.store.getConversation('conv_q3'), undefined);
+        assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 2, messages: 0, users: 0 });
+        assert.deepEqual(await s.store.idempotencyClaims(0), [], 'nor its claim');
       });
     });
 
     test('200 concurrent creates give 200 distinct conversations, also after a restart', async () => {
       await withStore(h, async (s) => {
-        await Promise.all(Array.from({ length: 200 }, (_, i) => s.store.putConversation(record(`conv_m${String(i).padStart(3, '0')}`, { seq: s.store.nextSeq() }))));
-        assert.equal(new Set(s.store.conversationsOf('app_demo').map((r) => r.id)).size, 200);
+        await Promise.all(Array.from({ length: 200 }, async (_, i) => s.store.putConversation(record(`conv_m${String(i).padStart(3, '0')}`, { seq: await s.store.nextSeq() }))));
+        assert.equal(new Set(await walkIds(s.store, 'app_demo', { limit: 50 })).size, 200);
         const st = await s.restart();
-        assert.equal(new Set(st.conversationsOf('app_demo').map((r) => r.id)).size, 200);
-        assert.equal(st.appCounters('app_demo').conversations, 200);
+        assert.equal(new Set(await walkIds(st, 'app_demo', { limit: 50 })).size, 200);
+        assert.equal((await st.appCounters('app_demo')).conversations, 200);
       });
     });
 
     test('exchanges: items in order, the response kept, counters and bytes follow; an earlier-stamped exchange takes the last time (§4.3)', async () => {
       await withStore(h, async (s) => {
         await s.store.putConversation(record('conv_h1', { external_user_id: 'u' }));
-        const bytes0 = s.store.storedBytes('app_demo');
+        const bytes0 = (await s.store.storedBytes('app_demo'));
         await s.store.saveResponse(save('conv_h1', 'resp_1', undefined, 50));
         await s.store.saveResponse(save('conv_h1', 'resp_2', undefined, 40));
         const file = await s.store.readConversationFile('conv_h1');
@@ -106,12 +161,12 @@ export function storeSuite(name: string, h: StoreHarness): void {
         assert.deepEqual(file.items.map((i) => i.created_at), [50, 50, 50, 50]);
         assert.deepEqual(file.responses.map((r) => [r.id, r.status]), [['resp_1', 'completed'], ['resp_2', 'completed']]);
         assert.ok(file.bytes > 0);
-        assert.ok(s.store.storedBytes('app_demo') >= bytes0 + file.bytes, 'D-27: the history counts in the quota');
-        assert.deepEqual(s.store.appCounters('app_demo'), { conversations: 1, messages: 4, users: 1 });
+        assert.ok((await s.store.storedBytes('app_demo')) >= bytes0 + file.bytes, 'D-27: the history counts in the quota');
+        assert.deepEqual((await s.store.appCounters('app_demo')), { conversations: 1, messages: 4, users: 1 });
         const st = await s.restart();
         assert.deepEqual((await st.readConversationFile('conv_h1')).items.map((i) => i.id), file.items.map((i) => i.id));
         assert.equal((await st.readConversationFile('conv_h1')).bytes, file.bytes);
-        assert.equal(st.getConversation('conv_h1')!.message_count, 4);
+        assert.equal((await st.getConversation('conv_h1'))!.message_count, 4);
       });
     });
 
@@ -119,19 +174,22 @@ export function storeSuite(name: string, h: StoreHarness): void {
       await withStore(h, async (s) => {
         for (const [i, id] of ['conv_d1', 'conv_d2', 'conv_d3'].entries()) await s.store.putConversation(record(id, { seq: i + 1 }));
         await s.store.saveResponse(save('conv_d2', 'resp_d'));
-        const live = s.store.storedBytes('app_demo');
+        const live = (await s.store.storedBytes('app_demo'));
         const r = await s.store.updateConversation('conv_d2', (x) => ({ ...x!, deleted_at: 1_700_000_100 }));
         assert.equal(r.deleted_at, 1_700_000_100);
-        assert.ok(s.store.storedBytes('app_demo') < live);
-        assert.deepEqual(s.store.conversationsOf('app_demo').map((x) => [x.id, x.deleted_at !== null]), [['conv_d1', false], ['conv_d2', true], ['conv_d3', false]]);
+        assert.ok((await s.store.storedBytes('app_demo')) < live);
+        assert.deepEqual(await walkIds(s.store, 'app_demo'), ['conv_d1', 'conv_d3'], 'lists skip it');
+        // D-11: its id stays a valid cursor, in its place, both ways.
+        const from = async (direction: 'up' | 'down') => (await s.store.listConversations('app_demo', { direction, cursor: 'conv_d2', limit: 5 }))?.records.map((x) => x.id);
+        assert.deepEqual([await from('up'), await from('down')], [['conv_d3'], ['conv_d1']]);
         assert.deepEqual((await s.store.readConversationFile('conv_d2')).items, []);
         // An exchange that ends after the delete does not bring the history back.
         const after = await s.store.saveResponse(save('conv_d2', 'resp_late'));
         assert.equal(after.deleted_at, 1_700_000_100);
         assert.deepEqual((await s.store.readConversationFile('conv_d2')).responses, []);
         const st = await s.restart();
-        assert.equal(st.getConversation('conv_d2')!.deleted_at, 1_700_000_100);
-        assert.equal(st.storedBytes('app_demo'), s.store.storedBytes('app_demo'));
+        assert.equal((await st.getConversation('conv_d2'))!.deleted_at, 1_700_000_100);
+        assert.equal((await st.storedBytes('app_demo')), (await s.store.storedBytes('app_demo')));
       });
     });
 
@@ -144,17 +202,17 @@ export function storeSuite(name: string, h: StoreHarness): void {
           s.store.saveResponse(save('conv_ab01', 'resp_2')),
           s.store.saveResponse(save('conv_ab01', 'resp_3')),
         ]);
-        const r = s.store.getConversation('conv_ab01')!;
+        const r = (await s.store.getConversation('conv_ab01'))!;
         assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
         assert.equal((await s.store.readConversationFile('conv_ab01')).responses.length, 3);
-        assert.equal(s.store.appCounters('app_demo').messages, 6);
+        assert.equal((await s.store.appCounters('app_demo')).messages, 6);
         const refused = s.store.updateConversation('conv_ab01', () => {
           throw new Error('not found');
         });
         const deleted = s.store.updateConversation('conv_ab01', (x) => ({ ...x!, deleted_at: 5 }));
         await assert.rejects(refused, /not found/);
         assert.equal((await deleted).deleted_at, 5);
-        assert.equal(s.store.getConversation('conv_ab01')!.title, 'renamed');
+        assert.equal((await s.store.getConversation('conv_ab01'))!.title, 'renamed');
         await assert.rejects(s.store.updateConversation('conv_missing', (x) => ({ ...x! })), /no conversation/);
       });
     });
@@ -165,7 +223,7 @@ export function storeSuite(name: string, h: StoreHarness): void {
         const big = { note: 'x'.repeat(16_000) };
         await s.store.updateConversation('conv_t1', (r) => ({ ...r!, metadata: big, title: 'T', generated_title: { en: 'G' } }));
         const st = await s.restart();
-        const r = st.getConversation('conv_t1')!;
+        const r = (await st.getConversation('conv_t1'))!;
         assert.deepEqual([r.title, r.generated_title, r.metadata], ['T', { en: 'G' }, big]);
       });
     });
@@ -175,10 +233,10 @@ export function storeSuite(name: string, h: StoreHarness): void {
         await s.store.putConversation(record('conv_cd02'));
         await s.store.putConversation(record('conv_gh04', { seq: 3 }), { key: 'k-create', fingerprint: 'f0' });
         await s.store.saveResponse(save('conv_cd02', 'resp_1', { key: 'k-saved', fingerprint: 'f1' }));
-        assert.deepEqual(s.store.idempotencyClaims(0).map((c) => [c.key, c.fingerprint]), [['k-create', 'f0'], ['k-saved', 'f1']]);
+        assert.deepEqual((await s.store.idempotencyClaims(0)).map((c) => [c.key, c.fingerprint]), [['k-create', 'f0'], ['k-saved', 'f1']]);
         const st = await s.restart();
-        assert.deepEqual(st.idempotencyClaims(0).map((c) => c.key), ['k-create', 'k-saved']);
-        assert.deepEqual(st.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
+        assert.deepEqual((await st.idempotencyClaims(0)).map((c) => c.key), ['k-create', 'k-saved']);
+        assert.deepEqual((await st.idempotencyClaims(Date.now() + 1)), [], 'older claims are left out');
       });
     });
 

@@ -139,6 +139,33 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'reads across instances',
+    sql: `
+      -- D-7: one creation order for every instance (an import sets it past the seqs it loaded).
+      CREATE SEQUENCE conversation_seq;
+      SELECT setval('conversation_seq', COALESCE((SELECT max(seq) FROM conversations), 0) + 1, false);
+      -- D-24's counters (soft-deleted conversations included) and D-27's stored bytes (excluded), one
+      -- row per app, changed in the transactions that change its conversations; a create locks it to
+      -- check the storage quota, so instances creating at once never pass the quota together.
+      CREATE TABLE app_stats (
+        app_id text PRIMARY KEY,
+        conversations bigint NOT NULL DEFAULT 0,
+        messages bigint NOT NULL DEFAULT 0,
+        users bigint NOT NULL DEFAULT 0,
+        bytes bigint NOT NULL DEFAULT 0
+      );
+      INSERT INTO app_stats (app_id, conversations, messages, users, bytes)
+        SELECT app_id, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
+               COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
+        FROM conversations GROUP BY app_id;
+      -- D-12: a page of live conversations by keyset on (seq, id), an app's and one user's (the latter
+      -- also tells whether a user is new to the app, D-24).
+      CREATE INDEX conversations_live ON conversations (app_id, seq, id) WHERE deleted_at IS NULL;
+      CREATE INDEX conversations_user ON conversations (app_id, external_user_id, seq, id);
+    `,
+  },
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

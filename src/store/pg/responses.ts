@@ -3,9 +3,11 @@
 // are told by LISTEN/NOTIFY (a notification is sent in the transaction that appends the event, so it
 // arrives after the event is readable); a follower also reads again every few seconds, in case a
 // notification was lost while the listening connection reconnected. A response's producer renews a
-// lease on it: one whose lease expired (its instance died) is what `unfinished` hands to start-up.
+// lease on it, and holds a session advisory lock named after itself for as long as it runs: a response
+// whose lease expired, or whose producer's lock is free (its connection, so its process, is gone), is
+// what `unfinished` hands to start-up and to the running instances' sweep (D-38).
 import { randomUUID } from 'node:crypto';
-import type { Sql } from 'postgres';
+import type { ReservedSql, Sql } from 'postgres';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired, TERMINAL_EVENTS, type LiveResponseStart, type ResponseTrace } from '../types.ts';
 
@@ -42,6 +44,8 @@ export class PgResponses {
   private readonly cancels = new Map<string, Set<() => void>>();
   private readonly unlisten: (() => Promise<void>)[] = [];
   private renewer: NodeJS.Timeout | undefined;
+  /** The connection that holds this instance's liveness lock (see `unfinished`). */
+  private holder: ReservedSql | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -50,6 +54,9 @@ export class PgResponses {
   ) {}
 
   async open(): Promise<void> {
+    // Held by a session: it goes with the connection, so a killed instance frees it at once.
+    this.holder = await this.sql.reserve();
+    await this.holder`SELECT pg_advisory_lock(hashtextextended(${this.owner}, 0))`;
     const wake = (map: Map<string, Set<() => void>>) => (id: string) => {
       for (const f of map.get(id) ?? []) f();
     };
@@ -63,6 +70,8 @@ export class PgResponses {
     clearInterval(this.renewer);
     await Promise.all([...this.producing.values()].map((p) => p.writing));
     for (const u of this.unlisten.splice(0)) await u().catch(() => {});
+    this.holder?.release();
+    this.holder = undefined;
   }
 
   private async renew(): Promise<void> {
@@ -94,14 +103,23 @@ export class PgResponses {
     const seq = p.next++;
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) this.producing.delete(id);
-    // One statement (one transaction): the event, the response's end, and the notification.
-    const run = () =>
-      this.sql`
-        WITH e AS (INSERT INTO response_events (response_id, seq, body) VALUES (${id}, ${seq}, ${JSON.stringify(event)}))
-        UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
-        WHERE id = ${id} RETURNING pg_notify(${EVENTS}, ${id})`.then(() => {});
-    p.writing = p.writing.then(run, run);
-    return p.writing;
+    // One statement (one transaction): the event, the response's end, and the notification; nothing
+    // once another instance took the response over (D-38: it thought this one dead).
+    const run = async () => {
+      const done = await this.sql`
+        WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
+                      WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
+        e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, ${seq}, ${JSON.stringify(event)} FROM mine)
+        SELECT pg_notify(${EVENTS}, id) FROM mine`;
+      if (done.length === 0) {
+        this.producing.delete(id);
+        throw new Error(`${id} is no longer a live response of this instance (another took it over)`);
+      }
+    };
+    const result = p.writing.then(run, run);
+    // The next append waits for this one, whatever its outcome; close() too.
+    p.writing = result.catch(() => {});
+    return result;
   }
 
   async trace(id: string): Promise<ResponseTrace | undefined> {
@@ -180,16 +198,22 @@ export class PgResponses {
   }
 
   /**
-   * D-38: live responses whose producer stopped renewing their lease (its instance died or stopped),
-   * taken over by this instance so that start-up can append their terminal event; with `sole` (this
-   * instance holds the database alone), every live response another process left.
+   * D-38: live responses whose producer is gone, taken over by this instance so that the caller (start-up,
+   * or the sweep of a running instance) appends their terminal event. Gone: its lease expired, or its
+   * liveness lock is free (the server frees it when the producer's connection closes, as a kill -9
+   * does), so a restart need not wait out the lease. One UPDATE takes them: when two instances sweep
+   * at once, the second finds each row already renewed by the first, and takes none of them.
    */
-  async unfinished(sole = false): Promise<ResponseTrace[]> {
-    // The sole instance on the database knows every live response is orphaned, leases or not.
-    const before = sole ? Number.MAX_SAFE_INTEGER : this.now();
+  async unfinished(): Promise<ResponseTrace[]> {
+    const now = this.now();
     const taken = await this.sql<Row[]>`
-      UPDATE live_responses SET owner = ${this.owner}, lease_until = ${this.now() + LEASE_MS}
-      WHERE ended_at IS NULL AND lease_until < ${before} AND owner <> ${this.owner}
+      UPDATE live_responses SET owner = ${this.owner}, lease_until = ${now + LEASE_MS}
+      WHERE ended_at IS NULL AND owner <> ${this.owner} AND (lease_until < ${now} OR NOT EXISTS (
+        SELECT 1 FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND l.classid = ((hashtextextended(owner, 0) >> 32) & 4294967295)::oid
+          AND l.objid = (hashtextextended(owner, 0) & 4294967295)::oid))
       RETURNING id, app_id, conversation_id, created_at, input, ended_at`;
     const out: ResponseTrace[] = [];
     for (const row of taken) {

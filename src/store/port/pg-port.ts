@@ -2,6 +2,7 @@
 // while Parley may serve the database: an export reads one REPEATABLE READ snapshot, page by page;
 // an import is one transaction, so a clash or a bad line anywhere leaves the database as it was.
 import postgres, { type ReservedSql, type Sql } from 'postgres';
+import { recountAppStats } from '../pg-store.ts';
 import { migrate, migrationStatus } from '../pg/migrate.ts';
 import type { ConversationRecord } from '../types.ts';
 import { ExportReader, ImportError, conversationLine, endLine, headerLine, noCounts, usageLine, type DataPort, type ImportEntry, type LineSource, type PortCounts } from './format.ts';
@@ -177,10 +178,12 @@ export class PgPort implements DataPort {
       usage = [];
     };
     let pending = 0;
+    const apps = new Set<string>();
     for await (const raw of source()) {
       const e = reader.read(raw);
       if (e?.type === 'conversation') {
         batch.push(e);
+        apps.add(e.record.app_id);
         pending += raw.length;
       } else if (e?.type === 'usage') usage.push(e);
       if (batch.length >= INSERT_BATCH || usage.length >= ROW_BATCH || pending >= HISTORY_CHUNK_BYTES) {
@@ -191,6 +194,8 @@ export class PgPort implements DataPort {
     await flush();
     const counts = reader.finish();
     if (seq && reader.maxSeq > 0) await tx`SELECT setval('conversation_seq', greatest(${offset + reader.maxSeq}, (SELECT last_value FROM conversation_seq)))`;
+    // D-24 and D-27 read the apps' stats rows, which rows written by SQL do not keep by themselves.
+    if (apps.size > 0 && seq) await recountAppStats(tx as unknown as Sql, [...apps]);
     return counts;
   }
 
