@@ -6,6 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import postgres, { type Sql } from 'postgres';
+import { recountAppStats } from '../src/store/pg-store.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../test/support/embedded-postgres.ts';
 import { sampleConversation } from './data.ts';
@@ -90,8 +91,8 @@ const COLUMNS = 'id, app_id, seq, created_at, external_user_id, title, generated
 
 /**
  * Seeds `total` conversations of `appId` (bench/data.ts's sampleConversation: 4 items, 2 responses,
- * the rows PgStore writes for them), 5,000 per multi-row INSERT of arrays (`unnest`), then VACUUM
- * ANALYZE as after a restore. Returns the ids, oldest first.
+ * the rows PgStore writes for them), 5,000 per multi-row INSERT of arrays (`unnest`), the sequence
+ * and the app's stats row set as after an import, then VACUUM ANALYZE as after a restore. Returns the ids, oldest first.
  */
 export async function seedPostgres(url: string, appId: string, total: number, onProgress?: (done: number) => void): Promise<string[]> {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
@@ -132,6 +133,10 @@ export async function seedPostgres(url: string, appId: string, total: number, on
       for (let i = 0; i < n; i++) ids.push(conv[0]![i] as string);
       onProgress?.(ids.length);
     }
+    // What PgStore keeps beside the rows, as an import leaves it: the creation order past the seeded
+    // seqs (D-7) and the app's counters and stored bytes (D-24, D-27).
+    await sql`SELECT setval('conversation_seq', (SELECT max(seq) FROM conversations))`;
+    await recountAppStats(sql, [appId]);
     await sql.unsafe('VACUUM ANALYZE');
     return ids;
   } finally {
