@@ -277,16 +277,17 @@ const rpsOf = (r: StoresResult, op: Operation, t: StoreTarget) => r.throughput[o
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
 
 /**
- * The targets, set from what was measured on the project's 2-core machine (docs/benchmarks.md says
- * how): ratios from the same run, so that they mean the same on another machine, and round trips,
- * which do not depend on the machine at all.
+ * The targets, set from what was measured on the project's 2-core machine (docs/benchmarks.md, "The
+ * PostgreSQL store"): each holds today with a margin for that machine's noise, so that a change that
+ * costs a round trip or a serialization shows at once. Ratios from the same run (they mean the same on
+ * another machine) and statements per request (which do not depend on the machine at all).
  */
 export const STORE_TARGETS: Partial<Record<Operation, { vsFile?: number; scale?: number; statements?: number }>> = {
-  get: { vsFile: 0.5, scale: 0.9, statements: 3 },
-  list: { vsFile: 0.5, scale: 0.9, statements: 3 },
-  rename: { vsFile: 0.3, scale: 0.9, statements: 4 },
-  send: { vsFile: 0.3, scale: 0.9, statements: 12 },
-  create: { vsFile: 0.3, scale: 0.9, statements: 3 },
+  get: { vsFile: 0.4, scale: 0.8, statements: 4 },
+  list: { vsFile: 0.2, scale: 0.8, statements: 1 },
+  rename: { vsFile: 0.2, scale: 0.8, statements: 4 },
+  send: { vsFile: 0.05, scale: 0.8, statements: 64 },
+  create: { vsFile: 0.05, scale: 0.8, statements: 10 },
 };
 
 function targetsOf(op: Operation): Target[] {
