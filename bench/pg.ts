@@ -28,7 +28,7 @@ export async function startBenchPostgres(onLog?: (line: string) => void): Promis
     onLog,
     settings: {
       shared_preload_libraries: 'pg_stat_statements,auto_explain',
-      // The plans are read from the log by `plans` below: one line per message, in English.
+      // auto_explain's plans are read from the server's log (bench/stores.ts): in English.
       lc_messages: 'C',
     },
   });
