@@ -284,10 +284,10 @@ const ratio = (a: number | undefined, b: number | undefined) => (a === undefined
  */
 export const STORE_TARGETS: Partial<Record<Operation, { vsFile?: number; scale?: number; statements?: number }>> = {
   get: { vsFile: 0.4, scale: 0.8, statements: 4 },
-  list: { vsFile: 0.2, scale: 0.8, statements: 1 },
-  rename: { vsFile: 0.2, scale: 0.8, statements: 4 },
+  list: { vsFile: 0.15, scale: 0.8, statements: 1 },
+  rename: { vsFile: 0.1, scale: 0.8, statements: 4 },
   send: { vsFile: 0.05, scale: 0.8, statements: 64 },
-  create: { vsFile: 0.05, scale: 0.8, statements: 10 },
+  create: { vsFile: 0.03, scale: 0.8, statements: 10 },
 };
 
 function targetsOf(op: Operation): Target[] {
