@@ -38,6 +38,10 @@ export interface StoresContext {
 export const OPERATIONS = ['get', 'list', 'rename', 'send', 'create'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 export type StoreTarget = 'raw' | 'fileSmall' | 'fileLarge' | 'pgSmall' | 'pgLarge';
+const ONE_AT_A_TIME = ['get', 'rename', 'send'] as const;
+type OneAtATime = (typeof ONE_AT_A_TIME)[number];
+const PROBED = ['raw', 'fileLarge', 'pgLarge'] as const;
+type Probed = (typeof PROBED)[number];
 
 export interface Accounting {
   requests: number;
@@ -56,7 +60,7 @@ export interface Accounting {
 export interface StoresResult {
   throughput: Record<Operation, Partial<Record<StoreTarget, LoadResult>>>;
   /** One request at a time, p50 (ms), on the large stores and the raw server. */
-  latency: Record<'get' | 'rename', Partial<Record<'raw' | 'fileLarge' | 'pgLarge', number>>>;
+  latency: Record<OneAtATime, Partial<Record<Probed, number>>>;
   accounting: Partial<Record<Operation, Accounting>>;
   startupMs: Record<'fileLarge' | 'pgLarge', number>;
   rssMb: Record<'fileLarge' | 'pgLarge', number>;
@@ -156,33 +160,20 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
     }
 
     // One request at a time on the large stores: the round trips show here more than under load.
-    const latency: StoresResult['latency'] = { get: {}, rename: {} };
+    const latency = { get: {}, rename: {}, send: {} } as StoresResult['latency'];
     {
       const per = Math.max(1, Math.round(cfg.probes / cfg.latencyRounds));
-      const probes: Record<'get' | 'rename', Record<'raw' | 'fileLarge' | 'pgLarge', number[]>> = {
-        get: { raw: [], fileLarge: [], pgLarge: [] },
-        rename: { raw: [], fileLarge: [], pgLarge: [] },
+      const probes = Object.fromEntries(ONE_AT_A_TIME.map((k) => [k, { raw: [] as number[], fileLarge: [] as number[], pgLarge: [] as number[] }])) as Record<OneAtATime, Record<Probed, number[]>>;
+      const one = (kind: OneAtATime, t: Probed) => () => {
+        const spec = specs[kind][t];
+        return timed(spec.port, spec.method, spec.path(), { headers: spec.headers, body: spec.body });
       };
-      const one = {
-        get: {
-          raw: () => timed(raw.ready.port, 'GET', '/get'),
-          fileLarge: () => timed(fileLarge.ready.port, 'GET', `${base}/${pick(ids.fileLarge)()}`, { headers: ctx.auth }),
-          pgLarge: () => timed(pgLarge.ready.port, 'GET', `${base}/${pick(ids.pgLarge)()}`, { headers: ctx.auth }),
-        },
-        rename: {
-          raw: () => timed(raw.ready.port, 'PATCH', '/post', { body: renameBody }),
-          fileLarge: () => timed(fileLarge.ready.port, 'PATCH', `${base}/${pick(ids.fileLarge)()}`, { headers: ctx.auth, body: renameBody }),
-          pgLarge: () => timed(pgLarge.ready.port, 'PATCH', `${base}/${pick(ids.pgLarge)()}`, { headers: ctx.auth, body: renameBody }),
-        },
-      };
-      for (const kind of ['get', 'rename'] as const) for (const t of ['raw', 'fileLarge', 'pgLarge'] as const) await repeat(0, 10, one[kind][t]);
+      for (const kind of ONE_AT_A_TIME) for (const t of PROBED) await repeat(0, 10, one(kind, t));
       for (let r = 0; r < cfg.latencyRounds; r++) {
-        for (const kind of ['get', 'rename'] as const) {
-          for (const t of ['raw', 'fileLarge', 'pgLarge'] as const) probes[kind][t].push(...(await repeat(per, 0, one[kind][t])).map((x) => x.totalMs));
-        }
+        for (const kind of ONE_AT_A_TIME) for (const t of PROBED) probes[kind][t].push(...(await repeat(per, 0, one(kind, t))).map((x) => x.totalMs));
       }
-      for (const kind of ['get', 'rename'] as const) {
-        for (const t of ['raw', 'fileLarge', 'pgLarge'] as const) latency[kind][t] = percentile(probes[kind][t], 50);
+      for (const kind of ONE_AT_A_TIME) {
+        for (const t of PROBED) latency[kind][t] = percentile(probes[kind][t], 50);
         log(`  one at a time, ${kind} p50: raw ${latency[kind].raw!.toFixed(2)} ms, file store ${latency[kind].fileLarge!.toFixed(2)} ms, PostgreSQL ${latency[kind].pgLarge!.toFixed(2)} ms`);
       }
     }
@@ -342,8 +333,9 @@ export function storesMarkdown(r: StoresResult, cfg: StoresConfig, header: strin
   const l = r.latency;
   lines.push(
     '',
-    `One request at a time, p50, ${n(cfg.large)} conversations: get ${f2(l.get.fileLarge)} ms on the file store, ${f2(l.get.pgLarge)} ms on PostgreSQL, raw ${f2(l.get.raw)} ms; ` +
-      `rename ${f2(l.rename.fileLarge)} ms on the file store, ${f2(l.rename.pgLarge)} ms on PostgreSQL, raw ${f2(l.rename.raw)} ms. ` +
+    `One request at a time, p50, ${n(cfg.large)} conversations (file store / PostgreSQL / raw): ` +
+      ONE_AT_A_TIME.map((k) => `${k} ${f2(l[k].fileLarge)} / ${f2(l[k].pgLarge)} / ${f2(l[k].raw)} ms`).join(', ') +
+      '. ' +
       `Start-up with ${n(cfg.large)} (process start → listening): file store ${n(Math.round(r.startupMs.fileLarge))} ms, PostgreSQL ${n(Math.round(r.startupMs.pgLarge))} ms. ` +
       `Resident memory of Parley at the end: file store ${r.rssMb.fileLarge.toFixed(0)} MB, PostgreSQL ${r.rssMb.pgLarge.toFixed(0)} MB (the server's own memory not counted). ` +
       `Seeding ${n(cfg.large)}: file store ${r.seedSeconds.file.toFixed(1)} s, PostgreSQL ${r.seedSeconds.pg.toFixed(1)} s.`,
