@@ -288,7 +288,7 @@ function targetsOf(op: Operation): Target[] {
   // At the large scale only: at 1,000 the file store serves everything from its caches.
   if (t.vsFile !== undefined) out.push({ text: `PG ÷ file store at the large scale ≥ ${t.vsFile}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'fileLarge')) ?? 0) >= t.vsFile! });
   if (t.scale !== undefined) out.push({ text: `PG large ÷ 1k ≥ ${t.scale}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'pgSmall')) ?? 0) >= t.scale! });
-  if (t.statements !== undefined) out.push({ text: `≤ ${t.statements} statements per request`, ok: (r) => (r.accounting[op] ? r.accounting[op]!.statements <= t.statements! + 0.05 : undefined) });
+  if (t.statements !== undefined) out.push({ text: `≤ ${t.statements} statement${t.statements === 1 ? '' : 's'} per request`, ok: (r) => (r.accounting[op] ? r.accounting[op]!.statements <= t.statements! + 0.05 : undefined) });
   return out;
 }
 
