@@ -114,7 +114,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   const warn = (message: string) => logger.warn(message);
   // DATABASE_URL selects PostgreSQL (docs/postgres.md); its schema is migrated by open().
   const store = opts.databaseUrl
-    ? new PgStore({ url: opts.databaseUrl, warn, responseEventsTtlMs: opts.responseEventsTtlMs })
+    ? new PgStore({ url: opts.databaseUrl, max: opts.databasePoolSize, warn, responseEventsTtlMs: opts.responseEventsTtlMs })
     : new FileStore({ dataDir: opts.dataDir ?? './data', warn, responseEventsTtlMs: opts.responseEventsTtlMs });
   await store.open();
   const dataDir = opts.dataDir ?? './data';

@@ -18,6 +18,8 @@ export interface Config {
   widgetSecret: string | null;
   /** DATABASE_URL: postgres://… selects the PostgreSQL store (docs/postgres.md); null keeps the file store. */
   databaseUrl: string | null;
+  /** DATABASE_POOL_SIZE: the PostgreSQL connections each instance may open (docs/deploy.md). */
+  databasePoolSize: number;
 }
 
 export const DEFAULTS: Config = {
@@ -31,6 +33,7 @@ export const DEFAULTS: Config = {
   playground: true,
   widgetSecret: null,
   databaseUrl: null,
+  databasePoolSize: 10,
 };
 
 export class ConfigError extends Error {}
@@ -45,6 +48,7 @@ Options (each also read from the environment variable in brackets):
   --host <addr>       address to bind [HOST] (default ${DEFAULTS.host})
   --data-dir <dir>    where conversations are stored [DATA_DIR] (default ${DEFAULTS.dataDir})
   --database-url <url>  postgres://… : store conversations in PostgreSQL (docs/postgres.md) [DATABASE_URL]
+  --database-pool-size <n>  connections to PostgreSQL per instance, 2 to 1000 [DATABASE_POOL_SIZE] (default ${DEFAULTS.databasePoolSize})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
@@ -59,7 +63,7 @@ The widget (docs/widget.md):
 `;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  let values: { port?: string; host?: string; 'data-dir'?: string; 'database-url'?: string; fixtures?: string; 'log-level'?: string; 'no-playground'?: boolean; help?: boolean };
+  let values: { port?: string; host?: string; 'data-dir'?: string; 'database-url'?: string; 'database-pool-size'?: string; fixtures?: string; 'log-level'?: string; 'no-playground'?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -68,6 +72,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         host: { type: 'string' },
         'data-dir': { type: 'string' },
         'database-url': { type: 'string' },
+        'database-pool-size': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -92,6 +97,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const databaseUrl = values['database-url'] ?? fromEnv('DATABASE_URL') ?? DEFAULTS.databaseUrl;
   // The URL holds a password: the error names the scheme only.
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql:// (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
+  // One connection holds the instance's liveness lock (D-43): one alone would leave none for requests.
+  const poolText = values['database-pool-size'] ?? fromEnv('DATABASE_POOL_SIZE') ?? String(DEFAULTS.databasePoolSize);
+  const databasePoolSize = Number(poolText);
+  if (!/^\d+$/.test(poolText) || databasePoolSize < 2 || databasePoolSize > 1000) throw new ConfigError(`DATABASE_POOL_SIZE must be an integer from 2 to 1000 (got ${JSON.stringify(poolText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -103,6 +112,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     playground: !values['no-playground'],
     widgetSecret: widgetSecret(env.PARLEY_WIDGET_SECRET),
     databaseUrl,
+    databasePoolSize,
   };
 }
 

@@ -26,6 +26,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       playground: true,
       widgetSecret: null,
       databaseUrl: null,
+      databasePoolSize: 10,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -43,6 +44,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       playground: true,
       widgetSecret: 's'.repeat(32),
       databaseUrl: null,
+      databasePoolSize: 10,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(() => loadConfig([], { PARLEY_WIDGET_SECRET: 'short' }), (e: Error) => e instanceof ConfigError && /at least 32/.test(e.message));
@@ -61,6 +63,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       playground: false,
       widgetSecret: null,
       databaseUrl: null,
+      databasePoolSize: 10,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);

@@ -133,3 +133,19 @@ test('DATABASE_URL and --database-url select PostgreSQL; another scheme is refus
   assert.equal(loadConfig(['--database-url', 'postgresql://h/db'], { DATABASE_URL: 'postgres://x' }).databaseUrl, 'postgresql://h/db');
   assert.throws(() => loadConfig([], { DATABASE_URL: 'mysql://u:secret@h/db' }), (e: Error) => e instanceof ConfigError && /postgres:\/\//.test(e.message) && !e.message.includes('secret'));
 });
+
+test('DATABASE_POOL_SIZE and --database-pool-size set the connections each instance may open (docs/deploy.md)', async () => {
+  assert.equal(loadConfig([], {}).databasePoolSize, 10);
+  assert.equal(loadConfig([], { DATABASE_POOL_SIZE: '4' }).databasePoolSize, 4);
+  assert.equal(loadConfig(['--database-pool-size', '30'], { DATABASE_POOL_SIZE: '4' }).databasePoolSize, 30);
+  for (const bad of ['1', '0', '1001', 'x', '2.5']) assert.throws(() => loadConfig([], { DATABASE_POOL_SIZE: bad }), (e: Error) => e instanceof ConfigError && /2 to 1000/.test(e.message));
+  // The pool is the one the store opens: 3 at once wait for each other past it, and all are answered.
+  const small = await startTestServer({ databaseUrl: url, dataDir: await tempDir(), databasePoolSize: 3 });
+  try {
+    assert.equal((small.store as PgStore).sql.options.max, 3);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => small.call('POST', conv, {})));
+    assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+  } finally {
+    await small.close();
+  }
+});

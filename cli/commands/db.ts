@@ -38,7 +38,9 @@ export function dbCommand(session: Session): Command {
     .addHelpText('after', '\nExample:\n  parley db migrate --database-url postgres://parley@db/parley\n')
     .action(async (opts: { databaseUrl?: string }) => {
       const { migrate } = await import('../../src/store/pg/migrate.ts');
-      const applied = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrate(sql));
+      // D-41: another migrator (a starting server, another deploy step) holds the lock: say so, then wait.
+      const onWait = () => session.out.note('waiting for another migration to finish (a starting server or another `parley db migrate` holds the lock)…');
+      const applied = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrate(sql, undefined, { onWait }));
       session.out.line(applied.length === 0 ? 'up to date' : `applied ${applied.map((v) => `#${v}`).join(', ')}`);
     });
   db.command('status')

@@ -8,6 +8,7 @@
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT, UnsequencedEvent } from '../contract/index.ts';
 import { migrate } from './pg/migrate.ts';
+import { recordOf, type ConversationRow } from './pg/rows.ts';
 import { LEASE_MS, PgResponses } from './pg/responses.ts';
 import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
 import type {
@@ -37,36 +38,11 @@ export interface PgStoreOptions {
   warn?: (message: string) => void;
 }
 
-interface Row {
-  id: string;
-  app_id: string;
-  seq: string;
-  created_at: string;
-  external_user_id: string | null;
-  title: string | null;
-  generated_title: string;
-  metadata: string;
-  deleted_at: string | null;
-  message_count: number;
-  history_bytes: string;
+interface Row extends ConversationRow {
   item_count: number;
   last_item_at: string;
 }
 
-function fromRow(r: Row): ConversationRecord {
-  return {
-    id: r.id,
-    app_id: r.app_id,
-    seq: Number(r.seq),
-    created_at: Number(r.created_at),
-    external_user_id: r.external_user_id,
-    title: r.title,
-    generated_title: JSON.parse(r.generated_title) as Record<string, string>,
-    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
-    deleted_at: r.deleted_at === null ? null : Number(r.deleted_at),
-    message_count: r.message_count,
-  };
-}
 
 /** D-27: what a conversation counts in its app's quota: its record's overhead, its metadata and its history; nothing once deleted. */
 function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number): number {
@@ -134,7 +110,7 @@ export class PgStore implements Store {
 
   async getConversation(id: string): Promise<ConversationRecord | undefined> {
     const [row] = await this.sql.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1`, [id]);
-    return row && fromRow(row);
+    return row && recordOf(row);
   }
 
   async listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined> {
@@ -163,7 +139,7 @@ export class PgStore implements Store {
       rows = found.filter((r) => r.id !== null);
     }
     const hasMore = rows.length > q.limit;
-    return { records: rows.slice(0, q.limit).map(fromRow), hasMore };
+    return { records: rows.slice(0, q.limit).map(recordOf), hasMore };
   }
 
   async appCounters(appId: string): Promise<AppCounters> {
@@ -232,7 +208,7 @@ export class PgStore implements Store {
 
   /** Writes the fields of `next` that differ from `current`; returns the row as it then is. */
   private async write(tx: TransactionSql, current: Row, next: ConversationChange, history?: { bytes: number; items: number; lastAt: number }): Promise<Row> {
-    const was = fromRow(current);
+    const was = recordOf(current);
     const title = next.title !== undefined ? next.title : was.title;
     const deleted = next.deleted_at !== undefined ? next.deleted_at : was.deleted_at;
     const generated = next.generated_title !== undefined ? JSON.stringify(next.generated_title) : current.generated_title;
@@ -264,11 +240,11 @@ export class PgStore implements Store {
     return this.inTurn(id, async () => {
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, id);
-        const next = change(current && fromRow(current));
+        const next = change(current && recordOf(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
         return this.write(tx, current, next);
       });
-      return fromRow(row);
+      return recordOf(row);
     });
   }
 
@@ -287,12 +263,12 @@ export class PgStore implements Store {
           if (save.claim) await this.keepClaim(tx, save.claim, at);
           return current;
         }
-        const next = save.apply(fromRow(current));
+        const next = save.apply(recordOf(current));
         const history = await this.appendHistory(tx, current, save.items, save.response);
         if (save.claim) await this.keepClaim(tx, save.claim, at);
         return this.write(tx, current, next, history);
       });
-      return fromRow(row);
+      return recordOf(row);
     });
   }
 
@@ -302,7 +278,7 @@ export class PgStore implements Store {
       await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
-        const now = fromRow(current);
+        const now = recordOf(current);
         const next: ConversationChange = { ...record, message_count: now.message_count + record.message_count - (base ?? now).message_count };
         // Fields `record` changed from `base` win; the others keep what landed meanwhile.
         if (base && base.title === record.title) delete next.title;

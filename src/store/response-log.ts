@@ -19,6 +19,8 @@ const SWEEP_MS = 60_000;
 interface Live {
   start: LiveResponseStart;
   events: UnsequencedEvent[];
+  /** Events handed to the file (write(2) done, or failed and logged): only these are followed. */
+  written: number;
   ended: boolean;
   handle: fs.FileHandle;
   /** Writes in order; a failed write is logged once and the events stay in memory. */
@@ -85,7 +87,7 @@ export class ResponseLog {
       // reopened for the terminal event that start-up appends.
       await fs.writeFile(file, [start, ...events].map((l) => JSON.stringify(l) + '\n').join(''));
       const handle = await fs.open(file, 'a');
-      this.live.set(start.id, { start, events, ended: false, handle, writing: Promise.resolve(), waiters: new Set() });
+      this.live.set(start.id, { start, events, written: events.length, ended: false, handle, writing: Promise.resolve(), waiters: new Set() });
       this.unfinished.push({ start, events, ended: false });
     }
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
@@ -132,7 +134,7 @@ export class ResponseLog {
   async begin(start: LiveResponseStart): Promise<{ running?: string }> {
     // Checked and taken in one synchronous step: two messages at once cannot both begin.
     for (const l of this.live.values()) if (!l.ended && l.start.conversation_id === start.conversation_id) return { running: l.start.id };
-    const live: Live = { start, events: [], ended: false, handle: undefined as unknown as fs.FileHandle, writing: Promise.resolve(), waiters: new Set() };
+    const live: Live = { start, events: [], written: 0, ended: false, handle: undefined as unknown as fs.FileHandle, writing: Promise.resolve(), waiters: new Set() };
     this.live.set(start.id, live);
     this.index.set(start.id, start);
     try {
@@ -158,14 +160,18 @@ export class ResponseLog {
     l.events.push(event);
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) l.ended = true;
-    for (const wake of l.waiters) wake();
-    l.waiters.clear();
-    // Events are written without an fsync each: what a crash loses of them the response's save has
-    // (or start-up's `interrupted` save rebuilds from what is there).
-    l.writing = l.writing.then(() => l.handle.write(JSON.stringify(event) + '\n')).then(
-      () => {},
-      (err: Error) => this.opts.warn?.(`response events of ${id} not written: ${err.message}`),
-    );
+    // Events are written without an fsync each (a kill -9 loses nothing written, a power cut what the
+    // response's save has). Followers get an event once it is written, so that no client sees one that
+    // start-up's `interrupted` save (D-38) would not find.
+    const wrote = () => {
+      l.written++;
+      for (const wake of l.waiters) wake();
+      l.waiters.clear();
+    };
+    l.writing = l.writing.then(() => l.handle.write(JSON.stringify(event) + '\n')).then(wrote, (err: Error) => {
+      this.opts.warn?.(`response events of ${id} not written: ${err.message}`);
+      wrote();
+    });
     if (!terminal) return;
     await l.writing;
     await l.handle.datasync().catch(() => {});
@@ -177,7 +183,7 @@ export class ResponseLog {
 
   async trace(id: string): Promise<ResponseTrace | undefined> {
     const l = this.live.get(id);
-    if (l) return { start: l.start, events: l.events, ended: l.ended };
+    if (l) return { start: l.start, events: l.events.slice(0, l.written), ended: l.ended && l.written === l.events.length };
     const start = this.index.get(id);
     if (!start) return undefined;
     const ended = this.kept.get(id);
@@ -202,11 +208,11 @@ export class ResponseLog {
         for (; n < t.events.length; n++) yield t.events[n]!;
         return;
       }
-      while (n < l.events.length) {
+      while (n < l.written) {
         yield l.events[n++]!;
         if (signal?.aborted) return;
       }
-      if (l.ended) return;
+      if (l.ended && n >= l.events.length) return;
       if (signal?.aborted) return;
       await new Promise<void>((resolve) => {
         const done = () => {

@@ -169,7 +169,7 @@ export const MIGRATIONS: readonly Migration[] = [
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */
-const MIGRATION_LOCK = 0x7061726c6579;
+export const MIGRATION_LOCK = 0x7061726c6579;
 
 export interface MigrationStatus {
   applied: { version: number; name: string; applied_at: Date }[];
@@ -180,12 +180,22 @@ async function ensureTable(sql: Sql): Promise<void> {
   await sql`CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`;
 }
 
+export interface MigrateOptions {
+  /** Called once if another session holds the migration lock, before waiting for it. */
+  onWait?: () => void;
+}
+
 /** Applies the pending migrations; resolves with the versions it applied. */
-export async function migrate(sql: Sql, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+export async function migrate(sql: Sql, migrations: readonly Migration[] = MIGRATIONS, opts: MigrateOptions = {}): Promise<number[]> {
   // One reserved connection: a session advisory lock belongs to the connection that took it.
   const conn = await sql.reserve();
   try {
-    await conn`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    // Tried first, so that a caller can say why it waits (`parley db migrate`) instead of hanging silently.
+    const [tried] = await conn<{ locked: boolean }[]>`SELECT pg_try_advisory_lock(${MIGRATION_LOCK}) AS locked`;
+    if (!tried!.locked) {
+      opts.onWait?.();
+      await conn`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    }
     try {
       // Two instances creating the table at once could clash: it is created under the lock.
       await ensureTable(conn as unknown as Sql);

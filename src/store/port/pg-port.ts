@@ -4,6 +4,7 @@
 import postgres, { type ReservedSql, type Sql } from 'postgres';
 import { recountAppStats } from '../pg-store.ts';
 import { migrate, migrationStatus } from '../pg/migrate.ts';
+import { recordOf, type ConversationRow } from '../pg/rows.ts';
 import type { ConversationRecord } from '../types.ts';
 import { ExportReader, ImportError, conversationLine, endLine, headerLine, noCounts, usageLine, type DataPort, type ImportEntry, type LineSource, type PortCounts } from './format.ts';
 
@@ -16,34 +17,7 @@ const INSERT_BATCH = 500;
 /** Items or responses per INSERT (3 or 4 parameters each). */
 const ROW_BATCH = 5_000;
 
-interface Row {
-  id: string;
-  app_id: string;
-  seq: string;
-  created_at: string;
-  external_user_id: string | null;
-  title: string | null;
-  generated_title: string;
-  metadata: string;
-  deleted_at: string | null;
-  message_count: number;
-  history_bytes: string;
-}
 
-function recordOf(r: Row): ConversationRecord {
-  return {
-    id: r.id,
-    app_id: r.app_id,
-    seq: Number(r.seq),
-    created_at: Number(r.created_at),
-    external_user_id: r.external_user_id,
-    title: r.title,
-    generated_title: JSON.parse(r.generated_title) as Record<string, string>,
-    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
-    deleted_at: r.deleted_at === null ? null : Number(r.deleted_at),
-    message_count: r.message_count,
-  };
-}
 
 /** The bytes a history counts (D-29), as the PostgreSQL store counts an appended one: each JSON line. */
 const lineBytes = (bodies: readonly string[]) => bodies.reduce((n, b) => n + Buffer.byteLength(b) + 1, 0);
@@ -74,10 +48,10 @@ export class PgPort implements DataPort {
         yield headerLine('postgres');
         let after: [string, string, string] | undefined;
         for (;;) {
-          const rows: Row[] = after
-            ? await conn<Row[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
+          const rows: ConversationRow[] = after
+            ? await conn<ConversationRow[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
                 FROM conversations WHERE (app_id, seq, id) > (${after[0]}, ${after[1]}, ${after[2]}) ORDER BY app_id, seq, id LIMIT ${PAGE}`
-            : await conn<Row[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
+            : await conn<ConversationRow[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
                 FROM conversations ORDER BY app_id, seq, id LIMIT ${PAGE}`;
           if (rows.length === 0) break;
           // Histories are fetched for a few conversations at a time: a page of large ones stays bounded.

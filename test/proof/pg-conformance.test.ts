@@ -1,0 +1,64 @@
+// The conformance suite, in both profiles, against Parley on PostgreSQL as a process (src/main.ts with
+// --database-url): one instance, and two instances on one database behind a round-robin proxy
+// (test/support/fleet.ts), where consecutive requests of one case land on different instances.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { runConformance, selectCases, type RunResults } from '../../conformance/run.ts';
+import { parseTarget } from '../../conformance/target.ts';
+import { TARGET } from '../support/helpers.ts';
+import { startFleet, startProxy, type Fleet, type Proxy } from '../support/fleet.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
+
+usePostgres();
+
+function failures(r: RunResults): string {
+  return r.results
+    .filter((c) => c.status === 'failed' || c.status === 'errored')
+    .map((c) => `${c.id}: ${c.failure?.message}\n${c.failure?.curl}\n${c.failure?.response}`)
+    .join('\n\n');
+}
+
+async function conforms(baseUrl: string, profile: 'spec' | 'reference'): Promise<RunResults> {
+  const r = await runConformance({ target: parseTarget(TARGET, { baseUrl }), profile, timeoutMs: 10_000 });
+  assert.equal(r.summary.failed + r.summary.errored, 0, failures(r));
+  assert.deepEqual(r.results.filter((c) => c.status === 'skipped').map((c) => `${c.id}: ${c.reason}`), []);
+  assert.equal(r.results.length, selectCases({ profile }).length);
+  assert.deepEqual(r.cleanup.failed, []);
+  return r;
+}
+
+describe('one Parley on PostgreSQL conforms', () => {
+  let fleet: Fleet;
+  before(async () => {
+    fleet = await startFleet(1, { databaseUrl: await freshDatabase() });
+  });
+  after(() => fleet?.close());
+  for (const profile of ['spec', 'reference'] as const) {
+    test(`profile ${profile}: every case passes, none skipped`, { timeout: 240_000 }, async (t) => {
+      const r = await conforms(fleet.instances[0]!.base, profile);
+      t.diagnostic(`${profile}: ${r.summary.passed} passed`);
+    });
+  }
+});
+
+describe('two Parley instances on one database behind a round-robin proxy conform', () => {
+  let fleet: Fleet;
+  let proxy: Proxy;
+  before(async () => {
+    fleet = await startFleet(2, { databaseUrl: await freshDatabase() });
+    proxy = await startProxy(fleet.instances.map((i) => i.origin));
+  });
+  after(async () => {
+    await proxy?.close();
+    await fleet?.close();
+  });
+  for (const profile of ['spec', 'reference'] as const) {
+    test(`profile ${profile}: every case passes, none skipped, both instances served`, { timeout: 240_000 }, async (t) => {
+      const before = [...proxy.served.values()];
+      const r = await conforms(proxy.base, profile);
+      const counts = [...proxy.served.values()].map((n, i) => n - before[i]!);
+      t.diagnostic(`${profile}: ${r.summary.passed} passed; requests per instance ${counts.join(', ')}`);
+      for (const n of counts) assert.ok(n > 50, `an instance served only ${n} requests`);
+    });
+  }
+});
