@@ -70,7 +70,7 @@ function record(f: Figure): void {
 }
 
 /** Parley as `npm start` runs it, whatever the caller's shell exports (the proxy run sets its own). */
-const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '' };
+const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '' };
 
 async function start(script: string, argv: string[] = [], env: NodeJS.ProcessEnv = {}, label = script): Promise<Child> {
   if (script === 'parley-server.ts') env = { ...PARLEY_ENV, ...env };
