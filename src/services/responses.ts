@@ -114,8 +114,8 @@ export class ResponseService {
   /** Resolves once response `id` has ended (whichever instance runs it); rejects if the client leaves. */
   private async endOf(id: string, signal: AbortSignal): Promise<void> {
     try {
-      const trace = await this.store.responseTrace(id);
-      if (trace && !trace.ended) for await (const _ of this.store.followResponse(id, (trace.events?.length ?? 0) - 1, signal));
+      const trace = await this.store.responses.trace(id);
+      if (trace && !trace.ended) for await (const _ of this.store.responses.follow(id, (trace.events?.length ?? 0) - 1, signal));
     } catch (err) {
       if (!(err instanceof ResponseEventsExpired)) throw err;
     }
@@ -200,7 +200,7 @@ export class ResponseService {
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
-    const begun = await this.store.beginResponse({
+    const begun = await this.store.responses.begin({
       id,
       app_id: app.id,
       conversation_id: record.id,
@@ -229,11 +229,11 @@ export class ResponseService {
     const timer = setTimeout(() => stop.abort(new StopReason(STOPPED.timeout)), app.responses.max_duration_seconds * 1000);
     timer.unref();
     // D-33: a cancel asked of any instance reaches the one producing it through the store.
-    const unsubscribe = this.store.onCancelRequest(id, () => stop.abort(new StopReason(STOPPED.cancelled)));
+    const unsubscribe = this.store.responses.onCancelRequest(id, () => stop.abort(new StopReason(STOPPED.cancelled)));
     let detached = false;
     const done = (async () => {
       try {
-        for await (const e of run.events()) await this.store.appendResponseEvent(id, e);
+        for await (const e of run.events()) await this.store.responses.append(id, e);
       } catch (err) {
         this.log.error({ err, response_id: id }, 'response events not kept');
       } finally {
@@ -274,7 +274,7 @@ export class ResponseService {
     const answer = async (stream: boolean, requestId: string): Promise<unknown> => {
       // The stream follows the stored events from the first: the request that started the reply
       // and a keyed retry of it (D-30) see the same events, with the same numbers.
-      if (stream) return new EventStream(this.store.followResponse(id, -1), () => ({ saved: !run.unsaved }));
+      if (stream) return new EventStream(this.store.responses.follow(id, -1), () => ({ saved: !run.unsaved }));
       await done;
       if (run.unsaved) throw internalError(requestId);
       return toResponse();
@@ -295,7 +295,7 @@ export class ResponseService {
 
   /** The store's record of a response of `appId` (404 otherwise: another app's or team's, D-32). */
   private async traceOf(appId: string, id: string): Promise<ResponseTrace> {
-    const trace = await this.store.responseTrace(id);
+    const trace = await this.store.responses.trace(id);
     if (!trace || trace.start.app_id !== appId) throw notFound(`Response ${JSON.stringify(id)}`, 'response_id');
     return trace;
   }
@@ -333,7 +333,7 @@ export class ResponseService {
   async resume(appId: string, id: string, after: number, signal: AbortSignal): Promise<EventStream> {
     const trace = await this.traceOf(appId, id);
     if (!trace.events) throw expired(id);
-    const events = this.store.followResponse(id, after, signal);
+    const events = this.store.responses.follow(id, after, signal);
     const guarded = (async function* () {
       try {
         yield* events;
@@ -354,9 +354,9 @@ export class ResponseService {
     const trace = await this.traceOf(appId, id);
     if (!trace.ended && trace.events) {
       const seen = trace.events.length - 1;
-      await this.store.requestCancel(id);
+      await this.store.responses.requestCancel(id);
       // Waits for the terminal event, wherever the response is produced.
-      for await (const _ of this.store.followResponse(id, seen));
+      for await (const _ of this.store.responses.follow(id, seen));
     }
     return this.lookup(appId, id);
   }
@@ -374,14 +374,14 @@ export class ResponseService {
    * gets its terminal event only. Nothing stays `in_progress`.
    */
   async recover(): Promise<number> {
-    const unfinished = await this.store.unfinishedResponses();
+    const unfinished = await this.store.responses.unfinished();
     for (const t of unfinished) {
       const { start } = t;
       const file = await this.store.readConversationFile(start.conversation_id).catch(() => undefined);
       const saved = file?.responses.find((r) => r.id === start.id);
       if (saved) {
         const usage = saved.usage ? { usage: saved.usage } : {};
-        await this.store.appendResponseEvent(
+        await this.store.responses.append(
           start.id,
           saved.status === 'completed'
             ? { event: 'response.completed', data: { id: start.id, status: 'completed', ...usage } }
@@ -402,7 +402,7 @@ export class ResponseService {
       if (await this.store.getConversation(start.conversation_id)) {
         await this.persist(start.app_id, start.conversation_id, outcome, { ...start.input, createdAt: start.created_at }, undefined);
       }
-      await this.store.appendResponseEvent(start.id, {
+      await this.store.responses.append(start.id, {
         event: 'response.failed',
         data: { id: start.id, status: 'failed', error: STOPPED.interrupted, usage: outcome.usage },
       });

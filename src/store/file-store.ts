@@ -219,7 +219,8 @@ export class FileStore implements Store {
   /** The journal's size right after the last compaction. */
   private compactedBytes = 0;
   /** Live responses and their events (resumable responses: src/store/response-log.ts). */
-  private readonly responseLog: ResponseLog;
+  /** Resumable responses (D-30…D-39), kept apart: src/store/response-log.ts. */
+  readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
   readonly sweepMs = undefined;
 
@@ -233,7 +234,7 @@ export class FileStore implements Store {
         return store.metadataOf(this);
       }
     };
-    this.responseLog = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
+    this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
   }
 
   async open(): Promise<void> {
@@ -249,7 +250,7 @@ export class FileStore implements Store {
     this.lockText = await acquireLock(this.lockFile, this.dataDir);
     try {
       await this.load();
-      await this.responseLog.open();
+      await this.responses.open();
     } catch (err) {
       // Refusing to start must not leave the directory looking in use.
       await this.journal.close().catch(() => {});
@@ -312,7 +313,7 @@ export class FileStore implements Store {
         if (h) await h.idle();
       }),
     );
-    await this.responseLog.close();
+    await this.responses.close();
     await this.journal.close();
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
@@ -840,29 +841,6 @@ export class FileStore implements Store {
       }
       upsertBySeq(list, record);
     }
-  }
-
-  // Resumable responses (D-30…D-39): kept apart, in src/store/response-log.ts.
-  beginResponse(start: LiveResponseStart): Promise<{ running?: string }> {
-    return this.responseLog.begin(start);
-  }
-  appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void> {
-    return this.responseLog.append(id, event);
-  }
-  responseTrace(id: string): Promise<ResponseTrace | undefined> {
-    return this.responseLog.trace(id);
-  }
-  followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent> {
-    return this.responseLog.follow(id, after, signal);
-  }
-  requestCancel(id: string): Promise<void> {
-    return this.responseLog.requestCancel(id);
-  }
-  onCancelRequest(id: string, listener: () => void): () => void {
-    return this.responseLog.onCancelRequest(id, listener);
-  }
-  unfinishedResponses(): Promise<ResponseTrace[]> {
-    return this.responseLog.unfinishedResponses();
   }
 }
 

@@ -72,7 +72,8 @@ export class PgStore implements Store {
   readonly sql: Sql;
   /** The last queued change of each conversation (as FileStore's turns): one connection waits, not many. */
   private readonly turns = new Map<string, Promise<unknown>>();
-  private readonly responses: PgResponses;
+  /** Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts. */
+  readonly responses: PgResponses;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
   readonly sweepMs = LEASE_MS;
 
@@ -326,28 +327,5 @@ export class PgStore implements Store {
   /** Ping for the health endpoint: resolves when the database answers. */
   async ping(): Promise<void> {
     await this.sql`SELECT 1`;
-  }
-
-  // Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts.
-  beginResponse(start: LiveResponseStart): Promise<{ running?: string }> {
-    return this.responses.begin(start);
-  }
-  appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void> {
-    return this.responses.append(id, event);
-  }
-  responseTrace(id: string): Promise<ResponseTrace | undefined> {
-    return this.responses.trace(id);
-  }
-  followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent> {
-    return this.responses.follow(id, after, signal);
-  }
-  requestCancel(id: string): Promise<void> {
-    return this.responses.requestCancel(id);
-  }
-  onCancelRequest(id: string, listener: () => void): () => void {
-    return this.responses.onCancelRequest(id, listener);
-  }
-  unfinishedResponses(): Promise<ResponseTrace[]> {
-    return this.responses.unfinished();
   }
 }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { UnsequencedEvent } from '../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { Journal } from './journal.ts';
-import { ResponseEventsExpired, StoreError, TERMINAL_EVENTS, type LiveResponseStart, type ResponseTrace } from './types.ts';
+import { ResponseEventsExpired, StoreError, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from './types.ts';
 
 /** D-36: how long a response's events stay resumable after its end. */
 export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
@@ -44,7 +44,7 @@ export interface ResponseLogOptions {
   warn?: (message: string) => void;
 }
 
-export class ResponseLog {
+export class ResponseLog implements LiveResponses {
   private readonly live = new Map<string, Live>();
   /** Every response begun: id → where it belongs. */
   private readonly index = new Map<string, LiveResponseStart>();
@@ -55,7 +55,7 @@ export class ResponseLog {
   private readonly ttl: number;
   private readonly now: () => number;
   private sweeper: NodeJS.Timeout | undefined;
-  private unfinished: ResponseTrace[] = [];
+  private leftRunning: ResponseTrace[] = [];
 
   constructor(private readonly opts: ResponseLogOptions) {
     this.journal = new Journal(path.join(opts.dir, 'index.jsonl'), { warn: opts.warn });
@@ -88,7 +88,7 @@ export class ResponseLog {
       await fs.writeFile(file, [start, ...events].map((l) => JSON.stringify(l) + '\n').join(''));
       const handle = await fs.open(file, 'a');
       this.live.set(start.id, { start, events, written: events.length, ended: false, handle, writing: Promise.resolve(), waiters: new Set() });
-      this.unfinished.push({ start, events, ended: false });
+      this.leftRunning.push({ start, events, ended: false });
     }
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
     this.sweeper.unref();
@@ -242,9 +242,9 @@ export class ResponseLog {
     return () => set.delete(listener);
   }
 
-  async unfinishedResponses(): Promise<ResponseTrace[]> {
-    const out = this.unfinished;
-    this.unfinished = [];
+  async unfinished(): Promise<ResponseTrace[]> {
+    const out = this.leftRunning;
+    this.leftRunning = [];
     return out;
   }
 

@@ -140,26 +140,36 @@ export interface Store {
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
   storedBytes(appId: string): Promise<number>;
 
-  // ---------------------------------------------------------------------------------------------
-  // Responses still being produced (resumable responses, docs/responses.md, D-30…D-39). Their state
-  // and events live here, not in the process that produces them, so that another instance can serve
-  // a look-up, a resume or a cancel; `saveResponse` saves the exchange, and the terminal event
-  // appended after it ends the live response.
-  // ---------------------------------------------------------------------------------------------
+  /**
+   * Responses still being produced (resumable responses, docs/responses.md, D-30…D-39). Their state
+   * and events live in the store, not in the process that produces them, so that another instance
+   * can serve a look-up, a resume or a cancel; `saveResponse` saves the exchange, and the terminal
+   * event appended after it ends the live response.
+   */
+  readonly responses: LiveResponses;
+  /**
+   * How often a running instance looks for responses whose instance died (D-38, by
+   * `responses.unfinished`); none when one process owns the data (the file store: start-up only).
+   */
+  readonly sweepMs?: number;
+}
+
+/** The live responses of a store (`Store.responses`): the file store's response log, or PostgreSQL's rows. */
+export interface LiveResponses {
   /**
    * D-35: begins a live response, durably (start-up finds it if the process dies), unless its
    * conversation already has one: then nothing is begun and the running one's id is returned.
    */
-  beginResponse(start: LiveResponseStart): Promise<{ running?: string }>;
+  begin(start: LiveResponseStart): Promise<{ running?: string }>;
   /** Appends the next event (its sequence number is its position, D-16); a terminal event ends the response. */
-  appendResponseEvent(id: string, event: UnsequencedEvent): Promise<void>;
+  append(id: string, event: UnsequencedEvent): Promise<void>;
   /** What is known of a response: live, ended with its events, or ended and past D-36's retention. */
-  responseTrace(id: string): Promise<ResponseTrace | undefined>;
+  trace(id: string): Promise<ResponseTrace | undefined>;
   /**
    * The events after sequence number `after`, then the live ones as they come, until the terminal
    * one; ends early when `signal` aborts. Throws `ResponseEventsExpired` past the retention.
    */
-  followResponse(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent>;
+  follow(id: string, after: number, signal?: AbortSignal): AsyncIterable<UnsequencedEvent>;
   /** D-33: asks whoever produces the response to stop it (that instance saves it). */
   requestCancel(id: string): Promise<void>;
   /** Called when a cancel of `id` is asked (by any instance); returns the unsubscribe. */
@@ -168,12 +178,7 @@ export interface Store {
    * D-38: the responses live when the last process stopped (start-up saves them `interrupted`); on a
    * store shared by instances, those whose instance died, each handed to one caller only.
    */
-  unfinishedResponses(): Promise<ResponseTrace[]>;
-  /**
-   * How often a running instance looks for responses whose instance died (D-38, by
-   * `unfinishedResponses`); none when one process owns the data (the file store: start-up only).
-   */
-  readonly sweepMs?: number;
+  unfinished(): Promise<ResponseTrace[]>;
 }
 
 /** A live response as begun: where it belongs and what it was asked (to save it if it is interrupted). */

@@ -40,22 +40,22 @@ async function several(n: number): Promise<PgStore[]> {
 test('a response produced on one instance is followed and cancelled from another; D-35 holds across them', async () => {
   const [a, b] = await two();
   try {
-    assert.deepEqual(await a.beginResponse(start('resp_x')), {});
-    assert.deepEqual(await b.beginResponse(start('resp_y')), { running: 'resp_x' });
-    const asked = new Promise<void>((resolve) => a.onCancelRequest('resp_x', resolve));
-    await b.requestCancel('resp_x');
+    assert.deepEqual(await a.responses.begin(start('resp_x')), {});
+    assert.deepEqual(await b.responses.begin(start('resp_y')), { running: 'resp_x' });
+    const asked = new Promise<void>((resolve) => a.responses.onCancelRequest('resp_x', resolve));
+    await b.responses.requestCancel('resp_x');
     await asked;
-    await a.appendResponseEvent('resp_x', ev('response.created', 0));
+    await a.responses.append('resp_x', ev('response.created', 0));
     const followed = (async () => {
       const got: number[] = [];
-      for await (const e of b.followResponse('resp_x', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
+      for await (const e of b.responses.follow('resp_x', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
       return got;
     })();
-    await a.appendResponseEvent('resp_x', ev('response.output_text.delta', 1));
-    await a.appendResponseEvent('resp_x', ev('response.failed', 2));
+    await a.responses.append('resp_x', ev('response.output_text.delta', 1));
+    await a.responses.append('resp_x', ev('response.failed', 2));
     assert.deepEqual(await followed, [0, 1, 2]);
-    assert.deepEqual((await b.responseTrace('resp_x'))!.start.input, { content: 'hi', metadata: { k: 'v' } });
-    await assert.rejects(b.appendResponseEvent('resp_x', ev('response.completed', 3)), /not a live response of this instance/);
+    assert.deepEqual((await b.responses.trace('resp_x'))!.start.input, { content: 'hi', metadata: { k: 'v' } });
+    await assert.rejects(b.responses.append('resp_x', ev('response.completed', 3)), /not a live response of this instance/);
   } finally {
     await Promise.all([a.close(), b.close()]);
   }
@@ -64,17 +64,17 @@ test('a response produced on one instance is followed and cancelled from another
 test('D-38: a response whose instance died is handed to start-up once its lease expired, with its events, and only then', async () => {
   const [a, b] = await two();
   try {
-    await a.beginResponse(start('resp_dead'));
-    await a.appendResponseEvent('resp_dead', ev('response.created', 0));
-    assert.deepEqual(await b.unfinishedResponses(), [], 'a live lease is left to its owner');
+    await a.responses.begin(start('resp_dead'));
+    await a.responses.append('resp_dead', ev('response.created', 0));
+    assert.deepEqual(await b.responses.unfinished(), [], 'a live lease is left to its owner');
     // Instance a stops renewing (as a kill -9 leaves it): its lease runs out.
     await a.sql`UPDATE live_responses SET lease_until = 0 WHERE id = 'resp_dead'`;
-    const taken = await b.unfinishedResponses();
+    const taken = await b.responses.unfinished();
     assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length, t.ended]), [['resp_dead', 1, false]]);
-    assert.deepEqual(await a.unfinishedResponses(), [], 'taken over once');
-    await assert.rejects(a.appendResponseEvent('resp_dead', ev('response.output_text.delta', 1)), /another took it over/, 'the first owner writes no more');
-    await b.appendResponseEvent('resp_dead', ev('response.failed', 1));
-    assert.equal((await a.responseTrace('resp_dead'))!.ended, true);
+    assert.deepEqual(await a.responses.unfinished(), [], 'taken over once');
+    await assert.rejects(a.responses.append('resp_dead', ev('response.output_text.delta', 1)), /another took it over/, 'the first owner writes no more');
+    await b.responses.append('resp_dead', ev('response.failed', 1));
+    assert.equal((await a.responses.trace('resp_dead'))!.ended, true);
   } finally {
     await Promise.all([a.close(), b.close()]);
   }
@@ -103,17 +103,17 @@ test('D-38: an instance restarted after a kill -9 hands start-up the responses t
   const url = await freshDatabase();
   const dead = new PgStore({ url, max: 2 });
   await dead.open();
-  await dead.beginResponse(start('resp_cut'));
-  await dead.appendResponseEvent('resp_cut', ev('response.created', 0));
+  await dead.responses.begin(start('resp_cut'));
+  await dead.responses.append('resp_cut', ev('response.created', 0));
   // As a kill -9 leaves it: the lease is still running, nothing ended the response.
   await dead.sql.end({ timeout: 0 });
   const next = new PgStore({ url, max: 2 });
   await next.open();
   try {
-    const taken = await next.unfinishedResponses();
+    const taken = await next.responses.unfinished();
     assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length]), [['resp_cut', 1]]);
-    await next.appendResponseEvent('resp_cut', ev('response.failed', 1));
-    assert.equal((await next.responseTrace('resp_cut'))!.ended, true);
+    await next.responses.append('resp_cut', ev('response.failed', 1));
+    assert.equal((await next.responses.trace('resp_cut'))!.ended, true);
   } finally {
     await next.close();
   }
@@ -216,11 +216,11 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
   try {
     await dead!.putConversation(record('conv_s1', { seq: 1 }));
     await dead!.putConversation(record('conv_s2', { seq: 2 }));
-    await dead!.beginResponse(start('resp_orphan', 'conv_s1'));
-    await dead!.appendResponseEvent('resp_orphan', { event: 'response.created', data: { id: 'resp_orphan' } } as unknown as UnsequencedEvent);
-    await dead!.appendResponseEvent('resp_orphan', { event: 'response.output_text.delta', data: { output_index: 0, delta: 'half a rep' } } as unknown as UnsequencedEvent);
+    await dead!.responses.begin(start('resp_orphan', 'conv_s1'));
+    await dead!.responses.append('resp_orphan', { event: 'response.created', data: { id: 'resp_orphan' } } as unknown as UnsequencedEvent);
+    await dead!.responses.append('resp_orphan', { event: 'response.output_text.delta', data: { output_index: 0, delta: 'half a rep' } } as unknown as UnsequencedEvent);
     // A live instance's response, its lease running: never taken.
-    await c!.beginResponse(start('resp_alive', 'conv_s2'));
+    await c!.responses.begin(start('resp_alive', 'conv_s2'));
     const persisted = Promise.race(services.map((s) => once(s.events, 'persisted')));
     for (const s of services) s.sweep(10);
     // As a kill -9: its connections close, nothing more is written; its lease still runs.
@@ -232,10 +232,10 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     const file = await b!.readConversationFile('conv_s1');
     assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error?.code]), [['resp_orphan', 'failed', 'interrupted']], 'saved once');
     assert.equal((file.items.at(-1) as { content?: { text?: string }[] }).content?.[0]?.text, 'half a rep', 'with what it produced');
-    const trace = (await c!.responseTrace('resp_orphan'))!;
+    const trace = (await c!.responses.trace('resp_orphan'))!;
     assert.equal(trace.ended, true);
     assert.deepEqual(trace.events!.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.failed'], 'one terminal event');
-    assert.equal((await b!.responseTrace('resp_alive'))!.ended, false, "the live instance's response is left to it");
+    assert.equal((await b!.responses.trace('resp_alive'))!.ended, false, "the live instance's response is left to it");
   } finally {
     await Promise.all(services.map((s) => s.stopSweeping()));
     await Promise.all([b!.close(), c!.close()]);

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ReservedSql, Sql } from 'postgres';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { ResponseEventsExpired, TERMINAL_EVENTS, type LiveResponseStart, type ResponseTrace } from '../types.ts';
+import { ResponseEventsExpired, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
 
 const EVENTS = 'parley_response_events';
 const CANCELS = 'parley_response_cancel';
@@ -35,7 +35,7 @@ const startOf = (r: Row): LiveResponseStart => ({
   input: JSON.parse(r.input) as LiveResponseStart['input'],
 });
 
-export class PgResponses {
+export class PgResponses implements LiveResponses {
   /** This instance, as the owner of the responses it produces. */
   private readonly owner = randomUUID();
   /** Responses produced here: the next event's sequence number, and the appends in order. */
@@ -93,7 +93,7 @@ export class PgResponses {
       const [running] = await this.sql<{ id: string }[]>`SELECT id FROM live_responses WHERE conversation_id = ${start.conversation_id} AND ended_at IS NULL`;
       if (running) return { running: running.id };
       // It ended between the two statements: try again (or the id itself was taken).
-      if (attempt > 0) throw new Error(`beginResponse: ${start.id} already exists`);
+      if (attempt > 0) throw new Error(`responses.begin: ${start.id} already exists`);
     }
   }
 
