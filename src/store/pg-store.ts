@@ -312,16 +312,20 @@ export class PgStore implements Store {
   }
 
   async readConversationFile(id: string): Promise<ConversationFile & { bytes: number }> {
-    const [items, responses, row] = await Promise.all([
-      this.sql<{ body: string }[]>`SELECT body FROM items WHERE conversation_id = ${id} ORDER BY pos`,
-      this.sql<{ body: string }[]>`SELECT body FROM responses WHERE conversation_id = ${id} ORDER BY pos`,
-      this.sql<{ history_bytes: string }[]>`SELECT history_bytes FROM conversations WHERE id = ${id}`,
-    ]);
-    return {
-      items: items.map((r) => JSON.parse(r.body) as ItemT),
-      responses: responses.map((r) => JSON.parse(r.body) as ResponseRecord),
-      bytes: Number(row[0]?.history_bytes ?? 0),
-    };
+    // One statement: one round trip, one pooled connection, and one snapshot (an exchange saved
+    // meanwhile is seen whole or not at all).
+    const rows = await this.sql<{ k: number; body: string }[]>`
+      SELECT 0 AS k, pos, body FROM items WHERE conversation_id = ${id}
+      UNION ALL SELECT 1, pos, body FROM responses WHERE conversation_id = ${id}
+      UNION ALL SELECT 2, 0, history_bytes::text FROM conversations WHERE id = ${id}
+      ORDER BY k, pos`;
+    const file: ConversationFile & { bytes: number } = { items: [], responses: [], bytes: 0 };
+    for (const r of rows) {
+      if (r.k === 0) file.items.push(JSON.parse(r.body) as ItemT);
+      else if (r.k === 1) file.responses.push(JSON.parse(r.body) as ResponseRecord);
+      else file.bytes = Number(r.body);
+    }
+    return file;
   }
 
   /** Ping for the health endpoint: resolves when the database answers. */
