@@ -38,7 +38,7 @@ export interface RateCount {
   now: number;
   /** Counted (false: refused, and nothing changed). */
   taken: boolean;
-  /** Requests in the last minute before this one. */
+  /** Requests in the last minute before this one (a full window may count as just `perMinute`). */
   inMinute: number;
   /** Start (ms, UTC midnight) of the day, and its count before this request. */
   day: number;
