@@ -42,11 +42,11 @@ export class PgRateCounts implements RateCounts {
     const scope = this.scope;
     return this.sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${RATE_LOCK_CLASS}, hashtext(${`${scope}:${key}`}))`;
-      // Read after the lock: every count committed before this one is seen (read committed).
+      // Read after the lock: every count committed before this one is seen (read committed). Only the
+      // newest perMinute are read, from the index: whether the window is full is all a count needs,
+      // so its cost is bounded by the plan, not by the traffic.
       const [f] = await tx<Found[]>`
         WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now),
-             -- The newest perMinute only, from the index: whether the window is full is all a count
-             -- needs, so its cost is bounded by the plan, not by the traffic.
              w AS (SELECT at FROM rate_events, c WHERE scope = ${scope} AND key = ${key} AND at > c.now - ${MINUTE}
                    ORDER BY at DESC LIMIT ${Math.max(1, perMinute)})
         SELECT c.now,
