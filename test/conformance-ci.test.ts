@@ -15,12 +15,11 @@ import { isCounted, Pacer, parseRate, retryAfterMs } from '../conformance/pace.t
 import { CaseContext, type RunState } from '../conformance/context.ts';
 import { cleanUp, exitCode, PreflightError, render, resolveProfile, runConformance, type CaseResult, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
-import { FIXTURES_DIR, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { FIXTURES_DIR, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
 import { startMutantProxy, type MutantHooks } from './support/mutant-proxy.ts';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
-const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
 
 let s: TestServer;
 let target: Target;

@@ -2,16 +2,13 @@
 // checked, the REFERENCE cases of §5.4 against the reference server (and skipped without the keys
 // they need), and everything they create deleted at the end.
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PreflightError, runConformance, selectCases } from '../conformance/run.ts';
 import { parseTarget } from '../conformance/target.ts';
-import { FIXTURES_DIR, startTestServer, type TestServer } from './support/helpers.ts';
+import { startTestServer, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
 import { startMutantProxy } from './support/mutant-proxy.ts';
 import { MUTANTS } from './support/mutants.ts';
 
-const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
 const WIDGET_CASES = selectCases({ profile: 'reference', only: 'S5.4-*' }).map((c) => c.id);
 
 let s: TestServer;

@@ -12,12 +12,11 @@ import { generateDocs } from '../../conformance/docs.ts';
 import { describeResponse } from '../../conformance/evidence.ts';
 import type { Exchange } from '../../conformance/http.ts';
 import { lookalike } from '../../conformance/cases/common.ts';
-import { FIXTURES_DIR, NO_COVERAGE, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+import { FIXTURES_DIR, NO_COVERAGE, startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from '../support/helpers.ts';
 import { startMutantProxy } from '../support/mutant-proxy.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
 
 let s: TestServer;
 let target: Target;

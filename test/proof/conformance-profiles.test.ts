@@ -1,13 +1,9 @@
 // Long proof: the whole conformance suite, in both profiles, against the reference server.
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runConformance, selectCases, type RunResults } from '../../conformance/run.ts';
 import { parseTarget, type Target } from '../../conformance/target.ts';
-import { FIXTURES_DIR, startTestServer, type TestServer } from '../support/helpers.ts';
-
-const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
+import { startTestServer, type TestServer, TARGET_JSON as targetJson } from '../support/helpers.ts';
 
 let s: TestServer;
 let target: Target;

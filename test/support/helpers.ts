@@ -9,7 +9,9 @@ import { freshDatabase, stopPostgres } from './postgres.ts';
 import { startParley, type Parley, type ParleyOptions } from '../../src/app.ts';
 
 export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../../fixtures');
-export const TARGET = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8')) as {
+/** The fixtures' conformance target file, as read (the suite's tests build Targets from it). */
+export const TARGET_JSON = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
+export const TARGET = TARGET_JSON as {
   api_key: string;
   app_id: string;
   publishable_key: string;
