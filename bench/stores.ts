@@ -274,7 +274,7 @@ const ratio = (a: number | undefined, b: number | undefined) => (a === undefined
  * another machine) and statements per request (which do not depend on the machine at all).
  */
 export const STORE_TARGETS: Partial<Record<Operation, { vsFile?: number; scale?: number; statements?: number }>> = {
-  get: { vsFile: 0.4, scale: 0.8, statements: 4 },
+  get: { vsFile: 0.4, scale: 0.8, statements: 2 },
   list: { vsFile: 0.15, scale: 0.8, statements: 1 },
   rename: { vsFile: 0.1, scale: 0.8, statements: 4 },
   send: { vsFile: 0.05, scale: 0.8, statements: 64 },
