@@ -1,7 +1,7 @@
 // `parley chat` in a real terminal (D-64): tmux runs it in a 100×30 pane, keys are typed with send-keys,
 // the screen is read with capture-pane. Line editing, Ctrl-C on a half-typed line, """ blocks, a pasted
 // block as one message, slash commands, replies wrapped at word boundaries, no status line, Ctrl-D, and
-// the history kept across sessions; and parley login's key, typed but never shown. Without tmux it skips on a developer's machine and fails under CI.
+// the history kept across sessions; and parley login's key, typed but never shown. Without tmux it fails with the reason (test/support/system.ts).
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -10,9 +10,10 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import { APP, KEY, NO_COVERAGE, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
 import { BIN } from '../support/cli-helpers.ts';
+import { needSystemTool } from '../support/system.ts';
 
-const HAVE_TMUX = spawnSync('tmux', ['-V']).status === 0;
-if (!HAVE_TMUX && process.env.CI) throw new Error('tmux is missing: .ci/run installs Debian\'s tmux package');
+/** Without tmux the tests fail with the reason, unless PARLEY_TEST_SKIP_MISSING=1 (test/support/system.ts). */
+const NO_TMUX = needSystemTool('tmux', ['-V'], 'tmux');
 
 const SOCKET = `parley-chat-test-${process.pid}`;
 let tmuxConf = '/dev/null';
@@ -24,7 +25,7 @@ let s: TestServer;
 let configHome: string;
 let script: string;
 before(async () => {
-  if (!HAVE_TMUX) return;
+  if (NO_TMUX) return;
   s = await startTestServer();
   configHome = await tempDir('parley-chat-config-');
   const dir = await tempDir('parley-chat-bin-');
@@ -36,7 +37,7 @@ before(async () => {
   await fs.writeFile(script, `#!/bin/sh\n${exports}\nexec "${process.execPath}" "${BIN}" chat "$@"\n`, { mode: 0o755 });
 });
 after(async () => {
-  if (!HAVE_TMUX) return;
+  if (NO_TMUX) return;
   spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
   await s.close();
 });
@@ -84,7 +85,7 @@ async function waitReplies(id: string, n: number, target: string): Promise<strin
   return until(target, (t) => t.trimEnd().split('\n').at(-1)!.trim() === '>>>', 'the prompt after a reply');
 }
 
-test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash commands, wrapping, Ctrl-D, history', { skip: !HAVE_TMUX && 'tmux is not installed', timeout: 180_000 }, async () => {
+test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash commands, wrapping, Ctrl-D, history', { skip: NO_TMUX, timeout: 180_000 }, async () => {
   const t = 'chat1';
   tmux('new-session', '-d', '-x', '100', '-y', '30', '-s', t, script);
   let text = await until(t, /^>>>/m, 'the first prompt');
@@ -176,7 +177,7 @@ test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash com
   await until(t2, () => dead(t2), '/bye');
 });
 
-test('parley login at a terminal: the key is typed but never shown, and the profile is saved', { skip: !HAVE_TMUX && 'tmux is not installed', timeout: 60_000 }, async () => {
+test('parley login at a terminal: the key is typed but never shown, and the profile is saved', { skip: NO_TMUX, timeout: 60_000 }, async () => {
   const home = await tempDir('parley-login-config-');
   const dir = await tempDir('parley-login-bin-');
   const login = path.join(dir, 'login.sh');

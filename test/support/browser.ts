@@ -1,6 +1,5 @@
 // Browser tests' helpers: Debian's Chromium driven by playwright-core (never a downloaded browser),
 // a host page server on another origin, and fixtures whose widgets allow that origin.
-import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,15 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { FIXTURES_DIR, tempDir } from './helpers.ts';
+import { needSystemTool } from './system.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 
-/** Without Chromium the tests skip on a developer's machine, and fail in CI (where .ci/run installs it). */
+/** Without Chromium the tests fail with the reason, unless PARLEY_TEST_SKIP_MISSING=1 (test/support/system.ts). */
 export function chromiumMissing(): string | false {
-  if (fs.existsSync(CHROMIUM)) return false;
-  if (process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium package`);
-  return `${CHROMIUM} is missing (apt-get install chromium)`;
+  return needSystemTool(CHROMIUM, ['--version'], 'chromium');
 }
 
 /** A browser profile of its own: one visitor (its own localStorage), in a fresh user data directory. */
