@@ -1,21 +1,19 @@
-// A test reporter that fails the run when a test file ran no test: node --test reports such a file `ok`
-// (a `before` hook that never settles, or a process that exits early, as a dependency's exit hook once
-// did on a spawn error). Run beside the usual reporter by `npm test` and `npm run test:proof`. Plain
-// JavaScript: node loads reporters before the `--import tsx` hook.
+// A test reporter that fails the run when a test file ran no test: node --test reports such a file as a
+// passing test named by the file's own path (a `before` hook that never settled, or a process that
+// exited early, as a dependency's exit hook once did on a spawn error). Run beside the usual reporter by
+// `npm test` and `npm run test:proof`. Plain JavaScript: node loads reporters before `--import tsx`.
 import path from 'node:path';
 
-/** @param {AsyncIterable<{ type: string, data?: { file?: string, name?: string, nesting?: number, details?: { type?: string } } }>} source */
+/** Node 20 names a file's own test by its absolute path, Node 22 and later relative to the working directory. */
+const namesItsFile = (name = '', file = '') => name === file || path.resolve(name) === file;
+
+/** @param {AsyncIterable<{ type: string, data?: { file?: string, name?: string, nesting?: number } }>} source */
 export default async function* zeroGuard(source) {
-  /** @type {Map<string, number>} */
-  const counts = new Map();
+  /** @type {string[]} */
+  const empty = [];
   for await (const { type, data } of source) {
-    const file = data?.file;
-    if (!file) continue;
-    // Each file is enqueued once under its own path (the test of its process's run).
-    if (type === 'test:enqueue' && data.nesting === 0 && data.name === file) counts.set(file, counts.get(file) ?? 0);
-    if ((type === 'test:pass' || type === 'test:fail') && data.name !== file && data.details?.type !== 'suite') counts.set(file, (counts.get(file) ?? 0) + 1);
+    if (type === 'test:pass' && data?.nesting === 0 && data.file && namesItsFile(data.name, data.file)) empty.push(path.relative(process.cwd(), data.file));
   }
-  const empty = [...counts].filter(([, n]) => n === 0).map(([f]) => path.relative(process.cwd(), f));
   if (empty.length === 0) return;
   process.exitCode = 1;
   yield `\nno test ran in ${empty.length === 1 ? 'this file' : 'these files'} (a hook that never settled, or a process that exited early): ${empty.join(', ')}\n`;
