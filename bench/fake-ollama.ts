@@ -9,7 +9,7 @@ const gapMs = Number(process.argv[3] ?? 1);
 const model = 'bench';
 
 function line(obj: unknown): string {
-  return JSON.stringify(obj) + '\n';
+  return `${JSON.stringify(obj)}\n`;
 }
 
 const server = http.createServer((req, res) => {

@@ -111,15 +111,22 @@ export async function seedPostgres(url: string, appId: string, total: number, on
         file.items.forEach((item, pos) => {
           const body = JSON.stringify(item);
           bytes += Buffer.byteLength(body) + 1;
-          items[0]!.push(record.id), items[1]!.push(pos), items[2]!.push(body);
+          items[0]!.push(record.id);
+          items[1]!.push(pos);
+          items[2]!.push(body);
         });
         file.responses.forEach((response, pos) => {
           const body = JSON.stringify(response);
           bytes += Buffer.byteLength(body) + 1;
-          responses[0]!.push(record.id), responses[1]!.push(pos), responses[2]!.push(response.id), responses[3]!.push(body);
+          responses[0]!.push(record.id);
+          responses[1]!.push(pos);
+          responses[2]!.push(response.id);
+          responses[3]!.push(body);
         });
         const row = [record.id, record.app_id, record.seq, record.created_at, record.external_user_id, record.title, JSON.stringify(record.generated_title), JSON.stringify(record.metadata), record.deleted_at, record.message_count, bytes, file.items.length, record.created_at];
-        row.forEach((v, c) => conv[c]!.push(v));
+        row.forEach((v, c) => {
+          conv[c]!.push(v);
+        });
       }
       await sql.begin(async (tx) => {
         await tx.unsafe(

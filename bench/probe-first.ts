@@ -18,9 +18,9 @@ p.http.server.prependListener('request', (req: http.IncomingMessage, res: http.S
   const w = res.write;
   let done = false;
   const mark = () => { if (!done && req.method === 'POST') { done = true; server.push(performance.now() - t0); } };
-  res.write = function (this: http.ServerResponse, ...a: unknown[]) { mark(); return (w as Function).apply(this, a); } as never;
+  res.write = function (this: http.ServerResponse, ...a: unknown[]) { mark(); return Reflect.apply(w, this, a); } as never;
   const e = res.end;
-  res.end = function (this: http.ServerResponse, ...a: unknown[]) { mark(); return (e as Function).apply(this, a); } as never;
+  res.end = function (this: http.ServerResponse, ...a: unknown[]) { mark(); return Reflect.apply(e, this, a); } as never;
 });
 const AUTH = 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });

@@ -34,7 +34,7 @@ const ollamaFetch = (async (input: any, init: any) => {
   return r;
 }) as typeof fetch;
 const p = await startParley({ dataDir: dir, port: 0, logger: pino({ level: 'silent' }), model: 'ollama:bench', ollamaHost: `http://127.0.0.1:${fake.ready.port}`, ollamaFetch } as never);
-p.http.server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+p.http.server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
   t0 = performance.now();
   seen = new Set();
   const w = res.write;
@@ -43,7 +43,7 @@ p.http.server.prependListener('request', (req: http.IncomingMessage, res: http.S
     n++;
     if (n === 1) mark('created written');
     if (String(a[0]).includes('output_text.delta')) mark('first delta written');
-    return (w as Function).apply(this, a);
+    return Reflect.apply(w, this, a);
   } as never;
 });
 const idem = p.idempotency as any;

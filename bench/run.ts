@@ -10,7 +10,7 @@ import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
 import { measureStores, storesMarkdown, type StoresConfig, type StoresResult } from './stores.ts';
-import { interleaved, load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
+import { interleaved, type load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -55,7 +55,7 @@ interface Figure {
 }
 
 function log(text: string): void {
-  process.stdout.write(text + '\n');
+  process.stdout.write(`${text}\n`);
 }
 
 function fmtLoad(r: LoadResult): string {

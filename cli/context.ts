@@ -1,7 +1,7 @@
 // Global options (flags, then environment, then defaults) and the client they configure.
 import { Option, type Command } from 'commander';
 import { DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
-import { Output, processIo, UsageError, type CliIo } from './io.ts';
+import { type Output, processIo, UsageError, type CliIo } from './io.ts';
 import { activeProfile } from './profiles.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787/v1';

@@ -96,7 +96,7 @@ export class Output {
   }
 
   line(text = ''): void {
-    this.out(text + '\n');
+    this.out(`${text}\n`);
   }
 
   /** Ends the current stdout line if text is pending on it. */
@@ -108,7 +108,7 @@ export class Output {
   note(text: string): void {
     if (this.closed) return;
     if (!this.#stdoutAtLineStart && this.stdout.isTTY && this.stderr.isTTY) this.endLine();
-    this.stderr.write(this.redact(text.endsWith('\n') ? text : text + '\n'));
+    this.stderr.write(this.redact(text.endsWith('\n') ? text : `${text}\n`));
   }
 
   get isTTY(): boolean {

@@ -51,7 +51,7 @@ export function writeConfig(env: NodeJS.ProcessEnv, config: ConfigFile): string 
   const file = configPath(env);
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
+  fs.writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   // The mode given to open() is masked by the umask; 0600 is narrower than any umask leaves, but say it.
   fs.chmodSync(tmp, 0o600);
   fs.renameSync(tmp, file);

@@ -30,12 +30,12 @@ export function ago(seconds: number | undefined, nowMs = Date.now()): string {
 export function table(rows: string[][], header: string[]): string {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
-  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+  return `${all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n')}\n`;
 }
 
 export function truncate(s: string, n: number): string {
   const flat = s.replace(/\s+/g, ' ');
-  return flat.length > n ? flat.slice(0, n - 1) + '…' : flat;
+  return flat.length > n ? `${flat.slice(0, n - 1)}…` : flat;
 }
 
 /** The title a person would call the conversation by: the custom one, else a generated one. */
@@ -59,7 +59,7 @@ export function shown(v: unknown): string {
 
 export function keyValues(pairs: Array<[string, string]>): string {
   const w = Math.max(...pairs.map(([k]) => k.length));
-  return pairs.map(([k, v]) => `${(k + ':').padEnd(w + 1)} ${v}`).join('\n') + '\n';
+  return `${pairs.map(([k, v]) => `${(`${k}:`).padEnd(w + 1)} ${v}`).join('\n')}\n`;
 }
 
 export function conversationSummary(c: Conversation): string {
@@ -89,7 +89,7 @@ function callLine(name: unknown, args: unknown): string {
 
 function patchLine(data: unknown): string {
   const patch = (data as { patch?: { op?: string; path?: string; value?: unknown } })?.patch ?? {};
-  const value = patch.value === undefined ? '' : ' ' + truncate(JSON.stringify(patch.value), 100);
+  const value = patch.value === undefined ? '' : ` ${truncate(JSON.stringify(patch.value), 100)}`;
   return `◆ data_spec ${patch.op ?? '?'} ${patch.path ?? '?'}${value}`;
 }
 
@@ -112,7 +112,7 @@ export function conversationWithHistory(c: ConversationWithItems): string {
   const lines = [conversationSummary(c).trimEnd(), ''];
   if (c.items.length === 0) lines.push('(no messages yet)');
   for (const item of c.items) lines.push(itemText(item));
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** A non-streamed response: text on stdout, calls, patches and unknown items on stderr, a failure as exit 1. */

@@ -66,6 +66,6 @@ export function baselineText(run: RunResults): string {
     const why = r.expectedFailure ?? (r.status === 'errored' ? `blocked by precondition "${r.blockedBy}"` : (r.failure?.message ?? 'failed').split('\n')[0]!);
     lines.push(`${r.id} ${why.length > 200 ? `${why.slice(0, 199)}…` : why}`);
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 

@@ -52,8 +52,8 @@ export interface Io {
 }
 
 const processIo: Io = {
-  out: (l) => process.stdout.write(l + '\n'),
-  err: (l) => process.stderr.write(l + '\n'),
+  out: (l) => process.stdout.write(`${l}\n`),
+  err: (l) => process.stderr.write(`${l}\n`),
 };
 
 export function conformanceCommand(io: Io = processIo): Command {
@@ -143,7 +143,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       ratePerSecond: o.rateLimit,
       ...(baseline ? { expectedFailures: { baseline, file: o.expectedFailures! } } : {}),
     });
-    if (o.out) await fs.writeFile(o.out, render(run, o.reporter) + '\n');
+    if (o.out) await fs.writeFile(o.out, `${render(run, o.reporter)}\n`);
     if (o.writeBaseline) {
       await fs.writeFile(o.writeBaseline, baselineText(run));
       io.err(`conformance: wrote ${run.summary.failed + run.summary.errored} expected failures to ${o.writeBaseline}`);

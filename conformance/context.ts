@@ -2,7 +2,7 @@
 // carry the exchange that broke them, run-level memos (baselines) and the list of what to clean up.
 import type { z } from 'zod';
 import * as C from '../src/contract/index.ts';
-import { HttpClient, TransportError, type Exchange, type OutgoingRequest } from './http.ts';
+import { type HttpClient, TransportError, type Exchange, type OutgoingRequest } from './http.ts';
 import { targetValue, type Target, type TargetKey } from './target.ts';
 
 export type Profile = 'spec' | 'reference';
@@ -273,7 +273,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   if (ka.length !== kb.length) return false;
-  return ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 export function defineCases(section: string, cases: Array<Omit<CaseDef, 'section'>>): CaseDef[] {

@@ -74,7 +74,7 @@ export function describeResponse(ex: Exchange, max = 1500): string {
     body = `${body.slice(0, head)}… (${body.length - max} characters left out)${tail > 0 ? ` …${body.slice(-tail)}` : ''}`;
   }
   const end = ex.sse ? (ex.sse.ended ? '' : `\n(stream not finished: ${ex.sse.timedOut ?? 'cut short'})`) : '';
-  return `HTTP ${ex.status}${headers.length ? '\n' + headers.join('\n') : ''}\n\n${body}${end}`;
+  return `HTTP ${ex.status}${headers.length ? `\n${headers.join('\n')}` : ''}\n\n${body}${end}`;
 }
 
 function parsedOr(text: string | undefined): unknown {
@@ -108,8 +108,11 @@ const ID_KEYS = new Set(['id', 'first_id', 'last_id', 'conversation_id', 'token'
 
 /** Ids in a JSON answer, with the path that reaches each: `id`, `data.0.id`, `last_id`. */
 function idsIn(value: unknown, at: string[] = [], out: Array<[string, string]> = []): Array<[string, string]> {
-  if (Array.isArray(value)) value.forEach((v, i) => idsIn(v, [...at, String(i)], out));
-  else if (value && typeof value === 'object') {
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => {
+      idsIn(v, [...at, String(i)], out);
+    });
+  } else if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
       if (typeof v === 'string' && ID_KEYS.has(k) && v.length >= 6) out.push([v, [...at, k].join('.')]);
       else if (typeof v === 'object') idsIn(v, [...at, k], out);
@@ -159,5 +162,5 @@ export function reproduction(exchanges: Exchange[], keys: KeyName[], baseUrl: st
       lines.push(`${name}=$(printf '%s' "$R${n}" | json_get ${shellQuote(at)})   # ${value} in the run`);
     });
   });
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -113,5 +113,5 @@ export function unmatchedPatterns(only: string | string[] | undefined, profile: 
 export function selectCases(opts: { profile: Profile; only?: string | string[]; skip?: string | string[] }): CaseDef[] {
   const only = globMatcher(opts.only);
   const skip = globMatcher(opts.skip);
-  return CASES.filter((c) => (opts.profile === 'reference' || c.level === 'MUST') && (!only || only(c.id)) && !(skip && skip(c.id)));
+  return CASES.filter((c) => (opts.profile === 'reference' || c.level === 'MUST') && (!only || only(c.id)) && !(skip?.(c.id)));
 }

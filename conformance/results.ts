@@ -3,7 +3,6 @@
 import type { Level, Profile } from './context.ts';
 
 export type Outcome = 'passed' | 'failed' | 'skipped' | 'errored';
-const OUTCOMES: readonly Outcome[] = ['passed', 'failed', 'skipped', 'errored'];
 
 /** One request and its response, as the JSON report carries it (the key replaced by `$API_KEY`). */
 export interface EvidenceExchange {

@@ -7,7 +7,7 @@ import { describeResponse, exchangeCurl, reproduction, toEvidence, type KeyName 
 import { HttpClient, type Exchange } from './http.ts';
 import { Pacer } from './pace.ts';
 import { preflight } from './preflight.ts';
-import { selectCases, sectionTitle, unmatchedPatterns } from './registry.ts';
+import { selectCases, unmatchedPatterns } from './registry.ts';
 import type { CaseResult, FailureDetail, PreconditionResult, RunResults, Summary } from './results.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION, TARGET_FORMAT_VERSION } from './version.ts';
@@ -111,7 +111,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
 
   try {
     const warnings = [...(target.ignoredKeys ? [`the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`] : []), ...(await preflight(http, target, { widget: cases.some((c) => c.needs?.includes('widget')) }))];
-    warnings.forEach((w) => opts.onWarning?.(w));
+    for (const w of warnings) opts.onWarning?.(w);
 
     const repeat = Math.max(1, opts.repeat ?? 1);
     const merged = new Map<string, CaseResult>();
@@ -192,13 +192,15 @@ function watchForStop(stop: AbortController, opts: RunOptions): () => void {
   opts.signal?.addEventListener('abort', onAbort, { once: true });
   const signals = opts.handleSignals === false ? [] : (['SIGINT', 'SIGTERM'] as const);
   const handlers = signals.map((name) => [name, () => stopOn(name)] as const);
-  const unlisten = () => handlers.forEach(([name, h]) => process.removeListener(name, h));
+  const unlisten = () => {
+    for (const [name, h] of handlers) process.removeListener(name, h);
+  };
   const stopOn = (name: string) => {
     // The second signal finds no listener and ends the process the usual way.
     unlisten();
     stop.abort(name);
   };
-  handlers.forEach(([name, h]) => process.on(name, h));
+  for (const [name, h] of handlers) process.on(name, h);
   return () => {
     opts.signal?.removeEventListener('abort', onAbort);
     unlisten();

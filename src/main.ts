@@ -2,13 +2,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startParley } from './app.ts';
+import { startParley, type Parley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
-import { ConfigError, HelpRequested, USAGE, loadConfig } from './config.ts';
+import { ConfigError, HelpRequested, USAGE, loadConfig, type Config } from './config.ts';
 import { StoreError } from './store/types.ts';
 
 export async function serve(argv: string[]): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig(argv, process.env);
   } catch (err) {
@@ -23,7 +23,7 @@ export async function serve(argv: string[]): Promise<void> {
     throw err;
   }
   limitHeapGrowth();
-  let parley;
+  let parley: Parley;
   try {
     parley = await startParley(config);
   } catch (err) {
@@ -90,7 +90,7 @@ function banner(baseUrl: string, fixturesDir: string, playgroundUrl: string | nu
   } catch {
     // Custom fixtures without a target file: nothing more to show.
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('src/main.ts')) {

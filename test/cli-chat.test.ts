@@ -19,7 +19,7 @@ async function userMessages(id: string): Promise<string[]> {
 
 describe('parley chat, piped', () => {
   test('""" blocks are one message; /metadata, /json, /new, /help and /bye; an unknown command is not sent', async () => {
-    const input = ['"""', 'line one', 'line two"""', '/metadata {"plan":"pro"}', 'hello', '/metadata', '/json', 'hi', '/nope', '/help', '/new', 'in the new one', '/bye', 'never sent'].join('\n') + '\n';
+    const input = `${['"""', 'line one', 'line two"""', '/metadata {"plan":"pro"}', 'hello', '/metadata', '/json', 'hi', '/nope', '/help', '/new', 'in the new one', '/bye', 'never sent'].join('\n')}\n`;
     const r = await runCli(['chat'], { env: serverEnv(s.baseUrl), input });
     assert.equal(r.code, 2, 'the unknown command is the worst failure of the session');
     const ids = [...r.stderr.matchAll(/conversation (conv_\w+)/g)].map((m) => m[1]!);

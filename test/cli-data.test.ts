@@ -37,7 +37,7 @@ async function seeded(): Promise<string> {
     apply: (r) => ({ message_count: r.message_count + 1 }),
   });
   await store.close();
-  await fs.writeFile(path.join(dir, 'usage.jsonl'), JSON.stringify({ t: 'usage', app_id: 'app_demo', kind: 'completion', id: 'cmpl_1', at: 1_700_000_002, input_tokens: 1, output_tokens: 2 }) + '\n');
+  await fs.writeFile(path.join(dir, 'usage.jsonl'), `${JSON.stringify({ t: 'usage', app_id: 'app_demo', kind: 'completion', id: 'cmpl_1', at: 1_700_000_002, input_tokens: 1, output_tokens: 2 })}\n`);
   return dir;
 }
 
@@ -82,7 +82,7 @@ test('a clash, an unknown version, a file cut short: exit 1 naming the id or the
   const newer = await runCli(['data', 'import', '-', '--data-dir', b], { input: v9 });
   assert.equal(newer.code, 1);
   assert.match(newer.stderr, /^error: stdin: line 1: format version 9 is not supported: this Parley reads version 1/);
-  const cut = await runCli(['data', 'import', '-', '--data-dir', b], { input: lines.slice(0, 3).join('\n') + '\n' });
+  const cut = await runCli(['data', 'import', '-', '--data-dir', b], { input: `${lines.slice(0, 3).join('\n')}\n` });
   assert.equal(cut.code, 1);
   assert.match(cut.stderr, /line 3: the file ends without its end line: it was cut short/);
   const empty = new FileStore({ dataDir: b });

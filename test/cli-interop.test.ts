@@ -45,7 +45,7 @@ describe('answers the interface allows', { concurrency: false }, () => {
     api.handle((_req, res) => sendJson(res, DEFAULTS_ONLY));
     const j = await run(['send', 'c1', 'hi', '--json']);
     assert.equal(j.code, 0, j.stderr);
-    assert.equal(j.stdout, DEFAULTS_ONLY + '\n');
+    assert.equal(j.stdout, `${DEFAULTS_ONLY}\n`);
     assert.equal(j.stderr, '');
     const h = await run(['send', 'c1', 'hi']);
     assert.equal(h.code, 0, h.stderr);
@@ -56,7 +56,7 @@ describe('answers the interface allows', { concurrency: false }, () => {
     api.handle((_req, res) => sendJson(res, ODD_ITEMS));
     const j = await run(['send', 'c1', 'hi', '--json']);
     assert.equal(j.code, 0, j.stderr);
-    assert.equal(j.stdout, ODD_ITEMS + '\n');
+    assert.equal(j.stdout, `${ODD_ITEMS}\n`);
     assert.match(j.stderr, new RegExp(`^warning: the answer of POST ${api.baseUrl}/apps/app_x/conversations/c1 does not match the interface: output\\.0`, 'm'));
     const h = await run(['send', 'c1', 'hi']);
     assert.equal(h.code, 0, h.stderr);
@@ -70,7 +70,7 @@ describe('answers the interface allows', { concurrency: false }, () => {
     api.handle((_req, res) => sendJson(res, body));
     const j = await run(['conversations', 'get', 'c7', '--json']);
     assert.equal(j.code, 0, j.stderr);
-    assert.equal(j.stdout, body + '\n');
+    assert.equal(j.stdout, `${body}\n`);
     assert.match(j.stderr, /^warning: .* does not match the interface: generated_title/m);
     const h = await run(['conversations', 'get', 'c7']);
     assert.equal(h.code, 0, h.stderr);
@@ -83,7 +83,7 @@ describe('answers the interface allows', { concurrency: false }, () => {
     api.handle((_req, res) => sendJson(res, body));
     const j = await run(['send', 'c1', 'hi', '--json']);
     assert.equal(j.code, 1);
-    assert.equal(j.stdout, body + '\n');
+    assert.equal(j.stdout, `${body}\n`);
     assert.match(j.stderr, new RegExp(`^error: invalid_response: the server's answer is not usable: id: .* \\(${api.baseUrl}/apps/app_x/conversations/c1\\)$`, 'm'));
     const h = await run(['send', 'c1', 'hi']);
     assert.equal(h.code, 1);
@@ -105,7 +105,7 @@ describe('answers the interface allows', { concurrency: false }, () => {
     ] as const) {
       const r = await run([...args]);
       assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout, bodies[key] + '\n', key);
+      assert.equal(r.stdout, `${bodies[key]}\n`, key);
     }
   });
 });

@@ -33,7 +33,7 @@ async function startCuttingProxy(upstream: string, cutAfter: number): Promise<{ 
         if (blocks.length > cutAfter) {
           state.cuts++;
           // Cut once the events before the cut have left.
-          res.write(blocks.slice(0, cutAfter).join('\n\n') + '\n\n', () => res.socket?.destroy());
+          res.write(`${blocks.slice(0, cutAfter).join('\n\n')}\n\n`, () => res.socket?.destroy());
           return;
         }
         continue;

@@ -55,7 +55,7 @@ describe('help', () => {
       // addHelpText('after') listens for this event; capture its text the way commander prints it.
       (c as unknown as NodeJS.EventEmitter).emit('afterHelp', { error: false, command: c, write: (s: string) => (after += s) });
       assert.match(after, /Examples?:\n/, `${c.name()} has no example`);
-      assert.match(after, /^  (.*\| )?parley \S/m, `${c.name()} has no example`);
+      assert.match(after, /^ {2}(.*\| )?parley \S/m, `${c.name()} has no example`);
     }
   });
 });
@@ -283,7 +283,7 @@ describe('serve and conformance', { concurrency: 2 }, () => {
       assert.match(r.stdout, /^Usage: parley conformance \[options\]/m);
       assert.match(r.stdout, /--timeout <ms>\s+per request, in milliseconds/);
       assert.match(r.stdout, /Examples?:\n/);
-      assert.match(r.stdout, /^  parley conformance --target \S+/m);
+      assert.match(r.stdout, /^ {2}parley conformance --target \S+/m);
     } else {
       assert.equal(r.code, 2);
       assert.match(r.stderr, /^error: conformance suite not available/m);

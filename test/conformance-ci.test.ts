@@ -282,7 +282,11 @@ describe('hosted servers', () => {
   test('--rate-limit spaces every request; counted requests stay under 3,000 a minute by default', async () => {
     let now = 0;
     const waits: number[] = [];
-    const clock = { now: () => now, sleep: async (ms: number) => void (waits.push(ms), (now += Math.max(0, ms))) };
+    const clock = { now: () => now, sleep: async (ms: number) => {
+        waits.push(ms);
+        now += Math.max(0, ms);
+      },
+    };
     const paced = new Pacer({ perSecond: 5, ...clock });
     for (let i = 0; i < 3; i++) await paced.before('GET', '/apps/a/config');
     assert.deepEqual(waits, [0, 200, 200]);
@@ -319,7 +323,12 @@ describe('hosted servers', () => {
     assert.deepEqual(run.cleanup.failed, []);
 
     let calls = 0;
-    const always429 = await startMutantProxy(s.baseUrl, { request: (r) => (calls++, { status: 429, headers: { 'retry-after': r.path.endsWith('/metrics') ? '120' : '0' }, body: '{}' }) });
+    const always429 = await startMutantProxy(s.baseUrl, {
+      request: (r) => {
+        calls++;
+        return { status: 429, headers: { 'retry-after': r.path.endsWith('/metrics') ? '120' : '0' }, body: '{}' };
+      },
+    });
     try {
       const client = new HttpClient({ baseUrl: always429.baseUrl, apiKey: 'k', timeoutMs: 5000, totalMs: 5000, retry429: { max: 3, maxWaitMs: 60_000, unless: (p) => p.startsWith('/apps/app_limited/') } });
       assert.equal((await client.send({ method: 'GET', path: '/apps/app_limited/config' })).status, 429);

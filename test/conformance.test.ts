@@ -12,7 +12,7 @@ import { generateDocs } from '../conformance/docs.ts';
 import { describeResponse } from '../conformance/evidence.ts';
 import type { Exchange } from '../conformance/http.ts';
 import { lookalike } from '../conformance/cases/common.ts';
-import { NO_COVERAGE, startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
+import { NO_COVERAGE, startTestServer, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
 import { startMutantProxy } from './support/mutant-proxy.ts';
 
 const run = promisify(execFile);
@@ -196,7 +196,7 @@ describe('pieces', () => {
   });
 
   test("a stream's evidence shows its end too, where a missing or late event shows", () => {
-    const text = Array.from({ length: 200 }, (_, i) => `event: response.output_text.delta\ndata: {"delta":"${i}"}\n\n`).join('') + 'event: response.completed\ndata: {}\n\n';
+    const text = `${Array.from({ length: 200 }, (_, i) => `event: response.output_text.delta\ndata: {"delta":"${i}"}\n\n`).join('')}event: response.completed\ndata: {}\n\n`;
     const ex = { status: 200, headers: new Headers({ 'content-type': 'text/event-stream' }), text, sse: { events: [], comments: [], parseErrors: [], ended: true } } as unknown as Exchange;
     const shown = describeResponse(ex);
     assert.match(shown, /^HTTP 200\ncontent-type: text\/event-stream\n\nevent: response\.output_text\.delta\ndata: \{"delta":"0"\}/);

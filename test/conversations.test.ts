@@ -90,7 +90,7 @@ describe('list (§4.2, D-12)', () => {
         const seen: string[] = [];
         let cursor: string | null = null;
         for (;;) {
-          const q: string = `?limit=3&order=${order}` + (cursor ? `&after=${cursor}` : '');
+          const q: string = `?limit=3&order=${order}${cursor ? `&after=${cursor}` : ''}`;
           const page = ExactConversationList.parse((await fresh.call('GET', base + q)).body);
           seen.push(...page.data.map((c) => c.id));
           if (!page.has_more) break;

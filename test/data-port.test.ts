@@ -306,8 +306,8 @@ describe('an import into a store with data', () => {
           await store.close();
         }
       }
-      const [{ next }] = await sql<{ next: string }[]>`SELECT nextval('conversation_seq') AS next`;
-      const [{ max }] = await sql<{ max: string }[]>`SELECT max(seq) AS max FROM conversations`;
+      const [{ next }] = await sql<[{ next: string }]>`SELECT nextval('conversation_seq') AS next`;
+      const [{ max }] = await sql<[{ max: string }]>`SELECT max(seq) AS max FROM conversations`;
       assert.ok(Number(next) > Number(max));
     } finally {
       await sql.end();

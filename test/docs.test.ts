@@ -61,6 +61,6 @@ test('no file refers to a path outside the repository, and relative links of doc
 test('docs/target.md describes every key the conformance suite reads from a target', async () => {
   const text = await fs.readFile(path.join(ROOT, 'docs/target.md'), 'utf8');
   for (const key of ['version', 'base_url', 'api_key', 'app_id', ...APP_KEYS.map((k) => `apps.${k}`), 'publishable_key', 'other_team_api_key']) {
-    assert.match(text, new RegExp('\\| `' + key.replace('.', '\\.') + '` \\|'), key);
+    assert.match(text, new RegExp(`\\| \`${key.replace('.', '\\.')}\` \\|`), key);
   }
 });

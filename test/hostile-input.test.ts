@@ -18,7 +18,7 @@ let deleted: string; // a soft-deleted one of APP
 let theirs: string; // a conversation of another team's app
 let sibling: string; // a conversation of another app of the same team
 /** Endpoints whose route is served (send message and completions arrive with the agent). */
-let BODY_ENDPOINTS: BodyEndpoint[] = [];
+const BODY_ENDPOINTS: BodyEndpoint[] = [];
 let canSend = false;
 
 /** Routing comes before authentication, so a route that exists answers a keyless request with 401. */
@@ -99,7 +99,7 @@ const fieldName = fc.oneof(
 /** Objects written as text, so `__proto__` stays an own key and duplicate keys survive. */
 const objectText = fc
   .array(fc.tuple(fieldName, hostileValue), { maxLength: 5 })
-  .map((pairs) => '{' + pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',') + '}');
+  .map((pairs) => `{${pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',')}}`);
 const fixedBodies = fc.constantFrom(
   '{"__proto__":{"polluted":true,"title":"x"}}',
   '{"constructor":{"prototype":{"polluted":true}}}',
@@ -128,7 +128,7 @@ const fixedBodies = fc.constantFrom(
   '{"a":1e999999}',
 );
 const deepArray = fc.integer({ min: 60, max: 100_000 }).map((n) => '['.repeat(n) + ']'.repeat(n));
-const deepMetadata = fc.integer({ min: 60, max: 5_000 }).map((n) => '{"metadata":' + '{"a":'.repeat(n) + '1' + '}'.repeat(n) + '}');
+const deepMetadata = fc.integer({ min: 60, max: 5_000 }).map((n) => `{"metadata":${'{"a":'.repeat(n)}1${'}'.repeat(n)}}`);
 const hostileBody: fc.Arbitrary<string | Buffer> = fc.oneof(
   objectText,
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
@@ -172,7 +172,7 @@ describe('hostile bodies', () => {
   test('a body over 1 MiB is 413 body_too_large and changes nothing (D-2)', async () => {
     const before = await snapshot(s, APPS, { counted: true });
     for (const ep of BODY_ENDPOINTS) {
-      const r = await rawRequest(s.port, ep.method, ep.path(), { headers: { ...auth, 'content-type': 'application/json' }, body: '{"title":"' + 'x'.repeat(1_100_000) + '"}' });
+      const r = await rawRequest(s.port, ep.method, ep.path(), { headers: { ...auth, 'content-type': 'application/json' }, body: `{"title":"${'x'.repeat(1_100_000)}"}` });
       assertWellFormed(r, ep.name);
       assert.equal(r.status, 413);
       assert.equal(r.json.error.code, 'body_too_large');
@@ -223,7 +223,7 @@ describe('hostile headers', () => {
     `Bearer ${KEY}, Bearer ${OTHER_TEAM_KEY}`,
     `Bearer ${OTHER_TEAM_KEY}`,
     `Bearer ${TARGET.publishable_key}`,
-    'Bearer ' + 'k'.repeat(8_000),
+    `Bearer ${'k'.repeat(8_000)}`,
     'Bearer sk_live_\u00fc\u00ff',
     KEY,
   );

@@ -181,7 +181,7 @@ describe('request bodies (D-1, D-2)', () => {
   });
 
   test('nesting beyond the bound is 400 before anything walks it', async () => {
-    const deep = '{"metadata":' + '['.repeat(100_000) + ']'.repeat(100_000) + '}';
+    const deep = `{"metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
     const r = await s.call('POST', conv, undefined, { raw: deep, headers: { 'content-type': 'application/json' } });
     assertError(r, 400, 'invalid_request_error', null, 'invalid_value');
   });

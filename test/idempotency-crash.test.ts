@@ -163,7 +163,7 @@ describe('answers kept by the earlier version (the bytes of a stream, `cut` when
     const b = `event: response.created\ndata: ${JSON.stringify(created)}\n\nevent: response.output_text.delta\ndata: ${JSON.stringify(delta)}\n\n`;
     const at = Date.now();
     await fs.mkdir(path.join(dir, 'idempotency'), { recursive: true });
-    await fs.writeFile(path.join(dir, 'idempotency', `${Math.floor(at / 3_600_000)}.jsonl`), JSON.stringify({ k: sha(`${APP}\0old-cut`), f, at, kind: 'sse', b, cut: true }) + '\n');
+    await fs.writeFile(path.join(dir, 'idempotency', `${Math.floor(at / 3_600_000)}.jsonl`), `${JSON.stringify({ k: sha(`${APP}\0old-cut`), f, at, kind: 'sse', b, cut: true })}\n`);
     const s = await startTestServer({ dataDir: dir });
     try {
       const r = await s.call('POST', urlPath, body, idem('old-cut'));

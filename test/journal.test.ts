@@ -10,7 +10,7 @@ import { tempDir } from './support/helpers.ts';
 
 // Lines of 1 to ~300 bytes, with 2-, 3- and 4-byte UTF-8 characters and a blank line (line 3).
 const ENTRIES = [{ n: 1, s: 'é' }, { n: 2, s: 'x'.repeat(300) }, null, { n: 3, s: '€ 漢字 😀' }, { n: 4 }];
-const TEXT = ENTRIES.map((e) => (e === null ? '   ' : JSON.stringify(e))).join('\n') + '\n';
+const TEXT = `${ENTRIES.map((e) => (e === null ? '   ' : JSON.stringify(e))).join('\n')}\n`;
 const WHOLE = ENTRIES.filter((e) => e !== null);
 const LINE_NOS = [1, 2, 4, 5];
 
@@ -56,7 +56,7 @@ describe('journal reader', () => {
       assert.equal(await fs.readFile(file, 'utf8'), TEXT, 'the torn tail is cut off');
       await journal.append({ n: 6 });
       await journal.close();
-      assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":6}\n');
+      assert.equal(await fs.readFile(file, 'utf8'), `${TEXT}{"n":6}\n`);
       const again = await read(file, chunkBytes);
       await again.journal.close();
       assert.deepEqual(again.entries, [...WHOLE, { n: 6 }]);
@@ -67,23 +67,23 @@ describe('journal reader', () => {
   test('a whole last line without its newline is kept, and the newline added (a hand edit, not a crash)', async () => {
     for (const chunkBytes of [1, 5, 64, undefined]) {
       const file = path.join(await tempDir(), 'j.jsonl');
-      await fs.writeFile(file, TEXT + '{"n":5,"s":"漢字"}');
+      await fs.writeFile(file, `${TEXT}{"n":5,"s":"漢字"}`);
       const warnings: string[] = [];
       const { entries, lineNos, result, journal } = await read(file, chunkBytes, warnings);
       assert.deepEqual(entries, [...WHOLE, { n: 5, s: '漢字' }], `chunk ${chunkBytes}`);
       assert.deepEqual(lineNos, [...LINE_NOS, 6]);
       assert.deepEqual(result, { lines: 6, dropped: false });
       assert.deepEqual(warnings, []);
-      assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":5,"s":"漢字"}\n', 'only the newline is added');
+      assert.equal(await fs.readFile(file, 'utf8'), `${TEXT}{"n":5,"s":"漢字"}\n`, 'only the newline is added');
       await journal.append({ n: 6 });
       await journal.close();
-      assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":5,"s":"漢字"}\n{"n":6}\n');
+      assert.equal(await fs.readFile(file, 'utf8'), `${TEXT}{"n":5,"s":"漢字"}\n{"n":6}\n`);
     }
   });
 
   test('a whole last line that the caller refuses stops the open and leaves the file as it was', async () => {
     const file = path.join(await tempDir(), 'j.jsonl');
-    await fs.writeFile(file, TEXT + '{"n":"five"}');
+    await fs.writeFile(file, `${TEXT}{"n":"five"}`);
     const journal = new Journal(file, { chunkBytes: 7 });
     await assert.rejects(
       journal.open((e, line) => {
@@ -91,7 +91,7 @@ describe('journal reader', () => {
       }),
       /line 6: n must be a number/,
     );
-    assert.equal(await fs.readFile(file, 'utf8'), TEXT + '{"n":"five"}', 'nothing rewritten');
+    assert.equal(await fs.readFile(file, 'utf8'), `${TEXT}{"n":"five"}`, 'nothing rewritten');
   });
 
   test('a bad line before the end names its line number, whatever the chunk size', async () => {

@@ -1,17 +1,7 @@
 // `npm start` as a user runs it: configuration, the banner, start-up failures and SIGTERM.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import fs from 'node:fs/promises';
-import net from 'node:net';
-import path from 'node:path';
-import readline from 'node:readline';
 import { describe, test } from 'node:test';
 import { ConfigError, DEFAULTS, HelpRequested, loadConfig, USAGE } from '../src/config.ts';
-import { APP, KEY, startTestServer, tempDir } from './support/helpers.ts';
-import { postSse } from './support/sse-client.ts';
-
-const ROOT = path.resolve(import.meta.dirname, '..');
 
 describe('configuration (flags, then environment, then defaults)', () => {
   test('defaults', () => {

@@ -11,7 +11,7 @@ import { patientFetch } from '../src/model/ollama-fetch.ts';
 import { ModelError, type ModelRequest } from '../src/model/types.ts';
 
 const line = (content: string, done = false) =>
-  JSON.stringify({ model: 'm', created_at: '2025-01-01T00:00:00Z', message: { role: 'assistant', content }, done, ...(done ? { prompt_eval_count: 3, eval_count: 2 } : {}) }) + '\n';
+  `${JSON.stringify({ model: 'm', created_at: '2025-01-01T00:00:00Z', message: { role: 'assistant', content }, done, ...(done ? { prompt_eval_count: 3, eval_count: 2 } : {}) })}\n`;
 
 /** What the handler of the next request does; `closed` resolves when its connection's request ends. */
 let handler: (req: http.IncomingMessage, res: http.ServerResponse) => void = () => {};

@@ -46,7 +46,7 @@ function ndjson(lines: object[], opts: { hang?: boolean } = {}): HttpResponse<Re
   const enc = new TextEncoder();
   const body = new ReadableStream({
     start(ctrl) {
-      for (const l of lines) ctrl.enqueue(enc.encode(JSON.stringify(l) + '\n'));
+      for (const l of lines) ctrl.enqueue(enc.encode(`${JSON.stringify(l)}\n`));
       if (!opts.hang) ctrl.close();
     },
   });

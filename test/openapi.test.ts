@@ -17,7 +17,7 @@ const DOC_ID = 'https://parley.invalid/openapi.json';
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addSchema({ ...doc, $id: DOC_ID });
 
-const escape = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 function validateAt(pointer: string, value: unknown, what: string): void {
   const validate = ajv.getSchema(`${DOC_ID}#${pointer}`);
@@ -35,7 +35,7 @@ function responsePointer(method: string, template: string, status: number): stri
   }
   const response = op.responses[String(status)];
   assert.ok(response, `${method} ${template} answered ${status}, which the document does not list`);
-  return response.$ref ? response.$ref.slice(1) : `/paths/${escape(template)}/${method.toLowerCase()}/responses/${status}`;
+  return response.$ref ? response.$ref.slice(1) : `/paths/${escapePointer(template)}/${method.toLowerCase()}/responses/${status}`;
 }
 
 /** Writes `request` on a fresh socket and returns everything the server sent until it closed. */
@@ -96,7 +96,7 @@ describe('GET /openapi.json: the published contract', () => {
     for (const [name, header] of Object.entries<any>(response.headers ?? {})) {
       const value = res.headers.get(name);
       if (header.required) assert.ok(value !== null, `${what}: no ${name} header`);
-      if (value !== null) validateAt(`${pointer}/headers/${escape(name)}/schema`, value, `${what} header ${name}`);
+      if (value !== null) validateAt(`${pointer}/headers/${escapePointer(name)}/schema`, value, `${what} header ${name}`);
     }
     seen.add(`${method} ${template} ${res.status}`);
     if (contentType === 'text/event-stream') {

@@ -82,7 +82,7 @@ describe('walks by last_id (D-12)', () => {
         let cursor: string | null = null;
         let pages = 0;
         for (;;) {
-          const page = await list(server, `limit=3&order=${order}` + (cursor ? `&after=${cursor}` : ''));
+          const page = await list(server, `limit=3&order=${order}${cursor ? `&after=${cursor}` : ''}`);
           seen.push(...page.data.map((c) => c.id));
           for (const c of page.data) assert.ok(!deleted.has(c.id), 'a deleted conversation is never listed');
           if (!page.has_more) break;

@@ -26,7 +26,7 @@ async function walk(server: TestServer, order: 'asc' | 'desc', limit: number, be
   const ids: string[] = [];
   let cursor: string | null = null;
   for (let page = 0; ; page++) {
-    const r = await server.call('GET', `${conv}?limit=${limit}&order=${order}` + (cursor ? `&after=${cursor}` : ''));
+    const r = await server.call('GET', `${conv}?limit=${limit}&order=${order}${cursor ? `&after=${cursor}` : ''}`);
     assert.equal(r.status, 200, JSON.stringify(r.body));
     ids.push(...r.body.data.map((c: { id: string }) => c.id));
     if (!r.body.has_more) return ids;

@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';

@@ -76,7 +76,7 @@ describe('ResponseRun: the model starts with the response', () => {
   test('a model failing before response.created is consumed still fails the response, after it', async () => {
     const engine: ModelEngine = {
       id: 'fake',
-      // eslint-disable-next-line require-yield
+      // biome-ignore lint/correctness/useYield: a generator that fails before its first event is the case under test.
       async *generate() {
         throw Object.assign(new Error('boom'), { name: 'ModelError', code: 'model_error' });
       },

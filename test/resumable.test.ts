@@ -1,7 +1,6 @@
 // Resumable responses (docs/responses.md, D-30…D-39): a reply outlives its connection, is looked up,
 // resumed from any event, cancelled, and is saved however it ends (a shutdown, a crash).
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';

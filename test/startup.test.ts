@@ -166,7 +166,7 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
     for (let i = 0; i < 1_100; i++) await store.putConversation(record('conv_bb02', { seq: 2, message_count: 2, title: `t${i}` }));
     await store.close();
     // A crash after conv_aa01's intent, and its file is damaged.
-    await fs.appendFile(journalOf(dir), JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, title: 'during' }), p: 'resp_1' }) + '\n');
+    await fs.appendFile(journalOf(dir), `${JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, title: 'during' }), p: 'resp_1' })}\n`);
     await fs.mkdir(path.dirname(fileOf(dir, 'conv_aa01')), { recursive: true });
     // A whole line that is not JSON (a torn last line would be a crash's, and simply dropped).
     await fs.writeFile(fileOf(dir, 'conv_aa01'), '{"items": [\n');
@@ -189,7 +189,7 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
     assert.ok(compacted.some((l) => JSON.parse(l).t === 'intent'), 'the unsettled intent survived the compaction');
 
     // The file is restored, with the exchange in it: the next start-up settles it.
-    await fs.writeFile(fileOf(dir, 'conv_aa01'), JSON.stringify({ items: exchange('resp_1'), responses: [{ id: 'resp_1', created_at: 1, status: 'completed' }] }) + '\n');
+    await fs.writeFile(fileOf(dir, 'conv_aa01'), `${JSON.stringify({ items: exchange('resp_1'), responses: [{ id: 'resp_1', created_at: 1, status: 'completed' }] })}\n`);
     store = await open(dir);
     try {
       assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title], [2, 'during']);
@@ -226,7 +226,7 @@ describe('a journal that lost lines is refused, with the way out (D-25)', () => 
   test('a journal cut short by hand; moving the files named out is the way to start without them', async () => {
     const { dir, lines } = await seeded();
     // The lines of conv_aa01 (its create and its exchange) are gone; conv_bb02's is left.
-    await fs.writeFile(journalOf(dir), lines.at(-1) + '\n');
+    await fs.writeFile(journalOf(dir), `${lines.at(-1)}\n`);
     const err = await refused(dir);
     assert.match(err.message, /no record of 1 conversation file \(conversations\/01\/conv_aa01\.jsonl\)/);
     await fs.rename(fileOf(dir, 'conv_aa01'), path.join(dir, '..', `${path.basename(dir)}-conv_aa01.jsonl`));

@@ -67,8 +67,8 @@ test('an exchange and its claim are one: kept together across a restart, and tog
   // Two crashes after the intent line: resp_2's file landed, resp_3's did not.
   const journal = path.join(dir, 'conversations.jsonl');
   const claim = (k: string) => ({ k, f: 'f', at: Date.now() });
-  await fs.appendFile(journal, JSON.stringify({ t: 'intent', v: record('conv_ef03', { seq: 2, message_count: 2 }), p: 'resp_2', c: claim('k-landed') }) + '\n');
-  await fs.appendFile(journal, JSON.stringify({ t: 'intent', v: record('conv_cd02', { message_count: 4 }), p: 'resp_3', c: claim('k-cut') }) + '\n');
+  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_ef03', { seq: 2, message_count: 2 }), p: 'resp_2', c: claim('k-landed') })}\n`);
+  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_cd02', { message_count: 4 }), p: 'resp_3', c: claim('k-cut') })}\n`);
   await fs.mkdir(path.join(dir, 'conversations', '03'), { recursive: true });
   await fs.writeFile(path.join(dir, 'conversations', '03', 'conv_ef03.json'), JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }));
   store = new FileStore({ dataDir: dir });

@@ -16,7 +16,7 @@ const parts = async (p: Promise<ConversationFile & { bytes: number }>) => {
   return { items, responses };
 };
 
-function entry(store: FileStore, n: number, app = 'app_demo'): { record: ConversationRecord; file: ConversationFile } {
+function entry(n: number, app = 'app_demo'): { record: ConversationRecord; file: ConversationFile } {
   const id = `conv_import${String(n).padStart(4, '0')}`;
   const record: ConversationRecord = {
     id,
@@ -46,7 +46,7 @@ describe('FileStore.importConversations', () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
-    const entries = Array.from({ length: 40 }, (_, i) => entry(store, i));
+    const entries = Array.from({ length: 40 }, (_, i) => entry(i));
     await store.importConversations(entries, 4);
 
     assert.equal(store.conversationsOf('app_demo').length, 40);
@@ -72,18 +72,18 @@ describe('FileStore.importConversations', () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
-    const first = entry(store, 1);
+    const first = entry(1);
     await store.importConversations([first]);
-    const again = [entry(store, 2), { ...first, file: { items: [], responses: [] } }];
+    const again = [entry(2), { ...first, file: { items: [], responses: [] } }];
     await assert.rejects(store.importConversations(again), /already exists/);
     assert.equal((await store.getConversation(again[0]!.record.id)), undefined);
     assert.deepEqual(await parts(store.readConversationFile(first.record.id)), first.file);
     // A duplicate inside one batch is refused too.
-    const dup = entry(store, 3);
+    const dup = entry(3);
     await assert.rejects(store.importConversations([dup, dup]), /already exists/);
     assert.equal((await store.getConversation(dup.record.id)), undefined);
     // An id that could reach outside the data directory is refused.
-    const evil = entry(store, 4);
+    const evil = entry(4);
     evil.record.id = '../../escape';
     await assert.rejects(store.importConversations([evil]), /cannot name a file/);
     await store.close();
@@ -93,7 +93,7 @@ describe('FileStore.importConversations', () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
-    const big = entry(store, 5);
+    const big = entry(5);
     const text = 'é'.repeat(40_000);
     big.file.items[0] = { ...big.file.items[0]!, content: [{ type: 'text', text }] } as never;
     await store.importConversations([big]);
@@ -109,13 +109,13 @@ describe('FileStore.importConversations', () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
-    const a = entry(store, 1);
-    const b = entry(store, 2);
+    const a = entry(1);
+    const b = entry(2);
     await store.importConversations([a, b]);
     await store.close();
     const journal = path.join(dataDir, 'conversations.jsonl');
     // An extra key takes the zod path, which strips it, as before.
-    await fs.appendFile(journal, JSON.stringify({ t: 'conv', v: { ...b.record, title: 'renamed', extra: 1 } }) + '\n');
+    await fs.appendFile(journal, `${JSON.stringify({ t: 'conv', v: { ...b.record, title: 'renamed', extra: 1 } })}\n`);
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     assert.deepEqual(plain((await reopened.getConversation(a.record.id))), a.record);
@@ -123,7 +123,7 @@ describe('FileStore.importConversations', () => {
     await reopened.close();
 
     // A record that breaks a rule stops start-up with the line and the field named.
-    await fs.appendFile(journal, JSON.stringify({ t: 'conv', v: { ...a.record, message_count: -1 } }) + '\n');
+    await fs.appendFile(journal, `${JSON.stringify({ t: 'conv', v: { ...a.record, message_count: -1 } })}\n`);
     const damaged = new FileStore({ dataDir });
     await assert.rejects(damaged.open(), (err: Error) => err instanceof StoreError && /line 4: v\.message_count/.test(err.message));
   });
@@ -132,11 +132,11 @@ describe('FileStore.importConversations', () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
-    const a = entry(store, 1);
+    const a = entry(1);
     await store.importConversations([a]);
     await store.close();
     const file = path.join(dataDir, 'conversations', a.record.id.slice(-2), `${a.record.id}.jsonl`);
-    await fs.writeFile(file, JSON.stringify({ items: [{ type: 'message' }], responses: [] }) + '\n');
+    await fs.writeFile(file, `${JSON.stringify({ items: [{ type: 'message' }], responses: [] })}\n`);
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     await assert.rejects(reopened.readConversationFile(a.record.id), (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message));
@@ -147,8 +147,8 @@ describe('FileStore.importConversations', () => {
     const dataDir = await tempDir();
     const store = new FileStore({ dataDir });
     await store.open();
-    const a = entry(store, 1);
-    const b = entry(store, 2);
+    const a = entry(1);
+    const b = entry(2);
     await store.importConversations([a, b]);
     const fileOf = (id: string) => path.join(dataDir, 'conversations', id.slice(-2), `${id}.jsonl`);
     // An import is temp + rename, an exchange an append: a rewritten file would have a new inode.

@@ -25,8 +25,8 @@ test('an intent whose file write never happened is forgotten; one whose file lan
   await store.close();
   // A crash after each intent: conv_aa01's file was never written, conv_bb02's was.
   const journal = path.join(dir, 'conversations.jsonl');
-  await fs.appendFile(journal, JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, metadata: { x: 1 } }), p: 'resp_1' }) + '\n');
-  await fs.appendFile(journal, JSON.stringify({ t: 'intent', v: record('conv_bb02', { seq: 2, message_count: 2, metadata: { y: 2 } }), p: 'resp_2' }) + '\n');
+  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, metadata: { x: 1 } }), p: 'resp_1' })}\n`);
+  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_bb02', { seq: 2, message_count: 2, metadata: { y: 2 } }), p: 'resp_2' })}\n`);
   await fs.mkdir(path.join(dir, 'conversations', '02'), { recursive: true });
   await fs.writeFile(path.join(dir, 'conversations', '02', 'conv_bb02.json'), JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }));
   store = new FileStore({ dataDir: dir });

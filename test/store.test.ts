@@ -20,7 +20,7 @@ async function listAll(server: TestServer): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | null = null;
   for (;;) {
-    const r = await server.call('GET', `${conv}?limit=100&order=asc` + (cursor ? `&after=${cursor}` : ''));
+    const r = await server.call('GET', `${conv}?limit=100&order=asc${cursor ? `&after=${cursor}` : ''}`);
     const page = ReferenceConversationList.parse(r.body);
     ids.push(...page.data.map((c) => c.id));
     if (!page.has_more) return ids;
@@ -204,7 +204,7 @@ describe('crash leftovers and corrupt files', () => {
       [{ ...b, created_at: b.created_at + 1 }, /line 4: v\.created_at: \d+ differs from \d+ /],
     ];
     for (const [v, fault] of cases) {
-      const edited = text + JSON.stringify({ t: 'conv', v }) + '\n';
+      const edited = `${text + JSON.stringify({ t: 'conv', v })}\n`;
       await fs.writeFile(journalOf(dir), edited);
       const err = await startExpectingError(dir);
       assert.equal(err.file, journalOf(dir));
@@ -212,10 +212,10 @@ describe('crash leftovers and corrupt files', () => {
       assert.equal(await fs.readFile(journalOf(dir), 'utf8'), edited, 'nothing rewritten');
     }
     // The same rules hold for an exchange's intent line.
-    await fs.writeFile(journalOf(dir), text + JSON.stringify({ t: 'intent', v: { ...b, app_id: 'app_genui' }, p: 'resp_x' }) + '\n');
+    await fs.writeFile(journalOf(dir), `${text + JSON.stringify({ t: 'intent', v: { ...b, app_id: 'app_genui' }, p: 'resp_x' })}\n`);
     assert.match((await startExpectingError(dir)).message, /line 4: v\.app_id: /);
     // A later version of the same conversation with its seq, app and creation time is fine.
-    await fs.writeFile(journalOf(dir), text + JSON.stringify({ t: 'conv', v: { ...b, title: 'ok' } }) + '\n');
+    await fs.writeFile(journalOf(dir), `${text + JSON.stringify({ t: 'conv', v: { ...b, title: 'ok' } })}\n`);
     const server = await startTestServer({ dataDir: dir });
     try {
       assert.equal((await server.call('GET', `${conv}/${b.id}`)).body.title, 'ok');
@@ -342,7 +342,7 @@ describe('the data directory', () => {
     // 1,500 renames of one conversation, written as a long-running server would have.
     const record = JSON.parse((await fs.readFile(journalOf(server.dataDir), 'utf8')).split('\n')[0]!).v;
     // D-28: compaction follows bytes (over twice the live records plus 4 MiB): 3 KB of metadata each.
-    const history = Array.from({ length: 1_500 }, (_, i) => JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}`, metadata: { pad: 'x'.repeat(3_000) } } }) + '\n').join('');
+    const history = Array.from({ length: 1_500 }, (_, i) => `${JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}`, metadata: { pad: 'x'.repeat(3_000) } } })}\n`).join('');
     await fs.appendFile(journalOf(server.dataDir), history);
 
     const again = await startTestServer({ dataDir: server.dataDir });

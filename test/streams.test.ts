@@ -98,7 +98,7 @@ describe('a client that stops reading (backpressure)', () => {
     let maxBuffered = 0;
     let blocked!: () => void;
     const sawFull = new Promise<void>((r) => (blocked = r));
-    const server = http.createServer((req, res) => {
+    const server = http.createServer((_req, res) => {
       const write = res.write.bind(res);
       res.write = ((chunk: string) => {
         const ok = write(chunk);

@@ -2,8 +2,6 @@
 // nothing else; a visitor reaches only their own conversations; identities are verified; origins,
 // limits and errors follow the documented rules.
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
@@ -13,9 +11,9 @@ import { signJwt, verifyJwt } from '../src/pipeline/widget-tokens.ts';
 import { KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
 import { submissionText } from '../widget/form.ts';
-import { PK, SHOP, identitySecret, originOf, serverSecret, signIdentity, visitor, widgetCall } from './support/widget.ts';
+import { PK, SHOP, identitySecret, originOf, serverSecret, signIdentity, visitor, widgetCall, type WidgetCall } from './support/widget.ts';
 
-const GENUI = TARGET.apps.generative_ui;
+const GENUI = TARGET.apps.generative_ui!;
 
 /** An error answer as the catalogue builds it: status, type and code of the named entry. */
 function assertError(r: { status: number; body: any }, name: keyof typeof ERRORS): void {
@@ -166,7 +164,8 @@ describe('visitor sessions (D-48, D-49)', () => {
 
   test('tokens and ownership outlive a restart (the secret is kept in the data directory)', async () => {
     const other = await startTestServer({ dataDir: await tempDir() });
-    let v, conv;
+    let v: Awaited<ReturnType<typeof visitor>>;
+    let conv: WidgetCall;
     try {
       v = await visitor(other, 'app_demo');
       conv = await widgetCall(other, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });

@@ -204,8 +204,8 @@ class Widget implements MountedWidget {
   private stop(): void {
     const busy = this.busy;
     if (!busy) return;
-    if (this.client.replying === undefined) return busy.abort();
-    this.client.cancel().catch(() => busy.abort());
+    if (this.client.replying === undefined) busy.abort();
+    else this.client.cancel().catch(() => busy.abort());
   }
 
   private async send(text: string): Promise<void> {

@@ -100,7 +100,7 @@ Examples:
       const { client, g } = session.client(cmd, { needApp });
       const stdin = session.io.stdin;
       let path = pathArg.replaceAll('{app}', encodeURIComponent(g.app ?? ''));
-      if (!path.startsWith('/')) path = '/' + path;
+      if (!path.startsWith('/')) path = `/${path}`;
 
       const fields: Fields = {};
       for (const f of opts.field ?? []) setField(fields, ...splitField('-f', f));

@@ -44,7 +44,7 @@ function loadHistory(file: string): string[] {
 function saveHistory(file: string, history: string[]): void {
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(file, [...history].reverse().join('\n') + '\n', { mode: 0o600 });
+    fs.writeFileSync(file, `${[...history].reverse().join('\n')}\n`, { mode: 0o600 });
   } catch {
     // A history that cannot be kept does not stop the conversation.
   }

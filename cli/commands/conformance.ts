@@ -31,7 +31,7 @@ function given(args: string[], flag: string): boolean {
 }
 
 /** The value of `flag` in the suite's arguments (`--flag value` or `--flag=value`). */
-function valueOf(args: string[], flag: string): string | undefined {
+function flagValue(args: string[], flag: string): string | undefined {
   for (let i = 0; i < args.length; i++) {
     if (args[i] === flag) return args[i + 1];
     if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
@@ -66,7 +66,7 @@ function reachable(url: string): Promise<boolean> {
  */
 export async function baseUrlHint(args: string[], env: NodeJS.ProcessEnv, profileFlag: string | undefined): Promise<string | undefined> {
   if (given(args, '--base-url')) return undefined;
-  const file = valueOf(args, '--target');
+  const file = flagValue(args, '--target');
   if (!file) return undefined;
   let targetUrl: unknown;
   try {
@@ -90,7 +90,7 @@ export async function baseUrlHint(args: string[], env: NodeJS.ProcessEnv, profil
 
 /** The keys the target file sets; none when it cannot be read (the suite then says why). */
 function targetKeys(args: string[]): Set<string> {
-  const file = valueOf(args, '--target');
+  const file = flagValue(args, '--target');
   if (!file) return new Set();
   try {
     const json = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;

@@ -56,7 +56,7 @@ async function loadStore() {
 
 /** Writes a line, waiting while the stream's buffer is full; stops if the reader went away. */
 async function writeLine(stream: NodeJS.WritableStream, line: string, closed: AbortSignal): Promise<void> {
-  if (stream.write(line + '\n')) return;
+  if (stream.write(`${line}\n`)) return;
   await once(stream, 'drain', { signal: closed }).catch(() => {});
 }
 

@@ -9,7 +9,10 @@ import { printStream } from './messages.ts';
 
 /** A response as looked up: `in_progress` has no final status line yet. */
 function showResponse(out: Output, r: MessageResponse): void {
-  if (r.status !== 'in_progress') return renderResponse(out, r);
+  if (r.status !== 'in_progress') {
+    renderResponse(out, r);
+    return;
+  }
   renderResponse(out, { ...r, status: 'completed' }, false);
   out.note(`[in_progress ${r.id}]`);
 }

@@ -111,7 +111,7 @@ export const create: CaseDef[] = defineCases('4.1', [
       const long = `${ctx.tag}-`.padEnd(256, 'u');
       const ok = await createConversation(ctx, { ...(b.request.body as object), external_user_id: long });
       ctx.equal(ok.conv.external_user_id, long, 'external_user_id of 256 characters', ok.ex);
-      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, external_user_id: long + 'u' })));
+      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, external_user_id: `${long}u` })));
       ctx.error(ex, 'external_user_id of 257 characters', { status: 400, type: 'invalid_request_error', param: 'external_user_id', code: 'invalid_value' });
     },
   },

@@ -141,7 +141,7 @@ function dataSpecPatches(ctx: CaseContext, values: Json[], ex?: Exchange): void 
     jsonpatch.applyOperation(doc, patch, false, true);
   });
   const form = (doc as { form?: Json }).form;
-  if (!form) return ctx.fail(`the patches built ${JSON.stringify(doc).slice(0, 200)}, without /form (D-22)`, ex);
+  if (!form) ctx.fail(`the patches built ${JSON.stringify(doc).slice(0, 200)}, without /form (D-22)`, ex);
   ctx.check(typeof form.title === 'string' && typeof form.submit_label === 'string' && Array.isArray(form.fields), `the patches built ${JSON.stringify(doc).slice(0, 200)}, not a /form {title, fields, submit_label} (D-22)`, ex);
   (form.fields as Json[]).forEach((f, i) => {
     ctx.check(typeof f.name === 'string' && typeof f.label === 'string' && typeof f.type === 'string' && typeof f.required === 'boolean', `form field #${i} is not {name, label, type, required}: ${JSON.stringify(f)}`, ex);
@@ -191,7 +191,9 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
     description: 'every event is the two lines "event: <type>" and "data: <json object>" (CR LF and ": …" comments allowed, as in any SSE stream)',
     async run(ctx) {
       const { ex } = await conversationStream(ctx);
-      ex.sse!.events.forEach((e, i) => ctx.check(e.event !== 'message', `event #${i} has no "event:" line (data ${e.data.slice(0, 80)})`, ex));
+      ex.sse!.events.forEach((e, i) => {
+        ctx.check(e.event !== 'message', `event #${i} has no "event:" line (data ${e.data.slice(0, 80)})`, ex);
+      });
       ctx.equal(ex.sse!.parseErrors, [], 'SSE parse errors', ex);
       checkTwoLineEvents(ctx, ex);
     },
@@ -329,7 +331,9 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
     async run(ctx) {
       const { ex } = await completionStream(ctx);
       checkStartEnd(ctx, ex, 'completion');
-      ex.sse!.events.forEach((e, i) => ctx.check(TEXT_EVENTS.has(e.event), `event #${i} of a completion stream is ${e.event}, not a text event`, ex));
+      ex.sse!.events.forEach((e, i) => {
+        ctx.check(TEXT_EVENTS.has(e.event), `event #${i} of a completion stream is ${e.event}, not a text event`, ex);
+      });
     },
   },
   {
@@ -513,7 +517,10 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
           ctx.check(!c, `event #${i}: a second function_call.start for ${id}`, ex);
           calls.set(id, { started: true, args: '' });
         } else {
-          if (!c || c.done) return ctx.fail(`event #${i}: ${e.event} for ${id} outside its start…done`, ex);
+          if (!c || c.done) {
+            ctx.fail(`event #${i}: ${e.event} for ${id} outside its start…done`, ex);
+            return;
+          }
           if (e.event === 'response.function_call_arguments.delta') c.args += String(p.delta);
           else c.done = p;
         }

@@ -2,7 +2,7 @@
 // prompt length, message content (D-15), and the rate limit (D-23).
 import { rows } from '../interface-clauses.ts';
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
-import type { OutgoingRequest } from '../http.ts';
+import type { Exchange, OutgoingRequest } from '../http.ts';
 import { baselineCompletion, baselineCreate, baselineSend, convPath, getConversation, metadataOfBytes, withBody, type Baseline } from './common.ts';
 
 /**
@@ -134,8 +134,8 @@ export const limits: CaseDef[] = [
         }
         const conv = ctx.ok(created, ctx.schemas.conversation, 'create conversation on the rate-limited app');
         const request: OutgoingRequest = { method: 'POST', path: convPath(app, conv.id), body: { message: { content: 'Hello!' }, stream: false } };
-        let refused;
-        let counted;
+        let refused: Exchange | undefined;
+        let counted: Exchange | undefined;
         for (let i = 0; i < 100 && !refused; i++) {
           const ex = await ctx.send(request);
           if (ex.status === 429) refused = ex;

@@ -268,7 +268,9 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
       const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream: false });
       const r = ctx.ok(ex, ctx.schemas.response, 'send message') as Json;
       const got = await getConversation(ctx, conv.id);
-      got.items.forEach((it, i) => ctx.shape(it, ItemSchema, `item #${i}`));
+      got.items.forEach((it, i) => {
+        ctx.shape(it, ItemSchema, `item #${i}`);
+      });
       ctx.equal(contentOf(got.items), [{ type: 'message', role: 'user', text: content }, ...contentOf(r.output as Json[])], 'items compared with the user message and the output');
       ctx.check(got.items.slice(1).every((it) => it.response_id === r.id), `an output item is not linked to response_id ${String(r.id)}`);
     },

@@ -58,7 +58,7 @@ function widgetApps(fixtures: Fixtures): AppT[] {
   return [...fixtures.apps.values()].filter((a) => a.widget && a.active && teams.has(a.team_id));
 }
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The page; the publishable key is prefilled from the fixtures' target file when it has one (it is public by design). */
 async function playgroundHtml(fixtures: Fixtures): Promise<string> {
@@ -71,7 +71,7 @@ async function playgroundHtml(fixtures: Fixtures): Promise<string> {
   }
   const template = await fs.readFile(path.join(WIDGET_DIR, 'playground.html'), 'utf8');
   const options = widgetApps(fixtures)
-    .map((a) => `<option value="${escape(a.id)}">${escape(a.name)} (${escape(a.id)})</option>`)
+    .map((a) => `<option value="${escapeHtml(a.id)}">${escapeHtml(a.name)} (${escapeHtml(a.id)})</option>`)
     .join('\n          ');
-  return template.replace('{{options}}', options).replace('{{key}}', escape(key));
+  return template.replace('{{options}}', options).replace('{{key}}', escapeHtml(key));
 }

@@ -38,7 +38,7 @@ const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 
 /** `response.output_text.delta` → `ResponseOutputTextDeltaEvent`. */
 export function eventSchemaId(type: EventType): string {
-  return type.split(/[._]/).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('') + 'Event';
+  return `${type.split(/[._]/).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}Event`;
 }
 
 /** Every named schema of the document, by its component id. */

@@ -198,9 +198,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         await write(req, res, await page(), {});
         return;
       }
-      const surface = surfaces.find((s) => fullPath === s.basePath || fullPath.startsWith(s.basePath + '/'));
+      const surface = surfaces.find((s) => fullPath === s.basePath || fullPath.startsWith(`${s.basePath}/`));
       const base = surface?.basePath ?? basePath;
-      if (fullPath !== base && !fullPath.startsWith(base + '/')) {
+      if (fullPath !== base && !fullPath.startsWith(`${base}/`)) {
         throw apiError('not_found', `No such endpoint: ${req.method} ${fullPath}. The base URL ends in ${basePath}.`);
       }
       const match = (surface?.router ?? router).match(req.method ?? 'GET', fullPath.slice(base.length));

@@ -44,7 +44,7 @@ export function dataString(v: unknown, max = 60): string | undefined {
   const s = String(v).replace(/[\p{Cc}\p{Cf}]+/gu, ' ').replace(/\s+/g, ' ').trim();
   if (!s) return undefined;
   const chars = Array.from(s);
-  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : s;
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : s;
 }
 
 /**
@@ -58,5 +58,5 @@ export function sentences(text: string, n: number): string {
 
 export function truncate(text: string, max: number): string {
   const chars = Array.from(text.replace(/\s+/g, ' ').trim());
-  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : chars.join('');
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : chars.join('');
 }

@@ -68,7 +68,7 @@ export class MinuteWindow implements MinuteLimits {
     list.push(now);
     this.hits.set(key, list);
     // Keys whose requests all left the window are swept now and then, so memory follows live traffic.
-    if (++this.writes % 1024 === 0) for (const [k, l] of this.hits) if (this.recent(k, now).length === 0) this.hits.delete(k);
+    if (++this.writes % 1024 === 0) for (const k of this.hits.keys()) if (this.recent(k, now).length === 0) this.hits.delete(k);
     return now;
   }
 

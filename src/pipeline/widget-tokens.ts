@@ -45,7 +45,7 @@ export async function loadWidgetSecret(dataDir: string, configured?: string | nu
   const file = path.join(dataDir, 'widget-secret');
   await fs.mkdir(dataDir, { recursive: true });
   try {
-    await fs.writeFile(file, randomBytes(32).toString('hex') + '\n', { flag: 'wx', mode: 0o600 });
+    await fs.writeFile(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }

@@ -121,7 +121,7 @@ const notWritable = (dataDir: string, err: unknown) =>
  */
 export async function acquireLock(file: string, dataDir: string): Promise<string> {
   const me = currentHolder();
-  const text = JSON.stringify(me) + '\n';
+  const text = `${JSON.stringify(me)}\n`;
   const candidate = `${file}.${process.pid}.new`;
   try {
     await fs.writeFile(candidate, text);

@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { isPlainObject, type ItemT, type UnsequencedEvent } from '../contract/index.ts';
+import { isPlainObject, type ItemT } from '../contract/index.ts';
 import { syncDir, writeDurably } from './durable.ts';
 import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
@@ -21,9 +21,7 @@ import {
   type ConversationRecord,
   type IdempotencyClaim,
   type KeptClaim,
-  type LiveResponseStart,
   type QuotaAdmit,
-  type ResponseTrace,
   type ResponseRecord,
   type ResponseSave,
   type Store,
@@ -684,7 +682,7 @@ export class FileStore implements Store {
         if (!file) continue;
         const target = this.historyPath(record.id);
         dirs.add(path.dirname(target));
-        const text = JSON.stringify(file) + '\n';
+        const text = `${JSON.stringify(file)}\n`;
         sizes.set(record.id, Buffer.byteLength(text));
         await writeDurably(target, text);
       }
@@ -872,7 +870,7 @@ export function parseLine(raw: string): unknown {
     const j = raw.lastIndexOf(AFTER_META);
     if (i > 0 && j > i) {
       try {
-        const e = JSON.parse(raw.slice(0, i + META_KEY.length) + '{}' + raw.slice(j)) as unknown;
+        const e = JSON.parse(`${raw.slice(0, i + META_KEY.length)}{}${raw.slice(j)}`) as unknown;
         if (isPlainEntry(e)) return e;
       } catch {
         // Not the usual shape: parsed whole below.

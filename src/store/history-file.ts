@@ -94,7 +94,7 @@ export class HistoryFile implements ConversationFile {
    * adds it to this in-memory copy. Resolves with the bytes written.
    */
   append(part: ConversationFile): Promise<number> {
-    const line = Buffer.from(JSON.stringify(part) + '\n', 'utf8');
+    const line = Buffer.from(`${JSON.stringify(part)}\n`, 'utf8');
     this.writing++;
     const run = this.tail.then(async () => {
       await fs.mkdir(path.dirname(this.file), { recursive: true });

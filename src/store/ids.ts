@@ -28,7 +28,7 @@ export function newId(kind: IdKind): string {
 }
 
 export function newRequestId(): string {
-  return 'req_' + random96();
+  return `req_${random96()}`;
 }
 
 export function unixNow(): number {

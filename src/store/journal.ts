@@ -207,7 +207,7 @@ export class Journal {
    */
   append(entry: unknown, durable?: (where: LineAt) => void): Promise<LineAt> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ line: JSON.stringify(entry) + '\n', durable, resolve: resolve as (w?: LineAt) => void, reject });
+      this.pending.push({ line: `${JSON.stringify(entry)}\n`, durable, resolve: resolve as (w?: LineAt) => void, reject });
       this.flushing ??= this.flush();
     });
   }
@@ -235,7 +235,7 @@ export class Journal {
    * if the write fails, leaving no partial line. Not to be mixed with `append` on the same journal.
    */
   appendNow(entry: unknown): void {
-    const line = JSON.stringify(entry) + '\n';
+    const line = `${JSON.stringify(entry)}\n`;
     this.writeNow(line);
     // During a compaction the line is also kept for the new file (see replace).
     if (this.replacing) this.held.push(line);
@@ -336,8 +336,8 @@ export class Journal {
           return where;
         });
         // Applied to memory before anything else runs (see `append`).
-        batch.forEach((p, i) => p.durable?.(places[i]!));
-        batch.forEach((p, i) => p.resolve(places[i]));
+        for (const [i, p] of batch.entries()) p.durable?.(places[i]!);
+        for (const [i, p] of batch.entries()) p.resolve(places[i]);
       } catch (err) {
         // Leave no half line behind for the next append (e.g. after ENOSPC).
         await this.handle?.truncate(this.size).catch(() => {});
@@ -354,7 +354,7 @@ export class Journal {
    */
   private async replace(entries: unknown[]): Promise<void> {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
-    const text = Buffer.from(entries.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
+    const text = Buffer.from(entries.map((e) => `${JSON.stringify(e)}\n`).join(''), 'utf8');
     const tmp = `${this.file}.tmp`;
     this.replacing = true;
     let fh: fs.FileHandle | undefined;
@@ -437,7 +437,7 @@ export class Journal {
       };
       let lines = 0;
       await write(async (line) => {
-        const b = Buffer.from(line + '\n', 'utf8');
+        const b = Buffer.from(`${line}\n`, 'utf8');
         const where = { at: size, len: b.length - 1 };
         size += b.length;
         lines++;

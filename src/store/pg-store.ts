@@ -6,7 +6,7 @@
 // mirrored in memory), so any number of instances can serve one database: lists by keyset pages,
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
 import postgres, { type Sql, type TransactionSql } from 'postgres';
-import type { ItemT, UnsequencedEvent } from '../contract/index.ts';
+import type { ItemT } from '../contract/index.ts';
 import { migrate } from './pg/migrate.ts';
 import { recordOf, type ConversationRow } from './pg/rows.ts';
 import { LEASE_MS, PgResponses } from './pg/responses.ts';
@@ -20,11 +20,9 @@ import type {
   ConversationRecord,
   IdempotencyClaim,
   KeptClaim,
-  LiveResponseStart,
   QuotaAdmit,
   ResponseRecord,
   ResponseSave,
-  ResponseTrace,
   Store,
 } from './types.ts';
 
@@ -77,7 +75,7 @@ export class PgStore implements Store {
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
   readonly sweepMs = LEASE_MS;
 
-  constructor(private readonly opts: PgStoreOptions) {
+  constructor(opts: PgStoreOptions) {
     this.sql = postgres(opts.url, {
       max: opts.max ?? 10,
       onnotice: () => {},

@@ -85,7 +85,7 @@ export class ResponseLog implements LiveResponses {
       }
       // D-38: live when the last process stopped. Rewritten whole (a torn last line dropped), then
       // reopened for the terminal event that start-up appends.
-      await fs.writeFile(file, [start, ...events].map((l) => JSON.stringify(l) + '\n').join(''));
+      await fs.writeFile(file, [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join(''));
       const handle = await fs.open(file, 'a');
       this.live.set(start.id, { start, events, written: events.length, ended: false, handle, writing: Promise.resolve(), waiters: new Set() });
       this.leftRunning.push({ start, events, ended: false });
@@ -140,7 +140,7 @@ export class ResponseLog implements LiveResponses {
     try {
       const handle = await fs.open(this.fileOf(start.id), fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
       live.handle = handle;
-      await handle.write(JSON.stringify(start) + '\n');
+      await handle.write(`${JSON.stringify(start)}\n`);
       // Durable before the first byte goes out: a crash from here on leaves a response start-up finds.
       await handle.datasync();
       await syncDir(this.opts.dir);
@@ -168,7 +168,7 @@ export class ResponseLog implements LiveResponses {
       for (const wake of l.waiters) wake();
       l.waiters.clear();
     };
-    l.writing = l.writing.then(() => l.handle.write(JSON.stringify(event) + '\n')).then(wrote, (err: Error) => {
+    l.writing = l.writing.then(() => l.handle.write(`${JSON.stringify(event)}\n`)).then(wrote, (err: Error) => {
       this.opts.warn?.(`response events of ${id} not written: ${err.message}`);
       wrote();
     });

@@ -131,7 +131,7 @@ test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash com
   // Slash commands: /help, and /json toggles raw events.
   type(t, '/help');
   key(t, 'Enter');
-  await until(t, /^  \/json +show the raw events/m, 'the help');
+  await until(t, /^ {2}\/json +show the raw events/m, 'the help');
   type(t, '/json');
   key(t, 'Enter');
   await until(t, /raw events on/, '/json on');

@@ -6,23 +6,15 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { CASES, mergeResult, render, runConformance, selectCases, type CaseResult, type RunResults } from '../../conformance/run.ts';
-import { parseTarget, type Target } from '../../conformance/target.ts';
-import { generateDocs } from '../../conformance/docs.ts';
-import { describeResponse } from '../../conformance/evidence.ts';
-import type { Exchange } from '../../conformance/http.ts';
-import { lookalike } from '../../conformance/cases/common.ts';
+import { CASES } from '../../conformance/run.ts';
 import { FIXTURES_DIR, NO_COVERAGE, startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from '../support/helpers.ts';
-import { startMutantProxy } from '../support/mutant-proxy.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 let s: TestServer;
-let target: Target;
 before(async () => {
   s = await startTestServer();
-  target = parseTarget(targetJson, { baseUrl: s.baseUrl });
 });
 after(() => s.close());
 

@@ -4,10 +4,10 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { ReferenceErrorBody, ReferenceEventPayload } from '../../src/contract/index.ts';
+import { ReferenceErrorBody } from '../../src/contract/index.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
 import { injectDiskFault, type DiskFault } from '../support/faulty-fs.ts';
-import { postSse, shape, type SseResult } from '../support/sse-client.ts';
+import { postSse, type SseResult } from '../support/sse-client.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const conv = `/apps/${APP}/conversations`;

@@ -8,7 +8,6 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { describe, test } from 'node:test';
-import { ConfigError, DEFAULTS, HelpRequested, loadConfig, USAGE } from '../../src/config.ts';
 import { APP, KEY, startTestServer, tempDir } from '../support/helpers.ts';
 import { postSse } from '../support/sse-client.ts';
 

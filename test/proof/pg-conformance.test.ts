@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { runConformance, selectCases, type RunResults } from '../../conformance/run.ts';
 import { parseTarget } from '../../conformance/target.ts';
 import { TARGET } from '../support/helpers.ts';
-import { startFleet, startProxy, type Fleet, type Proxy } from '../support/fleet.ts';
+import { startFleet, startProxy, type Fleet, type ReverseProxy } from '../support/fleet.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
@@ -43,7 +43,7 @@ describe('one Parley on PostgreSQL conforms', () => {
 
 describe('two Parley instances on one database behind a round-robin proxy conform', () => {
   let fleet: Fleet;
-  let proxy: Proxy;
+  let proxy: ReverseProxy;
   before(async () => {
     fleet = await startFleet(2, { databaseUrl: await freshDatabase() });
     proxy = await startProxy(fleet.instances.map((i) => i.origin));

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { createParser } from 'eventsource-parser';
 import postgres from 'postgres';
 import { APP, FIXTURES_DIR, KEY, TARGET, tempDir } from '../support/helpers.ts';
-import { startFleet, startProxy, type Fleet, type Instance, type Proxy } from '../support/fleet.ts';
+import { startFleet, startProxy, type Fleet, type Instance, type ReverseProxy } from '../support/fleet.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { postSse } from '../support/sse-client.ts';
 
@@ -49,7 +49,7 @@ async function query<T extends object>(url: string, fn: (sql: postgres.Sql) => P
 describe('three instances on one database', () => {
   let url: string;
   let fleet: Fleet;
-  let proxy: Proxy;
+  let proxy: ReverseProxy;
   let a: Instance, b: Instance, c: Instance;
   before(async () => {
     url = await freshDatabase();

@@ -194,7 +194,7 @@ test('D-24, D-27: two instances creating at once: a quota for exactly 10 creates
     // Exchanges and deletes from both at once: messages and bytes follow exactly.
     await Promise.all(made.map((r, i) => (i % 2 ? a : b).saveResponse(save(r.id, `resp_q${i}`))));
     await Promise.all(made.slice(0, 4).map((r, i) => (i % 2 ? b : a).updateConversation(r.id, (x) => ({ ...x!, deleted_at: 9 }))));
-    const [{ sum }] = await a.sql<{ sum: string }[]>`
+    const [{ sum }] = await a.sql<[{ sum: string }]>`
       SELECT sum(256 + octet_length(metadata) + history_bytes) AS sum FROM conversations WHERE app_id = 'app_demo' AND deleted_at IS NULL`;
     for (const store of [a, b]) {
       assert.deepEqual(await store.appCounters('app_demo'), { conversations: 10, messages: 20, users });

@@ -120,7 +120,7 @@ export async function startFleet(n: number, opts: FleetOptions): Promise<Fleet> 
   return { instances, close };
 }
 
-export interface Proxy {
+export interface ReverseProxy {
   /** `http://127.0.0.1:<port>/v1`. */
   base: string;
   /** Requests forwarded to each origin so far. */
@@ -146,7 +146,7 @@ function forwardable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeader
  * refusing one, so this is safe for any method); a connection lost after the request was sent is a 502,
  * since the request may have run.
  */
-export async function startProxy(origins: string[]): Promise<Proxy> {
+export async function startProxy(origins: string[]): Promise<ReverseProxy> {
   const live = [...origins];
   const served = new Map(origins.map((o) => [o, 0]));
   const agent = new http.Agent({ keepAlive: true });

@@ -39,8 +39,8 @@ export interface ProxyTools {
 type MaybePromise<T> = T | Promise<T>;
 
 export interface MutantHooks {
-  /** Changes the request before it reaches the reference server, or answers it instead. */
-  request?(req: ProxyRequest, tools: ProxyTools): MaybePromise<ProxyResponse | void>;
+  /** Changes the request in place before it reaches the reference server (returns nothing), or answers it instead (returns the answer). */
+  request?(req: ProxyRequest, tools: ProxyTools): MaybePromise<void> | MaybePromise<ProxyResponse | undefined>;
   /** Changes the response (edit `json` / `events` / `body` / `status` / `headers` in place). */
   response?(res: ProxyResponse, req: ProxyRequest, tools: ProxyTools): MaybePromise<void>;
   /** Answers the request itself, byte by byte (e.g. a stream that stalls); true when it did. */
@@ -147,12 +147,12 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
       const widget = url.pathname.startsWith(`${WIDGET_PATH}/`);
-      if (!widget && !url.pathname.startsWith(basePath + '/')) {
+      if (!widget && !url.pathname.startsWith(`${basePath}/`)) {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'not found', type: 'not_found', param: null, code: null } }));
         return;
       }
-      const path = widget ? url.pathname : '/' + url.pathname.slice(basePath.length + 1);
+      const path = widget ? url.pathname : `/${url.pathname.slice(basePath.length + 1)}`;
       const preq: ProxyRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers, body, json: parseJson(body) };
       if (hooks.takeover?.(preq, res)) return;
       const short = await hooks.request?.(preq, tools);

@@ -66,7 +66,7 @@ function onResponse(match: (req: ProxyRequest) => boolean, change: (res: ProxyRe
   });
 }
 
-function onRequest(change: (req: ProxyRequest) => ProxyResponse | void): () => MutantHooks {
+function onRequest(change: NonNullable<MutantHooks['request']>): () => MutantHooks {
   return () => ({ request: change });
 }
 
@@ -402,7 +402,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-shape',
     because: /created_at of conv_\S+ in the list \(create answered \d+\): expected \d+, got \d{13}/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && res.json.data.forEach((c: any) => (c.created_at *= 1000))),
+    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => {
+      if (ok(res)) for (const c of res.json.data) c.created_at *= 1000;
+    }),
   },
   {
     id: 'list-ties-reversed',
@@ -1031,7 +1033,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.6-response-lookup',
     because: /status of the items of a completed reply \(D-39: none\): expected 0 entries, got \d+/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && res.json.items.forEach((i: any) => i.role !== 'user' && (i.status = 'incomplete'))),
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
+      if (ok(res)) for (const i of res.json.items) if (i.role !== 'user') i.status = 'incomplete';
+    }),
   },
   {
     id: 'second-message-409',
@@ -1127,7 +1131,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S6-conv-payloads',
     because: /\(response\.output_text\.delta\) payload: output_index: Invalid input: expected number, received undefined/,
-    hooks: onStream(isSend, (res) => payloads(res, 'response.output_text.delta').forEach((p) => delete p.output_index)),
+    hooks: onStream(isSend, (res) => {
+      for (const p of payloads(res, 'response.output_text.delta')) delete p.output_index;
+    }),
   },
   {
     id: 'sse-no-event-line',
@@ -1165,7 +1171,7 @@ export const MUTANTS: Mutant[] = [
     because: /the stream uses CR line endings/,
     hooks: onStream(
       (r) => isSend(r) || isCompletion(r),
-      (res) => (res.body = (': hello\n\n' + res.body.replace(/\n\n/g, '\n\n: keep-alive\n\n')).replace(/\n/g, '\r\n')),
+      (res) => (res.body = (`: hello\n\n${res.body.replace(/\n\n/g, '\n\n: keep-alive\n\n')}`).replace(/\n/g, '\r\n')),
     ),
   },
   {
@@ -1175,7 +1181,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S6-conv-sequence-numbers',
     because: /event #0 sequence_number: expected 0, got undefined/,
-    hooks: onStream(isSend, (res) => res.events!.forEach((e) => delete e.data.sequence_number)),
+    hooks: onStream(isSend, (res) => {
+      for (const e of res.events!) delete e.data.sequence_number;
+    }),
   },
   {
     id: 'sse-sequence-from-1',
@@ -1184,7 +1192,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S6-cmpl-sequence-numbers',
     because: /event #0 sequence_number: expected 0, got 1/,
-    hooks: onStream(isCompletion, (res) => res.events!.forEach((e) => (e.data.sequence_number += 1))),
+    hooks: onStream(isCompletion, (res) => {
+      for (const e of res.events!) e.data.sequence_number += 1;
+    }),
   },
   {
     id: 'sse-no-cache-control',
@@ -1214,7 +1224,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S6-conv-persisted-agree',
     because: /items of response resp_\w+ compared with the stream: expected \d+ entries, got 0/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && res.json.items.forEach((i: any) => delete i.response_id)),
+    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
+      if (ok(res)) for (const i of res.json.items) delete i.response_id;
+    }),
   },
   {
     id: 'cmpl-stream-conversation-id',
@@ -1241,7 +1253,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S6-cmpl-text-assembles',
     because: /concatenated deltas of output\/content index 0:0 compared with output_text\.done/,
-    hooks: onStream(isCompletion, (res) => payloads(res, 'response.output_text.done').forEach((p) => (p.text += '!'))),
+    hooks: onStream(isCompletion, (res) => {
+      for (const p of payloads(res, 'response.output_text.done')) p.text += '!';
+    }),
   },
   {
     id: 'data-spec-bad-path',

@@ -5,7 +5,6 @@ import postgres, { type ReservedSql, type Sql } from 'postgres';
 import { recountAppStats } from '../pg-store.ts';
 import { migrate, migrationStatus } from '../pg/migrate.ts';
 import { recordOf, type ConversationRow } from '../pg/rows.ts';
-import type { ConversationRecord } from '../types.ts';
 import { ExportReader, ImportError, conversationLine, endLine, headerLine, noCounts, usageLine, type DataPort, type ImportEntry, type LineSource, type PortCounts } from './format.ts';
 
 /** Conversations read per page of the export, and history bytes fetched per query. */
@@ -137,10 +136,10 @@ export class PgPort implements DataPort {
 
   private async load(tx: ReservedSql, source: LineSource): Promise<PortCounts> {
     // A sequence of migration 4 numbers conversations when it exists; imports come after its last value.
-    const [{ seq }] = await tx<{ seq: string | null }[]>`SELECT to_regclass('conversation_seq')::text AS seq`;
+    const [{ seq }] = await tx<[{ seq: string | null }]>`SELECT to_regclass('conversation_seq')::text AS seq`;
     const [{ base }] = seq
-      ? await tx<{ base: string }[]>`SELECT greatest((SELECT coalesce(max(seq), 0) FROM conversations), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conversation_seq)) AS base`
-      : await tx<{ base: string }[]>`SELECT coalesce(max(seq), 0) AS base FROM conversations`;
+      ? await tx<[{ base: string }]>`SELECT greatest((SELECT coalesce(max(seq), 0) FROM conversations), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conversation_seq)) AS base`
+      : await tx<[{ base: string }]>`SELECT coalesce(max(seq), 0) AS base FROM conversations`;
     const offset = Number(base);
     const reader = new ExportReader();
     let batch: Extract<ImportEntry, { type: 'conversation' }>[] = [];
@@ -179,8 +178,8 @@ export class PgPort implements DataPort {
     const rows = batch.map(({ record: r, items, responses }) => {
       const itemBodies = items.map((i) => JSON.stringify(i));
       const responseBodies = responses.map((x) => JSON.stringify(x));
-      itemBodies.forEach((body, pos) => itemRows.push({ conversation_id: r.id, pos, body }));
-      responseBodies.forEach((body, pos) => responseRows.push({ conversation_id: r.id, pos, id: responses[pos]!.id, body }));
+      for (const [pos, body] of itemBodies.entries()) itemRows.push({ conversation_id: r.id, pos, body });
+      for (const [pos, body] of responseBodies.entries()) responseRows.push({ conversation_id: r.id, pos, id: responses[pos]!.id, body });
       return {
         id: r.id,
         app_id: r.app_id,
