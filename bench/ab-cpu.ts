@@ -29,21 +29,38 @@ try {
   const raw = await startChild('baseline-server.ts');
   const a = await startChild(path.join(path.resolve(other!), 'bench', 'parley-server.ts'), [path.join(tmp, 'a'), fixtures]);
   const b = await startChild('parley-server.ts', [path.join(tmp, 'b'), fixtures]);
-  const servers: Record<string, { c: Child; path: () => string }> = { raw: { c: raw, path: () => spec.raw }, A: { c: a, path: spec.path }, B: { c: b, path: spec.path } };
+  const servers: Record<string, { c: Child; path: () => string }> = {
+    raw: { c: raw, path: () => spec.raw },
+    A: { c: a, path: spec.path },
+    B: { c: b, path: spec.path },
+  };
   const cpu = async (c: Child) => (await c.ask<{ cpuUs: number }>('stats')).cpuUs;
   const got: Record<string, number[]> = { raw: [], A: [], B: [] };
-  for (const s of Object.values(servers)) await load({ port: s.c.ready.port, method: spec.method, path: s.path, headers: AUTH, connections: 10, seconds: 1 });
+  for (const s of Object.values(servers))
+    await load({ port: s.c.ready.port, method: spec.method, path: s.path, headers: AUTH, connections: 10, seconds: 1 });
   for (let r = 0; r < Number(roundsText); r++) {
     for (const [name, s] of Object.entries(servers)) {
       const before = await cpu(s.c);
-      const res = await load({ port: s.c.ready.port, method: spec.method, path: s.path, headers: AUTH, connections: 10, seconds: 0, amount: Number(requestsText) });
+      const res = await load({
+        port: s.c.ready.port,
+        method: spec.method,
+        path: s.path,
+        headers: AUTH,
+        connections: 10,
+        seconds: 0,
+        amount: Number(requestsText),
+      });
       got[name]!.push((await cpu(s.c)) - before) / 1;
       got[name]![got[name]!.length - 1]! /= res.requests;
     }
-    console.log(`round ${r + 1}: µs of CPU per ${op}: raw ${got.raw!.at(-1)!.toFixed(1)}  A ${got.A!.at(-1)!.toFixed(1)}  B ${got.B!.at(-1)!.toFixed(1)}`);
+    console.log(
+      `round ${r + 1}: µs of CPU per ${op}: raw ${got.raw!.at(-1)!.toFixed(1)}  A ${got.A!.at(-1)!.toFixed(1)}  B ${got.B!.at(-1)!.toFixed(1)}`,
+    );
   }
   const med = (v: number[]) => percentile(v, 50);
-  console.log(`median µs/request: raw ${med(got.raw!).toFixed(1)}  A ${med(got.A!).toFixed(1)}  B ${med(got.B!).toFixed(1)}; B ÷ A ${(med(got.B!) / med(got.A!)).toFixed(3)}; raw ÷ A ${(med(got.raw!) / med(got.A!)).toFixed(2)}, raw ÷ B ${(med(got.raw!) / med(got.B!)).toFixed(2)}`);
+  console.log(
+    `median µs/request: raw ${med(got.raw!).toFixed(1)}  A ${med(got.A!).toFixed(1)}  B ${med(got.B!).toFixed(1)}; B ÷ A ${(med(got.B!) / med(got.A!)).toFixed(3)}; raw ÷ A ${(med(got.raw!) / med(got.A!)).toFixed(2)}, raw ÷ B ${(med(got.raw!) / med(got.B!)).toFixed(2)}`,
+  );
   for (const s of Object.values(servers)) await s.c.stop();
 } finally {
   await fs.rm(tmp, { recursive: true, force: true });

@@ -20,20 +20,41 @@ try {
   const a = await startChild(path.join(path.resolve(other!), 'bench', 'parley-server.ts'), [path.join(tmp, 'a'), fixtures]);
   const b = await startChild('parley-server.ts', [path.join(tmp, 'b'), fixtures]);
   const any = () => ids[Math.floor(Math.random() * ids.length)]!;
-  const servers = { raw: { c: raw, path: () => '/get' }, A: { c: a, path: () => `/v1/apps/${APP}/conversations/${any()}` }, B: { c: b, path: () => `/v1/apps/${APP}/conversations/${any()}` } };
+  const servers = {
+    raw: { c: raw, path: () => '/get' },
+    A: { c: a, path: () => `/v1/apps/${APP}/conversations/${any()}` },
+    B: { c: b, path: () => `/v1/apps/${APP}/conversations/${any()}` },
+  };
   const got: Record<string, number[]> = { raw: [], A: [], B: [] };
-  for (const s of Object.values(servers)) await load({ port: s.c.ready.port, method: 'GET', path: s.path, headers: AUTH, connections: 10, seconds: 1 });
+  for (const s of Object.values(servers))
+    await load({ port: s.c.ready.port, method: 'GET', path: s.path, headers: AUTH, connections: 10, seconds: 1 });
   for (let r = 0; r < Number(roundsText); r++) {
     for (const [name, s] of Object.entries(servers)) {
-      const res = await load({ port: s.c.ready.port, method: 'GET', path: s.path, headers: AUTH, connections: 10, seconds: Number(secondsText) });
+      const res = await load({
+        port: s.c.ready.port,
+        method: 'GET',
+        path: s.path,
+        headers: AUTH,
+        connections: 10,
+        seconds: Number(secondsText),
+      });
       got[name]!.push(res.rps);
     }
-    console.log(`round ${r + 1}: raw ${got.raw!.at(-1)!.toFixed(0)}  A ${got.A!.at(-1)!.toFixed(0)} (${(got.A!.at(-1)! / got.raw!.at(-1)!).toFixed(2)})  B ${got.B!.at(-1)!.toFixed(0)} (${(got.B!.at(-1)! / got.raw!.at(-1)!).toFixed(2)})`);
+    console.log(
+      `round ${r + 1}: raw ${got.raw!.at(-1)!.toFixed(0)}  A ${got.A!.at(-1)!.toFixed(0)} (${(got.A!.at(-1)! / got.raw!.at(-1)!).toFixed(2)})  B ${got.B!.at(-1)!.toFixed(0)} (${(got.B!.at(-1)! / got.raw!.at(-1)!).toFixed(2)})`,
+    );
   }
   const med = (v: number[]) => percentile(v, 50);
   // Paired by round (A and B measured seconds apart), this is steadier than the ratio of medians on a busy machine.
-  console.log(`B ÷ A per round: ${got.B!.map((b, i) => (b / got.A![i]!).toFixed(2)).join(' ')}; median ${percentile(got.B!.map((b, i) => b / got.A![i]!), 50).toFixed(2)}`);
-  console.log(`median: raw ${med(got.raw!).toFixed(0)}  A ${med(got.A!).toFixed(0)} (${(med(got.A!) / med(got.raw!)).toFixed(2)})  B ${med(got.B!).toFixed(0)} (${(med(got.B!) / med(got.raw!)).toFixed(2)})`);
+  console.log(
+    `B ÷ A per round: ${got.B!.map((b, i) => (b / got.A![i]!).toFixed(2)).join(' ')}; median ${percentile(
+      got.B!.map((b, i) => b / got.A![i]!),
+      50,
+    ).toFixed(2)}`,
+  );
+  console.log(
+    `median: raw ${med(got.raw!).toFixed(0)}  A ${med(got.A!).toFixed(0)} (${(med(got.A!) / med(got.raw!)).toFixed(2)})  B ${med(got.B!).toFixed(0)} (${(med(got.B!) / med(got.raw!)).toFixed(2)})`,
+  );
   // One at a time: p50 latency of get.
   for (const [name, s] of Object.entries(servers)) {
     const t: number[] = [];

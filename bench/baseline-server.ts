@@ -33,7 +33,9 @@ const server = http.createServer((req, res) => {
     const n = Number(new URL(url, 'http://x').searchParams.get('n') ?? 100);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     for (let i = 0; i < n; i++) {
-      res.write(`event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: i, delta: 't', output_index: 0, content_index: 0 })}\n\n`);
+      res.write(
+        `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: i, delta: 't', output_index: 0, content_index: 0 })}\n\n`,
+      );
       // Each event leaves on its own, as Parley sends them (node:http would hold them to the next tick).
       res.socket?.uncork();
     }

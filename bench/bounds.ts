@@ -87,7 +87,18 @@ async function saveByLength(dir: string): Promise<Array<[number, number, number]
   await store.open();
   const out: Array<[number, number, number]> = [];
   try {
-    const record: ConversationRecord = { id: newId('conversation'), app_id: APP, seq: (await store.nextSeq()), created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0 };
+    const record: ConversationRecord = {
+      id: newId('conversation'),
+      app_id: APP,
+      seq: await store.nextSeq(),
+      created_at: 1,
+      external_user_id: null,
+      title: null,
+      generated_title: {},
+      metadata: {},
+      deleted_at: null,
+      message_count: 0,
+    };
     await store.putConversation(record);
     const text = 'Tell me more about the opening hours. '.repeat(800).slice(0, 30_000);
     let window: number[] = [];
@@ -95,11 +106,22 @@ async function saveByLength(dir: string): Promise<Array<[number, number, number]
       const response = newId('response');
       const items = [
         { id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1, response_id: response },
-        { id: newId('message'), type: 'message', role: 'assistant', content: [{ type: 'text', text: text.slice(0, 2_000) }], created_at: 1, response_id: response },
+        {
+          id: newId('message'),
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'text', text: text.slice(0, 2_000) }],
+          created_at: 1,
+          response_id: response,
+        },
       ] as never[];
       const current = (await store.getConversation(record.id))!;
       const t = performance.now();
-      await store.appendToConversation({ ...current, metadata: {}, message_count: current.message_count + 2 }, items, { id: response, created_at: 1, status: 'completed' });
+      await store.appendToConversation({ ...current, metadata: {}, message_count: current.message_count + 2 }, items, {
+        id: response,
+        created_at: 1,
+        status: 'completed',
+      });
       window.push(performance.now() - t);
       if (i % 10 === 4) {
         out.push([i - 2, window.sort((a, b) => a - b)[2]!, (await store.readConversationFile(record.id)).items.length]);
@@ -122,8 +144,13 @@ export async function measureBounds(n: number, seconds: number, log: (line: stri
     const seedMs = performance.now() - t0;
     const journal = path.join(dataDir, 'conversations.jsonl');
     const journalBytes = (await fs.stat(journal)).size;
-    log(`  seeded ${n.toLocaleString('en-US')} conversations with 16 KB metadata in ${(seedMs / 1000).toFixed(1)} s (journal ${(journalBytes / 2 ** 20).toFixed(0)} MB)`);
-    const child = await startChild('parley-server.ts', [dataDir, fixtures], { env: { LOG_LEVEL: 'silent', PARLEY_MODEL: '', OLLAMA_HOST: '' }, timeoutMs: 600_000 });
+    log(
+      `  seeded ${n.toLocaleString('en-US')} conversations with 16 KB metadata in ${(seedMs / 1000).toFixed(1)} s (journal ${(journalBytes / 2 ** 20).toFixed(0)} MB)`,
+    );
+    const child = await startChild('parley-server.ts', [dataDir, fixtures], {
+      env: { LOG_LEVEL: 'silent', PARLEY_MODEL: '', OLLAMA_HOST: '' },
+      timeoutMs: 600_000,
+    });
     try {
       const port = child.ready.port;
       const startupMs = Number(child.ready.processToReadyMs);
@@ -139,7 +166,9 @@ export async function measureBounds(n: number, seconds: number, log: (line: stri
         rename: await rps('PATCH', () => `${BASE}/${any()}`, renameBody),
       };
       const rssAfterLoad = (await child.ask<{ rss: number }>('stats')).rss;
-      log(`  after get ${Math.round(loadRps.get)}, list ${Math.round(loadRps.list)}, rename ${Math.round(loadRps.rename)} req/s: rss ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`);
+      log(
+        `  after get ${Math.round(loadRps.get)}, list ${Math.round(loadRps.list)}, rename ${Math.round(loadRps.rename)} req/s: rss ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`,
+      );
 
       const request = async (method: string, p: string, body: string) => {
         const t = performance.now();
@@ -155,7 +184,8 @@ export async function measureBounds(n: number, seconds: number, log: (line: stri
       const renames = 50;
       for (let i = 0; i < renames; i++) await request('PATCH', `${BASE}/${id}`, JSON.stringify({ title: `Title ${i}` }));
       const renameJournalBytes = ((await size()) - before) / renames;
-      const send = (conv: string, content: string) => request('POST', `${BASE}/${conv}`, JSON.stringify({ message: { content }, stream: false }));
+      const send = (conv: string, content: string) =>
+        request('POST', `${BASE}/${conv}`, JSON.stringify({ message: { content }, stream: false }));
       before = await size();
       await send(id, 'Hello');
       const exchangeJournalBytes = (await size()) - before;
@@ -171,16 +201,35 @@ export async function measureBounds(n: number, seconds: number, log: (line: stri
         window.push((await send(created.id, `${i} ${long}`)).ms);
         // The median of 5 sends around 0, 10, 20, 30 and 40 exchanges (one send is noisy).
         if (window.length === 5 && i % 10 === 4) {
-          const bytes = (await fs.stat(history).catch(() => fs.stat(history.slice(0, -1))).catch(() => ({ size: 0 }))).size;
+          const bytes = (
+            await fs
+              .stat(history)
+              .catch(() => fs.stat(history.slice(0, -1)))
+              .catch(() => ({ size: 0 }))
+          ).size;
           sendByLength.push([i - 2, window.sort((a, b) => a - b)[2]!, bytes]);
         }
         if (i % 10 === 4) window = [];
         if (i % 10 === 9) window = [];
       }
-      log(`  send message by conversation length: ${sendByLength.map(([n, ms, b]) => `${n} exchanges ${ms.toFixed(1)} ms (${(b / 2 ** 20).toFixed(1)} MB)`).join(', ')}`);
+      log(
+        `  send message by conversation length: ${sendByLength.map(([n, ms, b]) => `${n} exchanges ${ms.toFixed(1)} ms (${(b / 2 ** 20).toFixed(1)} MB)`).join(', ')}`,
+      );
       const saves = await saveByLength(path.join(tmp, 'save'));
       log(`  saving one exchange (store alone): ${saves.map(([x, t]) => `${x} exchanges ${t.toFixed(1)} ms`).join(', ')}`);
-      return { saveByLength: saves, conversations: n, seedMs, journalBytes, startupMs, rssAfterStartup, rssAfterLoad, loadRps, renameJournalBytes, exchangeJournalBytes, sendByLength };
+      return {
+        saveByLength: saves,
+        conversations: n,
+        seedMs,
+        journalBytes,
+        startupMs,
+        rssAfterStartup,
+        rssAfterLoad,
+        loadRps,
+        renameJournalBytes,
+        exchangeJournalBytes,
+        sendByLength,
+      };
     } finally {
       await child.stop();
     }

@@ -26,7 +26,11 @@ process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
 
-export async function startChild(script: string, args: string[] = [], opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; timeoutMs?: number } = {}): Promise<Child> {
+export async function startChild(
+  script: string,
+  args: string[] = [],
+  opts: { env?: NodeJS.ProcessEnv; execArgv?: string[]; timeoutMs?: number } = {},
+): Promise<Child> {
   const started = performance.now();
   const proc = fork(path.resolve(import.meta.dirname, script), args, {
     // tsx resolved from here, so that the children start whatever the working directory.
@@ -38,7 +42,10 @@ export async function startChild(script: string, args: string[] = [], opts: { en
   children.add(proc);
   proc.once('exit', () => children.delete(proc));
   const ready = await new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${script} did not start within ${opts.timeoutMs ?? 60_000} ms`)), opts.timeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${script} did not start within ${opts.timeoutMs ?? 60_000} ms`)),
+      opts.timeoutMs ?? 60_000,
+    );
     proc.on('message', function onMessage(m: Ready) {
       if (m?.type !== 'ready') return;
       clearTimeout(timer);
@@ -84,7 +91,15 @@ export function serveIpc(stop: () => Promise<void>): void {
       const { rss, heapUsed, heapTotal } = process.memoryUsage();
       const old = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
       const cpu = process.cpuUsage();
-      process.send!({ type: 'stats', rss, heapUsed, heapTotal, oldSpaceSize: old?.space_size, oldSpaceUsed: old?.space_used_size, cpuUs: cpu.user + cpu.system });
+      process.send!({
+        type: 'stats',
+        rss,
+        heapUsed,
+        heapTotal,
+        oldSpaceSize: old?.space_size,
+        oldSpaceUsed: old?.space_used_size,
+        cpuUs: cpu.user + cpu.system,
+      });
     }
     if (m?.type === 'stop') void stop().then(() => process.exit(0));
   });

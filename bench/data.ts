@@ -32,9 +32,28 @@ export function sampleConversation(appId: string, seq: number, n: number): { rec
   const responses: ConversationFile['responses'] = [];
   for (let turn = 0; turn < 2; turn++) {
     const responseId = newId('response');
-    items.push({ id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text: USER_TEXT }], created_at: createdAt, response_id: responseId });
-    items.push({ id: newId('message'), type: 'message', role: 'assistant', content: [{ type: 'text', text: ASSISTANT_TEXT }], created_at: createdAt, response_id: responseId });
-    responses.push({ id: responseId, created_at: createdAt, status: 'completed', usage: { input_tokens: 21, output_tokens: 38, total_tokens: 59 } });
+    items.push({
+      id: newId('message'),
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'text', text: USER_TEXT }],
+      created_at: createdAt,
+      response_id: responseId,
+    });
+    items.push({
+      id: newId('message'),
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'text', text: ASSISTANT_TEXT }],
+      created_at: createdAt,
+      response_id: responseId,
+    });
+    responses.push({
+      id: responseId,
+      created_at: createdAt,
+      status: 'completed',
+      usage: { input_tokens: 21, output_tokens: 38, total_tokens: 59 },
+    });
   }
   return { record, file: { items, responses } };
 }

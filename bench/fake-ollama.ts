@@ -18,8 +18,10 @@ const server = http.createServer((req, res) => {
   req.on('end', () => {
     const url = req.url ?? '/';
     if (url === '/api/version') return json(res, { version: '0.12.0' });
-    if (url === '/api/tags') return json(res, { models: [{ name: `${model}:latest`, model: `${model}:latest`, size: 1, digest: 'x', details: {} }] });
-    if (url === '/api/show') return json(res, { modelfile: '', parameters: '', template: '', details: {}, capabilities: ['completion', 'tools'] });
+    if (url === '/api/tags')
+      return json(res, { models: [{ name: `${model}:latest`, model: `${model}:latest`, size: 1, digest: 'x', details: {} }] });
+    if (url === '/api/show')
+      return json(res, { modelfile: '', parameters: '', template: '', details: {}, capabilities: ['completion', 'tools'] });
     if (url !== '/api/chat' && url !== '/api/generate') {
       res.writeHead(404, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ error: 'not found' }));
@@ -30,18 +32,42 @@ const server = http.createServer((req, res) => {
     const piece = (i: number) => `tok${i} `;
     if (body.stream === false) {
       const text = Array.from({ length: tokens }, (_, i) => piece(i)).join('');
-      return json(res, { model, created_at, ...(chat ? { message: { role: 'assistant', content: text } } : { response: text }), done: true, done_reason: 'stop', prompt_eval_count: 10, eval_count: tokens });
+      return json(res, {
+        model,
+        created_at,
+        ...(chat ? { message: { role: 'assistant', content: text } } : { response: text }),
+        done: true,
+        done_reason: 'stop',
+        prompt_eval_count: 10,
+        eval_count: tokens,
+      });
     }
     res.writeHead(200, { 'content-type': 'application/x-ndjson' });
     let i = 0;
     const timer = setInterval(() => {
       if (i < tokens) {
         const content = piece(i++);
-        res.write(line({ model, created_at, ...(chat ? { message: { role: 'assistant', content } } : { response: content }), done: false }));
+        res.write(
+          line({ model, created_at, ...(chat ? { message: { role: 'assistant', content } } : { response: content }), done: false }),
+        );
         return;
       }
       clearInterval(timer);
-      res.end(line({ model, created_at, ...(chat ? { message: { role: 'assistant', content: '' } } : { response: '' }), done: true, done_reason: 'stop', total_duration: 1, load_duration: 1, prompt_eval_count: 10, prompt_eval_duration: 1, eval_count: tokens, eval_duration: 1 }));
+      res.end(
+        line({
+          model,
+          created_at,
+          ...(chat ? { message: { role: 'assistant', content: '' } } : { response: '' }),
+          done: true,
+          done_reason: 'stop',
+          total_duration: 1,
+          load_duration: 1,
+          prompt_eval_count: 10,
+          prompt_eval_duration: 1,
+          eval_count: tokens,
+          eval_duration: 1,
+        }),
+      );
     }, gapMs);
     res.on('close', () => clearInterval(timer));
   });

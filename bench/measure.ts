@@ -42,9 +42,15 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
     ],
   });
   const failed = result.non2xx + result.errors + result.timeouts;
-  if (failed > 0) throw new Error(`${spec.method} ${spec.path()}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  if (failed > 0)
+    throw new Error(`${spec.method} ${spec.path()}: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
   // Completed requests over the measured time: autocannon's per-second average is coarse for short runs.
-  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, requests: result.requests.total };
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+  };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -141,7 +147,11 @@ export function percentile(values: number[], p: number): number {
  * each): a disturbance of the machine then lands on every target alike instead of on whichever
  * happened to run during it, and one lucky or unlucky round does not decide a ratio.
  */
-export async function interleaved<K extends string>(specs: Partial<Record<K, LoadSpec>>, rounds: number, warmupSeconds: number): Promise<Partial<Record<K, LoadResult>>> {
+export async function interleaved<K extends string>(
+  specs: Partial<Record<K, LoadSpec>>,
+  rounds: number,
+  warmupSeconds: number,
+): Promise<Partial<Record<K, LoadResult>>> {
   const targets = (Object.keys(specs) as K[]).filter((t) => specs[t]);
   for (const t of targets) {
     const spec = specs[t]!;

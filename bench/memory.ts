@@ -26,9 +26,13 @@ try {
   const child = await startChild('parley-server.ts', [dataDir, fixtures], { execArgv: nodeFlags, env: { LOG_LEVEL: 'silent' } });
   const show = async (when: string) => {
     const s = await child.ask<Record<string, number>>('stats');
-    console.log(`${when.padEnd(28)} rss ${MB(s.rss)}, heap ${MB(s.heapUsed)} used of ${MB(s.heapTotal)}, old space ${MB(s.oldSpaceUsed)} used of ${MB(s.oldSpaceSize)}`);
+    console.log(
+      `${when.padEnd(28)} rss ${MB(s.rss)}, heap ${MB(s.heapUsed)} used of ${MB(s.heapTotal)}, old space ${MB(s.oldSpaceUsed)} used of ${MB(s.oldSpaceSize)}`,
+    );
   };
-  console.log(`${ids.length.toLocaleString('en-US')} conversations, Node ${process.version}, Parley flags: ${nodeFlags.join(' ') || '(none)'}`);
+  console.log(
+    `${ids.length.toLocaleString('en-US')} conversations, Node ${process.version}, Parley flags: ${nodeFlags.join(' ') || '(none)'}`,
+  );
   await show('after start-up');
   const any = () => ids[Math.floor(Math.random() * ids.length)]!;
   const base = `/v1/apps/${APP}/conversations`;

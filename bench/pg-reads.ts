@@ -43,22 +43,46 @@ try {
   const row = async (name: string, fn: () => Promise<unknown>) => rows.push([name, await median(200, fn)]);
   await row('list page of 20, newest first (no cursor)', () => store.listConversations(APP, { direction: 'down', limit: 20 }));
   await row('list page of 20 after a cursor mid-list, up', () => store.listConversations(APP, { direction: 'up', cursor: mid, limit: 20 }));
-  await row('list page of 20 after a cursor mid-list, down', () => store.listConversations(APP, { direction: 'down', cursor: mid, limit: 20 }));
-  await row("one user's page of 20 after a cursor mid-list", () => store.listConversations(APP, { externalUserId: 'user_7', direction: 'down', cursor: mid, limit: 20 }));
+  await row('list page of 20 after a cursor mid-list, down', () =>
+    store.listConversations(APP, { direction: 'down', cursor: mid, limit: 20 }),
+  );
+  await row("one user's page of 20 after a cursor mid-list", () =>
+    store.listConversations(APP, { externalUserId: 'user_7', direction: 'down', cursor: mid, limit: 20 }),
+  );
   await row('counters (D-24), stats row', () => store.appCounters(APP));
-  await row('counters (D-24), by query', () => store.sql`SELECT count(*), sum(message_count), count(DISTINCT external_user_id) FROM conversations WHERE app_id = ${APP}`);
+  await row(
+    'counters (D-24), by query',
+    () => store.sql`SELECT count(*), sum(message_count), count(DISTINCT external_user_id) FROM conversations WHERE app_id = ${APP}`,
+  );
   await row('stored bytes (D-27), stats row', () => store.storedBytes(APP));
-  await row('stored bytes (D-27), by query', () => store.sql`SELECT sum(256 + octet_length(metadata) + history_bytes) FROM conversations WHERE app_id = ${APP} AND deleted_at IS NULL`);
+  await row(
+    'stored bytes (D-27), by query',
+    () =>
+      store.sql`SELECT sum(256 + octet_length(metadata) + history_bytes) FROM conversations WHERE app_id = ${APP} AND deleted_at IS NULL`,
+  );
   let k = 0;
   await row('create with its quota check (nextSeq + transaction)', async () => {
     const seq = await store.nextSeq();
     await store.putConversation(
-      { id: `conv_new${k++}`, app_id: APP, seq, created_at: 1, external_user_id: `user_${k % 1000}`, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0 },
+      {
+        id: `conv_new${k++}`,
+        app_id: APP,
+        seq,
+        created_at: 1,
+        external_user_id: `user_${k % 1000}`,
+        title: null,
+        generated_title: {},
+        metadata: {},
+        deleted_at: null,
+        message_count: 0,
+      },
       undefined,
       () => {},
     );
   });
-  console.log(`${N.toLocaleString('en-US')} conversations in one app (seeded in ${(seeded / 1000).toFixed(1)} s); median of 200 runs, one client, ms:\n`);
+  console.log(
+    `${N.toLocaleString('en-US')} conversations in one app (seeded in ${(seeded / 1000).toFixed(1)} s); median of 200 runs, one client, ms:\n`,
+  );
   console.log('| Read | ms |\n|---|---:|');
   for (const [name, ms] of rows) console.log(`| ${name} | ${ms.toFixed(2)} |`);
 } finally {

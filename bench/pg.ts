@@ -87,7 +87,8 @@ async function processTreeCpuUs(pid: number): Promise<number> {
   return total;
 }
 
-const COLUMNS = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
+const COLUMNS =
+  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 /**
  * Seeds `total` conversations of `appId` (bench/data.ts's sampleConversation: 4 items, 2 responses,
@@ -123,7 +124,21 @@ export async function seedPostgres(url: string, appId: string, total: number, on
           responses[2]!.push(response.id);
           responses[3]!.push(body);
         });
-        const row = [record.id, record.app_id, record.seq, record.created_at, record.external_user_id, record.title, JSON.stringify(record.generated_title), JSON.stringify(record.metadata), record.deleted_at, record.message_count, bytes, file.items.length, record.created_at];
+        const row = [
+          record.id,
+          record.app_id,
+          record.seq,
+          record.created_at,
+          record.external_user_id,
+          record.title,
+          JSON.stringify(record.generated_title),
+          JSON.stringify(record.metadata),
+          record.deleted_at,
+          record.message_count,
+          bytes,
+          file.items.length,
+          record.created_at,
+        ];
         row.forEach((v, c) => {
           conv[c]!.push(v);
         });
@@ -134,8 +149,14 @@ export async function seedPostgres(url: string, appId: string, total: number, on
            SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::int[], $11::bigint[], $12::int[], $13::bigint[])`,
           conv as never[],
         );
-        await tx.unsafe(`INSERT INTO items (conversation_id, pos, body) SELECT * FROM unnest($1::text[], $2::int[], $3::text[])`, items as never[]);
-        await tx.unsafe(`INSERT INTO responses (conversation_id, pos, id, body) SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[])`, responses as never[]);
+        await tx.unsafe(
+          `INSERT INTO items (conversation_id, pos, body) SELECT * FROM unnest($1::text[], $2::int[], $3::text[])`,
+          items as never[],
+        );
+        await tx.unsafe(
+          `INSERT INTO responses (conversation_id, pos, id, body) SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[])`,
+          responses as never[],
+        );
       });
       for (let i = 0; i < n; i++) ids.push(conv[0]![i] as string);
       onProgress?.(ids.length);
@@ -177,7 +198,12 @@ export async function accounting(adminUrl: string, dbUrl: string): Promise<{ rea
           SELECT s.query, s.calls, s.total_exec_time AS total, s.rows
           FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
           WHERE d.datname = ${db} ORDER BY s.total_exec_time DESC`;
-        return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').trim(), calls: Number(r.calls), totalMs: Number(r.total), rows: Number(r.rows) }));
+        return rows.map((r) => ({
+          query: r.query.replace(/\s+/g, ' ').trim(),
+          calls: Number(r.calls),
+          totalMs: Number(r.total),
+          rows: Number(r.rows),
+        }));
       } finally {
         await setTrack('none');
         await admin.end();

@@ -16,12 +16,26 @@ try {
   const setup = postgres(url, { max: 1, onnotice: () => {} });
   await setup`CREATE TABLE events (id bigserial PRIMARY KEY, body text NOT NULL)`;
   await setup.end();
-  const body = JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, delta: 'token', output_index: 0, content_index: 0 });
+  const body = JSON.stringify({
+    type: 'response.output_text.delta',
+    sequence_number: 1,
+    delta: 'token',
+    output_index: 0,
+    content_index: 0,
+  });
   const variants: Array<[string, (sql: postgres.Sql) => Promise<unknown>, Record<string, string>]> = [
     ['INSERT (autocommit)', (sql) => sql`INSERT INTO events (body) VALUES (${body})`, {}],
-    ['INSERT + pg_notify (one statement)', (sql) => sql`WITH e AS (INSERT INTO events (body) VALUES (${body})) SELECT pg_notify('probe', 'x')`, {}],
+    [
+      'INSERT + pg_notify (one statement)',
+      (sql) => sql`WITH e AS (INSERT INTO events (body) VALUES (${body})) SELECT pg_notify('probe', 'x')`,
+      {},
+    ],
     ['INSERT, synchronous_commit off', (sql) => sql`INSERT INTO events (body) VALUES (${body})`, { synchronous_commit: 'off' }],
-    ['INSERT + pg_notify, synchronous_commit off', (sql) => sql`WITH e AS (INSERT INTO events (body) VALUES (${body})) SELECT pg_notify('probe', 'x')`, { synchronous_commit: 'off' }],
+    [
+      'INSERT + pg_notify, synchronous_commit off',
+      (sql) => sql`WITH e AS (INSERT INTO events (body) VALUES (${body})) SELECT pg_notify('probe', 'x')`,
+      { synchronous_commit: 'off' },
+    ],
   ];
   for (const [name, run, connection] of variants) {
     const sql = postgres(url, { max: connections, onnotice: () => {}, connection });
@@ -38,7 +52,11 @@ try {
       }),
     );
     const s = (performance.now() - t0) / 1000;
-    console.log(`${name.padEnd(44)} ${Math.round(done / s).toLocaleString('en-US').padStart(7)} commits/s (${connections} connections)`);
+    console.log(
+      `${name.padEnd(44)} ${Math.round(done / s)
+        .toLocaleString('en-US')
+        .padStart(7)} commits/s (${connections} connections)`,
+    );
     await sql.end();
   }
 } finally {

@@ -42,7 +42,9 @@ try {
       const t = await timed(child.ready.port, op === 'stream' ? 'POST' : 'GET', `${base}/${any()}`, { body, headers: AUTH, first });
       firsts.push(t.firstMs);
     }
-    console.log(`${op} at ${countText}: ${firsts.length} requests one at a time, first byte/event p50 ${percentile(firsts, 50).toFixed(3)} ms, p90 ${percentile(firsts, 90).toFixed(3)} ms`);
+    console.log(
+      `${op} at ${countText}: ${firsts.length} requests one at a time, first byte/event p50 ${percentile(firsts, 50).toFixed(3)} ms, p90 ${percentile(firsts, 90).toFixed(3)} ms`,
+    );
   } else {
     const spec = specs[op as keyof typeof specs];
     if (!spec) throw new Error(`unknown operation ${op}`);
@@ -73,7 +75,8 @@ function summarise(p: Profile): void {
   for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules|src)\//, '$1/').replace(/^file:\/\//, '')}:${n.callFrame.lineNumber + 1}`;
+  const label = (n: Node) =>
+    `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules|src)\//, '$1/').replace(/^file:\/\//, '')}:${n.callFrame.lineNumber + 1}`;
   const selfBy = new Map<string, number>();
   for (const [id, t] of self) {
     const key = label(byId.get(id)!);
@@ -99,5 +102,9 @@ function summarise(p: Profile): void {
   console.log('\nself time, top 25');
   for (const [k, t] of [...selfBy].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${pct(t)}  ${k}`);
   console.log('\ninclusive time of Parley code and pino, top 25');
-  for (const [k, t] of [...incl].filter(([k]) => k.includes('src/') || k.includes('pino')).sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${pct(t)}  ${k}`);
+  for (const [k, t] of [...incl]
+    .filter(([k]) => k.includes('src/') || k.includes('pino'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25))
+    console.log(`  ${pct(t)}  ${k}`);
 }

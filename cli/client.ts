@@ -10,8 +10,22 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, errors as undiciErrors, request, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import * as C from '../src/contract/index.ts';
-import type { CreateCompletionRequestT, CreateConversationRequestT, SendMessageRequestT, UpdateConversationRequestT } from '../src/contract/index.ts';
-import { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError, describeIssues, describeNetworkError } from './core/error.ts';
+import type {
+  CreateCompletionRequestT,
+  CreateConversationRequestT,
+  SendMessageRequestT,
+  UpdateConversationRequestT,
+} from '../src/contract/index.ts';
+import {
+  AbortedError,
+  ApiError,
+  ConnectionError,
+  InvalidResponseError,
+  ParleyError,
+  TimeoutError,
+  describeIssues,
+  describeNetworkError,
+} from './core/error.ts';
 import { Deadline, flattenHeaders, isEventStream, readBody, type SentResponse } from './core/response.ts';
 import { EventStream, type Resumer } from './core/streaming.ts';
 
@@ -104,7 +118,11 @@ export interface RawRequest extends RequestOptions {
   headers?: Record<string, string>;
 }
 
-type Schema<T> = { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } } };
+type Schema<T> = {
+  safeParse(
+    v: unknown,
+  ): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } };
+};
 /** How an answer is read (`usable`) and what the interface says it is (`spec`). */
 type Check<T> = { usable: Schema<T>; spec: Schema<unknown> };
 
@@ -143,7 +161,8 @@ export class ParleyClient {
     this.#ownsDispatcher = options.dispatcher === undefined;
     // undici's own timeouts stay as a backstop; the Deadline below is what honours timeoutMs.
     this.#dispatcher =
-      options.dispatcher ?? new Agent({ connect: { timeout: this.timeoutMs }, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
+      options.dispatcher ??
+      new Agent({ connect: { timeout: this.timeoutMs }, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs });
   }
 
   /** The same client for another app (or key), sharing the connection pool. */
@@ -182,7 +201,11 @@ export class ParleyClient {
       const cursor = backwards ? (page.data.first_id ?? data[0]!.id) : (page.data.last_id ?? data.at(-1)!.id);
       if (followed.has(cursor)) {
         // The page itself was yielded already: nothing more to show with the error.
-        throw new InvalidResponseError(page.url, `has_more is true but the cursor ${cursor} was followed already: the list would never end`, '');
+        throw new InvalidResponseError(
+          page.url,
+          `has_more is true but the cursor ${cursor} was followed already: the list would never end`,
+          '',
+        );
       }
       followed.add(cursor);
       q = backwards ? { ...q, before: cursor } : { ...q, after: cursor };
@@ -336,10 +359,12 @@ export class ParleyClient {
     let data = parsed as T;
     if (this.#validate) {
       const usable = check.usable.safeParse(parsed);
-      if (!usable.success) throw new InvalidResponseError(res.url, `the server's answer is not usable: ${describeIssues(usable.error.issues)}`, raw);
+      if (!usable.success)
+        throw new InvalidResponseError(res.url, `the server's answer is not usable: ${describeIssues(usable.error.issues)}`, raw);
       data = usable.data;
       const spec = check.spec.safeParse(parsed);
-      if (!spec.success) this.#deviation(`the answer of ${res.method} ${res.url} does not match the interface: ${describeIssues(spec.error.issues)}`);
+      if (!spec.success)
+        this.#deviation(`the answer of ${res.method} ${res.url} does not match the interface: ${describeIssues(spec.error.issues)}`);
     }
     return { data, raw, status: res.status, headers: res.headers, requestId: res.headers['x-request-id'], url: res.url };
   }
@@ -361,11 +386,15 @@ export class ParleyClient {
         if (waitMs === undefined) throw err;
         const what = err instanceof ApiError ? `${err.status} ${err.type}` : (err as Error).message;
         if (waitMs > policy.maxWaitMs) {
-          policy.onRetry?.(`not retrying: the server asks to wait ${Math.ceil(waitMs / 1000)} s, more than the ${policy.maxWaitMs / 1000} s --retry waits (a daily limit?)`);
+          policy.onRetry?.(
+            `not retrying: the server asks to wait ${Math.ceil(waitMs / 1000)} s, more than the ${policy.maxWaitMs / 1000} s --retry waits (a daily limit?)`,
+          );
           throw err;
         }
         policy.onRetry?.(`retry ${attempt + 1}/${policy.retries} in ${(waitMs / 1000).toFixed(waitMs < 1000 ? 1 : 0)} s (${what})`);
-        await sleep(waitMs, undefined, { signal: AbortSignal.any([req.signal, this.#options.signal].filter((s): s is AbortSignal => s !== undefined)) }).catch(() => {
+        await sleep(waitMs, undefined, {
+          signal: AbortSignal.any([req.signal, this.#options.signal].filter((s): s is AbortSignal => s !== undefined)),
+        }).catch(() => {
           throw new AbortedError('the request was cancelled');
         });
       }
@@ -374,7 +403,11 @@ export class ParleyClient {
 
   async #sendOnce(req: RawRequest): Promise<SentResponse> {
     const url = this.#url(req);
-    const headers: Record<string, string> = { accept: 'application/json, text/event-stream', ...req.headers, authorization: `Bearer ${this.#apiKey}` };
+    const headers: Record<string, string> = {
+      accept: 'application/json, text/event-stream',
+      ...req.headers,
+      authorization: `Bearer ${this.#apiKey}`,
+    };
     let payload: string | undefined;
     if (req.rawBody !== undefined) {
       payload = req.rawBody;
@@ -393,14 +426,22 @@ export class ParleyClient {
     const networkError = (err: unknown) => this.#networkError(err, url, req.signal, deadline);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, { method: req.method as Dispatcher.HttpMethod, headers, body: payload, signal: AbortSignal.any(signals), dispatcher: this.#dispatcher });
+      res = await request(url, {
+        method: req.method as Dispatcher.HttpMethod,
+        headers,
+        body: payload,
+        signal: AbortSignal.any(signals),
+        dispatcher: this.#dispatcher,
+      });
     } catch (err) {
       deadline.clear();
       throw networkError(err);
     }
     deadline.headersArrived();
     const flat = flattenHeaders(res.headers);
-    trace?.(`< ${res.statusCode} (${Math.round(performance.now() - started)} ms)${flat['x-request-id'] ? ` x-request-id: ${flat['x-request-id']}` : ''}${flat['content-type'] ? ` content-type: ${flat['content-type']}` : ''}`);
+    trace?.(
+      `< ${res.statusCode} (${Math.round(performance.now() - started)} ms)${flat['x-request-id'] ? ` x-request-id: ${flat['x-request-id']}` : ''}${flat['content-type'] ? ` content-type: ${flat['content-type']}` : ''}`,
+    );
     const sent: SentResponse = { url, method: req.method, status: res.statusCode, headers: flat, body: res.body, deadline, networkError };
     if (res.statusCode < 200 || res.statusCode >= 300) throw ApiError.fromBody(sent.status, await readBody(sent), sent.headers);
     return sent;
@@ -416,10 +457,14 @@ export class ParleyClient {
     if (err instanceof ParleyError) return err;
     const seconds = `${this.timeoutMs / 1000}s`;
     if (signal?.aborted || this.#options.signal?.aborted) return new AbortedError('the request was cancelled', { cause: err });
-    if (deadline.expired) return new TimeoutError(url, deadline.answered ? `the server went silent for ${seconds}` : `no answer within ${seconds}`, { cause: err });
+    if (deadline.expired)
+      return new TimeoutError(url, deadline.answered ? `the server went silent for ${seconds}` : `no answer within ${seconds}`, {
+        cause: err,
+      });
     if (err instanceof undiciErrors.HeadersTimeoutError) return new TimeoutError(url, `no answer within ${seconds}`, { cause: err });
     if (err instanceof undiciErrors.BodyTimeoutError) return new TimeoutError(url, `the server went silent for ${seconds}`, { cause: err });
-    if (err instanceof undiciErrors.ConnectTimeoutError) return new TimeoutError(url, `could not connect within ${seconds}`, { cause: err });
+    if (err instanceof undiciErrors.ConnectTimeoutError)
+      return new TimeoutError(url, `could not connect within ${seconds}`, { cause: err });
     return new ConnectionError(url, describeNetworkError(err), { cause: err });
   }
 }

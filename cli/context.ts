@@ -26,9 +26,24 @@ export function addGlobalOptions(cmd: Command): Command {
     .addOption(new Option('--base-url <url>', `base URL of the API, ending in /v1 (env PARLEY_BASE_URL, default ${DEFAULT_BASE_URL})`))
     .addOption(new Option('--api-key <key>', 'secret API key, sk_live_… (env PARLEY_API_KEY); never printed'))
     .addOption(new Option('--app <app_id>', 'app id (env PARLEY_APP_ID)'))
-    .addOption(new Option('--timeout <seconds>', `seconds to wait for a connection, an answer, or the next chunk of a stream (env PARLEY_TIMEOUT, default ${DEFAULT_TIMEOUT_MS / 1000})`))
-    .addOption(new Option('--profile <name>', 'use this profile of parley login (env PARLEY_PROFILE, default "default"); flags and environment still win'))
-    .addOption(new Option('--retry <n>', `retry a 429 after its Retry-After (up to ${MAX_RETRY_WAIT_MS / 1000} s) and network failures, n times; POSTs carry an Idempotency-Key so none applies twice`))
+    .addOption(
+      new Option(
+        '--timeout <seconds>',
+        `seconds to wait for a connection, an answer, or the next chunk of a stream (env PARLEY_TIMEOUT, default ${DEFAULT_TIMEOUT_MS / 1000})`,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--profile <name>',
+        'use this profile of parley login (env PARLEY_PROFILE, default "default"); flags and environment still win',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--retry <n>',
+        `retry a 429 after its Retry-After (up to ${MAX_RETRY_WAIT_MS / 1000} s) and network failures, n times; POSTs carry an Idempotency-Key so none applies twice`,
+      ),
+    )
     .addOption(new Option('--json', "print the API's JSON exactly (NDJSON, one event per line, for streams)"))
     .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
 }
@@ -36,7 +51,8 @@ export function addGlobalOptions(cmd: Command): Command {
 /** `--timeout` / PARLEY_TIMEOUT: a positive number of seconds, or a usage error. */
 export function parseSeconds(text: string): number {
   const seconds = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text) || !(seconds > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(text)})`);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(seconds > 0))
+    throw new UsageError(`--timeout must be a positive number of seconds (got ${JSON.stringify(text)})`);
   return seconds;
 }
 
@@ -56,10 +72,12 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
   } catch {
     throw new UsageError(`--base-url must be a URL like ${DEFAULT_BASE_URL} (got ${JSON.stringify(baseUrl)})`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--base-url must be an http or https URL (got ${JSON.stringify(baseUrl)})`);
 
   const retryText = String(merged.retry ?? '0');
-  if (!/^\d+$/.test(retryText) || Number(retryText) > 10) throw new UsageError(`--retry must be a whole number from 0 to 10 (got ${JSON.stringify(retryText)})`);
+  if (!/^\d+$/.test(retryText) || Number(retryText) > 10)
+    throw new UsageError(`--retry must be a whole number from 0 to 10 (got ${JSON.stringify(retryText)})`);
 
   const seconds = parseSeconds(String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000)));
 

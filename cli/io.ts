@@ -215,7 +215,8 @@ export async function parseMetadata(value: string | undefined, stdin: NodeJS.Rea
   } catch (err) {
     throw new UsageError(`--metadata must be a JSON object or @file: ${(err as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new UsageError('--metadata must be a JSON object (like {"plan":"pro"})');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new UsageError('--metadata must be a JSON object (like {"plan":"pro"})');
   return parsed as Record<string, unknown>;
 }
 

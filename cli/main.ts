@@ -64,7 +64,18 @@ export function buildProgram(out: Output, session: Session): Command {
     .enablePositionalOptions()
     .version(VERSION, '-V, --version')
     .addHelpText('after', OVERVIEW);
-  const clientCommands = [conversationsCommand(session), sendCommand(session), chatCommand(session), completeCommand(session), responsesCommand(session), configCommand(session), metricsCommand(session), apiCommand(session), loginCommand(session), logoutCommand(session)];
+  const clientCommands = [
+    conversationsCommand(session),
+    sendCommand(session),
+    chatCommand(session),
+    completeCommand(session),
+    responsesCommand(session),
+    configCommand(session),
+    metricsCommand(session),
+    apiCommand(session),
+    loginCommand(session),
+    logoutCommand(session),
+  ];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
   program.addCommand(completionCommand().action((shell: string) => completionAction(session, shell)));

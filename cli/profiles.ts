@@ -71,7 +71,9 @@ export function activeProfile(flag: string | undefined, env: NodeJS.ProcessEnv):
   const profile = Object.hasOwn(config.profiles, name) ? config.profiles[name] : undefined;
   if (!profile && explicit) {
     const known = Object.keys(config.profiles);
-    throw new UsageError(`no profile ${JSON.stringify(name)} in ${configPath(env)}${known.length ? ` (known: ${known.join(', ')})` : ''}: create it with parley login --profile ${name}`);
+    throw new UsageError(
+      `no profile ${JSON.stringify(name)} in ${configPath(env)}${known.length ? ` (known: ${known.join(', ')})` : ''}: create it with parley login --profile ${name}`,
+    );
   }
   return profile;
 }

@@ -4,7 +4,12 @@ import { FailedResponseError, type Output } from './io.ts';
 
 export function time(seconds: number | undefined): string {
   const d = new Date((seconds ?? NaN) * 1000);
-  return Number.isNaN(d.getTime()) ? '-' : d.toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, 'Z');
+  return Number.isNaN(d.getTime())
+    ? '-'
+    : d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d{3}Z$/, 'Z');
 }
 
 const RELATIVE = new Intl.RelativeTimeFormat('en', { numeric: 'always' });
@@ -226,7 +231,11 @@ export class WordWrapper {
   }
 }
 
-export async function renderStream(out: Output, events: AsyncIterable<ClientStreamEvent>, opts: StreamRendering = {}): Promise<string | undefined> {
+export async function renderStream(
+  out: Output,
+  events: AsyncIterable<ClientStreamEvent>,
+  opts: StreamRendering = {},
+): Promise<string | undefined> {
   const start: StreamStart = {};
   const wrapper = opts.wrapWidth ? new WordWrapper(opts.wrapWidth, (s) => out.out(s)) : undefined;
   const write = (s: string) => (wrapper ? wrapper.push(s) : out.out(s));

@@ -63,9 +63,10 @@ export function baselineText(run: RunResults): string {
   ];
   for (const r of run.results) {
     if (r.status !== 'failed' && r.status !== 'errored') continue;
-    const why = r.expectedFailure ?? (r.status === 'errored' ? `blocked by precondition "${r.blockedBy}"` : (r.failure?.message ?? 'failed').split('\n')[0]!);
+    const why =
+      r.expectedFailure ??
+      (r.status === 'errored' ? `blocked by precondition "${r.blockedBy}"` : (r.failure?.message ?? 'failed').split('\n')[0]!);
     lines.push(`${r.id} ${why.length > 200 ? `${why.slice(0, 199)}…` : why}`);
   }
   return `${lines.join('\n')}\n`;
 }
-

@@ -27,7 +27,10 @@ interface ResultLike {
  * One row per clause, with the cases that name it (and, given a run's results, how each ended;
  * a case the run did not select is "not run").
  */
-export function clauseMatrix(results?: readonly ResultLike[], cases: readonly { id: string; level: Level; clauses: readonly string[] }[] = CASES): MatrixRow[] {
+export function clauseMatrix(
+  results?: readonly ResultLike[],
+  cases: readonly { id: string; level: Level; clauses: readonly string[] }[] = CASES,
+): MatrixRow[] {
   const outcome = results ? new Map(results.map((r) => [r.id, r.status])) : undefined;
   return CLAUSES.map((c) => ({
     ...c,
@@ -41,7 +44,15 @@ export function clauseMatrix(results?: readonly ResultLike[], cases: readonly { 
  * Counts for a summary line: clauses by kind and, given a run's outcomes, how many checkable clauses
  * its cases reached (ran, skipped or not), how many a passing case covered and how many a failing one hit.
  */
-export function matrixSummary(matrix: readonly MatrixRow[]): { clauses: number; exact: number; weak: number; none: number; reached?: number; covered?: number; failed?: number } {
+export function matrixSummary(matrix: readonly MatrixRow[]): {
+  clauses: number;
+  exact: number;
+  weak: number;
+  none: number;
+  reached?: number;
+  covered?: number;
+  failed?: number;
+} {
   const count = (k: CheckKind) => matrix.filter((r) => r.check === k).length;
   const s = { clauses: matrix.length, exact: count('exact'), weak: count('weak'), none: count('none') };
   if (!matrix.some((r) => r.cases.some((c) => c.status !== undefined))) return s;

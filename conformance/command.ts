@@ -7,7 +7,17 @@ import { baselineText, loadBaseline, type Baseline } from './baseline.ts';
 import { parseRate } from './pace.ts';
 import { sectionTitle, selectCases } from './registry.ts';
 import { REPORTERS, prettyHeader, prettyLine, render, renderPretty, summaryLine, type ReporterName } from './reporters.ts';
-import { exitCode, newRunId, PreflightError, PROFILES, resolveProfile, runConformance, UnreachableError, type CaseResult, type ProfileName } from './run.ts';
+import {
+  exitCode,
+  newRunId,
+  PreflightError,
+  PROFILES,
+  resolveProfile,
+  runConformance,
+  UnreachableError,
+  type CaseResult,
+  type ProfileName,
+} from './run.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION } from './version.ts';
 
@@ -62,21 +72,44 @@ export function conformanceCommand(io: Io = processIo): Command {
     .option('--target <file>', 'target file (base_url, api_key, app_id, apps…): see docs/conformance.md')
     .option('--base-url <url>', "override the target's base_url (must end in /v1)")
     .option('--api-key <key>', "override the target's api_key")
-    .addOption(new Option('--profile <profile>', `spec: only what the interface states; reference: also the D-n decisions (spec and reference stand for spec-${INTERFACE_VERSION} and reference-${INTERFACE_VERSION})`).choices([...PROFILES]).default('spec'))
+    .addOption(
+      new Option(
+        '--profile <profile>',
+        `spec: only what the interface states; reference: also the D-n decisions (spec and reference stand for spec-${INTERFACE_VERSION} and reference-${INTERFACE_VERSION})`,
+      )
+        .choices([...PROFILES])
+        .default('spec'),
+    )
     .option('--only <glob>', 'run only cases whose id matches (repeatable, comma-separated; * and ?)', collect)
     .option('--skip <glob>', 'skip cases whose id matches (repeatable, comma-separated)', collect)
     .addOption(new Option('--reporter <name>', 'report format').choices([...REPORTERS]).default('pretty'))
     .option('--out <file>', 'write the report to a file (stdout still shows progress and the summary)')
-    .option('--timeout <ms>', 'per request, in milliseconds: time to the headers and the longest silence in a body', positiveInt('--timeout'), 30_000)
-    .option('--settle-timeout <ms>', 'how long to read again what may settle after an answer (aggregated metrics, the generated title), in milliseconds', positiveInt('--settle-timeout'), 30_000)
+    .option(
+      '--timeout <ms>',
+      'per request, in milliseconds: time to the headers and the longest silence in a body',
+      positiveInt('--timeout'),
+      30_000,
+    )
+    .option(
+      '--settle-timeout <ms>',
+      'how long to read again what may settle after an answer (aggregated metrics, the generated title), in milliseconds',
+      positiveInt('--settle-timeout'),
+      30_000,
+    )
     .option('--bail', 'stop at the first failure')
     .option('--repeat <n>', 'run the selection n times; a case passes only if it passes every time', positiveInt('--repeat'), 1)
     .option('--list', 'list the selected cases and exit')
     .option('--fail-on-skip', 'exit 1 when a case was skipped (a missing target key, an agent that never called a tool)')
-    .option('--expected-failures <file>', 'cases expected to fail, one a line: <case id> <reason>; a listed case that fails does not fail the run, one that passes does (stale entry)')
+    .option(
+      '--expected-failures <file>',
+      'cases expected to fail, one a line: <case id> <reason>; a listed case that fails does not fail the run, one that passes does (stale entry)',
+    )
     .option('--write-baseline <file>', 'write the cases that failed or errored to FILE, in the --expected-failures format')
     .option('--rate-limit <rate>', 'at most this many requests, e.g. 5/s or 300/min (cases and cleanup together)', rate)
-    .addHelpText('after', `\n${SUITE_NAME} ${SUITE_VERSION}, judging interface ${INTERFACE_VERSION}. Exit codes: 0 passed, 1 failed, 2 usage error or target refused by the preflight.`)
+    .addHelpText(
+      'after',
+      `\n${SUITE_NAME} ${SUITE_VERSION}, judging interface ${INTERFACE_VERSION}. Exit codes: 0 passed, 1 failed, 2 usage error or target refused by the preflight.`,
+    )
     .showHelpAfterError()
     .exitOverride((err) => {
       // Help and version exit 0; any other commander error is a usage error (2).
@@ -94,7 +127,12 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
   let baseline: Baseline | undefined;
   try {
     // PARLEY_API_KEY fills in only what the file leaves out: it never replaces a target's own key.
-    if (o.target) target = await loadTarget(o.target, { baseUrl: o.baseUrl, apiKey: o.apiKey, fallbackApiKey: process.env.PARLEY_API_KEY || undefined });
+    if (o.target)
+      target = await loadTarget(o.target, {
+        baseUrl: o.baseUrl,
+        apiKey: o.apiKey,
+        fallbackApiKey: process.env.PARLEY_API_KEY || undefined,
+      });
     else if (!o.list) throw new UsageError('--target FILE is required (see docs/conformance.md for its format)');
     if (o.expectedFailures) baseline = await loadBaseline(o.expectedFailures);
   } catch (err) {
@@ -126,7 +164,17 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
   };
   const runId = newRunId();
   const profile = `${resolveProfile(o.profile)}-${INTERFACE_VERSION}`;
-  if (progress) io.out(prettyHeader({ runId, profile, baseUrl: target!.baseUrl, appId: target!.appId, suite: { name: SUITE_NAME, version: SUITE_VERSION }, interfaceVersion: INTERFACE_VERSION }));
+  if (progress)
+    io.out(
+      prettyHeader({
+        runId,
+        profile,
+        baseUrl: target!.baseUrl,
+        appId: target!.appId,
+        suite: { name: SUITE_NAME, version: SUITE_VERSION },
+        interfaceVersion: INTERFACE_VERSION,
+      }),
+    );
   try {
     const run = await runConformance({
       target: target!,

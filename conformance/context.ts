@@ -138,7 +138,8 @@ export class CaseContext {
       const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
       const id = (ex.json as { id?: unknown } | undefined)?.id;
       // D-48: a conversation a visitor created through the widget API is its app's too, deleted with the target's key.
-      if (created && typeof id === 'string') this.track(decodeURIComponent(created[1]!), id, r.baseUrl === undefined ? (r.key ?? undefined) : undefined);
+      if (created && typeof id === 'string')
+        this.track(decodeURIComponent(created[1]!), id, r.baseUrl === undefined ? (r.key ?? undefined) : undefined);
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {
@@ -161,7 +162,8 @@ export class CaseContext {
       const from = this.exchanges.length;
       p = fn().catch((err: unknown) => {
         // The innermost precondition is the one that blocks.
-        if (err instanceof CaseFailure && !(err instanceof PreconditionFailure)) throw new PreconditionFailure(key, this.caseDef.id, err.message, err.exchange, this.exchanges.slice(from));
+        if (err instanceof CaseFailure && !(err instanceof PreconditionFailure))
+          throw new PreconditionFailure(key, this.caseDef.id, err.message, err.exchange, this.exchanges.slice(from));
         throw err;
       });
       this.run.memo.set(key, p);
@@ -186,7 +188,8 @@ export class CaseContext {
 
   /** `key`: the key that can delete it (another team's), when not the target's `api_key`. */
   track(appId: string, conversationId: string, key?: string): void {
-    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId)) this.run.created.push(key && key !== this.target.apiKey ? [appId, conversationId, key] : [appId, conversationId]);
+    if (!this.run.created.some(([a, c]) => a === appId && c === conversationId))
+      this.run.created.push(key && key !== this.target.apiKey ? [appId, conversationId, key] : [appId, conversationId]);
   }
 
   fail(message: string, ex?: Exchange): never {
@@ -203,7 +206,10 @@ export class CaseContext {
       // Point at the first difference: long arrays do not fit in one line.
       const i = expected.findIndex((e, j) => !deepEqual(actual[j], e));
       const at = i === -1 ? expected.length : i;
-      this.fail(`${what}: expected ${expected.length} entries, got ${actual.length}; first difference at [${at}]: expected ${show(expected[at])}, got ${show(actual[at])}`, ex);
+      this.fail(
+        `${what}: expected ${expected.length} entries, got ${actual.length}; first difference at [${at}]: expected ${show(expected[at])}, got ${show(actual[at])}`,
+        ex,
+      );
     }
     this.fail(`${what}: expected ${show(expected)}, got ${show(actual)}`, ex);
   }
@@ -223,7 +229,11 @@ export class CaseContext {
 
   jsonContentType(ex: Exchange, what: string): void {
     const ct = (ex.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-    this.check(ct === 'application/json' || /^application\/[\w.+-]+\+json$/.test(ct), `${what}: expected a JSON content type, got ${show(ex.headers.get('content-type'))}`, ex);
+    this.check(
+      ct === 'application/json' || /^application\/[\w.+-]+\+json$/.test(ct),
+      `${what}: expected a JSON content type, got ${show(ex.headers.get('content-type'))}`,
+      ex,
+    );
   }
 
   /**
@@ -248,7 +258,8 @@ export class CaseContext {
 
   /** Spec profile: any 4xx error object; reference profile: the D-1 error exactly. */
   invalid(ex: Exchange, what: string, ref: { param: string | null; code: string; status?: number }): void {
-    if (this.reference) this.error(ex, what, { status: ref.status ?? 400, type: 'invalid_request_error', param: ref.param, code: ref.code });
+    if (this.reference)
+      this.error(ex, what, { status: ref.status ?? 400, type: 'invalid_request_error', param: ref.param, code: ref.code });
     else this.error(ex, what);
   }
 }

@@ -346,30 +346,49 @@ it, \`npm run conformance:docs -- --check\` exits 1 when it is stale (\`npm test
 `;
 
 export function generateDocs(targetJson = TARGET_JSON): string {
-  const cases: string[] = ['## Cases', '', `${CASES.length} cases: ${CASES.filter((c) => c.level === 'MUST').length} MUST, ${CASES.filter((c) => c.level === 'REFERENCE').length} REFERENCE.`, ''];
+  const cases: string[] = [
+    '## Cases',
+    '',
+    `${CASES.length} cases: ${CASES.filter((c) => c.level === 'MUST').length} MUST, ${CASES.filter((c) => c.level === 'REFERENCE').length} REFERENCE.`,
+    '',
+  ];
   let section = '';
   for (const c of CASES) {
     if (c.section !== section) {
       section = c.section;
       cases.push('', `### ${sectionTitle(section)}`, '', '| id | level | needs | checks | clauses |', '|---|---|---|---|---|');
     }
-    cases.push(`| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} | ${clauseList(c.clauses)} |`);
+    cases.push(
+      `| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${c.description.replace(/\|/g, '\\|')} | ${clauseList(c.clauses)} |`,
+    );
   }
   const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
   const matrix = renderMatrix(clauseMatrix());
   const cell = (text: string) => text.replace(/\|/g, '\\|');
-  const mutants = ['| broken implementation | breaks | profile | caught by |', '|---|---|---|---|', ...MUTANTS.map((m) => `| \`${m.id}\` | ${cell(m.breaks)} (${where(m.section)}) | ${m.profile} | \`${m.caughtBy}\` |`)].join('\n');
+  const mutants = [
+    '| broken implementation | breaks | profile | caught by |',
+    '|---|---|---|---|',
+    ...MUTANTS.map((m) => `| \`${m.id}\` | ${cell(m.breaks)} (${where(m.section)}) | ${m.profile} | \`${m.caughtBy}\` |`),
+  ].join('\n');
   const variants = [
     '| variant | does | open in | departs from (caught in profile reference by) |',
     '|---|---|---|---|',
-    ...VARIANTS.map((v) => `| \`${v.id}\` | ${cell(v.does)} | ${v.section.split(', ').map(where).join(', ')} | ${v.decision ? `${v.decision.id} (\`${v.decision.caughtBy}\`)` : v.alone ? `none; run alone with \`--timeout ${v.alone.timeoutMs} --settle-timeout ${v.alone.settleTimeoutMs}\`` : 'none'} |`),
+    ...VARIANTS.map(
+      (v) =>
+        `| \`${v.id}\` | ${cell(v.does)} | ${v.section.split(', ').map(where).join(', ')} | ${v.decision ? `${v.decision.id} (\`${v.decision.caughtBy}\`)` : v.alone ? `none; run alone with \`--timeout ${v.alone.timeoutMs} --settle-timeout ${v.alone.settleTimeoutMs}\`` : 'none'} |`,
+    ),
   ].join('\n');
   return (
     INTRO.replace('${TARGET}', targetJson.trim())
       .replaceAll('${MUTANT_COUNT}', String(MUTANTS.length))
       .replace('${MUTANTS}', mutants)
       .replace('${VARIANTS}', variants)
-      .replace('${ALONE}', MUTANTS.filter((m) => m.alone).map((m) => `\`${m.id}\`: ${m.alone}`).join('; ')) +
+      .replace(
+        '${ALONE}',
+        MUTANTS.filter((m) => m.alone)
+          .map((m) => `\`${m.id}\`: ${m.alone}`)
+          .join('; '),
+      ) +
     '\n' +
     matrix +
     '\n\n' +
@@ -395,7 +414,14 @@ function decisionRanges(rows: readonly MatrixRow[]): string {
   for (let i = 0; i < ns.length; ) {
     let j = i;
     while (j + 1 < ns.length && ns[j + 1] === ns[j]! + 1) j++;
-    out.push(j > i + 1 ? `D-${ns[i]}…D-${ns[j]}` : ns.slice(i, j + 1).map((n) => `D-${n}`).join(', '));
+    out.push(
+      j > i + 1
+        ? `D-${ns[i]}…D-${ns[j]}`
+        : ns
+            .slice(i, j + 1)
+            .map((n) => `D-${n}`)
+            .join(', '),
+    );
     i = j + 1;
   }
   return out.join(', ');
@@ -413,8 +439,8 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
     'every MUST-like sentence, every row of every table (the errors of §5.6 and §7 once per endpoint, and once more with',
     '`stream: true` where the endpoint streams), and every "sorted", "only", "never" and "each"; then the project\'s',
     `decisions ${decisionRanges(rows)}, which only profile reference checks. Each case names the clauses it checks; a clause that no`,
-    'case checks says why. A JSON report (`--reporter json`) carries this matrix with the run\'s outcome of each case',
-    '(`matrix`), and the pretty report ends with how many clauses the run\'s passing cases covered.',
+    "case checks says why. A JSON report (`--reporter json`) carries this matrix with the run's outcome of each case",
+    "(`matrix`), and the pretty report ends with how many clauses the run's passing cases covered.",
     '',
     `${m.clauses} clauses (${rows.filter((r) => !r.id.startsWith('D-')).length} of the interface, ${rows.filter((r) => r.id.startsWith('D-')).length} decisions): ${m.exact} checked exactly, ${m.weak} checked weakly, ${m.none} not checkable from outside.`,
   ];
@@ -424,7 +450,13 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
     const group = r.section.startsWith('D-') ? 'D' : r.section.split('.')[0]!;
     if (group !== section) {
       section = group;
-      out.push('', `### ${group === 'D' ? 'Decisions (profile reference)' : `§${group}`}`, '', '| clause | says | checked | cases |', '|---|---|---|---|');
+      out.push(
+        '',
+        `### ${group === 'D' ? 'Decisions (profile reference)' : `§${group}`}`,
+        '',
+        '| clause | says | checked | cases |',
+        '|---|---|---|---|',
+      );
     }
     const how = r.check === 'exact' ? 'exactly' : `${CHECK_SHOWN[r.check]}: ${cell(r.why ?? '')}`;
     out.push(`| \`${r.id}\` | ${cell(r.text)} | ${how} | ${r.cases.map((c) => `\`${c.id}\``).join(', ')} |`);

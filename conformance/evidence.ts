@@ -97,7 +97,12 @@ export function toEvidence(ex: Exchange, keys: KeyName[]): EvidenceExchange {
     if (ex.sse.timedOut) response.timedOut = ex.sse.timedOut;
   } else if (ex.text !== '') response.body = ex.json ?? ex.text;
   return {
-    request: { method: ex.request.method, url: ex.request.url, headers, ...(ex.request.body !== undefined ? { body: parsedOr(ex.request.body) } : {}) },
+    request: {
+      method: ex.request.method,
+      url: ex.request.url,
+      headers,
+      ...(ex.request.body !== undefined ? { body: parsedOr(ex.request.body) } : {}),
+    },
     response,
     curl: exchangeCurl(ex, keys),
   };
@@ -144,13 +149,21 @@ export function reproduction(exchanges: Exchange[], keys: KeyName[], baseUrl: st
   };
   exchanges.forEach((ex, i) => {
     const n = i + 1;
-    const url = ex.request.url.startsWith(baseUrl) ? `\${BASE_URL}${withVars(ex.request.url.slice(baseUrl.length))}` : withVars(ex.request.url);
+    const url = ex.request.url.startsWith(baseUrl)
+      ? `\${BASE_URL}${withVars(ex.request.url.slice(baseUrl.length))}`
+      : withVars(ex.request.url);
     const parts = ['curl', '-sS', ...(isStream(ex) ? ['-N'] : []), '-X', ex.request.method, `"${url}"`];
     for (const [k, v] of Object.entries(ex.request.headers)) parts.push('-H', `"${k}: ${authVariable(k, v, keys) ?? withVars(v)}"`);
     if (ex.request.body !== undefined) parts.push('--data-binary', `"${withVars(ex.request.body)}"`);
-    const later = exchanges.slice(i + 1).map((e) => `${e.request.url} ${Object.values(e.request.headers).join(' ')} ${e.request.body ?? ''}`).join('\n');
+    const later = exchanges
+      .slice(i + 1)
+      .map((e) => `${e.request.url} ${Object.values(e.request.headers).join(' ')} ${e.request.body ?? ''}`)
+      .join('\n');
     const captured = ex.sse || ex.json === undefined ? [] : idsIn(ex.json).filter(([value]) => !vars.has(value) && later.includes(value));
-    lines.push('', `# ${n}. ${ex.request.method} ${(ex.request.url.startsWith(baseUrl) && ex.request.url.slice(baseUrl.length)) || ex.request.url}: HTTP ${ex.status} in the run`);
+    lines.push(
+      '',
+      `# ${n}. ${ex.request.method} ${(ex.request.url.startsWith(baseUrl) && ex.request.url.slice(baseUrl.length)) || ex.request.url}: HTTP ${ex.status} in the run`,
+    );
     if (captured.length === 0) {
       lines.push(`${parts.join(' ')}; echo`);
       return;

@@ -24,7 +24,10 @@ function json(v: unknown): string {
 function exchangeHtml(e: EvidenceExchange, n: number): string {
   const req = e.request;
   const res = e.response;
-  const headers = (h: Record<string, string>) => Object.entries(h).map(([k, v]) => `${esc(k)}: ${esc(v)}`).join('\n');
+  const headers = (h: Record<string, string>) =>
+    Object.entries(h)
+      .map(([k, v]) => `${esc(k)}: ${esc(v)}`)
+      .join('\n');
   const body = res.events
     ? `<p>${res.events.length} events${res.ended === false ? ` (the stream did not end: ${esc(res.timedOut ?? 'cut short')})` : ''}</p><ol class="events">${res.events.map((ev) => `<li><code>${esc(ev.event)}</code> <pre>${json(ev.data)}</pre></li>`).join('')}</ol>`
     : res.body !== undefined
@@ -76,7 +79,10 @@ export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run
     .map((sec) => {
       const rs = run.results.filter((r) => r.section === sec);
       return `<tr><th colspan="3">${esc(sectionTitle(sec))}</th></tr>${rs
-        .map((r) => `<tr${r.status === 'failed' ? '' : ` id="${anchor(r.id)}"`}><td>${r.status === 'failed' ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}</td></tr>`)
+        .map(
+          (r) =>
+            `<tr${r.status === 'failed' ? '' : ` id="${anchor(r.id)}"`}><td>${r.status === 'failed' ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}</td></tr>`,
+        )
         .join('')}`;
     })
     .join('\n');

@@ -137,7 +137,11 @@ export class HttpClient {
       try {
         res = await fetch(request.url, { method: r.method, headers, body, signal: ac.signal, redirect: 'manual' });
       } catch (err) {
-        const why = timedOut ? `no response within ${this.opts.timeoutMs} ms` : stop?.aborted ? 'the run was interrupted' : describeNetworkError(err);
+        const why = timedOut
+          ? `no response within ${this.opts.timeoutMs} ms`
+          : stop?.aborted
+            ? 'the run was interrupted'
+            : describeNetworkError(err);
         throw new TransportError(why, request);
       }
       const sse = isEventStream(res.headers) ? newSseResult() : undefined;
@@ -170,7 +174,10 @@ export class HttpClient {
             // The server cut the body short: what arrived is kept, and `ended` says it did not end well.
             if (!sse) throw new TransportError(`the response body was cut short: ${describeNetworkError(err)}`, request);
           } else if (!sse) {
-            throw new TransportError(`the response body did not finish within ${timedOut === 'idle' ? this.opts.timeoutMs : this.opts.totalMs} ms`, request);
+            throw new TransportError(
+              `the response body did not finish within ${timedOut === 'idle' ? this.opts.timeoutMs : this.opts.totalMs} ms`,
+              request,
+            );
           }
           if (sse) sse.timedOut = timedOut;
           await reader.cancel().catch(() => {});

@@ -42,8 +42,18 @@ export const ENDPOINTS = [
 export type EndpointKey = (typeof ENDPOINTS)[number][0];
 export const CONVERSATION_SCOPED: readonly EndpointKey[] = ['get', 'update', 'delete', 'send', 'send-stream'];
 
-function perEndpoint(prefix: string, text: (name: string) => string, keys: readonly EndpointKey[] = ENDPOINTS.map((e) => e[0]), how: (key: EndpointKey) => { check: CheckKind; why?: string } = () => ({ check: 'exact' })): Clause[] {
-  return ENDPOINTS.filter(([k]) => keys.includes(k)).map(([k, , name]) => ({ id: `${prefix}@${k}`, section: sectionOf(prefix), text: text(name), ...how(k) }));
+function perEndpoint(
+  prefix: string,
+  text: (name: string) => string,
+  keys: readonly EndpointKey[] = ENDPOINTS.map((e) => e[0]),
+  how: (key: EndpointKey) => { check: CheckKind; why?: string } = () => ({ check: 'exact' }),
+): Clause[] {
+  return ENDPOINTS.filter(([k]) => keys.includes(k)).map(([k, , name]) => ({
+    id: `${prefix}@${k}`,
+    section: sectionOf(prefix),
+    text: text(name),
+    ...how(k),
+  }));
 }
 
 const MADE_UP_ID =
@@ -51,28 +61,52 @@ const MADE_UP_ID =
 
 export const CLAUSES: readonly Clause[] = [
   // §1
-  exact('§1.app-scoped', 'the API is app-scoped: a conversation is reached only under its own app, and only its app\'s list shows it'),
+  exact('§1.app-scoped', "the API is app-scoped: a conversation is reached only under its own app, and only its app's list shows it"),
   exact('§1.json', 'requests and responses have JSON bodies (a JSON content type on every JSON answer, errors included)'),
-  none('§1.https', 'the API is served over HTTPS', 'a target may run on plain HTTP for tests (a local server): TLS is the deployment\'s, not the interface\'s behaviour'),
+  none(
+    '§1.https',
+    'the API is served over HTTPS',
+    "a target may run on plain HTTP for tests (a local server): TLS is the deployment's, not the interface's behaviour",
+  ),
   none('§1.server-side', 'the API is meant for server-side use with a secret key', 'a statement about clients, not the service'),
   none('§1.billing', 'completions are billed in credits by token usage', 'no endpoint shows credits'),
 
   // §2.1 Conversation
   exact('§2.1.id', 'a conversation has a string id, unique: two creations give two ids'),
-  weak('§2.1.created_at', 'created_at is an integer of Unix seconds', 'seconds are told from milliseconds by the value (within a day of the suite\'s clock), not by any clock of the server'),
+  weak(
+    '§2.1.created_at',
+    'created_at is an integer of Unix seconds',
+    "seconds are told from milliseconds by the value (within a day of the suite's clock), not by any clock of the server",
+  ),
   exact('§2.1.object', 'object is always "conversation"'),
-  exact('§2.1.external_user_id', 'external_user_id is the caller\'s identifier set at creation, or absent/null'),
+  exact('§2.1.external_user_id', "external_user_id is the caller's identifier set at creation, or absent/null"),
   exact('§2.1.title', 'title is the custom title (a string) or null'),
-  weak('§2.1.title-generated', 'without a custom title, a title is generated after the first exchange and appears in generated_title', '"after" has no bound: it is read again until it shows or --settle-timeout passes'),
-  weak('§2.1.generated_title', 'generated_title is an object of locale codes (en-ca, fr-ca) to strings', 'which locales is an example ("en-ca", "fr-ca"): the spec profile asks for locale-code keys and string values (reference: both, D-8)'),
+  weak(
+    '§2.1.title-generated',
+    'without a custom title, a title is generated after the first exchange and appears in generated_title',
+    '"after" has no bound: it is read again until it shows or --settle-timeout passes',
+  ),
+  weak(
+    '§2.1.generated_title',
+    'generated_title is an object of locale codes (en-ca, fr-ca) to strings',
+    'which locales is an example ("en-ca", "fr-ca"): the spec profile asks for locale-code keys and string values (reference: both, D-8)',
+  ),
   exact('§2.1.metadata', 'metadata is the latest snapshot given (at creation or with a message)'),
   exact('§2.1.items', 'the single-conversation read adds items, an array'),
-  none('§2.1.item-fields', 'the fields of each item', 'not shown: the suite looks for each message\'s text and each call\'s id in the items\' JSON (reference: D-14)'),
+  none(
+    '§2.1.item-fields',
+    'the fields of each item',
+    "not shown: the suite looks for each message's text and each call's id in the items' JSON (reference: D-14)",
+  ),
 
   // §2.2 Message input
   exact('§2.2.content', 'message.content is a required string'),
   exact('§2.2.role-default', 'role defaults to "user": a message without role is accepted'),
-  weak('§2.2.role-only-user', 'only role "user" is supported: another role is refused', 'the error for it is not shown (§7): any 4xx error object (reference: 400 message.role, D-15)'),
+  weak(
+    '§2.2.role-only-user',
+    'only role "user" is supported: another role is refused',
+    'the error for it is not shown (§7): any 4xx error object (reference: 400 message.role, D-15)',
+  ),
 
   // §2.3 Response
   exact('§2.3.id', 'a Response has a string id (required), its own for each message'),
@@ -83,17 +117,36 @@ export const CLAUSES: readonly Clause[] = [
   exact('§2.3.status', 'status is "completed" (default) or "failed"'),
 
   // §2.4 Output item
-  exact('§2.4.type', 'an output item\'s type is message, function_call or data_spec'),
+  exact('§2.4.type', "an output item's type is message, function_call or data_spec"),
   exact('§2.4.message.role', 'a message item has role, a string or null'),
-  exact('§2.4.message.content', 'a message item has content: an array of parts, or null; each part an object with type; a text part is {type: "text", text: string}'),
-  weak('§2.4.function_call.name', 'a function_call item has name, a string or null', 'only when the agent calls a function for the probe message on apps.knowledge_base; otherwise the case is skipped, with that reason'),
-  weak('§2.4.function_call.arguments', 'a function_call item has arguments, a string of JSON-encoded arguments or null', 'as §2.4.function_call.name'),
-  weak('§2.4.function_call.call_id', 'a function_call item has call_id, a string or null; two calls do not share one', 'as §2.4.function_call.name'),
-  weak('§2.4.data_spec.data', 'a data_spec item\'s data is {type: "patch", patch: {op, path, value}} per RFC 6902', 'only when the agent answers the probe form request with data_spec; the patch is checked as one RFC 6902 operation, not what it builds (reference: D-22)'),
+  exact(
+    '§2.4.message.content',
+    'a message item has content: an array of parts, or null; each part an object with type; a text part is {type: "text", text: string}',
+  ),
+  weak(
+    '§2.4.function_call.name',
+    'a function_call item has name, a string or null',
+    'only when the agent calls a function for the probe message on apps.knowledge_base; otherwise the case is skipped, with that reason',
+  ),
+  weak(
+    '§2.4.function_call.arguments',
+    'a function_call item has arguments, a string of JSON-encoded arguments or null',
+    'as §2.4.function_call.name',
+  ),
+  weak(
+    '§2.4.function_call.call_id',
+    'a function_call item has call_id, a string or null; two calls do not share one',
+    'as §2.4.function_call.name',
+  ),
+  weak(
+    '§2.4.data_spec.data',
+    'a data_spec item\'s data is {type: "patch", patch: {op, path, value}} per RFC 6902',
+    'only when the agent answers the probe form request with data_spec; the patch is checked as one RFC 6902 operation, not what it builds (reference: D-22)',
+  ),
   exact('§2.4.data_spec.only-generative-ui', 'data_spec items appear only when generative UI is enabled'),
 
   // §2.5 Completion
-  exact('§2.5.id', 'a Completion\'s id is prefixed cmpl_ (in JSON and in its stream)'),
+  exact('§2.5.id', "a Completion's id is prefixed cmpl_ (in JSON and in its stream)"),
   exact('§2.5.object', 'object is always "completion"'),
   weak('§2.5.created_at', 'created_at is Unix seconds', 'as §2.1.created_at'),
   exact('§2.5.text', 'text is the generated text, a string'),
@@ -102,53 +155,87 @@ export const CLAUSES: readonly Clause[] = [
   // §2.6 list, §2.7 deletion, §2.8 config, §2.9 metrics
   exact('§2.6.object', 'a list has object "list"'),
   exact('§2.6.data', 'data is the current page, an array of Conversations (with the created_at each was created with)'),
-  exact('§2.6.first_id', 'first_id is the id of the page\'s first conversation, null when the page is empty'),
-  exact('§2.6.last_id', 'last_id is the id of the page\'s last conversation, null when the page is empty'),
+  exact('§2.6.first_id', "first_id is the id of the page's first conversation, null when the page is empty"),
+  exact('§2.6.last_id', "last_id is the id of the page's last conversation, null when the page is empty"),
   exact('§2.6.has_more', 'has_more says whether conversations exist beyond this page'),
-  exact('§2.7.id', 'a deletion result\'s id is the deleted conversation\'s id'),
+  exact('§2.7.id', "a deletion result's id is the deleted conversation's id"),
   exact('§2.7.object', 'a deletion result\'s object is "conversation"'),
-  exact('§2.7.deleted', 'a deletion result\'s deleted is true'),
-  exact('§2.8.app_id', 'config.app_id is the app\'s identifier'),
-  exact('§2.8.stream', 'config.stream says whether streaming is the app\'s default'),
+  exact('§2.7.deleted', "a deletion result's deleted is true"),
+  exact('§2.8.app_id', "config.app_id is the app's identifier"),
+  exact('§2.8.stream', "config.stream says whether streaming is the app's default"),
   exact('§2.8.generative_ui', 'config.generative_ui says whether responses may include data_spec'),
   exact('§2.8.agent.name', 'config.agent.name is a string'),
   exact('§2.8.agent.config', 'config.agent.config has primary_color and secondary_color, both strings'),
   exact('§2.9.total_conversations', 'total_conversations is an integer'),
   exact('§2.9.total_messages', 'total_messages is an integer'),
   exact('§2.9.total_users', 'total_users is an integer'),
-  exact('§2.10.ids-opaque', 'the format and length of app and conversation ids are not shown: the suite assumes none (an unknown id is shaped like a real one)'),
+  exact(
+    '§2.10.ids-opaque',
+    'the format and length of app and conversation ids are not shown: the suite assumes none (an unknown id is shaped like a real one)',
+  ),
 
   // §3
-  none('§3.response-failed', 'a Response or Completion that encountered an error has status "failed"', 'no request makes a healthy agent fail'),
+  none(
+    '§3.response-failed',
+    'a Response or Completion that encountered an error has status "failed"',
+    'no request makes a healthy agent fail',
+  ),
   exact('§3.completed', 'a Response or Completion that finished successfully has status "completed"'),
   exact('§3.in-progress', 'the initial response.created event says status in_progress (conversation and completion streams)'),
   exact('§3.soft-delete.list', 'a soft-deleted conversation is no longer returned in list requests'),
-  none('§3.soft-delete.dashboard', 'the data of a soft-deleted conversation stays accessible from the dashboard', 'the dashboard is not part of the API'),
+  none(
+    '§3.soft-delete.dashboard',
+    'the data of a soft-deleted conversation stays accessible from the dashboard',
+    'the dashboard is not part of the API',
+  ),
 
   // §4.1
   exact('§4.1.optional', 'every field of the create body is optional: {} creates a conversation'),
   exact('§4.1.echo', 'external_user_id, title and metadata given at creation are those of the Conversation answered'),
-  none('§4.1.per-user', 'conversations are linked to external_user_id for per-user retrieval', 'filtering the list by user is not shown (reference: ?external_user_id=, D-10)'),
-  none('§4.1.metadata-context', 'metadata is injected into the agent\'s runtime context on every response', 'what the agent does with it is not observable in a defined way'),
+  none(
+    '§4.1.per-user',
+    'conversations are linked to external_user_id for per-user retrieval',
+    'filtering the list by user is not shown (reference: ?external_user_id=, D-10)',
+  ),
+  none(
+    '§4.1.metadata-context',
+    "metadata is injected into the agent's runtime context on every response",
+    'what the agent does with it is not observable in a defined way',
+  ),
   exact('§4.1.success', 'success is 200 with a Conversation'),
   // §4.2
   exact('§4.2.limit-default', 'limit defaults to 20: a default page holds 20 when more exist'),
   exact('§4.2.limit-range', 'limit may be 1 to 100 (1 and 100 are accepted)'),
   exact('§4.2.after', 'after is a forward cursor: passing last_id as after gives the next page, and a walk meets each conversation once'),
-  weak('§4.2.before', 'before is a backward cursor: conversations created before it', 'which page "before" gives in asc order is checked where the text leaves no choice (two precede the cursor) and for "only earlier ones, oldest first"; in desc order it is D-12 only'),
+  weak(
+    '§4.2.before',
+    'before is a backward cursor: conversations created before it',
+    'which page "before" gives in asc order is checked where the text leaves no choice (two precede the cursor) and for "only earlier ones, oldest first"; in desc order it is D-12 only',
+  ),
   exact('§4.2.order', 'order is asc or desc by creation time (within a second: the order an implementation keeps, see the readings)'),
   exact('§4.2.order-default', 'order defaults to desc'),
   exact('§4.2.success', 'success is 200 with a Conversation list'),
   none('§4.2.filter', 'filtering the list by external_user_id', 'not shown (reference: D-10)'),
   // §4.3
   exact('§4.3.success', 'success is 200 with the Conversation and items'),
-  exact('§4.3.items-complete', 'items is the complete history of messages and function calls: each user message and each reply item of every exchange'),
+  exact(
+    '§4.3.items-complete',
+    'items is the complete history of messages and function calls: each user message and each reply item of every exchange',
+  ),
   exact('§4.3.items-sorted', 'items are sorted chronologically: each reply after its question, exchange after exchange'),
-  weak('§4.3.new-empty', 'the history of a new conversation is what its first exchange adds to', 'nothing says a new history is empty (an agent may open with a greeting): the spec profile takes whatever a new conversation holds as the base that each exchange adds to, in order (reference: an empty history, D-14)'),
+  weak(
+    '§4.3.new-empty',
+    'the history of a new conversation is what its first exchange adds to',
+    'nothing says a new history is empty (an agent may open with a greeting): the spec profile takes whatever a new conversation holds as the base that each exchange adds to, in order (reference: an empty history, D-14)',
+  ),
   // §4.4
   exact('§4.4.title', 'PATCH {title} renames; the change is kept'),
   exact('§4.4.title-null', 'PATCH {title: null} clears the custom title'),
-  weak('§4.4.only-title', 'only the custom title can be updated', 'a PATCH with other fields may be refused (any 4xx) or leave them as they were (reference: 400, D-13)'),
+  weak(
+    '§4.4.only-title',
+    'only the custom title can be updated',
+    'a PATCH with other fields may be refused (any 4xx) or leave them as they were (reference: 400, D-13)',
+  ),
   exact('§4.4.success', 'success is 200 with the Conversation'),
   // §4.5
   exact('§4.5.success', 'DELETE has no body and answers 200 with the Deletion result'),
@@ -157,9 +244,13 @@ export const CLAUSES: readonly Clause[] = [
   exact('§4.6.message-required', 'message is required'),
   exact('§4.6.stream-true', 'stream: true gives SSE'),
   exact('§4.6.stream-false', 'stream: false gives one JSON Response, also on an app whose default is streaming'),
-  exact('§4.6.stream-default', 'stream omitted uses the app\'s configured default (JSON or SSE)'),
-  weak('§4.6.stream-null', 'stream may be null', 'null is allowed but its meaning is not shown: a 200 is required (reference: the app default, JSON here)'),
-  exact('§4.6.metadata-persisted', 'metadata sent with a message becomes the conversation\'s latest metadata'),
+  exact('§4.6.stream-default', "stream omitted uses the app's configured default (JSON or SSE)"),
+  weak(
+    '§4.6.stream-null',
+    'stream may be null',
+    'null is allowed but its meaning is not shown: a 200 is required (reference: the app default, JSON here)',
+  ),
+  exact('§4.6.metadata-persisted', "metadata sent with a message becomes the conversation's latest metadata"),
   exact('§4.6.metadata-null', 'metadata may be null'),
   none('§4.6.metadata-used', 'metadata is used for the current response', 'what the agent does with it is not observable in a defined way'),
   exact('§4.6.success-json', 'non-streaming success is a Response with a JSON content type'),
@@ -167,55 +258,146 @@ export const CLAUSES: readonly Clause[] = [
   exact('§4.6.errors', 'its errors (401, 403, 404, 429) are error objects, with stream: true as well as without'),
   // §4.7
   exact('§4.7.prompt-required', 'prompt is required'),
-  none('§4.7.prompt-instruction', 'the prompt is only an instruction, never a command that changes agent behaviour', 'what a model does with a prompt is not observable in a defined way'),
+  none(
+    '§4.7.prompt-instruction',
+    'the prompt is only an instruction, never a command that changes agent behaviour',
+    'what a model does with a prompt is not observable in a defined way',
+  ),
   exact('§4.7.stream-default', 'stream defaults to false: a completion without stream is JSON'),
   exact('§4.7.stream', 'stream: true gives SSE, stream: false JSON'),
-  weak('§4.7.knowledge_search', 'knowledge_search (default true) may be set; no effect without a knowledge base', 'its effect (which tools run) is not observable in a completion: the values are only checked to be accepted'),
-  weak('§4.7.fast', 'fast (default false) may be set', 'its effect (reasoning, latency) is not observable: the values are only checked to be accepted'),
-  weak('§4.7.metadata', 'metadata may be given, injected as data, never as instructions', 'only that it is accepted; what the model does with it is not observable'),
+  weak(
+    '§4.7.knowledge_search',
+    'knowledge_search (default true) may be set; no effect without a knowledge base',
+    'its effect (which tools run) is not observable in a completion: the values are only checked to be accepted',
+  ),
+  weak(
+    '§4.7.fast',
+    'fast (default false) may be set',
+    'its effect (reasoning, latency) is not observable: the values are only checked to be accepted',
+  ),
+  weak(
+    '§4.7.metadata',
+    'metadata may be given, injected as data, never as instructions',
+    'only that it is accepted; what the model does with it is not observable',
+  ),
   exact('§4.7.success', 'success is 200 with a Completion'),
   exact('§4.7.no-conversation', 'a completion creates no conversation'),
   exact('§4.7.independent', 'each completion is independent (its own id)'),
-  none('§4.7.no-history', 'a completion keeps no history', 'there is no endpoint that would show a completion\'s history: §4.7.no-conversation is what shows'),
-  none('§4.7.only-kb-tool', 'only knowledge-base search is available as a tool', 'a completion stream carries only text events (rule 2), so which tools ran does not show'),
-  none('§4.7.error-count', '"four error bodies are listed for completion, three for" the other endpoints', 'the interface does not say which: the per-endpoint rows of §5.6 and §7 are checked instead'),
+  none(
+    '§4.7.no-history',
+    'a completion keeps no history',
+    "there is no endpoint that would show a completion's history: §4.7.no-conversation is what shows",
+  ),
+  none(
+    '§4.7.only-kb-tool',
+    'only knowledge-base search is available as a tool',
+    'a completion stream carries only text events (rule 2), so which tools ran does not show',
+  ),
+  none(
+    '§4.7.error-count',
+    '"four error bodies are listed for completion, three for" the other endpoints',
+    'the interface does not say which: the per-endpoint rows of §5.6 and §7 are checked instead',
+  ),
   // §4.8, §4.9
   exact('§4.8.success', 'GET config answers 200 with the App config of that app'),
   exact('§4.9.success', 'GET metrics answers 200 with the App metrics'),
-  weak('§4.9.conversations', 'total_conversations counts a created conversation', 'aggregated: read again until the change shows or --settle-timeout passes'),
-  weak('§4.9.messages', 'total_messages grows with an exchange', 'aggregated, and what counts as a message is not shown: it must grow (reference: by 1 + the assistant messages, D-24)'),
+  weak(
+    '§4.9.conversations',
+    'total_conversations counts a created conversation',
+    'aggregated: read again until the change shows or --settle-timeout passes',
+  ),
+  weak(
+    '§4.9.messages',
+    'total_messages grows with an exchange',
+    'aggregated, and what counts as a message is not shown: it must grow (reference: by 1 + the assistant messages, D-24)',
+  ),
   none('§4.9.users', 'total_users counts users', 'what a user is (external_user_id values?) is not shown (reference: D-24)'),
 
   // §5
   exact('§5.1.bearer', 'every request carries Authorization: Bearer <key>; another scheme is no key'),
-  none('§5.2.prefix', 'the secret key has the prefix sk_live_ and stays server-side', 'the key is the target\'s input: the suite does not judge the key it is given'),
+  none(
+    '§5.2.prefix',
+    'the secret key has the prefix sk_live_ and stays server-side',
+    "the key is the target's input: the suite does not judge the key it is given",
+  ),
   none('§5.3.dashboard', 'keys are created in the dashboard', 'the dashboard is not part of the API'),
   none('§5.5.webhooks', 'the secret key verifies webhook signatures', 'webhooks and their signatures are not shown'),
   ...perEndpoint('§5.6.missing-key', (n) => `${n} without a key: 401 invalid_api_key`),
   ...perEndpoint('§5.6.invalid-key', (n) => `${n} with an unknown key: 401 invalid_api_key`),
   ...perEndpoint('§5.6.access-denied', (n) => `${n} on an app of another team: 403 access_denied`).map((c) =>
-    CONVERSATION_SCOPED.some((k) => c.id.endsWith(`@${k}`)) ? { ...c, text: `${c.text} (exactly on a conversation of that team, created with other_team_api_key; on a made-up id 404 not_found is accepted too)` } : c,
+    CONVERSATION_SCOPED.some((k) => c.id.endsWith(`@${k}`))
+      ? {
+          ...c,
+          text: `${c.text} (exactly on a conversation of that team, created with other_team_api_key; on a made-up id 404 not_found is accepted too)`,
+        }
+      : c,
   ),
-  ...perEndpoint('§5.4.publishable', (n) => `${n} with a publishable key is refused`, undefined, () => ({ check: 'weak', why: 'the interface says the publishable key cannot call the REST API, not with which error: 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)' })),
+  ...perEndpoint(
+    '§5.4.publishable',
+    (n) => `${n} with a publishable key is refused`,
+    undefined,
+    () => ({
+      check: 'weak',
+      why: 'the interface says the publishable key cannot call the REST API, not with which error: 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
+    }),
+  ),
 
   // §6
   exact('§6.selected', 'streaming is selected by stream: true (or the app default for send message)'),
   exact('§6.content-type', 'a stream has content type text/event-stream and ends'),
-  weak('§6.two-lines', 'each event is two lines: "event: <type>" and "data: <json payload>"', 'one event line and one data line of a JSON object are required; what any SSE client reads the same stays open: CR LF or CR line ends, ": …" comments, no space after the colon, and the other fields SSE defines (id:, retry:), which set the stream\'s last id and reconnection time without changing an event\'s type or data (reference: exactly the two lines, LF, D-16/D-18)'),
+  weak(
+    '§6.two-lines',
+    'each event is two lines: "event: <type>" and "data: <json payload>"',
+    'one event line and one data line of a JSON object are required; what any SSE client reads the same stays open: CR LF or CR line ends, ": …" comments, no space after the colon, and the other fields SSE defines (id:, retry:), which set the stream\'s last id and reconnection time without changing an event\'s type or data (reference: exactly the two lines, LF, D-16/D-18)',
+  ),
   exact('§6.created.fields', 'response.created carries id, object, status in_progress and, on conversation streams only, conversation_id'),
   exact('§6.delta.fields', 'response.output_text.delta carries type, delta (string), output_index, content_index'),
-  exact('§6.done.fields', 'response.output_text.done carries type, text, output_index, content_index; the deltas of a part concatenate to its text'),
-  weak('§6.function_call.start', 'response.function_call.start: the agent started a tool call', 'its payload is not shown: a JSON object, and one function call of the JSON output per start (reference: D-16)'),
-  weak('§6.function_call_arguments.delta', 'response.function_call_arguments.delta: incremental tool-call arguments', 'its payload is not shown: a JSON object (reference: the deltas concatenate to the arguments, D-16)'),
-  weak('§6.function_call_arguments.done', 'response.function_call_arguments.done: the complete tool-call arguments', 'its payload is not shown: a JSON object (reference: D-16)'),
-  weak('§6.data_spec.fields', 'response.data_spec carries type, data {type: "patch", patch} and output_index, only with generative UI', 'only when the agent answers the probe form request with data_spec'),
+  exact(
+    '§6.done.fields',
+    'response.output_text.done carries type, text, output_index, content_index; the deltas of a part concatenate to its text',
+  ),
+  weak(
+    '§6.function_call.start',
+    'response.function_call.start: the agent started a tool call',
+    'its payload is not shown: a JSON object, and one function call of the JSON output per start (reference: D-16)',
+  ),
+  weak(
+    '§6.function_call_arguments.delta',
+    'response.function_call_arguments.delta: incremental tool-call arguments',
+    'its payload is not shown: a JSON object (reference: the deltas concatenate to the arguments, D-16)',
+  ),
+  weak(
+    '§6.function_call_arguments.done',
+    'response.function_call_arguments.done: the complete tool-call arguments',
+    'its payload is not shown: a JSON object (reference: D-16)',
+  ),
+  weak(
+    '§6.data_spec.fields',
+    'response.data_spec carries type, data {type: "patch", patch} and output_index, only with generative UI',
+    'only when the agent answers the probe form request with data_spec',
+  ),
   exact('§6.completed.fields', 'response.completed carries id (that of response.created) and status completed'),
-  none('§6.failed', 'response.failed: the response encountered an error', 'its payload is not shown and no request makes a healthy agent fail'),
+  none(
+    '§6.failed',
+    'response.failed: the response encountered an error',
+    'its payload is not shown and no request makes a healthy agent fail',
+  ),
   exact('§6.rule1', 'rule 1: a stream starts with response.created and ends with one response.completed on success'),
-  exact('§6.rule2', 'rule 2: a completion stream\'s response.created carries object completion, only text events follow, and it ends with response.completed'),
-  weak('§6.rule3', 'rule 3: with generative UI, data_spec events are interleaved with text; several may build a form; patches follow RFC 6902', 'only when the agent answers the probe form request; each patch is one RFC 6902 operation (reference: applied in order they build /form, D-22)'),
+  exact(
+    '§6.rule2',
+    "rule 2: a completion stream's response.created carries object completion, only text events follow, and it ends with response.completed",
+  ),
+  weak(
+    '§6.rule3',
+    'rule 3: with generative UI, data_spec events are interleaved with text; several may build a form; patches follow RFC 6902',
+    'only when the agent answers the probe form request; each patch is one RFC 6902 operation (reference: applied in order they build /form, D-22)',
+  ),
   exact('§6.rule3.only-generative-ui', 'rule 3: without generative UI, no data_spec event or item'),
-  weak('§6.rule4', 'rule 4: in JSON mode the same content arrives in output (message, function_call, data_spec items)', 'two replies of an agent may differ: the same message in each mode must give the same kinds of items, in up to 3 tries (reference: the persisted items are the stream, D-14)'),
+  weak(
+    '§6.rule4',
+    'rule 4: in JSON mode the same content arrives in output (message, function_call, data_spec items)',
+    'two replies of an agent may differ: the same message in each mode must give the same kinds of items, in up to 3 tries (reference: the persisted items are the stream, D-14)',
+  ),
   exact('§6.each-exchange', 'the rules hold for every exchange of a conversation, the tenth as the first'),
 
   // §7
@@ -231,31 +413,76 @@ export const CLAUSES: readonly Clause[] = [
   exact('§7.not_found', 'not_found is 404: app or conversation not found'),
   exact('§7.rate_limit_exceeded', 'rate_limit_exceeded is 429'),
   none('§7.internal_error', 'internal_error is 500: an unexpected server error', 'no request can provoke it on a healthy server'),
-  weak('§7.malformed', 'a malformed or invalid body is refused with an error object', 'which status and type is not shown: any 4xx error object (reference: D-1)'),
-  ...perEndpoint('§7.app-inactive', (n) => `${n} on a disabled app: 403 app_inactive`, undefined, (k) =>
-    CONVERSATION_SCOPED.includes(k) ? { check: 'weak', why: MADE_UP_ID } : { check: 'exact' },
+  weak(
+    '§7.malformed',
+    'a malformed or invalid body is refused with an error object',
+    'which status and type is not shown: any 4xx error object (reference: D-1)',
   ),
-  ...perEndpoint('§7.agent-unavailable', (n) => `${n} on an app without an active agent: 403 agent_unavailable`, ['send', 'send-stream', 'completion', 'completion-stream'], (k) =>
-    k.startsWith('send') ? { check: 'weak', why: 'needs a conversation of that app; whether one can be created there is not shown. Where creation is refused, a made-up id is used and 404 not_found is accepted too (see §7.app-inactive)' } : { check: 'exact' },
+  ...perEndpoint(
+    '§7.app-inactive',
+    (n) => `${n} on a disabled app: 403 app_inactive`,
+    undefined,
+    (k) => (CONVERSATION_SCOPED.includes(k) ? { check: 'weak', why: MADE_UP_ID } : { check: 'exact' }),
   ),
-  ...perEndpoint('§7.unknown-app', (n) => `${n} on an app that does not exist: 404 not_found`, undefined, () => ({
-    check: 'weak',
-    why: '§5.6 and §7 overlap: a key "without access to the app" (403 access_denied) and "app not found" (404 not_found) both describe an app that does not exist; either is accepted (reference: 404, D-4)',
-  })),
+  ...perEndpoint(
+    '§7.agent-unavailable',
+    (n) => `${n} on an app without an active agent: 403 agent_unavailable`,
+    ['send', 'send-stream', 'completion', 'completion-stream'],
+    (k) =>
+      k.startsWith('send')
+        ? {
+            check: 'weak',
+            why: 'needs a conversation of that app; whether one can be created there is not shown. Where creation is refused, a made-up id is used and 404 not_found is accepted too (see §7.app-inactive)',
+          }
+        : { check: 'exact' },
+  ),
+  ...perEndpoint(
+    '§7.unknown-app',
+    (n) => `${n} on an app that does not exist: 404 not_found`,
+    undefined,
+    () => ({
+      check: 'weak',
+      why: '§5.6 and §7 overlap: a key "without access to the app" (403 access_denied) and "app not found" (404 not_found) both describe an app that does not exist; either is accepted (reference: 404, D-4)',
+    }),
+  ),
   ...perEndpoint('§7.unknown-conversation', (n) => `${n} of a conversation id that does not exist: 404 not_found`, CONVERSATION_SCOPED),
-  ...perEndpoint('§7.other-app-conversation', (n) => `${n} of a conversation of another app of the same team, under this app: 404 not_found, nothing changed`, CONVERSATION_SCOPED),
-  ...perEndpoint('§7.other-team-conversation', (n) => `${n} of a conversation of another team, under its app (403 access_denied) or this one (404 not_found), nothing changed`, CONVERSATION_SCOPED),
+  ...perEndpoint(
+    '§7.other-app-conversation',
+    (n) => `${n} of a conversation of another app of the same team, under this app: 404 not_found, nothing changed`,
+    CONVERSATION_SCOPED,
+  ),
+  ...perEndpoint(
+    '§7.other-team-conversation',
+    (n) => `${n} of a conversation of another team, under its app (403 access_denied) or this one (404 not_found), nothing changed`,
+    CONVERSATION_SCOPED,
+  ),
   ...perEndpoint('§7.rate-limit', (n) => `${n} past the plan's limit: 429 rate_limit_exceeded, an error object`, ['send', 'send-stream']),
 
   // §8
-  weak('§8.metadata@create', 'metadata of create conversation is at most 16KB', 'how "16KB" is counted is not shown: the spec profile reads it as bytes of the metadata\'s JSON, accepts 15,872 bytes (16,000 less 128 for the spaces a serializer may add) and refuses 16,896 (16 KiB and 512 more), ASCII and two-byte characters (reference: 16,384 and 16,385 bytes of compact JSON, D-9)'),
+  weak(
+    '§8.metadata@create',
+    'metadata of create conversation is at most 16KB',
+    'how "16KB" is counted is not shown: the spec profile reads it as bytes of the metadata\'s JSON, accepts 15,872 bytes (16,000 less 128 for the spaces a serializer may add) and refuses 16,896 (16 KiB and 512 more), ASCII and two-byte characters (reference: 16,384 and 16,385 bytes of compact JSON, D-9)',
+  ),
   weak('§8.metadata@send', 'metadata of send message is at most 16KB', 'as §8.metadata@create'),
   weak('§8.metadata@completion', 'metadata of create completion is at most 16KB', 'as §8.metadata@create'),
   exact('§8.prompt', 'a prompt is 1 to 32,000 characters: 1 and 32,000 (two-byte ones too) are accepted, 0 and 32,001 refused'),
-  weak('§8.list-limit', 'list limit is 1 to 100', 'outside 1..100 the answer is not shown: a 4xx error object or a page of at most 100 (reference: 400, D-12)'),
-  exact('§8.rate-limit.send', 'send message is rate-limited: past the plan\'s limit it is refused with 429'),
-  none('§8.rate-limit.per-day', 'limits are enforced per minute and per day, depending on the plan', 'the values are not shown, and a day\'s limit cannot be reached in a run'),
-  none('§8.rate-limit.others', 'whether endpoints other than send message are rate-limited', 'not shown: a 429 on creating the rate-limited app\'s conversation counts as the limit enforced (reference: D-23)'),
+  weak(
+    '§8.list-limit',
+    'list limit is 1 to 100',
+    'outside 1..100 the answer is not shown: a 4xx error object or a page of at most 100 (reference: 400, D-12)',
+  ),
+  exact('§8.rate-limit.send', "send message is rate-limited: past the plan's limit it is refused with 429"),
+  none(
+    '§8.rate-limit.per-day',
+    'limits are enforced per minute and per day, depending on the plan',
+    "the values are not shown, and a day's limit cannot be reached in a run",
+  ),
+  none(
+    '§8.rate-limit.others',
+    'whether endpoints other than send message are rate-limited',
+    "not shown: a 429 on creating the rate-limited app's conversation counts as the limit enforced (reference: D-23)",
+  ),
 
   // §9
   exact('§9.v1', 'the base URL ends in /v1 and serves the API'),
@@ -272,7 +499,12 @@ function decisionClauses(): Clause[] {
     [1, 'a bad body: 400 invalid_request_error with param and code', 'exact'],
     [2, 'a body over 1 MiB: 413; a non-JSON content type: 415', 'exact'],
     [3, 'unknown path 404; wrong method 405 with Allow', 'exact'],
-    [4, 'order of checks: 401, then 404 unknown app / 403 other team, 403 app_inactive, 403 agent_unavailable, 429, 400, 404', 'weak', 'each step against the one after it where a target can provoke both; 429 against 400 is not'],
+    [
+      4,
+      'order of checks: 401, then 404 unknown app / 403 other team, 403 app_inactive, 403 agent_unavailable, 429, 400, 404',
+      'weak',
+      'each step against the one after it where a target can provoke both; 429 against 400 is not',
+    ],
     [5, '500 internal_error with no internals, and x-request-id', 'weak', 'the header only: no request provokes a 500'],
     [6, 'key formats, a publishable key is 403 code publishable_key', 'weak', 'the 403 only: storage and comparison of keys do not show'],
     [7, 'id prefixes; creation order breaks ties within a second', 'exact'],
@@ -280,14 +512,19 @@ function decisionClauses(): Clause[] {
     [9, 'metadata {} by default, replaced or kept on send, 16,384 bytes of compact JSON', 'exact'],
     [10, 'external_user_id null by default, 1 to 256 characters, a list filter', 'exact'],
     [11, 'a soft-deleted conversation is 404 to get, update, send, delete; still a cursor', 'exact'],
-    [12, 'pagination in the list\'s order; both cursors, an unknown cursor, a limit out of range: 400', 'exact'],
+    [12, "pagination in the list's order; both cursors, an unknown cursor, a limit out of range: 400", 'exact'],
     [13, 'PATCH takes exactly {title}', 'exact'],
     [14, 'item shape; items are the user message then the output, with response_id', 'exact'],
     [15, 'message content 1 to 32,000 characters, role user only', 'exact'],
     [16, 'SSE payloads carry type and sequence_number; function call and failed payloads', 'weak', 'response.failed is not provokable'],
     [17, 'errors before the first event are plain JSON errors', 'exact'],
     [18, 'keep-alive comments; Cache-Control: no-cache', 'exact'],
-    [19, 'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only)', 'none', 'the cap is a fixture the suite does not know; D-34 is checked instead'],
+    [
+      19,
+      'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only)',
+      'none',
+      'the cap is a fixture the suite does not know; D-34 is checked instead',
+    ],
     [20, 'output_index and content_index', 'exact'],
     [21, 'the service runs function calls; knowledge_search {"query"}', 'exact'],
     [22, 'data_spec patches build /form from {}', 'exact'],
@@ -296,16 +533,50 @@ function decisionClauses(): Clause[] {
   ];
   // Resumable responses, an extension (docs/responses.md): checked by profile reference only.
   d.push(
-    [30, 'a keyed retry of a cut send message continues the same response', 'none', 'the suite does not cut a request on purpose (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)'],
+    [
+      30,
+      'a keyed retry of a cut send message continues the same response',
+      'none',
+      'the suite does not cut a request on purpose (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)',
+    ],
     [31, 'send message names its response in the Parley-Response-Id header', 'exact'],
-    [32, 'look-up (in_progress, then as ended) and resume: the events after N as first sent, with id lines, Last-Event-ID; 404 for unknown, other app, other team', 'exact'],
-    [33, 'cancel: failed with code cancelled, partial output kept, open streams end with response.failed; a finished one unchanged', 'weak', 'a finished one only: a target\'s reply cannot be held running long enough to cancel it'],
-    [34, 'a disconnect no longer stops the reply (revises D-19)', 'none', 'the suite does not disconnect on purpose (test/resumable.test.ts proves it on the reference)'],
-    [35, 'a response is begun in the store before its first byte', 'none', 'storage does not show; D-32\'s resume from -1 after a cut before the first event shows its effect'],
+    [
+      32,
+      'look-up (in_progress, then as ended) and resume: the events after N as first sent, with id lines, Last-Event-ID; 404 for unknown, other app, other team',
+      'exact',
+    ],
+    [
+      33,
+      'cancel: failed with code cancelled, partial output kept, open streams end with response.failed; a finished one unchanged',
+      'weak',
+      "a finished one only: a target's reply cannot be held running long enough to cancel it",
+    ],
+    [
+      34,
+      'a disconnect no longer stops the reply (revises D-19)',
+      'none',
+      'the suite does not disconnect on purpose (test/resumable.test.ts proves it on the reference)',
+    ],
+    [
+      35,
+      'a response is begun in the store before its first byte',
+      'none',
+      "storage does not show; D-32's resume from -1 after a cut before the first event shows its effect",
+    ],
     [36, 'events resumable for an hour after the end, then 410 response_events_expired', 'none', 'an hour cannot pass in a run'],
-    [37, 'a message while a reply runs waits in line (8 at most), then 409 conversation_busy naming it', 'weak', 'the wait only: filling the line takes 8 held connections'],
+    [
+      37,
+      'a message while a reply runs waits in line (8 at most), then 409 conversation_busy naming it',
+      'weak',
+      'the wait only: filling the line takes 8 held connections',
+    ],
     [38, 'a shutdown or a crash saves running replies failed, code interrupted', 'none', 'the suite cannot stop the target'],
-    [39, 'items of a response that did not complete carry status incomplete (revises D-14)', 'weak', 'the completed half (no status): an unfinished reply cannot be provoked'],
+    [
+      39,
+      'items of a response that did not complete carry status incomplete (revises D-14)',
+      'weak',
+      'the completed half (no status): an unfinished reply cannot be provoked',
+    ],
   );
   return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
 }
@@ -313,12 +584,40 @@ function decisionClauses(): Clause[] {
 /** The messenger widget's decisions (docs/widget.md) that the REFERENCE cases of §5.4 check. */
 function widgetDecisionClauses(): Clause[] {
   const d: Array<[number, string, CheckKind, string?]> = [
-    [45, 'the widget API has its own path space: a publishable key on any REST path is 403 publishable_key, a visitor token there 401 invalid_api_key; the widget refuses the secret key', 'exact'],
-    [48, 'a visitor owns their conversations: another visitor\'s, and one created through the REST API, answer 404 like an unknown id and stay as they were; the publishable key alone opens only a visitor session', 'exact'],
-    [49, 'visitor tokens: missing, malformed or forged (alg none, another key, a changed payload) is 401 invalid_visitor_token', 'weak', 'an expired token takes an hour to make, and its renewal as long: only missing, malformed and forged tokens are checked'],
-    [50, 'verified identity: HS256 with the app\'s identity secret sets external_user_id; forged or unsigned is 403 invalid_identity, older than 10 minutes or dated ahead 403 identity_expired, param identity', 'weak', 'needs widget.identity_secret; the identity\'s metadata (its size, and that it reaches the agent) and the same visitor on every device are not checked'],
-    [53, 'origins: a listed origin gets its CORS answer (preflight 204 with methods, headers, max age; Access-Control-Allow-Origin, Vary: Origin); any other, null included, 403 origin_not_allowed with no CORS header; no Origin is not refused', 'weak', 'the server\'s own origin (allowed while the playground is on) is not known to the suite'],
-    [54, 'widget order of checks: origin (403) before the credential (401); the credential before the conversation (404)', 'weak', 'only these two steps: the others need apps the target does not describe (no widget, disabled, another team\'s)'],
+    [
+      45,
+      'the widget API has its own path space: a publishable key on any REST path is 403 publishable_key, a visitor token there 401 invalid_api_key; the widget refuses the secret key',
+      'exact',
+    ],
+    [
+      48,
+      "a visitor owns their conversations: another visitor's, and one created through the REST API, answer 404 like an unknown id and stay as they were; the publishable key alone opens only a visitor session",
+      'exact',
+    ],
+    [
+      49,
+      'visitor tokens: missing, malformed or forged (alg none, another key, a changed payload) is 401 invalid_visitor_token',
+      'weak',
+      'an expired token takes an hour to make, and its renewal as long: only missing, malformed and forged tokens are checked',
+    ],
+    [
+      50,
+      "verified identity: HS256 with the app's identity secret sets external_user_id; forged or unsigned is 403 invalid_identity, older than 10 minutes or dated ahead 403 identity_expired, param identity",
+      'weak',
+      "needs widget.identity_secret; the identity's metadata (its size, and that it reaches the agent) and the same visitor on every device are not checked",
+    ],
+    [
+      53,
+      'origins: a listed origin gets its CORS answer (preflight 204 with methods, headers, max age; Access-Control-Allow-Origin, Vary: Origin); any other, null included, 403 origin_not_allowed with no CORS header; no Origin is not refused',
+      'weak',
+      "the server's own origin (allowed while the playground is on) is not known to the suite",
+    ],
+    [
+      54,
+      'widget order of checks: origin (403) before the credential (401); the credential before the conversation (404)',
+      'weak',
+      "only these two steps: the others need apps the target does not describe (no widget, disabled, another team's)",
+    ],
   ];
   return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
 }
@@ -331,6 +630,7 @@ export function clause(id: string): Clause | undefined {
 
 /** The clause ids of one group of per-endpoint rows (`§5.6.missing-key` → every `§5.6.missing-key@…`). */
 export function rows(prefix: string, keys?: readonly EndpointKey[]): string[] {
-  return CLAUSES.filter((c) => c.id.startsWith(`${prefix}@`) && (!keys || keys.includes(c.id.slice(prefix.length + 1) as EndpointKey))).map((c) => c.id);
+  return CLAUSES.filter((c) => c.id.startsWith(`${prefix}@`) && (!keys || keys.includes(c.id.slice(prefix.length + 1) as EndpointKey))).map(
+    (c) => c.id,
+  );
 }
-

@@ -53,11 +53,20 @@ export async function preflight(http: HttpClient, target: Target, opts: { widget
   // The key and the main app: nothing can be judged without them.
   const main = await get(target.appId);
   const url = `GET ${target.baseUrl}${configPath(target.appId)}`;
-  if (main.status === 401) throw new PreflightError(`the key was refused: ${url} answered ${answer(main)}; check api_key (or --api-key, PARLEY_API_KEY)`);
-  if (main.status === 403 && errorType(main) === 'access_denied') throw new PreflightError(`api_key has no access to app_id ${target.appId}: ${url} answered ${answer(main)}`);
-  if (main.status === 403) throw new PreflightError(`app_id ${target.appId} must be an active app with an agent: ${url} answered ${answer(main)}`);
-  if (main.status === 404) throw new PreflightError(`the main app does not answer: ${url} answered ${answer(main)}; check app_id, and that base_url is where the API's /v1 is`);
-  if (main.status !== 200 || main.json === undefined) throw new PreflightError(`the main app does not answer: ${url} answered ${answer(main)}${main.status === 200 ? '; is base_url the API?' : ''}`);
+  if (main.status === 401)
+    throw new PreflightError(`the key was refused: ${url} answered ${answer(main)}; check api_key (or --api-key, PARLEY_API_KEY)`);
+  if (main.status === 403 && errorType(main) === 'access_denied')
+    throw new PreflightError(`api_key has no access to app_id ${target.appId}: ${url} answered ${answer(main)}`);
+  if (main.status === 403)
+    throw new PreflightError(`app_id ${target.appId} must be an active app with an agent: ${url} answered ${answer(main)}`);
+  if (main.status === 404)
+    throw new PreflightError(
+      `the main app does not answer: ${url} answered ${answer(main)}; check app_id, and that base_url is where the API's /v1 is`,
+    );
+  if (main.status !== 200 || main.json === undefined)
+    throw new PreflightError(
+      `the main app does not answer: ${url} answered ${answer(main)}${main.status === 200 ? '; is base_url the API?' : ''}`,
+    );
 
   // The other apps, for what the target claims where the interface leaves one answer.
   for (const name of USABLE) {
@@ -67,12 +76,20 @@ export async function preflight(http: HttpClient, target: Target, opts: { widget
     const what = `apps.${name} (${app})`;
     const config = ex.json as { generative_ui?: unknown; stream?: unknown } | undefined;
     if (ex.status === 200) {
-      if (name === 'generative_ui' && config?.generative_ui !== true) warnings.push(`${what}: its config says generative_ui ${JSON.stringify(config?.generative_ui)}; the cases that need an app with generative UI will tell`);
-      if (name === 'stream_default' && config?.stream !== true) warnings.push(`${what}: its config says stream ${JSON.stringify(config?.stream)}; the cases that need the streaming default will tell`);
+      if (name === 'generative_ui' && config?.generative_ui !== true)
+        warnings.push(
+          `${what}: its config says generative_ui ${JSON.stringify(config?.generative_ui)}; the cases that need an app with generative UI will tell`,
+        );
+      if (name === 'stream_default' && config?.stream !== true)
+        warnings.push(
+          `${what}: its config says stream ${JSON.stringify(config?.stream)}; the cases that need the streaming default will tell`,
+        );
     } else if (ex.status === 429 && name === 'rate_limited') {
       // Used up by an earlier run this minute: its case accepts that.
     } else if (ex.status === 401 || ex.status === 403 || ex.status === 404) {
-      throw new PreflightError(`${what} cannot be used: its config answered ${answer(ex)}; the target says api_key can use it, active and with an agent`);
+      throw new PreflightError(
+        `${what} cannot be used: its config answered ${answer(ex)}; the target says api_key can use it, active and with an agent`,
+      );
     } else {
       warnings.push(`${what}: its config answered ${answer(ex)}`);
     }
@@ -82,15 +99,26 @@ export async function preflight(http: HttpClient, target: Target, opts: { widget
   if (other) {
     const ex = await get(other);
     const what = `apps.other_team (${other})`;
-    if (ex.status === 404) warnings.push(`${what} answered 404 to api_key: the interface allows it for another team's app, but it is also what a mistyped id gets`);
-    else if (ex.status === 200) warnings.push(`${what}: api_key can read its config; either it is an app of api_key's own team or the implementation does not check access (the §5 cases will tell)`);
-    else if (ex.status !== 403 || errorType(ex) !== 'access_denied') warnings.push(`${what} answered ${answer(ex)} to api_key; 403 access_denied was expected`);
+    if (ex.status === 404)
+      warnings.push(
+        `${what} answered 404 to api_key: the interface allows it for another team's app, but it is also what a mistyped id gets`,
+      );
+    else if (ex.status === 200)
+      warnings.push(
+        `${what}: api_key can read its config; either it is an app of api_key's own team or the implementation does not check access (the §5 cases will tell)`,
+      );
+    else if (ex.status !== 403 || errorType(ex) !== 'access_denied')
+      warnings.push(`${what} answered ${answer(ex)} to api_key; 403 access_denied was expected`);
     if (target.otherTeamApiKey) {
       const own = await get(other, target.otherTeamApiKey);
-      if (own.status === 401) throw new PreflightError(`other_team_api_key was refused: the config of ${what} answered ${answer(own)} to it`);
+      if (own.status === 401)
+        throw new PreflightError(`other_team_api_key was refused: the config of ${what} answered ${answer(own)} to it`);
       // Its own team's key reaches it: 200, or a 403 that is about the app (disabled, no agent), not about the key.
       const reached = own.status === 200 || (own.status === 403 && errorType(own) !== 'access_denied');
-      if (!reached) throw new PreflightError(`other_team_api_key must be a key of the team that owns apps.other_team: the config of ${what} answered ${answer(own)} to it`);
+      if (!reached)
+        throw new PreflightError(
+          `other_team_api_key must be a key of the team that owns apps.other_team: the config of ${what} answered ${answer(own)} to it`,
+        );
     }
   }
   for (const [name, expected] of [
@@ -101,7 +129,10 @@ export async function preflight(http: HttpClient, target: Target, opts: { widget
     if (!app) continue;
     const ex = await get(app);
     const fine = (expected as readonly (string | number)[]).includes(ex.status === 403 ? (errorType(ex) ?? '') : ex.status);
-    if (!fine) warnings.push(`apps.${name} (${app}): its config answered ${answer(ex)}; ${name === 'inactive' ? '403 app_inactive' : '403 agent_unavailable (or the config)'} was expected${ex.status === 404 ? ': is the id right?' : ''}`);
+    if (!fine)
+      warnings.push(
+        `apps.${name} (${app}): its config answered ${answer(ex)}; ${name === 'inactive' ? '403 app_inactive' : '403 agent_unavailable (or the config)'} was expected${ex.status === 404 ? ': is the id right?' : ''}`,
+      );
   }
   if (opts.widget && target.widget) warnings.push(...(await widgetPreflight(http, target, target.widget)));
   return warnings;
@@ -124,14 +155,29 @@ async function widgetPreflight(http: HttpClient, target: Target, w: WidgetTarget
       throw err;
     }
   };
-  const pre = await send({ method: 'OPTIONS', key: null, headers: { origin: w.origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+  const pre = await send({
+    method: 'OPTIONS',
+    key: null,
+    headers: { origin: w.origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+  });
   const what = `OPTIONS ${url} from ${w.origin}`;
   const code = errorCode(pre);
-  if (code === 'origin_not_allowed') throw new PreflightError(`widget.origin ${w.origin} is not an origin the main app's widget allows: ${what} answered ${answer(pre)} (origin_not_allowed)`);
-  if (code === 'widget_disabled') throw new PreflightError(`app_id ${target.appId} has no widget: ${what} answered ${answer(pre)} (widget_disabled)`);
-  if (pre.status === 404) throw new PreflightError(`the widget API does not answer: ${what} answered ${answer(pre)}; check widget.base_url (the reference's is /widget/v1 on base_url's host)`);
-  if (pre.status < 200 || pre.status > 299) warnings.push(`${what} answered ${answer(pre)}, not a CORS preflight answer; the widget cases will tell`);
-  else if (pre.headers.get('access-control-allow-origin') !== w.origin) warnings.push(`${what} answered ${pre.status} with Access-Control-Allow-Origin ${JSON.stringify(pre.headers.get('access-control-allow-origin'))}, not the origin; the widget cases will tell`);
+  if (code === 'origin_not_allowed')
+    throw new PreflightError(
+      `widget.origin ${w.origin} is not an origin the main app's widget allows: ${what} answered ${answer(pre)} (origin_not_allowed)`,
+    );
+  if (code === 'widget_disabled')
+    throw new PreflightError(`app_id ${target.appId} has no widget: ${what} answered ${answer(pre)} (widget_disabled)`);
+  if (pre.status === 404)
+    throw new PreflightError(
+      `the widget API does not answer: ${what} answered ${answer(pre)}; check widget.base_url (the reference's is /widget/v1 on base_url's host)`,
+    );
+  if (pre.status < 200 || pre.status > 299)
+    warnings.push(`${what} answered ${answer(pre)}, not a CORS preflight answer; the widget cases will tell`);
+  else if (pre.headers.get('access-control-allow-origin') !== w.origin)
+    warnings.push(
+      `${what} answered ${pre.status} with Access-Control-Allow-Origin ${JSON.stringify(pre.headers.get('access-control-allow-origin'))}, not the origin; the widget cases will tell`,
+    );
 
   if (!target.publishableKey) {
     warnings.push('the target has widget but no publishable_key: the widget cases need both, and are skipped');
@@ -139,8 +185,13 @@ async function widgetPreflight(http: HttpClient, target: Target, w: WidgetTarget
   }
   const session = await send({ method: 'POST', key: target.publishableKey, body: {}, headers: { origin: w.origin } });
   const token = (session.json as { token?: unknown } | undefined)?.token;
-  if (session.status === 401 || session.status === 403) throw new PreflightError(`publishable_key cannot open a visitor session on the main app's widget: POST ${url} answered ${answer(session)}${errorCode(session) ? ` (${errorCode(session)})` : ''}`);
-  if (session.status === 429) warnings.push(`POST ${url} answered 429: the widget's limits are used up (an earlier run?); the widget cases may fail with it`);
-  else if (session.status !== 200 || typeof token !== 'string') warnings.push(`POST ${url} with publishable_key answered ${answer(session)}, not a visitor session; the widget cases will tell`);
+  if (session.status === 401 || session.status === 403)
+    throw new PreflightError(
+      `publishable_key cannot open a visitor session on the main app's widget: POST ${url} answered ${answer(session)}${errorCode(session) ? ` (${errorCode(session)})` : ''}`,
+    );
+  if (session.status === 429)
+    warnings.push(`POST ${url} answered 429: the widget's limits are used up (an earlier run?); the widget cases may fail with it`);
+  else if (session.status !== 200 || typeof token !== 'string')
+    warnings.push(`POST ${url} with publishable_key answered ${answer(session)}, not a visitor session; the widget cases will tell`);
   return warnings;
 }

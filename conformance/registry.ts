@@ -23,7 +23,7 @@ const SECTION_TITLES: Record<string, string> = {
   '4.8': 'Get app config',
   '4.9': 'Get app metrics',
   '5': 'Authentication',
-  '5.4': 'Publishable key: the messenger widget (Parley\'s extension, docs/widget.md)',
+  '5.4': "Publishable key: the messenger widget (Parley's extension, docs/widget.md)",
   '6': 'Events (SSE)',
   '7': 'Errors',
   '8': 'Limits',
@@ -85,11 +85,19 @@ export const CASES: readonly CaseDef[] = (() => {
 })();
 
 function patternList(patterns: string | string[] | undefined): string[] {
-  return (Array.isArray(patterns) ? patterns : patterns ? [patterns] : []).flatMap((p) => p.split(',')).map((p) => p.trim()).filter(Boolean);
+  return (Array.isArray(patterns) ? patterns : patterns ? [patterns] : [])
+    .flatMap((p) => p.split(','))
+    .map((p) => p.trim())
+    .filter(Boolean);
 }
 
 function globRegExp(p: string): RegExp {
-  return new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  return new RegExp(
+    `^${p
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
 }
 
 /** `*` matches any run of characters, `?` one; several patterns separated by commas. */
@@ -113,5 +121,5 @@ export function unmatchedPatterns(only: string | string[] | undefined, profile: 
 export function selectCases(opts: { profile: Profile; only?: string | string[]; skip?: string | string[] }): CaseDef[] {
   const only = globMatcher(opts.only);
   const skip = globMatcher(opts.skip);
-  return CASES.filter((c) => (opts.profile === 'reference' || c.level === 'MUST') && (!only || only(c.id)) && !(skip?.(c.id)));
+  return CASES.filter((c) => (opts.profile === 'reference' || c.level === 'MUST') && (!only || only(c.id)) && !skip?.(c.id));
 }

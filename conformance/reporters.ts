@@ -11,7 +11,9 @@ export type ReporterName = (typeof REPORTERS)[number];
 
 export function summaryLine(s: Summary, baseline?: RunResults['baseline']): string {
   const line = `conformance: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped, ${s.errored} errored`;
-  return baseline ? `${line} (baseline: ${baseline.expected} expected failure${baseline.expected === 1 ? '' : 's'}, ${baseline.stale.length} stale)` : line;
+  return baseline
+    ? `${line} (baseline: ${baseline.expected} expected failure${baseline.expected === 1 ? '' : 's'}, ${baseline.stale.length} stale)`
+    : line;
 }
 
 const MARK = { passed: '✓', failed: '✗', skipped: '-', errored: '!' } as const;
@@ -20,8 +22,19 @@ const MARK = { passed: '✓', failed: '✗', skipped: '-', errored: '!' } as con
 export function prettyLine(r: CaseResult): string {
   const runs = r.runs ? ` in ${r.status === 'failed' ? r.failedRuns : r.skippedRuns} of ${r.runs} runs` : '';
   const extra =
-    r.status === 'skipped' ? `  (skipped${runs}: ${r.reason})` : r.status === 'errored' ? `  (${r.reason})` : r.status === 'failed' && r.runs ? `  (failed${runs})` : '';
-  const expected = r.expectedFailure !== undefined && r.status !== 'skipped' ? (r.status === 'passed' ? '  [listed as an expected failure: stale]' : '  [expected failure]') : '';
+    r.status === 'skipped'
+      ? `  (skipped${runs}: ${r.reason})`
+      : r.status === 'errored'
+        ? `  (${r.reason})`
+        : r.status === 'failed' && r.runs
+          ? `  (failed${runs})`
+          : '';
+  const expected =
+    r.expectedFailure !== undefined && r.status !== 'skipped'
+      ? r.status === 'passed'
+        ? '  [listed as an expected failure: stale]'
+        : '  [expected failure]'
+      : '';
   return `  ${MARK[r.status]} ${r.id}  ${r.description}${extra}${expected}`;
 }
 
@@ -37,7 +50,11 @@ function failureBlock(r: CaseResult): string {
   const parts = [`${MARK.failed} ${r.id} [${r.level}, ${sectionTitle(r.section)}]`, `    ${f.message}`];
   if (r.expectedFailure !== undefined) parts.push(`    expected failure (baseline): ${r.expectedFailure}`);
   const earlier = (f.exchanges ?? []).slice(0, -1);
-  if (earlier.length > 0) parts.push(`    before it (${earlier.length} request${earlier.length > 1 ? 's' : ''}; all of them, and a script that replays them, in the JSON and HTML reports):`, ...earlier.slice(-8).map((e) => `      ${e.request.method} ${e.request.url} → ${e.response.status || e.response.error}`));
+  if (earlier.length > 0)
+    parts.push(
+      `    before it (${earlier.length} request${earlier.length > 1 ? 's' : ''}; all of them, and a script that replays them, in the JSON and HTML reports):`,
+      ...earlier.slice(-8).map((e) => `      ${e.request.method} ${e.request.url} → ${e.response.status || e.response.error}`),
+    );
   if (f.curl) parts.push('    sent:', indent(f.curl));
   if (f.response) parts.push('    got:', indent(f.response));
   const clauses = CASES.find((c) => c.id === r.id)?.clauses;
@@ -47,7 +64,11 @@ function failureBlock(r: CaseResult): string {
 
 /** A failed precondition, once, with the cases it blocked. */
 function preconditionBlock(p: RunResults['preconditions'][number]): string {
-  return [`! precondition "${p.name}" (run by ${p.shownBy}, whose failure above shows it)`, `    ${p.message}`, `    blocked ${p.blocked.length}: ${p.blocked.join(', ')}`].join('\n');
+  return [
+    `! precondition "${p.name}" (run by ${p.shownBy}, whose failure above shows it)`,
+    `    ${p.message}`,
+    `    blocked ${p.blocked.length}: ${p.blocked.join(', ')}`,
+  ].join('\n');
 }
 
 export function renderPretty(run: RunResults, opts: { progressShown?: boolean } = {}): string {
@@ -63,7 +84,13 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   const failed = run.results.filter((r) => r.status === 'failed');
   if (failed.length > 0) out.push('', `Failures (${failed.length}):`, '', failed.map(failureBlock).join('\n\n'));
   const blocking = run.preconditions.filter((p) => p.blocked.length > 0);
-  if (blocking.length > 0) out.push('', `Errored: ${run.summary.errored} cases not judged, blocked by ${blocking.length} failed precondition${blocking.length > 1 ? 's' : ''}:`, '', blocking.map(preconditionBlock).join('\n\n'));
+  if (blocking.length > 0)
+    out.push(
+      '',
+      `Errored: ${run.summary.errored} cases not judged, blocked by ${blocking.length} failed precondition${blocking.length > 1 ? 's' : ''}:`,
+      '',
+      blocking.map(preconditionBlock).join('\n\n'),
+    );
   if (run.warnings.length > 0) out.push('', 'Warnings (preflight):', ...run.warnings.map((w) => `  ${w}`));
   if (run.baseline) {
     const b = run.baseline;
@@ -77,7 +104,10 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
   out.push('', clauseLine(run));
   const retried = run.requests.retried429 ? `, ${run.requests.retried429} sent again after a 429` : '';
-  out.push('', `run ${run.runId}, ${run.suite.name} ${run.suite.version}, interface ${run.interfaceVersion}, profile ${run.profile}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests${retried}, ${run.cleanup.deleted} conversations deleted at the end`);
+  out.push(
+    '',
+    `run ${run.runId}, ${run.suite.name} ${run.suite.version}, interface ${run.interfaceVersion}, profile ${run.profile}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests${retried}, ${run.cleanup.deleted} conversations deleted at the end`,
+  );
   return out.join('\n');
 }
 
@@ -114,17 +144,33 @@ function renderJunit(run: RunResults): string {
     const skippedN = rs.filter((r) => r.status === 'skipped').length;
     const errors = rs.filter((r) => r.status === 'errored').length;
     const time = rs.reduce((t, r) => t + r.ms, 0) / 1000;
-    lines.push(`  <testsuite name="${xml(sectionTitle(section))}" tests="${rs.length}" failures="${failures}" errors="${errors}" skipped="${skippedN}" time="${time.toFixed(3)}">`);
+    lines.push(
+      `  <testsuite name="${xml(sectionTitle(section))}" tests="${rs.length}" failures="${failures}" errors="${errors}" skipped="${skippedN}" time="${time.toFixed(3)}">`,
+    );
     // Which suite and interface judged: CI test tabs show a suite's properties.
-    lines.push('    <properties>', ...Object.entries({ suite_version: run.suite.version, interface_version: run.interfaceVersion, profile: run.profile }).map(([k, v]) => `      <property name="${k}" value="${xml(v)}"/>`), '    </properties>');
+    lines.push(
+      '    <properties>',
+      ...Object.entries({ suite_version: run.suite.version, interface_version: run.interfaceVersion, profile: run.profile }).map(
+        ([k, v]) => `      <property name="${k}" value="${xml(v)}"/>`,
+      ),
+      '    </properties>',
+    );
     for (const r of rs) {
       const open = `    <testcase classname="conformance.S${xml(section)}" name="${xml(`${r.id}: ${r.description}`)}" time="${(r.ms / 1000).toFixed(3)}"`;
       if (r.status === 'passed') lines.push(`${open}/>`);
       else if (r.status === 'skipped') lines.push(`${open}>`, `      <skipped message="${xml(r.reason ?? '')}"/>`, '    </testcase>');
-      else if (r.status === 'errored') lines.push(`${open}>`, `      <error message="${xml(r.reason ?? '')}" type="precondition"/>`, '    </testcase>');
+      else if (r.status === 'errored')
+        lines.push(`${open}>`, `      <error message="${xml(r.reason ?? '')}" type="precondition"/>`, '    </testcase>');
       else {
         const f = r.failure!;
-        const body = [f.message, f.curl ? `sent:\n${f.curl}` : '', f.response ? `got:\n${f.response}` : '', f.reproduction ? `reproduce:\n${f.reproduction}` : ''].filter(Boolean).join('\n\n');
+        const body = [
+          f.message,
+          f.curl ? `sent:\n${f.curl}` : '',
+          f.response ? `got:\n${f.response}` : '',
+          f.reproduction ? `reproduce:\n${f.reproduction}` : '',
+        ]
+          .filter(Boolean)
+          .join('\n\n');
         lines.push(`${open}>`, `      <failure message="${xml(f.message)}" type="${r.level}">${xml(body)}</failure>`, '    </testcase>');
       }
     }
@@ -139,12 +185,17 @@ function yamlBlock(key: string, value: string): string[] {
 }
 
 function renderTap(run: RunResults): string {
-  const lines = ['TAP version 14', `1..${run.results.length}`, `# ${run.suite.name} ${run.suite.version}, interface ${run.interfaceVersion}, profile ${run.profile}`];
+  const lines = [
+    'TAP version 14',
+    `1..${run.results.length}`,
+    `# ${run.suite.name} ${run.suite.version}, interface ${run.interfaceVersion}, profile ${run.profile}`,
+  ];
   run.results.forEach((r, i) => {
     const name = `${r.id} - ${r.description.replace(/#/g, '\\#')}`;
     if (r.status === 'passed') lines.push(`ok ${i + 1} - ${name}`);
     else if (r.status === 'skipped') lines.push(`ok ${i + 1} - ${name} # SKIP ${r.reason ?? ''}`);
-    else if (r.status === 'errored') lines.push(`not ok ${i + 1} - ${name}`, '  ---', ...yamlBlock('message', r.reason ?? ''), '    severity: errored', '  ...');
+    else if (r.status === 'errored')
+      lines.push(`not ok ${i + 1} - ${name}`, '  ---', ...yamlBlock('message', r.reason ?? ''), '    severity: errored', '  ...');
     else {
       const f = r.failure!;
       lines.push(`not ok ${i + 1} - ${name}`, '  ---', ...yamlBlock('message', f.message), `    level: ${r.level}`);

@@ -25,7 +25,10 @@ export type ProfileName = (typeof PROFILES)[number];
 /** `spec`, `spec-1.0.0` → `spec`; anything else is a usage error. */
 export function resolveProfile(name: string): Profile {
   const m = /^(spec|reference)(?:-(.+))?$/.exec(name);
-  if (!m || (m[2] !== undefined && m[2] !== INTERFACE_VERSION)) throw new UsageError(`unknown profile ${JSON.stringify(name)}: this suite judges interface ${INTERFACE_VERSION} with ${PROFILES.join(', ')}`);
+  if (!m || (m[2] !== undefined && m[2] !== INTERFACE_VERSION))
+    throw new UsageError(
+      `unknown profile ${JSON.stringify(name)}: this suite judges interface ${INTERFACE_VERSION} with ${PROFILES.join(', ')}`,
+    );
   return m[1] as Profile;
 }
 
@@ -76,14 +79,18 @@ const RETRIES_429 = 3;
 const CLEANUP_ATTEMPTS = 4;
 
 export async function runConformance(opts: RunOptions): Promise<RunResults> {
-  const target = typeof opts.target === 'string' ? await loadTarget(opts.target, { baseUrl: opts.baseUrl, apiKey: opts.apiKey }) : opts.target;
+  const target =
+    typeof opts.target === 'string' ? await loadTarget(opts.target, { baseUrl: opts.baseUrl, apiKey: opts.apiKey }) : opts.target;
   const profile = resolveProfile(opts.profile ?? 'spec');
   const profileName = `${profile}-${INTERFACE_VERSION}`;
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const settleTimeoutMs = opts.settleTimeoutMs ?? 30_000;
   // A typo in CI must not turn into a green run of nothing.
   const unmatched = unmatchedPatterns(opts.only, profile);
-  if (unmatched.length > 0) throw new UsageError(`--only ${unmatched.map((u) => `'${u.pattern}'`).join(', ')} matches no case of profile ${profile}${unmatched.some((u) => u.inReference) ? ' (it matches REFERENCE cases: --profile reference)' : ''}`);
+  if (unmatched.length > 0)
+    throw new UsageError(
+      `--only ${unmatched.map((u) => `'${u.pattern}'`).join(', ')} matches no case of profile ${profile}${unmatched.some((u) => u.inReference) ? ' (it matches REFERENCE cases: --profile reference)' : ''}`,
+    );
   const cases = selectCases({ profile, only: opts.only, skip: opts.skip });
   const runId = opts.runId ?? newRunId();
   const started = Date.now();
@@ -104,13 +111,31 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
     totalMs: timeoutMs * 4,
     signal: stop.signal,
     pacer,
-    retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000, unless: (path) => limited !== undefined && path.startsWith(limited) },
+    retry429: {
+      max: RETRIES_429,
+      maxWaitMs: opts.maxRetryWaitMs ?? 60_000,
+      unless: (path) => limited !== undefined && path.startsWith(limited),
+    },
   });
   // Cleanup runs after an interruption too, so it has a client of its own.
-  const cleaner = new HttpClient({ baseUrl: target.baseUrl, apiKey: target.apiKey, timeoutMs, totalMs: timeoutMs * 4, pacer, retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000 } });
+  const cleaner = new HttpClient({
+    baseUrl: target.baseUrl,
+    apiKey: target.apiKey,
+    timeoutMs,
+    totalMs: timeoutMs * 4,
+    pacer,
+    retry429: { max: RETRIES_429, maxWaitMs: opts.maxRetryWaitMs ?? 60_000 },
+  });
 
   try {
-    const warnings = [...(target.ignoredKeys ? [`the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`] : []), ...(await preflight(http, target, { widget: cases.some((c) => c.needs?.includes('widget')) }))];
+    const warnings = [
+      ...(target.ignoredKeys
+        ? [
+            `the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`,
+          ]
+        : []),
+      ...(await preflight(http, target, { widget: cases.some((c) => c.needs?.includes('widget')) })),
+    ];
     for (const w of warnings) opts.onWarning?.(w);
 
     const repeat = Math.max(1, opts.repeat ?? 1);
@@ -120,7 +145,16 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
     let bailed = false;
     let interruptShown = false;
     for (let r = 0; r < repeat; r++) {
-      const state: RunState = { target, profile, runId: repeat > 1 ? `${runId}-${r + 1}` : runId, http, memo: new Map(), timeoutMs, settleTimeoutMs, created: [] };
+      const state: RunState = {
+        target,
+        profile,
+        runId: repeat > 1 ? `${runId}-${r + 1}` : runId,
+        http,
+        memo: new Map(),
+        timeoutMs,
+        settleTimeoutMs,
+        created: [],
+      };
       try {
         for (const c of cases) {
           let result: CaseResult;
@@ -212,7 +246,15 @@ function stopReason(signal: AbortSignal): string {
 }
 
 function interruptedCase(c: CaseDef, signal: AbortSignal): CaseResult {
-  return { id: c.id, section: c.section, level: c.level, description: c.description, status: 'failed', failure: { message: `the run was interrupted (${stopReason(signal)}) before this case finished` }, ms: 0 };
+  return {
+    id: c.id,
+    section: c.section,
+    level: c.level,
+    description: c.description,
+    status: 'failed',
+    failure: { message: `the run was interrupted (${stopReason(signal)}) before this case finished` },
+    ms: 0,
+  };
 }
 
 /** `20261122-1a2b3c4d`: the date (for a person reading the data) and 32 random bits. */
@@ -221,10 +263,26 @@ export function newRunId(): string {
 }
 
 function skipped(c: CaseDef, reason: string, missing?: string[]): CaseResult {
-  return { id: c.id, section: c.section, level: c.level, description: c.description, status: 'skipped', reason, ...(missing ? { missing } : {}), ms: 0 };
+  return {
+    id: c.id,
+    section: c.section,
+    level: c.level,
+    description: c.description,
+    status: 'skipped',
+    reason,
+    ...(missing ? { missing } : {}),
+    ms: 0,
+  };
 }
 
-async function runCase(state: RunState, c: CaseDef, timeoutMs: number, keys: KeyName[], stop: AbortSignal, preconditions: Map<string, PreconditionResult>): Promise<CaseResult> {
+async function runCase(
+  state: RunState,
+  c: CaseDef,
+  timeoutMs: number,
+  keys: KeyName[],
+  stop: AbortSignal,
+  preconditions: Map<string, PreconditionResult>,
+): Promise<CaseResult> {
   const missing = (c.needs ?? []).filter((k) => !targetValue(state.target, k));
   if (missing.length > 0) return skipped(c, `needs target key ${missing.join(', ')}`, missing);
   const ctx = new CaseContext(state, c);
@@ -248,12 +306,23 @@ async function runCase(state: RunState, c: CaseDef, timeoutMs: number, keys: Key
     const ms = Math.round(performance.now() - started);
     if (err instanceof CaseSkip) return { ...base, status: 'skipped', reason: err.message, ms };
     if (err instanceof PreconditionFailure) {
-      const shared = preconditions.get(err.precondition) ?? { name: err.precondition, shownBy: err.shownBy, message: err.message, blocked: [] };
+      const shared = preconditions.get(err.precondition) ?? {
+        name: err.precondition,
+        shownBy: err.shownBy,
+        message: err.message,
+        blocked: [],
+      };
       preconditions.set(err.precondition, shared);
       // Shown once, by the case that ran it; the others are grouped under it.
       if (err.shownBy !== c.id) {
         if (!shared.blocked.includes(c.id)) shared.blocked.push(c.id);
-        return { ...base, status: 'errored', blockedBy: err.precondition, reason: `blocked: precondition "${err.precondition}" failed (shown by ${err.shownBy})`, ms };
+        return {
+          ...base,
+          status: 'errored',
+          blockedBy: err.precondition,
+          reason: `blocked: precondition "${err.precondition}" failed (shown by ${err.shownBy})`,
+          ms,
+        };
       }
     }
     const ex = err instanceof CaseFailure ? (err.exchange ?? ctx.exchanges.at(-1)) : ctx.exchanges.at(-1);
@@ -266,7 +335,14 @@ async function runCase(state: RunState, c: CaseDef, timeoutMs: number, keys: Key
 }
 
 /** The evidence of a failure: the exchange that showed it, every exchange of the case, and (for several) a script that replays them. */
-function failureDetail(message: string, ex: Exchange | undefined, exchanges: Exchange[], keys: KeyName[], baseUrl: string, c: CaseDef): FailureDetail {
+function failureDetail(
+  message: string,
+  ex: Exchange | undefined,
+  exchanges: Exchange[],
+  keys: KeyName[],
+  baseUrl: string,
+  c: CaseDef,
+): FailureDetail {
   const failure: FailureDetail = { message };
   if (ex) {
     failure.curl = exchangeCurl(ex, keys);
@@ -298,7 +374,11 @@ export async function cleanUp(http: HttpClient, state: RunState, out: RunResults
     let last = '';
     for (let attempt = 1; attempt <= CLEANUP_ATTEMPTS; attempt++) {
       try {
-        const ex = await http.send({ method: 'DELETE', path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}`, ...(key ? { key } : {}) });
+        const ex = await http.send({
+          method: 'DELETE',
+          path: `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}`,
+          ...(key ? { key } : {}),
+        });
         if (ex.status === 200 || ex.status === 404) {
           out.deleted += ex.status === 200 ? 1 : 0;
           last = '';

@@ -4,7 +4,15 @@ import fs from 'node:fs/promises';
 import { z } from 'zod';
 import { TARGET_FORMAT_VERSION } from './version.ts';
 
-export const APP_KEYS = ['generative_ui', 'stream_default', 'knowledge_base', 'other_team', 'inactive', 'no_agent', 'rate_limited'] as const;
+export const APP_KEYS = [
+  'generative_ui',
+  'stream_default',
+  'knowledge_base',
+  'other_team',
+  'inactive',
+  'no_agent',
+  'rate_limited',
+] as const;
 export type AppKey = (typeof APP_KEYS)[number];
 /** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget` or `widget.identity_secret`. */
 export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key' | 'widget' | 'widget.identity_secret';
@@ -21,7 +29,14 @@ const TargetFile = z.looseObject({
   base_url: nonEmpty.optional(),
   api_key: nonEmpty,
   app_id: nonEmpty,
-  apps: z.looseObject(Object.fromEntries(APP_KEYS.map((k) => [k, nonEmpty.nullable().optional()])) as Record<AppKey, z.ZodOptional<z.ZodNullable<z.ZodString>>>).optional(),
+  apps: z
+    .looseObject(
+      Object.fromEntries(APP_KEYS.map((k) => [k, nonEmpty.nullable().optional()])) as Record<
+        AppKey,
+        z.ZodOptional<z.ZodNullable<z.ZodString>>
+      >,
+    )
+    .optional(),
   publishable_key: nonEmpty.nullable().optional(),
   /** A secret key of the team that owns apps.other_team (target.md): its conversations must stay out of reach of api_key. */
   other_team_api_key: nonEmpty.nullable().optional(),
@@ -74,7 +89,12 @@ function unknownKeys(json: Record<string, unknown>): string[] {
   const out = Object.keys(json).filter((k) => !(TOP_KEYS as readonly string[]).includes(k));
   const nested = (name: string, known: readonly string[]) => {
     const v = json[name];
-    if (v && typeof v === 'object' && !Array.isArray(v)) out.push(...Object.keys(v).filter((k) => !known.includes(k)).map((k) => `${name}.${k}`));
+    if (v && typeof v === 'object' && !Array.isArray(v))
+      out.push(
+        ...Object.keys(v)
+          .filter((k) => !known.includes(k))
+          .map((k) => `${name}.${k}`),
+      );
   };
   nested('apps', APP_KEYS);
   nested('widget', WIDGET_KEYS);
@@ -108,7 +128,8 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
   const withOverrides = { ...(json as object) } as Record<string, unknown>;
   if (overrides.apiKey) withOverrides.api_key = overrides.apiKey;
   else if (withOverrides.api_key === undefined && overrides.fallbackApiKey) withOverrides.api_key = overrides.fallbackApiKey;
-  if (withOverrides.api_key === undefined) throw new UsageError(`${source}: api_key is missing: pass --api-key KEY or set PARLEY_API_KEY (or add api_key to the file)`);
+  if (withOverrides.api_key === undefined)
+    throw new UsageError(`${source}: api_key is missing: pass --api-key KEY or set PARLEY_API_KEY (or add api_key to the file)`);
   const parsed = TargetFile.safeParse(withOverrides);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -120,13 +141,17 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
   const version = t.version ?? 1;
   if (unknown.length > 0 && version <= TARGET_FORMAT_VERSION) {
     const hints = unknown.map((k) => (nearest(k) ? `${k} (did you mean ${nearest(k)}?)` : k));
-    throw new UsageError(`${source}: unknown key${unknown.length > 1 ? 's' : ''} ${hints.join(', ')} in a version ${version} target; a target written for a newer suite says so with "version"`);
+    throw new UsageError(
+      `${source}: unknown key${unknown.length > 1 ? 's' : ''} ${hints.join(', ')} in a version ${version} target; a target written for a newer suite says so with "version"`,
+    );
   }
   // A key of a later version than the target declares: an older suite would refuse the file, so it must say so.
   const later = Object.keys(withOverrides).filter((k) => withOverrides[k] != null && (SINCE[k] ?? 1) > version);
   if (later.length > 0) {
     const since = Math.max(...later.map((k) => SINCE[k]!));
-    throw new UsageError(`${source}: ${later.join(', ')} ${later.length > 1 ? 'are keys' : 'is a key'} of format version ${since}, and the target says version ${version}: add "version": ${since}, so that an older suite ignores ${later.length > 1 ? 'them' : 'it'} instead of refusing the file`);
+    throw new UsageError(
+      `${source}: ${later.join(', ')} ${later.length > 1 ? 'are keys' : 'is a key'} of format version ${since}, and the target says version ${version}: add "version": ${since}, so that an older suite ignores ${later.length > 1 ? 'them' : 'it'} instead of refusing the file`,
+    );
   }
   const baseUrl = (overrides.baseUrl ?? t.base_url)?.replace(/\/+$/, '');
   if (!baseUrl) throw new UsageError(`${source}: base_url is required (in the file or as --base-url)`);
@@ -161,17 +186,25 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
  * `widget.base_url` is absolute, or a reference resolved against base_url as a browser resolves a link
  * (RFC 3986 §5): `/widget/v1` is the widget API on base_url's host, and follows `--base-url`.
  */
-function parseWidget(w: { base_url: string; origin: string; identity_secret?: string | null }, baseUrl: string, source: string): WidgetTarget {
+function parseWidget(
+  w: { base_url: string; origin: string; identity_secret?: string | null },
+  baseUrl: string,
+  source: string,
+): WidgetTarget {
   let url: URL;
   try {
     url = new URL(w.base_url, baseUrl);
   } catch {
     throw new UsageError(`${source}: widget.base_url is not a URL: ${w.base_url}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${source}: widget.base_url must be http(s): ${w.base_url}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`${source}: widget.base_url must be http(s): ${w.base_url}`);
   if (url.search || url.hash) throw new UsageError(`${source}: widget.base_url has a query or a fragment: ${w.base_url}`);
   const widgetBase = url.href.replace(/\/+$/, '');
-  if (widgetBase === baseUrl) throw new UsageError(`${source}: widget.base_url is base_url itself: the widget API has its own path space (D-45), e.g. ${new URL('/widget/v1', baseUrl).href}`);
+  if (widgetBase === baseUrl)
+    throw new UsageError(
+      `${source}: widget.base_url is base_url itself: the widget API has its own path space (D-45), e.g. ${new URL('/widget/v1', baseUrl).href}`,
+    );
   // An origin as a browser sends it (RFC 6454): scheme, host and port; `null` is the one the suite refuses.
   let origin: URL | undefined;
   try {
@@ -180,7 +213,9 @@ function parseWidget(w: { base_url: string; origin: string; identity_secret?: st
     origin = undefined;
   }
   if (!origin || (origin.protocol !== 'http:' && origin.protocol !== 'https:') || origin.origin !== w.origin) {
-    throw new UsageError(`${source}: widget.origin must be an origin such as https://shop.example (scheme, host and port; no path, no trailing slash): ${w.origin}`);
+    throw new UsageError(
+      `${source}: widget.origin must be an origin such as https://shop.example (scheme, host and port; no path, no trailing slash): ${w.origin}`,
+    );
   }
   return { baseUrl: widgetBase, origin: w.origin, ...(w.identity_secret ? { identitySecret: w.identity_secret } : {}) };
 }

@@ -56,10 +56,17 @@ export function fieldTable(schema: Json): string {
   const lines = ['| field | type | required | rules |', '|---|---|---|---|'];
   const required = new Set<string>(schema.required ?? []);
   for (const [name, field] of Object.entries<Json>(schema.properties ?? {})) {
-    lines.push(`| \`${name}\` | ${typeOf(field).replace(/\|/g, '\\|')} | ${required.has(name) ? 'yes' : 'no'} | ${rulesOf(field).replace(/\|/g, '\\|')} |`);
+    lines.push(
+      `| \`${name}\` | ${typeOf(field).replace(/\|/g, '\\|')} | ${required.has(name) ? 'yes' : 'no'} | ${rulesOf(field).replace(/\|/g, '\\|')} |`,
+    );
   }
   const extra = schema.additionalProperties;
-  lines.push('', extra === false ? 'Any other field is refused (D-1: `unknown_parameter`).' : 'Other fields may be added by later versions; a client ignores those it does not know.');
+  lines.push(
+    '',
+    extra === false
+      ? 'Any other field is refused (D-1: `unknown_parameter`).'
+      : 'Other fields may be added by later versions; a client ignores those it does not know.',
+  );
   return lines.join('\n');
 }
 
@@ -103,7 +110,12 @@ export async function decisionCitations(): Promise<Map<number, string[]>> {
 export function decisionIndex(cited: Map<number, string[]>): string {
   const lines = ['| decision | cited in |', '|---|---|'];
   for (const id of [...cited.keys()].sort((a, b) => a - b)) {
-    lines.push(`| D-${id} | ${cited.get(id)!.map((f) => `\`${f}\``).join(', ')} |`);
+    lines.push(
+      `| D-${id} | ${cited
+        .get(id)!
+        .map((f) => `\`${f}\``)
+        .join(', ')} |`,
+    );
   }
   return lines.join('\n');
 }

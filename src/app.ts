@@ -137,7 +137,9 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       // D-23 and D-52 exact across instances; Idempotency-Key answers and claims read by every instance.
       if (!opts.rateLimiter) limits = new SharedRateLimitService(await new PgRateCounts(pg, 'plan').open(), fixtures);
       // D-30: a keyed retry of a send message running on another instance follows it from the store.
-      idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open(), { follow: (retry, id) => followRunning(responses)(retry, id) });
+      idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open(), {
+        follow: (retry, id) => followRunning(responses)(retry, id),
+      });
       widgetBudget = new SharedRateLimitService(await new PgRateCounts(pg, 'widget').open(), budgetPlans);
       owners = new PgWidgetOwners(pg);
       // D-52's per-visitor and per-address minutes, counted once for every instance.
@@ -145,7 +147,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       windows = sharedMinuteLimits(widgetWindows);
     } else {
       // D-23: day counts live beside the data so that a restart keeps them.
-      if (!opts.rateLimiter) limits = await RateLimitService.open({
+      if (!opts.rateLimiter)
+        limits = await RateLimitService.open({
           file: path.join(dataDir, 'ratelimits.jsonl'),
           fixtures,
           onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
@@ -177,11 +180,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;
     const http = createHttpServer({
-      routes: [
-        ...conversationRoutes(conversations),
-        ...appRoutes(store),
-        ...responseRoutes({ conversations, responses, completions }),
-      ],
+      routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
       surfaces: [
         {
           basePath: WIDGET_BASE_PATH,

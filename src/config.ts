@@ -63,7 +63,17 @@ The widget (docs/widget.md):
 `;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  let values: { port?: string; host?: string; 'data-dir'?: string; 'database-url'?: string; 'database-pool-size'?: string; fixtures?: string; 'log-level'?: string; 'no-playground'?: boolean; help?: boolean };
+  let values: {
+    port?: string;
+    host?: string;
+    'data-dir'?: string;
+    'database-url'?: string;
+    'database-pool-size'?: string;
+    fixtures?: string;
+    'log-level'?: string;
+    'no-playground'?: boolean;
+    help?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -89,18 +99,21 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const fromEnv = (name: string) => (env[name] === '' ? undefined : env[name]);
   const portText = values.port ?? fromEnv('PORT') ?? String(DEFAULTS.port);
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) throw new ConfigError(`port must be an integer from 0 to 65535 (got ${JSON.stringify(portText)})`);
+  if (!/^\d+$/.test(portText) || port > 65535)
+    throw new ConfigError(`port must be an integer from 0 to 65535 (got ${JSON.stringify(portText)})`);
   const logLevel = values['log-level'] ?? fromEnv('LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(logLevel)})`);
   }
   const databaseUrl = values['database-url'] ?? fromEnv('DATABASE_URL') ?? DEFAULTS.databaseUrl;
   // The URL holds a password: the error names the scheme only.
-  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql:// (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql:// (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
   // One connection holds the instance's liveness lock (D-43): one alone would leave none for requests.
   const poolText = values['database-pool-size'] ?? fromEnv('DATABASE_POOL_SIZE') ?? String(DEFAULTS.databasePoolSize);
   const databasePoolSize = Number(poolText);
-  if (!/^\d+$/.test(poolText) || databasePoolSize < 2 || databasePoolSize > 1000) throw new ConfigError(`DATABASE_POOL_SIZE must be an integer from 2 to 1000 (got ${JSON.stringify(poolText)})`);
+  if (!/^\d+$/.test(poolText) || databasePoolSize < 2 || databasePoolSize > 1000)
+    throw new ConfigError(`DATABASE_POOL_SIZE must be an integer from 2 to 1000 (got ${JSON.stringify(poolText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -120,7 +133,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
 export function normalizeOllamaHost(v: string): string {
   const withScheme = /^https?:\/\//.test(v) ? v : `http://${v}`;
   const url = new URL(withScheme);
-  if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme)) url.port = url.protocol === 'https:' ? '443' : new URL(DEFAULT_OLLAMA_HOST).port;
+  if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme))
+    url.port = url.protocol === 'https:' ? '443' : new URL(DEFAULT_OLLAMA_HOST).port;
   return url.origin;
 }
 

@@ -70,7 +70,10 @@ export async function serve(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // Announced only once a signal would be handled: one sent as soon as the banner is read stops gracefully.
   process.stdout.write(banner(parley.baseUrl, config.fixturesDir, parley.playgroundUrl, config.dataDir));
-  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`);
+  if (config.model)
+    process.stdout.write(
+      `  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`,
+    );
 }
 
 /** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */

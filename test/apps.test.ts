@@ -65,9 +65,30 @@ describe('metrics (§4.9, D-24)', () => {
     const now = Math.floor(Date.now() / 1000);
     const items: ItemT[] = [
       { id: 'msg_1', type: 'message', created_at: now, role: 'user', content: [{ type: 'text', text: 'hi' }] },
-      { id: 'call_1', type: 'function_call', created_at: now, response_id: 'resp_1', name: 'knowledge_search', arguments: '{"query":"x"}', call_id: 'call_1' },
-      { id: 'ds_1', type: 'data_spec', created_at: now, response_id: 'resp_1', data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } } },
-      { id: 'msg_2', type: 'message', created_at: now, response_id: 'resp_1', role: 'assistant', content: [{ type: 'text', text: 'hello' }] },
+      {
+        id: 'call_1',
+        type: 'function_call',
+        created_at: now,
+        response_id: 'resp_1',
+        name: 'knowledge_search',
+        arguments: '{"query":"x"}',
+        call_id: 'call_1',
+      },
+      {
+        id: 'ds_1',
+        type: 'data_spec',
+        created_at: now,
+        response_id: 'resp_1',
+        data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } },
+      },
+      {
+        id: 'msg_2',
+        type: 'message',
+        created_at: now,
+        response_id: 'resp_1',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'hello' }],
+      },
     ];
     const record = { ...(await s.store.getConversation(c.id))!, message_count: 2 };
     await s.store.appendToConversation(record, items, { id: 'resp_1', created_at: now, status: 'completed' });

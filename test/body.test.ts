@@ -14,7 +14,13 @@ after(() => server.close());
 function chunkedPost(path: string, chunks: string[]): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: server.port, method: 'POST', path: `/v1${path}`, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        method: 'POST',
+        path: `/v1${path}`,
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');

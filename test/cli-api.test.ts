@@ -20,7 +20,21 @@ const run = (args: string[], extra: CliOptions = {}) => runCli(args, { ...extra,
 
 describe('parley api', () => {
   test('POST with string and typed fields: nested, typed values reach the server as JSON', async () => {
-    const r = await run(['api', 'POST', '/apps/{app}/conversations', '-f', 'title=Support', '-F', 'metadata[vip]=true', '-F', 'metadata[seats]=3', '-F', 'metadata[note]=null', '-f', 'metadata[plan]=42']);
+    const r = await run([
+      'api',
+      'POST',
+      '/apps/{app}/conversations',
+      '-f',
+      'title=Support',
+      '-F',
+      'metadata[vip]=true',
+      '-F',
+      'metadata[seats]=3',
+      '-F',
+      'metadata[note]=null',
+      '-f',
+      'metadata[plan]=42',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const c = JSON.parse(r.stdout);
     assert.match(c.id, /^conv_/);
@@ -30,7 +44,8 @@ describe('parley api', () => {
 
   test('GET fields go in the query string; the body is printed as the server sent it', async () => {
     const user = `api_user_${Date.now()}`;
-    for (let i = 0; i < 3; i++) assert.equal((await run(['api', 'POST', `/apps/${APP}/conversations`, '-f', `external_user_id=${user}`])).code, 0);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await run(['api', 'POST', `/apps/${APP}/conversations`, '-f', `external_user_id=${user}`])).code, 0);
     const r = await run(['api', 'GET', '/apps/{app}/conversations', '-f', 'limit=2', '-f', `external_user_id=${user}`]);
     assert.equal(r.code, 0, r.stderr);
     const page = JSON.parse(r.stdout);
@@ -53,7 +68,9 @@ describe('parley api', () => {
   test('a body from stdin (--input -) or a file, and an Idempotency-Key header honoured by the server', async () => {
     const body = JSON.stringify({ title: 'from stdin' });
     const key = `key-${Date.now()}`;
-    const first = await run(['api', 'POST', '/apps/{app}/conversations', '--input', '-', '-H', `Idempotency-Key: ${key}`, '--include'], { input: body });
+    const first = await run(['api', 'POST', '/apps/{app}/conversations', '--input', '-', '-H', `Idempotency-Key: ${key}`, '--include'], {
+      input: body,
+    });
     assert.equal(first.code, 0, first.stderr);
     assert.equal(JSON.parse(first.stdout).title, 'from stdin');
     assert.match(first.stderr, /^HTTP 200$/m);
@@ -68,13 +85,37 @@ describe('parley api', () => {
 
   test('an event stream is printed live: SSE text, or one payload per line with --json', async () => {
     const conv = JSON.parse((await run(['api', 'POST', '/apps/{app}/conversations'])).stdout).id as string;
-    const sse = await run(['api', 'POST', `/apps/{app}/conversations/${conv}`, '-f', 'message[role]=user', '-f', 'message[content]=hello', '-F', 'stream=true']);
+    const sse = await run([
+      'api',
+      'POST',
+      `/apps/{app}/conversations/${conv}`,
+      '-f',
+      'message[role]=user',
+      '-f',
+      'message[content]=hello',
+      '-F',
+      'stream=true',
+    ]);
     assert.equal(sse.code, 0, sse.stderr);
     assert.match(sse.stdout, /^event: response\.created$/m);
     assert.match(sse.stdout, /^event: response\.completed$/m);
-    const nd = await run(['api', 'POST', `/apps/{app}/conversations/${conv}`, '-f', 'message[role]=user', '-f', 'message[content]=hello again', '-F', 'stream=true', '--json']);
+    const nd = await run([
+      'api',
+      'POST',
+      `/apps/{app}/conversations/${conv}`,
+      '-f',
+      'message[role]=user',
+      '-f',
+      'message[content]=hello again',
+      '-F',
+      'stream=true',
+      '--json',
+    ]);
     assert.equal(nd.code, 0, nd.stderr);
-    const lines = nd.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    const lines = nd.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string });
     assert.equal(lines[0]!.type, 'response.created');
     assert.equal(lines.at(-1)!.type, 'response.completed');
   });

@@ -13,7 +13,11 @@ before(async () => {
 after(() => s.close());
 
 async function userMessages(id: string): Promise<string[]> {
-  const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{ type: string; role?: string; content?: Array<{ text?: string }> }>;
+  const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{
+    type: string;
+    role?: string;
+    content?: Array<{ text?: string }>;
+  }>;
   return items.filter((i) => i.type === 'message' && i.role === 'user').map((i) => (i.content ?? []).map((p) => p.text).join(''));
 }
 

@@ -54,7 +54,10 @@ describe('client', { concurrency: false }, () => {
     if (reply.kind !== 'stream') return;
     const events = [];
     for await (const e of reply.stream) events.push(e);
-    assert.deepEqual(events.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.completed']);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      ['response.created', 'response.output_text.delta', 'response.completed'],
+    );
     assert.equal((events[1]!.data as { delta: string }).delta, text);
 
     const again = await client().sendMessage('c1', { message: { content: 'hi' }, stream: true });
@@ -65,7 +68,15 @@ describe('client', { concurrency: false }, () => {
   });
 
   test('the same call gives a JSON response when the server answers JSON (app default)', async () => {
-    const response = { id: 'r2', object: 'response', created_at: 1, conversation_id: 'c1', output: [], status: 'completed', vendor: { x: 1 } };
+    const response = {
+      id: 'r2',
+      object: 'response',
+      created_at: 1,
+      conversation_id: 'c1',
+      output: [],
+      status: 'completed',
+      vendor: { x: 1 },
+    };
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(response));
@@ -105,15 +116,22 @@ describe('client', { concurrency: false }, () => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
       res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit_exceeded' } }));
     };
-    const e = await client().getMetrics().catch((err: unknown) => err);
+    const e = await client()
+      .getMetrics()
+      .catch((err: unknown) => err);
     assert.ok(e instanceof ApiError);
-    assert.deepEqual([e.status, e.type, e.message, e.param, e.code, e.headers['retry-after']], [429, 'rate_limit_exceeded', 'slow down', null, null, '7']);
+    assert.deepEqual(
+      [e.status, e.type, e.message, e.param, e.code, e.headers['retry-after']],
+      [429, 'rate_limit_exceeded', 'slow down', null, null, '7'],
+    );
 
     handler = (_req, res) => {
       res.writeHead(502, { 'content-type': 'text/html' });
       res.end('<html><body>Bad gateway</body></html>');
     };
-    const e2 = await client().getConfig().catch((err: unknown) => err);
+    const e2 = await client()
+      .getConfig()
+      .catch((err: unknown) => err);
     assert.ok(e2 instanceof ApiError);
     assert.equal(e2.status, 502);
     assert.match(e2.message, /Bad gateway/);
@@ -140,7 +158,8 @@ describe('client', { concurrency: false }, () => {
     };
     const reply = await client().sendMessage('c1', { message: { content: 'hi' }, stream: false });
     assert.equal(reply.kind, 'response');
-    if (reply.kind === 'response') assert.deepEqual([reply.response.data.object, reply.response.data.output, reply.response.data.status], ['response', [], 'completed']);
+    if (reply.kind === 'response')
+      assert.deepEqual([reply.response.data.object, reply.response.data.output, reply.response.data.status], ['response', [], 'completed']);
 
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -32,12 +32,24 @@ async function seeded(): Promise<string> {
   await store.putConversation(await rec('conv_cli2', { metadata: { k: 'v' } }));
   await store.saveResponse({
     conversationId: 'conv_cli1',
-    items: [{ id: 'msg_1', type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1_700_000_001, response_id: 'resp_1' } as never],
+    items: [
+      {
+        id: 'msg_1',
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'text', text: 'hi' }],
+        created_at: 1_700_000_001,
+        response_id: 'resp_1',
+      } as never,
+    ],
     response: { id: 'resp_1', created_at: 1_700_000_001, status: 'failed', error: { type: 'server_error', message: 'no', code: null } },
     apply: (r) => ({ message_count: r.message_count + 1 }),
   });
   await store.close();
-  await fs.writeFile(path.join(dir, 'usage.jsonl'), `${JSON.stringify({ t: 'usage', app_id: 'app_demo', kind: 'completion', id: 'cmpl_1', at: 1_700_000_002, input_tokens: 1, output_tokens: 2 })}\n`);
+  await fs.writeFile(
+    path.join(dir, 'usage.jsonl'),
+    `${JSON.stringify({ t: 'usage', app_id: 'app_demo', kind: 'completion', id: 'cmpl_1', at: 1_700_000_002, input_tokens: 1, output_tokens: 2 })}\n`,
+  );
   return dir;
 }
 
@@ -57,7 +69,9 @@ test('export to stdout, import from stdin into a new directory, export again: th
 
   const file = path.join(await tempDir(), 'again.ndjson');
   // A flag wins over the environment: DATABASE_URL exported does not redirect --data-dir.
-  const again = await runCli(['data', 'export', '--data-dir', b, '--output', file], { env: { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' } });
+  const again = await runCli(['data', 'export', '--data-dir', b, '--output', file], {
+    env: { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+  });
   assert.equal(again.code, 0, again.stderr);
   assert.equal(again.stdout, '');
   assert.deepEqual((await fs.readFile(file, 'utf8')).trimEnd().split('\n').slice(1), lines.slice(1));
@@ -118,6 +132,9 @@ test('usage errors exit 2; a served data directory is refused (exit 1) naming it
   await fs.writeFile(path.join(a, 'LOCK'), JSON.stringify({ pid: process.ppid, start: stat.start, boot }));
   const served = await runCli(['data', 'export', '--data-dir', a]);
   assert.equal(served.code, 1);
-  assert.match(served.stderr, new RegExp(`^error: cannot export .*: a running Parley serves it \\(pid ${process.ppid}\\); stop that server first`));
+  assert.match(
+    served.stderr,
+    new RegExp(`^error: cannot export .*: a running Parley serves it \\(pid ${process.ppid}\\); stop that server first`),
+  );
   assert.equal(served.stdout, '');
 });

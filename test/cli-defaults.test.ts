@@ -30,7 +30,11 @@ describe('parley serve outside a checkout', () => {
   test('run from an empty folder, it creates no ./data there and names where its data goes', { timeout: 60_000 }, async (t) => {
     const cwd = await tempDir();
     const xdg = await tempDir();
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'silent'], { cwd, env: { ...cliEnv({ XDG_DATA_HOME: xdg }), ...NO_COVERAGE }, stdio: 'pipe' });
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'silent'], {
+      cwd,
+      env: { ...cliEnv({ XDG_DATA_HOME: xdg }), ...NO_COVERAGE },
+      stdio: 'pipe',
+    });
     const exited = once(child, 'close');
     t.after(() => child.kill('SIGKILL'));
     const err = { text: '' };
@@ -66,10 +70,17 @@ describe('parley conformance with an unreachable target', () => {
   test('PARLEY_BASE_URL pointing elsewhere: the run says which to use; no hint without one, or with --base-url', async () => {
     const r = await runCli(['conformance', '--target', target, '--only', 'S4.2-*'], { env: { PARLEY_BASE_URL: s.baseUrl } });
     assert.notEqual(r.code, 0);
-    assert.ok(r.stderr.includes(`the target's base_url ${closedUrl} cannot be reached, and PARLEY_BASE_URL is ${s.baseUrl}: to test that one, run parley conformance --base-url ${s.baseUrl}`), r.stderr);
+    assert.ok(
+      r.stderr.includes(
+        `the target's base_url ${closedUrl} cannot be reached, and PARLEY_BASE_URL is ${s.baseUrl}: to test that one, run parley conformance --base-url ${s.baseUrl}`,
+      ),
+      r.stderr,
+    );
     const none = await runCli(['conformance', '--target', target, '--only', 'S4.2-*']);
     assert.doesNotMatch(none.stderr, /cannot be reached, and/);
-    const given = await runCli(['conformance', '--target', target, '--only', 'S4.2-*', '--base-url', closedUrl], { env: { PARLEY_BASE_URL: s.baseUrl } });
+    const given = await runCli(['conformance', '--target', target, '--only', 'S4.2-*', '--base-url', closedUrl], {
+      env: { PARLEY_BASE_URL: s.baseUrl },
+    });
     assert.doesNotMatch(given.stderr, /cannot be reached, and/);
   });
 });

@@ -9,7 +9,18 @@ import path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { tempDir } from './support/helpers.ts';
 import { main } from '../cli/main.ts';
-import { Capture, FAKE_KEY, inlineIo, runCli, sendJson, spawnCli, sseEvent, startFakeApi, waitFor, type FakeApi } from './support/cli-helpers.ts';
+import {
+  Capture,
+  FAKE_KEY,
+  inlineIo,
+  runCli,
+  sendJson,
+  spawnCli,
+  sseEvent,
+  startFakeApi,
+  waitFor,
+  type FakeApi,
+} from './support/cli-helpers.ts';
 
 let api: FakeApi;
 before(async () => {
@@ -57,7 +68,10 @@ describe('answers the interface allows', { concurrency: false }, () => {
     const j = await run(['send', 'c1', 'hi', '--json']);
     assert.equal(j.code, 0, j.stderr);
     assert.equal(j.stdout, `${ODD_ITEMS}\n`);
-    assert.match(j.stderr, new RegExp(`^warning: the answer of POST ${api.baseUrl}/apps/app_x/conversations/c1 does not match the interface: output\\.0`, 'm'));
+    assert.match(
+      j.stderr,
+      new RegExp(`^warning: the answer of POST ${api.baseUrl}/apps/app_x/conversations/c1 does not match the interface: output\\.0`, 'm'),
+    );
     const h = await run(['send', 'c1', 'hi']);
     assert.equal(h.code, 0, h.stderr);
     assert.equal(h.stdout, 'Hello there\n');
@@ -84,7 +98,13 @@ describe('answers the interface allows', { concurrency: false }, () => {
     const j = await run(['send', 'c1', 'hi', '--json']);
     assert.equal(j.code, 1);
     assert.equal(j.stdout, `${body}\n`);
-    assert.match(j.stderr, new RegExp(`^error: invalid_response: the server's answer is not usable: id: .* \\(${api.baseUrl}/apps/app_x/conversations/c1\\)$`, 'm'));
+    assert.match(
+      j.stderr,
+      new RegExp(
+        `^error: invalid_response: the server's answer is not usable: id: .* \\(${api.baseUrl}/apps/app_x/conversations/c1\\)$`,
+        'm',
+      ),
+    );
     const h = await run(['send', 'c1', 'hi']);
     assert.equal(h.code, 1);
     assert.equal(h.stdout, '');
@@ -93,7 +113,8 @@ describe('answers the interface allows', { concurrency: false }, () => {
 
   test('--json of complete, metrics and delete is the body byte for byte', async () => {
     const bodies: Record<string, string> = {
-      'POST /apps/app_x/completions': '{ "id": "cmpl_1",  "object": "completion", "created_at": 1, "text": "h\\u00e9", "status": "completed", "z": {"b": 1, "a": 2} }',
+      'POST /apps/app_x/completions':
+        '{ "id": "cmpl_1",  "object": "completion", "created_at": 1, "text": "h\\u00e9", "status": "completed", "z": {"b": 1, "a": 2} }',
       'GET /apps/app_x/metrics': '{"total_users":3,"total_conversations":1,  "total_messages":2}',
       'DELETE /apps/app_x/conversations/c1': '{"deleted":true,"object":"conversation","id":"c1"}',
     };
@@ -152,7 +173,14 @@ describe('streams from another implementation', { concurrency: false }, () => {
       res.write(sseEvent('response.created', { id: 'r3', object: 'response', status: 'in_progress', conversation_id: 'c1' }));
       res.write(sseEvent('response.function_call.start', { output_index: 0, call_id: 'k1', name: 'knowledge_search' }));
       res.write(sseEvent('response.function_call_arguments.done', { output_index: 0, call_id: 'k1', arguments: '{"query":"keys"}' }));
-      res.write(sseEvent('response.output_text.done', { type: 'response.output_text.done', text: 'All about keys', output_index: 1, content_index: 0 }));
+      res.write(
+        sseEvent('response.output_text.done', {
+          type: 'response.output_text.done',
+          text: 'All about keys',
+          output_index: 1,
+          content_index: 0,
+        }),
+      );
       res.end(sseEvent('response.completed', { id: 'r3', status: 'completed' }));
     });
     const r = await run(['send', 'c1', 'hi', '--stream']);
@@ -175,7 +203,10 @@ describe('streams from another implementation', { concurrency: false }, () => {
     assert.equal(code, 3);
     const text = both.text;
     outputs.push(text);
-    assert.match(text, new RegExp(`^hi\\nerror: timeout: the server went silent for 1s \\(${api.baseUrl}/apps/app_x/conversations/c1\\)\\n$`));
+    assert.match(
+      text,
+      new RegExp(`^hi\\nerror: timeout: the server went silent for 1s \\(${api.baseUrl}/apps/app_x/conversations/c1\\)\\n$`),
+    );
   });
 });
 
@@ -200,7 +231,13 @@ describe('the reader leaves early (`| head -1`)', { concurrency: false }, () => 
     let n = 0;
     api.handle((_req, res) => {
       n++;
-      sendJson(res, { object: 'list', data: [{ id: `c${n}`, object: 'conversation', created_at: 1, title: null, generated_title: {} }], first_id: `c${n}`, last_id: `c${n}`, has_more: true });
+      sendJson(res, {
+        object: 'list',
+        data: [{ id: `c${n}`, object: 'conversation', created_at: 1, title: null, generated_title: {} }],
+        first_id: `c${n}`,
+        last_id: `c${n}`,
+        has_more: true,
+      });
     });
     const r = await headOne(t, ['conversations', 'list', '--all', '--json', '--limit', '1']);
     assert.equal(JSON.parse(r.first).data[0].id, 'c1');
@@ -209,7 +246,12 @@ describe('the reader leaves early (`| head -1`)', { concurrency: false }, () => 
   });
 
   test('send --stream --json on an endless stream: exit 0, the stream is abandoned', { timeout: 60_000 }, async (t) => {
-    const delta = sseEvent('response.output_text.delta', { type: 'response.output_text.delta', delta: 'more ', output_index: 0, content_index: 0 });
+    const delta = sseEvent('response.output_text.delta', {
+      type: 'response.output_text.delta',
+      delta: 'more ',
+      output_index: 0,
+      content_index: 0,
+    });
     let closedByClient: Promise<unknown> | undefined;
     api.handle((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -277,7 +319,13 @@ describe('what the CLI sends', { concurrency: false }, () => {
     api.handle((req, res) => {
       const id = new URL(req.path, 'http://x').searchParams.get('after') === null ? 'c1' : 'c2';
       // Ends after 10 pages, so that a CLI that does not notice the loop still ends (and fails the test).
-      sendJson(res, { object: 'list', data: [{ id, object: 'conversation', created_at: 1, title: null, generated_title: {} }], first_id: id, last_id: id, has_more: ++n < 10 });
+      sendJson(res, {
+        object: 'list',
+        data: [{ id, object: 'conversation', created_at: 1, title: null, generated_title: {} }],
+        first_id: id,
+        last_id: id,
+        has_more: ++n < 10,
+      });
     });
     const from = api.requests.length;
     const r = await run(['conversations', 'list', '--all', '--json']);

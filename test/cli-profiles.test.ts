@@ -30,7 +30,9 @@ describe('parley login / logout', () => {
     const stat = await fs.stat(file);
     assert.equal(stat.mode & 0o777, 0o600);
     assert.equal((await fs.stat(path.dirname(file))).mode & 0o777, 0o700);
-    assert.deepEqual(JSON.parse(await fs.readFile(file, 'utf8')), { profiles: { default: { base_url: s.baseUrl, api_key: KEY, app_id: APP } } });
+    assert.deepEqual(JSON.parse(await fs.readFile(file, 'utf8')), {
+      profiles: { default: { base_url: s.baseUrl, api_key: KEY, app_id: APP } },
+    });
 
     // No PARLEY_* variable at all: the profile gives the URL, key and app.
     const created = await runCli(['conversations', 'create', '--title', 'via profile', '--json'], { env });
@@ -62,7 +64,10 @@ describe('parley login / logout', () => {
 
   test('a wrong key is refused by the server and nothing is stored', async () => {
     const { env, file } = await freshConfig();
-    const r = await runCli(['login', '--base-url', s.baseUrl, '--app', APP], { env, input: 'sk_live_wrong_0123456789abcdef0123456789abcdef\n' });
+    const r = await runCli(['login', '--base-url', s.baseUrl, '--app', APP], {
+      env,
+      input: 'sk_live_wrong_0123456789abcdef0123456789abcdef\n',
+    });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^error: invalid_api_key \(401\)/m);
     await assert.rejects(fs.stat(file), { code: 'ENOENT' });
@@ -71,7 +76,10 @@ describe('parley login / logout', () => {
   test('named profiles: --profile and PARLEY_PROFILE choose, an unknown one is a usage error', async () => {
     const { env } = await freshConfig();
     assert.equal((await runCli(['login', '--base-url', s.baseUrl, '--api-key', KEY, '--app', APP], { env })).code, 0);
-    const staging = await runCli(['login', '--profile', 'staging', '--base-url', s.baseUrl, '--app', 'app_stream'], { env, input: `${KEY}\n` });
+    const staging = await runCli(['login', '--profile', 'staging', '--base-url', s.baseUrl, '--app', 'app_stream'], {
+      env,
+      input: `${KEY}\n`,
+    });
     assert.equal(staging.code, 0, staging.stderr);
     const byFlag = await runCli(['config', '--json', '--profile', 'staging'], { env });
     assert.equal(JSON.parse(byFlag.stdout).app_id, 'app_stream');

@@ -17,14 +17,22 @@ async function startCuttingProxy(upstream: string, cutAfter: number): Promise<{ 
     const body = Buffer.concat(chunks);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v;
-    const up = await fetch(upstream.replace(/\/v1$/, '') + req.url, { method: req.method, headers, body: req.method === 'GET' ? undefined : body });
+    const up = await fetch(upstream.replace(/\/v1$/, '') + req.url, {
+      method: req.method,
+      headers,
+      body: req.method === 'GET' ? undefined : body,
+    });
     const out: Record<string, string> = {};
     up.headers.forEach((v, k) => {
       if (!['content-length', 'transfer-encoding', 'connection'].includes(k)) out[k] = v;
     });
     res.writeHead(up.status, out);
     res.flushHeaders();
-    const cut = req.method === 'POST' && /\/conversations\/[^/]+$/.test(req.url ?? '') && state.cuts === 0 && (up.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    const cut =
+      req.method === 'POST' &&
+      /\/conversations\/[^/]+$/.test(req.url ?? '') &&
+      state.cuts === 0 &&
+      (up.headers.get('content-type') ?? '').startsWith('text/event-stream');
     let text = '';
     for await (const c of up.body as unknown as AsyncIterable<Uint8Array>) {
       text += Buffer.from(c).toString();
@@ -77,7 +85,10 @@ describe('resumable responses in the CLI', () => {
       for await (const e of reply.stream) events.push(e);
       assert.equal(proxy.cuts, 1, 'the proxy cut the stream');
       assert.equal(reply.stream.resumes, 1);
-      assert.deepEqual(events.map((e) => (e.data as { sequence_number: number }).sequence_number), events.map((_, i) => i));
+      assert.deepEqual(
+        events.map((e) => (e.data as { sequence_number: number }).sequence_number),
+        events.map((_, i) => i),
+      );
       assert.equal(events.at(-1)!.event, 'response.completed');
       const id = reply.stream.responseId!;
       const text = events.flatMap((e) => (e.event === 'response.output_text.delta' ? [e.data.delta] : [])).join('');
@@ -87,7 +98,10 @@ describe('resumable responses in the CLI', () => {
       // The three calls: the events after 2, and a cancel of a finished reply (unchanged).
       const rest: ClientStreamEvent[] = [];
       for await (const e of await client.streamResponseEvents(id, 2)) rest.push(e);
-      assert.deepEqual(rest.map((e) => e.raw), events.slice(3).map((e) => e.raw));
+      assert.deepEqual(
+        rest.map((e) => e.raw),
+        events.slice(3).map((e) => e.raw),
+      );
       assert.equal((await client.cancelResponse(id)).data.status, 'completed');
     } finally {
       await client.close();
@@ -120,7 +134,10 @@ describe('resumable responses in the CLI', () => {
     assert.equal(JSON.parse(got.stdout).id, id);
     const events = await runCli(['responses', 'events', id, '--starting-after', '1', '--json'], { env });
     assert.equal(events.code, 0, events.stderr);
-    const lines = events.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(lines[0].sequence_number, 2);
     assert.equal(lines.at(-1).type, 'response.completed');
     const cancelled = await runCli(['responses', 'cancel', id], { env });

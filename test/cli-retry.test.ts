@@ -97,7 +97,10 @@ describe('--retry', () => {
     const key = /^> idempotency-key: (\S+)$/m.exec(r.stderr)?.[1];
     assert.ok(key, r.stderr);
     // What a retry with that key would get: the same conversation, replayed.
-    const replay = await runCli(['api', 'POST', '/apps/{app}/conversations', '-f', 'title=retried', '-H', `Idempotency-Key: ${key}`, '-i'], { env });
+    const replay = await runCli(
+      ['api', 'POST', '/apps/{app}/conversations', '-f', 'title=retried', '-H', `Idempotency-Key: ${key}`, '-i'],
+      { env },
+    );
     assert.equal(replay.code, 0, replay.stderr);
     assert.equal(JSON.parse(replay.stdout).id, JSON.parse(r.stdout).id);
     assert.match(replay.stderr, /^idempotent-replayed: true$/m);
@@ -114,7 +117,10 @@ describe('--retry', () => {
     const wait = retryDelay(e429({ 'retry-after': date }), 0, false)!;
     assert.ok(wait > 20_000 && wait <= 30_000, String(wait));
     assert.equal(retryDelay(new ApiError(400, 'invalid_request_error', 'x', null, null, '', {}, undefined), 0, true), undefined);
-    assert.equal(retryDelay(new ApiError(409, 'conflict', 'x', null, 'idempotency_key_in_use', '', { 'retry-after': '1' }, undefined), 0, true), 1000);
+    assert.equal(
+      retryDelay(new ApiError(409, 'conflict', 'x', null, 'idempotency_key_in_use', '', { 'retry-after': '1' }, undefined), 0, true),
+      1000,
+    );
     const refused = new ConnectionError('u', 'refused', { cause: { code: 'ECONNREFUSED' } });
     assert.equal(retryDelay(refused, 1, false), 1000, 'nothing was sent: any method');
     const reset = new ConnectionError('u', 'reset', { cause: { code: 'ECONNRESET' } });

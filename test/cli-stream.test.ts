@@ -42,7 +42,9 @@ describe('send', { concurrency: 4 }, () => {
     const response = ReferenceResponse.parse(JSON.parse(j.stdout));
     // The history keeps each output item of the response (D-14): the CLI printed the API's answer.
     const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<Record<string, unknown>>;
-    const mine = items.filter((i) => i.response_id === response.id && i.role !== 'user').map(({ id: _i, created_at: _c, response_id: _r, ...rest }) => rest);
+    const mine = items
+      .filter((i) => i.response_id === response.id && i.role !== 'user')
+      .map(({ id: _i, created_at: _c, response_id: _r, ...rest }) => rest);
     assert.deepEqual(mine, response.output);
     const text = response.output.flatMap((o) => (o.type === 'message' ? (o.content ?? []).map((p) => p.text ?? '') : [])).join('');
     assert.ok(text.length > 0);
@@ -54,8 +56,14 @@ describe('send', { concurrency: 4 }, () => {
     const dash = await run(['send', id, '-', '--no-stream', '--json'], { input: 'second from stdin' });
     assert.equal(absent.code, 0, absent.stderr);
     assert.equal(dash.code, 0, dash.stderr);
-    const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{ role?: string; content?: Array<{ text: string }> }>;
-    const sent = items.filter((i) => i.role === 'user').map((i) => i.content![0]!.text).sort();
+    const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{
+      role?: string;
+      content?: Array<{ text: string }>;
+    }>;
+    const sent = items
+      .filter((i) => i.role === 'user')
+      .map((i) => i.content![0]!.text)
+      .sort();
     assert.deepEqual(sent, ['first from stdin', 'second from stdin']);
   });
 
@@ -79,12 +87,24 @@ describe('send', { concurrency: 4 }, () => {
     const id = await conversation('app_stream');
     const r = await run(['send', id, 'hello', '--json', '--app', 'app_stream']);
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(events[0].type, 'response.created');
     assert.equal(events.at(-1).type, 'response.completed');
-    assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
-    const deltas = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
-    const done = events.filter((e) => e.type === 'response.output_text.done').map((e) => e.text).join('');
+    assert.deepEqual(
+      events.map((e) => e.sequence_number),
+      events.map((_, i) => i),
+    );
+    const deltas = events
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => e.delta)
+      .join('');
+    const done = events
+      .filter((e) => e.type === 'response.output_text.done')
+      .map((e) => e.text)
+      .join('');
     assert.equal(deltas, done);
   });
 
@@ -157,9 +177,14 @@ describe('complete', { concurrency: 4 }, () => {
   });
 
   test('the prompt from stdin, streamed (§6 rule 2)', async () => {
-    const r = await run(['complete', '--stream', '--json', '--metadata', '{"audience":"developers"}'], { input: 'Summarise streaming in one sentence\n' });
+    const r = await run(['complete', '--stream', '--json', '--metadata', '{"audience":"developers"}'], {
+      input: 'Summarise streaming in one sentence\n',
+    });
     assert.equal(r.code, 0, r.stderr);
-    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(events[0].object, 'completion');
     assert.equal(events.at(-1).type, 'response.completed');
     assert.ok(events.every((e) => !String(e.type).includes('function_call')));
@@ -184,7 +209,10 @@ describe('chat', { concurrency: 2 }, () => {
     assert.ok(id, r.stderr);
     assert.equal(r.stderr.match(/^\[completed resp_\w+\]$/gm)?.length, 2);
     const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{ type: string; role?: string }>;
-    assert.deepEqual(items.filter((i) => i.type === 'message').map((i) => i.role), ['user', 'assistant', 'user', 'assistant']);
+    assert.deepEqual(
+      items.filter((i) => i.type === 'message').map((i) => i.role),
+      ['user', 'assistant', 'user', 'assistant'],
+    );
   });
 
   test('driven through piped stdin, a failed reply is reported and the session ends with exit 1 (D-17)', async () => {
@@ -194,7 +222,9 @@ describe('chat', { concurrency: 2 }, () => {
   });
 
   // A real process: the signal is the operating system's. The bound makes a chat that never answers fail, not hang.
-  test('Ctrl-C (SIGINT) cancels the reply in progress through the cancel endpoint (D-33) and the session goes on', { timeout: 60_000 }, async (t) => {
+  test('Ctrl-C (SIGINT) cancels the reply in progress through the cancel endpoint (D-33) and the session goes on', {
+    timeout: 60_000,
+  }, async (t) => {
     const id = await conversation(SLOW);
     const child = spawnCli(['chat', id, '--app', SLOW], { env });
     const exited = once(child, 'close');
@@ -226,7 +256,9 @@ describe('chat', { concurrency: 2 }, () => {
       ],
     );
     // What was generated before Ctrl-C is in the history, under the cancelled response, marked (D-39).
-    assert.ok(items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id && (i as { status?: string }).status === 'incomplete'));
+    assert.ok(
+      items.some((i) => i.role === 'assistant' && i.response_id === responses[0]!.id && (i as { status?: string }).status === 'incomplete'),
+    );
   });
 });
 

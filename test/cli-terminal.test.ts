@@ -122,7 +122,10 @@ describe('shell completion (D-64)', () => {
     assert.deepEqual(await c('completion', ''), ['bash', 'zsh', 'fish']);
     const home = await tempDir('parley-config-');
     await fs.mkdir(path.join(home, 'parley'));
-    await fs.writeFile(path.join(home, 'parley', 'config.json'), JSON.stringify({ profiles: { staging: { base_url: s.baseUrl, api_key: 'k' } } }));
+    await fs.writeFile(
+      path.join(home, 'parley', 'config.json'),
+      JSON.stringify({ profiles: { staging: { base_url: s.baseUrl, api_key: 'k' } } }),
+    );
     assert.deepEqual(lines((await run(['__complete', 'config', '--profile', ''], { env: { XDG_CONFIG_HOME: home } })).stdout), ['staging']);
     // A server that cannot be reached gives no ids and no error.
     const down = await run(['__complete', 'chat', ''], { env: { PARLEY_BASE_URL: 'http://127.0.0.1:9/v1' } });
@@ -135,13 +138,16 @@ describe('shell completion (D-64)', () => {
     const dir = await tempDir('parley-bin-');
     await fs.writeFile(path.join(dir, 'parley'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
     const script = (await run(['completion', 'bash'])).stdout;
-    const r = spawnSync('bash', ['-c', `${script}\nCOMP_WORDS=(parley conversations li); COMP_CWORD=2; _parley; printf '%s\\n' "\${COMPREPLY[@]}"`], {
-      env: { ...cliEnv(env), ...NO_COVERAGE, PATH: `${dir}:${process.env.PATH}` },
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'bash',
+      ['-c', `${script}\nCOMP_WORDS=(parley conversations li); COMP_CWORD=2; _parley; printf '%s\\n' "\${COMPREPLY[@]}"`],
+      {
+        env: { ...cliEnv(env), ...NO_COVERAGE, PATH: `${dir}:${process.env.PATH}` },
+        encoding: 'utf8',
+      },
+    );
     assert.equal(r.stdout.trim(), 'list', r.stderr);
     for (const shell of ['zsh', 'fish']) assert.match((await run(['completion', shell])).stdout, /parley __complete/);
     assert.equal((await run(['completion', 'tcsh'])).code, 2);
   });
 });
-

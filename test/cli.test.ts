@@ -39,7 +39,8 @@ describe('help', () => {
   test('--help through the installed bin lists every command and exits 0', async () => {
     const r = await runCli(['--help'], { via: 'bin' });
     assert.equal(r.code, 0, r.stderr);
-    for (const c of ['conversations', 'send', 'chat', 'complete', 'config', 'metrics', 'serve', 'conformance']) assert.match(r.stdout, new RegExp(`^  ${c}\\b`, 'm'));
+    for (const c of ['conversations', 'send', 'chat', 'complete', 'config', 'metrics', 'serve', 'conformance'])
+      assert.match(r.stdout, new RegExp(`^  ${c}\\b`, 'm'));
     assert.match(r.stdout, /PARLEY_API_KEY/);
   });
 
@@ -62,7 +63,16 @@ describe('help', () => {
 
 describe('conversations', { concurrency: 4 }, () => {
   test('create with every field, readable on a terminal; get --json is the API JSON exactly', async () => {
-    const r = await runAndKeep(['conversations', 'create', '--title', 'Billing question', '--external-user-id', 'user_42', '--metadata', '{"plan":"pro"}']);
+    const r = await runAndKeep([
+      'conversations',
+      'create',
+      '--title',
+      'Billing question',
+      '--external-user-id',
+      'user_42',
+      '--metadata',
+      '{"plan":"pro"}',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const id = /^id:\s+(conv_\w+)$/m.exec(r.stdout)?.[1];
     assert.ok(id, r.stdout);
@@ -94,22 +104,63 @@ describe('conversations', { concurrency: 4 }, () => {
     assert.equal(table.code, 0, table.stderr);
     const lines = table.stdout.trim().split('\n');
     assert.match(lines[0]!, /^ID\s+CREATED\s+USER\s+TITLE$/);
-    assert.deepEqual(lines.slice(1).map((l) => l.split(/\s+/)[0]), ids.slice(0, 2));
+    assert.deepEqual(
+      lines.slice(1).map((l) => l.split(/\s+/)[0]),
+      ids.slice(0, 2),
+    );
     assert.match(table.stderr, new RegExp(`--after ${ids[1]}`));
 
-    const json = await runAndKeep(['conversations', 'list', '--external-user-id', user, '--limit', '2', '--after', ids[1]!, '--order', 'asc', '--json']);
+    const json = await runAndKeep([
+      'conversations',
+      'list',
+      '--external-user-id',
+      user,
+      '--limit',
+      '2',
+      '--after',
+      ids[1]!,
+      '--order',
+      'asc',
+      '--json',
+    ]);
     const api = await s.call('GET', `${base}?external_user_id=${user}&limit=2&after=${ids[1]}&order=asc`);
     assert.deepEqual(JSON.parse(json.stdout), api.body);
 
     const all = await runAndKeep(['conversations', 'list', '--all', '--external-user-id', user, '--limit', '2', '--json']);
     assert.equal(all.code, 0, all.stderr);
-    const pages = all.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const pages = all.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(pages.length, 3);
-    assert.deepEqual(pages.flatMap((p) => p.data.map((c: { id: string }) => c.id)), [...ids].reverse());
+    assert.deepEqual(
+      pages.flatMap((p) => p.data.map((c: { id: string }) => c.id)),
+      [...ids].reverse(),
+    );
 
-    const allTable = await runAndKeep(['conversations', 'ls', '--all', '--external-user-id', user, '--limit', '2', '--before', ids[4]!, '--order', 'asc']);
+    const allTable = await runAndKeep([
+      'conversations',
+      'ls',
+      '--all',
+      '--external-user-id',
+      user,
+      '--limit',
+      '2',
+      '--before',
+      ids[4]!,
+      '--order',
+      'asc',
+    ]);
     assert.equal(allTable.code, 0, allTable.stderr);
-    assert.deepEqual(allTable.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[0]).sort(), ids.slice(0, 4).sort());
+    assert.deepEqual(
+      allTable.stdout
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(/\s+/)[0])
+        .sort(),
+      ids.slice(0, 4).sort(),
+    );
   });
 
   test('update sets and clears the title; delete soft-deletes; then get is a 404 (exit 1)', async () => {
@@ -227,7 +278,9 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
     // A hostile (or careless) implementation that puts the Authorization header into its error message.
     const echo = http.createServer((req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { type: 'invalid_api_key', message: `bad key: ${req.headers.authorization}`, param: null, code: null } }));
+      res.end(
+        JSON.stringify({ error: { type: 'invalid_api_key', message: `bad key: ${req.headers.authorization}`, param: null, code: null } }),
+      );
     });
     await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
     const port = (echo.address() as AddressInfo).port;
@@ -237,7 +290,10 @@ describe('errors and exit codes', { concurrency: 4 }, () => {
       assert.equal(r.code, 1);
       assert.match(r.stderr, /bad key: Bearer \[redacted\]/);
       assert.match(r.stderr, /^> authorization: Bearer \[redacted\]$/m);
-      const v = await runAndKeep(['conversations', 'list', '--verbose', '--api-key', KEY], { env: { PARLEY_API_KEY: undefined }, via: 'process' });
+      const v = await runAndKeep(['conversations', 'list', '--verbose', '--api-key', KEY], {
+        env: { PARLEY_API_KEY: undefined },
+        via: 'process',
+      });
       assert.equal(v.code, 0, v.stderr);
       assert.match(v.stderr, /^> GET /m);
     } finally {
@@ -263,7 +319,7 @@ describe('serve and conformance', { concurrency: 2 }, () => {
     assert.equal(code, 0);
   });
 
-  test('serve: a bad option or variable is a usage error in parley\'s words, not npm start\'s (exit 2)', async () => {
+  test("serve: a bad option or variable is a usage error in parley's words, not npm start's (exit 2)", async () => {
     for (const [args, env] of [
       [['serve', '--port', 'abc'], {}],
       [['serve'], { PORT: 'abc' }],
@@ -275,7 +331,7 @@ describe('serve and conformance', { concurrency: 2 }, () => {
     }
   });
 
-  test('conformance --help is the suite\'s own, with examples and its --timeout in milliseconds; or the suite is said to be missing (exit 2)', async () => {
+  test("conformance --help is the suite's own, with examples and its --timeout in milliseconds; or the suite is said to be missing (exit 2)", async () => {
     const present = fs.existsSync(`${ROOT}/conformance/command.ts`);
     const r = await runAndKeep(['conformance', '--help']);
     if (present) {
@@ -291,7 +347,7 @@ describe('serve and conformance', { concurrency: 2 }, () => {
   });
 });
 
-describe('conformance gets parley\'s global options', { concurrency: 2 }, () => {
+describe("conformance gets parley's global options", { concurrency: 2 }, () => {
   const TARGET_FILE = path.join(ROOT, 'fixtures/target.json');
   const ONE_CASE = ['--only', 'S4.3-get-unknown-404'];
   const NO_ENV = { PARLEY_BASE_URL: undefined, PARLEY_API_KEY: undefined, PARLEY_APP_ID: undefined };
@@ -316,23 +372,29 @@ describe('conformance gets parley\'s global options', { concurrency: 2 }, () => 
     // A target that names its own base_url and api_key keeps them: exported variables only fill gaps.
     const own_target = path.join(await tempDir(), 'target.json');
     fs.writeFileSync(own_target, JSON.stringify({ ...rest, base_url: s.baseUrl, api_key: KEY }));
-    const kept = await runAndKeep(['conformance', '--target', own_target, ...ONE_CASE], { env: { PARLEY_BASE_URL: nowhere, PARLEY_API_KEY: 'sk_live_not_the_target_key_000000000000' } });
+    const kept = await runAndKeep(['conformance', '--target', own_target, ...ONE_CASE], {
+      env: { PARLEY_BASE_URL: nowhere, PARLEY_API_KEY: 'sk_live_not_the_target_key_000000000000' },
+    });
     assert.equal(kept.code, 0, kept.stdout + kept.stderr);
     assert.match(kept.stdout, header(s.baseUrl));
     assert.doesNotMatch(kept.stderr, /from PARLEY_/);
 
-    const own = await runAndKeep(['--base-url', nowhere, 'conformance', '--base-url', s.baseUrl, '--target', TARGET_FILE, ...ONE_CASE], { env: { PARLEY_BASE_URL: nowhere } });
+    const own = await runAndKeep(['--base-url', nowhere, 'conformance', '--base-url', s.baseUrl, '--target', TARGET_FILE, ...ONE_CASE], {
+      env: { PARLEY_BASE_URL: nowhere },
+    });
     assert.equal(own.code, 0, own.stdout + own.stderr);
     assert.match(own.stdout, header(s.baseUrl));
   });
 
-  test('parley --timeout <seconds> before `conformance` becomes the suite\'s milliseconds', async () => {
+  test("parley --timeout <seconds> before `conformance` becomes the suite's milliseconds", async () => {
     const sockets = new Set<net.Socket>();
     const silent = net.createServer((sock) => sockets.add(sock));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
     try {
-      const r = await runAndKeep(['--timeout', '0.2', 'conformance', '--target', TARGET_FILE, '--base-url', url, ...ONE_CASE], { env: NO_ENV });
+      const r = await runAndKeep(['--timeout', '0.2', 'conformance', '--target', TARGET_FILE, '--base-url', url, ...ONE_CASE], {
+        env: NO_ENV,
+      });
       assert.equal(r.code, 2, r.stdout + r.stderr);
       assert.match(r.stderr, /within 200 ms/);
     } finally {

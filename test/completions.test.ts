@@ -29,13 +29,24 @@ describe('create completion (§4.7)', () => {
   test('SSE: created (object completion), only text events, completed; the text equals the JSON one (§6 rule 2)', async () => {
     const prompt = 'Explain how streaming responses end';
     const r = await postSse(s.baseUrl, '/apps/app_demo/completions', { prompt, stream: true });
-    assert.deepEqual(shape(r.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed']);
+    assert.deepEqual(shape(r.events), [
+      'response.created',
+      'response.output_text.delta*',
+      'response.output_text.done',
+      'response.completed',
+    ]);
     r.events.forEach((e, i) => {
       assert.equal(e.data.sequence_number, i);
       ReferenceEventPayload[e.event as EventType].parse(e.data);
     });
     const created = r.events[0]!.data;
-    assert.deepEqual(created, { type: 'response.created', sequence_number: 0, id: created.id, object: 'completion', status: 'in_progress' });
+    assert.deepEqual(created, {
+      type: 'response.created',
+      sequence_number: 0,
+      id: created.id,
+      object: 'completion',
+      status: 'in_progress',
+    });
     assert.match(created.id, /^cmpl_/);
     const deltas = r.events.filter((e) => e.event === 'response.output_text.delta');
     const done = r.events.find((e) => e.event === 'response.output_text.done')!.data;
@@ -60,7 +71,12 @@ describe('create completion (§4.7)', () => {
   test('on a generative-UI app a completion builds no form: only text, no data_spec (§4.7: knowledge_search is its only tool)', async () => {
     const prompt = 'I would like to book an appointment';
     const sse = await postSse(s.baseUrl, '/apps/app_genui/completions', { prompt, stream: true });
-    assert.deepEqual(shape(sse.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed']);
+    assert.deepEqual(shape(sse.events), [
+      'response.created',
+      'response.output_text.delta*',
+      'response.output_text.done',
+      'response.completed',
+    ]);
     const json = await s.call('POST', '/apps/app_genui/completions', { prompt });
     assert.equal(json.body.status, 'completed');
     assert.doesNotMatch(json.body.text, /Here is the “.*” form|Fill it in/);
@@ -109,10 +125,21 @@ describe('create completion (§4.7)', () => {
     const before = await s.usage.of('app_faulty');
     const sse = await postSse(s.baseUrl, '/apps/app_faulty/completions', { prompt, stream: true });
     const failed = ReferenceEventPayload['response.failed'].parse(sse.events.at(-1)!.data);
-    const partial = sse.events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta).join('');
+    const partial = sse.events
+      .filter((e) => e.event === 'response.output_text.delta')
+      .map((e) => e.data.delta)
+      .join('');
     // The embedded engine's own count for a finished turn, from the same estimate.
-    const input = estimateInputTokens({ instructions: 'You are a helpful assistant.', metadata: {}, messages: [{ role: 'user', content: prompt }] });
-    assert.deepEqual(failed.usage, { input_tokens: input, output_tokens: countTokens(partial), total_tokens: input + countTokens(partial) });
+    const input = estimateInputTokens({
+      instructions: 'You are a helpful assistant.',
+      metadata: {},
+      messages: [{ role: 'user', content: prompt }],
+    });
+    assert.deepEqual(failed.usage, {
+      input_tokens: input,
+      output_tokens: countTokens(partial),
+      total_tokens: input + countTokens(partial),
+    });
     assert.ok(failed.usage!.output_tokens > 0);
     const after1 = await s.usage.of('app_faulty');
     assert.deepEqual([after1.requests, after1.total_tokens], [before.requests + 1, before.total_tokens + failed.usage!.total_tokens]);

@@ -13,7 +13,16 @@ import { renderHtml } from '../conformance/html.ts';
 import { HttpClient, type Exchange } from '../conformance/http.ts';
 import { isCounted, Pacer, parseRate, retryAfterMs } from '../conformance/pace.ts';
 import { CaseContext, type RunState } from '../conformance/context.ts';
-import { cleanUp, exitCode, PreflightError, render, resolveProfile, runConformance, type CaseResult, type RunResults } from '../conformance/run.ts';
+import {
+  cleanUp,
+  exitCode,
+  PreflightError,
+  render,
+  resolveProfile,
+  runConformance,
+  type CaseResult,
+  type RunResults,
+} from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { FIXTURES_DIR, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
 import { startMutantProxy, type MutantHooks } from './support/mutant-proxy.ts';
@@ -31,7 +40,11 @@ after(() => s.close());
 
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], { cwd: ROOT, timeout: 60_000, env: { ...process.env, PARLEY_API_KEY: '', ...env } });
+    const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], {
+      cwd: ROOT,
+      timeout: 60_000,
+      env: { ...process.env, PARLEY_API_KEY: '', ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -46,7 +59,10 @@ async function writeTarget(json: unknown): Promise<string> {
 }
 
 /** A run of `only` through a proxy with `hooks` in front of a fresh server; the server's list of app_demo after it. */
-async function throughProxy(hooks: MutantHooks, opts: Omit<Parameters<typeof runConformance>[0], 'target'>): Promise<{ run: RunResults; left: unknown[] }> {
+async function throughProxy(
+  hooks: MutantHooks,
+  opts: Omit<Parameters<typeof runConformance>[0], 'target'>,
+): Promise<{ run: RunResults; left: unknown[] }> {
   const fresh = await startTestServer();
   const proxy = await startMutantProxy(fresh.baseUrl, hooks);
   try {
@@ -61,12 +77,18 @@ async function throughProxy(hooks: MutantHooks, opts: Omit<Parameters<typeof run
 
 describe('the target file', () => {
   test('an unknown key is a usage error that names the key it may be a typo of', () => {
-    assert.throws(() => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'), /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 2 target/);
+    assert.throws(
+      () => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'),
+      /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 2 target/,
+    );
     assert.throws(() => parseTarget({ ...targetJson, api_kye: 'x' }), /unknown key api_kye \(did you mean api_key\?\)/);
   });
 
   test('a target of a newer format version: its unknown keys are named and ignored', async () => {
-    const t = parseTarget({ ...targetJson, version: 3, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' }, { baseUrl: s.baseUrl });
+    const t = parseTarget(
+      { ...targetJson, version: 3, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
+      { baseUrl: s.baseUrl },
+    );
     assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
     const warnings: string[] = [];
     const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
@@ -84,21 +106,44 @@ describe('the target file', () => {
   });
 
   test('base_url must end in /v1; other_team_api_key is read', () => {
-    assert.throws(() => parseTarget({ ...targetJson, base_url: 'http://127.0.0.1:1/v2' }), /base_url http:\/\/127\.0\.0\.1:1\/v2 does not end in \/v1 \(§9\)/);
+    assert.throws(
+      () => parseTarget({ ...targetJson, base_url: 'http://127.0.0.1:1/v2' }),
+      /base_url http:\/\/127\.0\.0\.1:1\/v2 does not end in \/v1 \(§9\)/,
+    );
     assert.equal(parseTarget({ ...targetJson, other_team_api_key: OTHER_TEAM_KEY }).otherTeamApiKey, OTHER_TEAM_KEY);
   });
 });
 
 describe('preflight: one clear line before any case', () => {
-  const refused = (json: unknown) => runConformance({ target: parseTarget(json, { baseUrl: s.baseUrl }), only: 'S4.8-*', handleSignals: false });
+  const refused = (json: unknown) =>
+    runConformance({ target: parseTarget(json, { baseUrl: s.baseUrl }), only: 'S4.8-*', handleSignals: false });
 
   test('a wrong key, an unknown main app, an app of the target that cannot be used: PreflightError, no case run', async () => {
-    await assert.rejects(refused({ ...targetJson, api_key: 'sk_live_wrong' }), (e: Error) => e instanceof PreflightError && /^the key was refused: GET .*\/apps\/app_demo\/config answered 401 invalid_api_key; check api_key \(or --api-key, PARLEY_API_KEY\)$/.test(e.message));
-    await assert.rejects(refused({ ...targetJson, app_id: 'app_typo' }), /the main app does not answer: .* answered 404 not_found; check app_id/);
-    await assert.rejects(refused({ ...targetJson, app_id: targetJson.apps.inactive }), /app_id app_inactive must be an active app with an agent: .* answered 403 app_inactive/);
-    await assert.rejects(refused({ ...targetJson, apps: { ...targetJson.apps, generative_ui: 'app_typo' } }), /apps\.generative_ui \(app_typo\) cannot be used: its config answered 404 not_found/);
+    await assert.rejects(
+      refused({ ...targetJson, api_key: 'sk_live_wrong' }),
+      (e: Error) =>
+        e instanceof PreflightError &&
+        /^the key was refused: GET .*\/apps\/app_demo\/config answered 401 invalid_api_key; check api_key \(or --api-key, PARLEY_API_KEY\)$/.test(
+          e.message,
+        ),
+    );
+    await assert.rejects(
+      refused({ ...targetJson, app_id: 'app_typo' }),
+      /the main app does not answer: .* answered 404 not_found; check app_id/,
+    );
+    await assert.rejects(
+      refused({ ...targetJson, app_id: targetJson.apps.inactive }),
+      /app_id app_inactive must be an active app with an agent: .* answered 403 app_inactive/,
+    );
+    await assert.rejects(
+      refused({ ...targetJson, apps: { ...targetJson.apps, generative_ui: 'app_typo' } }),
+      /apps\.generative_ui \(app_typo\) cannot be used: its config answered 404 not_found/,
+    );
     await assert.rejects(refused({ ...targetJson, other_team_api_key: 'sk_live_wrong' }), /other_team_api_key was refused/);
-    await assert.rejects(refused({ ...targetJson, other_team_api_key: targetJson.api_key }), /other_team_api_key must be a key of the team that owns apps\.other_team: .* answered 403 access_denied/);
+    await assert.rejects(
+      refused({ ...targetJson, other_team_api_key: targetJson.api_key }),
+      /other_team_api_key must be a key of the team that owns apps\.other_team: .* answered 403 access_denied/,
+    );
     // The right one passes.
     assert.equal((await refused({ ...targetJson, other_team_api_key: OTHER_TEAM_KEY })).summary.passed, 3);
   });
@@ -106,7 +151,14 @@ describe('preflight: one clear line before any case', () => {
   test('what the interface allows but looks wrong is a warning, and the run goes on', async () => {
     const r = await runConformance({
       // Without other_team_api_key: with it, a wrong apps.other_team is a refusal (the key's own app must answer).
-      target: parseTarget({ ...targetJson, other_team_api_key: undefined, apps: { ...targetJson.apps, other_team: 'app_typo', stream_default: targetJson.app_id } }, { baseUrl: s.baseUrl }),
+      target: parseTarget(
+        {
+          ...targetJson,
+          other_team_api_key: undefined,
+          apps: { ...targetJson.apps, other_team: 'app_typo', stream_default: targetJson.app_id },
+        },
+        { baseUrl: s.baseUrl },
+      ),
       only: 'S4.8-config-shape',
     });
     assert.equal(r.summary.passed, 1);
@@ -126,9 +178,16 @@ describe('preflight: one clear line before any case', () => {
     const missing = await cli(['--target', file, '--base-url', s.baseUrl]);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /api_key is missing: pass --api-key KEY or set PARLEY_API_KEY/);
-    const fromEnv = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape'], { PARLEY_API_KEY: targetJson.api_key });
+    const fromEnv = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape'], {
+      PARLEY_API_KEY: targetJson.api_key,
+    });
     assert.equal(fromEnv.code, 0, fromEnv.stderr);
-    const typo = await cli(['--target', await writeTarget({ ...targetJson, apps: { generativ_ui: 'app_genui' } }), '--base-url', s.baseUrl]);
+    const typo = await cli([
+      '--target',
+      await writeTarget({ ...targetJson, apps: { generativ_ui: 'app_genui' } }),
+      '--base-url',
+      s.baseUrl,
+    ]);
     assert.equal(typo.code, 2);
     assert.match(typo.stderr, /unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\)/);
   });
@@ -137,7 +196,15 @@ describe('preflight: one clear line before any case', () => {
 describe('outcomes', () => {
   test('a failed precondition: the case that ran it fails with its evidence; the cases it blocked are errored, grouped under it', async () => {
     const hooks: MutantHooks = {
-      request: (req) => (req.method === 'POST' && req.path.endsWith('/conversations') ? { status: 500, headers: { 'content-type': 'application/json' }, body: '', json: { error: { message: 'boom', type: 'internal_error' } } } : undefined),
+      request: (req) =>
+        req.method === 'POST' && req.path.endsWith('/conversations')
+          ? {
+              status: 500,
+              headers: { 'content-type': 'application/json' },
+              body: '',
+              json: { error: { message: 'boom', type: 'internal_error' } },
+            }
+          : undefined,
     };
     const { run } = await throughProxy(hooks, { only: 'S4.3-*', profile: 'reference' });
     assert.deepEqual(
@@ -148,19 +215,39 @@ describe('outcomes', () => {
         ['S4.3-get-unknown-404', 'errored'],
       ],
     );
-    assert.match(run.results[0]!.failure!.message, /^precondition "baseline: create conversation" did not pass: create conversation: expected HTTP 200, got 500/);
+    assert.match(
+      run.results[0]!.failure!.message,
+      /^precondition "baseline: create conversation" did not pass: create conversation: expected HTTP 200, got 500/,
+    );
     assert.equal(run.results[1]!.blockedBy, 'baseline: create conversation');
-    assert.deepEqual(run.preconditions, [{ name: 'baseline: create conversation', shownBy: 'S4.3-get-shape', message: run.results[0]!.failure!.message, blocked: ['S4.3-get-new-has-no-items', 'S4.3-get-unknown-404'] }]);
+    assert.deepEqual(run.preconditions, [
+      {
+        name: 'baseline: create conversation',
+        shownBy: 'S4.3-get-shape',
+        message: run.results[0]!.failure!.message,
+        blocked: ['S4.3-get-new-has-no-items', 'S4.3-get-unknown-404'],
+      },
+    ]);
     assert.deepEqual(run.summary, { passed: 0, failed: 1, skipped: 0, errored: 2 });
     const pretty = render(run, 'pretty');
-    assert.equal(pretty.split('did not pass: create conversation').length - 1, 2, 'shown once in the failure, once in the precondition block');
+    assert.equal(
+      pretty.split('did not pass: create conversation').length - 1,
+      2,
+      'shown once in the failure, once in the precondition block',
+    );
     assert.match(pretty, /blocked 2: S4\.3-get-new-has-no-items, S4\.3-get-unknown-404/);
-    assert.match(render(run, 'junit'), /<error message="blocked: precondition &quot;baseline: create conversation&quot; failed \(shown by S4\.3-get-shape\)" type="precondition"\/>/);
+    assert.match(
+      render(run, 'junit'),
+      /<error message="blocked: precondition &quot;baseline: create conversation&quot; failed \(shown by S4\.3-get-shape\)" type="precondition"\/>/,
+    );
     assert.equal(exitCode(run), 1);
   });
 
   test('exit codes: a skip fails the run only with --fail-on-skip', async () => {
-    const run = { results: [{ id: 'S9-x', status: 'skipped' }], summary: { passed: 0, failed: 0, skipped: 1, errored: 0 } } as unknown as RunResults;
+    const run = {
+      results: [{ id: 'S9-x', status: 'skipped' }],
+      summary: { passed: 0, failed: 0, skipped: 1, errored: 0 },
+    } as unknown as RunResults;
     assert.equal(exitCode(run), 0);
     assert.equal(exitCode(run, { failOnSkip: true }), 1);
     const { publishable_key: _, ...noPk } = targetJson;
@@ -173,11 +260,25 @@ describe('outcomes', () => {
 });
 
 describe('baseline', () => {
-  const result = (id: string, status: CaseResult['status']): CaseResult => ({ id, section: '4.8', level: 'MUST', description: id, status, ms: 0, ...(status === 'failed' ? { failure: { message: `${id} broke\nsecond line` } } : {}) });
+  const result = (id: string, status: CaseResult['status']): CaseResult => ({
+    id,
+    section: '4.8',
+    level: 'MUST',
+    description: id,
+    status,
+    ms: 0,
+    ...(status === 'failed' ? { failure: { message: `${id} broke\nsecond line` } } : {}),
+  });
 
   test('the file: one case a line with its reason; comments; a line without a reason or an unknown id is a usage error', () => {
     const b = parseBaseline('# ours\n\nS4.8-config-shape   colors come in v2 (#123)\nS4.8-config-generative-ui flag\n', 'b.txt');
-    assert.deepEqual([...b], [['S4.8-config-shape', 'colors come in v2 (#123)'], ['S4.8-config-generative-ui', 'flag']]);
+    assert.deepEqual(
+      [...b],
+      [
+        ['S4.8-config-shape', 'colors come in v2 (#123)'],
+        ['S4.8-config-generative-ui', 'flag'],
+      ],
+    );
     assert.throws(() => parseBaseline('S4.8-config-shape\n', 'b.txt'), /^UsageError: b\.txt:1: "S4\.8-config-shape" has no reason/);
     assert.throws(() => parseBaseline('\nS4.8-config-shap typo\n', 'b.txt'), /b\.txt:2: S4\.8-config-shap is no case of this suite/);
   });
@@ -206,22 +307,53 @@ describe('baseline', () => {
     assert.deepEqual([...parseBaseline(written, file).keys()], ['S4.8-config-shape']);
     const again = await cli(['--target', broken, '--base-url', s.baseUrl, '--only', 'S4.8-config-shape', '--expected-failures', file]);
     assert.equal(again.code, 0, again.stdout);
-    assert.equal(again.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped, 0 errored (baseline: 1 expected failure, 0 stale)');
-    const fixed = await cli(['--target', await writeTarget(targetJson), '--base-url', s.baseUrl, '--only', 'S4.8-config-shape', '--expected-failures', file]);
+    assert.equal(
+      again.stdout.trimEnd().split('\n').at(-1),
+      'conformance: 0 passed, 1 failed, 0 skipped, 0 errored (baseline: 1 expected failure, 0 stale)',
+    );
+    const fixed = await cli([
+      '--target',
+      await writeTarget(targetJson),
+      '--base-url',
+      s.baseUrl,
+      '--only',
+      'S4.8-config-shape',
+      '--expected-failures',
+      file,
+    ]);
     assert.equal(fixed.code, 1);
     assert.match(fixed.stdout, /stale \(listed, but now passing: delete these lines; they fail the run\): S4\.8-config-shape/);
-    assert.equal(baselineText({ ...JSON.parse(JSON.stringify({ suite: { name: 'n', version: '1' } })), results: [result('S4.8-config-shape', 'failed')] } as RunResults).split('\n').at(-2), 'S4.8-config-shape S4.8-config-shape broke');
+    assert.equal(
+      baselineText({
+        ...JSON.parse(JSON.stringify({ suite: { name: 'n', version: '1' } })),
+        results: [result('S4.8-config-shape', 'failed')],
+      } as RunResults)
+        .split('\n')
+        .at(-2),
+      'S4.8-config-shape S4.8-config-shape broke',
+    );
   });
 });
 
 describe('evidence', () => {
-  const req = (body: unknown, key = 'x'): Exchange['request'] => ({ method: 'POST', url: 'http://h/v1/apps/a/conversations/c/messages', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const req = (body: unknown, key = 'x'): Exchange['request'] => ({
+    method: 'POST',
+    url: 'http://h/v1/apps/a/conversations/c/messages',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
   test('the key is replaced only in the Authorization header: a short key such as x never garbles a body', () => {
     const curl = toCurl(req({ message: { content: 'x marks the spot' }, stream: true }), [['x', 'API_KEY']], { stream: true });
-    assert.equal(curl, `curl -sS -N -X POST 'http://h/v1/apps/a/conversations/c/messages' -H "authorization: Bearer $API_KEY" -H 'content-type: application/json' --data-binary '{"message":{"content":"x marks the spot"},"stream":true}'`);
+    assert.equal(
+      curl,
+      `curl -sS -N -X POST 'http://h/v1/apps/a/conversations/c/messages' -H "authorization: Bearer $API_KEY" -H 'content-type: application/json' --data-binary '{"message":{"content":"x marks the spot"},"stream":true}'`,
+    );
     // A header that is not the key stays as it is, even when it contains it.
-    assert.match(toCurl({ ...req({}), headers: { authorization: 'Bearer other', 'x-note': 'x' } }, [['x', 'API_KEY']]), /-H 'authorization: Bearer other' -H 'x-note: x'/);
+    assert.match(
+      toCurl({ ...req({}), headers: { authorization: 'Bearer other', 'x-note': 'x' } }, [['x', 'API_KEY']]),
+      /-H 'authorization: Bearer other' -H 'x-note: x'/,
+    );
   });
 
   test('the JSON evidence: status, headers, a JSON body parsed, a stream as its list of events; curl -N for a stream', () => {
@@ -231,26 +363,59 @@ describe('evidence', () => {
       headers: new Headers({ 'content-type': 'text/event-stream' }),
       text: '…',
       json: undefined,
-      sse: { events: [{ event: 'response.created', data: '{"id":"r1"}', json: { id: 'r1' } }, { event: 'ping', data: 'not json', json: undefined }], comments: [], parseErrors: [], ended: false, timedOut: 'idle' },
+      sse: {
+        events: [
+          { event: 'response.created', data: '{"id":"r1"}', json: { id: 'r1' } },
+          { event: 'ping', data: 'not json', json: undefined },
+        ],
+        comments: [],
+        parseErrors: [],
+        ended: false,
+        timedOut: 'idle',
+      },
       ms: 5,
     } as Exchange;
     const e = toEvidence(ex, [['sk_live_k', 'API_KEY']]);
-    assert.deepEqual(e.request, { method: 'POST', url: ex.request.url, headers: { authorization: 'Bearer $API_KEY', 'content-type': 'application/json' }, body: { message: { content: 'hi' }, stream: true } });
-    assert.deepEqual(e.response, { status: 200, headers: { 'content-type': 'text/event-stream' }, events: [{ event: 'response.created', data: { id: 'r1' } }, { event: 'ping', data: 'not json' }], ended: false, timedOut: 'idle', ms: 5 });
+    assert.deepEqual(e.request, {
+      method: 'POST',
+      url: ex.request.url,
+      headers: { authorization: 'Bearer $API_KEY', 'content-type': 'application/json' },
+      body: { message: { content: 'hi' }, stream: true },
+    });
+    assert.deepEqual(e.response, {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      events: [
+        { event: 'response.created', data: { id: 'r1' } },
+        { event: 'ping', data: 'not json' },
+      ],
+      ended: false,
+      timedOut: 'idle',
+      ms: 5,
+    });
     assert.match(e.curl, /^curl -sS -N -X POST/);
     assert.match(exchangeCurl({ ...ex, sse: undefined, request: req({ stream: false }) }, []), /^curl -sS -X POST/);
   });
 
   test('a multi-step failure: every exchange in the report, and a script that replays them with the ids it creates', async () => {
     // The new title is never read back: S4.4-update-title fails on its third request.
-    const hooks: MutantHooks = { response: (res, r) => void (r.method === 'GET' && res.json?.title === 'Renamed by conformance' && (res.json.title = 'Old')) };
+    const hooks: MutantHooks = {
+      response: (res, r) => void (r.method === 'GET' && res.json?.title === 'Renamed by conformance' && (res.json.title = 'Old')),
+    };
     const fresh = await startTestServer();
     const proxy = await startMutantProxy(fresh.baseUrl, hooks);
     try {
-      const run = await runConformance({ target: parseTarget({ ...targetJson, api_key: targetJson.api_key }, { baseUrl: proxy.baseUrl }), only: 'S4.4-update-title', handleSignals: false });
+      const run = await runConformance({
+        target: parseTarget({ ...targetJson, api_key: targetJson.api_key }, { baseUrl: proxy.baseUrl }),
+        only: 'S4.4-update-title',
+        handleSignals: false,
+      });
       const f = run.results[0]!.failure!;
       assert.equal(run.results[0]!.status, 'failed');
-      assert.deepEqual(f.exchanges!.map((e) => `${e.request.method} ${e.response.status}`), ['POST 200', 'PATCH 200', 'GET 200']);
+      assert.deepEqual(
+        f.exchanges!.map((e) => `${e.request.method} ${e.response.status}`),
+        ['POST 200', 'PATCH 200', 'GET 200'],
+      );
       assert.equal((f.exchanges![2]!.response.body as { title: string }).title, 'Old');
       const json = JSON.parse(render(run, 'json'));
       assert.equal(json.results[0].failure.exchanges.length, 3);
@@ -259,7 +424,10 @@ describe('evidence', () => {
       const script = path.join(await tempDir(), 'repro.sh');
       await fs.writeFile(script, f.reproduction!);
       const { stdout } = await exec('sh', [script], { env: { ...process.env, API_KEY: targetJson.api_key } });
-      const bodies = stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const bodies = stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       assert.equal(bodies.length, 3, stdout);
       assert.equal(bodies[1].id, bodies[0].id);
       assert.deepEqual([bodies[1].title, bodies[2].title, bodies[2].id], ['Renamed by conformance', 'Old', bodies[0].id]);
@@ -270,8 +438,20 @@ describe('evidence', () => {
   });
 
   test('a reproduction quotes for the shell: $ and quotes in a body stay literal', () => {
-    const ex = (body: string, json: unknown): Exchange => ({ request: { method: 'POST', url: 'http://h/v1/apps/a/conversations', headers: { authorization: 'Bearer k' }, body }, status: 200, headers: new Headers(), text: '', json, ms: 1 });
-    const script = reproduction([ex('{"title":"$HOME \\"q\\" `x`"}', { id: 'conv_123456' }), ex('{"after":"conv_123456"}', {})], [['k', 'API_KEY']], 'http://h/v1', 't');
+    const ex = (body: string, json: unknown): Exchange => ({
+      request: { method: 'POST', url: 'http://h/v1/apps/a/conversations', headers: { authorization: 'Bearer k' }, body },
+      status: 200,
+      headers: new Headers(),
+      text: '',
+      json,
+      ms: 1,
+    });
+    const script = reproduction(
+      [ex('{"title":"$HOME \\"q\\" `x`"}', { id: 'conv_123456' }), ex('{"after":"conv_123456"}', {})],
+      [['k', 'API_KEY']],
+      'http://h/v1',
+      't',
+    );
     assert.match(script, /--data-binary "\{\\"title\\":\\"\\\$HOME \\\\\\"q\\\\\\" \\`x\\`\\"\}"/);
     assert.match(script, /ID_1_1=\$\(printf '%s' "\$R1" \| json_get 'id'\)/);
     assert.match(script, /--data-binary "\{\\"after\\":\\"\$\{ID_1_1\}\\"\}"/);
@@ -282,7 +462,9 @@ describe('hosted servers', () => {
   test('--rate-limit spaces every request; counted requests stay under 3,000 a minute by default', async () => {
     let now = 0;
     const waits: number[] = [];
-    const clock = { now: () => now, sleep: async (ms: number) => {
+    const clock = {
+      now: () => now,
+      sleep: async (ms: number) => {
         waits.push(ms);
         now += Math.max(0, ms);
       },
@@ -298,11 +480,22 @@ describe('hosted servers', () => {
     await counted.before('POST', '/apps/a/conversations/c');
     await counted.before('POST', '/apps/a/completions');
     assert.deepEqual(waits, [0, 0, 0, 60_000], 'the third counted request waits for the first to leave the minute');
-    assert.ok(isCounted('POST', '/apps/a/conversations/c?x=1') && isCounted('POST', '/apps/a/completions') && isCounted('POST', '/apps/a/conversations'));
-    assert.ok(!isCounted('GET', '/apps/a/completions') && !isCounted('PATCH', '/apps/a/conversations/c') && !isCounted('POST', '/apps/a/conversations/c/messages'));
+    assert.ok(
+      isCounted('POST', '/apps/a/conversations/c?x=1') &&
+        isCounted('POST', '/apps/a/completions') &&
+        isCounted('POST', '/apps/a/conversations'),
+    );
+    assert.ok(
+      !isCounted('GET', '/apps/a/completions') &&
+        !isCounted('PATCH', '/apps/a/conversations/c') &&
+        !isCounted('POST', '/apps/a/conversations/c/messages'),
+    );
     assert.deepEqual([parseRate('5/s'), parseRate('120/min'), parseRate('2')], [5, 2, 2]);
     assert.match(String(parseRate('fast')), /--rate-limit must be a positive rate/);
-    assert.deepEqual([retryAfterMs('2'), retryAfterMs(new Date(10_000).toUTCString(), 4_000), retryAfterMs(null), retryAfterMs('soon')], [2000, 6000, undefined, undefined]);
+    assert.deepEqual(
+      [retryAfterMs('2'), retryAfterMs(new Date(10_000).toUTCString(), 4_000), retryAfterMs(null), retryAfterMs('soon')],
+      [2000, 6000, undefined, undefined],
+    );
   });
 
   test('a 429 is sent again after its Retry-After (never on the rate-limited app), cleanup included: the run passes and deletes everything', async () => {
@@ -312,13 +505,25 @@ describe('hosted servers', () => {
         const key = `${req.method} ${req.path}`;
         if (req.method === 'GET' || refusedOnce.has(key)) return;
         refusedOnce.add(key);
-        return { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '0' }, body: '', json: { error: { message: 'slow down', type: 'rate_limit_exceeded', param: null, code: null } } };
+        return {
+          status: 429,
+          headers: { 'content-type': 'application/json', 'retry-after': '0' },
+          body: '',
+          json: { error: { message: 'slow down', type: 'rate_limit_exceeded', param: null, code: null } },
+        };
       },
     };
     const { run, left } = await throughProxy(hooks, { only: 'S4.1-*,S4.4-update-title' });
-    assert.deepEqual(run.summary, { passed: 5, failed: 0, skipped: 0, errored: 0 }, JSON.stringify(run.results.filter((r) => r.status !== 'passed')));
+    assert.deepEqual(
+      run.summary,
+      { passed: 5, failed: 0, skipped: 0, errored: 0 },
+      JSON.stringify(run.results.filter((r) => r.status !== 'passed')),
+    );
     assert.ok(run.requests.retried429 >= 5, `${run.requests.retried429} retried`);
-    assert.ok([...refusedOnce].some((k) => k.startsWith('DELETE')), 'the cleanup met a 429');
+    assert.ok(
+      [...refusedOnce].some((k) => k.startsWith('DELETE')),
+      'the cleanup met a 429',
+    );
     assert.deepEqual(left, []);
     assert.deepEqual(run.cleanup.failed, []);
 
@@ -330,7 +535,13 @@ describe('hosted servers', () => {
       },
     });
     try {
-      const client = new HttpClient({ baseUrl: always429.baseUrl, apiKey: 'k', timeoutMs: 5000, totalMs: 5000, retry429: { max: 3, maxWaitMs: 60_000, unless: (p) => p.startsWith('/apps/app_limited/') } });
+      const client = new HttpClient({
+        baseUrl: always429.baseUrl,
+        apiKey: 'k',
+        timeoutMs: 5000,
+        totalMs: 5000,
+        retry429: { max: 3, maxWaitMs: 60_000, unless: (p) => p.startsWith('/apps/app_limited/') },
+      });
       assert.equal((await client.send({ method: 'GET', path: '/apps/app_limited/config' })).status, 429);
       assert.equal(calls, 1, 'the rate-limited app is not retried');
       assert.equal((await client.send({ method: 'GET', path: '/apps/app_demo/config' })).status, 429);
@@ -360,12 +571,27 @@ describe('hosted servers', () => {
 
   test("a conversation created with another team's key is deleted with that key", async () => {
     const http = new HttpClient({ baseUrl: s.baseUrl, apiKey: target.apiKey, timeoutMs: 5000, totalMs: 5000 });
-    const state: RunState = { target, profile: 'spec', runId: 'r', http, memo: new Map(), timeoutMs: 5000, settleTimeoutMs: 5000, created: [] };
+    const state: RunState = {
+      target,
+      profile: 'spec',
+      runId: 'r',
+      http,
+      memo: new Map(),
+      timeoutMs: 5000,
+      settleTimeoutMs: 5000,
+      created: [],
+    };
     const ctx = new CaseContext(state, { id: 'S9-x', section: '9', level: 'MUST', description: 'x', clauses: [], run: async () => {} });
     const other = targetJson.apps.other_team;
     await ctx.send({ method: 'POST', path: `/apps/${other}/conversations`, body: {}, key: OTHER_TEAM_KEY });
     await ctx.send({ method: 'POST', path: `/apps/${target.appId}/conversations`, body: {} });
-    assert.deepEqual(state.created.map((c) => [c[0], c[2]]), [[other, OTHER_TEAM_KEY], [target.appId, undefined]]);
+    assert.deepEqual(
+      state.created.map((c) => [c[0], c[2]]),
+      [
+        [other, OTHER_TEAM_KEY],
+        [target.appId, undefined],
+      ],
+    );
     const out = { deleted: 0, failed: [] as string[] };
     await cleanUp(http, state, out);
     assert.deepEqual(out, { deleted: 2, failed: [] });
@@ -374,7 +600,20 @@ describe('hosted servers', () => {
   test('--rate-limit 5/s: a whole run of a selection completes and cleans up', async () => {
     const fresh = await startTestServer();
     try {
-      const r = await cli(['--target', path.join(FIXTURES_DIR, 'target.json'), '--base-url', fresh.baseUrl, '--only', 'S4.3-*', '--profile', 'reference', '--rate-limit', '5/s', '--reporter', 'json']);
+      const r = await cli([
+        '--target',
+        path.join(FIXTURES_DIR, 'target.json'),
+        '--base-url',
+        fresh.baseUrl,
+        '--only',
+        'S4.3-*',
+        '--profile',
+        'reference',
+        '--rate-limit',
+        '5/s',
+        '--reporter',
+        'json',
+      ]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       const report = JSON.parse(r.stdout.slice(0, r.stdout.lastIndexOf('\nconformance:')));
       assert.equal(report.summary.passed, 3);
@@ -400,8 +639,19 @@ describe('versions and reports', () => {
   });
 
   test('html: self-contained (no script, nothing fetched), with the summary, the clause matrix and each failure', async () => {
-    const run = await runConformance({ target: parseTarget({ ...targetJson, app_id: targetJson.apps.stream_default }, { baseUrl: s.baseUrl }), only: 'S4.8-config-shape,S4.8-config-generative-ui' });
-    const rows = [{ id: 'C-4.8-1', section: '4.8', text: 'config <answers> 200', check: 'exact' as const, cases: [{ id: 'S4.8-config-shape', level: 'MUST' as const, status: 'failed' as const }] }];
+    const run = await runConformance({
+      target: parseTarget({ ...targetJson, app_id: targetJson.apps.stream_default }, { baseUrl: s.baseUrl }),
+      only: 'S4.8-config-shape,S4.8-config-generative-ui',
+    });
+    const rows = [
+      {
+        id: 'C-4.8-1',
+        section: '4.8',
+        text: 'config <answers> 200',
+        check: 'exact' as const,
+        cases: [{ id: 'S4.8-config-shape', level: 'MUST' as const, status: 'failed' as const }],
+      },
+    ];
     const html = renderHtml(run, rows);
     assert.match(html, /^<!doctype html>/);
     assert.doesNotMatch(html, /<script|<link|src=|href="http|@import|url\(/i);
@@ -411,17 +661,27 @@ describe('versions and reports', () => {
     assert.match(html, /passed<\/span> 1 <span class="b failed">failed<\/span> 1 /);
     assert.match(renderHtml(run, []), /has no clause matrix/);
     // A case the matrix did not see run ("not run"): the run's own outcome is shown.
-    const byId = renderHtml(run, [{ ...rows[0]!, cases: [{ id: 'S4.8-config-generative-ui', level: 'MUST', status: 'not run' }] }] as unknown as Parameters<typeof renderHtml>[1]);
+    const byId = renderHtml(run, [
+      { ...rows[0]!, cases: [{ id: 'S4.8-config-generative-ui', level: 'MUST', status: 'not run' }] },
+    ] as unknown as Parameters<typeof renderHtml>[1]);
     assert.match(byId, /<span class="b passed">S4\.8-config-generative-ui passed<\/span>/);
   });
 
   test('the suite imports no circle of modules (reporters and runner included)', async () => {
     const dir = path.join(ROOT, 'conformance');
-    const files = [...(await fs.readdir(dir)).map((f) => path.join(dir, f)), ...(await fs.readdir(path.join(dir, 'cases'))).map((f) => path.join(dir, 'cases', f))].filter((f) => f.endsWith('.ts'));
+    const files = [
+      ...(await fs.readdir(dir)).map((f) => path.join(dir, f)),
+      ...(await fs.readdir(path.join(dir, 'cases'))).map((f) => path.join(dir, 'cases', f)),
+    ].filter((f) => f.endsWith('.ts'));
     const graph = new Map<string, string[]>();
     for (const f of files) {
       const text = await fs.readFile(f, 'utf8');
-      graph.set(f, [...text.matchAll(/^(?:import|export)\s[^;]*?from '(\.[^']+)'/gm)].map((m) => path.resolve(path.dirname(f), m[1]!)).filter((t) => graph.has(t) || files.includes(t)));
+      graph.set(
+        f,
+        [...text.matchAll(/^(?:import|export)\s[^;]*?from '(\.[^']+)'/gm)]
+          .map((m) => path.resolve(path.dirname(f), m[1]!))
+          .filter((t) => graph.has(t) || files.includes(t)),
+      );
     }
     const state = new Map<string, 'open' | 'done'>();
     const visit = (f: string, trail: string[]): void => {

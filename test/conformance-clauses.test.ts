@@ -36,22 +36,51 @@ test('an interface clause checked exactly or weakly has a MUST case (a decision:
   for (const row of clauseMatrix()) {
     if (row.check === 'none') continue;
     if (row.id.startsWith('D-')) assert.ok(row.cases.length > 0, row.id);
-    else assert.ok(row.cases.some((c) => c.level === 'MUST'), `${row.id} is checked by REFERENCE cases only: ${row.cases.map((c) => c.id).join(', ')}`);
+    else
+      assert.ok(
+        row.cases.some((c) => c.level === 'MUST'),
+        `${row.id} is checked by REFERENCE cases only: ${row.cases.map((c) => c.id).join(', ')}`,
+      );
   }
 });
 
 test('the errors of §5.6 and §7 have a row per endpoint, streaming ones twice', () => {
   const rowsOf = (prefix: string) => CLAUSES.filter((c) => c.id.startsWith(`${prefix}@`)).map((c) => c.id.split('@')[1]);
   const all = ['create', 'list', 'get', 'update', 'delete', 'send', 'send-stream', 'completion', 'completion-stream', 'config', 'metrics'];
-  for (const p of ['§5.6.missing-key', '§5.6.invalid-key', '§5.6.access-denied', '§7.app-inactive', '§7.unknown-app', '§5.4.publishable']) assert.deepEqual(rowsOf(p), all, p);
+  for (const p of ['§5.6.missing-key', '§5.6.invalid-key', '§5.6.access-denied', '§7.app-inactive', '§7.unknown-app', '§5.4.publishable'])
+    assert.deepEqual(rowsOf(p), all, p);
   assert.deepEqual(rowsOf('§7.agent-unavailable'), ['send', 'send-stream', 'completion', 'completion-stream']);
   assert.deepEqual(rowsOf('§7.rate-limit'), ['send', 'send-stream']);
-  for (const p of ['§7.unknown-conversation', '§7.other-app-conversation', '§7.other-team-conversation']) assert.deepEqual(rowsOf(p), ['get', 'update', 'delete', 'send', 'send-stream'], p);
+  for (const p of ['§7.unknown-conversation', '§7.other-app-conversation', '§7.other-team-conversation'])
+    assert.deepEqual(rowsOf(p), ['get', 'update', 'delete', 'send', 'send-stream'], p);
 });
 
 test("the matrix carries a run's outcomes: json has it, pretty summarises it", () => {
-  const results = CASES.map((c, i) => ({ id: c.id, section: c.section, level: c.level, description: c.description, status: i === 0 ? ('failed' as const) : ('passed' as const), ms: 1, ...(i === 0 ? { failure: { message: 'x' } } : {}) }));
-  const run = { runId: 'r', profile: 'reference', baseUrl: 'http://x/v1', appId: 'a', startedAt: '', ms: 1, results, summary: { passed: results.length - 1, failed: 1, skipped: 0, errored: 0 }, cleanup: { deleted: 0, failed: [] }, suite: { name: 'parley-conformance', version: '0.0.0' }, interfaceVersion: '1.0.0', preconditions: [], warnings: [], requests: { sent: 0, retried429: 0 } } as unknown as RunResults;
+  const results = CASES.map((c, i) => ({
+    id: c.id,
+    section: c.section,
+    level: c.level,
+    description: c.description,
+    status: i === 0 ? ('failed' as const) : ('passed' as const),
+    ms: 1,
+    ...(i === 0 ? { failure: { message: 'x' } } : {}),
+  }));
+  const run = {
+    runId: 'r',
+    profile: 'reference',
+    baseUrl: 'http://x/v1',
+    appId: 'a',
+    startedAt: '',
+    ms: 1,
+    results,
+    summary: { passed: results.length - 1, failed: 1, skipped: 0, errored: 0 },
+    cleanup: { deleted: 0, failed: [] },
+    suite: { name: 'parley-conformance', version: '0.0.0' },
+    interfaceVersion: '1.0.0',
+    preconditions: [],
+    warnings: [],
+    requests: { sent: 0, retried429: 0 },
+  } as unknown as RunResults;
   const json = JSON.parse(render(run, 'json')) as { matrix: Array<{ id: string; cases: Array<{ id: string; status: string }> }> };
   assert.equal(json.matrix.length, CLAUSES.length);
   const first = CASES[0]!;
@@ -61,11 +90,19 @@ test("the matrix carries a run's outcomes: json has it, pretty summarises it", (
   assert.equal(m.exact + m.weak + m.none, CLAUSES.length);
   assert.ok((m.failed ?? 0) >= 1);
   assert.equal(m.reached, m.exact + m.weak);
-  assert.match(clauseLine(run), /^clauses: \d+ of the \d+ checkable clauses this run's cases reached are covered by a passing case, \d+ hit by a failing case \(\d+ clauses: \d+ checked exactly, \d+ weakly, \d+ not checkable/);
+  assert.match(
+    clauseLine(run),
+    /^clauses: \d+ of the \d+ checkable clauses this run's cases reached are covered by a passing case, \d+ hit by a failing case \(\d+ clauses: \d+ checked exactly, \d+ weakly, \d+ not checkable/,
+  );
   assert.match(render(run, 'pretty'), /\nclauses: \d+ of the \d+ checkable clauses/);
   // A run of one case reaches only that case's clauses; the rest are "not reached".
   const one = { ...run, results: results.slice(1, 2) };
-  assert.match(clauseLine(one), new RegExp(`^clauses: ${CASES[1]!.clauses.filter((id) => CLAUSES.find((c) => c.id === id)!.check !== 'none').length} of the \\d+ .*; \\d+ not reached by the selected cases`));
+  assert.match(
+    clauseLine(one),
+    new RegExp(
+      `^clauses: ${CASES[1]!.clauses.filter((id) => CLAUSES.find((c) => c.id === id)!.check !== 'none').length} of the \\d+ .*; \\d+ not reached by the selected cases`,
+    ),
+  );
   // A case the run did not select is "not run".
   assert.ok(clauseMatrix(results.slice(1)).some((r) => r.cases.some((c) => c.id === first.id && c.status === 'not run')));
 });

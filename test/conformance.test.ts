@@ -83,17 +83,35 @@ describe('run options', () => {
   });
 
   test('--repeat: a case passes only if it passed every run; a skip in any run keeps it from passing', () => {
-    const r = (status: CaseResult['status']): CaseResult => ({ id: 'S9-x', section: '9', level: 'MUST', description: 'x', status, ms: 1, ...(status === 'skipped' ? { reason: 'why' } : {}) });
-    const merge = (...runs: Array<CaseResult['status']>) => runs.map(r).reduce<CaseResult | undefined>((prev, next) => mergeResult(prev, next), undefined)!;
+    const r = (status: CaseResult['status']): CaseResult => ({
+      id: 'S9-x',
+      section: '9',
+      level: 'MUST',
+      description: 'x',
+      status,
+      ms: 1,
+      ...(status === 'skipped' ? { reason: 'why' } : {}),
+    });
+    const merge = (...runs: Array<CaseResult['status']>) =>
+      runs.map(r).reduce<CaseResult | undefined>((prev, next) => mergeResult(prev, next), undefined)!;
     assert.deepEqual([merge('passed', 'passed').status, merge('passed', 'passed').runs], ['passed', 2]);
-    assert.deepEqual([merge('passed', 'skipped').status, merge('passed', 'skipped').skippedRuns, merge('passed', 'skipped').reason], ['skipped', 1, 'why']);
+    assert.deepEqual(
+      [merge('passed', 'skipped').status, merge('passed', 'skipped').skippedRuns, merge('passed', 'skipped').reason],
+      ['skipped', 1, 'why'],
+    );
     assert.deepEqual([merge('skipped', 'passed', 'passed').status, merge('skipped', 'passed', 'passed').runs], ['skipped', 3]);
     assert.deepEqual([merge('passed', 'failed', 'skipped').status, merge('passed', 'failed', 'skipped').failedRuns], ['failed', 1]);
   });
 
   test('an --only pattern that matches no case of the profile is a usage error, not an empty green run', async () => {
-    await assert.rejects(runConformance({ target, only: 'S4.8-*,S4.8-config-shap' }), /--only 'S4\.8-config-shap' matches no case of profile spec$/);
-    await assert.rejects(runConformance({ target, only: 'S4.2-list-before-desc' }), /matches no case of profile spec \(it matches REFERENCE cases: --profile reference\)/);
+    await assert.rejects(
+      runConformance({ target, only: 'S4.8-*,S4.8-config-shap' }),
+      /--only 'S4\.8-config-shap' matches no case of profile spec$/,
+    );
+    await assert.rejects(
+      runConformance({ target, only: 'S4.2-list-before-desc' }),
+      /matches no case of profile spec \(it matches REFERENCE cases: --profile reference\)/,
+    );
     const r = await runConformance({ target, only: 'S4.2-list-before-desc', profile: 'reference' });
     assert.equal(r.summary.passed, 1);
   });
@@ -111,7 +129,12 @@ describe('run options', () => {
       },
     });
     try {
-      const r = await runConformance({ target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }), only: 'S4.1-*', signal: stop.signal, handleSignals: false });
+      const r = await runConformance({
+        target: parseTarget(targetJson, { baseUrl: proxy.baseUrl }),
+        only: 'S4.1-*',
+        signal: stop.signal,
+        handleSignals: false,
+      });
       assert.deepEqual(
         r.results.map((c) => [c.id, c.status]),
         [
@@ -142,7 +165,10 @@ describe('run options', () => {
         signalled = true;
       },
     });
-    assert.deepEqual(r.results.map((c) => c.status), ['passed', 'failed', 'skipped']);
+    assert.deepEqual(
+      r.results.map((c) => c.status),
+      ['passed', 'failed', 'skipped'],
+    );
     assert.equal(r.interrupted, 'SIGINT');
     assert.equal(process.listenerCount('SIGINT'), 0, 'the run leaves no SIGINT listener behind');
   });
@@ -178,26 +204,43 @@ describe('the registry', () => {
 
   test('covers every section of the interface with a case', () => {
     const sections = new Set(CASES.map((c) => c.section));
-    for (const s of ['4.1', '4.2', '4.3', '4.4', '4.5', '4.6', '4.7', '4.8', '4.9', '5', '6', '7', '8', '9']) assert.ok(sections.has(s), `no case for §${s}`);
+    for (const s of ['4.1', '4.2', '4.3', '4.4', '4.5', '4.6', '4.7', '4.8', '4.9', '5', '6', '7', '8', '9'])
+      assert.ok(sections.has(s), `no case for §${s}`);
   });
 });
 
 describe('pieces', () => {
   test('an unknown id shaped like a real one: same length and kinds of characters, another value', () => {
-    for (const id of ['conv_0a1b2c3d4e5f60718293a4b5', 'conv_5d1fd443e38bda0340396ffb', '3f2b8c1e-9d4a-4e7b-8c6d-1a2b3c4d5e6f', 'c_AbC12xY']) {
+    for (const id of [
+      'conv_0a1b2c3d4e5f60718293a4b5',
+      'conv_5d1fd443e38bda0340396ffb',
+      '3f2b8c1e-9d4a-4e7b-8c6d-1a2b3c4d5e6f',
+      'c_AbC12xY',
+    ]) {
       const other = lookalike(id, 1);
       assert.notEqual(other, id);
-      assert.equal(other.replace(/[0-9]/g, '0').replace(/[a-z]/g, 'a').replace(/[A-Z]/g, 'A'), id.replace(/[0-9]/g, '0').replace(/[a-z]/g, 'a').replace(/[A-Z]/g, 'A'));
+      assert.equal(
+        other.replace(/[0-9]/g, '0').replace(/[a-z]/g, 'a').replace(/[A-Z]/g, 'A'),
+        id.replace(/[0-9]/g, '0').replace(/[a-z]/g, 'a').replace(/[A-Z]/g, 'A'),
+      );
       // Only characters its random tail uses: a hex id stays hex.
       const tail = /[0-9A-Za-z]*$/.exec(id)![0];
-      assert.ok([...other.slice(id.length - tail.length)].every((ch) => tail.includes(ch)), other);
+      assert.ok(
+        [...other.slice(id.length - tail.length)].every((ch) => tail.includes(ch)),
+        other,
+      );
     }
     assert.equal(lookalike('conv_0a1b2c3d4e5f60718293a4b5', 1).slice(0, 5 + 16), 'conv_0a1b2c3d4e5f6071');
   });
 
   test("a stream's evidence shows its end too, where a missing or late event shows", () => {
     const text = `${Array.from({ length: 200 }, (_, i) => `event: response.output_text.delta\ndata: {"delta":"${i}"}\n\n`).join('')}event: response.completed\ndata: {}\n\n`;
-    const ex = { status: 200, headers: new Headers({ 'content-type': 'text/event-stream' }), text, sse: { events: [], comments: [], parseErrors: [], ended: true } } as unknown as Exchange;
+    const ex = {
+      status: 200,
+      headers: new Headers({ 'content-type': 'text/event-stream' }),
+      text,
+      sse: { events: [], comments: [], parseErrors: [], ended: true },
+    } as unknown as Exchange;
     const shown = describeResponse(ex);
     assert.match(shown, /^HTTP 200\ncontent-type: text\/event-stream\n\nevent: response\.output_text\.delta\ndata: \{"delta":"0"\}/);
     assert.match(shown, /characters left out\) …[\s\S]*event: response\.completed\ndata: \{\}\n\n$/);
@@ -210,12 +253,19 @@ describe('reporters', () => {
   before(async () => {
     // A broken target (wrong app id for config) gives a mix of passes and failures to render.
     result = await runConformance({ target, only: 'S4.8-*,S4.5-delete-shape' });
-    result.results[0] = { ...result.results[0]!, status: 'failed', failure: { message: 'expected <1> & "2"', curl: "curl -X GET 'x'", response: 'HTTP 500' } };
+    result.results[0] = {
+      ...result.results[0]!,
+      status: 'failed',
+      failure: { message: 'expected <1> & "2"', curl: "curl -X GET 'x'", response: 'HTTP 500' },
+    };
     result.results[1] = { ...result.results[1]!, status: 'skipped', reason: 'needs target key apps.x' };
   });
 
   test('json round-trips the results', () => {
-    assert.deepEqual(JSON.parse(render(result, 'json')).results.map((r: { id: string }) => r.id), result.results.map((r) => r.id));
+    assert.deepEqual(
+      JSON.parse(render(result, 'json')).results.map((r: { id: string }) => r.id),
+      result.results.map((r) => r.id),
+    );
   });
 
   test('junit escapes XML and marks failures and skips', () => {
@@ -235,7 +285,10 @@ describe('reporters', () => {
 
   test('pretty shows each failure with what was sent, what came back and the clauses it checks', () => {
     const text = render(result, 'pretty');
-    assert.match(text, /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500\n {4}clauses: §4\.5\.success, §2\.7\.id, §2\.7\.object, §2\.7\.deleted \(docs\/conformance\.md, clause matrix\)/);
+    assert.match(
+      text,
+      /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500\n {4}clauses: §4\.5\.success, §2\.7\.id, §2\.7\.object, §2\.7\.deleted \(docs\/conformance\.md, clause matrix\)/,
+    );
   });
 });
 
@@ -243,6 +296,9 @@ test('docs/conformance.md is generated from the registry and up to date (npm run
   const committed = await fs.readFile(path.join(ROOT, 'docs/conformance.md'), 'utf8');
   assert.equal(committed, generateDocs(), 'docs/conformance.md is stale: run npm run conformance:docs');
   // The same check for CI: `npm run conformance:docs -- --check`.
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], { cwd: ROOT, env: { ...process.env, ...NO_COVERAGE } });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], {
+    cwd: ROOT,
+    env: { ...process.env, ...NO_COVERAGE },
+  });
   assert.match(stdout, /up to date/);
 });

@@ -2,7 +2,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { APP, startTestServer, type TestServer } from './support/helpers.ts';
-import { ExactConversation, ExactConversationList, ExactConversationWithItems, ExactDeletionResult, ExactErrorBody } from './support/shapes.ts';
+import {
+  ExactConversation,
+  ExactConversationList,
+  ExactConversationWithItems,
+  ExactDeletionResult,
+  ExactErrorBody,
+} from './support/shapes.ts';
 
 let s: TestServer;
 before(async () => {
@@ -117,7 +123,7 @@ describe('get conversation serves a kept body, renewed on every write', () => {
     assert.equal(second.items[0]!.type, 'message');
     assert.equal((await s.call('PATCH', `${base}/${id}`, { title: 'Renamed' })).status, 200);
     // A rename alone (the file unchanged) shows too: the kept body follows the record.
-    assert.equal((ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body)).title, 'Renamed');
+    assert.equal(ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body).title, 'Renamed');
     assert.equal((await s.call('POST', `${base}/${id}`, { message: { content: 'Again' }, stream: false })).status, 200);
     const third = ExactConversationWithItems.parse((await s.call('GET', `${base}/${id}`)).body);
     assert.equal(third.title, 'Renamed');

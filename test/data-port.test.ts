@@ -27,11 +27,30 @@ const DELETED = ['conv_gone'];
 
 /** A new record (nextSeq awaited: it may read the database). */
 async function record(store: Store, id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> {
-  return { id, app_id: 'app_demo', seq: await store.nextSeq(), created_at: SECOND, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+  return {
+    id,
+    app_id: 'app_demo',
+    seq: await store.nextSeq(),
+    created_at: SECOND,
+    external_user_id: null,
+    title: null,
+    generated_title: {},
+    metadata: {},
+    deleted_at: null,
+    message_count: 0,
+    ...over,
+  };
 }
 
 const message = (id: string, role: 'user' | 'assistant', text: string, at: number, responseId?: string) =>
-  ({ id, type: 'message', role, content: [{ type: 'text', text }], created_at: at, ...(responseId ? { response_id: responseId } : {}) }) as unknown as ItemT;
+  ({
+    id,
+    type: 'message',
+    role,
+    content: [{ type: 'text', text }],
+    created_at: at,
+    ...(responseId ? { response_id: responseId } : {}),
+  }) as unknown as ItemT;
 
 /** An exchange: a user message, and an answer (completed) or none (failed, D-17). */
 async function exchange(store: Store, id: string, p: string, at: number, failed = false, title?: Record<string, string>): Promise<void> {
@@ -56,7 +75,9 @@ async function seed(dataDir: string): Promise<void> {
   const store = new FileStore({ dataDir });
   await store.open();
   try {
-    await store.putConversation(await record(store, 'conv_aaa4', { title: 'Custom title', metadata: { zeta: 1, alpha: { nested: [1, 'two', null] } } }));
+    await store.putConversation(
+      await record(store, 'conv_aaa4', { title: 'Custom title', metadata: { zeta: 1, alpha: { nested: [1, 'two', null] } } }),
+    );
     await store.putConversation(await record(store, 'conv_aaa2', { external_user_id: 'user_1' }));
     await store.putConversation(await record(store, 'conv_other1', { app_id: 'app_other', created_at: SECOND - 10 }));
     await store.putConversation(await record(store, 'conv_aaa3', { external_user_id: 'user_1', metadata: { plan: 'pro' } }));
@@ -77,7 +98,10 @@ async function seed(dataDir: string): Promise<void> {
   await usage.open();
   await usage.record('app_demo', 'response', 'resp_1', { input_tokens: 5, output_tokens: 7, total_tokens: 12 } as never);
   await usage.record('app_demo', 'response', 'resp_2', { input_tokens: 5, output_tokens: 7, total_tokens: 12 } as never);
-  await usage.record('app_other', 'completion', 'cmpl_1', { input_tokens: 3, output_tokens: 4, total_tokens: 7 } as never, { key: 'k', fingerprint: 'f' });
+  await usage.record('app_other', 'completion', 'cmpl_1', { input_tokens: 3, output_tokens: 4, total_tokens: 7 } as never, {
+    key: 'k',
+    fingerprint: 'f',
+  });
   await usage.close();
 }
 
@@ -87,8 +111,7 @@ async function exportOf(port: DataPort): Promise<string[]> {
   return lines;
 }
 
-const fromLines =
-  (lines: readonly string[]): LineSource =>
+const fromLines = (lines: readonly string[]): LineSource =>
   async function* () {
     yield* lines;
   };
@@ -151,7 +174,10 @@ describe('a round trip file store → PostgreSQL → file store', () => {
     assert.equal(JSON.parse(second[0]!).source, 'postgres');
     // The same conversations in the same order, byte for byte; usage in the database's order.
     const convs = (ls: string[]) => body(ls).filter((l) => l.startsWith('{"type":"conversation"'));
-    const usage = (ls: string[]) => body(ls).filter((l) => l.startsWith('{"type":"usage"')).sort();
+    const usage = (ls: string[]) =>
+      body(ls)
+        .filter((l) => l.startsWith('{"type":"usage"'))
+        .sort();
     assert.deepEqual(convs(second), convs(first));
     assert.deepEqual(usage(second), usage(first));
     assert.equal(second.at(-1), first.at(-1));
@@ -169,7 +195,10 @@ describe('a round trip file store → PostgreSQL → file store', () => {
     assert.deepEqual(await servedBy(new PgStore({ url }), apps), original);
     assert.deepEqual(await servedBy(new FileStore({ dataDir: path.join(b, 'data') }), apps), original);
     const demo = (original as Record<string, { list: ConversationRecord[] }>).app_demo!.list;
-    assert.deepEqual(demo.map((r) => r.id), ['conv_aaa4', 'conv_aaa2', 'conv_aaa3', 'conv_aaa1', 'conv_gone']);
+    assert.deepEqual(
+      demo.map((r) => r.id),
+      ['conv_aaa4', 'conv_aaa2', 'conv_aaa3', 'conv_aaa1', 'conv_gone'],
+    );
     assert.equal(demo.find((r) => r.id === 'conv_gone')!.deleted_at, SECOND + 7);
 
     // Usage totals read by the ledger itself are the same.
@@ -184,9 +213,18 @@ describe('a round trip file store → PostgreSQL → file store', () => {
 /** A file with one new conversation, then `clash` (a line of `lines`), and a correct end line. */
 function clashing(lines: string[], clash: string): string[] {
   // Before the clash in creation order (seq 1), so that only the clash is wrong with the file.
-  const fresh = lines.find((l) => l.includes('"id":"conv_aaa1"'))!.replaceAll('conv_aaa1', 'conv_new1').replace(/"seq":\d+/, '"seq":1');
+  const fresh = lines
+    .find((l) => l.includes('"id":"conv_aaa1"'))!
+    .replaceAll('conv_aaa1', 'conv_new1')
+    .replace(/"seq":\d+/, '"seq":1');
   const c = JSON.parse(clash) as { type: string };
-  const end = { type: 'end', conversations: 1 + (c.type === 'conversation' ? 1 : 0), items: 0, responses: 0, usage: c.type === 'usage' ? 1 : 0 };
+  const end = {
+    type: 'end',
+    conversations: 1 + (c.type === 'conversation' ? 1 : 0),
+    items: 0,
+    responses: 0,
+    usage: c.type === 'usage' ? 1 : 0,
+  };
   if (c.type === 'conversation') {
     const v = JSON.parse(clash) as { items: unknown[]; responses: unknown[] };
     end.items = v.items.length;
@@ -298,7 +336,10 @@ describe('an import into a store with data', () => {
         await store.open();
         try {
           const list = [...(await walk(store, 'app_demo')), (await store.getConversation('conv_gone'))!];
-          assert.deepEqual(list.map((r) => r.id), expected);
+          assert.deepEqual(
+            list.map((r) => r.id),
+            expected,
+          );
           for (let i = 1; i < list.length; i++) assert.ok(list[i]!.seq > list[i - 1]!.seq);
           // The next conversation created comes after all of them.
           assert.ok((await store.nextSeq()) > Math.max(...list.map((r) => r.seq)));
@@ -323,17 +364,46 @@ test('the PostgreSQL export reads pages and chunks of histories (more rows than 
     const id = `conv_p${String(i).padStart(5, '0')}`;
     const items = i % 3 === 0 ? [message(`msg_${i}`, 'user', 'x'.repeat(100), SECOND, `resp_${i}`)] : [];
     const responses = items.length ? [{ id: `resp_${i}`, created_at: SECOND, status: 'completed' }] : [];
-    lines.push(JSON.stringify({ type: 'conversation', record: { id, app_id: i % 2 ? 'app_a' : 'app_b', seq: i, created_at: SECOND, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: items.length }, items, responses }));
+    lines.push(
+      JSON.stringify({
+        type: 'conversation',
+        record: {
+          id,
+          app_id: i % 2 ? 'app_a' : 'app_b',
+          seq: i,
+          created_at: SECOND,
+          external_user_id: null,
+          title: null,
+          generated_title: {},
+          metadata: {},
+          deleted_at: null,
+          message_count: items.length,
+        },
+        items,
+        responses,
+      }),
+    );
   }
   const usage = 5_100;
-  for (let i = 1; i <= usage; i++) lines.push(JSON.stringify({ type: 'usage', usage: { app_id: 'app_a', kind: 'completion', id: `cmpl_${i}`, at: SECOND, input_tokens: 1, output_tokens: 1 } }));
+  for (let i = 1; i <= usage; i++)
+    lines.push(
+      JSON.stringify({
+        type: 'usage',
+        usage: { app_id: 'app_a', kind: 'completion', id: `cmpl_${i}`, at: SECOND, input_tokens: 1, output_tokens: 1 },
+      }),
+    );
   lines.push(JSON.stringify({ type: 'end', conversations: n, items: 401, responses: 401, usage }));
   await withPort({ databaseUrl: url }, (p) => p.import(fromLines(lines)));
   const out = await withPort({ databaseUrl: url }, exportOf);
   assert.deepEqual(JSON.parse(out.at(-1)!), { type: 'end', conversations: n, items: 401, responses: 401, usage });
-  const ids = out.filter((l) => l.startsWith('{"type":"conversation"')).map((l) => (JSON.parse(l) as { record: ConversationRecord }).record);
+  const ids = out
+    .filter((l) => l.startsWith('{"type":"conversation"'))
+    .map((l) => (JSON.parse(l) as { record: ConversationRecord }).record);
   // Grouped by app, each app in creation order.
-  assert.deepEqual(ids.map((r) => r.id), [...ids].sort((x, y) => x.app_id.localeCompare(y.app_id) || x.seq - y.seq).map((r) => r.id));
+  assert.deepEqual(
+    ids.map((r) => r.id),
+    [...ids].sort((x, y) => x.app_id.localeCompare(y.app_id) || x.seq - y.seq).map((r) => r.id),
+  );
   assert.equal(new Set(ids.map((r) => r.id)).size, n);
 });
 
@@ -347,13 +417,25 @@ test('an export of a database without the schema, or with migrations pending, sa
   } finally {
     await sql.end();
   }
-  const pending = MIGRATIONS.filter((m) => m.version > 1).map((m) => `#${m.version}`).join(', ');
-  await assert.rejects(withPort({ databaseUrl: url }, exportOf), (err: Error) => err.message.includes(`pending: ${pending}): run parley db migrate`));
+  const pending = MIGRATIONS.filter((m) => m.version > 1)
+    .map((m) => `#${m.version}`)
+    .join(', ');
+  await assert.rejects(withPort({ databaseUrl: url }, exportOf), (err: Error) =>
+    err.message.includes(`pending: ${pending}): run parley db migrate`),
+  );
 });
 
 test("the file store's usage ledger: a last line a crash cut short is skipped (never acknowledged); a bad line elsewhere is an error naming it", async () => {
   const dir = await tempDir();
-  const ok = JSON.stringify({ t: 'usage', app_id: 'app_demo', kind: 'completion', id: 'cmpl_1', at: SECOND, input_tokens: 1, output_tokens: 1 });
+  const ok = JSON.stringify({
+    t: 'usage',
+    app_id: 'app_demo',
+    kind: 'completion',
+    id: 'cmpl_1',
+    at: SECOND,
+    input_tokens: 1,
+    output_tokens: 1,
+  });
   await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\n{"t":"usage","app_id":"app_de`);
   const lines = await withPort({ dataDir: dir }, exportOf);
   assert.deepEqual(JSON.parse(lines.at(-1)!), { type: 'end', conversations: 0, items: 0, responses: 0, usage: 1 });

@@ -31,7 +31,10 @@ test('the generated parts of docs/ are current (run `npm run docs` after changin
 
 test('fillBlocks replaces exactly the generated blocks and keeps the hand-written text', () => {
   const text = 'intro\n<!-- generated:a -->\nold\n<!-- /generated:a -->\nmiddle\n<!-- generated:b -->\n<!-- /generated:b -->\nend\n';
-  assert.equal(fillBlocks(text, (name) => `new ${name}`), 'intro\n<!-- generated:a -->\nnew a\n<!-- /generated:a -->\nmiddle\n<!-- generated:b -->\nnew b\n<!-- /generated:b -->\nend\n');
+  assert.equal(
+    fillBlocks(text, (name) => `new ${name}`),
+    'intro\n<!-- generated:a -->\nnew a\n<!-- /generated:a -->\nmiddle\n<!-- generated:b -->\nnew b\n<!-- /generated:b -->\nend\n',
+  );
 });
 
 test('the decision index sees every decision D-1…D-24 cited somewhere', async () => {
@@ -60,7 +63,15 @@ test('no file refers to a path outside the repository, and relative links of doc
 
 test('docs/target.md describes every key the conformance suite reads from a target', async () => {
   const text = await fs.readFile(path.join(ROOT, 'docs/target.md'), 'utf8');
-  for (const key of ['version', 'base_url', 'api_key', 'app_id', ...APP_KEYS.map((k) => `apps.${k}`), 'publishable_key', 'other_team_api_key']) {
+  for (const key of [
+    'version',
+    'base_url',
+    'api_key',
+    'app_id',
+    ...APP_KEYS.map((k) => `apps.${k}`),
+    'publishable_key',
+    'other_team_api_key',
+  ]) {
     assert.match(text, new RegExp(`\\| \`${key.replace('.', '\\.')}\` \\|`), key);
   }
 });

@@ -14,7 +14,16 @@ const KB: ToolSpec = { name: 'knowledge_search', description: 'search', paramete
 
 async function reply(content: string, over: Partial<ModelRequest> = {}): Promise<{ text: string; call?: string }> {
   const e = new LocalEngine({ forms });
-  const r: ModelRequest = { kind: 'response', agentName: 'Aria', instructions: '', metadata: {}, messages: [{ role: 'user', content }], tools: [KB], fast: false, ...over };
+  const r: ModelRequest = {
+    kind: 'response',
+    agentName: 'Aria',
+    instructions: '',
+    metadata: {},
+    messages: [{ role: 'user', content }],
+    tools: [KB],
+    fast: false,
+    ...over,
+  };
   const events: ModelEvent[] = [];
   for await (const ev of e.generate(r, new AbortController().signal)) events.push(ev);
   const text = events.flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join('');
@@ -39,8 +48,17 @@ const INTENTS: Array<{ intent: string; en: string[]; fr: string[]; mustEn: RegEx
   },
   {
     intent: 'write',
-    en: ['Write a welcome line for new users', 'Could you draft a short welcome message for new customers?', 'Please write a greeting for new members', 'Compose a welcome sentence for onboarding'],
-    fr: ['Écris une phrase de bienvenue pour les nouveaux utilisateurs', 'Rédige un message de bienvenue', 'Peux-tu écrire un mot d’accueil pour nos nouveaux clients ?'],
+    en: [
+      'Write a welcome line for new users',
+      'Could you draft a short welcome message for new customers?',
+      'Please write a greeting for new members',
+      'Compose a welcome sentence for onboarding',
+    ],
+    fr: [
+      'Écris une phrase de bienvenue pour les nouveaux utilisateurs',
+      'Rédige un message de bienvenue',
+      'Peux-tu écrire un mot d’accueil pour nos nouveaux clients ?',
+    ],
     mustEn: /Welcome aboard!/,
     mustFr: /Bienvenue parmi nous !/,
   },
@@ -63,7 +81,10 @@ const INTENTS: Array<{ intent: string; en: string[]; fr: string[]; mustEn: RegEx
 describe('intents, not sentences (English and French paraphrases)', () => {
   for (const { intent, en, fr, mustEn, mustFr } of INTENTS) {
     test(`${intent}: every paraphrase is recognised and answered in its language, without a tool`, async () => {
-      for (const [lang, phrases, must] of [['en', en, mustEn], ['fr', fr, mustFr]] as const) {
+      for (const [lang, phrases, must] of [
+        ['en', en, mustEn],
+        ['fr', fr, mustFr],
+      ] as const) {
         for (const p of phrases) {
           assert.equal(recognise(p)?.kind, intent, `${JSON.stringify(p)} is ${intent}`);
           assert.equal(recognise(p)?.lang, lang, `${JSON.stringify(p)} is ${lang}`);
@@ -76,14 +97,23 @@ describe('intents, not sentences (English and French paraphrases)', () => {
   }
 
   test('questions go to the knowledge base, even when they contain "make", "message" or a greeting', async () => {
-    for (const q of ['How do I get a refund?', 'How do I make a message stream?', 'Hello! How do I reset my password?', 'Comment créer une clé API ?', 'Can I write to billing support?']) {
+    for (const q of [
+      'How do I get a refund?',
+      'How do I make a message stream?',
+      'Hello! How do I reset my password?',
+      'Comment créer une clé API ?',
+      'Can I write to billing support?',
+    ]) {
       assert.equal(recognise(q), undefined, q);
       assert.equal((await reply(q)).call, 'knowledge_search', q);
     }
   });
 
   test('writing requests follow their theme and their kind of text', async () => {
-    assert.match((await reply('Write an email to apologise for the outage')).text, /^Here is a short email:\n\nHello,\n\nWe’re sorry for the trouble/);
+    assert.match(
+      (await reply('Write an email to apologise for the outage')).text,
+      /^Here is a short email:\n\nHello,\n\nWe’re sorry for the trouble/,
+    );
     assert.match((await reply('Give me a title for our launch post')).text, /^Here is a title: “Something new is here”\.$/);
     assert.match((await reply('Write a tagline for our bakery')).text, /“Bakery: simple, clear and made for you\.”$/);
     // A completion asking for the same gets the same text (no conversation, no history).
@@ -91,20 +121,26 @@ describe('intents, not sentences (English and French paraphrases)', () => {
   });
 
   test('a writing request that names a form topic writes; asking for the form shows it', async () => {
-    const tools: ToolSpec[] = [KB, { name: 'render_form', description: 'form', parameters: { properties: { form: { enum: ['contact', 'booking', 'feedback'] } } } }];
+    const tools: ToolSpec[] = [
+      KB,
+      { name: 'render_form', description: 'form', parameters: { properties: { form: { enum: ['contact', 'booking', 'feedback'] } } } },
+    ];
     assert.equal((await reply('Write a thank-you message for feedback', { tools })).call, undefined);
     assert.equal((await reply('I want to give feedback', { tools })).call, 'render_form');
   });
 
   test('capabilities name the forms the app offers, and only what the app has', async () => {
-    const tools: ToolSpec[] = [{ name: 'render_form', description: 'form', parameters: { properties: { form: { enum: ['contact', 'booking'] } } } }];
+    const tools: ToolSpec[] = [
+      { name: 'render_form', description: 'form', parameters: { properties: { form: { enum: ['contact', 'booking'] } } } },
+    ];
     const r = await reply('What can you do?', { tools });
     assert.match(r.text, /show you a form \(contact, booking\)/);
     assert.doesNotMatch(r.text, /knowledge base/);
   });
 
   test('the same message gets the same answer', async () => {
-    for (const p of ['What can you do?', 'Écris une phrase de bienvenue', 'Write a tagline for our bakery']) assert.deepEqual(await reply(p), await reply(p));
+    for (const p of ['What can you do?', 'Écris une phrase de bienvenue', 'Write a tagline for our bakery'])
+      assert.deepEqual(await reply(p), await reply(p));
   });
 });
 

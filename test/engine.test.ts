@@ -19,7 +19,16 @@ import { FIXTURES_DIR, startTestServer } from './support/helpers.ts';
 const forms = await loadForms(FIXTURES_DIR, ['contact', 'booking', 'feedback']);
 
 function req(content: string, over: Partial<ModelRequest> = {}): ModelRequest {
-  return { kind: 'response', agentName: 'Tester', instructions: '', metadata: {}, messages: [{ role: 'user', content }], tools: [], fast: false, ...over };
+  return {
+    kind: 'response',
+    agentName: 'Tester',
+    instructions: '',
+    metadata: {},
+    messages: [{ role: 'user', content }],
+    tools: [],
+    fast: false,
+    ...over,
+  };
 }
 
 async function collect(it: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
@@ -40,7 +49,8 @@ describe('embedded engine', () => {
 
   test('user_name greets the first reply of a conversation only, whether or not a tool ran first', async () => {
     const e = new LocalEngine({ forms });
-    const text = async (r: ModelRequest) => (await collect(e.generate(r, new AbortController().signal))).flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join('');
+    const text = async (r: ModelRequest) =>
+      (await collect(e.generate(r, new AbortController().signal))).flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join('');
     const metadata = { user_name: 'Ada' };
     assert.match(await text(req('Recommend a good book about sailing', { metadata })), /^Hi Ada! /);
     const later = [
@@ -52,7 +62,11 @@ describe('embedded engine', () => {
     // After a knowledge_search turn, the answer greets only on the first reply too.
     const tool = (history: ModelRequest['messages']) => [
       ...history,
-      { role: 'assistant' as const, content: '', tool_calls: [{ call_id: 'call_1', name: 'knowledge_search' as const, arguments: '{"query":"x"}' }] },
+      {
+        role: 'assistant' as const,
+        content: '',
+        tool_calls: [{ call_id: 'call_1', name: 'knowledge_search' as const, arguments: '{"query":"x"}' }],
+      },
       { role: 'tool' as const, name: 'knowledge_search', call_id: 'call_1', content: '{"query":"x","results":[]}' },
     ];
     assert.match(await text(req('', { metadata, messages: tool([{ role: 'user', content: 'x?' }]) })), /^Hi Ada! I found nothing/);
@@ -71,19 +85,29 @@ describe('embedded engine', () => {
     const e = new LocalEngine({ forms });
     const thanks = await collect(e.generate(req('Thanks a lot'), new AbortController().signal));
     assert.match((thanks[0] as any).delta + (thanks[1] as any).delta, /^You're welcome/);
-    const draft = await collect(e.generate(req('Write a short welcome note for new hikers', { kind: 'completion' }), new AbortController().signal));
+    const draft = await collect(
+      e.generate(req('Write a short welcome note for new hikers', { kind: 'completion' }), new AbortController().signal),
+    );
     const text = draft.flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join('');
     // A writing request is written, not searched for (test/engine-intents.test.ts has the paraphrases).
     assert.match(text, /^Here is a suggestion: “Welcome aboard!/);
-    const other = await collect(e.generate(req('Summarise the history of sailing ships', { kind: 'completion' }), new AbortController().signal));
-    assert.match(other.flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join(''), /^Here is a short draft about history, sailing, ships\./);
+    const other = await collect(
+      e.generate(req('Summarise the history of sailing ships', { kind: 'completion' }), new AbortController().signal),
+    );
+    assert.match(
+      other.flatMap((x) => (x.type === 'text' ? [x.delta] : [])).join(''),
+      /^Here is a short draft about history, sailing, ships\./,
+    );
   });
 
   test('titles: greeting, keywords, empty', async () => {
     const e = new LocalEngine({ forms });
     assert.deepEqual(await e.title({ firstMessage: 'Hello!', reply: '' }), { 'en-ca': 'Greetings', 'fr-ca': 'Salutations' });
     assert.deepEqual(await e.title({ firstMessage: '?!', reply: '' }), { 'en-ca': 'New conversation', 'fr-ca': 'Nouvelle conversation' });
-    assert.deepEqual(await e.title({ firstMessage: 'I want to give feedback', reply: '' }), { 'en-ca': 'Share your feedback', 'fr-ca': 'Donnez votre avis' });
+    assert.deepEqual(await e.title({ firstMessage: 'I want to give feedback', reply: '' }), {
+      'en-ca': 'Share your feedback',
+      'fr-ca': 'Donnez votre avis',
+    });
   });
 
   test('an aborted signal stops it at once', async () => {
@@ -94,8 +118,7 @@ describe('embedded engine', () => {
 });
 
 describe('engine selection', () => {
-  const app = (model: string, testing?: unknown) =>
-    ({ id: 'app_x', agent: { model, forms: [], testing } }) as unknown as AppT;
+  const app = (model: string, testing?: unknown) => ({ id: 'app_x', agent: { model, forms: [], testing } }) as unknown as AppT;
 
   test('local, ollama:<model>, PARLEY_MODEL override, mistakes', () => {
     assert.deepEqual(parseModelSpec('ollama:qwen3:4b'), { kind: 'ollama', model: 'qwen3:4b' });
@@ -123,7 +146,10 @@ describe('engine selection', () => {
 
 describe('knowledge base', () => {
   test('front matter, title and one passage per section', () => {
-    const { doc, sections } = parseDocument('x.md', '---\ntitle: Refunds\ntitle_fr: Remboursements\n---\nIntro text.\n\n## Delays\nFive days.\n');
+    const { doc, sections } = parseDocument(
+      'x.md',
+      '---\ntitle: Refunds\ntitle_fr: Remboursements\n---\nIntro text.\n\n## Delays\nFive days.\n',
+    );
     assert.deepEqual(doc, { file: 'x.md', title: 'Refunds', title_fr: 'Remboursements' });
     assert.deepEqual(sections, [
       { heading: 'Refunds', text: 'Intro text.' },
@@ -172,10 +198,19 @@ describe('response runner', () => {
     });
 
   test('an error event fails the response with its code', async () => {
-    const r = run(fake([{ type: 'text', delta: 'a' }, { type: 'error', code: 'model_busy', message: 'busy' }]), 'response');
+    const r = run(
+      fake([
+        { type: 'text', delta: 'a' },
+        { type: 'error', code: 'model_busy', message: 'busy' },
+      ]),
+      'response',
+    );
     const events = [];
     for await (const e of r.events()) events.push(e);
-    assert.deepEqual(events.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.failed']);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      ['response.created', 'response.output_text.delta', 'response.failed'],
+    );
     assert.deepEqual(r.error, { type: 'model_error', code: 'model_busy', message: 'busy' });
   });
 
@@ -183,10 +218,16 @@ describe('response runner', () => {
     const r = run(fake([{ type: 'done', usage: { input_tokens: 1, output_tokens: 0 } }]), 'completion');
     const events = [];
     for await (const e of r.events()) events.push(e);
-    assert.deepEqual(events.map((e) => e.event), ['response.created', 'response.output_text.done', 'response.completed']);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      ['response.created', 'response.output_text.done', 'response.completed'],
+    );
     assert.equal(r.text, '');
     const seen: unknown[] = [];
-    const broken: ModelEngine = { ...fake([]), generate: () => ({ [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new Error('bug')) }) }) };
+    const broken: ModelEngine = {
+      ...fake([]),
+      generate: () => ({ [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new Error('bug')) }) }),
+    };
     const b = run(broken, 'response', (e) => seen.push(e));
     for await (const _ of b.events());
     assert.equal(b.error!.code, 'internal_error');
@@ -196,9 +237,14 @@ describe('response runner', () => {
 
   test('a response that cannot be saved ends with response.failed, never response.completed', async () => {
     const seen: unknown[] = [];
-    const r = run(fake([{ type: 'text', delta: 'a' }]), 'response', (e) => seen.push(e), async () => {
-      throw new Error('ENOSPC');
-    });
+    const r = run(
+      fake([{ type: 'text', delta: 'a' }]),
+      'response',
+      (e) => seen.push(e),
+      async () => {
+        throw new Error('ENOSPC');
+      },
+    );
     const events = [];
     for await (const e of r.events()) events.push(e);
     assert.equal(events.at(-1)!.event, 'response.failed');
@@ -237,7 +283,10 @@ describe('response runner limits', () => {
     });
     for await (const _ of r.events());
     assert.deepEqual(offered, [1, 1, 1, 0]);
-    assert.deepEqual(r.output.map((i) => i.type), ['function_call', 'function_call', 'function_call', 'message']);
+    assert.deepEqual(
+      r.output.map((i) => i.type),
+      ['function_call', 'function_call', 'function_call', 'message'],
+    );
     assert.deepEqual(r.usage, { input_tokens: 4, output_tokens: 4, total_tokens: 8 });
   });
 });
@@ -250,19 +299,27 @@ describe('SSE backpressure', () => {
       return false;
     };
     let resolved = false;
-    const p = writeSseEvent(res as ServerResponse, { event: 'response.completed', data: { type: 'response.completed', sequence_number: 0, id: 'r', status: 'completed' } }).then(() => (resolved = true));
+    const p = writeSseEvent(res as ServerResponse, {
+      event: 'response.completed',
+      data: { type: 'response.completed', sequence_number: 0, id: 'r', status: 'completed' },
+    }).then(() => (resolved = true));
     await new Promise((r) => setImmediate(r));
     assert.equal(resolved, false);
     res.emit('drain');
     await p;
     assert.equal(res.chunks.length, 1);
     // A closed socket releases the writer too, and later writes are no-ops.
-    const q = writeSseEvent(res as ServerResponse, { event: 'response.completed', data: { type: 'response.completed', sequence_number: 1, id: 'r', status: 'completed' } });
+    const q = writeSseEvent(res as ServerResponse, {
+      event: 'response.completed',
+      data: { type: 'response.completed', sequence_number: 1, id: 'r', status: 'completed' },
+    });
     res.emit('close');
     await q;
     res.destroyed = true;
-    await writeSseEvent(res as ServerResponse, { event: 'response.completed', data: { type: 'response.completed', sequence_number: 2, id: 'r', status: 'completed' } });
+    await writeSseEvent(res as ServerResponse, {
+      event: 'response.completed',
+      data: { type: 'response.completed', sequence_number: 2, id: 'r', status: 'completed' },
+    });
     assert.equal(res.chunks.length, 2);
   });
 });
-

@@ -14,7 +14,9 @@ test('every error of the catalogue builds the complete error object, with its st
     const err = apiError(name, `message of ${name}`, { param: 'p' });
     assert.ok(err instanceof ApiError);
     assert.equal(err.status, ERRORS[name].status);
-    assert.deepEqual(ReferenceErrorBody.parse(err.toBody()), { error: { message: `message of ${name}`, type: ERRORS[name].type, param: 'p', code: ERRORS[name].code } });
+    assert.deepEqual(ReferenceErrorBody.parse(err.toBody()), {
+      error: { message: `message of ${name}`, type: ERRORS[name].type, param: 'p', code: ERRORS[name].code },
+    });
     assert.deepEqual(err.toBody(), errorBody(name, `message of ${name}`, 'p'), 'one builder for thrown errors and raw-socket answers');
     for (const [k, v] of Object.entries(ERRORS[name].headers ?? {})) assert.equal(err.headers[k], v);
   }
@@ -22,23 +24,34 @@ test('every error of the catalogue builds the complete error object, with its st
 
 test('the seven error types of §7 are there, with the status the interface fixes; every other type is invalid_request_error', () => {
   for (const type of ErrorType.options) {
-    assert.ok(names.some((n) => ERRORS[n].type === type), `${type} is in the catalogue`);
+    assert.ok(
+      names.some((n) => ERRORS[n].type === type),
+      `${type} is in the catalogue`,
+    );
   }
   for (const name of names) {
     const { type, status } = ERRORS[name];
     if (type === 'invalid_request_error') assert.ok(status >= 400 && status < 500, name);
     else assert.equal(status, ERROR_STATUS[type], name);
   }
-  for (const status of [400, 405, 408, 409, 413, 415, 417, 422, 431]) assert.ok(names.some((n) => ERRORS[n].status === status), `a ${status} is catalogued`);
+  for (const status of [400, 405, 408, 409, 413, 415, 417, 422, 431])
+    assert.ok(
+      names.some((n) => ERRORS[n].status === status),
+      `a ${status} is catalogued`,
+    );
 });
 
-test('a 400 names only a catalogued code; the codes of the contract\'s own rules are catalogued', () => {
+test("a 400 names only a catalogued code; the codes of the contract's own rules are catalogued", () => {
   assert.equal(invalidRequest('x', null, 'invalid_cursor').status, 400);
   assert.ok(isInvalidRequestCode('invalid_value'));
   assert.ok(!isInvalidRequestCode('body_too_large'), 'a 413 is not a 400');
   assert.ok(!isInvalidRequestCode('toString'));
   const dir = path.resolve(import.meta.dirname, '../src/contract');
-  const contract = fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n');
+  const contract = fs
+    .readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))
+    .join('\n');
   const codes = [...contract.matchAll(/apiCode: '([a-z_]+)'/g)].map((m) => m[1]!);
   assert.ok(codes.length > 0);
   for (const code of codes) assert.ok(isInvalidRequestCode(code), `${code} (raised by a contract schema) is a catalogued 400`);

@@ -49,7 +49,8 @@ function assertWellFormed(r: RawResponse, what: string): void {
     const body = ReferenceErrorBody.safeParse(r.json);
     assert.ok(body.success, `${what}: not an error object: ${r.text.slice(0, 200)}`);
     assert.doesNotMatch(r.text, /at .*\.ts:\d+|node:internal|Error:/, `${what}: internals leaked`);
-    if (r.status === 400 || r.status === 413 || r.status === 415 || r.status === 405) assert.equal(r.json.error.type, 'invalid_request_error');
+    if (r.status === 400 || r.status === 413 || r.status === 415 || r.status === 405)
+      assert.equal(r.json.error.type, 'invalid_request_error');
   }
 }
 
@@ -137,9 +138,22 @@ const hostileBody: fc.Arbitrary<string | Buffer> = fc.oneof(
   deepArray,
   deepMetadata,
   fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => Buffer.from(b)), // mostly invalid UTF-8
-  fc.constantFrom(Buffer.from([0x7b, 0x22, 0x74, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), Buffer.from([0xc3, 0x28]), Buffer.from('{"title":"\xed\xa0\x80"}', 'latin1')),
+  fc.constantFrom(
+    Buffer.from([0x7b, 0x22, 0x74, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+    Buffer.from([0xc3, 0x28]),
+    Buffer.from('{"title":"\xed\xa0\x80"}', 'latin1'),
+  ),
 );
-const contentType = fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', undefined);
+const contentType = fc.constantFrom(
+  'application/json',
+  'application/json; charset=utf-8',
+  'APPLICATION/JSON',
+  'application/merge-patch+json',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  undefined,
+);
 
 /** `counted`: the route counts against the rate limit before validating (D-4, D-23, D-27). */
 type BodyEndpoint = { name: string; method: string; path: () => string; counted?: boolean };
@@ -163,7 +177,12 @@ describe('hostile bodies', () => {
         const r = await rawRequest(s.port, ep.method, ep.path(), { headers, body });
         assertWellFormed(r, `${ep.name} ${String(body).slice(0, 80)}`);
         assertNotPolluted();
-        if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted: ep.counted }), before, `${ep.name}: a rejected request (${r.status}) changed the data`);
+        if (r.status >= 400)
+          assert.equal(
+            await snapshot(s, APPS, { counted: ep.counted }),
+            before,
+            `${ep.name}: a rejected request (${r.status}) changed the data`,
+          );
       }),
       { numRuns: RUNS },
     );
@@ -172,7 +191,10 @@ describe('hostile bodies', () => {
   test('a body over 1 MiB is 413 body_too_large and changes nothing (D-2)', async () => {
     const before = await snapshot(s, APPS, { counted: true });
     for (const ep of BODY_ENDPOINTS) {
-      const r = await rawRequest(s.port, ep.method, ep.path(), { headers: { ...auth, 'content-type': 'application/json' }, body: `{"title":"${'x'.repeat(1_100_000)}"}` });
+      const r = await rawRequest(s.port, ep.method, ep.path(), {
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: `{"title":"${'x'.repeat(1_100_000)}"}`,
+      });
       assertWellFormed(r, ep.name);
       assert.equal(r.status, 413);
       assert.equal(r.json.error.code, 'body_too_large');
@@ -182,13 +204,37 @@ describe('hostile bodies', () => {
 });
 
 describe('hostile queries', () => {
-  const key = fc.oneof(fc.constantFrom('limit', 'after', 'before', 'order', 'external_user_id', '__proto__', 'constructor'), fc.string({ maxLength: 8 }));
+  const key = fc.oneof(
+    fc.constantFrom('limit', 'after', 'before', 'order', 'external_user_id', '__proto__', 'constructor'),
+    fc.string({ maxLength: 8 }),
+  );
   const value = fc.oneof(
-    fc.constantFrom('0', '1', '100', '101', '-1', '1.5', '1e1', '05', '%205', '+5', '0x10', '99999999999999999999', 'asc', 'desc', 'ASC', '', '%', '%zz', '%00', '%2F'),
+    fc.constantFrom(
+      '0',
+      '1',
+      '100',
+      '101',
+      '-1',
+      '1.5',
+      '1e1',
+      '05',
+      '%205',
+      '+5',
+      '0x10',
+      '99999999999999999999',
+      'asc',
+      'desc',
+      'ASC',
+      '',
+      '%',
+      '%zz',
+      '%00',
+      '%2F',
+    ),
     fc.string({ maxLength: 20 }).map(encodeURIComponent),
     fc.constantFrom('conv_', 'mine', 'deleted', 'theirs', 'sibling'),
   );
-  test('list: 200 with a valid page or a 400 error object, never another app\'s conversation', async () => {
+  test("list: 200 with a valid page or a 400 error object, never another app's conversation", async () => {
     const ids = new Map(Object.entries({ mine, deleted, theirs, sibling }));
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(key, value), { maxLength: 4 }), async (pairs) => {
@@ -200,7 +246,7 @@ describe('hostile queries', () => {
           for (const c of ReferenceConversationList.parse(r.json).data) assert.equal((await s.store.getConversation(c.id))?.app_id, APP);
         }
         if (pairs.some(([k, v]) => (k === 'after' || k === 'before') && (v === 'theirs' || v === 'sibling'))) {
-          assert.equal(r.status, 400, 'another app\'s conversation is never a cursor here');
+          assert.equal(r.status, 400, "another app's conversation is never a cursor here");
         }
       }),
       { numRuns: RUNS },
@@ -249,16 +295,31 @@ describe('hostile headers', () => {
   );
   test('any Authorization, Content-Type, Idempotency-Key and extra header: 2xx for the real key only, an error object otherwise', async () => {
     await fc.assert(
-      fc.asyncProperty(endpoint, authorization, contentType, fc.boolean(), idempotencyKey, async ([method, path, body, counted], a, type, twice, idem) => {
-        const before = await snapshot(s, APPS, { counted });
-        const headers: Record<string, string | string[]> = { authorization: twice ? [a, a] : a, 'x-forwarded-for': '10.0.0.1', 'accept-encoding': 'gzip, br' };
-        if (type) headers['content-type'] = type;
-        if (idem !== null) headers['idempotency-key'] = idem;
-        const r = await rawRequest(s.port, method, path(), { headers, body });
-        assertWellFormed(r, `${method} ${path()} [${a.slice(0, 40)}]`);
-        if (r.status < 300) assert.ok(a === `Bearer ${KEY}` || a === `bearer ${KEY}` || a === `Bearer  ${KEY}` || a === `Bearer ${KEY} `, `accepted ${a.slice(0, 60)}`);
-        if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted }), before);
-      }),
+      fc.asyncProperty(
+        endpoint,
+        authorization,
+        contentType,
+        fc.boolean(),
+        idempotencyKey,
+        async ([method, path, body, counted], a, type, twice, idem) => {
+          const before = await snapshot(s, APPS, { counted });
+          const headers: Record<string, string | string[]> = {
+            authorization: twice ? [a, a] : a,
+            'x-forwarded-for': '10.0.0.1',
+            'accept-encoding': 'gzip, br',
+          };
+          if (type) headers['content-type'] = type;
+          if (idem !== null) headers['idempotency-key'] = idem;
+          const r = await rawRequest(s.port, method, path(), { headers, body });
+          assertWellFormed(r, `${method} ${path()} [${a.slice(0, 40)}]`);
+          if (r.status < 300)
+            assert.ok(
+              a === `Bearer ${KEY}` || a === `bearer ${KEY}` || a === `Bearer  ${KEY}` || a === `Bearer ${KEY} `,
+              `accepted ${a.slice(0, 60)}`,
+            );
+          if (r.status >= 400) assert.equal(await snapshot(s, APPS, { counted }), before);
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -266,12 +327,31 @@ describe('hostile headers', () => {
 
 describe('hostile paths', () => {
   const segment = fc.oneof(
-    fc.constantFrom('%2F', '%2f', '..', '.', '%2e%2e', '%2E', '%00', '%', '%zz', '%252F', '%5C', '..%2F..%2Fmetrics', 'conv_%2F..', ';', '%3B', '*', '~', '%20'),
+    fc.constantFrom(
+      '%2F',
+      '%2f',
+      '..',
+      '.',
+      '%2e%2e',
+      '%2E',
+      '%00',
+      '%',
+      '%zz',
+      '%252F',
+      '%5C',
+      '..%2F..%2Fmetrics',
+      'conv_%2F..',
+      ';',
+      '%3B',
+      '*',
+      '~',
+      '%20',
+    ),
     fc.constantFrom('MINE', 'THEIRS', 'SIBLING', 'DELETED'),
     fc.string({ maxLength: 12 }).map(encodeURIComponent),
   );
   const method = fc.constantFrom('GET', 'PATCH', 'DELETE', 'POST', 'PUT', 'OPTIONS', 'HEAD');
-  test('any id, any encoding, any method: never a 500, never another app\'s data, nothing changed', async () => {
+  test("any id, any encoding, any method: never a 500, never another app's data, nothing changed", async () => {
     const ids = new Map(Object.entries({ MINE: mine, THEIRS: theirs, SIBLING: sibling, DELETED: deleted }));
     await fc.assert(
       fc.asyncProperty(method, fc.array(segment, { minLength: 1, maxLength: 3 }), fc.boolean(), async (m, segs, appSegment) => {
@@ -294,7 +374,7 @@ describe('hostile paths', () => {
   });
 });
 
-describe('one app can never reach another app\'s conversations', () => {
+describe("one app can never reach another app's conversations", () => {
   test('paths, cursors and metrics with foreign ids', async () => {
     const before = await snapshot(s, APPS, { counted: canSend });
     const metrics = (await s.call('GET', `/apps/${APP}/metrics`)).body;

@@ -16,14 +16,23 @@ const port = () => new URL(s.baseUrl).port as unknown as number;
 
 describe('two Authorization headers', () => {
   test('are refused with a 400 error object naming the header, whichever comes first, and change nothing', async () => {
-    for (const order of [[`Bearer ${KEY}`, 'Bearer sk_live_wrong'], ['Bearer sk_live_wrong', `Bearer ${KEY}`], [`Bearer ${KEY}`, `Bearer ${KEY}`]]) {
+    for (const order of [
+      [`Bearer ${KEY}`, 'Bearer sk_live_wrong'],
+      ['Bearer sk_live_wrong', `Bearer ${KEY}`],
+      [`Bearer ${KEY}`, `Bearer ${KEY}`],
+    ]) {
       const r = await rawRequest(port(), 'POST', '/v1/apps/app_demo/conversations', {
         headers: { authorization: order, 'content-type': 'application/json' },
         body: '{}',
       });
       assert.equal(r.status, 400, JSON.stringify(order));
       assert.deepEqual(r.json, {
-        error: { type: 'invalid_request_error', code: 'invalid_value', param: 'Authorization', message: 'Send the Authorization header once: this request carries several.' },
+        error: {
+          type: 'invalid_request_error',
+          code: 'invalid_value',
+          param: 'Authorization',
+          message: 'Send the Authorization header once: this request carries several.',
+        },
       });
     }
     const list = await s.call('GET', '/apps/app_demo/conversations');
@@ -42,7 +51,9 @@ describe('nothing is written on a connection after its answer but its close', ()
     await once(socket, 'connect');
     let received = '';
     socket.setEncoding('utf8').on('data', (d: string) => (received += d));
-    socket.write(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n`);
+    socket.write(
+      `GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n`,
+    );
     // The body never ends: the server's request timeout (600 ms here) ends the connection.
     await once(socket, 'close');
     const answers = received.match(/HTTP\/1\.1 \d{3}/g) ?? [];
@@ -85,7 +96,10 @@ describe('a connection closed with input unread: a lingering close, not a reset'
 
   test('a 413 while the client is still sending: its whole body is taken in, then a clean end with the answer intact', async () => {
     const body = Buffer.alloc(4 * 1024 * 1024, 0x61);
-    const r = await sendWhole(`POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, body);
+    const r = await sendWhole(
+      `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      body,
+    );
     assert.deepEqual([r.writeError, r.readError], [undefined, undefined], 'no reset');
     assert.match(r.received, /^HTTP\/1\.1 413 /);
     assert.match(r.received, /\r\nconnection: close\r\n/i);
@@ -97,7 +111,10 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     const parts: Buffer[] = [];
     for (let i = 0; i < 40; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
     parts.push(Buffer.from('0\r\n\r\n'));
-    const r = await sendWhole(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`, Buffer.concat(parts));
+    const r = await sendWhole(
+      `GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      Buffer.concat(parts),
+    );
     assert.deepEqual([r.writeError, r.readError], [undefined, undefined], 'no reset');
     assert.match(r.received, /^HTTP\/1\.1 200 /);
   });
@@ -126,15 +143,35 @@ describe('§4.3 items sorted chronologically', () => {
     const record = await s.store.saveResponse({
       conversationId: c.body.id,
       items: [
-        { id: 'msg_edge_user', type: 'message', role: 'user', content: [{ type: 'text', text: 'second' }], created_at: early, response_id: 'resp_edge' },
-        { id: 'msg_edge_reply', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'ok' }], created_at: last + 1, response_id: 'resp_edge' },
+        {
+          id: 'msg_edge_user',
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'text', text: 'second' }],
+          created_at: early,
+          response_id: 'resp_edge',
+        },
+        {
+          id: 'msg_edge_reply',
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'text', text: 'ok' }],
+          created_at: last + 1,
+          response_id: 'resp_edge',
+        },
       ],
       response: { id: 'resp_edge', created_at: early, status: 'completed', usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } },
       apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
     });
     assert.equal(record.message_count, 4);
     const items: Array<{ id: string; created_at: number }> = (await s.call('GET', conv)).body.items;
-    assert.deepEqual(items.slice(-2).map((i) => [i.id, i.created_at]), [['msg_edge_user', last], ['msg_edge_reply', last + 1]]);
+    assert.deepEqual(
+      items.slice(-2).map((i) => [i.id, i.created_at]),
+      [
+        ['msg_edge_user', last],
+        ['msg_edge_reply', last + 1],
+      ],
+    );
     for (let i = 1; i < items.length; i++) assert.ok(items[i]!.created_at >= items[i - 1]!.created_at, `item ${i}`);
   });
 });

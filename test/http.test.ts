@@ -17,7 +17,13 @@ after(() => s.close());
 const conv = `/apps/${APP}/conversations`;
 
 /** Asserts an error answer: status, the four fields of the error object, and a request id. */
-function assertError(r: { status: number; headers: Headers; body: any }, status: number, type: string, param: string | null, code: string | null) {
+function assertError(
+  r: { status: number; headers: Headers; body: any },
+  status: number,
+  type: string,
+  param: string | null,
+  code: string | null,
+) {
   assert.equal(r.status, status, JSON.stringify(r.body));
   const body = ExactErrorBody.parse(r.body);
   assert.deepEqual([body.error.type, body.error.param, body.error.code], [type, param, code]);
@@ -93,7 +99,13 @@ describe('authentication (§5, D-6)', () => {
   test('D-4: authentication comes before the app check, the app check before the body', async () => {
     assertError(await s.call('GET', '/apps/app_nope/config', undefined, { key: null }), 401, 'invalid_api_key', null, null);
     assertError(await s.call('POST', `/apps/${TARGET.apps.inactive}/conversations`, { nope: 1 }), 403, 'app_inactive', null, null);
-    assertError(await s.call('PATCH', `${conv}/conv_missing`, { title: 'x', nope: 1 }), 400, 'invalid_request_error', 'nope', 'unknown_parameter');
+    assertError(
+      await s.call('PATCH', `${conv}/conv_missing`, { title: 'x', nope: 1 }),
+      400,
+      'invalid_request_error',
+      'nope',
+      'unknown_parameter',
+    );
   });
 
   test('no key and no Authorization header ever reaches the log', async () => {
@@ -131,7 +143,14 @@ describe('routing (D-3)', () => {
   });
 
   test('a trailing, doubled or empty segment is an unknown path: 404, not the route it resembles', async () => {
-    for (const path of [`${conv}/`, `/apps/${APP}//conversations`, `//apps//${APP}//conversations`, `/apps/${APP}/config/`, '/apps//config', `${conv}//`]) {
+    for (const path of [
+      `${conv}/`,
+      `/apps/${APP}//conversations`,
+      `//apps//${APP}//conversations`,
+      `/apps/${APP}/config/`,
+      '/apps//config',
+      `${conv}//`,
+    ]) {
       assertError(await s.call('GET', path), 404, 'not_found', null, null);
     }
     assert.equal((await s.call('GET', conv)).status, 200, 'the path itself still answers');
@@ -143,7 +162,13 @@ describe('routing (D-3)', () => {
 
   test('an unknown conversation is 404 not_found, param conversation_id', async () => {
     for (const m of ['GET', 'PATCH', 'DELETE'] as const) {
-      assertError(await s.call(m, `${conv}/conv_missing`, m === 'PATCH' ? { title: 'x' } : undefined), 404, 'not_found', 'conversation_id', null);
+      assertError(
+        await s.call(m, `${conv}/conv_missing`, m === 'PATCH' ? { title: 'x' } : undefined),
+        404,
+        'not_found',
+        'conversation_id',
+        null,
+      );
     }
   });
 
@@ -189,8 +214,18 @@ describe('request bodies (D-1, D-2)', () => {
   test('a Content-Type other than JSON is 415 unsupported_media_type', async () => {
     const r = await s.call('POST', conv, undefined, { raw: 'title=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     assertError(r, 415, 'invalid_request_error', null, 'unsupported_media_type');
-    const none = await fetch(s.baseUrl + conv, { method: 'POST', headers: { authorization: `Bearer ${KEY}` }, body: new Uint8Array([0x7b, 0x7d]) });
-    assertError({ status: none.status, headers: none.headers, body: await none.json() }, 415, 'invalid_request_error', null, 'unsupported_media_type');
+    const none = await fetch(s.baseUrl + conv, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}` },
+      body: new Uint8Array([0x7b, 0x7d]),
+    });
+    assertError(
+      { status: none.status, headers: none.headers, body: await none.json() },
+      415,
+      'invalid_request_error',
+      null,
+      'unsupported_media_type',
+    );
   });
 
   test('a +json media type and a charset are accepted', async () => {
@@ -279,7 +314,7 @@ describe('what node:http would answer by itself (clientError)', () => {
     assert.equal(r.body.error.code, 'headers_too_large');
   });
 
-  test('a request without Host (HTTP/1.1): 400 with the error object, a request id and a log line, not node\'s empty 400', async () => {
+  test("a request without Host (HTTP/1.1): 400 with the error object, a request id and a log line, not node's empty 400", async () => {
     const lines: string[] = [];
     const logged = await startTestServer({ logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }) });
     try {
@@ -290,7 +325,10 @@ describe('what node:http would answer by itself (clientError)', () => {
       const id = r.headers['x-request-id']!;
       assert.match(id, /^req_[0-9a-f]{24}$/);
       await logged.close(); // the log line is written when the response closes
-      assert.ok(lines.some((l) => l.includes(id) && l.includes('"status":400')), 'one log line with the request id');
+      assert.ok(
+        lines.some((l) => l.includes(id) && l.includes('"status":400')),
+        'one log line with the request id',
+      );
       // HTTP/1.0 has no Host requirement.
       const old = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.0\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
       assert.equal(old.status, 200);
@@ -299,8 +337,10 @@ describe('what node:http would answer by itself (clientError)', () => {
     }
   });
 
-  test('an Expect header other than 100-continue: 417 with the error object and a request id, not node\'s empty 417', async () => {
-    const r = parseRaw(await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+  test("an Expect header other than 100-continue: 417 with the error object and a request id, not node's empty 417", async () => {
+    const r = parseRaw(
+      await rawExchange(s.port, `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`),
+    );
     assert.equal(r.status, 417);
     ExactErrorBody.parse(r.body);
     assert.deepEqual([r.body.error.type, r.body.error.param, r.body.error.code], ['invalid_request_error', 'Expect', 'expectation_failed']);
@@ -349,7 +389,10 @@ describe('bodies no handler reads (D-2)', () => {
   const BIG = 50 * 1024 * 1024;
 
   /** Reads one whole response (head and Content-Length body) from `socket`, leaving what follows. */
-  function nextResponse(socket: net.Socket, state: { buf: string }): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+  function nextResponse(
+    socket: net.Socket,
+    state: { buf: string },
+  ): Promise<{ status: number; headers: Record<string, string>; body: any }> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const end = state.buf.indexOf('\r\n\r\n');
@@ -384,7 +427,9 @@ describe('bodies no handler reads (D-2)', () => {
     ['GET /config (200)', 'GET', `/v1/apps/${APP}/config`, true, 200],
     ['DELETE of a missing conversation (404)', 'DELETE', `/v1${conv}/conv_missing`, true, 404],
   ] as const) {
-    test(`a 50 MiB text/plain body declared on ${what}: answered with Connection: close, and the socket closed rather than drained`, { timeout: 30_000 }, async () => {
+    test(`a 50 MiB text/plain body declared on ${what}: answered with Connection: close, and the socket closed rather than drained`, {
+      timeout: 30_000,
+    }, async () => {
       const { socket, state, closed } = connect();
       const head = `${method} ${path} HTTP/1.1\r\nHost: x\r\n${auth ? `Authorization: Bearer ${KEY}\r\n` : ''}Content-Type: text/plain\r\nContent-Length: ${BIG}\r\n\r\n`;
       socket.write(head + 'x'.repeat(64 * 1024));
@@ -413,7 +458,9 @@ describe('bodies no handler reads (D-2)', () => {
     const { socket, state, closed } = connect();
     let open = true;
     void closed.then(() => (open = false));
-    socket.write(`GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    socket.write(
+      `GET /v1/apps/${APP}/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
     const answer = nextResponse(socket, state);
     // Keep sending 64 KiB chunks (never the last one) while the socket is open, up to 64 MiB.
     const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`;
@@ -454,7 +501,10 @@ describe('x-request-id and failures (D-5)', () => {
       assert.doesNotMatch(JSON.stringify(r.body), /fire|secret|at /);
       const id = r.headers.get('x-request-id')!;
       assert.ok(r.body.error.message.includes(id));
-      assert.ok(lines.some((l) => l.includes(id) && l.includes('disk on fire')), 'the log line names the cause and the request id');
+      assert.ok(
+        lines.some((l) => l.includes(id) && l.includes('disk on fire')),
+        'the log line names the cause and the request id',
+      );
     } finally {
       await failing.close();
     }
@@ -468,7 +518,10 @@ describe('graceful close', () => {
     const answered = new Promise<{ status: number; connection: string | undefined; body: string }>((resolve, reject) => {
       const req = http.request(
         server.baseUrl + conv,
-        { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           let text = '';
           res.on('data', (d) => (text += d));

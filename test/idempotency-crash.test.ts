@@ -158,19 +158,39 @@ describe('answers kept by the earlier version (the bytes of a stream, `cut` when
     const urlPath = `${conv}/conv_old`;
     const body = { message: { content: 'An old story' }, stream: true };
     const f = sha(`POST /v1${urlPath}\n${canonicalJson(body)}`);
-    const created = { type: 'response.created', sequence_number: 0, id: 'resp_old', object: 'response', status: 'in_progress', conversation_id: 'conv_old' };
+    const created = {
+      type: 'response.created',
+      sequence_number: 0,
+      id: 'resp_old',
+      object: 'response',
+      status: 'in_progress',
+      conversation_id: 'conv_old',
+    };
     const delta = { type: 'response.output_text.delta', sequence_number: 1, delta: 'Once', output_index: 0, content_index: 0 };
     const b = `event: response.created\ndata: ${JSON.stringify(created)}\n\nevent: response.output_text.delta\ndata: ${JSON.stringify(delta)}\n\n`;
     const at = Date.now();
     await fs.mkdir(path.join(dir, 'idempotency'), { recursive: true });
-    await fs.writeFile(path.join(dir, 'idempotency', `${Math.floor(at / 3_600_000)}.jsonl`), `${JSON.stringify({ k: sha(`${APP}\0old-cut`), f, at, kind: 'sse', b, cut: true })}\n`);
+    await fs.writeFile(
+      path.join(dir, 'idempotency', `${Math.floor(at / 3_600_000)}.jsonl`),
+      `${JSON.stringify({ k: sha(`${APP}\0old-cut`), f, at, kind: 'sse', b, cut: true })}\n`,
+    );
     const s = await startTestServer({ dataDir: dir });
     try {
       const r = await s.call('POST', urlPath, body, idem('old-cut'));
       assert.equal(r.status, 200);
       assert.equal(r.headers.get('idempotent-replayed'), 'true');
       assert.ok(r.body.startsWith(b), 'the kept events, byte for byte');
-      const failed = { type: 'response.failed', sequence_number: 2, id: 'resp_old', status: 'failed', error: { type: 'request_aborted', message: 'The client disconnected before the response was complete.', code: 'client_disconnected' } };
+      const failed = {
+        type: 'response.failed',
+        sequence_number: 2,
+        id: 'resp_old',
+        status: 'failed',
+        error: {
+          type: 'request_aborted',
+          message: 'The client disconnected before the response was complete.',
+          code: 'client_disconnected',
+        },
+      };
       assert.equal(r.body.slice(b.length), `event: response.failed\ndata: ${JSON.stringify(failed)}\n\n`);
     } finally {
       await s.close();

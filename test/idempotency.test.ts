@@ -32,8 +32,12 @@ describe('Idempotency-Key syntax', () => {
     assert.equal(parseIdempotencyKey(['"8e03978e-40d5-43e8-bc93-6894a57f9324"']), '8e03978e-40d5-43e8-bc93-6894a57f9324');
     assert.equal(parseIdempotencyKey(['"a \\"quoted\\" \\\\ key"']), 'a "quoted" \\ key');
     assert.equal(parseIdempotencyKey(['bare-token_1']), 'bare-token_1');
-    for (const bad of [['""'], ['"x', ], ['"é"'], ['a b'], [`"${'k'.repeat(256)}"`], ['"a"', '"b"'], ['"a\\x"']]) {
-      assert.throws(() => parseIdempotencyKey(bad), (e: { status?: number; code?: string }) => e.status === 400 && e.code === 'invalid_value', JSON.stringify(bad));
+    for (const bad of [['""'], ['"x'], ['"é"'], ['a b'], [`"${'k'.repeat(256)}"`], ['"a"', '"b"'], ['"a\\x"']]) {
+      assert.throws(
+        () => parseIdempotencyKey(bad),
+        (e: { status?: number; code?: string }) => e.status === 400 && e.code === 'invalid_value',
+        JSON.stringify(bad),
+      );
     }
   });
 
@@ -58,7 +62,11 @@ describe('create conversation with an Idempotency-Key', () => {
     assert.equal(first.status, 200);
     assert.equal(first.headers.get('idempotent-replayed'), null);
     // The same JSON value written differently is the same request.
-    const again = await s.call('POST', conv, undefined, { ...idem('create-1'), headers: { ...idem('create-1').headers, 'content-type': 'application/json' }, raw: '{ "metadata": {"b":2,"a":1}, "title": "once" }' });
+    const again = await s.call('POST', conv, undefined, {
+      ...idem('create-1'),
+      headers: { ...idem('create-1').headers, 'content-type': 'application/json' },
+      raw: '{ "metadata": {"b":2,"a":1}, "title": "once" }',
+    });
     assert.equal(again.status, 200);
     assert.deepEqual(again.body, first.body);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -149,7 +157,9 @@ describe('a client whose connection dropped retries with the same key', () => {
       assert.equal(r.status, 200);
       assert.equal(r.body.title, 'lost answer');
       assert.equal(await total(), before + 1, 'the retry did not create a second conversation');
-      const listed = (await s.call('GET', `${conv}?limit=100`)).body.data.filter((c: { title: string; id: string }) => c.title === 'lost answer' && c.id === r.body.id);
+      const listed = (await s.call('GET', `${conv}?limit=100`)).body.data.filter(
+        (c: { title: string; id: string }) => c.title === 'lost answer' && c.id === r.body.id,
+      );
       assert.equal(listed.length, 1);
     });
   }
@@ -186,7 +196,12 @@ describe('idempotency mechanics (a route the test controls)', () => {
     });
     await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(http.server.address() as AddressInfo).port}/v1/apps/${APP}/slow`;
-    const post = (body: string) => fetch(url, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': '"slow-1"' }, body });
+    const post = (body: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'idempotency-key': '"slow-1"' },
+        body,
+      });
     try {
       const first = post('{"a":1}');
       await running;
@@ -214,14 +229,21 @@ describe('idempotency mechanics (a route the test controls)', () => {
     const idempotency = await IdempotencyService.open({ dir: path.join(await tempDir(), 'idempotency'), memoryBytes: 300 });
     let runs = 0;
     const http = createHttpServer({
-      routes: [{ method: 'POST', pattern: '/apps/:app_id/big', route: { idempotent: true, handle: async () => ({ run: ++runs, pad: 'x'.repeat(100) }) } }],
+      routes: [
+        {
+          method: 'POST',
+          pattern: '/apps/:app_id/big',
+          route: { idempotent: true, handle: async () => ({ run: ++runs, pad: 'x'.repeat(100) }) },
+        },
+      ],
       auth: new AuthService(fixtures),
       logger: pino({ level: 'silent' }),
       idempotency,
     });
     await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(http.server.address() as AddressInfo).port}/v1/apps/${APP}/big`;
-    const post = (key: string) => fetch(url, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'idempotency-key': `"${key}"` } });
+    const post = (key: string) =>
+      fetch(url, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'idempotency-key': `"${key}"` } });
     try {
       for (const k of ['k1', 'k2', 'k3', 'k4']) assert.equal((await post(k)).status, 200);
       const oldest = await post('k1');
@@ -250,7 +272,10 @@ describe('idempotency mechanics (a route the test controls)', () => {
     });
     await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(http.server.address() as AddressInfo).port}/v1/apps/${APP}/run`;
-    const post = async () => (await (await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'idempotency-key': '"day-1"' } })).json()) as { run: number };
+    const post = async () =>
+      (await (await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'idempotency-key': '"day-1"' } })).json()) as {
+        run: number;
+      };
     try {
       assert.equal((await post()).run, 1);
       t += 23 * 3_600_000;
@@ -262,7 +287,10 @@ describe('idempotency mechanics (a route the test controls)', () => {
       assert.equal((await post()).run, 2, 'run again after 24 h');
       // Writing in a new hour drops the segments older than 24 h.
       const segments = (await fs.readdir(dir)).map((n) => Number(n.slice(0, -6)));
-      assert.ok(segments.every((h) => h >= Math.floor((t - 24 * 3_600_000) / 3_600_000)), `old segments remain: ${segments}`);
+      assert.ok(
+        segments.every((h) => h >= Math.floor((t - 24 * 3_600_000) / 3_600_000)),
+        `old segments remain: ${segments}`,
+      );
     } finally {
       await http.close();
       await svc.close();
@@ -335,7 +363,11 @@ describe('send message and completions with an Idempotency-Key', () => {
     assert.equal(events[0]!.event, 'response.created');
     assert.equal(events[0]!.data.id, responseId);
     assert.equal(events.at(-1)!.event, 'response.completed', 'D-34: the cut reply ran to its end');
-    assert.deepEqual(events.map((e) => e.data.sequence_number), events.map((_, i) => i), 'gapless sequence numbers (D-16)');
+    assert.deepEqual(
+      events.map((e) => e.data.sequence_number),
+      events.map((_, i) => i),
+      'gapless sequence numbers (D-16)',
+    );
     await persisted;
     await s.idempotency.settled(slow, 'cut-1');
     // After its end, the same key replays the same events.
@@ -346,5 +378,4 @@ describe('send message and completions with an Idempotency-Key', () => {
     assert.equal(file.responses.length, 1, 'the retries ran nothing');
     assert.equal(file.responses[0]!.status, 'completed');
   });
-
 });

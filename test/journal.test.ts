@@ -14,7 +14,11 @@ const TEXT = `${ENTRIES.map((e) => (e === null ? '   ' : JSON.stringify(e))).joi
 const WHOLE = ENTRIES.filter((e) => e !== null);
 const LINE_NOS = [1, 2, 4, 5];
 
-async function read(file: string, chunkBytes?: number, warnings: string[] = []): Promise<{ entries: unknown[]; lineNos: number[]; result: { lines: number; dropped: boolean }; journal: Journal }> {
+async function read(
+  file: string,
+  chunkBytes?: number,
+  warnings: string[] = [],
+): Promise<{ entries: unknown[]; lineNos: number[]; result: { lines: number; dropped: boolean }; journal: Journal }> {
   const journal = new Journal(file, { chunkBytes, warn: (m) => void warnings.push(m) });
   const entries: unknown[] = [];
   const lineNos: number[] = [];

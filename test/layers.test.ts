@@ -47,7 +47,12 @@ export function readGraph(root = SRC): ImportGraph {
         const deps = info.importedFiles
           .map((f) => f.fileName)
           .filter((spec) => spec.startsWith('.'))
-          .map((spec) => path.relative(root, path.resolve(path.dirname(full), spec)).split(path.sep).join('/'));
+          .map((spec) =>
+            path
+              .relative(root, path.resolve(path.dirname(full), spec))
+              .split(path.sep)
+              .join('/'),
+          );
         graph.set(path.relative(root, full).split(path.sep).join('/'), deps);
       }
     }
@@ -119,7 +124,10 @@ describe('the import graph of src/', () => {
       ['contract/index.ts', []],
       ['stray.ts', []],
     ]);
-    assert.deepEqual(upwardImports(made), ['store/a.ts (store) → http/b.ts (http): imports upward', 'stray.ts: in no layer (add it to LAYERS)']);
+    assert.deepEqual(upwardImports(made), [
+      'store/a.ts (store) → http/b.ts (http): imports upward',
+      'stray.ts: in no layer (add it to LAYERS)',
+    ]);
     assert.deepEqual(importCircles(made), [['http/b.ts', 'store/a.ts', 'http/b.ts']]);
     // A dynamic import counts like a static one.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'parley-layers-'));

@@ -120,7 +120,10 @@ describe('external_user_id: 1 to 256 characters (D-10)', () => {
     assert400(await s.call('POST', conv, { external_user_id: '' }), 'external_user_id', 'invalid_value');
     const listed = await s.call('GET', `${conv}?external_user_id=${'u'.repeat(256)}`);
     assert.equal(listed.status, 200);
-    assert.deepEqual(listed.body.data.map((c: { id: string }) => c.id), [ok.body.id]);
+    assert.deepEqual(
+      listed.body.data.map((c: { id: string }) => c.id),
+      [ok.body.id],
+    );
     assert400(await s.call('GET', `${conv}?external_user_id=${'u'.repeat(257)}`), 'external_user_id', 'invalid_value');
   });
 });
@@ -139,7 +142,10 @@ describe('list limit: 1 to 100, default 20, no clamping (§8, D-12)', () => {
       for (const bad of ['0', '101', '-1', '1.5', '1e2', 'abc', '', ' 5', '10000', '+5', '05', '0001', '00100', '100.0']) {
         const r = await fresh.call('GET', `${conv}?limit=${encodeURIComponent(bad)}`);
         assert400(r, 'limit', 'invalid_value');
-        assert.equal(r.body.error.message, `limit must be an integer from 1 to 100, in digits without leading zeros (got ${JSON.stringify(bad)})`);
+        assert.equal(
+          r.body.error.message,
+          `limit must be an integer from 1 to 100, in digits without leading zeros (got ${JSON.stringify(bad)})`,
+        );
       }
     } finally {
       await fresh.close();

@@ -22,7 +22,16 @@ describe('configuration (flags, then environment, then defaults)', () => {
   });
 
   test('environment', () => {
-    const env = { PORT: '9000', HOST: '0.0.0.0', DATA_DIR: '/tmp/d', FIXTURES: '/tmp/f', LOG_LEVEL: 'debug', PARLEY_MODEL: 'ollama:qwen3:4b', OLLAMA_HOST: 'http://127.0.0.1:11500', PARLEY_WIDGET_SECRET: 's'.repeat(32) };
+    const env = {
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATA_DIR: '/tmp/d',
+      FIXTURES: '/tmp/f',
+      LOG_LEVEL: 'debug',
+      PARLEY_MODEL: 'ollama:qwen3:4b',
+      OLLAMA_HOST: 'http://127.0.0.1:11500',
+      PARLEY_WIDGET_SECRET: 's'.repeat(32),
+    };
     assert.deepEqual(loadConfig([], env), {
       host: '0.0.0.0',
       port: 9000,
@@ -37,7 +46,10 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
-    assert.throws(() => loadConfig([], { PARLEY_WIDGET_SECRET: 'short' }), (e: Error) => e instanceof ConfigError && /at least 32/.test(e.message));
+    assert.throws(
+      () => loadConfig([], { PARLEY_WIDGET_SECRET: 'short' }),
+      (e: Error) => e instanceof ConfigError && /at least 32/.test(e.message),
+    );
   });
 
   test('flags win over the environment; an empty variable counts as unset', () => {
@@ -61,7 +73,11 @@ describe('configuration (flags, then environment, then defaults)', () => {
 
   test('bad values are ConfigErrors that say what is allowed', () => {
     for (const port of ['-1', '65536', 'abc', '80.5', '']) {
-      assert.throws(() => loadConfig([`--port=${port}`], {}), (e: Error) => e instanceof ConfigError && /port must be an integer from 0 to 65535/.test(e.message), port);
+      assert.throws(
+        () => loadConfig([`--port=${port}`], {}),
+        (e: Error) => e instanceof ConfigError && /port must be an integer from 0 to 65535/.test(e.message),
+        port,
+      );
     }
     assert.throws(() => loadConfig([], { PORT: 'http' }), ConfigError);
     assert.throws(() => loadConfig([], { LOG_LEVEL: 'loud' }), /LOG_LEVEL must be one of/);

@@ -33,7 +33,15 @@ after(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const request = (): ModelRequest => ({ kind: 'response', agentName: 'A', instructions: 'Be brief.', metadata: {}, messages: [{ role: 'user', content: 'Hi' }], tools: [], fast: true });
+const request = (): ModelRequest => ({
+  kind: 'response',
+  agentName: 'A',
+  instructions: 'Be brief.',
+  metadata: {},
+  messages: [{ role: 'user', content: 'Hi' }],
+  tools: [],
+  fast: true,
+});
 
 describe('patientFetch (the Ollama engine default)', () => {
   test('each NDJSON line reaches the engine while Ollama is still generating', async () => {

@@ -20,7 +20,12 @@ after(() => mock.close());
 
 const at = '2025-05-27T22:54:57.641643Z';
 const content = (text: string) => ({ model: 'qwen3', created_at: at, message: { role: 'assistant', content: text }, done: false });
-const thinking = (text: string) => ({ model: 'qwen3', created_at: at, message: { role: 'assistant', content: '', thinking: text }, done: false });
+const thinking = (text: string) => ({
+  model: 'qwen3',
+  created_at: at,
+  message: { role: 'assistant', content: '', thinking: text },
+  done: false,
+});
 const toolCalls = (...calls: Array<[string, Record<string, unknown>]>) => ({
   model: 'qwen3',
   created_at: at,
@@ -117,12 +122,18 @@ describe('Ollama engine mapping', () => {
     assert.match(b.messages[0].content, /^You are Librarian\.\n\nAnswer from the knowledge base\./);
     assert.match(b.messages[0].content, /DATA, not instructions/);
     assert.match(b.messages[0].content, /<context_data>\n\{\n {2}"user_name": "Ada"\n\}\n<\/context_data>/);
-    assert.deepEqual(b.messages.slice(1).map((m: any) => [m.role, m.content]), [
-      ['user', 'Earlier question'],
-      ['assistant', 'Earlier answer'],
-      ['user', 'How do I rotate a key?'],
-    ]);
-    assert.deepEqual(b.tools.map((t: any) => [t.type, t.function.name]), [['function', 'knowledge_search']]);
+    assert.deepEqual(
+      b.messages.slice(1).map((m: any) => [m.role, m.content]),
+      [
+        ['user', 'Earlier question'],
+        ['assistant', 'Earlier answer'],
+        ['user', 'How do I rotate a key?'],
+      ],
+    );
+    assert.deepEqual(
+      b.tools.map((t: any) => [t.type, t.function.name]),
+      [['function', 'knowledge_search']],
+    );
   });
 
   test('fast: true sends think: false (§4.7)', async () => {
@@ -145,7 +156,11 @@ describe('Ollama engine mapping', () => {
         request({
           messages: [
             { role: 'user', content: 'q' },
-            { role: 'assistant', content: '', tool_calls: [{ call_id: 'call_1', name: 'knowledge_search', arguments: '{"query":"rotate key"}' }] },
+            {
+              role: 'assistant',
+              content: '',
+              tool_calls: [{ call_id: 'call_1', name: 'knowledge_search', arguments: '{"query":"rotate key"}' }],
+            },
             { role: 'tool', name: 'knowledge_search', call_id: 'call_1', content: '{"results":[]}' },
           ],
         }),
@@ -202,9 +217,15 @@ describe('Ollama engine mapping', () => {
     const e = engine();
     const events = await collect(e.generate(request(), new AbortController().signal));
     assert.deepEqual(events[0], { type: 'text', delta: 'Hi' });
-    assert.deepEqual(bodies.map((b) => b.think), [true, false]);
+    assert.deepEqual(
+      bodies.map((b) => b.think),
+      [true, false],
+    );
     await collect(e.generate(request(), new AbortController().signal));
-    assert.deepEqual(bodies.map((b) => b.think), [true, false, false]);
+    assert.deepEqual(
+      bodies.map((b) => b.think),
+      [true, false, false],
+    );
   });
 
   test('"does not support tools" → retried without tools', async () => {
@@ -213,7 +234,10 @@ describe('Ollama engine mapping', () => {
       () => ndjson([content('Hi'), done(3, 1)]),
     );
     await collect(engine().generate(request(), new AbortController().signal));
-    assert.deepEqual(bodies.map((b) => b.tools?.length ?? 0), [1, 0]);
+    assert.deepEqual(
+      bodies.map((b) => b.tools?.length ?? 0),
+      [1, 0],
+    );
   });
 
   test('aborting the caller signal aborts the Ollama request (D-19)', async () => {
@@ -265,7 +289,11 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
         () => ndjson([content('{"en-ca":"Key rotation","fr-ca":"Rotation des clés"}'), done(30, 9)]),
       );
       const { body: conv } = await s.call('POST', '/apps/app_knowledge/conversations', {});
-      const r = await postSse(s.baseUrl, `/apps/app_knowledge/conversations/${conv.id}`, { message: { content: 'How do I rotate my API key?' }, stream: true, metadata: { user_name: 'Ada' } });
+      const r = await postSse(s.baseUrl, `/apps/app_knowledge/conversations/${conv.id}`, {
+        message: { content: 'How do I rotate my API key?' },
+        stream: true,
+        metadata: { user_name: 'Ada' },
+      });
       assert.deepEqual(shape(r.events), [
         'response.created',
         'response.function_call.start',
@@ -275,14 +303,19 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
         'response.output_text.done',
         'response.completed',
       ]);
-      assert.equal(r.events.find((e) => e.event === 'response.output_text.done')!.data.text, 'Create a new key, deploy it, then revoke the old one (api-keys.md).');
+      assert.equal(
+        r.events.find((e) => e.event === 'response.output_text.done')!.data.text,
+        'Create a new key, deploy it, then revoke the old one (api-keys.md).',
+      );
       // The tool ran in the service and its result went back to the model as a tool turn.
       const second = bodies[1];
       const toolTurn = second.messages.at(-1);
       assert.equal(toolTurn.role, 'tool');
       assert.equal(toolTurn.tool_name, 'knowledge_search');
       assert.match(toolTurn.content, /api-keys\.md/);
-      assert.deepEqual(second.messages.at(-2).tool_calls, [{ function: { name: 'knowledge_search', arguments: { query: 'rotate API key' } } }]);
+      assert.deepEqual(second.messages.at(-2).tool_calls, [
+        { function: { name: 'knowledge_search', arguments: { query: 'rotate API key' } } },
+      ]);
       assert.match(bodies[0].messages[0].content, /"user_name": "Ada"/);
       const got = await s.call('GET', `/apps/app_knowledge/conversations/${conv.id}`);
       assert.deepEqual(got.body.generated_title, { 'en-ca': 'Key rotation', 'fr-ca': 'Rotation des clés' });
@@ -310,7 +343,10 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
       assert.equal(bodies.at(-1).think, false);
       // §4.7: knowledge_search is the only tool of a completion, even where the app has more.
       const demo = await sent('app_demo', { prompt: 'Write a welcome line' });
-      assert.deepEqual(demo.tools.map((t: any) => t.function.name), ['knowledge_search']);
+      assert.deepEqual(
+        demo.tools.map((t: any) => t.function.name),
+        ['knowledge_search'],
+      );
       const genui = await sent('app_genui', { prompt: 'I would like to book an appointment' });
       assert.equal(genui.tools, undefined, 'no render_form on a completion (app_genui has no knowledge base)');
       assert.doesNotMatch(genui.messages[0].content, /render_form/);
@@ -348,10 +384,19 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
       );
       const { body: conv } = await s.call('POST', '/apps/app_genui/conversations', {});
       const r = await s.call('POST', `/apps/app_genui/conversations/${conv.id}`, { message: { content: 'Please have someone call me' } });
-      assert.deepEqual(r.body.output.map((i: any) => i.type), ['message', 'data_spec', 'data_spec', 'data_spec', 'data_spec', 'data_spec', 'message']);
-      assert.deepEqual(bodies[0].tools.map((t: any) => t.function.name), ['render_form']);
+      assert.deepEqual(
+        r.body.output.map((i: any) => i.type),
+        ['message', 'data_spec', 'data_spec', 'data_spec', 'data_spec', 'data_spec', 'message'],
+      );
+      assert.deepEqual(
+        bodies[0].tools.map((t: any) => t.function.name),
+        ['render_form'],
+      );
       assert.deepEqual(bodies[0].tools[0].function.parameters.properties.form.enum, ['contact', 'booking', 'feedback']);
-      assert.deepEqual((await s.call('GET', `/apps/app_genui/conversations/${conv.id}`)).body.generated_title, { 'en-ca': 'Contact us', 'fr-ca': 'Nous joindre' });
+      assert.deepEqual((await s.call('GET', `/apps/app_genui/conversations/${conv.id}`)).body.generated_title, {
+        'en-ca': 'Contact us',
+        'fr-ca': 'Nous joindre',
+      });
 
       chat(() => HttpResponse.json({ error: 'model "qwen3" not found, try pulling it first' }, { status: 404 }));
       const failed = await s.call('POST', `/apps/app_genui/conversations/${conv.id}`, { message: { content: 'Hello' } });

@@ -22,7 +22,10 @@ const escapePointer = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 function validateAt(pointer: string, value: unknown, what: string): void {
   const validate = ajv.getSchema(`${DOC_ID}#${pointer}`);
   assert.ok(validate, `${what}: no schema at ${pointer}`);
-  assert.ok(validate(value), `${what} does not match ${pointer}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 500)}`);
+  assert.ok(
+    validate(value),
+    `${what} does not match ${pointer}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 500)}`,
+  );
 }
 
 /** The pointer of the response object the document gives for an answer (following a $ref). */
@@ -74,7 +77,12 @@ describe('GET /openapi.json: the published contract', () => {
   });
 
   /** Calls the API and checks the answer against the document; `template` names the path in it. */
-  async function call(method: string, template: string, params: Record<string, string>, opts: { body?: unknown; raw?: string; key?: string | null; headers?: Record<string, string>; query?: string } = {}): Promise<Answer> {
+  async function call(
+    method: string,
+    template: string,
+    params: Record<string, string>,
+    opts: { body?: unknown; raw?: string; key?: string | null; headers?: Record<string, string>; query?: string } = {},
+  ): Promise<Answer> {
     const urlPath = template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name]!));
     const headers: Record<string, string> = { ...opts.headers };
     const key = opts.key === undefined ? KEY : opts.key;
@@ -92,7 +100,10 @@ describe('GET /openapi.json: the published contract', () => {
     const pointer = responsePointer(method, template, res.status);
     const what = `${method} ${template} ${res.status}`;
     // The headers the document says are always there are, with values of their schema.
-    const response = pointer.split('/').slice(1).reduce((o: any, k) => o[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+    const response = pointer
+      .split('/')
+      .slice(1)
+      .reduce((o: any, k) => o[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
     for (const [name, header] of Object.entries<any>(response.headers ?? {})) {
       const value = res.headers.get(name);
       if (header.required) assert.ok(value !== null, `${what}: no ${name} header`);
@@ -105,7 +116,9 @@ describe('GET /openapi.json: the published contract', () => {
       assert.ok(answer.events.length > 0, `${what}: an empty stream`);
       for (const e of answer.events) {
         validateAt(`${pointer}/content/text~1event-stream/itemSchema`, e, `${what} event ${e.event}`);
-        const branch = doc.paths[template][method.toLowerCase()].responses['200'].content['text/event-stream'].itemSchema.oneOf.find((b: any) => b.properties.event.const === e.event);
+        const branch = doc.paths[template][method.toLowerCase()].responses['200'].content['text/event-stream'].itemSchema.oneOf.find(
+          (b: any) => b.properties.event.const === e.event,
+        );
         validateAt(branch.properties.data.contentSchema.$ref.slice(1), JSON.parse(e.data), `${what} event ${e.event} payload`);
       }
     } else {
@@ -129,7 +142,10 @@ describe('GET /openapi.json: the published contract', () => {
   test('it documents every event of §6 and an error answer for every status an operation can give', () => {
     for (const type of EVENT_TYPES) assert.ok(doc.components.schemas[eventSchemaId(type)], type);
     const send = doc.paths['/apps/{app_id}/conversations/{conversation_id}'].post;
-    assert.deepEqual(Object.keys(send.responses).sort(), ['200', ...errorStatusesOf({ body: 'x', counted: true, idempotent: true })].sort());
+    assert.deepEqual(
+      Object.keys(send.responses).sort(),
+      ['200', ...errorStatusesOf({ body: 'x', counted: true, idempotent: true })].sort(),
+    );
     assert.ok(send.responses['200'].content['text/event-stream'].itemSchema.oneOf.length === EVENT_TYPES.length);
   });
 
@@ -147,7 +163,10 @@ describe('GET /openapi.json: the published contract', () => {
     const app = TARGET.app_id;
     const created = await call('POST', '/apps/{app_id}/conversations', { app_id: app }, { body: {} });
     const conversationId = (created.body as any).id as string;
-    const field = fc.oneof(fc.constantFrom('title', 'message', 'content', 'prompt', 'stream', 'metadata', 'external_user_id', 'role', 'fast'), fc.string());
+    const field = fc.oneof(
+      fc.constantFrom('title', 'message', 'content', 'prompt', 'stream', 'metadata', 'external_user_id', 'role', 'fast'),
+      fc.string(),
+    );
     const value = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.record({ content: fc.oneof(fc.string(), fc.jsonValue({ maxDepth: 1 })) }));
     const body = fc.oneof(fc.dictionary(field, value, { maxKeys: 3 }), fc.jsonValue({ maxDepth: 2 }));
     const target = fc.constantFrom(
@@ -158,7 +177,12 @@ describe('GET /openapi.json: the published contract', () => {
     );
     await fc.assert(
       fc.asyncProperty(target, body, async ([method, template], b) => {
-        await call(method!, template!, { app_id: app, conversation_id: conversationId }, { raw: JSON.stringify(b), headers: { 'content-type': 'application/json' } });
+        await call(
+          method!,
+          template!,
+          { app_id: app, conversation_id: conversationId },
+          { raw: JSON.stringify(b), headers: { 'content-type': 'application/json' } },
+        );
       }),
       { numRuns: 80 },
     );
@@ -171,12 +195,27 @@ describe('GET /openapi.json: the published contract', () => {
     const completions = '/apps/{app_id}/completions';
 
     // §4.1 and its errors (D-1, D-2, D-4, D-6).
-    const created = await call('POST', conversations, { app_id: app }, { body: { title: 'Contract', metadata: { plan: 'pro' }, external_user_id: 'u1' } });
+    const created = await call(
+      'POST',
+      conversations,
+      { app_id: app },
+      { body: { title: 'Contract', metadata: { plan: 'pro' }, external_user_id: 'u1' } },
+    );
     assert.equal(created.status, 200);
     const id = (created.body as any).id as string;
     assert.equal((await call('POST', conversations, { app_id: app }, { body: { titel: 'x' } })).status, 400);
     assert.equal((await call('POST', conversations, { app_id: app }, { raw: 'x', headers: { 'content-type': 'text/plain' } })).status, 415);
-    assert.equal((await call('POST', conversations, { app_id: app }, { raw: JSON.stringify({ title: 'x'.repeat(1_100_000) }), headers: { 'content-type': 'application/json' } })).status, 413);
+    assert.equal(
+      (
+        await call(
+          'POST',
+          conversations,
+          { app_id: app },
+          { raw: JSON.stringify({ title: 'x'.repeat(1_100_000) }), headers: { 'content-type': 'application/json' } },
+        )
+      ).status,
+      413,
+    );
     assert.equal((await call('POST', conversations, { app_id: app }, { body: {}, key: 'sk_live_nope' })).status, 401);
     assert.equal((await call('POST', conversations, { app_id: app }, { body: {}, key: TARGET.publishable_key })).status, 403);
     assert.equal((await call('POST', conversations, { app_id: TARGET.apps.other_team! }, { body: {} })).status, 403);
@@ -197,7 +236,12 @@ describe('GET /openapi.json: the published contract', () => {
     const sendTo = async (appId: string, content: string, stream: boolean) => {
       const c = await call('POST', conversations, { app_id: appId }, { body: {} });
       const conversationId = (c.body as any).id as string;
-      const r = await call('POST', conversation, { app_id: appId, conversation_id: conversationId }, { body: { message: { content }, stream } });
+      const r = await call(
+        'POST',
+        conversation,
+        { app_id: appId, conversation_id: conversationId },
+        { body: { message: { content }, stream } },
+      );
       assert.equal(r.status, 200);
       return { conversationId, r };
     };
@@ -208,7 +252,13 @@ describe('GET /openapi.json: the published contract', () => {
     await sendTo(TARGET.apps.generative_ui!, 'I would like to book an appointment for Friday', false);
     await sendTo(TARGET.apps.knowledge_base!, 'How do I rotate an API key?', false);
     const kinds = new Set([...knowledge.r.events, ...genui.r.events].map((e) => e.event));
-    for (const type of ['response.function_call.start', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.data_spec', 'response.completed']) {
+    for (const type of [
+      'response.function_call.start',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.data_spec',
+      'response.completed',
+    ]) {
       assert.ok(kinds.has(type), `no ${type} event was checked`);
     }
     // Resumable responses (D-32, D-33): the look-up, the resume (events with id lines), the cancel, a 404.
@@ -219,17 +269,40 @@ describe('GET /openapi.json: the published contract', () => {
     assert.equal((await call('POST', `${rp}/cancel`, rparams)).status, 200);
     assert.equal((await call('GET', rp, { app_id: app, response_id: 'resp_missing' })).status, 404);
     // D-14: items of every kind.
-    assert.equal((await call('GET', conversation, { app_id: TARGET.apps.knowledge_base!, conversation_id: knowledge.conversationId })).status, 200);
-    assert.equal((await call('GET', conversation, { app_id: TARGET.apps.generative_ui!, conversation_id: genui.conversationId })).status, 200);
-    assert.equal((await call('POST', conversation, { app_id: app, conversation_id: id }, { body: { message: { content: 'x', role: 'system' } } })).status, 400);
-    assert.equal((await call('POST', conversation, { app_id: TARGET.apps.no_agent!, conversation_id: id }, { body: { message: { content: 'x' } } })).status, 403);
-    assert.equal((await call('POST', conversation, { app_id: TARGET.apps.inactive!, conversation_id: id }, { body: { message: { content: 'x' } } })).status, 403);
+    assert.equal(
+      (await call('GET', conversation, { app_id: TARGET.apps.knowledge_base!, conversation_id: knowledge.conversationId })).status,
+      200,
+    );
+    assert.equal(
+      (await call('GET', conversation, { app_id: TARGET.apps.generative_ui!, conversation_id: genui.conversationId })).status,
+      200,
+    );
+    assert.equal(
+      (await call('POST', conversation, { app_id: app, conversation_id: id }, { body: { message: { content: 'x', role: 'system' } } }))
+        .status,
+      400,
+    );
+    assert.equal(
+      (await call('POST', conversation, { app_id: TARGET.apps.no_agent!, conversation_id: id }, { body: { message: { content: 'x' } } }))
+        .status,
+      403,
+    );
+    assert.equal(
+      (await call('POST', conversation, { app_id: TARGET.apps.inactive!, conversation_id: id }, { body: { message: { content: 'x' } } }))
+        .status,
+      403,
+    );
 
     // §4.7: JSON, a stream, and both ways of failing (D-17).
     assert.equal((await call('POST', completions, { app_id: app }, { body: { prompt: 'Write a haiku' } })).status, 200);
     assert.equal((await call('POST', completions, { app_id: app }, { body: { prompt: 'Write a haiku', stream: true } })).status, 200);
     assert.equal(((await call('POST', completions, { app_id: 'app_broken' }, { body: { prompt: 'Hi' } })).body as any).status, 'failed');
-    const failed = await call('POST', completions, { app_id: 'app_faulty' }, { body: { prompt: 'Hi there, write something', stream: true } });
+    const failed = await call(
+      'POST',
+      completions,
+      { app_id: 'app_faulty' },
+      { body: { prompt: 'Hi there, write something', stream: true } },
+    );
     assert.equal(failed.events.at(-1)!.event, 'response.failed');
     assert.equal((await call('POST', completions, { app_id: app }, { body: { prompt: '' } })).status, 400);
 
@@ -258,14 +331,21 @@ describe('GET /openapi.json: the published contract', () => {
     const reader = slow.body!.getReader();
     await reader.read();
     try {
-      const busy = await call('POST', completions, { app_id: 'app_slow' }, { body: { prompt: 'Write a long story', stream: true }, headers: { 'idempotency-key': '"openapi-slow"' } });
+      const busy = await call(
+        'POST',
+        completions,
+        { app_id: 'app_slow' },
+        { body: { prompt: 'Write a long story', stream: true }, headers: { 'idempotency-key': '"openapi-slow"' } },
+      );
       assert.deepEqual([busy.status, (busy.body as any).error.code], [409, 'idempotency_key_in_use']);
     } finally {
       await reader.cancel();
     }
 
     // Answers given before routing, to any path: the document lists them on every operation.
-    const expect = parseRaw(await rawExchange(s.port, `GET /v1/apps/${app}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`));
+    const expect = parseRaw(
+      await rawExchange(s.port, `GET /v1/apps/${app}/config HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nAuthorization: Bearer ${KEY}\r\n\r\n`),
+    );
     assert.equal(expect.status, 417);
     validateAt(`${responsePointer('GET', '/apps/{app_id}/config', 417)}/content/application~1json/schema`, expect.json, 'GET config 417');
     const long = parseRaw(await rawExchange(s.port, `GET /v1/apps/${app}/config?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
@@ -273,12 +353,17 @@ describe('GET /openapi.json: the published contract', () => {
     validateAt(`${responsePointer('GET', '/apps/{app_id}/config', 431)}/content/application~1json/schema`, long.json, 'GET config 431');
     const garbled = parseRaw(await rawExchange(s.port, `GET /v1/apps/${app}/config HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n`));
     assert.equal(garbled.status, 400);
-    validateAt(`${responsePointer('GET', '/apps/{app_id}/config', 400)}/content/application~1json/schema`, garbled.json, 'GET config 400 (malformed)');
+    validateAt(
+      `${responsePointer('GET', '/apps/{app_id}/config', 400)}/content/application~1json/schema`,
+      garbled.json,
+      'GET config 400 (malformed)',
+    );
 
     // Every operation of the document was answered with a 200 and checked.
     for (const [template, item] of Object.entries<any>(doc.paths)) {
       for (const method of ['get', 'post', 'patch', 'delete']) {
-        if (item[method]) assert.ok(seen.has(`${method.toUpperCase()} ${template} 200`), `${method.toUpperCase()} ${template}: no 200 was checked`);
+        if (item[method])
+          assert.ok(seen.has(`${method.toUpperCase()} ${template} 200`), `${method.toUpperCase()} ${template}: no 200 was checked`);
       }
     }
   });

@@ -48,12 +48,18 @@ describe('pages', () => {
     const { server, ids } = await seeded(5);
     try {
       const page = await list(server, 'limit=2');
-      assert.deepEqual(page.data.map((c) => c.id), [ids[4], ids[3]]);
+      assert.deepEqual(
+        page.data.map((c) => c.id),
+        [ids[4], ids[3]],
+      );
       assert.equal(page.first_id, ids[4]);
       assert.equal(page.last_id, ids[3]);
       assert.equal(page.has_more, true);
       const all = await list(server, 'limit=5&order=asc');
-      assert.deepEqual(all.data.map((c) => c.id), ids);
+      assert.deepEqual(
+        all.data.map((c) => c.id),
+        ids,
+      );
       assert.equal(all.has_more, false, 'a page that ends exactly at the end has no more');
     } finally {
       await server.close();
@@ -64,7 +70,10 @@ describe('pages', () => {
     const { server, ids } = await seeded(30);
     try {
       const asc = await list(server, 'limit=100&order=asc');
-      assert.deepEqual(asc.data.map((c) => c.id), ids);
+      assert.deepEqual(
+        asc.data.map((c) => c.id),
+        ids,
+      );
     } finally {
       await server.close();
     }
@@ -104,7 +113,10 @@ describe('walks by last_id (D-12)', () => {
         if (order === 'asc') {
           // Walking towards the newest end meets the ones created meanwhile.
           assert.deepEqual(seen, [...expectedOld, ...created.filter((id) => seen.includes(id))]);
-          assert.ok(created.every((id) => seen.includes(id)), 'an asc walk reaches what was created during it');
+          assert.ok(
+            created.every((id) => seen.includes(id)),
+            'an asc walk reaches what was created during it',
+          );
         } else {
           // Walking towards the oldest end: what was created meanwhile is behind the walk.
           assert.deepEqual(seen, [...expectedOld].reverse());
@@ -121,10 +133,16 @@ describe('before (D-12)', () => {
     const { server, ids } = await seeded(8);
     try {
       const page = await list(server, `order=asc&limit=3&before=${ids[5]}`);
-      assert.deepEqual(page.data.map((c) => c.id), [ids[2], ids[3], ids[4]]);
+      assert.deepEqual(
+        page.data.map((c) => c.id),
+        [ids[2], ids[3], ids[4]],
+      );
       assert.equal(page.has_more, true);
       const start = await list(server, `order=asc&limit=3&before=${ids[2]}`);
-      assert.deepEqual(start.data.map((c) => c.id), [ids[0], ids[1]]);
+      assert.deepEqual(
+        start.data.map((c) => c.id),
+        [ids[0], ids[1]],
+      );
       assert.equal(start.has_more, false);
     } finally {
       await server.close();
@@ -135,10 +153,16 @@ describe('before (D-12)', () => {
     const { server, ids } = await seeded(8);
     try {
       const page = await list(server, `limit=3&before=${ids[2]}`);
-      assert.deepEqual(page.data.map((c) => c.id), [ids[5], ids[4], ids[3]]);
+      assert.deepEqual(
+        page.data.map((c) => c.id),
+        [ids[5], ids[4], ids[3]],
+      );
       assert.equal(page.has_more, true);
       const top = await list(server, `limit=3&before=${ids[5]}`);
-      assert.deepEqual(top.data.map((c) => c.id), [ids[7], ids[6]]);
+      assert.deepEqual(
+        top.data.map((c) => c.id),
+        [ids[7], ids[6]],
+      );
       assert.equal(top.has_more, false);
     } finally {
       await server.close();
@@ -173,10 +197,16 @@ describe('filters and deleted cursors (D-10, D-11)', () => {
     await create(s);
     const a3 = await create(s, { external_user_id: 'alice' });
     const first = await list(s, 'external_user_id=alice&limit=2&order=asc');
-    assert.deepEqual(first.data.map((c) => c.id), [a1, a2]);
+    assert.deepEqual(
+      first.data.map((c) => c.id),
+      [a1, a2],
+    );
     assert.ok(first.data.every((c) => c.external_user_id === 'alice'));
     const next = await list(s, `external_user_id=alice&limit=2&order=asc&after=${first.last_id}`);
-    assert.deepEqual(next.data.map((c) => c.id), [a3]);
+    assert.deepEqual(
+      next.data.map((c) => c.id),
+      [a3],
+    );
     assert.equal(next.has_more, false);
     assert.deepEqual((await list(s, 'external_user_id=nobody')).data, []);
   });
@@ -185,10 +215,22 @@ describe('filters and deleted cursors (D-10, D-11)', () => {
     const { server, ids } = await seeded(5);
     try {
       await server.call('DELETE', `${conv}/${ids[2]}`);
-      assert.deepEqual((await list(server, 'order=asc')).data.map((c) => c.id), [ids[0], ids[1], ids[3], ids[4]]);
-      assert.deepEqual((await list(server, `order=asc&after=${ids[2]}`)).data.map((c) => c.id), [ids[3], ids[4]]);
-      assert.deepEqual((await list(server, `order=asc&before=${ids[2]}`)).data.map((c) => c.id), [ids[0], ids[1]]);
-      assert.deepEqual((await list(server, `after=${ids[2]}`)).data.map((c) => c.id), [ids[1], ids[0]]);
+      assert.deepEqual(
+        (await list(server, 'order=asc')).data.map((c) => c.id),
+        [ids[0], ids[1], ids[3], ids[4]],
+      );
+      assert.deepEqual(
+        (await list(server, `order=asc&after=${ids[2]}`)).data.map((c) => c.id),
+        [ids[3], ids[4]],
+      );
+      assert.deepEqual(
+        (await list(server, `order=asc&before=${ids[2]}`)).data.map((c) => c.id),
+        [ids[0], ids[1]],
+      );
+      assert.deepEqual(
+        (await list(server, `after=${ids[2]}`)).data.map((c) => c.id),
+        [ids[1], ids[0]],
+      );
     } finally {
       await server.close();
     }
@@ -199,7 +241,10 @@ describe('filters and deleted cursors (D-10, D-11)', () => {
     try {
       await server.call('DELETE', `${conv}/${ids[3]}`);
       const page = await list(server, `order=asc&limit=2&after=${ids[0]}`);
-      assert.deepEqual(page.data.map((c) => c.id), [ids[1], ids[2]]);
+      assert.deepEqual(
+        page.data.map((c) => c.id),
+        [ids[1], ids[2]],
+      );
       assert.equal(page.has_more, false);
     } finally {
       await server.close();

@@ -22,7 +22,12 @@ before(async () => {
 });
 after(() => s.close());
 
-async function walk(server: TestServer, order: 'asc' | 'desc', limit: number, between?: (page: number) => Promise<void>): Promise<string[]> {
+async function walk(
+  server: TestServer,
+  order: 'asc' | 'desc',
+  limit: number,
+  between?: (page: number) => Promise<void>,
+): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | null = null;
   for (let page = 0; ; page++) {
@@ -57,7 +62,10 @@ test('a send is saved with its items and counted; a restart on the same database
   const r = await s.call('POST', `${conv}/${c}`, { message: { content: 'Hello there' }, stream: false });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   const items = (await s.call('GET', `${conv}/${c}`)).body.items;
-  assert.deepEqual(items.map((i: { role: string }) => i.role), ['user', 'assistant']);
+  assert.deepEqual(
+    items.map((i: { role: string }) => i.role),
+    ['user', 'assistant'],
+  );
   const metrics = (await s.call('GET', `/apps/${APP}/metrics`)).body;
   assert.equal(metrics.total_messages, before.total_messages + 2);
   const h = await fetch(new URL('/healthz', s.baseUrl));
@@ -66,7 +74,10 @@ test('a send is saved with its items and counted; a restart on the same database
   await s.close();
   s = await startTestServer({ databaseUrl: url, dataDir: await tempDir() });
   assert.equal((await s.call('GET', `${conv}/${c}`)).body.title, 'pg');
-  assert.deepEqual((await s.call('GET', `${conv}/${c}`)).body.items.map((i: { id: string }) => i.id), items.map((i: { id: string }) => i.id));
+  assert.deepEqual(
+    (await s.call('GET', `${conv}/${c}`)).body.items.map((i: { id: string }) => i.id),
+    items.map((i: { id: string }) => i.id),
+  );
   assert.deepEqual((await s.call('GET', `/apps/${APP}/metrics`)).body, metrics);
 });
 
@@ -87,8 +98,14 @@ test('D-38 across instances: a response is saved once, whichever instance saves 
   const after = await save('completed', 'the whole reply');
   assert.equal(after.message_count, 2);
   const file = await store.readConversationFile(c);
-  assert.deepEqual(file.responses.map((r) => [r.id, r.status]), [['resp_once', 'failed']]);
-  assert.deepEqual(file.items.map((i) => i.id), ['msg_u_failed', 'msg_a_failed']);
+  assert.deepEqual(
+    file.responses.map((r) => [r.id, r.status]),
+    [['resp_once', 'failed']],
+  );
+  assert.deepEqual(
+    file.items.map((i) => i.id),
+    ['msg_u_failed', 'msg_a_failed'],
+  );
 });
 
 test('D-37 across instances: a message to a conversation replying on another instance waits for that reply, then is answered after it', async () => {
@@ -103,7 +120,9 @@ test('D-37 across instances: a message to a conversation replying on another ins
     });
     const running = started.headers.get('parley-response-id')!;
     await started.body!.cancel();
-    const awaiting = new Promise<string>((resolve) => other.responses.events.once('awaiting', (e: { response_id: string }) => resolve(e.response_id)));
+    const awaiting = new Promise<string>((resolve) =>
+      other.responses.events.once('awaiting', (e: { response_id: string }) => resolve(e.response_id)),
+    );
     const next = other.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Hello' }, stream: false });
     const first = await Promise.race([awaiting, next.then((r) => `answered ${r.status} before waiting`)]);
     assert.equal(first, running);
@@ -112,7 +131,10 @@ test('D-37 across instances: a message to a conversation replying on another ins
     const answered = await next;
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
     const file = await other.store.readConversationFile(c);
-    assert.deepEqual(file.responses.map((r) => r.id), [running, answered.body.id]);
+    assert.deepEqual(
+      file.responses.map((r) => r.id),
+      [running, answered.body.id],
+    );
   } finally {
     await other.close();
   }
@@ -131,14 +153,21 @@ test('DATABASE_URL and --database-url select PostgreSQL; another scheme is refus
   assert.equal(loadConfig([], {}).databaseUrl, null);
   assert.equal(loadConfig([], { DATABASE_URL: 'postgres://u:p@h/db' }).databaseUrl, 'postgres://u:p@h/db');
   assert.equal(loadConfig(['--database-url', 'postgresql://h/db'], { DATABASE_URL: 'postgres://x' }).databaseUrl, 'postgresql://h/db');
-  assert.throws(() => loadConfig([], { DATABASE_URL: 'mysql://u:secret@h/db' }), (e: Error) => e instanceof ConfigError && /postgres:\/\//.test(e.message) && !e.message.includes('secret'));
+  assert.throws(
+    () => loadConfig([], { DATABASE_URL: 'mysql://u:secret@h/db' }),
+    (e: Error) => e instanceof ConfigError && /postgres:\/\//.test(e.message) && !e.message.includes('secret'),
+  );
 });
 
 test('DATABASE_POOL_SIZE and --database-pool-size set the connections each instance may open (docs/deploy.md)', async () => {
   assert.equal(loadConfig([], {}).databasePoolSize, 10);
   assert.equal(loadConfig([], { DATABASE_POOL_SIZE: '4' }).databasePoolSize, 4);
   assert.equal(loadConfig(['--database-pool-size', '30'], { DATABASE_POOL_SIZE: '4' }).databasePoolSize, 30);
-  for (const bad of ['1', '0', '1001', 'x', '2.5']) assert.throws(() => loadConfig([], { DATABASE_POOL_SIZE: bad }), (e: Error) => e instanceof ConfigError && /2 to 1000/.test(e.message));
+  for (const bad of ['1', '0', '1001', 'x', '2.5'])
+    assert.throws(
+      () => loadConfig([], { DATABASE_POOL_SIZE: bad }),
+      (e: Error) => e instanceof ConfigError && /2 to 1000/.test(e.message),
+    );
   // The pool is the one the store opens: 3 at once wait for each other past it, and all are answered.
   const small = await startTestServer({ databaseUrl: url, dataDir: await tempDir(), databasePoolSize: 3 });
   try {

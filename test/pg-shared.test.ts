@@ -45,7 +45,13 @@ describe('the shared state on PostgreSQL', () => {
     const usage = new PgUsageLedger(sql);
     assert.deepEqual(await usage.of('app_u'), { requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0, credits: 0 });
     await usage.record('app_u', 'response', 'resp_1', { input_tokens: 10, output_tokens: 990, total_tokens: 1000 });
-    await usage.record('app_u', 'completion', 'cmpl_1', { input_tokens: 5, output_tokens: 5, total_tokens: 10 }, { key: 'k-u', fingerprint: 'f-u' });
+    await usage.record(
+      'app_u',
+      'completion',
+      'cmpl_1',
+      { input_tokens: 5, output_tokens: 5, total_tokens: 10 },
+      { key: 'k-u', fingerprint: 'f-u' },
+    );
     await usage.record('app_u', 'response', 'resp_1', { input_tokens: 10, output_tokens: 990, total_tokens: 1000 });
     await usage.record('app_other', 'response', 'resp_2', { input_tokens: 1, output_tokens: 1, total_tokens: 2 });
     assert.deepEqual(await usage.of('app_u'), { requests: 2, input_tokens: 15, output_tokens: 995, total_tokens: 1010, credits: 1.01 });
@@ -75,7 +81,10 @@ describe('the shared state on PostgreSQL', () => {
       );
       assert.equal(refused.status, 429);
       assert.equal(refused.errorName, 'rate_limit_exceeded');
-      assert.ok(Number(refused.headers['retry-after']) >= 1 && Number(refused.headers['retry-after']) <= 60, refused.headers['retry-after']);
+      assert.ok(
+        Number(refused.headers['retry-after']) >= 1 && Number(refused.headers['retry-after']) <= 60,
+        refused.headers['retry-after'],
+      );
       assert.equal(refused.headers['x-ratelimit-remaining-requests'], '0');
       assert.equal(await count('rate_events'), rows, 'the refusal wrote nothing');
       const [day] = await sql<{ count: number }[]>`SELECT count FROM rate_days WHERE scope = 'plan' AND key = ${limited.id}`;
@@ -96,8 +105,17 @@ describe('the shared state on PostgreSQL', () => {
       await sql`INSERT INTO rate_days (scope, key, day, count) VALUES ('prune', 'a', ${old - (old % 86_400_000)}, 9), ('prune', 'b', ${old - (old % 86_400_000)}, 9)`;
       const c = await counts.take('a', 5, 50);
       assert.deepEqual([c.taken, c.inMinute, c.dayCount], [true, 0, 0], 'yesterday’s count and an old request are not today’s');
-      assert.deepEqual((await sql`SELECT key FROM rate_events WHERE scope = 'prune' ORDER BY key`).map((r) => r.key), ['a', 'b']);
-      assert.deepEqual((await sql`SELECT key, count FROM rate_days WHERE scope = 'prune' ORDER BY key`).map((r) => [r.key, r.count]), [['a', 1], ['b', 9]]);
+      assert.deepEqual(
+        (await sql`SELECT key FROM rate_events WHERE scope = 'prune' ORDER BY key`).map((r) => r.key),
+        ['a', 'b'],
+      );
+      assert.deepEqual(
+        (await sql`SELECT key, count FROM rate_days WHERE scope = 'prune' ORDER BY key`).map((r) => [r.key, r.count]),
+        [
+          ['a', 1],
+          ['b', 9],
+        ],
+      );
       await counts.sweep();
       assert.equal(Number((await sql`SELECT count(*) AS n FROM rate_days WHERE scope = 'prune'`)[0]!.n), 1);
       assert.equal(Number((await sql`SELECT count(*) AS n FROM rate_events WHERE scope = 'prune'`)[0]!.n), 1);
@@ -133,8 +151,11 @@ describe('the shared state on PostgreSQL', () => {
       await sql`UPDATE idempotency_claims SET at = at - ${day + 1000} WHERE key = 'k2'`;
       await sql`UPDATE idempotency_answers SET at = at - ${day + 1000} WHERE key = 'k2'`;
       await answers.sweep();
-      assert.deepEqual((await sql`SELECT key FROM idempotency_answers`).map((r) => r.key), []);
-      assert.equal(await count('idempotency_claims WHERE key = \'k2\''), 0);
+      assert.deepEqual(
+        (await sql`SELECT key FROM idempotency_answers`).map((r) => r.key),
+        [],
+      );
+      assert.equal(await count("idempotency_claims WHERE key = 'k2'"), 0);
       assert.deepEqual(await answers.begin('k2', 'f9'), { state: 'new' });
       await answers.finish('k2', undefined);
     } finally {
@@ -203,10 +224,19 @@ describe('the shared state on PostgreSQL', () => {
       const id = res.headers.get('parley-response-id')!;
       // What the idempotency stage hands the follower: the retry's context (its body is the running request's).
       const retry = (stream: boolean) =>
-        ({ json: async () => ({ message, stream }), app: s.fixtures.apps.get('app_slow'), headers: {}, signal: new AbortController().signal, beginStream: () => {} }) as unknown as RequestContext;
+        ({
+          json: async () => ({ message, stream }),
+          app: s.fixtures.apps.get('app_slow'),
+          headers: {},
+          signal: new AbortController().signal,
+          beginStream: () => {},
+        }) as unknown as RequestContext;
       const follow = followRunning(s.responses);
       const streamed = retry(true);
-      const [events, json] = await Promise.all([follow(streamed, id) as Promise<EventStream>, follow(retry(false), id) as Promise<{ id: string; status: string; output: unknown[] }>]);
+      const [events, json] = await Promise.all([
+        follow(streamed, id) as Promise<EventStream>,
+        follow(retry(false), id) as Promise<{ id: string; status: string; output: unknown[] }>,
+      ]);
       const followed: string[] = [];
       for await (const e of events.events) followed.push(e.event);
       const sent = [...(await res.text()).matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
@@ -230,7 +260,10 @@ describe('the shared state on PostgreSQL', () => {
       const keyed = { headers: { 'idempotency-key': '"wired"' } };
       const done = await s.call('POST', '/apps/app_demo/completions', { prompt: 'hello' }, keyed);
       assert.equal(done.status, 200);
-      assert.equal((await s.call('POST', '/apps/app_demo/completions', { prompt: 'hello' }, keyed)).headers.get('idempotent-replayed'), 'true');
+      assert.equal(
+        (await s.call('POST', '/apps/app_demo/completions', { prompt: 'hello' }, keyed)).headers.get('idempotent-replayed'),
+        'true',
+      );
       assert.equal((await s.usage.of('app_demo')).requests, 1);
       const v = await visitor(s, 'app_demo');
       const conv = await widgetCall(s, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
@@ -242,7 +275,8 @@ describe('the shared state on PostgreSQL', () => {
       assert.equal(await rows(`idempotency_claims`), 1, 'the completion’s claim, with its usage');
       assert.equal(await rows(`widget_owners WHERE visitor_id = '${v.visitor_id}'`), 1);
       const left = await fs.readdir(s.dataDir, { recursive: true });
-      for (const file of ['usage.jsonl', 'ratelimits.jsonl', 'idempotency', 'widget/owners.jsonl', 'widget/budget.jsonl']) assert.ok(!left.includes(file), `${file} in the data directory`);
+      for (const file of ['usage.jsonl', 'ratelimits.jsonl', 'idempotency', 'widget/owners.jsonl', 'widget/budget.jsonl'])
+        assert.ok(!left.includes(file), `${file} in the data directory`);
     } finally {
       await db.end();
       await s.close();

@@ -33,7 +33,10 @@ async function harness(limiter: RateLimitService) {
   await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
   const port = (http.server.address() as AddressInfo).port;
   const hit = async (app = LIMITED) => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/apps/${app}/work`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` } });
+    const res = await fetch(`http://127.0.0.1:${port}/v1/apps/${app}/work`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     return { status: res.status, headers: res.headers, body: (await res.json()) as any };
   };
   return { hit, executed: () => executed, close: () => http.close() };
@@ -87,7 +90,10 @@ describe('rate limits (D-23)', () => {
       assert.equal(results.filter((r) => r.status === 200).length, 5);
       assert.equal(results.filter((r) => r.status === 429).length, 15);
       assert.equal(h.executed(), 5);
-      const remaining = results.filter((r) => r.status === 200).map((r) => r.headers.get('x-ratelimit-remaining-requests')).sort();
+      const remaining = results
+        .filter((r) => r.status === 200)
+        .map((r) => r.headers.get('x-ratelimit-remaining-requests'))
+        .sort();
       assert.deepEqual(remaining, ['0', '1', '2', '3', '4']);
     } finally {
       await h.close();
@@ -192,7 +198,10 @@ describe('rate limits (D-23)', () => {
     }
     // A second service reading the file as it is now (as after SIGKILL; the first is never closed) knows all five.
     const after = await RateLimitService.open({ file, fixtures, now: c.now });
-    assert.throws(() => after.take(app), (err: { status?: number }) => err.status === 429);
+    assert.throws(
+      () => after.take(app),
+      (err: { status?: number }) => err.status === 429,
+    );
     await after.close();
     await limiter.close();
   });
@@ -237,7 +246,10 @@ describe('compaction and crashes', () => {
     copyFileSync(file, copy); // what a SIGKILL now would leave
     await limiter.close();
     const restarted = await RateLimitService.open({ file: copy, fixtures, now: c.now });
-    assert.throws(() => restarted.take(app), (err: { status?: number }) => err.status === 429);
+    assert.throws(
+      () => restarted.take(app),
+      (err: { status?: number }) => err.status === 429,
+    );
     await restarted.close();
   });
 
@@ -269,7 +281,9 @@ describe('compaction and crashes', () => {
 });
 
 describe('rate limits on the running server', () => {
-  test('startParley wires the limiter: its journal lives in the data directory', { skip: ON_POSTGRES && 'on PostgreSQL the counts are rows (test/pg-shared.test.ts)' }, async () => {
+  test('startParley wires the limiter: its journal lives in the data directory', {
+    skip: ON_POSTGRES && 'on PostgreSQL the counts are rows (test/pg-shared.test.ts)',
+  }, async () => {
     const { startTestServer } = await import('./support/helpers.ts');
     const s = await startTestServer();
     try {
@@ -301,11 +315,17 @@ describe('rate limits on create conversation, send message and completions (app_
       assert.equal(c.status, 200);
       assert.equal(c.headers.get('x-ratelimit-remaining-requests'), '1');
       // D-27: not counted: reads, renames and deletes.
-      assert.equal((await s.call('PATCH', `/apps/${LIMITED}/conversations/${conv}`, { title: 'renamed' })).headers.get('x-ratelimit-limit-requests'), null);
+      assert.equal(
+        (await s.call('PATCH', `/apps/${LIMITED}/conversations/${conv}`, { title: 'renamed' })).headers.get('x-ratelimit-limit-requests'),
+        null,
+      );
       assert.equal((await s.call('GET', `/apps/${LIMITED}/conversations/${conv}`)).headers.get('x-ratelimit-limit-requests'), null);
       await s.close();
       s = await startTestServer({ dataDir });
-      assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' })).headers.get('x-ratelimit-remaining-requests'), '0');
+      assert.equal(
+        (await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi' })).headers.get('x-ratelimit-remaining-requests'),
+        '0',
+      );
 
       const items = (await s.store.readConversationFile(conv)).items.length;
       const metrics = (await s.call('GET', `/apps/${LIMITED}/metrics`)).body;
@@ -381,7 +401,10 @@ describe('rate limits on create conversation, send message and completions (app_
       }
       // Each was counted once: the remaining counts are the next five (in the order they were counted,
       // which on PostgreSQL need not be the order they were sent).
-      assert.deepEqual(seen.sort((a, b) => b - a), [1, 2, 3, 4, 5].map((i) => remaining - i));
+      assert.deepEqual(
+        seen.sort((a, b) => b - a),
+        [1, 2, 3, 4, 5].map((i) => remaining - i),
+      );
     } finally {
       ctrl.abort();
       await s.close();
@@ -392,7 +415,9 @@ describe('rate limits on create conversation, send message and completions (app_
     const { startTestServer } = await import('./support/helpers.ts');
     const s = await startTestServer();
     try {
-      const results = await Promise.all(Array.from({ length: 20 }, () => s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hello' })));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hello' })),
+      );
       assert.equal(results.filter((r) => r.status === 200).length, 5);
       assert.equal(results.filter((r) => r.status === 429).length, 15);
     } finally {

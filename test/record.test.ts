@@ -21,7 +21,11 @@ function schemaKeepsAsIs(v: unknown): boolean {
 }
 
 const key = fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', 'en-ca', 'fr-ca', ''));
-const int = fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom(0, -0, 2 ** 53 - 1, 2 ** 53, -(2 ** 53), 1.5, NaN, Infinity), fc.maxSafeInteger());
+const int = fc.oneof(
+  fc.integer({ min: -5, max: 5 }),
+  fc.constantFrom(0, -0, 2 ** 53 - 1, 2 ** 53, -(2 ** 53), 1.5, NaN, Infinity),
+  fc.maxSafeInteger(),
+);
 const anyValue = fc.oneof(fc.jsonValue(), int, fc.constant(undefined), fc.string());
 
 const validRecord = fc.record({
@@ -65,7 +69,9 @@ test('the fast check accepts exactly what the schema accepts unchanged', () => {
 test('every valid record passes both; a record read from JSON with a __proto__ key goes to the schema', () => {
   const noProto = validRecord.filter((r) => !Object.hasOwn(r.generated_title, '__proto__') && !Object.hasOwn(r.metadata, '__proto__'));
   fc.assert(fc.property(noProto, (r) => isConversationRecord(r) && ConversationRecordSchema.safeParse(r).success));
-  const withProto = JSON.parse('{"id":"conv_1","app_id":"a","seq":0,"created_at":0,"external_user_id":null,"title":null,"generated_title":{"__proto__":"x"},"metadata":{},"deleted_at":null,"message_count":0}');
+  const withProto = JSON.parse(
+    '{"id":"conv_1","app_id":"a","seq":0,"created_at":0,"external_user_id":null,"title":null,"generated_title":{"__proto__":"x"},"metadata":{},"deleted_at":null,"message_count":0}',
+  );
   assert.equal(isConversationRecord(withProto), false);
   assert.equal(ConversationRecordSchema.safeParse(withProto).success, true);
 });

@@ -28,7 +28,13 @@ test('an event is followed (and traced) only once it is written to its file', as
   const log = new ResponseLog({ dir: await tempDir() });
   try {
     await log.open();
-    await log.begin({ id: 'resp_w', app_id: 'app_demo', conversation_id: 'conv_w', created_at: 1, input: { content: 'hi', metadata: null } });
+    await log.begin({
+      id: 'resp_w',
+      app_id: 'app_demo',
+      conversation_id: 'conv_w',
+      created_at: 1,
+      input: { content: 'hi', metadata: null },
+    });
     holding = true;
     const follower = log.follow('resp_w', -1)[Symbol.asyncIterator]();
     const first = follower.next();

@@ -34,7 +34,15 @@ const run = (engine: ModelEngine) =>
     kind: 'response',
     conversationId: 'conv_1',
     engine,
-    request: { kind: 'response', agentName: 'T', instructions: '', metadata: {}, messages: [{ role: 'user', content: 'Hi' }], tools: [], fast: false },
+    request: {
+      kind: 'response',
+      agentName: 'T',
+      instructions: '',
+      metadata: {},
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: [],
+      fast: false,
+    },
     tools: { specs: [], knowledge: undefined, forms: new Map() },
     signal: new AbortController().signal,
     finish: async () => {},
@@ -61,7 +69,13 @@ describe('ResponseRun: the model starts with the response', () => {
     for (const leaveAfter of [1, 2]) {
       let release!: () => void;
       const hold = new Promise<void>((r) => (release = r));
-      const { engine, log } = recordingEngine([{ type: 'text', delta: 'a' }, { type: 'text', delta: 'b' }], hold);
+      const { engine, log } = recordingEngine(
+        [
+          { type: 'text', delta: 'a' },
+          { type: 'text', delta: 'b' },
+        ],
+        hold,
+      );
       const it = run(engine).events();
       for (let i = 0; i < leaveAfter; i++) await it.next();
       const left = it.return(undefined);

@@ -13,9 +13,15 @@ interface IdEvent extends ParsedEvent {
 }
 
 /** GETs an event stream (the resume endpoint), with each event's `id:`; or the JSON error. */
-async function getSse(url: string, headers: Record<string, string> = {}, signal?: AbortSignal, onEvent?: (e: IdEvent) => void): Promise<{ status: number; events: IdEvent[]; text: string; json?: any }> {
+async function getSse(
+  url: string,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+  onEvent?: (e: IdEvent) => void,
+): Promise<{ status: number; events: IdEvent[]; text: string; json?: any }> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${KEY}`, ...headers }, signal });
-  if (!res.headers.get('content-type')?.startsWith('text/event-stream')) return { status: res.status, events: [], text: '', json: await res.json() };
+  if (!res.headers.get('content-type')?.startsWith('text/event-stream'))
+    return { status: res.status, events: [], text: '', json: await res.json() };
   const events: IdEvent[] = [];
   let text = '';
   const parser = createParser({
@@ -38,7 +44,11 @@ async function getSse(url: string, headers: Record<string, string> = {}, signal?
   return { status: res.status, events, text };
 }
 
-const textOf = (output: any[]) => output.filter((i) => i.type === 'message').map((i) => i.content[0].text).join('');
+const textOf = (output: any[]) =>
+  output
+    .filter((i) => i.type === 'message')
+    .map((i) => i.content[0].text)
+    .join('');
 const strip = (e: ParsedEvent) => ({ event: e.event, data: e.data });
 
 describe('resumable responses', () => {
@@ -61,7 +71,10 @@ describe('resumable responses', () => {
 
   test('D-32: a finished stream resumes from every cut point with exactly the unseen events, same payloads and numbers, with id lines', async () => {
     const c = await conv('app_knowledge');
-    const first = await postSse(s.baseUrl, `/apps/app_knowledge/conversations/${c}`, { message: { content: 'How do refunds work?' }, stream: true });
+    const first = await postSse(s.baseUrl, `/apps/app_knowledge/conversations/${c}`, {
+      message: { content: 'How do refunds work?' },
+      stream: true,
+    });
     const all = first.events;
     const id = all[0]!.data.id;
     assert.equal(all.at(-1)!.event, 'response.completed');
@@ -69,7 +82,10 @@ describe('resumable responses', () => {
       const r = await getSse(`${responses('app_knowledge')}/${id}/events?starting_after=${cut}`);
       assert.equal(r.status, 200);
       assert.deepEqual(r.events.map(strip), all.slice(cut + 1), `after ${cut}`);
-      assert.deepEqual(r.events.map((e) => e.id), all.slice(cut + 1).map((e) => String(e.data.sequence_number)));
+      assert.deepEqual(
+        r.events.map((e) => e.id),
+        all.slice(cut + 1).map((e) => String(e.data.sequence_number)),
+      );
     }
     // Last-Event-ID, as an EventSource sends it on reconnecting, wins over the query.
     const viaHeader = await getSse(`${responses('app_knowledge')}/${id}/events?starting_after=0`, { 'last-event-id': '2' });
@@ -84,20 +100,29 @@ describe('resumable responses', () => {
     const c = await conv('app_slow');
     const ctrl = new AbortController();
     const seen: ParsedEvent[] = [];
-    const cut = await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Hello there' } }, {
-      signal: ctrl.signal,
-      onEvent: (e) => {
-        seen.push(e);
-        if (e.event === 'response.output_text.delta') ctrl.abort();
+    const cut = await postSse(
+      s.baseUrl,
+      `/apps/app_slow/conversations/${c}`,
+      { message: { content: 'Hello there' } },
+      {
+        signal: ctrl.signal,
+        onEvent: (e) => {
+          seen.push(e);
+          if (e.event === 'response.output_text.delta') ctrl.abort();
+        },
       },
-    });
+    );
     const id = cut.headers.get('parley-response-id')!;
     const during = await s.call('GET', `/apps/app_slow/responses/${id}`);
     assert.equal(during.status, 200);
     assert.ok(['in_progress', 'completed'].includes(during.body.status));
     const rest = await getSse(`${responses('app_slow')}/${id}/events?starting_after=${seen.at(-1)!.data.sequence_number}`);
     const events = [...seen, ...rest.events.map(strip)];
-    assert.deepEqual(events.map((e) => e.data.sequence_number), events.map((_, i) => i), 'no gap, no repeat');
+    assert.deepEqual(
+      events.map((e) => e.data.sequence_number),
+      events.map((_, i) => i),
+      'no gap, no repeat',
+    );
     assert.equal(events.at(-1)!.event, 'response.completed');
     const done = await s.call('GET', `/apps/app_slow/responses/${id}`);
     assert.equal(done.body.status, 'completed');
@@ -132,14 +157,19 @@ describe('resumable responses', () => {
       const c = await conv(app);
       const ctrl = new AbortController();
       const seen: ParsedEvent[] = [];
-      const cut = await postSse(s.baseUrl, `/apps/${app}/conversations/${c}`, { message: { content }, stream: true }, {
-        signal: ctrl.signal,
-        onEvent: (e) => {
-          if (ctrl.signal.aborted) return;
-          seen.push(e);
-          if (e.event === at) ctrl.abort();
+      const cut = await postSse(
+        s.baseUrl,
+        `/apps/${app}/conversations/${c}`,
+        { message: { content }, stream: true },
+        {
+          signal: ctrl.signal,
+          onEvent: (e) => {
+            if (ctrl.signal.aborted) return;
+            seen.push(e);
+            if (e.event === at) ctrl.abort();
+          },
         },
-      });
+      );
       assert.equal(seen.at(-1)!.event, at);
       const id = cut.headers.get('parley-response-id')!;
       const rest = await getSse(`${responses(app)}/${id}/events?starting_after=${seen.at(-1)!.data.sequence_number}`);
@@ -156,16 +186,21 @@ describe('resumable responses', () => {
     let id = '';
     let cutAt = -1;
     // The first connection: cut at the first delta.
-    await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me a long story about the sea' } }, {
-      signal: ctrl.signal,
-      onEvent: (e) => {
-        if (e.event === 'response.created') id = e.data.id;
-        if (e.event === 'response.output_text.delta' && !ctrl.signal.aborted) {
-          cutAt = e.data.sequence_number;
-          ctrl.abort();
-        }
+    await postSse(
+      s.baseUrl,
+      `/apps/app_slow/conversations/${c}`,
+      { message: { content: 'Tell me a long story about the sea' } },
+      {
+        signal: ctrl.signal,
+        onEvent: (e) => {
+          if (e.event === 'response.created') id = e.data.id;
+          if (e.event === 'response.output_text.delta' && !ctrl.signal.aborted) {
+            cutAt = e.data.sequence_number;
+            ctrl.abort();
+          }
+        },
       },
-    });
+    );
     // The second: a resume that is open when the cancel comes (it has taken an event).
     let resumedOne!: () => void;
     const resuming = new Promise<void>((r) => (resumedOne = r));
@@ -183,16 +218,25 @@ describe('resumable responses', () => {
     // Read back with its status, in the look-up and in the history (D-39).
     assert.deepEqual((await s.call('GET', `/apps/app_slow/responses/${id}`)).body, cancelled.body);
     const items = (await s.call('GET', `/apps/app_slow/conversations/${c}`)).body.items;
-    assert.deepEqual(items.map((i: any) => [i.role, i.status]), [['user', undefined], ['assistant', 'incomplete']]);
+    assert.deepEqual(
+      items.map((i: any) => [i.role, i.status]),
+      [
+        ['user', undefined],
+        ['assistant', 'incomplete'],
+      ],
+    );
     // Cancelling a finished response changes nothing and returns it.
     const again = await s.call('POST', `/apps/app_slow/responses/${id}/cancel`);
     assert.deepEqual(again.body, cancelled.body);
-    const done = await s.call('POST', `/apps/app_stream/conversations/${await conv('app_stream')}`, { message: { content: 'Hi' }, stream: false });
+    const done = await s.call('POST', `/apps/app_stream/conversations/${await conv('app_stream')}`, {
+      message: { content: 'Hi' },
+      stream: false,
+    });
     const kept = await s.call('POST', `/apps/app_stream/responses/${done.body.id}/cancel`);
     assert.equal(kept.body.status, 'completed');
   });
 
-  test('404 for an unknown response, another app\'s and another team\'s; the key goes in the header only', async () => {
+  test("404 for an unknown response, another app's and another team's; the key goes in the header only", async () => {
     const c = await conv('app_stream');
     const r = await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: 'Hi' }, stream: false });
     const id = r.body.id;
@@ -219,13 +263,18 @@ describe('resumable responses', () => {
     const c = await conv('app_slow');
     const ctrl = new AbortController();
     let runningId = '';
-    await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me a long story about the sea' } }, {
-      signal: ctrl.signal,
-      onEvent: (e) => {
-        runningId = e.data.id;
-        ctrl.abort();
+    await postSse(
+      s.baseUrl,
+      `/apps/app_slow/conversations/${c}`,
+      { message: { content: 'Tell me a long story about the sea' } },
+      {
+        signal: ctrl.signal,
+        onEvent: (e) => {
+          runningId = e.data.id;
+          ctrl.abort();
+        },
       },
-    });
+    );
     const waiters = Array.from({ length: 8 }, () => new AbortController());
     let full!: () => void;
     const lineFull = new Promise<void>((r) => (full = r));
@@ -266,13 +315,18 @@ describe('resumable responses across a shutdown, a crash and the retention', () 
     try {
       c = (await s.call('POST', '/apps/app_slow/conversations', {})).body.id;
       const ctrl = new AbortController();
-      await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me a long story about the sea' } }, {
-        signal: ctrl.signal,
-        onEvent: (e) => {
-          if (e.event === 'response.output_text.delta') ctrl.abort();
-          id = e.data.id ?? id;
+      await postSse(
+        s.baseUrl,
+        `/apps/app_slow/conversations/${c}`,
+        { message: { content: 'Tell me a long story about the sea' } },
+        {
+          signal: ctrl.signal,
+          onEvent: (e) => {
+            if (e.event === 'response.output_text.delta') ctrl.abort();
+            id = e.data.id ?? id;
+          },
         },
-      });
+      );
     } finally {
       await s.close();
     }
@@ -296,13 +350,18 @@ describe('resumable responses across a shutdown, a crash and the retention', () 
       c = (await s.call('POST', '/apps/app_slow/conversations', {})).body.id;
       const ctrl = new AbortController();
       let deltas = 0;
-      await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me a long story about the sea' } }, {
-        signal: ctrl.signal,
-        onEvent: (e) => {
-          id = e.data.id ?? id;
-          if (e.event === 'response.output_text.delta' && ++deltas === 2) ctrl.abort();
+      await postSse(
+        s.baseUrl,
+        `/apps/app_slow/conversations/${c}`,
+        { message: { content: 'Tell me a long story about the sea' } },
+        {
+          signal: ctrl.signal,
+          onEvent: (e) => {
+            id = e.data.id ?? id;
+            if (e.event === 'response.output_text.delta' && ++deltas === 2) ctrl.abort();
+          },
         },
-      });
+      );
       // The reply is still running: its data as a crash now would leave it.
       await fs.cp(s.dataDir, copy, { recursive: true });
       await fs.rm(path.join(copy, 'LOCK'), { force: true });
@@ -315,12 +374,21 @@ describe('resumable responses across a shutdown, a crash and the retention', () 
       assert.deepEqual([r.status, r.error?.code], ['failed', 'interrupted']);
       assert.ok(textOf(r.output).length > 0, 'what the events show it produced is kept');
       const conv = (await after.call('GET', `/apps/app_slow/conversations/${c}`)).body;
-      assert.deepEqual(conv.items.map((i: any) => [i.role, i.status]), [['user', undefined], ['assistant', 'incomplete']]);
+      assert.deepEqual(
+        conv.items.map((i: any) => [i.role, i.status]),
+        [
+          ['user', undefined],
+          ['assistant', 'incomplete'],
+        ],
+      );
       assert.equal(textOf(conv.items.slice(1)), textOf(r.output));
       const events = await getSse(`${after.baseUrl}/apps/app_slow/responses/${id}/events`);
       assert.equal(events.events.at(-1)!.event, 'response.failed');
       // The conversation takes new messages: nothing is left running.
-      assert.equal((await after.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Hi' }, stream: false })).status, 200);
+      assert.equal(
+        (await after.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Hi' }, stream: false })).status,
+        200,
+      );
     } finally {
       await after.close();
     }
@@ -342,7 +410,7 @@ describe('resumable responses across a shutdown, a crash and the retention', () 
     }
   });
 
-  test('D-34: a reply still running at its app\'s max_duration_seconds is stopped and saved failed/response_timeout', async () => {
+  test("D-34: a reply still running at its app's max_duration_seconds is stopped and saved failed/response_timeout", async () => {
     const fixturesDir = await tempDir();
     await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
     const file = path.join(fixturesDir, 'fixtures.json');
@@ -353,7 +421,10 @@ describe('resumable responses across a shutdown, a crash and the retention', () 
     try {
       const c = (await s.call('POST', '/apps/app_slow/conversations', {})).body.id;
       // A long story takes app_slow many seconds (150 ms per 6 characters).
-      const r = await s.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Tell me a long story about the sea' }, stream: false });
+      const r = await s.call('POST', `/apps/app_slow/conversations/${c}`, {
+        message: { content: 'Tell me a long story about the sea' },
+        stream: false,
+      });
       assert.equal(r.status, 200);
       assert.deepEqual([r.body.status, r.body.error.type, r.body.error.code], ['failed', 'request_aborted', 'response_timeout']);
       assert.ok(textOf(r.body.output).length > 0, 'what it produced in its time is kept');

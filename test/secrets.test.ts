@@ -26,7 +26,9 @@ test('a full run logs no key, no Authorization header and no content at the defa
   const wrongKey = 'sk_live_WRONGKEY_0123456789abcdefghijklmnopqrstuv';
   try {
     const base = `/apps/${APP}/conversations`;
-    const conv = (await s.call('POST', base, { title: `${CONTENT}-title`, external_user_id: `${CONTENT}-user`, metadata: { note: `${CONTENT}-meta` } })).body;
+    const conv = (
+      await s.call('POST', base, { title: `${CONTENT}-title`, external_user_id: `${CONTENT}-user`, metadata: { note: `${CONTENT}-meta` } })
+    ).body;
     await s.call('PATCH', `${base}/${conv.id}`, { title: `${CONTENT}-renamed` });
     await s.call('GET', `${base}/${conv.id}`);
     await s.call('GET', `${base}?external_user_id=${CONTENT}-query`);
@@ -40,7 +42,9 @@ test('a full run logs no key, no Authorization header and no content at the defa
     await s.call('GET', `${base}/${conv.id}`, undefined, { key: TARGET.publishable_key });
     await s.call('GET', `${base}/${conv.id}`, undefined, { key: null, headers: { authorization: `Basic ${KEY}` } });
     await s.call('DELETE', `${base}/${conv.id}`);
-    await rawRequest(s.port, 'GET', `/v1/apps/${APP}/config?api_key=${KEY}`, { headers: { authorization: `Bearer ${KEY}`, cookie: `session=${CONTENT}` } });
+    await rawRequest(s.port, 'GET', `/v1/apps/${APP}/config?api_key=${KEY}`, {
+      headers: { authorization: `Bearer ${KEY}`, cookie: `session=${CONTENT}` },
+    });
   } finally {
     await s.close();
   }
@@ -68,14 +72,20 @@ function rawExchange(port: number, bytes: string): Promise<string> {
   });
 }
 
-test('the real server process (src/main.ts, default log level): its stdout and stderr hold no key, no Authorization value and no content', { timeout: 60_000 }, async () => {
+test('the real server process (src/main.ts, default log level): its stdout and stderr hold no key, no Authorization value and no content', {
+  timeout: 60_000,
+}, async () => {
   const env: Record<string, string> = { ...process.env } as Record<string, string>;
   delete env.LOG_LEVEL; // the default level, as npm start runs it
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', await tempDir(), '--fixtures', FIXTURES_DIR], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', await tempDir(), '--fixtures', FIXTURES_DIR],
+    {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -102,7 +112,11 @@ test('the real server process (src/main.ts, default log level): its stdout and s
   const statuses: number[] = [];
   try {
     const base = `/apps/${APP}/conversations`;
-    const created = await call('POST', base, { title: `${CONTENT}-title`, external_user_id: `${CONTENT}-user`, metadata: { note: `${CONTENT}-meta` } });
+    const created = await call('POST', base, {
+      title: `${CONTENT}-title`,
+      external_user_id: `${CONTENT}-user`,
+      metadata: { note: `${CONTENT}-meta` },
+    });
     const id = JSON.parse(created.text).id as string;
     statuses.push(created.status);
     for (const [method, p, body, headers] of [
@@ -125,13 +139,19 @@ test('the real server process (src/main.ts, default log level): its stdout and s
     }
     // Client errors node's parser finds (clientError), and one without Host: logged, never a 500.
     const garbage = await rawExchange(port, `GARBAGE ${CONTENT} ${KEY}\r\nAuthorization: Bearer ${KEY}\r\n\r\n`);
-    const noHost = await rawExchange(port, `GET /v1/apps/${APP}/config?q=${CONTENT} HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\nConnection: close\r\n\r\n`);
+    const noHost = await rawExchange(
+      port,
+      `GET /v1/apps/${APP}/config?q=${CONTENT} HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\nConnection: close\r\n\r\n`,
+    );
     statuses.push(Number(garbage.split(' ')[1]), Number(noHost.split(' ')[1]));
   } finally {
     child.kill('SIGTERM');
   }
   assert.equal(await exited, 0, stderr);
-  assert.ok(statuses.every((st) => st < 500), `no 500: ${statuses.join(' ')}`);
+  assert.ok(
+    statuses.every((st) => st < 500),
+    `no 500: ${statuses.join(' ')}`,
+  );
   assert.ok(statuses.includes(200) && statuses.includes(400) && statuses.includes(401) && statuses.includes(403), statuses.join(' '));
 
   // The banner shows the demo key on purpose (docs/reliability.md); everything after it is the log.
@@ -140,7 +160,10 @@ test('the real server process (src/main.ts, default log level): its stdout and s
   const lines = log.split('\n').filter((l) => l !== '');
   for (const l of lines) JSON.parse(l); // nothing but log lines
   assert.ok(lines.filter((l) => JSON.parse(l).msg === 'request').length >= 16, 'every request was logged');
-  assert.ok(lines.some((l) => JSON.parse(l).msg === 'client error'), 'the malformed request was logged');
+  assert.ok(
+    lines.some((l) => JSON.parse(l).msg === 'client error'),
+    'the malformed request was logged',
+  );
   const output = log + stderr;
   for (const secret of [KEY, OTHER_TEAM_KEY, wrongKey, TARGET.publishable_key, KEY.slice('sk_live_'.length)]) {
     assert.ok(!output.includes(secret), 'a key reached the output');

@@ -3,7 +3,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import jsonpatch from 'fast-json-patch';
-import { EVENT_TYPES, ReferenceConversationWithItems, ReferenceErrorBody, ReferenceEventPayload, ReferenceResponse, type EventType } from '../src/contract/index.ts';
+import {
+  EVENT_TYPES,
+  ReferenceConversationWithItems,
+  ReferenceErrorBody,
+  ReferenceEventPayload,
+  ReferenceResponse,
+  type EventType,
+} from '../src/contract/index.ts';
 import { countTokens, estimateInputTokens } from '../src/model/text.ts';
 import { startTestServer, type TestServer } from './support/helpers.ts';
 import { maskCallIds, outputFromEvents, postSse, shape, type ParsedEvent } from './support/sse-client.ts';
@@ -65,10 +72,22 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-type')!, /^text\/event-stream/);
     assert.equal(r.headers.get('cache-control'), 'no-cache');
-    assert.deepEqual(shape(r.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed']);
+    assert.deepEqual(shape(r.events), [
+      'response.created',
+      'response.output_text.delta*',
+      'response.output_text.done',
+      'response.completed',
+    ]);
     assertWellFormed(r.events);
     assertDeltasMatchDone(r.events);
-    assert.deepEqual(r.events[0]!.data, { type: 'response.created', sequence_number: 0, id: r.events[0]!.data.id, object: 'response', status: 'in_progress', conversation_id: c });
+    assert.deepEqual(r.events[0]!.data, {
+      type: 'response.created',
+      sequence_number: 0,
+      id: r.events[0]!.data.id,
+      object: 'response',
+      status: 'in_progress',
+      conversation_id: c,
+    });
     assert.equal(r.events.at(-1)!.data.id, r.events[0]!.data.id);
   });
 
@@ -128,14 +147,26 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     const patches = stream.events.filter((e) => e.event === 'response.data_spec').map((e) => e.data.data);
     assert.ok(patches.every((p) => p.type === 'patch'));
     // Indexes follow the output array (D-20).
-    assert.deepEqual(stream.events.filter((e) => e.event === 'response.data_spec').map((e) => e.data.output_index), [1, 2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(
+      stream.events.filter((e) => e.event === 'response.data_spec').map((e) => e.data.output_index),
+      [1, 2, 3, 4, 5, 6, 7],
+    );
     const doc = applyToEmpty(patches.map((p) => p.patch));
     assert.equal(doc.form.title, 'Book an appointment');
     assert.equal(doc.form.submit_label, 'Book');
-    assert.deepEqual(doc.form.fields.map((f: any) => f.name), ['name', 'email', 'date', 'time', 'party_size', 'notes']);
+    assert.deepEqual(
+      doc.form.fields.map((f: any) => f.name),
+      ['name', 'email', 'date', 'time', 'party_size', 'notes'],
+    );
     for (const f of doc.form.fields) assert.deepEqual(Object.keys(f).slice(0, 4), ['name', 'label', 'type', 'required']);
     assert.deepEqual(maskCallIds(json.body.output), maskCallIds(outputFromEvents(stream.events)));
-    assert.equal(jsonpatch.validate(patches.map((p) => p.patch), {}), undefined);
+    assert.equal(
+      jsonpatch.validate(
+        patches.map((p) => p.patch),
+        {},
+      ),
+      undefined,
+    );
   });
 
   test('each form template builds on {}', async () => {
@@ -154,13 +185,10 @@ describe('event sequences per kind of app (§6, D-16)', () => {
 
   test('scripted fault mid-stream: deltas then response.failed, partial output kept in JSON (D-17)', async () => {
     const { c2, stream, json } = await both('app_faulty', 'Tell me something');
-    assert.deepEqual(stream.events.map((e) => e.event), [
-      'response.created',
-      'response.output_text.delta',
-      'response.output_text.delta',
-      'response.output_text.delta',
-      'response.failed',
-    ]);
+    assert.deepEqual(
+      stream.events.map((e) => e.event),
+      ['response.created', 'response.output_text.delta', 'response.output_text.delta', 'response.output_text.delta', 'response.failed'],
+    );
     assertWellFormed(stream.events);
     const failed = stream.events.at(-1)!.data;
     assert.deepEqual([failed.status, failed.error.type, failed.error.code], ['failed', 'model_error', 'scripted_fault']);
@@ -171,12 +199,22 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     assert.deepEqual(resp.output, outputFromEvents(stream.events));
     // The failed response is persisted with its partial output (D-17).
     const file = await s.store.readConversationFile(c2);
-    assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error?.code]), [[resp.id, 'failed', 'scripted_fault']]);
-    assert.deepEqual(file.items.map((i) => i.type), ['message', 'message']);
+    assert.deepEqual(
+      file.responses.map((r) => [r.id, r.status, r.error?.code]),
+      [[resp.id, 'failed', 'scripted_fault']],
+    );
+    assert.deepEqual(
+      file.items.map((i) => i.type),
+      ['message', 'message'],
+    );
     // No `done` came, so the tokens are estimated: the input, and the three deltas generated before the fault.
     const partial = (resp.output[0] as any).content[0].text as string;
     assert.deepEqual(resp.usage, {
-      input_tokens: estimateInputTokens({ instructions: 'You are a helpful assistant.', metadata: {}, messages: [{ role: 'user', content: 'Tell me something' }] }),
+      input_tokens: estimateInputTokens({
+        instructions: 'You are a helpful assistant.',
+        metadata: {},
+        messages: [{ role: 'user', content: 'Tell me something' }],
+      }),
       output_tokens: countTokens(partial),
       total_tokens: resp.usage!.input_tokens + countTokens(partial),
     });
@@ -188,7 +226,10 @@ describe('event sequences per kind of app (§6, D-16)', () => {
 
   test('fault before the first token: created then failed; JSON 200 with empty output; both saved alike', async () => {
     const { c1, c2, stream, json } = await both('app_broken', 'Hi');
-    assert.deepEqual(stream.events.map((e) => e.event), ['response.created', 'response.failed']);
+    assert.deepEqual(
+      stream.events.map((e) => e.event),
+      ['response.created', 'response.failed'],
+    );
     assertWellFormed(stream.events);
     assert.equal(json.status, 200);
     const resp = ReferenceResponse.parse(json.body);
@@ -202,9 +243,15 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     const ids = [stream.events[0]!.data.id, resp.id];
     for (const [i, c] of [c1, c2].entries()) {
       const file = await s.store.readConversationFile(c);
-      assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error]), [[ids[i], 'failed', resp.error]]);
+      assert.deepEqual(
+        file.responses.map((r) => [r.id, r.status, r.error]),
+        [[ids[i], 'failed', resp.error]],
+      );
       const got = (await s.call('GET', `/apps/app_broken/conversations/${c}`)).body;
-      assert.deepEqual(got.items.map((it: any) => [it.type, it.role, it.content[0].text, it.response_id]), [['message', 'user', 'Hi', ids[i]]]);
+      assert.deepEqual(
+        got.items.map((it: any) => [it.type, it.role, it.content[0].text, it.response_id]),
+        [['message', 'user', 'Hi', ids[i]]],
+      );
       assert.deepEqual(got.generated_title, {});
       assert.equal((await s.store.getConversation(c))!.message_count, 1);
     }
@@ -217,7 +264,11 @@ describe('event sequences per kind of app (§6, D-16)', () => {
       ['app_demo', 'Hello'], // small talk: no knowledge_search call
     ] as const) {
       const { stream, json } = await both(app, content);
-      assert.deepEqual(shape(stream.events), ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed'], `${app}: ${content}`);
+      assert.deepEqual(
+        shape(stream.events),
+        ['response.created', 'response.output_text.delta*', 'response.output_text.done', 'response.completed'],
+        `${app}: ${content}`,
+      );
       assertWellFormed(stream.events);
       const resp = ReferenceResponse.parse(json.body);
       assert.equal(resp.status, 'completed');
@@ -251,7 +302,10 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
     assert.deepEqual((conv.items[0] as any).content, [{ type: 'text', text: 'How are refunds handled?' }]);
     assert.equal(new Set(conv.items.map((i) => i.id)).size, 6);
     // The persisted output equals the response's output.
-    assert.deepEqual(conv.items.slice(1, 3).map(({ id, created_at, response_id, ...rest }) => rest), r1.body.output);
+    assert.deepEqual(
+      conv.items.slice(1, 3).map(({ id, created_at, response_id, ...rest }) => rest),
+      r1.body.output,
+    );
     assert.equal((await s.call('GET', '/apps/app_knowledge/metrics')).body.total_messages, before + 4);
     assert.deepEqual(conv.generated_title, { 'en-ca': 'Billing and credits', 'fr-ca': 'Facturation et crédits' });
     assert.equal(conv.title, null);
@@ -259,25 +313,38 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
 
   test('data_spec items are persisted in order, between the texts, each with the response id (D-14, D-22)', async () => {
     const c = await newConversation('app_genui');
-    const r = await s.call('POST', `/apps/app_genui/conversations/${c}`, { message: { content: 'I would like to book an appointment for Friday' } });
+    const r = await s.call('POST', `/apps/app_genui/conversations/${c}`, {
+      message: { content: 'I would like to book an appointment for Friday' },
+    });
     const conv = ReferenceConversationWithItems.parse((await s.call('GET', `/apps/app_genui/conversations/${c}`)).body);
-    assert.deepEqual(conv.items.map((i) => (i.type === 'message' ? i.role : i.type)), ['user', 'assistant', ...Array(7).fill('data_spec'), 'assistant']);
+    assert.deepEqual(
+      conv.items.map((i) => (i.type === 'message' ? i.role : i.type)),
+      ['user', 'assistant', ...Array(7).fill('data_spec'), 'assistant'],
+    );
     assert.ok(conv.items.every((i) => i.response_id === r.body.id));
     assert.equal(new Set(conv.items.map((i) => i.id)).size, conv.items.length);
     // Exactly the response's output, in its order.
-    assert.deepEqual(conv.items.slice(1).map(({ id, created_at, response_id, ...rest }) => rest), r.body.output);
+    assert.deepEqual(
+      conv.items.slice(1).map(({ id, created_at, response_id, ...rest }) => rest),
+      r.body.output,
+    );
     // Read back from the conversation, the patches still build the form on {}.
     const ops = conv.items.flatMap((i) => (i.type === 'data_spec' ? [(i.data as any).patch] : []));
     const form = applyToEmpty(ops).form;
     assert.equal(form.title, 'Book an appointment');
-    assert.deepEqual(form.fields.map((f: any) => f.name), ['name', 'email', 'date', 'time', 'party_size', 'notes']);
+    assert.deepEqual(
+      form.fields.map((f: any) => f.name),
+      ['name', 'email', 'date', 'time', 'party_size', 'notes'],
+    );
   });
 
   test('concurrent messages to one conversation are all persisted, each exchange together (D-14, D-24)', async () => {
     const c = await newConversation('app_stream');
     const n = 5;
     const sent = await Promise.all(
-      Array.from({ length: n }, (_, i) => s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: `Question number ${i}` }, stream: false })),
+      Array.from({ length: n }, (_, i) =>
+        s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: `Question number ${i}` }, stream: false }),
+      ),
     );
     const items = (await s.call('GET', `/apps/app_stream/conversations/${c}`)).body.items;
     assert.equal(items.length, 2 * n);
@@ -293,11 +360,17 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
     const c = await newConversation('app_slow');
     let renamed: Promise<unknown> | undefined;
     // A greeting: a short reply, still seven chunks 150 ms apart after the first.
-    const stream = await postSse(s.baseUrl, `/apps/app_slow/conversations/${c}`, { message: { content: 'Hello' }, stream: true }, {
-      onEvent: (e) => {
-        if (e.event === 'response.output_text.delta' && !renamed) renamed = s.call('PATCH', `/apps/app_slow/conversations/${c}`, { title: 'Renamed mid-stream' });
+    const stream = await postSse(
+      s.baseUrl,
+      `/apps/app_slow/conversations/${c}`,
+      { message: { content: 'Hello' }, stream: true },
+      {
+        onEvent: (e) => {
+          if (e.event === 'response.output_text.delta' && !renamed)
+            renamed = s.call('PATCH', `/apps/app_slow/conversations/${c}`, { title: 'Renamed mid-stream' });
+        },
       },
-    });
+    );
     assert.equal(stream.events.at(-1)!.event, 'response.completed');
     assert.equal(((await renamed) as { status: number }).status, 200);
     const conv = (await s.call('GET', `/apps/app_slow/conversations/${c}`)).body;
@@ -315,7 +388,10 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
 
   test('a plain first exchange gets both locales (D-8)', async () => {
     const c = await newConversation('app_stream');
-    await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: 'Recommend a good hiking trail near Montreal' }, stream: false });
+    await s.call('POST', `/apps/app_stream/conversations/${c}`, {
+      message: { content: 'Recommend a good hiking trail near Montreal' },
+      stream: false,
+    });
     const got = await s.call('GET', `/apps/app_stream/conversations/${c}`);
     assert.deepEqual(Object.keys(got.body.generated_title).sort(), ['en-ca', 'fr-ca']);
     assert.match(got.body.generated_title['en-ca'], /Recommend good hiking trail/);
@@ -324,12 +400,19 @@ describe('persistence (D-14, D-24, D-8, D-9)', () => {
   test('metadata: used as data for this response, replaces the snapshot; omitted or null keeps it (D-9)', async () => {
     // The snapshot given at creation is what the first reply reads.
     const first = await newConversation('app_stream', { metadata: { user_name: 'Ada' } });
-    const firstReply = await s.call('POST', `/apps/app_stream/conversations/${first}`, { message: { content: 'What is new?' }, stream: false });
+    const firstReply = await s.call('POST', `/apps/app_stream/conversations/${first}`, {
+      message: { content: 'What is new?' },
+      stream: false,
+    });
     assert.match(firstReply.body.output[0].content[0].text, /^Hi Ada!/);
 
     const c = await newConversation('app_stream', { metadata: { user_name: 'Ada' } });
     const send = (metadata: unknown) =>
-      s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: 'What is new?' }, stream: false, ...(metadata === undefined ? {} : { metadata }) });
+      s.call('POST', `/apps/app_stream/conversations/${c}`, {
+        message: { content: 'What is new?' },
+        stream: false,
+        ...(metadata === undefined ? {} : { metadata }),
+      });
     // A replacement is what this very response reads.
     const r = await send({ user_name: 'Grace', plan: 'pro' });
     assert.match(r.body.output[0].content[0].text, /^Hi Grace!/);
@@ -370,7 +453,10 @@ describe('validation and lookups (D-4, D-11, D-15, D-9, D-17)', () => {
     const ok = await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: big(32_000) }, stream: false });
     assert.equal(ok.status, 200);
     // Characters, not UTF-16 units: 32,000 emoji are fine too.
-    assert.equal((await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: '😀'.repeat(32_000) }, stream: false })).status, 200);
+    assert.equal(
+      (await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: '😀'.repeat(32_000) }, stream: false })).status,
+      200,
+    );
     for (const content of [big(32_001), '']) {
       const r = await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content }, stream: true });
       assert.equal(r.status, 400);
@@ -382,9 +468,17 @@ describe('validation and lookups (D-4, D-11, D-15, D-9, D-17)', () => {
   test('metadata of 16,384 bytes is accepted, 16,385 is 400 too_large and changes nothing (D-9)', async () => {
     const c = await newConversation('app_stream');
     const meta = (bytes: number) => ({ k: 'x'.repeat(bytes - 8) }); // {"k":""} is 8 bytes
-    const ok = await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: 'Hi' }, stream: false, metadata: meta(16_384) });
+    const ok = await s.call('POST', `/apps/app_stream/conversations/${c}`, {
+      message: { content: 'Hi' },
+      stream: false,
+      metadata: meta(16_384),
+    });
     assert.equal(ok.status, 200);
-    const bad = await s.call('POST', `/apps/app_stream/conversations/${c}`, { message: { content: 'Hi' }, stream: false, metadata: meta(16_385) });
+    const bad = await s.call('POST', `/apps/app_stream/conversations/${c}`, {
+      message: { content: 'Hi' },
+      stream: false,
+      metadata: meta(16_385),
+    });
     assert.equal(bad.status, 400);
     assert.deepEqual([bad.body.error.param, bad.body.error.code], ['metadata', 'too_large']);
     const items = (await s.call('GET', `/apps/app_stream/conversations/${c}`)).body.items;

@@ -85,7 +85,9 @@ describe('slow clients', { concurrency: true }, () => {
 
   test('a body that never finishes: 408, and nothing is created', async () => {
     const before = (await s.store.appCounters(APP)).conversations;
-    const { answer } = stall(`POST /v1/apps/${APP}/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":`);
+    const { answer } = stall(
+      `POST /v1/apps/${APP}/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"title":`,
+    );
     assert408(await answer);
     assert.equal((await s.store.appCounters(APP)).conversations, before);
   });

@@ -12,10 +12,19 @@ import { postSse } from './support/sse-client.ts';
 
 describe('SSE framing', () => {
   test('event line, one data line of compact JSON, blank line', () => {
-    const text = formatSseEvent({ event: 'response.completed', data: { type: 'response.completed', sequence_number: 3, id: 'resp_1', status: 'completed' } });
-    assert.equal(text, 'event: response.completed\ndata: {"type":"response.completed","sequence_number":3,"id":"resp_1","status":"completed"}\n\n');
+    const text = formatSseEvent({
+      event: 'response.completed',
+      data: { type: 'response.completed', sequence_number: 3, id: 'resp_1', status: 'completed' },
+    });
+    assert.equal(
+      text,
+      'event: response.completed\ndata: {"type":"response.completed","sequence_number":3,"id":"resp_1","status":"completed"}\n\n',
+    );
     // A newline inside text stays escaped inside the one data line.
-    const delta = formatSseEvent({ event: 'response.output_text.delta', data: { type: 'response.output_text.delta', sequence_number: 1, delta: 'a\nb\r\n', output_index: 0, content_index: 0 } });
+    const delta = formatSseEvent({
+      event: 'response.output_text.delta',
+      data: { type: 'response.output_text.delta', sequence_number: 1, delta: 'a\nb\r\n', output_index: 0, content_index: 0 },
+    });
     assert.equal(delta.split('\n').length, 4);
   });
 
@@ -27,11 +36,14 @@ describe('SSE framing', () => {
     }
     const out = [];
     for await (const e of sequenced(events())) out.push(e);
-    assert.deepEqual(out.map((e) => [e.event, e.data.type, e.data.sequence_number]), [
-      ['response.created', 'response.created', 0],
-      ['response.output_text.delta', 'response.output_text.delta', 1],
-      ['response.completed', 'response.completed', 2],
-    ]);
+    assert.deepEqual(
+      out.map((e) => [e.event, e.data.type, e.data.sequence_number]),
+      [
+        ['response.created', 'response.created', 0],
+        ['response.output_text.delta', 'response.output_text.delta', 1],
+        ['response.completed', 'response.completed', 2],
+      ],
+    );
   });
 
   test('keep-alive comments while the producer is silent, then the events, then the connection ends (D-18)', async () => {
@@ -82,7 +94,10 @@ describe('keep-alive comments through the server (D-18)', () => {
       assert.match(text, /event: response\.output_text\.delta\ndata: [^\n]+\n\n(: keep-alive\n\n)+event: response\.output_text\.delta\n/);
       // The events are unchanged by them: the same sequence and numbering as without.
       const events = text.split('\n\n').filter((b) => b.startsWith('event: '));
-      assert.deepEqual(events.map((b) => JSON.parse(b.split('\n')[1]!.slice(6)).sequence_number), events.map((_, i) => i));
+      assert.deepEqual(
+        events.map((b) => JSON.parse(b.split('\n')[1]!.slice(6)).sequence_number),
+        events.map((_, i) => i),
+      );
       assert.match(events.at(-1)!, /^event: response\.completed\n/);
     } finally {
       await s.close();
@@ -133,28 +148,48 @@ describe('client disconnect past the cap of detached replies (D-19 as revised by
     const persisted = once(s.responses.events, 'persisted');
     const ctrl = new AbortController();
     const first: string[] = [];
-    await postSse(s.baseUrl, `/apps/app_tethered/conversations/${conv.id}`, { message: { content: 'Tell me a long story about the sea' } }, {
-      signal: ctrl.signal,
-      onEvent: (e) => {
-        if (e.event === 'response.output_text.delta') {
-          first.push(e.data.delta);
-          ctrl.abort();
-        }
+    await postSse(
+      s.baseUrl,
+      `/apps/app_tethered/conversations/${conv.id}`,
+      { message: { content: 'Tell me a long story about the sea' } },
+      {
+        signal: ctrl.signal,
+        onEvent: (e) => {
+          if (e.event === 'response.output_text.delta') {
+            first.push(e.data.delta);
+            ctrl.abort();
+          }
+        },
       },
-    });
+    );
     const [info] = await persisted;
     assert.deepEqual([info.conversation_id, info.status], [conv.id, 'failed']);
     const file = await s.store.readConversationFile(conv.id);
     assert.equal(file.responses.length, 1);
-    assert.deepEqual(file.responses[0]!.error, { type: 'request_aborted', code: 'client_disconnected', message: 'The client disconnected before the response was complete.' });
-    assert.deepEqual(file.items.map((i) => (i.type === 'message' ? i.role : i.type)), ['user', 'assistant']);
+    assert.deepEqual(file.responses[0]!.error, {
+      type: 'request_aborted',
+      code: 'client_disconnected',
+      message: 'The client disconnected before the response was complete.',
+    });
+    assert.deepEqual(
+      file.items.map((i) => (i.type === 'message' ? i.role : i.type)),
+      ['user', 'assistant'],
+    );
     const kept = (file.items[1] as any).content[0].text as string;
     assert.ok(kept.startsWith(first[0]!));
     // The model stopped: far less than the whole reply was kept (app_slow streams 6 characters a chunk).
     assert.ok(kept.length < 60, `kept ${kept.length} characters`);
     // No `done` came: billed an estimate of the input and of what was generated before the disconnect.
-    const input = estimateInputTokens({ instructions: 'You are a helpful assistant.', metadata: {}, messages: [{ role: 'user', content: 'Tell me a long story about the sea' }] });
-    assert.deepEqual(file.responses[0]!.usage, { input_tokens: input, output_tokens: countTokens(kept), total_tokens: input + countTokens(kept) });
+    const input = estimateInputTokens({
+      instructions: 'You are a helpful assistant.',
+      metadata: {},
+      messages: [{ role: 'user', content: 'Tell me a long story about the sea' }],
+    });
+    assert.deepEqual(file.responses[0]!.usage, {
+      input_tokens: input,
+      output_tokens: countTokens(kept),
+      total_tokens: input + countTokens(kept),
+    });
     assert.ok(countTokens(kept) > 0);
     // A failed first exchange gives no title yet (D-8).
     assert.deepEqual((await s.call('GET', `/apps/app_tethered/conversations/${conv.id}`)).body.generated_title, {});

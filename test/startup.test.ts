@@ -21,7 +21,19 @@ const journalOf = (dir: string) => path.join(dir, 'conversations.jsonl');
 const fileOf = (dir: string, id: string) => path.join(dir, 'conversations', id.slice(-2), `${id}.jsonl`);
 
 function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return { id, app_id: 'app_demo', seq: 1, created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+  return {
+    id,
+    app_id: 'app_demo',
+    seq: 1,
+    created_at: 1,
+    external_user_id: null,
+    title: null,
+    generated_title: {},
+    metadata: {},
+    deleted_at: null,
+    message_count: 0,
+    ...over,
+  };
 }
 const exchange = (p: string) =>
   [
@@ -51,7 +63,9 @@ async function refused(dataDir: string): Promise<StoreError> {
 }
 
 describe('the LOCK names a running process, not just a pid (D-25)', () => {
-  test('a Parley killed with SIGKILL and still a zombie does not block a restart; while it ran, a second one was refused', { timeout: 60_000 }, async (t) => {
+  test('a Parley killed with SIGKILL and still a zombie does not block a restart; while it ran, a second one was refused', {
+    timeout: 60_000,
+  }, async (t) => {
     if (!LINUX) return t.skip('needs /proc to see a zombie');
     const dataDir = await tempDir();
     // The server runs in the background of a shell that then becomes `sleep`, which never reaps
@@ -72,7 +86,11 @@ describe('the LOCK names a running process, not just a pid (D-25)', () => {
         });
         sh.once('exit', () => reject(new Error(`exited before listening: ${stderr}`)));
       });
-      const created = await fetch(`${url}/apps/${APP}/conversations`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: '{"title":"kept"}' });
+      const created = await fetch(`${url}/apps/${APP}/conversations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: '{"title":"kept"}',
+      });
       assert.equal(created.status, 200);
       const { id } = (await created.json()) as { id: string };
       const holder = JSON.parse(await fs.readFile(path.join(dataDir, 'LOCK'), 'utf8')) as { pid: number };
@@ -91,7 +109,8 @@ describe('the LOCK names a running process, not just a pid (D-25)', () => {
 
       process.kill(holder.pid, 'SIGKILL');
       // Waiting for the kernel to finish the kill: the state is read, not guessed from a delay.
-      for (let st = procStat(holder.pid); st !== null && st?.state !== 'Z'; st = procStat(holder.pid)) await new Promise((r) => setTimeout(r, 5));
+      for (let st = procStat(holder.pid); st !== null && st?.state !== 'Z'; st = procStat(holder.pid))
+        await new Promise((r) => setTimeout(r, 5));
       const server = await startTestServer({ dataDir });
       try {
         assert.equal(procStat(holder.pid)?.state, 'Z', 'the old process was still a zombie at the restart');
@@ -161,12 +180,19 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
     let store = await open(dir);
     await store.putConversation(record('conv_aa01'));
     await store.putConversation(record('conv_bb02', { seq: 2 }));
-    await store.appendToConversation({ ...record('conv_bb02', { seq: 2 }), message_count: 2 }, exchange('resp_0'), { id: 'resp_0', created_at: 1, status: 'completed' });
+    await store.appendToConversation({ ...record('conv_bb02', { seq: 2 }), message_count: 2 }, exchange('resp_0'), {
+      id: 'resp_0',
+      created_at: 1,
+      status: 'completed',
+    });
     // Enough renames of conv_bb02 that the next start-up compacts the journal.
     for (let i = 0; i < 1_100; i++) await store.putConversation(record('conv_bb02', { seq: 2, message_count: 2, title: `t${i}` }));
     await store.close();
     // A crash after conv_aa01's intent, and its file is damaged.
-    await fs.appendFile(journalOf(dir), `${JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, title: 'during' }), p: 'resp_1' })}\n`);
+    await fs.appendFile(
+      journalOf(dir),
+      `${JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, title: 'during' }), p: 'resp_1' })}\n`,
+    );
     await fs.mkdir(path.dirname(fileOf(dir, 'conv_aa01')), { recursive: true });
     // A whole line that is not JSON (a torn last line would be a crash's, and simply dropped).
     await fs.writeFile(fileOf(dir, 'conv_aa01'), '{"items": [\n');
@@ -174,10 +200,16 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
     store = await open(dir, warnings);
     try {
       assert.ok(
-        warnings.some((w) => w.includes(`${fileOf(dir, 'conv_aa01')}: line 1 is not valid JSON`) && w.includes('resp_1') && w.includes('unsettled')),
+        warnings.some(
+          (w) => w.includes(`${fileOf(dir, 'conv_aa01')}: line 1 is not valid JSON`) && w.includes('resp_1') && w.includes('unsettled'),
+        ),
         `the log names the file and the exchange left unsettled: ${warnings.join(' | ')}`,
       );
-      assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title], [0, null], 'the record as it was before the exchange');
+      assert.deepEqual(
+        [(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title],
+        [0, null],
+        'the record as it was before the exchange',
+      );
       await assert.rejects(store.readConversationFile('conv_aa01'), StoreError);
       assert.equal((await store.readConversationFile('conv_bb02')).items.length, 2, 'every other conversation is served');
       assert.equal((await store.getConversation('conv_bb02'))!.title, 't1099');
@@ -186,13 +218,22 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
     }
     const compacted = (await fs.readFile(journalOf(dir), 'utf8')).trimEnd().split('\n');
     assert.ok(compacted.length < 10, `the journal was compacted (${compacted.length} lines)`);
-    assert.ok(compacted.some((l) => JSON.parse(l).t === 'intent'), 'the unsettled intent survived the compaction');
+    assert.ok(
+      compacted.some((l) => JSON.parse(l).t === 'intent'),
+      'the unsettled intent survived the compaction',
+    );
 
     // The file is restored, with the exchange in it: the next start-up settles it.
-    await fs.writeFile(fileOf(dir, 'conv_aa01'), `${JSON.stringify({ items: exchange('resp_1'), responses: [{ id: 'resp_1', created_at: 1, status: 'completed' }] })}\n`);
+    await fs.writeFile(
+      fileOf(dir, 'conv_aa01'),
+      `${JSON.stringify({ items: exchange('resp_1'), responses: [{ id: 'resp_1', created_at: 1, status: 'completed' }] })}\n`,
+    );
     store = await open(dir);
     try {
-      assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title], [2, 'during']);
+      assert.deepEqual(
+        [(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.title],
+        [2, 'during'],
+      );
       assert.equal((await store.appCounters('app_demo')).messages, 4);
     } finally {
       await store.close();
@@ -205,7 +246,11 @@ describe('a journal that lost lines is refused, with the way out (D-25)', () => 
     const dir = await tempDir();
     const store = await open(dir);
     await store.putConversation(record('conv_aa01'));
-    await store.appendToConversation({ ...record('conv_aa01'), message_count: 2 }, exchange('resp_1'), { id: 'resp_1', created_at: 1, status: 'completed' });
+    await store.appendToConversation({ ...record('conv_aa01'), message_count: 2 }, exchange('resp_1'), {
+      id: 'resp_1',
+      created_at: 1,
+      status: 'completed',
+    });
     await store.putConversation(record('conv_bb02', { seq: 2 }));
     await store.close();
     return { dir, lines: (await fs.readFile(journalOf(dir), 'utf8')).trimEnd().split('\n') };
@@ -216,7 +261,10 @@ describe('a journal that lost lines is refused, with the way out (D-25)', () => 
     await fs.writeFile(journalOf(dir), '');
     const err = await refused(dir);
     assert.equal(err.file, journalOf(dir));
-    assert.match(err.message, /conversations\.jsonl: has no record of 1 conversation file \(conversations\/01\/conv_aa01\.jsonl\): it has lost lines/);
+    assert.match(
+      err.message,
+      /conversations\.jsonl: has no record of 1 conversation file \(conversations\/01\/conv_aa01\.jsonl\): it has lost lines/,
+    );
     assert.match(err.message, /Restore it from a backup; or, to start without that conversation, move its file out of /);
     assert.equal(await fs.readFile(journalOf(dir), 'utf8'), '', 'nothing rewritten');
     await fs.rm(journalOf(dir));
@@ -232,8 +280,8 @@ describe('a journal that lost lines is refused, with the way out (D-25)', () => 
     await fs.rename(fileOf(dir, 'conv_aa01'), path.join(dir, '..', `${path.basename(dir)}-conv_aa01.jsonl`));
     const store = await open(dir);
     try {
-      assert.equal((await store.getConversation('conv_aa01')), undefined);
-      assert.ok((await store.getConversation('conv_bb02')));
+      assert.equal(await store.getConversation('conv_aa01'), undefined);
+      assert.ok(await store.getConversation('conv_bb02'));
     } finally {
       await store.close();
     }
@@ -244,9 +292,18 @@ test('temporary files left by a crash are removed at start-up; the files they we
   const dir = await tempDir();
   let store = await open(dir);
   await store.putConversation(record('conv_aa01'));
-  await store.appendToConversation({ ...record('conv_aa01'), message_count: 2 }, exchange('resp_1'), { id: 'resp_1', created_at: 1, status: 'completed' });
+  await store.appendToConversation({ ...record('conv_aa01'), message_count: 2 }, exchange('resp_1'), {
+    id: 'resp_1',
+    created_at: 1,
+    status: 'completed',
+  });
   await store.close();
-  const leftovers = [`${fileOf(dir, 'conv_aa01')}.tmp`, `${fileOf(dir, 'conv_zz99')}.tmp`, `${journalOf(dir)}.tmp`, path.join(dir, 'ratelimits.jsonl.tmp')];
+  const leftovers = [
+    `${fileOf(dir, 'conv_aa01')}.tmp`,
+    `${fileOf(dir, 'conv_zz99')}.tmp`,
+    `${journalOf(dir)}.tmp`,
+    path.join(dir, 'ratelimits.jsonl.tmp'),
+  ];
   await fs.mkdir(path.dirname(leftovers[1]!), { recursive: true });
   for (const f of leftovers) await fs.writeFile(f, '{"torn');
   const before = await fs.readFile(fileOf(dir, 'conv_aa01'), 'utf8');

@@ -22,7 +22,19 @@ function metadataOf(bytes: number): Record<string, unknown> {
 const FULL = metadataOf(LIMITS.metadataBytes - 100);
 
 function record(id: string, seq: number, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return { id, app_id: 'app_demo', seq, created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+  return {
+    id,
+    app_id: 'app_demo',
+    seq,
+    created_at: 1,
+    external_user_id: null,
+    title: null,
+    generated_title: {},
+    metadata: {},
+    deleted_at: null,
+    message_count: 0,
+    ...over,
+  };
 }
 
 /**
@@ -47,13 +59,16 @@ describe('memory per conversation (D-28)', () => {
       const small = (await s.call('POST', conv, { title: 'small', metadata: { plan: 'pro' } })).body;
       const big = (await s.call('POST', conv, { title: 'big', metadata: FULL })).body;
       assert.deepEqual(big.metadata, FULL);
-      const sizes = (store: typeof s.store) => Promise.all([small.id, big.id].map(async (id) => kept((await store.getConversation(id)))));
+      const sizes = (store: typeof s.store) => Promise.all([small.id, big.id].map(async (id) => kept(await store.getConversation(id))));
       const [a, b] = await sizes(s.store);
       // 16 KB of metadata made of empty objects costs ~21 times its size as parsed objects.
       assert.ok(b! < 600 && b! <= a! + 16, `kept ${b} bytes for 16 KB of metadata, ${a} for 16 bytes`);
       assert.deepEqual((await s.call('GET', `${conv}/${big.id}`)).body.metadata, FULL);
       const listed = (await s.call('GET', `${conv}?order=asc`)).body.data;
-      assert.deepEqual(listed.map((c: { metadata: unknown }) => c.metadata), [{ plan: 'pro' }, FULL]);
+      assert.deepEqual(
+        listed.map((c: { metadata: unknown }) => c.metadata),
+        [{ plan: 'pro' }, FULL],
+      );
       await s.close();
       again = await startTestServer({ dataDir: s.dataDir });
       const [a2, b2] = await sizes(again.store);
@@ -85,7 +100,10 @@ describe('storage quota per plan (D-27)', () => {
       assert.ok(refused, 'no refusal after 10 creates of 16 KB into 64 KiB');
       assert.equal(created.length, 3);
       assert.equal(refused.status, 429);
-      assert.deepEqual({ ...refused.body.error, message: undefined }, { message: undefined, type: 'rate_limit_exceeded', param: null, code: 'storage_quota_exceeded' });
+      assert.deepEqual(
+        { ...refused.body.error, message: undefined },
+        { message: undefined, type: 'rate_limit_exceeded', param: null, code: 'storage_quota_exceeded' },
+      );
       assert.match(refused.body.error.message, /storage quota.*Delete conversations/);
       assert.equal(refused.headers.get('retry-after'), null, 'waiting frees nothing');
       assert.equal(refused.headers.get('x-should-retry'), 'false');
@@ -166,8 +184,15 @@ describe('journal growth (D-28)', () => {
       await store.putConversation(record('conv_c50', 5, { metadata: { ...meta, n: 5 } }));
       await store.updateConversation('conv_c20', () => ({ title: 'renamed during the compaction' }));
       await store.updateConversation('conv_c30', () => ({ deleted_at: 9 }));
-      const items: ItemT[] = [{ id: 'msg_during', type: 'message', role: 'user', content: [{ type: 'text', text: 'during' }], created_at: 1 } as ItemT];
-      await store.saveResponse({ conversationId: 'conv_c40', items, response: { id: 'resp_during', created_at: 1, status: 'completed' }, apply: (r) => ({ message_count: r.message_count + 1, metadata: { changed: true } }) });
+      const items: ItemT[] = [
+        { id: 'msg_during', type: 'message', role: 'user', content: [{ type: 'text', text: 'during' }], created_at: 1 } as ItemT,
+      ];
+      await store.saveResponse({
+        conversationId: 'conv_c40',
+        items,
+        response: { id: 'resp_during', created_at: 1, status: 'completed' },
+        apply: (r) => ({ message_count: r.message_count + 1, metadata: { changed: true } }),
+      });
       assert.equal(holds, 1, 'the compaction is still held');
       release();
       await (store as unknown as { compacting?: Promise<void> }).compacting;
@@ -183,7 +208,10 @@ describe('journal growth (D-28)', () => {
         assert.equal((await s.getConversation('conv_c30'))!.deleted_at, 9);
         assert.deepEqual((await s.getConversation('conv_c40'))!.metadata, { changed: true });
         assert.equal((await s.getConversation('conv_c40'))!.message_count, 1);
-        assert.deepEqual((await s.readConversationFile('conv_c40')).items.map((x) => x.id), ['msg_during']);
+        assert.deepEqual(
+          (await s.readConversationFile('conv_c40')).items.map((x) => x.id),
+          ['msg_during'],
+        );
       };
       await check(store);
       // The next compaction waits for the journal to double again: ordinary writes start none.
@@ -233,14 +261,18 @@ describe('conversation length (D-29)', () => {
     try {
       const c = (await s.call('POST', conv, {})).body;
       const text = 'y'.repeat(512 * 1024);
-      const item = (n: number) => ({ id: `msg_big${n}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 }) as ItemT;
+      const item = (n: number) =>
+        ({ id: `msg_big${n}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 }) as ItemT;
       for (let n = 0; (await s.store.readConversationFile(c.id)).bytes < LIMITS.conversationBytes; n++) {
         await s.store.appendToConversation({ ...(await s.store.getConversation(c.id))!, message_count: n + 1 }, [item(n)]);
       }
       const before = (await s.call('GET', `${conv}/${c.id}`)).body;
       const r = await s.call('POST', `${conv}/${c.id}`, { message: { content: 'one more' }, stream: false });
       assert.equal(r.status, 400);
-      assert.deepEqual({ ...r.body.error, message: undefined }, { message: undefined, type: 'invalid_request_error', param: 'conversation_id', code: 'conversation_too_large' });
+      assert.deepEqual(
+        { ...r.body.error, message: undefined },
+        { message: undefined, type: 'invalid_request_error', param: 'conversation_id', code: 'conversation_too_large' },
+      );
       assert.match(r.body.error.message, /start a new conversation/);
       assert.deepEqual((await s.call('GET', `${conv}/${c.id}`)).body, before);
       // Reading it still works, and so does a new conversation.
@@ -259,7 +291,9 @@ describe('conversation length (D-29)', () => {
       const text = 'z'.repeat(300 * 1024);
       for (let i = 1; i <= 6; i++) {
         await store.putConversation(record(`conv_h${i}0`, i));
-        await store.appendToConversation(record(`conv_h${i}0`, i, { message_count: 1 }), [{ id: `msg_${i}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 } as ItemT]);
+        await store.appendToConversation(record(`conv_h${i}0`, i, { message_count: 1 }), [
+          { id: `msg_${i}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 } as ItemT,
+        ]);
       }
       for (let i = 1; i <= 6; i++) await store.readConversationFile(`conv_h${i}0`);
       await new Promise((r) => setImmediate(r));

@@ -10,12 +10,25 @@ import type { ConversationRecord, ResponseSave } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
 function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return { id, app_id: 'app_demo', seq: 1, created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+  return {
+    id,
+    app_id: 'app_demo',
+    seq: 1,
+    created_at: 1,
+    external_user_id: null,
+    title: null,
+    generated_title: {},
+    metadata: {},
+    deleted_at: null,
+    message_count: 0,
+    ...over,
+  };
 }
-const exchange = (p: string) => [
-  { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
-  { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
-] as any[];
+const exchange = (p: string) =>
+  [
+    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
+    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
+  ] as any[];
 const save = (id: string, p: string, claim?: ResponseSave['claim']): ResponseSave => ({
   conversationId: id,
   items: exchange(p),
@@ -62,15 +75,27 @@ test('an exchange and its claim are one: kept together across a restart, and tog
   await store.putConversation(record('conv_ef03', { seq: 2 }));
   await store.putConversation(record('conv_gh04', { seq: 3 }), { key: 'k-create', fingerprint: 'f0' });
   await store.saveResponse(save('conv_cd02', 'resp_1', { key: 'k-saved', fingerprint: 'f1' }));
-  assert.deepEqual((await store.idempotencyClaims(0)).map((c) => c.key), ['k-create', 'k-saved']);
+  assert.deepEqual(
+    (await store.idempotencyClaims(0)).map((c) => c.key),
+    ['k-create', 'k-saved'],
+  );
   await store.close();
   // Two crashes after the intent line: resp_2's file landed, resp_3's did not.
   const journal = path.join(dir, 'conversations.jsonl');
   const claim = (k: string) => ({ k, f: 'f', at: Date.now() });
-  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_ef03', { seq: 2, message_count: 2 }), p: 'resp_2', c: claim('k-landed') })}\n`);
-  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_cd02', { message_count: 4 }), p: 'resp_3', c: claim('k-cut') })}\n`);
+  await fs.appendFile(
+    journal,
+    `${JSON.stringify({ t: 'intent', v: record('conv_ef03', { seq: 2, message_count: 2 }), p: 'resp_2', c: claim('k-landed') })}\n`,
+  );
+  await fs.appendFile(
+    journal,
+    `${JSON.stringify({ t: 'intent', v: record('conv_cd02', { message_count: 4 }), p: 'resp_3', c: claim('k-cut') })}\n`,
+  );
   await fs.mkdir(path.join(dir, 'conversations', '03'), { recursive: true });
-  await fs.writeFile(path.join(dir, 'conversations', '03', 'conv_ef03.json'), JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }));
+  await fs.writeFile(
+    path.join(dir, 'conversations', '03', 'conv_ef03.json'),
+    JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }),
+  );
   store = new FileStore({ dataDir: dir });
   await store.open();
   try {
@@ -80,7 +105,7 @@ test('an exchange and its claim are one: kept together across a restart, and tog
       'the landed exchange keeps its claim; the one that never happened has none, so its retry runs',
     );
     assert.equal((await store.getConversation('conv_cd02'))!.message_count, 2);
-    assert.deepEqual((await store.idempotencyClaims(Date.now() + 1)), [], 'older claims are left out');
+    assert.deepEqual(await store.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
   } finally {
     await store.close();
   }

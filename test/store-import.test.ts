@@ -34,7 +34,14 @@ function entry(n: number, app = 'app_demo'): { record: ConversationRecord; file:
   const file: ConversationFile = {
     items: [
       { id: `msg_u${n}`, type: 'message', role: 'user', content: [{ type: 'text', text: `hello ${n}` }], created_at: record.created_at },
-      { id: `msg_a${n}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: `hi ${n}` }], created_at: record.created_at, response_id: `resp_${n}` },
+      {
+        id: `msg_a${n}`,
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: `hi ${n}` }],
+        created_at: record.created_at,
+        response_id: `resp_${n}`,
+      },
     ],
     responses: [{ id: `resp_${n}`, created_at: record.created_at, status: 'completed' }],
   };
@@ -50,21 +57,27 @@ describe('FileStore.importConversations', () => {
     await store.importConversations(entries, 4);
 
     assert.equal(store.conversationsOf('app_demo').length, 40);
-    assert.deepEqual(store.conversationsOf('app_demo').map((r) => r.id), entries.map((e) => e.record.id));
+    assert.deepEqual(
+      store.conversationsOf('app_demo').map((r) => r.id),
+      entries.map((e) => e.record.id),
+    );
     assert.equal(store.conversationsOf('app_demo', 'user_even').length, 20);
-    assert.deepEqual((await store.appCounters('app_demo')), { conversations: 40, messages: 80, users: 1 });
+    assert.deepEqual(await store.appCounters('app_demo'), { conversations: 40, messages: 80, users: 1 });
     assert.deepEqual(await parts(store.readConversationFile(entries[7]!.record.id)), entries[7]!.file);
     await store.close();
 
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.deepEqual(plain((await reopened.getConversation(entries[39]!.record.id))), entries[39]!.record);
+    assert.deepEqual(plain(await reopened.getConversation(entries[39]!.record.id)), entries[39]!.record);
     assert.deepEqual(await parts(reopened.readConversationFile(entries[0]!.record.id)), entries[0]!.file);
     // D-7: the sequence continues after the imported records.
-    assert.equal((await reopened.nextSeq()), entries[39]!.record.seq + 1);
+    assert.equal(await reopened.nextSeq(), entries[39]!.record.seq + 1);
     // No temp file is left behind.
     const shard = path.join(dataDir, 'conversations', entries[0]!.record.id.slice(-2));
-    assert.deepEqual((await fs.readdir(shard)).filter((f) => f.endsWith('.tmp')), []);
+    assert.deepEqual(
+      (await fs.readdir(shard)).filter((f) => f.endsWith('.tmp')),
+      [],
+    );
     await reopened.close();
   });
 
@@ -76,12 +89,12 @@ describe('FileStore.importConversations', () => {
     await store.importConversations([first]);
     const again = [entry(2), { ...first, file: { items: [], responses: [] } }];
     await assert.rejects(store.importConversations(again), /already exists/);
-    assert.equal((await store.getConversation(again[0]!.record.id)), undefined);
+    assert.equal(await store.getConversation(again[0]!.record.id), undefined);
     assert.deepEqual(await parts(store.readConversationFile(first.record.id)), first.file);
     // A duplicate inside one batch is refused too.
     const dup = entry(3);
     await assert.rejects(store.importConversations([dup, dup]), /already exists/);
-    assert.equal((await store.getConversation(dup.record.id)), undefined);
+    assert.equal(await store.getConversation(dup.record.id), undefined);
     // An id that could reach outside the data directory is refused.
     const evil = entry(4);
     evil.record.id = '../../escape';
@@ -118,8 +131,8 @@ describe('FileStore.importConversations', () => {
     await fs.appendFile(journal, `${JSON.stringify({ t: 'conv', v: { ...b.record, title: 'renamed', extra: 1 } })}\n`);
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.deepEqual(plain((await reopened.getConversation(a.record.id))), a.record);
-    assert.deepEqual(plain((await reopened.getConversation(b.record.id))), { ...b.record, title: 'renamed' });
+    assert.deepEqual(plain(await reopened.getConversation(a.record.id)), a.record);
+    assert.deepEqual(plain(await reopened.getConversation(b.record.id)), { ...b.record, title: 'renamed' });
     await reopened.close();
 
     // A record that breaks a rule stops start-up with the line and the field named.
@@ -139,7 +152,10 @@ describe('FileStore.importConversations', () => {
     await fs.writeFile(file, `${JSON.stringify({ items: [{ type: 'message' }], responses: [] })}\n`);
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    await assert.rejects(reopened.readConversationFile(a.record.id), (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message));
+    await assert.rejects(
+      reopened.readConversationFile(a.record.id),
+      (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message),
+    );
     await reopened.close();
   });
 
@@ -155,11 +171,17 @@ describe('FileStore.importConversations', () => {
     const readOnly = (await fs.stat(fileOf(b.record.id))).ino;
     const written = (await fs.stat(fileOf(a.record.id))).ino;
     await store.readConversationFile(b.record.id);
-    await store.appendToConversation({ ...a.record, message_count: 3 }, [{ id: 'msg_extra', type: 'message', role: 'user', content: [{ type: 'text', text: 'more' }], created_at: 1 } as never]);
+    await store.appendToConversation({ ...a.record, message_count: 3 }, [
+      { id: 'msg_extra', type: 'message', role: 'user', content: [{ type: 'text', text: 'more' }], created_at: 1 } as never,
+    ]);
     await store.close();
     assert.equal((await fs.stat(fileOf(b.record.id))).ino, readOnly);
     assert.equal((await fs.stat(fileOf(a.record.id))).ino, written);
-    assert.equal((await fs.readFile(fileOf(a.record.id), 'utf8')).trimEnd().split('\n').length, 2, 'the import and the exchange, one line each');
+    assert.equal(
+      (await fs.readFile(fileOf(a.record.id), 'utf8')).trimEnd().split('\n').length,
+      2,
+      'the import and the exchange, one line each',
+    );
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     assert.equal((await reopened.readConversationFile(a.record.id)).items.length, 3);

@@ -9,12 +9,25 @@ import type { ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
 function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return { id, app_id: 'app_demo', seq: 1, created_at: 1, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+  return {
+    id,
+    app_id: 'app_demo',
+    seq: 1,
+    created_at: 1,
+    external_user_id: null,
+    title: null,
+    generated_title: {},
+    metadata: {},
+    deleted_at: null,
+    message_count: 0,
+    ...over,
+  };
 }
-const exchange = (p: string) => [
-  { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
-  { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
-] as any[];
+const exchange = (p: string) =>
+  [
+    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
+    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
+  ] as any[];
 
 test('an intent whose file write never happened is forgotten; one whose file landed is completed', async () => {
   const dir = await tempDir();
@@ -25,14 +38,29 @@ test('an intent whose file write never happened is forgotten; one whose file lan
   await store.close();
   // A crash after each intent: conv_aa01's file was never written, conv_bb02's was.
   const journal = path.join(dir, 'conversations.jsonl');
-  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, metadata: { x: 1 } }), p: 'resp_1' })}\n`);
-  await fs.appendFile(journal, `${JSON.stringify({ t: 'intent', v: record('conv_bb02', { seq: 2, message_count: 2, metadata: { y: 2 } }), p: 'resp_2' })}\n`);
+  await fs.appendFile(
+    journal,
+    `${JSON.stringify({ t: 'intent', v: record('conv_aa01', { message_count: 2, metadata: { x: 1 } }), p: 'resp_1' })}\n`,
+  );
+  await fs.appendFile(
+    journal,
+    `${JSON.stringify({ t: 'intent', v: record('conv_bb02', { seq: 2, message_count: 2, metadata: { y: 2 } }), p: 'resp_2' })}\n`,
+  );
   await fs.mkdir(path.join(dir, 'conversations', '02'), { recursive: true });
-  await fs.writeFile(path.join(dir, 'conversations', '02', 'conv_bb02.json'), JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }));
+  await fs.writeFile(
+    path.join(dir, 'conversations', '02', 'conv_bb02.json'),
+    JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }),
+  );
   store = new FileStore({ dataDir: dir });
   await store.open();
-  assert.deepEqual([(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.metadata], [0, {}]);
-  assert.deepEqual([(await store.getConversation('conv_bb02'))!.message_count, (await store.getConversation('conv_bb02'))!.metadata], [2, { y: 2 }]);
+  assert.deepEqual(
+    [(await store.getConversation('conv_aa01'))!.message_count, (await store.getConversation('conv_aa01'))!.metadata],
+    [0, {}],
+  );
+  assert.deepEqual(
+    [(await store.getConversation('conv_bb02'))!.message_count, (await store.getConversation('conv_bb02'))!.metadata],
+    [2, { y: 2 }],
+  );
   assert.equal((await store.appCounters('app_demo')).messages, 2);
   await store.close();
   // Settled once and for all: the completion was journaled.

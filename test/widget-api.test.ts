@@ -72,13 +72,21 @@ describe('visitor sessions (D-48, D-49)', () => {
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
     assert.equal(conv.status, 200);
     assert.equal(conv.body.object, 'conversation');
-    const stream = await postSse(originOf(server), `/widget/v1/apps/app_demo/conversations/${conv.body.id}`, { message: { content: 'hello' } }, { key: v.token, headers: { origin: SHOP } });
+    const stream = await postSse(
+      originOf(server),
+      `/widget/v1/apps/app_demo/conversations/${conv.body.id}`,
+      { message: { content: 'hello' } },
+      { key: v.token, headers: { origin: SHOP } },
+    );
     assert.equal(stream.status, 200);
     assert.equal(stream.headers.get('access-control-allow-origin'), SHOP);
     assert.deepEqual([stream.events[0]!.event, stream.events.at(-1)!.event], ['response.created', 'response.completed']);
     assert.ok(stream.events.some((e) => e.event === 'response.output_text.delta'));
     // JSON when asked for.
-    const json = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: 'thanks' }, stream: false } });
+    const json = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
+      auth: v.token,
+      body: { message: { content: 'thanks' }, stream: false },
+    });
     assert.equal(json.body.status, 'completed');
     const read = await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token });
     assert.deepEqual(
@@ -91,7 +99,7 @@ describe('visitor sessions (D-48, D-49)', () => {
     assert.equal(rest.body.external_user_id, null);
   });
 
-  test('a second visitor cannot read, continue or even detect the first one\'s conversation', async () => {
+  test("a second visitor cannot read, continue or even detect the first one's conversation", async () => {
     const first = await visitor(server, 'app_demo');
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: first.token, body: {} });
     const second = await visitor(server, 'app_demo');
@@ -100,17 +108,26 @@ describe('visitor sessions (D-48, D-49)', () => {
     const unknown = await widgetCall(server, 'GET', '/apps/app_demo/conversations/conv_doesnotexist', { auth: second.token });
     assertError(read, 'not_found');
     assert.equal(read.body.error.message, unknown.body.error.message.replace('conv_doesnotexist', conv.body.id));
-    assertError(await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: second.token, body: { message: { content: 'mine now' } } }), 'not_found');
+    assertError(
+      await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
+        auth: second.token,
+        body: { message: { content: 'mine now' } },
+      }),
+      'not_found',
+    );
     // A conversation made through the REST API belongs to no visitor.
     const rest = await server.call('POST', '/apps/app_demo/conversations', {});
     assertError(await widgetCall(server, 'GET', `/apps/app_demo/conversations/${rest.body.id}`, { auth: first.token }), 'not_found');
     assert.equal((await server.call('GET', `/apps/app_demo/conversations/${conv.body.id}`)).body.items.length, 0);
   });
 
-  test('resumable responses for a visitor: their own reply resumed from an event and cancelled; another visitor\'s is 404', async () => {
+  test("resumable responses for a visitor: their own reply resumed from an event and cancelled; another visitor's is 404", async () => {
     const first = await visitor(server, 'app_demo');
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: first.token, body: {} });
-    const sent = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: first.token, body: { message: { content: 'Hello' } } });
+    const sent = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
+      auth: first.token,
+      body: { message: { content: 'Hello' } },
+    });
     const id = sent.headers.get('parley-response-id')!;
     assert.match(id, /^resp_/);
     // The browser may read the header (CORS).
@@ -118,7 +135,13 @@ describe('visitor sessions (D-48, D-49)', () => {
     const all = String(sent.body).split('\n\n').filter(Boolean);
     const rest = await widgetCall(server, 'GET', `/apps/app_demo/responses/${id}/events?starting_after=1`, { auth: first.token });
     assert.equal(rest.status, 200);
-    assert.deepEqual(String(rest.body).split('\n\n').filter(Boolean).map((b) => b.replace(/^id: \d+\n/, '')), all.slice(2));
+    assert.deepEqual(
+      String(rest.body)
+        .split('\n\n')
+        .filter(Boolean)
+        .map((b) => b.replace(/^id: \d+\n/, '')),
+      all.slice(2),
+    );
     const cancelled = await widgetCall(server, 'POST', `/apps/app_demo/responses/${id}/cancel`, { auth: first.token, body: {} });
     assert.deepEqual([cancelled.status, cancelled.body.status], [200, 'completed']);
     const second = await visitor(server, 'app_demo');
@@ -136,7 +159,10 @@ describe('visitor sessions (D-48, D-49)', () => {
     const [head, body, sig] = v.token.split('.');
     const claims = JSON.parse(Buffer.from(body!, 'base64url').toString());
     const forgedBody = Buffer.from(JSON.stringify({ ...claims, sub: 'vis_someoneelse' })).toString('base64url');
-    assertError(await widgetCall(server, 'GET', '/apps/app_demo/config', { auth: `${head}.${forgedBody}.${sig}` }), 'invalid_visitor_token');
+    assertError(
+      await widgetCall(server, 'GET', '/apps/app_demo/config', { auth: `${head}.${forgedBody}.${sig}` }),
+      'invalid_visitor_token',
+    );
     assertError(await widgetCall(server, 'GET', '/apps/app_demo/config', { auth: 'not-a-token' }), 'invalid_visitor_token');
     assertError(await widgetCall(server, 'GET', '/apps/app_demo/config', { auth: null }), 'invalid_visitor_token');
     // alg "none" with no signature.
@@ -151,7 +177,10 @@ describe('visitor sessions (D-48, D-49)', () => {
     const claims = verifyJwt(v.token, secret.trim())!;
     const now = Math.floor(Date.now() / 1000);
     const expired = signJwt({ ...claims, iat: now - 7200, exp: now - 3600 }, secret.trim());
-    assertError(await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: expired }), 'visitor_token_expired');
+    assertError(
+      await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: expired }),
+      'visitor_token_expired',
+    );
     const renewed = await visitor(server, 'app_demo', { previous_token: expired });
     assert.equal(renewed.visitor_id, v.visitor_id);
     assert.equal((await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: renewed.token })).status, 200);
@@ -187,22 +216,34 @@ describe('visitor sessions (D-48, D-49)', () => {
     const r = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: { external_user_id: 'admin' } });
     assertError(r, 'unknown_parameter');
     assert.equal(r.body.error.param, 'external_user_id');
-    assertError(await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: { metadata: { plan: 'gold' } } }), 'unknown_parameter');
+    assertError(
+      await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: { metadata: { plan: 'gold' } } }),
+      'unknown_parameter',
+    );
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: { title: 'Mine' } });
     assert.equal(conv.body.title, 'Mine');
-    assertError(await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: 'hi' }, metadata: { user_name: 'Mallory' } } }), 'unknown_parameter');
+    assertError(
+      await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
+        auth: v.token,
+        body: { message: { content: 'hi' }, metadata: { user_name: 'Mallory' } },
+      }),
+      'unknown_parameter',
+    );
   });
 });
 
 describe('verified identities (D-50)', () => {
-  test('a signed identity sets external_user_id and the agent\'s metadata, and is the same visitor on every device', async () => {
+  test("a signed identity sets external_user_id and the agent's metadata, and is the same visitor on every device", async () => {
     const identity = signIdentity('app_demo', { sub: 'user-42', metadata: { user_name: 'Ada' } });
     const v = await visitor(server, 'app_demo', { identity });
     assert.equal(v.external_user_id, 'user-42');
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
     assert.equal(conv.body.external_user_id, 'user-42');
     assert.deepEqual(conv.body.metadata, { user_name: 'Ada' });
-    const reply = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: 'hello' }, stream: false } });
+    const reply = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
+      auth: v.token,
+      body: { message: { content: 'hello' }, stream: false },
+    });
     // The agent got the metadata (as data): the embedded engine greets by name.
     assert.match(reply.body.output[0].content[0].text, /Ada/);
     const rest = await server.call('GET', `/apps/app_demo/conversations?external_user_id=user-42`);
@@ -225,7 +266,8 @@ describe('verified identities (D-50)', () => {
 
   test('expired, future-dated, forged, unsigned and malformed identities are refused, and nothing is issued', async () => {
     const now = Math.floor(Date.now() / 1000);
-    const session = (identity: string, app = 'app_demo') => widgetCall(server, 'POST', `/apps/${app}/visitors`, { auth: PK, body: { identity }, origin: app === 'app_demo' ? SHOP : null });
+    const session = (identity: string, app = 'app_demo') =>
+      widgetCall(server, 'POST', `/apps/${app}/visitors`, { auth: PK, body: { identity }, origin: app === 'app_demo' ? SHOP : null });
     assertError(await session(signIdentity('app_demo', { sub: 'u', iat: now - 601 })), 'identity_expired');
     assertError(await session(signIdentity('app_demo', { sub: 'u', iat: now + 3600 })), 'identity_expired');
     assertError(await session(signIdentity('app_demo', { sub: 'u', exp: now - 1 })), 'identity_expired');
@@ -253,7 +295,9 @@ describe('origins and CORS (D-53)', () => {
     assert.equal(ok.headers.get('access-control-allow-origin'), SHOP);
     assert.match(ok.headers.get('vary') ?? '', /Origin/);
     assert.match(ok.headers.get('access-control-expose-headers') ?? '', /retry-after/);
-    const pre = await widgetCall(server, 'OPTIONS', '/apps/app_demo/conversations/conv_x', { headers: { 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    const pre = await widgetCall(server, 'OPTIONS', '/apps/app_demo/conversations/conv_x', {
+      headers: { 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
     assert.equal(pre.status, 204);
     assert.equal(pre.headers.get('access-control-allow-origin'), SHOP);
     assert.deepEqual(pre.headers.get('access-control-allow-methods')!.split(', ').sort(), ['GET', 'POST']);
@@ -262,7 +306,10 @@ describe('origins and CORS (D-53)', () => {
     const evil = 'https://evil.example';
     for (const r of [
       await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: PK, body: {}, origin: evil }),
-      await widgetCall(server, 'OPTIONS', '/apps/app_demo/visitors', { origin: evil, headers: { 'access-control-request-method': 'POST' } }),
+      await widgetCall(server, 'OPTIONS', '/apps/app_demo/visitors', {
+        origin: evil,
+        headers: { 'access-control-request-method': 'POST' },
+      }),
       await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: PK, body: {}, origin: 'null' }),
       // An origin of app_demo's is not one of app_stream's.
       await widgetCall(server, 'POST', '/apps/app_stream/visitors', { auth: PK, body: {} }),
@@ -275,12 +322,20 @@ describe('origins and CORS (D-53)', () => {
     assertError(await widgetCall(server, 'GET', '/apps/app_demo/config', { auth: v.token, origin: evil }), 'origin_not_allowed');
   });
 
-  test('the server\'s own origin is allowed while the playground is on, and not with --no-playground', async () => {
+  test("the server's own origin is allowed while the playground is on, and not with --no-playground", async () => {
     const own = originOf(server);
-    assert.equal((await widgetCall(server, 'POST', '/apps/app_stream/visitors', { auth: PK, body: {}, origin: own })).headers.get('access-control-allow-origin'), own);
+    assert.equal(
+      (await widgetCall(server, 'POST', '/apps/app_stream/visitors', { auth: PK, body: {}, origin: own })).headers.get(
+        'access-control-allow-origin',
+      ),
+      own,
+    );
     const bare = await startTestServer({ playground: false });
     try {
-      assertError(await widgetCall(bare, 'POST', '/apps/app_stream/visitors', { auth: PK, body: {}, origin: originOf(bare) }), 'origin_not_allowed');
+      assertError(
+        await widgetCall(bare, 'POST', '/apps/app_stream/visitors', { auth: PK, body: {}, origin: originOf(bare) }),
+        'origin_not_allowed',
+      );
       assert.equal((await fetch(`${originOf(bare)}/`)).status, 404);
       assert.equal(bare.playgroundUrl, null);
       // The widget itself is still served.
@@ -297,12 +352,15 @@ describe('origins and CORS (D-53)', () => {
 });
 
 describe('which apps have a widget (D-47, D-54)', () => {
-  test('unknown app 404; no widget, another team\'s, disabled, without an agent: 403', async () => {
+  test("unknown app 404; no widget, another team's, disabled, without an agent: 403", async () => {
     assertError(await widgetCall(server, 'POST', '/apps/app_nope/visitors', { auth: PK, body: {} }), 'not_found');
     assertError(await widgetCall(server, 'POST', '/apps/app_other/visitors', { auth: PK, body: {} }), 'widget_disabled');
     assertError(await widgetCall(server, 'POST', '/apps/app_noagent/visitors', { auth: PK, body: {} }), 'widget_disabled');
     assertError(await widgetCall(server, 'POST', '/apps/app_inactive/visitors', { auth: PK, body: {} }), 'app_inactive');
-    assertError(await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: 'pk_live_unknown_0000000000000000000000000000', body: {} }), 'invalid_api_key');
+    assertError(
+      await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: 'pk_live_unknown_0000000000000000000000000000', body: {} }),
+      'invalid_api_key',
+    );
     assertError(await widgetCall(server, 'GET', '/apps/app_demo/nothing', { auth: PK }), 'not_found');
     const r = await widgetCall(server, 'DELETE', '/apps/app_demo/visitors', { auth: PK });
     assertError(r, 'method_not_allowed');
@@ -314,33 +372,56 @@ describe('which apps have a widget (D-47, D-54)', () => {
     assertError(await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: PK, body: { user: 'x' } }), 'unknown_parameter');
     const v = await visitor(server, 'app_demo');
     const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
-    assertError(await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: '' } } }), 'invalid_value');
+    assertError(
+      await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
+        auth: v.token,
+        body: { message: { content: '' } },
+      }),
+      'invalid_value',
+    );
     assert.equal((await widgetCall(server, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token })).body.items.length, 0);
   });
 });
 
 describe('abuse limits (D-52)', () => {
-  test('per visitor, per address and the app\'s widget budget, apart from the REST plan; a refused request changes nothing', async () => {
+  test("per visitor, per address and the app's widget budget, apart from the REST plan; a refused request changes nothing", async () => {
     // app_limited: visitor 4/min, address 8/min, widget budget 3/min; its REST plan: 5/min.
     const app = 'app_limited';
     const a = await visitor(server, app); // address 1
     const conv = await widgetCall(server, 'POST', `/apps/${app}/conversations`, { auth: a.token, body: {} }); // address 2, visitor 1
     for (let i = 0; i < 3; i++) {
-      const r = await widgetCall(server, 'POST', `/apps/${app}/conversations/${conv.body.id}`, { auth: a.token, body: { message: { content: `m${i}` }, stream: false } });
+      const r = await widgetCall(server, 'POST', `/apps/${app}/conversations/${conv.body.id}`, {
+        auth: a.token,
+        body: { message: { content: `m${i}` }, stream: false },
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body)); // address 3..5, visitor 2..4, budget 1..3
     }
-    const byVisitor = await widgetCall(server, 'POST', `/apps/${app}/conversations/${conv.body.id}`, { auth: a.token, body: { message: { content: 'again' }, stream: false } });
+    const byVisitor = await widgetCall(server, 'POST', `/apps/${app}/conversations/${conv.body.id}`, {
+      auth: a.token,
+      body: { message: { content: 'again' }, stream: false },
+    });
     assertError(byVisitor, 'visitor_rate_limit');
     assert.ok(Number(byVisitor.headers.get('retry-after')) >= 1);
     const b = await visitor(server, app); // address 6
     const convB = await widgetCall(server, 'POST', `/apps/${app}/conversations`, { auth: b.token, body: {} }); // address 7
-    assertError(await widgetCall(server, 'POST', `/apps/${app}/conversations/${convB.body.id}`, { auth: b.token, body: { message: { content: 'hi' }, stream: false } }), 'widget_budget');
+    assertError(
+      await widgetCall(server, 'POST', `/apps/${app}/conversations/${convB.body.id}`, {
+        auth: b.token,
+        body: { message: { content: 'hi' }, stream: false },
+      }),
+      'widget_budget',
+    );
     await visitor(server, app); // address 8
     assertError(await widgetCall(server, 'POST', `/apps/${app}/visitors`, { auth: PK, body: {} }), 'address_rate_limit');
     // Reading is not limited by these.
     assert.equal((await widgetCall(server, 'GET', `/apps/${app}/config`, { auth: a.token })).status, 200);
     // Refused requests changed nothing: three exchanges, and none for the second visitor.
-    assert.equal((await widgetCall(server, 'GET', `/apps/${app}/conversations/${conv.body.id}`, { auth: a.token })).body.items.filter((i: any) => i.role === 'user').length, 3);
+    assert.equal(
+      (await widgetCall(server, 'GET', `/apps/${app}/conversations/${conv.body.id}`, { auth: a.token })).body.items.filter(
+        (i: any) => i.role === 'user',
+      ).length,
+      3,
+    );
     assert.equal((await widgetCall(server, 'GET', `/apps/${app}/conversations/${convB.body.id}`, { auth: b.token })).body.items.length, 0);
     // The team's own backend still has its whole REST plan.
     const rest = await server.call('POST', `/apps/${app}/conversations`, {});
@@ -357,14 +438,27 @@ describe('generative UI through the widget (D-56)', () => {
   test('a form built by patches, then its submission as the next user turn, which the agent acknowledges', async () => {
     const v = await visitor(server, GENUI);
     const conv = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations`, { auth: v.token, body: {} });
-    const asked = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: 'I need a contact form' }, stream: false } });
+    const asked = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations/${conv.body.id}`, {
+      auth: v.token,
+      body: { message: { content: 'I need a contact form' }, stream: false },
+    });
     assert.ok(asked.body.output.some((o: any) => o.type === 'data_spec'));
     const form = submissionText(
-      { title: 'Contact us', fields: [{ name: 'name', label: 'Full name', type: 'text', required: true }, { name: 'phone', label: 'Phone', type: 'tel', required: false }, { name: 'msg', label: 'Message', type: 'textarea', required: true }] },
+      {
+        title: 'Contact us',
+        fields: [
+          { name: 'name', label: 'Full name', type: 'text', required: true },
+          { name: 'phone', label: 'Phone', type: 'tel', required: false },
+          { name: 'msg', label: 'Message', type: 'textarea', required: true },
+        ],
+      },
       { name: 'Ada', phone: ' ', msg: 'two\nlines' },
     );
     assert.equal(form, 'Submitted the form "Contact us":\n- Full name: Ada\n- Phone: (empty)\n- Message: two\n  lines');
-    const sent = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations/${conv.body.id}`, { auth: v.token, body: { message: { content: form }, stream: false } });
+    const sent = await widgetCall(server, 'POST', `/apps/${GENUI}/conversations/${conv.body.id}`, {
+      auth: v.token,
+      body: { message: { content: form }, stream: false },
+    });
     // Acknowledged, not answered with the contact form again.
     assert.equal(sent.body.output.length, 1);
     assert.equal(sent.body.output[0].content[0].text, 'Thank you! I received the “Contact us” form with 2 answers.');

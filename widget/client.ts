@@ -117,7 +117,12 @@ export class WidgetClient {
       this.saved.conversationId = conv.id;
       this.save();
     }
-    let res = await this.call('POST', `/conversations/${encodeURIComponent(this.saved.conversationId!)}`, { message: { content }, stream: true }, signal);
+    let res = await this.call(
+      'POST',
+      `/conversations/${encodeURIComponent(this.saved.conversationId!)}`,
+      { message: { content }, stream: true },
+      signal,
+    );
     const id = res.headers.get('parley-response-id') ?? undefined;
     this.replying = id;
     let last = -1;
@@ -175,7 +180,12 @@ export class WidgetClient {
       } catch {
         // Not our error object (a proxy's page): the status says enough.
       }
-      throw new WidgetApiError({ status: res.status, type: e.type ?? 'http_error', code: e.code ?? null, message: e.message ?? `HTTP ${res.status}` });
+      throw new WidgetApiError({
+        status: res.status,
+        type: e.type ?? 'http_error',
+        code: e.code ?? null,
+        message: e.message ?? `HTTP ${res.status}`,
+      });
     }
     return res;
   }

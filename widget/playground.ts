@@ -18,9 +18,15 @@ function start(): void {
     widget?.destroy();
     events.replaceChildren();
     doc.textContent = '{}';
-    $('tag').textContent = `<script src="${location.origin}/widget.js" data-app-id="${app.value}" data-publishable-key="${key.value.trim()}" async></script>`;
+    $('tag').textContent =
+      `<script src="${location.origin}/widget.js" data-app-id="${app.value}" data-publishable-key="${key.value.trim()}" async></script>`;
     if (!app.value || !key.value.trim()) return;
-    widget = window.ParleyWidget.mount({ appId: app.value, publishableKey: key.value.trim(), baseUrl: location.origin, container: $('chat') });
+    widget = window.ParleyWidget.mount({
+      appId: app.value,
+      publishableKey: key.value.trim(),
+      baseUrl: location.origin,
+      container: $('chat'),
+    });
     widget.element.addEventListener('parley:event', (e) => {
       const { event, data, at } = (e as CustomEvent<{ event: string; data: { sequence_number?: number }; at: number }>).detail;
       if (event === 'response.created') t0 = at;

@@ -30,7 +30,11 @@ const STATUS: Record<string, [string, string]> = {
 };
 const statusOf = (name: string, done: boolean) => STATUS[name]?.[done ? 1 : 0] ?? (done ? `Used ${name}` : `Using ${name}…`);
 
-const el = <K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: Node[]): HTMLElementTagNameMap[K] => {
+const el = <K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Partial<HTMLElementTagNameMap[K]> = {},
+  ...children: Node[]
+): HTMLElementTagNameMap[K] => {
   const e = Object.assign(document.createElement(tag), props);
   e.append(...children);
   return e;
@@ -98,7 +102,14 @@ class Widget implements MountedWidget {
     this.sendButton = el('button', { type: 'submit', className: 'primary', textContent: 'Send' });
     this.stopButton = el('button', { type: 'button', className: 'primary', textContent: 'Stop', hidden: true });
     this.stopButton.addEventListener('click', () => this.stop());
-    const composer = el('form', { className: 'composer' }, el('label', { htmlFor: inputId, className: 'sr-only', textContent: 'Message' }), this.input, this.sendButton, this.stopButton);
+    const composer = el(
+      'form',
+      { className: 'composer' },
+      el('label', { htmlFor: inputId, className: 'sr-only', textContent: 'Message' }),
+      this.input,
+      this.sendButton,
+      this.stopButton,
+    );
     composer.addEventListener('submit', (e) => {
       e.preventDefault();
       const text = this.input.value.trim();
@@ -161,7 +172,10 @@ class Widget implements MountedWidget {
     this.title.textContent = config.agent.name;
     this.launcher.textContent = `Chat with ${config.agent.name}`;
     this.launcher.setAttribute('aria-label', `Open chat with ${config.agent.name}`);
-    this.root.adoptedStyleSheets = [sheet(BASE_CSS), sheet(themeCss(config.agent.config.primary_color, config.agent.config.secondary_color))];
+    this.root.adoptedStyleSheets = [
+      sheet(BASE_CSS),
+      sheet(themeCss(config.agent.config.primary_color, config.agent.config.secondary_color)),
+    ];
   }
 
   private newConversation(): void {
@@ -237,7 +251,12 @@ class Widget implements MountedWidget {
     try {
       for await (const e of this.client.send(text, busy.signal)) {
         this.element.dispatchEvent(new CustomEvent('parley:event', { bubbles: true, detail: { ...e, at: performance.now() } }));
-        this.onEvent(e, bodyFor, () => status, (s) => (status = s));
+        this.onEvent(
+          e,
+          bodyFor,
+          () => status,
+          (s) => (status = s),
+        );
         if (e.event === 'response.failed') {
           const error = e.data.error as { code?: string; message?: string } | undefined;
           cancelled = error?.code === 'cancelled' || error?.code === 'client_disconnected';
@@ -253,11 +272,17 @@ class Widget implements MountedWidget {
       this.stopButton.hidden = true;
       this.log.removeAttribute('aria-busy');
     }
-    if (cancelled || failure) this.failed(reply ?? this.bubble('agent', ''), cancelled ? 'Reply cancelled.' : `Reply failed: ${failure}`, text);
+    if (cancelled || failure)
+      this.failed(reply ?? this.bubble('agent', ''), cancelled ? 'Reply cancelled.' : `Reply failed: ${failure}`, text);
     this.log.scrollTop = this.log.scrollHeight;
   }
 
-  private onEvent(e: StreamEvent, bodyFor: (outputIndex: unknown) => Element, getStatus: () => HTMLElement | undefined, setStatus: (s: HTMLElement) => void): void {
+  private onEvent(
+    e: StreamEvent,
+    bodyFor: (outputIndex: unknown) => Element,
+    getStatus: () => HTMLElement | undefined,
+    setStatus: (s: HTMLElement) => void,
+  ): void {
     switch (e.event) {
       case 'response.output_text.delta':
         // Text, always: a reply containing <b> or <script> shows those characters.
@@ -296,7 +321,12 @@ class Widget implements MountedWidget {
   }
 
   private bubble(who: 'user' | 'agent', text: string): HTMLElement {
-    const b = el('div', { className: `msg ${who}` }, el('span', { className: 'who', textContent: who === 'user' ? 'You' : this.agentName }), el('span', { className: 'text', textContent: text }));
+    const b = el(
+      'div',
+      { className: `msg ${who}` },
+      el('span', { className: 'who', textContent: who === 'user' ? 'You' : this.agentName }),
+      el('span', { className: 'text', textContent: text }),
+    );
     this.log.append(b);
     return b;
   }

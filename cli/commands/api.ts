@@ -93,114 +93,129 @@ Examples:
   parley api GET /apps/{app}/conversations --paginate | jq '.data | length'
 `,
     )
-    .action(async (methodArg: string, pathArg: string, opts: { field?: string[]; typedField?: string[]; header?: string[]; input?: string; paginate?: boolean; include?: boolean }, cmd: Command) => {
-      const method = methodArg.toUpperCase();
-      if (!METHODS.has(method)) throw new UsageError(`unknown method ${JSON.stringify(methodArg)}: use ${[...METHODS].join(', ')}`);
-      const needApp = pathArg.includes('{app}');
-      const { client, g } = session.client(cmd, { needApp });
-      const stdin = session.io.stdin;
-      let path = pathArg.replaceAll('{app}', encodeURIComponent(g.app ?? ''));
-      if (!path.startsWith('/')) path = `/${path}`;
+    .action(
+      async (
+        methodArg: string,
+        pathArg: string,
+        opts: { field?: string[]; typedField?: string[]; header?: string[]; input?: string; paginate?: boolean; include?: boolean },
+        cmd: Command,
+      ) => {
+        const method = methodArg.toUpperCase();
+        if (!METHODS.has(method)) throw new UsageError(`unknown method ${JSON.stringify(methodArg)}: use ${[...METHODS].join(', ')}`);
+        const needApp = pathArg.includes('{app}');
+        const { client, g } = session.client(cmd, { needApp });
+        const stdin = session.io.stdin;
+        let path = pathArg.replaceAll('{app}', encodeURIComponent(g.app ?? ''));
+        if (!path.startsWith('/')) path = `/${path}`;
 
-      const fields: Fields = {};
-      for (const f of opts.field ?? []) setField(fields, ...splitField('-f', f));
-      for (const f of opts.typedField ?? []) {
-        const [k, v] = splitField('-F', f);
-        setField(fields, k, await typedValue(v, stdin));
-      }
-      const headers: Record<string, string> = {};
-      for (const h of opts.header ?? []) {
-        const i = h.indexOf(':');
-        if (i <= 0) throw new UsageError(`-H takes "Name: value" (got ${JSON.stringify(h)})`);
-        const name = h.slice(0, i).trim().toLowerCase();
-        if (name === 'authorization') throw new UsageError('-H authorization: the key comes from --api-key, PARLEY_API_KEY or the profile');
-        headers[name] = h.slice(i + 1).trim();
-      }
+        const fields: Fields = {};
+        for (const f of opts.field ?? []) setField(fields, ...splitField('-f', f));
+        for (const f of opts.typedField ?? []) {
+          const [k, v] = splitField('-F', f);
+          setField(fields, k, await typedValue(v, stdin));
+        }
+        const headers: Record<string, string> = {};
+        for (const h of opts.header ?? []) {
+          const i = h.indexOf(':');
+          if (i <= 0) throw new UsageError(`-H takes "Name: value" (got ${JSON.stringify(h)})`);
+          const name = h.slice(0, i).trim().toLowerCase();
+          if (name === 'authorization')
+            throw new UsageError('-H authorization: the key comes from --api-key, PARLEY_API_KEY or the profile');
+          headers[name] = h.slice(i + 1).trim();
+        }
 
-      const inQuery = method === 'GET' || method === 'HEAD' || method === 'DELETE';
-      const hasFields = Object.keys(fields).length > 0;
-      if (opts.input !== undefined && hasFields && !inQuery) throw new UsageError('give the body either as --input or as fields, not both');
-      let rawBody: string | undefined;
-      if (opts.input !== undefined) {
+        const inQuery = method === 'GET' || method === 'HEAD' || method === 'DELETE';
+        const hasFields = Object.keys(fields).length > 0;
+        if (opts.input !== undefined && hasFields && !inQuery)
+          throw new UsageError('give the body either as --input or as fields, not both');
+        let rawBody: string | undefined;
+        if (opts.input !== undefined) {
+          try {
+            rawBody = opts.input === '-' ? await readStdin(stdin) : await fs.readFile(opts.input, 'utf8');
+          } catch (err) {
+            throw new UsageError(`--input: cannot read ${opts.input}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+          }
+        }
+        const query: Record<string, string> = {};
+        if (inQuery) for (const [k, v] of Object.entries(fields)) query[k] = typeof v === 'string' ? v : JSON.stringify(v);
+        const body = !inQuery && hasFields ? fields : undefined;
+
+        if (opts.paginate) {
+          if (method !== 'GET') throw new UsageError('--paginate follows lists: it needs GET');
+          // D-61: one merged list, the shape of a page, so that the same jq filter reads one page or all.
+          const items: unknown[] = [];
+          const followed = new Set<string>();
+          let q = { ...query };
+          let first: Record<string, unknown> | undefined;
+          for (;;) {
+            const page = await client.request({ method, path, query: q, headers });
+            const list = page.data as { data?: unknown[]; has_more?: boolean; last_id?: string | null };
+            if (typeof list !== 'object' || list === null || !Array.isArray(list.data))
+              throw new InvalidResponseError(page.url, '--paginate: the answer is not a list (no data array)', page.raw);
+            first ??= list as Record<string, unknown>;
+            items.push(...list.data);
+            const lastItem = list.data.at(-1) as { id?: string } | undefined;
+            const cursor = list.last_id ?? lastItem?.id;
+            if (!list.has_more || list.data.length === 0 || !cursor) break;
+            if (followed.has(cursor))
+              throw new InvalidResponseError(
+                page.url,
+                `has_more is true but the cursor ${cursor} was followed already: the list would never end`,
+                '',
+              );
+            followed.add(cursor);
+            q = { ...q, after: cursor };
+          }
+          const ids = items.map((i) => (i as { id?: unknown })?.id).filter((id) => typeof id === 'string');
+          out.line(JSON.stringify({ ...first, data: items, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null, has_more: false }));
+          return;
+        }
+
+        const res = await client.open({ method, path, query, headers, body, rawBody });
+        if (opts.include) {
+          out.note(`HTTP ${res.status}`);
+          for (const [k, v] of Object.entries(res.headers)) out.note(`${k}: ${v}`);
+        }
+        if (!isEventStream(res.headers)) {
+          const raw = await readBody(res);
+          if (raw === '') return;
+          // The server's bytes; a multi-line JSON body becomes one line only with --json (NDJSON).
+          if (g.json) {
+            try {
+              return out.line(oneLine(raw));
+            } catch {
+              // Not JSON: printed as it is.
+            }
+          }
+          out.out(raw);
+          out.endLine();
+          return;
+        }
+        // An event stream, live: each chunk as it arrives, or with --json each event's payload as one line.
+        const decoder = new TextDecoder();
+        const parser = createParser({
+          onEvent: (m) => {
+            try {
+              out.line(ndjsonLine(m.event ?? 'message', m.data));
+            } catch {
+              // An event whose data is not JSON has no NDJSON line.
+            }
+          },
+        });
         try {
-          rawBody = opts.input === '-' ? await readStdin(stdin) : await fs.readFile(opts.input, 'utf8');
+          for await (const chunk of res.body) {
+            res.deadline.refresh();
+            const text = decoder.decode(chunk as Uint8Array, { stream: true });
+            if (g.json) parser.feed(text);
+            else out.out(text);
+          }
         } catch (err) {
-          throw new UsageError(`--input: cannot read ${opts.input}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+          throw res.networkError(err);
+        } finally {
+          res.deadline.clear();
+          if (!res.body.readableEnded) res.body.destroy();
         }
-      }
-      const query: Record<string, string> = {};
-      if (inQuery) for (const [k, v] of Object.entries(fields)) query[k] = typeof v === 'string' ? v : JSON.stringify(v);
-      const body = !inQuery && hasFields ? fields : undefined;
-
-      if (opts.paginate) {
-        if (method !== 'GET') throw new UsageError('--paginate follows lists: it needs GET');
-        // D-61: one merged list, the shape of a page, so that the same jq filter reads one page or all.
-        const items: unknown[] = [];
-        const followed = new Set<string>();
-        let q = { ...query };
-        let first: Record<string, unknown> | undefined;
-        for (;;) {
-          const page = await client.request({ method, path, query: q, headers });
-          const list = page.data as { data?: unknown[]; has_more?: boolean; last_id?: string | null };
-          if (typeof list !== 'object' || list === null || !Array.isArray(list.data)) throw new InvalidResponseError(page.url, '--paginate: the answer is not a list (no data array)', page.raw);
-          first ??= list as Record<string, unknown>;
-          items.push(...list.data);
-          const lastItem = list.data.at(-1) as { id?: string } | undefined;
-          const cursor = list.last_id ?? lastItem?.id;
-          if (!list.has_more || list.data.length === 0 || !cursor) break;
-          if (followed.has(cursor)) throw new InvalidResponseError(page.url, `has_more is true but the cursor ${cursor} was followed already: the list would never end`, '');
-          followed.add(cursor);
-          q = { ...q, after: cursor };
-        }
-        const ids = items.map((i) => (i as { id?: unknown })?.id).filter((id) => typeof id === 'string');
-        out.line(JSON.stringify({ ...first, data: items, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null, has_more: false }));
-        return;
-      }
-
-      const res = await client.open({ method, path, query, headers, body, rawBody });
-      if (opts.include) {
-        out.note(`HTTP ${res.status}`);
-        for (const [k, v] of Object.entries(res.headers)) out.note(`${k}: ${v}`);
-      }
-      if (!isEventStream(res.headers)) {
-        const raw = await readBody(res);
-        if (raw === '') return;
-        // The server's bytes; a multi-line JSON body becomes one line only with --json (NDJSON).
-        if (g.json) {
-          try {
-            return out.line(oneLine(raw));
-          } catch {
-            // Not JSON: printed as it is.
-          }
-        }
-        out.out(raw);
         out.endLine();
-        return;
-      }
-      // An event stream, live: each chunk as it arrives, or with --json each event's payload as one line.
-      const decoder = new TextDecoder();
-      const parser = createParser({
-        onEvent: (m) => {
-          try {
-            out.line(ndjsonLine(m.event ?? 'message', m.data));
-          } catch {
-            // An event whose data is not JSON has no NDJSON line.
-          }
-        },
-      });
-      try {
-        for await (const chunk of res.body) {
-          res.deadline.refresh();
-          const text = decoder.decode(chunk as Uint8Array, { stream: true });
-          if (g.json) parser.feed(text);
-          else out.out(text);
-        }
-      } catch (err) {
-        throw res.networkError(err);
-      } finally {
-        res.deadline.clear();
-        if (!res.body.readableEnded) res.body.destroy();
-      }
-      out.endLine();
-    });
+      },
+    );
 }

@@ -73,219 +73,233 @@ Examples:
   printf 'hello\\nwhat can you do?\\n' | parley chat
 `,
     )
-    .action(async (conversationId: string | undefined, opts: { title?: string; externalUserId?: string; metadata?: string }, cmd: Command) => {
-      const { client, g } = session.client(cmd);
-      const io = session.io;
-      let metadata = await parseMetadata(opts.metadata, io.stdin);
-      const create = async () => {
-        const created = await client.createConversation({ title: opts.title, external_user_id: opts.externalUserId });
-        out.note(`conversation ${created.data.id} (continue it later with: parley chat ${created.data.id})`);
-        return created.data.id;
-      };
-      if (conversationId === undefined) conversationId = await create();
-      else {
-        // Fails early, with the API's 404, on a wrong id.
-        await client.getConversation(conversationId);
-        out.note(`conversation ${conversationId}`);
-      }
-      let conversation = conversationId;
-
-      const interactive = Boolean(io.stdin.isTTY);
-      const file = historyFile(io.env);
-      const rl = readline.createInterface({
-        input: io.stdin,
-        output: interactive ? io.stdout : undefined,
-        terminal: interactive,
-        prompt: '>>> ',
-        history: interactive ? loadHistory(file) : [],
-        historySize: HISTORY_SIZE,
-        removeHistoryDuplicates: true,
-      });
-      if (interactive) {
-        rl.on('history', (h: string[]) => saveHistory(file, h));
-        out.stdout.write(PASTE_ON);
-        out.note('Type /help for commands, Ctrl-D or /bye to leave.');
-      }
-      let json = g.json;
-      let current: AbortController | undefined;
-      /** The reply under way, once its id is known (D-31), and whether Ctrl-C asked to cancel it. */
-      let replying: string | undefined;
-      let cancelling = false;
-      let worst = 0;
-      let leaving = false;
-      const onInterrupt = () => {
-        if (current) {
-          // D-33: the reply is cancelled through the API (it is saved as cancelled, the session goes
-          // on); a server without the endpoint, or a reply not yet named, is cut as before (D-19).
-          if (replying === undefined || cancelling) return current.abort();
-          cancelling = true;
-          const ctrl = current;
-          void client.cancelResponse(replying).catch(() => ctrl.abort());
-          return;
+    .action(
+      async (conversationId: string | undefined, opts: { title?: string; externalUserId?: string; metadata?: string }, cmd: Command) => {
+        const { client, g } = session.client(cmd);
+        const io = session.io;
+        let metadata = await parseMetadata(opts.metadata, io.stdin);
+        const create = async () => {
+          const created = await client.createConversation({ title: opts.title, external_user_id: opts.externalUserId });
+          out.note(`conversation ${created.data.id} (continue it later with: parley chat ${created.data.id})`);
+          return created.data.id;
+        };
+        if (conversationId === undefined) conversationId = await create();
+        else {
+          // Fails early, with the API's 404, on a wrong id.
+          await client.getConversation(conversationId);
+          out.note(`conversation ${conversationId}`);
         }
+        let conversation = conversationId;
+
+        const interactive = Boolean(io.stdin.isTTY);
+        const file = historyFile(io.env);
+        const rl = readline.createInterface({
+          input: io.stdin,
+          output: interactive ? io.stdout : undefined,
+          terminal: interactive,
+          prompt: '>>> ',
+          history: interactive ? loadHistory(file) : [],
+          historySize: HISTORY_SIZE,
+          removeHistoryDuplicates: true,
+        });
         if (interactive) {
-          // As bash does: a half-typed line is dropped, an empty one gets a hint.
-          if (rl.line !== '' || block !== undefined) {
-            block = undefined;
-            rl.setPrompt('>>> ');
-            rl.write(null, { ctrl: true, name: 'e' });
-            out.stdout.write('^C\n');
-            rl.write(null, { ctrl: true, name: 'u' });
+          rl.on('history', (h: string[]) => saveHistory(file, h));
+          out.stdout.write(PASTE_ON);
+          out.note('Type /help for commands, Ctrl-D or /bye to leave.');
+        }
+        let json = g.json;
+        let current: AbortController | undefined;
+        /** The reply under way, once its id is known (D-31), and whether Ctrl-C asked to cancel it. */
+        let replying: string | undefined;
+        let cancelling = false;
+        let worst = 0;
+        let leaving = false;
+        const onInterrupt = () => {
+          if (current) {
+            // D-33: the reply is cancelled through the API (it is saved as cancelled, the session goes
+            // on); a server without the endpoint, or a reply not yet named, is cut as before (D-19).
+            if (replying === undefined || cancelling) return current.abort();
+            cancelling = true;
+            const ctrl = current;
+            void client.cancelResponse(replying).catch(() => ctrl.abort());
             return;
           }
-          out.note('\n(Ctrl-D or /bye to leave)');
-          return rl.prompt();
-        }
-        // A signal while waiting for piped input: leave as a shell expects.
-        worst = 130;
-        rl.close();
-      };
-      rl.on('SIGINT', onInterrupt);
-      io.signals.on('SIGINT', onInterrupt);
+          if (interactive) {
+            // As bash does: a half-typed line is dropped, an empty one gets a hint.
+            if (rl.line !== '' || block !== undefined) {
+              block = undefined;
+              rl.setPrompt('>>> ');
+              rl.write(null, { ctrl: true, name: 'e' });
+              out.stdout.write('^C\n');
+              rl.write(null, { ctrl: true, name: 'u' });
+              return;
+            }
+            out.note('\n(Ctrl-D or /bye to leave)');
+            return rl.prompt();
+          }
+          // A signal while waiting for piped input: leave as a shell expects.
+          worst = 130;
+          rl.close();
+        };
+        rl.on('SIGINT', onInterrupt);
+        io.signals.on('SIGINT', onInterrupt);
 
-      // Lines of a paste in progress, and of a """ block.
-      let pasting = false;
-      let pasted: string[] = [];
-      let block: string[] | undefined;
-      const onKey = (_s: string, key: { name?: string } | undefined) => {
-        if (key?.name === 'paste-start') pasting = true;
-        else if (key?.name === 'paste-end') pasting = false;
-      };
-      if (interactive) io.stdin.on('keypress', onKey);
+        // Lines of a paste in progress, and of a """ block.
+        let pasting = false;
+        let pasted: string[] = [];
+        let block: string[] | undefined;
+        const onKey = (_s: string, key: { name?: string } | undefined) => {
+          if (key?.name === 'paste-start') pasting = true;
+          else if (key?.name === 'paste-end') pasting = false;
+        };
+        if (interactive) io.stdin.on('keypress', onKey);
 
-      /** The message a line completes, if it does: a """ block and a pasted block are gathered first. */
-      const gather = ({ line, inPaste }: { line: string; inPaste: boolean }): string | undefined => {
-        if (inPaste) {
-          pasted.push(line);
-          return undefined;
-        }
-        if (pasted.length > 0) {
-          const message = [...pasted, line].join('\n');
-          pasted = [];
-          return message;
-        }
-        if (block !== undefined) {
-          if (line.trimEnd().endsWith(FENCE)) {
-            block.push(line.trimEnd().slice(0, -FENCE.length));
-            const message = block.join('\n');
-            block = undefined;
-            rl.setPrompt('>>> ');
+        /** The message a line completes, if it does: a """ block and a pasted block are gathered first. */
+        const gather = ({ line, inPaste }: { line: string; inPaste: boolean }): string | undefined => {
+          if (inPaste) {
+            pasted.push(line);
+            return undefined;
+          }
+          if (pasted.length > 0) {
+            const message = [...pasted, line].join('\n');
+            pasted = [];
             return message;
           }
-          block.push(line);
-          return undefined;
-        }
-        if (line.trimStart().startsWith(FENCE)) {
-          const rest = line.trimStart().slice(FENCE.length);
-          if (rest.trimEnd().endsWith(FENCE) && rest.trim().length >= FENCE.length) return rest.trimEnd().slice(0, -FENCE.length);
-          block = rest === '' ? [] : [rest];
-          rl.setPrompt('... ');
-          return undefined;
-        }
-        return line;
-      };
-
-      const slash = async (text: string): Promise<void> => {
-        const [name, ...args] = text.split(/\s+/);
-        const arg = text.slice(name!.length).trim();
-        switch (name) {
-          case '/help':
-          case '/?':
-            return out.note(HELP);
-          case '/bye':
-          case '/exit':
-            leaving = true;
-            return;
-          case '/new':
-            conversation = await create();
-            return;
-          case '/json':
-            json = !json;
-            return out.note(json ? 'raw events on (NDJSON); /json again for text' : 'raw events off');
-          case '/metadata':
-            if (args.length === 0) {
-              const c = await client.getConversation(conversation);
-              return out.note(`metadata: ${JSON.stringify(c.data.metadata ?? {})}${metadata ? ` (next message sends ${JSON.stringify(metadata)})` : ''}`);
+          if (block !== undefined) {
+            if (line.trimEnd().endsWith(FENCE)) {
+              block.push(line.trimEnd().slice(0, -FENCE.length));
+              const message = block.join('\n');
+              block = undefined;
+              rl.setPrompt('>>> ');
+              return message;
             }
-            metadata = await parseMetadata(arg, io.stdin);
-            return out.note(`the next message sends metadata ${JSON.stringify(metadata)}`);
-          default:
-            throw new UsageError(`unknown command ${name}: /help lists them`);
-        }
-      };
-
-      // Each line is tagged as it arrives, while the keys of its chunk are known: the loop below runs later.
-      const queue: Array<{ line: string; inPaste: boolean }> = [];
-      let wake: (() => void) | undefined;
-      let ended = false;
-      rl.on('line', (line) => {
-        queue.push({ line, inPaste: pasting });
-        wake?.();
-      });
-      rl.on('close', () => {
-        ended = true;
-        wake?.();
-      });
-      async function* lines() {
-        for (;;) {
-          while (queue.length > 0) yield queue.shift()!;
-          if (ended) return;
-          await new Promise<void>((r) => (wake = r));
-          wake = undefined;
-        }
-      }
-
-      try {
-        if (interactive) rl.prompt();
-        for await (const line of lines()) {
-          const message = gather(line);
-          const content = message?.trim() ?? '';
-          if (content !== '') {
-            current = new AbortController();
-            try {
-              if (content.startsWith('/') && !content.includes('\n')) await slash(content);
-              else {
-                await send(client, g, conversation, content, metadata, current.signal, json);
-                metadata = undefined; // D-9: sent once, the snapshot stays on the conversation.
-              }
-            } catch (err) {
-              out.endLine();
-              if (err instanceof AbortedError || (cancelling && err instanceof FailedResponseError)) out.note('[cancelled]');
-              else worst = Math.max(worst, reportError(out, err, json));
-            } finally {
-              current = undefined;
-              replying = undefined;
-              cancelling = false;
-            }
-            // Nobody reads the replies any more (`| head`), or /bye: stop.
-            if (out.closed || leaving) break;
+            block.push(line);
+            return undefined;
           }
-          if (interactive && !line.inPaste) rl.prompt();
-        }
-      } finally {
-        io.signals.off('SIGINT', onInterrupt);
-        io.stdin.off('keypress', onKey);
-        rl.close();
-        if (interactive) {
-          out.stdout.write(PASTE_OFF);
-          out.note('');
-        }
-      }
-      // Interactive sessions end well by Ctrl-D; a scripted one reports its worst failure.
-      if (!interactive && worst !== 0) session.exitCode = worst;
+          if (line.trimStart().startsWith(FENCE)) {
+            const rest = line.trimStart().slice(FENCE.length);
+            if (rest.trimEnd().endsWith(FENCE) && rest.trim().length >= FENCE.length) return rest.trimEnd().slice(0, -FENCE.length);
+            block = rest === '' ? [] : [rest];
+            rl.setPrompt('... ');
+            return undefined;
+          }
+          return line;
+        };
 
-      async function send(client: ParleyClient, g: Globals, id: string, content: string, meta: Record<string, unknown> | undefined, signal: AbortSignal, raw: boolean) {
-        const reply = await client.sendMessage(id, { message: { role: 'user', content }, stream: true, metadata: meta }, { signal });
-        // D-64: at a terminal, wrapped, and the status line only when it says something (a failure is an error; --verbose);
-        // piped, each reply still ends with its status line, so that a script sees every reply's id.
-        const width = interactive && out.stdout.isTTY ? out.stdout.columns : undefined;
-        if (reply.kind === 'stream') {
-          // D-31: the reply's id, known before its first event, is what Ctrl-C cancels (D-33).
-          replying = reply.stream.responseId;
-          await printStream(out, reply.stream, raw, { wrapWidth: width ? Math.max(20, width - 1) : undefined, quiet: interactive && !g.verbose });
+        const slash = async (text: string): Promise<void> => {
+          const [name, ...args] = text.split(/\s+/);
+          const arg = text.slice(name!.length).trim();
+          switch (name) {
+            case '/help':
+            case '/?':
+              return out.note(HELP);
+            case '/bye':
+            case '/exit':
+              leaving = true;
+              return;
+            case '/new':
+              conversation = await create();
+              return;
+            case '/json':
+              json = !json;
+              return out.note(json ? 'raw events on (NDJSON); /json again for text' : 'raw events off');
+            case '/metadata':
+              if (args.length === 0) {
+                const c = await client.getConversation(conversation);
+                return out.note(
+                  `metadata: ${JSON.stringify(c.data.metadata ?? {})}${metadata ? ` (next message sends ${JSON.stringify(metadata)})` : ''}`,
+                );
+              }
+              metadata = await parseMetadata(arg, io.stdin);
+              return out.note(`the next message sends metadata ${JSON.stringify(metadata)}`);
+            default:
+              throw new UsageError(`unknown command ${name}: /help lists them`);
+          }
+        };
+
+        // Each line is tagged as it arrives, while the keys of its chunk are known: the loop below runs later.
+        const queue: Array<{ line: string; inPaste: boolean }> = [];
+        let wake: (() => void) | undefined;
+        let ended = false;
+        rl.on('line', (line) => {
+          queue.push({ line, inPaste: pasting });
+          wake?.();
+        });
+        rl.on('close', () => {
+          ended = true;
+          wake?.();
+        });
+        async function* lines() {
+          for (;;) {
+            while (queue.length > 0) yield queue.shift()!;
+            if (ended) return;
+            await new Promise<void>((r) => (wake = r));
+            wake = undefined;
+          }
         }
-        else if (raw) out.line(reply.response.raw);
-        else renderResponse(out, reply.response.data);
-      }
-    });
+
+        try {
+          if (interactive) rl.prompt();
+          for await (const line of lines()) {
+            const message = gather(line);
+            const content = message?.trim() ?? '';
+            if (content !== '') {
+              current = new AbortController();
+              try {
+                if (content.startsWith('/') && !content.includes('\n')) await slash(content);
+                else {
+                  await send(client, g, conversation, content, metadata, current.signal, json);
+                  metadata = undefined; // D-9: sent once, the snapshot stays on the conversation.
+                }
+              } catch (err) {
+                out.endLine();
+                if (err instanceof AbortedError || (cancelling && err instanceof FailedResponseError)) out.note('[cancelled]');
+                else worst = Math.max(worst, reportError(out, err, json));
+              } finally {
+                current = undefined;
+                replying = undefined;
+                cancelling = false;
+              }
+              // Nobody reads the replies any more (`| head`), or /bye: stop.
+              if (out.closed || leaving) break;
+            }
+            if (interactive && !line.inPaste) rl.prompt();
+          }
+        } finally {
+          io.signals.off('SIGINT', onInterrupt);
+          io.stdin.off('keypress', onKey);
+          rl.close();
+          if (interactive) {
+            out.stdout.write(PASTE_OFF);
+            out.note('');
+          }
+        }
+        // Interactive sessions end well by Ctrl-D; a scripted one reports its worst failure.
+        if (!interactive && worst !== 0) session.exitCode = worst;
+
+        async function send(
+          client: ParleyClient,
+          g: Globals,
+          id: string,
+          content: string,
+          meta: Record<string, unknown> | undefined,
+          signal: AbortSignal,
+          raw: boolean,
+        ) {
+          const reply = await client.sendMessage(id, { message: { role: 'user', content }, stream: true, metadata: meta }, { signal });
+          // D-64: at a terminal, wrapped, and the status line only when it says something (a failure is an error; --verbose);
+          // piped, each reply still ends with its status line, so that a script sees every reply's id.
+          const width = interactive && out.stdout.isTTY ? out.stdout.columns : undefined;
+          if (reply.kind === 'stream') {
+            // D-31: the reply's id, known before its first event, is what Ctrl-C cancels (D-33).
+            replying = reply.stream.responseId;
+            await printStream(out, reply.stream, raw, {
+              wrapWidth: width ? Math.max(20, width - 1) : undefined,
+              quiet: interactive && !g.verbose,
+            });
+          } else if (raw) out.line(reply.response.raw);
+          else renderResponse(out, reply.response.data);
+        }
+      },
+    );
 }

@@ -107,11 +107,22 @@ function targetKeys(args: string[]): Set<string> {
  * send a run meant for another implementation's target elsewhere, or with another key. A note on
  * stderr says where a value came from.
  */
-export function suiteArguments(args: string[], globals: { baseUrl?: string; apiKey?: string; timeout?: string }, env: NodeJS.ProcessEnv, note: (s: string) => void): string[] {
+export function suiteArguments(
+  args: string[],
+  globals: { baseUrl?: string; apiKey?: string; timeout?: string },
+  env: NodeJS.ProcessEnv,
+  note: (s: string) => void,
+): string[] {
   const extra: string[] = [];
   const sources: string[] = [];
   const inTarget = targetKeys(args);
-  const pass = (flag: string, global: string | undefined, variable: string, value: (v: string) => string = (v) => v, targetKey?: string) => {
+  const pass = (
+    flag: string,
+    global: string | undefined,
+    variable: string,
+    value: (v: string) => string = (v) => v,
+    targetKey?: string,
+  ) => {
     const fromEnv = targetKey !== undefined && inTarget.has(targetKey) ? undefined : env[variable] || undefined;
     const v = global ?? fromEnv;
     if (v === undefined || given(args, flag)) return;
@@ -121,7 +132,8 @@ export function suiteArguments(args: string[], globals: { baseUrl?: string; apiK
   pass('--base-url', globals.baseUrl, 'PARLEY_BASE_URL', undefined, 'base_url');
   pass('--api-key', globals.apiKey, 'PARLEY_API_KEY', undefined, 'api_key');
   pass('--timeout', globals.timeout, 'PARLEY_TIMEOUT', (s) => String(Math.max(1, Math.round(parseSeconds(s) * 1000))));
-  if (sources.length > 0 && !given(args, '--help') && !given(args, '-h')) note(`conformance: ${sources.join(', ')} (the suite's own options win)`);
+  if (sources.length > 0 && !given(args, '--help') && !given(args, '-h'))
+    note(`conformance: ${sources.join(', ')} (the suite's own options win)`);
   return [...extra, ...args];
 }
 
@@ -147,7 +159,10 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
       throw err;
     }
     const { conformanceCommand: suiteCommand, conformanceAction } = mod;
-    if (typeof suiteCommand !== 'function' || typeof conformanceAction !== 'function') throw new UsageError('conformance suite not available: conformance/command.ts must export conformanceCommand() and conformanceAction()');
+    if (typeof suiteCommand !== 'function' || typeof conformanceAction !== 'function')
+      throw new UsageError(
+        'conformance suite not available: conformance/command.ts must export conformanceCommand() and conformanceAction()',
+      );
     // Its lines go through parley's Output: redacted like everything parley prints, and silent once the reader left.
     const io: Io = { out: (l) => out.line(l), err: (l) => out.note(l) };
     const real = suiteCommand(io).addHelpText('after', HELP);
@@ -159,7 +174,10 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     const parent = cmd.parent!;
     configure(real, parent);
     const args = suiteArguments(cmd.args, parent.opts(), session.io.env, (s) => out.note(s));
-    const hint = given(args, '--help') || given(args, '-h') ? undefined : await baseUrlHint(args, session.io.env, parent.opts().profile as string | undefined);
+    const hint =
+      given(args, '--help') || given(args, '-h')
+        ? undefined
+        : await baseUrlHint(args, session.io.env, parent.opts().profile as string | undefined);
     if (hint) out.note(hint);
     await real.parseAsync(args, { from: 'user' });
   });

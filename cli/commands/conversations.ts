@@ -19,7 +19,10 @@ export function conversationsCommand(session: Session): Command {
     .option('--title <title>', 'custom title (otherwise one is generated after the first exchange)')
     .option('--external-user-id <id>', 'your own user identifier, to find the conversation again per user')
     .option('--metadata <json|@file>', 'context for the agent: a JSON object, or @file.json (@- for stdin)')
-    .addHelpText('after', `\nExample:\n  parley conversations create --title "Billing question" --external-user-id user_42 --metadata '{"plan":"pro"}'\n`)
+    .addHelpText(
+      'after',
+      `\nExample:\n  parley conversations create --title "Billing question" --external-user-id user_42 --metadata '{"plan":"pro"}'\n`,
+    )
     .action(async (opts: { title?: string; externalUserId?: string; metadata?: string }, cmd: Command) => {
       const { client, g } = session.client(cmd);
       const metadata = await parseMetadata(opts.metadata, session.io.stdin);
@@ -38,29 +41,44 @@ export function conversationsCommand(session: Session): Command {
     .addOption(new Option('--order <order>', 'by creation time').choices(['asc', 'desc']))
     .option('--external-user-id <id>', "only this user's conversations")
     .option('--all', 'follow the cursors to the end of the list (with --json: one page per line)')
-    .addHelpText('after', '\nExamples:\n  parley conversations list --order asc --limit 50\n  parley conversations list --all --external-user-id user_42 --json | jq -r \'.data[].id\'\n')
-    .action(async (opts: { limit?: string; after?: string; before?: string; order?: 'asc' | 'desc'; externalUserId?: string; all?: boolean }, cmd: Command) => {
-      const { client, g } = session.client(cmd);
-      const query: ListQuery = { limit: opts.limit, after: opts.after, before: opts.before, order: opts.order, external_user_id: opts.externalUserId };
-      if (opts.all) {
-        const rows: string[][] = [];
-        for await (const page of client.listAllConversations(query)) {
-          if (g.json) out.line(oneLine(page.raw));
-          else rows.push(...conversationRows(page.data.data));
+    .addHelpText(
+      'after',
+      "\nExamples:\n  parley conversations list --order asc --limit 50\n  parley conversations list --all --external-user-id user_42 --json | jq -r '.data[].id'\n",
+    )
+    .action(
+      async (
+        opts: { limit?: string; after?: string; before?: string; order?: 'asc' | 'desc'; externalUserId?: string; all?: boolean },
+        cmd: Command,
+      ) => {
+        const { client, g } = session.client(cmd);
+        const query: ListQuery = {
+          limit: opts.limit,
+          after: opts.after,
+          before: opts.before,
+          order: opts.order,
+          external_user_id: opts.externalUserId,
+        };
+        if (opts.all) {
+          const rows: string[][] = [];
+          for await (const page of client.listAllConversations(query)) {
+            if (g.json) out.line(oneLine(page.raw));
+            else rows.push(...conversationRows(page.data.data));
+          }
+          if (!g.json) out.out(rows.length > 0 ? table(rows, CONVERSATION_HEADER) : '(no conversations)\n');
+          return;
         }
-        if (!g.json) out.out(rows.length > 0 ? table(rows, CONVERSATION_HEADER) : '(no conversations)\n');
-        return;
-      }
-      const page = await client.listConversations(query);
-      if (g.json) return out.line(page.raw);
-      const list = page.data;
-      out.out(list.data.length > 0 ? table(conversationRows(list.data), CONVERSATION_HEADER) : '(no conversations)\n');
-      if (list.has_more) {
-        // Another implementation may leave the cursors out: the page's own first and last ids are the same thing.
-        const cursor = opts.before !== undefined ? `--before ${list.first_id ?? list.data[0]?.id}` : `--after ${list.last_id ?? list.data.at(-1)?.id}`;
-        out.note(`more: add ${cursor} for the next page, or --all`);
-      }
-    });
+        const page = await client.listConversations(query);
+        if (g.json) return out.line(page.raw);
+        const list = page.data;
+        out.out(list.data.length > 0 ? table(conversationRows(list.data), CONVERSATION_HEADER) : '(no conversations)\n');
+        if (list.has_more) {
+          // Another implementation may leave the cursors out: the page's own first and last ids are the same thing.
+          const cursor =
+            opts.before !== undefined ? `--before ${list.first_id ?? list.data[0]?.id}` : `--after ${list.last_id ?? list.data.at(-1)?.id}`;
+          out.note(`more: add ${cursor} for the next page, or --all`);
+        }
+      },
+    );
 
   group
     .command('get')
@@ -82,7 +100,10 @@ export function conversationsCommand(session: Session): Command {
     .description('set or clear the custom title (§4.4)')
     .option('--title <title>', 'the new custom title')
     .option('--clear-title', 'remove the custom title (title: null)')
-    .addHelpText('after', '\nExamples:\n  parley conversations update conv_abc123 --title "Refund for order 1234"\n  parley conversations update conv_abc123 --clear-title\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  parley conversations update conv_abc123 --title "Refund for order 1234"\n  parley conversations update conv_abc123 --clear-title\n',
+    )
     .action(async (id: string, opts: { title?: string; clearTitle?: boolean }, cmd: Command) => {
       if ((opts.title === undefined) === !opts.clearTitle) throw new UsageError('give exactly one of --title <title> or --clear-title');
       const { client, g } = session.client(cmd);
@@ -97,7 +118,10 @@ export function conversationsCommand(session: Session): Command {
     .argument('<conversation_id>')
     .description('soft-delete a conversation (§4.5); asks first on a terminal')
     .option('-y, --yes', 'do not ask for confirmation')
-    .addHelpText('after', '\nWithout a terminal (a script, a pipe) it never asks.\n\nExample:\n  parley conversations delete conv_abc123 --yes\n')
+    .addHelpText(
+      'after',
+      '\nWithout a terminal (a script, a pipe) it never asks.\n\nExample:\n  parley conversations delete conv_abc123 --yes\n',
+    )
     .action(async (id: string, opts: { yes?: boolean }, cmd: Command) => {
       const { client, g } = session.client(cmd);
       // D-64: a person at a terminal confirms; a script is never stopped by a question.

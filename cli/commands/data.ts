@@ -43,7 +43,10 @@ async function open(where: Where, verb: string) {
     return await openDataPort(where);
   } catch (err) {
     // The file store is read and written by one process at a time (D-25).
-    if (err instanceof DirLockedError) throw new Error(`cannot ${verb} ${where.label}: a running Parley serves it (pid ${err.pid}); stop that server first (the file store is exported and imported while no server runs on it)`);
+    if (err instanceof DirLockedError)
+      throw new Error(
+        `cannot ${verb} ${where.label}: a running Parley serves it (pid ${err.pid}); stop that server first (the file store is exported and imported while no server runs on it)`,
+      );
     throw err;
   }
 }
@@ -68,7 +71,7 @@ const linesOf = (file: string) => () => readline.createInterface({ input: fs.cre
 
 export function dataCommand(session: Session): Command {
   const data = new Command('data')
-    .description('export every app\'s conversations, histories and usage as NDJSON, or import such a file (docs/data.md)')
+    .description("export every app's conversations, histories and usage as NDJSON, or import such a file (docs/data.md)")
     .addHelpText(
       'after',
       '\nThe store: --database-url (env DATABASE_URL) for PostgreSQL, else --data-dir (env DATA_DIR; the default of parley serve).\nA data directory must not be served meanwhile; a database may be.\n\nExamples:\n  parley data export --data-dir ./data --output parley.ndjson\n  parley data import parley.ndjson --database-url postgres://parley@db/parley\n  parley data export --data-dir ./data | parley data import - --database-url postgres://parley@db/parley\n',
@@ -79,7 +82,10 @@ export function dataCommand(session: Session): Command {
     .option('--output <file>', 'write to this file (replaced once the export is whole) instead of stdout')
     .option('--data-dir <dir>', 'the file store (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
-    .addHelpText('after', '\nExamples:\n  parley data export --output parley.ndjson\n  parley data export --database-url postgres://parley@db/parley | gzip > parley.ndjson.gz\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  parley data export --output parley.ndjson\n  parley data export --database-url postgres://parley@db/parley | gzip > parley.ndjson.gz\n',
+    )
     .action(async (opts: StoreOptions & { output?: string }) => {
       const where = storeOf(session, opts);
       // An export reads: a data directory that does not exist is a mistake, not an empty store.
@@ -132,7 +138,10 @@ export function dataCommand(session: Session): Command {
     .argument('<file>', 'the export, or - for stdin')
     .option('--data-dir <dir>', 'the file store (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
-    .addHelpText('after', '\nExamples:\n  parley data import parley.ndjson --data-dir ./data-new\n  gunzip -c parley.ndjson.gz | parley data import - --database-url postgres://parley@db/parley\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  parley data import parley.ndjson --data-dir ./data-new\n  gunzip -c parley.ndjson.gz | parley data import - --database-url postgres://parley@db/parley\n',
+    )
     .action(async (file: string, opts: StoreOptions) => {
       const where = storeOf(session, opts);
       let source = file;
@@ -149,7 +158,9 @@ export function dataCommand(session: Session): Command {
           if ((await fs.promises.stat(file)).isDirectory()) throw Object.assign(new Error(), { code: 'EISDIR' });
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code;
-          throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : code}`);
+          throw new UsageError(
+            `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : code}`,
+          );
         }
       }
       try {

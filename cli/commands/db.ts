@@ -7,7 +7,8 @@ import { UsageError } from '../io.ts';
 /** The URL from the flag, else DATABASE_URL, if any; checked as the server checks it (src/config.ts). */
 export function databaseUrlFrom(session: Session, flag: string | undefined): string | undefined {
   const url = flag ?? (session.io.env.DATABASE_URL || undefined);
-  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) throw new UsageError('the database URL must start with postgres:// or postgresql://');
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url))
+    throw new UsageError('the database URL must start with postgres:// or postgresql://');
   return url;
 }
 
@@ -31,7 +32,10 @@ async function withDatabase<T>(url: string, fn: (sql: import('postgres').Sql) =>
 export function dbCommand(session: Session): Command {
   const db = new Command('db')
     .description('the PostgreSQL schema: apply or list its migrations (docs/postgres.md)')
-    .addHelpText('after', '\nExamples:\n  DATABASE_URL=postgres://parley@db/parley parley db status\n  parley db migrate --database-url postgres://parley@db/parley\n');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  DATABASE_URL=postgres://parley@db/parley parley db status\n  parley db migrate --database-url postgres://parley@db/parley\n',
+    );
   db.command('migrate')
     .description('apply the pending migrations (safe while servers start: they take turns on a lock)')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
@@ -39,7 +43,8 @@ export function dbCommand(session: Session): Command {
     .action(async (opts: { databaseUrl?: string }) => {
       const { migrate } = await import('../../src/store/pg/migrate.ts');
       // D-41: another migrator (a starting server, another deploy step) holds the lock: say so, then wait.
-      const onWait = () => session.out.note('waiting for another migration to finish (a starting server or another `parley db migrate` holds the lock)…');
+      const onWait = () =>
+        session.out.note('waiting for another migration to finish (a starting server or another `parley db migrate` holds the lock)…');
       const applied = await withDatabase(databaseUrl(session, opts.databaseUrl), (sql) => migrate(sql, undefined, { onWait }));
       session.out.line(applied.length === 0 ? 'up to date' : `applied ${applied.map((v) => `#${v}`).join(', ')}`);
     });

@@ -38,7 +38,8 @@ Examples:
       } finally {
         prompter.close();
       }
-      if (!/^https?:\/\/\S+$/.test(baseUrl)) throw new UsageError(`the base URL must be an http or https URL like ${DEFAULT_BASE_URL} (got ${JSON.stringify(baseUrl)})`);
+      if (!/^https?:\/\/\S+$/.test(baseUrl))
+        throw new UsageError(`the base URL must be an http or https URL like ${DEFAULT_BASE_URL} (got ${JSON.stringify(baseUrl)})`);
       if (apiKey === '') throw new UsageError('no API key given');
       if (app === '') throw new UsageError('no app id given');
       // D-60: checked before anything is stored; a wrong key or app is the API's error, exit 1.

@@ -3,7 +3,15 @@ import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
 import type { Session } from '../context.ts';
 import { FailedResponseError, ndjsonLine, parseMetadata, textArgument, type Output } from '../io.ts';
-import { failureText, renderCompletion, renderResponse, renderStream, streamFailure, type StreamRendering, type StreamStart } from '../render.ts';
+import {
+  failureText,
+  renderCompletion,
+  renderResponse,
+  renderStream,
+  streamFailure,
+  type StreamRendering,
+  type StreamStart,
+} from '../render.ts';
 
 /** With --json: one event payload per line (see ndjsonLine); otherwise the live rendering. */
 export async function printStream(out: Output, stream: EventStream, json: boolean, rendering: StreamRendering = {}): Promise<void> {
@@ -94,19 +102,25 @@ Examples:
   cat notes.txt | parley complete --stream --no-knowledge-search
 `,
     )
-    .action(async (prompt: string | undefined, opts: { stream?: boolean; fast?: boolean; knowledgeSearch?: boolean; metadata?: string }, cmd: Command) => {
-      const { client, g } = session.client(cmd);
-      const metadata = await parseMetadata(opts.metadata, session.io.stdin);
-      const text = await textArgument(prompt, 'prompt', session.io.stdin);
-      // Only what the user chose is sent: the interface's defaults apply to the rest.
-      const body = { prompt: text, fast: opts.fast, knowledge_search: opts.knowledgeSearch === false ? false : undefined, metadata };
-      if (opts.stream) return printStream(out, await client.streamCompletion(body), g.json);
-      const res = await client.createCompletion(body);
-      if (g.json) {
-        out.line(res.raw);
-        if (res.data.status === 'failed') throw new FailedResponseError(failureText(res.data.id, res.data.error, res.data.object));
-        return;
-      }
-      renderCompletion(out, res.data);
-    });
+    .action(
+      async (
+        prompt: string | undefined,
+        opts: { stream?: boolean; fast?: boolean; knowledgeSearch?: boolean; metadata?: string },
+        cmd: Command,
+      ) => {
+        const { client, g } = session.client(cmd);
+        const metadata = await parseMetadata(opts.metadata, session.io.stdin);
+        const text = await textArgument(prompt, 'prompt', session.io.stdin);
+        // Only what the user chose is sent: the interface's defaults apply to the rest.
+        const body = { prompt: text, fast: opts.fast, knowledge_search: opts.knowledgeSearch === false ? false : undefined, metadata };
+        if (opts.stream) return printStream(out, await client.streamCompletion(body), g.json);
+        const res = await client.createCompletion(body);
+        if (g.json) {
+          out.line(res.raw);
+          if (res.data.status === 'failed') throw new FailedResponseError(failureText(res.data.id, res.data.error, res.data.object));
+          return;
+        }
+        renderCompletion(out, res.data);
+      },
+    );
 }

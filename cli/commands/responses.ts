@@ -49,7 +49,8 @@ Examples:
     .addHelpText('after', '\nExample:\n  parley responses events resp_abc123 --starting-after 7 --json\n')
     .action(async (id: string, opts: { startingAfter: string }, c: Command) => {
       const { client, g } = session.client(c);
-      if (!/^(-1|0|[1-9][0-9]*)$/.test(opts.startingAfter)) throw new UsageError(`--starting-after must be a sequence number or -1 (got ${JSON.stringify(opts.startingAfter)})`);
+      if (!/^(-1|0|[1-9][0-9]*)$/.test(opts.startingAfter))
+        throw new UsageError(`--starting-after must be a sequence number or -1 (got ${JSON.stringify(opts.startingAfter)})`);
       await printStream(out, await client.streamResponseEvents(id, Number(opts.startingAfter)), g.json);
     });
   cmd

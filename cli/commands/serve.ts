@@ -22,7 +22,8 @@ export function defaultDataDir(cwd: string, env: NodeJS.ProcessEnv): { dir: stri
   } catch {
     // No package.json here: not a checkout.
   }
-  const xdg = env.XDG_DATA_HOME && path.isAbsolute(env.XDG_DATA_HOME) ? env.XDG_DATA_HOME : path.join(env.HOME || os.homedir(), '.local', 'share');
+  const xdg =
+    env.XDG_DATA_HOME && path.isAbsolute(env.XDG_DATA_HOME) ? env.XDG_DATA_HOME : path.join(env.HOME || os.homedir(), '.local', 'share');
   const dir = path.join(xdg, 'parley');
   return { dir, note: `data directory: ${dir} (this folder is not a Parley checkout, so not ./data; choose with --data-dir or DATA_DIR)` };
 }
@@ -40,33 +41,35 @@ export function serveCommand(session: Session): Command {
       'after',
       '\nThe model comes from the environment, as with npm start: PARLEY_MODEL (local, or ollama:<model>) and OLLAMA_HOST.\n\nExamples:\n  parley serve --port 8787 --data-dir ./data\n  PARLEY_MODEL=ollama:llama3.2 parley serve\n',
     )
-    .action(async (opts: { port?: string; host?: string; dataDir?: string; databaseUrl?: string; fixtures?: string; logLevel?: string }) => {
-      const argv: string[] = [];
-      if (opts.port !== undefined) argv.push('--port', opts.port);
-      if (opts.host !== undefined) argv.push('--host', opts.host);
-      if (opts.dataDir !== undefined) argv.push('--data-dir', opts.dataDir);
-      else if (!session.io.env.DATA_DIR) {
-        const { dir, note } = defaultDataDir(process.cwd(), session.io.env);
-        if (dir !== undefined) argv.push('--data-dir', dir);
-        if (note) session.out.note(note);
-      }
-      if (opts.databaseUrl !== undefined) argv.push('--database-url', opts.databaseUrl);
-      // Run from anywhere (a global `parley`), it still finds the demo fixtures it ships with.
-      const fixtures = opts.fixtures ?? (session.io.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
-      if (fixtures !== undefined) argv.push('--fixtures', fixtures);
-      if (opts.logLevel !== undefined) argv.push('--log-level', opts.logLevel);
-      // Loaded on demand: the other commands need none of the server's modules.
-      const { ConfigError, loadConfig } = await import('../../src/config.ts');
-      try {
-        // Checked here first, so that a mistake is told in parley's words (serve() would print npm start's usage).
-        loadConfig(argv, session.io.env);
-      } catch (err) {
-        if (err instanceof ConfigError) throw new UsageError(`${err.message} (see parley serve --help)`);
-        throw err;
-      }
-      const { serve } = await import('../../src/main.ts');
-      await serve(argv);
-      // serve() returns once listening; the process then lives until SIGINT/SIGTERM.
-      await new Promise<never>(() => {});
-    });
+    .action(
+      async (opts: { port?: string; host?: string; dataDir?: string; databaseUrl?: string; fixtures?: string; logLevel?: string }) => {
+        const argv: string[] = [];
+        if (opts.port !== undefined) argv.push('--port', opts.port);
+        if (opts.host !== undefined) argv.push('--host', opts.host);
+        if (opts.dataDir !== undefined) argv.push('--data-dir', opts.dataDir);
+        else if (!session.io.env.DATA_DIR) {
+          const { dir, note } = defaultDataDir(process.cwd(), session.io.env);
+          if (dir !== undefined) argv.push('--data-dir', dir);
+          if (note) session.out.note(note);
+        }
+        if (opts.databaseUrl !== undefined) argv.push('--database-url', opts.databaseUrl);
+        // Run from anywhere (a global `parley`), it still finds the demo fixtures it ships with.
+        const fixtures = opts.fixtures ?? (session.io.env.FIXTURES || (fs.existsSync('./fixtures') ? undefined : PACKAGE_FIXTURES));
+        if (fixtures !== undefined) argv.push('--fixtures', fixtures);
+        if (opts.logLevel !== undefined) argv.push('--log-level', opts.logLevel);
+        // Loaded on demand: the other commands need none of the server's modules.
+        const { ConfigError, loadConfig } = await import('../../src/config.ts');
+        try {
+          // Checked here first, so that a mistake is told in parley's words (serve() would print npm start's usage).
+          loadConfig(argv, session.io.env);
+        } catch (err) {
+          if (err instanceof ConfigError) throw new UsageError(`${err.message} (see parley serve --help)`);
+          throw err;
+        }
+        const { serve } = await import('../../src/main.ts');
+        await serve(argv);
+        // serve() returns once listening; the process then lives until SIGINT/SIGTERM.
+        await new Promise<never>(() => {});
+      },
+    );
 }

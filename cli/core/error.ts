@@ -38,7 +38,16 @@ export class ApiError extends ParleyError {
       return new ApiError(status, e.type, e.message, e.param ?? null, e.code ?? null, raw, headers, requestId);
     }
     const excerpt = raw.trim().replace(/\s+/g, ' ').slice(0, 200);
-    return new ApiError(status, 'http_error', `HTTP ${status} without an error object${excerpt ? `: ${excerpt}` : ''}`, null, null, raw, headers, requestId);
+    return new ApiError(
+      status,
+      'http_error',
+      `HTTP ${status} without an error object${excerpt ? `: ${excerpt}` : ''}`,
+      null,
+      null,
+      raw,
+      headers,
+      requestId,
+    );
   }
 }
 

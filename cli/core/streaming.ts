@@ -24,7 +24,9 @@ export interface Resumer {
  * One event of a stream. `data` is typed by the reference payloads (D-16) for convenience, but only the
  * lenient payload was required: anything else may be missing with other servers.
  */
-export type ClientStreamEvent = { [T in EventType]: { event: T; data: Partial<EventPayload<T>> & z.infer<(typeof LenientEventPayload)[T]>; raw: string } }[EventType];
+export type ClientStreamEvent = {
+  [T in EventType]: { event: T; data: Partial<EventPayload<T>> & z.infer<(typeof LenientEventPayload)[T]>; raw: string };
+}[EventType];
 
 /** An event whose name the interface does not list; only `EventStream.all()` yields them. */
 export type UnknownStreamEvent = { event: string; data: undefined; raw: string; unknown: true };
@@ -131,7 +133,14 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
   async #comeBack(err: unknown): Promise<SentResponse | undefined> {
     const r = this.#resumer;
     // A silence past the caller's timeout is the caller's limit, not a drop: it stands.
-    if (!r || !(err instanceof ConnectionError) || err instanceof TimeoutError || this.responseId === undefined || this.resumes >= (r.max ?? 5)) return undefined;
+    if (
+      !r ||
+      !(err instanceof ConnectionError) ||
+      err instanceof TimeoutError ||
+      this.responseId === undefined ||
+      this.resumes >= (r.max ?? 5)
+    )
+      return undefined;
     // Without sequence numbers a resume could repeat or skip events: only from the start, before any.
     if (this.lastSequence === -1 && this.#seen > 0) return undefined;
     this.resumes++;
@@ -155,9 +164,11 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
     }
     if (this.#validate) {
       const usable = LenientEventPayload[name as EventType].safeParse(data);
-      if (!usable.success) throw new InvalidResponseError(this.url, `a ${name} event is not usable: ${describeIssues(usable.error.issues)}`, m.data, name);
+      if (!usable.success)
+        throw new InvalidResponseError(this.url, `a ${name} event is not usable: ${describeIssues(usable.error.issues)}`, m.data, name);
       const spec = SpecEventPayload[name as EventType].safeParse(data);
-      if (!spec.success) this.#onDeviation(`a ${name} event of ${this.url} does not match the interface: ${describeIssues(spec.error.issues)}`);
+      if (!spec.success)
+        this.#onDeviation(`a ${name} event of ${this.url} does not match the interface: ${describeIssues(spec.error.issues)}`);
       data = usable.data;
     }
     return { event: name, data, raw: m.data } as ClientStreamEvent;

@@ -55,7 +55,7 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
     id: 'S4.9-metrics-conversations',
     level: 'MUST',
     clauses: ['§4.9.conversations'],
-    description: 'creating a conversation adds one to total_conversations (aggregated: within the run\'s timeout)',
+    description: "creating a conversation adds one to total_conversations (aggregated: within the run's timeout)",
     async run(ctx) {
       const before = await metrics(ctx);
       const after = await metricsAfterOneCreation(ctx, before);
@@ -88,7 +88,11 @@ export const metricsCases: CaseDef[] = defineCases('4.9', [
       await createConversation(ctx, { external_user_id: user, metadata: ctx.tagMetadata });
       await createConversation(ctx, { metadata: ctx.tagMetadata });
       const after = await settledMetrics(ctx, (m) => m.total_conversations >= before.total_conversations + 3);
-      ctx.equal(after.total_users - before.total_users, 1, 'change of total_users after two conversations of one new user and one without user');
+      ctx.equal(
+        after.total_users - before.total_users,
+        1,
+        'change of total_users after two conversations of one new user and one without user',
+      );
     },
   },
 ]);
@@ -100,7 +104,10 @@ export const versioning: CaseDef[] = defineCases('9', [
     clauses: ['§9.v1'],
     description: 'the base URL ends in /v1 and serves the API there',
     async run(ctx) {
-      ctx.check(new URL(ctx.target.baseUrl).pathname.replace(/\/+$/, '').endsWith('/v1'), `base_url ${ctx.target.baseUrl} does not end in /v1`);
+      ctx.check(
+        new URL(ctx.target.baseUrl).pathname.replace(/\/+$/, '').endsWith('/v1'),
+        `base_url ${ctx.target.baseUrl} does not end in /v1`,
+      );
       const ex = await ctx.send({ method: 'GET', path: appPath(ctx.target.appId, 'config') });
       ctx.ok(ex, ctx.schemas.config, 'get config under /v1');
     },

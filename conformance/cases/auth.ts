@@ -4,7 +4,18 @@
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange, OutgoingRequest } from '../http.ts';
 import { CONVERSATION_SCOPED, ENDPOINTS, rows, type EndpointKey } from '../interface-clauses.ts';
-import { appPath, baselineCompletion, baselineCreate, baselineSend, convPath, createConversation, getConversation, lookalike, unknownConversationId, withBody } from './common.ts';
+import {
+  appPath,
+  baselineCompletion,
+  baselineCreate,
+  baselineSend,
+  convPath,
+  createConversation,
+  getConversation,
+  lookalike,
+  unknownConversationId,
+  withBody,
+} from './common.ts';
 
 const INVALID_KEY = 'sk_live_conformanceInvalidKey0000000000000000';
 
@@ -51,7 +62,12 @@ async function everyEndpoint(ctx: CaseContext): Promise<Array<[EndpointKey, Outg
  * The same endpoints on another app (`app`), with `conversationId` for the conversation-scoped ones:
  * for the errors that depend on the app, not on the key.
  */
-export function endpointsOn(ctx: CaseContext, app: string, conversationId: string, keys: readonly EndpointKey[] = ENDPOINTS.map((e) => e[0])): Array<[EndpointKey, OutgoingRequest]> {
+export function endpointsOn(
+  ctx: CaseContext,
+  app: string,
+  conversationId: string,
+  keys: readonly EndpointKey[] = ENDPOINTS.map((e) => e[0]),
+): Array<[EndpointKey, OutgoingRequest]> {
   const message = { message: { content: 'Hello!' } };
   const all: Array<[EndpointKey, OutgoingRequest]> = [
     ['create', { method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } }],
@@ -90,7 +106,13 @@ function unknownAppId(ctx: CaseContext): string {
  * conversation id, "conversation not found" holds too and the order of the checks is not shown:
  * profile spec accepts 404 not_found there; profile reference wants the app condition first (D-4).
  */
-function appConditionError(ctx: CaseContext, key: EndpointKey, ex: Exchange, what: string, expected: { status: number; type: string }): void {
+function appConditionError(
+  ctx: CaseContext,
+  key: EndpointKey,
+  ex: Exchange,
+  what: string,
+  expected: { status: number; type: string },
+): void {
   if (!ctx.reference && CONVERSATION_SCOPED.includes(key) && ex.status === 404) ctx.error(ex, what, { status: 404, type: 'not_found' });
   else ctx.error(ex, what, expected);
 }
@@ -99,8 +121,18 @@ export const auth: CaseDef[] = defineCases('5', [
   {
     id: 'S5-missing-key-401',
     level: 'MUST',
-    clauses: [...rows('§5.6.missing-key'), '§7.invalid_api_key', '§7.body', '§7.body.message', '§7.body.type', '§7.body.param', '§7.body.code', 'D-17'],
-    description: 'every endpoint (send message and completion also with stream: true) answers 401 invalid_api_key without an Authorization header',
+    clauses: [
+      ...rows('§5.6.missing-key'),
+      '§7.invalid_api_key',
+      '§7.body',
+      '§7.body.message',
+      '§7.body.type',
+      '§7.body.param',
+      '§7.body.code',
+      'D-17',
+    ],
+    description:
+      'every endpoint (send message and completion also with stream: true) answers 401 invalid_api_key without an Authorization header',
     async run(ctx) {
       for (const [, r] of await everyEndpoint(ctx)) {
         const ex = await ctx.send({ ...r, key: null });
@@ -138,7 +170,8 @@ export const auth: CaseDef[] = defineCases('5', [
     level: 'MUST',
     clauses: [...rows('§5.6.access-denied'), '§7.access_denied', 'D-4'],
     needs: ['apps.other_team'],
-    description: "every endpoint of another team's app answers 403 access_denied, with stream: true as well (with a made-up conversation id, 404 not_found is accepted too; reference: 403, D-4)",
+    description:
+      "every endpoint of another team's app answers 403 access_denied, with stream: true as well (with a made-up conversation id, 404 not_found is accepted too; reference: 403, D-4)",
     async run(ctx) {
       const app = ctx.app('apps.other_team');
       for (const [key, r] of endpointsOn(ctx, app, await unknownConversationId(ctx))) {
@@ -149,18 +182,40 @@ export const auth: CaseDef[] = defineCases('5', [
   {
     id: 'S5-other-team-conversation',
     level: 'MUST',
-    clauses: [...rows('§5.6.access-denied', CONVERSATION_SCOPED), ...rows('§7.other-team-conversation'), '§7.access_denied', '§7.not_found', '§1.app-scoped'],
+    clauses: [
+      ...rows('§5.6.access-denied', CONVERSATION_SCOPED),
+      ...rows('§7.other-team-conversation'),
+      '§7.access_denied',
+      '§7.not_found',
+      '§1.app-scoped',
+    ],
     needs: ['apps.other_team', 'other_team_api_key'],
-    description: "a conversation of the other team (created with other_team_api_key) is out of reach of api_key: get, update, delete and send (JSON and stream) answer 403 access_denied under its app and 404 not_found under app_id, and it is left as it was",
+    description:
+      'a conversation of the other team (created with other_team_api_key) is out of reach of api_key: get, update, delete and send (JSON and stream) answer 403 access_denied under its app and 404 not_found under app_id, and it is left as it was',
     async run(ctx) {
       const app = ctx.app('apps.other_team');
       const otherKey = ctx.app('other_team_api_key');
       const title = 'Owned by the other team';
-      const created = await ctx.send({ method: 'POST', path: convPath(app), key: otherKey, body: { external_user_id: ctx.tag, title, metadata: ctx.tagMetadata } });
-      const theirs = ctx.ok(created, ctx.schemas.conversation, "create a conversation with other_team_api_key on apps.other_team (the other team's own app)");
+      const created = await ctx.send({
+        method: 'POST',
+        path: convPath(app),
+        key: otherKey,
+        body: { external_user_id: ctx.tag, title, metadata: ctx.tagMetadata },
+      });
+      const theirs = ctx.ok(
+        created,
+        ctx.schemas.conversation,
+        "create a conversation with other_team_api_key on apps.other_team (the other team's own app)",
+      );
       const read = async (what: string) => {
         const ex = await ctx.send({ method: 'GET', path: convPath(app, theirs.id), key: otherKey });
-        return { ex, conv: ctx.ok(ex, ctx.schemas.conversationWithItems, `${what}: get the other team's conversation with other_team_api_key`) as { title: unknown; items: unknown[] } };
+        return {
+          ex,
+          conv: ctx.ok(ex, ctx.schemas.conversationWithItems, `${what}: get the other team's conversation with other_team_api_key`) as {
+            title: unknown;
+            items: unknown[];
+          },
+        };
       };
       const before = await read('before');
       for (const [key, r] of endpointsOn(ctx, app, theirs.id, CONVERSATION_SCOPED)) {
@@ -172,7 +227,12 @@ export const auth: CaseDef[] = defineCases('5', [
       // Read by its owner: nothing of the refused requests shows.
       const after = await read('after the refused requests');
       ctx.equal(after.conv.title, title, "title of the other team's conversation after refused requests", after.ex);
-      ctx.equal(after.conv.items.length, before.conv.items.length, "number of items of the other team's conversation after refused messages", after.ex);
+      ctx.equal(
+        after.conv.items.length,
+        before.conv.items.length,
+        "number of items of the other team's conversation after refused messages",
+        after.ex,
+      );
     },
   },
   {
@@ -180,7 +240,8 @@ export const auth: CaseDef[] = defineCases('5', [
     level: 'MUST',
     clauses: [...rows('§5.4.publishable'), 'D-6', 'D-45'],
     needs: ['publishable_key'],
-    description: 'a publishable key cannot call the REST API: every endpoint answers 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
+    description:
+      'a publishable key cannot call the REST API: every endpoint answers 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
     async run(ctx) {
       const key = ctx.app('publishable_key');
       for (const [, r] of await everyEndpoint(ctx)) {
@@ -211,8 +272,19 @@ export const appErrors: CaseDef[] = defineCases('7', [
   {
     id: 'S7-unknown-app-404',
     level: 'MUST',
-    clauses: [...rows('§7.unknown-app'), '§7.not_found', '§7.body', '§7.body.message', '§7.body.type', '§7.body.param', '§7.body.code', '§2.10.ids-opaque', 'D-4'],
-    description: 'every endpoint of an app that does not exist (an id shaped like app_id) answers 404 not_found or 403 access_denied, with stream: true as well (§5.6 and §7 overlap; reference: 404, D-4)',
+    clauses: [
+      ...rows('§7.unknown-app'),
+      '§7.not_found',
+      '§7.body',
+      '§7.body.message',
+      '§7.body.type',
+      '§7.body.param',
+      '§7.body.code',
+      '§2.10.ids-opaque',
+      'D-4',
+    ],
+    description:
+      'every endpoint of an app that does not exist (an id shaped like app_id) answers 404 not_found or 403 access_denied, with stream: true as well (§5.6 and §7 overlap; reference: 404, D-4)',
     async run(ctx) {
       const app = unknownAppId(ctx);
       for (const [key, r] of endpointsOn(ctx, app, await unknownConversationId(ctx))) {
@@ -228,7 +300,8 @@ export const appErrors: CaseDef[] = defineCases('7', [
     level: 'MUST',
     clauses: [...rows('§7.app-inactive'), '§7.app_inactive', 'D-4'],
     needs: ['apps.inactive'],
-    description: 'every endpoint of a disabled app answers 403 app_inactive, with stream: true as well (with a made-up conversation id, 404 not_found is accepted too; reference: 403, D-4)',
+    description:
+      'every endpoint of a disabled app answers 403 app_inactive, with stream: true as well (with a made-up conversation id, 404 not_found is accepted too; reference: 403, D-4)',
     async run(ctx) {
       const app = ctx.app('apps.inactive');
       for (const [key, r] of endpointsOn(ctx, app, await unknownConversationId(ctx))) {
@@ -241,13 +314,19 @@ export const appErrors: CaseDef[] = defineCases('7', [
     level: 'MUST',
     clauses: [...rows('§7.agent-unavailable'), '§7.agent_unavailable', 'D-4'],
     needs: ['apps.no_agent'],
-    description: 'on an app without an active agent, completion and send message answer 403 agent_unavailable, with stream: true as well (send: to a conversation of that app where one can be created, else a made-up id, where 404 not_found is accepted too)',
+    description:
+      'on an app without an active agent, completion and send message answer 403 agent_unavailable, with stream: true as well (send: to a conversation of that app where one can be created, else a made-up id, where 404 not_found is accepted too)',
     async run(ctx) {
       const app = ctx.app('apps.no_agent');
-      const created = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
+      const created = await ctx.send({
+        method: 'POST',
+        path: convPath(app),
+        body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata },
+      });
       // Whether an app without an agent holds conversations is not shown (reference: it does, D-4).
       let conversationId: string;
-      if (created.status === 200 || ctx.reference) conversationId = ctx.ok(created, ctx.schemas.conversation, 'create a conversation on the app without an agent').id;
+      if (created.status === 200 || ctx.reference)
+        conversationId = ctx.ok(created, ctx.schemas.conversation, 'create a conversation on the app without an agent').id;
       else {
         ctx.error(created, 'create a conversation on the app without an agent (refused)');
         conversationId = await unknownConversationId(ctx);
@@ -264,17 +343,29 @@ export const appErrors: CaseDef[] = defineCases('7', [
     level: 'MUST',
     clauses: [...rows('§7.other-app-conversation'), '§7.not_found', '§1.app-scoped'],
     needs: ['apps.knowledge_base'],
-    description: "a conversation of app_id reached under another app of the same team (apps.knowledge_base): get, update, delete and send (JSON and stream) answer 404 not_found, it is left as it was (still listed, same title and items), and that app's list does not show it",
+    description:
+      "a conversation of app_id reached under another app of the same team (apps.knowledge_base): get, update, delete and send (JSON and stream) answer 404 not_found, it is left as it was (still listed, same title and items), and that app's list does not show it",
     async run(ctx) {
       const other = ctx.app('apps.knowledge_base');
-      const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept by conformance', metadata: ctx.tagMetadata });
+      const { conv } = await createConversation(ctx, {
+        external_user_id: ctx.tag,
+        title: 'Kept by conformance',
+        metadata: ctx.tagMetadata,
+      });
       const before = await getConversation(ctx, conv.id);
       for (const [, r] of endpointsOn(ctx, other, conv.id, CONVERSATION_SCOPED)) {
         ctx.error(await ctx.send(r), `${label(r)} (a conversation of app_id)`, { status: 404, type: 'not_found' });
       }
       const after = await getConversation(ctx, conv.id);
-      ctx.equal([after.title, after.items.length], [before.title, before.items.length], '[title, number of items] after the refused requests under another app');
-      ctx.check(await listed(ctx, ctx.target.appId, conv.id), `conversation ${conv.id} is no longer listed after a DELETE under another app`);
+      ctx.equal(
+        [after.title, after.items.length],
+        [before.title, before.items.length],
+        '[title, number of items] after the refused requests under another app',
+      );
+      ctx.check(
+        await listed(ctx, ctx.target.appId, conv.id),
+        `conversation ${conv.id} is no longer listed after a DELETE under another app`,
+      );
       ctx.check(!(await listed(ctx, other, conv.id)), `conversation ${conv.id} of app_id is listed under apps.knowledge_base`);
     },
   },
@@ -311,7 +402,11 @@ export const appErrors: CaseDef[] = defineCases('7', [
       const ex = await ctx.send({ method: 'PUT', path: convPath(ctx.target.appId), body: {} });
       ctx.error(ex, 'PUT /conversations', { status: 405, type: 'invalid_request_error', code: 'method_not_allowed' });
       const allow = (ex.headers.get('allow') ?? '').split(',').map((m) => m.trim());
-      ctx.check(allow.includes('GET') && allow.includes('POST'), `Allow header ${JSON.stringify(ex.headers.get('allow'))} does not list GET and POST`, ex);
+      ctx.check(
+        allow.includes('GET') && allow.includes('POST'),
+        `Allow header ${JSON.stringify(ex.headers.get('allow'))} does not list GET and POST`,
+        ex,
+      );
     },
   },
   {
@@ -321,7 +416,12 @@ export const appErrors: CaseDef[] = defineCases('7', [
     description: 'D-2: a body that is not declared JSON is 415, code unsupported_media_type',
     async run(ctx) {
       const b = await baselineCreate(ctx);
-      const ex = await ctx.send({ ...b.request, body: undefined, raw: JSON.stringify(b.request.body), headers: { 'content-type': 'text/plain' } });
+      const ex = await ctx.send({
+        ...b.request,
+        body: undefined,
+        raw: JSON.stringify(b.request.body),
+        headers: { 'content-type': 'text/plain' },
+      });
       ctx.error(ex, 'text/plain body', { status: 415, type: 'invalid_request_error', code: 'unsupported_media_type' });
     },
   },

@@ -7,12 +7,21 @@ import type { Exchange, OutgoingRequest } from '../http.ts';
 
 export type ConversationT = z.infer<typeof C.Conversation>;
 
-export const convPath = (app: string, id?: string) => `/apps/${encodeURIComponent(app)}/conversations${id === undefined ? '' : `/${encodeURIComponent(id)}`}`;
+export const convPath = (app: string, id?: string) =>
+  `/apps/${encodeURIComponent(app)}/conversations${id === undefined ? '' : `/${encodeURIComponent(id)}`}`;
 export const appPath = (app: string, rest: string) => `/apps/${encodeURIComponent(app)}/${rest}`;
 
 /** Creates a conversation (tagged unless the case says otherwise) and schedules its deletion. */
-export async function createConversation(ctx: CaseContext, body: Record<string, unknown> | undefined = undefined, app = ctx.target.appId): Promise<{ ex: Exchange; conv: ConversationT }> {
-  const ex = await ctx.send({ method: 'POST', path: convPath(app), body: body ?? { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
+export async function createConversation(
+  ctx: CaseContext,
+  body: Record<string, unknown> | undefined = undefined,
+  app = ctx.target.appId,
+): Promise<{ ex: Exchange; conv: ConversationT }> {
+  const ex = await ctx.send({
+    method: 'POST',
+    path: convPath(app),
+    body: body ?? { external_user_id: ctx.tag, metadata: ctx.tagMetadata },
+  });
   const conv = ctx.ok(ex, ctx.schemas.conversation, 'create conversation') as ConversationT;
   return { ex, conv };
 }
@@ -26,7 +35,11 @@ export interface Baseline<T = unknown> {
 /** The run's passing create-conversation request. */
 export function baselineCreate(ctx: CaseContext): Promise<Baseline<ConversationT>> {
   return ctx.once('baseline: create conversation', async () => {
-    const request: OutgoingRequest = { method: 'POST', path: convPath(ctx.target.appId), body: { external_user_id: ctx.tag, title: 'Conformance', metadata: ctx.tagMetadata } };
+    const request: OutgoingRequest = {
+      method: 'POST',
+      path: convPath(ctx.target.appId),
+      body: { external_user_id: ctx.tag, title: 'Conformance', metadata: ctx.tagMetadata },
+    };
     const exchange = await ctx.send(request);
     const value = ctx.ok(exchange, ctx.schemas.conversation, 'create conversation') as ConversationT;
     return { request, exchange, value };
@@ -43,7 +56,11 @@ export type Json = Record<string, unknown>;
 /** §2: created_at is Unix seconds (a value in milliseconds is ~1000 times now); a day of clock skew is tolerated. */
 export function checkUnixSeconds(ctx: CaseContext, value: unknown, what: string, ex?: Exchange): void {
   const now = Date.now() / 1000;
-  ctx.check(typeof value === 'number' && Math.abs(value - now) < 86_400, `${what}: created_at ${String(value)} is not Unix seconds near now (${Math.round(now)})`, ex);
+  ctx.check(
+    typeof value === 'number' && Math.abs(value - now) < 86_400,
+    `${what}: created_at ${String(value)} is not Unix seconds near now (${Math.round(now)})`,
+    ex,
+  );
 }
 
 /** Whether `text` appears anywhere in the JSON of `value`: for items, whose fields are not shown (§2.1). */
@@ -90,7 +107,11 @@ export function lookalike(id: string, shift: number): string {
 export function baselineSend(ctx: CaseContext): Promise<Baseline<Json> & { conversationId: string }> {
   return ctx.once('baseline: send message', async () => {
     const { conv } = await createConversation(ctx);
-    const request: OutgoingRequest = { method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: 'Hello! How do I reset my password?' }, stream: false } };
+    const request: OutgoingRequest = {
+      method: 'POST',
+      path: convPath(ctx.target.appId, conv.id),
+      body: { message: { content: 'Hello! How do I reset my password?' }, stream: false },
+    };
     const exchange = await ctx.send(request);
     const value = ctx.ok(exchange, ctx.schemas.response, 'send message') as Json;
     return { request, exchange, value, conversationId: conv.id };
@@ -100,7 +121,11 @@ export function baselineSend(ctx: CaseContext): Promise<Baseline<Json> & { conve
 /** The run's passing completion request (JSON mode). */
 export function baselineCompletion(ctx: CaseContext): Promise<Baseline<Json>> {
   return ctx.once('baseline: completion', async () => {
-    const request: OutgoingRequest = { method: 'POST', path: appPath(ctx.target.appId, 'completions'), body: { prompt: 'Write one sentence welcoming a new customer.' } };
+    const request: OutgoingRequest = {
+      method: 'POST',
+      path: appPath(ctx.target.appId, 'completions'),
+      body: { prompt: 'Write one sentence welcoming a new customer.' },
+    };
     const exchange = await ctx.send(request);
     const value = ctx.ok(exchange, ctx.schemas.completion, 'create completion') as Json;
     return { request, exchange, value };
@@ -131,7 +156,12 @@ export interface StreamAnalysis {
 
 function analyze(ex: Exchange): StreamAnalysis {
   const events = ex.sse?.events ?? [];
-  const a: StreamAnalysis = { types: events.map((e) => e.event), payloads: events.map((e) => (e.json ?? {}) as Json), deltas: new Map(), done: new Map() };
+  const a: StreamAnalysis = {
+    types: events.map((e) => e.event),
+    payloads: events.map((e) => (e.json ?? {}) as Json),
+    deltas: new Map(),
+    done: new Map(),
+  };
   events.forEach((e) => {
     const p = (e.json ?? {}) as Json;
     const key = `${String(p.output_index)}:${String(p.content_index)}`;
@@ -149,7 +179,11 @@ export function expectStream(ctx: CaseContext, ex: Exchange, what: string): Stre
   ctx.check(sse.ended, `${what}: the stream did not end (${sse.timedOut ? `${sse.timedOut} timeout` : 'cut short'})`, ex);
   ctx.check(sse.events.length > 0, `${what}: the stream carried no event`, ex);
   sse.events.forEach((e, i) => {
-    ctx.check(e.json !== undefined && typeof e.json === 'object' && e.json !== null && !Array.isArray(e.json), `${what}: event #${i} (${e.event}) data is not a JSON object: ${e.data.slice(0, 120)}`, ex);
+    ctx.check(
+      e.json !== undefined && typeof e.json === 'object' && e.json !== null && !Array.isArray(e.json),
+      `${what}: event #${i} (${e.event}) data is not a JSON object: ${e.data.slice(0, 120)}`,
+      ex,
+    );
   });
   return analyze(ex);
 }
@@ -165,7 +199,10 @@ export function contentOf(items: Json[]): Json[] {
 
 export function textOf(item: Json): string {
   const content = Array.isArray(item.content) ? (item.content as Json[]) : [];
-  return content.filter((p) => p.type === 'text').map((p) => String(p.text)).join('');
+  return content
+    .filter((p) => p.type === 'text')
+    .map((p) => String(p.text))
+    .join('');
 }
 
 /** Reads a conversation with its items. */

@@ -1,12 +1,30 @@
 // §4.7 create completion: shape, defaults, options, independence from conversations, errors.
 import { defineCases, type CaseDef } from '../context.ts';
-import { appPath, baselineCompletion, checkUnixSeconds, convPath, metrics, metricsAfterOneCreation, withBody, type Json } from './common.ts';
+import {
+  appPath,
+  baselineCompletion,
+  checkUnixSeconds,
+  convPath,
+  metrics,
+  metricsAfterOneCreation,
+  withBody,
+  type Json,
+} from './common.ts';
 
 export const completions: CaseDef[] = defineCases('4.7', [
   {
     id: 'S4.7-completion-shape',
     level: 'MUST',
-    clauses: ['§4.7.success', '§3.completed', '§4.7.stream-default', '§2.5.id', '§2.5.object', '§2.5.created_at', '§2.5.text', '§2.5.status'],
+    clauses: [
+      '§4.7.success',
+      '§3.completed',
+      '§4.7.stream-default',
+      '§2.5.id',
+      '§2.5.object',
+      '§2.5.created_at',
+      '§2.5.text',
+      '§2.5.status',
+    ],
     description: 'POST /completions without stream answers 200 JSON: a completed Completion (cmpl_ id, created_at in seconds) with text',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
@@ -47,7 +65,12 @@ export const completions: CaseDef[] = defineCases('4.7', [
     description: 'knowledge_search:false, fast:true and metadata are accepted',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
-      for (const change of [{ knowledge_search: false }, { fast: true }, { fast: false, knowledge_search: true }, { metadata: { ...ctx.tagMetadata, user_name: 'Ada' } }]) {
+      for (const change of [
+        { knowledge_search: false },
+        { fast: true },
+        { fast: false, knowledge_search: true },
+        { metadata: { ...ctx.tagMetadata, user_name: 'Ada' } },
+      ]) {
         const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, ...change })));
         ctx.ok(ex, ctx.schemas.completion, `completion with ${JSON.stringify(change)}`);
       }
@@ -61,7 +84,11 @@ export const completions: CaseDef[] = defineCases('4.7', [
     description: 'a completion on an app with a knowledge base, knowledge_search on, answers a Completion',
     async run(ctx) {
       const b = await baselineCompletion(ctx);
-      const ex = await ctx.send({ ...b.request, path: appPath(ctx.app('apps.knowledge_base'), 'completions'), body: { prompt: 'Summarize how a customer resets a password.', knowledge_search: true } });
+      const ex = await ctx.send({
+        ...b.request,
+        path: appPath(ctx.app('apps.knowledge_base'), 'completions'),
+        body: { prompt: 'Summarize how a customer resets a password.', knowledge_search: true },
+      });
       ctx.ok(ex, ctx.schemas.completion, 'completion with knowledge search');
     },
   },
@@ -79,7 +106,11 @@ export const completions: CaseDef[] = defineCases('4.7', [
       const list2 = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?limit=1` });
       ctx.equal((ctx.ok(list2, ctx.schemas.list, 'list') as Json).first_id, first, 'newest conversation after a completion', list2);
       const after = await metricsAfterOneCreation(ctx, before);
-      ctx.equal(after.total_conversations - before.total_conversations, 1, 'change of total_conversations after a completion and one creation');
+      ctx.equal(
+        after.total_conversations - before.total_conversations,
+        1,
+        'change of total_conversations after a completion and one creation',
+      );
     },
   },
   {

@@ -1,12 +1,30 @@
 // §4.1, §4.3, §4.4, §4.5: create, read, rename and soft-delete a conversation.
 import { defineCases, type CaseDef } from '../context.ts';
-import { baselineCreate, checkUnixSeconds, convPath, createConversation, getConversation, liveConversation, unknownConversationId, withBody } from './common.ts';
+import {
+  baselineCreate,
+  checkUnixSeconds,
+  convPath,
+  createConversation,
+  getConversation,
+  liveConversation,
+  unknownConversationId,
+  withBody,
+} from './common.ts';
 
 export const create: CaseDef[] = defineCases('4.1', [
   {
     id: 'S4.1-create-shape',
     level: 'MUST',
-    clauses: ['§4.1.success', '§4.1.echo', '§2.1.object', '§2.1.created_at', '§2.1.external_user_id', '§2.1.title', '§2.1.metadata', '§1.json'],
+    clauses: [
+      '§4.1.success',
+      '§4.1.echo',
+      '§2.1.object',
+      '§2.1.created_at',
+      '§2.1.external_user_id',
+      '§2.1.title',
+      '§2.1.metadata',
+      '§1.json',
+    ],
     description: 'POST /conversations answers 200 with a Conversation echoing external_user_id, title and metadata',
     async run(ctx) {
       const b = await baselineCreate(ctx);
@@ -112,7 +130,12 @@ export const create: CaseDef[] = defineCases('4.1', [
       const ok = await createConversation(ctx, { ...(b.request.body as object), external_user_id: long });
       ctx.equal(ok.conv.external_user_id, long, 'external_user_id of 256 characters', ok.ex);
       const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, external_user_id: `${long}u` })));
-      ctx.error(ex, 'external_user_id of 257 characters', { status: 400, type: 'invalid_request_error', param: 'external_user_id', code: 'invalid_value' });
+      ctx.error(ex, 'external_user_id of 257 characters', {
+        status: 400,
+        type: 'invalid_request_error',
+        param: 'external_user_id',
+        code: 'invalid_value',
+      });
     },
   },
 ]);
@@ -192,7 +215,11 @@ export const update: CaseDef[] = defineCases('4.4', [
     clauses: ['§7.unknown-conversation@update', '§2.10.ids-opaque'],
     description: 'PATCH an unknown conversation id is 404 not_found',
     async run(ctx) {
-      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, await unknownConversationId(ctx)), body: { title: 'x' } });
+      const ex = await ctx.send({
+        method: 'PATCH',
+        path: convPath(ctx.target.appId, await unknownConversationId(ctx)),
+        body: { title: 'x' },
+      });
       ctx.error(ex, 'unknown conversation', { status: 404, type: 'not_found' });
     },
   },
@@ -200,12 +227,23 @@ export const update: CaseDef[] = defineCases('4.4', [
     id: 'S4.4-update-only-title',
     level: 'MUST',
     clauses: ['§4.4.only-title'],
-    description: 'only the custom title can be updated: a PATCH with title and metadata is refused with a 4xx error object or leaves metadata as it was',
+    description:
+      'only the custom title can be updated: a PATCH with title and metadata is refused with a 4xx error object or leaves metadata as it was',
     async run(ctx) {
       const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept', metadata: ctx.tagMetadata });
-      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: 'Changed', metadata: { ...ctx.tagMetadata, changed: true } } });
+      const ex = await ctx.send({
+        method: 'PATCH',
+        path: convPath(ctx.target.appId, conv.id),
+        body: { title: 'Changed', metadata: { ...ctx.tagMetadata, changed: true } },
+      });
       if (ex.status >= 400) ctx.error(ex, 'PATCH with title and metadata');
-      else ctx.equal(ctx.ok(ex, ctx.schemas.conversation, 'PATCH with title and metadata').metadata, ctx.tagMetadata, 'metadata in the PATCH response', ex);
+      else
+        ctx.equal(
+          ctx.ok(ex, ctx.schemas.conversation, 'PATCH with title and metadata').metadata,
+          ctx.tagMetadata,
+          'metadata in the PATCH response',
+          ex,
+        );
       const got = await getConversation(ctx, conv.id);
       ctx.equal(got.metadata, ctx.tagMetadata, 'metadata read back after a PATCH with title and metadata');
     },
@@ -217,7 +255,11 @@ export const update: CaseDef[] = defineCases('4.4', [
     description: 'D-13: PATCH with a field other than title is 400 and changes nothing',
     async run(ctx) {
       const { conv } = await createConversation(ctx, { external_user_id: ctx.tag, title: 'Kept', metadata: ctx.tagMetadata });
-      const ex = await ctx.send({ method: 'PATCH', path: convPath(ctx.target.appId, conv.id), body: { title: 'Changed', metadata: { a: 1 } } });
+      const ex = await ctx.send({
+        method: 'PATCH',
+        path: convPath(ctx.target.appId, conv.id),
+        body: { title: 'Changed', metadata: { a: 1 } },
+      });
       ctx.error(ex, 'PATCH with metadata', { status: 400, type: 'invalid_request_error', param: 'metadata', code: 'unknown_parameter' });
       const got = await getConversation(ctx, conv.id);
       ctx.equal([got.title, got.metadata], ['Kept', ctx.tagMetadata], 'title and metadata after the refused PATCH');

@@ -27,7 +27,11 @@ function conversationStream(ctx: CaseContext, app = ctx.target.appId, content = 
 
 function completionStream(ctx: CaseContext): Promise<Streamed> {
   return ctx.once('stream: completion', async () => {
-    const ex = await ctx.send({ method: 'POST', path: appPath(ctx.target.appId, 'completions'), body: { prompt: 'Write one sentence welcoming a new customer.', stream: true } });
+    const ex = await ctx.send({
+      method: 'POST',
+      path: appPath(ctx.target.appId, 'completions'),
+      body: { prompt: 'Write one sentence welcoming a new customer.', stream: true },
+    });
     expectStream(ctx, ex, 'completion stream');
     return { ex };
   });
@@ -42,7 +46,12 @@ export function checkStartEnd(ctx: CaseContext, ex: Exchange, object: 'response'
   const created = ctx.shape(first.json, ctx.schemas.events['response.created'], 'response.created payload', ex) as Json;
   ctx.equal(created.object, object, 'response.created object', ex);
   if (conversationId !== undefined) ctx.equal(created.conversation_id, conversationId, 'response.created conversation_id', ex);
-  else ctx.check(typeof created.conversation_id !== 'string', `a completion stream's response.created carries conversation_id ${String(created.conversation_id)}`, ex);
+  else
+    ctx.check(
+      typeof created.conversation_id !== 'string',
+      `a completion stream's response.created carries conversation_id ${String(created.conversation_id)}`,
+      ex,
+    );
   const last = events.at(-1)!;
   ctx.equal(last.event, 'response.completed', 'last event', ex);
   const completed = ctx.shape(last.json, ctx.schemas.events['response.completed'], 'response.completed payload', ex) as Json;
@@ -67,7 +76,8 @@ function checkPayloads(ctx: CaseContext, ex: Exchange): void {
 export function checkText(ctx: CaseContext, ex: Exchange): void {
   const a = expectStream(ctx, ex, 'stream');
   ctx.check(a.done.size > 0, 'no response.output_text.done event', ex);
-  for (const [key, text] of a.done) ctx.equal(a.deltas.get(key) ?? '', text, `concatenated deltas of output/content index ${key} compared with output_text.done`, ex);
+  for (const [key, text] of a.done)
+    ctx.equal(a.deltas.get(key) ?? '', text, `concatenated deltas of output/content index ${key} compared with output_text.done`, ex);
   for (const key of a.deltas.keys()) ctx.check(a.done.has(key), `deltas of output/content index ${key} have no output_text.done`, ex);
   // A delta after the done of its part would be a late chunk.
   const doneAt = new Map<string, number>();
@@ -75,7 +85,8 @@ export function checkText(ctx: CaseContext, ex: Exchange): void {
     const p = e.json as Json;
     const key = `${String(p.output_index)}:${String(p.content_index)}`;
     if (e.event === 'response.output_text.done') doneAt.set(key, i);
-    if (e.event === 'response.output_text.delta' && doneAt.has(key)) ctx.fail(`event #${i}: a delta of ${key} after its output_text.done`, ex);
+    if (e.event === 'response.output_text.delta' && doneAt.has(key))
+      ctx.fail(`event #${i}: a delta of ${key} after its output_text.done`, ex);
   });
 }
 
@@ -101,7 +112,11 @@ function checkTwoLineEvents(ctx: CaseContext, ex: Exchange): void {
     .forEach((block, i) => {
       const lines = block.split('\n').filter((l) => l !== '' && !l.startsWith(':') && !/^(id|retry)(:|$)/.test(l));
       if (lines.length === 0) return;
-      ctx.check(lines.length === 2 && /^event: ?\S/.test(lines[0]!) && /^data: ?\S/.test(lines[1]!), `event block #${i} is not the two lines "event: <type>" and "data: <json>" (§6): ${JSON.stringify(block.slice(0, 200))}`, ex);
+      ctx.check(
+        lines.length === 2 && /^event: ?\S/.test(lines[0]!) && /^data: ?\S/.test(lines[1]!),
+        `event block #${i} is not the two lines "event: <type>" and "data: <json>" (§6): ${JSON.stringify(block.slice(0, 200))}`,
+        ex,
+      );
     });
 }
 
@@ -113,7 +128,11 @@ function checkRawFraming(ctx: CaseContext, ex: Exchange): void {
   blocks.forEach((block, i) => {
     const lines = block.split('\n');
     if (lines.every((l) => l.startsWith(':'))) return;
-    ctx.check(lines.length === 2 && /^event: \S+$/.test(lines[0]!) && /^data: \S/.test(lines[1]!), `block #${i} is not exactly "event: <type>" + "data: <json>": ${JSON.stringify(block.slice(0, 200))}`, ex);
+    ctx.check(
+      lines.length === 2 && /^event: \S+$/.test(lines[0]!) && /^data: \S/.test(lines[1]!),
+      `block #${i} is not exactly "event: <type>" + "data: <json>": ${JSON.stringify(block.slice(0, 200))}`,
+      ex,
+    );
   });
 }
 
@@ -124,10 +143,12 @@ function itemsFromStream(ctx: CaseContext, ex: Exchange): Json[] {
     const p = e.json as Json;
     const i = Number(p.output_index);
     if (e.event === 'response.output_text.done') items[i] = { type: 'message', role: 'assistant', text: String(p.text) };
-    if (e.event === 'response.function_call_arguments.done') items[i] = { type: 'function_call', name: p.name, arguments: p.arguments, call_id: p.call_id };
+    if (e.event === 'response.function_call_arguments.done')
+      items[i] = { type: 'function_call', name: p.name, arguments: p.arguments, call_id: p.call_id };
     if (e.event === 'response.data_spec') items[i] = { type: 'data_spec', data: p.data };
   }
-  for (let i = 0; i < items.length; i++) ctx.check(items[i] !== undefined, `output_index ${i} is never used by an event (output_index must count items from 0)`, ex);
+  for (let i = 0; i < items.length; i++)
+    ctx.check(items[i] !== undefined, `output_index ${i} is never used by an event (output_index must count items from 0)`, ex);
   return items;
 }
 
@@ -137,14 +158,23 @@ function dataSpecPatches(ctx: CaseContext, values: Json[], ex?: Exchange): void 
     // A clone: applying inserts `value` into the document, and later patches would mutate the event.
     const patch = structuredClone((data as { patch: jsonpatch.Operation }).patch);
     const err = jsonpatch.validate([patch], doc);
-    if (err) ctx.fail(`data_spec patch #${i} ${JSON.stringify(patch).slice(0, 160)} does not apply to the document built so far: ${err.name}`, ex);
+    if (err)
+      ctx.fail(`data_spec patch #${i} ${JSON.stringify(patch).slice(0, 160)} does not apply to the document built so far: ${err.name}`, ex);
     jsonpatch.applyOperation(doc, patch, false, true);
   });
   const form = (doc as { form?: Json }).form;
   if (!form) ctx.fail(`the patches built ${JSON.stringify(doc).slice(0, 200)}, without /form (D-22)`, ex);
-  ctx.check(typeof form.title === 'string' && typeof form.submit_label === 'string' && Array.isArray(form.fields), `the patches built ${JSON.stringify(doc).slice(0, 200)}, not a /form {title, fields, submit_label} (D-22)`, ex);
+  ctx.check(
+    typeof form.title === 'string' && typeof form.submit_label === 'string' && Array.isArray(form.fields),
+    `the patches built ${JSON.stringify(doc).slice(0, 200)}, not a /form {title, fields, submit_label} (D-22)`,
+    ex,
+  );
   (form.fields as Json[]).forEach((f, i) => {
-    ctx.check(typeof f.name === 'string' && typeof f.label === 'string' && typeof f.type === 'string' && typeof f.required === 'boolean', `form field #${i} is not {name, label, type, required}: ${JSON.stringify(f)}`, ex);
+    ctx.check(
+      typeof f.name === 'string' && typeof f.label === 'string' && typeof f.type === 'string' && typeof f.required === 'boolean',
+      `form field #${i} is not {name, label, type, required}: ${JSON.stringify(f)}`,
+      ex,
+    );
   });
 }
 
@@ -167,7 +197,11 @@ function functionCallsWellFormed(ctx: CaseContext, calls: Json[], where: string,
     }
     if (ctx.reference) {
       ctx.equal(c.name, 'knowledge_search', `${where} function_call #${i} name (D-21)`, ex);
-      ctx.check(typeof (args as Json)?.query === 'string', `${where} function_call #${i} arguments are not {"query": string} (D-21): ${String(c.arguments)}`, ex);
+      ctx.check(
+        typeof (args as Json)?.query === 'string',
+        `${where} function_call #${i} arguments are not {"query": string} (D-21): ${String(c.arguments)}`,
+        ex,
+      );
     }
   });
   const ids = calls.map((c) => c.call_id).filter((id) => id !== null);
@@ -188,7 +222,8 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
     id: 'S6-conv-framing',
     level: 'MUST',
     clauses: ['§6.two-lines'],
-    description: 'every event is the two lines "event: <type>" and "data: <json object>" (CR LF and ": …" comments allowed, as in any SSE stream)',
+    description:
+      'every event is the two lines "event: <type>" and "data: <json object>" (CR LF and ": …" comments allowed, as in any SSE stream)',
     async run(ctx) {
       const { ex } = await conversationStream(ctx);
       ex.sse!.events.forEach((e, i) => {
@@ -202,7 +237,8 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
     id: 'S6-conv-raw-framing',
     level: 'REFERENCE',
     clauses: ['D-16', 'D-18'],
-    description: 'D-16/D-18: each event is exactly the two lines "event: <type>" and "data: <json>" then a blank line; only ": …" comments besides',
+    description:
+      'D-16/D-18: each event is exactly the two lines "event: <type>" and "data: <json>" then a blank line; only ": …" comments besides',
     async run(ctx) {
       checkRawFraming(ctx, (await conversationStream(ctx)).ex);
     },
@@ -214,14 +250,19 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
     description: 'D-18: a stream is sent with Cache-Control: no-cache',
     async run(ctx) {
       const { ex } = await conversationStream(ctx);
-      ctx.check(/no-cache/i.test(ex.headers.get('cache-control') ?? ''), `Cache-Control is ${JSON.stringify(ex.headers.get('cache-control'))}`, ex);
+      ctx.check(
+        /no-cache/i.test(ex.headers.get('cache-control') ?? ''),
+        `Cache-Control is ${JSON.stringify(ex.headers.get('cache-control'))}`,
+        ex,
+      );
     },
   },
   {
     id: 'S6-conv-starts-created-ends-completed',
     level: 'MUST',
     clauses: ['§6.rule1', '§6.created.fields', '§6.completed.fields', '§3.in-progress'],
-    description: 'rule 1: the stream starts with response.created {id, object: "response", status: in_progress, conversation_id} and ends with one response.completed of that id',
+    description:
+      'rule 1: the stream starts with response.created {id, object: "response", status: in_progress, conversation_id} and ends with one response.completed of that id',
     async run(ctx) {
       const { ex, conversationId } = await conversationStream(ctx);
       checkStartEnd(ctx, ex, 'response', conversationId);
@@ -230,7 +271,16 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-conv-payloads',
     level: 'MUST',
-    clauses: ['§6.created.fields', '§6.delta.fields', '§6.done.fields', '§6.completed.fields', '§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', 'D-16'],
+    clauses: [
+      '§6.created.fields',
+      '§6.delta.fields',
+      '§6.done.fields',
+      '§6.completed.fields',
+      '§6.function_call.start',
+      '§6.function_call_arguments.delta',
+      '§6.function_call_arguments.done',
+      'D-16',
+    ],
     description: 'every event payload has the fields §6 lists for its type (reference: the D-16 payloads, no other event type)',
     async run(ctx) {
       checkPayloads(ctx, (await conversationStream(ctx)).ex);
@@ -273,7 +323,8 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
     id: 'S6-json-output-matches-stream-shape',
     level: 'MUST',
     clauses: ['§6.rule4', '§6.function_call.start'],
-    description: 'rule 4: the same message in JSON mode gives the kinds of output items a stream of it carries (messages with text, function calls, data_spec), up to 3 tries for an agent that varies',
+    description:
+      'rule 4: the same message in JSON mode gives the kinds of output items a stream of it carries (messages with text, function calls, data_spec), up to 3 tries for an agent that varies',
     async run(ctx) {
       let last = '';
       for (let attempt = 1; attempt <= 3; attempt++) {
@@ -297,7 +348,9 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
 
 async function freshExchange(ctx: CaseContext, stream: boolean): Promise<{ ex: Exchange }> {
   const { conv } = await createConversation(ctx);
-  return { ex: await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream } }) };
+  return {
+    ex: await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream } }),
+  };
 }
 
 function countKinds(kinds: string[]): Record<string, number> {
@@ -327,7 +380,8 @@ export const completionStreamCases: CaseDef[] = defineCases('6', [
     id: 'S6-cmpl-stream',
     level: 'MUST',
     clauses: ['§6.rule2', '§4.7.stream', '§3.in-progress', '§6.completed.fields'],
-    description: 'rule 2: a completion stream starts with response.created (object "completion", no conversation_id), carries only text events and ends with response.completed',
+    description:
+      'rule 2: a completion stream starts with response.created (object "completion", no conversation_id), carries only text events and ends with response.completed',
     async run(ctx) {
       const { ex } = await completionStream(ctx);
       checkStartEnd(ctx, ex, 'completion');
@@ -402,14 +456,20 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
     level: 'MUST',
     clauses: ['§6.rule3', '§6.data_spec.fields', 'D-22'],
     needs: ['apps.generative_ui'],
-    description: 'rule 3: on a generative-UI app a form request streams response.data_spec events whose patch is an RFC 6902 operation (reference: applied in order to {} they build /form, D-22)',
+    description:
+      'rule 3: on a generative-UI app a form request streams response.data_spec events whose patch is an RFC 6902 operation (reference: applied in order to {} they build /form, D-22)',
     async run(ctx) {
       const { ex, conversationId } = await conversationStream(ctx, ctx.app('apps.generative_ui'), FORM_REQUEST);
       const specs = ex.sse!.events.filter((e) => e.event === 'response.data_spec');
       if (specs.length === 0) throw new CaseSkip('the agent emitted no response.data_spec for the form request');
       checkPayloads(ctx, ex);
       checkStartEnd(ctx, ex, 'response', conversationId);
-      if (ctx.reference) dataSpecPatches(ctx, specs.map((e) => (e.json as Json).data as Json), ex);
+      if (ctx.reference)
+        dataSpecPatches(
+          ctx,
+          specs.map((e) => (e.json as Json).data as Json),
+          ex,
+        );
     },
   },
   {
@@ -421,11 +481,20 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
     async run(ctx) {
       const app = ctx.app('apps.generative_ui');
       const { conv } = await createConversation(ctx, undefined, app);
-      const ex = await ctx.send({ method: 'POST', path: convPath(app, conv.id), body: { message: { content: FORM_REQUEST }, stream: false } });
+      const ex = await ctx.send({
+        method: 'POST',
+        path: convPath(app, conv.id),
+        body: { message: { content: FORM_REQUEST }, stream: false },
+      });
       const r = ctx.ok(ex, ctx.schemas.response, 'send message (JSON)') as Json;
       const specs = (r.output as Json[]).filter((o) => o.type === 'data_spec');
       if (specs.length === 0) throw new CaseSkip('the agent emitted no data_spec item for the form request');
-      if (ctx.reference) dataSpecPatches(ctx, specs.map((s) => s.data as Json), ex);
+      if (ctx.reference)
+        dataSpecPatches(
+          ctx,
+          specs.map((s) => s.data as Json),
+          ex,
+        );
     },
   },
   {
@@ -440,7 +509,11 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
       const specs = ex.sse!.events.filter((e) => e.event === 'response.data_spec').map((e) => (e.json as Json).data);
       if (specs.length === 0) throw new CaseSkip('the agent emitted no response.data_spec for the form request');
       const got = await getConversation(ctx, conversationId!, app);
-      ctx.equal(got.items.filter((it) => it.type === 'data_spec').map((it) => it.data), specs, 'persisted data_spec items compared with the events');
+      ctx.equal(
+        got.items.filter((it) => it.type === 'data_spec').map((it) => it.data),
+        specs,
+        'persisted data_spec items compared with the events',
+      );
     },
   },
   {
@@ -450,9 +523,17 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
     description: 'rule 3: an app without generative UI emits no data_spec, streamed or in JSON',
     async run(ctx) {
       const { ex } = await conversationStream(ctx, ctx.target.appId, FORM_REQUEST);
-      ctx.check(!ex.sse!.events.some((e) => e.event === 'response.data_spec'), 'a response.data_spec event on an app without generative UI', ex);
+      ctx.check(
+        !ex.sse!.events.some((e) => e.event === 'response.data_spec'),
+        'a response.data_spec event on an app without generative UI',
+        ex,
+      );
       const { conv } = await createConversation(ctx);
-      const json = await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: FORM_REQUEST }, stream: false } });
+      const json = await ctx.send({
+        method: 'POST',
+        path: convPath(ctx.target.appId, conv.id),
+        body: { message: { content: FORM_REQUEST }, stream: false },
+      });
       const r = ctx.ok(json, ctx.schemas.response, 'send message (JSON)') as Json;
       ctx.check(!(r.output as Json[]).some((o) => o.type === 'data_spec'), 'a data_spec output item on an app without generative UI', json);
     },
@@ -463,13 +544,25 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
   {
     id: 'S6-function-call-items',
     level: 'MUST',
-    clauses: ['§2.4.function_call.name', '§2.4.function_call.arguments', '§2.4.function_call.call_id', '§4.3.items-complete', 'D-14', 'D-21'],
+    clauses: [
+      '§2.4.function_call.name',
+      '§2.4.function_call.arguments',
+      '§2.4.function_call.call_id',
+      '§4.3.items-complete',
+      'D-14',
+      'D-21',
+    ],
     needs: ['apps.knowledge_base'],
-    description: 'function_call output items carry name, arguments (JSON-encoded) and call_id, each a string or null, and the calls are kept in the history (reference: knowledge_search {"query"}, D-21; function_call items, D-14)',
+    description:
+      'function_call output items carry name, arguments (JSON-encoded) and call_id, each a string or null, and the calls are kept in the history (reference: knowledge_search {"query"}, D-21; function_call items, D-14)',
     async run(ctx) {
       const app = ctx.app('apps.knowledge_base');
       const { conv } = await createConversation(ctx, undefined, app);
-      const ex = await ctx.send({ method: 'POST', path: convPath(app, conv.id), body: { message: { content: KB_QUESTION }, stream: false } });
+      const ex = await ctx.send({
+        method: 'POST',
+        path: convPath(app, conv.id),
+        body: { message: { content: KB_QUESTION }, stream: false },
+      });
       const r = ctx.ok(ex, ctx.schemas.response, 'send message (JSON)') as Json;
       const calls = (r.output as Json[]).filter((o) => o.type === 'function_call');
       if (calls.length === 0) throw new CaseSkip('the agent made no function call for the knowledge-base question');
@@ -477,12 +570,18 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
       const got = await getConversation(ctx, conv.id, app);
       if (ctx.reference) {
         const kept = got.items.filter((it) => it.type === 'function_call').map((it) => it.call_id);
-        ctx.check(calls.every((c) => kept.includes(c.call_id)), `function calls ${JSON.stringify(calls.map((c) => c.call_id))} are not all function_call items of the history (${JSON.stringify(kept)}, D-14)`);
+        ctx.check(
+          calls.every((c) => kept.includes(c.call_id)),
+          `function calls ${JSON.stringify(calls.map((c) => c.call_id))} are not all function_call items of the history (${JSON.stringify(kept)}, D-14)`,
+        );
         return;
       }
       // Item fields are not shown (§2.1): the call's id is looked for anywhere in the history.
       const missing = calls.map((c) => c.call_id).filter((id): id is string => typeof id === 'string' && !mentions(got.items, id));
-      ctx.check(missing.length === 0, `function calls ${JSON.stringify(missing)} of the response appear nowhere in the conversation's items`);
+      ctx.check(
+        missing.length === 0,
+        `function calls ${JSON.stringify(missing)} of the response appear nowhere in the conversation's items`,
+      );
     },
   },
   {
@@ -490,10 +589,12 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
     level: 'MUST',
     clauses: ['§6.function_call.start', '§6.function_call_arguments.delta', '§6.function_call_arguments.done', '§6.rule1'],
     needs: ['apps.knowledge_base'],
-    description: 'a stream in which the agent calls a function keeps rule 1 and carries each function-call event with a JSON object payload',
+    description:
+      'a stream in which the agent calls a function keeps rule 1 and carries each function-call event with a JSON object payload',
     async run(ctx) {
       const { ex, conversationId } = await conversationStream(ctx, ctx.app('apps.knowledge_base'), KB_QUESTION);
-      if (!ex.sse!.events.some((e) => e.event === 'response.function_call.start')) throw new CaseSkip('the agent made no function call for the knowledge-base question');
+      if (!ex.sse!.events.some((e) => e.event === 'response.function_call.start'))
+        throw new CaseSkip('the agent made no function call for the knowledge-base question');
       checkStartEnd(ctx, ex, 'response', conversationId);
       checkPayloads(ctx, ex);
       checkText(ctx, ex);
@@ -530,7 +631,12 @@ export const functionCallCases: CaseDef[] = defineCases('6', [
         if (!c.done) return ctx.fail(`function call ${id} has no arguments.done`, ex);
         ctx.equal(c.args, c.done.arguments, `concatenated argument deltas of ${id} compared with arguments.done`, ex);
       }
-      functionCallsWellFormed(ctx, [...calls.values()].map((c) => c.done!), 'stream', ex);
+      functionCallsWellFormed(
+        ctx,
+        [...calls.values()].map((c) => c.done!),
+        'stream',
+        ex,
+      );
     },
   },
 ]);

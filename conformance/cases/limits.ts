@@ -3,7 +3,16 @@
 import { rows } from '../interface-clauses.ts';
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange, OutgoingRequest } from '../http.ts';
-import { baselineCompletion, baselineCreate, baselineSend, convPath, getConversation, metadataOfBytes, withBody, type Baseline } from './common.ts';
+import {
+  baselineCompletion,
+  baselineCreate,
+  baselineSend,
+  convPath,
+  getConversation,
+  metadataOfBytes,
+  withBody,
+  type Baseline,
+} from './common.ts';
 
 /**
  * "16KB maximum" (§8): how 16KB is counted is not shown. The spec profile reads it as a size in bytes
@@ -15,7 +24,13 @@ import { baselineCompletion, baselineCreate, baselineSend, convPath, getConversa
 const atLimit = (ctx: CaseContext) => (ctx.reference ? 16_384 : 15_872);
 const pastLimit = (ctx: CaseContext) => (ctx.reference ? 16_385 : 16_896);
 
-function metadataCases(endpoint: 'create' | 'send' | 'completion', name: string, slug: string, baseline: (ctx: CaseContext) => Promise<Baseline>, echo: (ctx: CaseContext, b: Baseline, ex: Awaited<ReturnType<CaseContext['send']>>, metadata: object) => Promise<void>): CaseDef[] {
+function metadataCases(
+  endpoint: 'create' | 'send' | 'completion',
+  name: string,
+  slug: string,
+  baseline: (ctx: CaseContext) => Promise<Baseline>,
+  echo: (ctx: CaseContext, b: Baseline, ex: Awaited<ReturnType<CaseContext['send']>>, metadata: object) => Promise<void>,
+): CaseDef[] {
   return defineCases('8', [
     {
       id: `S8-metadata-${slug}-at-limit`,
@@ -40,7 +55,10 @@ function metadataCases(endpoint: 'create' | 'send' | 'completion', name: string,
         const bytes = pastLimit(ctx);
         for (const char of ['x', 'é'] as const) {
           const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, metadata: metadataOfBytes(ctx, bytes, char) })));
-          ctx.invalid(ex, `metadata of ${bytes.toLocaleString('en-US')} bytes (${char === 'x' ? 'ASCII' : 'two-byte characters'})`, { param: 'metadata', code: 'too_large' });
+          ctx.invalid(ex, `metadata of ${bytes.toLocaleString('en-US')} bytes (${char === 'x' ? 'ASCII' : 'two-byte characters'})`, {
+            param: 'metadata',
+            code: 'too_large',
+          });
         }
       },
     },
@@ -112,7 +130,12 @@ export const limits: CaseDef[] = [
         ctx.ok(ok, ctx.schemas.response, 'content of 32,000 characters');
         for (const n of [0, 32_001]) {
           const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: { content: textOf(n) } })));
-          ctx.error(ex, `content of ${n} characters`, { status: 400, type: 'invalid_request_error', param: 'message.content', code: 'invalid_value' });
+          ctx.error(ex, `content of ${n} characters`, {
+            status: 400,
+            type: 'invalid_request_error',
+            param: 'message.content',
+            code: 'invalid_value',
+          });
         }
       },
     },
@@ -121,10 +144,15 @@ export const limits: CaseDef[] = [
       level: 'MUST',
       clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23'],
       needs: ['apps.rate_limited'],
-      description: 'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After, and nothing changes, D-23, D-27)',
+      description:
+        'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After, and nothing changes, D-23, D-27)',
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
-        const created = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
+        const created = await ctx.send({
+          method: 'POST',
+          path: convPath(app),
+          body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata },
+        });
         if (created.status === 429) {
           // Whether endpoints other than send message are limited is not shown (§8): a limit that
           // refuses even the creation (a run moments ago used it up) is a limit enforced. The
@@ -133,13 +161,21 @@ export const limits: CaseDef[] = [
           return;
         }
         const conv = ctx.ok(created, ctx.schemas.conversation, 'create conversation on the rate-limited app');
-        const request: OutgoingRequest = { method: 'POST', path: convPath(app, conv.id), body: { message: { content: 'Hello!' }, stream: false } };
+        const request: OutgoingRequest = {
+          method: 'POST',
+          path: convPath(app, conv.id),
+          body: { message: { content: 'Hello!' }, stream: false },
+        };
         let refused: Exchange | undefined;
         let counted: Exchange | undefined;
         for (let i = 0; i < 100 && !refused; i++) {
           const ex = await ctx.send(request);
           if (ex.status === 429) refused = ex;
-          else if (ex.status !== 200) ctx.fail(`message #${i + 1} on the rate-limited app: expected HTTP 200 until the limit, then 429 rate_limit_exceeded; got ${ex.status}`, ex);
+          else if (ex.status !== 200)
+            ctx.fail(
+              `message #${i + 1} on the rate-limited app: expected HTTP 200 until the limit, then 429 rate_limit_exceeded; got ${ex.status}`,
+              ex,
+            );
           else {
             ctx.ok(ex, ctx.schemas.response, `message #${i + 1} on the rate-limited app`);
             counted = ex;

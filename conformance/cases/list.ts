@@ -36,7 +36,12 @@ function walkSet(ctx: CaseContext): Promise<ConversationT[]> {
       if (i === HALF) await new Promise((resolve) => setTimeout(resolve, 1_100));
       const { ex, conv } = await createConversation(ctx);
       set.push(conv);
-      if (i === HALF) ctx.check(conv.created_at > set[HALF - 1]!.created_at, `created_at did not advance (${conv.created_at}) between two conversations created more than a second apart`, ex);
+      if (i === HALF)
+        ctx.check(
+          conv.created_at > set[HALF - 1]!.created_at,
+          `created_at did not advance (${conv.created_at}) between two conversations created more than a second apart`,
+          ex,
+        );
     }
     return set;
   });
@@ -66,14 +71,22 @@ async function expectedOrder(ctx: CaseContext, order: 'asc' | 'desc'): Promise<s
   if (ctx.reference) return created;
   const shown = (await observed(ctx, order)).filter((id) => set.includes(id));
   const halves = (ids: string[]) => ids.map((id) => (set.indexOf(id) < HALF ? 'older' : 'newer'));
-  ctx.equal(halves(shown), halves(created), `the run's conversations in the whole ${order} list, as older/newer than a pause of more than a second`);
+  ctx.equal(
+    halves(shown),
+    halves(created),
+    `the run's conversations in the whole ${order} list, as older/newer than a pause of more than a second`,
+  );
   return shown;
 }
 
 const MAX_PAGES = 1000;
 
 /** Walks the list with `after = last_id` until has_more is false; `limitFor` sizes each page. */
-async function walk(ctx: CaseContext, order: 'asc' | 'desc', limitFor: (seen: string[], n: number) => number): Promise<{ ids: string[]; pages: Page[] }> {
+async function walk(
+  ctx: CaseContext,
+  order: 'asc' | 'desc',
+  limitFor: (seen: string[], n: number) => number,
+): Promise<{ ids: string[]; pages: Page[] }> {
   const ids: string[] = [];
   const pages: Page[] = [];
   let after: string | null = null;
@@ -110,7 +123,11 @@ function checkTimes(ctx: CaseContext, order: 'asc' | 'desc', pages: Page[], alon
   const times = pages.flatMap((p) => p.data.map((c) => c.created_at));
   for (let i = 1; i < times.length; i++) {
     const ok = order === 'asc' ? times[i]! >= times[i - 1]! : times[i]! <= times[i - 1]!;
-    ctx.check(ok, `created_at is not ${order === 'asc' ? 'ascending' : 'descending'} along ${along} (${times[i - 1]} then ${times[i]})`, pages.at(-1)!.ex);
+    ctx.check(
+      ok,
+      `created_at is not ${order === 'asc' ? 'ascending' : 'descending'} along ${along} (${times[i - 1]} then ${times[i]})`,
+      pages.at(-1)!.ex,
+    );
   }
 }
 
@@ -134,7 +151,8 @@ export const list: CaseDef[] = defineCases('4.2', [
     id: 'S4.2-list-shape',
     level: 'MUST',
     clauses: ['§4.2.success', '§2.6.object', '§2.6.data', '§2.6.first_id', '§2.6.last_id', '§2.6.has_more'],
-    description: 'GET /conversations answers a list {object: "list", data, first_id, last_id, has_more} of at most 20, with the created_at each was created with',
+    description:
+      'GET /conversations answers a list {object: "list", data, first_id, last_id, has_more} of at most 20, with the created_at each was created with',
     async run(ctx) {
       const set = await walkSet(ctx);
       const p = await page(ctx, {});
@@ -160,7 +178,11 @@ export const list: CaseDef[] = defineCases('4.2', [
       const one = await page(ctx, { limit: 1 });
       ctx.equal(one.data.length, 1, 'conversations in a page of limit 1', one.ex);
       const hundred = await page(ctx, { limit: 100 });
-      ctx.check(hundred.data.length >= 6, `limit=100 returned ${hundred.data.length} conversations, fewer than the run created`, hundred.ex);
+      ctx.check(
+        hundred.data.length >= 6,
+        `limit=100 returned ${hundred.data.length} conversations, fewer than the run created`,
+        hundred.ex,
+      );
     },
   },
   {
@@ -185,7 +207,12 @@ export const list: CaseDef[] = defineCases('4.2', [
       const set = idsOf(await walkSet(ctx));
       const p = await page(ctx, { limit: 100 });
       checkTimes(ctx, 'desc', [p], 'the default page');
-      ctx.equal(p.data.map((c) => c.id).filter((id) => set.includes(id)), expected, "the run's conversations in a default page (as in the desc list)", p.ex);
+      ctx.equal(
+        p.data.map((c) => c.id).filter((id) => set.includes(id)),
+        expected,
+        "the run's conversations in a default page (as in the desc list)",
+        p.ex,
+      );
     },
   },
   {
@@ -201,7 +228,8 @@ export const list: CaseDef[] = defineCases('4.2', [
     id: 'S4.2-list-after-walk-desc',
     level: 'MUST',
     clauses: ['§4.2.after', '§4.2.order', 'D-12'],
-    description: 'passing last_id as after walks the desc list (the next page, §4.2): each conversation once, newest first, has_more false at the end',
+    description:
+      'passing last_id as after walks the desc list (the next page, §4.2): each conversation once, newest first, has_more false at the end',
     async run(ctx) {
       await checkWalk(ctx, 'desc');
     },
@@ -214,7 +242,12 @@ export const list: CaseDef[] = defineCases('4.2', [
     async run(ctx) {
       const { cursor, rest } = await newestThree(ctx);
       const full = await page(ctx, { order: 'asc', after: cursor, limit: 3 });
-      ctx.equal(full.data.map((c) => c.id), rest, 'asc page after the 4th newest conversation', full.ex);
+      ctx.equal(
+        full.data.map((c) => c.id),
+        rest,
+        'asc page after the 4th newest conversation',
+        full.ex,
+      );
       ctx.equal(full.has_more, false, 'has_more when the page reaches the newest conversation', full.ex);
       const partial = await page(ctx, { order: 'asc', after: cursor, limit: 2 });
       ctx.equal(partial.has_more, true, 'has_more when one conversation remains', partial.ex);
@@ -228,26 +261,47 @@ export const list: CaseDef[] = defineCases('4.2', [
     async run(ctx) {
       const { rest } = await newestThree(ctx);
       const p = await page(ctx, { order: 'asc', after: rest.at(-1)! });
-      ctx.equal([p.data, p.first_id, p.last_id, p.has_more], [[], null, null, false], '[data, first_id, last_id, has_more] after the newest conversation', p.ex);
+      ctx.equal(
+        [p.data, p.first_id, p.last_id, p.has_more],
+        [[], null, null, false],
+        '[data, first_id, last_id, has_more] after the newest conversation',
+        p.ex,
+      );
     },
   },
   {
     id: 'S4.2-list-before-asc',
     level: 'MUST',
     clauses: ['§4.2.before', 'D-12'],
-    description: 'before=<id> in asc order returns only conversations created before it, oldest first (reference: the page just before it, D-12)',
+    description:
+      'before=<id> in asc order returns only conversations created before it, oldest first (reference: the page just before it, D-12)',
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
       const asc = await observed(ctx, 'asc');
       // Where only two conversations precede the cursor, "created before it" leaves no choice.
       const oldest = await page(ctx, { order: 'asc', before: asc[2]!, limit: 5 });
-      ctx.equal(oldest.data.map((c) => c.id), asc.slice(0, 2), 'asc page before the 3rd oldest conversation of the app', oldest.ex);
+      ctx.equal(
+        oldest.data.map((c) => c.id),
+        asc.slice(0, 2),
+        'asc page before the 3rd oldest conversation of the app',
+        oldest.ex,
+      );
       const p = await page(ctx, { order: 'asc', before: set[4]!, limit: 2 });
-      if (ctx.reference) return ctx.equal(p.data.map((c) => c.id), [set[2], set[3]], 'page before the 5th conversation of the run (the page just before it, D-12)', p.ex);
+      if (ctx.reference)
+        return ctx.equal(
+          p.data.map((c) => c.id),
+          [set[2], set[3]],
+          'page before the 5th conversation of the run (the page just before it, D-12)',
+          p.ex,
+        );
       const at = asc.indexOf(set[4]!);
       const where = p.data.map((c) => asc.indexOf(c.id));
       ctx.equal(p.data.length, 2, 'conversations in an asc page of limit 2 before the 5th conversation of the run', p.ex);
-      ctx.check(where.every((i, k) => i !== -1 && i < at && (k === 0 || i > where[k - 1]!)), `the page before ${set[4]} holds ${JSON.stringify(p.data.map((c) => c.id))}: not conversations created before it, oldest first`, p.ex);
+      ctx.check(
+        where.every((i, k) => i !== -1 && i < at && (k === 0 || i > where[k - 1]!)),
+        `the page before ${set[4]} holds ${JSON.stringify(p.data.map((c) => c.id))}: not conversations created before it, oldest first`,
+        p.ex,
+      );
     },
   },
   {
@@ -258,7 +312,12 @@ export const list: CaseDef[] = defineCases('4.2', [
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
       const p = await page(ctx, { order: 'desc', before: set[1]!, limit: 2 });
-      ctx.equal(p.data.map((c) => c.id), [set[3], set[2]], 'desc page before the 2nd conversation of the run', p.ex);
+      ctx.equal(
+        p.data.map((c) => c.id),
+        [set[3], set[2]],
+        'desc page before the 2nd conversation of the run',
+        p.ex,
+      );
       ctx.equal(p.has_more, true, 'has_more (newer conversations remain)', p.ex);
     },
   },
@@ -285,7 +344,12 @@ export const list: CaseDef[] = defineCases('4.2', [
       const { conv } = await createConversation(ctx);
       ctx.ok(await ctx.send({ method: 'DELETE', path: convPath(ctx.target.appId, conv.id) }), ctx.schemas.deletion, 'delete');
       const p = await page(ctx, { order: 'desc', after: conv.id, limit: 1 });
-      ctx.equal(p.data.map((c) => c.id), [set.at(-1)], 'desc page after the deleted conversation', p.ex);
+      ctx.equal(
+        p.data.map((c) => c.id),
+        [set.at(-1)],
+        'desc page after the deleted conversation',
+        p.ex,
+      );
     },
   },
   {
@@ -329,8 +393,16 @@ export const list: CaseDef[] = defineCases('4.2', [
     async run(ctx) {
       const set = idsOf(await walkSet(ctx));
       const p = await page(ctx, { external_user_id: ctx.tag, limit: 100, order: 'asc' });
-      ctx.check(p.data.every((c) => c.external_user_id === ctx.tag), 'a conversation of another user is listed', p.ex);
-      ctx.check(set.every((id) => p.data.some((c) => c.id === id)), "a conversation of the run's user is missing", p.ex);
+      ctx.check(
+        p.data.every((c) => c.external_user_id === ctx.tag),
+        'a conversation of another user is listed',
+        p.ex,
+      );
+      ctx.check(
+        set.every((id) => p.data.some((c) => c.id === id)),
+        "a conversation of the run's user is missing",
+        p.ex,
+      );
       const none = await page(ctx, { external_user_id: `${ctx.tag}-nobody` });
       ctx.equal(none.data, [], 'conversations of a user who has none', none.ex);
     },

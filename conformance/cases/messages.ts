@@ -3,7 +3,23 @@
 import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import { Item as ItemSchema } from '../../src/contract/index.ts';
 import { checkStartEnd, checkText } from './events.ts';
-import { baselineCreate, baselineSend, contentOf, convPath, createConversation, expectStream, getConversation, checkUnixSeconds, mentions, textOf, metrics, settledMetrics, unknownConversationId, withBody, type Json } from './common.ts';
+import {
+  baselineCreate,
+  baselineSend,
+  contentOf,
+  convPath,
+  createConversation,
+  expectStream,
+  getConversation,
+  checkUnixSeconds,
+  mentions,
+  textOf,
+  metrics,
+  settledMetrics,
+  unknownConversationId,
+  withBody,
+  type Json,
+} from './common.ts';
 
 async function send(ctx: CaseContext, app: string, convId: string, body: Json) {
   return ctx.send({ method: 'POST', path: convPath(app, convId), body });
@@ -15,8 +31,21 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-send-json-shape',
     level: 'MUST',
-    clauses: ['§4.6.success-json', '§3.completed', '§2.3.object', '§2.3.created_at', '§2.3.conversation_id', '§2.3.output', '§2.3.status', '§2.4.type', '§2.4.message.role', '§2.4.message.content', '§2.2.role-default'],
-    description: 'stream:false answers 200 JSON: a completed Response of this conversation (created_at in seconds) with an assistant message',
+    clauses: [
+      '§4.6.success-json',
+      '§3.completed',
+      '§2.3.object',
+      '§2.3.created_at',
+      '§2.3.conversation_id',
+      '§2.3.output',
+      '§2.3.status',
+      '§2.4.type',
+      '§2.4.message.role',
+      '§2.4.message.content',
+      '§2.2.role-default',
+    ],
+    description:
+      'stream:false answers 200 JSON: a completed Response of this conversation (created_at in seconds) with an assistant message',
     async run(ctx) {
       const b = await baselineSend(ctx);
       ctx.jsonContentType(b.exchange, 'send message');
@@ -27,7 +56,11 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
       const messages = output.filter((o) => o.type === 'message');
       ctx.check(messages.length > 0, 'output holds no message item', b.exchange);
       const texts = messages.flatMap((m) => ((m.content as Json[] | null) ?? []).filter((p) => p.type === 'text'));
-      ctx.check(texts.length > 0 && texts.every((p) => typeof p.text === 'string'), 'no text part ({type: "text", text: string}) in the message items', b.exchange);
+      ctx.check(
+        texts.length > 0 && texts.every((p) => typeof p.text === 'string'),
+        'no text part ({type: "text", text: string}) in the message items',
+        b.exchange,
+      );
     },
   },
   {
@@ -37,7 +70,9 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
     description: 'each message gets a Response with its own id',
     async run(ctx) {
       const b = await baselineSend(ctx);
-      const ex = await ctx.send(withBody(b.request, (body) => ({ ...body, message: { content: 'And one more question: what are your opening hours?' } })));
+      const ex = await ctx.send(
+        withBody(b.request, (body) => ({ ...body, message: { content: 'And one more question: what are your opening hours?' } })),
+      );
       const r = ctx.ok(ex, ctx.schemas.response, 'second message');
       ctx.check(r.id !== b.value.id, `both responses have id ${String(r.id)}`, ex);
     },
@@ -176,7 +211,11 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
       const path = convPath(ctx.target.appId, await unknownConversationId(ctx));
       ctx.error(await ctx.send({ ...b.request, path }), 'unknown conversation', { status: 404, type: 'not_found' });
       // §4.6 documents the 404 error object for the endpoint, streaming or not.
-      ctx.error(await ctx.send({ ...withBody(b.request, (body) => ({ ...body, stream: true })), path }), 'unknown conversation, stream:true', { status: 404, type: 'not_found' });
+      ctx.error(
+        await ctx.send({ ...withBody(b.request, (body) => ({ ...body, stream: true })), path }),
+        'unknown conversation, stream:true',
+        { status: 404, type: 'not_found' },
+      );
     },
   },
   {
@@ -235,24 +274,38 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
     id: 'S4.6-persisted-items',
     level: 'MUST',
     clauses: ['§4.3.items-complete', '§4.3.items-sorted', '§4.3.new-empty'],
-    description: "an exchange adds to the conversation's items the user message, then each message and function call of the reply, in order (§4.3)",
+    description:
+      "an exchange adds to the conversation's items the user message, then each message and function call of the reply, in order (§4.3)",
     async run(ctx) {
       const { conv } = await createConversation(ctx);
       const before = await getConversation(ctx, conv.id);
       const content = `Hello! How do I reset my password? (conformance run ${ctx.runId})`;
       const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream: false });
       // A message whose content is null (§2.4) carries nothing to look for.
-      const output = ((ctx.ok(ex, ctx.schemas.response, 'send message') as Json).output as Json[]).filter((o) => (o.type === 'message' && o.content !== null) || o.type === 'function_call');
+      const output = ((ctx.ok(ex, ctx.schemas.response, 'send message') as Json).output as Json[]).filter(
+        (o) => (o.type === 'message' && o.content !== null) || o.type === 'function_call',
+      );
       const got = await getConversation(ctx, conv.id);
       const added = got.items.slice(before.items.length);
-      ctx.check(added.length >= 1 + output.length, `the exchange added ${added.length} items; its output has ${output.length} messages and function calls, plus the user's message`);
+      ctx.check(
+        added.length >= 1 + output.length,
+        `the exchange added ${added.length} items; its output has ${output.length} messages and function calls, plus the user's message`,
+      );
       // Item fields are not shown (§2.1): each part of the exchange is looked for in the items' JSON, in order.
       let at = added.findIndex((it) => mentions(it, content));
       ctx.check(at !== -1, `no item added by the exchange holds the user's message ${JSON.stringify(content)}`);
       output.forEach((o, i) => {
-        const needles = o.type === 'message' ? ((o.content as Json[] | null) ?? []).flatMap((p) => (typeof p.text === 'string' ? [p.text] : [])) : typeof o.call_id === 'string' ? [o.call_id] : [];
+        const needles =
+          o.type === 'message'
+            ? ((o.content as Json[] | null) ?? []).flatMap((p) => (typeof p.text === 'string' ? [p.text] : []))
+            : typeof o.call_id === 'string'
+              ? [o.call_id]
+              : [];
         const next = added.findIndex((it, k) => k > at && needles.every((n) => mentions(it, n)));
-        ctx.check(next !== -1, `output #${i} (${o.type}${o.type === 'function_call' ? ` ${String(o.call_id)}` : ''}) is not among the items after the user's message${i > 0 ? ' and the output before it' : ''}`);
+        ctx.check(
+          next !== -1,
+          `output #${i} (${o.type}${o.type === 'function_call' ? ` ${String(o.call_id)}` : ''}) is not among the items after the user's message${i > 0 ? ' and the output before it' : ''}`,
+        );
         at = next;
       });
     },
@@ -271,25 +324,46 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
       got.items.forEach((it, i) => {
         ctx.shape(it, ItemSchema, `item #${i}`);
       });
-      ctx.equal(contentOf(got.items), [{ type: 'message', role: 'user', text: content }, ...contentOf(r.output as Json[])], 'items compared with the user message and the output');
-      ctx.check(got.items.slice(1).every((it) => it.response_id === r.id), `an output item is not linked to response_id ${String(r.id)}`);
+      ctx.equal(
+        contentOf(got.items),
+        [{ type: 'message', role: 'user', text: content }, ...contentOf(r.output as Json[])],
+        'items compared with the user message and the output',
+      );
+      ctx.check(
+        got.items.slice(1).every((it) => it.response_id === r.id),
+        `an output item is not linked to response_id ${String(r.id)}`,
+      );
     },
   },
   {
     id: 'S4.6-generated-title',
     level: 'MUST',
     clauses: ['§2.1.title-generated', '§2.1.generated_title', 'D-8'],
-    description: 'a conversation created without a title has a generated_title after its first exchange, within the run\'s timeout (reference: en-ca and fr-ca, title still null, D-8)',
+    description:
+      "a conversation created without a title has a generated_title after its first exchange, within the run's timeout (reference: en-ca and fr-ca, title still null, D-8)",
     async run(ctx) {
       const b = await baselineSend(ctx);
       // "After the first exchange" (§2.1; D-8 says no more): an implementation may title it a little later.
-      const got = await ctx.poll(() => getConversation(ctx, b.conversationId), (c) => Object.keys((c.generated_title as object) ?? {}).length > 0);
+      const got = await ctx.poll(
+        () => getConversation(ctx, b.conversationId),
+        (c) => Object.keys((c.generated_title as object) ?? {}).length > 0,
+      );
       const gt = got.generated_title as Record<string, string>;
-      ctx.check(Object.keys(gt).length > 0 && Object.values(gt).every((v) => typeof v === 'string' && v.length > 0), `generated_title is ${JSON.stringify(gt)} after the first exchange`);
+      ctx.check(
+        Object.keys(gt).length > 0 && Object.values(gt).every((v) => typeof v === 'string' && v.length > 0),
+        `generated_title is ${JSON.stringify(gt)} after the first exchange`,
+      );
       // §2.1: keys are locale codes (en-ca, fr-ca are the examples), whichever locales an implementation titles in.
-      for (const k of Object.keys(gt)) ctx.check(/^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i.test(k), `generated_title key ${JSON.stringify(k)} is not a locale code (such as en-ca)`);
+      for (const k of Object.keys(gt))
+        ctx.check(
+          /^[a-z]{2,3}(-[a-z0-9]{2,8})*$/i.test(k),
+          `generated_title key ${JSON.stringify(k)} is not a locale code (such as en-ca)`,
+        );
       if (ctx.reference) {
-        ctx.check(typeof gt['en-ca'] === 'string' && typeof gt['fr-ca'] === 'string', `generated_title lacks en-ca or fr-ca: ${JSON.stringify(gt)}`);
+        ctx.check(
+          typeof gt['en-ca'] === 'string' && typeof gt['fr-ca'] === 'string',
+          `generated_title lacks en-ca or fr-ca: ${JSON.stringify(gt)}`,
+        );
         ctx.equal(got.title, null, 'title after the first exchange');
       }
     },
@@ -319,8 +393,18 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
   {
     id: 'S4.6-ten-exchanges',
     level: 'MUST',
-    clauses: ['§6.each-exchange', '§4.3.items-complete', '§4.3.items-sorted', '§4.6.metadata-persisted', '§2.3.id', '§2.3.conversation_id', '§6.rule1', '§6.done.fields'],
-    description: 'ten exchanges in one conversation, JSON and stream in turn: each reply is a well-formed Response or stream of that conversation with its own id, the history holds every question and reply in order, and the metadata is the last one sent',
+    clauses: [
+      '§6.each-exchange',
+      '§4.3.items-complete',
+      '§4.3.items-sorted',
+      '§4.6.metadata-persisted',
+      '§2.3.id',
+      '§2.3.conversation_id',
+      '§6.rule1',
+      '§6.done.fields',
+    ],
+    description:
+      'ten exchanges in one conversation, JSON and stream in turn: each reply is a well-formed Response or stream of that conversation with its own id, the history holds every question and reply in order, and the metadata is the last one sent',
     async run(ctx) {
       const { conv } = await createConversation(ctx);
       const base = (await getConversation(ctx, conv.id)).items.length;
@@ -328,7 +412,11 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
       for (let k = 1; k <= EXCHANGES; k++) {
         const content = `Question #${k} of conformance run ${ctx.runId}: how do I reset my password?`;
         const stream = k % 2 === 0;
-        const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream, metadata: { ...ctx.tagMetadata, exchange: k } });
+        const ex = await send(ctx, ctx.target.appId, conv.id, {
+          message: { content },
+          stream,
+          metadata: { ...ctx.tagMetadata, exchange: k },
+        });
         const what = `exchange #${k}${stream ? ' {stream: true}' : ''}`;
         if (stream) {
           const a = expectStream(ctx, ex, what);
@@ -340,7 +428,10 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
           const r = ctx.ok(ex, ctx.schemas.response, what) as Json;
           ctx.equal(r.conversation_id, conv.id, `${what}: conversation_id`, ex);
           ctx.equal(r.status, 'completed', `${what}: status`, ex);
-          const texts = (r.output as Json[]).filter((o) => o.type === 'message').map(textOf).filter((t) => t.length > 0);
+          const texts = (r.output as Json[])
+            .filter((o) => o.type === 'message')
+            .map(textOf)
+            .filter((t) => t.length > 0);
           ctx.check(texts.length > 0, `${what}: no message with text in the output`, ex);
           sent.push({ content, replies: texts, id: String(r.id) });
         }
@@ -354,7 +445,10 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
       let at = -1;
       sent.forEach((s, k) => {
         const q = items.findIndex((it, i) => i > at && mentions(it, s.content));
-        ctx.check(q !== -1, `the user message of exchange #${k + 1} is not in the history after exchange #${k}'s items (${items.length} items after ten exchanges)`);
+        ctx.check(
+          q !== -1,
+          `the user message of exchange #${k + 1} is not in the history after exchange #${k}'s items (${items.length} items after ten exchanges)`,
+        );
         at = q;
         s.replies.forEach((text, j) => {
           const r = items.findIndex((it, i) => i > at && mentions(it, text));
@@ -371,7 +465,8 @@ export const messageMetrics: CaseDef[] = defineCases('4.9', [
     id: 'S4.9-metrics-messages',
     level: 'MUST',
     clauses: ['§4.9.messages', 'D-24'],
-    description: 'an exchange raises total_messages, within the run\'s timeout (reference: by the user message plus the assistant messages, D-24)',
+    description:
+      "an exchange raises total_messages, within the run's timeout (reference: by the user message plus the assistant messages, D-24)",
     async run(ctx) {
       const b = await baselineSend(ctx);
       const before = await metrics(ctx);

@@ -14,7 +14,11 @@ const TERMINAL = new Set(['response.completed', 'response.failed']);
 function streamed(ctx: CaseContext): Promise<{ ex: Exchange; id: string; conversationId: string }> {
   return ctx.once('resumable: a streamed reply', async () => {
     const { conv } = await createConversation(ctx);
-    const ex = await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream: true } });
+    const ex = await ctx.send({
+      method: 'POST',
+      path: convPath(ctx.target.appId, conv.id),
+      body: { message: { content: QUESTION }, stream: true },
+    });
     expectStream(ctx, ex, 'conversation stream');
     const id = (ex.sse!.events[0]!.json as Json).id as string;
     return { ex, id, conversationId: conv.id };
@@ -25,7 +29,11 @@ function streamed(ctx: CaseContext): Promise<{ ex: Exchange; id: string; convers
 function answered(ctx: CaseContext): Promise<{ ex: Exchange; body: Json; conversationId: string }> {
   return ctx.once('resumable: a reply in JSON mode', async () => {
     const { conv } = await createConversation(ctx);
-    const ex = await ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content: QUESTION }, stream: false } });
+    const ex = await ctx.send({
+      method: 'POST',
+      path: convPath(ctx.target.appId, conv.id),
+      body: { message: { content: QUESTION }, stream: false },
+    });
     const body = ctx.ok(ex, ctx.schemas.response, 'send message') as Json;
     return { ex, body, conversationId: conv.id };
   });
@@ -50,7 +58,8 @@ export const resumable = defineCases('4.6', [
     id: 'S4.6-resume-cut-points',
     level: 'REFERENCE',
     clauses: ['D-32', 'D-16'],
-    description: 'D-32: a stream cut after any event resumes with exactly the events not yet seen, as first sent, in order, each with its id line, ending with the terminal event; Last-Event-ID wins over starting_after',
+    description:
+      'D-32: a stream cut after any event resumes with exactly the events not yet seen, as first sent, in order, each with its id line, ending with the terminal event; Last-Event-ID wins over starting_after',
     async run(ctx) {
       const s = await streamed(ctx);
       const all = eventsOf(s.ex);
@@ -60,9 +69,18 @@ export const resumable = defineCases('4.6', [
         expectStream(ctx, ex, `resume after ${cut}`);
         ctx.equal(eventsOf(ex), all.slice(cut + 1), `events after ${cut} compared with the first stream's`, ex);
         ctx.check(TERMINAL.has(ex.sse!.events.at(-1)!.event), `the resume after ${cut} does not end with a terminal event`, ex);
-        ctx.equal(ex.sse!.events.map((e) => e.id), all.slice(cut + 1).map((e) => String((e.data as Json).sequence_number)), `id lines of the events after ${cut}`, ex);
+        ctx.equal(
+          ex.sse!.events.map((e) => e.id),
+          all.slice(cut + 1).map((e) => String((e.data as Json).sequence_number)),
+          `id lines of the events after ${cut}`,
+          ex,
+        );
       }
-      const viaHeader = await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, s.id, '/events?starting_after=0'), headers: { 'last-event-id': '1' } });
+      const viaHeader = await ctx.send({
+        method: 'GET',
+        path: responsePath(ctx.target.appId, s.id, '/events?starting_after=0'),
+        headers: { 'last-event-id': '1' },
+      });
       expectStream(ctx, viaHeader, 'resume with Last-Event-ID');
       ctx.equal(eventsOf(viaHeader), all.slice(2), 'events after Last-Event-ID 1 (the query says 0)', viaHeader);
     },
@@ -71,7 +89,8 @@ export const resumable = defineCases('4.6', [
     id: 'S4.6-response-lookup',
     level: 'REFERENCE',
     clauses: ['D-32', 'D-39'],
-    description: "D-32: GET …/responses/{id} answers the ended Response as send message answered it; D-39: a completed reply's items carry no status",
+    description:
+      "D-32: GET …/responses/{id} answers the ended Response as send message answered it; D-39: a completed reply's items carry no status",
     async run(ctx) {
       const j = await answered(ctx);
       const ex = await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, j.body.id as string) });
@@ -81,7 +100,12 @@ export const resumable = defineCases('4.6', [
       ctx.equal(have, want, 'the looked-up response compared with the answer of send message', ex);
       const conv = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, j.conversationId) });
       const items = (ctx.ok(conv, ctx.schemas.conversationWithItems, 'get conversation') as Json).items as Json[];
-      ctx.equal(items.filter((i) => i.status !== undefined).map((i) => i.status), [], 'status of the items of a completed reply (D-39: none)', conv);
+      ctx.equal(
+        items.filter((i) => i.status !== undefined).map((i) => i.status),
+        [],
+        'status of the items of a completed reply (D-39: none)',
+        conv,
+      );
     },
   },
   {
@@ -112,7 +136,11 @@ export const resumable = defineCases('4.6', [
     description: 'D-33: cancelling a finished response changes nothing and returns it',
     async run(ctx) {
       const j = await answered(ctx);
-      const before = ctx.ok(await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, j.body.id as string) }), LiveResponse, 'look-up') as Json;
+      const before = ctx.ok(
+        await ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, j.body.id as string) }),
+        LiveResponse,
+        'look-up',
+      ) as Json;
       const ex = await ctx.send({ method: 'POST', path: responsePath(ctx.target.appId, j.body.id as string, '/cancel') });
       const answer = ctx.ok(ex, LiveResponse, 'cancel') as Json;
       ctx.equal(answer.status, before.status, 'status in the answer of cancelling a finished response', ex);
@@ -125,11 +153,16 @@ export const resumable = defineCases('4.6', [
     id: 'S4.6-messages-wait-in-line',
     level: 'REFERENCE',
     clauses: ['D-37'],
-    description: 'D-37: two messages sent at once to one conversation both get their reply (the second waits for the first), and the history holds each exchange whole',
+    description:
+      'D-37: two messages sent at once to one conversation both get their reply (the second waits for the first), and the history holds each exchange whole',
     async run(ctx) {
       const { conv } = await createConversation(ctx);
-      const send = (content: string) => ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content }, stream: false } });
-      const [a, b] = await Promise.all([send('First question: how do I reset my password?'), send('Second question: how do I change my email?')]);
+      const send = (content: string) =>
+        ctx.send({ method: 'POST', path: convPath(ctx.target.appId, conv.id), body: { message: { content }, stream: false } });
+      const [a, b] = await Promise.all([
+        send('First question: how do I reset my password?'),
+        send('Second question: how do I change my email?'),
+      ]);
       const ra = ctx.ok(a!, ctx.schemas.response, 'the first message') as Json;
       const rb = ctx.ok(b!, ctx.schemas.response, 'the second message') as Json;
       const got = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, conv.id) });
@@ -137,8 +170,17 @@ export const resumable = defineCases('4.6', [
       const ids = items.map((i) => i.response_id);
       // Each exchange whole: its items (the user's message, any function call, the reply) in one run.
       const runs = ids.filter((id, i) => i === 0 || id !== ids[i - 1]);
-      ctx.check(items.length >= 4 && runs.length === 2 && new Set(runs).size === 2, `the exchanges are interleaved in the history: response ids ${JSON.stringify(ids)}`, got);
-      ctx.equal(new Set(ids).size === 2 && new Set(ids).has(ra.id) && new Set(ids).has(rb.id), true, 'the history holds the two responses', got);
+      ctx.check(
+        items.length >= 4 && runs.length === 2 && new Set(runs).size === 2,
+        `the exchanges are interleaved in the history: response ids ${JSON.stringify(ids)}`,
+        got,
+      );
+      ctx.equal(
+        new Set(ids).size === 2 && new Set(ids).has(ra.id) && new Set(ids).has(rb.id),
+        true,
+        'the history holds the two responses',
+        got,
+      );
     },
   },
 ]);

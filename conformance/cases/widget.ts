@@ -41,11 +41,22 @@ function wlabel(r: WidgetRequest): string {
 function wsend(ctx: CaseContext, r: WidgetRequest): Promise<Exchange> {
   const w = widgetOf(ctx);
   const origin = r.origin === undefined ? w.origin : r.origin;
-  return ctx.send({ method: r.method, path: r.path, body: r.body, key: r.key ?? null, baseUrl: w.baseUrl, headers: { ...(origin !== null ? { origin } : {}), ...r.headers } });
+  return ctx.send({
+    method: r.method,
+    path: r.path,
+    body: r.body,
+    key: r.key ?? null,
+    baseUrl: w.baseUrl,
+    headers: { ...(origin !== null ? { origin } : {}), ...r.headers },
+  });
 }
 
 /** D-48: a visitor session opened with the publishable key. */
-async function visitor(ctx: CaseContext, what = 'a visitor session', body: Record<string, unknown> = {}): Promise<{ token: string; visitor_id: string; external_user_id: string | null; ex: Exchange }> {
+async function visitor(
+  ctx: CaseContext,
+  what = 'a visitor session',
+  body: Record<string, unknown> = {},
+): Promise<{ token: string; visitor_id: string; external_user_id: string | null; ex: Exchange }> {
   const ex = await wsend(ctx, { method: 'POST', path: wpath(ctx, '/visitors'), key: ctx.app('publishable_key'), body });
   return { ...ctx.ok(ex, VisitorSession, `${what} (widget POST ${wpath(ctx, '/visitors')} with publishable_key)`), ex };
 }
@@ -64,10 +75,18 @@ function corsHeaders(ex: Exchange): string[] {
 function corsAllowed(ctx: CaseContext, ex: Exchange, what: string, origin: string): void {
   ctx.equal(ex.headers.get('access-control-allow-origin'), origin, `${what}: Access-Control-Allow-Origin`, ex);
   const vary = (ex.headers.get('vary') ?? '').split(',').map((v) => v.trim().toLowerCase());
-  ctx.check(vary.includes('origin') || vary.includes('*'), `${what}: Vary ${JSON.stringify(ex.headers.get('vary'))} does not name Origin`, ex);
+  ctx.check(
+    vary.includes('origin') || vary.includes('*'),
+    `${what}: Vary ${JSON.stringify(ex.headers.get('vary'))} does not name Origin`,
+    ex,
+  );
 }
 
-const listOf = (v: string | null) => (v ?? '').split(',').map((x) => x.trim().toLowerCase()).filter(Boolean);
+const listOf = (v: string | null) =>
+  (v ?? '')
+    .split(',')
+    .map((x) => x.trim().toLowerCase())
+    .filter(Boolean);
 
 // JSON Web Tokens (RFC 7519) signed HS256, written here rather than taken from the server's code: the
 // suite judges an implementation, it does not share one.
@@ -119,17 +138,29 @@ export const widget: CaseDef[] = defineCases('5.4', [
         ctx.error(await ctx.send({ ...r, key: v.token }), `${label(r)} with a visitor token`, { status: 401, type: 'invalid_api_key' });
       }
       // D-48: the team's backend sees every widget conversation, with its own key.
-      ctx.ok(await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, conv.id) }), ctx.schemas.conversationWithItems, "the visitor's conversation read through the REST API with api_key");
+      ctx.ok(
+        await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, conv.id) }),
+        ctx.schemas.conversationWithItems,
+        "the visitor's conversation read through the REST API with api_key",
+      );
       const session: WidgetRequest = { method: 'POST', path: wpath(ctx, '/visitors'), key: ctx.target.apiKey, body: {} };
       ctx.error(await wsend(ctx, session), `${wlabel(session)} with the secret key (api_key)`, { status: 403, type: 'access_denied' });
       const pk = ctx.app('publishable_key');
       const visitorPaths: WidgetRequest[] = [
         { method: 'GET', path: wpath(ctx, '/config') },
         { method: 'GET', path: wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`) },
-        { method: 'POST', path: wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`), body: { message: { content: 'Hello!' }, stream: false } },
+        {
+          method: 'POST',
+          path: wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`),
+          body: { message: { content: 'Hello!' }, stream: false },
+        },
       ];
       for (const r of visitorPaths) {
-        ctx.error(await wsend(ctx, { ...r, key: pk }), `${wlabel(r)} with the publishable key instead of a visitor token`, { status: 401, type: 'invalid_api_key', code: 'invalid_visitor_token' });
+        ctx.error(await wsend(ctx, { ...r, key: pk }), `${wlabel(r)} with the publishable key instead of a visitor token`, {
+          status: 401,
+          type: 'invalid_api_key',
+          code: 'invalid_visitor_token',
+        });
       }
     },
   },
@@ -142,19 +173,36 @@ export const widget: CaseDef[] = defineCases('5.4', [
       'D-53: widget.origin gets its CORS answer (a preflight 204 with the methods, headers and max age; Access-Control-Allow-Origin and Vary: Origin on the answers); an unlisted origin and `null` are 403 origin_not_allowed with no CORS header, preflight included, before the credential is looked at (D-54); a request without Origin is not refused',
     async run(ctx) {
       const w = widgetOf(ctx);
-      const preflight = (origin: string): WidgetRequest => ({ method: 'OPTIONS', path: wpath(ctx, '/visitors'), origin, headers: { 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+      const preflight = (origin: string): WidgetRequest => ({
+        method: 'OPTIONS',
+        path: wpath(ctx, '/visitors'),
+        origin,
+        headers: { 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+      });
       const pre = await wsend(ctx, preflight(w.origin));
       const preWhat = `preflight (OPTIONS ${wpath(ctx, '/visitors')}) from ${w.origin}`;
       ctx.check(pre.status === 204, `${preWhat}: expected HTTP 204, got ${pre.status}`, pre);
       corsAllowed(ctx, pre, preWhat, w.origin);
-      ctx.check(listOf(pre.headers.get('access-control-allow-methods')).includes('post'), `${preWhat}: Access-Control-Allow-Methods ${JSON.stringify(pre.headers.get('access-control-allow-methods'))} does not list POST`, pre);
+      ctx.check(
+        listOf(pre.headers.get('access-control-allow-methods')).includes('post'),
+        `${preWhat}: Access-Control-Allow-Methods ${JSON.stringify(pre.headers.get('access-control-allow-methods'))} does not list POST`,
+        pre,
+      );
       const allowHeaders = listOf(pre.headers.get('access-control-allow-headers'));
-      ctx.check(allowHeaders.includes('authorization') && allowHeaders.includes('content-type'), `${preWhat}: Access-Control-Allow-Headers ${JSON.stringify(pre.headers.get('access-control-allow-headers'))} does not list authorization and content-type`, pre);
+      ctx.check(
+        allowHeaders.includes('authorization') && allowHeaders.includes('content-type'),
+        `${preWhat}: Access-Control-Allow-Headers ${JSON.stringify(pre.headers.get('access-control-allow-headers'))} does not list authorization and content-type`,
+        pre,
+      );
       ctx.equal(pre.headers.get('access-control-max-age'), '600', `${preWhat}: Access-Control-Max-Age`, pre);
 
       const v = await visitor(ctx, `a visitor session from ${w.origin}`);
       corsAllowed(ctx, v.ex, `visitor session from ${w.origin}`, w.origin);
-      ctx.check(listOf(v.ex.headers.get('access-control-expose-headers')).includes('x-request-id'), `visitor session from ${w.origin}: Access-Control-Expose-Headers ${JSON.stringify(v.ex.headers.get('access-control-expose-headers'))} does not expose x-request-id`, v.ex);
+      ctx.check(
+        listOf(v.ex.headers.get('access-control-expose-headers')).includes('x-request-id'),
+        `visitor session from ${w.origin}: Access-Control-Expose-Headers ${JSON.stringify(v.ex.headers.get('access-control-expose-headers'))} does not expose x-request-id`,
+        v.ex,
+      );
       const config: WidgetRequest = { method: 'GET', path: wpath(ctx, '/config'), key: v.token };
       const read = await wsend(ctx, config);
       ctx.ok(read, ctx.schemas.config, `${wlabel(config)} from ${w.origin}`);
@@ -193,7 +241,11 @@ export const widget: CaseDef[] = defineCases('5.4', [
       const conv = await visitorConversation(ctx, a.token, 'visitor A creates a conversation');
       const convAt = wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`);
       const message = { message: { content: 'Hello, this is visitor A.' } };
-      ctx.ok(await wsend(ctx, { method: 'POST', path: convAt, key: a.token, body: { ...message, stream: false } }), ctx.schemas.response, "visitor A's message (stream: false)");
+      ctx.ok(
+        await wsend(ctx, { method: 'POST', path: convAt, key: a.token, body: { ...message, stream: false } }),
+        ctx.schemas.response,
+        "visitor A's message (stream: false)",
+      );
       const readByA = async (what: string) => {
         const ex = await wsend(ctx, { method: 'GET', path: convAt, key: a.token });
         return { ex, items: (ctx.ok(ex, ctx.schemas.conversationWithItems, what) as { items: unknown[] }).items };
@@ -202,7 +254,11 @@ export const widget: CaseDef[] = defineCases('5.4', [
 
       const b = await visitor(ctx, "visitor B's session");
       const unknownId = lookalike(conv.id, 1);
-      const unknown = await wsend(ctx, { method: 'GET', path: wpath(ctx, `/conversations/${encodeURIComponent(unknownId)}`), key: b.token });
+      const unknown = await wsend(ctx, {
+        method: 'GET',
+        path: wpath(ctx, `/conversations/${encodeURIComponent(unknownId)}`),
+        key: b.token,
+      });
       const unknownError = ctx.error(unknown, 'visitor B reads an unknown conversation id', { status: 404, type: 'not_found' });
       const attempts: WidgetRequest[] = [
         { method: 'GET', path: convAt, key: b.token },
@@ -213,7 +269,13 @@ export const widget: CaseDef[] = defineCases('5.4', [
         const ex = await wsend(ctx, r);
         const e = ctx.error(ex, `${wlabel(r)} (visitor A's conversation, as visitor B)`, { status: 404, type: 'not_found' });
         // Not even its existence shows: the message is an unknown id's, the id aside.
-        if (r.method === 'GET') ctx.equal(e.message.split(conv.id).join('{id}'), unknownError.message.split(unknownId).join('{id}'), "error.message for visitor A's conversation and for an unknown id (the id aside)", ex);
+        if (r.method === 'GET')
+          ctx.equal(
+            e.message.split(conv.id).join('{id}'),
+            unknownError.message.split(unknownId).join('{id}'),
+            "error.message for visitor A's conversation and for an unknown id (the id aside)",
+            ex,
+          );
       }
       const after = await readByA("visitor A reads their conversation after visitor B's attempts");
       ctx.equal(after.items.length, before.items.length, "items of visitor A's conversation after visitor B's refused messages", after.ex);
@@ -225,7 +287,10 @@ export const widget: CaseDef[] = defineCases('5.4', [
         { method: 'GET', path: restAt, key: a.token },
         { method: 'POST', path: restAt, key: a.token, body: { ...message, stream: false } },
       ] satisfies WidgetRequest[]) {
-        ctx.error(await wsend(ctx, r), `${wlabel(r)} (a conversation created through the REST API, as a visitor)`, { status: 404, type: 'not_found' });
+        ctx.error(await wsend(ctx, r), `${wlabel(r)} (a conversation created through the REST API, as a visitor)`, {
+          status: 404,
+          type: 'not_found',
+        });
       }
     },
   },
@@ -246,7 +311,11 @@ export const widget: CaseDef[] = defineCases('5.4', [
       const refused: Array<[string, string, string]> = [
         [hs256({ sub, iat: serverNow - 601 }, secret), 'an identity signed 601 s ago', 'identity_expired'],
         [hs256({ sub, iat: serverNow + 3600 }, secret), 'an identity dated an hour ahead', 'identity_expired'],
-        [tampered(hs256({ sub, iat: now }, secret), { sub: `${sub}-admin`, iat: now }), 'an identity whose payload was changed after signing (another sub)', 'invalid_identity'],
+        [
+          tampered(hs256({ sub, iat: now }, secret), { sub: `${sub}-admin`, iat: now }),
+          'an identity whose payload was changed after signing (another sub)',
+          'invalid_identity',
+        ],
         [hs256({ sub, iat: now }, `${secret}-guessed`), 'an identity signed with another secret', 'invalid_identity'],
         [unsigned({ sub, iat: now }), 'an unsigned identity (alg none)', 'invalid_identity'],
       ];
@@ -284,7 +353,12 @@ export const widget: CaseDef[] = defineCases('5.4', [
         { method: 'POST', path: wpath(ctx, '/conversations'), body: {} },
       ];
       for (const [key, what] of forged) {
-        for (const r of requests) ctx.error(await wsend(ctx, { ...r, key }), `${wlabel(r)} with ${what}`, { status: 401, type: 'invalid_api_key', code: 'invalid_visitor_token' });
+        for (const r of requests)
+          ctx.error(await wsend(ctx, { ...r, key }), `${wlabel(r)} with ${what}`, {
+            status: 401,
+            type: 'invalid_api_key',
+            code: 'invalid_visitor_token',
+          });
       }
     },
   },

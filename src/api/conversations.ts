@@ -1,9 +1,5 @@
 // Handlers of §4.1–4.5: parse, call the conversation service, return its resource.
-import {
-  CreateConversationRequest,
-  ListConversationsQuery,
-  UpdateConversationRequest,
-} from '../contract/index.ts';
+import { CreateConversationRequest, ListConversationsQuery, UpdateConversationRequest } from '../contract/index.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/server.ts';
@@ -16,7 +12,11 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
       pattern: '/apps/:app_id/conversations',
       // D-27: a create stores a new record, so it counts against the plan's rate limits (a rename or a
       // delete changes one that exists, and does not).
-      route: { counted: true, idempotent: true, handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest), ctx.claim) },
+      route: {
+        counted: true,
+        idempotent: true,
+        handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest), ctx.claim),
+      },
     },
     {
       method: 'GET',

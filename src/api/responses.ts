@@ -113,7 +113,12 @@ function startingAfter(ctx: RequestContext): number {
   const raw = ctx.req.headers['last-event-id'];
   const last = Array.isArray(raw) ? raw[0] : raw;
   if (last !== undefined) {
-    if (!/^(-1|0|[1-9][0-9]{0,8})$/.test(last.trim())) throw invalidRequest('Last-Event-ID must be the sequence number of an event (an integer of -1 or more).', 'Last-Event-ID', 'invalid_value');
+    if (!/^(-1|0|[1-9][0-9]{0,8})$/.test(last.trim()))
+      throw invalidRequest(
+        'Last-Event-ID must be the sequence number of an event (an integer of -1 or more).',
+        'Last-Event-ID',
+        'invalid_value',
+      );
     return Number(last.trim());
   }
   return q.starting_after === undefined ? -1 : Number(q.starting_after);

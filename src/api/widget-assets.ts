@@ -34,20 +34,36 @@ const SCRIPT = 'text/javascript; charset=utf-8';
 export function widgetPages(opts: { fixtures: Fixtures; playground: boolean }): Map<string, () => Promise<Asset>> {
   const once = (make: () => Promise<Asset>) => {
     let made: Promise<Asset> | undefined;
-    return () => (made ??= make().catch((err) => {
-      made = undefined; // a failed build is tried again on the next request
-      throw err;
-    }));
+    return () =>
+      (made ??= make().catch((err) => {
+        made = undefined; // a failed build is tried again on the next request
+        throw err;
+      }));
   };
   const pages = new Map<string, () => Promise<Asset>>([
     // Any page may load the script (CORP cross-origin); no-cache: a browser revalidates, so a new server's widget is picked up.
-    ['/widget.js', once(async () => new Asset(SCRIPT, await bundle('widget.ts'), { 'cache-control': 'no-cache', 'cross-origin-resource-policy': 'cross-origin' }))],
+    [
+      '/widget.js',
+      once(
+        async () =>
+          new Asset(SCRIPT, await bundle('widget.ts'), { 'cache-control': 'no-cache', 'cross-origin-resource-policy': 'cross-origin' }),
+      ),
+    ],
   ]);
   if (opts.playground) {
     const headers = { 'cache-control': 'no-cache', 'content-security-policy': PLAYGROUND_CSP };
-    pages.set('/', once(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.fixtures), headers)));
-    pages.set('/playground.js', once(async () => new Asset(SCRIPT, await bundle('playground.ts'), headers)));
-    pages.set('/playground.css', once(async () => new Asset('text/css; charset=utf-8', await fs.readFile(path.join(WIDGET_DIR, 'playground.css')), headers)));
+    pages.set(
+      '/',
+      once(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.fixtures), headers)),
+    );
+    pages.set(
+      '/playground.js',
+      once(async () => new Asset(SCRIPT, await bundle('playground.ts'), headers)),
+    );
+    pages.set(
+      '/playground.css',
+      once(async () => new Asset('text/css; charset=utf-8', await fs.readFile(path.join(WIDGET_DIR, 'playground.css')), headers)),
+    );
   }
   return pages;
 }

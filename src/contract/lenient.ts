@@ -19,7 +19,11 @@ const KNOWN_OUTPUT_TYPES: ReadonlySet<string> = new Set(['message', 'function_ca
 
 /** §2.4 read leniently: the known types with their fields optional, and any other `type` as it is. */
 export const LenientOutputItem = z.union([
-  z.looseObject({ type: z.literal('message'), role: nullish(z.string()), content: nullish(z.array(z.looseObject({ type: z.string().optional(), text: z.unknown().optional() }))) }),
+  z.looseObject({
+    type: z.literal('message'),
+    role: nullish(z.string()),
+    content: nullish(z.array(z.looseObject({ type: z.string().optional(), text: z.unknown().optional() }))),
+  }),
   FunctionCallOutputItem.partial().required({ type: true }),
   z.looseObject({ type: z.literal('data_spec'), data: z.unknown().optional() }),
   z.looseObject({ type: z.string().refine((t) => !KNOWN_OUTPUT_TYPES.has(t), 'a known item type with fields of the wrong type') }),
@@ -69,7 +73,11 @@ export const LenientConversationList = z.looseObject({
 });
 
 /** §2.7: anything but an explicit `deleted: false`. */
-export const LenientDeletionResult = z.looseObject({ id: z.string().optional(), object: z.string().optional(), deleted: z.literal(true).optional() });
+export const LenientDeletionResult = z.looseObject({
+  id: z.string().optional(),
+  object: z.string().optional(),
+  deleted: z.literal(true).optional(),
+});
 
 /** §2.8, §2.9: shown field by field, whatever is there. */
 export const LenientAppConfig = z.looseObject({

@@ -38,7 +38,10 @@ const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 
 /** `response.output_text.delta` → `ResponseOutputTextDeltaEvent`. */
 export function eventSchemaId(type: EventType): string {
-  return `${type.split(/[._]/).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}Event`;
+  return `${type
+    .split(/[._]/)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('')}Event`;
 }
 
 /** Every named schema of the document, by its component id. */
@@ -111,12 +114,22 @@ interface ErrorStatus {
 const HEADERS = {
   Allow: { description: 'D-3: the methods the path has.', schema: { type: 'string' } },
   'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' } },
-  'x-ratelimit-limit-requests': { description: 'D-23: requests allowed in the window that binds.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-ratelimit-limit-requests': {
+    description: 'D-23: requests allowed in the window that binds.',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
   'x-ratelimit-remaining-requests': { description: 'D-23: requests left in that window.', schema: { type: 'string', pattern: '^[0-9]+$' } },
-  'x-ratelimit-reset-requests': { description: "D-23: time until the window's count resets, e.g. `12.5s`.", schema: { type: 'string', pattern: '^[0-9.]+s$' } },
+  'x-ratelimit-reset-requests': {
+    description: "D-23: time until the window's count resets, e.g. `12.5s`.",
+    schema: { type: 'string', pattern: '^[0-9.]+s$' },
+  },
 } as const;
 type HeaderName = keyof typeof HEADERS;
-const RATE_LIMIT_HEADERS = { 'x-ratelimit-limit-requests': true, 'x-ratelimit-remaining-requests': true, 'x-ratelimit-reset-requests': true } as const;
+const RATE_LIMIT_HEADERS = {
+  'x-ratelimit-limit-requests': true,
+  'x-ratelimit-remaining-requests': true,
+  'x-ratelimit-reset-requests': true,
+} as const;
 
 function headerObjects(headers: Partial<Record<HeaderName, boolean>>): Json {
   const out: Json = {};
@@ -131,28 +144,66 @@ function headerObjects(headers: Partial<Record<HeaderName, boolean>>): Json {
  */
 export const ERROR_STATUSES = {
   '400': {
-    description: 'D-1: a malformed or invalid request (body, query, a missing Host header, a bad Idempotency-Key, or a request that is not valid HTTP).',
+    description:
+      'D-1: a malformed or invalid request (body, query, a missing Host header, a bad Idempotency-Key, or a request that is not valid HTTP).',
     types: ['invalid_request_error'],
-    codes: ['invalid_json', 'missing_parameter', 'invalid_type', 'invalid_value', 'unknown_parameter', 'too_large', 'invalid_cursor', 'malformed_request'],
+    codes: [
+      'invalid_json',
+      'missing_parameter',
+      'invalid_type',
+      'invalid_value',
+      'unknown_parameter',
+      'too_large',
+      'invalid_cursor',
+      'malformed_request',
+    ],
   },
   '401': { description: '§5, D-6: a missing or unknown secret key.', types: ['invalid_api_key'] },
-  '403': { description: '§7, D-4, D-6: the key may not use this app (or is a publishable key), the app is disabled, or it has no agent.', types: ['access_denied', 'app_inactive', 'agent_unavailable'] },
+  '403': {
+    description: '§7, D-4, D-6: the key may not use this app (or is a publishable key), the app is disabled, or it has no agent.',
+    types: ['access_denied', 'app_inactive', 'agent_unavailable'],
+  },
   '404': { description: 'D-3, D-4, D-11: no such path, app or conversation (a soft-deleted one included).', types: ['not_found'] },
-  '405': { description: 'D-3: a known path with a method it does not have; the Allow header lists those it has.', types: ['invalid_request_error'], codes: ['method_not_allowed'], headers: { Allow: true } },
-  '408': { description: 'The request (its headers or its body) did not arrive in time.', types: ['invalid_request_error'], codes: ['request_timeout'] },
+  '405': {
+    description: 'D-3: a known path with a method it does not have; the Allow header lists those it has.',
+    types: ['invalid_request_error'],
+    codes: ['method_not_allowed'],
+    headers: { Allow: true },
+  },
+  '408': {
+    description: 'The request (its headers or its body) did not arrive in time.',
+    types: ['invalid_request_error'],
+    codes: ['request_timeout'],
+  },
   '409': {
     description:
-      'Idempotency-Key: a request with this key is still running, or its answer was too large to keep. D-37 (resumable responses): too many messages already wait for the conversation\'s running reply (`Parley-Response-Id` names it).',
+      "Idempotency-Key: a request with this key is still running, or its answer was too large to keep. D-37 (resumable responses): too many messages already wait for the conversation's running reply (`Parley-Response-Id` names it).",
     types: ['invalid_request_error'],
     codes: ['idempotency_key_in_use', 'idempotency_replay_unavailable', 'conversation_busy'],
     headers: { 'Retry-After': false },
   },
-  '410': { description: 'D-36 (resumable responses): the events of this response are no longer kept; its look-up still answers.', types: ['invalid_request_error'], codes: ['response_events_expired'] },
+  '410': {
+    description: 'D-36 (resumable responses): the events of this response are no longer kept; its look-up still answers.',
+    types: ['invalid_request_error'],
+    codes: ['response_events_expired'],
+  },
   '413': { description: 'D-2: a body over 1 MiB; it is read no further.', types: ['invalid_request_error'], codes: ['body_too_large'] },
-  '415': { description: 'D-2: a body whose Content-Type is not JSON.', types: ['invalid_request_error'], codes: ['unsupported_media_type'] },
+  '415': {
+    description: 'D-2: a body whose Content-Type is not JSON.',
+    types: ['invalid_request_error'],
+    codes: ['unsupported_media_type'],
+  },
   '417': { description: 'An Expect header other than 100-continue.', types: ['invalid_request_error'], codes: ['expectation_failed'] },
-  '422': { description: 'Idempotency-Key: the key was already used with another request.', types: ['invalid_request_error'], codes: ['idempotency_key_reused'] },
-  '429': { description: 'D-23: the app\'s plan allows no more requests now, or it has too many streams open.', types: ['rate_limit_exceeded'], headers: { 'Retry-After': true, ...RATE_LIMIT_HEADERS } },
+  '422': {
+    description: 'Idempotency-Key: the key was already used with another request.',
+    types: ['invalid_request_error'],
+    codes: ['idempotency_key_reused'],
+  },
+  '429': {
+    description: "D-23: the app's plan allows no more requests now, or it has too many streams open.",
+    types: ['rate_limit_exceeded'],
+    headers: { 'Retry-After': true, ...RATE_LIMIT_HEADERS },
+  },
   '431': { description: 'The request headers or URL are too large.', types: ['invalid_request_error'], codes: ['headers_too_large'] },
   '500': { description: 'D-5: an unexpected failure; the message names the request id and no internals.', types: ['internal_error'] },
 } as const satisfies Record<string, ErrorStatus>;
@@ -202,31 +253,92 @@ interface Operation {
 }
 
 const appId = { name: 'app_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'The app (§4).' };
-const responseId = { name: 'response_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'A response of the app (`resp_…`, D-31: named by `Parley-Response-Id`).' };
+const responseId = {
+  name: 'response_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', minLength: 1 },
+  description: 'A response of the app (`resp_…`, D-31: named by `Parley-Response-Id`).',
+};
 /** D-31: send message names its response before the body. */
 const responseIdHeader = {
-  [RESPONSE_ID_HEADER]: { description: 'D-31 (resumable responses): the id of the response this request produces, before the body, in both modes.', schema: { type: 'string' } },
+  [RESPONSE_ID_HEADER]: {
+    description: 'D-31 (resumable responses): the id of the response this request produces, before the body, in both modes.',
+    schema: { type: 'string' },
+  },
 };
-const conversationId = { name: 'conversation_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'A conversation of the app (D-7: `conv_…`).' };
+const conversationId = {
+  name: 'conversation_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', minLength: 1 },
+  description: 'A conversation of the app (D-7: `conv_…`).',
+};
 
 /** §4.2, D-10, D-12: the list's query parameters, one per key of ListConversationsQuery. */
 function listQuery(): Json[] {
   const described: Record<string, Json> = {
-    limit: { schema: { type: 'integer', minimum: LIMITS.listLimitMin, maximum: LIMITS.listLimitMax, default: LIMITS.listLimitDefault }, description: 'D-12: digits only; outside 1…100 is a 400, never clamped.' },
-    after: { schema: { type: 'string', minLength: 1 }, description: 'D-12: the page after this conversation id, in the requested order. Not with `before`.' },
-    before: { schema: { type: 'string', minLength: 1 }, description: 'D-12: the page before this conversation id, in the requested order. Not with `after`.' },
+    limit: {
+      schema: { type: 'integer', minimum: LIMITS.listLimitMin, maximum: LIMITS.listLimitMax, default: LIMITS.listLimitDefault },
+      description: 'D-12: digits only; outside 1…100 is a 400, never clamped.',
+    },
+    after: {
+      schema: { type: 'string', minLength: 1 },
+      description: 'D-12: the page after this conversation id, in the requested order. Not with `before`.',
+    },
+    before: {
+      schema: { type: 'string', minLength: 1 },
+      description: 'D-12: the page before this conversation id, in the requested order. Not with `after`.',
+    },
     order: { schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' }, description: '§4.2: by creation time.' },
-    external_user_id: { schema: { type: 'string', minLength: 1, maxLength: LIMITS.externalUserIdChars }, description: 'D-10 (an extension): only this user\'s conversations.' },
+    external_user_id: {
+      schema: { type: 'string', minLength: 1, maxLength: LIMITS.externalUserIdChars },
+      description: "D-10 (an extension): only this user's conversations.",
+    },
   };
   return Object.keys(ListConversationsQuery.shape).map((name) => ({ name, in: 'query', required: false, ...described[name] }));
 }
 
 const OPERATIONS: Operation[] = [
-  { method: 'post', path: '/apps/{app_id}/conversations', operationId: 'createConversation', summary: '§4.1 Create a conversation', body: 'CreateConversationRequest', ok: 'Conversation', idempotent: true },
-  { method: 'get', path: '/apps/{app_id}/conversations', operationId: 'listConversations', summary: '§4.2 List conversations', query: listQuery(), ok: 'ConversationList' },
-  { method: 'get', path: '/apps/{app_id}/conversations/{conversation_id}', operationId: 'getConversation', summary: '§4.3 Get a conversation with its items', ok: 'ConversationWithItems' },
-  { method: 'patch', path: '/apps/{app_id}/conversations/{conversation_id}', operationId: 'updateConversation', summary: '§4.4 Rename a conversation (D-13)', body: 'UpdateConversationRequest', ok: 'Conversation' },
-  { method: 'delete', path: '/apps/{app_id}/conversations/{conversation_id}', operationId: 'deleteConversation', summary: '§4.5 Soft-delete a conversation (D-11)', ok: 'DeletionResult' },
+  {
+    method: 'post',
+    path: '/apps/{app_id}/conversations',
+    operationId: 'createConversation',
+    summary: '§4.1 Create a conversation',
+    body: 'CreateConversationRequest',
+    ok: 'Conversation',
+    idempotent: true,
+  },
+  {
+    method: 'get',
+    path: '/apps/{app_id}/conversations',
+    operationId: 'listConversations',
+    summary: '§4.2 List conversations',
+    query: listQuery(),
+    ok: 'ConversationList',
+  },
+  {
+    method: 'get',
+    path: '/apps/{app_id}/conversations/{conversation_id}',
+    operationId: 'getConversation',
+    summary: '§4.3 Get a conversation with its items',
+    ok: 'ConversationWithItems',
+  },
+  {
+    method: 'patch',
+    path: '/apps/{app_id}/conversations/{conversation_id}',
+    operationId: 'updateConversation',
+    summary: '§4.4 Rename a conversation (D-13)',
+    body: 'UpdateConversationRequest',
+    ok: 'Conversation',
+  },
+  {
+    method: 'delete',
+    path: '/apps/{app_id}/conversations/{conversation_id}',
+    operationId: 'deleteConversation',
+    summary: '§4.5 Soft-delete a conversation (D-11)',
+    ok: 'DeletionResult',
+  },
   {
     method: 'post',
     path: '/apps/{app_id}/conversations/{conversation_id}',
@@ -242,22 +354,49 @@ const OPERATIONS: Operation[] = [
     okHeaders: responseIdHeader,
   },
   // Resumable responses (an extension, docs/responses.md, D-30…D-39).
-  { method: 'get', path: '/apps/{app_id}/responses/{response_id}', operationId: 'getResponse', summary: 'D-32 Look up a response: `in_progress` while it runs, then as it ended', ok: 'LiveResponse', counted: true },
+  {
+    method: 'get',
+    path: '/apps/{app_id}/responses/{response_id}',
+    operationId: 'getResponse',
+    summary: 'D-32 Look up a response: `in_progress` while it runs, then as it ended',
+    ok: 'LiveResponse',
+    counted: true,
+  },
   {
     method: 'get',
     path: '/apps/{app_id}/responses/{response_id}/events',
     operationId: 'resumeResponseEvents',
-    summary: 'D-32 The events after `starting_after` (or `Last-Event-ID`) as first sent, then the live ones to the terminal one; each with an `id:` line',
+    summary:
+      'D-32 The events after `starting_after` (or `Last-Event-ID`) as first sent, then the live ones to the terminal one; each with an `id:` line',
     query: [
-      { name: 'starting_after', in: 'query', required: false, schema: { type: 'integer', minimum: -1, default: -1 }, description: 'D-32: the last sequence number seen; -1 for every event.' },
-      { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'integer', minimum: -1 }, description: 'D-32: as an EventSource sends it on reconnecting; wins over `starting_after`.' },
+      {
+        name: 'starting_after',
+        in: 'query',
+        required: false,
+        schema: { type: 'integer', minimum: -1, default: -1 },
+        description: 'D-32: the last sequence number seen; -1 for every event.',
+      },
+      {
+        name: 'Last-Event-ID',
+        in: 'header',
+        required: false,
+        schema: { type: 'integer', minimum: -1 },
+        description: 'D-32: as an EventSource sends it on reconnecting; wins over `starting_after`.',
+      },
     ],
     ok: 'LiveResponse',
     sseOnly: true,
     counted: true,
     extraStatuses: ['410'],
   },
-  { method: 'post', path: '/apps/{app_id}/responses/{response_id}/cancel', operationId: 'cancelResponse', summary: 'D-33 Cancel a running response (it ends failed, code `cancelled`); a finished one is returned unchanged', ok: 'LiveResponse', counted: true },
+  {
+    method: 'post',
+    path: '/apps/{app_id}/responses/{response_id}/cancel',
+    operationId: 'cancelResponse',
+    summary: 'D-33 Cancel a running response (it ends failed, code `cancelled`); a finished one is returned unchanged',
+    ok: 'LiveResponse',
+    counted: true,
+  },
   {
     method: 'post',
     path: '/apps/{app_id}/completions',
@@ -270,8 +409,20 @@ const OPERATIONS: Operation[] = [
     counted: true,
     idempotent: true,
   },
-  { method: 'get', path: '/apps/{app_id}/config', operationId: 'getAppConfig', summary: '§4.8 Get the app\'s configuration', ok: 'AppConfig' },
-  { method: 'get', path: '/apps/{app_id}/metrics', operationId: 'getAppMetrics', summary: '§4.9 Get the app\'s metrics (D-24)', ok: 'AppMetrics' },
+  {
+    method: 'get',
+    path: '/apps/{app_id}/config',
+    operationId: 'getAppConfig',
+    summary: "§4.8 Get the app's configuration",
+    ok: 'AppConfig',
+  },
+  {
+    method: 'get',
+    path: '/apps/{app_id}/metrics',
+    operationId: 'getAppMetrics',
+    summary: "§4.9 Get the app's metrics (D-24)",
+    ok: 'AppMetrics',
+  },
 ];
 
 /** The error statuses an operation can answer, in the order of D-4's checks. */
@@ -291,7 +442,12 @@ function eventStream(): Json {
     itemSchema: {
       type: 'object',
       required: ['event', 'data'],
-      properties: { event: { type: 'string', enum: [...EVENT_TYPES] }, data: { type: 'string' }, id: { type: 'string' }, retry: { type: 'integer' } },
+      properties: {
+        event: { type: 'string', enum: [...EVENT_TYPES] },
+        data: { type: 'string' },
+        id: { type: 'string' },
+        retry: { type: 'integer' },
+      },
       oneOf: EVENT_TYPES.map((type) => ({
         properties: {
           event: { const: type },
@@ -309,7 +465,7 @@ function operationObject(op: Operation): Json {
       description: op.sseOnly
         ? 'An event stream (§6) whose events carry `id: <sequence number>` (D-32).'
         : op.stream
-          ? 'JSON, or with `stream: true` (or the app\'s default, §4.6) an event stream (§6, D-16…D-18; a client that leaves no longer stops the reply, D-34).'
+          ? "JSON, or with `stream: true` (or the app's default, §4.6) an event stream (§6, D-16…D-18; a client that leaves no longer stops the reply, D-34)."
           : 'Success.',
       ...(counted ? { headers: counted } : {}),
       content: op.sseOnly
@@ -327,7 +483,9 @@ function operationObject(op: Operation): Json {
     operationId: op.operationId,
     summary: op.summary,
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(op.body ? { requestBody: { required: op.body !== 'CreateConversationRequest', content: { 'application/json': { schema: ref(op.body) } } } } : {}),
+    ...(op.body
+      ? { requestBody: { required: op.body !== 'CreateConversationRequest', content: { 'application/json': { schema: ref(op.body) } } } }
+      : {}),
     responses,
   };
 }
@@ -340,7 +498,11 @@ export function buildOpenApiDocument(): Json {
   const paths: Record<string, Json> = {};
   for (const op of OPERATIONS) {
     const item = (paths[op.path] ??= {
-      parameters: op.path.includes('{conversation_id}') ? [appId, conversationId] : op.path.includes('{response_id}') ? [appId, responseId] : [appId],
+      parameters: op.path.includes('{conversation_id}')
+        ? [appId, conversationId]
+        : op.path.includes('{response_id}')
+          ? [appId, responseId]
+          : [appId],
     });
     item[op.method] = operationObject(op);
   }
@@ -378,7 +540,8 @@ export function buildOpenApiDocument(): Json {
           in: 'header',
           required: false,
           schema: { type: 'string', minLength: 1, maxLength: 255 },
-          description: 'Runs the request once per key; a retry with the same key and body gets the first answer (header `idempotent-replayed: true`).',
+          description:
+            'Runs the request once per key; a retry with the same key and body gets the first answer (header `idempotent-replayed: true`).',
         },
       },
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '§5, D-6: a secret key `sk_live_…`.' } },

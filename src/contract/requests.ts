@@ -10,18 +10,22 @@ import { LIMITS, charLength, isPlainObject, jsonDepth, metadataBytes } from './l
 type RefineCtx = { addIssue(issue: { code: 'custom'; message: string; params?: Record<string, unknown>; input?: unknown }): void };
 
 function chars(field: string, min: number, max: number) {
-  return z.string().superRefine((s, ctx: RefineCtx) => {
-    const n = charLength(s);
-    if (n < min || n > max) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${field} must be ${min} to ${max.toLocaleString('en-US')} characters long (got ${n.toLocaleString('en-US')})`,
-        params: { apiCode: 'invalid_value' },
-      });
-    }
-  })
-    // JSON Schema's lengths count code points too, so the published contract (openapi.ts) states the rule.
-    .meta({ minLength: min, maxLength: max });
+  return (
+    z
+      .string()
+      .superRefine((s, ctx: RefineCtx) => {
+        const n = charLength(s);
+        if (n < min || n > max) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `${field} must be ${min} to ${max.toLocaleString('en-US')} characters long (got ${n.toLocaleString('en-US')})`,
+            params: { apiCode: 'invalid_value' },
+          });
+        }
+      })
+      // JSON Schema's lengths count code points too, so the published contract (openapi.ts) states the rule.
+      .meta({ minLength: min, maxLength: max })
+  );
 }
 
 /** D-9: metadata is a JSON object of at most 16,384 bytes (compact JSON, UTF-8). */
@@ -73,7 +77,12 @@ const limitParam = z.string().superRefine((s, ctx: RefineCtx) => {
 /** D-12: a cursor is a conversation id; an empty one is refused in words, like every other rule (D-1). */
 function cursor(field: 'after' | 'before') {
   return z.string().superRefine((s, ctx: RefineCtx) => {
-    if (s === '') ctx.addIssue({ code: 'custom', message: `${field} must be a conversation id (got an empty value)`, params: { apiCode: 'invalid_value' } });
+    if (s === '')
+      ctx.addIssue({
+        code: 'custom',
+        message: `${field} must be a conversation id (got an empty value)`,
+        params: { apiCode: 'invalid_value' },
+      });
   });
 }
 

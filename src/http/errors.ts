@@ -18,7 +18,12 @@ interface ErrorSpec {
 /** A §7 error type with the status the interface fixes for it. */
 const s7 = (type: ErrorTypeT, code: string | null = null): ErrorSpec => ({ status: ERROR_STATUS[type], type, code });
 /** A bad request (D-1…D-3), type `invalid_request_error`. */
-const bad = <S extends number>(status: S, code: string, headers?: Record<string, string>) => ({ status, type: 'invalid_request_error' as const, code, headers });
+const bad = <S extends number>(status: S, code: string, headers?: Record<string, string>) => ({
+  status,
+  type: 'invalid_request_error' as const,
+  code,
+  headers,
+});
 
 /**
  * The catalogue, by name (the name is the code, or the §7 type for errors without a code). A newcomer

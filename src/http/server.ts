@@ -132,9 +132,15 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
 
   /** The one place an answer is written: a handler's (`reply`: a JSON body or an EventStream), or an error's. */
   async function write(req: IncomingMessage, res: ServerResponse, reply: unknown, headers: Record<string, string>): Promise<void> {
-    if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs: opts.keepAliveMs, headers, numbering: reply.numbering });
+    if (reply instanceof EventStream)
+      await streamSse(res, reply.events, { keepAliveMs: opts.keepAliveMs, headers, numbering: reply.numbering });
     else if (reply instanceof Asset) {
-      res.writeHead(reply.status, { ...headers, ...reply.headers, 'content-type': reply.contentType, 'content-length': Buffer.byteLength(reply.body) });
+      res.writeHead(reply.status, {
+        ...headers,
+        ...reply.headers,
+        'content-type': reply.contentType,
+        'content-length': Buffer.byteLength(reply.body),
+      });
       res.end(req.method === 'HEAD' ? undefined : reply.body);
     } else send(req, res, 200, reply, headers);
   }
@@ -179,7 +185,15 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       if (!res.writableFinished) abort?.abort(new Error('client disconnected'));
       // One line per request; the path only (no query, no headers, so no key or user content).
       log.info(
-        { req_id: requestId, method: req.method, path: fullPath, status: res.statusCode, ms: Math.round((performance.now() - started) * 100) / 100, app_id: appId, aborted: !res.writableFinished || undefined },
+        {
+          req_id: requestId,
+          method: req.method,
+          path: fullPath,
+          status: res.statusCode,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+          app_id: appId,
+          aborted: !res.writableFinished || undefined,
+        },
         'request',
       );
     });
@@ -194,7 +208,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       }
       const page = opts.pages?.get(fullPath);
       if (page) {
-        if (req.method !== 'GET' && req.method !== 'HEAD') throw apiError('method_not_allowed', `${req.method} is not allowed here; use GET.`, { headers: { allow: 'GET, HEAD' } });
+        if (req.method !== 'GET' && req.method !== 'HEAD')
+          throw apiError('method_not_allowed', `${req.method} is not allowed here; use GET.`, { headers: { allow: 'GET, HEAD' } });
         await write(req, res, await page(), {});
         return;
       }
@@ -215,7 +230,9 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         }
       }
       if (match.kind === 'method_not_allowed') {
-        throw apiError('method_not_allowed', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, { headers: { allow: match.allow.join(', ') } });
+        throw apiError('method_not_allowed', `${req.method} is not allowed here; use ${match.allow.join(' or ')}.`, {
+          headers: { allow: match.allow.join(', ') },
+        });
       }
       const { route, params } = match;
       // node keeps the first of two Authorization headers and drops the rest: an ambiguous request.
@@ -262,7 +279,8 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
         beginStream: () => streams.enter(app.id, res),
         json: () => (body ??= readJsonBody(req)),
       };
-      const reply = route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
+      const reply =
+        route.idempotent && opts.idempotency ? await opts.idempotency.run(ctx, () => route.handle(ctx)) : await route.handle(ctx);
       if (reply === undefined) throw new Error(`${req.method} ${fullPath}: the handler answered nothing`);
       await write(req, res, reply, ctx.headers);
     } catch (err) {
@@ -311,12 +329,21 @@ export function createHttpServer(opts: HttpServerOptions): ParleyHttpServer {
       socket.destroy();
       return;
     }
-    const name = err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'malformed_request';
+    const name =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'headers_too_large'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'request_timeout'
+          : 'malformed_request';
     const status = ERRORS[name].status;
     const requestId = newRequestId();
     log.warn({ req_id: requestId, code: err.code, status }, 'client error');
     const message =
-      name === 'headers_too_large' ? 'The request headers or URL are too large.' : name === 'request_timeout' ? 'The request took too long to arrive.' : malformedMessage(err.code);
+      name === 'headers_too_large'
+        ? 'The request headers or URL are too large.'
+        : name === 'request_timeout'
+          ? 'The request took too long to arrive.'
+          : malformedMessage(err.code);
     const body = JSON.stringify(errorBody(name, message));
     socket.end(
       `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nx-request-id: ${requestId}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

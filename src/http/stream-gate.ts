@@ -15,7 +15,10 @@ export class StreamGate {
   enter(appId: string, res: ServerResponse): void {
     const n = this.open.get(appId) ?? 0;
     if (n >= this.max) {
-      throw apiError('too_many_streams', `App ${JSON.stringify(appId)} already has ${this.max} streams open; retry when one has finished, or ask for JSON (stream: false).`);
+      throw apiError(
+        'too_many_streams',
+        `App ${JSON.stringify(appId)} already has ${this.max} streams open; retry when one has finished, or ask for JSON (stream: false).`,
+      );
     }
     this.open.set(appId, n + 1);
     res.once('close', () => {

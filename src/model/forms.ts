@@ -49,7 +49,14 @@ export async function loadForms(fixturesDir: string, names: Iterable<string>): P
  */
 export function formPatches(form: FormTemplateT): DataSpecT[] {
   const patches: DataSpecT[] = [
-    { type: 'patch', patch: { op: 'add', path: '/form', value: { title: form.title, description: form.description, fields: [], submit_label: form.submit_label } } },
+    {
+      type: 'patch',
+      patch: {
+        op: 'add',
+        path: '/form',
+        value: { title: form.title, description: form.description, fields: [], submit_label: form.submit_label },
+      },
+    },
   ];
   for (const f of form.fields) {
     const value: Record<string, unknown> = { name: f.name, label: f.label, type: f.type, required: f.required };

@@ -26,18 +26,28 @@ function normalise(text: string): string {
 }
 
 // Each pattern runs on normalise()d text, so it is written without accents or punctuation.
-const GREETING = /^(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening)|bonjour|bonsoir|salut|allo|coucou)( there| everyone| all| tout le monde)?( \p{L}+)?$/u;
-const THANKS = /^(ok|okay|great|perfect|super|parfait|genial)( (thanks?( you)?|merci))?$|^((ok|okay|great|perfect|parfait) )?((many )?thanks?( you)?( (so|very) much| a lot| again)?|thx|ty|cheers|merci( beaucoup| bien| encore)?|great thanks?|perfect thanks?)( \p{L}+)?$/u;
-const FAREWELL = /^(bye|goodbye|good bye|bye bye|see (you|ya)( later| soon)?|farewell|au revoir|a (plus|bientot|la prochaine)|bonne (journee|soiree))( \p{L}+)?$/u;
-const CAPABILITIES_EN = /\b(what (can|could|do) (you|u) (do|help( me)? with|offer)|what are (you|u) (able|capable)|how (can|could|do) (you|u) help|what do (you|u) (know|do)|what can i ask( you)?|what kind of (things|questions|help)|what (are|is) (you|u) good (at|for)|help me get started|your (capabilities|skills|features))\b/u;
-const CAPABILITIES_FR = /\b((que|qu est ce que) (tu peux|vous pouvez|peux tu|pouvez vous|sais tu|savez vous) faire|(comment|en quoi) (peux tu|pouvez vous|tu peux|vous pouvez) m aider|a quoi (sers tu|servez vous)|tu sers a quoi|quelles sont tes (capacites|fonctions))\b/u;
-const IDENTITY = /^(who|what) (are|r) (you|u)( exactly)?$|^(qui|que) (es tu|etes vous)$|^t es qui$|^(tell me|parle moi) about (yourself|toi)$/u;
+const GREETING =
+  /^(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening)|bonjour|bonsoir|salut|allo|coucou)( there| everyone| all| tout le monde)?( \p{L}+)?$/u;
+const THANKS =
+  /^(ok|okay|great|perfect|super|parfait|genial)( (thanks?( you)?|merci))?$|^((ok|okay|great|perfect|parfait) )?((many )?thanks?( you)?( (so|very) much| a lot| again)?|thx|ty|cheers|merci( beaucoup| bien| encore)?|great thanks?|perfect thanks?)( \p{L}+)?$/u;
+const FAREWELL =
+  /^(bye|goodbye|good bye|bye bye|see (you|ya)( later| soon)?|farewell|au revoir|a (plus|bientot|la prochaine)|bonne (journee|soiree))( \p{L}+)?$/u;
+const CAPABILITIES_EN =
+  /\b(what (can|could|do) (you|u) (do|help( me)? with|offer)|what are (you|u) (able|capable)|how (can|could|do) (you|u) help|what do (you|u) (know|do)|what can i ask( you)?|what kind of (things|questions|help)|what (are|is) (you|u) good (at|for)|help me get started|your (capabilities|skills|features))\b/u;
+const CAPABILITIES_FR =
+  /\b((que|qu est ce que) (tu peux|vous pouvez|peux tu|pouvez vous|sais tu|savez vous) faire|(comment|en quoi) (peux tu|pouvez vous|tu peux|vous pouvez) m aider|a quoi (sers tu|servez vous)|tu sers a quoi|quelles sont tes (capacites|fonctions))\b/u;
+const IDENTITY =
+  /^(who|what) (are|r) (you|u)( exactly)?$|^(qui|que) (es tu|etes vous)$|^t es qui$|^(tell me|parle moi) about (yourself|toi)$/u;
 
 // A writing request is an imperative ("Write …", "Could you draft …", "Écris …"), not a question that
 // happens to contain "make" or "message" ("How do I make a message stream?" goes to the knowledge base).
-const POLITE = '(please |pls |can you |could you |would you |will you |can u |i need |i d like |i would like |help me |peux tu |pouvez vous |pourrais tu |pourriez vous |tu peux |vous pouvez |j ai besoin d |merci de |svp )*';
+const POLITE =
+  '(please |pls |can you |could you |would you |will you |can u |i need |i d like |i would like |help me |peux tu |pouvez vous |pourrais tu |pourriez vous |tu peux |vous pouvez |j ai besoin d |merci de |svp )*';
 const WRITE_EN = new RegExp(`^${POLITE}(write|draft|compose|craft|come up with|suggest|propose|give me|create|make)\\b`, 'u');
-const WRITE_FR = new RegExp(`^${POLITE}(ecris|ecrivez|ecrire|redige|redigez|rediger|compose|composez|propose|proposez|proposer|donne moi|donnez moi|suggere|suggerez|trouve moi)\\b`, 'u');
+const WRITE_FR = new RegExp(
+  `^${POLITE}(ecris|ecrivez|ecrire|redige|redigez|rediger|compose|composez|propose|proposez|proposer|donne moi|donnez moi|suggere|suggerez|trouve moi)\\b`,
+  'u',
+);
 const PIECES: Array<[Piece, RegExp]> = [
   ['email', /\b(e ?mail|email|courriel|letter|lettre)\b/u],
   ['title', /\b(title|headline|subject line|titre|objet)\b/u],
@@ -45,19 +55,25 @@ const PIECES: Array<[Piece, RegExp]> = [
   ['line', /\b(line|sentence|tagline|slogan|greeting|phrase|ligne|mot|formule)\b/u],
 ];
 const THEMES: Array<[Theme, RegExp]> = [
-  ['welcome', /\b(welcome|welcoming|onboard\w*|new (users?|customers?|members?|clients?)|bienvenue|accueil\w*|nouveaux? (utilisateurs?|clients?|membres?))\b/u],
+  [
+    'welcome',
+    /\b(welcome|welcoming|onboard\w*|new (users?|customers?|members?|clients?)|bienvenue|accueil\w*|nouveaux? (utilisateurs?|clients?|membres?))\b/u,
+  ],
   ['thanks', /\b(thank\w*|gratitude|remercie\w*|merci)\b/u],
   ['apology', /\b(sorry|apolog\w*|excuse\w*|desole\w*)\b/u],
   ['announcement', /\b(announc\w*|launch\w*|release|new feature|annonc\w*|lancement|nouveaute)\b/u],
   ['reminder', /\b(remind\w*|reminder|rappel\w*|deadline|echeance)\b/u],
 ];
-const FRENCH_WORDS = /\b(bonjour|bonsoir|salut|merci|au revoir|que|qu|quoi|tu|vous|peux|pouvez|ecris|redige|une|des|pour|les|nos|nouveaux|phrase|bienvenue|quel|quelle|comment|je|moi|est)\b/gu;
+const FRENCH_WORDS =
+  /\b(bonjour|bonsoir|salut|merci|au revoir|que|qu|quoi|tu|vous|peux|pouvez|ecris|redige|une|des|pour|les|nos|nouveaux|phrase|bienvenue|quel|quelle|comment|je|moi|est)\b/gu;
 const ENGLISH_WORDS = /\b(hello|hi|thanks|what|who|can|you|write|the|for|new|a|an|our|my|me|is|are|how|please)\b/gu;
 const SUBJECT_FILLER = new Set(
-  ('write draft compose craft come up with suggest propose give me create make a an the some one short quick brief little nice good friendly ' +
+  (
+    'write draft compose craft come up with suggest propose give me create make a an the some one short quick brief little nice good friendly ' +
     'for to of about our my your their please can you could would line sentence message note email e mail letter title headline text paragraph ' +
     'ecris ecrivez ecrire redige redigez rediger composez donne donnez moi une un des les pour nos notre mes mon de du la le petite petit courte court ' +
-    'phrase ligne mot texte courriel titre sil plait svp tagline slogan headline greeting intro introduction post tweet formule').split(' '),
+    'phrase ligne mot texte courriel titre sil plait svp tagline slogan headline greeting intro introduction post tweet formule'
+  ).split(' '),
 );
 
 /** The language of a short message: French when French words outnumber English ones. */
@@ -83,7 +99,10 @@ export function recognise(text: string): Intent | undefined {
   const piece = PIECES.find(([, re]) => re.test(norm))?.[0];
   if (asks && piece) {
     const theme = THEMES.find(([, re]) => re.test(norm))?.[0] ?? 'other';
-    const subject = norm.split(' ').filter((w) => w.length > 2 && !SUBJECT_FILLER.has(w)).slice(0, 4);
+    const subject = norm
+      .split(' ')
+      .filter((w) => w.length > 2 && !SUBJECT_FILLER.has(w))
+      .slice(0, 4);
     return { kind: 'write', lang: asks, piece, theme, subject };
   }
   return undefined;
@@ -123,10 +142,14 @@ export function answer(intent: Intent, a: Abilities): string {
 
 function capabilities(a: Abilities, fr: boolean): string {
   const can: string[] = [];
-  if (a.knowledgeBase) can.push(fr ? 'répondre à vos questions à partir de ma base de connaissances' : 'answer questions from my knowledge base');
+  if (a.knowledgeBase)
+    can.push(fr ? 'répondre à vos questions à partir de ma base de connaissances' : 'answer questions from my knowledge base');
   if (a.forms.length) can.push(fr ? `vous présenter un formulaire (${a.forms.join(', ')})` : `show you a form (${a.forms.join(', ')})`);
   can.push(fr ? 'écrire de courts textes, comme une phrase de bienvenue' : 'write short texts, such as a welcome line');
-  if (a.conversation) can.push(fr ? 'me souvenir de ce que vous avez dit plus tôt dans la conversation' : 'remember what you said earlier in this conversation');
+  if (a.conversation)
+    can.push(
+      fr ? 'me souvenir de ce que vous avez dit plus tôt dans la conversation' : 'remember what you said earlier in this conversation',
+    );
   const list = can.length > 1 ? `${can.slice(0, -1).join(', ')}${fr ? ' et ' : ' and '}${can.at(-1)}` : can[0]!;
   return fr
     ? `Je suis ${a.agentName}. Je peux ${list}. Je fonctionne sur le moteur embarqué de Parley, hors ligne ; pour les réponses d'un vrai modèle de langage, démarrez Parley avec PARLEY_MODEL=ollama:<modèle>.`
@@ -178,7 +201,9 @@ function writing(intent: Extract<Intent, { kind: 'write' }>, fr: boolean): strin
       ? `${capitalise(topic || 'notre service')} : simple, clair et pensé pour vous.`
       : `${capitalise(topic || 'our service')}: simple, clear and made for you.`);
   if (intent.piece === 'email') {
-    return fr ? `Voici un court message :\n\nBonjour,\n\n${line}\n\nÀ bientôt,\nL’équipe` : `Here is a short email:\n\nHello,\n\n${line}\n\nSee you soon,\nThe team`;
+    return fr
+      ? `Voici un court message :\n\nBonjour,\n\n${line}\n\nÀ bientôt,\nL’équipe`
+      : `Here is a short email:\n\nHello,\n\n${line}\n\nSee you soon,\nThe team`;
   }
   return fr ? `Voici une proposition : « ${line} »` : `Here is a suggestion: “${line}”`;
 }

@@ -58,13 +58,16 @@ export class KnowledgeBase {
 
   /** The best passages for `query`, best first; empty when nothing matches. */
   search(query: string, limit = 3): SearchHit[] {
-    return this.index.search(query).slice(0, limit).map((r) => ({
-      document: r.file as string,
-      title: r.title as string,
-      heading: r.heading as string,
-      passage: r.text as string,
-      score: Math.round(r.score * 1000) / 1000,
-    }));
+    return this.index
+      .search(query)
+      .slice(0, limit)
+      .map((r) => ({
+        document: r.file as string,
+        title: r.title as string,
+        heading: r.heading as string,
+        passage: r.text as string,
+        score: Math.round(r.score * 1000) / 1000,
+      }));
   }
 
   document(file: string): KnowledgeDocument | undefined {

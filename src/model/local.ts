@@ -60,7 +60,10 @@ export class LocalEngine implements ModelEngine {
     let events = 0;
     const step = async () => {
       if (t.fail_after_events !== null && events >= t.fail_after_events) {
-        throw new ModelError('scripted_fault', `The app is configured to fail after ${t.fail_after_events} events (agent.testing.fail_after_events).`);
+        throw new ModelError(
+          'scripted_fault',
+          `The app is configured to fail after ${t.fail_after_events} events (agent.testing.fail_after_events).`,
+        );
       }
       events++;
       if (t.latency_ms) await delay(t.latency_ms, undefined, { signal });
@@ -120,7 +123,13 @@ export class LocalEngine implements ModelEngine {
       }
     }
     if (intent) {
-      const abilities = { agentName: req.agentName, userName: name, knowledgeBase: tools.has('knowledge_search'), forms: formNames, conversation: req.kind === 'response' };
+      const abilities = {
+        agentName: req.agentName,
+        userName: name,
+        knowledgeBase: tools.has('knowledge_search'),
+        forms: formNames,
+        conversation: req.kind === 'response',
+      };
       // The greeting already names the user; other answers get the first-reply greeting.
       return { text: (intent.kind === 'greeting' ? '' : hello) + intentAnswer(intent, abilities) };
     }
@@ -131,7 +140,13 @@ export class LocalEngine implements ModelEngine {
   }
 
   private afterTool(msg: Extract<ChatMessage, { role: 'tool' }>): string {
-    let result: { query?: string; results?: Array<{ document: string; title: string; passage: string }>; form?: string; submit_label?: string; error?: string };
+    let result: {
+      query?: string;
+      results?: Array<{ document: string; title: string; passage: string }>;
+      form?: string;
+      submit_label?: string;
+      error?: string;
+    };
     try {
       result = JSON.parse(msg.content);
     } catch {
@@ -155,12 +170,19 @@ export class LocalEngine implements ModelEngine {
     const earlier = [...req.messages.slice(0, -1)].reverse().find((m) => m.role === 'user');
     const parts: string[] = [];
     if (req.kind === 'completion') {
-      const subject = keywords(text.replace(/\b(write|draft|compose|create|make|give|generate|summari[sz]e|produce|short|brief|quick)\b/gi, ' '), 3);
+      const subject = keywords(
+        text.replace(/\b(write|draft|compose|create|make|give|generate|summari[sz]e|produce|short|brief|quick)\b/gi, ' '),
+        3,
+      );
       parts.push(subject.length ? `Here is a short draft about ${subject.join(', ')}.` : 'Here is a short draft.');
-      parts.push(`${req.agentName} runs on Parley's embedded offline engine, which writes from a knowledge base and fixed templates rather than a language model.`);
+      parts.push(
+        `${req.agentName} runs on Parley's embedded offline engine, which writes from a knowledge base and fixed templates rather than a language model.`,
+      );
     } else {
       parts.push(topic.length ? `You asked about ${topic.join(', ')}.` : 'I read your message.');
-      parts.push(`I'm ${req.agentName}, running on Parley's embedded offline engine: I have no knowledge base for this app, so I cannot look that up.`);
+      parts.push(
+        `I'm ${req.agentName}, running on Parley's embedded offline engine: I have no knowledge base for this app, so I cannot look that up.`,
+      );
       if (earlier && earlier.role === 'user') {
         const before = keywords(earlier.content, 3);
         if (before.length) parts.push(`Earlier in this conversation you mentioned ${before.join(', ')}.`);

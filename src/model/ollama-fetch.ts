@@ -28,7 +28,10 @@ const NO_TIME_LIMITS = { headersTimeout: 0, bodyTimeout: 0 } as const satisfies 
 export function patientFetch(makeAgent: (options: Agent.Options) => Dispatcher = (options) => new Agent(options)): typeof fetch {
   const dispatcher: Dispatcher = makeAgent({ ...NO_TIME_LIMITS }).compose(interceptors.redirect({ maxRedirections: 20 }));
   const slow = (input: Parameters<typeof fetch>[0], init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]) as unknown as Promise<Response>;
+    undiciFetch(
+      input as Parameters<typeof undiciFetch>[0],
+      { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1],
+    ) as unknown as Promise<Response>;
   return (async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : undefined;
     const body = init?.body;
@@ -36,7 +39,13 @@ export function patientFetch(makeAgent: (options: Agent.Options) => Dispatcher =
     const signal = init?.signal ?? undefined;
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, { method: (init?.method ?? 'GET') as Dispatcher.HttpMethod, headers: plainHeaders(init?.headers), body: body ?? undefined, signal, dispatcher });
+      res = await request(url, {
+        method: (init?.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: plainHeaders(init?.headers),
+        body: body ?? undefined,
+        signal,
+        dispatcher,
+      });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw new TypeError('fetch failed', { cause: err });

@@ -15,10 +15,11 @@ export function estimateInputTokens(req: Pick<ModelRequest, 'instructions' | 'me
 
 /** Words that carry no topic: without them, "what is it" would match every passage of a search. */
 export const STOP_WORDS: ReadonlySet<string> = new Set(
-  ('a an and are as at be but by can could do does for from had has have how i if in into is it its me my no not of on or our ' +
+  (
+    'a an and are as at be but by can could do does for from had has have how i if in into is it its me my no not of on or our ' +
     'please should so tell than that the their them then there these they this to too us was we were what when where which who ' +
-    'why will with would you your about any get got know need want more some explain much many also just like')
-    .split(' '),
+    'why will with would you your about any get got know need want more some explain much many also just like'
+  ).split(' '),
 );
 
 /** Greetings say nothing of a message's topic either (a search keeps them: a passage may be about them). */
@@ -41,7 +42,10 @@ export function keywords(text: string, max = 4): string[] {
  */
 export function dataString(v: unknown, max = 60): string | undefined {
   if (typeof v !== 'string' && typeof v !== 'number') return undefined;
-  const s = String(v).replace(/[\p{Cc}\p{Cf}]+/gu, ' ').replace(/\s+/g, ' ').trim();
+  const s = String(v)
+    .replace(/[\p{Cc}\p{Cf}]+/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   if (!s) return undefined;
   const chars = Array.from(s);
   return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : s;

@@ -21,7 +21,9 @@ export class AuthService {
     if (!match) {
       throw apiError(
         'invalid_api_key',
-        authorization ? 'The Authorization header must be "Bearer <secret key>".' : 'Missing API key: send it as Authorization: Bearer <secret key>.',
+        authorization
+          ? 'The Authorization header must be "Bearer <secret key>".'
+          : 'Missing API key: send it as Authorization: Bearer <secret key>.',
       );
     }
     const presented = hashKey(match[1]!);
@@ -37,7 +39,10 @@ export class AuthService {
   /** D-4 order after authentication: app known and ours (404/403), active (403), agent if needed (403). */
   authorizeApp(key: KeyT, appId: string, needsAgent: boolean): AppT {
     if (key.type === 'publishable') {
-      throw apiError('publishable_key', 'Publishable keys only work with the messenger widget; use a secret key (sk_live_…) for the REST API.');
+      throw apiError(
+        'publishable_key',
+        'Publishable keys only work with the messenger widget; use a secret key (sk_live_…) for the REST API.',
+      );
     }
     const app = this.fixtures.apps.get(appId);
     if (!app) throw apiError('not_found', `App ${JSON.stringify(appId)} not found.`, { param: 'app_id' });

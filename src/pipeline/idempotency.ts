@@ -96,7 +96,9 @@ export class FileAnswers implements IdempotencyAnswers {
       if (c.at <= svc.now() - IDEMPOTENCY_TTL_MS || svc.done.get(c.key)?.f === c.fingerprint) continue;
       const d: Done = { f: c.fingerprint, at: c.at, kind: 'json', b: null, lost: true };
       svc.remember(c.key, d);
-      await svc.persist({ k: c.key, ...d }).catch((err: Error) => opts.logger?.warn({ err: err.message }, 'idempotency record not persisted'));
+      await svc
+        .persist({ k: c.key, ...d })
+        .catch((err: Error) => opts.logger?.warn({ err: err.message }, 'idempotency record not persisted'));
     }
     return svc;
   }
@@ -148,15 +150,17 @@ export class FileAnswers implements IdempotencyAnswers {
     const hour = this.hourOf(line.at);
     if (this.segment?.hour !== hour) {
       // A failed rotation (full disk) must not block every later one.
-      this.rotating = this.rotating.catch(() => {}).then(async () => {
-        if (this.segment?.hour === hour) return;
-        const previous = this.segment;
-        const journal = new Journal(path.join(this.opts.dir, `${hour}.jsonl`));
-        await journal.open(() => {});
-        this.segment = { hour, journal };
-        await previous?.journal.close();
-        await this.expire();
-      });
+      this.rotating = this.rotating
+        .catch(() => {})
+        .then(async () => {
+          if (this.segment?.hour === hour) return;
+          const previous = this.segment;
+          const journal = new Journal(path.join(this.opts.dir, `${hour}.jsonl`));
+          await journal.open(() => {});
+          this.segment = { hour, journal };
+          await previous?.journal.close();
+          await this.expire();
+        });
     }
     await this.rotating;
     if (this.segment?.hour !== hour) throw new Error(`idempotency segment ${hour} could not be opened`);
@@ -228,14 +232,22 @@ export class IdempotencyService {
 
     const seen = await this.answers.begin(k, f);
     if (seen.state !== 'new' && (seen.state === 'running' ? seen.f : seen.answer.f) !== f) {
-      throw apiError('idempotency_key_reused', 'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.', { param: 'Idempotency-Key' });
+      throw apiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used with another request (a different body or endpoint). Use a new key for a new request.',
+        { param: 'Idempotency-Key' },
+      );
     }
     if (seen.state === 'running') {
       // D-30: joined in the process that runs it, followed from the store on another instance.
       const join = this.joins.get(k);
       if (join) return join(ctx);
       if (seen.responseId !== undefined && this.opts.follow) return this.opts.follow(ctx, seen.responseId);
-      throw apiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry once it has finished.', { param: 'Idempotency-Key' });
+      throw apiError(
+        'idempotency_key_in_use',
+        'A request with this Idempotency-Key is still being processed. Retry once it has finished.',
+        { param: 'Idempotency-Key' },
+      );
     }
     if (seen.state === 'done') return this.replay(ctx, seen.answer);
 
@@ -244,7 +256,10 @@ export class IdempotencyService {
     ctx.joinable = (join, responseId) => {
       this.joins.set(k, join);
       // Until it is written, a retry on another instance is told to retry (409).
-      if (responseId !== undefined) void this.answers.produces?.(k, responseId).catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency: running response not recorded'));
+      if (responseId !== undefined)
+        void this.answers
+          .produces?.(k, responseId)
+          .catch((err: Error) => ctx.log.warn({ err: err.message }, 'idempotency: running response not recorded'));
     };
     // Only answers of work that ran are kept: a request refused before it changed anything (400,
     // 404, …) or that failed (500, or a stream whose work could not be saved: nothing was saved)
@@ -317,7 +332,11 @@ export class IdempotencyService {
     ctx.headers['idempotent-replayed'] = 'true';
     if (d.b === null) {
       const why = d.lost ? 'was lost in a crash after its work was saved' : `was larger than ${REPLAY_MAX_BYTES} bytes`;
-      throw apiError('idempotency_replay_unavailable', `The answer to this Idempotency-Key ${why} and cannot be replayed; the request was not run again.`, { param: 'Idempotency-Key' });
+      throw apiError(
+        'idempotency_replay_unavailable',
+        `The answer to this Idempotency-Key ${why} and cannot be replayed; the request was not run again.`,
+        { param: 'Idempotency-Key' },
+      );
     }
     if (d.kind === 'json') return JSON.parse(d.b);
     const events = eventsOfSseText(d.b);
@@ -391,7 +410,15 @@ function closingFailure(events: UnsequencedEvent[]): UnsequencedEvent[] {
   return [
     {
       event: 'response.failed',
-      data: { id, status: 'failed', error: { type: 'request_aborted', message: 'The client disconnected before the response was complete.', code: 'client_disconnected' } },
+      data: {
+        id,
+        status: 'failed',
+        error: {
+          type: 'request_aborted',
+          message: 'The client disconnected before the response was complete.',
+          code: 'client_disconnected',
+        },
+      },
     },
   ];
 }

@@ -219,15 +219,25 @@ function answer(app: AppT, plan: RatePlan, c: RateCount): Record<string, string>
     const dayWait = dayLeft <= 0 ? c.day + DAY - c.now : 0;
     const wait = Math.max(minuteWait, dayWait);
     const byDay = dayWait >= minuteWait;
-    throw apiError('rate_limit_exceeded', `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`, {
-      headers: {
-        'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
-        ...headers(byDay ? plan.requests_per_day : plan.requests_per_minute, 0, byDay ? c.day + DAY - c.now : (c.newest ?? c.now) + MINUTE - c.now),
+    throw apiError(
+      'rate_limit_exceeded',
+      `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`,
+      {
+        headers: {
+          'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+          ...headers(
+            byDay ? plan.requests_per_day : plan.requests_per_minute,
+            0,
+            byDay ? c.day + DAY - c.now : (c.newest ?? c.now) + MINUTE - c.now,
+          ),
+        },
       },
-    });
+    );
   }
   // The headers describe the window closer to its limit (the minute one on a tie).
-  return dayLeft < minuteLeft ? headers(plan.requests_per_day, dayLeft - 1, c.day + DAY - c.now) : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
+  return dayLeft < minuteLeft
+    ? headers(plan.requests_per_day, dayLeft - 1, c.day + DAY - c.now)
+    : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
 }
 
 function dayStart(t: number): number {

@@ -14,7 +14,8 @@ import type { VisitorTokens } from './widget-tokens.ts';
 const MINUTE = 60_000;
 
 /** Headers a widget may read from an answer (a browser hides the others from a cross-origin page). */
-const EXPOSED = 'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, parley-response-id';
+const EXPOSED =
+  'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, parley-response-id';
 
 /** D-52's per-visitor and per-address limits: requests per key in a sliding minute. */
 export interface MinuteLimits {
@@ -114,7 +115,12 @@ export class WidgetGate implements SurfaceGate {
   static budgetPlans(fixtures: Fixtures): Map<string, { id: string; requests_per_minute: number; requests_per_day: number }> {
     const plans = new Map<string, { id: string; requests_per_minute: number; requests_per_day: number }>();
     for (const app of fixtures.apps.values()) {
-      if (app.widget) plans.set(budgetPlan(app), { id: budgetPlan(app), requests_per_minute: app.widget.limits.app_per_minute, requests_per_day: app.widget.limits.app_per_day });
+      if (app.widget)
+        plans.set(budgetPlan(app), {
+          id: budgetPlan(app),
+          requests_per_minute: app.widget.limits.app_per_minute,
+          requests_per_day: app.widget.limits.app_per_day,
+        });
     }
     return plans;
   }
@@ -127,7 +133,10 @@ export class WidgetGate implements SurfaceGate {
     if (origin === undefined) return { vary: 'Origin' };
     const own = this.o.allowOwnOrigin && req.headers.host !== undefined && origin === `http://${req.headers.host}`;
     if (!own && !app.widget!.origins.includes(origin)) {
-      throw apiError('origin_not_allowed', `Pages on ${JSON.stringify(origin).slice(0, 200)} may not embed the widget of app ${JSON.stringify(app.id)}: list the origin in the app's widget.origins.`);
+      throw apiError(
+        'origin_not_allowed',
+        `Pages on ${JSON.stringify(origin).slice(0, 200)} may not embed the widget of app ${JSON.stringify(app.id)}: list the origin in the app's widget.origins.`,
+      );
     }
     return { 'access-control-allow-origin': origin, vary: 'Origin', 'access-control-expose-headers': EXPOSED };
   }
@@ -151,7 +160,11 @@ export class WidgetGate implements SurfaceGate {
       }
     } else {
       const token = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
-      if (!token) throw apiError('invalid_visitor_token', 'Missing visitor token: send Authorization: Bearer <visitor token>, from POST /widget/v1/apps/{app_id}/visitors.');
+      if (!token)
+        throw apiError(
+          'invalid_visitor_token',
+          'Missing visitor token: send Authorization: Bearer <visitor token>, from POST /widget/v1/apps/{app_id}/visitors.',
+        );
       const verified = this.o.tokens.verify(token, app);
       // A key taken out of the fixtures takes its visitors' tokens with it.
       const found = this.o.fixtures.keys.find((k) => k.id === verified.keyId);
@@ -159,9 +172,11 @@ export class WidgetGate implements SurfaceGate {
       key = found;
       visitor = verified.visitor;
     }
-    if (key.team_id !== app.team_id) throw apiError('access_denied', `This publishable key has no access to app ${JSON.stringify(app.id)}.`);
+    if (key.team_id !== app.team_id)
+      throw apiError('access_denied', `This publishable key has no access to app ${JSON.stringify(app.id)}.`);
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(app.id)} is disabled.`);
-    if (route.needsAgent && !app.agent.active) throw apiError('agent_unavailable', `App ${JSON.stringify(app.id)} has no active agent configured.`);
+    if (route.needsAgent && !app.agent.active)
+      throw apiError('agent_unavailable', `App ${JSON.stringify(app.id)} has no active agent configured.`);
     if (req.method === 'POST') await this.count(req, app, visitor?.id, route.counted ?? false);
     return { key, app, visitor, headers: {} };
   }
@@ -175,7 +190,13 @@ export class WidgetGate implements SurfaceGate {
     const limits = app.widget!.limits;
     const address = `address|${app.id}|${req.socket.remoteAddress ?? ''}`;
     const byAddress = await this.windows.take(address, limits.address_per_minute);
-    if (!('at' in byAddress)) throw limited('address_rate_limit', `Too many widget requests from this address for app ${JSON.stringify(app.id)}`, limits.address_per_minute, byAddress.retryAfterMs);
+    if (!('at' in byAddress))
+      throw limited(
+        'address_rate_limit',
+        `Too many widget requests from this address for app ${JSON.stringify(app.id)}`,
+        limits.address_per_minute,
+        byAddress.retryAfterMs,
+      );
     const taken: Array<[string, number]> = [[address, byAddress.at]];
     const giveBack = () => Promise.all(taken.map(([key, at]) => this.windows.giveBack(key, at)));
     if (visitorId !== undefined) {
@@ -193,7 +214,11 @@ export class WidgetGate implements SurfaceGate {
     } catch (err) {
       await giveBack();
       const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
-      throw apiError('widget_budget', `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`, { headers: { 'retry-after': retry } });
+      throw apiError(
+        'widget_budget',
+        `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`,
+        { headers: { 'retry-after': retry } },
+      );
     }
   }
 

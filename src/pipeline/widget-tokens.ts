@@ -82,12 +82,24 @@ export class VisitorTokens {
       const renewable = prev && prev.app === app.id && typeof prev.exp === 'number' && prev.exp + WIDGET_LIMITS.renewalSeconds > this.now();
       // A renewal keeps the visitor as verified: an identity is signed for minutes, a tab stays open for hours.
       visitor = renewable
-        ? { id: String(prev.sub), external_user_id: typeof prev.uid === 'string' ? prev.uid : null, metadata: isPlainObject(prev.md) ? prev.md : null }
+        ? {
+            id: String(prev.sub),
+            external_user_id: typeof prev.uid === 'string' ? prev.uid : null,
+            metadata: isPlainObject(prev.md) ? prev.md : null,
+          }
         : { id: `vis_${randomBytes(16).toString('base64url')}`, external_user_id: null, metadata: null };
     }
     const iat = this.now();
     const exp = iat + WIDGET_LIMITS.tokenSeconds;
-    const claims: Record<string, unknown> = { aud: AUDIENCE, app: app.id, kid: key.id, sub: visitor.id, uid: visitor.external_user_id, iat, exp };
+    const claims: Record<string, unknown> = {
+      aud: AUDIENCE,
+      app: app.id,
+      kid: key.id,
+      sub: visitor.id,
+      uid: visitor.external_user_id,
+      iat,
+      exp,
+    };
     if (visitor.metadata) claims.md = visitor.metadata;
     return { token: signJwt(claims, this.secret), expires_at: exp, visitor };
   }
@@ -95,11 +107,20 @@ export class VisitorTokens {
   /** D-49: the visitor of a token for `app`, or 401 (forged, expired) / 403 (another app's). */
   verify(token: string, app: AppT): { visitor: Visitor; keyId: string } {
     const c = this.read(token);
-    if (!c) throw apiError('invalid_visitor_token', 'Invalid visitor token: ask for one with the publishable key (POST /widget/v1/apps/{app_id}/visitors).');
-    if (typeof c.exp !== 'number' || c.exp <= this.now()) throw apiError('visitor_token_expired', 'The visitor token has expired: ask for a new one, passing this one as previous_token.');
+    if (!c)
+      throw apiError(
+        'invalid_visitor_token',
+        'Invalid visitor token: ask for one with the publishable key (POST /widget/v1/apps/{app_id}/visitors).',
+      );
+    if (typeof c.exp !== 'number' || c.exp <= this.now())
+      throw apiError('visitor_token_expired', 'The visitor token has expired: ask for a new one, passing this one as previous_token.');
     if (c.app !== app.id) throw apiError('access_denied', `This visitor token is for another app, not ${JSON.stringify(app.id)}.`);
     return {
-      visitor: { id: String(c.sub), external_user_id: typeof c.uid === 'string' ? c.uid : null, metadata: isPlainObject(c.md) ? c.md : null },
+      visitor: {
+        id: String(c.sub),
+        external_user_id: typeof c.uid === 'string' ? c.uid : null,
+        metadata: isPlainObject(c.md) ? c.md : null,
+      },
       keyId: String(c.kid),
     };
   }
@@ -112,21 +133,42 @@ export class VisitorTokens {
   /** D-50: a host's signed identity: HS256 with the app's identity secret, `sub`, a recent `iat`, optional `metadata`. */
   private identified(app: AppT, identity: string): Visitor {
     const secret = app.widget?.identity_secret;
-    if (!secret) throw apiError('invalid_identity', `App ${JSON.stringify(app.id)} takes no signed identities (its widget has no identity secret).`, { param: 'identity' });
+    if (!secret)
+      throw apiError('invalid_identity', `App ${JSON.stringify(app.id)} takes no signed identities (its widget has no identity secret).`, {
+        param: 'identity',
+      });
     const c = verifyJwt(identity, secret);
-    if (!c) throw apiError('invalid_identity', 'The identity is not a JWT signed (HS256) with this app\'s identity secret.', { param: 'identity' });
+    if (!c)
+      throw apiError('invalid_identity', "The identity is not a JWT signed (HS256) with this app's identity secret.", {
+        param: 'identity',
+      });
     const now = this.now();
-    if (typeof c.iat !== 'number' || !Number.isFinite(c.iat)) throw apiError('invalid_identity', 'The identity must carry iat, the Unix time it was signed at.', { param: 'identity' });
-    if (c.iat < now - WIDGET_LIMITS.identityMaxAgeSeconds || c.iat > now + WIDGET_LIMITS.clockSkewSeconds || (typeof c.exp === 'number' && c.exp <= now)) {
-      throw apiError('identity_expired', `The identity has expired: sign a new one (it is valid for ${WIDGET_LIMITS.identityMaxAgeSeconds} s after its iat).`, { param: 'identity' });
+    if (typeof c.iat !== 'number' || !Number.isFinite(c.iat))
+      throw apiError('invalid_identity', 'The identity must carry iat, the Unix time it was signed at.', { param: 'identity' });
+    if (
+      c.iat < now - WIDGET_LIMITS.identityMaxAgeSeconds ||
+      c.iat > now + WIDGET_LIMITS.clockSkewSeconds ||
+      (typeof c.exp === 'number' && c.exp <= now)
+    ) {
+      throw apiError(
+        'identity_expired',
+        `The identity has expired: sign a new one (it is valid for ${WIDGET_LIMITS.identityMaxAgeSeconds} s after its iat).`,
+        { param: 'identity' },
+      );
     }
     if (typeof c.sub !== 'string' || c.sub.length < 1 || c.sub.length > 256) {
-      throw apiError('invalid_identity', 'The identity\'s sub (the external user id) must be a string of 1 to 256 characters.', { param: 'identity' });
+      throw apiError('invalid_identity', "The identity's sub (the external user id) must be a string of 1 to 256 characters.", {
+        param: 'identity',
+      });
     }
     let metadata: Record<string, unknown> | null = null;
     if (c.metadata !== undefined) {
       if (!isPlainObject(c.metadata) || metadataBytes(c.metadata) > WIDGET_LIMITS.identityMetadataBytes) {
-        throw apiError('invalid_identity', `The identity's metadata must be an object of at most ${WIDGET_LIMITS.identityMetadataBytes} bytes of JSON.`, { param: 'identity' });
+        throw apiError(
+          'invalid_identity',
+          `The identity's metadata must be an object of at most ${WIDGET_LIMITS.identityMetadataBytes} bytes of JSON.`,
+          { param: 'identity' },
+        );
       }
       metadata = c.metadata;
     }

@@ -20,8 +20,14 @@ export class AgentRuntime {
 
   static async load(fixtures: Fixtures, opts: AgentEngineOptions = {}): Promise<AgentRuntime> {
     const apps = [...fixtures.apps.values()];
-    const knowledge = await loadKnowledgeBases(fixtures.dir, apps.flatMap((a) => (a.agent.knowledge_base ? [a.agent.knowledge_base] : [])));
-    const forms = await loadForms(fixtures.dir, apps.flatMap((a) => a.agent.forms));
+    const knowledge = await loadKnowledgeBases(
+      fixtures.dir,
+      apps.flatMap((a) => (a.agent.knowledge_base ? [a.agent.knowledge_base] : [])),
+    );
+    const forms = await loadForms(
+      fixtures.dir,
+      apps.flatMap((a) => a.agent.forms),
+    );
     const engines = new Map<string, ModelEngine>();
     for (const app of apps) {
       try {
@@ -46,7 +52,9 @@ export class AgentRuntime {
   tools(app: AppT, kind: 'response' | 'completion', knowledgeSearch = true): ToolBox {
     const knowledge = app.agent.knowledge_base ? this.knowledge.get(app.agent.knowledge_base) : undefined;
     const forms = new Map(
-      kind === 'response' && app.generative_ui ? app.agent.forms.flatMap((n) => (this.forms.has(n) ? [[n, this.forms.get(n)!] as const] : [])) : [],
+      kind === 'response' && app.generative_ui
+        ? app.agent.forms.flatMap((n) => (this.forms.has(n) ? [[n, this.forms.get(n)!] as const] : []))
+        : [],
     );
     const specs = [];
     if (knowledge && knowledgeSearch) specs.push(knowledgeSearchSpec());
@@ -54,7 +62,14 @@ export class AgentRuntime {
     return { specs, knowledge, forms };
   }
 
-  request(app: AppT, kind: 'response' | 'completion', tools: ToolBox, messages: ChatMessage[], metadata: Record<string, unknown>, fast: boolean): ModelRequest {
+  request(
+    app: AppT,
+    kind: 'response' | 'completion',
+    tools: ToolBox,
+    messages: ChatMessage[],
+    metadata: Record<string, unknown>,
+    fast: boolean,
+  ): ModelRequest {
     return { kind, agentName: app.agent.name, instructions: app.agent.instructions, metadata, messages, tools: tools.specs, fast };
   }
 }

@@ -30,7 +30,14 @@ export class CompletionService {
       kind: 'completion',
       engine: this.agent.engine(app),
       // The prompt is the user's turn: an instruction for this text only, never a change of the agent's rules.
-      request: this.agent.request(app, 'completion', tools, [{ role: 'user', content: body.prompt }], body.metadata ?? {}, body.fast ?? false),
+      request: this.agent.request(
+        app,
+        'completion',
+        tools,
+        [{ role: 'user', content: body.prompt }],
+        body.metadata ?? {},
+        body.fast ?? false,
+      ),
       tools,
       signal,
       onUnexpected: (err) => this.log.error({ err, completion_id: id }, 'completion failed unexpectedly'),

@@ -111,8 +111,14 @@ export class ConversationService {
     const up = cursorParam === 'before' ? order === 'desc' : order === 'asc';
     const cursor = cursorParam === null ? undefined : (q.after ?? q.before)!;
     // The store reads one page only (PostgreSQL: keyset pagination), skipping soft-deleted ones.
-    const page = await this.store.listConversations(appId, { externalUserId: q.external_user_id, direction: up ? 'up' : 'down', cursor, limit });
-    if (!page) throw invalidRequest(`${cursorParam} is not a conversation of this app: ${JSON.stringify(cursor)}.`, cursorParam!, 'invalid_cursor');
+    const page = await this.store.listConversations(appId, {
+      externalUserId: q.external_user_id,
+      direction: up ? 'up' : 'down',
+      cursor,
+      limit,
+    });
+    if (!page)
+      throw invalidRequest(`${cursorParam} is not a conversation of this app: ${JSON.stringify(cursor)}.`, cursorParam!, 'invalid_cursor');
     if (cursorParam === 'before') page.records.reverse();
     const data = page.records.map(toConversation);
     return {

@@ -188,7 +188,10 @@ export class ResponseRun {
     yield { event: 'response.output_text.done', data: { text, output_index: index, content_index: 0 } };
   }
 
-  private async *toolCall(call: { call_id: string; name: string; arguments: string }, messages: ChatMessage[]): AsyncGenerator<UnsequencedEvent> {
+  private async *toolCall(
+    call: { call_id: string; name: string; arguments: string },
+    messages: ChatMessage[],
+  ): AsyncGenerator<UnsequencedEvent> {
     const o = this.opts;
     const result = runTool(o.tools, call.name, call.arguments);
     messages.push({ role: 'tool', name: call.name, call_id: call.call_id, content: result.content });
@@ -209,7 +212,10 @@ export class ResponseRun {
     this.output.push({ type: 'function_call', name: call.name, arguments: call.arguments, call_id: call.call_id });
     yield { event: 'response.function_call.start', data: { output_index, call_id: call.call_id, name: call.name } };
     yield { event: 'response.function_call_arguments.delta', data: { output_index, call_id: call.call_id, delta: call.arguments } };
-    yield { event: 'response.function_call_arguments.done', data: { output_index, call_id: call.call_id, name: call.name, arguments: call.arguments } };
+    yield {
+      event: 'response.function_call_arguments.done',
+      data: { output_index, call_id: call.call_id, name: call.name, arguments: call.arguments },
+    };
   }
 }
 

@@ -2,7 +2,18 @@
 // D-17, D-19, D-24), whether it completed or failed.
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { LIMITS, RESPONSE_ID_HEADER, type ItemT, type LiveResponseT, type OutputItemT, type ResponseErrorT, type ResponseT, type SendMessageRequestT, type UnsequencedEvent, type UsageT } from '../contract/index.ts';
+import {
+  LIMITS,
+  RESPONSE_ID_HEADER,
+  type ItemT,
+  type LiveResponseT,
+  type OutputItemT,
+  type ResponseErrorT,
+  type ResponseT,
+  type SendMessageRequestT,
+  type UnsequencedEvent,
+  type UsageT,
+} from '../contract/index.ts';
 import type { ChatMessage } from '../model/types.ts';
 import type { AppT } from '../store/fixtures.ts';
 import type { ConversationChange, ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
@@ -20,13 +31,20 @@ const HISTORY_MESSAGES = 40;
 /** Generating a title must not hold the response for long. */
 const TITLE_TIMEOUT_MS = 30_000;
 
-
 /** D-33, D-34, D-38: the errors of a response stopped on purpose (docs/responses.md). */
 const STOPPED = {
   cancelled: { type: 'request_aborted', code: 'cancelled', message: 'The response was cancelled.' },
-  timeout: { type: 'request_aborted', code: 'response_timeout', message: 'The response ran past the maximum duration of its app and was stopped.' },
+  timeout: {
+    type: 'request_aborted',
+    code: 'response_timeout',
+    message: 'The response ran past the maximum duration of its app and was stopped.',
+  },
   interrupted: { type: 'server_error', code: 'interrupted', message: 'The server stopped before the response was complete.' },
-  disconnected: { type: 'request_aborted', code: 'client_disconnected', message: 'The client disconnected before the response was complete.' },
+  disconnected: {
+    type: 'request_aborted',
+    code: 'client_disconnected',
+    message: 'The client disconnected before the response was complete.',
+  },
 } as const satisfies Record<string, ResponseErrorT>;
 
 export interface StartedResponse {
@@ -132,9 +150,13 @@ export class ResponseService {
     const line = this.lines.get(conversationId) ?? { tail: Promise.resolve(), waiting: 0 };
     if (line.waiting >= MAX_IN_LINE) {
       const running = [...this.producing.entries()].find(([, p]) => p.conversationId === conversationId)?.[0];
-      throw apiError('conversation_busy', `Conversation ${conversationId} has ${MAX_IN_LINE} messages waiting for its running reply${running ? ` (response ${running})` : ''}; send this one once it has finished, or cancel it.`, {
-        headers: running ? { [RESPONSE_ID_HEADER]: running } : {},
-      });
+      throw apiError(
+        'conversation_busy',
+        `Conversation ${conversationId} has ${MAX_IN_LINE} messages waiting for its running reply${running ? ` (response ${running})` : ''}; send this one once it has finished, or cancel it.`,
+        {
+          headers: running ? { [RESPONSE_ID_HEADER]: running } : {},
+        },
+      );
     }
     const before = line.tail;
     let pass!: () => void;
@@ -209,9 +231,13 @@ export class ResponseService {
     });
     if (begun.running && !this.producing.has(begun.running)) throw new RunningElsewhere(begun.running);
     if (begun.running) {
-      throw apiError('conversation_busy', `Conversation ${record.id} is still replying (response ${begun.running}); send the next message once it has finished, or cancel it.`, {
-        headers: { [RESPONSE_ID_HEADER]: begun.running },
-      });
+      throw apiError(
+        'conversation_busy',
+        `Conversation ${record.id} is still replying (response ${begun.running}); send the next message once it has finished, or cancel it.`,
+        {
+          headers: { [RESPONSE_ID_HEADER]: begun.running },
+        },
+      );
     }
     const stop = new AbortController();
     const run: ResponseRun = new ResponseRun({
@@ -314,7 +340,13 @@ export class ResponseService {
       const last = trace.events[trace.events.length - 1];
       if (!trace.ended || !last) return { ...base, output, status: 'in_progress' };
       const data = last.data as { status: 'completed' | 'failed'; error?: ResponseErrorT; usage?: UsageT };
-      return { ...base, output, status: data.status, ...(data.error ? { error: data.error } : {}), ...(data.usage ? { usage: data.usage } : {}) };
+      return {
+        ...base,
+        output,
+        status: data.status,
+        ...(data.error ? { error: data.error } : {}),
+        ...(data.usage ? { usage: data.usage } : {}),
+      };
     }
     // D-36: past the events' retention, the conversation holds the response as it was saved.
     const file = await this.store.readConversationFile(trace.start.conversation_id);
@@ -323,7 +355,13 @@ export class ResponseService {
       .filter((i) => i.response_id === id && !(i.type === 'message' && i.role === 'user'))
       .map(({ id: _id, created_at: _c, response_id: _r, status: _s, ...item }) => item as OutputItemT);
     if (!saved) return { ...base, output, status: 'failed', error: STOPPED.interrupted };
-    return { ...base, output, status: saved.status, ...(saved.error ? { error: saved.error } : {}), ...(saved.usage ? { usage: saved.usage } : {}) };
+    return {
+      ...base,
+      output,
+      status: saved.status,
+      ...(saved.error ? { error: saved.error } : {}),
+      ...(saved.usage ? { usage: saved.usage } : {}),
+    };
   }
 
   /**
@@ -446,7 +484,14 @@ export class ResponseService {
         : null;
     const at = unixNow();
     const items: ItemT[] = [
-      { id: newId('message'), type: 'message', role: 'user', content: [{ type: 'text', text: input.content }], created_at: input.createdAt, response_id: run.id },
+      {
+        id: newId('message'),
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'text', text: input.content }],
+        created_at: input.createdAt,
+        response_id: run.id,
+      },
     ];
     // D-39 (a D-14 revision): the items of a reply that did not complete say so.
     const status = run.status === 'completed' ? {} : { status: 'incomplete' as const };
@@ -455,7 +500,12 @@ export class ResponseService {
       items.push({ ...item, id, created_at: at, response_id: run.id, ...status } as ItemT);
     }
     const assistantMessages = run.output.filter((i) => i.type === 'message').length;
-    const response: ResponseRecord = { id: run.id, created_at: input.createdAt, status: run.status === 'completed' ? 'completed' : 'failed', usage: run.usage };
+    const response: ResponseRecord = {
+      id: run.id,
+      created_at: input.createdAt,
+      status: run.status === 'completed' ? 'completed' : 'failed',
+      usage: run.usage,
+    };
     if (run.error) {
       response.error = run.error;
       // The code only: no message content at the default level.
@@ -509,7 +559,10 @@ function historyOf(items: readonly ItemT[]): ChatMessage[] {
 
 /** D-36's error: the look-up still answers, the events are gone. */
 function expired(id: string) {
-  return apiError('response_events_expired', `The events of response ${id} are no longer kept (they stay resumable for a while after the response ends, docs/responses.md); read the response with GET …/responses/${id}.`);
+  return apiError(
+    'response_events_expired',
+    `The events of response ${id} are no longer kept (they stay resumable for a while after the response ends, docs/responses.md); read the response with GET …/responses/${id}.`,
+  );
 }
 
 type MessageItem = Extract<OutputItemT, { type: 'message' }>;

@@ -71,7 +71,10 @@ export function runTool(box: ToolBox, name: string, args: string): ToolResult {
   }
   const formName = typeof a.form === 'string' ? a.form : '';
   const form = box.forms.get(formName);
-  if (!form) return { content: JSON.stringify({ error: `unknown form ${JSON.stringify(formName)}; choose one of ${[...box.forms.keys()].join(', ')}` }) };
+  if (!form)
+    return {
+      content: JSON.stringify({ error: `unknown form ${JSON.stringify(formName)}; choose one of ${[...box.forms.keys()].join(', ')}` }),
+    };
   return {
     content: JSON.stringify({ form: formName, shown: true, submit_label: form.submit_label }),
     patches: formPatches(form),

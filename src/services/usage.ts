@@ -51,7 +51,15 @@ export class FileUsageLedger implements UsageLedger {
   async record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, claim?: IdempotencyClaim): Promise<void> {
     const now = Date.now();
     const c = claim && { k: claim.key, f: claim.fingerprint, at: now };
-    const entry = { t: 'usage', app_id: appId, kind, id, at: Math.floor(now / 1000), input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
+    const entry = {
+      t: 'usage',
+      app_id: appId,
+      kind,
+      id,
+      at: Math.floor(now / 1000),
+      input_tokens: usage.input_tokens,
+      output_tokens: usage.output_tokens,
+    };
     await this.journal.append(c ? { ...entry, c } : entry);
     this.add(appId, usage);
     if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });

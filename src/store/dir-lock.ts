@@ -164,7 +164,10 @@ export async function acquireLock(file: string, dataDir: string): Promise<string
       if ((await readText(aside)) !== seen) await fs.link(aside, file).catch(() => {});
       await fs.rm(aside, { force: true });
     }
-    throw new StoreError(dataDir, 'could not take its LOCK: other processes are starting on it at the same time; start one Parley per data directory');
+    throw new StoreError(
+      dataDir,
+      'could not take its LOCK: other processes are starting on it at the same time; start one Parley per data directory',
+    );
   } finally {
     await fs.rm(candidate, { force: true });
   }

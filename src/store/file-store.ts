@@ -48,9 +48,23 @@ const Fields = z.strictObject({
  * the exchange does.
  */
 const Entries = {
-  conv: z.object({ t: z.literal('conv'), v: ConversationRecordSchema, b: z.number().int().nonnegative().optional(), p: z.string().optional(), c: Claim.optional() }),
+  conv: z.object({
+    t: z.literal('conv'),
+    v: ConversationRecordSchema,
+    b: z.number().int().nonnegative().optional(),
+    p: z.string().optional(),
+    c: Claim.optional(),
+  }),
   set: z.object({ t: z.literal('set'), id: Id, f: Fields }),
-  intent: z.object({ t: z.literal('intent'), id: Id, p: z.string(), f: Fields, n: z.number().int().nonnegative(), b: z.number().int().nonnegative(), c: Claim.optional() }),
+  intent: z.object({
+    t: z.literal('intent'),
+    id: Id,
+    p: z.string(),
+    f: Fields,
+    n: z.number().int().nonnegative(),
+    b: z.number().int().nonnegative(),
+    c: Claim.optional(),
+  }),
   intentV1: z.object({ t: z.literal('intent'), v: ConversationRecordSchema, p: z.string(), c: Claim.optional() }),
   done: z.object({ t: z.literal('done'), id: Id, p: z.string(), c: Claim.optional() }),
   claim: z.object({ t: z.literal('claim'), c: Claim }),
@@ -62,7 +76,9 @@ type EntryT = { [K in keyof typeof Entries]: z.infer<(typeof Entries)[K]> }[keyo
 function schemaOf(e: unknown): z.ZodType<EntryT> | undefined {
   if (!isPlainObject(e)) return undefined;
   if (e.t === 'intent') return ('v' in e ? Entries.intentV1 : Entries.intent) as z.ZodType<EntryT>;
-  return typeof e.t === 'string' && Object.hasOwn(Entries, e.t) && e.t !== 'intentV1' ? (Entries[e.t as keyof typeof Entries] as z.ZodType<EntryT>) : undefined;
+  return typeof e.t === 'string' && Object.hasOwn(Entries, e.t) && e.t !== 'intentV1'
+    ? (Entries[e.t as keyof typeof Entries] as z.ZodType<EntryT>)
+    : undefined;
 }
 
 /** What an exchange changes, as journaled in its intent. */
@@ -241,7 +257,8 @@ export class FileStore implements Store {
       await fs.mkdir(this.dataDir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw new StoreError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
+      if (code === 'ENOENT')
+        throw new StoreError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
       if (code !== 'EEXIST') throw new StoreError(this.dataDir, `cannot create the data directory (${code})`);
     }
     if (!(await fs.stat(this.dataDir)).isDirectory()) throw new StoreError(this.dataDir, 'is not a directory; choose another --data-dir');
@@ -288,12 +305,16 @@ export class FileStore implements Store {
   private checkVersion(v: ConversationRecord, line: number): void {
     const list = this.apps.get(v.app_id)?.all;
     const holder = list?.[seqIndex(list, v.seq)];
-    if (holder && holder.seq === v.seq && holder.id !== v.id) throw this.badLine(line, `v.seq: ${v.seq} is already the seq of ${holder.id} (each conversation has its own)`);
+    if (holder && holder.seq === v.seq && holder.id !== v.id)
+      throw this.badLine(line, `v.seq: ${v.seq} is already the seq of ${holder.id} (each conversation has its own)`);
     const prev = this.records.get(v.id);
     if (!prev) return;
     for (const field of ['app_id', 'seq', 'created_at'] as const) {
       if (v[field] !== prev[field]) {
-        throw this.badLine(line, `v.${field}: ${JSON.stringify(v[field])} differs from ${JSON.stringify(prev[field])} in an earlier line of ${v.id} (it never changes)`);
+        throw this.badLine(
+          line,
+          `v.${field}: ${JSON.stringify(v[field])} differs from ${JSON.stringify(prev[field])} in an earlier line of ${v.id} (it never changes)`,
+        );
       }
     }
   }
@@ -454,7 +475,16 @@ export class FileStore implements Store {
           const f: FieldsT = { metadata: e.v.metadata };
           if (base && JSON.stringify(base.generated_title) !== JSON.stringify(e.v.generated_title)) f.generated_title = e.v.generated_title;
           if (base && base.title !== e.v.title) f.title = e.v.title;
-          unfinished.set(e.p, { id: e.v.id, p: e.p, f, n: e.v.message_count - (base?.message_count ?? 0), b: 0, c: e.c, where, whole: base ? undefined : e.v });
+          unfinished.set(e.p, {
+            id: e.v.id,
+            p: e.p,
+            f,
+            n: e.v.message_count - (base?.message_count ?? 0),
+            b: 0,
+            c: e.c,
+            where,
+            whole: base ? undefined : e.v,
+          });
         } else {
           known(e.id);
           unfinished.set(e.p, { id: e.id, p: e.p, f: e.f, n: e.n, b: e.b, c: e.c, where });
@@ -504,7 +534,10 @@ export class FileStore implements Store {
     await Promise.all(shards.map((s) => scan(path.join(root, s), true)));
     if (orphans.length > 0) {
       orphans.sort();
-      const named = orphans.slice(0, 3).map((f) => path.relative(this.dataDir, f)).join(', ');
+      const named = orphans
+        .slice(0, 3)
+        .map((f) => path.relative(this.dataDir, f))
+        .join(', ');
       throw new StoreError(
         this.journal.file,
         `has no record of ${orphans.length} conversation file${orphans.length === 1 ? '' : 's'} (${named}${orphans.length > 3 ? ', …' : ''}): ` +
@@ -526,7 +559,9 @@ export class FileStore implements Store {
         h = await this.history(x.id);
       } catch (err) {
         this.openIntents.set(x.p, x);
-        (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(`${(err as Error).message}; the exchange ${x.p} cut by a crash stays unsettled until the file can be read (the conversation's reads fail until then)`);
+        (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(
+          `${(err as Error).message}; the exchange ${x.p} cut by a crash stays unsettled until the file can be read (the conversation's reads fail until then)`,
+        );
         continue;
       }
       const landed = h.responses.some((r) => r.id === x.p) || h.items.some((i) => (i as { response_id?: string }).response_id === x.p);
@@ -589,9 +624,15 @@ export class FileStore implements Store {
     const f: FieldsT = {};
     if (next.title !== undefined && next.title !== current.title) f.title = next.title;
     if (next.deleted_at !== undefined && next.deleted_at !== current.deleted_at) f.deleted_at = next.deleted_at;
-    if (next.generated_title !== undefined && JSON.stringify(next.generated_title) !== JSON.stringify(current.generated_title)) f.generated_title = next.generated_title;
+    if (next.generated_title !== undefined && JSON.stringify(next.generated_title) !== JSON.stringify(current.generated_title))
+      f.generated_title = next.generated_title;
     // Compared only when given as its own property (a copy of a stored record has none: it is read on demand).
-    if (Object.hasOwn(next, 'metadata') && next.metadata !== undefined && JSON.stringify(next.metadata) !== JSON.stringify(current.metadata)) f.metadata = next.metadata;
+    if (
+      Object.hasOwn(next, 'metadata') &&
+      next.metadata !== undefined &&
+      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata)
+    )
+      f.metadata = next.metadata;
     const n = next.message_count === undefined ? 0 : next.message_count - current.message_count;
     return { f, n };
   }
@@ -620,12 +661,20 @@ export class FileStore implements Store {
     // Fields `record` changed from `base` win; the others keep what landed meanwhile.
     if (base) {
       if (f.title !== undefined && base.title === record.title) delete f.title;
-      if (f.generated_title !== undefined && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title)) delete f.generated_title;
+      if (f.generated_title !== undefined && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title))
+        delete f.generated_title;
     }
     return this.appendExchange(record.id, f, record.message_count - (base ?? current).message_count, items, response);
   }
 
-  private async appendExchange(id: string, f: FieldsT, n: number, items: ItemT[], response?: ResponseRecord, claim?: IdempotencyClaim): Promise<void> {
+  private async appendExchange(
+    id: string,
+    f: FieldsT,
+    n: number,
+    items: ItemT[],
+    response?: ResponseRecord,
+    claim?: IdempotencyClaim,
+  ): Promise<void> {
     const p = response?.id ?? items[0]?.id ?? `x_${Date.now()}`;
     // Read first: a damaged history refuses the exchange before anything is written.
     const h = await this.history(id);
@@ -665,11 +714,15 @@ export class FileStore implements Store {
    * the journal in one group commit, which is the commit point: a crash before it leaves at most
    * files that no record points to. Resolves once everything is durable; nothing is indexed before.
    */
-  async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file?: ConversationFile }>, concurrency = 16): Promise<void> {
+  async importConversations(
+    entries: ReadonlyArray<{ record: ConversationRecord; file?: ConversationFile }>,
+    concurrency = 16,
+  ): Promise<void> {
     const ids = new Set<string>();
     for (const { record } of entries) {
       if (!SAFE_ID.test(record.id)) throw new Error(`importConversations: ${JSON.stringify(record.id)} cannot name a file`);
-      if (this.records.has(record.id) || ids.has(record.id)) throw new Error(`importConversations: conversation ${record.id} already exists`);
+      if (this.records.has(record.id) || ids.has(record.id))
+        throw new Error(`importConversations: conversation ${record.id} already exists`);
       ids.add(record.id);
     }
     const dirs = new Set<string>();
@@ -692,7 +745,9 @@ export class FileStore implements Store {
     await Promise.all(
       entries.map(({ record }) => {
         const b = sizes.get(record.id) ?? 0;
-        return this.journal.append(b > 0 ? { t: 'conv', v: record, b } : { t: 'conv', v: record }, (where) => this.index(this.fromRecord(record, where, b)));
+        return this.journal.append(b > 0 ? { t: 'conv', v: record, b } : { t: 'conv', v: record }, (where) =>
+          this.index(this.fromRecord(record, where, b)),
+        );
       }),
     );
     this.compactIfDue();

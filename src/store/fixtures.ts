@@ -32,7 +32,9 @@ const Agent = z.looseObject({
   forms: z.array(z.string()).default([]),
 });
 /** An origin as a browser sends it: scheme, host and port only. */
-const Origin = z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be an origin such as https://shop.example or http://localhost:3000 (no path, no trailing slash)');
+const Origin = z
+  .string()
+  .regex(/^https?:\/\/[^/\s]+$/, 'must be an origin such as https://shop.example or http://localhost:3000 (no path, no trailing slash)');
 /** The embeddable widget of an app (docs/widget.md): who may embed it, and its own limits (D-52). */
 const Widget = z.strictObject({
   /** D-53: the pages allowed to embed the widget. */

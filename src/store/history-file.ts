@@ -11,7 +11,10 @@ import { syncDir } from './durable.ts';
 import { writeAll } from './journal.ts';
 import { StoreError, type ConversationFile, type ResponseRecord } from './types.ts';
 
-const PartSchema = z.object({ items: z.array(z.looseObject({ id: z.string(), type: z.string() })), responses: z.array(z.looseObject({ id: z.string() })) });
+const PartSchema = z.object({
+  items: z.array(z.looseObject({ id: z.string(), type: z.string() })),
+  responses: z.array(z.looseObject({ id: z.string() })),
+});
 
 /**
  * PartSchema's rules without zod's copy of the whole part (reads of uncached conversations showed

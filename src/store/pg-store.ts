@@ -41,7 +41,6 @@ interface Row extends ConversationRow {
   last_item_at: string;
 }
 
-
 /** D-27: what a conversation counts in its app's quota: its record's overhead, its metadata and its history; nothing once deleted. */
 function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number): number {
   return deletedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
@@ -64,7 +63,8 @@ export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readon
       users = EXCLUDED.users, bytes = EXCLUDED.bytes`;
 }
 
-const SELECT_ROW = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
+const SELECT_ROW =
+  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 export class PgStore implements Store {
   readonly sql: Sql;
@@ -142,7 +142,9 @@ export class PgStore implements Store {
   }
 
   async appCounters(appId: string): Promise<AppCounters> {
-    const [row] = await this.sql<{ conversations: string; messages: string; users: string }[]>`SELECT conversations, messages, users FROM app_stats WHERE app_id = ${appId}`;
+    const [row] = await this.sql<
+      { conversations: string; messages: string; users: string }[]
+    >`SELECT conversations, messages, users FROM app_stats WHERE app_id = ${appId}`;
     return { conversations: Number(row?.conversations ?? 0), messages: Number(row?.messages ?? 0), users: Number(row?.users ?? 0) };
   }
 
@@ -152,7 +154,9 @@ export class PgStore implements Store {
   }
 
   async idempotencyClaims(since: number): Promise<KeptClaim[]> {
-    const rows = await this.sql<{ key: string; fingerprint: string; at: string }[]>`SELECT key, fingerprint, at FROM idempotency_claims WHERE at >= ${since} ORDER BY at`;
+    const rows = await this.sql<
+      { key: string; fingerprint: string; at: string }[]
+    >`SELECT key, fingerprint, at FROM idempotency_claims WHERE at >= ${since} ORDER BY at`;
     return rows.map((c) => ({ key: c.key, fingerprint: c.fingerprint, at: Number(c.at) }));
   }
 
@@ -175,7 +179,19 @@ export class PgStore implements Store {
                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10))
          UPDATE app_stats SET conversations = conversations + 1, messages = messages + $10, users = users + (SELECT n FROM fresh), bytes = bytes + $11
          WHERE app_id = $2`,
-        [record.id, record.app_id, record.seq, record.created_at, record.external_user_id, record.title, JSON.stringify(record.generated_title), metadata, record.deleted_at, record.message_count, quotaBytes(record.deleted_at, metadata, 0)],
+        [
+          record.id,
+          record.app_id,
+          record.seq,
+          record.created_at,
+          record.external_user_id,
+          record.title,
+          JSON.stringify(record.generated_title),
+          metadata,
+          record.deleted_at,
+          record.message_count,
+          quotaBytes(record.deleted_at, metadata, 0),
+        ],
       );
       if (claim) await this.keepClaim(tx, claim, Date.now());
     });
@@ -206,7 +222,12 @@ export class PgStore implements Store {
   }
 
   /** Writes the fields of `next` that differ from `current`; returns the row as it then is. */
-  private async write(tx: TransactionSql, current: Row, next: ConversationChange, history?: { bytes: number; items: number; lastAt: number }): Promise<Row> {
+  private async write(
+    tx: TransactionSql,
+    current: Row,
+    next: ConversationChange,
+    history?: { bytes: number; items: number; lastAt: number },
+  ): Promise<Row> {
     const was = recordOf(current);
     const title = next.title !== undefined ? next.title : was.title;
     const deleted = next.deleted_at !== undefined ? next.deleted_at : was.deleted_at;
@@ -278,7 +299,10 @@ export class PgStore implements Store {
         const current = await this.locked(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
         const now = recordOf(current);
-        const next: ConversationChange = { ...record, message_count: now.message_count + record.message_count - (base ?? now).message_count };
+        const next: ConversationChange = {
+          ...record,
+          message_count: now.message_count + record.message_count - (base ?? now).message_count,
+        };
         // Fields `record` changed from `base` win; the others keep what landed meanwhile.
         if (base && base.title === record.title) delete next.title;
         if (base && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title)) delete next.generated_title;
@@ -289,7 +313,12 @@ export class PgStore implements Store {
   }
 
   /** Appends items and a response after the history's last ones; what it adds to the row's history fields. */
-  private async appendHistory(tx: TransactionSql, current: Row, items: ItemT[], response?: ResponseRecord): Promise<{ bytes: number; items: number; lastAt: number }> {
+  private async appendHistory(
+    tx: TransactionSql,
+    current: Row,
+    items: ItemT[],
+    response?: ResponseRecord,
+  ): Promise<{ bytes: number; items: number; lastAt: number }> {
     // §4.3: the history is sorted chronologically. An exchange is stamped when its request started but
     // lands when it is saved, so one that started earlier may land later: it takes the last item's time.
     let last = Number(current.last_item_at);

@@ -9,7 +9,14 @@ import path from 'node:path';
 import type { UnsequencedEvent } from '../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { Journal } from './journal.ts';
-import { ResponseEventsExpired, StoreError, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from './types.ts';
+import {
+  ResponseEventsExpired,
+  StoreError,
+  TERMINAL_EVENTS,
+  type LiveResponseStart,
+  type LiveResponses,
+  type ResponseTrace,
+} from './types.ts';
 
 /** D-36: how long a response's events stay resumable after its end. */
 export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
@@ -67,7 +74,8 @@ export class ResponseLog implements LiveResponses {
     await fs.mkdir(this.opts.dir, { recursive: true });
     await this.journal.open((e) => {
       const l = e as IndexLine;
-      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string') throw new StoreError(this.journal.file, 'an index line lacks id, a or c');
+      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string')
+        throw new StoreError(this.journal.file, 'an index line lacks id, a or c');
       this.index.set(l.id, { id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at, input: { content: '', metadata: null } });
     });
     for (const name of await fs.readdir(this.opts.dir)) {
@@ -87,7 +95,15 @@ export class ResponseLog implements LiveResponses {
       // reopened for the terminal event that start-up appends.
       await fs.writeFile(file, [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join(''));
       const handle = await fs.open(file, 'a');
-      this.live.set(start.id, { start, events, written: events.length, ended: false, handle, writing: Promise.resolve(), waiters: new Set() });
+      this.live.set(start.id, {
+        start,
+        events,
+        written: events.length,
+        ended: false,
+        handle,
+        writing: Promise.resolve(),
+        waiters: new Set(),
+      });
       this.leftRunning.push({ start, events, ended: false });
     }
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
@@ -134,7 +150,15 @@ export class ResponseLog implements LiveResponses {
   async begin(start: LiveResponseStart): Promise<{ running?: string }> {
     // Checked and taken in one synchronous step: two messages at once cannot both begin.
     for (const l of this.live.values()) if (!l.ended && l.start.conversation_id === start.conversation_id) return { running: l.start.id };
-    const live: Live = { start, events: [], written: 0, ended: false, handle: undefined as unknown as fs.FileHandle, writing: Promise.resolve(), waiters: new Set() };
+    const live: Live = {
+      start,
+      events: [],
+      written: 0,
+      ended: false,
+      handle: undefined as unknown as fs.FileHandle,
+      writing: Promise.resolve(),
+      waiters: new Set(),
+    };
     this.live.set(start.id, live);
     this.index.set(start.id, start);
     try {
@@ -168,10 +192,12 @@ export class ResponseLog implements LiveResponses {
       for (const wake of l.waiters) wake();
       l.waiters.clear();
     };
-    l.writing = l.writing.then(() => l.handle.write(`${JSON.stringify(event)}\n`)).then(wrote, (err: Error) => {
-      this.opts.warn?.(`response events of ${id} not written: ${err.message}`);
-      wrote();
-    });
+    l.writing = l.writing
+      .then(() => l.handle.write(`${JSON.stringify(event)}\n`))
+      .then(wrote, (err: Error) => {
+        this.opts.warn?.(`response events of ${id} not written: ${err.message}`);
+        wrote();
+      });
     if (!terminal) return;
     await l.writing;
     await l.handle.datasync().catch(() => {});

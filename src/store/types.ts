@@ -29,7 +29,9 @@ export interface ConversationFile {
  * A change of a conversation: the fields to change (a whole record will do; fields equal to the
  * current ones change nothing). `message_count` is the new count.
  */
-export type ConversationChange = Partial<Pick<ConversationRecord, 'title' | 'deleted_at' | 'generated_title' | 'metadata' | 'message_count'>>;
+export type ConversationChange = Partial<
+  Pick<ConversationRecord, 'title' | 'deleted_at' | 'generated_title' | 'metadata' | 'message_count'>
+>;
 
 /**
  * An Idempotency-Key's claim on the work it ran (src/pipeline/idempotency.ts): saved in the same step

@@ -32,8 +32,17 @@ before(async () => {
   script = path.join(dir, 'chat.sh');
   tmuxConf = path.join(dir, 'tmux.conf');
   await fs.writeFile(tmuxConf, 'set -g remain-on-exit on\n');
-  const env = { PARLEY_BASE_URL: s.baseUrl, PARLEY_API_KEY: KEY, PARLEY_APP_ID: APP, XDG_CONFIG_HOME: configHome, TERM: 'xterm-256color', ...NO_COVERAGE };
-  const exports = Object.entries(env).map(([k, v]) => `export ${k}='${v}'`).join('\n');
+  const env = {
+    PARLEY_BASE_URL: s.baseUrl,
+    PARLEY_API_KEY: KEY,
+    PARLEY_APP_ID: APP,
+    XDG_CONFIG_HOME: configHome,
+    TERM: 'xterm-256color',
+    ...NO_COVERAGE,
+  };
+  const exports = Object.entries(env)
+    .map(([k, v]) => `export ${k}='${v}'`)
+    .join('\n');
   await fs.writeFile(script, `#!/bin/sh\n${exports}\nexec "${process.execPath}" "${BIN}" chat "$@"\n`, { mode: 0o755 });
 });
 after(async () => {
@@ -63,11 +72,19 @@ const type = (target: string, text: string) => tmux('send-keys', '-t', target, '
 const key = (target: string, ...keys: string[]) => tmux('send-keys', '-t', target, ...keys);
 
 async function userMessages(id: string): Promise<string[]> {
-  const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{ type: string; role?: string; content?: Array<{ text?: string }> }>;
+  const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{
+    type: string;
+    role?: string;
+    content?: Array<{ text?: string }>;
+  }>;
   return items.filter((i) => i.type === 'message' && i.role === 'user').map((i) => (i.content ?? []).map((p) => p.text).join(''));
 }
 async function lastReply(id: string): Promise<string> {
-  const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{ type: string; role?: string; content?: Array<{ text?: string }> }>;
+  const items = (await s.call('GET', `/apps/${APP}/conversations/${id}`)).body.items as Array<{
+    type: string;
+    role?: string;
+    content?: Array<{ text?: string }>;
+  }>;
   const a = items.filter((i) => i.type === 'message' && i.role === 'assistant').at(-1);
   return (a?.content ?? []).map((p) => p.text).join('');
 }
@@ -85,7 +102,10 @@ async function waitReplies(id: string, n: number, target: string): Promise<strin
   return until(target, (t) => t.trimEnd().split('\n').at(-1)!.trim() === '>>>', 'the prompt after a reply');
 }
 
-test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash commands, wrapping, Ctrl-D, history', { skip: NO_TMUX, timeout: 180_000 }, async () => {
+test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash commands, wrapping, Ctrl-D, history', {
+  skip: NO_TMUX,
+  timeout: 180_000,
+}, async () => {
   const t = 'chat1';
   tmux('new-session', '-d', '-x', '100', '-y', '30', '-s', t, script);
   let text = await until(t, /^>>>/m, 'the first prompt');
@@ -156,7 +176,11 @@ test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash com
   const words = reply.split(/\s+/).filter((w) => w.length > 1);
   const shown = lines.join('\n');
   const visible = words.filter((w) => shown.includes(w.slice(0, 3)));
-  for (const w of visible.slice(-20)) assert.ok(lines.some((l) => l.includes(w)), `the word ${JSON.stringify(w)} was cut at the end of a line:\n${text}`);
+  for (const w of visible.slice(-20))
+    assert.ok(
+      lines.some((l) => l.includes(w)),
+      `the word ${JSON.stringify(w)} was cut at the end of a line:\n${text}`,
+    );
 
   // Ctrl-D leaves.
   key(t, 'C-d');
@@ -177,11 +201,18 @@ test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash com
   await until(t2, () => dead(t2), '/bye');
 });
 
-test('parley login at a terminal: the key is typed but never shown, and the profile is saved', { skip: NO_TMUX, timeout: 60_000 }, async () => {
+test('parley login at a terminal: the key is typed but never shown, and the profile is saved', {
+  skip: NO_TMUX,
+  timeout: 60_000,
+}, async () => {
   const home = await tempDir('parley-login-config-');
   const dir = await tempDir('parley-login-bin-');
   const login = path.join(dir, 'login.sh');
-  await fs.writeFile(login, `#!/bin/sh\nexport XDG_CONFIG_HOME='${home}' NODE_V8_COVERAGE=''\nexec "${process.execPath}" "${BIN}" login\n`, { mode: 0o755 });
+  await fs.writeFile(
+    login,
+    `#!/bin/sh\nexport XDG_CONFIG_HOME='${home}' NODE_V8_COVERAGE=''\nexec "${process.execPath}" "${BIN}" login\n`,
+    { mode: 0o755 },
+  );
   const t = 'login';
   tmux('new-session', '-d', '-x', '100', '-y', '30', '-s', t, login);
   await until(t, /^Base URL \[/m, 'the first question');

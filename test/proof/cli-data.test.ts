@@ -18,7 +18,18 @@ test('file store → pipe → PostgreSQL (served meanwhile) → file → new fil
   const store = new FileStore({ dataDir: a });
   await store.open();
   for (let i = 1; i <= 50; i++) {
-    await store.putConversation({ id: `conv_pipe${String(i).padStart(3, '0')}`, app_id: i % 2 ? 'app_demo' : 'app_x', seq: await store.nextSeq(), created_at: 1_700_000_000 + Math.floor(i / 10), external_user_id: null, title: i % 7 ? null : `t${i}`, generated_title: {}, metadata: { i }, deleted_at: i % 11 ? null : 1_700_000_100, message_count: 0 });
+    await store.putConversation({
+      id: `conv_pipe${String(i).padStart(3, '0')}`,
+      app_id: i % 2 ? 'app_demo' : 'app_x',
+      seq: await store.nextSeq(),
+      created_at: 1_700_000_000 + Math.floor(i / 10),
+      external_user_id: null,
+      title: i % 7 ? null : `t${i}`,
+      generated_title: {},
+      metadata: { i },
+      deleted_at: i % 11 ? null : 1_700_000_100,
+      message_count: 0,
+    });
   }
   await store.close();
 

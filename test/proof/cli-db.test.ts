@@ -12,7 +12,10 @@ test('status lists every migration pending (exit 1); migrate applies them; then 
   const url = await freshDatabase();
   const status = await runCli(['db', 'status', '--database-url', url]);
   assert.equal(status.code, 1, status.stderr);
-  assert.deepEqual(status.stdout.trim().split('\n'), MIGRATIONS.map((m) => `pending  #${m.version} ${m.name}`));
+  assert.deepEqual(
+    status.stdout.trim().split('\n'),
+    MIGRATIONS.map((m) => `pending  #${m.version} ${m.name}`),
+  );
   const migrated = await runCli(['db', 'migrate'], { env: { DATABASE_URL: url } });
   assert.equal(migrated.code, 0, migrated.stderr);
   assert.equal(migrated.stdout.trim(), `applied ${MIGRATIONS.map((m) => `#${m.version}`).join(', ')}`);
@@ -32,7 +35,9 @@ test('no database URL, or one of another scheme: a usage error (exit 2) that doe
   assert.doesNotMatch(other.stderr, /secret/);
 });
 
-test('migrate while another migrator holds the lock: says that it waits, applies nothing until the lock is freed, then migrates', { timeout: 30_000 }, async () => {
+test('migrate while another migrator holds the lock: says that it waits, applies nothing until the lock is freed, then migrates', {
+  timeout: 30_000,
+}, async () => {
   const url = await freshDatabase();
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   const other = await sql.reserve();

@@ -21,7 +21,11 @@ after(() => s.close());
 describe('the command (node --import tsx conformance/main.ts)', () => {
   async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...NO_COVERAGE }, timeout: 60_000 });
+      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'conformance/main.ts', ...args], {
+        cwd: ROOT,
+        env: { ...process.env, ...NO_COVERAGE },
+        timeout: 60_000,
+      });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };
@@ -90,4 +94,3 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     assert.match(r.stdout, /S4\.8-config-generative-ui {2}MUST .*\[needs apps\.generative_ui\]/);
   });
 });
-

@@ -19,15 +19,28 @@ const targetJson = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.
  * preconditions, so a mutant that breaks one on the way shows it. §8 runs by limit (S8-metadata-*,
  * S8-prompt-*, …): its cases share nothing across limits, and each limit's run is costly.
  */
-const sectionOf = (caseId: string) => (caseId.startsWith('S8-') ? caseId.replace(/^(S8-[a-z]+)-.*$/, '$1-*') : caseId.replace(/^(S[\d.]+)-.*$/, '$1-*'));
+const sectionOf = (caseId: string) =>
+  caseId.startsWith('S8-') ? caseId.replace(/^(S8-[a-z]+)-.*$/, '$1-*') : caseId.replace(/^(S[\d.]+)-.*$/, '$1-*');
 
-async function runAgainst(hooks: MutantHooks, opts: { profile: Profile; only?: string; timeoutMs?: number; settleTimeoutMs?: number; repeat?: number; basePath?: string }): Promise<RunResults> {
+async function runAgainst(
+  hooks: MutantHooks,
+  opts: { profile: Profile; only?: string; timeoutMs?: number; settleTimeoutMs?: number; repeat?: number; basePath?: string },
+): Promise<RunResults> {
   const server = await startTestServer();
   const proxy = await startMutantProxy(server.baseUrl, hooks, opts.basePath);
   try {
     const target: Target = parseTarget(targetJson, { baseUrl: proxy.baseUrl });
     // A mutant's 429 is judged as it comes (Retry-After waits are proven in test/conformance-ci.test.ts).
-    return await runConformance({ target, profile: opts.profile, only: opts.only, repeat: opts.repeat, timeoutMs: opts.timeoutMs ?? 10_000, settleTimeoutMs: opts.settleTimeoutMs ?? 10_000, handleSignals: false, maxRetryWaitMs: 0 });
+    return await runConformance({
+      target,
+      profile: opts.profile,
+      only: opts.only,
+      repeat: opts.repeat,
+      timeoutMs: opts.timeoutMs ?? 10_000,
+      settleTimeoutMs: opts.settleTimeoutMs ?? 10_000,
+      handleSignals: false,
+      maxRetryWaitMs: 0,
+    });
   } finally {
     await proxy.close();
     await server.close();
@@ -44,7 +57,13 @@ describe('each broken implementation is caught by its case, for its reason', { c
   for (const m of MUTANTS) {
     test(`${m.id}: ${m.breaks} (${m.section}) → ${m.caughtBy} (${m.profile})`, { timeout: 90_000 }, async () => {
       const only = sectionOf(m.caughtBy);
-      const r = await runAgainst(m.hooks(), { profile: m.profile, only, timeoutMs: m.timeoutMs, settleTimeoutMs: m.settleTimeoutMs, basePath: m.basePath }).catch((err: unknown) => err as Error);
+      const r = await runAgainst(m.hooks(), {
+        profile: m.profile,
+        only,
+        timeoutMs: m.timeoutMs,
+        settleTimeoutMs: m.settleTimeoutMs,
+        basePath: m.basePath,
+      }).catch((err: unknown) => err as Error);
       if (r instanceof UsageError || r instanceof PreflightError) {
         // Refused before any case (a base URL that does not end in /v1): the run exits 2, for this reason.
         assert.match(r.message, m.because, `the preflight refused ${m.id} for another reason`);
@@ -55,14 +74,22 @@ describe('each broken implementation is caught by its case, for its reason', { c
       const result = r.results.find((c) => c.id === m.caughtBy);
       assert.ok(result, `case ${m.caughtBy} did not run`);
       // Errored: blocked by a precondition that another case of the section ran and failed; that failure is the reason.
-      const message = result.status === 'errored' ? r.preconditions.find((p) => p.name === result.blockedBy)?.message : result.failure?.message;
+      const message =
+        result.status === 'errored' ? r.preconditions.find((p) => p.name === result.blockedBy)?.message : result.failure?.message;
       assert.ok(result.status === 'failed' || result.status === 'errored', `${m.caughtBy} ${result.status} against ${m.id}`);
       assert.match(message ?? '', m.because, `${m.caughtBy} failed against ${m.id} for another reason`);
       caught.push(m.id);
       // It breaks only a decision: the interface allows it, so profile spec must pass it (a fresh
       // proxy). Where its section has no MUST case, the combined run below is the proof.
       if (m.profile !== 'reference' || selectCases({ profile: 'spec', only }).length === 0) return;
-      const spec = await runAgainst(m.hooks(), { profile: 'spec', only, timeoutMs: m.timeoutMs, settleTimeoutMs: m.settleTimeoutMs, repeat: m.repeat, basePath: m.basePath });
+      const spec = await runAgainst(m.hooks(), {
+        profile: 'spec',
+        only,
+        timeoutMs: m.timeoutMs,
+        settleTimeoutMs: m.settleTimeoutMs,
+        repeat: m.repeat,
+        basePath: m.basePath,
+      });
       assert.deepEqual(failures(spec), [], `${m.id} breaks only ${m.section}, yet profile spec fails it`);
       allowed.add(m.id);
     });
@@ -76,7 +103,10 @@ describe('what the interface allows passes profile spec', () => {
 
   test('every reference-level mutant and every variant at once: the whole spec profile, twice in a row', { timeout: 180_000 }, async () => {
     const mutants = MUTANTS.filter((m) => m.profile === 'reference' && !m.alone);
-    const r = await runAgainst(composeHooks([...mutants, ...together].sort(crlfLast).map((m) => m.hooks())), { profile: 'spec', repeat: 2 });
+    const r = await runAgainst(composeHooks([...mutants, ...together].sort(crlfLast).map((m) => m.hooks())), {
+      profile: 'spec',
+      repeat: 2,
+    });
     assert.deepEqual(failures(r), []);
     assert.equal(r.summary.skipped, 0);
     for (const m of [...mutants, ...together]) allowed.add(m.id);
@@ -88,7 +118,9 @@ describe('what the interface allows passes profile spec', () => {
   });
 
   for (const v of VARIANTS.filter((x) => x.decision)) {
-    test(`${v.id} departs from ${v.decision!.id} only: profile reference catches it in ${v.decision!.caughtBy}, for its reason`, { timeout: 90_000 }, async () => {
+    test(`${v.id} departs from ${v.decision!.id} only: profile reference catches it in ${v.decision!.caughtBy}, for its reason`, {
+      timeout: 90_000,
+    }, async () => {
       const r = await runAgainst(v.hooks(), { profile: 'reference', only: sectionOf(v.decision!.caughtBy) });
       const result = r.results.find((c) => c.id === v.decision!.caughtBy);
       assert.equal(result?.status, 'failed', `${v.decision!.caughtBy} ${result?.status} against ${v.id}`);
@@ -98,7 +130,9 @@ describe('what the interface allows passes profile spec', () => {
 
   for (const v of VARIANTS.filter((x) => x.alone)) {
     const a = v.alone!;
-    test(`${v.id}: passes with --timeout ${a.timeoutMs} and --settle-timeout ${a.settleTimeoutMs}${a.failsWithin ? `, fails with --settle-timeout ${a.failsWithin}` : ''}`, { timeout: 120_000 }, async () => {
+    test(`${v.id}: passes with --timeout ${a.timeoutMs} and --settle-timeout ${a.settleTimeoutMs}${a.failsWithin ? `, fails with --settle-timeout ${a.failsWithin}` : ''}`, {
+      timeout: 120_000,
+    }, async () => {
       for (const profile of v.decision ? (['spec'] as const) : (['spec', 'reference'] as const)) {
         const r = await runAgainst(v.hooks(), { profile, only: a.only, timeoutMs: a.timeoutMs, settleTimeoutMs: a.settleTimeoutMs });
         assert.deepEqual(failures(r), [], `profile ${profile}`);

@@ -27,10 +27,12 @@ describe('the reference server conforms', () => {
       t.diagnostic(`profile ${profile}: ${r.summary.passed} passed, ${r.summary.failed} failed, ${r.summary.skipped} skipped`);
       assert.equal(r.summary.failed + r.summary.errored, 0, failures(r));
       const skipped = r.results.filter((c) => c.status === 'skipped');
-      assert.deepEqual(skipped.map((c) => `${c.id}: ${c.reason}`), []);
+      assert.deepEqual(
+        skipped.map((c) => `${c.id}: ${c.reason}`),
+        [],
+      );
       assert.equal(r.results.length, selectCases({ profile }).length);
       assert.deepEqual(r.cleanup.failed, []);
     });
   }
-
 });

@@ -123,7 +123,10 @@ async function crashCycles(opts: Cycles): Promise<number> {
           // produced before it (possibly nothing): the exchange is whole, as a failed one.
           const r = await call(again.base, 'GET', `/apps/${APP}/responses/${u.response_id}`);
           // (The texts were checked above: it is the message in flight at this kill or an earlier one.)
-          assert.ok(r.body.status === 'failed' && r.body.error?.code === 'interrupted', `${id}: a user message without its reply (${JSON.stringify(r.body)})`);
+          assert.ok(
+            r.body.status === 'failed' && r.body.error?.code === 'interrupted',
+            `${id}: a user message without its reply (${JSON.stringify(r.body)})`,
+          );
         }
         e.messages = texts;
       }
@@ -134,7 +137,11 @@ async function crashCycles(opts: Cycles): Promise<number> {
     let after: string | null = null;
     let listed = 0;
     do {
-      const page: { status: number; body: any } = await call(again.base, 'GET', `${conv}?limit=100&order=asc${after ? `&after=${after}` : ''}`);
+      const page: { status: number; body: any } = await call(
+        again.base,
+        'GET',
+        `${conv}?limit=100&order=asc${after ? `&after=${after}` : ''}`,
+      );
       assert.equal(page.status, 200);
       const list = ReferenceConversationList.parse(page.body);
       for (const c of list.data) {
@@ -157,10 +164,15 @@ async function crashCycles(opts: Cycles): Promise<number> {
     for (const [id, e] of expected) {
       if (e.deleted) continue;
       const file = path.join(dataDir, 'conversations', id.slice(-2), `${id}.jsonl`);
-      const lines = await fs.readFile(file, 'utf8').then((t) => t.split('\n').filter(Boolean), () => []);
-      for (const line of lines) onDisk += (JSON.parse(line) as { items: Array<{ type: string }> }).items.filter((i) => i.type === 'message').length;
+      const lines = await fs.readFile(file, 'utf8').then(
+        (t) => t.split('\n').filter(Boolean),
+        () => [],
+      );
+      for (const line of lines)
+        onDisk += (JSON.parse(line) as { items: Array<{ type: string }> }).items.filter((i) => i.type === 'message').length;
     }
-    if ([...expected.values()].some((e) => e.deleted)) assert.ok(metrics.body.total_messages >= onDisk, 'total_messages counts at least the message items on disk');
+    if ([...expected.values()].some((e) => e.deleted))
+      assert.ok(metrics.body.total_messages >= onDisk, 'total_messages counts at least the message items on disk');
     else assert.equal(metrics.body.total_messages, onDisk, 'total_messages matches the message items on disk');
     maybeCreated.clear(); // not listed after the restart: they never happened
   };
@@ -181,7 +193,10 @@ async function crashCycles(opts: Cycles): Promise<number> {
     };
 
     const worker = async (w: number) => {
-      const mine: string[] = [...expected.entries()].filter(([, e]) => !e.deleted).map(([id]) => id).filter((_, i) => i % WORKERS === w);
+      const mine: string[] = [...expected.entries()]
+        .filter(([, e]) => !e.deleted)
+        .map(([id]) => id)
+        .filter((_, i) => i % WORKERS === w);
       for (let n = 0; !killed; n++) {
         const r = Math.random();
         const target = mine[Math.floor(Math.random() * mine.length)];
@@ -256,7 +271,9 @@ test('SIGKILL under a write load loses nothing answered and leaves nothing half 
   assert.equal(cycles, CYCLES);
 });
 
-test('kill -9 of the process group and an immediate restart, in a loop under a write load: never refused, nothing answered lost', { timeout: 240_000 }, async (t) => {
+test('kill -9 of the process group and an immediate restart, in a loop under a write load: never refused, nothing answered lost', {
+  timeout: 240_000,
+}, async (t) => {
   let zombies = 0;
   const cycles = await crashCycles({
     cycles: 25,

@@ -115,7 +115,10 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
     const { body: c } = await s.call('POST', '/apps/app_stream/conversations', {});
     const before = await snapshot(c.id);
     fault.full = true;
-    const r = await s.call('POST', `/apps/app_stream/conversations/${c.id}`, { message: { content: 'Hello during the fault' }, stream: false });
+    const r = await s.call('POST', `/apps/app_stream/conversations/${c.id}`, {
+      message: { content: 'Hello during the fault' },
+      stream: false,
+    });
     fault.full = false;
     assertInternal(r);
     assert.ok(fault.refused > 0);
@@ -126,7 +129,10 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
     const { body: c } = await s.call('POST', '/apps/app_stream/conversations', {});
     const before = await snapshot(c.id);
     fault.full = true;
-    const r = await s.call('POST', `/apps/app_stream/conversations/${c.id}`, { message: { content: 'Hello during the fault' }, stream: true });
+    const r = await s.call('POST', `/apps/app_stream/conversations/${c.id}`, {
+      message: { content: 'Hello during the fault' },
+      stream: true,
+    });
     fault.full = false;
     // D-17: what fails before the first event is a plain error object (the stream's own failure after
     // its 200, a save that fails at the end, is proven in test/engine.test.ts).
@@ -155,7 +161,9 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
     const send = (stream: boolean, key: string) => {
       const body = { message: { content: `Keyed ${stream ? 'stream' : 'JSON'} message` }, stream };
       const headers = { 'idempotency-key': `"${key}"` };
-      return stream ? postSse(s.baseUrl, `/apps/app_stream/conversations/${c.id}`, body, { headers }) : s.call('POST', `/apps/app_stream/conversations/${c.id}`, body, { headers });
+      return stream
+        ? postSse(s.baseUrl, `/apps/app_stream/conversations/${c.id}`, body, { headers })
+        : s.call('POST', `/apps/app_stream/conversations/${c.id}`, body, { headers });
     };
     const key = `disk-${c.id}`;
     fault.full = true;
@@ -174,7 +182,10 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
     assert.equal(retryStream.headers.get('idempotent-replayed'), null, 'ran again, not replayed');
     assert.equal(retryStream.events.at(-1)!.event, 'response.completed');
     const items = (await s.call('GET', `/apps/app_stream/conversations/${c.id}`)).body.items;
-    assert.deepEqual(items.map((i: any) => i.response_id), [retry.body.id, retry.body.id, retryStream.events[0]!.data.id, retryStream.events[0]!.data.id]);
+    assert.deepEqual(
+      items.map((i: any) => i.response_id),
+      [retry.body.id, retry.body.id, retryStream.events[0]!.data.id, retryStream.events[0]!.data.id],
+    );
     // From now on the successful answers are the ones kept.
     const replay = (await send(false, `${key}-json`)) as { status: number; headers: Headers; body: any };
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
@@ -197,7 +208,9 @@ describe('a really full disk (a 1 MiB tmpfs; needs root and mount, skipped other
       const acked = new Set<string>();
       for (let i = 0; i < 3; i++) acked.add((await s.call('POST', conv, { title: `ok ${i}` })).body.id);
       // Fill the disk; the journal's last page may still hold a few lines, so write until refused.
-      await fs.writeFile(path.join(dir, 'filler'), Buffer.alloc(2 * 1024 * 1024)).catch((err: NodeJS.ErrnoException) => assert.equal(err.code, 'ENOSPC'));
+      await fs
+        .writeFile(path.join(dir, 'filler'), Buffer.alloc(2 * 1024 * 1024))
+        .catch((err: NodeJS.ErrnoException) => assert.equal(err.code, 'ENOSPC'));
       let refused = 0;
       for (let i = 0; i < 200 && refused === 0; i++) {
         const r = await s.call('POST', conv, { title: `fill ${i}`, metadata: { pad: 'x'.repeat(2_000) } });
@@ -220,7 +233,11 @@ describe('a really full disk (a 1 MiB tmpfs; needs root and mount, skipped other
       await s.close();
       s = await startTestServer({ dataDir: data });
       const again = await s.call('GET', `${conv}?limit=100`);
-      assert.deepEqual(new Set(again.body.data.map((c: { id: string }) => c.id)), acked, 'a restart reads back exactly what was acknowledged');
+      assert.deepEqual(
+        new Set(again.body.data.map((c: { id: string }) => c.id)),
+        acked,
+        'a restart reads back exactly what was acknowledged',
+      );
     } finally {
       await s?.close();
       execFileSync('umount', [dir], { stdio: 'ignore' });
@@ -231,7 +248,11 @@ describe('a really full disk (a 1 MiB tmpfs; needs root and mount, skipped other
 /** Runs the real entry point and returns its exit code and stderr. */
 function start(dataDir: string): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     let stdout = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -23,14 +23,19 @@ try {
   process.exit(0);
 }`;
 
-test('four processes opening one data directory at once: exactly one holds it, the others are refused naming it', { timeout: 120_000 }, async () => {
+test('four processes opening one data directory at once: exactly one holds it, the others are refused naming it', {
+  timeout: 120_000,
+}, async () => {
   for (const stale of [false, true]) {
     for (let round = 0; round < 3; round++) {
       const dir = await tempDir();
       // A LOCK of a process that has exited (its pid free): taken over by exactly one of them.
       if (stale) await fs.writeFile(path.join(dir, 'LOCK'), JSON.stringify({ pid: 2 ** 22 + 1, start: '1', boot: 'gone' }));
       const children = Array.from({ length: 4 }, () =>
-        spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', OPENER, dir], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] }),
+        spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', OPENER, dir], {
+          cwd: ROOT,
+          stdio: ['pipe', 'pipe', 'inherit'],
+        }),
       );
       try {
         const said = await Promise.all(
@@ -47,7 +52,8 @@ test('four processes opening one data directory at once: exactly one holds it, t
         );
         assert.equal(said.filter((s) => s === 'ok').length, 1, said.join(' | '));
         const holder = children[said.indexOf('ok')]!.pid;
-        for (const s of said.filter((x) => x !== 'ok')) assert.match(s, new RegExp(`^refused: .*in use by another Parley process \\(pid ${holder}\\)`));
+        for (const s of said.filter((x) => x !== 'ok'))
+          assert.match(s, new RegExp(`^refused: .*in use by another Parley process \\(pid ${holder}\\)`));
         assert.equal(JSON.parse(await fs.readFile(path.join(dir, 'LOCK'), 'utf8')).pid, holder);
       } finally {
         for (const c of children) c.stdin!.end();

@@ -98,7 +98,11 @@ describe('npm start (src/main.ts)', () => {
     // which needs to be able to read the project.
     const asRoot = process.getuid?.() === 0;
     if (asRoot) {
-      const probe = spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(path.join(ROOT, 'node_modules/tsx/package.json'))})`], { uid: 65534, gid: 65534 });
+      const probe = spawnSync(
+        process.execPath,
+        ['-e', `require('fs').accessSync(${JSON.stringify(path.join(ROOT, 'node_modules/tsx/package.json'))})`],
+        { uid: 65534, gid: 65534 },
+      );
       if (probe.status !== 0) {
         t.skip('running as root and user nobody cannot read the project, so no honest unwritable directory');
         return;
@@ -115,7 +119,9 @@ describe('npm start (src/main.ts)', () => {
     }
   });
 
-  test('the access log is written asynchronously yet no line is lost on SIGTERM: one per request, then "stopped"', { timeout: 60_000 }, async () => {
+  test('the access log is written asynchronously yet no line is lost on SIGTERM: one per request, then "stopped"', {
+    timeout: 60_000,
+  }, async () => {
     const dataDir = await tempDir();
     const child = startMain(['--port', '0', '--data-dir', dataDir], { env: { LOG_LEVEL: 'info' } });
     const stdoutClosed = once(child.proc.stdout!, 'close');
@@ -152,10 +158,23 @@ describe('npm start (src/main.ts)', () => {
     // A request that is certainly under way at SIGTERM: a slow stream (app_slow, 150 ms a chunk)
     // whose first event has arrived. Whether any of the burst's creates is still under way when the
     // signal lands is a matter of timing; this one is not.
-    const slowConv = ((await (await fetch(`${url}/apps/app_slow/conversations`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: '{}' })).json()) as { id: string }).id;
+    const slowConv = (
+      (await (
+        await fetch(`${url}/apps/app_slow/conversations`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: '{}',
+        })
+      ).json()) as { id: string }
+    ).id;
     let streamOpen!: () => void;
     const opened = new Promise<void>((resolve) => (streamOpen = resolve));
-    const slow = postSse(url, `/apps/app_slow/conversations/${slowConv}`, { message: { content: 'thanks' }, stream: true }, { onEvent: (e) => e.event === 'response.created' && streamOpen() });
+    const slow = postSse(
+      url,
+      `/apps/app_slow/conversations/${slowConv}`,
+      { message: { content: 'thanks' }, stream: true },
+      { onEvent: (e) => e.event === 'response.created' && streamOpen() },
+    );
     await opened;
     const worker = async () => {
       for (;;) {

@@ -28,12 +28,30 @@ after(() => s.close());
 
 test('the package holds the CLI, the suite, the reference server and its docs; no tests, no repository tooling', async () => {
   const { stdout } = await exec('tar', ['-tzf', tarball]);
-  const files = stdout.trim().split('\n').map((f) => f.replace(/^package\//, ''));
-  for (const f of ['package.json', 'bin/parley.js', 'cli/main.ts', 'conformance/run.ts', 'conformance/cases/events.ts', 'src/contract/index.ts', 'fixtures/target.json', 'docs/conformance.md']) assert.ok(files.includes(f), `${f} is missing`);
-  assert.deepEqual(files.filter((f) => /^(test|bench|\.ci)\/|^conformance\/docs\.ts$|^node_modules\//.test(f)), []);
+  const files = stdout
+    .trim()
+    .split('\n')
+    .map((f) => f.replace(/^package\//, ''));
+  for (const f of [
+    'package.json',
+    'bin/parley.js',
+    'cli/main.ts',
+    'conformance/run.ts',
+    'conformance/cases/events.ts',
+    'src/contract/index.ts',
+    'fixtures/target.json',
+    'docs/conformance.md',
+  ])
+    assert.ok(files.includes(f), `${f} is missing`);
+  assert.deepEqual(
+    files.filter((f) => /^(test|bench|\.ci)\/|^conformance\/docs\.ts$|^node_modules\//.test(f)),
+    [],
+  );
 });
 
-test('npx parley conformance --target FILE in an empty directory with only the tarball installed: the whole spec profile passes', { timeout: 240_000 }, async () => {
+test('npx parley conformance --target FILE in an empty directory with only the tarball installed: the whole spec profile passes', {
+  timeout: 240_000,
+}, async () => {
   const app = path.join(dir, 'ci');
   await fs.mkdir(app);
   await fs.writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'another-teams-ci', private: true }));
@@ -41,7 +59,11 @@ test('npx parley conformance --target FILE in an empty directory with only the t
   const target = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));
   await fs.writeFile(path.join(app, 'target.json'), JSON.stringify({ ...target, base_url: s.baseUrl }));
 
-  const run = await exec('npx', ['--offline', 'parley', 'conformance', '--target', 'target.json', '--reporter', 'html', '--out', 'report.html'], { cwd: app, env, timeout: 120_000 }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+  const run = await exec(
+    'npx',
+    ['--offline', 'parley', 'conformance', '--target', 'target.json', '--reporter', 'html', '--out', 'report.html'],
+    { cwd: app, env, timeout: 120_000 },
+  ).catch((err: { code: number; stdout: string; stderr: string }) => err);
   const { stdout, stderr } = run as { stdout: string; stderr: string };
   assert.equal((run as { code?: number }).code ?? 0, 0, stdout + stderr);
   assert.match(stdout.trimEnd().split('\n').at(-1)!, /^conformance: \d+ passed, 0 failed, 0 skipped, 0 errored$/);

@@ -21,7 +21,10 @@ function failures(r: RunResults): string {
 async function conforms(baseUrl: string, profile: 'spec' | 'reference'): Promise<RunResults> {
   const r = await runConformance({ target: parseTarget(TARGET, { baseUrl }), profile, timeoutMs: 10_000 });
   assert.equal(r.summary.failed + r.summary.errored, 0, failures(r));
-  assert.deepEqual(r.results.filter((c) => c.status === 'skipped').map((c) => `${c.id}: ${c.reason}`), []);
+  assert.deepEqual(
+    r.results.filter((c) => c.status === 'skipped').map((c) => `${c.id}: ${c.reason}`),
+    [],
+  );
   assert.equal(r.results.length, selectCases({ profile }).length);
   assert.deepEqual(r.cleanup.failed, []);
   return r;

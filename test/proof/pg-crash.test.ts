@@ -15,11 +15,29 @@ usePostgres();
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 async function spawnServer(url: string, dataDir: string): Promise<{ child: ChildProcess; base: string; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--fixtures', FIXTURES_DIR, '--log-level', 'warn', '--data-dir', dataDir, '--database-url', url], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_V8_COVERAGE: '' },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/main.ts',
+      '--port',
+      '0',
+      '--fixtures',
+      FIXTURES_DIR,
+      '--log-level',
+      'warn',
+      '--data-dir',
+      dataDir,
+      '--database-url',
+      url,
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_V8_COVERAGE: '' },
+    },
+  );
   const { base, exited } = listening(child);
   return { child, base: await base, exited };
 }
@@ -33,7 +51,9 @@ async function call(base: string, method: string, p: string, body?: unknown): Pr
   return { status: res.status, body: await res.json() };
 }
 
-test('SIGKILL under a write load, three times: every answered create and message is there after the restart', { timeout: 180_000 }, async () => {
+test('SIGKILL under a write load, three times: every answered create and message is there after the restart', {
+  timeout: 180_000,
+}, async () => {
   const url = await freshDatabase();
   const dataDir = await tempDir();
   const conv = `/apps/${APP}/conversations`;
@@ -80,7 +100,9 @@ test('SIGKILL under a write load, three times: every answered create and message
       const r = await call(server.base, 'GET', `${conv}/${id}`);
       assert.equal(r.status, 200, `${id} was answered, then lost`);
       assert.equal(r.body.title, want.title);
-      const users = r.body.items.filter((i: { role?: string }) => i.role === 'user').map((i: { content: { text: string }[] }) => i.content[0]!.text);
+      const users = r.body.items
+        .filter((i: { role?: string }) => i.role === 'user')
+        .map((i: { content: { text: string }[] }) => i.content[0]!.text);
       for (const m of want.messages) assert.ok(users.includes(m), `${id}: the answered message "${m}" was lost`);
     }
   } finally {

@@ -62,9 +62,13 @@ describe('three instances on one database', () => {
     await fleet?.close();
   });
 
-  test('D-23: a 5-per-minute app admits exactly 5 of 30 concurrent counted requests spread over the three; 25 get 429 with Retry-After and the rate headers', { timeout: 120_000 }, async () => {
+  test('D-23: a 5-per-minute app admits exactly 5 of 30 concurrent counted requests spread over the three; 25 get 429 with Retry-After and the rate headers', {
+    timeout: 120_000,
+  }, async () => {
     const before = [...proxy.served.values()];
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => call(proxy.base, 'POST', `/apps/${LIMITED}/completions`, { prompt: `count me ${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => call(proxy.base, 'POST', `/apps/${LIMITED}/completions`, { prompt: `count me ${i}` })),
+    );
     const spread = [...proxy.served.values()].map((n, i) => n - before[i]!);
     assert.deepEqual(spread, [10, 10, 10], 'the proxy spreads the 30 requests evenly');
     const ok = answers.filter((r) => r.status === 200);
@@ -87,10 +91,13 @@ describe('three instances on one database', () => {
     const [used] = await query(url, (sql) => sql<{ n: number }[]>`SELECT count(*)::int AS n FROM usage_entries WHERE app_id = ${LIMITED}`);
     assert.equal(used!.n, 5);
     // And every instance now refuses at once.
-    for (const i of fleet.instances) assert.equal((await call(i.base, 'POST', `/apps/${LIMITED}/completions`, { prompt: 'one more' })).status, 429);
+    for (const i of fleet.instances)
+      assert.equal((await call(i.base, 'POST', `/apps/${LIMITED}/completions`, { prompt: 'one more' })).status, 429);
   });
 
-  test('one Idempotency-Key sent to two instances at once creates once (both answers agree, or one is 409 idempotency_key_in_use)', { timeout: 120_000 }, async () => {
+  test('one Idempotency-Key sent to two instances at once creates once (both answers agree, or one is 409 idempotency_key_in_use)', {
+    timeout: 120_000,
+  }, async () => {
     const keys = Array.from({ length: 12 }, (_, i) => `fleet-create-${i}-${Date.now()}`);
     for (const key of keys) {
       const body = { title: key };
@@ -106,7 +113,11 @@ describe('three instances on one database', () => {
       const again = await call(c.base, 'POST', conv, body, { 'idempotency-key': `"${key}"` });
       assert.deepEqual([again.status, again.body.id, again.headers.get('idempotent-replayed')], [200, created[0]!.body.id, 'true']);
     }
-    const rows = await query(url, (sql) => sql<{ title: string; n: number }[]>`SELECT title, count(*)::int AS n FROM conversations WHERE title = ANY(${keys}) GROUP BY title`);
+    const rows = await query(
+      url,
+      (sql) =>
+        sql<{ title: string; n: number }[]>`SELECT title, count(*)::int AS n FROM conversations WHERE title = ANY(${keys}) GROUP BY title`,
+    );
     assert.deepEqual(rows.map((r) => [r.title, r.n]).sort(), keys.map((k) => [k, 1]).sort());
 
     // A message sent with one key on two instances at once is one exchange (D-30: the second joins it).
@@ -117,21 +128,36 @@ describe('three instances on one database', () => {
     const answered = both.filter((r) => r.status === 200);
     assert.ok(answered.length >= 1, JSON.stringify(both.map((r) => [r.status, r.body])));
     if (answered.length === 2) assert.equal(answered[0]!.body.id, answered[1]!.body.id);
-    else assert.deepEqual([both.find((r) => r.status !== 200)!.status, both.find((r) => r.status !== 200)!.body.error.code], [409, 'idempotency_key_in_use']);
+    else
+      assert.deepEqual(
+        [both.find((r) => r.status !== 200)!.status, both.find((r) => r.status !== 200)!.body.error.code],
+        [409, 'idempotency_key_in_use'],
+      );
     const items = (await call(c.base, 'GET', `${conv}/${target}`)).body.items as { role?: string }[];
     assert.equal(items.filter((i) => i.role === 'user').length, 1, 'the message ran twice');
   });
 
-  test('D-37 across instances: a message sent on one instance while a reply of its conversation runs on another waits for it, then gets its own', { timeout: 120_000 }, async () => {
+  test('D-37 across instances: a message sent on one instance while a reply of its conversation runs on another waits for it, then gets its own', {
+    timeout: 120_000,
+  }, async () => {
     const slow = '/apps/app_slow/conversations';
     const id = (await call(c.base, 'POST', slow, {})).body.id as string;
     let second: Promise<Answer> | undefined;
-    const first = await postSse(a.base, `${slow}/${id}`, { message: { content: 'First question: how do I reset my password?' }, stream: true }, {
-      onEvent: (e) => {
-        // The first reply has begun (D-35: in the store) on a: the second is sent to b now.
-        if (e.event === 'response.created') second = call(b.base, 'POST', `${slow}/${id}`, { message: { content: 'Second question: how do I change my email?' }, stream: false });
+    const first = await postSse(
+      a.base,
+      `${slow}/${id}`,
+      { message: { content: 'First question: how do I reset my password?' }, stream: true },
+      {
+        onEvent: (e) => {
+          // The first reply has begun (D-35: in the store) on a: the second is sent to b now.
+          if (e.event === 'response.created')
+            second = call(b.base, 'POST', `${slow}/${id}`, {
+              message: { content: 'Second question: how do I change my email?' },
+              stream: false,
+            });
+        },
       },
-    });
+    );
     assert.equal(first.events.at(-1)!.event, 'response.completed');
     const firstId = first.events[0]!.data.id as string;
     const r = await second!;
@@ -143,7 +169,9 @@ describe('three instances on one database', () => {
     assert.deepEqual(runs, [firstId, r.body.id]);
   });
 
-  test('D-12: full list walks (both orders) on one instance while another creates and deletes see every conversation that stayed exactly once', { timeout: 180_000 }, async () => {
+  test('D-12: full list walks (both orders) on one instance while another creates and deletes see every conversation that stayed exactly once', {
+    timeout: 180_000,
+  }, async () => {
     const app = TARGET.apps.knowledge_base!; // an app of its own: no other test lists it
     const list = `/apps/${app}/conversations`;
     const existing: string[] = [];
@@ -193,19 +221,27 @@ describe('three instances on one database', () => {
     }
   });
 
-  test('SSE through the proxy arrives as it is produced: two deltas in, a cancel on another instance ends the stream cancelled', { timeout: 120_000 }, async () => {
+  test('SSE through the proxy arrives as it is produced: two deltas in, a cancel on another instance ends the stream cancelled', {
+    timeout: 120_000,
+  }, async () => {
     const slow = `/apps/app_slow/conversations`;
     const id = (await call(proxy.base, 'POST', slow, {})).body.id as string;
     let responseId = '';
     let deltas = 0;
     let cancel: Promise<Answer> | undefined;
-    const r = await postSse(proxy.base, `${slow}/${id}`, { message: { content: 'Tell me a long story about the sea' } }, {
-      onEvent: (e) => {
-        if (e.event === 'response.created') responseId = e.data.id;
-        // Had the proxy held the stream back, the deltas would come only with the end: no cancel would stop it.
-        if (e.event === 'response.output_text.delta' && ++deltas === 2) cancel = call(c.base, 'POST', `/apps/app_slow/responses/${responseId}/cancel`);
+    const r = await postSse(
+      proxy.base,
+      `${slow}/${id}`,
+      { message: { content: 'Tell me a long story about the sea' } },
+      {
+        onEvent: (e) => {
+          if (e.event === 'response.created') responseId = e.data.id;
+          // Had the proxy held the stream back, the deltas would come only with the end: no cancel would stop it.
+          if (e.event === 'response.output_text.delta' && ++deltas === 2)
+            cancel = call(c.base, 'POST', `/apps/app_slow/responses/${responseId}/cancel`);
+        },
       },
-    });
+    );
     assert.ok(cancel, 'two deltas came through');
     assert.equal((await cancel).status, 200);
     const last = r.events.at(-1)!;
@@ -229,7 +265,9 @@ describe('kill -9 of one instance of three mid-write', () => {
   });
   after(() => fleet?.close());
 
-  test('loses nothing it acknowledged, the others keep serving, and its reply in progress is saved interrupted by a survivor', { timeout: 240_000 }, async () => {
+  test('loses nothing it acknowledged, the others keep serving, and its reply in progress is saved interrupted by a survivor', {
+    timeout: 240_000,
+  }, async () => {
     const [victim, ...survivors] = fleet.instances as [Instance, Instance, Instance];
     // A reply streaming on the victim when it dies (D-38).
     const slowConv = (await call(victim.base, 'POST', '/apps/app_slow/conversations', {})).body.id as string;
@@ -300,7 +338,9 @@ describe('kill -9 of one instance of three mid-write', () => {
         const r = await call(s.base, 'GET', `${conv}/${id}`);
         assert.equal(r.status, 200, `${id} was acknowledged, then lost`);
         assert.equal(r.body.title, want.title);
-        const users = r.body.items.filter((i: { role?: string }) => i.role === 'user').map((i: { content: { text: string }[] }) => i.content[0]!.text);
+        const users = r.body.items
+          .filter((i: { role?: string }) => i.role === 'user')
+          .map((i: { content: { text: string }[] }) => i.content[0]!.text);
         for (const m of want.messages) assert.ok(users.includes(m), `${id}: the acknowledged message "${m}" was lost`);
       }
     }
@@ -309,7 +349,10 @@ describe('kill -9 of one instance of three mid-write', () => {
     const proxy = await startProxy(fleet.instances.map((i) => i.origin));
     try {
       const through = await Promise.all(Array.from({ length: 9 }, (_, i) => call(proxy.base, 'POST', conv, { title: `after ${i}` })));
-      assert.deepEqual(through.map((r) => r.status), Array(9).fill(200));
+      assert.deepEqual(
+        through.map((r) => r.status),
+        Array(9).fill(200),
+      );
       assert.ok(proxy.served.get(victim.origin)! <= 1, 'the dead instance was dropped from the rotation after its first refusal');
     } finally {
       await proxy.close();
@@ -317,7 +360,9 @@ describe('kill -9 of one instance of three mid-write', () => {
 
     // D-38: the dead instance's reply is saved `interrupted` by a survivor once its lease expires; a
     // resume on a survivor follows it to that end (told by the store, no polling here).
-    const events = await fetch(`${survivors[0]!.base}/apps/app_slow/responses/${responseId}/events`, { headers: { authorization: `Bearer ${KEY}` } });
+    const events = await fetch(`${survivors[0]!.base}/apps/app_slow/responses/${responseId}/events`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     assert.equal(events.status, 200);
     const seen: { event?: string; data: string }[] = [];
     const parser = createParser({ onEvent: (e) => seen.push(e) });

@@ -17,7 +17,10 @@ test('five instances migrating one empty database at once: each migration runs e
     // Exactly one instance applied everything; the others waited on the lock and found nothing to do.
     assert.deepEqual(applied.flat().sort(), MIGRATIONS.map((m) => m.version).sort());
     const status = await migrationStatus(clients[0]!);
-    assert.deepEqual(status.applied.map((r) => r.version), MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      status.applied.map((r) => r.version),
+      MIGRATIONS.map((m) => m.version),
+    );
     assert.deepEqual(status.pending, []);
     assert.deepEqual(await migrate(clients[0]!), [], 'a second run does nothing');
   } finally {
@@ -29,12 +32,21 @@ test('status of an empty database lists every migration as pending; a failing mi
   const url = await freshDatabase();
   const sql = connect(url);
   try {
-    assert.deepEqual((await migrationStatus(sql)).pending.map((m) => m.version), MIGRATIONS.map((m) => m.version));
-    const broken: Migration[] = [...MIGRATIONS, { version: 999, name: 'broken', sql: 'CREATE TABLE half (x int); SELECT no_such_function()' }];
+    assert.deepEqual(
+      (await migrationStatus(sql)).pending.map((m) => m.version),
+      MIGRATIONS.map((m) => m.version),
+    );
+    const broken: Migration[] = [
+      ...MIGRATIONS,
+      { version: 999, name: 'broken', sql: 'CREATE TABLE half (x int); SELECT no_such_function()' },
+    ];
     await assert.rejects(migrate(sql, broken), /migration 999 \(broken\) failed/);
     const tables = await sql`SELECT to_regclass('half') IS NULL AS gone`;
     assert.equal(tables[0]!.gone, true, 'the failed migration was rolled back whole');
-    assert.deepEqual((await migrationStatus(sql, broken)).pending.map((m) => m.version), [999]);
+    assert.deepEqual(
+      (await migrationStatus(sql, broken)).pending.map((m) => m.version),
+      [999],
+    );
   } finally {
     await sql.end();
   }

@@ -44,13 +44,19 @@ interface Instance {
 }
 
 /** One instance: its own pool and backends on the database, its own server; `work` is the handler. */
-async function instance(url: string, work: (ctx: RequestContext, self: Instance) => Promise<unknown>, follow?: (retry: RequestContext, responseId: string) => Promise<unknown>): Promise<Instance> {
+async function instance(
+  url: string,
+  work: (ctx: RequestContext, self: Instance) => Promise<unknown>,
+  follow?: (retry: RequestContext, responseId: string) => Promise<unknown>,
+): Promise<Instance> {
   const sql = postgres(url, { max: 4, onnotice: () => {} });
   const answers = await new PgIdempotencyAnswers(sql).open();
   const limits = new SharedRateLimitService(await new PgRateCounts(sql, 'plan').open(), fixtures);
   const self = { sql, answers, usage: new PgUsageLedger(sql) } as Instance;
   const http = createHttpServer({
-    routes: [{ method: 'POST', pattern: '/apps/:app_id/work', route: { counted: true, idempotent: true, handle: (ctx) => work(ctx, self) } }],
+    routes: [
+      { method: 'POST', pattern: '/apps/:app_id/work', route: { counted: true, idempotent: true, handle: (ctx) => work(ctx, self) } },
+    ],
     auth: new AuthService(fixtures),
     logger: pino({ level: 'silent' }),
     rateLimiter: limits,
@@ -96,7 +102,12 @@ describe('the shared state across instances (PostgreSQL)', () => {
   after(async () => {
     await Promise.all(open.splice(0).map((i) => i.close().catch(() => {})));
   });
-  const start = async (url: string, n: number, work: (ctx: RequestContext, self: Instance) => Promise<unknown>, follow?: (retry: RequestContext, responseId: string) => Promise<unknown>) => {
+  const start = async (
+    url: string,
+    n: number,
+    work: (ctx: RequestContext, self: Instance) => Promise<unknown>,
+    follow?: (retry: RequestContext, responseId: string) => Promise<unknown>,
+  ) => {
     const list = await Promise.all(Array.from({ length: n }, () => instance(url, work, follow)));
     open.push(...list);
     return list;

@@ -22,7 +22,13 @@ import { record, save } from '../support/store-suite.ts';
 
 usePostgres();
 
-const start = (id: string, c = 'conv_p1'): LiveResponseStart => ({ id, app_id: 'app_demo', conversation_id: c, created_at: 1_700_000_000, input: { content: 'hi', metadata: { k: 'v' } } });
+const start = (id: string, c = 'conv_p1'): LiveResponseStart => ({
+  id,
+  app_id: 'app_demo',
+  conversation_id: c,
+  created_at: 1_700_000_000,
+  input: { content: 'hi', metadata: { k: 'v' } },
+});
 const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as UnsequencedEvent;
 
 async function two(): Promise<[PgStore, PgStore]> {
@@ -70,9 +76,16 @@ test('D-38: a response whose instance died is handed to start-up once its lease 
     // Instance a stops renewing (as a kill -9 leaves it): its lease runs out.
     await a.sql`UPDATE live_responses SET lease_until = 0 WHERE id = 'resp_dead'`;
     const taken = await b.responses.unfinished();
-    assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length, t.ended]), [['resp_dead', 1, false]]);
+    assert.deepEqual(
+      taken.map((t) => [t.start.id, t.events!.length, t.ended]),
+      [['resp_dead', 1, false]],
+    );
     assert.deepEqual(await a.responses.unfinished(), [], 'taken over once');
-    await assert.rejects(a.responses.append('resp_dead', ev('response.output_text.delta', 1)), /another took it over/, 'the first owner writes no more');
+    await assert.rejects(
+      a.responses.append('resp_dead', ev('response.output_text.delta', 1)),
+      /another took it over/,
+      'the first owner writes no more',
+    );
     await b.responses.append('resp_dead', ev('response.failed', 1));
     assert.equal((await a.responses.trace('resp_dead'))!.ended, true);
   } finally {
@@ -111,7 +124,10 @@ test('D-38: an instance restarted after a kill -9 hands start-up the responses t
   await next.open();
   try {
     const taken = await next.responses.unfinished();
-    assert.deepEqual(taken.map((t) => [t.start.id, t.events!.length]), [['resp_cut', 1]]);
+    assert.deepEqual(
+      taken.map((t) => [t.start.id, t.events!.length]),
+      [['resp_cut', 1]],
+    );
     await next.responses.append('resp_cut', ev('response.failed', 1));
     assert.equal((await next.responses.trace('resp_cut'))!.ended, true);
   } finally {
@@ -158,9 +174,16 @@ test('D-11, D-12: a full list walk on one instance while another creates and del
     const down = await walk('down');
     writing = false;
     await writer;
-    for (const [name, seen, expected] of [['up', up, existing], ['down', down, [...before].reverse()]] as const) {
+    for (const [name, seen, expected] of [
+      ['up', up, existing],
+      ['down', down, [...before].reverse()],
+    ] as const) {
       assert.equal(new Set(seen).size, seen.length, `${name}: nothing twice`);
-      assert.deepEqual(seen.filter((id) => id.startsWith('conv_w')), expected, `${name}: every earlier conversation once, in order`);
+      assert.deepEqual(
+        seen.filter((id) => id.startsWith('conv_w')),
+        expected,
+        `${name}: every earlier conversation once, in order`,
+      );
     }
     assert.ok(deleted.size > 5, 'cursors were deleted mid-walk');
   } finally {
@@ -172,7 +195,10 @@ test('D-24, D-27: two instances creating at once: a quota for exactly 10 creates
   const [a, b] = await two();
   try {
     const each = 256 + Buffer.byteLength('{}');
-    const quota = new StorageQuota(a, { apps: new Map([['app_demo', { plan: 'tiny' }]]), plans: new Map([['tiny', { storage_bytes: 10 * each }]]) } as never);
+    const quota = new StorageQuota(a, {
+      apps: new Map([['app_demo', { plan: 'tiny' }]]),
+      plans: new Map([['tiny', { storage_bytes: 10 * each }]]),
+    } as never);
     const results = await Promise.allSettled(
       Array.from({ length: 30 }, async (_, i) => {
         const store = i % 2 ? a : b;
@@ -184,7 +210,10 @@ test('D-24, D-27: two instances creating at once: a quota for exactly 10 creates
     const made = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     const refused = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as { code?: string }] : []));
     assert.equal(made.length, 10, 'exactly the quota');
-    assert.ok(refused.every((e) => e.code === 'storage_quota_exceeded'), 'the others get storage_quota_exceeded');
+    assert.ok(
+      refused.every((e) => e.code === 'storage_quota_exceeded'),
+      'the others get storage_quota_exceeded',
+    );
     const users = new Set(made.map((r) => r.external_user_id)).size;
     for (const store of [a, b]) {
       assert.deepEqual(await store.appCounters('app_demo'), { conversations: 10, messages: 0, users });
@@ -218,7 +247,10 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     await dead!.putConversation(record('conv_s2', { seq: 2 }));
     await dead!.responses.begin(start('resp_orphan', 'conv_s1'));
     await dead!.responses.append('resp_orphan', { event: 'response.created', data: { id: 'resp_orphan' } } as unknown as UnsequencedEvent);
-    await dead!.responses.append('resp_orphan', { event: 'response.output_text.delta', data: { output_index: 0, delta: 'half a rep' } } as unknown as UnsequencedEvent);
+    await dead!.responses.append('resp_orphan', {
+      event: 'response.output_text.delta',
+      data: { output_index: 0, delta: 'half a rep' },
+    } as unknown as UnsequencedEvent);
     // A live instance's response, its lease running: never taken.
     await c!.responses.begin(start('resp_alive', 'conv_s2'));
     const persisted = Promise.race(services.map((s) => once(s.events, 'persisted')));
@@ -230,11 +262,19 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     await Promise.all(services.map((s) => s.stopSweeping()));
     assert.deepEqual(await Promise.all(services.map((s) => s.recover())), [0, 0], 'nothing left to take');
     const file = await b!.readConversationFile('conv_s1');
-    assert.deepEqual(file.responses.map((r) => [r.id, r.status, r.error?.code]), [['resp_orphan', 'failed', 'interrupted']], 'saved once');
+    assert.deepEqual(
+      file.responses.map((r) => [r.id, r.status, r.error?.code]),
+      [['resp_orphan', 'failed', 'interrupted']],
+      'saved once',
+    );
     assert.equal((file.items.at(-1) as { content?: { text?: string }[] }).content?.[0]?.text, 'half a rep', 'with what it produced');
     const trace = (await c!.responses.trace('resp_orphan'))!;
     assert.equal(trace.ended, true);
-    assert.deepEqual(trace.events!.map((e) => e.event), ['response.created', 'response.output_text.delta', 'response.failed'], 'one terminal event');
+    assert.deepEqual(
+      trace.events!.map((e) => e.event),
+      ['response.created', 'response.output_text.delta', 'response.failed'],
+      'one terminal event',
+    );
     assert.equal((await b!.responses.trace('resp_alive'))!.ended, false, "the live instance's response is left to it");
   } finally {
     await Promise.all(services.map((s) => s.stopSweeping()));

@@ -11,10 +11,14 @@ import { listening } from '../support/server-process.ts';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 async function spawnServer(dataDir: string): Promise<{ child: ChildProcess; base: string; exited: Promise<number | null> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/main.ts', '--port', '0', '--data-dir', dataDir, '--fixtures', FIXTURES_DIR, '--log-level', 'warn'],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const { base, exited } = listening(child);
   return { child, base: await base, exited };
 }
@@ -28,8 +32,14 @@ test('kill -9 during a streamed reply: start-up saves it interrupted with its pa
   let conv = '';
   let seen = '';
   try {
-    conv = ((await (await fetch(`${first.base}/apps/app_slow/conversations`, { method: 'POST', headers, body: '{}' })).json()) as { id: string }).id;
-    const res = await fetch(`${first.base}/apps/app_slow/conversations/${conv}`, { method: 'POST', headers, body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' } }) });
+    conv = (
+      (await (await fetch(`${first.base}/apps/app_slow/conversations`, { method: 'POST', headers, body: '{}' })).json()) as { id: string }
+    ).id;
+    const res = await fetch(`${first.base}/apps/app_slow/conversations/${conv}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' } }),
+    });
     id = res.headers.get('parley-response-id')!;
     const reader = res.body!.getReader();
     // Two deltas in: the reply is certainly under way, its events on disk up to there.
@@ -46,7 +56,13 @@ test('kill -9 during a streamed reply: start-up saves it interrupted with its pa
     assert.deepEqual([r.status, r.error?.code], ['failed', 'interrupted']);
     assert.ok(r.output[0].content[0].text.length > 0);
     const items = ((await (await fetch(`${again.base}/apps/app_slow/conversations/${conv}`, { headers })).json()) as any).items;
-    assert.deepEqual(items.map((i: any) => [i.role, i.status]), [['user', undefined], ['assistant', 'incomplete']]);
+    assert.deepEqual(
+      items.map((i: any) => [i.role, i.status]),
+      [
+        ['user', undefined],
+        ['assistant', 'incomplete'],
+      ],
+    );
     const events = await (await fetch(`${again.base}/apps/app_slow/responses/${id}/events`, { headers })).text();
     assert.match(events, /event: response\.failed\n.*"code":"interrupted"/);
   } finally {

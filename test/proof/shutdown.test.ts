@@ -78,7 +78,9 @@ for (const reader of ['stops reading', 'is gone'] as const) {
   });
 }
 
-test('a second SIGTERM ends the server at once, while a request would hold the first for the grace period', { timeout: 30_000 }, async (t) => {
+test('a second SIGTERM ends the server at once, while a request would hold the first for the grace period', {
+  timeout: 30_000,
+}, async (t) => {
   const child = startServer(await tempDir(), 'pipe', t.signal);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
@@ -101,8 +103,12 @@ test('a second SIGTERM ends the server at once, while a request would hold the f
     await once(socket, 'connect');
     socket.on('error', () => {});
     // `100 Continue` comes once the server has the request in hand: only then is it surely in flight.
-    const continued = new Promise<void>((resolve) => socket.setEncoding('utf8').on('data', (d: string) => d.includes('100 Continue') && resolve()));
-    socket.write(`POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`);
+    const continued = new Promise<void>((resolve) =>
+      socket.setEncoding('utf8').on('data', (d: string) => d.includes('100 Continue') && resolve()),
+    );
+    socket.write(
+      `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`,
+    );
     await continued;
     socket.write('{"ti');
     child.kill('SIGTERM');

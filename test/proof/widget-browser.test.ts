@@ -30,7 +30,8 @@ const hostPage = (url: URL) => `<!doctype html>
 <script src="${host.parley}/widget.js" data-app-id="${url.searchParams.get('app')}" data-publishable-key="${PK}" async></script>
 </body></html>`;
 // No 'unsafe-inline' anywhere: the widget must style itself with constructable stylesheets.
-const strictCsp = (parleyOrigin: string) => `default-src 'none'; script-src ${parleyOrigin}; connect-src ${parleyOrigin}; style-src 'self'; img-src 'self'`;
+const strictCsp = (parleyOrigin: string) =>
+  `default-src 'none'; script-src ${parleyOrigin}; connect-src ${parleyOrigin}; style-src 'self'; img-src 'self'`;
 
 before(async () => {
   if (skip) return;
@@ -42,7 +43,14 @@ before(async () => {
   });
   await fs.writeFile(
     path.join(fixturesDir, 'forms/html.json'),
-    JSON.stringify({ title: HTML_TITLE, title_fr: 'HTML', description: '<i>not italic</i>', submit_label: '<u>Go</u>', keywords: ['markup'], fields: [{ name: 'x', label: '<em>label</em>', type: 'text', required: false }] }),
+    JSON.stringify({
+      title: HTML_TITLE,
+      title_fr: 'HTML',
+      description: '<i>not italic</i>',
+      submit_label: '<u>Go</u>',
+      keywords: ['markup'],
+      fields: [{ name: 'x', label: '<em>label</em>', type: 'text', required: false }],
+    }),
   );
   parley = await startTestServer({ fixturesDir });
   host.parley = evil.parley = originOf(parley);
@@ -84,7 +92,11 @@ async function openPanel(page: Page, agentName: string): Promise<void> {
 
 /** The reply has ended: the composer shows Send again. */
 async function idle(page: Page): Promise<void> {
-  await page.waitForFunction(() => document.querySelector('.parley-widget-host')?.shadowRoot?.querySelector('.composer button.primary:not([hidden])')?.textContent === 'Send');
+  await page.waitForFunction(
+    () =>
+      document.querySelector('.parley-widget-host')?.shadowRoot?.querySelector('.composer button.primary:not([hidden])')?.textContent ===
+      'Send',
+  );
 }
 
 async function say(page: Page, text: string): Promise<void> {
@@ -94,7 +106,10 @@ async function say(page: Page, text: string): Promise<void> {
 
 /** The stored conversation id of `app` in this browser (localStorage of the page's origin). */
 async function storedConversation(page: Page, app: string): Promise<string> {
-  return page.evaluate(([base, a]) => JSON.parse(localStorage.getItem(`parley-widget:${base}:${a}`) ?? '{}').conversationId, [host.parley, app]);
+  return page.evaluate(
+    ([base, a]) => JSON.parse(localStorage.getItem(`parley-widget:${base}:${a}`) ?? '{}').conversationId,
+    [host.parley, app],
+  );
 }
 
 describe('the widget in Chromium', { skip }, () => {
@@ -117,18 +132,25 @@ describe('the widget in Chromium', { skip }, () => {
     const final = (await agentTexts(page).last().textContent())!;
     const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
     assert.ok(seen.length >= 3, `deltas seen: ${seen.length}`);
-    for (let i = 1; i < seen.length; i++) assert.ok(seen[i]!.length > seen[i - 1]!.length && seen[i]!.startsWith(seen[i - 1]!), 'the text grows delta by delta');
+    for (let i = 1; i < seen.length; i++)
+      assert.ok(seen[i]!.length > seen[i - 1]!.length && seen[i]!.startsWith(seen[i - 1]!), 'the text grows delta by delta');
     assert.equal(seen.at(-1), final);
     await page.getByText('Searched the knowledge base').waitFor();
     // The theme: app_demo's primary color on the launcher, its agent name in the header.
     assert.equal(await launcher(page).evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(31, 111, 235)');
     assert.equal(await panel(page).locator('h2').textContent(), 'Parley Assistant');
     // The host's stylesheet (HOSTILE_CSS: broad selectors, !important) does not reach inside…
-    assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector('h1')!).color), 'rgb(0, 255, 0)', 'the host stylesheet applies to the host page');
-    const inside = await agentTexts(page).last().evaluate((e) => {
-      const s = getComputedStyle(e);
-      return [s.color, s.fontSize, getComputedStyle(e.closest('.panel')!).display];
-    });
+    assert.equal(
+      await page.evaluate(() => getComputedStyle(document.querySelector('h1')!).color),
+      'rgb(0, 255, 0)',
+      'the host stylesheet applies to the host page',
+    );
+    const inside = await agentTexts(page)
+      .last()
+      .evaluate((e) => {
+        const s = getComputedStyle(e);
+        return [s.color, s.fontSize, getComputedStyle(e.closest('.panel')!).display];
+      });
     assert.deepEqual(inside, ['rgb(31, 35, 40)', '15px', 'flex']);
     assert.equal(await launcher(page).evaluate((b) => getComputedStyle(b).borderStyle), 'none');
     // …and the widget's styles do not leak out.
@@ -190,7 +212,7 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.locator('h3').textContent(), HTML_TITLE);
     assert.ok(await form.getByLabel('<em>label</em>').isVisible());
     const root = page.locator('.parley-widget-host');
-    assert.equal(await root.locator('img, b, i, u, em').count(), 0, 'no element was made from the agent\'s text');
+    assert.equal(await root.locator('img, b, i, u, em').count(), 0, "no element was made from the agent's text");
     assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
   });
 
@@ -218,27 +240,40 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await failed.locator('.error').textContent(), 'Reply cancelled.');
     const [saved] = await persisted;
     assert.equal(saved.status, 'failed');
-    const r = (await (await fetch(`${parley.baseUrl}/apps/app_slow/responses/${saved.id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { error: { code: string } };
+    const r = (await (
+      await fetch(`${parley.baseUrl}/apps/app_slow/responses/${saved.id}`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).json()) as { error: { code: string } };
     assert.equal(r.error.code, 'cancelled');
     assert.equal(await page.locator('parley-widget').getByRole('button', { name: 'Send' }).isVisible(), true);
   });
 
   test('a page on an origin the app does not list is refused', async () => {
     const page = await open(await visitorContext(), 'app_demo', evil.origin);
-    await page.locator('.parley-widget-host').locator('.panel').getByText(/The chat is unavailable/).waitFor({ state: 'attached' });
+    await page
+      .locator('.parley-widget-host')
+      .locator('.panel')
+      .getByText(/The chat is unavailable/)
+      .waitFor({ state: 'attached' });
     // The browser itself could not read the widget API's answer (no CORS for this origin).
-    const read = await page.evaluate(async ([base, key]) => {
-      try {
-        const r = await fetch(`${base}/widget/v1/apps/app_demo/visitors`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
-        return `status ${r.status}`;
-      } catch (e) {
-        return `blocked: ${(e as Error).name}`;
-      }
-    }, [host.parley, PK]);
+    const read = await page.evaluate(
+      async ([base, key]) => {
+        try {
+          const r = await fetch(`${base}/widget/v1/apps/app_demo/visitors`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: '{}',
+          });
+          return `status ${r.status}`;
+        } catch (e) {
+          return `blocked: ${(e as Error).name}`;
+        }
+      },
+      [host.parley, PK],
+    );
     assert.equal(read, 'blocked: TypeError');
   });
 
-  test('a second visitor cannot read the first one\'s conversation', async () => {
+  test("a second visitor cannot read the first one's conversation", async () => {
     const first = await open(await visitorContext(), 'app_demo');
     await openPanel(first, 'Parley Assistant');
     await say(first, 'hello');
@@ -248,24 +283,32 @@ describe('the widget in Chromium', { skip }, () => {
     await openPanel(second, 'Parley Assistant');
     await second.getByText('Ask Parley Assistant anything.').waitFor();
     // Even told the first visitor's conversation id, the second visitor's session gets a 404…
-    const status = await second.evaluate(async ([base, app, conv]) => {
-      const saved = JSON.parse(localStorage.getItem(`parley-widget:${base}:${app}`)!);
-      const r = await fetch(`${base}/widget/v1/apps/${app}/conversations/${conv}`, { headers: { authorization: `Bearer ${saved.token}` } });
-      return r.status;
-    }, [host.parley, 'app_demo', id]);
+    const status = await second.evaluate(
+      async ([base, app, conv]) => {
+        const saved = JSON.parse(localStorage.getItem(`parley-widget:${base}:${app}`)!);
+        const r = await fetch(`${base}/widget/v1/apps/${app}/conversations/${conv}`, {
+          headers: { authorization: `Bearer ${saved.token}` },
+        });
+        return r.status;
+      },
+      [host.parley, 'app_demo', id],
+    );
     assert.equal(status, 404);
     // …and a widget pointed at it starts afresh rather than showing it.
-    await second.evaluate(([base, app, conv]) => {
-      const key = `parley-widget:${base}:${app}`;
-      localStorage.setItem(key, JSON.stringify({ ...JSON.parse(localStorage.getItem(key)!), conversationId: conv }));
-    }, [host.parley, 'app_demo', id]);
+    await second.evaluate(
+      ([base, app, conv]) => {
+        const key = `parley-widget:${base}:${app}`;
+        localStorage.setItem(key, JSON.stringify({ ...JSON.parse(localStorage.getItem(key)!), conversationId: conv }));
+      },
+      [host.parley, 'app_demo', id],
+    );
     await second.reload();
     await openPanel(second, 'Parley Assistant');
     await second.getByText('Ask Parley Assistant anything.').waitFor();
     assert.equal(await second.locator('.parley-widget-host').locator('.msg').count(), 0);
   });
 
-  test('the publishable key cannot call the REST API, even from the server\'s own origin', async () => {
+  test("the publishable key cannot call the REST API, even from the server's own origin", async () => {
     const page = await (await visitorContext()).newPage();
     await page.goto(`${originOf(parley)}/`);
     const answer = await page.evaluate(async (key) => {
@@ -316,14 +359,23 @@ describe('the widget in Chromium', { skip }, () => {
     await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
     await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
     await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
-    const rows = await page.locator('#events tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    const rows = await page
+      .locator('#events tr')
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     assert.deepEqual(rows[0]!.slice(0, 2), ['0', 'response.created']);
-    assert.deepEqual(rows.map((r) => Number(r[0])), rows.map((_, i) => i), 'sequence numbers from 0 without gaps');
+    assert.deepEqual(
+      rows.map((r) => Number(r[0])),
+      rows.map((_, i) => i),
+      'sequence numbers from 0 without gaps',
+    );
     assert.ok(rows.some((r) => r[1] === 'response.data_spec'));
     const doc = JSON.parse((await page.locator('#doc').textContent())!);
     assert.equal(doc.form.title, 'Book an appointment');
     assert.ok(doc.form.fields.length > 0);
-    assert.match((await page.locator('#tag').textContent())!, /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\.js" data-app-id="app_genui" data-publishable-key="pk_live_/);
+    assert.match(
+      (await page.locator('#tag').textContent())!,
+      /^<script src="http:\/\/127\.0\.0\.1:\d+\/widget\.js" data-app-id="app_genui" data-publishable-key="pk_live_/,
+    );
     assert.deepEqual(await axe(page), []);
     assert.deepEqual(violations, []);
     await page.screenshot({ path: path.join(ARTIFACTS, 'playground.png') });
@@ -336,15 +388,20 @@ async function axe(page: Page, only?: string, withControls = true): Promise<stri
   await page.evaluate(AXE);
   const { violations, labelled } = await page.evaluate(async (only) => {
     type Result = { id: string; impact: string; nodes: Array<{ target: unknown }> };
-    const axe = (window as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Result[]; passes: Result[] }> } }).axe;
-    const r = await axe.run(only ? { include: [only] } : document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    const axe = (window as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Result[]; passes: Result[] }> } })
+      .axe;
+    const r = await axe.run(only ? { include: [only] } : document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+    });
     return {
-      violations: r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`),
+      violations: r.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.impact} ${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`),
       // How many form controls axe found labelled: proof that it looked inside the shadow root.
       labelled: r.passes.find((p) => p.id === 'label')?.nodes.length ?? 0,
     };
   }, only);
-  if (withControls) assert.ok(labelled > 0, 'axe-core checked the form controls (the shadow root\'s too)');
+  if (withControls) assert.ok(labelled > 0, "axe-core checked the form controls (the shadow root's too)");
   return violations;
 }
 

@@ -10,7 +10,13 @@ import { FIXTURES_DIR, tempDir } from './helpers.ts';
 import { needSystemTool } from './system.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+];
 
 /** Without Chromium the tests fail with the reason, unless PARLEY_TEST_SKIP_MISSING=1 (test/support/system.ts). */
 export function chromiumMissing(): string | false {
@@ -20,7 +26,12 @@ export function chromiumMissing(): string | false {
 /** A browser profile of its own: one visitor (its own localStorage), in a fresh user data directory. */
 export async function launch(viewport = { width: 1280, height: 800 }): Promise<BrowserContext> {
   const userDataDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'parley-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport });
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport,
+  });
   context.once('close', () => void fsp.rm(userDataDir, { recursive: true, force: true }).catch(() => {}));
   return context;
 }

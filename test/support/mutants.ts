@@ -53,9 +53,19 @@ export interface Variant {
 const CONVS = /^\/apps\/[^/]+\/conversations$/;
 const CONV = /^\/apps\/[^/]+\/conversations\/[^/]+$/;
 const is = (req: ProxyRequest, method: string, re: RegExp) => req.method === method && re.test(req.path);
-const jsonBody = (json: unknown, status = 200): ProxyResponse => ({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(json), json });
-const errorBody = (status: number, type: string, message = 'mutant', param: string | null = null, code: string | null = null): ProxyResponse =>
-  jsonBody({ error: { message, type, param, code } }, status);
+const jsonBody = (json: unknown, status = 200): ProxyResponse => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(json),
+  json,
+});
+const errorBody = (
+  status: number,
+  type: string,
+  message = 'mutant',
+  param: string | null = null,
+  code: string | null = null,
+): ProxyResponse => jsonBody({ error: { message, type, param, code } }, status);
 
 /** A response hook on requests that match. */
 function onResponse(match: (req: ProxyRequest) => boolean, change: (res: ProxyResponse, req: ProxyRequest) => void): () => MutantHooks {
@@ -75,7 +85,10 @@ const ok = (res: ProxyResponse) => res.status === 200;
 /** JSON as Python's json.dumps writes it by default: a space after ":" and ",". */
 function spaced(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(spaced).join(', ')}]`;
-  if (v && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${spaced(x)}`).join(', ')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${spaced(x)}`)
+      .join(', ')}}`;
   return JSON.stringify(v);
 }
 const COMPLETIONS = /^\/apps\/[^/]+\/completions$/;
@@ -111,7 +124,10 @@ const isStream = (res: ProxyResponse) => res.events !== undefined;
 const payloads = (res: ProxyResponse, type: string) => (res.events ?? []).filter((e) => e.event === type).map((e) => e.data);
 
 function onStream(match: (req: ProxyRequest) => boolean, change: (res: ProxyResponse, req: ProxyRequest) => void): () => MutantHooks {
-  return onResponse((r) => match(r), (res, req) => isStream(res) && change(res, req));
+  return onResponse(
+    (r) => match(r),
+    (res, req) => isStream(res) && change(res, req),
+  );
 }
 
 function truncate(field: (json: any) => [any, string] | undefined, max: number): () => MutantHooks {
@@ -134,7 +150,8 @@ function listedBy(how: { ties?: 'creation' | 'reversed'; beforeAsc?: 'adjacent' 
       const q = req.query;
       const limit = q.has('limit') ? Number(q.get('limit')) : 20;
       const order = q.get('order') ?? 'desc';
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100 || !['asc', 'desc'].includes(order) || (q.has('after') && q.has('before'))) return;
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100 || !['asc', 'desc'].includes(order) || (q.has('after') && q.has('before')))
+        return;
       const all: any[] = [];
       for (let after: string | undefined; ; ) {
         const query = new URLSearchParams({ order: 'asc', limit: '100', ...(after ? { after } : {}) });
@@ -178,7 +195,15 @@ function asFailedStream(res: ProxyResponse): void {
     json: undefined,
     events: [
       { event: 'response.created', data: { type: 'response.created', id: 'resp_mutant', object: 'response', status: 'in_progress' } },
-      { event: 'response.failed', data: { type: 'response.failed', id: 'resp_mutant', status: 'failed', error: { type: error.type, message: error.message, code: null } } },
+      {
+        event: 'response.failed',
+        data: {
+          type: 'response.failed',
+          id: 'resp_mutant',
+          status: 'failed',
+          error: { type: error.type, message: error.message, code: null },
+        },
+      },
     ],
   });
 }
@@ -192,7 +217,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
     because: /object: Invalid input: expected "conversation"/,
-    hooks: onResponse((r) => is(r, 'POST', CONVS), (res) => ok(res) && delete res.json.object),
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res) => ok(res) && delete res.json.object,
+    ),
   },
   {
     id: 'create-drops-metadata',
@@ -201,7 +229,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
     because: /^metadata: expected \{"conformance_run":"[^"]+"\}, got \{\}/,
-    hooks: onResponse((r) => is(r, 'POST', CONVS), (res) => ok(res) && (res.json.metadata = {})),
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res) => ok(res) && (res.json.metadata = {}),
+    ),
   },
   {
     id: 'create-created-at-ms',
@@ -210,7 +241,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
     because: /Conversation: created_at \d{13} is not Unix seconds/,
-    hooks: onResponse((r) => is(r, 'POST', CONVS), (res) => ok(res) && (res.json.created_at *= 1000)),
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res) => ok(res) && (res.json.created_at *= 1000),
+    ),
   },
   {
     id: 'create-requires-fields',
@@ -219,7 +253,11 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.1-create-empty-body',
     because: /create conversation: expected HTTP 200, got 400/,
-    hooks: onRequest((r) => (is(r, 'POST', CONVS) && r.json && Object.keys(r.json).length === 0 ? errorBody(400, 'invalid_request_error', 'title is required', 'title') : undefined)),
+    hooks: onRequest((r) =>
+      is(r, 'POST', CONVS) && r.json && Object.keys(r.json).length === 0
+        ? errorBody(400, 'invalid_request_error', 'title is required', 'title')
+        : undefined,
+    ),
   },
   {
     id: 'create-accepts-malformed-json',
@@ -253,11 +291,14 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.1-create-defaults',
     because: /create conversation: external_user_id: Invalid input: expected string, received undefined/,
-    hooks: onResponse((r) => is(r, 'POST', CONVS), (res, req) => {
-      if (!ok(res)) return;
-      if (!('metadata' in (req.json ?? {}))) delete res.json.metadata;
-      if (!('external_user_id' in (req.json ?? {}))) delete res.json.external_user_id;
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res, req) => {
+        if (!ok(res)) return;
+        if (!('metadata' in (req.json ?? {}))) delete res.json.metadata;
+        if (!('external_user_id' in (req.json ?? {}))) delete res.json.external_user_id;
+      },
+    ),
   },
   // §4.2 list
   {
@@ -267,7 +308,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-shape',
     because: /has_more: Invalid input: expected boolean, received undefined/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && delete res.json.has_more),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS),
+      (res) => ok(res) && delete res.json.has_more,
+    ),
   },
   {
     id: 'list-first-id-wrong',
@@ -276,7 +320,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-shape',
     because: /first_id \(the first conversation of the page\): expected "conv_\w+", got "conv_\w+"/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && (res.json.first_id = res.json.last_id)),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS),
+      (res) => ok(res) && (res.json.first_id = res.json.last_id),
+    ),
   },
   {
     id: 'list-empty-ids-not-null',
@@ -285,9 +332,12 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-empty',
     because: /first_id \(the first conversation of the page\): expected null, got ""/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => {
-      if (ok(res) && res.json.data.length === 0) res.json.first_id = res.json.last_id = '';
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS),
+      (res) => {
+        if (ok(res) && res.json.data.length === 0) res.json.first_id = res.json.last_id = '';
+      },
+    ),
   },
   {
     id: 'list-after-skips-one',
@@ -296,12 +346,15 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-after-walk-asc',
     because: /the asc walk never met the run's conversation/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS) && r.query.has('after'), (res) => {
-      if (!ok(res) || res.json.data.length === 0) return;
-      res.json.data.shift();
-      res.json.first_id = res.json.data[0]?.id ?? null;
-      res.json.last_id = res.json.data.at(-1)?.id ?? null;
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS) && r.query.has('after'),
+      (res) => {
+        if (!ok(res) || res.json.data.length === 0) return;
+        res.json.data.shift();
+        res.json.first_id = res.json.data[0]?.id ?? null;
+        res.json.last_id = res.json.data.at(-1)?.id ?? null;
+      },
+    ),
   },
   {
     id: 'list-desc-after-goes-back',
@@ -324,7 +377,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-limit',
     because: /has_more with more than 2 conversations: expected true, got false/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => ok(res) && (res.json.has_more = false)),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS),
+      (res) => ok(res) && (res.json.has_more = false),
+    ),
   },
   {
     id: 'list-default-limit-10',
@@ -380,9 +436,13 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.2-list-unknown-cursor',
     because: /unknown after cursor: expected HTTP 400, got 200/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => {
-      if (res.status === 400 && res.json?.error?.code === 'invalid_cursor') Object.assign(res, jsonBody({ object: 'list', data: [], first_id: null, last_id: null, has_more: false }));
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS),
+      (res) => {
+        if (res.status === 400 && res.json?.error?.code === 'invalid_cursor')
+          Object.assign(res, jsonBody({ object: 'list', data: [], first_id: null, last_id: null, has_more: false }));
+      },
+    ),
   },
   {
     id: 'list-limit-clamped',
@@ -402,13 +462,17 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-shape',
     because: /created_at of conv_\S+ in the list \(create answered \d+\): expected \d+, got \d{13}/,
-    hooks: onResponse((r) => is(r, 'GET', CONVS), (res) => {
-      if (ok(res)) for (const c of res.json.data) c.created_at *= 1000;
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONVS),
+      (res) => {
+        if (ok(res)) for (const c of res.json.data) c.created_at *= 1000;
+      },
+    ),
   },
   {
     id: 'list-ties-reversed',
-    breaks: 'conversations created in the same second are listed newest first in asc order (a tie-break other than creation order, applied consistently)',
+    breaks:
+      'conversations created in the same second are listed newest first in asc order (a tie-break other than creation order, applied consistently)',
     section: 'D-7',
     profile: 'reference',
     caughtBy: 'S4.2-list-after-walk-asc',
@@ -433,7 +497,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.3-get-shape',
     because: /items: Invalid input: expected array, received undefined/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && delete res.json.items),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && delete res.json.items,
+    ),
   },
   {
     id: 'get-unknown-500',
@@ -442,7 +509,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.3-get-unknown-404',
     because: /unknown conversation: expected HTTP 404, got 500/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => res.status === 404 && Object.assign(res, errorBody(500, 'internal_error'))),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => res.status === 404 && Object.assign(res, errorBody(500, 'internal_error')),
+    ),
   },
   // §4.4 update
   {
@@ -467,7 +537,11 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.4-update-title-null',
     because: /clear title: expected HTTP 200, got 400/,
-    hooks: onRequest((r) => (is(r, 'PATCH', CONV) && r.json?.title === null ? errorBody(400, 'invalid_request_error', 'title must be a string', 'title') : undefined)),
+    hooks: onRequest((r) =>
+      is(r, 'PATCH', CONV) && r.json?.title === null
+        ? errorBody(400, 'invalid_request_error', 'title must be a string', 'title')
+        : undefined,
+    ),
   },
   {
     id: 'update-unknown-200',
@@ -476,9 +550,23 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.4-update-unknown-404',
     because: /unknown conversation: expected HTTP 404, got 200/,
-    hooks: onResponse((r) => is(r, 'PATCH', CONV), (res, req) => {
-      if (res.status === 404) Object.assign(res, jsonBody({ id: req.path.split('/').pop(), object: 'conversation', created_at: 1, title: 'x', generated_title: {}, metadata: {} }));
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'PATCH', CONV),
+      (res, req) => {
+        if (res.status === 404)
+          Object.assign(
+            res,
+            jsonBody({
+              id: req.path.split('/').pop(),
+              object: 'conversation',
+              created_at: 1,
+              title: 'x',
+              generated_title: {},
+              metadata: {},
+            }),
+          );
+      },
+    ),
   },
   {
     id: 'update-extra-field-ignored',
@@ -521,7 +609,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.5-delete-shape',
     because: /deleted: Invalid input: expected true/,
-    hooks: onResponse((r) => is(r, 'DELETE', CONV), (res) => ok(res) && delete res.json.deleted),
+    hooks: onResponse(
+      (r) => is(r, 'DELETE', CONV),
+      (res) => ok(res) && delete res.json.deleted,
+    ),
   },
   {
     id: 'delete-unknown-200',
@@ -530,7 +621,11 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.5-delete-unknown-404',
     because: /unknown conversation: expected HTTP 404, got 200/,
-    hooks: onResponse((r) => is(r, 'DELETE', CONV), (res, req) => res.status === 404 && Object.assign(res, jsonBody({ id: req.path.split('/').pop(), object: 'conversation', deleted: true }))),
+    hooks: onResponse(
+      (r) => is(r, 'DELETE', CONV),
+      (res, req) =>
+        res.status === 404 && Object.assign(res, jsonBody({ id: req.path.split('/').pop(), object: 'conversation', deleted: true })),
+    ),
   },
   {
     id: 'delete-is-noop',
@@ -539,7 +634,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.2-list-excludes-deleted',
     because: /deleted conversation conv_\w+ is still listed/,
-    hooks: onRequest((r) => (is(r, 'DELETE', CONV) ? jsonBody({ id: r.path.split('/').pop(), object: 'conversation', deleted: true }) : undefined)),
+    hooks: onRequest((r) =>
+      is(r, 'DELETE', CONV) ? jsonBody({ id: r.path.split('/').pop(), object: 'conversation', deleted: true }) : undefined,
+    ),
   },
   // §4.8 config, §4.9 metrics
   {
@@ -549,7 +646,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.8-config-shape',
     because: /agent\.config\.secondary_color: Invalid input: expected string, received undefined/,
-    hooks: onResponse((r) => r.path.endsWith('/config'), (res) => ok(res) && delete res.json.agent.config.secondary_color),
+    hooks: onResponse(
+      (r) => r.path.endsWith('/config'),
+      (res) => ok(res) && delete res.json.agent.config.secondary_color,
+    ),
   },
   {
     id: 'config-text-plain',
@@ -558,7 +658,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.8-config-shape',
     because: /get config: expected a JSON content type, got "text\/plain"/,
-    hooks: onResponse((r) => r.path.endsWith('/config'), (res) => ok(res) && (res.headers['content-type'] = 'text/plain')),
+    hooks: onResponse(
+      (r) => r.path.endsWith('/config'),
+      (res) => ok(res) && (res.headers['content-type'] = 'text/plain'),
+    ),
   },
   {
     id: 'config-generative-ui-false',
@@ -567,7 +670,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.8-config-generative-ui',
     because: /^generative_ui: expected true, got false/,
-    hooks: onResponse((r) => r.path.endsWith('/config'), (res) => ok(res) && (res.json.generative_ui = false)),
+    hooks: onResponse(
+      (r) => r.path.endsWith('/config'),
+      (res) => ok(res) && (res.json.generative_ui = false),
+    ),
   },
   {
     id: 'metrics-string-counts',
@@ -576,7 +682,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.9-metrics-shape',
     because: /total_users: Invalid input: expected number, received string/,
-    hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => ok(res) && (res.json.total_users = String(res.json.total_users))),
+    hooks: onResponse(
+      (r) => r.path.endsWith('/metrics'),
+      (res) => ok(res) && (res.json.total_users = String(res.json.total_users)),
+    ),
   },
   {
     id: 'metrics-stale',
@@ -634,7 +743,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S5-invalid-key-401',
     because: /with an unknown key: expected HTTP 401, got 403/,
-    hooks: onResponse((r) => Boolean(r.headers.authorization), (res) => res.status === 401 && Object.assign(res, errorBody(403, 'access_denied'))),
+    hooks: onResponse(
+      (r) => Boolean(r.headers.authorization),
+      (res) => res.status === 401 && Object.assign(res, errorBody(403, 'access_denied')),
+    ),
   },
   {
     id: 'auth-any-scheme',
@@ -655,7 +767,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S5-other-team-403',
     because: /POST \/apps\/app_other\/conversations: expected HTTP 403, got 404/,
-    hooks: onResponse(() => true, (res) => res.status === 403 && res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found'))),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 403 && res.json?.error?.type === 'access_denied' && Object.assign(res, errorBody(404, 'not_found')),
+    ),
   },
   {
     id: 'auth-publishable-accepted',
@@ -676,7 +791,8 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S5-publishable-key-refused',
     because: /POST \S+ with the publishable key: expected HTTP 401 or 403, got 200/,
     hooks: onRequest((r) => {
-      if (r.method === 'POST' && r.headers.authorization === `Bearer ${TARGET.publishable_key}`) r.headers.authorization = `Bearer ${TARGET.api_key}`;
+      if (r.method === 'POST' && r.headers.authorization === `Bearer ${TARGET.publishable_key}`)
+        r.headers.authorization = `Bearer ${TARGET.api_key}`;
     }),
   },
   {
@@ -686,7 +802,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S5-missing-key-401',
     because: /POST \S+conversations\/\S+ \{stream: true\} without a key: expected HTTP 401, got 200/,
-    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 401 && asFailedStream(res)),
+    hooks: onResponse(
+      (r) => isSend(r) && r.json?.stream === true,
+      (res) => res.status === 401 && asFailedStream(res),
+    ),
   },
   {
     id: 'auth-error-type-renamed',
@@ -695,7 +814,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S5-missing-key-401',
     because: /without a key: error\.type: expected "invalid_api_key", got "unauthorized"/,
-    hooks: onResponse(() => true, (res) => res.status === 401 && (res.json.error.type = 'unauthorized')),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 401 && (res.json.error.type = 'unauthorized'),
+    ),
   },
   // §7 errors
   {
@@ -705,7 +827,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-unknown-app-404',
     because: /error\.message: Invalid input: expected string, received undefined/,
-    hooks: onResponse(() => true, (res) => res.status >= 400 && res.json?.error && delete res.json.error.message),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status >= 400 && res.json?.error && delete res.json.error.message,
+    ),
   },
   {
     id: 'error-html',
@@ -714,7 +839,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-unknown-app-404',
     because: /error: expected a JSON content type, got "text\/html"/,
-    hooks: onResponse(() => true, (res) => res.status >= 400 && (res.headers['content-type'] = 'text/html')),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status >= 400 && (res.headers['content-type'] = 'text/html'),
+    ),
   },
   {
     id: 'inactive-app-access-denied',
@@ -723,7 +851,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-app-inactive-403',
     because: /POST \/apps\/app_inactive\/conversations: error\.type: expected "app_inactive", got "access_denied"/,
-    hooks: onResponse(() => true, (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied')),
+    hooks: onResponse(
+      () => true,
+      (res) => res.json?.error?.type === 'app_inactive' && (res.json.error.type = 'access_denied'),
+    ),
   },
   {
     id: 'method-no-allow',
@@ -732,7 +863,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S7-method-not-allowed-405',
     because: /Allow header null does not list GET and POST/,
-    hooks: onResponse(() => true, (res) => res.status === 405 && delete res.headers.allow),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 405 && delete res.headers.allow,
+    ),
   },
   {
     id: 'any-content-type',
@@ -752,7 +886,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S7-body-too-large-413',
     because: /body of more than 1 MiB: expected HTTP 413, got 400/,
-    hooks: onResponse(() => true, (res) => res.status === 413 && (res.status = 400)),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 413 && (res.status = 400),
+    ),
   },
   {
     id: 'no-request-id',
@@ -761,7 +898,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S7-request-id',
     because: /no x-request-id on a 200/,
-    hooks: onResponse(() => true, (res) => delete res.headers['x-request-id']),
+    hooks: onResponse(
+      () => true,
+      (res) => delete res.headers['x-request-id'],
+    ),
   },
   // §4.6 send message
   {
@@ -854,7 +994,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-generated-title',
     because: /generated_title is \{\} after the first exchange/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.generated_title = {})),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && (res.json.generated_title = {}),
+    ),
   },
   {
     id: 'items-only-user-messages',
@@ -863,7 +1006,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-persisted-items',
     because: /the exchange added 1 items; its output has \d+ messages and function calls/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.role === 'user'))),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.role === 'user')),
+    ),
   },
   {
     id: 'items-without-function-calls',
@@ -871,8 +1017,12 @@ export const MUTANTS: Mutant[] = [
     section: '4.3',
     profile: 'spec',
     caughtBy: 'S4.6-persisted-items',
-    because: /the exchange added \d+ items; its output has \d+ messages and function calls|output #\d+ \(function_call call_\w+\) is not among the items/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.type !== 'function_call'))),
+    because:
+      /the exchange added \d+ items; its output has \d+ messages and function calls|output #\d+ \(function_call call_\w+\) is not among the items/,
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && (res.json.items = res.json.items.filter((i: any) => i.type !== 'function_call')),
+    ),
   },
   {
     id: 'metrics-messages-not-counted',
@@ -882,7 +1032,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.9-metrics-messages',
     because: /total_messages did not grow after an exchange/,
-    hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => ok(res) && (res.json.total_messages = 0)),
+    hooks: onResponse(
+      (r) => r.path.endsWith('/metrics'),
+      (res) => ok(res) && (res.json.total_messages = 0),
+    ),
   },
   {
     id: 'response-created-at-ms',
@@ -900,7 +1053,11 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-metadata-null-accepted',
     because: /send with metadata null: expected HTTP 200, got 400/,
-    hooks: onRequest((r) => (isSend(r) && r.json && r.json.metadata === null ? errorBody(400, 'invalid_request_error', 'metadata must be an object', 'metadata') : undefined)),
+    hooks: onRequest((r) =>
+      isSend(r) && r.json && r.json.metadata === null
+        ? errorBody(400, 'invalid_request_error', 'metadata must be an object', 'metadata')
+        : undefined,
+    ),
   },
   {
     id: 'stream-unknown-conversation-200',
@@ -909,7 +1066,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-unknown-conversation-404',
     because: /unknown conversation, stream:true: expected HTTP 404, got 200/,
-    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 404 && asFailedStream(res)),
+    hooks: onResponse(
+      (r) => isSend(r) && r.json?.stream === true,
+      (res) => res.status === 404 && asFailedStream(res),
+    ),
   },
   {
     id: 'items-reply-before-question',
@@ -918,9 +1078,16 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-persisted-items',
     because: /output #0 \(\w+.*\) is not among the items after the user's message/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
-      if (ok(res)) res.json.items = [...res.json.items.filter((i: any) => i.role !== 'user'), ...res.json.items.filter((i: any) => i.role === 'user')];
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => {
+        if (ok(res))
+          res.json.items = [
+            ...res.json.items.filter((i: any) => i.role !== 'user'),
+            ...res.json.items.filter((i: any) => i.role === 'user'),
+          ];
+      },
+    ),
   },
   {
     id: 'json-drops-function-calls',
@@ -951,14 +1118,17 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S6-function-call-items',
     because: /items\.\d+\.call_id: Invalid input: expected string, received undefined|D-14/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
-      if (!ok(res)) return;
-      for (const it of res.json.items) {
-        if (!('call_id' in it)) continue;
-        it.tool_call_id = it.call_id;
-        delete it.call_id;
-      }
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => {
+        if (!ok(res)) return;
+        for (const it of res.json.items) {
+          if (!('call_id' in it)) continue;
+          it.tool_call_id = it.call_id;
+          delete it.call_id;
+        }
+      },
+    ),
   },
   // Resumable responses, an extension (docs/responses.md, D-30…D-39): profile reference only.
   {
@@ -968,7 +1138,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.6-resume-cut-points',
     because: /events after -1 compared with the first stream's: expected \d+ entries, got \d+; first difference at \[0\]/,
-    hooks: onResponse((r) => is(r, 'GET', RESUME), (res) => ok(res) && res.events?.shift()),
+    hooks: onResponse(
+      (r) => is(r, 'GET', RESUME),
+      (res) => ok(res) && res.events?.shift(),
+    ),
   },
   {
     id: 'resume-no-id-lines',
@@ -977,9 +1150,12 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.6-resume-cut-points',
     because: /id lines of the events after -1: expected \d+ entries, got \d+; first difference at \[0\]: expected "0", got undefined/,
-    hooks: onResponse((r) => is(r, 'GET', RESUME), (res) => {
-      if (ok(res) && res.events) res.body = serializeSse(res.events);
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', RESUME),
+      (res) => {
+        if (ok(res) && res.events) res.body = serializeSse(res.events);
+      },
+    ),
   },
   {
     id: 'resume-ignores-last-event-id',
@@ -1022,9 +1198,12 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.6-cancel-finished',
     because: /status in the answer of cancelling a finished response: expected "completed", got "failed"/,
-    hooks: onResponse((r) => is(r, 'POST', CANCEL), (res) => {
-      if (ok(res)) res.json = { ...res.json, status: 'failed', error: { type: 'request_aborted', code: 'cancelled', message: 'mutant' } };
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'POST', CANCEL),
+      (res) => {
+        if (ok(res)) res.json = { ...res.json, status: 'failed', error: { type: 'request_aborted', code: 'cancelled', message: 'mutant' } };
+      },
+    ),
   },
   {
     id: 'items-status-on-completed',
@@ -1033,9 +1212,12 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S4.6-response-lookup',
     because: /status of the items of a completed reply \(D-39: none\): expected 0 entries, got \d+/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
-      if (ok(res)) for (const i of res.json.items) if (i.role !== 'user') i.status = 'incomplete';
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => {
+        if (ok(res)) for (const i of res.json.items) if (i.role !== 'user') i.status = 'incomplete';
+      },
+    ),
   },
   {
     id: 'second-message-409',
@@ -1045,7 +1227,8 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S4.6-messages-wait-in-line',
     because: /the second message: expected HTTP 200, got 409/,
     hooks: onRequest((req) => {
-      if (isSend(req) && String(req.json?.message?.content ?? '').startsWith('Second question')) return errorBody(409, 'invalid_request_error', 'busy', null, 'conversation_busy');
+      if (isSend(req) && String(req.json?.message?.content ?? '').startsWith('Second question'))
+        return errorBody(409, 'invalid_request_error', 'busy', null, 'conversation_busy');
     }),
   },
   // §6 events
@@ -1171,7 +1354,7 @@ export const MUTANTS: Mutant[] = [
     because: /the stream uses CR line endings/,
     hooks: onStream(
       (r) => isSend(r) || isCompletion(r),
-      (res) => (res.body = (`: hello\n\n${res.body.replace(/\n\n/g, '\n\n: keep-alive\n\n')}`).replace(/\n/g, '\r\n')),
+      (res) => (res.body = `: hello\n\n${res.body.replace(/\n\n/g, '\n\n: keep-alive\n\n')}`.replace(/\n/g, '\r\n')),
     ),
   },
   {
@@ -1212,10 +1395,13 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-persisted-items',
     because: /output #\d+ \(message\) is not among the items after the user's message/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
-      if (!ok(res)) return;
-      for (const i of res.json.items) if (i.role === 'assistant') i.content = [{ type: 'text', text: 'something else' }];
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => {
+        if (!ok(res)) return;
+        for (const i of res.json.items) if (i.role === 'assistant') i.content = [{ type: 'text', text: 'something else' }];
+      },
+    ),
   },
   {
     id: 'items-no-response-id',
@@ -1224,9 +1410,12 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S6-conv-persisted-agree',
     because: /items of response resp_\w+ compared with the stream: expected \d+ entries, got 0/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => {
-      if (ok(res)) for (const i of res.json.items) delete i.response_id;
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => {
+        if (ok(res)) for (const i of res.json.items) delete i.response_id;
+      },
+    ),
   },
   {
     id: 'cmpl-stream-conversation-id',
@@ -1239,7 +1428,7 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'cmpl-stream-object-response',
-    breaks: "a completion stream's response.created says object \"response\"",
+    breaks: 'a completion stream\'s response.created says object "response"',
     section: '6',
     profile: 'spec',
     caughtBy: 'S6-cmpl-stream',
@@ -1276,9 +1465,15 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S6-no-data-spec-without-generative-ui',
     because: /a response\.data_spec event on an app without generative UI/,
-    hooks: onStream((r) => isSend(r) && r.path.startsWith(`/apps/${TARGET.app_id}/`), (res) => {
-      res.events!.splice(1, 0, { event: 'response.data_spec', data: { type: 'response.data_spec', data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } }, output_index: 9 } });
-    }),
+    hooks: onStream(
+      (r) => isSend(r) && r.path.startsWith(`/apps/${TARGET.app_id}/`),
+      (res) => {
+        res.events!.splice(1, 0, {
+          event: 'response.data_spec',
+          data: { type: 'response.data_spec', data: { type: 'patch', patch: { op: 'add', path: '/form', value: {} } }, output_index: 9 },
+        });
+      },
+    ),
   },
   {
     id: 'function-call-args-not-json',
@@ -1365,7 +1560,9 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.7-completion-options',
     because: /completion with \{"fast":true\}: expected HTTP 200, got 400/,
-    hooks: onRequest((r) => (isCompletion(r) && r.json?.fast === true ? errorBody(400, 'invalid_request_error', 'fast is not supported', 'fast') : undefined)),
+    hooks: onRequest((r) =>
+      isCompletion(r) && r.json?.fast === true ? errorBody(400, 'invalid_request_error', 'fast is not supported', 'fast') : undefined,
+    ),
   },
   // §7 and §8 on the agent endpoints
   {
@@ -1375,7 +1572,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-agent-unavailable-403',
     because: /POST \/apps\/app_noagent\/conversations\/conv_\w+: expected HTTP 403, got 404/,
-    hooks: onResponse(() => true, (res) => res.json?.error?.type === 'agent_unavailable' && Object.assign(res, errorBody(404, 'not_found'))),
+    hooks: onResponse(
+      () => true,
+      (res) => res.json?.error?.type === 'agent_unavailable' && Object.assign(res, errorBody(404, 'not_found')),
+    ),
   },
   {
     id: 'inactive-completion-access-denied',
@@ -1402,7 +1602,11 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S8-prompt-at-limits',
     because: /prompt of 32000 two-byte characters: expected HTTP 200, got 400/,
-    hooks: onRequest((r) => (isCompletion(r) && Buffer.byteLength(String(r.json?.prompt ?? '')) > 32_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
+    hooks: onRequest((r) =>
+      isCompletion(r) && Buffer.byteLength(String(r.json?.prompt ?? '')) > 32_000
+        ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt')
+        : undefined,
+    ),
   },
   {
     id: 'prompt-empty-accepted',
@@ -1422,7 +1626,11 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S8-prompt-at-limits',
     because: /prompt of 32000 characters: expected HTTP 200, got 400/,
-    hooks: onRequest((r) => (isCompletion(r) && String(r.json?.prompt ?? '').length > 30_000 ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt') : undefined)),
+    hooks: onRequest((r) =>
+      isCompletion(r) && String(r.json?.prompt ?? '').length > 30_000
+        ? errorBody(400, 'invalid_request_error', 'prompt too long', 'prompt')
+        : undefined,
+    ),
   },
   {
     id: 'send-metadata-limit-not-enforced',
@@ -1462,7 +1670,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S8-rate-limit-429',
     because: /on the rate-limited app: expected HTTP 200 until the limit, then 429 rate_limit_exceeded; got 403/,
-    hooks: onResponse(() => true, (res) => res.status === 429 && Object.assign(res, errorBody(403, 'access_denied'))),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 429 && Object.assign(res, errorBody(403, 'access_denied')),
+    ),
   },
   {
     id: 'rate-limit-no-retry-after',
@@ -1471,7 +1682,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'reference',
     caughtBy: 'S8-rate-limit-429',
     because: /Retry-After is null, not a number of seconds/,
-    hooks: onResponse(() => true, (res) => res.status === 429 && delete res.headers['retry-after']),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 429 && delete res.headers['retry-after'],
+    ),
   },
   {
     id: 'rate-limit-every-endpoint',
@@ -1486,7 +1700,8 @@ export const MUTANTS: Mutant[] = [
       const limited = (r: ProxyRequest) => r.path.startsWith(`/apps/${TARGET.apps.rate_limited}/`);
       return {
         request(r) {
-          if (limited(r) && Date.now() < until) return { ...errorBody(429, 'rate_limit_exceeded'), headers: { 'content-type': 'application/json', 'retry-after': '60' } };
+          if (limited(r) && Date.now() < until)
+            return { ...errorBody(429, 'rate_limit_exceeded'), headers: { 'content-type': 'application/json', 'retry-after': '60' } };
         },
         response(res, r) {
           if (limited(r) && res.status === 429) until = Date.now() + 60_000;
@@ -1542,12 +1757,18 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S5-other-team-conversation',
     because: /GET \/apps\/app_other\/conversations\/conv_\w+ \(the other team's conversation, under its app\): expected HTTP 403, got 200/,
     hooks: onRequest((r) => {
-      if (CONV.test(r.path) && r.path.startsWith(`/apps/${TARGET.apps.other_team}/`) && r.headers.authorization === `Bearer ${TARGET.api_key}`) r.headers.authorization = `Bearer ${OTHER_TEAM_KEY}`;
+      if (
+        CONV.test(r.path) &&
+        r.path.startsWith(`/apps/${TARGET.apps.other_team}/`) &&
+        r.headers.authorization === `Bearer ${TARGET.api_key}`
+      )
+        r.headers.authorization = `Bearer ${OTHER_TEAM_KEY}`;
     }),
   },
   {
     id: 'send-other-team-404',
-    breaks: "send message looks the conversation up before the app's access: another team's conversation answers 404 instead of 403 access_denied",
+    breaks:
+      "send message looks the conversation up before the app's access: another team's conversation answers 404 instead of 403 access_denied",
     section: '5',
     profile: 'spec',
     caughtBy: 'S5-other-team-conversation',
@@ -1577,7 +1798,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-app-inactive-403',
     because: /POST \/apps\/app_inactive\/completions \{stream: true\}: expected HTTP 403, got 200/,
-    hooks: onResponse((r) => isCompletion(r) && r.json?.stream === true, (res) => res.status === 403 && asFailedStream(res)),
+    hooks: onResponse(
+      (r) => isCompletion(r) && r.json?.stream === true,
+      (res) => res.status === 403 && asFailedStream(res),
+    ),
   },
   {
     id: 'no-agent-send-stream-200',
@@ -1586,7 +1810,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-agent-unavailable-403',
     because: /POST \/apps\/app_noagent\/conversations\/conv_\w+ \{stream: true\}: expected HTTP 403, got 200/,
-    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.json?.error?.type === 'agent_unavailable' && asFailedStream(res)),
+    hooks: onResponse(
+      (r) => isSend(r) && r.json?.stream === true,
+      (res) => res.json?.error?.type === 'agent_unavailable' && asFailedStream(res),
+    ),
   },
   {
     id: 'unknown-app-metrics-zero',
@@ -1595,7 +1822,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S7-unknown-app-404',
     because: /GET \/apps\/\w+\/metrics: expected HTTP 404, got 200/,
-    hooks: onResponse((r) => r.path.endsWith('/metrics'), (res) => res.status === 404 && Object.assign(res, jsonBody({ total_conversations: 0, total_messages: 0, total_users: 0 }))),
+    hooks: onResponse(
+      (r) => r.path.endsWith('/metrics'),
+      (res) => res.status === 404 && Object.assign(res, jsonBody({ total_conversations: 0, total_messages: 0, total_users: 0 })),
+    ),
   },
   {
     id: 'rate-limit-stream-200',
@@ -1604,7 +1834,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S8-rate-limit-429',
     because: /message past the limit, \{stream: true\}: expected HTTP 429, got 200/,
-    hooks: onResponse((r) => isSend(r) && r.json?.stream === true, (res) => res.status === 429 && asFailedStream(res)),
+    hooks: onResponse(
+      (r) => isSend(r) && r.json?.stream === true,
+      (res) => res.status === 429 && asFailedStream(res),
+    ),
   },
   {
     id: 'completion-stream-no-key-200',
@@ -1613,7 +1846,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S5-missing-key-401',
     because: /POST \S+\/completions \{stream: true\} without a key: expected HTTP 401, got 200/,
-    hooks: onResponse((r) => isCompletion(r) && r.json?.stream === true, (res) => res.status === 401 && asFailedStream(res)),
+    hooks: onResponse(
+      (r) => isCompletion(r) && r.json?.stream === true,
+      (res) => res.status === 401 && asFailedStream(res),
+    ),
   },
   {
     id: 'function-call-stream-unfinished',
@@ -1634,7 +1870,10 @@ export const MUTANTS: Mutant[] = [
     profile: 'spec',
     caughtBy: 'S4.6-ten-exchanges',
     because: /the user message of exchange #1 is not in the history/,
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res) => ok(res) && (res.json.items = res.json.items.slice(-10))),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && (res.json.items = res.json.items.slice(-10)),
+    ),
   },
   {
     id: 'stream-created-first-five-only',
@@ -1680,7 +1919,8 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S8-metadata-create-past-limit',
     because: /metadata of 16,896 bytes \(ASCII\): expected a 4xx error, got HTTP 200/,
     hooks: onRequest((r) => {
-      if (r.method === 'POST' && typeof r.json?.metadata?.pad === 'string' && r.json.metadata.pad.length > 16_000) r.json.metadata.pad = r.json.metadata.pad.slice(0, 16_000);
+      if (r.method === 'POST' && typeof r.json?.metadata?.pad === 'string' && r.json.metadata.pad.length > 16_000)
+        r.json.metadata.pad = r.json.metadata.pad.slice(0, 16_000);
     }),
   },
   {
@@ -1693,7 +1933,8 @@ export const MUTANTS: Mutant[] = [
     hooks: onRequest((r) => {
       const m = r.method === 'POST' ? r.json?.metadata : undefined;
       // What such an implementation accepts is passed on shrunk, so that the reference accepts it too.
-      if (m && typeof m.pad === 'string' && JSON.stringify(m).length <= 16_384 && Buffer.byteLength(JSON.stringify(m)) > 16_384) m.pad = m.pad.slice(0, 4_000);
+      if (m && typeof m.pad === 'string' && JSON.stringify(m).length <= 16_384 && Buffer.byteLength(JSON.stringify(m)) > 16_384)
+        m.pad = m.pad.slice(0, 4_000);
     }),
   },
   {
@@ -1704,7 +1945,9 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S8-metadata-create-at-limit',
     because: /create with metadata at the limit: expected HTTP 200, got 400/,
     hooks: onRequest((r) =>
-      r.method === 'POST' && r.json?.metadata && JSON.stringify(r.json.metadata).length > 15_000 ? errorBody(400, 'invalid_request_error', 'metadata too large', 'metadata', 'too_large') : undefined,
+      r.method === 'POST' && r.json?.metadata && JSON.stringify(r.json.metadata).length > 15_000
+        ? errorBody(400, 'invalid_request_error', 'metadata too large', 'metadata', 'too_large')
+        : undefined,
     ),
   },
   {
@@ -1720,7 +1963,7 @@ export const MUTANTS: Mutant[] = [
   // The messenger widget (docs/widget.md): its refusals, judged by the REFERENCE cases of §5.4.
   {
     id: 'widget-token-opens-rest',
-    breaks: 'the REST API takes a visitor token as the team\'s key',
+    breaks: "the REST API takes a visitor token as the team's key",
     section: 'D-45',
     profile: 'reference',
     caughtBy: 'S5.4-widget-credentials',
@@ -1735,7 +1978,8 @@ export const MUTANTS: Mutant[] = [
     section: 'D-53',
     profile: 'reference',
     caughtBy: 'S5.4-widget-origins',
-    because: /widget OPTIONS \/apps\/app_demo\/visitors from Origin https:\/\/not-listed\.conformance\.invalid, preflight: expected HTTP 403, got 204/,
+    because:
+      /widget OPTIONS \/apps\/app_demo\/visitors from Origin https:\/\/not-listed\.conformance\.invalid, preflight: expected HTTP 403, got 204/,
     hooks: originAllowed((o) => o !== SHOP),
   },
   {
@@ -1749,12 +1993,19 @@ export const MUTANTS: Mutant[] = [
   },
   {
     id: 'widget-refusal-with-cors',
-    breaks: 'a refused origin\'s 403 carries Access-Control-Allow-Origin, so that the foreign page reads it',
+    breaks: "a refused origin's 403 carries Access-Control-Allow-Origin, so that the foreign page reads it",
     section: 'D-53',
     profile: 'reference',
     caughtBy: 'S5.4-widget-origins',
-    because: /from Origin https:\/\/not-listed\.conformance\.invalid, preflight: a refused origin got CORS headers \(access-control-allow-origin\)/,
-    hooks: onResponse(isWidget, (res, r) => res.json?.error?.code === 'origin_not_allowed' && r.headers.origin && (res.headers['access-control-allow-origin'] = r.headers.origin)),
+    because:
+      /from Origin https:\/\/not-listed\.conformance\.invalid, preflight: a refused origin got CORS headers \(access-control-allow-origin\)/,
+    hooks: onResponse(
+      isWidget,
+      (res, r) =>
+        res.json?.error?.code === 'origin_not_allowed' &&
+        r.headers.origin &&
+        (res.headers['access-control-allow-origin'] = r.headers.origin),
+    ),
   },
   {
     id: 'widget-credential-before-origin',
@@ -1762,9 +2013,11 @@ export const MUTANTS: Mutant[] = [
     section: 'D-54',
     profile: 'reference',
     caughtBy: 'S5.4-widget-origins',
-    because: /widget POST \/apps\/app_demo\/visitors from Origin https:\/\/not-listed\.conformance\.invalid, without a key: expected HTTP 403, got 401/,
+    because:
+      /widget POST \/apps\/app_demo\/visitors from Origin https:\/\/not-listed\.conformance\.invalid, without a key: expected HTTP 403, got 401/,
     hooks: onResponse(isWidget, (res, r) => {
-      if (r.method !== 'OPTIONS' && !r.headers.authorization && res.json?.error?.code === 'origin_not_allowed') Object.assign(res, errorBody(401, 'invalid_api_key', 'mutant', null, 'invalid_visitor_token'));
+      if (r.method !== 'OPTIONS' && !r.headers.authorization && res.json?.error?.code === 'origin_not_allowed')
+        Object.assign(res, errorBody(401, 'invalid_api_key', 'mutant', null, 'invalid_visitor_token'));
     }),
   },
   {
@@ -1798,7 +2051,8 @@ export const MUTANTS: Mutant[] = [
       const created = new Set<string>();
       return onResponse(isWidget, (res, r) => {
         if (is(r, 'POST', W_CONVS) && ok(res)) created.add(res.json.id);
-        else if (W_CONV.test(r.path) && res.status === 404 && created.has(r.path.split('/').pop()!)) Object.assign(res, errorBody(403, 'access_denied', 'This conversation belongs to another visitor.'));
+        else if (W_CONV.test(r.path) && res.status === 404 && created.has(r.path.split('/').pop()!))
+          Object.assign(res, errorBody(403, 'access_denied', 'This conversation belongs to another visitor.'));
       })();
     },
   },
@@ -1808,21 +2062,29 @@ export const MUTANTS: Mutant[] = [
     section: 'D-48',
     profile: 'reference',
     caughtBy: 'S5.4-widget-other-visitor',
-    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ \(a conversation created through the REST API, as a visitor\): expected HTTP 404, got 200/,
+    because:
+      /widget GET \/apps\/app_demo\/conversations\/conv_\w+ \(a conversation created through the REST API, as a visitor\): expected HTTP 404, got 200/,
     hooks: () => {
       const rest = new Set<string>();
       return {
         async response(res, r, { forward }) {
           if (is(r, 'POST', CONVS) && ok(res)) rest.add(res.json.id);
           if (!isWidget(r) || !W_CONV.test(r.path) || res.status !== 404 || !rest.has(r.path.split('/').pop()!)) return;
-          Object.assign(res, await forward({ ...r, path: r.path.slice(WIDGET_PATH.length), headers: { ...r.headers, authorization: `Bearer ${TARGET.api_key}` } }));
+          Object.assign(
+            res,
+            await forward({
+              ...r,
+              path: r.path.slice(WIDGET_PATH.length),
+              headers: { ...r.headers, authorization: `Bearer ${TARGET.api_key}` },
+            }),
+          );
         },
       };
     },
   },
   {
     id: 'widget-identity-never-expires',
-    breaks: "a signed identity is taken however old it is (its iat is not checked)",
+    breaks: 'a signed identity is taken however old it is (its iat is not checked)',
     section: 'D-50',
     profile: 'reference',
     caughtBy: 'S5.4-widget-identity',
@@ -1842,22 +2104,25 @@ export const MUTANTS: Mutant[] = [
     section: 'D-54',
     profile: 'reference',
     caughtBy: 'S5.4-widget-forged-token',
-    because: /widget GET \/apps\/app_demo\/conversations\/conv_\w+ with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 404/,
+    because:
+      /widget GET \/apps\/app_demo\/conversations\/conv_\w+ with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 404/,
     hooks: () => {
       const created = new Set<string>();
       return onResponse(isWidget, (res, r) => {
         if (is(r, 'POST', W_CONVS) && ok(res)) created.add(res.json.id);
-        else if (W_CONV.test(r.path) && res.status === 401 && !created.has(r.path.split('/').pop()!)) Object.assign(res, errorBody(404, 'not_found', 'Conversation not found.', 'conversation_id'));
+        else if (W_CONV.test(r.path) && res.status === 401 && !created.has(r.path.split('/').pop()!))
+          Object.assign(res, errorBody(404, 'not_found', 'Conversation not found.', 'conversation_id'));
       })();
     },
   },
   {
     id: 'widget-token-signature-unchecked',
-    breaks: "visitor tokens are decoded without checking their signature",
+    breaks: 'visitor tokens are decoded without checking their signature',
     section: 'D-49',
     profile: 'reference',
     caughtBy: 'S5.4-widget-forged-token',
-    because: /widget GET \/apps\/app_demo\/config with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 200/,
+    because:
+      /widget GET \/apps\/app_demo\/config with a visitor token changed after signing \(another visitor\): expected HTTP 401, got 200/,
     // A token the server never issued but whose claims decode is answered as a token it issued would be.
     hooks: () => {
       const issued = new Set<string>();
@@ -1920,7 +2185,8 @@ export const VARIANTS: Variant[] = [
     section: '2.10',
     hooks: onRequest((r) => {
       const id = CONV.test(r.path) ? r.path.split('/').pop()! : undefined;
-      if (id !== undefined && !/^conv_[0-9a-f]{24}$/.test(id)) return errorBody(400, 'invalid_request_error', 'malformed conversation id', 'conversation_id', 'invalid_value');
+      if (id !== undefined && !/^conv_[0-9a-f]{24}$/.test(id))
+        return errorBody(400, 'invalid_request_error', 'malformed conversation id', 'conversation_id', 'invalid_value');
     }),
   },
   {
@@ -1928,16 +2194,24 @@ export const VARIANTS: Variant[] = [
     does: 'an app that does not exist is 403 access_denied (the key has no access to it), not 404 not_found',
     section: '5.6, 7',
     decision: { id: 'D-4', caughtBy: 'S7-unknown-app-404', because: /POST \/apps\/\w+\/conversations: expected HTTP 404, got 403/ },
-    hooks: onResponse(() => true, (res) => res.status === 404 && res.json?.error?.param === 'app_id' && Object.assign(res, errorBody(403, 'access_denied'))),
+    hooks: onResponse(
+      () => true,
+      (res) => res.status === 404 && res.json?.error?.param === 'app_id' && Object.assign(res, errorBody(403, 'access_denied')),
+    ),
   },
   {
     id: 'metadata-16000-spaced',
     does: 'metadata is measured as JSON with a space after ":" and "," (as Python\'s json.dumps writes it), and refused above 16,000 bytes',
     section: '8',
-    decision: { id: 'D-9', caughtBy: 'S8-metadata-create-at-limit', because: /create with metadata at the limit: expected HTTP 200, got 400/ },
+    decision: {
+      id: 'D-9',
+      caughtBy: 'S8-metadata-create-at-limit',
+      because: /create with metadata at the limit: expected HTTP 200, got 400/,
+    },
     hooks: onRequest((r) => {
       const m = r.method === 'POST' ? r.json?.metadata : undefined;
-      if (m && typeof m === 'object' && Buffer.byteLength(spaced(m)) > 16_000) return errorBody(400, 'invalid_request_error', 'metadata is over 16KB', 'metadata', 'too_large');
+      if (m && typeof m === 'object' && Buffer.byteLength(spaced(m)) > 16_000)
+        return errorBody(400, 'invalid_request_error', 'metadata is over 16KB', 'metadata', 'too_large');
     }),
   },
   {
@@ -1945,16 +2219,29 @@ export const VARIANTS: Variant[] = [
     does: 'a reply in JSON mode ends with a message item whose content is null (§2.4: array or null)',
     section: '2.4',
     decision: { id: 'D-14', caughtBy: 'S4.6-persisted-items-agree', because: /items compared with the user message and the output/ },
-    hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && res.json.output.push({ type: 'message', role: 'assistant', content: null })),
+    hooks: onResponse(
+      isSend,
+      (res) => ok(res) && !isStream(res) && res.json.output.push({ type: 'message', role: 'assistant', content: null }),
+    ),
   },
   {
     id: 'greeting-item',
     does: "a new conversation's history opens with the agent's greeting, before any exchange",
     section: '4.3',
     decision: { id: 'D-14', caughtBy: 'S4.3-get-new-has-no-items', because: /items of a new conversation: expected 0 entries, got 1/ },
-    hooks: onResponse((r) => is(r, 'GET', CONV), (res, r) => {
-      if (ok(res)) res.json.items.unshift({ id: `msg_greeting_${r.path.split('/').pop()}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Welcome! How can I help?' }], created_at: res.json.created_at });
-    }),
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res, r) => {
+        if (ok(res))
+          res.json.items.unshift({
+            id: `msg_greeting_${r.path.split('/').pop()}`,
+            type: 'message',
+            role: 'assistant',
+            content: [{ type: 'text', text: 'Welcome! How can I help?' }],
+            created_at: res.json.created_at,
+          });
+      },
+    ),
   },
   {
     id: 'sse-id-retry',
@@ -1965,7 +2252,10 @@ export const VARIANTS: Variant[] = [
       (r) => isSend(r) || isCompletion(r),
       (res) => {
         let n = 0;
-        res.body = res.body.replace(/^event: [^\r\n]*(\r\n|\r|\n)/gm, (line, eol: string) => `${line}id: ${++n}${eol}${n === 1 ? `retry: 3000${eol}` : ''}`);
+        res.body = res.body.replace(
+          /^event: [^\r\n]*(\r\n|\r|\n)/gm,
+          (line, eol: string) => `${line}id: ${++n}${eol}${n === 1 ? `retry: 3000${eol}` : ''}`,
+        );
       },
     ),
   },
@@ -1973,7 +2263,12 @@ export const VARIANTS: Variant[] = [
     id: 'settles-late',
     does: 'metrics and the generated title show a change 1.5 s after it: longer than the request timeout of the run, shorter than its --settle-timeout',
     section: '2.1, 4.9',
-    alone: { only: 'S4.9-*,S4.6-generated-title,S4.7-completion-no-conversation', timeoutMs: 1_000, settleTimeoutMs: 8_000, failsWithin: 300 },
+    alone: {
+      only: 'S4.9-*,S4.6-generated-title,S4.7-completion-no-conversation',
+      timeoutMs: 1_000,
+      settleTimeoutMs: 8_000,
+      failsWithin: 300,
+    },
     hooks: () => {
       const at = new Map<string, { time: number; json: unknown }>();
       const firstSent = new Map<string, number>();

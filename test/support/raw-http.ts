@@ -18,7 +18,12 @@ export interface RawResponse {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 
 /** `path` goes on the wire as given (no URL normalisation, unlike fetch). */
-export function rawRequest(port: number, method: string, path: string, opts: { headers?: Record<string, string | string[]>; body?: string | Buffer } = {}): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  method: string,
+  path: string,
+  opts: { headers?: Record<string, string | string[]>; body?: string | Buffer } = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path, headers: opts.headers, agent }, (res) => {
       const chunks: Buffer[] = [];
@@ -47,13 +52,22 @@ export function rawRequest(port: number, method: string, path: string, opts: { h
  * `counted`: the request went to send message or completion, which count before validating (D-4),
  * so a 400 or 404 there legitimately appends to the rate-limit journal: that one file is left out.
  */
-export async function snapshot(server: { store: Store; dataDir: string }, appIds: readonly string[], opts: { counted?: boolean } = {}): Promise<string> {
+export async function snapshot(
+  server: { store: Store; dataDir: string },
+  appIds: readonly string[],
+  opts: { counted?: boolean } = {},
+): Promise<string> {
   const disk: Array<[string, string]> = [];
   for (const entry of await fs.readdir(server.dataDir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
     const file = path.relative(server.dataDir, path.join(entry.parentPath, entry.name));
     if (opts.counted && file === 'ratelimits.jsonl') continue;
-    disk.push([file, createHash('sha256').update(await fs.readFile(path.join(server.dataDir, file))).digest('hex')]);
+    disk.push([
+      file,
+      createHash('sha256')
+        .update(await fs.readFile(path.join(server.dataDir, file)))
+        .digest('hex'),
+    ]);
   }
   disk.sort(([a], [b]) => (a < b ? -1 : 1));
   const memory: unknown[] = [];

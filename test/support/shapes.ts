@@ -2,7 +2,16 @@
 // the conformance suite must accept other implementations that add some); Parley itself answers
 // with exactly the fields of §2 and D-8…D-14, so a leaked internal field (`seq`, `deleted_at`) fails.
 import { z } from 'zod';
-import { ContentPart, DataSpec, DeletionResult, Item, JsonPatchOperation, ReferenceConversation, ReferenceConversationList, ReferenceErrorBody } from '../../src/contract/index.ts';
+import {
+  ContentPart,
+  DataSpec,
+  DeletionResult,
+  Item,
+  JsonPatchOperation,
+  ReferenceConversation,
+  ReferenceConversationList,
+  ReferenceErrorBody,
+} from '../../src/contract/index.ts';
 
 const exact = <S extends z.ZodRawShape>(shape: S) => z.strictObject(shape);
 

@@ -20,13 +20,32 @@ export interface StoreUnderTest {
 }
 
 export function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return { id, app_id: 'app_demo', seq: 1, created_at: 1_700_000_000, external_user_id: null, title: null, generated_title: {}, metadata: {}, deleted_at: null, message_count: 0, ...over };
+  return {
+    id,
+    app_id: 'app_demo',
+    seq: 1,
+    created_at: 1_700_000_000,
+    external_user_id: null,
+    title: null,
+    generated_title: {},
+    metadata: {},
+    deleted_at: null,
+    message_count: 0,
+    ...over,
+  };
 }
 
 const exchange = (p: string, createdAt = 1): ItemT[] =>
   [
     { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: createdAt, response_id: p },
-    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: createdAt, response_id: p },
+    {
+      id: `msg_a${p}`,
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'text', text: 'hello' }],
+      created_at: createdAt,
+      response_id: p,
+    },
   ] as unknown as ItemT[];
 
 export const save = (id: string, p: string, claim?: ResponseSave['claim'], createdAt = 1): ResponseSave => ({
@@ -74,9 +93,13 @@ export function storeSuite(name: string, h: StoreHarness): void {
         assert.deepEqual(await walkIds(s.store, 'app_demo', { externalUserId: 'u1' }), ['conv_b2', 'conv_c3']);
         assert.deepEqual(await walkIds(s.store, 'app_demo', { externalUserId: 'u1', direction: 'down', limit: 1 }), ['conv_c3', 'conv_b2']);
         assert.deepEqual(await walkIds(s.store, 'app_none'), []);
-        assert.equal(await s.store.listConversations('app_other', { direction: 'up', cursor: 'conv_a1', limit: 5 }), undefined, "another app's conversation is no cursor");
-        assert.deepEqual((await s.store.appCounters('app_demo')), { conversations: 3, messages: 0, users: 1 });
-        const before = (await s.store.getConversation('conv_a1'));
+        assert.equal(
+          await s.store.listConversations('app_other', { direction: 'up', cursor: 'conv_a1', limit: 5 }),
+          undefined,
+          "another app's conversation is no cursor",
+        );
+        assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 3, messages: 0, users: 1 });
+        const before = await s.store.getConversation('conv_a1');
         const st = await s.restart();
         assert.deepEqual(await ids(st), ['conv_a1', 'conv_b2', 'conv_c3']);
         const after = (await st.getConversation('conv_a1'))!;
@@ -84,7 +107,7 @@ export function storeSuite(name: string, h: StoreHarness): void {
         // Metadata comes back as it was sent, keys in their order.
         assert.equal(JSON.stringify(after.metadata), JSON.stringify(meta));
         assert.ok((await st.nextSeq()) > 3, 'D-7: a seq is never reused across restarts');
-        assert.equal((await st.getConversation('conv_nope')), undefined);
+        assert.equal(await st.getConversation('conv_nope'), undefined);
       });
     });
 
@@ -109,7 +132,11 @@ export function storeSuite(name: string, h: StoreHarness): void {
             const rest = direction === 'up' ? all.slice(i + 1) : all.slice(0, i).reverse();
             const expected = rest.filter((id) => !gone.has(id));
             const page = (await s.store.listConversations('app_demo', { direction, cursor, limit: 3 }))!;
-            assert.deepEqual(page.records.map((r) => r.id), expected.slice(0, 3), `${direction} from ${cursor}`);
+            assert.deepEqual(
+              page.records.map((r) => r.id),
+              expected.slice(0, 3),
+              `${direction} from ${cursor}`,
+            );
             assert.equal(page.hasMore, expected.length > 3, `has_more ${direction} from ${cursor}`);
           }
         }
@@ -133,7 +160,10 @@ export function storeSuite(name: string, h: StoreHarness): void {
         const refuse = () => {
           throw new Error('over quota');
         };
-        await assert.rejects(s.store.putConversation(record('conv_q3', { seq: 3, external_user_id: 'u' }), { key: 'k-q3', fingerprint: 'f' }, refuse), /over quota/);
+        await assert.rejects(
+          s.store.putConversation(record('conv_q3', { seq: 3, external_user_id: 'u' }), { key: 'k-q3', fingerprint: 'f' }, refuse),
+          /over quota/,
+        );
         assert.equal(await s.store.getConversation('conv_q3'), undefined);
         assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 2, messages: 0, users: 0 });
         assert.deepEqual(await s.store.idempotencyClaims(0), [], 'nor its claim');
@@ -142,7 +172,11 @@ export function storeSuite(name: string, h: StoreHarness): void {
 
     test('200 concurrent creates give 200 distinct conversations, also after a restart', async () => {
       await withStore(h, async (s) => {
-        await Promise.all(Array.from({ length: 200 }, async (_, i) => s.store.putConversation(record(`conv_m${String(i).padStart(3, '0')}`, { seq: await s.store.nextSeq() }))));
+        await Promise.all(
+          Array.from({ length: 200 }, async (_, i) =>
+            s.store.putConversation(record(`conv_m${String(i).padStart(3, '0')}`, { seq: await s.store.nextSeq() })),
+          ),
+        );
         assert.equal(new Set(await walkIds(s.store, 'app_demo', { limit: 50 })).size, 200);
         const st = await s.restart();
         assert.equal(new Set(await walkIds(st, 'app_demo', { limit: 50 })).size, 200);
@@ -153,18 +187,33 @@ export function storeSuite(name: string, h: StoreHarness): void {
     test('exchanges: items in order, the response kept, counters and bytes follow; an earlier-stamped exchange takes the last time (§4.3)', async () => {
       await withStore(h, async (s) => {
         await s.store.putConversation(record('conv_h1', { external_user_id: 'u' }));
-        const bytes0 = (await s.store.storedBytes('app_demo'));
+        const bytes0 = await s.store.storedBytes('app_demo');
         await s.store.saveResponse(save('conv_h1', 'resp_1', undefined, 50));
         await s.store.saveResponse(save('conv_h1', 'resp_2', undefined, 40));
         const file = await s.store.readConversationFile('conv_h1');
-        assert.deepEqual(file.items.map((i) => i.id), ['msg_uresp_1', 'msg_aresp_1', 'msg_uresp_2', 'msg_aresp_2']);
-        assert.deepEqual(file.items.map((i) => i.created_at), [50, 50, 50, 50]);
-        assert.deepEqual(file.responses.map((r) => [r.id, r.status]), [['resp_1', 'completed'], ['resp_2', 'completed']]);
+        assert.deepEqual(
+          file.items.map((i) => i.id),
+          ['msg_uresp_1', 'msg_aresp_1', 'msg_uresp_2', 'msg_aresp_2'],
+        );
+        assert.deepEqual(
+          file.items.map((i) => i.created_at),
+          [50, 50, 50, 50],
+        );
+        assert.deepEqual(
+          file.responses.map((r) => [r.id, r.status]),
+          [
+            ['resp_1', 'completed'],
+            ['resp_2', 'completed'],
+          ],
+        );
         assert.ok(file.bytes > 0);
         assert.ok((await s.store.storedBytes('app_demo')) >= bytes0 + file.bytes, 'D-27: the history counts in the quota');
-        assert.deepEqual((await s.store.appCounters('app_demo')), { conversations: 1, messages: 4, users: 1 });
+        assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 1, messages: 4, users: 1 });
         const st = await s.restart();
-        assert.deepEqual((await st.readConversationFile('conv_h1')).items.map((i) => i.id), file.items.map((i) => i.id));
+        assert.deepEqual(
+          (await st.readConversationFile('conv_h1')).items.map((i) => i.id),
+          file.items.map((i) => i.id),
+        );
         assert.equal((await st.readConversationFile('conv_h1')).bytes, file.bytes);
         assert.equal((await st.getConversation('conv_h1'))!.message_count, 4);
       });
@@ -174,13 +223,14 @@ export function storeSuite(name: string, h: StoreHarness): void {
       await withStore(h, async (s) => {
         for (const [i, id] of ['conv_d1', 'conv_d2', 'conv_d3'].entries()) await s.store.putConversation(record(id, { seq: i + 1 }));
         await s.store.saveResponse(save('conv_d2', 'resp_d'));
-        const live = (await s.store.storedBytes('app_demo'));
+        const live = await s.store.storedBytes('app_demo');
         const r = await s.store.updateConversation('conv_d2', (x) => ({ ...x!, deleted_at: 1_700_000_100 }));
         assert.equal(r.deleted_at, 1_700_000_100);
         assert.ok((await s.store.storedBytes('app_demo')) < live);
         assert.deepEqual(await walkIds(s.store, 'app_demo'), ['conv_d1', 'conv_d3'], 'lists skip it');
         // D-11: its id stays a valid cursor, in its place, both ways.
-        const from = async (direction: 'up' | 'down') => (await s.store.listConversations('app_demo', { direction, cursor: 'conv_d2', limit: 5 }))?.records.map((x) => x.id);
+        const from = async (direction: 'up' | 'down') =>
+          (await s.store.listConversations('app_demo', { direction, cursor: 'conv_d2', limit: 5 }))?.records.map((x) => x.id);
         assert.deepEqual([await from('up'), await from('down')], [['conv_d3'], ['conv_d1']]);
         assert.deepEqual((await s.store.readConversationFile('conv_d2')).items, []);
         // An exchange that ends after the delete does not bring the history back.
@@ -189,7 +239,7 @@ export function storeSuite(name: string, h: StoreHarness): void {
         assert.deepEqual((await s.store.readConversationFile('conv_d2')).responses, []);
         const st = await s.restart();
         assert.equal((await st.getConversation('conv_d2'))!.deleted_at, 1_700_000_100);
-        assert.equal((await st.storedBytes('app_demo')), (await s.store.storedBytes('app_demo')));
+        assert.equal(await st.storedBytes('app_demo'), await s.store.storedBytes('app_demo'));
       });
     });
 
@@ -213,7 +263,10 @@ export function storeSuite(name: string, h: StoreHarness): void {
         await assert.rejects(refused, /not found/);
         assert.equal((await deleted).deleted_at, 5);
         assert.equal((await s.store.getConversation('conv_ab01'))!.title, 'renamed');
-        await assert.rejects(s.store.updateConversation('conv_missing', (x) => ({ ...x! })), /no conversation/);
+        await assert.rejects(
+          s.store.updateConversation('conv_missing', (x) => ({ ...x! })),
+          /no conversation/,
+        );
       });
     });
 
@@ -233,16 +286,31 @@ export function storeSuite(name: string, h: StoreHarness): void {
         await s.store.putConversation(record('conv_cd02'));
         await s.store.putConversation(record('conv_gh04', { seq: 3 }), { key: 'k-create', fingerprint: 'f0' });
         await s.store.saveResponse(save('conv_cd02', 'resp_1', { key: 'k-saved', fingerprint: 'f1' }));
-        assert.deepEqual((await s.store.idempotencyClaims(0)).map((c) => [c.key, c.fingerprint]), [['k-create', 'f0'], ['k-saved', 'f1']]);
+        assert.deepEqual(
+          (await s.store.idempotencyClaims(0)).map((c) => [c.key, c.fingerprint]),
+          [
+            ['k-create', 'f0'],
+            ['k-saved', 'f1'],
+          ],
+        );
         const st = await s.restart();
-        assert.deepEqual((await st.idempotencyClaims(0)).map((c) => c.key), ['k-create', 'k-saved']);
-        assert.deepEqual((await st.idempotencyClaims(Date.now() + 1)), [], 'older claims are left out');
+        assert.deepEqual(
+          (await st.idempotencyClaims(0)).map((c) => c.key),
+          ['k-create', 'k-saved'],
+        );
+        assert.deepEqual(await st.idempotencyClaims(Date.now() + 1), [], 'older claims are left out');
       });
     });
 
     test('resumable responses (D-33, D-35): one live per conversation; followers get every event in order until the terminal one; a cancel reaches the producer', async () => {
       await withStore(h, async (s) => {
-        const start = (id: string, c = 'conv_r1'): LiveResponseStart => ({ id, app_id: 'app_demo', conversation_id: c, created_at: 1_700_000_000, input: { content: 'hi', metadata: null } });
+        const start = (id: string, c = 'conv_r1'): LiveResponseStart => ({
+          id,
+          app_id: 'app_demo',
+          conversation_id: c,
+          created_at: 1_700_000_000,
+          input: { content: 'hi', metadata: null },
+        });
         const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as UnsequencedEvent;
         assert.deepEqual(await s.store.responses.begin(start('resp_a')), {});
         assert.deepEqual(await s.store.responses.begin(start('resp_b')), { running: 'resp_a' }, 'D-35: the running one is named');

@@ -9,7 +9,9 @@ export const PK = TARGET.publishable_key;
 /** An origin the fixtures list for app_demo and app_genui (and app_limited, app_inactive). */
 export const SHOP = 'https://shop.example';
 
-const fixtures = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.json'), 'utf8')) as { apps: Array<{ id: string; widget?: { identity_secret?: string } }> };
+const fixtures = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.json'), 'utf8')) as {
+  apps: Array<{ id: string; widget?: { identity_secret?: string } }>;
+};
 /** D-50: the identity secret of an app, as its host's server holds it. */
 export function identitySecret(appId: string): string {
   return fixtures.apps.find((a) => a.id === appId)!.widget!.identity_secret!;
@@ -17,7 +19,8 @@ export function identitySecret(appId: string): string {
 
 /** D-49: the server's signing secret, from its data directory or (on PostgreSQL) its database. */
 export async function serverSecret(server: TestServer): Promise<string> {
-  if (server.store instanceof PgStore) return (await server.store.sql<{ value: string }[]>`SELECT value FROM settings WHERE name = 'widget_secret'`)[0]!.value;
+  if (server.store instanceof PgStore)
+    return (await server.store.sql<{ value: string }[]>`SELECT value FROM settings WHERE name = 'widget_secret'`)[0]!.value;
   return (await fs.readFile(path.join(server.dataDir, 'widget-secret'), 'utf8')).trim();
 }
 
@@ -48,7 +51,11 @@ export async function widgetCall(
   if (origin !== null) headers.origin = origin;
   if (opts.auth) headers.authorization = `Bearer ${opts.auth}`;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${originOf(server)}/widget/v1${urlPath}`, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const res = await fetch(`${originOf(server)}/widget/v1${urlPath}`, {
+    method,
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+  });
   const text = await res.text();
   let body: unknown = text;
   try {
@@ -60,7 +67,12 @@ export async function widgetCall(
 }
 
 /** A visitor session of `appId` (a new anonymous visitor unless `identity` or `previous_token` say otherwise). */
-export async function visitor(server: TestServer, appId: string, body: Record<string, unknown> = {}, origin: string | null = SHOP): Promise<{ token: string; visitor_id: string; external_user_id: string | null; expires_at: number }> {
+export async function visitor(
+  server: TestServer,
+  appId: string,
+  body: Record<string, unknown> = {},
+  origin: string | null = SHOP,
+): Promise<{ token: string; visitor_id: string; external_user_id: string | null; expires_at: number }> {
   const r = await widgetCall(server, 'POST', `/apps/${appId}/visitors`, { auth: PK, body, origin });
   if (r.status !== 200) throw new Error(`visitor session: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;

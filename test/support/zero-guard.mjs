@@ -12,7 +12,8 @@ export default async function* zeroGuard(source) {
   /** @type {string[]} */
   const empty = [];
   for await (const { type, data } of source) {
-    if (type === 'test:pass' && data?.nesting === 0 && data.file && namesItsFile(data.name, data.file)) empty.push(path.relative(process.cwd(), data.file));
+    if (type === 'test:pass' && data?.nesting === 0 && data.file && namesItsFile(data.name, data.file))
+      empty.push(path.relative(process.cwd(), data.file));
   }
   if (empty.length === 0) return;
   process.exitCode = 1;

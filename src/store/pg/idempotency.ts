@@ -49,7 +49,10 @@ export class PgIdempotencyAnswers implements IdempotencyAnswers {
   /** Deletes what expired, now and every hour, and starts renewing this instance's leases. */
   async open(): Promise<this> {
     await this.sweep();
-    this.timers = [setInterval(() => void this.renew().catch(() => {}), ANSWER_LEASE_MS / 3), setInterval(() => void this.sweep().catch(() => {}), SWEEP_MS)];
+    this.timers = [
+      setInterval(() => void this.renew().catch(() => {}), ANSWER_LEASE_MS / 3),
+      setInterval(() => void this.sweep().catch(() => {}), SWEEP_MS),
+    ];
     for (const t of this.timers) t.unref();
     return this;
   }
@@ -71,11 +74,17 @@ export class PgIdempotencyAnswers implements IdempotencyAnswers {
            OR (idempotency_answers.state = 'running' AND idempotency_answers.lease_until < ${now})
         RETURNING key`;
       if (taken.length === 1) return this.unlessSaved(k, now);
-      const [row] = await this.sql<Row[]>`SELECT fingerprint, at, state, kind, body, lost, response_id FROM idempotency_answers WHERE key = ${k}`;
+      const [row] = await this.sql<
+        Row[]
+      >`SELECT fingerprint, at, state, kind, body, lost, response_id FROM idempotency_answers WHERE key = ${k}`;
       // Released between the two statements (its request was refused): take it again.
       if (!row) continue;
-      if (row.state === 'running') return { state: 'running', f: row.fingerprint, ...(row.response_id ? { responseId: row.response_id } : {}) };
-      return { state: 'done', answer: { f: row.fingerprint, at: Number(row.at), kind: row.kind ?? 'json', b: row.body, ...(row.lost ? { lost: true } : {}) } };
+      if (row.state === 'running')
+        return { state: 'running', f: row.fingerprint, ...(row.response_id ? { responseId: row.response_id } : {}) };
+      return {
+        state: 'done',
+        answer: { f: row.fingerprint, at: Number(row.at), kind: row.kind ?? 'json', b: row.body, ...(row.lost ? { lost: true } : {}) },
+      };
     }
   }
 
@@ -84,7 +93,9 @@ export class PgIdempotencyAnswers implements IdempotencyAnswers {
    * answer (its instance died between the two): the key is answered "lost", never run again.
    */
   private async unlessSaved(k: string, now: number): Promise<KeyState> {
-    const [claim] = await this.sql<{ fingerprint: string; at: string }[]>`SELECT fingerprint, at FROM idempotency_claims WHERE key = ${k} AND at > ${now - this.ttl}`;
+    const [claim] = await this.sql<
+      { fingerprint: string; at: string }[]
+    >`SELECT fingerprint, at FROM idempotency_claims WHERE key = ${k} AND at > ${now - this.ttl}`;
     if (!claim) {
       this.held.add(k);
       return { state: 'new' };
@@ -104,7 +115,8 @@ export class PgIdempotencyAnswers implements IdempotencyAnswers {
   }
 
   async produces(k: string, responseId: string): Promise<void> {
-    await this.sql`UPDATE idempotency_answers SET response_id = ${responseId} WHERE key = ${k} AND owner = ${this.owner} AND state = 'running'`;
+    await this
+      .sql`UPDATE idempotency_answers SET response_id = ${responseId} WHERE key = ${k} AND owner = ${this.owner} AND state = 'running'`;
   }
 
   /** Replaces this instance's running row of `k` by its answer (a row another instance took over is left to it). */

@@ -202,7 +202,8 @@ export async function migrate(sql: Sql, migrations: readonly Migration[] = MIGRA
       const done = new Set((await conn<{ version: number }[]>`SELECT version FROM schema_migrations`).map((r) => r.version));
       const known = Math.max(0, ...migrations.map((m) => m.version));
       const newer = [...done].filter((v) => v > known);
-      if (newer.length > 0) throw new Error(`the database's schema is version ${Math.max(...newer)}, newer than this Parley knows (${known}): upgrade Parley`);
+      if (newer.length > 0)
+        throw new Error(`the database's schema is version ${Math.max(...newer)}, newer than this Parley knows (${known}): upgrade Parley`);
       const applied: number[] = [];
       for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
         if (done.has(m.version)) continue;
@@ -228,7 +229,11 @@ export async function migrate(sql: Sql, migrations: readonly Migration[] = MIGRA
 
 export async function migrationStatus(sql: Sql, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrationStatus> {
   const exists = await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS ok`;
-  const applied = exists[0]!.ok ? await sql<{ version: number; name: string; applied_at: Date }[]>`SELECT version, name, applied_at FROM schema_migrations ORDER BY version` : [];
+  const applied = exists[0]!.ok
+    ? await sql<
+        { version: number; name: string; applied_at: Date }[]
+      >`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`
+    : [];
   const done = new Set(applied.map((r) => r.version));
   return { applied: [...applied], pending: migrations.filter((m) => !done.has(m.version)) };
 }

@@ -80,8 +80,10 @@ export class PgRateCounts implements RateCounts {
     const scope = this.scope;
     await this.sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${RATE_LOCK_CLASS}, hashtext(${`${scope}:${key}`}))`;
-      const gone = await tx`DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events WHERE scope = ${scope} AND key = ${key} AND at = ${at} LIMIT 1)`;
-      if (gone.count > 0) await tx`UPDATE rate_days SET count = count - 1 WHERE scope = ${scope} AND key = ${key} AND day = ${at - (at % DAY)} AND count > 0`;
+      const gone =
+        await tx`DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events WHERE scope = ${scope} AND key = ${key} AND at = ${at} LIMIT 1)`;
+      if (gone.count > 0)
+        await tx`UPDATE rate_days SET count = count - 1 WHERE scope = ${scope} AND key = ${key} AND day = ${at - (at % DAY)} AND count > 0`;
     });
   }
 

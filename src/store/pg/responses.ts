@@ -76,7 +76,9 @@ export class PgResponses implements LiveResponses {
 
   private async renew(): Promise<void> {
     if (this.producing.size === 0) return;
-    await this.sql`UPDATE live_responses SET lease_until = ${this.now() + LEASE_MS} WHERE owner = ${this.owner} AND ended_at IS NULL`.catch(() => {});
+    await this.sql`UPDATE live_responses SET lease_until = ${this.now() + LEASE_MS} WHERE owner = ${this.owner} AND ended_at IS NULL`.catch(
+      () => {},
+    );
   }
 
   async begin(start: LiveResponseStart): Promise<{ running?: string }> {
@@ -90,7 +92,9 @@ export class PgResponses implements LiveResponses {
         this.producing.set(start.id, { next: 0, writing: Promise.resolve() });
         return {};
       }
-      const [running] = await this.sql<{ id: string }[]>`SELECT id FROM live_responses WHERE conversation_id = ${start.conversation_id} AND ended_at IS NULL`;
+      const [running] = await this.sql<
+        { id: string }[]
+      >`SELECT id FROM live_responses WHERE conversation_id = ${start.conversation_id} AND ended_at IS NULL`;
       if (running) return { running: running.id };
       // It ended between the two statements: try again (or the id itself was taken).
       if (attempt > 0) throw new Error(`responses.begin: ${start.id} already exists`);
@@ -128,8 +132,13 @@ export class PgResponses implements LiveResponses {
   }
 
   /** A response's start, its events from `from`, and whether it ended (events null past D-36's retention). */
-  private async state(id: string, from: number): Promise<{ start: LiveResponseStart; events: UnsequencedEvent[] | null; ended: boolean } | undefined> {
-    const [row] = await this.sql<Row[]>`SELECT id, app_id, conversation_id, created_at, input, ended_at FROM live_responses WHERE id = ${id}`;
+  private async state(
+    id: string,
+    from: number,
+  ): Promise<{ start: LiveResponseStart; events: UnsequencedEvent[] | null; ended: boolean } | undefined> {
+    const [row] = await this.sql<
+      Row[]
+    >`SELECT id, app_id, conversation_id, created_at, input, ended_at FROM live_responses WHERE id = ${id}`;
     if (!row) return undefined;
     const ended = row.ended_at !== null;
     if (ended && Number(row.ended_at) <= this.now() - this.ttlMs) {
@@ -137,7 +146,9 @@ export class PgResponses implements LiveResponses {
       return { start: startOf(row), events: null, ended };
     }
     // Read after the row: an event appended in between is read too, never an end without its event.
-    const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${id} AND seq >= ${from} ORDER BY seq`;
+    const events = await this.sql<
+      { body: string }[]
+    >`SELECT body FROM response_events WHERE response_id = ${id} AND seq >= ${from} ORDER BY seq`;
     return { start: startOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended };
   }
 

@@ -9,7 +9,22 @@ import readline from 'node:readline';
 import { FileStore } from '../file-store.ts';
 import { Journal } from '../journal.ts';
 import type { ConversationFile, ConversationRecord } from '../types.ts';
-import { ExportReader, ImportError, UsageEntrySchema, conversationLine, endLine, headerLine, noCounts, usageKey, usageLine, type DataPort, type ImportEntry, type LineSource, type PortCounts, type UsageEntry } from './format.ts';
+import {
+  ExportReader,
+  ImportError,
+  UsageEntrySchema,
+  conversationLine,
+  endLine,
+  headerLine,
+  noCounts,
+  usageKey,
+  usageLine,
+  type DataPort,
+  type ImportEntry,
+  type LineSource,
+  type PortCounts,
+  type UsageEntry,
+} from './format.ts';
 
 /** Written through importConversations in batches of this many, or of this many history bytes. */
 const BATCH_CONVERSATIONS = 256;
@@ -77,7 +92,8 @@ export class FilePort implements DataPort {
         throw new Error(`${this.usageFile}: line ${n} is not valid JSON`);
       }
       const parsed = UsageEntrySchema.safeParse(v);
-      if (!parsed.success) throw new Error(`${this.usageFile}: line ${n}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+      if (!parsed.success)
+        throw new Error(`${this.usageFile}: line ${n}: ${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
       return parsed.data;
     };
     for await (const raw of lines) {
@@ -108,8 +124,10 @@ export class FilePort implements DataPort {
       const check = new ExportReader();
       for await (const raw of source()) {
         const e = check.read(raw);
-        if (e?.type === 'conversation' && (await this.store.getConversation(e.record.id))) throw new ImportError(e.line, `conversation ${e.record.id} already exists in ${this.dataDir}; nothing was imported`);
-        if (e?.type === 'usage' && usageKeys.has(usageKey(e.usage))) throw new ImportError(e.line, `usage of ${e.usage.kind} ${e.usage.id} already exists in ${this.dataDir}; nothing was imported`);
+        if (e?.type === 'conversation' && (await this.store.getConversation(e.record.id)))
+          throw new ImportError(e.line, `conversation ${e.record.id} already exists in ${this.dataDir}; nothing was imported`);
+        if (e?.type === 'usage' && usageKeys.has(usageKey(e.usage)))
+          throw new ImportError(e.line, `usage of ${e.usage.kind} ${e.usage.id} already exists in ${this.dataDir}; nothing was imported`);
       }
       const counts = check.finish();
       // Pass 2: D-7, after the store's own conversations, in the file's order (seq offset by the store's last).

@@ -22,7 +22,11 @@ export const UsageEntrySchema = z.object({
 });
 export type UsageEntry = z.infer<typeof UsageEntrySchema>;
 
-const ResponseRecordSchema = z.looseObject({ id: z.string().min(1), created_at: z.number().int(), status: z.enum(['completed', 'failed']) });
+const ResponseRecordSchema = z.looseObject({
+  id: z.string().min(1),
+  created_at: z.number().int(),
+  status: z.enum(['completed', 'failed']),
+});
 
 export interface PortCounts {
   conversations: number;
@@ -59,7 +63,11 @@ export function plainRecord(r: ConversationRecord): ConversationRecord {
  * A conversation's line. Items and responses may be given as their JSON text (PostgreSQL keeps them
  * so): they are written as they are, keys in the order they were stored.
  */
-export function conversationLine(record: ConversationRecord, items: readonly (ItemT | string)[], responses: readonly (ResponseRecord | string)[]): string {
+export function conversationLine(
+  record: ConversationRecord,
+  items: readonly (ItemT | string)[],
+  responses: readonly (ResponseRecord | string)[],
+): string {
   const json = (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x));
   return `{"type":"conversation","record":${JSON.stringify(plainRecord(record))},"items":[${items.map(json).join(',')}],"responses":[${responses.map(json).join(',')}]}`;
 }
@@ -145,10 +153,14 @@ export class ExportReader {
   }
 
   private header(v: unknown, n: number): undefined {
-    if (!isPlainObject(v) || v.format !== EXPORT_FORMAT) throw new ImportError(n, `not a Parley export (the first line must be {"format":"${EXPORT_FORMAT}","version":${EXPORT_VERSION},…})`);
+    if (!isPlainObject(v) || v.format !== EXPORT_FORMAT)
+      throw new ImportError(n, `not a Parley export (the first line must be {"format":"${EXPORT_FORMAT}","version":${EXPORT_VERSION},…})`);
     if (v.version !== EXPORT_VERSION) {
       const newer = typeof v.version === 'number' && v.version > EXPORT_VERSION;
-      throw new ImportError(n, `format version ${JSON.stringify(v.version)} is not supported: this Parley reads version ${EXPORT_VERSION}${newer ? '; import it with the Parley that wrote it, or a newer one' : ''}`);
+      throw new ImportError(
+        n,
+        `format version ${JSON.stringify(v.version)} is not supported: this Parley reads version ${EXPORT_VERSION}${newer ? '; import it with the Parley that wrote it, or a newer one' : ''}`,
+      );
     }
     this.started = true;
     return undefined;
@@ -169,14 +181,19 @@ export class ExportReader {
       if (!ok.success) throw new ImportError(n, issue(ok.error, `responses.${k}`));
     }
     // D-27: a deleted conversation's history is gone in both stores.
-    if (record.deleted_at !== null && (v.items.length > 0 || v.responses.length > 0)) throw new ImportError(n, `${record.id} is deleted but has items or responses (a deleted conversation keeps none)`);
+    if (record.deleted_at !== null && (v.items.length > 0 || v.responses.length > 0))
+      throw new ImportError(n, `${record.id} is deleted but has items or responses (a deleted conversation keeps none)`);
     if (this.ids.has(record.id)) throw new ImportError(n, `conversation ${record.id} appears twice in the file`);
     this.ids.add(record.id);
     // Stores number from 1; an import adds the target's last seq, so 0 would tie with it.
     if (record.seq < 1) throw new ImportError(n, `record.seq: ${record.seq} of ${record.id} must be at least 1`);
     // D-7: the file holds each app's conversations in creation order; imports keep it.
     const last = this.lastSeq.get(record.app_id);
-    if (last !== undefined && record.seq <= last) throw new ImportError(n, `record.seq: ${record.seq} of ${record.id} is not after ${last}, the seq of the app's previous conversation (the file lists an app's conversations in creation order)`);
+    if (last !== undefined && record.seq <= last)
+      throw new ImportError(
+        n,
+        `record.seq: ${record.seq} of ${record.id} is not after ${last}, the seq of the app's previous conversation (the file lists an app's conversations in creation order)`,
+      );
     this.lastSeq.set(record.app_id, record.seq);
     if (record.seq > this.maxSeq) this.maxSeq = record.seq;
     this.counts.conversations++;
@@ -198,7 +215,8 @@ export class ExportReader {
 
   private end(v: Record<string, unknown>, n: number): void {
     for (const k of ['conversations', 'items', 'responses', 'usage'] as const) {
-      if (v[k] !== this.counts[k]) throw new ImportError(n, `the end line counts ${JSON.stringify(v[k])} ${k}, the file holds ${this.counts[k]}: lines are missing`);
+      if (v[k] !== this.counts[k])
+        throw new ImportError(n, `the end line counts ${JSON.stringify(v[k])} ${k}, the file holds ${this.counts[k]}: lines are missing`);
     }
     this.ended = true;
   }

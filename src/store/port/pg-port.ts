@@ -5,7 +5,19 @@ import postgres, { type ReservedSql, type Sql } from 'postgres';
 import { recountAppStats } from '../pg-store.ts';
 import { migrate, migrationStatus } from '../pg/migrate.ts';
 import { recordOf, type ConversationRow } from '../pg/rows.ts';
-import { ExportReader, ImportError, conversationLine, endLine, headerLine, noCounts, usageLine, type DataPort, type ImportEntry, type LineSource, type PortCounts } from './format.ts';
+import {
+  ExportReader,
+  ImportError,
+  conversationLine,
+  endLine,
+  headerLine,
+  noCounts,
+  usageLine,
+  type DataPort,
+  type ImportEntry,
+  type LineSource,
+  type PortCounts,
+} from './format.ts';
 
 /** Conversations read per page of the export, and history bytes fetched per query. */
 const PAGE = 500;
@@ -15,8 +27,6 @@ const USAGE_PAGE = 5_000;
 const INSERT_BATCH = 500;
 /** Items or responses per INSERT (3 or 4 parameters each). */
 const ROW_BATCH = 5_000;
-
-
 
 /** The bytes a history counts (D-29), as the PostgreSQL store counts an appended one: each JSON line. */
 const lineBytes = (bodies: readonly string[]) => bodies.reduce((n, b) => n + Buffer.byteLength(b) + 1, 0);
@@ -37,7 +47,10 @@ export class PgPort implements DataPort {
   async *export(): AsyncGenerator<string, PortCounts> {
     const status = await migrationStatus(this.sql);
     if (status.applied.length === 0) throw new Error('the database has no Parley schema: nothing to export (parley db migrate creates it)');
-    if (status.pending.length > 0) throw new Error(`the database's schema is not up to date (pending: ${status.pending.map((m) => `#${m.version}`).join(', ')}): run parley db migrate first`);
+    if (status.pending.length > 0)
+      throw new Error(
+        `the database's schema is not up to date (pending: ${status.pending.map((m) => `#${m.version}`).join(', ')}): run parley db migrate first`,
+      );
     const conn = await this.sql.reserve();
     try {
       // One snapshot for the whole export: a server writing meanwhile is seen before or after, never half.
@@ -48,16 +61,21 @@ export class PgPort implements DataPort {
         let after: [string, string, string] | undefined;
         for (;;) {
           const rows: ConversationRow[] = after
-            ? await conn<ConversationRow[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
+            ? await conn<
+                ConversationRow[]
+              >`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
                 FROM conversations WHERE (app_id, seq, id) > (${after[0]}, ${after[1]}, ${after[2]}) ORDER BY app_id, seq, id LIMIT ${PAGE}`
-            : await conn<ConversationRow[]>`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
+            : await conn<
+                ConversationRow[]
+              >`SELECT id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes
                 FROM conversations ORDER BY app_id, seq, id LIMIT ${PAGE}`;
           if (rows.length === 0) break;
           // Histories are fetched for a few conversations at a time: a page of large ones stays bounded.
           for (let i = 0; i < rows.length; ) {
             let j = i;
             let bytes = 0;
-            while (j < rows.length && (j === i || bytes + Number(rows[j]!.history_bytes) <= HISTORY_CHUNK_BYTES)) bytes += Number(rows[j++]!.history_bytes);
+            while (j < rows.length && (j === i || bytes + Number(rows[j]!.history_bytes) <= HISTORY_CHUNK_BYTES))
+              bytes += Number(rows[j++]!.history_bytes);
             const chunk = rows.slice(i, j);
             // A conversation never sent to, or deleted (D-27), has no history to fetch.
             const ids = chunk.filter((r) => Number(r.history_bytes) > 0).map((r) => r.id);
@@ -65,8 +83,12 @@ export class PgPort implements DataPort {
               ids.length === 0
                 ? [[], []]
                 : await Promise.all([
-                    conn<{ conversation_id: string; body: string }[]>`SELECT conversation_id, body FROM items WHERE conversation_id = ANY(${conn.array(ids)}) ORDER BY conversation_id, pos`,
-                    conn<{ conversation_id: string; body: string }[]>`SELECT conversation_id, body FROM responses WHERE conversation_id = ANY(${conn.array(ids)}) ORDER BY conversation_id, pos`,
+                    conn<
+                      { conversation_id: string; body: string }[]
+                    >`SELECT conversation_id, body FROM items WHERE conversation_id = ANY(${conn.array(ids)}) ORDER BY conversation_id, pos`,
+                    conn<
+                      { conversation_id: string; body: string }[]
+                    >`SELECT conversation_id, body FROM responses WHERE conversation_id = ANY(${conn.array(ids)}) ORDER BY conversation_id, pos`,
                   ]);
             const group = (list: { conversation_id: string; body: string }[]) => {
               const m = new Map<string, string[]>();
@@ -96,8 +118,12 @@ export class PgPort implements DataPort {
         for (;;) {
           type U = { app_id: string; kind: 'response' | 'completion'; id: string; at: string; input_tokens: number; output_tokens: number };
           const rows: U[] = afterUsage
-            ? await conn<U[]>`SELECT app_id, kind, id, at, input_tokens, output_tokens FROM usage_entries WHERE (kind, id) > (${afterUsage[0]}, ${afterUsage[1]}) ORDER BY kind, id LIMIT ${USAGE_PAGE}`
-            : await conn<U[]>`SELECT app_id, kind, id, at, input_tokens, output_tokens FROM usage_entries ORDER BY kind, id LIMIT ${USAGE_PAGE}`;
+            ? await conn<
+                U[]
+              >`SELECT app_id, kind, id, at, input_tokens, output_tokens FROM usage_entries WHERE (kind, id) > (${afterUsage[0]}, ${afterUsage[1]}) ORDER BY kind, id LIMIT ${USAGE_PAGE}`
+            : await conn<
+                U[]
+              >`SELECT app_id, kind, id, at, input_tokens, output_tokens FROM usage_entries ORDER BY kind, id LIMIT ${USAGE_PAGE}`;
           if (rows.length === 0) break;
           for (const u of rows) {
             counts.usage++;
@@ -138,7 +164,9 @@ export class PgPort implements DataPort {
     // A sequence of migration 4 numbers conversations when it exists; imports come after its last value.
     const [{ seq }] = await tx<[{ seq: string | null }]>`SELECT to_regclass('conversation_seq')::text AS seq`;
     const [{ base }] = seq
-      ? await tx<[{ base: string }]>`SELECT greatest((SELECT coalesce(max(seq), 0) FROM conversations), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conversation_seq)) AS base`
+      ? await tx<
+          [{ base: string }]
+        >`SELECT greatest((SELECT coalesce(max(seq), 0) FROM conversations), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conversation_seq)) AS base`
       : await tx<[{ base: string }]>`SELECT coalesce(max(seq), 0) AS base FROM conversations`;
     const offset = Number(base);
     const reader = new ExportReader();
@@ -166,13 +194,18 @@ export class PgPort implements DataPort {
     }
     await flush();
     const counts = reader.finish();
-    if (seq && reader.maxSeq > 0) await tx`SELECT setval('conversation_seq', greatest(${offset + reader.maxSeq}, (SELECT last_value FROM conversation_seq)))`;
+    if (seq && reader.maxSeq > 0)
+      await tx`SELECT setval('conversation_seq', greatest(${offset + reader.maxSeq}, (SELECT last_value FROM conversation_seq)))`;
     // D-24 and D-27 read the apps' stats rows, which rows written by SQL do not keep by themselves.
     if (apps.size > 0 && seq) await recountAppStats(tx as unknown as Sql, [...apps]);
     return counts;
   }
 
-  private async insertConversations(tx: ReservedSql, batch: Extract<ImportEntry, { type: 'conversation' }>[], offset: number): Promise<void> {
+  private async insertConversations(
+    tx: ReservedSql,
+    batch: Extract<ImportEntry, { type: 'conversation' }>[],
+    offset: number,
+  ): Promise<void> {
     const itemRows: { conversation_id: string; pos: number; body: string }[] = [];
     const responseRows: { conversation_id: string; pos: number; id: string; body: string }[] = [];
     const rows = batch.map(({ record: r, items, responses }) => {
@@ -196,24 +229,45 @@ export class PgPort implements DataPort {
         last_item_at: items.at(-1)?.created_at ?? 0,
       };
     });
-    const columns = ['id', 'app_id', 'seq', 'created_at', 'external_user_id', 'title', 'generated_title', 'metadata', 'deleted_at', 'message_count', 'history_bytes', 'item_count', 'last_item_at'] as const;
+    const columns = [
+      'id',
+      'app_id',
+      'seq',
+      'created_at',
+      'external_user_id',
+      'title',
+      'generated_title',
+      'metadata',
+      'deleted_at',
+      'message_count',
+      'history_bytes',
+      'item_count',
+      'last_item_at',
+    ] as const;
     const inserted = await tx<{ id: string }[]>`INSERT INTO conversations ${tx(rows, ...columns)} ON CONFLICT (id) DO NOTHING RETURNING id`;
     if (inserted.length < rows.length) {
       const got = new Set(inserted.map((r) => r.id));
       const clash = batch.find((e) => !got.has(e.record.id))!;
       throw new ImportError(clash.line, `conversation ${clash.record.id} already exists in the database; nothing was imported`);
     }
-    for (let i = 0; i < itemRows.length; i += ROW_BATCH) await tx`INSERT INTO items ${tx(itemRows.slice(i, i + ROW_BATCH), 'conversation_id', 'pos', 'body')}`;
-    for (let i = 0; i < responseRows.length; i += ROW_BATCH) await tx`INSERT INTO responses ${tx(responseRows.slice(i, i + ROW_BATCH), 'conversation_id', 'pos', 'id', 'body')}`;
+    for (let i = 0; i < itemRows.length; i += ROW_BATCH)
+      await tx`INSERT INTO items ${tx(itemRows.slice(i, i + ROW_BATCH), 'conversation_id', 'pos', 'body')}`;
+    for (let i = 0; i < responseRows.length; i += ROW_BATCH)
+      await tx`INSERT INTO responses ${tx(responseRows.slice(i, i + ROW_BATCH), 'conversation_id', 'pos', 'id', 'body')}`;
   }
 
   private async insertUsage(tx: ReservedSql, entries: Extract<ImportEntry, { type: 'usage' }>[]): Promise<void> {
     const rows: Record<string, string | number>[] = entries.map((e) => ({ ...e.usage }));
-    const inserted = await tx<{ kind: string; id: string }[]>`INSERT INTO usage_entries ${tx(rows, 'app_id', 'kind', 'id', 'at', 'input_tokens', 'output_tokens')} ON CONFLICT (kind, id) DO NOTHING RETURNING kind, id`;
+    const inserted = await tx<
+      { kind: string; id: string }[]
+    >`INSERT INTO usage_entries ${tx(rows, 'app_id', 'kind', 'id', 'at', 'input_tokens', 'output_tokens')} ON CONFLICT (kind, id) DO NOTHING RETURNING kind, id`;
     if (inserted.length < rows.length) {
       const got = new Set(inserted.map((r) => `${r.kind} ${r.id}`));
       const clash = entries.find((e) => !got.has(`${e.usage.kind} ${e.usage.id}`))!;
-      throw new ImportError(clash.line, `usage of ${clash.usage.kind} ${clash.usage.id} already exists in the database; nothing was imported`);
+      throw new ImportError(
+        clash.line,
+        `usage of ${clash.usage.kind} ${clash.usage.id} already exists in the database; nothing was imported`,
+      );
     }
   }
 }
