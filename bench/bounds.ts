@@ -12,7 +12,7 @@ import path from 'node:path';
 import { startChild } from './child.ts';
 import { benchFixtures } from './data.ts';
 import { load } from './measure.ts';
-import { newId } from '../src/store/ids.ts';
+import { newId } from '../src/core/ids.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 

@@ -2,7 +2,7 @@
 // through the store's bulk path (FileStore.importConversations), never over HTTP.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { newId } from '../src/store/ids.ts';
+import { newId } from '../src/core/ids.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
 

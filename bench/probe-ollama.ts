@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startParley } from '../src/app.ts';
-import { patientFetch } from '../src/model/ollama-fetch.ts';
+import { patientFetch } from '../src/engines/ollama-fetch.ts';
 import { startChild } from './child.ts';
 import { RateLimitService } from '../src/pipeline/rate-limit.ts';
 import { ConversationService } from '../src/services/conversations.ts';

@@ -1,4 +1,4 @@
-// Wires Parley together: fixtures, store, services and routes behind one HTTP server.
+// Wires Parley together: tenants, store, services and routes behind one HTTP server.
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
@@ -29,7 +29,8 @@ import { PgIdempotencyAnswers } from './store/pg/idempotency.ts';
 import { PgRateCounts } from './store/pg/rate-counts.ts';
 import { PgUsageLedger } from './store/pg/usage.ts';
 import { PgWidgetOwners, pgWidgetSecret } from './store/pg/widget-owners.ts';
-import { loadFixtures, type Fixtures } from './store/fixtures.ts';
+import { loadTenants } from './store/tenants.ts';
+import type { Tenants } from './core/tenants.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
@@ -55,7 +56,7 @@ export interface Parley {
   port: number;
   /** This process's store (the Store interface, plus the file store's bulk import and history writes). */
   store: FileStore | PgStore;
-  fixtures: Fixtures;
+  tenants: Tenants;
   logger: Logger;
   http: ParleyHttpServer;
   responses: ResponseService;
@@ -78,7 +79,7 @@ export interface Parley {
 /** How long close() lets buffered log lines take to leave. */
 const LOG_FLUSH_MS = 2_000;
 
-/** Loads fixtures and data, then listens. Nothing is served until the store is fully read. */
+/** Loads tenants and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   // Our own logger writes to stdout asynchronously, in batches of 4 KiB or every 50 ms, whichever
   // comes first, instead of one blocking write(2) per request (the largest Parley-owned item in the
@@ -110,7 +111,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       });
     });
   const logger = opts.logger ?? ownLogger!;
-  const fixtures = await loadFixtures(opts.fixturesDir ?? 'fixtures/');
+  const tenants = await loadTenants(opts.fixturesDir ?? 'fixtures/');
   const warn = (message: string) => logger.warn(message);
   // DATABASE_URL selects PostgreSQL (docs/postgres.md); its schema is migrated by open().
   const store = opts.databaseUrl
@@ -131,11 +132,11 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
   let windows: MinuteLimits | undefined;
   try {
     await fileUsage?.open();
-    const agent = await AgentRuntime.load(fixtures, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
-    const budgetPlans = { plans: WidgetGate.budgetPlans(fixtures) };
+    const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
+    const budgetPlans = { plans: WidgetGate.budgetPlans(tenants) };
     if (pg) {
       // D-23 and D-52 exact across instances; Idempotency-Key answers and claims read by every instance.
-      if (!opts.rateLimiter) limits = new SharedRateLimitService(await new PgRateCounts(pg, 'plan').open(), fixtures);
+      if (!opts.rateLimiter) limits = new SharedRateLimitService(await new PgRateCounts(pg, 'plan').open(), tenants);
       // D-30: a keyed retry of a send message running on another instance follows it from the store.
       idempotency = new IdempotencyService(await new PgIdempotencyAnswers(pg).open(), {
         follow: (retry, id) => followRunning(responses)(retry, id),
@@ -150,7 +151,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       if (!opts.rateLimiter)
         limits = await RateLimitService.open({
           file: path.join(dataDir, 'ratelimits.jsonl'),
-          fixtures,
+          tenants,
           onSyncError: (err) => logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
           warn,
         });
@@ -162,15 +163,15 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         claims: [...(await store.idempotencyClaims(since)), ...fileUsage!.idempotencyClaims(since)],
       });
       // The widget API (docs/widget.md): its budgets counted apart from the REST plans (D-52).
-      widgetBudget = await RateLimitService.open({ file: path.join(dataDir, 'widget', 'budget.jsonl'), fixtures: budgetPlans, warn });
+      widgetBudget = await RateLimitService.open({ file: path.join(dataDir, 'widget', 'budget.jsonl'), tenants: budgetPlans, warn });
       owners = await VisitorConversations.open(dataDir, warn);
     }
-    const auth = new AuthService(fixtures);
+    const auth = new AuthService(tenants);
     // D-49: one signing secret for every instance of a database, else the data directory's.
     const secret = pg && !opts.widgetSecret ? await pgWidgetSecret(pg) : await loadWidgetSecret(dataDir, opts.widgetSecret);
     const tokens = new VisitorTokens(secret);
     const playground = opts.playground ?? true;
-    const quota = new StorageQuota(store, fixtures);
+    const quota = new StorageQuota(store, tenants);
     const conversations = new ConversationService(store, quota);
     const responses = new ResponseService(store, agent, usage, logger, quota);
     const completions = new CompletionService(agent, usage, logger);
@@ -185,11 +186,11 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
         {
           basePath: WIDGET_BASE_PATH,
           routes: widgetRoutes({ tokens, owners, conversations, responses }),
-          gate: new WidgetGate({ fixtures, auth, tokens, budget: widgetBudget, windows, allowOwnOrigin: playground }),
+          gate: new WidgetGate({ tenants, auth, tokens, budget: widgetBudget, windows, allowOwnOrigin: playground }),
         },
       ],
       pages: new Map<string, () => Promise<unknown>>([
-        ...widgetPages({ fixtures, playground }),
+        ...widgetPages({ tenants, playground }),
         [OPENAPI_PATH, async () => openApiDocument()],
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
       ]),
@@ -215,7 +216,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
       baseUrl: `http://${host}:${addr.port}/v1`,
       port: addr.port,
       store,
-      fixtures,
+      tenants,
       logger,
       http,
       responses,

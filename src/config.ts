@@ -1,6 +1,6 @@
 // Configuration from flags, then environment, then defaults (README's configuration table).
 import { parseArgs } from 'node:util';
-import { DEFAULT_OLLAMA_HOST } from './model/index.ts';
+import { DEFAULT_OLLAMA_HOST } from './engines/index.ts';
 
 export interface Config {
   host: string;

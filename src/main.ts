@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startParley, type Parley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
 import { ConfigError, HelpRequested, USAGE, loadConfig, type Config } from './config.ts';
-import { StoreError } from './store/types.ts';
+import { DataFileError } from './core/errors.ts';
 
 export async function serve(argv: string[]): Promise<void> {
   let config: Config;
@@ -29,7 +29,7 @@ export async function serve(argv: string[]): Promise<void> {
   } catch (err) {
     // A bad data dir or fixtures file, a port in use or not ours, a host that does not resolve:
     // each is the operator's to fix, so a one-line reason rather than a stack trace.
-    if (err instanceof StoreError || typeof (err as NodeJS.ErrnoException).code === 'string') {
+    if (err instanceof DataFileError || typeof (err as NodeJS.ErrnoException).code === 'string') {
       process.stderr.write(`parley: cannot start: ${(err as Error).message}\n`);
       process.exit(1);
     }

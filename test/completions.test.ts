@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ReferenceCompletion, ReferenceErrorBody, ReferenceEventPayload, type EventType } from '../src/contract/index.ts';
-import { countTokens, estimateInputTokens } from '../src/model/text.ts';
+import { countTokens, estimateInputTokens } from '../src/engines/text.ts';
 import { ON_POSTGRES, startTestServer, type TestServer } from './support/helpers.ts';
 import { postSse, shape } from './support/sse-client.ts';
 

@@ -3,10 +3,10 @@
 // what each answer must contain. Questions about the knowledge base still go to the knowledge base.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { loadForms } from '../src/model/forms.ts';
-import { recognise } from '../src/model/intents.ts';
-import { LocalEngine } from '../src/model/local.ts';
-import type { ModelEvent, ModelRequest, ToolSpec } from '../src/model/types.ts';
+import { loadForms } from '../src/engines/forms.ts';
+import { recognise } from '../src/engines/intents.ts';
+import { LocalEngine } from '../src/engines/local.ts';
+import type { ModelEvent, ModelRequest, ToolSpec } from '../src/engines/types.ts';
 import { FIXTURES_DIR, startTestServer, type TestServer } from './support/helpers.ts';
 
 const forms = await loadForms(FIXTURES_DIR, ['contact', 'booking', 'feedback']);

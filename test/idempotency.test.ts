@@ -12,7 +12,7 @@ import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { createHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
-import { loadFixtures } from '../src/store/fixtures.ts';
+import { loadTenants } from '../src/store/tenants.ts';
 import { APP, FIXTURES_DIR, KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
 const conv = `/apps/${APP}/conversations`;
@@ -167,7 +167,7 @@ describe('a client whose connection dropped retries with the same key', () => {
 
 describe('idempotency mechanics (a route the test controls)', () => {
   test('a retry while the first request runs is 409 idempotency_key_in_use; another body then is 422', async () => {
-    const fixtures = await loadFixtures(FIXTURES_DIR);
+    const fixtures = await loadTenants(FIXTURES_DIR);
     const idempotency = await IdempotencyService.open({ dir: path.join(await tempDir(), 'idempotency') });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -225,7 +225,7 @@ describe('idempotency mechanics (a route the test controls)', () => {
   });
 
   test('past the memory budget the oldest answers are let go, and their keys still never run twice', async () => {
-    const fixtures = await loadFixtures(FIXTURES_DIR);
+    const fixtures = await loadTenants(FIXTURES_DIR);
     const idempotency = await IdempotencyService.open({ dir: path.join(await tempDir(), 'idempotency'), memoryBytes: 300 });
     let runs = 0;
     const http = createHttpServer({
@@ -261,7 +261,7 @@ describe('idempotency mechanics (a route the test controls)', () => {
     const dir = path.join(await tempDir(), 'idempotency');
     let t = Date.UTC(2026, 10, 22, 10, 30);
     const now = () => t;
-    const fixtures = await loadFixtures(FIXTURES_DIR);
+    const fixtures = await loadTenants(FIXTURES_DIR);
     let svc = await IdempotencyService.open({ dir, now });
     let runs = 0;
     const http = createHttpServer({

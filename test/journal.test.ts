@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Journal } from '../src/store/journal.ts';
-import { StoreError } from '../src/store/types.ts';
+import { DataFileError } from '../src/core/errors.ts';
 import { tempDir } from './support/helpers.ts';
 
 // Lines of 1 to ~300 bytes, with 2-, 3- and 4-byte UTF-8 characters and a blank line (line 3).
@@ -91,7 +91,7 @@ describe('journal reader', () => {
     const journal = new Journal(file, { chunkBytes: 7 });
     await assert.rejects(
       journal.open((e, line) => {
-        if (typeof (e as { n: unknown }).n !== 'number') throw new StoreError(file, `line ${line}: n must be a number`);
+        if (typeof (e as { n: unknown }).n !== 'number') throw new DataFileError(file, `line ${line}: n must be a number`);
       }),
       /line 6: n must be a number/,
     );
@@ -108,7 +108,7 @@ describe('journal reader', () => {
         () => assert.fail('should not open'),
         (e: unknown) => e,
       );
-      assert.ok(err instanceof StoreError);
+      assert.ok(err instanceof DataFileError);
       assert.equal(err.file, file);
       assert.match(err.message, /j\.jsonl: line 4 is not valid JSON/);
     }
@@ -131,7 +131,7 @@ describe('journal reader', () => {
     const journal = new Journal(file, { chunkBytes: 4 });
     await assert.rejects(
       journal.open((_e, line) => {
-        if (line === 2) throw new StoreError(file, 'line 2: refused');
+        if (line === 2) throw new DataFileError(file, 'line 2: refused');
       }),
       /line 2: refused/,
     );

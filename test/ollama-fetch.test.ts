@@ -1,4 +1,4 @@
-// The Ollama engine's default fetch (src/model/ollama-fetch.ts) against a loopback server speaking
+// The Ollama engine's default fetch (src/engines/ollama-fetch.ts) against a loopback server speaking
 // Ollama's NDJSON: lines reach the engine as they are sent, errors map as with WHATWG fetch, and an
 // abort ends the upstream request. msw cannot see it (undici's `request`), so a real server it is.
 import assert from 'node:assert/strict';
@@ -6,9 +6,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from 'undici';
-import { OllamaEngine } from '../src/model/ollama.ts';
-import { patientFetch } from '../src/model/ollama-fetch.ts';
-import { ModelError, type ModelRequest } from '../src/model/types.ts';
+import { OllamaEngine } from '../src/engines/ollama.ts';
+import { patientFetch } from '../src/engines/ollama-fetch.ts';
+import { ModelError, type ModelRequest } from '../src/engines/types.ts';
 
 const line = (content: string, done = false) =>
   `${JSON.stringify({ model: 'm', created_at: '2025-01-01T00:00:00Z', message: { role: 'assistant', content }, done, ...(done ? { prompt_eval_count: 3, eval_count: 2 } : {}) })}\n`;

@@ -12,7 +12,8 @@ import type { RequestContext } from '../src/http/context.ts';
 import type { EventStream } from '../src/http/reply.ts';
 import { SharedRateLimitService } from '../src/pipeline/rate-limit.ts';
 import { sharedMinuteLimits } from '../src/pipeline/widget-gate.ts';
-import { loadFixtures, type AppT, type Fixtures } from '../src/store/fixtures.ts';
+import { loadTenants } from '../src/store/tenants.ts';
+import type { AppT, Tenants } from '../src/core/tenants.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { PgIdempotencyAnswers } from '../src/store/pg/idempotency.ts';
 import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
@@ -27,12 +28,12 @@ usePostgres();
 
 let url: string;
 let sql: Sql;
-let fixtures: Fixtures;
+let fixtures: Tenants;
 before(async () => {
   url = await freshDatabase();
   sql = postgres(url, { max: 4, onnotice: () => {} });
   await migrate(sql);
-  fixtures = await loadFixtures(FIXTURES_DIR);
+  fixtures = await loadTenants(FIXTURES_DIR);
 });
 after(async () => {
   await sql?.end();
@@ -226,7 +227,7 @@ describe('the shared state on PostgreSQL', () => {
       const retry = (stream: boolean) =>
         ({
           json: async () => ({ message, stream }),
-          app: s.fixtures.apps.get('app_slow'),
+          app: s.tenants.apps.get('app_slow'),
           headers: {},
           signal: new AbortController().signal,
           beginStream: () => {},

@@ -10,15 +10,16 @@ import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { RateLimitService } from '../src/pipeline/rate-limit.ts';
-import { loadFixtures, type Fixtures } from '../src/store/fixtures.ts';
+import { loadTenants } from '../src/store/tenants.ts';
+import type { Tenants } from '../src/core/tenants.ts';
 import { FIXTURES_DIR, KEY, ON_POSTGRES, TARGET, tempDir } from './support/helpers.ts';
 
 const LIMITED = TARGET.apps.rate_limited!; // plan "limited": 5 a minute, 50 a day
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0);
 
-let fixtures: Fixtures;
+let fixtures: Tenants;
 before(async () => {
-  fixtures = await loadFixtures(FIXTURES_DIR);
+  fixtures = await loadTenants(FIXTURES_DIR);
 });
 
 /** A server whose only route is counted and counts its own executions, so a refusal can be seen to change nothing. */
@@ -51,7 +52,7 @@ describe('rate limits (D-23)', () => {
   test('counts to the minute limit, then 429 rate_limit_exceeded with Retry-After; the refusal runs nothing', async () => {
     const dir = await tempDir();
     const c = clock();
-    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: c.now });
+    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: c.now });
     const h = await harness(limiter);
     try {
       for (let i = 1; i <= 5; i++) {
@@ -83,7 +84,7 @@ describe('rate limits (D-23)', () => {
 
   test('a burst of parallel requests lets exactly the limit through', async () => {
     const dir = await tempDir();
-    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: clock().now });
+    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: clock().now });
     const h = await harness(limiter);
     try {
       const results = await Promise.all(Array.from({ length: 20 }, () => h.hit()));
@@ -108,7 +109,7 @@ describe('rate limits (D-23)', () => {
     let served = 0;
     // 10 restarts × 5 requests, a minute apart: the 50 a day are used up.
     for (let round = 0; round < 10; round++) {
-      const limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+      const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
       const h = await harness(limiter);
       for (let i = 0; i < 5; i++) if ((await h.hit()).status === 200) served++;
       await h.close();
@@ -116,7 +117,7 @@ describe('rate limits (D-23)', () => {
       c.advance(61_000);
     }
     assert.equal(served, 50);
-    let limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    let limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     let h = await harness(limiter);
     const refused = await h.hit();
     assert.equal(refused.status, 429);
@@ -127,13 +128,13 @@ describe('rate limits (D-23)', () => {
     await limiter.close();
 
     c.advance(untilMidnight);
-    limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     h = await harness(limiter);
     for (let i = 0; i < 5; i++) assert.equal((await h.hit()).status, 200);
     await h.close();
     await limiter.close();
     // Restarted within the same minute: the five requests just made still count.
-    limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     h = await harness(limiter);
     assert.equal((await h.hit()).status, 429);
     await h.close();
@@ -144,7 +145,7 @@ describe('rate limits (D-23)', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    let limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 8 });
+    let limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 8 });
     const app = fixtures.apps.get(LIMITED)!;
     for (let i = 0; i < 30; i++) {
       limiter.take(app);
@@ -154,7 +155,7 @@ describe('rate limits (D-23)', () => {
     const lines = (await fs.readFile(file, 'utf8')).trim().split('\n');
     assert.ok(lines.length <= 8, `journal has ${lines.length} lines`);
     await fs.appendFile(file, '{"a":"app_limited","t":'); // a crash in mid-append
-    limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     let served = 30;
     try {
       for (;;) {
@@ -172,12 +173,12 @@ describe('rate limits (D-23)', () => {
 
   test('a count that cannot be written is given back and fails the request', async () => {
     const dir = await tempDir();
-    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: clock().now });
+    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: clock().now });
     const app = fixtures.apps.get(LIMITED)!;
     await limiter.close(); // the journal is closed: every append fails
     // Were the slots kept, the sixth attempt would be a 429 rather than the write failure.
     for (let i = 0; i < 7; i++) assert.throws(() => limiter.take(app), /closed/);
-    const reopened = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), fixtures, now: clock().now });
+    const reopened = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: clock().now });
     for (let i = 0; i < 5; i++) reopened.take(app);
     await reopened.close();
   });
@@ -186,7 +187,7 @@ describe('rate limits (D-23)', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, fixtures, now: c.now });
+    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     const app = fixtures.apps.get(LIMITED)!;
     for (let i = 0; i < 5; i++) {
       limiter.take(app);
@@ -197,7 +198,7 @@ describe('rate limits (D-23)', () => {
       c.advance(1_000);
     }
     // A second service reading the file as it is now (as after SIGKILL; the first is never closed) knows all five.
-    const after = await RateLimitService.open({ file, fixtures, now: c.now });
+    const after = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     assert.throws(
       () => after.take(app),
       (err: { status?: number }) => err.status === 429,
@@ -210,12 +211,12 @@ describe('rate limits (D-23)', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 3 });
     const app = fixtures.apps.get(TARGET.app_id)!; // 10,000 a minute: no refusal here
     // 40 counts in one synchronous burst: compactions start meanwhile and these lines wait for them.
     for (let i = 0; i < 40; i++) limiter.take(app);
     await limiter.close();
-    const reopened = await RateLimitService.open({ file, fixtures, now: c.now });
+    const reopened = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
     const headers = reopened.take(app);
     await reopened.close();
     const plan = fixtures.plans.get(app.plan)!;
@@ -237,7 +238,7 @@ describe('compaction and crashes', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 3 });
     const app = fixtures.apps.get(LIMITED)!;
     for (let i = 0; i < 5; i++) limiter.take(app);
     // The compaction started by the 4th count is under way: it took its snapshot and awaits its I/O.
@@ -245,7 +246,7 @@ describe('compaction and crashes', () => {
     const copy = path.join(dir, 'copy.jsonl');
     copyFileSync(file, copy); // what a SIGKILL now would leave
     await limiter.close();
-    const restarted = await RateLimitService.open({ file: copy, fixtures, now: c.now });
+    const restarted = await RateLimitService.open({ file: copy, tenants: fixtures, now: c.now });
     assert.throws(
       () => restarted.take(app),
       (err: { status?: number }) => err.status === 429,
@@ -257,7 +258,7 @@ describe('compaction and crashes', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, fixtures, now: c.now, compactAfter: 3 });
+    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 3 });
     const app = fixtures.apps.get(TARGET.app_id)!;
     let taken = 0;
     let midCompaction = 0;

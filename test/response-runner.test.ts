@@ -2,7 +2,7 @@
 // on its way while the event is written), without changing the events or leaking the model's round.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ModelEngine, ModelEvent } from '../src/model/types.ts';
+import type { ModelEngine, ModelEvent } from '../src/engines/types.ts';
 import { ResponseRun } from '../src/services/response-runner.ts';
 
 /** An engine that records when its generation starts and whether it was ended. */

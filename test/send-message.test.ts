@@ -11,7 +11,7 @@ import {
   ReferenceResponse,
   type EventType,
 } from '../src/contract/index.ts';
-import { countTokens, estimateInputTokens } from '../src/model/text.ts';
+import { countTokens, estimateInputTokens } from '../src/engines/text.ts';
 import { startTestServer, type TestServer } from './support/helpers.ts';
 import { maskCallIds, outputFromEvents, postSse, shape, type ParsedEvent } from './support/sse-client.ts';
 

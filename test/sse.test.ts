@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { formatSseEvent, sequenced, streamSse } from '../src/http/sse.ts';
-import { countTokens, estimateInputTokens } from '../src/model/text.ts';
+import { countTokens, estimateInputTokens } from '../src/engines/text.ts';
 import { KEY, startTestServer, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
 

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { currentHolder, procStat } from '../src/store/dir-lock.ts';
 import { FileStore } from '../src/store/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
-import { StoreError } from '../src/store/types.ts';
+import { DataFileError } from '../src/core/errors.ts';
 import { APP, FIXTURES_DIR, KEY, startTestServer, tempDir } from './support/helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -48,7 +48,7 @@ async function open(dataDir: string, warnings: string[] = []): Promise<FileStore
   return store;
 }
 
-async function refused(dataDir: string): Promise<StoreError> {
+async function refused(dataDir: string): Promise<DataFileError> {
   const store = new FileStore({ dataDir, warn: () => {} });
   const err = await store.open().then(
     async () => {
@@ -57,7 +57,7 @@ async function refused(dataDir: string): Promise<StoreError> {
     },
     (e: unknown) => e,
   );
-  assert.ok(err instanceof StoreError, String(err));
+  assert.ok(err instanceof DataFileError, String(err));
   await assert.rejects(fs.access(path.join(dataDir, 'LOCK')), 'a refused start leaves no LOCK');
   return err;
 }
@@ -104,7 +104,7 @@ describe('the LOCK names a running process, not just a pid (D-25)', () => {
         },
         (e: unknown) => e as Error,
       );
-      assert.ok(err instanceof StoreError);
+      assert.ok(err instanceof DataFileError);
       assert.match(err.message, new RegExp(`is in use by another Parley process \\(pid ${holder.pid}\\)`));
 
       process.kill(holder.pid, 'SIGKILL');
@@ -162,14 +162,14 @@ describe('the LOCK names a running process, not just a pid (D-25)', () => {
 });
 
 /** A refusal because of the LOCK leaves that LOCK as it was. */
-async function refusedKeepingLock(dir: string): Promise<StoreError> {
+async function refusedKeepingLock(dir: string): Promise<DataFileError> {
   const before = await fs.readFile(path.join(dir, 'LOCK'), 'utf8');
   const store = new FileStore({ dataDir: dir, warn: () => {} });
   const err = await store.open().then(
     () => assert.fail('start-up should have been refused'),
-    (e: unknown) => e as StoreError,
+    (e: unknown) => e as DataFileError,
   );
-  assert.ok(err instanceof StoreError);
+  assert.ok(err instanceof DataFileError);
   assert.equal(await fs.readFile(path.join(dir, 'LOCK'), 'utf8'), before);
   return err;
 }
@@ -210,7 +210,7 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
         [0, null],
         'the record as it was before the exchange',
       );
-      await assert.rejects(store.readConversationFile('conv_aa01'), StoreError);
+      await assert.rejects(store.readConversationFile('conv_aa01'), DataFileError);
       assert.equal((await store.readConversationFile('conv_bb02')).items.length, 2, 'every other conversation is served');
       assert.equal((await store.getConversation('conv_bb02'))!.title, 't1099');
     } finally {

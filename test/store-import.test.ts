@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { FileStore } from '../src/store/file-store.ts';
-import { StoreError } from '../src/store/types.ts';
+import { DataFileError } from '../src/core/errors.ts';
 import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
@@ -138,7 +138,7 @@ describe('FileStore.importConversations', () => {
     // A record that breaks a rule stops start-up with the line and the field named.
     await fs.appendFile(journal, `${JSON.stringify({ t: 'conv', v: { ...a.record, message_count: -1 } })}\n`);
     const damaged = new FileStore({ dataDir });
-    await assert.rejects(damaged.open(), (err: Error) => err instanceof StoreError && /line 4: v\.message_count/.test(err.message));
+    await assert.rejects(damaged.open(), (err: Error) => err instanceof DataFileError && /line 4: v\.message_count/.test(err.message));
   });
 
   test('a damaged conversation file is refused with the file and the field named', async () => {
@@ -154,7 +154,7 @@ describe('FileStore.importConversations', () => {
     await reopened.open();
     await assert.rejects(
       reopened.readConversationFile(a.record.id),
-      (err: Error) => err instanceof StoreError && err.message.includes(file) && /items\.0\.id/.test(err.message),
+      (err: Error) => err instanceof DataFileError && err.message.includes(file) && /items\.0\.id/.test(err.message),
     );
     await reopened.close();
   });

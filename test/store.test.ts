@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceConversationList, type ItemT } from '../src/contract/index.ts';
 import { FileStore } from '../src/store/file-store.ts';
-import { StoreError } from '../src/store/types.ts';
+import { DataFileError } from '../src/core/errors.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { startParley } from '../src/app.ts';
 
@@ -28,7 +28,7 @@ async function listAll(server: TestServer): Promise<string[]> {
   }
 }
 
-async function startExpectingError(dataDir: string): Promise<StoreError> {
+async function startExpectingError(dataDir: string): Promise<DataFileError> {
   const err = await startParley({ host: '127.0.0.1', port: 0, dataDir, fixturesDir: FIXTURES_DIR, logger: pino({ level: 'silent' }) }).then(
     async (p) => {
       await p.close();
@@ -36,7 +36,7 @@ async function startExpectingError(dataDir: string): Promise<StoreError> {
     },
     (e: unknown) => e,
   );
-  assert.ok(err instanceof StoreError, String(err));
+  assert.ok(err instanceof DataFileError, String(err));
   return err;
 }
 
@@ -259,7 +259,7 @@ describe('crash leftovers and corrupt files', () => {
       // A write to it is refused rather than replacing what is left of it.
       await assert.rejects(
         server.store.appendToConversation((await server.store.getConversation(a.id))!, [userMessage('msg_x', 'x')]),
-        StoreError,
+        DataFileError,
       );
       assert.equal(await fs.readFile(fileOf(first.dataDir, a.id), 'utf8'), '{"items": [');
       // The other conversation, the list and the metrics are unaffected.
@@ -278,7 +278,7 @@ describe('crash leftovers and corrupt files', () => {
       await fs.writeFile(fileOf(server.dataDir, c.id), JSON.stringify({ items: 'none', responses: [] }));
       await assert.rejects(
         server.store.readConversationFile(c.id),
-        (e: Error) => e instanceof StoreError && e.message.includes(`${c.id}.json: items: `),
+        (e: Error) => e instanceof DataFileError && e.message.includes(`${c.id}.json: items: `),
       );
     } finally {
       await server.close();
@@ -343,7 +343,7 @@ describe('the data directory', () => {
         () => assert.fail('should not start'),
         (e: Error) => e,
       );
-      assert.ok(err instanceof StoreError);
+      assert.ok(err instanceof DataFileError);
       assert.match(err.message, fault);
     }
     const missing = await startParley({

@@ -1,7 +1,7 @@
 // The text helpers of the embedded engine: the answers quote whole sentences of the knowledge base.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { sentences } from '../src/model/text.ts';
+import { sentences } from '../src/engines/text.ts';
 
 describe('sentences', () => {
   it('keeps dotted names inside a sentence whole', () => {

@@ -3,7 +3,7 @@
 // fetched at run time, and no build step can be forgotten or go stale: `npm start` runs from sources.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { AppT, Fixtures } from '../store/fixtures.ts';
+import type { AppT, Tenants } from '../core/tenants.ts';
 import { Asset } from '../http/reply.ts';
 
 const WIDGET_DIR = path.resolve(import.meta.dirname, '../../widget');
@@ -31,7 +31,7 @@ const PLAYGROUND_CSP =
 const SCRIPT = 'text/javascript; charset=utf-8';
 
 /** Pages by path, each built once on first request. */
-export function widgetPages(opts: { fixtures: Fixtures; playground: boolean }): Map<string, () => Promise<Asset>> {
+export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Map<string, () => Promise<Asset>> {
   const once = (make: () => Promise<Asset>) => {
     let made: Promise<Asset> | undefined;
     return () =>
@@ -54,7 +54,7 @@ export function widgetPages(opts: { fixtures: Fixtures; playground: boolean }): 
     const headers = { 'cache-control': 'no-cache', 'content-security-policy': PLAYGROUND_CSP };
     pages.set(
       '/',
-      once(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.fixtures), headers)),
+      once(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.tenants), headers)),
     );
     pages.set(
       '/playground.js',
@@ -69,24 +69,24 @@ export function widgetPages(opts: { fixtures: Fixtures; playground: boolean }): 
 }
 
 /** D-47: the apps a publishable key reaches through the widget: a widget, active, and a publishable key of its team. */
-function widgetApps(fixtures: Fixtures): AppT[] {
-  const teams = new Set(fixtures.keys.filter((k) => k.type === 'publishable').map((k) => k.team_id));
-  return [...fixtures.apps.values()].filter((a) => a.widget && a.active && teams.has(a.team_id));
+function widgetApps(tenants: Tenants): AppT[] {
+  const teams = new Set(tenants.keys.filter((k) => k.type === 'publishable').map((k) => k.team_id));
+  return [...tenants.apps.values()].filter((a) => a.widget && a.active && teams.has(a.team_id));
 }
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The page; the publishable key is prefilled from the fixtures' target file when it has one (it is public by design). */
-async function playgroundHtml(fixtures: Fixtures): Promise<string> {
+async function playgroundHtml(tenants: Tenants): Promise<string> {
   let key = '';
   try {
-    const target = JSON.parse(await fs.readFile(path.join(fixtures.dir, 'target.json'), 'utf8')) as { publishable_key?: unknown };
+    const target = JSON.parse(await fs.readFile(path.join(tenants.dir, 'target.json'), 'utf8')) as { publishable_key?: unknown };
     if (typeof target.publishable_key === 'string') key = target.publishable_key;
   } catch {
     // Custom fixtures without a target file: the developer pastes their key.
   }
   const template = await fs.readFile(path.join(WIDGET_DIR, 'playground.html'), 'utf8');
-  const options = widgetApps(fixtures)
+  const options = widgetApps(tenants)
     .map((a) => `<option value="${escapeHtml(a.id)}">${escapeHtml(a.name)} (${escapeHtml(a.id)})</option>`)
     .join('\n          ');
   return template.replace('{{options}}', options).replace('{{key}}', escapeHtml(key));

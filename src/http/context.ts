@@ -2,8 +2,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { AppT, KeyT } from '../store/fixtures.ts';
-import type { IdempotencyClaim } from '../store/types.ts';
+import type { AppT, KeyT } from '../core/tenants.ts';
+import type { IdempotencyClaim } from '../core/claims.ts';
 import { fromZodError, invalidRequest } from './errors.ts';
 
 /** A widget visitor (docs/widget.md, D-48): whose conversations a widget request may reach. */

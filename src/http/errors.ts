@@ -45,7 +45,7 @@ export const ERRORS = {
   invalid_identity: s7('access_denied', 'invalid_identity'),
   /** D-50: a signed identity older than its lifetime (or dated in the future). */
   identity_expired: s7('access_denied', 'identity_expired'),
-  /** D-47: an app the fixtures give no widget. */
+  /** D-47: an app the tenants give no widget. */
   widget_disabled: s7('access_denied', 'widget_disabled'),
   /** D-53: a page whose origin the app does not list. */
   origin_not_allowed: s7('access_denied', 'origin_not_allowed'),

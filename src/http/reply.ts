@@ -1,6 +1,8 @@
-// What a handler answers, as a value: the JSON body of a 200 (any value but an EventStream), or an
-// EventStream. Only the server writes it (`createHttpServer`); a pipeline stage such as idempotency
-// wraps it after `next()`, as hono middleware does, and never touches the response object.
+// What a handler answers, as a value: the JSON body of a 200 (any value, or a JsonText already
+// serialized), an EventStream or an Asset; and `sendJson`, the one place a JSON answer's type and
+// length are set. Only the server writes an answer (`createHttpServer`); a pipeline stage such as
+// idempotency wraps it after `next()`, as hono middleware does, and never touches the response object.
+import type { ServerResponse } from 'node:http';
 import type { UnsequencedEvent } from '../contract/index.ts';
 
 /** How the work behind a stream ended; known once its last event has been taken. */
@@ -38,4 +40,22 @@ export class Asset {
     readonly headers: Readonly<Record<string, string>> = {},
     readonly status = 200,
   ) {}
+}
+
+/** A body already serialized to JSON, sent as is (a handler that keeps the bytes of what it serves). */
+export class JsonText {
+  constructor(readonly text: string | Buffer) {}
+  toJSON(): unknown {
+    return JSON.parse(this.text.toString());
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = body instanceof JsonText ? body.text : JSON.stringify(body);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
 }

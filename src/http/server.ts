@@ -4,14 +4,13 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { AppT, KeyT } from '../store/fixtures.ts';
-import { newRequestId } from '../store/ids.ts';
+import type { AppT, KeyT } from '../core/tenants.ts';
+import { newRequestId } from '../core/ids.ts';
 import { boundUnreadBody, readJsonBody } from './body.ts';
 import type { RequestContext, Visitor } from './context.ts';
 import { lingeringClose } from './linger.ts';
 import { ApiError, ERRORS, apiError, errorBody, internalError, invalidRequest } from './errors.ts';
-import { Asset, EventStream } from './reply.ts';
-import { sendJson } from './respond.ts';
+import { Asset, EventStream, sendJson } from './reply.ts';
 import { Router, type HttpMethod, type RouteDef } from './router.ts';
 import { streamSse } from './sse.ts';
 import { StreamGate } from './stream-gate.ts';

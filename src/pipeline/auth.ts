@@ -1,7 +1,7 @@
 // Authentication and app access (§5, D-4, D-6): who is calling, and may they use this app.
 import { hash, timingSafeEqual } from 'node:crypto';
 import { apiError } from '../http/errors.ts';
-import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
+import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
 
 function hashKey(key: string): Buffer {
   // One-shot hash: cheaper than createHash().update().digest() on every request (docs/benchmarks.md).
@@ -11,8 +11,8 @@ function hashKey(key: string): Buffer {
 export class AuthService {
   private readonly keys: Array<{ key: KeyT; hash: Buffer }>;
 
-  constructor(private readonly fixtures: Fixtures) {
-    this.keys = fixtures.keys.map((key) => ({ key, hash: Buffer.from(key.sha256, 'hex') }));
+  constructor(private readonly tenants: Tenants) {
+    this.keys = tenants.keys.map((key) => ({ key, hash: Buffer.from(key.sha256, 'hex') }));
   }
 
   /** D-6: a missing header, another scheme or an unknown key is 401; the key itself is never echoed. */
@@ -44,7 +44,7 @@ export class AuthService {
         'Publishable keys only work with the messenger widget; use a secret key (sk_live_…) for the REST API.',
       );
     }
-    const app = this.fixtures.apps.get(appId);
+    const app = this.tenants.apps.get(appId);
     if (!app) throw apiError('not_found', `App ${JSON.stringify(appId)} not found.`, { param: 'app_id' });
     if (app.team_id !== key.team_id) throw apiError('access_denied', `This API key has no access to app ${JSON.stringify(appId)}.`);
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(appId)} is disabled.`);

@@ -20,7 +20,7 @@ import { eventsOfSseText, sseText } from '../http/sse.ts';
 import { CLAIM_TTL_MS } from '../store/claims.ts';
 import { Journal } from '../store/journal.ts';
 import type { IdempotencyAnswers, KeptAnswer, KeyState } from '../store/shared.ts';
-import type { KeptClaim } from '../store/types.ts';
+import type { KeptClaim } from '../core/claims.ts';
 
 const HOUR = 3_600_000;
 /** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */

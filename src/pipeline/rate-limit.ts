@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { apiError } from '../http/errors.ts';
 import type { RateLimiter } from '../http/server.ts';
-import type { AppT, PlanT } from '../store/fixtures.ts';
+import type { AppT, PlanT } from '../core/tenants.ts';
 
 import { Journal } from '../store/journal.ts';
 import type { RateCount, RateCounts } from '../store/shared.ts';
@@ -32,7 +32,7 @@ interface Usage {
 export interface RateLimitOptions {
   /** The journal, e.g. `<data dir>/ratelimits.jsonl`. */
   file: string;
-  fixtures: RatePlans;
+  tenants: RatePlans;
   now?: () => number;
   /** Lines written before the journal is rewritten as one snapshot (kept small; tests lower it). */
   compactAfter?: number;
@@ -54,7 +54,7 @@ export class RateLimitService implements RateLimiter {
 
   private constructor(
     readonly file: string,
-    private readonly fixtures: RatePlans,
+    private readonly tenants: RatePlans,
     opts: RateLimitOptions,
   ) {
     this.now = opts.now ?? Date.now;
@@ -64,7 +64,7 @@ export class RateLimitService implements RateLimiter {
 
   /** Reads the journal (a torn last line was never acknowledged and is dropped) and opens it for appends. */
   static async open(opts: RateLimitOptions): Promise<RateLimitService> {
-    const svc = new RateLimitService(opts.file, opts.fixtures, opts);
+    const svc = new RateLimitService(opts.file, opts.tenants, opts);
     await fs.mkdir(path.dirname(opts.file), { recursive: true });
     await svc.journal.open((e) => {
       if (typeof (e as Entry | null)?.a === 'string') svc.replay(e as Entry);
@@ -110,7 +110,7 @@ export class RateLimitService implements RateLimiter {
    * If the line cannot be written, the slot is given back and the request fails.
    */
   take(app: AppT): Record<string, string> {
-    const plan = this.fixtures.plans.get(app.plan);
+    const plan = this.tenants.plans.get(app.plan);
     if (!plan) return {};
     return answer(app, plan, this.count(app.id, plan.requests_per_minute, plan.requests_per_day));
   }
@@ -195,11 +195,11 @@ export class RateLimitService implements RateLimiter {
 export class SharedRateLimitService implements RateLimiter {
   constructor(
     private readonly counts: RateCounts,
-    private readonly fixtures: RatePlans,
+    private readonly tenants: RatePlans,
   ) {}
 
   async take(app: AppT): Promise<Record<string, string>> {
-    const plan = this.fixtures.plans.get(app.plan);
+    const plan = this.tenants.plans.get(app.plan);
     if (!plan) return {};
     return answer(app, plan, await this.counts.take(app.id, plan.requests_per_minute, plan.requests_per_day));
   }

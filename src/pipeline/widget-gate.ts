@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
 import type { Admission, RateLimiter, Route, SurfaceGate } from '../http/server.ts';
-import type { AppT, Fixtures, KeyT } from '../store/fixtures.ts';
+import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
 import type { RateCounts } from '../store/shared.ts';
 import type { AuthService } from './auth.ts';
 import type { VisitorTokens } from './widget-tokens.ts';
@@ -89,7 +89,7 @@ export class MinuteWindow implements MinuteLimits {
 }
 
 export interface WidgetGateOptions {
-  fixtures: Fixtures;
+  tenants: Tenants;
   auth: AuthService;
   tokens: VisitorTokens;
   /**
@@ -112,9 +112,9 @@ export class WidgetGate implements SurfaceGate {
   }
 
   /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own. */
-  static budgetPlans(fixtures: Fixtures): Map<string, { id: string; requests_per_minute: number; requests_per_day: number }> {
+  static budgetPlans(tenants: Tenants): Map<string, { id: string; requests_per_minute: number; requests_per_day: number }> {
     const plans = new Map<string, { id: string; requests_per_minute: number; requests_per_day: number }>();
-    for (const app of fixtures.apps.values()) {
+    for (const app of tenants.apps.values()) {
       if (app.widget)
         plans.set(budgetPlan(app), {
           id: budgetPlan(app),
@@ -166,8 +166,8 @@ export class WidgetGate implements SurfaceGate {
           'Missing visitor token: send Authorization: Bearer <visitor token>, from POST /widget/v1/apps/{app_id}/visitors.',
         );
       const verified = this.o.tokens.verify(token, app);
-      // A key taken out of the fixtures takes its visitors' tokens with it.
-      const found = this.o.fixtures.keys.find((k) => k.id === verified.keyId);
+      // A key taken out of the registry takes its visitors' tokens with it.
+      const found = this.o.tenants.keys.find((k) => k.id === verified.keyId);
       if (!found) throw apiError('invalid_visitor_token', 'The key this visitor token was issued with no longer exists.');
       key = found;
       visitor = verified.visitor;
@@ -222,9 +222,9 @@ export class WidgetGate implements SurfaceGate {
     }
   }
 
-  /** D-47: the app, if it exists (404) and the fixtures give it a widget (403). */
+  /** D-47: the app, if it exists (404) and the tenants give it a widget (403). */
   private widgetApp(appId: string | undefined): AppT {
-    const app = appId === undefined ? undefined : this.o.fixtures.apps.get(appId);
+    const app = appId === undefined ? undefined : this.o.tenants.apps.get(appId);
     if (!app) throw apiError('not_found', `App ${JSON.stringify(appId ?? '')} not found.`, { param: 'app_id' });
     if (!app.widget) throw apiError('widget_disabled', `App ${JSON.stringify(app.id)} has no messenger widget.`);
     return app;

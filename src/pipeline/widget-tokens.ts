@@ -8,7 +8,7 @@ import { isPlainObject, metadataBytes } from '../contract/index.ts';
 import { WIDGET_LIMITS } from '../contract/widget.ts';
 import { apiError } from '../http/errors.ts';
 import type { Visitor } from '../http/context.ts';
-import type { AppT, KeyT } from '../store/fixtures.ts';
+import type { AppT, KeyT } from '../core/tenants.ts';
 
 /** An HS256 JWT of `claims`. */
 export function signJwt(claims: Record<string, unknown>, secret: string | Buffer): string {

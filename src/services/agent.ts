@@ -1,12 +1,12 @@
 // The agent of each app: its engine, knowledge base, forms and the tools it is offered, set up once
 // at start-up so that a request only looks them up.
-import { loadForms, type FormTemplateT } from '../model/forms.ts';
-import { createEngine, type EngineOptions } from '../model/index.ts';
-import { loadKnowledgeBases, type KnowledgeBase } from '../model/knowledge.ts';
-import { LocalEngine } from '../model/local.ts';
-import type { ChatMessage, ModelEngine, ModelRequest, TitleRequest } from '../model/types.ts';
-import type { AppT, Fixtures } from '../store/fixtures.ts';
-import { StoreError } from '../store/types.ts';
+import { loadForms, type FormTemplateT } from '../engines/forms.ts';
+import { createEngine, type EngineOptions } from '../engines/index.ts';
+import { loadKnowledgeBases, type KnowledgeBase } from '../engines/knowledge.ts';
+import { LocalEngine } from '../engines/local.ts';
+import type { ChatMessage, ModelEngine, ModelRequest, TitleRequest } from '../engines/types.ts';
+import type { AppT, Tenants } from '../core/tenants.ts';
+import { DataFileError } from '../core/errors.ts';
 import { knowledgeSearchSpec, renderFormSpec, type ToolBox } from './tools.ts';
 
 export type AgentEngineOptions = Omit<EngineOptions, 'forms'>;
@@ -18,14 +18,14 @@ export class AgentRuntime {
     private readonly forms: Map<string, FormTemplateT>,
   ) {}
 
-  static async load(fixtures: Fixtures, opts: AgentEngineOptions = {}): Promise<AgentRuntime> {
-    const apps = [...fixtures.apps.values()];
+  static async load(tenants: Tenants, opts: AgentEngineOptions = {}): Promise<AgentRuntime> {
+    const apps = [...tenants.apps.values()];
     const knowledge = await loadKnowledgeBases(
-      fixtures.dir,
+      tenants.dir,
       apps.flatMap((a) => (a.agent.knowledge_base ? [a.agent.knowledge_base] : [])),
     );
     const forms = await loadForms(
-      fixtures.dir,
+      tenants.dir,
       apps.flatMap((a) => a.agent.forms),
     );
     const engines = new Map<string, ModelEngine>();
@@ -33,7 +33,7 @@ export class AgentRuntime {
       try {
         engines.set(app.id, createEngine(app, { ...opts, forms }));
       } catch (err) {
-        throw new StoreError(`${fixtures.dir}/fixtures.json`, (err as Error).message);
+        throw new DataFileError(`${tenants.dir}/fixtures.json`, (err as Error).message);
       }
     }
     return new AgentRuntime(engines, knowledge, forms);

@@ -1,6 +1,6 @@
-// App config (§2.8) and metrics (§2.9, D-24): read-only views of the fixtures and the store's counters.
+// App config (§2.8) and metrics (§2.9, D-24): read-only views of the tenants and the store's counters.
 import type { AppConfigT, AppMetricsT } from '../contract/index.ts';
-import type { AppT } from '../store/fixtures.ts';
+import type { AppT } from '../core/tenants.ts';
 import type { Store } from '../store/types.ts';
 
 export function appConfig(app: AppT): AppConfigT {

@@ -2,10 +2,11 @@
 // token usage recorded per app (credits) and returned as `usage`.
 import type { Logger } from 'pino';
 import type { CompletionT, CreateCompletionRequestT } from '../contract/index.ts';
-import type { AppT } from '../store/fixtures.ts';
-import type { IdempotencyClaim } from '../store/types.ts';
+import type { AppT } from '../core/tenants.ts';
+import type { IdempotencyClaim } from '../core/claims.ts';
 import type { AgentRuntime } from './agent.ts';
-import { newId, unixNow } from '../store/ids.ts';
+import { newId } from '../core/ids.ts';
+import { unixNow } from '../core/clock.ts';
 import { ResponseRun } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
 

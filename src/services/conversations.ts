@@ -10,9 +10,11 @@ import type {
 } from '../contract/index.ts';
 import { LIMITS } from '../contract/index.ts';
 import { invalidRequest, notFound } from '../http/errors.ts';
-import { JsonText } from '../http/respond.ts';
-import type { ConversationRecord, IdempotencyClaim, Store } from '../store/types.ts';
-import { newId, unixNow } from '../store/ids.ts';
+import { JsonText } from '../http/reply.ts';
+import type { ConversationRecord, Store } from '../store/types.ts';
+import type { IdempotencyClaim } from '../core/claims.ts';
+import { newId } from '../core/ids.ts';
+import { unixNow } from '../core/clock.ts';
 import type { StorageQuota } from './quota.ts';
 
 export function toConversation(r: ConversationRecord): ConversationT {

@@ -3,7 +3,7 @@
 // pass the quota; a send message once the quota is reached (an exchange's size is known only after
 // it ran, so an app may end at most one exchange past its quota).
 import { apiError } from '../http/errors.ts';
-import { DEFAULT_STORAGE_BYTES, type Fixtures } from '../store/fixtures.ts';
+import { DEFAULT_STORAGE_BYTES, type Tenants } from '../core/tenants.ts';
 import type { QuotaAdmit, Store } from '../store/types.ts';
 
 const MB = (n: number) => `${(n / 2 ** 20).toLocaleString('en-US', { maximumFractionDigits: 1 })} MiB`;
@@ -11,7 +11,7 @@ const MB = (n: number) => `${(n / 2 ** 20).toLocaleString('en-US', { maximumFrac
 export class StorageQuota {
   constructor(
     private readonly store: Pick<Store, 'storedBytes'>,
-    private readonly fixtures: Pick<Fixtures, 'apps' | 'plans'>,
+    private readonly tenants: Pick<Tenants, 'apps' | 'plans'>,
   ) {}
 
   /** Throws `storage_quota_exceeded` if storing `adding` more bytes for the app would pass its quota. */
@@ -24,7 +24,7 @@ export class StorageQuota {
    * PostgreSQL, so that instances creating at once never pass the quota together).
    */
   admit(appId: string, adding: number): QuotaAdmit {
-    const plan = this.fixtures.plans.get(this.fixtures.apps.get(appId)?.plan ?? '');
+    const plan = this.tenants.plans.get(this.tenants.apps.get(appId)?.plan ?? '');
     const quota = plan?.storage_bytes ?? DEFAULT_STORAGE_BYTES;
     return (stored) => {
       if (stored + adding <= quota && stored < quota) return;

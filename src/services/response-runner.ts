@@ -4,9 +4,9 @@
 import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
 import { internalError } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
-import { countTokens, estimateInputTokens } from '../model/text.ts';
-import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../model/types.ts';
-import { newId } from '../store/ids.ts';
+import { countTokens, estimateInputTokens } from '../engines/text.ts';
+import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../engines/types.ts';
+import { newId } from '../core/ids.ts';
 import { runTool, type ToolBox } from './tools.ts';
 
 /** At most this many model turns per response: a model that keeps calling tools must then answer. */

@@ -14,15 +14,18 @@ import {
   type UnsequencedEvent,
   type UsageT,
 } from '../contract/index.ts';
-import type { ChatMessage } from '../model/types.ts';
-import type { AppT } from '../store/fixtures.ts';
-import type { ConversationChange, ConversationRecord, IdempotencyClaim, ResponseRecord, Store } from '../store/types.ts';
+import type { ChatMessage } from '../engines/types.ts';
+import type { AppT } from '../core/tenants.ts';
+import type { ConversationChange, ConversationRecord, ResponseRecord, Store } from '../store/types.ts';
+import type { IdempotencyClaim } from '../core/claims.ts';
 import type { AgentRuntime } from './agent.ts';
-import { newId, unixNow } from '../store/ids.ts';
+import { newId } from '../core/ids.ts';
+import { unixNow } from '../core/clock.ts';
 import type { StorageQuota } from './quota.ts';
 import { EventStream } from '../http/reply.ts';
 import { apiError, internalError, notFound } from '../http/errors.ts';
-import { ResponseEventsExpired, type ResponseTrace } from '../store/types.ts';
+import { ResponseEventsExpired } from '../core/errors.ts';
+import type { ResponseTrace } from '../store/types.ts';
 import { ResponseRun, StopReason } from './response-runner.ts';
 import type { UsageLedger } from './usage.ts';
 

@@ -1,9 +1,9 @@
 // The tools the service offers the model and runs itself (D-21): knowledge_search over the app's
 // knowledge base and, with generative UI, render_form, whose result becomes data_spec patches (D-22).
 import type { DataSpecT } from '../contract/index.ts';
-import { formPatches, type FormTemplateT } from '../model/forms.ts';
-import type { KnowledgeBase, SearchHit } from '../model/knowledge.ts';
-import type { ToolSpec } from '../model/types.ts';
+import { formPatches, type FormTemplateT } from '../engines/forms.ts';
+import type { KnowledgeBase, SearchHit } from '../engines/knowledge.ts';
+import type { ToolSpec } from '../engines/types.ts';
 
 export interface ToolBox {
   specs: ToolSpec[];

@@ -6,7 +6,8 @@ import type { UsageT } from '../contract/index.ts';
 import { Journal } from '../store/journal.ts';
 import { ClaimLog } from '../store/claims.ts';
 import { appUsage, type AppUsage, type UsageLedger } from '../store/shared.ts';
-import { StoreError, type IdempotencyClaim, type KeptClaim } from '../store/types.ts';
+import { DataFileError } from '../core/errors.ts';
+import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 
 export type { AppUsage, UsageLedger };
 
@@ -35,7 +36,7 @@ export class FileUsageLedger implements UsageLedger {
   async open(): Promise<void> {
     await this.journal.open((entry, line) => {
       const parsed = Entry.safeParse(entry);
-      if (!parsed.success) throw new StoreError(this.journal.file, `line ${line}: ${parsed.error.issues[0]!.message}`);
+      if (!parsed.success) throw new DataFileError(this.journal.file, `line ${line}: ${parsed.error.issues[0]!.message}`);
       this.add(parsed.data.app_id, parsed.data);
       const c = parsed.data.c;
       if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });

@@ -1,6 +1,6 @@
 // The Idempotency-Key claims a store has saved with work (see IdempotencyClaim in ./types.ts), kept
 // for as long as a key is honoured; the idempotency stage reads them at start-up.
-import type { KeptClaim } from './types.ts';
+import type { KeptClaim } from '../core/claims.ts';
 
 /** How long a key is honoured (the Idempotency-Key draft asks that it be published: docs/reliability.md). */
 export const CLAIM_TTL_MS = 24 * 3_600_000;

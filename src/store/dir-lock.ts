@@ -3,7 +3,7 @@
 // until its parent reaps it, and after a container restart the pid belongs to someone else.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
-import { StoreError } from './types.ts';
+import { DataFileError } from '../core/errors.ts';
 
 /**
  * Who holds a LOCK. On Linux also when it started (clock ticks since boot, field 22 of
@@ -101,7 +101,7 @@ async function readText(file: string): Promise<string | undefined> {
 }
 
 /** The directory is served by another running process (its pid). */
-export class DirLockedError extends StoreError {
+export class DirLockedError extends DataFileError {
   constructor(
     dataDir: string,
     readonly pid: number,
@@ -111,7 +111,7 @@ export class DirLockedError extends StoreError {
 }
 
 const notWritable = (dataDir: string, err: unknown) =>
-  new StoreError(dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
+  new DataFileError(dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
 
 /**
  * Takes `file` for this process, or throws naming the running holder. The LOCK appears whole and at
@@ -164,7 +164,7 @@ export async function acquireLock(file: string, dataDir: string): Promise<string
       if ((await readText(aside)) !== seen) await fs.link(aside, file).catch(() => {});
       await fs.rm(aside, { force: true });
     }
-    throw new StoreError(
+    throw new DataFileError(
       dataDir,
       'could not take its LOCK: other processes are starting on it at the same time; start one Parley per data directory',
     );

@@ -11,21 +11,20 @@ import { HistoryFile, legacyPath } from './history-file.ts';
 import { Journal, type LineAt } from './journal.ts';
 import { ResponseLog } from './response-log.ts';
 import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
-import {
-  StoreError,
-  type AppCounters,
-  type ConversationChange,
-  type ConversationFile,
-  type ConversationPage,
-  type ConversationPageQuery,
-  type ConversationRecord,
-  type IdempotencyClaim,
-  type KeptClaim,
-  type QuotaAdmit,
-  type ResponseRecord,
-  type ResponseSave,
-  type Store,
+import { DataFileError } from '../core/errors.ts';
+import type {
+  AppCounters,
+  ConversationChange,
+  ConversationFile,
+  ConversationPage,
+  ConversationPageQuery,
+  ConversationRecord,
+  QuotaAdmit,
+  ResponseRecord,
+  ResponseSave,
+  Store,
 } from './types.ts';
+import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 
 /** An Idempotency-Key claim (see IdempotencyClaim), journaled with the work it ran. */
 const Claim = z.object({ k: z.string(), f: z.string(), at: z.number() });
@@ -258,10 +257,11 @@ export class FileStore implements Store {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT')
-        throw new StoreError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
-      if (code !== 'EEXIST') throw new StoreError(this.dataDir, `cannot create the data directory (${code})`);
+        throw new DataFileError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
+      if (code !== 'EEXIST') throw new DataFileError(this.dataDir, `cannot create the data directory (${code})`);
     }
-    if (!(await fs.stat(this.dataDir)).isDirectory()) throw new StoreError(this.dataDir, 'is not a directory; choose another --data-dir');
+    if (!(await fs.stat(this.dataDir)).isDirectory())
+      throw new DataFileError(this.dataDir, 'is not a directory; choose another --data-dir');
     this.lockText = await acquireLock(this.lockFile, this.dataDir);
     try {
       await this.load();
@@ -286,7 +286,7 @@ export class FileStore implements Store {
       const parsed = schema ? schema.safeParse(entry) : Entries.conv.safeParse(entry);
       if (!parsed.success) {
         const issue = parsed.error.issues[0]!;
-        throw new StoreError(this.journal.file, `line ${line}: ${issue.path.join('.') || 'entry'}: ${issue.message}`);
+        throw new DataFileError(this.journal.file, `line ${line}: ${issue.path.join('.') || 'entry'}: ${issue.message}`);
       }
       this.replay(parsed.data, line, where, unfinished);
     });
@@ -319,8 +319,8 @@ export class FileStore implements Store {
     }
   }
 
-  private badLine(line: number, detail: string): StoreError {
-    return new StoreError(this.journal.file, `line ${line}: ${detail}; restore the file from a backup or fix that line`);
+  private badLine(line: number, detail: string): DataFileError {
+    return new DataFileError(this.journal.file, `line ${line}: ${detail}; restore the file from a backup or fix that line`);
   }
 
   async close(): Promise<void> {
@@ -400,7 +400,7 @@ export class FileStore implements Store {
     // A version of the record kept past a compaction that moved its line: the current one's.
     const current = this.records.get(h.id);
     if (current && current !== h && current.meta !== h.meta) return this.metadataOf(current);
-    throw new StoreError(this.journal.file, `byte ${at}: not the metadata of ${h.id}`);
+    throw new DataFileError(this.journal.file, `byte ${at}: not the metadata of ${h.id}`);
   }
 
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
@@ -519,7 +519,7 @@ export class FileStore implements Store {
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'ENOTDIR') return;
-        throw new StoreError(dir, `cannot be read (${code})`);
+        throw new DataFileError(dir, `cannot be read (${code})`);
       }
       for (const name of names) {
         if (name.endsWith('.tmp')) await fs.rm(path.join(dir, name), { force: true });
@@ -538,7 +538,7 @@ export class FileStore implements Store {
         .slice(0, 3)
         .map((f) => path.relative(this.dataDir, f))
         .join(', ');
-      throw new StoreError(
+      throw new DataFileError(
         this.journal.file,
         `has no record of ${orphans.length} conversation file${orphans.length === 1 ? '' : 's'} (${named}${orphans.length > 3 ? ', …' : ''}): ` +
           `it has lost lines (cut short, replaced by an older copy, or removed). Restore it from a backup; or, to start without ` +

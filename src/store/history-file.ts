@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { isPlainObject, type ItemT } from '../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { writeAll } from './journal.ts';
-import { StoreError, type ConversationFile, type ResponseRecord } from './types.ts';
+import { DataFileError } from '../core/errors.ts';
+import type { ConversationFile, ResponseRecord } from './types.ts';
 
 const PartSchema = z.object({
   items: z.array(z.looseObject({ id: z.string(), type: z.string() })),
@@ -140,7 +141,7 @@ export class HistoryFile implements ConversationFile {
 
   private add(part: unknown, file: string, lineNo?: number): void {
     const problem = problemOf(part);
-    if (problem) throw new StoreError(file, lineNo === undefined ? problem : `line ${lineNo}: ${problem}`);
+    if (problem) throw new DataFileError(file, lineNo === undefined ? problem : `line ${lineNo}: ${problem}`);
     const p = part as ConversationFile;
     this.items.push(...p.items);
     for (const r of p.responses) {
@@ -170,6 +171,6 @@ function parseJson(file: string, text: string, lineNo?: number): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new StoreError(file, lineNo === undefined ? 'is not valid JSON' : `line ${lineNo} is not valid JSON`);
+    throw new DataFileError(file, lineNo === undefined ? 'is not valid JSON' : `line ${lineNo} is not valid JSON`);
   }
 }

@@ -4,7 +4,7 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { syncDir } from './durable.ts';
-import { StoreError } from './types.ts';
+import { DataFileError } from '../core/errors.ts';
 
 /** Where a line is in the file: its first byte and its length in bytes (without the newline). */
 export interface LineAt {
@@ -107,7 +107,7 @@ export class Journal {
       reader = await fs.open(this.file, 'r');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw new StoreError(this.file, `cannot be read (${code})`);
+      if (code !== 'ENOENT') throw new DataFileError(this.file, `cannot be read (${code})`);
     }
     let lineNo = 0;
     /** Bytes of whole lines (newline included). */
@@ -125,7 +125,7 @@ export class Journal {
           try {
             n = (await reader.read(chunk, 0, chunk.length, null)).bytesRead;
           } catch (err) {
-            throw new StoreError(this.file, `cannot be read (${(err as NodeJS.ErrnoException).code})`);
+            throw new DataFileError(this.file, `cannot be read (${(err as NodeJS.ErrnoException).code})`);
           }
           if (n === 0) break;
           const view = chunk.subarray(0, n);
@@ -164,7 +164,7 @@ export class Journal {
     try {
       this.handle = await fs.open(this.file, 'a');
     } catch (err) {
-      throw new StoreError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
+      throw new DataFileError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
     }
     this.readFd = fsSync.openSync(this.file, 'r');
     this.size = whole;
@@ -189,7 +189,7 @@ export class Journal {
       entry = this.opts.parse ? this.opts.parse(raw) : JSON.parse(raw);
     } catch {
       if (this.opts.skipBadLines) return;
-      throw new StoreError(this.file, `line ${lineNo} is not valid JSON; restore the file from a backup or remove that line`);
+      throw new DataFileError(this.file, `line ${lineNo} is not valid JSON; restore the file from a backup or remove that line`);
     }
     onEntry(entry, lineNo, where);
     this.lines++;
@@ -219,7 +219,7 @@ export class Journal {
     let read = 0;
     while (read < where.len) {
       const n = fsSync.readSync(this.readFd, buf, read, where.len - read, where.at + read);
-      if (n === 0) throw new StoreError(this.file, `is shorter than expected (a line at byte ${where.at})`);
+      if (n === 0) throw new DataFileError(this.file, `is shorter than expected (a line at byte ${where.at})`);
       read += n;
     }
     return buf.toString('utf8');
@@ -461,7 +461,7 @@ export class Journal {
             let read = 0;
             while (read < tailLen) {
               const n = fsSync.readSync(rfd, tail, read, tailLen - read, cut + read);
-              if (n === 0) throw new StoreError(this.file, 'changed under the compaction');
+              if (n === 0) throw new DataFileError(this.file, 'changed under the compaction');
               read += n;
             }
             await writeAll(fh, tail);

@@ -18,13 +18,12 @@ import type {
   ConversationPage,
   ConversationPageQuery,
   ConversationRecord,
-  IdempotencyClaim,
-  KeptClaim,
   QuotaAdmit,
   ResponseRecord,
   ResponseSave,
   Store,
 } from './types.ts';
+import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */

@@ -9,14 +9,8 @@ import path from 'node:path';
 import type { UnsequencedEvent } from '../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { Journal } from './journal.ts';
-import {
-  ResponseEventsExpired,
-  StoreError,
-  TERMINAL_EVENTS,
-  type LiveResponseStart,
-  type LiveResponses,
-  type ResponseTrace,
-} from './types.ts';
+import { ResponseEventsExpired, DataFileError } from '../core/errors.ts';
+import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from './types.ts';
 
 /** D-36: how long a response's events stay resumable after its end. */
 export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
@@ -75,7 +69,7 @@ export class ResponseLog implements LiveResponses {
     await this.journal.open((e) => {
       const l = e as IndexLine;
       if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string')
-        throw new StoreError(this.journal.file, 'an index line lacks id, a or c');
+        throw new DataFileError(this.journal.file, 'an index line lacks id, a or c');
       this.index.set(l.id, { id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at, input: { content: '', metadata: null } });
     });
     for (const name of await fs.readdir(this.opts.dir)) {
@@ -135,7 +129,7 @@ export class ResponseLog implements LiveResponses {
         parsed.push(JSON.parse(l));
       } catch {
         if (i === lines.length - 1 && !text.endsWith('\n')) break;
-        throw new StoreError(file, `line ${i + 1} is not JSON`);
+        throw new DataFileError(file, `line ${i + 1} is not JSON`);
       }
     }
     const start = parsed[0] as LiveResponseStart | undefined;

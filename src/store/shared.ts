@@ -2,7 +2,7 @@
 // Idempotency-Key answers and the widget's owners. Each has two backends behind these interfaces: the
 // data directory's files (one process), and PostgreSQL (src/store/pg/, any number of instances).
 import type { UsageT } from '../contract/index.ts';
-import type { IdempotencyClaim } from './types.ts';
+import type { IdempotencyClaim } from '../core/claims.ts';
 
 /** §1: completions are billed in credits by token usage; one credit buys this many tokens. */
 export const TOKENS_PER_CREDIT = 1_000;

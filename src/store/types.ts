@@ -5,6 +5,7 @@
 // per conversation and journal records; a PostgreSQL store would do it with a transaction per
 // change (`SELECT … FOR UPDATE`), which also holds across several instances.
 import type { ItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
+import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 import type { ConversationRecord } from './record.ts';
 
 /** A conversation as the store keeps it: its schema, type and fast check are in record.ts. */
@@ -32,23 +33,6 @@ export interface ConversationFile {
 export type ConversationChange = Partial<
   Pick<ConversationRecord, 'title' | 'deleted_at' | 'generated_title' | 'metadata' | 'message_count'>
 >;
-
-/**
- * An Idempotency-Key's claim on the work it ran (src/pipeline/idempotency.ts): saved in the same step
- * as that work, so that no crash can keep the work without the claim, and a keyed retry never runs
- * the work twice (docs/reliability.md).
- */
-export interface IdempotencyClaim {
-  /** The client's key, hashed with its app (keys are per app). */
-  key: string;
-  /** What "the same request" means: a hash of method, path and canonical body. */
-  fingerprint: string;
-}
-
-/** A claim as kept, with the time (ms) its work was saved. */
-export interface KeptClaim extends IdempotencyClaim {
-  at: number;
-}
 
 /** Everything one exchange of send message leaves (§4.6, D-17: a failed response too), saved at once. */
 export interface ResponseSave {
@@ -100,7 +84,7 @@ export interface AppCounters {
 }
 
 export interface Store {
-  /** Reads everything needed to serve; throws a `StoreError` naming the file on bad data. */
+  /** Reads everything needed to serve; throws a `DataFileError` naming the file on bad data. */
   open(): Promise<void>;
   /** Waits for every write under way, then releases the data directory. */
   close(): Promise<void>;
@@ -200,23 +184,4 @@ export interface ResponseTrace {
   ended: boolean;
 }
 
-/** D-36: a resume after the events' retention. */
-export class ResponseEventsExpired extends Error {
-  constructor(readonly id: string) {
-    super(`the events of ${id} are no longer kept`);
-    this.name = 'ResponseEventsExpired';
-  }
-}
-
 export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed']);
-
-/** A data file that cannot be read as it should be: the message names the file and the fault. */
-export class StoreError extends Error {
-  constructor(
-    readonly file: string,
-    detail: string,
-  ) {
-    super(`${file}: ${detail}`);
-    this.name = 'StoreError';
-  }
-}

@@ -15,7 +15,8 @@ import { createHttpServer, type ParleyHttpServer } from '../../src/http/server.t
 import { AuthService } from '../../src/pipeline/auth.ts';
 import { IdempotencyService } from '../../src/pipeline/idempotency.ts';
 import { SharedRateLimitService } from '../../src/pipeline/rate-limit.ts';
-import { loadFixtures, type Fixtures } from '../../src/store/fixtures.ts';
+import { loadTenants } from '../../src/store/tenants.ts';
+import type { Tenants } from '../../src/core/tenants.ts';
 import { migrate } from '../../src/store/pg/migrate.ts';
 import { PgIdempotencyAnswers } from '../../src/store/pg/idempotency.ts';
 import { PgRateCounts } from '../../src/store/pg/rate-counts.ts';
@@ -25,9 +26,9 @@ import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 
-let fixtures: Fixtures;
+let fixtures: Tenants;
 before(async () => {
-  fixtures = await loadFixtures(FIXTURES_DIR);
+  fixtures = await loadTenants(FIXTURES_DIR);
 });
 
 interface Instance {

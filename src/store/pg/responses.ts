@@ -9,7 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ReservedSql, Sql } from 'postgres';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { ResponseEventsExpired, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
+import { ResponseEventsExpired } from '../../core/errors.ts';
+import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
 
 const EVENTS = 'parley_response_events';
 const CANCELS = 'parley_response_cancel';

@@ -4,7 +4,7 @@
 import type { Sql } from 'postgres';
 import type { UsageT } from '../../contract/index.ts';
 import { appUsage, type AppUsage, type UsageLedger } from '../shared.ts';
-import type { IdempotencyClaim } from '../types.ts';
+import type { IdempotencyClaim } from '../../core/claims.ts';
 
 export class PgUsageLedger implements UsageLedger {
   constructor(

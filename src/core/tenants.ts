@@ -1,20 +1,18 @@
-// The fixtures: teams, keys (SHA-256 hashes only), plans and apps, read once at start-up.
-import fs from 'node:fs/promises';
-import path from 'node:path';
+// The tenants: teams, keys (SHA-256 hashes only), plans and apps, and the registry every layer reads
+// them from. Where they are kept is the store's concern (src/store/tenants.ts reads them from fixtures.json).
 import { z } from 'zod';
-import { StoreError } from './types.ts';
 
 /** D-27: a plan that names no storage quota gets 1 GiB. */
 export const DEFAULT_STORAGE_BYTES = 2 ** 30;
 
-const Team = z.object({ id: z.string().min(1), name: z.string() });
-const Key = z.object({
+export const Team = z.object({ id: z.string().min(1), name: z.string() });
+export const Key = z.object({
   id: z.string().min(1),
   team_id: z.string().min(1),
   type: z.enum(['secret', 'publishable']),
   sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of the key'),
 });
-const Plan = z.object({
+export const Plan = z.object({
   id: z.string().min(1),
   requests_per_minute: z.number().int().positive(),
   requests_per_day: z.number().int().positive(),
@@ -22,7 +20,7 @@ const Plan = z.object({
   storage_bytes: z.number().int().positive().default(DEFAULT_STORAGE_BYTES),
 });
 /** Agent settings: what §2.8 shows plus what the engines need (not shown by the interface). */
-const Agent = z.looseObject({
+export const Agent = z.looseObject({
   active: z.boolean(),
   name: z.string(),
   config: z.looseObject({ primary_color: z.string(), secondary_color: z.string() }),
@@ -32,11 +30,11 @@ const Agent = z.looseObject({
   forms: z.array(z.string()).default([]),
 });
 /** An origin as a browser sends it: scheme, host and port only. */
-const Origin = z
+export const Origin = z
   .string()
   .regex(/^https?:\/\/[^/\s]+$/, 'must be an origin such as https://shop.example or http://localhost:3000 (no path, no trailing slash)');
 /** The embeddable widget of an app (docs/widget.md): who may embed it, and its own limits (D-52). */
-const Widget = z.strictObject({
+export const Widget = z.strictObject({
   /** D-53: the pages allowed to embed the widget. */
   origins: z.array(Origin).default([]),
   /** D-50: the host's server signs its users' identities with it (HS256); null: no verified identities. */
@@ -51,7 +49,7 @@ const Widget = z.strictObject({
     })
     .prefault({}),
 });
-const App = z.object({
+export const App = z.object({
   id: z.string().min(1),
   team_id: z.string().min(1),
   name: z.string(),
@@ -70,7 +68,7 @@ const App = z.object({
   /** Absent: the app has no widget, and the publishable key reaches nothing of it (D-47). */
   widget: Widget.optional(),
 });
-const FixturesFile = z.object({
+export const FixturesFile = z.object({
   teams: z.array(Team),
   keys: z.array(Key),
   plans: z.array(Plan),
@@ -84,36 +82,11 @@ export type AgentT = z.infer<typeof Agent>;
 export type AppT = z.infer<typeof App>;
 export type WidgetT = z.infer<typeof Widget>;
 
-export interface Fixtures {
+/** The tenant registry as the layers above the store read it. */
+export interface Tenants {
   dir: string;
   teams: Map<string, TeamT>;
   keys: KeyT[];
   plans: Map<string, PlanT>;
   apps: Map<string, AppT>;
-}
-
-export async function loadFixtures(dir: string): Promise<Fixtures> {
-  const file = path.join(path.resolve(dir), 'fixtures.json');
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await fs.readFile(file, 'utf8'));
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new StoreError(file, code ? `cannot be read (${code})` : 'is not valid JSON');
-  }
-  const parsed = FixturesFile.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new StoreError(file, `${issue.path.join('.')}: ${issue.message}`);
-  }
-  const f = parsed.data;
-  const teams = new Map(f.teams.map((t) => [t.id, t]));
-  const plans = new Map(f.plans.map((p) => [p.id, p]));
-  const apps = new Map(f.apps.map((a) => [a.id, a]));
-  for (const k of f.keys) if (!teams.has(k.team_id)) throw new StoreError(file, `key ${k.id}: unknown team ${k.team_id}`);
-  for (const a of f.apps) {
-    if (!teams.has(a.team_id)) throw new StoreError(file, `app ${a.id}: unknown team ${a.team_id}`);
-    if (!plans.has(a.plan)) throw new StoreError(file, `app ${a.id}: unknown plan ${a.plan}`);
-  }
-  return { dir: path.resolve(dir), teams, keys: f.keys, plans, apps };
 }

@@ -1,6 +1,6 @@
 // Chooses each app's engine: `agent.model` in the fixtures, overridden by PARLEY_MODEL
 // (`local` or `ollama:<model>`); Ollama is reached at OLLAMA_HOST.
-import type { AppT } from '../store/fixtures.ts';
+import type { AppT } from '../core/tenants.ts';
 import type { FormTemplateT } from './forms.ts';
 import { LocalEngine, LocalTesting } from './local.ts';
 import { OllamaEngine, type OllamaEngineOptions } from './ollama.ts';

@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import MiniSearch from 'minisearch';
-import { StoreError } from '../store/types.ts';
+import { DataFileError } from '../core/errors.ts';
 import { STOP_WORDS } from './text.ts';
 
 export interface KnowledgeDocument {
@@ -119,7 +119,7 @@ export async function loadKnowledgeBases(fixturesDir: string, names: Iterable<st
     try {
       files = (await fs.readdir(dir)).filter((f) => f.endsWith('.md')).sort();
     } catch (err) {
-      throw new StoreError(dir, `knowledge base ${JSON.stringify(name)} cannot be read (${(err as NodeJS.ErrnoException).code})`);
+      throw new DataFileError(dir, `knowledge base ${JSON.stringify(name)} cannot be read (${(err as NodeJS.ErrnoException).code})`);
     }
     const documents: KnowledgeDocument[] = [];
     const passages: Passage[] = [];

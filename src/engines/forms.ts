@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { DataSpecT } from '../contract/index.ts';
-import { StoreError } from '../store/types.ts';
+import { DataFileError } from '../core/errors.ts';
 
 const Field = z.object({
   name: z.string().min(1),
@@ -34,10 +34,10 @@ export async function loadForms(fixturesDir: string, names: Iterable<string>): P
       raw = JSON.parse(await fs.readFile(file, 'utf8'));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      throw new StoreError(file, code ? `form ${JSON.stringify(name)} cannot be read (${code})` : 'is not valid JSON');
+      throw new DataFileError(file, code ? `form ${JSON.stringify(name)} cannot be read (${code})` : 'is not valid JSON');
     }
     const parsed = FormTemplate.safeParse(raw);
-    if (!parsed.success) throw new StoreError(file, `${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+    if (!parsed.success) throw new DataFileError(file, `${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
     out.set(name, parsed.data);
   }
   return out;

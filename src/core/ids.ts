@@ -30,7 +30,3 @@ export function newId(kind: IdKind): string {
 export function newRequestId(): string {
   return `req_${random96()}`;
 }
-
-export function unixNow(): number {
-  return Math.floor(Date.now() / 1000);
-}

@@ -1,0 +1,20 @@
+// Errors raised below the HTTP layer, which the layers above turn into answers or start-up failures.
+
+/** A data file that cannot be read as it should be: the message names the file and the fault. */
+export class DataFileError extends Error {
+  constructor(
+    readonly file: string,
+    detail: string,
+  ) {
+    super(`${file}: ${detail}`);
+    this.name = 'DataFileError';
+  }
+}
+
+/** D-36: a resume after the events' retention. */
+export class ResponseEventsExpired extends Error {
+  constructor(readonly id: string) {
+    super(`the events of ${id} are no longer kept`);
+    this.name = 'ResponseEventsExpired';
+  }
+}
