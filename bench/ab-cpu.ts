@@ -1,4 +1,4 @@
-// CPU per request, A/B: `node --import tsx bench/ab-cpu.ts <otherTreeRoot> [op=get] [conversations=1000] [rounds=5] [requests=20000]`.
+// CPU per request, A/B: `node --import tsx bench/ab-cpu.ts <otherTreeRoot> [op=get|list|rename|create|send] [conversations=1000] [rounds=5] [requests=20000]`.
 // Throughput on this shared 2-core machine moves by ±10 % from round to round; the server's own CPU
 // time per request (process.cpuUsage over a fixed number of requests) moves far less, so it shows a
 // change of a few percent. Runs the raw baseline, Parley from another checkout (A) and from this one
@@ -20,12 +20,17 @@ try {
   await fs.cp(path.join(tmp, 'a'), path.join(tmp, 'b'), { recursive: true });
   const any = () => ids[Math.floor(Math.random() * ids.length)]!;
   const base = `/v1/apps/${APP}/conversations`;
-  const specs = {
+  const message = JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false });
+  const specs: Record<string, { method: 'GET' | 'POST' | 'PATCH'; raw: string; path: () => string; body?: string }> = {
     get: { method: 'GET', raw: '/get', path: () => `${base}/${any()}` },
     list: { method: 'GET', raw: '/list', path: () => `${base}?limit=20&after=${any()}` },
-  } as const;
-  const spec = specs[op as keyof typeof specs];
-  if (!spec) throw new Error(`unknown operation ${op} (get or list)`);
+    rename: { method: 'PATCH', raw: '/post', path: () => `${base}/${any()}`, body: JSON.stringify({ title: 'Renamed by the benchmark' }) },
+    create: { method: 'POST', raw: '/post', path: () => base, body: JSON.stringify({ title: 'Created by the benchmark' }) },
+    // The embedded engine, JSON: a whole exchange (begin, events, save) per request.
+    send: { method: 'POST', raw: '/message', path: () => `${base}/${any()}`, body: message },
+  };
+  const spec = specs[op];
+  if (!spec) throw new Error(`unknown operation ${op} (${Object.keys(specs).join(', ')})`);
   const raw = await startChild('baseline-server.ts');
   const a = await startChild(path.join(path.resolve(other!), 'bench', 'parley-server.ts'), [path.join(tmp, 'a'), fixtures]);
   const b = await startChild('parley-server.ts', [path.join(tmp, 'b'), fixtures]);
@@ -37,7 +42,7 @@ try {
   const cpu = async (c: Child) => (await c.ask<{ cpuUs: number }>('stats')).cpuUs;
   const got: Record<string, number[]> = { raw: [], A: [], B: [] };
   for (const s of Object.values(servers))
-    await load({ port: s.c.ready.port, method: spec.method, path: s.path, headers: AUTH, connections: 10, seconds: 1 });
+    await load({ port: s.c.ready.port, method: spec.method, path: s.path, body: spec.body, headers: AUTH, connections: 10, seconds: 1 });
   for (let r = 0; r < Number(roundsText); r++) {
     for (const [name, s] of Object.entries(servers)) {
       const before = await cpu(s.c);
@@ -45,6 +50,7 @@ try {
         port: s.c.ready.port,
         method: spec.method,
         path: s.path,
+        body: spec.body,
         headers: AUTH,
         connections: 10,
         seconds: 0,
