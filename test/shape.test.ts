@@ -57,8 +57,7 @@ export function longFunctions(file: string, text = fs.readFileSync(file, 'utf8')
 const NOT_YET_SPLIT = {
   files: [
     'src/contract/openapi.ts: 556 lines',
-    'src/pipeline/idempotency.ts: 424 lines',
-    'src/services/responses.ts: 603 lines',
+    'src/pipeline/idempotency.ts: 422 lines',
     'src/store/file-store.ts: 939 lines',
     'src/store/journal.ts: 523 lines',
   ],

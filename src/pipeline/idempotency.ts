@@ -21,6 +21,7 @@ import { CLAIM_TTL_MS } from '../store/claims.ts';
 import { Journal } from '../store/journal.ts';
 import type { IdempotencyAnswers, KeptAnswer, KeyState } from '../store/shared.ts';
 import type { KeptClaim } from '../core/claims.ts';
+import { STOPS } from '../services/stops.ts';
 
 const HOUR = 3_600_000;
 /** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
@@ -413,11 +414,8 @@ function closingFailure(events: UnsequencedEvent[]): UnsequencedEvent[] {
       data: {
         id,
         status: 'failed',
-        error: {
-          type: 'request_aborted',
-          message: 'The client disconnected before the response was complete.',
-          code: 'client_disconnected',
-        },
+        // Its fields in the order replays of it have always sent.
+        error: { type: STOPS.disconnected.type, message: STOPS.disconnected.message, code: STOPS.disconnected.code },
       },
     },
   ];
