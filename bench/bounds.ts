@@ -1,5 +1,5 @@
-// Memory and disk under the writes issue 13 reproduced (D-27…D-29), as `npm run bench` runs them, or
-// alone: `node --import tsx bench/bounds.ts [conversations]`.
+// Memory and disk under the writes D-27…D-29 bound (large metadata, renames, long histories), as
+// `npm run bench` runs them, or alone: `node --import tsx bench/bounds.ts [conversations]`.
 // - resident memory and start-up time with N conversations whose metadata is the largest allowed
 //   (16 KB of `{"a":[{},{},…]}`, the shape that costs most as parsed objects), after start-up and
 //   after a load of get, list and rename;
