@@ -1,4 +1,4 @@
-// Memory and disk stay bounded (issue 13): what memory keeps per conversation does not grow with its
+// Memory and disk stay bounded: what memory keeps per conversation does not grow with its
 // metadata (D-28), a change appends what changed and the journal is compacted while requests go on
 // (D-28), an exchange appends its own size to the history, which has a limit, and the history cache
 // is capped by bytes (D-29), and a data directory written by the earlier release keeps working.

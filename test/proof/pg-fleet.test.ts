@@ -1,4 +1,4 @@
-// Several Parley processes on one PostgreSQL database (issue 15, docs/deploy.md), proven on real
+// Several Parley processes on one PostgreSQL database (docs/deploy.md), proven on real
 // processes (test/support/fleet.ts): exact rate limits across instances (D-23), one Idempotency-Key
 // on two instances at once, a message waiting for a reply running on another instance (D-37), a list
 // walk during another instance's writes (D-12), `kill -9` of one
