@@ -74,7 +74,7 @@ const NOT_YET_SPLIT = {
     'docs/benchmarks.md:537',
     'docs/benchmarks.md:582',
     'docs/postgres.md:204',
-    'docs/reliability.md:71',
+    'docs/reliability.md:79',
     'docs/storage.md:58',
   ],
 };
