@@ -118,7 +118,7 @@ export type ErrorStatusCode = keyof typeof ERROR_STATUSES;
 /** D-3: what a known path answers to a method it does not have; no operation lists it, so the document's description states it. */
 export const METHOD_NOT_ALLOWED = {
   status: 405,
-  type: 'invalid_request_error',
+  types: ['invalid_request_error'],
   code: 'method_not_allowed',
   header: 'Allow',
 } as const;

@@ -305,7 +305,7 @@ export function buildOpenApiDocument(): Json {
       description:
         'The interface 1.0.0 and the decisions where it is silent (docs/interface.md, docs/decisions.md). An unknown path answers 404; ' +
         `D-3: a known path called with a method it does not have answers ${METHOD_NOT_ALLOWED.status}, an Error whose type is ` +
-        `\`${METHOD_NOT_ALLOWED.type}\` and code \`${METHOD_NOT_ALLOWED.code}\`, with an \`${METHOD_NOT_ALLOWED.header}\` header listing the methods it has.`,
+        `\`${METHOD_NOT_ALLOWED.types[0]}\` and code \`${METHOD_NOT_ALLOWED.code}\`, with an \`${METHOD_NOT_ALLOWED.header}\` header listing the methods it has.`,
       license: { name: 'MIT', identifier: 'MIT' },
     },
     // The schemas are plain JSON Schema 2020-12 (z.toJSONSchema's target), without OpenAPI's keywords.
