@@ -77,7 +77,7 @@ describe('three instances on one database', () => {
     assert.equal(refused.length, 25);
     for (const r of answers) {
       assert.equal(r.headers.get('x-ratelimit-limit-requests'), '5');
-      assert.match(r.headers.get('x-ratelimit-reset-requests') ?? '', /^\d+(\.\d+)?s$/); // e.g. 12.5s (src/contract/openapi.ts)
+      assert.match(r.headers.get('x-ratelimit-reset-requests') ?? '', /^\d+(\.\d+)?s$/); // e.g. 12.5s (src/contract/openapi-errors.ts)
     }
     // Counted in one place: each admitted request saw a different count.
     assert.deepEqual(ok.map((r) => r.headers.get('x-ratelimit-remaining-requests')).sort(), ['0', '1', '2', '3', '4']);
