@@ -5,7 +5,7 @@ import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
 import { followRunning, responseRoutes } from './api/responses.ts';
-import { WIDGET_BASE_PATH, widgetRoutes } from './api/widget.ts';
+import { widgetRoutes } from './api/widget.ts';
 import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate, sharedMinuteLimits, type MinuteLimits } from './pipeline/widget-gate.ts';
@@ -13,7 +13,9 @@ import { VisitorTokens, loadWidgetSecret } from './pipeline/widget-tokens.ts';
 import { VisitorConversations, type WidgetOwners } from './services/widget-owners.ts';
 import type { Config } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
-import { createHttpServer, type ParleyHttpServer, type RateLimiter } from './http/server.ts';
+import { createHttpServer } from './api/surfaces.ts';
+import type { ParleyHttpServer } from './http/server.ts';
+import type { RateLimiter } from './pipeline/stages.ts';
 import { AgentRuntime } from './services/agent.ts';
 import { AuthService } from './pipeline/auth.ts';
 import { CompletionService } from './services/completions.ts';
@@ -182,13 +184,10 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     const http = createHttpServer({
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      surfaces: [
-        {
-          basePath: WIDGET_BASE_PATH,
-          routes: widgetRoutes({ tokens, owners, conversations, responses }),
-          gate: new WidgetGate({ tenants, auth, tokens, budget: widgetBudget, windows, allowOwnOrigin: playground }),
-        },
-      ],
+      widget: {
+        routes: widgetRoutes({ tokens, owners, conversations, responses }),
+        gate: new WidgetGate({ tenants, auth, tokens, budget: widgetBudget, windows, allowOwnOrigin: playground }),
+      },
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
         [OPENAPI_PATH, async () => openApiDocument()],

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
-import { createHttpServer } from '../src/http/server.ts';
+import { createHttpServer } from '../src/api/surfaces.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
 import { loadTenants } from '../src/store/tenants.ts';

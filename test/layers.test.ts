@@ -102,7 +102,7 @@ describe('the import graph of src/', () => {
   test('is read whole: every file, its static and dynamic imports', () => {
     assert.ok(graph.size >= 40, `only ${graph.size} files found under src/`);
     assert.ok(graph.get('main.ts')!.includes('app.ts'));
-    assert.ok(graph.get('http/server.ts')!.includes('http/router.ts'));
+    assert.ok(graph.get('http/surface.ts')!.includes('http/router.ts'));
   });
 
   test(`layers point one way: ${LAYERS.map((l) => l.name).join(' → ')}`, () => {

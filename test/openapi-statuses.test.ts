@@ -11,7 +11,7 @@ import { responseRoutes } from '../src/api/responses.ts';
 import { ERROR_STATUSES, METHOD_NOT_ALLOWED, OPENAPI_PATH, buildOpenApiDocument } from '../src/contract/openapi.ts';
 import { ERRORS, type ErrorName } from '../src/http/errors.ts';
 import type { RouteDef } from '../src/http/router.ts';
-import type { Route } from '../src/http/server.ts';
+import type { Route } from '../src/http/surface.ts';
 
 const doc = buildOpenApiDocument() as any;
 

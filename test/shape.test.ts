@@ -61,11 +61,7 @@ const NOT_YET_SPLIT = {
     'src/store/file-store.ts: 939 lines',
     'src/store/journal.ts: 523 lines',
   ],
-  functions: [
-    'src/app.ts:83 startParley (172 lines)',
-    'src/http/server.ts:116 createHttpServer (255 lines)',
-    'src/http/server.ts:154 handle (145 lines)',
-  ],
+  functions: ['src/app.ts:85 startParley (169 lines)'],
   issueCitations: [] as string[],
 };
 

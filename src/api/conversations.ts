@@ -2,7 +2,7 @@
 import { CreateConversationRequest, ListConversationsQuery, UpdateConversationRequest } from '../contract/index.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
 import type { ConversationService } from '../services/conversations.ts';
 
 export function conversationRoutes(conversations: ConversationService): RouteDef<Route>[] {

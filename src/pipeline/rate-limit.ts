@@ -4,7 +4,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { apiError } from '../http/errors.ts';
-import type { RateLimiter } from '../http/server.ts';
+import type { RateLimiter } from './stages.ts';
 import type { AppT, PlanT } from '../core/tenants.ts';
 
 import { Journal } from '../store/journal.ts';

@@ -5,7 +5,8 @@
 import type { IncomingMessage } from 'node:http';
 import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
-import type { Admission, RateLimiter, Route, SurfaceGate } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
+import type { Admission, RateLimiter, SurfaceGate } from './stages.ts';
 import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
 import type { RateCounts } from '../store/shared.ts';
 import type { AuthService } from './auth.ts';
