@@ -124,7 +124,7 @@ async function saveByLength(dir: string): Promise<Array<[number, number, number]
       });
       window.push(performance.now() - t);
       if (i % 10 === 4) {
-        out.push([i - 2, window.sort((a, b) => a - b)[2]!, (await store.readConversationFile(record.id)).items.length]);
+        out.push([i - 2, window.sort((a, b) => a - b)[2]!, (await store.readHistory(record.id)).items.length]);
       }
       if (i % 5 === 4) window = [];
     }

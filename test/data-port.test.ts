@@ -135,7 +135,7 @@ async function withPort<T>(where: { dataDir: string } | { databaseUrl: string },
 async function served(store: Store, apps: string[]): Promise<unknown> {
   const out: Record<string, unknown> = {};
   const withHistory = async (r: ConversationRecord) => {
-    const { items, responses } = await store.readConversationFile(r.id);
+    const { items, responses } = await store.readHistory(r.id);
     return { ...JSON.parse(JSON.stringify(r)), items, responses };
   };
   for (const app of apps) {

@@ -311,14 +311,14 @@ describe('send message and completions with an Idempotency-Key', () => {
     const first = await s.call('POST', `${conv}/${id}`, body, idem('stream-1'));
     assert.equal(first.status, 200);
     assert.match(first.headers.get('content-type')!, /^text\/event-stream/);
-    const items = (await s.store.readConversationFile(id)).items.length;
+    const items = (await s.store.readHistory(id)).items.length;
     const again = await s.call('POST', `${conv}/${id}`, body, idem('stream-1'));
     assert.equal(again.status, 200);
     assert.match(again.headers.get('content-type')!, /^text\/event-stream/);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.equal(again.body, first.body, 'the same events, byte for byte');
     assert.equal(parse(again.body).at(-1)!.event, 'response.completed');
-    assert.equal((await s.store.readConversationFile(id)).items.length, items, 'no second exchange');
+    assert.equal((await s.store.readHistory(id)).items.length, items, 'no second exchange');
     // The same key asking for JSON instead is another request.
     assert.equal((await s.call('POST', `${conv}/${id}`, { ...body, stream: false }, idem('stream-1'))).status, 422);
   });
@@ -328,7 +328,7 @@ describe('send message and completions with an Idempotency-Key', () => {
     const first = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
     const again = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
     assert.deepEqual(again.body, first.body);
-    assert.equal((await s.store.readConversationFile(id)).responses.length, 1);
+    assert.equal((await s.store.readHistory(id)).responses.length, 1);
     const c1 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
     const c2 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
     assert.equal(c1.status, 200);
@@ -374,7 +374,7 @@ describe('send message and completions with an Idempotency-Key', () => {
     const replayed = await s.call('POST', `/apps/${slow}/conversations/${id}`, body, idem('cut-1'));
     assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(parse(replayed.body), events);
-    const file = await s.store.readConversationFile(id);
+    const file = await s.store.readHistory(id);
     assert.equal(file.responses.length, 1, 'the retries ran nothing');
     assert.equal(file.responses[0]!.status, 'completed');
   });

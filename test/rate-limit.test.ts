@@ -328,7 +328,7 @@ describe('rate limits on create conversation, send message and completions (app_
         '0',
       );
 
-      const items = (await s.store.readConversationFile(conv)).items.length;
+      const items = (await s.store.readHistory(conv)).items.length;
       const metrics = (await s.call('GET', `/apps/${LIMITED}/metrics`)).body;
       for (const stream of [false, true]) {
         const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: 'one too many' }, stream });
@@ -339,7 +339,7 @@ describe('rate limits on create conversation, send message and completions (app_
         assert.ok(Number(r.headers.get('retry-after')) >= 1);
       }
       assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi', stream: true })).status, 429);
-      assert.equal((await s.store.readConversationFile(conv)).items.length, items, 'no item from a refused request');
+      assert.equal((await s.store.readHistory(conv)).items.length, items, 'no item from a refused request');
       assert.deepEqual((await s.call('GET', `/apps/${LIMITED}/metrics`)).body, metrics);
     } finally {
       await s.close();

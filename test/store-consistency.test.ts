@@ -52,7 +52,7 @@ test('concurrent exchanges, a rename and a delete of one conversation each apply
     ]);
     const r = (await store.getConversation('conv_ab01'))!;
     assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
-    assert.equal((await store.readConversationFile('conv_ab01')).responses.length, 3);
+    assert.equal((await store.readHistory('conv_ab01')).responses.length, 3);
     assert.equal((await store.appCounters('app_demo')).messages, 6);
     // A change that throws changes nothing, and the next one still runs.
     const refused = store.updateConversation('conv_ab01', () => {

@@ -15,7 +15,7 @@ import { DataFileError } from '../core/errors.ts';
 import type {
   AppCounters,
   ConversationChange,
-  ConversationFile,
+  History,
   ConversationPage,
   ConversationPageQuery,
   ConversationRecord,
@@ -414,7 +414,7 @@ export class FileStore implements Store {
     this.compactIfDue();
   }
 
-  async readConversationFile(id: string): Promise<ConversationFile & { bytes: number }> {
+  async readHistory(id: string): Promise<History & { bytes: number }> {
     const h = await this.history(id);
     return { items: h.items, responses: h.responses, bytes: h.bytes };
   }
@@ -682,7 +682,7 @@ export class FileStore implements Store {
     // lands when it is saved, so one that started earlier may land later: it takes the last item's time.
     let last = h.items.at(-1)?.created_at ?? 0;
     for (const item of items) last = item.created_at = Math.max(item.created_at, last);
-    const part: ConversationFile = { items, responses: response ? [response] : [] };
+    const part: History = { items, responses: response ? [response] : [] };
     const b = Buffer.byteLength(JSON.stringify(part)) + 1;
     // The claim rides in both journal lines of the exchange: it holds exactly when the exchange does.
     const c = claim ? { k: claim.key, f: claim.fingerprint, at: Date.now() } : undefined;
@@ -714,10 +714,7 @@ export class FileStore implements Store {
    * the journal in one group commit, which is the commit point: a crash before it leaves at most
    * files that no record points to. Resolves once everything is durable; nothing is indexed before.
    */
-  async importConversations(
-    entries: ReadonlyArray<{ record: ConversationRecord; file?: ConversationFile }>,
-    concurrency = 16,
-  ): Promise<void> {
+  async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file?: History }>, concurrency = 16): Promise<void> {
     const ids = new Set<string>();
     for (const { record } of entries) {
       if (!SAFE_ID.test(record.id)) throw new Error(`importConversations: ${JSON.stringify(record.id)} cannot name a file`);

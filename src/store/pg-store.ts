@@ -14,7 +14,7 @@ import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
 import type {
   AppCounters,
   ConversationChange,
-  ConversationFile,
+  History,
   ConversationPage,
   ConversationPageQuery,
   ConversationRecord,
@@ -337,7 +337,7 @@ export class PgStore implements Store {
     return { bytes, items: items.length, lastAt: last };
   }
 
-  async readConversationFile(id: string): Promise<ConversationFile & { bytes: number }> {
+  async readHistory(id: string): Promise<History & { bytes: number }> {
     // One statement: one round trip, one pooled connection, and one snapshot (an exchange saved
     // meanwhile is seen whole or not at all).
     const rows = await this.sql<{ k: number; body: string }[]>`
@@ -345,13 +345,13 @@ export class PgStore implements Store {
       UNION ALL SELECT 1, pos, body FROM responses WHERE conversation_id = ${id}
       UNION ALL SELECT 2, 0, history_bytes::text FROM conversations WHERE id = ${id}
       ORDER BY k, pos`;
-    const file: ConversationFile & { bytes: number } = { items: [], responses: [], bytes: 0 };
+    const history: History & { bytes: number } = { items: [], responses: [], bytes: 0 };
     for (const r of rows) {
-      if (r.k === 0) file.items.push(JSON.parse(r.body) as ItemT);
-      else if (r.k === 1) file.responses.push(JSON.parse(r.body) as ResponseRecord);
-      else file.bytes = Number(r.body);
+      if (r.k === 0) history.items.push(JSON.parse(r.body) as ItemT);
+      else if (r.k === 1) history.responses.push(JSON.parse(r.body) as ResponseRecord);
+      else history.bytes = Number(r.body);
     }
-    return file;
+    return history;
   }
 
   /** Ping for the health endpoint: resolves when the database answers. */

@@ -21,7 +21,7 @@ export interface ResponseRecord {
 }
 
 /** What one conversation's history holds. */
-export interface ConversationFile {
+export interface History {
   items: ItemT[];
   responses: ResponseRecord[];
 }
@@ -120,7 +120,7 @@ export interface Store {
   /** The claims saved with exchanges at or after `since` (ms), for the idempotency stage to honour. */
   idempotencyClaims(since: number): Promise<KeptClaim[]>;
   /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
-  readConversationFile(id: string): Promise<ConversationFile & { bytes: number }>;
+  readHistory(id: string): Promise<History & { bytes: number }>;
   /** D-24: an app's counters (soft-deleted conversations included). */
   appCounters(appId: string): Promise<AppCounters>;
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
