@@ -13,7 +13,7 @@ import { startChild } from './child.ts';
 import { benchFixtures } from './data.ts';
 import { load } from './measure.ts';
 import { newId } from '../src/core/ids.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 
 const APP = 'app_demo';

@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { newId } from '../src/core/ids.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { History, ConversationRecord } from '../src/store/types.ts';
 
 /** The app whose conversations the stream and proxy figures use (plain answers, no tools). */

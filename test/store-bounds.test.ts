@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { LIMITS, type ItemT } from '../src/contract/index.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir } from './support/helpers.ts';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import type { History, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';

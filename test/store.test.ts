@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceConversationList, type ItemT } from '../src/contract/index.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { startParley } from '../src/app.ts';

@@ -27,7 +27,7 @@ import { apiError, internalError, notFound } from '../http/errors.ts';
 import { ResponseEventsExpired } from '../core/errors.ts';
 import type { ResponseTrace } from '../store/types.ts';
 import { ResponseRun, StopReason } from './response-runner.ts';
-import type { UsageLedger } from './usage.ts';
+import type { UsageLedger } from '../store/shared.ts';
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
 const HISTORY_MESSAGES = 40;

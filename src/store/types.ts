@@ -184,4 +184,7 @@ export interface ResponseTrace {
   ended: boolean;
 }
 
+/** D-36: how long a response's events stay resumable after its end. */
+export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
+
 export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed']);

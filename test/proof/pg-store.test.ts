@@ -1,4 +1,4 @@
-// What only the PostgreSQL store does (src/store/pg-store.ts, docs/postgres.md): stores on one
+// What only the PostgreSQL store does (src/store/pg/pg-store.ts, docs/postgres.md): stores on one
 // database act as instances. A response produced on one is followed and cancelled from another; one
 // whose producer died is taken over once its lease expires or its connection is gone, by one instance
 // only, also by the sweep of running ones (D-38); concurrent exchanges from two instances on one
@@ -13,8 +13,8 @@ import type { UnsequencedEvent } from '../../src/contract/index.ts';
 import type { AgentRuntime } from '../../src/services/agent.ts';
 import { StorageQuota } from '../../src/services/quota.ts';
 import { ResponseService } from '../../src/services/responses.ts';
-import type { UsageLedger } from '../../src/services/usage.ts';
-import { PgStore, recountAppStats } from '../../src/store/pg-store.ts';
+import type { UsageLedger } from '../../src/store/shared.ts';
+import { PgStore, recountAppStats } from '../../src/store/pg/pg-store.ts';
 import type { LiveResponseStart } from '../../src/store/types.ts';
 import { walkIds } from '../support/list-walk.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { FileStore } from '../file-store.ts';
-import { Journal } from '../journal.ts';
+import { FileStore } from '../file/file-store.ts';
+import { Journal } from '../file/journal.ts';
 import type { History, ConversationRecord } from '../types.ts';
 import {
   ExportReader,

@@ -3,15 +3,16 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { isPlainObject, type ItemT } from '../contract/index.ts';
+import { isPlainObject, type ItemT } from '../../contract/index.ts';
 import { syncDir, writeDurably } from './durable.ts';
-import { CLAIM_TTL_MS, ClaimLog } from './claims.ts';
+import { CLAIM_TTL_MS } from '../../core/claims.ts';
+import { ClaimLog } from './claims.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryFile, legacyPath } from './history-file.ts';
 import { Journal, type LineAt } from './journal.ts';
 import { ResponseLog } from './response-log.ts';
-import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from './record.ts';
-import { DataFileError } from '../core/errors.ts';
+import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from '../record.ts';
+import { DataFileError } from '../../core/errors.ts';
 import type {
   AppCounters,
   ConversationChange,
@@ -23,8 +24,8 @@ import type {
   ResponseRecord,
   ResponseSave,
   Store,
-} from './types.ts';
-import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
+} from '../types.ts';
+import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 
 /** An Idempotency-Key claim (see IdempotencyClaim), journaled with the work it ran. */
 const Claim = z.object({ k: z.string(), f: z.string(), at: z.number() });

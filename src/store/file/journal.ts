@@ -4,7 +4,7 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { syncDir } from './durable.ts';
-import { DataFileError } from '../core/errors.ts';
+import { DataFileError } from '../../core/errors.ts';
 
 /** Where a line is in the file: its first byte and its length in bytes (without the newline). */
 export interface LineAt {

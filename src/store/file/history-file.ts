@@ -6,11 +6,11 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { isPlainObject, type ItemT } from '../contract/index.ts';
+import { isPlainObject, type ItemT } from '../../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { writeAll } from './journal.ts';
-import { DataFileError } from '../core/errors.ts';
-import type { History, ResponseRecord } from './types.ts';
+import { DataFileError } from '../../core/errors.ts';
+import type { History, ResponseRecord } from '../types.ts';
 
 const PartSchema = z.object({
   items: z.array(z.looseObject({ id: z.string(), type: z.string() })),

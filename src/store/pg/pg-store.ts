@@ -6,24 +6,24 @@
 // mirrored in memory), so any number of instances can serve one database: lists by keyset pages,
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
 import postgres, { type Sql, type TransactionSql } from 'postgres';
-import type { ItemT } from '../contract/index.ts';
-import { migrate } from './pg/migrate.ts';
-import { recordOf, type ConversationRow } from './pg/rows.ts';
-import { LEASE_MS, PgResponses } from './pg/responses.ts';
-import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
-import type {
-  AppCounters,
-  ConversationChange,
-  History,
-  ConversationPage,
-  ConversationPageQuery,
-  ConversationRecord,
-  QuotaAdmit,
-  ResponseRecord,
-  ResponseSave,
-  Store,
-} from './types.ts';
-import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
+import type { ItemT } from '../../contract/index.ts';
+import { migrate } from './migrate.ts';
+import { recordOf, type ConversationRow } from './rows.ts';
+import { LEASE_MS, PgResponses } from './responses.ts';
+import {
+  type AppCounters,
+  type ConversationChange,
+  type History,
+  type ConversationPage,
+  type ConversationPageQuery,
+  type ConversationRecord,
+  type QuotaAdmit,
+  RESPONSE_EVENTS_TTL_MS,
+  type ResponseRecord,
+  type ResponseSave,
+  type Store,
+} from '../types.ts';
+import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
