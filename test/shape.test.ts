@@ -55,12 +55,7 @@ export function longFunctions(file: string, text = fs.readFileSync(file, 'utf8')
  * offender and on an entry no longer true, so the list only shrinks). Empty when done.
  */
 const NOT_YET_SPLIT = {
-  files: [
-    'src/contract/openapi.ts: 556 lines',
-    'src/services/responses.ts: 603 lines',
-    'src/store/file/file-store.ts: 937 lines',
-    'src/store/file/journal.ts: 523 lines',
-  ],
+  files: ['src/contract/openapi.ts: 556 lines', 'src/services/responses.ts: 603 lines'],
   functions: [
     'src/app.ts:75 startParley (126 lines)',
     'src/http/server.ts:116 createHttpServer (255 lines)',

@@ -297,7 +297,7 @@ describe('conversation length (D-29)', () => {
       }
       for (let i = 1; i <= 6; i++) await store.readHistory(`conv_h${i}0`);
       await new Promise((r) => setImmediate(r));
-      const cached = (store as unknown as { files: Map<string, unknown> }).files;
+      const cached = (store as unknown as { histories: { size: number; has(id: string): boolean } }).histories;
       assert.ok(cached.size <= 3, `${cached.size} histories of 300 KiB cached under a 1 MiB cap`);
       assert.ok(cached.has('conv_h60'), 'the most recent stays');
       assert.equal((await store.readHistory('conv_h10')).items[0]!.id, 'msg_1', 'an evicted one is read again');

@@ -403,7 +403,7 @@ describe('the data directory', () => {
     try {
       for (let i = 0; i < 1_050; i++) await store.readHistory(`conv_${i.toString().padStart(4, '0')}`);
       await new Promise((r) => setImmediate(r));
-      const cached = (store as unknown as { files: Map<string, unknown> }).files;
+      const cached = (store as unknown as { histories: { size: number; has(id: string): boolean } }).histories;
       assert.ok(cached.size <= 1_000, `cache holds ${cached.size}`);
       assert.ok(cached.has('conv_1049'), 'the most recent stays');
       assert.ok(!cached.has('conv_0000'), 'the least recent goes');

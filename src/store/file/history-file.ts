@@ -8,7 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { isPlainObject, type ItemT } from '../../contract/index.ts';
 import { syncDir } from './durable.ts';
-import { writeAll } from './journal.ts';
+import { writeAll } from './journal-io.ts';
 import { DataFileError } from '../../core/errors.ts';
 import type { History, ResponseRecord } from '../types.ts';
 

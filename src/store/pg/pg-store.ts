@@ -24,6 +24,7 @@ import {
   type Store,
 } from '../types.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
+import { KeyedQueue } from '../../core/keyed-queue.ts';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -67,8 +68,11 @@ const SELECT_ROW =
 
 export class PgStore implements Store {
   readonly sql: Sql;
-  /** The last queued change of each conversation (as FileStore's turns): one connection waits, not many. */
-  private readonly turns = new Map<string, Promise<unknown>>();
+  /**
+   * Each conversation's changes on this instance, in turn (as the file store's): one connection waits
+   * for the row's lock, not many; other instances' changes wait for it in the database.
+   */
+  private readonly turns = new KeyedQueue();
   /** Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts. */
   readonly responses: PgResponses;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
@@ -95,7 +99,7 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.turns.values()]);
+    await this.turns.idle();
     await this.responses.close();
     await this.sql.end({ timeout: 5 });
   }
@@ -202,18 +206,6 @@ export class PgStore implements Store {
              ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
   }
 
-  /** Runs `fn` once every earlier change of conversation `id` on this instance has finished. */
-  private inTurn<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.turns.get(id) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const settled = run.catch(() => {});
-    this.turns.set(id, settled);
-    void settled.then(() => {
-      if (this.turns.get(id) === settled) this.turns.delete(id);
-    });
-    return run;
-  }
-
   /** The row of `id`, locked until the transaction ends: another instance's change waits for this one. */
   private async locked(tx: TransactionSql, id: string): Promise<Row | undefined> {
     const [row] = await tx.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1 FOR UPDATE`, [id]);
@@ -256,7 +248,7 @@ export class PgStore implements Store {
   }
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
-    return this.inTurn(id, async () => {
+    return this.turns.run(id, async () => {
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, id);
         const next = change(current && recordOf(current));
@@ -268,7 +260,7 @@ export class PgStore implements Store {
   }
 
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
-    return this.inTurn(save.conversationId, async () => {
+    return this.turns.run(save.conversationId, async () => {
       const at = Date.now();
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, save.conversationId);
@@ -293,7 +285,7 @@ export class PgStore implements Store {
 
   /** The exchange path without a claim (as FileStore's): imports and tests that write history directly. */
   appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
-    return this.inTurn(record.id, async () => {
+    return this.turns.run(record.id, async () => {
       await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
