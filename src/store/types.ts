@@ -1,9 +1,10 @@
 // The Store interface: what the services need from persistence, independent of how it is laid out.
 // It owns the consistency of each conversation: every change of one conversation is applied in turn,
 // to the record as it is then (never to a copy a service read earlier), and an exchange is saved in
-// one atomic step with its Idempotency-Key claim. The file store (file-store.ts) does it with a queue
-// per conversation and journal records; a PostgreSQL store would do it with a transaction per
-// change (`SELECT … FOR UPDATE`), which also holds across several instances.
+// one atomic step with its Idempotency-Key claim. The file store (file/file-store.ts) does it with a
+// queue per conversation and journal records; the PostgreSQL store (pg/pg-store.ts) with a
+// transaction per change that locks the conversation's row (`SELECT … FOR UPDATE`), which also holds
+// across several instances. src/store/backend.ts opens one or the other.
 import type { ItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
 import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 import type { ConversationRecord } from './record.ts';

@@ -1,7 +1,7 @@
 // One conversation's history on disk: an append-only JSON-lines file, `<id>.jsonl`, one line per
 // exchange (`{"items":[…],"responses":[…]}`), so that an exchange costs a write of its own size
-// (D-29). A history written by the earlier release as one lowdb document, `<id>.json`, is read as
-// its first part and never rewritten (D-29).
+// (D-29). A history in the older format, one JSON document `<id>.json`, is read as its first part and
+// never rewritten (D-29).
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
