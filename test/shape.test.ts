@@ -55,13 +55,8 @@ export function longFunctions(file: string, text = fs.readFileSync(file, 'utf8')
  * offender and on an entry no longer true, so the list only shrinks). Empty when done.
  */
 const NOT_YET_SPLIT = {
-  files: [
-    'src/pipeline/idempotency.ts: 424 lines',
-    'src/services/responses.ts: 603 lines',
-    'src/store/file-store.ts: 939 lines',
-    'src/store/journal.ts: 523 lines',
-  ],
-  functions: ['src/app.ts:85 startParley (169 lines)'],
+  files: ['src/services/responses.ts: 603 lines'],
+  functions: ['src/app.ts:77 startParley (123 lines)'],
   issueCitations: [] as string[],
 };
 

@@ -11,7 +11,7 @@ import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import type { ResponseService } from '../services/responses.ts';
-import type { WidgetOwners } from '../services/widget-owners.ts';
+import type { WidgetOwners } from '../store/shared.ts';
 import type { ConversationRecord } from '../store/types.ts';
 
 export const WIDGET_BASE_PATH = '/widget/v1';

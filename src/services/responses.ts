@@ -27,7 +27,7 @@ import { apiError, internalError, notFound } from '../http/errors.ts';
 import { ResponseEventsExpired } from '../core/errors.ts';
 import type { ResponseTrace } from '../store/types.ts';
 import { ResponseRun, StopReason } from './response-runner.ts';
-import type { UsageLedger } from './usage.ts';
+import type { UsageLedger } from '../store/shared.ts';
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
 const HISTORY_MESSAGES = 40;
@@ -211,7 +211,7 @@ export class ResponseService {
     const content = body.message.content;
     // D-9: an object replaces the snapshot; omitted or null keeps it.
     const metadata = body.metadata ?? record.metadata;
-    const file = await this.store.readConversationFile(record.id);
+    const file = await this.store.readHistory(record.id);
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
     if (file.bytes >= LIMITS.conversationBytes) {
@@ -352,7 +352,7 @@ export class ResponseService {
       };
     }
     // D-36: past the events' retention, the conversation holds the response as it was saved.
-    const file = await this.store.readConversationFile(trace.start.conversation_id);
+    const file = await this.store.readHistory(trace.start.conversation_id);
     const saved = file.responses.find((r) => r.id === id);
     const output = file.items
       .filter((i) => i.response_id === id && !(i.type === 'message' && i.role === 'user'))
@@ -418,7 +418,7 @@ export class ResponseService {
     const unfinished = await this.store.responses.unfinished();
     for (const t of unfinished) {
       const { start } = t;
-      const file = await this.store.readConversationFile(start.conversation_id).catch(() => undefined);
+      const file = await this.store.readHistory(start.conversation_id).catch(() => undefined);
       const saved = file?.responses.find((r) => r.id === start.id);
       if (saved) {
         const usage = saved.usage ? { usage: saved.usage } : {};
