@@ -481,7 +481,7 @@ export const CLAUSES: readonly Clause[] = [
   none(
     '§8.rate-limit.others',
     'whether endpoints other than send message are rate-limited',
-    "not shown: a 429 on creating the rate-limited app's conversation counts as the limit enforced (reference: D-23)",
+    "not shown: a 429 on creating the rate-limited app's conversation counts as the limit enforced (reference: create counts, D-110)",
   ),
 
   // §9
@@ -528,7 +528,7 @@ function decisionClauses(): Clause[] {
     [20, 'output_index and content_index', 'exact'],
     [21, 'the service runs function calls; knowledge_search {"query"}', 'exact'],
     [22, 'data_spec patches build /form from {}', 'exact'],
-    [23, 'rate limits: only send and completion count; Retry-After and x-ratelimit-* headers; a refusal changes nothing', 'exact'],
+    [23, 'rate limits: Retry-After and x-ratelimit-* headers; a refusal changes nothing (which requests count: D-110)', 'exact'],
     [24, 'metrics: deleted conversations count, messages are user and assistant items, users are distinct external_user_id', 'exact'],
   ];
   // Resumable responses, an extension (docs/responses.md): checked by profile reference only.
@@ -578,6 +578,12 @@ function decisionClauses(): Clause[] {
       'the completed half (no status): an unfinished reply cannot be provoked',
     ],
   );
+  // Reliability (docs/reliability.md).
+  d.push([
+    110,
+    'create conversation counts against the plan like send message and completion (revises D-23): it carries the x-ratelimit-* headers, and past the limit it is 429',
+    'exact',
+  ]);
   return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
 }
 

@@ -48,7 +48,7 @@ async function storedEvents(id: string): Promise<UnsequencedEvent[]> {
 
 /** The output the conversation saved for response `id` (the runner's output), as output items again. */
 async function savedOutput(conversationId: string, id: string): Promise<unknown[]> {
-  const file = await s.store.readConversationFile(conversationId);
+  const file = await s.store.readHistory(conversationId);
   return file.items
     .filter((i) => i.response_id === id && !(i.type === 'message' && i.role === 'user'))
     .map(({ id: _i, created_at: _c, response_id: _r, status: _s, ...item }) => item);

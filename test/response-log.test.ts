@@ -1,4 +1,4 @@
-// The file store's response log (src/store/response-log.ts): a follower gets an event only once it is
+// The file store's response log (src/store/file/response-log.ts): a follower gets an event only once it is
 // written, so that no client sees an event that a kill -9 would then lose (D-38 rebuilds an
 // interrupted response from what its file holds; test/proof/resumable-crash.test.ts is the crash).
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ResponseLog } from '../src/store/response-log.ts';
+import { ResponseLog } from '../src/store/file/response-log.ts';
 import { tempDir } from './support/helpers.ts';
 
 type AnyFn = (...args: any[]) => any;

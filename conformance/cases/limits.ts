@@ -65,6 +65,13 @@ function metadataCases(
   ]);
 }
 
+/** D-23: a counted request carries the three rate-limit headers. */
+function rateLimitHeaders(ctx: CaseContext, ex: Exchange, what: string): void {
+  for (const h of ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests']) {
+    ctx.check(ex.headers.get(h) !== null, `${what} lacks the ${h} header`, ex);
+  }
+}
+
 function textOf(n: number): string {
   const sentence = 'Please summarize this sentence. ';
   return sentence.repeat(Math.ceil(n / sentence.length)).slice(0, n);
@@ -142,10 +149,10 @@ export const limits: CaseDef[] = [
     {
       id: 'S8-rate-limit-429',
       level: 'MUST',
-      clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23'],
+      clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23', 'D-110'],
       needs: ['apps.rate_limited'],
       description:
-        'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After, and nothing changes, D-23, D-27)',
+        'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After and the x-ratelimit-* headers, a create past the limit is 429 too, and nothing changes, D-23, D-110)',
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
         const created = await ctx.send({
@@ -156,11 +163,12 @@ export const limits: CaseDef[] = [
         if (created.status === 429) {
           // Whether endpoints other than send message are limited is not shown (§8): a limit that
           // refuses even the creation (a run moments ago used it up) is a limit enforced. The
-          // reference counts creates too (D-27).
+          // reference counts creates too (D-110).
           ctx.error(created, 'create conversation on the rate-limited app', { status: 429, type: 'rate_limit_exceeded' });
           return;
         }
         const conv = ctx.ok(created, ctx.schemas.conversation, 'create conversation on the rate-limited app');
+        if (ctx.reference) rateLimitHeaders(ctx, created, 'create conversation (D-110: a create counts)');
         const request: OutgoingRequest = {
           method: 'POST',
           path: convPath(app, conv.id),
@@ -189,11 +197,10 @@ export const limits: CaseDef[] = [
         if (!ctx.reference) return;
         const retry = refused.headers.get('retry-after');
         ctx.check(retry !== null && /^\d+$/.test(retry), `Retry-After is ${JSON.stringify(retry)}, not a number of seconds`, refused);
-        if (counted) {
-          for (const h of ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests']) {
-            ctx.check(counted.headers.get(h) !== null, `a counted request lacks the ${h} header`, counted);
-          }
-        }
+        if (counted) rateLimitHeaders(ctx, counted, 'a counted request');
+        // D-110: a create counts, so the window that refuses messages refuses creates too.
+        const create = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag } });
+        ctx.error(create, 'create conversation past the limit (D-110)', { status: 429, type: 'rate_limit_exceeded' });
         const before = await getConversation(ctx, conv.id, app);
         const again = await ctx.send(request);
         ctx.error(again, 'message past the limit', { status: 429, type: 'rate_limit_exceeded' });

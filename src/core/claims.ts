@@ -16,3 +16,6 @@ export interface IdempotencyClaim {
 export interface KeptClaim extends IdempotencyClaim {
   at: number;
 }
+
+/** How long a key is honoured (the Idempotency-Key draft asks that it be published: docs/reliability.md). */
+export const CLAIM_TTL_MS = 24 * 3_600_000;

@@ -11,7 +11,7 @@ import type { AppT } from '../core/tenants.ts';
 import type { ConversationChange, ResponseRecord, Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
 import type { ResponseRun } from './response-runner.ts';
-import type { UsageLedger } from './usage.ts';
+import type { UsageLedger } from '../store/shared.ts';
 
 /** Generating a title must not hold the response for long. */
 const TITLE_TIMEOUT_MS = 30_000;

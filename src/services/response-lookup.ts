@@ -35,7 +35,7 @@ export class ResponseLookup {
       };
     }
     // D-36: past the events' retention, the conversation holds the response as it was saved.
-    const file = await this.store.readConversationFile(trace.start.conversation_id);
+    const file = await this.store.readHistory(trace.start.conversation_id);
     const saved = file.responses.find((r) => r.id === id);
     const output = file.items
       .filter((i) => i.response_id === id && !(i.type === 'message' && i.role === 'user'))

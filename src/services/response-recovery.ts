@@ -25,7 +25,7 @@ export class ResponseRecovery {
     const unfinished = await this.store.responses.unfinished();
     for (const t of unfinished) {
       const { start } = t;
-      const file = await this.store.readConversationFile(start.conversation_id).catch(() => undefined);
+      const file = await this.store.readHistory(start.conversation_id).catch(() => undefined);
       const saved = file?.responses.find((r) => r.id === start.id);
       if (saved) {
         const usage = saved.usage ? { usage: saved.usage } : {};

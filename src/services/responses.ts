@@ -22,7 +22,7 @@ import { ResponseRecovery } from './response-recovery.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
 import { STOPS, StopReason } from './stops.ts';
 import type { StorageQuota } from './quota.ts';
-import type { UsageLedger } from './usage.ts';
+import type { UsageLedger } from '../store/shared.ts';
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
 const HISTORY_MESSAGES = 40;
@@ -113,7 +113,7 @@ export class ResponseService {
     const content = body.message.content;
     // D-9: an object replaces the snapshot; omitted or null keeps it.
     const metadata = body.metadata ?? record.metadata;
-    const file = await this.store.readConversationFile(record.id);
+    const file = await this.store.readHistory(record.id);
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
     if (file.bytes >= LIMITS.conversationBytes) {
