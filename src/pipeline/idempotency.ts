@@ -16,6 +16,7 @@ import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
 import type { IdempotencyAnswers, KeptAnswer } from '../store/shared.ts';
+import { STOPS } from '../services/stops.ts';
 
 /** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
 export const IDEMPOTENCY_TTL_MS = CLAIM_TTL_MS;
@@ -244,11 +245,8 @@ function closingFailure(events: UnsequencedEvent[]): UnsequencedEvent[] {
       data: {
         id,
         status: 'failed',
-        error: {
-          type: 'request_aborted',
-          message: 'The client disconnected before the response was complete.',
-          code: 'client_disconnected',
-        },
+        // Its fields in the order replays of it have always sent.
+        error: { type: STOPS.disconnected.type, message: STOPS.disconnected.message, code: STOPS.disconnected.code },
       },
     },
   ];
