@@ -104,6 +104,21 @@ async function say(page: Page, text: string): Promise<void> {
   await page.getByLabel('Message', { exact: true }).press('Enter');
 }
 
+/** The focused element inside the widget (tag and text or placeholder), or what has the focus outside it. */
+async function focused(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const host = document.querySelector('parley-widget');
+    const e = document.activeElement === host ? host?.shadowRoot?.activeElement : document.activeElement;
+    if (!e) return 'nothing';
+    return `${e.tagName} ${(e as HTMLTextAreaElement).placeholder || e.textContent}`;
+  });
+}
+
+/** The accessible names of the panel's buttons, in order, as the browser's accessibility tree has them. */
+async function buttonNames(page: Page): Promise<string[]> {
+  return [...(await panel(page).ariaSnapshot()).matchAll(/- button "([^"]*)"/g)].map((m) => m[1]!);
+}
+
 /** The stored conversation id of `app` in this browser (localStorage of the page's origin). */
 async function storedConversation(page: Page, app: string): Promise<string> {
   return page.evaluate(
@@ -173,6 +188,8 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Full name').evaluate((e) => (e as HTMLInputElement).required), true);
     assert.equal(await form.getByLabel('Phone').evaluate((e) => (e as HTMLInputElement).required), false);
     assert.equal(await form.locator('.req').count(), 3);
+    // The form's submit button and the composer's are told apart by name: one "Send" (the form's label), one "Send message".
+    assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Send', 'Send message']);
     // A required field left empty: nothing is sent.
     await form.getByRole('button', { name: 'Send' }).click();
     assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 1);
@@ -214,6 +231,23 @@ describe('the widget in Chromium', { skip }, () => {
     const root = page.locator('.parley-widget-host');
     assert.equal(await root.locator('img, b, i, u, em').count(), 0, "no element was made from the agent's text");
     assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+  });
+
+  test('a form without a submit label gets a submit button named "Submit form"', async () => {
+    const page = await open(await visitorContext(), 'app_genui');
+    // The reference always gives one (D-22); a form without it is made by taking it out of the reply on its way.
+    await page.route(/\/widget\/v1\/apps\/app_genui\/conversations\/[^/]+$/, async (route) => {
+      if (route.request().method() !== 'POST') return route.fallback();
+      const response = await route.fetch();
+      const body = await response.text();
+      assert.match(body, /,"submit_label":"Book"/);
+      await route.fulfill({ response, body: body.replace(/,"submit_label":"[^"]*"/, '') });
+    });
+    await openPanel(page, 'Form Builder');
+    await say(page, 'I want to book an appointment');
+    await panel(page).locator('form.gen-form').getByRole('button', { name: 'Submit form', exact: true }).waitFor();
+    assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Submit form', 'Send message']);
+    assert.deepEqual(page.violations, []);
   });
 
   test('a failed reply is shown as failed, with a retry', async () => {
@@ -340,6 +374,18 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Email').evaluate((e) => e === (e.getRootNode() as ShadowRoot).activeElement), true);
     // The widget only: the host page's own (deliberately hostile) colors are the host's business.
     assert.deepEqual(await axe(page, 'parley-widget'), []);
+    // …and submitted by keyboard: the focus goes to the composer, not to <body>.
+    await page.keyboard.type('grace@example.com');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('A call, please.');
+    await page.keyboard.press('Tab');
+    assert.equal(await focused(page), 'BUTTON Send');
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'TEXTAREA Write a message…');
+    await page.getByText('Thank you! I received the “Contact us” form with 3 answers.').waitFor();
+    await idle(page);
+    assert.equal(await focused(page), 'TEXTAREA Write a message…');
     // Escape closes the panel and gives the focus back to the launcher.
     await page.keyboard.press('Escape');
     await panel(page).waitFor({ state: 'hidden' });
