@@ -163,6 +163,8 @@ class Widget implements MountedWidget {
       const conv = await this.client.conversation();
       if (conv) this.replay(conv.items);
       if (!this.log.childElementCount) this.log.append(el('p', { className: 'empty', textContent: `Ask ${this.agentName} anything.` }));
+      // An open panel (the inline one) shows the latest message, as open() does for the launcher's.
+      this.log.scrollTop = this.log.scrollHeight;
     } catch (err) {
       // Said in the panel; a send tries the session again.
       this.notice(`The chat is unavailable: ${messageOf(err)}`);

@@ -405,9 +405,18 @@ describe('the widget in Chromium', { skip }, () => {
     await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
     await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
     await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
+    // Names wrap after a dot only, data between values: no word is cut, at this width or a narrower one.
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    await page.setViewportSize({ width: 1000, height: 900 });
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    await page.setViewportSize({ width: 1400, height: 900 });
     const rows = await page
-      .locator('#events tr')
+      .locator('#events tr.event')
       .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    // Each event's row is followed by its data, which reads as the JSON it is.
+    const data = await page.locator('#events tr.event + tr.data td').allTextContents();
+    assert.equal(data.length, rows.length);
+    assert.equal(JSON.parse(data[0]!).status, 'in_progress');
     assert.deepEqual(rows[0]!.slice(0, 2), ['0', 'response.created']);
     assert.deepEqual(
       rows.map((r) => Number(r[0])),
@@ -424,9 +433,77 @@ describe('the widget in Chromium', { skip }, () => {
     );
     assert.deepEqual(await axe(page), []);
     assert.deepEqual(violations, []);
+    // The icon a browser asks for is no 404.
+    assert.equal(await page.evaluate(async () => (await fetch('/favicon.ico')).status), 204);
     await page.screenshot({ path: path.join(ARTIFACTS, 'playground.png') });
   });
+
+  test('the playground at 360 px: no sideways scrolling, and a reload keeps the app and opens at the latest message', async () => {
+    const page = await (await visitorContext({ width: 360, height: 740 })).newPage();
+    await page.goto(`${originOf(parley)}/`);
+    await page.getByLabel('App').selectOption('app_genui');
+    await page.locator('#chat').getByRole('heading', { name: 'Form Builder' }).waitFor();
+    await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
+    await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
+    await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
+    const width = () => page.evaluate(() => [document.scrollingElement!.scrollWidth, innerWidth]);
+    const [wide, viewport] = await width();
+    assert.ok(wide! <= viewport!, `the page is ${wide} px wide in a ${viewport} px viewport`);
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    assert.deepEqual(await axe(page), []);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'playground-360.png'), fullPage: true });
+    await page.reload();
+    assert.equal(await page.getByLabel('App', { exact: true }).inputValue(), 'app_genui');
+    // The conversation read back is drawn in one go, scrolled to its end: its last message is in view.
+    await page
+      .locator('#chat')
+      .getByText(/^Fill it in and press “Book”/)
+      .waitFor();
+    const { top, height, full } = await page
+      .locator('#chat')
+      .getByRole('log')
+      .evaluate((l) => ({ top: l.scrollTop, height: l.clientHeight, full: l.scrollHeight }));
+    assert.ok(full > height * 1.2, `the history (${full} px) is taller than the panel (${height} px)`);
+    assert.ok(top + height >= full - 1, `scrolled to ${top} of ${full - height} px`);
+    const [after, inner] = await width();
+    assert.ok(after! <= inner!, `the page is ${after} px wide in a ${inner} px viewport`);
+  });
 });
+
+/**
+ * Where the playground's event table cuts a word: each line break of an event name that is not after
+ * a dot, and each line break of a data cell between two letters or digits.
+ */
+async function wordsCut(page: Page): Promise<{ names: string[]; data: string[] }> {
+  const cuts = (cells: Element[], allowed: string) =>
+    cells.flatMap((cell) => {
+      const out: string[] = [];
+      const range = document.createRange();
+      const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      let prev: { top: number; ch: string } | undefined;
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const text = n.textContent ?? '';
+        for (let i = 0; i < text.length; i++) {
+          range.setStart(n, i);
+          range.setEnd(n, i + 1);
+          const r = range.getClientRects()[0];
+          // A space where the line wraps takes no room: it is still what the break came after.
+          if (!r?.width) {
+            if (prev) prev.ch = text[i]!;
+            continue;
+          }
+          if (prev && r.top > prev.top + r.height / 2 && !new RegExp(allowed, 'u').test(`${prev.ch}${text[i]}`))
+            out.push(`${cell.textContent!.slice(0, 40)}: ${prev.ch}|${text[i]}`);
+          prev = { top: r.top, ch: text[i]! };
+        }
+      }
+      return out;
+    });
+  return {
+    names: await page.locator('#events tr > td:nth-child(2)').evaluateAll(cuts, '^\\.'),
+    data: await page.locator('#events tr.data > td, #events tr > td:nth-child(4)').evaluateAll(cuts, '[^\\p{L}\\p{N}_]'),
+  };
+}
 
 /** axe-core's serious and critical violations (WCAG 2.1 A and AA), the shadow DOM included. */
 async function axe(page: Page, only?: string, withControls = true): Promise<string[]> {
