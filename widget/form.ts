@@ -132,7 +132,7 @@ export function renderForm(form: FormSpec, onSubmit: (values: Record<string, str
   const submit = document.createElement('button');
   submit.type = 'submit';
   submit.className = 'primary';
-  submit.textContent = form.submit_label ?? 'Submit';
+  submit.textContent = form.submit_label ?? 'Submit form';
   el.append(submit);
   el.addEventListener('submit', (e) => {
     e.preventDefault();

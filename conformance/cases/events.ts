@@ -6,9 +6,10 @@ import { deepEqual, defineCases, CaseSkip, type CaseContext, type CaseDef } from
 import type { Exchange } from '../http.ts';
 import { appPath, contentOf, convPath, createConversation, expectStream, getConversation, mentions, textOf, type Json } from './common.ts';
 
-const QUESTION = 'Hello! How do I reset my password?';
-const FORM_REQUEST = 'I would like to book an appointment. Please show me the booking form.';
-const KB_QUESTION = 'What does your knowledge base say about resetting a password?';
+/** The probe messages; the reference answers the two questions with a knowledge_search call (D-21), the form request with a form (D-22). */
+export const QUESTION = 'Hello! How do I reset my password?';
+export const KB_QUESTION = 'What does your knowledge base say about resetting a password?';
+export const FORM_REQUEST = 'I would like to book an appointment. Please show me the booking form.';
 
 interface Streamed {
   ex: Exchange;

@@ -104,6 +104,21 @@ async function say(page: Page, text: string): Promise<void> {
   await page.getByLabel('Message', { exact: true }).press('Enter');
 }
 
+/** The focused element inside the widget (tag and text or placeholder), or what has the focus outside it. */
+async function focused(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const host = document.querySelector('parley-widget');
+    const e = document.activeElement === host ? host?.shadowRoot?.activeElement : document.activeElement;
+    if (!e) return 'nothing';
+    return `${e.tagName} ${(e as HTMLTextAreaElement).placeholder || e.textContent}`;
+  });
+}
+
+/** The accessible names of the panel's buttons, in order, as the browser's accessibility tree has them. */
+async function buttonNames(page: Page): Promise<string[]> {
+  return [...(await panel(page).ariaSnapshot()).matchAll(/- button "([^"]*)"/g)].map((m) => m[1]!);
+}
+
 /** The stored conversation id of `app` in this browser (localStorage of the page's origin). */
 async function storedConversation(page: Page, app: string): Promise<string> {
   return page.evaluate(
@@ -173,6 +188,8 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Full name').evaluate((e) => (e as HTMLInputElement).required), true);
     assert.equal(await form.getByLabel('Phone').evaluate((e) => (e as HTMLInputElement).required), false);
     assert.equal(await form.locator('.req').count(), 3);
+    // The form's submit button and the composer's are told apart by name: one "Send" (the form's label), one "Send message".
+    assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Send', 'Send message']);
     // A required field left empty: nothing is sent.
     await form.getByRole('button', { name: 'Send' }).click();
     assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 1);
@@ -214,6 +231,23 @@ describe('the widget in Chromium', { skip }, () => {
     const root = page.locator('.parley-widget-host');
     assert.equal(await root.locator('img, b, i, u, em').count(), 0, "no element was made from the agent's text");
     assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+  });
+
+  test('a form without a submit label gets a submit button named "Submit form"', async () => {
+    const page = await open(await visitorContext(), 'app_genui');
+    // The reference always gives one (D-22); a form without it is made by taking it out of the reply on its way.
+    await page.route(/\/widget\/v1\/apps\/app_genui\/conversations\/[^/]+$/, async (route) => {
+      if (route.request().method() !== 'POST') return route.fallback();
+      const response = await route.fetch();
+      const body = await response.text();
+      assert.match(body, /,"submit_label":"Book"/);
+      await route.fulfill({ response, body: body.replace(/,"submit_label":"[^"]*"/, '') });
+    });
+    await openPanel(page, 'Form Builder');
+    await say(page, 'I want to book an appointment');
+    await panel(page).locator('form.gen-form').getByRole('button', { name: 'Submit form', exact: true }).waitFor();
+    assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Submit form', 'Send message']);
+    assert.deepEqual(page.violations, []);
   });
 
   test('a failed reply is shown as failed, with a retry', async () => {
@@ -340,6 +374,18 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Email').evaluate((e) => e === (e.getRootNode() as ShadowRoot).activeElement), true);
     // The widget only: the host page's own (deliberately hostile) colors are the host's business.
     assert.deepEqual(await axe(page, 'parley-widget'), []);
+    // …and submitted by keyboard: the focus goes to the composer, not to <body>.
+    await page.keyboard.type('grace@example.com');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('A call, please.');
+    await page.keyboard.press('Tab');
+    assert.equal(await focused(page), 'BUTTON Send');
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'TEXTAREA Write a message…');
+    await page.getByText('Thank you! I received the “Contact us” form with 3 answers.').waitFor();
+    await idle(page);
+    assert.equal(await focused(page), 'TEXTAREA Write a message…');
     // Escape closes the panel and gives the focus back to the launcher.
     await page.keyboard.press('Escape');
     await panel(page).waitFor({ state: 'hidden' });
@@ -359,9 +405,18 @@ describe('the widget in Chromium', { skip }, () => {
     await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
     await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
     await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
+    // Names wrap after a dot only, data between values: no word is cut, at this width or a narrower one.
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    await page.setViewportSize({ width: 1000, height: 900 });
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    await page.setViewportSize({ width: 1400, height: 900 });
     const rows = await page
-      .locator('#events tr')
+      .locator('#events tr.event')
       .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    // Each event's row is followed by its data, which reads as the JSON it is.
+    const data = await page.locator('#events tr.event + tr.data td').allTextContents();
+    assert.equal(data.length, rows.length);
+    assert.equal(JSON.parse(data[0]!).status, 'in_progress');
     assert.deepEqual(rows[0]!.slice(0, 2), ['0', 'response.created']);
     assert.deepEqual(
       rows.map((r) => Number(r[0])),
@@ -378,9 +433,77 @@ describe('the widget in Chromium', { skip }, () => {
     );
     assert.deepEqual(await axe(page), []);
     assert.deepEqual(violations, []);
+    // The icon a browser asks for is no 404.
+    assert.equal(await page.evaluate(async () => (await fetch('/favicon.ico')).status), 204);
     await page.screenshot({ path: path.join(ARTIFACTS, 'playground.png') });
   });
+
+  test('the playground at 360 px: no sideways scrolling, and a reload keeps the app and opens at the latest message', async () => {
+    const page = await (await visitorContext({ width: 360, height: 740 })).newPage();
+    await page.goto(`${originOf(parley)}/`);
+    await page.getByLabel('App').selectOption('app_genui');
+    await page.locator('#chat').getByRole('heading', { name: 'Form Builder' }).waitFor();
+    await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
+    await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
+    await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
+    const width = () => page.evaluate(() => [document.scrollingElement!.scrollWidth, innerWidth]);
+    const [wide, viewport] = await width();
+    assert.ok(wide! <= viewport!, `the page is ${wide} px wide in a ${viewport} px viewport`);
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    assert.deepEqual(await axe(page), []);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'playground-360.png'), fullPage: true });
+    await page.reload();
+    assert.equal(await page.getByLabel('App', { exact: true }).inputValue(), 'app_genui');
+    // The conversation read back is drawn in one go, scrolled to its end: its last message is in view.
+    await page
+      .locator('#chat')
+      .getByText(/^Fill it in and press “Book”/)
+      .waitFor();
+    const { top, height, full } = await page
+      .locator('#chat')
+      .getByRole('log')
+      .evaluate((l) => ({ top: l.scrollTop, height: l.clientHeight, full: l.scrollHeight }));
+    assert.ok(full > height * 1.2, `the history (${full} px) is taller than the panel (${height} px)`);
+    assert.ok(top + height >= full - 1, `scrolled to ${top} of ${full - height} px`);
+    const [after, inner] = await width();
+    assert.ok(after! <= inner!, `the page is ${after} px wide in a ${inner} px viewport`);
+  });
 });
+
+/**
+ * Where the playground's event table cuts a word: each line break of an event name that is not after
+ * a dot, and each line break of a data cell between two letters or digits.
+ */
+async function wordsCut(page: Page): Promise<{ names: string[]; data: string[] }> {
+  const cuts = (cells: Element[], allowed: string) =>
+    cells.flatMap((cell) => {
+      const out: string[] = [];
+      const range = document.createRange();
+      const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      let prev: { top: number; ch: string } | undefined;
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const text = n.textContent ?? '';
+        for (let i = 0; i < text.length; i++) {
+          range.setStart(n, i);
+          range.setEnd(n, i + 1);
+          const r = range.getClientRects()[0];
+          // A space where the line wraps takes no room: it is still what the break came after.
+          if (!r?.width) {
+            if (prev) prev.ch = text[i]!;
+            continue;
+          }
+          if (prev && r.top > prev.top + r.height / 2 && !new RegExp(allowed, 'u').test(`${prev.ch}${text[i]}`))
+            out.push(`${cell.textContent!.slice(0, 40)}: ${prev.ch}|${text[i]}`);
+          prev = { top: r.top, ch: text[i]! };
+        }
+      }
+      return out;
+    });
+  return {
+    names: await page.locator('#events tr > td:nth-child(2)').evaluateAll(cuts, '^\\.'),
+    data: await page.locator('#events tr.data > td, #events tr > td:nth-child(4)').evaluateAll(cuts, '[^\\p{L}\\p{N}_]'),
+  };
+}
 
 /** axe-core's serious and critical violations (WCAG 2.1 A and AA), the shadow DOM included. */
 async function axe(page: Page, only?: string, withControls = true): Promise<string[]> {
