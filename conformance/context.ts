@@ -19,6 +19,8 @@ export interface CaseDef {
   clauses: string[];
   /** Target keys the case cannot run without. */
   needs?: TargetKey[];
+  /** Never run again by --retry-failed, and why: a retry would meet what the first try used up (a rate limit). */
+  noRetry?: string;
   run(ctx: CaseContext): Promise<void>;
 }
 

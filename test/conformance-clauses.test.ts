@@ -73,7 +73,7 @@ test("the matrix carries a run's outcomes: json has it, pretty summarises it", (
     startedAt: '',
     ms: 1,
     results,
-    summary: { passed: results.length - 1, failed: 1, skipped: 0, errored: 0 },
+    summary: { passed: results.length - 1, failed: 1, flaky: 0, skipped: 0, errored: 0 },
     cleanup: { deleted: 0, failed: [] },
     suite: { name: 'parley-conformance', version: '0.0.0' },
     interfaceVersion: '1.0.0',

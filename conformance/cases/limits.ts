@@ -144,6 +144,7 @@ export const limits: CaseDef[] = [
       level: 'MUST',
       clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23'],
       needs: ['apps.rate_limited'],
+      noRetry: "a retry would meet the rate limit its first try used up, and judge the app's window instead of the case",
       description:
         'send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 already on creating the conversation counts too (reference: create, send and completion count, with Retry-After, and nothing changes, D-23, D-27)',
       async run(ctx) {
