@@ -175,8 +175,8 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     const conversations = new ConversationService(store, quota);
     const responses = new ResponseService(store, agent, usage, logger, quota);
     const completions = new CompletionService(agent, usage, logger);
-    // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
-    const interrupted = await responses.recover();
+    // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
+    const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;

@@ -82,22 +82,77 @@ describe('the target file', () => {
   test('an unknown key is a usage error that names the key it may be a typo of', () => {
     assert.throws(
       () => parseTarget({ ...targetJson, apps: { ...targetJson.apps, generativ_ui: 'app_genui' } }, {}, 't.json'),
-      /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 2 target/,
+      /^UsageError: t\.json: unknown key apps\.generativ_ui \(did you mean apps\.generative_ui\?\) in a version 4 target/,
     );
     assert.throws(() => parseTarget({ ...targetJson, api_kye: 'x' }), /unknown key api_kye \(did you mean api_key\?\)/);
   });
 
   test('a target of a newer format version: its unknown keys are named and ignored', async () => {
     const t = parseTarget(
-      { ...targetJson, version: 3, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
+      { ...targetJson, version: 5, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
       { baseUrl: s.baseUrl },
     );
     assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
     const warnings: string[] = [];
     const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
     assert.equal(r.summary.passed, 1);
-    assert.match(r.warnings[0]!, /newer format .*version 2\); ignored: region, apps\.voice$/);
+    assert.match(r.warnings[0]!, /newer format .*version 4\); ignored: region, apps\.voice$/);
     assert.deepEqual(warnings, r.warnings);
+  });
+
+  test('versions: 1 to 3 read as before; a key of a later version than the target says is a usage error, nested keys too', () => {
+    const { widget: _w, version: _v, ...v1 } = targetJson;
+    const { inactive_conversation: _c, slow: _s, storage_quota: _q, ...v1Apps } = targetJson.apps;
+    const one = parseTarget({ ...v1, apps: v1Apps });
+    assert.deepEqual(
+      [one.appId, one.widget, one.admin, one.apps.inactive_conversation],
+      [targetJson.app_id, undefined, undefined, undefined],
+    );
+    const widget = { ...targetJson.widget, short_token_app: undefined };
+    assert.equal(parseTarget({ ...v1, apps: v1Apps, version: 2, widget }).widget?.origin, targetJson.widget.origin);
+    const admin = { email: 'ops@example.com', password: 'secret' };
+    assert.equal(parseTarget({ ...v1, apps: v1Apps, version: 3, widget, admin }).admin?.email, 'ops@example.com');
+    const refused = (json: unknown, re: RegExp) => assert.throws(() => parseTarget(json, {}, 't.json'), re);
+    refused(
+      { ...v1, apps: v1Apps, version: 2, admin },
+      /^UsageError: t\.json: admin is a key of format version 3, and the target says version 2: add "version": 3/,
+    );
+    refused(
+      { ...v1, apps: { ...v1Apps, inactive_conversation: 'conv_1' }, version: 3 },
+      /^UsageError: t\.json: apps\.inactive_conversation is a key of format version 4, and the target says version 3: add "version": 4/,
+    );
+    refused({ ...v1, apps: v1Apps, version: 3, widget: targetJson.widget }, /widget\.short_token_app is a key of format version 4/);
+    const four = parseTarget(targetJson);
+    assert.deepEqual(
+      [four.apps.inactive_conversation, four.apps.slow, four.apps.storage_quota, four.widget?.shortTokenApp],
+      [targetJson.apps.inactive_conversation, 'app_slow', 'app_quota', 'app_brief'],
+    );
+  });
+
+  test("admin (version 3): the control plane at base_url's origin and /admin/v1 unless base_url says otherwise; what is wrong is a usage error", () => {
+    const at = (admin: unknown, overrides = {}) => parseTarget({ ...targetJson, admin }, overrides, 't.json').admin;
+    assert.deepEqual(at({ email: 'ops@example.com', password: 'pw' }), {
+      baseUrl: 'http://127.0.0.1:8787/admin/v1',
+      email: 'ops@example.com',
+      password: 'pw',
+    });
+    assert.equal(
+      at({ email: 'ops@example.com', password: 'pw' }, { baseUrl: 'http://127.0.0.1:9000/v1' })?.baseUrl,
+      'http://127.0.0.1:9000/admin/v1',
+    );
+    assert.equal(at({ base_url: '/control/v1/', email: 'a@b', password: 'pw' })?.baseUrl, 'http://127.0.0.1:8787/control/v1');
+    assert.equal(at({ base_url: 'https://admin.example/v1', email: 'a@b', password: 'pw' })?.baseUrl, 'https://admin.example/v1');
+    assert.equal(at(null), undefined);
+    const refused = (admin: unknown, re: RegExp) => assert.throws(() => at(admin), re);
+    refused({ email: 'ops@example.com' }, /^UsageError: t\.json: admin\.password: /);
+    refused({ password: 'pw' }, /^UsageError: t\.json: admin\.email: /);
+    refused({ email: 'ops', password: 'pw' }, /admin\.email is not an email address: ops$/);
+    refused(
+      { email: 'a@b', password: 'pw', base_url: '/v1' },
+      /admin\.base_url is base_url itself: the control plane has its own path space/,
+    );
+    refused({ email: 'a@b', password: 'pw', base_url: 'ftp://x/admin' }, /admin\.base_url must be http\(s\)/);
+    refused({ email: 'a@b', password: 'pw', passwrd: 'x' }, /unknown key admin\.passwrd \(did you mean admin\.password\?\)/);
   });
 
   test('a missing api_key says how to give one; PARLEY_API_KEY fills it in, never replaces it', () => {

@@ -39,6 +39,8 @@ export const Widget = z.strictObject({
   origins: z.array(Origin).default([]),
   /** D-50: the host's server signs its users' identities with it (HS256); null: no verified identities. */
   identity_secret: z.string().min(32).nullable().default(null),
+  /** D-49: how long a visitor token lives, in seconds (an hour; the suite's expired-token case uses a second). */
+  token_seconds: z.number().int().positive().default(3600),
   /** D-52: per minute; messages count against all four, sessions and conversations against the visitor's and address's. */
   limits: z
     .strictObject({
@@ -68,11 +70,23 @@ export const App = z.object({
   /** Absent: the app has no widget, and the publishable key reaches nothing of it (D-47). */
   widget: Widget.optional(),
 });
+/**
+ * D-107: a conversation the fixtures give, made at start-up when the store lacks it: how a disabled
+ * app, which takes no create, has one (the conformance target's apps.inactive_conversation).
+ */
+export const SeedConversation = z.strictObject({
+  id: z.string().regex(/^conv_[A-Za-z0-9_-]{3,123}$/, 'must be a conversation id: conv_ and letters, digits, "_" or "-"'),
+  app_id: z.string().min(1),
+  title: z.string().nullable().default(null),
+  external_user_id: z.string().nullable().default(null),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
 export const FixturesFile = z.object({
   teams: z.array(Team),
   keys: z.array(Key),
   plans: z.array(Plan),
   apps: z.array(App),
+  conversations: z.array(SeedConversation).default([]),
 });
 
 export type TeamT = z.infer<typeof Team>;
@@ -81,6 +95,7 @@ export type PlanT = z.infer<typeof Plan>;
 export type AgentT = z.infer<typeof Agent>;
 export type AppT = z.infer<typeof App>;
 export type WidgetT = z.infer<typeof Widget>;
+export type SeedConversationT = z.infer<typeof SeedConversation>;
 
 /** The tenant registry as the layers above the store read it. */
 export interface Tenants {
@@ -89,4 +104,6 @@ export interface Tenants {
   keys: KeyT[];
   plans: Map<string, PlanT>;
   apps: Map<string, AppT>;
+  /** D-107: conversations a start makes when the store lacks them. */
+  conversations?: readonly SeedConversationT[];
 }
