@@ -3,7 +3,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { MUTANTS, VARIANTS } from '../test/support/mutants.ts';
-import { clauseMatrix, matrixSummary, type MatrixRow } from './clauses.ts';
+import { clauseMatrix, countsText, howChecked, matrixSummary, type MatrixRow } from './clauses.ts';
 import { CASES, sectionTitle } from './registry.ts';
 
 const INTRO = `# Conformance suite
@@ -427,8 +427,6 @@ function decisionRanges(rows: readonly MatrixRow[]): string {
   return out.join(', ');
 }
 
-const CHECK_SHOWN = { exact: 'exactly', weak: 'weakly', none: 'not checkable' } as const;
-
 /** The clause → case matrix, by section: each clause, how it is checked (and why not exactly), and its cases. */
 function renderMatrix(rows: readonly MatrixRow[]): string {
   const m = matrixSummary(rows);
@@ -442,7 +440,7 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
     "case checks says why. A JSON report (`--reporter json`) carries this matrix with the run's outcome of each case",
     "(`matrix`), and the pretty report ends with how many clauses the run's passing cases covered.",
     '',
-    `${m.clauses} clauses (${rows.filter((r) => !r.id.startsWith('D-')).length} of the interface, ${rows.filter((r) => r.id.startsWith('D-')).length} decisions): ${m.exact} checked exactly, ${m.weak} checked weakly, ${m.none} not checkable from outside.`,
+    `${m.clauses} clauses (${rows.filter((r) => !r.id.startsWith('D-')).length} of the interface, ${rows.filter((r) => r.id.startsWith('D-')).length} decisions): ${countsText(m)} from outside. A clause is weak for one of two reasons only: the interface leaves a choice open (its words are quoted), or the target cannot provoke what would show the rest.`,
   ];
   let section = '';
   const cell = (t: string) => t.replace(/\|/g, '\\|');
@@ -458,7 +456,7 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
         '|---|---|---|---|',
       );
     }
-    const how = r.check === 'exact' ? 'exactly' : `${CHECK_SHOWN[r.check]}: ${cell(r.why ?? '')}`;
+    const how = cell(howChecked(r));
     out.push(`| \`${r.id}\` | ${cell(r.text)} | ${how} | ${r.cases.map((c) => `\`${c.id}\``).join(', ')} |`);
   }
   return out.join('\n');

@@ -1,7 +1,7 @@
 // --reporter html: one self-contained page (no script, no external file), readable offline: the
 // summary linking to the failures, the evidence of each failure and flaky case, every case, and the
 // clause matrix with each case's outcome.
-import { clauseMatrix, type MatrixRow } from './clauses.ts';
+import { clauseMatrix, howChecked, type MatrixRow } from './clauses.ts';
 import { sectionTitle } from './registry.ts';
 import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
 
@@ -64,7 +64,7 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
     .map((row) => {
       // The run's outcome of each case that names the clause ("not run" for one the run did not select).
       const cases = row.cases.map((k) => badge((k.status === 'not run' ? undefined : k.status) ?? byId.get(k.id), k.id));
-      return `<tr><td><code>${esc(row.id)}</code></td><td>§${esc(row.section)}</td><td>${esc(row.text)}</td><td class="${esc(row.check)}">${esc(row.check)}${row.why ? `<br><small>${esc(row.why)}</small>` : ''}</td><td>${cases.join(' ') || '<em>no case</em>'}</td></tr>`;
+      return `<tr><td><code>${esc(row.id)}</code></td><td>§${esc(row.section)}</td><td>${esc(row.text)}</td><td class="${esc(row.check)}">${esc(row.check)}${row.check === 'exact' ? '' : `<br><small>${esc(howChecked(row).replace(/^[^,:]*[,:] /, ''))}</small>`}</td><td>${cases.join(' ') || '<em>no case</em>'}</td></tr>`;
     })
     .join('\n');
   return `<table class="matrix"><thead><tr><th>clause</th><th>section</th><th>text</th><th>checked</th><th>cases</th></tr></thead><tbody>\n${body}\n</tbody></table>`;

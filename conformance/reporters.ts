@@ -1,7 +1,7 @@
 // Reporters: pretty (people), json (machines), junit (CI test tabs), tap (TAP 14 consumers), html (a
 // self-contained page). Each returns the report without the final summary line, which the command
 // always prints last.
-import { clauseMatrix, matrixSummary } from './clauses.ts';
+import { clauseMatrix, countsText, matrixSummary } from './clauses.ts';
 import { renderHtml } from './html.ts';
 import { CASES, sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults, Summary } from './results.ts';
@@ -132,7 +132,7 @@ export function clauseLine(run: Pick<RunResults, 'results'>): string {
   const m = matrixSummary(clauseMatrix(run.results));
   const failed = m.failed ? `, ${m.failed} hit by a failing case` : '';
   const unreached = m.exact + m.weak - (m.reached ?? 0);
-  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} weakly, ${m.none} not checkable; see docs/conformance.md)`;
+  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${countsText(m)}; see docs/conformance.md)`;
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion'>): string {

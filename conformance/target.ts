@@ -14,7 +14,7 @@ export const APP_KEYS = [
   'rate_limited',
   'inactive_conversation',
   'slow',
-  'storage_quota',
+  'small_storage',
 ] as const;
 export type AppKey = (typeof APP_KEYS)[number];
 /** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget` or `widget.<name>`. */
@@ -35,7 +35,7 @@ const SINCE: Record<string, number> = {
   admin: 3,
   'apps.inactive_conversation': 4,
   'apps.slow': 4,
-  'apps.storage_quota': 4,
+  'apps.small_storage': 4,
   'widget.short_token_app': 4,
 };
 

@@ -102,7 +102,7 @@ describe('the target file', () => {
 
   test('versions: 1 to 3 read as before; a key of a later version than the target says is a usage error, nested keys too', () => {
     const { widget: _w, version: _v, ...v1 } = targetJson;
-    const { inactive_conversation: _c, slow: _s, storage_quota: _q, ...v1Apps } = targetJson.apps;
+    const { inactive_conversation: _c, slow: _s, small_storage: _q, ...v1Apps } = targetJson.apps;
     const one = parseTarget({ ...v1, apps: v1Apps });
     assert.deepEqual(
       [one.appId, one.widget, one.admin, one.apps.inactive_conversation],
@@ -124,8 +124,8 @@ describe('the target file', () => {
     refused({ ...v1, apps: v1Apps, version: 3, widget: targetJson.widget }, /widget\.short_token_app is a key of format version 4/);
     const four = parseTarget(targetJson);
     assert.deepEqual(
-      [four.apps.inactive_conversation, four.apps.slow, four.apps.storage_quota, four.widget?.shortTokenApp],
-      [targetJson.apps.inactive_conversation, 'app_slow', 'app_quota', 'app_brief'],
+      [four.apps.inactive_conversation, four.apps.slow, four.apps.small_storage, four.widget?.shortTokenApp],
+      [targetJson.apps.inactive_conversation, 'app_slow', 'app_small', 'app_brief'],
     );
   });
 
@@ -799,7 +799,7 @@ describe('hosted servers', () => {
     const { run, left } = await throughProxy(hooks, { only: 'S4.1-*,S4.4-update-title' });
     assert.deepEqual(
       run.summary,
-      { passed: 5, failed: 0, flaky: 0, skipped: 0, errored: 0 },
+      { passed: 6, failed: 0, flaky: 0, skipped: 0, errored: 0 },
       JSON.stringify(run.results.filter((r) => r.status !== 'passed')),
     );
     assert.ok(run.requests.retried429 >= 5, `${run.requests.retried429} retried`);

@@ -58,7 +58,7 @@ const NOT_YET_SPLIT = {
   files: [
     'src/contract/openapi.ts: 556 lines',
     'src/pipeline/idempotency.ts: 424 lines',
-    'src/services/responses.ts: 603 lines',
+    'src/services/responses.ts: 596 lines',
     'src/store/file-store.ts: 939 lines',
     'src/store/journal.ts: 523 lines',
   ],

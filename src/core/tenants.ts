@@ -1,6 +1,7 @@
 // The tenants: teams, keys (SHA-256 hashes only), plans and apps, and the registry every layer reads
 // them from. Where they are kept is the store's concern (src/store/tenants.ts reads them from fixtures.json).
 import { z } from 'zod';
+import { LIMITS } from '../contract/index.ts';
 
 /** D-27: a plan that names no storage quota gets 1 GiB. */
 export const DEFAULT_STORAGE_BYTES = 2 ** 30;
@@ -18,6 +19,8 @@ export const Plan = z.object({
   requests_per_day: z.number().int().positive(),
   /** D-27: bytes of stored conversations per app (records and histories; soft-deleted ones excluded). */
   storage_bytes: z.number().int().positive().default(DEFAULT_STORAGE_BYTES),
+  /** D-29: bytes of one conversation's stored history (4 MiB by default). */
+  conversation_bytes: z.number().int().positive().default(LIMITS.conversationBytes),
 });
 /** Agent settings: what §2.8 shows plus what the engines need (not shown by the interface). */
 export const Agent = z.looseObject({

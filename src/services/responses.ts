@@ -3,7 +3,6 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import {
-  LIMITS,
   RESPONSE_ID_HEADER,
   type ItemT,
   type LiveResponseT,
@@ -21,7 +20,7 @@ import type { IdempotencyClaim } from '../core/claims.ts';
 import type { AgentRuntime } from './agent.ts';
 import { newId } from '../core/ids.ts';
 import { unixNow } from '../core/clock.ts';
-import type { StorageQuota } from './quota.ts';
+import { checkHistory, type StorageQuota } from './quota.ts';
 import { EventStream } from '../http/reply.ts';
 import { apiError, internalError, notFound } from '../http/errors.ts';
 import { ResponseEventsExpired } from '../core/errors.ts';
@@ -214,13 +213,7 @@ export class ResponseService {
     const file = await this.store.readConversationFile(record.id);
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
-    if (file.bytes >= LIMITS.conversationBytes) {
-      throw apiError(
-        'conversation_too_large',
-        `Conversation ${JSON.stringify(record.id)} has reached the limit of ${LIMITS.conversationBytes / 2 ** 20} MiB of stored history; start a new conversation (this one can still be read).`,
-        { param: 'conversation_id' },
-      );
-    }
+    checkHistory(record.id, file.bytes, this.quota?.historyBytes(app.id));
     await this.quota?.check(app.id, 0);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
