@@ -837,6 +837,36 @@ describe('hosted servers', () => {
     }
   });
 
+  test("the rate-limit case's set-up meets an earlier run's window: it waits out the Retry-After within --settle-timeout, then checks the limit; past it, it fails", async () => {
+    const limited = `/apps/${targetJson.apps.rate_limited}/conversations`;
+    let messages = 0;
+    const refusing = (times: number, retryAfter: string): MutantHooks => {
+      let left = times;
+      return {
+        request: (req) => {
+          if (req.method === 'POST' && req.path.startsWith(`${limited}/`)) messages++;
+          return req.method === 'POST' && req.path === limited && left-- > 0
+            ? {
+                status: 429,
+                headers: { 'content-type': 'application/json', 'retry-after': retryAfter },
+                body: '',
+                json: { error: { message: 'used up', type: 'rate_limit_exceeded', param: null, code: null } },
+              }
+            : undefined;
+        },
+      };
+    };
+    const waited = await throughProxy(refusing(1, '1'), { only: 'S8-rate-limit-429', settleTimeoutMs: 5_000 });
+    assert.equal(waited.run.results[0]!.status, 'passed', waited.run.results[0]!.failure?.message);
+    assert.ok(messages >= 6, `the case sent ${messages} messages after its set-up's 429: it did not check the limit`);
+    const refused = await throughProxy(refusing(99, '120'), { only: 'S8-rate-limit-429', settleTimeoutMs: 1_000 });
+    assert.equal(refused.run.results[0]!.status, 'failed');
+    assert.match(
+      refused.run.results[0]!.failure!.message,
+      /refused with 429 \(Retry-After "120"\), and its window does not free within --settle-timeout \(1000 ms\); the rules of send message past the limit went unchecked/,
+    );
+  });
+
   test('a deletion that times out is tried again: what the run created is deleted even from a slow server', async () => {
     const hung = new Set<string>();
     const hooks: MutantHooks = {

@@ -433,8 +433,7 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
     async run(ctx) {
       const { conv } = await createConversation(ctx);
       const base = (await getConversation(ctx, conv.id)).items.length;
-      const sent: Array<{ content: string; replies: string[]; id: string }> = [];
-      let most = 0;
+      const sent: Array<{ content: string; replies: string[]; id: string; most: number }> = [];
       for (let k = 1; k <= EXCHANGES; k++) {
         const content = `Question #${k} of conformance run ${ctx.runId}: how do I reset my password? ${HOSTILE_TEXT}`;
         const stream = k % 2 === 0;
@@ -449,9 +448,13 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
           checkStartEnd(ctx, ex, 'response', conv.id);
           checkText(ctx, ex);
           const id = String((ex.sse!.events[0]!.json as Json).id);
-          sent.push({ content, replies: [...a.done.values()].filter((t) => t.length > 0), id });
           const carried = streamedItems(ex.sse!.events);
-          most += historyBound(carried.items, carried.calls);
+          sent.push({
+            content,
+            replies: [...a.done.values()].filter((t) => t.length > 0),
+            id,
+            most: historyBound(carried.items, carried.calls),
+          });
         } else {
           const r = ctx.ok(ex, ctx.schemas.response, what) as Json;
           ctx.equal(r.conversation_id, conv.id, `${what}: conversation_id`, ex);
@@ -461,9 +464,9 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
             .map(textOf)
             .filter((t) => t.length > 0);
           ctx.check(texts.length > 0, `${what}: no message with text in the output`, ex);
-          sent.push({ content, replies: texts, id: String(r.id) });
           const output = r.output as Json[];
-          most += historyBound(output.length, output.filter((o) => o.type === 'function_call').length);
+          const most = historyBound(output.length, output.filter((o) => o.type === 'function_call').length);
+          sent.push({ content, replies: texts, id: String(r.id), most });
         }
       }
       const ids = sent.map((s) => s.id);
@@ -472,11 +475,8 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
       ctx.equal(got.metadata, { ...ctx.tagMetadata, exchange: EXCHANGES }, 'metadata after ten exchanges (the last snapshot sent)');
       // Item fields are not shown (§2.1): each question, then its replies, are looked for in order.
       const items = got.items.slice(base);
-      ctx.check(
-        items.length <= most,
-        `the history gained ${items.length} items in ten exchanges, more than their questions, the items their replies carried and a result per function call: ${most} (a reply stored twice?)`,
-      );
       let at = -1;
+      const asked: number[] = [];
       sent.forEach((s, k) => {
         const q = items.findIndex((it, i) => i > at && mentions(it, s.content));
         ctx.check(
@@ -484,11 +484,20 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
           `the user message of exchange #${k + 1} is not in the history after exchange #${k}'s items (${items.length} items after ten exchanges)`,
         );
         at = q;
+        asked.push(q);
         s.replies.forEach((text, j) => {
           const r = items.findIndex((it, i) => i > at && mentions(it, text));
           ctx.check(r !== -1, `reply #${j + 1} of exchange #${k + 1} is not in the history after its question`);
           at = r;
         });
+      });
+      // An exchange's items run from its question to the next one's: no more than it may add.
+      sent.forEach((s, k) => {
+        const added = (asked[k + 1] ?? items.length) - asked[k]!;
+        ctx.check(
+          added <= s.most,
+          `exchange #${k + 1}${k % 2 === 1 ? ' {stream: true}' : ''} left ${added} items in the history, more than its question, the items its reply carried and a result per function call: ${s.most} (a reply stored twice?)`,
+        );
       });
     },
   },
