@@ -1,5 +1,5 @@
-// Memory and disk under the writes issue 13 reproduced (D-27…D-29), as `npm run bench` runs them, or
-// alone: `node --import tsx bench/bounds.ts [conversations]`.
+// Memory and disk under the writes D-27…D-29 bound (large metadata, renames, long histories), as
+// `npm run bench` runs them, or alone: `node --import tsx bench/bounds.ts [conversations]`.
 // - resident memory and start-up time with N conversations whose metadata is the largest allowed
 //   (16 KB of `{"a":[{},{},…]}`, the shape that costs most as parsed objects), after start-up and
 //   after a load of get, list and rename;
@@ -13,7 +13,7 @@ import { startChild } from './child.ts';
 import { benchFixtures } from './data.ts';
 import { load } from './measure.ts';
 import { newId } from '../src/core/ids.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 
 const APP = 'app_demo';
@@ -124,7 +124,7 @@ async function saveByLength(dir: string): Promise<Array<[number, number, number]
       });
       window.push(performance.now() - t);
       if (i % 10 === 4) {
-        out.push([i - 2, window.sort((a, b) => a - b)[2]!, (await store.readConversationFile(record.id)).items.length]);
+        out.push([i - 2, window.sort((a, b) => a - b)[2]!, (await store.readHistory(record.id)).items.length]);
       }
       if (i % 5 === 4) window = [];
     }

@@ -3,8 +3,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { newId } from '../src/core/ids.ts';
-import { FileStore } from '../src/store/file-store.ts';
-import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
+import type { History, ConversationRecord } from '../src/store/types.ts';
 
 /** The app whose conversations the stream and proxy figures use (plain answers, no tools). */
 export const STREAM_APP = 'app_stream';
@@ -14,7 +14,7 @@ const ASSISTANT_TEXT =
   'The Montreal office is open from 9:00 to 17:00, Monday to Friday. You can book a visit through the front desk; next week has free slots on Tuesday and Thursday.';
 
 /** One conversation of 4 items (two exchanges) and its two responses. */
-export function sampleConversation(appId: string, seq: number, n: number): { record: ConversationRecord; file: ConversationFile } {
+export function sampleConversation(appId: string, seq: number, n: number): { record: ConversationRecord; file: History } {
   const createdAt = 1_760_000_000 + Math.floor(n / 10);
   const record: ConversationRecord = {
     id: newId('conversation'),
@@ -28,8 +28,8 @@ export function sampleConversation(appId: string, seq: number, n: number): { rec
     deleted_at: null,
     message_count: 4,
   };
-  const items: ConversationFile['items'] = [];
-  const responses: ConversationFile['responses'] = [];
+  const items: History['items'] = [];
+  const responses: History['responses'] = [];
   for (let turn = 0; turn < 2; turn++) {
     const responseId = newId('response');
     items.push({

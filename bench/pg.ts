@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import postgres, { type Sql } from 'postgres';
-import { recountAppStats } from '../src/store/pg-store.ts';
+import { recountAppStats } from '../src/store/pg/pg-store.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../test/support/embedded-postgres.ts';
 import { sampleConversation } from './data.ts';

@@ -1,6 +1,7 @@
 // `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama] [-- --pg | --no-pg]`: Parley beside a raw
 // node:http baseline, at 1,000 and 100,000 conversations, on the file store and (bench/stores.ts) on
-// PostgreSQL; prints every figure and ratio and writes docs/benchmarks.md.
+// PostgreSQL; prints every figure and ratio and writes the latest into docs/benchmarks.md, moving the
+// figures they replace to docs/benchmarks-log.md (bench/doc.ts).
 // Everything runs on loopback, in a temporary folder, and is stopped at the end.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
+import { checkPages, LOG, PAGE, type RunBlock, writeRun } from './doc.ts';
 import { measureStores, storesMarkdown, type StoresConfig, type StoresResult } from './stores.ts';
 import { interleaved, type load, percentile, rate, repeat, timed, type LoadResult, type Timing } from './measure.ts';
 
@@ -645,7 +647,7 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
   });
 }
 
-/** Issue 13's figures: memory with the largest metadata, journal bytes per change, send time by length. */
+/** The bounds of D-27…D-29: memory with the largest metadata, journal bytes per change, send time by length. */
 function reportBounds(b: BoundsFigures): void {
   const n = b.conversations.toLocaleString('en-US');
   const mb = (v: number) => `${(v / 2 ** 20).toFixed(0)} MB`;
@@ -724,7 +726,8 @@ async function writeDoc(): Promise<void> {
         `| ${f.name} | ${f.parley} | ${f.baseline ?? ''} | ${f.ratio === undefined || Number.isNaN(f.ratio) ? '' : f.ratio.toFixed(2)} | ${f.target ?? ''} | ${f.target === undefined ? '' : f.ok ? 'yes' : '**no**'} |`,
     ),
   ];
-  await writeRegion('bench', lines);
+  await writeRun(ROOT, 'bench', lines.join('\n'));
+  log(`\nwrote ${PAGE} (bench), and the figures it replaced to ${LOG}`);
 }
 
 async function writeStores(r: StoresResult, sectionStart: number): Promise<void> {
@@ -737,27 +740,10 @@ async function writeStores(r: StoresResult, sectionStart: number): Promise<void>
     `section run ${((Date.now() - sectionStart) / 1000).toFixed(0)} s.`;
   const { lines, unmet } = storesMarkdown(r, STORES, header);
   for (const u of unmet) log(`  NOT MET: ${u}`);
-  if (WRITE) await writeRegion('bench:stores', lines);
-}
-
-/** Replaces the text between `<!-- name:begin … -->` and `<!-- name:end -->` in docs/benchmarks.md (appended when missing). */
-async function writeRegion(name: string, body: string[]): Promise<void> {
-  const begin = `<!-- ${name}:begin (written by \`npm run bench\`; edit outside these markers) -->`;
-  const end = `<!-- ${name}:end -->`;
-  const text = [begin, ...body, end].join('\n');
-  const file = path.join(ROOT, 'docs', 'benchmarks.md');
-  let doc: string;
-  try {
-    doc = await fs.readFile(file, 'utf8');
-  } catch {
-    doc = '# Benchmarks\n';
+  if (WRITE) {
+    await writeRun(ROOT, 'bench-stores', lines.join('\n'));
+    log(`\nwrote ${PAGE} (bench-stores), and the figures it replaced to ${LOG}`);
   }
-  const from = doc.indexOf(`<!-- ${name}:begin`);
-  const to = doc.indexOf(end);
-  doc = from === -1 || to === -1 ? `${doc}\n${text}\n` : doc.slice(0, from) + text + doc.slice(to + end.length);
-  await fs.mkdir(path.dirname(file), { recursive: true });
-  await fs.writeFile(file, doc);
-  log(`\nwrote ${path.relative(process.cwd(), file)} (${name})`);
 }
 
 /** The stores section: the file store and PostgreSQL side by side, with the baseline. */
@@ -787,6 +773,10 @@ try {
   log(
     `Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`,
   );
+  if (WRITE) {
+    const blocks: RunBlock[] = PG_ONLY ? ['bench-stores'] : WITH_PG ? ['bench', 'bench-stores'] : ['bench'];
+    await checkPages(ROOT, blocks);
+  }
   const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
   if (OLLAMA_ONLY) {
     settle();

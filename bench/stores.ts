@@ -1,4 +1,4 @@
-// The two stores side by side (issue 15): Parley on the file store and on PostgreSQL, at 1,000 and
+// The two stores side by side: Parley on the file store and on PostgreSQL, at 1,000 and
 // 100,000 conversations, beside the raw baseline, measured in the same interleaved rounds; then, on
 // PostgreSQL at the large scale, where a request's time goes (statements and their time per request,
 // the server's and Parley's CPU per request) and the plans of what ran (auto_explain, printed).
@@ -335,8 +335,8 @@ const rpsOf = (r: StoresResult, op: Operation, t: StoreTarget) => r.throughput[o
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
 
 /**
- * The targets, set from what was measured on the project's 2-core machine (docs/benchmarks.md, "The
- * PostgreSQL store"): each holds today with a margin for that machine's noise, so that a change that
+ * The targets, set from what was measured on the project's 2-core machine (docs/benchmarks-log.md,
+ * "The PostgreSQL store"): each holds today with a margin for that machine's noise, so that a change that
  * costs a round trip or a serialization shows at once. Ratios from the same run (they mean the same on
  * another machine) and statements per request (which do not depend on the machine at all).
  */
@@ -376,7 +376,7 @@ const NAMES: Record<Operation, string> = {
   create: 'create (durable)',
 };
 
-/** The section's tables in Markdown (between the markers of docs/benchmarks.md), and what failed. */
+/** The section's tables in Markdown (the block bench-stores of docs/benchmarks.md), and what failed. */
 export function storesMarkdown(r: StoresResult, cfg: StoresConfig, header: string): { lines: string[]; unmet: string[] } {
   const n = (v: number) => v.toLocaleString('en-US');
   const f2 = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? '' : v.toFixed(2));

@@ -533,7 +533,7 @@ export const CLAUSES: readonly Clause[] = [
   none(
     '§8.rate-limit.others',
     'whether endpoints other than send message are rate-limited',
-    "not shown: a 429 on creating the rate-limited app's conversation counts as the limit enforced (reference: D-23)",
+    "not shown: a 429 on creating the rate-limited app's conversation is taken as an error object and waited out (D-109) (reference: create counts, D-110)",
   ),
 
   // §9
@@ -610,7 +610,7 @@ function decisionClauses(): Clause[] {
     [22, 'data_spec patches build /form from {}', 'exact'],
     [
       23,
-      'rate limits: send and completion count (create too, D-27); Retry-After in seconds; x-ratelimit-* on every counted request and the 429, remaining down by one; a refusal changes nothing',
+      'rate limits: Retry-After in seconds, no later than the reset; x-ratelimit-* on every counted request and the 429, remaining down by one; a refusal changes nothing (which requests count: D-110)',
       'exact',
     ],
     [24, 'metrics: deleted conversations count, messages are user and assistant items, users are distinct external_user_id', 'exact'],
@@ -625,6 +625,11 @@ function decisionClauses(): Clause[] {
     [
       29,
       "a conversation's history is bounded (4 MiB, or its plan's): then 400 conversation_too_large, param conversation_id; it can still be read",
+      'exact',
+    ],
+    [
+      110,
+      'create conversation counts against the plan like send message and completion (revises D-23): it carries the x-ratelimit-* headers, and past the limit it is 429',
       'exact',
     ],
   );

@@ -5,11 +5,11 @@
 /** Below 3,000, for the server's minute and ours not starting at the same instant. */
 const COUNTED_PER_MINUTE = 2_900;
 
-/** The requests that a plan's limit may count: create conversation, send message, completion (§8, D-23, D-27). */
+/** The requests that a plan's limit may count: create conversation, send message, completion (§8, D-23, D-110). */
 export function isCounted(method: string, path: string): boolean {
   const p = path.split('?')[0]!;
   // Send message (§4.6) and completion (§4.7) count wherever the plan counts (D-23), and so does create
-  // conversation in the reference (D-27): the budget counts all three so it holds either way.
+  // conversation in the reference (D-110): the budget counts all three so it holds either way.
   return method === 'POST' && /^\/apps\/[^/]+\/(?:conversations(?:\/[^/]+)?|completions)$/.test(p);
 }
 

@@ -124,11 +124,15 @@ export function decisionIndex(cited: Map<number, string[]>): string {
 // Generated blocks
 // ---------------------------------------------------------------------------------------------
 
-const BLOCK = /<!-- generated:([^>]+?) -->\n[\s\S]*?<!-- \/generated:\1 -->/g;
+const BLOCK = /<!-- generated:([^>]+?) -->\n([\s\S]*?)<!-- \/generated:\1 -->/g;
 
-/** Replaces every generated block of `text` by what `render(name)` gives for it. */
-export function fillBlocks(text: string, render: (name: string) => string): string {
-  return text.replace(BLOCK, (_all, name: string) => `<!-- generated:${name} -->\n${render(name).trimEnd()}\n<!-- /generated:${name} -->`);
+/** Replaces every generated block of `text` by what `render(name, current)` gives for it (`current`: its text now). */
+export function fillBlocks(text: string, render: (name: string, current: string) => string): string {
+  return text.replace(
+    BLOCK,
+    (_all, name: string, current: string) =>
+      `<!-- generated:${name} -->\n${render(name, current.trimEnd()).trimEnd()}\n<!-- /generated:${name} -->`,
+  );
 }
 
 /** The generated docs: file (relative to the root) → its expected content. */

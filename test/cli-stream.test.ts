@@ -247,7 +247,7 @@ describe('chat', { concurrency: 2 }, () => {
     // D-33: the cancelled reply was kept, as failed with code cancelled; the second one completed.
     const items = (await s.call('GET', `/apps/${SLOW}/conversations/${id}`)).body.items as Array<{ role?: string; response_id?: string }>;
     assert.equal(items.filter((i) => i.role === 'user').length, 2);
-    const responses = (await s.store.readConversationFile(id)).responses;
+    const responses = (await s.store.readHistory(id)).responses;
     assert.deepEqual(
       responses.map((r) => [r.status, r.error?.code]),
       [

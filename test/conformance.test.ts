@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { CASES, render, runConformance, selectCases, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
-import { generateDocs } from '../conformance/docs.ts';
+import { BLOCKS, generateDocs } from '../conformance/docs.ts';
 import { describeResponse } from '../conformance/evidence.ts';
 import type { Exchange } from '../conformance/http.ts';
 import { lookalike } from '../conformance/cases/common.ts';
@@ -274,11 +274,23 @@ describe('reporters', () => {
 
 test('docs/conformance.md is generated from the registry and up to date (npm run conformance:docs)', async () => {
   const committed = await fs.readFile(path.join(ROOT, 'docs/conformance.md'), 'utf8');
-  assert.equal(committed, generateDocs(), 'docs/conformance.md is stale: run npm run conformance:docs');
+  assert.equal(committed, generateDocs(committed), 'docs/conformance.md is stale: run npm run conformance:docs');
   // The same check for CI: `npm run conformance:docs -- --check`.
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], {
     cwd: ROOT,
     env: { ...process.env, ...NO_COVERAGE },
   });
   assert.match(stdout, /up to date/);
+});
+
+test('docs/conformance.md keeps its prose and refuses a page that lost a generated block', () => {
+  const page = '# Title\n\nHand-written.\n\n<!-- generated:cases -->\nold\n<!-- /generated:cases -->\n';
+  assert.throws(() => generateDocs(page), /generated block target appears 0 times/);
+  const all = BLOCKS.map((b) => `<!-- generated:${b} -->\n<!-- /generated:${b} -->`).join('\n\nprose between\n\n');
+  const out = generateDocs(`# Title\n\n${all}\n`, '{"version": 2}');
+  assert.match(
+    out,
+    /^# Title\n\n<!-- generated:target -->\n```json\n\{"version": 2\}\n```\n<!-- \/generated:target -->\n\nprose between\n/,
+  );
+  assert.match(out, /<!-- generated:cases -->\n\d+ cases: /);
 });

@@ -8,10 +8,10 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import postgres from 'postgres';
 import type { ItemT } from '../src/contract/index.ts';
-import { FileUsageLedger } from '../src/services/usage.ts';
-import { DirLockedError, procStat } from '../src/store/dir-lock.ts';
-import { FileStore } from '../src/store/file-store.ts';
-import { PgStore } from '../src/store/pg-store.ts';
+import { FileUsageLedger } from '../src/store/file/usage.ts';
+import { DirLockedError, procStat } from '../src/store/file/dir-lock.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
+import { PgStore } from '../src/store/pg/pg-store.ts';
 import { MIGRATIONS } from '../src/store/pg/migrate.ts';
 import { FilePort, ImportError, openDataPort, type DataPort, type LineSource } from '../src/store/port/index.ts';
 import type { ConversationRecord, Store } from '../src/store/types.ts';
@@ -94,8 +94,7 @@ async function seed(dataDir: string): Promise<void> {
   } finally {
     await store.close();
   }
-  const usage = new FileUsageLedger(dataDir);
-  await usage.open();
+  const usage = await FileUsageLedger.open(dataDir);
   await usage.record('app_demo', 'response', 'resp_1', { input_tokens: 5, output_tokens: 7, total_tokens: 12 } as never);
   await usage.record('app_demo', 'response', 'resp_2', { input_tokens: 5, output_tokens: 7, total_tokens: 12 } as never);
   await usage.record('app_other', 'completion', 'cmpl_1', { input_tokens: 3, output_tokens: 4, total_tokens: 7 } as never, {
@@ -135,7 +134,7 @@ async function withPort<T>(where: { dataDir: string } | { databaseUrl: string },
 async function served(store: Store, apps: string[]): Promise<unknown> {
   const out: Record<string, unknown> = {};
   const withHistory = async (r: ConversationRecord) => {
-    const { items, responses } = await store.readConversationFile(r.id);
+    const { items, responses } = await store.readHistory(r.id);
     return { ...JSON.parse(JSON.stringify(r)), items, responses };
   };
   for (const app of apps) {
@@ -202,8 +201,7 @@ describe('a round trip file store → PostgreSQL → file store', () => {
     assert.equal(demo.find((r) => r.id === 'conv_gone')!.deleted_at, SECOND + 7);
 
     // Usage totals read by the ledger itself are the same.
-    const ledger = new FileUsageLedger(path.join(b, 'data'));
-    await ledger.open();
+    const ledger = await FileUsageLedger.open(path.join(b, 'data'));
     assert.deepEqual(await ledger.of('app_demo'), { requests: 2, input_tokens: 10, output_tokens: 14, total_tokens: 24, credits: 0.024 });
     assert.equal((await ledger.of('app_other')).requests, 1);
     await ledger.close();

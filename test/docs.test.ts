@@ -35,6 +35,12 @@ test('fillBlocks replaces exactly the generated blocks and keeps the hand-writte
     fillBlocks(text, (name) => `new ${name}`),
     'intro\n<!-- generated:a -->\nnew a\n<!-- /generated:a -->\nmiddle\n<!-- generated:b -->\nnew b\n<!-- /generated:b -->\nend\n',
   );
+  const seen: string[] = [];
+  fillBlocks(text, (name, current) => {
+    seen.push(`${name}=${current}`);
+    return current;
+  });
+  assert.deepEqual(seen, ['a=old', 'b=']);
 });
 
 test('the decision index sees every decision D-1…D-24 cited somewhere', async () => {

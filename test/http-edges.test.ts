@@ -1,4 +1,4 @@
-// HTTP edges where a request is ambiguous or a connection outlives its answer (issue 13): two
+// HTTP edges where a request is ambiguous or a connection outlives its answer: two
 // Authorization headers, a late 408 after the answer, an Idempotency-Key fingerprint of a
 // percent-encoded path, and the history's timestamps under concurrent sends.
 import assert from 'node:assert/strict';

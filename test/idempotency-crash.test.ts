@@ -77,7 +77,7 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
         assert.equal(again.body.error.code, 'idempotency_replay_unavailable');
         assert.equal(again.body.error.param, 'Idempotency-Key');
         assert.match(again.body.error.message, /lost in a crash/);
-        assert.equal((await s.store.readConversationFile(id)).responses.length, 1, 'the exchange ran once');
+        assert.equal((await s.store.readHistory(id)).responses.length, 1, 'the exchange ran once');
         assert.deepEqual(await s.usage.of(APP), usage, 'no second usage');
         // The key still means that request: another body is 422, as before the crash.
         const other = await s.call('POST', `${conv}/${id}`, { message: { content: 'Something else' } }, idem('window-json'));
@@ -101,7 +101,7 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
         const again = await s.call('POST', `${conv}/${id}`, body, idem('window-sse'));
         assert.equal(again.status, 409);
         assert.equal(again.body.error.code, 'idempotency_replay_unavailable');
-        assert.equal((await s.store.readConversationFile(id)).responses.length, 1);
+        assert.equal((await s.store.readHistory(id)).responses.length, 1);
       },
     );
   });

@@ -9,9 +9,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
-import { createHttpServer } from '../src/http/server.ts';
+import { createHttpServer } from '../src/api/surfaces.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
+import { FileAnswers, type FileAnswersOptions } from '../src/store/file/idempotency.ts';
 import { loadTenants } from '../src/store/tenants.ts';
 import { APP, FIXTURES_DIR, KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
@@ -165,10 +166,16 @@ describe('a client whose connection dropped retries with the same key', () => {
   }
 });
 
+/** The idempotency stage on the file backend's answers, as startParley builds it; closing it closes the answers. */
+async function openIdempotency(opts: FileAnswersOptions) {
+  const answers = await FileAnswers.open(opts);
+  return Object.assign(new IdempotencyService(answers, { now: opts.now }), { close: () => answers.close() });
+}
+
 describe('idempotency mechanics (a route the test controls)', () => {
   test('a retry while the first request runs is 409 idempotency_key_in_use; another body then is 422', async () => {
     const fixtures = await loadTenants(FIXTURES_DIR);
-    const idempotency = await IdempotencyService.open({ dir: path.join(await tempDir(), 'idempotency') });
+    const idempotency = await openIdempotency({ dir: path.join(await tempDir(), 'idempotency') });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let started!: () => void;
@@ -226,7 +233,7 @@ describe('idempotency mechanics (a route the test controls)', () => {
 
   test('past the memory budget the oldest answers are let go, and their keys still never run twice', async () => {
     const fixtures = await loadTenants(FIXTURES_DIR);
-    const idempotency = await IdempotencyService.open({ dir: path.join(await tempDir(), 'idempotency'), memoryBytes: 300 });
+    const idempotency = await openIdempotency({ dir: path.join(await tempDir(), 'idempotency'), memoryBytes: 300 });
     let runs = 0;
     const http = createHttpServer({
       routes: [
@@ -262,7 +269,7 @@ describe('idempotency mechanics (a route the test controls)', () => {
     let t = Date.UTC(2026, 10, 22, 10, 30);
     const now = () => t;
     const fixtures = await loadTenants(FIXTURES_DIR);
-    let svc = await IdempotencyService.open({ dir, now });
+    let svc = await openIdempotency({ dir, now });
     let runs = 0;
     const http = createHttpServer({
       routes: [{ method: 'POST', pattern: '/apps/:app_id/run', route: { idempotent: true, handle: async () => ({ run: ++runs }) } }],
@@ -281,7 +288,7 @@ describe('idempotency mechanics (a route the test controls)', () => {
       t += 23 * 3_600_000;
       assert.equal((await post()).run, 1, 'replayed within 24 h');
       await svc.close();
-      svc = await IdempotencyService.open({ dir, now }); // and across a restart
+      svc = await openIdempotency({ dir, now }); // and across a restart
       assert.equal((await post()).run, 1);
       t += 3_600_000;
       assert.equal((await post()).run, 2, 'run again after 24 h');
@@ -311,14 +318,14 @@ describe('send message and completions with an Idempotency-Key', () => {
     const first = await s.call('POST', `${conv}/${id}`, body, idem('stream-1'));
     assert.equal(first.status, 200);
     assert.match(first.headers.get('content-type')!, /^text\/event-stream/);
-    const items = (await s.store.readConversationFile(id)).items.length;
+    const items = (await s.store.readHistory(id)).items.length;
     const again = await s.call('POST', `${conv}/${id}`, body, idem('stream-1'));
     assert.equal(again.status, 200);
     assert.match(again.headers.get('content-type')!, /^text\/event-stream/);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.equal(again.body, first.body, 'the same events, byte for byte');
     assert.equal(parse(again.body).at(-1)!.event, 'response.completed');
-    assert.equal((await s.store.readConversationFile(id)).items.length, items, 'no second exchange');
+    assert.equal((await s.store.readHistory(id)).items.length, items, 'no second exchange');
     // The same key asking for JSON instead is another request.
     assert.equal((await s.call('POST', `${conv}/${id}`, { ...body, stream: false }, idem('stream-1'))).status, 422);
   });
@@ -328,7 +335,7 @@ describe('send message and completions with an Idempotency-Key', () => {
     const first = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
     const again = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
     assert.deepEqual(again.body, first.body);
-    assert.equal((await s.store.readConversationFile(id)).responses.length, 1);
+    assert.equal((await s.store.readHistory(id)).responses.length, 1);
     const c1 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
     const c2 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
     assert.equal(c1.status, 200);
@@ -374,7 +381,7 @@ describe('send message and completions with an Idempotency-Key', () => {
     const replayed = await s.call('POST', `/apps/${slow}/conversations/${id}`, body, idem('cut-1'));
     assert.equal(replayed.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(parse(replayed.body), events);
-    const file = await s.store.readConversationFile(id);
+    const file = await s.store.readHistory(id);
     assert.equal(file.responses.length, 1, 'the retries ran nothing');
     assert.equal(file.responses[0]!.status, 'completed');
   });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { Journal } from '../src/store/journal.ts';
+import { Journal } from '../src/store/file/journal.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { tempDir } from './support/helpers.ts';
 

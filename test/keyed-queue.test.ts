@@ -38,6 +38,26 @@ describe('KeyedQueue', () => {
     assert.deepEqual(order, ['a1', 'a2', 'a3']);
   });
 
+  test('idle: resolves once every turn queued so far has passed, of every key; at once when none is queued', async () => {
+    const q = new KeyedQueue();
+    await q.idle();
+    const held = latch();
+    const done: string[] = [];
+    void q.run('a', async () => {
+      await held.opened;
+      done.push('a');
+    });
+    void q.run('b', async () => {
+      done.push('b');
+    });
+    const idle = q.idle().then(() => done.push('idle'));
+    await q.run('b', async () => {});
+    assert.deepEqual(done, ['b'], 'idle waits for the held turn of a');
+    held.open();
+    await idle;
+    assert.deepEqual(done, ['b', 'a', 'idle']);
+  });
+
   test('enter: the turn is held until passed on; waiting counts those behind; a waiter whose signal aborts leaves the line', async () => {
     const q = new KeyedQueue();
     const pass1 = await q.enter('k');

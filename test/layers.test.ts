@@ -25,7 +25,8 @@ export const LAYERS: ReadonlyArray<{ name: string; holds: readonly string[] }> =
   { name: 'contract', holds: ['contract/'] },
 ];
 
-const SRC = path.resolve(import.meta.dirname, '../src');
+const ROOT = path.resolve(import.meta.dirname, '..');
+const SRC = path.join(ROOT, 'src');
 
 /** The layer index of a file (its path relative to src/, with forward slashes), or -1. */
 export function layerOf(rel: string): number {
@@ -96,17 +97,60 @@ export function importCircles(graph: ImportGraph): string[][] {
   return circles;
 }
 
+/** The backends of the state kept beside conversations: each folder holds its own backend of every concern. */
+const BACKENDS = ['src/store/file/', 'src/store/pg/'];
+/**
+ * Who else may import a backend: the factory that chooses one (store/backend.ts), the data port of
+ * `parley data`, which reads and writes either store as it lies on disk or in the database (store/port/),
+ * and `parley db`, which migrates a database (cli/commands/db.ts). Everything else sees the interfaces.
+ */
+const CHOOSE_BACKENDS = ['src/store/backend.ts', 'src/store/port/', 'cli/commands/db.ts'];
+
+/** src/ and cli/ as one graph, keyed by paths relative to the repository. */
+export function readProductGraph(root = ROOT): ImportGraph {
+  const graph: ImportGraph = new Map();
+  for (const dir of ['src', 'cli']) {
+    for (const [file, deps] of readGraph(path.join(root, dir))) {
+      graph.set(
+        `${dir}/${file}`,
+        deps.map((d) => path.posix.normalize(`${dir}/${d}`)),
+      );
+    }
+  }
+  return graph;
+}
+
+/** Every import of a backend's file from outside its folder by a file that is not among CHOOSE_BACKENDS. */
+export function backendImports(graph: ImportGraph): string[] {
+  const out: string[] = [];
+  for (const [file, deps] of graph) {
+    for (const dep of deps) {
+      const backend = BACKENDS.find((b) => dep.startsWith(b));
+      if (!backend || file.startsWith(backend) || CHOOSE_BACKENDS.some((c) => (c.endsWith('/') ? file.startsWith(c) : file === c)))
+        continue;
+      out.push(`${file} → ${dep}: only src/store/backend.ts chooses a backend`);
+    }
+  }
+  return out;
+}
+
 describe('the import graph of src/', () => {
   const graph = readGraph();
 
   test('is read whole: every file, its static and dynamic imports', () => {
     assert.ok(graph.size >= 40, `only ${graph.size} files found under src/`);
     assert.ok(graph.get('main.ts')!.includes('app.ts'));
-    assert.ok(graph.get('http/server.ts')!.includes('http/router.ts'));
+    assert.ok(graph.get('http/surface.ts')!.includes('http/router.ts'));
   });
 
   test(`layers point one way: ${LAYERS.map((l) => l.name).join(' → ')}`, () => {
     assert.deepEqual(upwardImports(graph), []);
+  });
+
+  test(`only src/store/backend.ts chooses a backend: nothing else in src/ or cli/ imports ${BACKENDS.join(' or ')}`, () => {
+    const product = readProductGraph();
+    assert.ok(product.get('src/store/backend.ts')!.includes('src/store/pg/pg-store.ts'), 'the graph sees the factory import a backend');
+    assert.deepEqual(backendImports(product), []);
   });
 
   test('no import circle', () => {
@@ -130,6 +174,21 @@ describe('the import graph of src/', () => {
       'stray.ts: in no layer (add it to LAYERS)',
     ]);
     assert.deepEqual(importCircles(made), [['core/a.ts', 'http/b.ts', 'core/a.ts']]);
+    // Backends: their own folder, the factory and the port may import them; a stage, the other backend or the CLI's data command may not.
+    const stores: ImportGraph = new Map([
+      ['src/store/file/file-store.ts', ['src/store/file/journal.ts', 'src/store/types.ts']],
+      ['src/store/backend.ts', ['src/store/file/file-store.ts', 'src/store/pg/pg-store.ts']],
+      ['src/store/port/file-port.ts', ['src/store/file/file-store.ts']],
+      ['cli/commands/db.ts', ['src/store/pg/migrate.ts']],
+      ['src/pipeline/rate-limit.ts', ['src/store/file/journal.ts', 'src/store/shared.ts']],
+      ['src/store/pg/pg-store.ts', ['src/store/file/response-log.ts']],
+      ['cli/commands/data.ts', ['src/store/file/dir-lock.ts']],
+    ]);
+    assert.deepEqual(backendImports(stores), [
+      'src/pipeline/rate-limit.ts → src/store/file/journal.ts: only src/store/backend.ts chooses a backend',
+      'src/store/pg/pg-store.ts → src/store/file/response-log.ts: only src/store/backend.ts chooses a backend',
+      'cli/commands/data.ts → src/store/file/dir-lock.ts: only src/store/backend.ts chooses a backend',
+    ]);
     // A dynamic import counts like a static one.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'parley-layers-'));
     try {

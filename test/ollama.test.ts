@@ -319,7 +319,7 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
       assert.match(bodies[0].messages[0].content, /"user_name": "Ada"/);
       const got = await s.call('GET', `/apps/app_knowledge/conversations/${conv.id}`);
       assert.deepEqual(got.body.generated_title, { 'en-ca': 'Key rotation', 'fr-ca': 'Rotation des clés' });
-      const file = await s.store.readConversationFile(conv.id);
+      const file = await s.store.readHistory(conv.id);
       assert.deepEqual(file.responses[0]!.usage, { input_tokens: 400, output_tokens: 30, total_tokens: 430 });
     } finally {
       await s.close();

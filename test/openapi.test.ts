@@ -8,7 +8,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { createParser } from 'eventsource-parser';
-import { buildOpenApiDocument, errorStatusesOf, eventSchemaId } from '../src/contract/openapi.ts';
+import { buildOpenApiDocument, errorStatusesOf, eventSchemaId, METHOD_NOT_ALLOWED } from '../src/contract/openapi.ts';
 import { EVENT_TYPES } from '../src/contract/index.ts';
 import { KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
 
@@ -28,13 +28,15 @@ function validateAt(pointer: string, value: unknown, what: string): void {
   );
 }
 
-/** The pointer of the response object the document gives for an answer (following a $ref). */
-function responsePointer(method: string, template: string, status: number): string {
+/**
+ * The pointer of the response object the document gives for an answer (following a $ref); null for
+ * D-3's 405, which no operation lists (the path has no such method) and the document's description states.
+ */
+function responsePointer(method: string, template: string, status: number): string | null {
   const op = doc.paths[template]?.[method.toLowerCase()];
   if (!op) {
-    // Only a path the document has answers 405 for a method it does not list (D-3).
     assert.ok(doc.paths[template] && status === 405, `${method} ${template} is not in the document (answered ${status})`);
-    return '/components/responses/Error405';
+    return null;
   }
   const response = op.responses[String(status)];
   assert.ok(response, `${method} ${template} answered ${status}, which the document does not list`);
@@ -99,6 +101,16 @@ describe('GET /openapi.json: the published contract', () => {
     const answer: Answer = { status: res.status, contentType, body: undefined, events: [] };
     const pointer = responsePointer(method, template, res.status);
     const what = `${method} ${template} ${res.status}`;
+    seen.add(what);
+    if (pointer === null) {
+      answer.body = JSON.parse(text);
+      validateAt('/components/schemas/Error', answer.body, what);
+      const { error } = answer.body as { error: { type: string; code: string } };
+      assert.deepEqual([error.type, error.code], [METHOD_NOT_ALLOWED.types[0], METHOD_NOT_ALLOWED.code], what);
+      assert.ok(res.headers.get(METHOD_NOT_ALLOWED.header), `${what}: no ${METHOD_NOT_ALLOWED.header} header`);
+      assert.match(doc.info.description, new RegExp(`${METHOD_NOT_ALLOWED.status}.*\\b${METHOD_NOT_ALLOWED.code}\\b`));
+      return answer;
+    }
     // The headers the document says are always there are, with values of their schema.
     const response = pointer
       .split('/')
@@ -109,7 +121,6 @@ describe('GET /openapi.json: the published contract', () => {
       if (header.required) assert.ok(value !== null, `${what}: no ${name} header`);
       if (value !== null) validateAt(`${pointer}/headers/${escapePointer(name)}/schema`, value, `${what} header ${name}`);
     }
-    seen.add(`${method} ${template} ${res.status}`);
     if (contentType === 'text/event-stream') {
       const parser = createParser({ onEvent: (e) => answer.events.push({ event: e.event ?? 'message', data: e.data }) });
       parser.feed(text);
@@ -314,12 +325,16 @@ describe('GET /openapi.json: the published contract', () => {
     // The other team's key cannot reach this app (403) whatever the path.
     assert.equal((await call('GET', conversation, { app_id: app, conversation_id: id }, { key: OTHER_TEAM_KEY })).status, 403);
 
-    // D-23: a limited app's plan refuses with 429.
+    // D-23: a limited app's plan refuses with 429; D-110: a create counts and is refused too (the
+    // document's rate-limit headers are required on both answers, and checked by call()).
+    const rateLimited = { app_id: TARGET.apps.rate_limited! };
+    assert.equal((await call('POST', conversations, rateLimited, { body: {} })).status, 200);
     let limited: Answer | undefined;
     for (let i = 0; i < 60 && limited?.status !== 429; i++) {
-      limited = await call('POST', completions, { app_id: TARGET.apps.rate_limited! }, { body: { prompt: 'Hi' } });
+      limited = await call('POST', completions, rateLimited, { body: { prompt: 'Hi' } });
     }
     assert.equal(limited!.status, 429);
+    assert.equal((await call('POST', conversations, rateLimited, { body: {} })).status, 429);
 
     // Idempotency-Key: the same key while the first request still runs is 409 (the first stream is under
     // way for certain once its first event has arrived).

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { health } from '../src/api/health.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
-import { PgStore } from '../src/store/pg-store.ts';
+import { PgStore } from '../src/store/pg/pg-store.ts';
 import { APP, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 
@@ -97,7 +97,7 @@ test('D-38 across instances: a response is saved once, whichever instance saves 
   await save('failed', 'cut short');
   const after = await save('completed', 'the whole reply');
   assert.equal(after.message_count, 2);
-  const file = await store.readConversationFile(c);
+  const file = await store.readHistory(c);
   assert.deepEqual(
     file.responses.map((r) => [r.id, r.status]),
     [['resp_once', 'failed']],
@@ -130,7 +130,7 @@ test('D-37 across instances: a message to a conversation replying on another ins
     assert.equal((await other.call('POST', `/apps/app_slow/responses/${running}/cancel`)).status, 200);
     const answered = await next;
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
-    const file = await other.store.readConversationFile(c);
+    const file = await other.store.readHistory(c);
     assert.deepEqual(
       file.responses.map((r) => r.id),
       [running, answered.body.id],

@@ -10,15 +10,15 @@ import postgres, { type Sql } from 'postgres';
 import { followRunning } from '../src/api/responses.ts';
 import type { RequestContext } from '../src/http/context.ts';
 import type { EventStream } from '../src/http/reply.ts';
-import { SharedRateLimitService } from '../src/pipeline/rate-limit.ts';
-import { sharedMinuteLimits } from '../src/pipeline/widget-gate.ts';
+import { RateLimitService } from '../src/pipeline/rate-limit.ts';
 import { loadTenants } from '../src/store/tenants.ts';
 import type { AppT, Tenants } from '../src/core/tenants.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { PgIdempotencyAnswers } from '../src/store/pg/idempotency.ts';
-import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
+import { PgMinuteWindows, PgRateCounts } from '../src/store/pg/rate-counts.ts';
 import { PgUsageLedger } from '../src/store/pg/usage.ts';
-import { PgWidgetOwners, pgWidgetSecret } from '../src/store/pg/widget-owners.ts';
+import { PgWidgetOwners } from '../src/store/pg/widget-owners.ts';
+import { pgWidgetSecret } from '../src/store/pg/widget-secret.ts';
 import { VisitorTokens } from '../src/pipeline/widget-tokens.ts';
 import { FIXTURES_DIR, KEY, TARGET, startTestServer } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
@@ -66,8 +66,9 @@ describe('the shared state on PostgreSQL', () => {
   test('D-23: five a minute, then 429 with Retry-After and the headers; a refusal writes nothing; scopes count apart', async () => {
     const limited: AppT = fixtures.apps.get(TARGET.apps.rate_limited!)!; // plan "limited": 5 a minute, 50 a day
     const counts = await new PgRateCounts(sql, 'plan').open();
-    const limiter = new SharedRateLimitService(counts, fixtures);
-    const widget = new SharedRateLimitService(await new PgRateCounts(sql, 'widget').open(), fixtures);
+    const widgetCounts = await new PgRateCounts(sql, 'widget').open();
+    const limiter = new RateLimitService(counts, fixtures);
+    const widget = new RateLimitService(widgetCounts, fixtures);
     try {
       for (let i = 1; i <= 5; i++) {
         const h = await limiter.take(limited);
@@ -76,7 +77,7 @@ describe('the shared state on PostgreSQL', () => {
         assert.equal(h['x-ratelimit-reset-requests'], '60s');
       }
       const rows = await count('rate_events');
-      const refused = await limiter.take(limited).then(
+      const refused = await Promise.resolve(limiter.take(limited)).then(
         () => assert.fail('the sixth was admitted'),
         (err: { status: number; errorName: string; headers: Record<string, string> }) => err,
       );
@@ -93,8 +94,8 @@ describe('the shared state on PostgreSQL', () => {
       // The widget budget of the same app is counted apart.
       assert.equal((await widget.take(limited))['x-ratelimit-remaining-requests'], '4');
     } finally {
-      await limiter.close();
-      await widget.close();
+      await counts.close();
+      await widgetCounts.close();
     }
   });
 
@@ -174,10 +175,9 @@ describe('the shared state on PostgreSQL', () => {
 
   test('D-52: the widget’s per-visitor and per-address minutes are one count for every instance; a slot given back is free again', async () => {
     const other = postgres(url, { max: 4, onnotice: () => {} });
-    const a = await new PgRateCounts(sql, 'widget-window').open();
-    const b = await new PgRateCounts(other, 'widget-window').open();
+    const one = await new PgMinuteWindows(sql).open();
+    const two = await new PgMinuteWindows(other).open();
     try {
-      const [one, two] = [sharedMinuteLimits(a), sharedMinuteLimits(b)];
       const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? one : two).take('visitor:app_w:vis_9', 3)));
       const taken = results.filter((r): r is { at: number } => 'at' in r);
       assert.equal(taken.length, 3);
@@ -188,8 +188,8 @@ describe('the shared state on PostgreSQL', () => {
       const again = await Promise.all([one.take('visitor:app_w:vis_9', 3), two.take('visitor:app_w:vis_9', 3)]);
       assert.equal(again.filter((r) => 'at' in r).length, 1);
     } finally {
-      await a.close();
-      await b.close();
+      await one.close();
+      await two.close();
       await other.end();
     }
   });

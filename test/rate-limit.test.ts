@@ -7,9 +7,11 @@ import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
-import { createHttpServer, type ParleyHttpServer } from '../src/http/server.ts';
+import { createHttpServer } from '../src/api/surfaces.ts';
+import type { ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { RateLimitService } from '../src/pipeline/rate-limit.ts';
+import { FileRateCounts, type FileRateCountsOptions } from '../src/store/file/rate-counts.ts';
 import { loadTenants } from '../src/store/tenants.ts';
 import type { Tenants } from '../src/core/tenants.ts';
 import { FIXTURES_DIR, KEY, ON_POSTGRES, TARGET, tempDir } from './support/helpers.ts';
@@ -21,6 +23,18 @@ let fixtures: Tenants;
 before(async () => {
   fixtures = await loadTenants(FIXTURES_DIR);
 });
+
+/** The REST plans' limiter on the file backend's counts, as startParley builds it; closing it closes the counts. */
+async function openLimiter(opts: FileRateCountsOptions) {
+  const counts = await FileRateCounts.open(opts);
+  const limiter = new RateLimitService(counts, fixtures);
+  return Object.assign(limiter, {
+    fileCounts: counts,
+    close: () => counts.close(),
+    /** The file counts answer synchronously (checked and counted in one step). */
+    takeNow: (app: Parameters<RateLimitService['take']>[0]) => limiter.take(app) as Record<string, string>,
+  });
+}
 
 /** A server whose only route is counted and counts its own executions, so a refusal can be seen to change nothing. */
 async function harness(limiter: RateLimitService) {
@@ -52,7 +66,7 @@ describe('rate limits (D-23)', () => {
   test('counts to the minute limit, then 429 rate_limit_exceeded with Retry-After; the refusal runs nothing', async () => {
     const dir = await tempDir();
     const c = clock();
-    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: c.now });
+    const limiter = await openLimiter({ file: path.join(dir, 'ratelimits.jsonl'), now: c.now });
     const h = await harness(limiter);
     try {
       for (let i = 1; i <= 5; i++) {
@@ -84,7 +98,7 @@ describe('rate limits (D-23)', () => {
 
   test('a burst of parallel requests lets exactly the limit through', async () => {
     const dir = await tempDir();
-    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: clock().now });
+    const limiter = await openLimiter({ file: path.join(dir, 'ratelimits.jsonl'), now: clock().now });
     const h = await harness(limiter);
     try {
       const results = await Promise.all(Array.from({ length: 20 }, () => h.hit()));
@@ -109,7 +123,7 @@ describe('rate limits (D-23)', () => {
     let served = 0;
     // 10 restarts × 5 requests, a minute apart: the 50 a day are used up.
     for (let round = 0; round < 10; round++) {
-      const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+      const limiter = await openLimiter({ file, now: c.now });
       const h = await harness(limiter);
       for (let i = 0; i < 5; i++) if ((await h.hit()).status === 200) served++;
       await h.close();
@@ -117,7 +131,7 @@ describe('rate limits (D-23)', () => {
       c.advance(61_000);
     }
     assert.equal(served, 50);
-    let limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+    let limiter = await openLimiter({ file, now: c.now });
     let h = await harness(limiter);
     const refused = await h.hit();
     assert.equal(refused.status, 429);
@@ -128,13 +142,13 @@ describe('rate limits (D-23)', () => {
     await limiter.close();
 
     c.advance(untilMidnight);
-    limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+    limiter = await openLimiter({ file, now: c.now });
     h = await harness(limiter);
     for (let i = 0; i < 5; i++) assert.equal((await h.hit()).status, 200);
     await h.close();
     await limiter.close();
     // Restarted within the same minute: the five requests just made still count.
-    limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+    limiter = await openLimiter({ file, now: c.now });
     h = await harness(limiter);
     assert.equal((await h.hit()).status, 429);
     await h.close();
@@ -145,7 +159,7 @@ describe('rate limits (D-23)', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    let limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 8 });
+    let limiter = await openLimiter({ file, now: c.now, compactAfter: 8 });
     const app = fixtures.apps.get(LIMITED)!;
     for (let i = 0; i < 30; i++) {
       limiter.take(app);
@@ -155,7 +169,7 @@ describe('rate limits (D-23)', () => {
     const lines = (await fs.readFile(file, 'utf8')).trim().split('\n');
     assert.ok(lines.length <= 8, `journal has ${lines.length} lines`);
     await fs.appendFile(file, '{"a":"app_limited","t":'); // a crash in mid-append
-    limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+    limiter = await openLimiter({ file, now: c.now });
     let served = 30;
     try {
       for (;;) {
@@ -173,12 +187,12 @@ describe('rate limits (D-23)', () => {
 
   test('a count that cannot be written is given back and fails the request', async () => {
     const dir = await tempDir();
-    const limiter = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: clock().now });
+    const limiter = await openLimiter({ file: path.join(dir, 'ratelimits.jsonl'), now: clock().now });
     const app = fixtures.apps.get(LIMITED)!;
     await limiter.close(); // the journal is closed: every append fails
     // Were the slots kept, the sixth attempt would be a 429 rather than the write failure.
     for (let i = 0; i < 7; i++) assert.throws(() => limiter.take(app), /closed/);
-    const reopened = await RateLimitService.open({ file: path.join(dir, 'ratelimits.jsonl'), tenants: fixtures, now: clock().now });
+    const reopened = await openLimiter({ file: path.join(dir, 'ratelimits.jsonl'), now: clock().now });
     for (let i = 0; i < 5; i++) reopened.take(app);
     await reopened.close();
   });
@@ -187,7 +201,7 @@ describe('rate limits (D-23)', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+    const limiter = await openLimiter({ file, now: c.now });
     const app = fixtures.apps.get(LIMITED)!;
     for (let i = 0; i < 5; i++) {
       limiter.take(app);
@@ -198,7 +212,7 @@ describe('rate limits (D-23)', () => {
       c.advance(1_000);
     }
     // A second service reading the file as it is now (as after SIGKILL; the first is never closed) knows all five.
-    const after = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
+    const after = await openLimiter({ file, now: c.now });
     assert.throws(
       () => after.take(app),
       (err: { status?: number }) => err.status === 429,
@@ -211,13 +225,13 @@ describe('rate limits (D-23)', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 3 });
+    const limiter = await openLimiter({ file, now: c.now, compactAfter: 3 });
     const app = fixtures.apps.get(TARGET.app_id)!; // 10,000 a minute: no refusal here
     // 40 counts in one synchronous burst: compactions start meanwhile and these lines wait for them.
     for (let i = 0; i < 40; i++) limiter.take(app);
     await limiter.close();
-    const reopened = await RateLimitService.open({ file, tenants: fixtures, now: c.now });
-    const headers = reopened.take(app);
+    const reopened = await openLimiter({ file, now: c.now });
+    const headers = reopened.takeNow(app);
     await reopened.close();
     const plan = fixtures.plans.get(app.plan)!;
     assert.equal(headers['x-ratelimit-remaining-requests'], String(Math.min(plan.requests_per_minute, plan.requests_per_day) - 41));
@@ -238,15 +252,15 @@ describe('compaction and crashes', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 3 });
+    const limiter = await openLimiter({ file, now: c.now, compactAfter: 3 });
     const app = fixtures.apps.get(LIMITED)!;
     for (let i = 0; i < 5; i++) limiter.take(app);
     // The compaction started by the 4th count is under way: it took its snapshot and awaits its I/O.
-    assert.ok((limiter as unknown as { compacting?: Promise<void> }).compacting, 'mid-compaction');
+    assert.ok((limiter.fileCounts as unknown as { compacting?: Promise<void> }).compacting, 'mid-compaction');
     const copy = path.join(dir, 'copy.jsonl');
     copyFileSync(file, copy); // what a SIGKILL now would leave
     await limiter.close();
-    const restarted = await RateLimitService.open({ file: copy, tenants: fixtures, now: c.now });
+    const restarted = await openLimiter({ file: copy, now: c.now });
     assert.throws(
       () => restarted.take(app),
       (err: { status?: number }) => err.status === 429,
@@ -258,7 +272,7 @@ describe('compaction and crashes', () => {
     const dir = await tempDir();
     const file = path.join(dir, 'ratelimits.jsonl');
     const c = clock();
-    const limiter = await RateLimitService.open({ file, tenants: fixtures, now: c.now, compactAfter: 3 });
+    const limiter = await openLimiter({ file, now: c.now, compactAfter: 3 });
     const app = fixtures.apps.get(TARGET.app_id)!;
     let taken = 0;
     let midCompaction = 0;
@@ -328,7 +342,7 @@ describe('rate limits on create conversation, send message and completions (app_
         '0',
       );
 
-      const items = (await s.store.readConversationFile(conv)).items.length;
+      const items = (await s.store.readHistory(conv)).items.length;
       const metrics = (await s.call('GET', `/apps/${LIMITED}/metrics`)).body;
       for (const stream of [false, true]) {
         const r = await s.call('POST', `/apps/${LIMITED}/conversations/${conv}`, { message: { content: 'one too many' }, stream });
@@ -339,7 +353,7 @@ describe('rate limits on create conversation, send message and completions (app_
         assert.ok(Number(r.headers.get('retry-after')) >= 1);
       }
       assert.equal((await s.call('POST', `/apps/${LIMITED}/completions`, { prompt: 'hi', stream: true })).status, 429);
-      assert.equal((await s.store.readConversationFile(conv)).items.length, items, 'no item from a refused request');
+      assert.equal((await s.store.readHistory(conv)).items.length, items, 'no item from a refused request');
       assert.deepEqual((await s.call('GET', `/apps/${LIMITED}/metrics`)).body, metrics);
     } finally {
       await s.close();

@@ -1,4 +1,4 @@
-// The file store's response log (src/store/response-log.ts): a follower gets an event only once it is
+// The file store's response log (src/store/file/response-log.ts): a follower gets an event only once it is
 // written, so that no client sees an event that a kill -9 would then lose (D-38 rebuilds an
 // interrupted response from what its file holds; test/proof/resumable-crash.test.ts is the crash).
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { ResponseLog } from '../src/store/response-log.ts';
+import { ResponseLog } from '../src/store/file/response-log.ts';
 import { tempDir } from './support/helpers.ts';
 
 type AnyFn = (...args: any[]) => any;
@@ -38,11 +38,11 @@ test('an event is followed (and traced) only once it is written to its file', as
     holding = true;
     const follower = log.follow('resp_w', -1)[Symbol.asyncIterator]();
     const first = follower.next();
-    await log.append('resp_w', { event: 'response.created', data: { id: 'resp_w' } });
+    await log.append('resp_w', { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
     // In memory, not yet on disk: neither a trace nor a follower shows it.
     assert.deepEqual((await log.trace('resp_w'))!.events, []);
     release();
-    assert.deepEqual((await first).value, { event: 'response.created', data: { id: 'resp_w' } });
+    assert.deepEqual((await first).value, { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
     assert.equal((await log.trace('resp_w'))!.events!.length, 1);
     holding = false;
     await log.append('resp_w', { event: 'response.completed', data: { id: 'resp_w', status: 'completed' } });

@@ -301,7 +301,7 @@ describe('resumable responses', () => {
     await s.call('POST', `/apps/app_slow/responses/${runningId}/cancel`);
     const next = await s.call('POST', `/apps/app_slow/conversations/${c}`, { message: { content: 'Hello' }, stream: false });
     assert.equal(next.status, 200);
-    const file = await s.store.readConversationFile(c);
+    const file = await s.store.readHistory(c);
     assert.equal(file.responses.length, 2);
   });
 });

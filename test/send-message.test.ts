@@ -198,7 +198,7 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     assert.equal(resp.error!.code, 'scripted_fault');
     assert.deepEqual(resp.output, outputFromEvents(stream.events));
     // The failed response is persisted with its partial output (D-17).
-    const file = await s.store.readConversationFile(c2);
+    const file = await s.store.readHistory(c2);
     assert.deepEqual(
       file.responses.map((r) => [r.id, r.status, r.error?.code]),
       [[resp.id, 'failed', 'scripted_fault']],
@@ -242,7 +242,7 @@ describe('event sequences per kind of app (§6, D-16)', () => {
     // Both persisted the same way (D-17): the user's message alone, the response failed, no title yet (D-8).
     const ids = [stream.events[0]!.data.id, resp.id];
     for (const [i, c] of [c1, c2].entries()) {
-      const file = await s.store.readConversationFile(c);
+      const file = await s.store.readHistory(c);
       assert.deepEqual(
         file.responses.map((r) => [r.id, r.status, r.error]),
         [[ids[i], 'failed', resp.error]],

@@ -164,7 +164,7 @@ describe('client disconnect past the cap of detached replies (D-19 as revised by
     );
     const [info] = await persisted;
     assert.deepEqual([info.conversation_id, info.status], [conv.id, 'failed']);
-    const file = await s.store.readConversationFile(conv.id);
+    const file = await s.store.readHistory(conv.id);
     assert.equal(file.responses.length, 1);
     assert.deepEqual(file.responses[0]!.error, {
       type: 'request_aborted',

@@ -9,8 +9,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import readline from 'node:readline';
 import { describe, test } from 'node:test';
-import { currentHolder, procStat } from '../src/store/dir-lock.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { currentHolder, procStat } from '../src/store/file/dir-lock.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { APP, FIXTURES_DIR, KEY, startTestServer, tempDir } from './support/helpers.ts';
@@ -210,8 +210,8 @@ describe('a corrupt conversation file affects only its conversation (D-25)', () 
         [0, null],
         'the record as it was before the exchange',
       );
-      await assert.rejects(store.readConversationFile('conv_aa01'), DataFileError);
-      assert.equal((await store.readConversationFile('conv_bb02')).items.length, 2, 'every other conversation is served');
+      await assert.rejects(store.readHistory('conv_aa01'), DataFileError);
+      assert.equal((await store.readHistory('conv_bb02')).items.length, 2, 'every other conversation is served');
       assert.equal((await store.getConversation('conv_bb02'))!.title, 't1099');
     } finally {
       await store.close();
@@ -311,7 +311,7 @@ test('temporary files left by a crash are removed at start-up; the files they we
   try {
     for (const f of leftovers) await assert.rejects(fs.access(f), `${f} removed`);
     assert.equal(await fs.readFile(fileOf(dir, 'conv_aa01'), 'utf8'), before);
-    assert.equal((await store.readConversationFile('conv_aa01')).items.length, 2);
+    assert.equal((await store.readHistory('conv_aa01')).items.length, 2);
   } finally {
     await store.close();
   }

@@ -1,4 +1,4 @@
-// Memory and disk stay bounded (issue 13): what memory keeps per conversation does not grow with its
+// Memory and disk stay bounded: what memory keeps per conversation does not grow with its
 // metadata (D-28), a change appends what changed and the journal is compacted while requests go on
 // (D-28), an exchange appends its own size to the history, which has a limit, and the history cache
 // is capped by bytes (D-29), and a data directory written by the earlier release keeps working.
@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { LIMITS, type ItemT } from '../src/contract/index.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir } from './support/helpers.ts';
 
@@ -209,7 +209,7 @@ describe('journal growth (D-28)', () => {
         assert.deepEqual((await s.getConversation('conv_c40'))!.metadata, { changed: true });
         assert.equal((await s.getConversation('conv_c40'))!.message_count, 1);
         assert.deepEqual(
-          (await s.readConversationFile('conv_c40')).items.map((x) => x.id),
+          (await s.readHistory('conv_c40')).items.map((x) => x.id),
           ['msg_during'],
         );
       };
@@ -263,7 +263,7 @@ describe('conversation length (D-29)', () => {
       const text = 'y'.repeat(512 * 1024);
       const item = (n: number) =>
         ({ id: `msg_big${n}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 }) as ItemT;
-      for (let n = 0; (await s.store.readConversationFile(c.id)).bytes < LIMITS.conversationBytes; n++) {
+      for (let n = 0; (await s.store.readHistory(c.id)).bytes < LIMITS.conversationBytes; n++) {
         await s.store.appendToConversation({ ...(await s.store.getConversation(c.id))!, message_count: n + 1 }, [item(n)]);
       }
       const before = (await s.call('GET', `${conv}/${c.id}`)).body;
@@ -295,12 +295,12 @@ describe('conversation length (D-29)', () => {
           { id: `msg_${i}`, type: 'message', role: 'user', content: [{ type: 'text', text }], created_at: 1 } as ItemT,
         ]);
       }
-      for (let i = 1; i <= 6; i++) await store.readConversationFile(`conv_h${i}0`);
+      for (let i = 1; i <= 6; i++) await store.readHistory(`conv_h${i}0`);
       await new Promise((r) => setImmediate(r));
-      const cached = (store as unknown as { files: Map<string, unknown> }).files;
+      const cached = (store as unknown as { histories: { size: number; has(id: string): boolean } }).histories;
       assert.ok(cached.size <= 3, `${cached.size} histories of 300 KiB cached under a 1 MiB cap`);
       assert.ok(cached.has('conv_h60'), 'the most recent stays');
-      assert.equal((await store.readConversationFile('conv_h10')).items[0]!.id, 'msg_1', 'an evicted one is read again');
+      assert.equal((await store.readHistory('conv_h10')).items[0]!.id, 'msg_1', 'an evicted one is read again');
     } finally {
       await store.close();
     }

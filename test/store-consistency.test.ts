@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord, ResponseSave } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
@@ -52,7 +52,7 @@ test('concurrent exchanges, a rename and a delete of one conversation each apply
     ]);
     const r = (await store.getConversation('conv_ab01'))!;
     assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
-    assert.equal((await store.readConversationFile('conv_ab01')).responses.length, 3);
+    assert.equal((await store.readHistory('conv_ab01')).responses.length, 3);
     assert.equal((await store.appCounters('app_demo')).messages, 6);
     // A change that throws changes nothing, and the next one still runs.
     const refused = store.updateConversation('conv_ab01', () => {

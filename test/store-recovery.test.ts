@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 

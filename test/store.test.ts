@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceConversationList, type ItemT } from '../src/contract/index.ts';
-import { FileStore } from '../src/store/file-store.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { APP, fixturesWithoutSeeds, startTestServer as startWithSeeds, tempDir, type TestServer } from './support/helpers.ts';
 import { startParley } from '../src/app.ts';
@@ -280,7 +280,7 @@ describe('crash leftovers and corrupt files', () => {
       await fs.mkdir(path.dirname(fileOf(server.dataDir, c.id)), { recursive: true });
       await fs.writeFile(fileOf(server.dataDir, c.id), JSON.stringify({ items: 'none', responses: [] }));
       await assert.rejects(
-        server.store.readConversationFile(c.id),
+        server.store.readHistory(c.id),
         (e: Error) => e instanceof DataFileError && e.message.includes(`${c.id}.json: items: `),
       );
     } finally {
@@ -300,7 +300,7 @@ describe('crash leftovers and corrupt files', () => {
       ]);
       // D-29: the history is appended to its own JSON-lines file; the leftover is not read.
       assert.equal(JSON.parse(await fs.readFile(`${file}l`, 'utf8')).items.length, 1);
-      assert.equal((await server.store.readConversationFile(c.id)).items.length, 1);
+      assert.equal((await server.store.readHistory(c.id)).items.length, 1);
     } finally {
       await server.close();
     }
@@ -404,13 +404,13 @@ describe('the data directory', () => {
     const store = new FileStore({ dataDir: dir });
     await store.open();
     try {
-      for (let i = 0; i < 1_050; i++) await store.readConversationFile(`conv_${i.toString().padStart(4, '0')}`);
+      for (let i = 0; i < 1_050; i++) await store.readHistory(`conv_${i.toString().padStart(4, '0')}`);
       await new Promise((r) => setImmediate(r));
-      const cached = (store as unknown as { files: Map<string, unknown> }).files;
+      const cached = (store as unknown as { histories: { size: number; has(id: string): boolean } }).histories;
       assert.ok(cached.size <= 1_000, `cache holds ${cached.size}`);
       assert.ok(cached.has('conv_1049'), 'the most recent stays');
       assert.ok(!cached.has('conv_0000'), 'the least recent goes');
-      assert.deepEqual(await store.readConversationFile('conv_0000'), { items: [], responses: [], bytes: 0 });
+      assert.deepEqual(await store.readHistory('conv_0000'), { items: [], responses: [], bytes: 0 });
     } finally {
       await store.close();
     }

@@ -54,7 +54,7 @@ describe('open streams per app', () => {
     ReferenceErrorBody.parse(refused.body);
     assert.deepEqual([refused.body.error.type, refused.body.error.code], ['rate_limit_exceeded', 'too_many_streams']);
     assert.equal(refused.headers.get('retry-after'), '1');
-    assert.deepEqual((await s.store.readConversationFile(conv.id)).items, [], 'the refused request saved nothing');
+    assert.deepEqual((await s.store.readHistory(conv.id)).items, [], 'the refused request saved nothing');
     // JSON answers are not streams; completions streams share the cap.
     assert.equal((await s.call('POST', `/apps/${SLOW}/completions`, { prompt: 'hi', stream: true })).status, 429);
     // Another app streams as usual meanwhile.
@@ -89,7 +89,7 @@ describe('open streams per app', () => {
     for (const c of await walk(s.store, SLOW)) convs.push(c.id);
     let failed = 0;
     for (const id of convs) {
-      for (const r of (await s.store.readConversationFile(id)).responses) if (r.error?.code === 'client_disconnected') failed++;
+      for (const r of (await s.store.readHistory(id)).responses) if (r.error?.code === 'client_disconnected') failed++;
     }
     assert.ok(failed >= N, `${failed} responses saved as client_disconnected`);
   });

@@ -38,7 +38,8 @@ function storeOf(session: Session, opts: StoreOptions): Where {
 }
 
 async function open(where: Where, verb: string) {
-  const { openDataPort, DirLockedError } = await loadStore();
+  // Loaded on demand: the other commands need none of the store's modules.
+  const { openDataPort, DirLockedError } = await import('../../src/store/port/index.ts');
   try {
     return await openDataPort(where);
   } catch (err) {
@@ -49,12 +50,6 @@ async function open(where: Where, verb: string) {
       );
     throw err;
   }
-}
-
-/** Loaded on demand: the other commands need none of the store's modules. */
-async function loadStore() {
-  const [port, lock] = await Promise.all([import('../../src/store/port/index.ts'), import('../../src/store/dir-lock.ts')]);
-  return { ...port, DirLockedError: lock.DirLockedError };
 }
 
 /** Writes a line, waiting while the stream's buffer is full; stops if the reader went away. */

@@ -145,14 +145,15 @@ export const limits: CaseDef[] = [
     {
       id: 'S8-rate-limit-429',
       level: 'MUST',
-      clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23', 'D-4'],
+      clauses: ['§8.rate-limit.send', ...rows('§7.rate-limit'), '§7.rate_limit_exceeded', '§4.6.errors', 'D-23', 'D-110', 'D-4'],
       needs: ['apps.rate_limited'],
       noRetry: "a retry would meet the rate limit its first try used up, and judge the app's window instead of the case",
       description:
-        "send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 on creating the conversation it needs (an earlier run used the window) is waited out, by its Retry-After, within --settle-timeout (reference: create, send and completion count; Retry-After in seconds, no later than the window's reset; x-ratelimit-* on every counted request and on the 429, the limit constant, remaining down by one a request and 0 on the 429; nothing changes, D-23, D-27; a malformed message past the limit is 429 too, D-4)",
+        "send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 on creating the conversation it needs (an earlier run used the window) is waited out, by its Retry-After, within --settle-timeout (reference: create, send and completion count, D-110; Retry-After in seconds, no later than the window's reset; x-ratelimit-* on every counted request, the create included, and on the 429, the limit constant, remaining down by one a request and 0 on the 429; a create past the limit is 429 too; nothing changes, D-23, D-27; a malformed message past the limit is 429 too, D-4)",
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
-        const conv = ctx.ok(await createPastTheWindow(ctx, app), ctx.schemas.conversation, 'create conversation on the rate-limited app');
+        const created = await createPastTheWindow(ctx, app);
+        const conv = ctx.ok(created, ctx.schemas.conversation, 'create conversation on the rate-limited app');
         const request: OutgoingRequest = {
           method: 'POST',
           path: convPath(app, conv.id),
@@ -179,7 +180,10 @@ export const limits: CaseDef[] = [
         const streamed = await ctx.send({ ...request, body: { ...(request.body as object), stream: true } });
         ctx.error(streamed, 'message past the limit, {stream: true}', { status: 429, type: 'rate_limit_exceeded' });
         if (!ctx.reference) return;
-        rateLimitHeaders(ctx, counted, refused);
+        // D-110: the create counts, as every message after it.
+        rateLimitHeaders(ctx, [created, ...counted], refused);
+        const create = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag } });
+        ctx.error(create, 'create conversation past the limit (D-110)', { status: 429, type: 'rate_limit_exceeded' });
         const before = await getConversation(ctx, conv.id, app);
         const again = await ctx.send(request);
         ctx.error(again, 'message past the limit', { status: 429, type: 'rate_limit_exceeded' });
@@ -317,14 +321,14 @@ export function durationMs(value: string | null): number | undefined {
 }
 
 /**
- * D-23: every counted request carries x-ratelimit-limit-requests (the same each time),
+ * D-23: every counted request (D-110: the create first, then each message) carries x-ratelimit-limit-requests (the same each time),
  * -remaining-requests (down by one from one counted request to the next, 0 on the 429) and
  * -reset-requests (a duration); the 429's Retry-After is whole seconds, no later than its reset.
  */
 function rateLimitHeaders(ctx: CaseContext, counted: Exchange[], refused: Exchange): void {
   const all = [...counted, refused];
   const read = (ex: Exchange, i: number) => {
-    const what = i < counted.length ? `message #${i + 1} (counted)` : 'the message refused with 429';
+    const what = i === 0 ? 'the create (counted, D-110)' : i < counted.length ? `message #${i} (counted)` : 'the message refused with 429';
     const h = (name: string) => ex.headers.get(`x-ratelimit-${name}-requests`);
     for (const name of ['limit', 'remaining', 'reset'])
       ctx.check(h(name) !== null, `${what} lacks the x-ratelimit-${name}-requests header (D-23)`, ex);
@@ -335,12 +339,12 @@ function rateLimitHeaders(ctx: CaseContext, counted: Exchange[], refused: Exchan
   const seen = all.map(read);
   seen.forEach((s, i) => {
     const ex = all[i]!;
-    ctx.equal(s.limit, seen[0]!.limit, `${s.what}: x-ratelimit-limit-requests (the plan's limit, as on message #1)`, ex);
+    ctx.equal(s.limit, seen[0]!.limit, `${s.what}: x-ratelimit-limit-requests (the plan's limit, as on the create)`, ex);
     if (i > 0 && i < counted.length)
       ctx.equal(
         s.remaining,
         seen[i - 1]!.remaining - 1,
-        `${s.what}: x-ratelimit-remaining-requests (one less than on the message before)`,
+        `${s.what}: x-ratelimit-remaining-requests (one less than on the request before)`,
         ex,
       );
   });

@@ -1,6 +1,6 @@
 // Handlers of §4.8 and §4.9.
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
 import { appConfig, appMetrics } from '../services/apps.ts';
 import type { Store } from '../store/types.ts';
 

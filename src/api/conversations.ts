@@ -2,7 +2,7 @@
 import { CreateConversationRequest, ListConversationsQuery, UpdateConversationRequest } from '../contract/index.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
 import type { ConversationService } from '../services/conversations.ts';
 
 export function conversationRoutes(conversations: ConversationService): RouteDef<Route>[] {
@@ -10,8 +10,8 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations',
-      // D-27: a create stores a new record, so it counts against the plan's rate limits (a rename or a
-      // delete changes one that exists, and does not).
+      // D-110 (revises D-23), for D-27's reason: a create stores a new record, so it counts against the
+      // plan's rate limits (a rename or a delete changes one that exists, and does not).
       route: {
         counted: true,
         idempotent: true,

@@ -3,7 +3,7 @@ import { CreateCompletionRequest, RESPONSE_ID_HEADER, ResumeEventsQuery, SendMes
 import { parseBody, parseQuery, type RequestContext } from '../http/context.ts';
 import { invalidRequest } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import { answerOf } from '../services/response-runner.ts';

@@ -6,12 +6,12 @@ import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest,
 import { parseBody, parseQuery, type RequestContext } from '../http/context.ts';
 import { notFound } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import type { ResponseService } from '../services/responses.ts';
-import type { WidgetOwners } from '../services/widget-owners.ts';
+import type { WidgetOwners } from '../store/shared.ts';
 import type { ConversationRecord } from '../store/types.ts';
 
 export const WIDGET_BASE_PATH = '/widget/v1';

@@ -60,6 +60,11 @@ export class KeyedQueue {
     });
   }
 
+  /** Resolves once every turn queued so far, of every key, has passed (a store's close waits for its changes). */
+  idle(): Promise<void> {
+    return Promise.all([...this.lines.values()].map((l) => l.tail)).then(() => {});
+  }
+
   /** How many wait for the turn of `key` (not counting the one holding it). */
   waiting(key: string): number {
     return this.lines.get(key)?.waiting ?? 0;

@@ -1,10 +1,14 @@
-// What a handler receives: the request, its resolved app, and helpers to read it once.
-import type { IncomingMessage } from 'node:http';
+// What a handler receives: the request, its resolved app, and helpers to read it once; and the same
+// request on its way through its surface's stages, before they have said who calls.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { AppT, KeyT } from '../core/tenants.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
+import { readJsonBody } from './body.ts';
 import { fromZodError, invalidRequest } from './errors.ts';
+import type { HttpMethod } from './router.ts';
+import type { StreamGate } from './stream-gate.ts';
 
 /** A widget visitor (docs/widget.md, D-48): whose conversations a widget request may reach. */
 export interface Visitor {
@@ -27,7 +31,7 @@ export interface RequestContext {
   visitor?: Visitor;
   /** Aborted when the client goes away before the answer is complete (D-19; a reply may then run on, D-34). */
   signal: AbortSignal;
-  /** Headers to add to the response (e.g. D-23's rate-limit headers), set before the handler runs. */
+  /** Headers of the answer if it succeeds (the response's id, a replay's mark); see Exchange.answerHeaders. */
   headers: Record<string, string>;
   /** Call before a stream starts: admits it under the app's cap of open streams, or throws 429. */
   beginStream?: () => void;
@@ -47,6 +51,90 @@ export interface RequestContext {
    * the response it produces, which a retry on another instance follows from the store.
    */
   joinable?: (join: (retry: RequestContext) => Promise<unknown>, responseId?: string) => void;
+}
+
+/**
+ * A request on its way through its surface's stages (src/http/compose.ts): they say who calls (`key`,
+ * `app`, `visitor`) and add the headers of every answer; the handler then takes it as a RequestContext.
+ */
+export interface Exchange extends Omit<RequestContext, 'key' | 'app'> {
+  key?: KeyT;
+  app?: AppT;
+  /** The methods the path takes, when the request's method is not one of them (a 405, a CORS preflight). */
+  allow: HttpMethod[];
+  /** Headers of every answer of this request, an error's too: a surface's CORS headers, D-23's rate-limit headers. */
+  answerHeaders: Record<string, string>;
+}
+
+/** The exchange as a handler takes it, once a stage has said who calls (a surface whose stages never do is a bug). */
+export function admitted(ctx: Exchange): RequestContext {
+  if (ctx.key === undefined || ctx.app === undefined) throw new Error('no stage of this surface said who calls');
+  return ctx as RequestContext;
+}
+
+/**
+ * The Exchange of a request the server (./server.ts) serves. Its query, log and abort signal are made on
+ * first use: most requests never ask for them, and each showed in the per-request profile (bench/profile.ts).
+ */
+export class HttpExchange implements Exchange {
+  params: Record<string, string> = {};
+  allow: HttpMethod[] = [];
+  key?: KeyT;
+  app?: AppT;
+  visitor?: Visitor;
+  claim?: IdempotencyClaim;
+  joinable?: Exchange['joinable'];
+  readonly answerHeaders: Record<string, string> = {};
+  readonly headers: Record<string, string> = {};
+  private parsedQuery?: URLSearchParams;
+  private childLog?: Logger;
+  private abort?: AbortController;
+  private body?: Promise<unknown>;
+  private left = false;
+
+  constructor(
+    readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    readonly requestId: string,
+    private readonly serverLog: Logger,
+    private readonly streams: StreamGate,
+  ) {}
+
+  get query(): URLSearchParams {
+    if (!this.parsedQuery) {
+      const url = this.req.url ?? '';
+      const q = url.indexOf('?');
+      this.parsedQuery = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+    }
+    return this.parsedQuery;
+  }
+
+  get log(): Logger {
+    return (this.childLog ??= this.serverLog.child({ req_id: this.requestId }));
+  }
+
+  get signal(): AbortSignal {
+    if (!this.abort) {
+      this.abort = new AbortController();
+      // Asked for after the client already left: it is aborted from the start.
+      if (this.left) this.abort.abort(new Error('client disconnected'));
+    }
+    return this.abort.signal;
+  }
+
+  /** The client went away before its answer was complete: the work that asked for the signal stops (D-19). */
+  clientLeft(): void {
+    this.left = true;
+    this.abort?.abort(new Error('client disconnected'));
+  }
+
+  beginStream(): void {
+    this.streams.enter(admitted(this).app.id, this.res);
+  }
+
+  json(): Promise<unknown> {
+    return (this.body ??= readJsonBody(this.req));
+  }
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */

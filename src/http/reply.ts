@@ -1,7 +1,7 @@
-// What a handler answers, as a value: the JSON body of a 200 (any value, or a JsonText already
-// serialized), an EventStream or an Asset; and `sendJson`, the one place a JSON answer's type and
-// length are set. Only the server writes an answer (`createHttpServer`); a pipeline stage such as
-// idempotency wraps it after `next()`, as hono middleware does, and never touches the response object.
+// What a handler or a stage answers, as a value: the JSON body of a 200 (any value, or a JsonText
+// already serialized), an EventStream, an Asset or NoContent; and `sendJson`, the one place a JSON
+// answer's type and length are set. Only the server writes an answer (src/http/server.ts); a stage such
+// as idempotency wraps it after `next()`, as hono middleware does, and never touches the response object.
 import type { ServerResponse } from 'node:http';
 import type { UnsequencedEvent } from '../contract/index.ts';
 
@@ -40,6 +40,11 @@ export class Asset {
     readonly headers: Readonly<Record<string, string>> = {},
     readonly status = 200,
   ) {}
+}
+
+/** An empty 204 with its headers (a CORS preflight's). */
+export class NoContent {
+  constructor(readonly headers: Readonly<Record<string, string>>) {}
 }
 
 /** A body already serialized to JSON, sent as is (a handler that keeps the bytes of what it serves). */

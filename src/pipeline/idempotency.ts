@@ -1,190 +1,28 @@
 // Idempotent retries (IETF httpapi Idempotency-Key draft): the first request with a key runs and its
 // answer is kept for 24 h; the same key and body replays that answer (a stream as the same events),
-// another body is 422, and a retry while the first still runs is 409. Kept in hourly journal segments
-// in the data directory (FileAnswers: expiry deletes whole old segments, nothing is ever rewritten),
-// or with DATABASE_URL in PostgreSQL, for every instance (src/store/pg/idempotency.ts).
+// another body is 422, and a retry while the first still runs is 409. The policy is here; the answers
+// are the backend's (IdempotencyAnswers: the data directory's hourly segments for one process, or
+// PostgreSQL's rows for every instance).
 //
 // A stage of the request pipeline: it wraps the handler's answer after `next()` (a JSON body, or an
 // EventStream whose events it records as they pass), and never touches the response object. The
 // work a keyed request runs saves the request's claim (`ctx.claim`) in the same step of the store
 // as itself; at start-up the claims whose answer was lost in a crash are honoured (never run twice).
 import { createHash } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
-import type { Logger } from 'pino';
 import type { UnsequencedEvent } from '../contract/index.ts';
 import type { RequestContext } from '../http/context.ts';
 import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
-import { CLAIM_TTL_MS } from '../store/claims.ts';
-import { Journal } from '../store/journal.ts';
-import type { IdempotencyAnswers, KeptAnswer, KeyState } from '../store/shared.ts';
-import type { KeptClaim } from '../core/claims.ts';
+import type { IdempotencyAnswers, KeptAnswer } from '../store/shared.ts';
+import { STOPS } from '../services/stops.ts';
 
-const HOUR = 3_600_000;
-/** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
-export const IDEMPOTENCY_TTL_MS = CLAIM_TTL_MS;
 /** Longest key accepted; the draft recommends UUIDs (36 characters). */
 const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
 const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
-/**
- * Answers held in memory, all keys together. Past it the oldest answers are let go (their keys still
- * refuse to run twice: a retry gets 409 idempotency_replay_unavailable), so memory stays bounded
- * whatever a day's traffic.
- */
-const REPLAY_MEMORY_BYTES = 64 * 1024 * 1024;
 
 type Done = KeptAnswer;
-type Line = Done & { k: string };
-
-export interface IdempotencyOptions {
-  /** `<data dir>/idempotency` */
-  dir: string;
-  /** The claims saved with work (the stores' `idempotencyClaims`): a key among them never runs again. */
-  claims?: Iterable<KeptClaim>;
-  /** Memory for answers (default REPLAY_MEMORY_BYTES). */
-  memoryBytes?: number;
-  logger?: Logger;
-  now?: () => number;
-}
-
-/**
- * The answers of one process, in hourly journal segments of the data directory and in memory.
- * With DATABASE_URL, src/store/pg/idempotency.ts keeps them instead, for every instance.
- */
-export class FileAnswers implements IdempotencyAnswers {
-  private readonly done = new Map<string, Done>();
-  private readonly running = new Map<string, string>();
-  private readonly now: () => number;
-  private segment: { hour: number; journal: Journal } | undefined;
-  private rotating: Promise<void> = Promise.resolve();
-  private held = 0;
-
-  private constructor(private readonly opts: IdempotencyOptions) {
-    this.now = opts.now ?? Date.now;
-  }
-
-  static async open(opts: IdempotencyOptions): Promise<FileAnswers> {
-    const svc = new FileAnswers(opts);
-    await fs.mkdir(opts.dir, { recursive: true });
-    const oldest = svc.hourOf(svc.now() - IDEMPOTENCY_TTL_MS);
-    for (const name of (await fs.readdir(opts.dir)).sort()) {
-      const hour = Number(name.replace(/\.jsonl$/, ''));
-      if (!/^\d+\.jsonl$/.test(name)) continue;
-      const file = path.join(opts.dir, name);
-      if (hour < oldest) {
-        await fs.rm(file, { force: true });
-        continue;
-      }
-      const journal = new Journal(file);
-      // A damaged line in a cache of answers is not worth refusing to start for: skip it.
-      await journal
-        .open((e) => {
-          const line = e as Line;
-          if (typeof line?.k === 'string' && typeof line.f === 'string' && typeof line.at === 'number') {
-            svc.remember(line.k, { f: line.f, at: line.at, kind: line.kind, b: line.b, cut: line.cut, lost: line.lost });
-          }
-        })
-        .catch((err: Error) => opts.logger?.warn({ file, err: err.message }, 'idempotency segment unreadable; its keys are forgotten'));
-      await journal.close();
-    }
-    // Work saved whose answer never reached its segment (a crash in between): the key is kept, with
-    // no answer to replay, so a retry is told so instead of running the work again.
-    for (const c of opts.claims ?? []) {
-      if (c.at <= svc.now() - IDEMPOTENCY_TTL_MS || svc.done.get(c.key)?.f === c.fingerprint) continue;
-      const d: Done = { f: c.fingerprint, at: c.at, kind: 'json', b: null, lost: true };
-      svc.remember(c.key, d);
-      await svc
-        .persist({ k: c.key, ...d })
-        .catch((err: Error) => opts.logger?.warn({ err: err.message }, 'idempotency record not persisted'));
-    }
-    return svc;
-  }
-
-  /** Synchronous: the key is taken before anything awaits, so one of concurrent requests gets `new`. */
-  begin(k: string, f: string): KeyState {
-    const runningWith = this.running.get(k);
-    if (runningWith !== undefined) return { state: 'running', f: runningWith };
-    const seen = this.done.get(k);
-    if (seen && seen.at > this.now() - IDEMPOTENCY_TTL_MS) return { state: 'done', answer: seen };
-    this.running.set(k, f);
-    return { state: 'new' };
-  }
-
-  /**
-   * Kept in memory at once, even if the disk then refuses (the promise rejects): the work is done
-   * and durable (its claim with it), and retries in this process must not repeat it.
-   */
-  async finish(k: string, answer: Done | undefined): Promise<void> {
-    if (this.running.get(k) === undefined) return;
-    if (answer) this.remember(k, answer);
-    this.running.delete(k);
-    if (answer) await this.persist({ k, ...answer });
-  }
-
-  /** Keeps an answer, letting the oldest bodies go past the memory budget (their keys stay). */
-  private remember(k: string, d: Done): void {
-    const prev = this.done.get(k);
-    if (prev?.b) this.held -= prev.b.length;
-    this.done.delete(k); // re-inserted last: the map iterates oldest first
-    this.done.set(k, d);
-    if (d.b) this.held += d.b.length;
-    const budget = this.opts.memoryBytes ?? REPLAY_MEMORY_BYTES;
-    for (const old of this.done.values()) {
-      if (this.held <= budget) break;
-      if (old.b) {
-        this.held -= old.b.length;
-        old.b = null;
-      }
-    }
-  }
-
-  private hourOf(t: number): number {
-    return Math.floor(t / HOUR);
-  }
-
-  /** Appends to the current hour's segment, opening the next and dropping expired ones as hours pass. */
-  private async persist(line: Line): Promise<void> {
-    const hour = this.hourOf(line.at);
-    if (this.segment?.hour !== hour) {
-      // A failed rotation (full disk) must not block every later one.
-      this.rotating = this.rotating
-        .catch(() => {})
-        .then(async () => {
-          if (this.segment?.hour === hour) return;
-          const previous = this.segment;
-          const journal = new Journal(path.join(this.opts.dir, `${hour}.jsonl`));
-          await journal.open(() => {});
-          this.segment = { hour, journal };
-          await previous?.journal.close();
-          await this.expire();
-        });
-    }
-    await this.rotating;
-    if (this.segment?.hour !== hour) throw new Error(`idempotency segment ${hour} could not be opened`);
-    await this.segment.journal.append(line);
-  }
-
-  private async expire(): Promise<void> {
-    const cutoff = this.now() - IDEMPOTENCY_TTL_MS;
-    for (const [k, d] of this.done) {
-      if (d.at > cutoff) continue;
-      if (d.b) this.held -= d.b.length;
-      this.done.delete(k);
-    }
-    const oldest = this.hourOf(cutoff);
-    for (const name of await fs.readdir(this.opts.dir)) {
-      if (/^\d+\.jsonl$/.test(name) && Number(name.slice(0, -6)) < oldest) await fs.rm(path.join(this.opts.dir, name), { force: true });
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.rotating.catch(() => {});
-    await this.segment?.journal.close();
-  }
-}
 
 export class IdempotencyService {
   /** Keys whose work runs in this process. */
@@ -204,15 +42,6 @@ export class IdempotencyService {
     } = {},
   ) {
     this.now = opts.now ?? Date.now;
-  }
-
-  /** On the data directory's answers (FileAnswers). */
-  static async open(opts: IdempotencyOptions): Promise<IdempotencyService> {
-    return new IdempotencyService(await FileAnswers.open(opts), { now: opts.now });
-  }
-
-  close(): Promise<void> {
-    return this.answers.close();
   }
 
   /**
@@ -413,11 +242,8 @@ function closingFailure(events: UnsequencedEvent[]): UnsequencedEvent[] {
       data: {
         id,
         status: 'failed',
-        error: {
-          type: 'request_aborted',
-          message: 'The client disconnected before the response was complete.',
-          code: 'client_disconnected',
-        },
+        // Its fields in the order replays of it have always sent.
+        error: { type: STOPS.disconnected.type, message: STOPS.disconnected.message, code: STOPS.disconnected.code },
       },
     },
   ];

@@ -5,111 +5,31 @@
 import type { IncomingMessage } from 'node:http';
 import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
-import type { Admission, RateLimiter, Route, SurfaceGate } from '../http/server.ts';
+import type { Route } from '../http/surface.ts';
+import type { Admission, RateLimiter, SurfaceGate } from './stages.ts';
 import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
-import type { RateCounts } from '../store/shared.ts';
+import type { MinuteWindows } from '../store/shared.ts';
 import type { AuthService } from './auth.ts';
 import type { VisitorTokens } from './widget-tokens.ts';
-
-const MINUTE = 60_000;
 
 /** Headers a widget may read from an answer (a browser hides the others from a cross-origin page). */
 const EXPOSED =
   'x-request-id, retry-after, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, x-ratelimit-reset-requests, parley-response-id';
 
-/** D-52's per-visitor and per-address limits: requests per key in a sliding minute. */
-export interface MinuteLimits {
-  /** Counts a request for `key` unless `perMinute` are in its last minute; a refusal changes nothing. */
-  take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }>;
-  /** Forgets a request `take` counted (one another limit then refused). */
-  giveBack(key: string, at: number): Promise<void>;
-}
-
-/** The minute limits on D-23's shared counts (PostgreSQL): one count for every instance. */
-export function sharedMinuteLimits(counts: RateCounts): MinuteLimits {
-  return {
-    async take(key, perMinute) {
-      const c = await counts.take(key, perMinute, Number.MAX_SAFE_INTEGER);
-      return c.taken ? { at: c.now } : { retryAfterMs: (c.freesAt ?? c.now) + MINUTE - c.now };
-    },
-    giveBack: (key, at) => counts.giveBack(key, at),
-  };
-}
-
-/**
- * D-52: requests per key in a sliding minute, in memory, for one process. These limits stop a burst
- * from one visitor or one address; a restart forgetting them loses at most a minute's counts.
- */
-export class MinuteWindow implements MinuteLimits {
-  async take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }> {
-    const seen = this.peek(key, perMinute);
-    return seen.left <= 0 ? { retryAfterMs: seen.retryAfterMs } : { at: this.count(key) };
-  }
-
-  async giveBack(key: string, at: number): Promise<void> {
-    this.forget(key, at);
-  }
-
-  private readonly hits = new Map<string, number[]>();
-  private writes = 0;
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  /** Requests left for `key` under `limit` (none taken), and when the oldest leaves the window. */
-  private peek(key: string, limit: number): { left: number; retryAfterMs: number } {
-    const now = this.now();
-    const list = this.recent(key, now);
-    return { left: limit - list.length, retryAfterMs: list.length ? list[Math.max(0, list.length - limit)]! + MINUTE - now : 0 };
-  }
-
-  /** Counts a request for `key`; returns its time, to give it back. */
-  private count(key: string): number {
-    const now = this.now();
-    const list = this.recent(key, now);
-    list.push(now);
-    this.hits.set(key, list);
-    // Keys whose requests all left the window are swept now and then, so memory follows live traffic.
-    if (++this.writes % 1024 === 0) for (const k of this.hits.keys()) if (this.recent(k, now).length === 0) this.hits.delete(k);
-    return now;
-  }
-
-  private forget(key: string, at: number): void {
-    const list = this.hits.get(key);
-    const i = list?.lastIndexOf(at) ?? -1;
-    if (i !== -1) list!.splice(i, 1);
-  }
-
-  private recent(key: string, now: number): number[] {
-    const list = this.hits.get(key) ?? [];
-    let i = 0;
-    while (i < list.length && list[i]! <= now - MINUTE) i++;
-    if (i > 0) list.splice(0, i);
-    return list;
-  }
-}
-
 export interface WidgetGateOptions {
   tenants: Tenants;
   auth: AuthService;
   tokens: VisitorTokens;
-  /**
-   * D-52: the apps' widget budgets, counted apart from their REST plans (their own journal, or their
-   * own rows in PostgreSQL), with the plans of `budgetPlans`.
-   */
+  /** D-52: the apps' widget budgets, counted apart from their REST plans, with the plans of `budgetPlans`. */
   budget: RateLimiter;
-  /** D-52's per-visitor and per-address windows (default: in this process's memory). */
-  windows?: MinuteLimits;
+  /** D-52's per-visitor and per-address windows. */
+  windows: MinuteWindows;
   /** D-53: the server's own origin is allowed too (the playground); off with --no-playground. */
   allowOwnOrigin: boolean;
-  now?: () => number;
 }
 
 export class WidgetGate implements SurfaceGate {
-  private readonly windows: MinuteLimits;
-
-  constructor(private readonly o: WidgetGateOptions) {
-    this.windows = o.windows ?? new MinuteWindow(o.now);
-  }
+  constructor(private readonly o: WidgetGateOptions) {}
 
   /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own. */
   static budgetPlans(tenants: Tenants): Map<string, { id: string; requests_per_minute: number; requests_per_day: number }> {
@@ -189,7 +109,7 @@ export class WidgetGate implements SurfaceGate {
   private async count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): Promise<void> {
     const limits = app.widget!.limits;
     const address = `address|${app.id}|${req.socket.remoteAddress ?? ''}`;
-    const byAddress = await this.windows.take(address, limits.address_per_minute);
+    const byAddress = await this.o.windows.take(address, limits.address_per_minute);
     if (!('at' in byAddress))
       throw limited(
         'address_rate_limit',
@@ -198,10 +118,10 @@ export class WidgetGate implements SurfaceGate {
         byAddress.retryAfterMs,
       );
     const taken: Array<[string, number]> = [[address, byAddress.at]];
-    const giveBack = () => Promise.all(taken.map(([key, at]) => this.windows.giveBack(key, at)));
+    const giveBack = () => Promise.all(taken.map(([key, at]) => this.o.windows.giveBack(key, at)));
     if (visitorId !== undefined) {
       const visitor = `visitor|${app.id}|${visitorId}`;
-      const byVisitor = await this.windows.take(visitor, limits.visitor_per_minute);
+      const byVisitor = await this.o.windows.take(visitor, limits.visitor_per_minute);
       if (!('at' in byVisitor)) {
         await giveBack();
         throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);

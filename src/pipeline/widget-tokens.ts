@@ -2,8 +2,6 @@
 // page's signed identities (D-50), both JSON Web Tokens signed with HMAC-SHA256 (RFC 7519, HS256), so
 // that a host's server can sign an identity with any JWT library.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { isPlainObject, metadataBytes } from '../contract/index.ts';
 import { WIDGET_LIMITS } from '../contract/widget.ts';
 import { apiError } from '../http/errors.ts';
@@ -34,24 +32,6 @@ export function verifyJwt(token: string, secret: string | Buffer): Record<string
   } catch {
     return null;
   }
-}
-
-/**
- * D-49: the server's signing secret: PARLEY_WIDGET_SECRET when set, else `<data dir>/widget-secret`,
- * made on first start (32 random bytes, readable by the owner only) so tokens outlive a restart.
- */
-export async function loadWidgetSecret(dataDir: string, configured?: string | null): Promise<Buffer> {
-  if (configured) return Buffer.from(configured, 'utf8');
-  const file = path.join(dataDir, 'widget-secret');
-  await fs.mkdir(dataDir, { recursive: true });
-  try {
-    await fs.writeFile(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  const text = (await fs.readFile(file, 'utf8')).trim();
-  if (text.length < 32) throw new Error(`${file}: the widget secret must be at least 32 characters`);
-  return Buffer.from(text, 'utf8');
 }
 
 /** The audience of visitor tokens: no other JWT this server or a host signs is ever taken for one. */

@@ -8,7 +8,7 @@ import type { AgentRuntime } from './agent.ts';
 import { newId } from '../core/ids.ts';
 import { unixNow } from '../core/clock.ts';
 import { ResponseRun } from './response-runner.ts';
-import type { UsageLedger } from './usage.ts';
+import type { UsageLedger } from '../store/shared.ts';
 
 export interface StartedCompletion {
   run: ResponseRun;

@@ -94,14 +94,14 @@ export class ConversationService {
 
   async get(appId: string, id: string): Promise<ConversationWithItemsT> {
     const record = await this.find(appId, id);
-    const file = await this.store.readConversationFile(id);
+    const file = await this.store.readHistory(id);
     return { ...toConversation(record), items: file.items };
   }
 
   /** `get` as the bytes of the response, kept while the conversation and its file are unchanged. */
   async getJson(appId: string, id: string): Promise<JsonText> {
     const record = await this.find(appId, id);
-    const { items } = await this.store.readConversationFile(id);
+    const { items } = await this.store.readHistory(id);
     let cached = this.bodies.get(items);
     if (!cached || cached.length !== items.length || cached.record !== record) {
       const head = JSON.stringify(toConversation(record));

@@ -1,6 +1,7 @@
-// The state every instance shares besides conversations (docs/postgres.md): usage, the D-23 counts, the
-// Idempotency-Key answers and the widget's owners. Each has two backends behind these interfaces: the
-// data directory's files (one process), and PostgreSQL (src/store/pg/, any number of instances).
+// The state kept beside conversations (docs/postgres.md): usage, the D-23 counts, D-52's minute windows,
+// the Idempotency-Key answers and the widget's owners. Each has two backends behind these interfaces:
+// the data directory's files (src/store/file/, one process) and PostgreSQL (src/store/pg/, any number
+// of instances); src/store/backend.ts opens one or the other.
 import type { UsageT } from '../contract/index.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 
@@ -51,8 +52,11 @@ export interface RateCount {
 
 /** D-23's two windows, counted per key (the REST plans and D-52's widget budgets count apart). */
 export interface RateCounts {
-  /** Counts a request for `key` unless it would pass `perMinute` or `perDay`; a refusal changes nothing. */
-  take(key: string, perMinute: number, perDay: number): Promise<RateCount>;
+  /**
+   * Counts a request for `key` unless it would pass `perMinute` or `perDay`; a refusal changes nothing.
+   * Counts of one process answer synchronously (checked and taken in one step); shared ones are awaited.
+   */
+  take(key: string, perMinute: number, perDay: number): RateCount | Promise<RateCount>;
   /** Forgets the request counted for `key` at `at` (one another limit then refused). */
   giveBack(key: string, at: number): Promise<void>;
   close(): Promise<void>;
@@ -75,7 +79,7 @@ export interface KeptAnswer {
 /** What a key holds when a request comes with it. */
 export type KeyState = { state: 'new' } | { state: 'running'; f: string; responseId?: string } | { state: 'done'; answer: KeptAnswer };
 
-/** The Idempotency-Key answers (src/pipeline/idempotency.ts), keyed by the app's hashed key. */
+/** The Idempotency-Key answers (the policy: src/pipeline/idempotency.ts), keyed by the app's hashed key. */
 export interface IdempotencyAnswers {
   /**
    * Takes key `k` for a request of fingerprint `f` (`new`: the caller runs it, then calls `finish`),
@@ -97,5 +101,14 @@ export interface WidgetOwners {
   /** Durable when it resolves; the widget learns the conversation's id only after it. */
   claim(conversationId: string, visitorId: string): Promise<void>;
   ownerOf(conversationId: string): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+/** D-52's per-visitor and per-address limits: requests per key in a sliding minute. */
+export interface MinuteWindows {
+  /** Counts a request for `key` unless `perMinute` are in its last minute; a refusal changes nothing. */
+  take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }>;
+  /** Forgets a request `take` counted (one another limit then refused). */
+  giveBack(key: string, at: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,9 +1,10 @@
 // The Store interface: what the services need from persistence, independent of how it is laid out.
 // It owns the consistency of each conversation: every change of one conversation is applied in turn,
 // to the record as it is then (never to a copy a service read earlier), and an exchange is saved in
-// one atomic step with its Idempotency-Key claim. The file store (file-store.ts) does it with a queue
-// per conversation and journal records; a PostgreSQL store would do it with a transaction per
-// change (`SELECT … FOR UPDATE`), which also holds across several instances.
+// one atomic step with its Idempotency-Key claim. The file store (file/file-store.ts) does it with a
+// queue per conversation and journal records; the PostgreSQL store (pg/pg-store.ts) with a
+// transaction per change that locks the conversation's row (`SELECT … FOR UPDATE`), which also holds
+// across several instances. src/store/backend.ts opens one or the other.
 import type { ItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
 import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 import type { ConversationRecord } from './record.ts';
@@ -21,7 +22,7 @@ export interface ResponseRecord {
 }
 
 /** What one conversation's history holds. */
-export interface ConversationFile {
+export interface History {
   items: ItemT[];
   responses: ResponseRecord[];
 }
@@ -120,7 +121,7 @@ export interface Store {
   /** The claims saved with exchanges at or after `since` (ms), for the idempotency stage to honour. */
   idempotencyClaims(since: number): Promise<KeptClaim[]>;
   /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
-  readConversationFile(id: string): Promise<ConversationFile & { bytes: number }>;
+  readHistory(id: string): Promise<History & { bytes: number }>;
   /** D-24: an app's counters (soft-deleted conversations included). */
   appCounters(appId: string): Promise<AppCounters>;
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
@@ -183,5 +184,8 @@ export interface ResponseTrace {
   /** Its terminal event was appended (or it ended before its events expired). */
   ended: boolean;
 }
+
+/** D-36: how long a response's events stay resumable after its end. */
+export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
 
 export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed']);

@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ReferenceConversation, ReferenceConversationList, ReferenceConversationWithItems } from '../../src/contract/index.ts';
-import { procStat } from '../../src/store/dir-lock.ts';
+import { procStat } from '../../src/store/file/dir-lock.ts';
 import { APP, FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
 import { listening } from '../support/server-process.ts';
 

@@ -96,7 +96,7 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
   async function snapshot(id: string) {
     return {
       conversation: (await s.call('GET', `/apps/app_stream/conversations/${id}`)).body,
-      file: await s.store.readConversationFile(id),
+      file: await s.store.readHistory(id),
       metrics: (await s.call('GET', '/apps/app_stream/metrics')).body,
       usage: await s.usage.of('app_stream'),
     };

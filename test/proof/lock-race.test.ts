@@ -11,7 +11,7 @@ import { tempDir } from '../support/helpers.ts';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // Opens the store, says how it went, and holds the LOCK until its stdin closes.
 const OPENER = `
-import { FileStore } from './src/store/file-store.ts';
+import { FileStore } from './src/store/file/file-store.ts';
 const store = new FileStore({ dataDir: process.argv[1], warn: () => {} });
 try {
   await store.open();

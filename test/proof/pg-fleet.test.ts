@@ -1,4 +1,4 @@
-// Several Parley processes on one PostgreSQL database (issue 15, docs/deploy.md), proven on real
+// Several Parley processes on one PostgreSQL database (docs/deploy.md), proven on real
 // processes (test/support/fleet.ts): exact rate limits across instances (D-23), one Idempotency-Key
 // on two instances at once, a message waiting for a reply running on another instance (D-37), a list
 // walk during another instance's writes (D-12), `kill -9` of one
@@ -77,7 +77,7 @@ describe('three instances on one database', () => {
     assert.equal(refused.length, 25);
     for (const r of answers) {
       assert.equal(r.headers.get('x-ratelimit-limit-requests'), '5');
-      assert.match(r.headers.get('x-ratelimit-reset-requests') ?? '', /^\d+(\.\d+)?s$/); // e.g. 12.5s (src/contract/openapi.ts)
+      assert.match(r.headers.get('x-ratelimit-reset-requests') ?? '', /^\d+(\.\d+)?s$/); // e.g. 12.5s (src/contract/openapi-errors.ts)
     }
     // Counted in one place: each admitted request saw a different count.
     assert.deepEqual(ok.map((r) => r.headers.get('x-ratelimit-remaining-requests')).sort(), ['0', '1', '2', '3', '4']);

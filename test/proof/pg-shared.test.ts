@@ -11,10 +11,11 @@ import pino from 'pino';
 import postgres, { type Sql } from 'postgres';
 import { ReferenceErrorBody } from '../../src/contract/index.ts';
 import type { RequestContext } from '../../src/http/context.ts';
-import { createHttpServer, type ParleyHttpServer } from '../../src/http/server.ts';
+import { createHttpServer } from '../../src/api/surfaces.ts';
+import type { ParleyHttpServer } from '../../src/http/server.ts';
 import { AuthService } from '../../src/pipeline/auth.ts';
 import { IdempotencyService } from '../../src/pipeline/idempotency.ts';
-import { SharedRateLimitService } from '../../src/pipeline/rate-limit.ts';
+import { RateLimitService } from '../../src/pipeline/rate-limit.ts';
 import { loadTenants } from '../../src/store/tenants.ts';
 import type { Tenants } from '../../src/core/tenants.ts';
 import { migrate } from '../../src/store/pg/migrate.ts';
@@ -52,7 +53,7 @@ async function instance(
 ): Promise<Instance> {
   const sql = postgres(url, { max: 4, onnotice: () => {} });
   const answers = await new PgIdempotencyAnswers(sql).open();
-  const limits = new SharedRateLimitService(await new PgRateCounts(sql, 'plan').open(), fixtures);
+  const counts = await new PgRateCounts(sql, 'plan').open();
   const self = { sql, answers, usage: new PgUsageLedger(sql) } as Instance;
   const http = createHttpServer({
     routes: [
@@ -60,7 +61,7 @@ async function instance(
     ],
     auth: new AuthService(fixtures),
     logger: pino({ level: 'silent' }),
-    rateLimiter: limits,
+    rateLimiter: new RateLimitService(counts, fixtures),
     idempotency: new IdempotencyService(answers, { follow }),
   });
   await new Promise<void>((r) => http.server.listen(0, '127.0.0.1', r));
@@ -80,7 +81,7 @@ async function instance(
     async kill() {
       killed = true;
       await answers.close();
-      await limits.close();
+      await counts.close();
       await sql.end({ timeout: 0 });
     },
     async close() {

@@ -1,4 +1,4 @@
-// What only the PostgreSQL store does (src/store/pg-store.ts, docs/postgres.md): stores on one
+// What only the PostgreSQL store does (src/store/pg/pg-store.ts, docs/postgres.md): stores on one
 // database act as instances. A response produced on one is followed and cancelled from another; one
 // whose producer died is taken over once its lease expires or its connection is gone, by one instance
 // only, also by the sweep of running ones (D-38); concurrent exchanges from two instances on one
@@ -13,8 +13,8 @@ import type { UnsequencedEvent } from '../../src/contract/index.ts';
 import type { AgentRuntime } from '../../src/services/agent.ts';
 import { StorageQuota } from '../../src/services/quota.ts';
 import { ResponseService } from '../../src/services/responses.ts';
-import type { UsageLedger } from '../../src/services/usage.ts';
-import { PgStore, recountAppStats } from '../../src/store/pg-store.ts';
+import type { UsageLedger } from '../../src/store/shared.ts';
+import { PgStore, recountAppStats } from '../../src/store/pg/pg-store.ts';
 import type { LiveResponseStart } from '../../src/store/types.ts';
 import { walkIds } from '../support/list-walk.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
@@ -101,7 +101,7 @@ test('exchanges and renames of one conversation from two instances at once: ever
       ...Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).saveResponse(save('conv_two', `resp_${i}`))),
       b.updateConversation('conv_two', (r) => ({ ...r!, title: 'from b' })),
     ]);
-    const file = await a.readConversationFile('conv_two');
+    const file = await a.readHistory('conv_two');
     assert.equal(file.responses.length, 6);
     assert.equal(file.items.length, 12);
     assert.deepEqual(new Set(file.items.map((i) => i.id)).size, 12);
@@ -261,7 +261,7 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     assert.deepEqual([saved.id, saved.status], ['resp_orphan', 'failed']);
     await Promise.all(services.map((s) => s.stopSweeping()));
     assert.deepEqual(await Promise.all(services.map((s) => s.recover())), [0, 0], 'nothing left to take');
-    const file = await b!.readConversationFile('conv_s1');
+    const file = await b!.readHistory('conv_s1');
     assert.deepEqual(
       file.responses.map((r) => [r.id, r.status, r.error?.code]),
       [['resp_orphan', 'failed', 'interrupted']],

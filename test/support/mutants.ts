@@ -1720,6 +1720,46 @@ export const MUTANTS: Mutant[] = [
       };
     },
   },
+  {
+    id: 'create-no-rate-limit-headers',
+    breaks: 'a create conversation answers without the x-ratelimit-* headers, as if it were not counted',
+    section: 'D-110',
+    profile: 'reference',
+    caughtBy: 'S8-rate-limit-429',
+    because: /create conversation \(D-110: a create counts\) lacks the x-ratelimit-limit-requests header/,
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res) => {
+        for (const h of ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'])
+          delete res.headers[h];
+      },
+    ),
+  },
+  {
+    id: 'create-not-limited',
+    breaks: 'create conversation is not counted: past the limit it still creates',
+    section: 'D-110',
+    profile: 'reference',
+    caughtBy: 'S8-rate-limit-429',
+    because: /create conversation past the limit \(D-110\): expected HTTP 429, got 200/,
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res) =>
+        res.status === 429 &&
+        Object.assign(
+          res,
+          jsonBody({
+            id: 'conv_0123456789abcdef01234567',
+            object: 'conversation',
+            created_at: Math.floor(Date.now() / 1000),
+            external_user_id: null,
+            title: null,
+            generated_title: {},
+            metadata: {},
+          }),
+        ),
+    ),
+  },
   // Tenancy: a conversation is reached through its app and its team only.
   {
     id: 'conversation-by-id-alone',

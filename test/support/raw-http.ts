@@ -74,7 +74,7 @@ export async function snapshot(
   for (const app of appIds) {
     const records = await walk(server.store, app, { limit: 100 });
     const files = [];
-    for (const r of records) files.push(await server.store.readConversationFile(r.id));
+    for (const r of records) files.push(await server.store.readHistory(r.id));
     memory.push({ app, records, counters: await server.store.appCounters(app), bytes: await server.store.storedBytes(app), files });
   }
   return JSON.stringify({ disk, memory }, null, 1);

@@ -190,7 +190,7 @@ export function storeSuite(name: string, h: StoreHarness): void {
         const bytes0 = await s.store.storedBytes('app_demo');
         await s.store.saveResponse(save('conv_h1', 'resp_1', undefined, 50));
         await s.store.saveResponse(save('conv_h1', 'resp_2', undefined, 40));
-        const file = await s.store.readConversationFile('conv_h1');
+        const file = await s.store.readHistory('conv_h1');
         assert.deepEqual(
           file.items.map((i) => i.id),
           ['msg_uresp_1', 'msg_aresp_1', 'msg_uresp_2', 'msg_aresp_2'],
@@ -211,10 +211,10 @@ export function storeSuite(name: string, h: StoreHarness): void {
         assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 1, messages: 4, users: 1 });
         const st = await s.restart();
         assert.deepEqual(
-          (await st.readConversationFile('conv_h1')).items.map((i) => i.id),
+          (await st.readHistory('conv_h1')).items.map((i) => i.id),
           file.items.map((i) => i.id),
         );
-        assert.equal((await st.readConversationFile('conv_h1')).bytes, file.bytes);
+        assert.equal((await st.readHistory('conv_h1')).bytes, file.bytes);
         assert.equal((await st.getConversation('conv_h1'))!.message_count, 4);
       });
     });
@@ -232,11 +232,11 @@ export function storeSuite(name: string, h: StoreHarness): void {
         const from = async (direction: 'up' | 'down') =>
           (await s.store.listConversations('app_demo', { direction, cursor: 'conv_d2', limit: 5 }))?.records.map((x) => x.id);
         assert.deepEqual([await from('up'), await from('down')], [['conv_d3'], ['conv_d1']]);
-        assert.deepEqual((await s.store.readConversationFile('conv_d2')).items, []);
+        assert.deepEqual((await s.store.readHistory('conv_d2')).items, []);
         // An exchange that ends after the delete does not bring the history back.
         const after = await s.store.saveResponse(save('conv_d2', 'resp_late'));
         assert.equal(after.deleted_at, 1_700_000_100);
-        assert.deepEqual((await s.store.readConversationFile('conv_d2')).responses, []);
+        assert.deepEqual((await s.store.readHistory('conv_d2')).responses, []);
         const st = await s.restart();
         assert.equal((await st.getConversation('conv_d2'))!.deleted_at, 1_700_000_100);
         assert.equal(await st.storedBytes('app_demo'), await s.store.storedBytes('app_demo'));
@@ -254,7 +254,7 @@ export function storeSuite(name: string, h: StoreHarness): void {
         ]);
         const r = (await s.store.getConversation('conv_ab01'))!;
         assert.deepEqual([r.title, r.message_count], ['renamed', 6]);
-        assert.equal((await s.store.readConversationFile('conv_ab01')).responses.length, 3);
+        assert.equal((await s.store.readHistory('conv_ab01')).responses.length, 3);
         assert.equal((await s.store.appCounters('app_demo')).messages, 6);
         const refused = s.store.updateConversation('conv_ab01', () => {
           throw new Error('not found');

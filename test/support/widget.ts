@@ -2,7 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { signJwt } from '../../src/pipeline/widget-tokens.ts';
-import { PgStore } from '../../src/store/pg-store.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { FIXTURES_DIR, TARGET, type TestServer } from './helpers.ts';
 
 export const PK = TARGET.publishable_key;

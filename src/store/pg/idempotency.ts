@@ -5,7 +5,7 @@
 // expires; the claims the work saved with itself (`idempotency_claims`) still keep it from running twice.
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { CLAIM_TTL_MS } from '../claims.ts';
+import { CLAIM_TTL_MS } from '../../core/claims.ts';
 import type { IdempotencyAnswers, KeptAnswer, KeyState } from '../shared.ts';
 
 /** A running key's lease: renewed every third of it while its work runs. */

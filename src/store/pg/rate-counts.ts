@@ -4,7 +4,7 @@
 // instances, and each reads what the one before it committed, so N instances admit exactly the
 // plan's requests. Times are the database's clock, one clock for every instance.
 import type { Sql } from 'postgres';
-import type { RateCount, RateCounts } from '../shared.ts';
+import type { MinuteWindows, RateCount, RateCounts } from '../shared.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -97,5 +97,32 @@ export class PgRateCounts implements RateCounts {
 
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+  }
+}
+
+/** D-52's per-visitor and per-address minutes on D-23's counts (scope `widget-window`): one count for every instance. */
+export class PgMinuteWindows implements MinuteWindows {
+  private readonly counts: PgRateCounts;
+
+  constructor(sql: Sql) {
+    this.counts = new PgRateCounts(sql, 'widget-window');
+  }
+
+  async open(): Promise<this> {
+    await this.counts.open();
+    return this;
+  }
+
+  async take(key: string, perMinute: number): Promise<{ at: number } | { retryAfterMs: number }> {
+    const c = await this.counts.take(key, perMinute, Number.MAX_SAFE_INTEGER);
+    return c.taken ? { at: c.now } : { retryAfterMs: (c.freesAt ?? c.now) + MINUTE - c.now };
+  }
+
+  giveBack(key: string, at: number): Promise<void> {
+    return this.counts.giveBack(key, at);
+  }
+
+  close(): Promise<void> {
+    return this.counts.close();
   }
 }

@@ -1,6 +1,5 @@
 // D-48's owners on PostgreSQL (docs/postgres.md): which visitor owns which widget conversation, one row
 // each, so that a visitor reaches their conversations through any instance.
-import { randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
 import type { WidgetOwners } from '../shared.ts';
 
@@ -19,14 +18,4 @@ export class PgWidgetOwners implements WidgetOwners {
   }
 
   async close(): Promise<void> {}
-}
-
-/**
- * D-49's signing secret when no PARLEY_WIDGET_SECRET is set: made by the first instance and read by
- * every other, so that a visitor token issued by one instance is taken by all of them.
- */
-export async function pgWidgetSecret(sql: Sql): Promise<Buffer> {
-  await sql`INSERT INTO settings (name, value) VALUES ('widget_secret', ${randomBytes(32).toString('hex')}) ON CONFLICT (name) DO NOTHING`;
-  const [row] = await sql<{ value: string }[]>`SELECT value FROM settings WHERE name = 'widget_secret'`;
-  return Buffer.from(row!.value, 'utf8');
 }

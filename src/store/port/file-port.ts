@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { FileStore } from '../file-store.ts';
-import { Journal } from '../journal.ts';
-import type { ConversationFile, ConversationRecord } from '../types.ts';
+import { FileStore } from '../file/file-store.ts';
+import { Journal } from '../file/journal.ts';
+import type { History, ConversationRecord } from '../types.ts';
 import {
   ExportReader,
   ImportError,
@@ -59,7 +59,7 @@ export class FilePort implements DataPort {
       const records = [...(await this.store.conversationsOf(app))];
       for (const r of records) {
         // D-27: a deleted conversation's history is gone.
-        const file = r.deleted_at === null ? await this.store.readConversationFile(r.id) : { items: [], responses: [] };
+        const file = r.deleted_at === null ? await this.store.readHistory(r.id) : { items: [], responses: [] };
         counts.conversations++;
         counts.items += file.items.length;
         counts.responses += file.responses.length;
@@ -133,7 +133,7 @@ export class FilePort implements DataPort {
       // Pass 2: D-7, after the store's own conversations, in the file's order (seq offset by the store's last).
       const offset = (await this.store.nextSeq()) - 1;
       const write = new ExportReader();
-      let batch: Array<{ record: ConversationRecord; file?: ConversationFile }> = [];
+      let batch: Array<{ record: ConversationRecord; file?: History }> = [];
       let bytes = 0;
       const flush = async () => {
         if (batch.length > 0) await this.store.importConversations(batch);

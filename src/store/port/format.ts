@@ -10,7 +10,7 @@ export const EXPORT_FORMAT = 'parley-export';
 /** Raised when a line changes meaning; a reader refuses a version it does not know. */
 export const EXPORT_VERSION = 1;
 
-/** A usage line of `<data dir>/usage.jsonl` (src/services/usage.ts writes them), without its claim. */
+/** A usage line of `<data dir>/usage.jsonl` (src/store/file/usage.ts writes them), without its claim. */
 export const UsageEntrySchema = z.object({
   app_id: z.string().min(1),
   kind: z.enum(['response', 'completion']),

@@ -2,7 +2,7 @@
 // while Parley may serve the database: an export reads one REPEATABLE READ snapshot, page by page;
 // an import is one transaction, so a clash or a bad line anywhere leaves the database as it was.
 import postgres, { type ReservedSql, type Sql } from 'postgres';
-import { recountAppStats } from '../pg-store.ts';
+import { recountAppStats } from '../pg/pg-store.ts';
 import { migrate, migrationStatus } from '../pg/migrate.ts';
 import { recordOf, type ConversationRow } from '../pg/rows.ts';
 import {

@@ -1,9 +1,6 @@
-// The Idempotency-Key claims a store has saved with work (see IdempotencyClaim in ./types.ts), kept
-// for as long as a key is honoured; the idempotency stage reads them at start-up.
-import type { KeptClaim } from '../core/claims.ts';
-
-/** How long a key is honoured (the Idempotency-Key draft asks that it be published: docs/reliability.md). */
-export const CLAIM_TTL_MS = 24 * 3_600_000;
+// The Idempotency-Key claims the file backend has saved with work (see IdempotencyClaim in
+// src/core/claims.ts), in memory for as long as a key is honoured; start-up hands them to the answers.
+import { CLAIM_TTL_MS, type KeptClaim } from '../../core/claims.ts';
 
 export class ClaimLog {
   /** Oldest first (claims are added as their work is saved, or read back in that order). */

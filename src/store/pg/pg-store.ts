@@ -6,24 +6,25 @@
 // mirrored in memory), so any number of instances can serve one database: lists by keyset pages,
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
 import postgres, { type Sql, type TransactionSql } from 'postgres';
-import type { ItemT } from '../contract/index.ts';
-import { migrate } from './pg/migrate.ts';
-import { recordOf, type ConversationRow } from './pg/rows.ts';
-import { LEASE_MS, PgResponses } from './pg/responses.ts';
-import { RESPONSE_EVENTS_TTL_MS } from './response-log.ts';
-import type {
-  AppCounters,
-  ConversationChange,
-  ConversationFile,
-  ConversationPage,
-  ConversationPageQuery,
-  ConversationRecord,
-  QuotaAdmit,
-  ResponseRecord,
-  ResponseSave,
-  Store,
-} from './types.ts';
-import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
+import type { ItemT } from '../../contract/index.ts';
+import { migrate } from './migrate.ts';
+import { recordOf, type ConversationRow } from './rows.ts';
+import { LEASE_MS, PgResponses } from './responses.ts';
+import {
+  type AppCounters,
+  type ConversationChange,
+  type History,
+  type ConversationPage,
+  type ConversationPageQuery,
+  type ConversationRecord,
+  type QuotaAdmit,
+  RESPONSE_EVENTS_TTL_MS,
+  type ResponseRecord,
+  type ResponseSave,
+  type Store,
+} from '../types.ts';
+import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
+import { KeyedQueue } from '../../core/keyed-queue.ts';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -67,8 +68,11 @@ const SELECT_ROW =
 
 export class PgStore implements Store {
   readonly sql: Sql;
-  /** The last queued change of each conversation (as FileStore's turns): one connection waits, not many. */
-  private readonly turns = new Map<string, Promise<unknown>>();
+  /**
+   * Each conversation's changes on this instance, in turn (as the file store's): one connection waits
+   * for the row's lock, not many; other instances' changes wait for it in the database.
+   */
+  private readonly turns = new KeyedQueue();
   /** Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts. */
   readonly responses: PgResponses;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
@@ -95,7 +99,7 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.turns.values()]);
+    await this.turns.idle();
     await this.responses.close();
     await this.sql.end({ timeout: 5 });
   }
@@ -202,18 +206,6 @@ export class PgStore implements Store {
              ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
   }
 
-  /** Runs `fn` once every earlier change of conversation `id` on this instance has finished. */
-  private inTurn<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.turns.get(id) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const settled = run.catch(() => {});
-    this.turns.set(id, settled);
-    void settled.then(() => {
-      if (this.turns.get(id) === settled) this.turns.delete(id);
-    });
-    return run;
-  }
-
   /** The row of `id`, locked until the transaction ends: another instance's change waits for this one. */
   private async locked(tx: TransactionSql, id: string): Promise<Row | undefined> {
     const [row] = await tx.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1 FOR UPDATE`, [id]);
@@ -256,7 +248,7 @@ export class PgStore implements Store {
   }
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
-    return this.inTurn(id, async () => {
+    return this.turns.run(id, async () => {
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, id);
         const next = change(current && recordOf(current));
@@ -268,7 +260,7 @@ export class PgStore implements Store {
   }
 
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
-    return this.inTurn(save.conversationId, async () => {
+    return this.turns.run(save.conversationId, async () => {
       const at = Date.now();
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, save.conversationId);
@@ -293,7 +285,7 @@ export class PgStore implements Store {
 
   /** The exchange path without a claim (as FileStore's): imports and tests that write history directly. */
   appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
-    return this.inTurn(record.id, async () => {
+    return this.turns.run(record.id, async () => {
       await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
@@ -337,7 +329,7 @@ export class PgStore implements Store {
     return { bytes, items: items.length, lastAt: last };
   }
 
-  async readConversationFile(id: string): Promise<ConversationFile & { bytes: number }> {
+  async readHistory(id: string): Promise<History & { bytes: number }> {
     // One statement: one round trip, one pooled connection, and one snapshot (an exchange saved
     // meanwhile is seen whole or not at all).
     const rows = await this.sql<{ k: number; body: string }[]>`
@@ -345,13 +337,13 @@ export class PgStore implements Store {
       UNION ALL SELECT 1, pos, body FROM responses WHERE conversation_id = ${id}
       UNION ALL SELECT 2, 0, history_bytes::text FROM conversations WHERE id = ${id}
       ORDER BY k, pos`;
-    const file: ConversationFile & { bytes: number } = { items: [], responses: [], bytes: 0 };
+    const history: History & { bytes: number } = { items: [], responses: [], bytes: 0 };
     for (const r of rows) {
-      if (r.k === 0) file.items.push(JSON.parse(r.body) as ItemT);
-      else if (r.k === 1) file.responses.push(JSON.parse(r.body) as ResponseRecord);
-      else file.bytes = Number(r.body);
+      if (r.k === 0) history.items.push(JSON.parse(r.body) as ItemT);
+      else if (r.k === 1) history.responses.push(JSON.parse(r.body) as ResponseRecord);
+      else history.bytes = Number(r.body);
     }
-    return file;
+    return history;
   }
 
   /** Ping for the health endpoint: resolves when the database answers. */

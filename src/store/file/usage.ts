@@ -1,15 +1,13 @@
-// Token usage per app (credits, §1, §4.7) in the data directory: an append-only journal, totals in
-// memory. With DATABASE_URL, src/store/pg/usage.ts keeps it instead (docs/postgres.md).
+// Token usage per app (credits, §1, §4.7) in the data directory: an append-only journal
+// (`usage.jsonl`), totals in memory. PostgreSQL's twin is src/store/pg/usage.ts.
 import path from 'node:path';
 import { z } from 'zod';
-import type { UsageT } from '../contract/index.ts';
-import { Journal } from '../store/journal.ts';
-import { ClaimLog } from '../store/claims.ts';
-import { appUsage, type AppUsage, type UsageLedger } from '../store/shared.ts';
-import { DataFileError } from '../core/errors.ts';
-import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
-
-export type { AppUsage, UsageLedger };
+import type { UsageT } from '../../contract/index.ts';
+import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
+import { DataFileError } from '../../core/errors.ts';
+import { appUsage, type AppUsage, type UsageLedger } from '../shared.ts';
+import { ClaimLog } from './claims.ts';
+import { Journal } from './journal.ts';
 
 const Entry = z.object({
   t: z.literal('usage'),
@@ -29,11 +27,18 @@ export class FileUsageLedger implements UsageLedger {
   /** Claims of the completions recorded (see `idempotencyClaims`), oldest first. */
   private readonly claims = new ClaimLog();
 
-  constructor(dataDir: string) {
+  private constructor(dataDir: string) {
     this.journal = new Journal(path.join(path.resolve(dataDir), 'usage.jsonl'));
   }
 
-  async open(): Promise<void> {
+  /** Reads `<data dir>/usage.jsonl` (a bad line refuses the start: usage is billing). */
+  static async open(dataDir: string): Promise<FileUsageLedger> {
+    const ledger = new FileUsageLedger(dataDir);
+    await ledger.load();
+    return ledger;
+  }
+
+  private async load(): Promise<void> {
     await this.journal.open((entry, line) => {
       const parsed = Entry.safeParse(entry);
       if (!parsed.success) throw new DataFileError(this.journal.file, `line ${line}: ${parsed.error.issues[0]!.message}`);

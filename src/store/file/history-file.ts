@@ -1,16 +1,16 @@
 // One conversation's history on disk: an append-only JSON-lines file, `<id>.jsonl`, one line per
 // exchange (`{"items":[…],"responses":[…]}`), so that an exchange costs a write of its own size
-// (D-29). A history written by the earlier release as one lowdb document, `<id>.json`, is read as
-// its first part and never rewritten (D-29).
+// (D-29). A history in the older format, one JSON document `<id>.json`, is read as its first part and
+// never rewritten (D-29).
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { isPlainObject, type ItemT } from '../contract/index.ts';
+import { isPlainObject, type ItemT } from '../../contract/index.ts';
 import { syncDir } from './durable.ts';
-import { writeAll } from './journal.ts';
-import { DataFileError } from '../core/errors.ts';
-import type { ConversationFile, ResponseRecord } from './types.ts';
+import { writeAll } from './journal-io.ts';
+import { DataFileError } from '../../core/errors.ts';
+import type { History, ResponseRecord } from '../types.ts';
 
 const PartSchema = z.object({
   items: z.array(z.looseObject({ id: z.string(), type: z.string() })),
@@ -21,7 +21,7 @@ const PartSchema = z.object({
  * PartSchema's rules without zod's copy of the whole part (reads of uncached conversations showed
  * zod's copy as GC time, bench/profile.ts get); zod still words the error when this says no.
  */
-function isPart(data: unknown): data is ConversationFile {
+function isPart(data: unknown): data is History {
   if (!isPlainObject(data) || !Array.isArray(data.items) || !Array.isArray(data.responses)) return false;
   for (const item of data.items as unknown[]) {
     if (!isPlainObject(item) || typeof item.id !== 'string' || typeof item.type !== 'string') return false;
@@ -37,7 +37,7 @@ function problemOf(data: unknown): string | null {
 }
 
 /** A history as read: the parts in order, merged; `bytes` is what it occupies on disk (both files). */
-export class HistoryFile implements ConversationFile {
+export class HistoryFile implements History {
   readonly items: ItemT[] = [];
   readonly responses: ResponseRecord[] = [];
   /** Bytes on disk: the legacy document, if any, plus the whole lines of the JSON-lines file. */
@@ -97,7 +97,7 @@ export class HistoryFile implements ConversationFile {
    * Appends one part durably (write, fdatasync; the folder is synced when the file is new) and then
    * adds it to this in-memory copy. Resolves with the bytes written.
    */
-  append(part: ConversationFile): Promise<number> {
+  append(part: History): Promise<number> {
     const line = Buffer.from(`${JSON.stringify(part)}\n`, 'utf8');
     this.writing++;
     const run = this.tail.then(async () => {
@@ -142,7 +142,7 @@ export class HistoryFile implements ConversationFile {
   private add(part: unknown, file: string, lineNo?: number): void {
     const problem = problemOf(part);
     if (problem) throw new DataFileError(file, lineNo === undefined ? problem : `line ${lineNo}: ${problem}`);
-    const p = part as ConversationFile;
+    const p = part as History;
     this.items.push(...p.items);
     for (const r of p.responses) {
       // A response saved again (the same id) replaces the earlier version.

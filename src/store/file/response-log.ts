@@ -6,14 +6,12 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { UnsequencedEvent } from '../contract/index.ts';
+import type { UnsequencedEvent } from '../../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { Journal } from './journal.ts';
-import { ResponseEventsExpired, DataFileError } from '../core/errors.ts';
-import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from './types.ts';
+import { ResponseEventsExpired, DataFileError } from '../../core/errors.ts';
+import { RESPONSE_EVENTS_TTL_MS, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
 
-/** D-36: how long a response's events stay resumable after its end. */
-export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
 /** How often expired event files are looked for. */
 const SWEEP_MS = 60_000;
 

@@ -3,7 +3,7 @@
 // until its parent reaps it, and after a container restart the pid belongs to someone else.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
-import { DataFileError } from '../core/errors.ts';
+import { DataFileError } from '../../core/errors.ts';
 
 /**
  * Who holds a LOCK. On Linux also when it started (clock ticks since boot, field 22 of

@@ -3,14 +3,10 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { DataFileError } from '../../core/errors.ts';
 import { syncDir } from './durable.ts';
-import { DataFileError } from '../core/errors.ts';
-
-/** Where a line is in the file: its first byte and its length in bytes (without the newline). */
-export interface LineAt {
-  at: number;
-  len: number;
-}
+import * as io from './journal-io.ts';
+import type { LineAt } from './journal-io.ts';
 
 /**
  * A line to append (with what to do once it is durable, before anything else runs), a compaction (the
@@ -43,32 +39,6 @@ export interface JournalOptions {
   parse?: (raw: string) => unknown;
 }
 
-/**
- * Appends all of `buf`. write(2) may write less than asked (a nearly full disk fills its last page
- * and stops): the rest is written again, so the error, if any, surfaces instead of a torn line.
- */
-export async function writeAll(handle: fs.FileHandle, buf: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < buf.length) {
-    const { bytesWritten } = await handle.write(buf, offset, buf.length - offset, null);
-    if (bytesWritten <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
-    offset += bytesWritten;
-  }
-}
-
-/** writeAll's synchronous twin (write(2) may write less than asked). */
-function writeSyncAll(fd: number, buf: Buffer): void {
-  let offset = 0;
-  while (offset < buf.length) {
-    const n = fsSync.writeSync(fd, buf, offset, buf.length - offset);
-    if (n <= 0) throw Object.assign(new Error('write(2) wrote nothing'), { code: 'EIO' });
-    offset += n;
-  }
-}
-
-/** A new file opened for appends (O_APPEND: after a cut-back write, the next one lands at the end). */
-const APPEND_NEW = fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_TRUNC | fsSync.constants.O_APPEND;
-
 export class Journal {
   private handle: fs.FileHandle | undefined;
   private pending: Pending[] = [];
@@ -97,69 +67,24 @@ export class Journal {
    * it is JSON and `onEntry` accepts it: a hand edit can lose a final newline, and cutting a whole
    * record would lose data. One that is not JSON was cut short by a crash, so it was never
    * acknowledged: it is dropped, with a warning naming the file and the bytes. A bad line anywhere
-   * else is damage and stops start-up.
-   * Read in chunks, one line decoded at a time: the whole file as one string raised start-up's peak
-   * heap and with it how far V8 lets the heap grow later (docs/benchmarks.md).
+   * else is damage and stops start-up. Read in chunks, one line decoded at a time (journal-io.ts).
    */
   async open(onEntry: (entry: unknown, line: number, where: LineAt) => void): Promise<{ lines: number; dropped: boolean }> {
-    let reader: fs.FileHandle | undefined;
-    try {
-      reader = await fs.open(this.file, 'r');
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw new DataFileError(this.file, `cannot be read (${code})`);
-    }
     let lineNo = 0;
+    const read = await io.readLines(this.file, this.opts.chunkBytes ?? 1 << 20, (raw, where) =>
+      this.parseLine(raw, ++lineNo, onEntry, where),
+    );
     /** Bytes of whole lines (newline included). */
-    let whole = 0;
+    const whole = read?.whole ?? 0;
     /** The last line, if it has no newline, and whether it is kept. */
-    let tail: Buffer | undefined;
+    const tail = read?.tail;
     let keepTail = false;
-    if (reader) {
-      try {
-        // A line can span chunks (splitting on the byte 0x0A is safe: UTF-8 never uses it inside a character).
-        let carry: Buffer[] = [];
-        const chunk = Buffer.allocUnsafe(this.opts.chunkBytes ?? 1 << 20);
-        for (;;) {
-          let n: number;
-          try {
-            n = (await reader.read(chunk, 0, chunk.length, null)).bytesRead;
-          } catch (err) {
-            throw new DataFileError(this.file, `cannot be read (${(err as NodeJS.ErrnoException).code})`);
-          }
-          if (n === 0) break;
-          const view = chunk.subarray(0, n);
-          let start = 0;
-          for (;;) {
-            const end = view.indexOf(0x0a, start);
-            if (end === -1) {
-              // The chunk buffer is reused: keep a copy of the unfinished line.
-              if (start < n) carry.push(Buffer.from(view.subarray(start)));
-              break;
-            }
-            let raw = view.subarray(start, end);
-            if (carry.length > 0) {
-              carry.push(raw);
-              raw = Buffer.concat(carry);
-              carry = [];
-            }
-            start = end + 1;
-            const where = { at: whole, len: raw.length };
-            whole += raw.length + 1;
-            this.parseLine(raw.toString('utf8'), ++lineNo, onEntry, where);
-          }
-        }
-        if (carry.length > 0) {
-          tail = Buffer.concat(carry);
-          const text = tail.toString('utf8');
-          // Whole JSON (or blank) is a line that only lacks its newline; onEntry may still refuse it.
-          keepTail = text.trim() === '' || isJson(text);
-          if (keepTail) this.parseLine(text, ++lineNo, onEntry, { at: whole, len: tail.length });
-          else lineNo++;
-        }
-      } finally {
-        await reader.close();
-      }
+    if (tail) {
+      const text = tail.toString('utf8');
+      // Whole JSON (or blank) is a line that only lacks its newline; onEntry may still refuse it.
+      keepTail = text.trim() === '' || io.isJson(text);
+      if (keepTail) this.parseLine(text, ++lineNo, onEntry, { at: whole, len: tail.length });
+      else lineNo++;
     }
     try {
       this.handle = await fs.open(this.file, 'a');
@@ -175,7 +100,7 @@ export class Journal {
         `${this.file}: dropped the last ${tail!.length} bytes (line ${lineNo}: not JSON and no final newline, a write cut short by a crash and never acknowledged)`,
       );
     } else if (tail !== undefined) {
-      await writeAll(this.handle, Buffer.from('\n'));
+      await io.writeAll(this.handle, Buffer.from('\n'));
       await this.handle.datasync();
       this.size = whole + tail.length + 1;
     }
@@ -215,14 +140,9 @@ export class Journal {
   /** The line at `where` (a position `append`, `open` or a rewrite gave), read from the current file. */
   readAt(where: LineAt): string {
     if (this.readFd === undefined) throw new Error(`journal ${this.file} is closed`);
-    const buf = Buffer.allocUnsafe(where.len);
-    let read = 0;
-    while (read < where.len) {
-      const n = fsSync.readSync(this.readFd, buf, read, where.len - read, where.at + read);
-      if (n === 0) throw new DataFileError(this.file, `is shorter than expected (a line at byte ${where.at})`);
-      read += n;
-    }
-    return buf.toString('utf8');
+    return io
+      .readExact(this.readFd, where.at, where.len, this.file, `is shorter than expected (a line at byte ${where.at})`)
+      .toString('utf8');
   }
 
   /**
@@ -231,8 +151,8 @@ export class Journal {
    * A crash of the process (SIGKILL) loses nothing, since the line is in the OS's cache; a power cut
    * may lose the last second, as Redis's `appendfsync everysec` does. For entries on a request's
    * path whose loss costs little (a rate-limit count), where an fsync per request is too dear
-   * (docs/benchmarks.md). Throws
-   * if the write fails, leaving no partial line. Not to be mixed with `append` on the same journal.
+   * (docs/benchmarks.md). Throws if the write fails, leaving no partial line. Not to be mixed with
+   * `append` on the same journal.
    */
   appendNow(entry: unknown): void {
     const line = `${JSON.stringify(entry)}\n`;
@@ -265,17 +185,7 @@ export class Journal {
   private writeNow(text: string): void {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
     const buf = Buffer.from(text, 'utf8');
-    const fd = this.handle.fd;
-    try {
-      writeSyncAll(fd, buf);
-    } catch (err) {
-      try {
-        fsSync.ftruncateSync(fd, this.size);
-      } catch {
-        // The next open drops a torn last line anyway.
-      }
-      throw err;
-    }
+    io.writeSyncOrCut(this.handle.fd, buf, this.size);
     this.size += buf.length;
     this.lines += text.split('\n').length - 1;
   }
@@ -325,7 +235,7 @@ export class Journal {
       const buf = Buffer.concat(bufs);
       try {
         if (!this.handle) throw new Error(`journal ${this.file} is closed`);
-        await writeAll(this.handle, buf);
+        await io.writeAll(this.handle, buf);
         await this.handle.datasync();
         let at = this.size;
         this.size += buf.length;
@@ -360,12 +270,12 @@ export class Journal {
     let fh: fs.FileHandle | undefined;
     let old: fs.FileHandle;
     try {
-      fh = await fs.open(tmp, APPEND_NEW);
-      await writeAll(fh, text);
+      fh = await fs.open(tmp, io.APPEND_NEW);
+      await io.writeAll(fh, text);
       await fh.sync();
       // From here to the swap nothing awaits: no appendNow can come between.
       const held = Buffer.from(this.held.join(''), 'utf8');
-      writeSyncAll(fh.fd, held);
+      io.writeSyncAll(fh.fd, held);
       fsSync.renameSync(tmp, this.file);
       old = this.handle;
       this.handle = fh;
@@ -422,32 +332,13 @@ export class Journal {
       });
       this.flushing ??= this.flush();
     });
-    const fh = await fs.open(tmp, APPEND_NEW);
+    const fh = await fs.open(tmp, io.APPEND_NEW);
     let swappedIn = false;
     try {
-      let size = 0;
-      let buffered: Buffer[] = [];
-      let bufferedBytes = 0;
-      const flushOut = async () => {
-        if (bufferedBytes === 0) return;
-        const chunk = Buffer.concat(buffered);
-        buffered = [];
-        bufferedBytes = 0;
-        await writeAll(fh, chunk);
-      };
-      let lines = 0;
-      await write(async (line) => {
-        const b = Buffer.from(`${line}\n`, 'utf8');
-        const where = { at: size, len: b.length - 1 };
-        size += b.length;
-        lines++;
-        buffered.push(b);
-        bufferedBytes += b.length;
-        // Written in chunks: the snapshot of a large journal is never one string in memory.
-        if (bufferedBytes >= 1 << 20) await flushOut();
-        return where;
-      });
-      await flushOut();
+      const out = new io.ChunkedLines(fh);
+      await write((line) => out.write(line));
+      await out.flush();
+      const { size, lines } = out;
       await fh.sync();
       await hold?.();
       await new Promise<void>((resolve, reject) => {
@@ -456,15 +347,7 @@ export class Journal {
             if (!this.handle) throw new Error(`journal ${this.file} is closed`);
             // The lines appended meanwhile, copied whole (they are few next to the snapshot).
             const tailLen = this.size - cut;
-            const tail = Buffer.allocUnsafe(tailLen);
-            const rfd = this.readFd!;
-            let read = 0;
-            while (read < tailLen) {
-              const n = fsSync.readSync(rfd, tail, read, tailLen - read, cut + read);
-              if (n === 0) throw new DataFileError(this.file, 'changed under the compaction');
-              read += n;
-            }
-            await writeAll(fh, tail);
+            await io.writeAll(fh, io.readExact(this.readFd!, cut, tailLen, this.file, 'changed under the compaction'));
             await fh.datasync();
             const tailLines = this.lines - linesAtCut;
             // From here to the swap nothing awaits.
@@ -510,14 +393,5 @@ export class Journal {
     this.handle = undefined;
     if (this.readFd !== undefined) fsSync.closeSync(this.readFd);
     this.readFd = undefined;
-  }
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -1,0 +1,85 @@
+// Parley's surfaces, and the stages a request to each passes before its route's handler, in the order
+// they run: the one place that says which check answers first. On every surface the `enter` stages run
+// first, then D-3's 405, then the route's stages, then its handler; the first check that fails answers.
+import { admitted } from '../http/context.ts';
+import type { RouteDef } from '../http/router.ts';
+import { createTransport, type HttpServerOptions, type ParleyHttpServer } from '../http/server.ts';
+import { mount, type Route, type Surface } from '../http/surface.ts';
+import {
+  admit,
+  authenticate,
+  authorizeApp,
+  cors,
+  idempotency,
+  preflight,
+  rateLimit,
+  singleAuthorization,
+  type Authenticator,
+  type IdempotencyHook,
+  type RateLimiter,
+  type SurfaceGate,
+} from '../pipeline/stages.ts';
+import { WIDGET_BASE_PATH } from './widget.ts';
+
+export interface RestApiOptions {
+  routes: RouteDef<Route>[];
+  auth: Authenticator;
+  /** D-23's plans; without it nothing is counted. */
+  rateLimiter?: RateLimiter;
+  idempotency?: IdempotencyHook;
+  /** The path prefix of the base URL (§9; default /v1). */
+  basePath?: string;
+}
+
+/**
+ * The REST API, in D-4's order: one Authorization header (400) → the key (401) → the app exists and the
+ * key may use it (404, 403) → the app is active (403) → its agent, for send message and completion (403)
+ * → the plan (429) → the Idempotency-Key; then the handler reads the body (400) and the resource (404).
+ */
+export function restApi(o: RestApiOptions): Surface {
+  return {
+    basePath: o.basePath ?? '/v1',
+    routes: o.routes,
+    stages: (route) => [
+      singleAuthorization,
+      authenticate(o.auth),
+      authorizeApp(o.auth, route),
+      route.counted && o.rateLimiter && rateLimit(o.rateLimiter),
+      route.idempotent && o.idempotency && idempotency(o.idempotency),
+    ],
+    admitted,
+  };
+}
+
+export interface WidgetApiOptions {
+  routes: RouteDef<Route>[];
+  /** The widget's gate (src/pipeline/widget-gate.ts), in place of the REST API's key and plan. */
+  gate: SurfaceGate;
+}
+
+/**
+ * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
+ * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
+ * credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429);
+ * then the handler reads the body (400) and the visitor's conversation (404).
+ */
+export function widgetApi(o: WidgetApiOptions): Surface {
+  return {
+    basePath: WIDGET_BASE_PATH,
+    routes: o.routes,
+    enter: [cors(o.gate), preflight(o.gate)],
+    stages: (route) => [singleAuthorization, admit(o.gate, route)],
+    admitted,
+  };
+}
+
+export interface ParleyServerOptions extends RestApiOptions, Omit<HttpServerOptions, 'surfaces'> {
+  /** The widget API (docs/widget.md), beside the REST API. */
+  widget?: WidgetApiOptions;
+}
+
+/** Parley's HTTP server: the REST API and the widget API over one transport (src/http/server.ts). */
+export function createHttpServer(o: ParleyServerOptions): ParleyHttpServer {
+  const surfaces = [restApi(o), ...(o.widget ? [widgetApi(o.widget)] : [])];
+  return createTransport({ ...o, surfaces: surfaces.map(mount) });
+}

@@ -1,0 +1,139 @@
+// The schemas of the published contract (openapi.ts): every named schema comes from z.toJSONSchema of
+// the zod contract, and §6's events are described twice over, as generators and validators read them:
+// - each event's payload is a named schema (`ResponseOutputTextDeltaEvent`, …), and `ResponseStreamEvent`
+//   is their union by `type` (D-16: a payload's `type` is its event's name), so that a generated client
+//   types a parsed `data:` line;
+// - an event stream's `itemSchema` (OpenAPI 3.2) gives each SSE event, `event` and `data` required,
+//   its `data` the JSON text of that event's payload.
+import { z } from 'zod';
+import {
+  AppConfig,
+  AppMetrics,
+  CreateCompletionRequest,
+  CreateConversationRequest,
+  DeletionResult,
+  EVENT_TYPES,
+  Item,
+  LIMITS,
+  LiveResponse,
+  Metadata,
+  OutputItem,
+  ReferenceCompletion,
+  ReferenceConversation,
+  ReferenceConversationList,
+  ReferenceConversationWithItems,
+  ReferenceErrorBody,
+  ReferenceEventPayload,
+  ReferenceResponse,
+  ResponseError,
+  SendMessageRequest,
+  UpdateConversationRequest,
+  Usage,
+  type EventType,
+} from './index.ts';
+
+type Json = Record<string, unknown>;
+
+export const schemaRef = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
+
+/** `response.output_text.delta` → `ResponseOutputTextDeltaEvent`. */
+export function eventSchemaId(type: EventType): string {
+  return `${type
+    .split(/[._]/)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('')}Event`;
+}
+
+/** The union of every event's payload, discriminated by `type`. */
+export const STREAM_EVENT_SCHEMA = 'ResponseStreamEvent';
+
+/** Every named schema of the document, by its component id. */
+function namedSchemas(): Map<string, z.ZodType> {
+  const named = new Map<string, z.ZodType>([
+    ['Conversation', ReferenceConversation],
+    ['ConversationWithItems', ReferenceConversationWithItems],
+    ['ConversationList', ReferenceConversationList],
+    ['DeletionResult', DeletionResult],
+    ['Item', Item],
+    ['OutputItem', OutputItem],
+    ['Response', ReferenceResponse],
+    ['LiveResponse', LiveResponse],
+    ['Completion', ReferenceCompletion],
+    ['Usage', Usage],
+    ['ResponseError', ResponseError],
+    ['AppConfig', AppConfig],
+    ['AppMetrics', AppMetrics],
+    ['Error', ReferenceErrorBody],
+    ['CreateConversationRequest', CreateConversationRequest],
+    ['UpdateConversationRequest', UpdateConversationRequest],
+    ['SendMessageRequest', SendMessageRequest],
+    ['CreateCompletionRequest', CreateCompletionRequest],
+  ]);
+  for (const type of EVENT_TYPES) named.set(eventSchemaId(type), ReferenceEventPayload[type]);
+  return named;
+}
+
+/** The document's `components.schemas`. */
+export function componentSchemas(): Record<string, Json> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of namedSchemas()) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io: 'output',
+    uri: (id) => `#/components/schemas/${id}`,
+    unrepresentable: 'any',
+    override: ({ zodSchema, jsonSchema }) => {
+      const js = jsonSchema as Json;
+      // D-9: a refinement zod cannot express; its size rule is stated in words. Any member is allowed
+      // (a bare `type: object` reads as "no members" to some generators).
+      if (zodSchema === Metadata) {
+        js.type = 'object';
+        js.additionalProperties = true;
+        js.description = `A JSON object of at most ${LIMITS.metadataBytes} bytes as compact UTF-8 JSON (D-9).`;
+      }
+      // zod names its startsWith check as a format; JSON Schema knows no such format (the pattern says it).
+      if (js.format === 'starts_with') delete js.format;
+    },
+  });
+  const out: Record<string, Json> = {};
+  for (const [id, schema] of Object.entries(schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = schema as Json;
+    out[id] = rest;
+  }
+  out[STREAM_EVENT_SCHEMA] = {
+    description: "D-16: the payload of any §6 event (an SSE event's `data`); its `type` is the event's name.",
+    oneOf: EVENT_TYPES.map((type) => schemaRef(eventSchemaId(type))),
+    discriminator: {
+      propertyName: 'type',
+      mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${eventSchemaId(type)}`])),
+    },
+  };
+  return out;
+}
+
+/**
+ * §6 with OpenAPI 3.2's itemSchema: one SSE event per item, named by `event`, its `data` the JSON text
+ * of that event's payload. `id` is the sequence number on a resumed stream (D-32).
+ */
+export function eventStream(): Json {
+  return {
+    itemSchema: {
+      type: 'object',
+      required: ['event', 'data'],
+      properties: {
+        event: { type: 'string', enum: [...EVENT_TYPES] },
+        data: { type: 'string', contentMediaType: 'application/json', contentSchema: schemaRef(STREAM_EVENT_SCHEMA) },
+        id: { type: 'string' },
+        retry: { type: 'integer' },
+      },
+      oneOf: EVENT_TYPES.map((type) => ({
+        type: 'object',
+        required: ['event', 'data'],
+        properties: {
+          event: { const: type },
+          data: { type: 'string', contentMediaType: 'application/json', contentSchema: schemaRef(eventSchemaId(type)) },
+        },
+      })),
+    },
+  };
+}

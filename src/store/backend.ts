@@ -1,0 +1,147 @@
+// The one place that chooses where Parley's state is kept: every concern kept beside conversations,
+// from the data directory's files (src/store/file/, one process) or from PostgreSQL (src/store/pg/,
+// any number of instances; DATABASE_URL, docs/postgres.md), behind the interfaces of types.ts and
+// shared.ts. The stages and services hold only their policy over these interfaces.
+//
+// A new concern (the control plane's tables and document, a webhook outbox) slots in the same way: its
+// interface in src/store/, a file backend in file/ and a PostgreSQL one in pg/ (its tables a migration
+// of pg/migrate.ts), a field of `Backend`, and one line in each of `openFiles` and `openPg`, opened
+// through `keep` so that `close()` closes it.
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { CLAIM_TTL_MS } from '../core/claims.ts';
+import type { Tenants } from '../core/tenants.ts';
+import { FileStore } from './file/file-store.ts';
+import { FileAnswers } from './file/idempotency.ts';
+import { MemoryMinuteWindows } from './file/minute-windows.ts';
+import { FileRateCounts } from './file/rate-counts.ts';
+import { FileUsageLedger } from './file/usage.ts';
+import { FileWidgetOwners } from './file/widget-owners.ts';
+import { loadWidgetSecret } from './file/widget-secret.ts';
+import { PgIdempotencyAnswers } from './pg/idempotency.ts';
+import { PgStore } from './pg/pg-store.ts';
+import { PgMinuteWindows, PgRateCounts } from './pg/rate-counts.ts';
+import { PgUsageLedger } from './pg/usage.ts';
+import { PgWidgetOwners } from './pg/widget-owners.ts';
+import { pgWidgetSecret } from './pg/widget-secret.ts';
+import type { IdempotencyAnswers, MinuteWindows, RateCounts, UsageLedger, WidgetOwners } from './shared.ts';
+import { loadTenants } from './tenants.ts';
+
+/** Either store: the Store interface, plus the direct history writes that imports and tests use. */
+export type BackendStore = FileStore | PgStore;
+
+export interface BackendOptions {
+  /** The data directory: the file backend's (PostgreSQL's keeps nothing there). */
+  dataDir: string;
+  /** postgres://… selects PostgreSQL for every concern; null keeps the data directory. */
+  databaseUrl: string | null;
+  /** The PostgreSQL connections of this instance (default 10). */
+  databasePoolSize?: number;
+  /** Where `fixtures.json` is: the tenant registry. */
+  fixturesDir: string;
+  /** PARLEY_WIDGET_SECRET: when set, D-49's secret for every backend. */
+  widgetSecret: string | null;
+  /** D-36: how long a response's events stay resumable after its end. */
+  responseEventsTtlMs?: number;
+  logger: Logger;
+}
+
+/** Every concern kept beside conversations, from one backend, and the one close of them all. */
+export interface Backend {
+  /** The tenant registry (teams, keys, plans, apps): `fixtures.json` for either backend. */
+  tenants: Tenants;
+  store: BackendStore;
+  usage: UsageLedger;
+  /** D-23's counts, one kind per limit: the REST plans, and D-52's widget budgets apart from them. */
+  rateCounts: { plan: RateCounts; widget: RateCounts };
+  /** D-52's per-visitor and per-address minute windows. */
+  widgetWindows: MinuteWindows;
+  idempotency: IdempotencyAnswers;
+  widgetOwners: WidgetOwners;
+  /** D-49: signs visitor tokens. */
+  widgetSecret: Buffer;
+  /** Closes every concern, the store last (the others may use its connections); once. */
+  close(): Promise<void>;
+}
+
+type Concerns = Omit<Backend, 'tenants' | 'close'>;
+/** Lists what was opened, for `close()` (and for a failed start, which closes what it opened). */
+type Keep = <T extends { close(): Promise<void> }>(opened: T) => T;
+
+/** Opens the backend that `o.databaseUrl` names; nothing is left open if any concern fails to open. */
+export async function openBackend(o: BackendOptions): Promise<Backend> {
+  const tenants = await loadTenants(o.fixturesDir);
+  const closes: Array<() => Promise<void>> = [];
+  const keep: Keep = (opened) => {
+    closes.unshift(() => opened.close());
+    return opened;
+  };
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= closeAll(closes));
+  try {
+    const concerns = o.databaseUrl ? await openPg(o, o.databaseUrl, keep) : await openFiles(o, keep);
+    return { tenants, ...concerns, close };
+  } catch (err) {
+    await close().catch(() => {});
+    throw err;
+  }
+}
+
+/** Closes each in turn, the last opened first; a failure does not keep the others open (the first is thrown). */
+async function closeAll(closes: Array<() => Promise<void>>): Promise<void> {
+  let failed: unknown;
+  for (const close of closes) await close().catch((err: unknown) => (failed ??= err));
+  if (failed !== undefined) throw failed;
+}
+
+async function openFiles(o: BackendOptions, keep: Keep): Promise<Concerns> {
+  const dir = o.dataDir;
+  const warn = (message: string) => o.logger.warn(message);
+  const store = new FileStore({ dataDir: dir, warn, responseEventsTtlMs: o.responseEventsTtlMs });
+  await store.open();
+  keep(store);
+  const usage = keep(await FileUsageLedger.open(dir));
+  // Keys whose work was saved (with its claim, in one step) are honoured even if their answer was lost.
+  const since = Date.now() - CLAIM_TTL_MS;
+  const claims = [...(await store.idempotencyClaims(since)), ...usage.idempotencyClaims(since)];
+  return {
+    store,
+    usage,
+    rateCounts: {
+      // D-23: day counts live beside the data so that a restart keeps them.
+      plan: keep(
+        await FileRateCounts.open({
+          file: path.join(dir, 'ratelimits.jsonl'),
+          onSyncError: (err) => o.logger.warn({ err: err.message }, 'rate-limit journal: fsync failed; counts kept in memory'),
+          warn,
+        }),
+      ),
+      widget: keep(await FileRateCounts.open({ file: path.join(dir, 'widget', 'budget.jsonl'), warn })),
+    },
+    widgetWindows: keep(new MemoryMinuteWindows()),
+    idempotency: keep(await FileAnswers.open({ dir: path.join(dir, 'idempotency'), logger: o.logger, claims })),
+    widgetOwners: keep(await FileWidgetOwners.open(dir, warn)),
+    widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await loadWidgetSecret(dir),
+  };
+}
+
+async function openPg(o: BackendOptions, url: string, keep: Keep): Promise<Concerns> {
+  const warn = (message: string) => o.logger.warn(message);
+  // Its schema is migrated by open().
+  const store = new PgStore({ url, max: o.databasePoolSize, warn, responseEventsTtlMs: o.responseEventsTtlMs });
+  await store.open();
+  keep(store);
+  const sql = store.sql;
+  return {
+    store,
+    usage: keep(new PgUsageLedger(sql)),
+    // D-23 and D-52 exact across instances.
+    rateCounts: { plan: keep(await new PgRateCounts(sql, 'plan').open()), widget: keep(await new PgRateCounts(sql, 'widget').open()) },
+    widgetWindows: keep(await new PgMinuteWindows(sql).open()),
+    // Answers and claims read by every instance (D-42).
+    idempotency: keep(await new PgIdempotencyAnswers(sql).open()),
+    widgetOwners: keep(new PgWidgetOwners(sql)),
+    // One secret for every instance of a database.
+    widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await pgWidgetSecret(sql),
+  };
+}

@@ -1,0 +1,65 @@
+// D-28: the file store's journal compacted while running: one `conv` line per conversation, the claims
+// still honoured and the exchanges not yet completed, written beside the journal while requests go on,
+// then swapped in (Journal.rewrite); what memory points into the journal is moved with it.
+import { CLAIM_TTL_MS, type KeptClaim } from '../../core/claims.ts';
+import type { ConversationRecord } from '../types.ts';
+import type { ClaimLog } from './claims.ts';
+import { type ConversationIndex, EMPTY_META, type MetaRef, type StoredConversation } from './conversations.ts';
+import type { Journal } from './journal.ts';
+import type { LineAt } from './journal-io.ts';
+import type { Exchange } from './lines.ts';
+
+/**
+ * Rewrites the journal as one `conv` line per conversation (deleted ones without metadata), the
+ * claims still honoured and the intents not yet completed, while requests go on (Journal.rewrite).
+ */
+export async function compactJournal(
+  journal: Journal,
+  index: ConversationIndex,
+  claimLog: ClaimLog,
+  openIntents: ReadonlyMap<string, Exchange>,
+  hold?: () => Promise<void>,
+): Promise<void> {
+  let heads: StoredConversation[] = [];
+  let claims: KeptClaim[] = [];
+  let intents: Exchange[] = [];
+  const moved = new Map<MetaRef, LineAt>();
+  const movedIntents = new Map<Exchange, LineAt>();
+  await journal.rewrite(
+    () => {
+      heads = [...index.records.values()];
+      claims = claimLog.since(Date.now() - CLAIM_TTL_MS);
+      intents = [...openIntents.values()];
+    },
+    async (out) => {
+      for (let i = 0; i < heads.length; i++) {
+        const h = heads[i]!;
+        const v: ConversationRecord = { ...h.toJSON() };
+        if (h.deleted_at !== null) v.metadata = {};
+        const where = await out(JSON.stringify(h.file_bytes > 0 ? { t: 'conv', v, b: h.file_bytes } : { t: 'conv', v }));
+        if (h.meta.text === null && h.deleted_at === null) moved.set(h.meta, where);
+        // Requests go on between batches.
+        if (i % 512 === 511) await new Promise((r) => setImmediate(r));
+      }
+      for (const c of claims) await out(JSON.stringify({ t: 'claim', c: { k: c.key, f: c.fingerprint, at: c.at } }));
+      for (const x of intents) movedIntents.set(x, await out(journal.readAt(x.where)));
+    },
+    (cut, start) => {
+      const move = (w: LineAt, to: LineAt | undefined) => {
+        if (w.at >= cut) w.at = w.at - cut + start;
+        else if (to) Object.assign(w, { at: to.at, len: to.len });
+      };
+      for (const h of index.records.values()) {
+        if (h.meta.text !== null) continue;
+        if (h.meta.at < cut && !moved.has(h.meta)) {
+          // Deleted before the snapshot: its metadata is never served again.
+          h.meta = EMPTY_META;
+          continue;
+        }
+        move(h.meta, moved.get(h.meta));
+      }
+      for (const x of openIntents.values()) move(x.where, movedIntents.get(x));
+    },
+    hold,
+  );
+}

@@ -1,0 +1,376 @@
+// The file store (docs/storage.md): one append-only history file per conversation, an append-only
+// journal of the conversation records (`conversations.jsonl`), and in-memory indexes rebuilt from the
+// journal at start-up. Changes of one conversation take turns (a keyed queue); each is durable in the
+// journal before memory shows it. One process serves the directory (its LOCK, D-25).
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { isPlainObject, type ItemT } from '../../contract/index.ts';
+import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
+import { DataFileError } from '../../core/errors.ts';
+import { KeyedQueue } from '../../core/keyed-queue.ts';
+import { SAFE_ID } from '../record.ts';
+import type {
+  AppCounters,
+  ConversationChange,
+  ConversationPage,
+  ConversationPageQuery,
+  ConversationRecord,
+  History,
+  QuotaAdmit,
+  ResponseRecord,
+  ResponseSave,
+  Store,
+} from '../types.ts';
+import { ClaimLog } from './claims.ts';
+import { compactJournal } from './compaction.ts';
+import { ConversationIndex, StoredConversation } from './conversations.ts';
+import { acquireLock, releaseLock } from './dir-lock.ts';
+import { syncDir, writeDurably } from './durable.ts';
+import { HistoryCache } from './history-cache.ts';
+import { Journal } from './journal.ts';
+import { type Exchange, type FieldsT, parseLine } from './lines.ts';
+import { ResponseLog } from './response-log.ts';
+import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
+
+export interface FileStoreOptions {
+  dataDir: string;
+  /** Told when start-up drops a torn last journal line (see Journal.open). */
+  warn?: (message: string) => void;
+  /**
+   * D-28: the journal is compacted once it is larger than `factor` × its live records plus `slackBytes`
+   * (defaults 2 and 4 MiB; tests lower them).
+   */
+  compaction?: { factor?: number; slackBytes?: number };
+  /** D-29: bytes of histories kept parsed in memory (default 64 MiB; tests lower it). */
+  historyCacheBytes?: number;
+  /** Tests: runs once a compaction has written its new file, before it takes the journal's place. */
+  holdCompaction?: () => Promise<void>;
+  /** Told when a compaction while running fails (the longer journal still holds everything). */
+  onCompactionError?: (err: Error) => void;
+  /** D-36: how long a response's events stay resumable after its end (default RESPONSE_EVENTS_TTL_MS). */
+  responseEventsTtlMs?: number;
+}
+
+export class FileStore implements Store {
+  readonly dataDir: string;
+  private readonly journal: Journal;
+  private readonly index: ConversationIndex;
+  private readonly histories: HistoryCache;
+  private readonly lockFile: string;
+  /** The LOCK's content as this store wrote it; close() removes only that. */
+  private lockText: string | undefined;
+  /**
+   * Each conversation's changes, in turn. A change reads the record, derives the new one and stores
+   * it; without turns, two concurrent changes (a rename and a delete, a rename and a new message)
+   * would each start from the same record and the later write would undo the earlier one.
+   */
+  private readonly turns = new KeyedQueue();
+  /** Idempotency-Key claims of the exchanges saved (see `idempotencyClaims`), oldest first. */
+  private readonly claims = new ClaimLog();
+  /** Intents journaled whose `done` is not (a failed write): a compaction keeps them for start-up to settle. */
+  private readonly openIntents = new Map<string, Exchange>();
+  private compacting: Promise<void> | undefined;
+  /** The journal's size right after the last compaction. */
+  private compactedBytes = 0;
+  /** Resumable responses (D-30…D-39), kept apart: src/store/file/response-log.ts. */
+  readonly responses: ResponseLog;
+  /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
+  readonly sweepMs = undefined;
+
+  constructor(private readonly opts: FileStoreOptions) {
+    this.dataDir = path.resolve(opts.dataDir);
+    this.journal = new Journal(path.join(this.dataDir, 'conversations.jsonl'), { warn: opts.warn, parse: parseLine });
+    this.lockFile = path.join(this.dataDir, 'LOCK');
+    const store = this;
+    // The in-memory form of a record: its metadata is read from this store's journal when served (D-28).
+    this.index = new ConversationIndex(
+      class extends StoredConversation {
+        get metadata(): Record<string, unknown> {
+          return store.metadataOf(this);
+        }
+      },
+    );
+    this.histories = new HistoryCache(this.dataDir, opts.historyCacheBytes);
+    this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
+  }
+
+  async open(): Promise<void> {
+    try {
+      // Only the last level is created: a missing parent is more likely a typo than a wish.
+      await fs.mkdir(this.dataDir);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT')
+        throw new DataFileError(this.dataDir, 'does not exist, nor does its parent folder; create it or choose another --data-dir');
+      if (code !== 'EEXIST') throw new DataFileError(this.dataDir, `cannot create the data directory (${code})`);
+    }
+    if (!(await fs.stat(this.dataDir)).isDirectory())
+      throw new DataFileError(this.dataDir, 'is not a directory; choose another --data-dir');
+    this.lockText = await acquireLock(this.lockFile, this.dataDir);
+    try {
+      await this.load();
+      await this.responses.open();
+    } catch (err) {
+      // Refusing to start must not leave the directory looking in use.
+      await this.journal.close().catch(() => {});
+      await releaseLock(this.lockFile, this.lockText);
+      throw err;
+    }
+  }
+
+  private async load(): Promise<void> {
+    const unfinished = await replayJournal(this.journal, this.index, this.claims);
+    await sweepDataDir(this.dataDir, this.journal.file, (id) => this.index.records.has(id));
+    await settleExchanges(unfinished, {
+      journal: this.journal,
+      index: this.index,
+      claims: this.claims,
+      histories: this.histories,
+      openIntents: this.openIntents,
+      warn: this.opts.warn ?? ((m: string) => process.emitWarning(m)),
+    });
+    // Compact when most of the journal is superseded: start-up time follows live data, not history.
+    if (this.compactionDue()) await this.compact();
+  }
+
+  async close(): Promise<void> {
+    while (this.compacting) await this.compacting;
+    // Every write was awaited by its request; only those still under way need waiting for.
+    await this.turns.idle();
+    await this.histories.idle();
+    await this.responses.close();
+    await this.journal.close();
+    if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
+  }
+
+  // The reads answer from the in-memory index: resolved promises, no other work.
+  nextSeq(): Promise<number> {
+    return Promise.resolve(++this.index.seq);
+  }
+
+  getConversation(id: string): Promise<ConversationRecord | undefined> {
+    return Promise.resolve(this.index.records.get(id));
+  }
+
+  /** The apps that have conversations, sorted (for exports: src/store/port). */
+  appIds(): string[] {
+    return this.index.appIds();
+  }
+
+  /** Every conversation of an app (soft-deleted included), in creation order; optionally one user's (imports, tools). */
+  conversationsOf(appId: string, externalUserId?: string): readonly ConversationRecord[] {
+    return this.index.conversationsOf(appId, externalUserId);
+  }
+
+  listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined> {
+    return Promise.resolve(this.index.page(appId, q));
+  }
+
+  appCounters(appId: string): Promise<AppCounters> {
+    return Promise.resolve(this.index.counters(appId));
+  }
+
+  storedBytes(appId: string): Promise<number> {
+    return Promise.resolve(this.index.bytes(appId));
+  }
+
+  /** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
+  private metadataOf(h: StoredConversation): Record<string, unknown> {
+    const { text, at, len } = h.meta;
+    if (text !== null) return JSON.parse(text) as Record<string, unknown>;
+    const e = JSON.parse(this.journal.readAt({ at, len })) as { id?: string; v?: ConversationRecord; f?: FieldsT };
+    const metadata = e.v?.metadata ?? e.f?.metadata;
+    if ((e.v?.id ?? e.id) === h.id && isPlainObject(metadata)) return metadata;
+    // A version of the record kept past a compaction that moved its line: the current one's.
+    const current = this.index.records.get(h.id);
+    if (current && current !== h && current.meta !== h.meta) return this.metadataOf(current);
+    throw new DataFileError(this.journal.file, `byte ${at}: not the metadata of ${h.id}`);
+  }
+
+  async readHistory(id: string): Promise<History & { bytes: number }> {
+    const h = await this.histories.get(id);
+    return { items: h.items, responses: h.responses, bytes: h.bytes };
+  }
+
+  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
+    admit?.(this.index.bytes(record.app_id));
+    const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
+    // Indexed once durable (nothing is listed that a crash could take back), before any later line.
+    await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, (where) => {
+      if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
+      this.index.add(this.index.fromRecord(record, where, this.index.records.get(record.id)?.file_bytes ?? 0));
+    });
+    this.compactIfDue();
+  }
+
+  updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
+    return this.turns.run(id, async () => {
+      const current = this.index.records.get(id);
+      const next = change(current);
+      if (!current) throw new Error(`updateConversation: no conversation ${id}`);
+      const { f } = this.diff(current, next);
+      if (Object.keys(f).length === 0) return current;
+      // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
+      await this.journal.append({ t: 'set', id, f }, (where) =>
+        this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where)),
+      );
+      if (f.deleted_at != null && current.deleted_at === null) await this.histories.drop(id);
+      this.compactIfDue();
+      return this.index.records.get(id)!;
+    });
+  }
+
+  /** The fields of `next` that differ from `current` (message_count as a difference). */
+  private diff(current: StoredConversation, next: ConversationChange): { f: FieldsT; n: number } {
+    const f: FieldsT = {};
+    if (next.title !== undefined && next.title !== current.title) f.title = next.title;
+    if (next.deleted_at !== undefined && next.deleted_at !== current.deleted_at) f.deleted_at = next.deleted_at;
+    if (next.generated_title !== undefined && JSON.stringify(next.generated_title) !== JSON.stringify(current.generated_title))
+      f.generated_title = next.generated_title;
+    // Compared only when given as its own property (a copy of a stored record has none: it is read on demand).
+    if (
+      Object.hasOwn(next, 'metadata') &&
+      next.metadata !== undefined &&
+      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata)
+    )
+      f.metadata = next.metadata;
+    const n = next.message_count === undefined ? 0 : next.message_count - current.message_count;
+    return { f, n };
+  }
+
+  saveResponse(save: ResponseSave): Promise<ConversationRecord> {
+    return this.turns.run(save.conversationId, async () => {
+      const current = this.index.records.get(save.conversationId);
+      if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
+      // Deleted while the response ran: its history is gone and is not started again.
+      if (current.deleted_at !== null) return current;
+      const { f, n } = this.diff(current, save.apply(current));
+      await this.appendExchange(current.id, f, n, save.items, save.response, save.claim);
+      return this.index.records.get(save.conversationId)!;
+    });
+  }
+
+  idempotencyClaims(since: number): Promise<KeptClaim[]> {
+    return Promise.resolve(this.claims.since(since));
+  }
+
+  /** The exchange path without a turn or a claim: imports and tests that write history directly. */
+  appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
+    const current = this.index.records.get(record.id);
+    if (!current) return Promise.reject(new Error(`appendToConversation: no conversation ${record.id}`));
+    const { f } = this.diff(current, { ...record, message_count: undefined });
+    // Fields `record` changed from `base` win; the others keep what landed meanwhile.
+    if (base) {
+      if (f.title !== undefined && base.title === record.title) delete f.title;
+      if (f.generated_title !== undefined && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title))
+        delete f.generated_title;
+    }
+    return this.appendExchange(record.id, f, record.message_count - (base ?? current).message_count, items, response);
+  }
+
+  private async appendExchange(
+    id: string,
+    f: FieldsT,
+    n: number,
+    items: ItemT[],
+    response?: ResponseRecord,
+    claim?: IdempotencyClaim,
+  ): Promise<void> {
+    const p = response?.id ?? items[0]?.id ?? `x_${Date.now()}`;
+    // Read first: a damaged history refuses the exchange before anything is written.
+    const h = await this.histories.get(id);
+    // §4.3: the history is sorted chronologically. An exchange is stamped when its request started but
+    // lands when it is saved, so one that started earlier may land later: it takes the last item's time.
+    let last = h.items.at(-1)?.created_at ?? 0;
+    for (const item of items) last = item.created_at = Math.max(item.created_at, last);
+    const part: History = { items, responses: response ? [response] : [] };
+    const b = Buffer.byteLength(JSON.stringify(part)) + 1;
+    // The claim rides in both journal lines of the exchange: it holds exactly when the exchange does.
+    const c = claim ? { k: claim.key, f: claim.fingerprint, at: Date.now() } : undefined;
+    const intent = { t: 'intent', id, p, f, n, b, ...(c ? { c } : {}) };
+    // The intent is durable before the history changes: after a crash, start-up knows which file to check.
+    const where = await this.journal.append(intent);
+    const x: Exchange = { id, p, f, n, b, c, where };
+    this.openIntents.set(p, x);
+    try {
+      await h.append(part);
+    } catch (err) {
+      // Nothing acknowledged: the history is read again from disk when next needed.
+      this.histories.forget(id);
+      this.openIntents.delete(p);
+      throw err;
+    }
+    await this.journal.append(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, () => {
+      this.openIntents.delete(p);
+      if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
+      this.index.add(this.index.changed(this.index.records.get(id)!, f, n, b, where));
+    });
+    this.compactIfDue();
+  }
+
+  /**
+   * The bulk path (seeding, imports): many new conversations with their histories, at the cost of
+   * one fsync per file instead of a write and a folder sync each. Every file is written
+   * temp → fsync → rename, the folders are synced once, and only then are the records appended to
+   * the journal in one group commit, which is the commit point: a crash before it leaves at most
+   * files that no record points to. Resolves once everything is durable; nothing is indexed before.
+   */
+  async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file?: History }>, concurrency = 16): Promise<void> {
+    const ids = new Set<string>();
+    for (const { record } of entries) {
+      if (!SAFE_ID.test(record.id)) throw new Error(`importConversations: ${JSON.stringify(record.id)} cannot name a file`);
+      if (this.index.records.has(record.id) || ids.has(record.id))
+        throw new Error(`importConversations: conversation ${record.id} already exists`);
+      ids.add(record.id);
+    }
+    const dirs = new Set<string>();
+    const sizes = new Map<string, number>();
+    let next = 0;
+    const worker = async () => {
+      while (next < entries.length) {
+        const { record, file } = entries[next++]!;
+        // A conversation without history has no file, as one created and never used.
+        if (!file) continue;
+        const target = this.histories.path(record.id);
+        dirs.add(path.dirname(target));
+        const text = `${JSON.stringify(file)}\n`;
+        sizes.set(record.id, Buffer.byteLength(text));
+        await writeDurably(target, text);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, entries.length) }, worker));
+    await Promise.all([...dirs].map(syncDir));
+    await Promise.all(
+      entries.map(({ record }) => {
+        const b = sizes.get(record.id) ?? 0;
+        return this.journal.append(b > 0 ? { t: 'conv', v: record, b } : { t: 'conv', v: record }, (where) =>
+          this.index.add(this.index.fromRecord(record, where, b)),
+        );
+      }),
+    );
+    this.compactIfDue();
+  }
+
+  private compactionDue(): boolean {
+    const factor = this.opts.compaction?.factor ?? 2;
+    const slack = this.opts.compaction?.slackBytes ?? 4 * 2 ** 20;
+    // Never below what the last compaction wrote (as Redis rewrites its AOF): an estimate that falls
+    // short cannot make compactions follow one another.
+    return this.journal.bytes > factor * Math.max(this.index.liveBytes, this.compactedBytes) + slack;
+  }
+
+  /** D-28: compaction while running, once the journal passes its multiple of the live records. */
+  private compactIfDue(): void {
+    if (this.compacting || !this.compactionDue()) return;
+    this.compacting = this.compact()
+      .catch((err: Error) => this.opts.onCompactionError?.(err))
+      .finally(() => {
+        this.compacting = undefined;
+      });
+  }
+
+  private async compact(): Promise<void> {
+    await compactJournal(this.journal, this.index, this.claims, this.openIntents, this.opts.holdCompaction);
+    this.compactedBytes = this.journal.bytes;
+  }
+}

@@ -1,0 +1,19 @@
+// D-49's signing secret of visitor tokens in the data directory (`widget-secret`), when no
+// PARLEY_WIDGET_SECRET is set. PostgreSQL's twin is src/store/pg/widget-secret.ts.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+/** `<data dir>/widget-secret`, made on first start (32 random bytes, readable by the owner only) so tokens outlive a restart. */
+export async function loadWidgetSecret(dataDir: string): Promise<Buffer> {
+  const file = path.join(dataDir, 'widget-secret');
+  await fs.mkdir(dataDir, { recursive: true });
+  try {
+    await fs.writeFile(file, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const text = (await fs.readFile(file, 'utf8')).trim();
+  if (text.length < 32) throw new Error(`${file}: the widget secret must be at least 32 characters`);
+  return Buffer.from(text, 'utf8');
+}

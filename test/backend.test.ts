@@ -1,0 +1,60 @@
+// openBackend (src/store/backend.ts): the one place that opens every concern kept beside conversations,
+// from the data directory here (PostgreSQL's: test/pg-server.test.ts, test/pg-shared.test.ts), and the
+// one close of them all.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import pino from 'pino';
+import { DataFileError } from '../src/core/errors.ts';
+import { type BackendOptions, openBackend } from '../src/store/backend.ts';
+import { FileStore } from '../src/store/file/file-store.ts';
+import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
+
+const options = (dataDir: string): BackendOptions => ({
+  dataDir,
+  databaseUrl: null,
+  fixturesDir: FIXTURES_DIR,
+  widgetSecret: null,
+  logger: pino({ level: 'silent' }),
+});
+
+describe('openBackend on the data directory', () => {
+  test('opens every concern from the directory; one close() closes them all (called again, it does nothing more)', async () => {
+    const dir = await tempDir();
+    const backend = await openBackend(options(dir));
+    assert.ok(backend.store instanceof FileStore);
+    assert.ok(backend.tenants.apps.size > 0, 'the tenant registry is read');
+    assert.ok(existsSync(path.join(dir, 'LOCK')), 'the store holds the directory');
+    // The REST plans and the widget budgets count apart (D-52).
+    const plan = await backend.rateCounts.plan.take('app_x', 1, 10);
+    const widget = await backend.rateCounts.widget.take('app_x', 1, 10);
+    assert.deepEqual([plan.taken, widget.taken], [true, true]);
+    assert.equal((await backend.rateCounts.plan.take('app_x', 1, 10)).taken, false);
+    assert.ok('at' in (await backend.widgetWindows.take('visitor|app_x|v', 1)));
+    await backend.widgetOwners.claim('conv_x', 'vis_x');
+    assert.equal(backend.widgetSecret.length, 64, 'a secret made in the directory');
+    for (const file of ['ratelimits.jsonl', 'widget/budget.jsonl', 'widget/owners.jsonl', 'widget-secret', 'idempotency'])
+      assert.ok(existsSync(path.join(dir, file)), file);
+    await Promise.all([backend.close(), backend.close()]);
+    await backend.close();
+    assert.ok(!existsSync(path.join(dir, 'LOCK')), 'the directory is free again');
+    // What was written is there on the next open.
+    const again = await openBackend({ ...options(dir), widgetSecret: 'a configured secret of 32 characters!' });
+    try {
+      assert.equal(await again.widgetOwners.ownerOf('conv_x'), 'vis_x');
+      assert.equal((await again.rateCounts.plan.take('app_x', 1, 10)).taken, false, 'the count outlived the restart');
+      assert.equal(again.widgetSecret.toString(), 'a configured secret of 32 characters!', 'PARLEY_WIDGET_SECRET wins');
+    } finally {
+      await again.close();
+    }
+  });
+
+  test('a concern that cannot open fails the start and closes what was opened before it', async () => {
+    const dir = await tempDir();
+    await fs.writeFile(path.join(dir, 'usage.jsonl'), 'not json\n{}\n');
+    await assert.rejects(openBackend(options(dir)), (err) => err instanceof DataFileError && /usage\.jsonl/.test(err.message));
+    assert.ok(!existsSync(path.join(dir, 'LOCK')), 'the store opened before it was closed: the directory is free');
+  });
+});

@@ -1,0 +1,161 @@
+// The error answers /openapi.json lists agree with the server: for each route of the REST API, the
+// statuses its stages (src/http/server.ts: before routing, auth, the count, idempotency, the body) and
+// its handler can answer are exactly those the document lists; and every error of the server's
+// catalogue (src/http/errors.ts) that the REST API can answer is described under its status, with its
+// type, its code and its headers. test/openapi.test.ts checks real answers against the document.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { appRoutes } from '../src/api/apps.ts';
+import { conversationRoutes } from '../src/api/conversations.ts';
+import { responseRoutes } from '../src/api/responses.ts';
+import { ERROR_STATUSES, METHOD_NOT_ALLOWED, OPENAPI_PATH, buildOpenApiDocument } from '../src/contract/openapi.ts';
+import { ERRORS, type ErrorName } from '../src/http/errors.ts';
+import type { RouteDef } from '../src/http/router.ts';
+import type { Route } from '../src/http/surface.ts';
+
+const doc = buildOpenApiDocument() as any;
+
+/** Services a handler never reaches here: each probe ends at the body or before. */
+const unreached: any = new Proxy(
+  {},
+  {
+    get: () => () => {
+      throw new Error('a service was reached');
+    },
+  },
+);
+const ROUTES: RouteDef<Route>[] = [
+  ...conversationRoutes(unreached),
+  ...appRoutes(unreached),
+  ...responseRoutes({ conversations: unreached, responses: unreached, completions: unreached }),
+];
+
+/** Whether a handler reads a JSON body: run with a body that cannot be read, it stops there. */
+async function readsBody(route: Route): Promise<boolean> {
+  const unread = new Error('the body was read');
+  const ctx: any = {
+    params: { app_id: 'app_x', conversation_id: 'conv_x', response_id: 'resp_x' },
+    query: new URLSearchParams(),
+    req: { headers: {} },
+    headers: {},
+    app: { id: 'app_x', stream: false },
+    json: () => Promise.reject(unread),
+  };
+  try {
+    await route.handle(ctx);
+  } catch (err) {
+    return err === unread;
+  }
+  return false;
+}
+
+/** Any request, before it is routed (server.ts `handle` and `clientError`): malformed, no Host, Expect, too slow, too large; and D-5. */
+const BEFORE_ROUTING = ['400', '408', '417', '431', '500'];
+/** The auth stage (§5, D-4, D-6): the key, then the app (unknown, another team's, inactive, no agent), then the resource. */
+const AUTH = ['401', '403', '404'];
+/** What a handler raises beyond the stages, by route. */
+const RAISED_BY_HANDLER: Record<string, string[]> = {
+  // D-37: too many messages wait for the conversation's running reply.
+  'POST /apps/:app_id/conversations/:conversation_id': ['409'],
+  // D-36: the events of the response are no longer kept.
+  'GET /apps/:app_id/responses/:response_id/events': ['410'],
+};
+
+/** The statuses the server can answer on a route, from its stages and its handler. */
+async function statusesOf(def: RouteDef<Route>): Promise<string[]> {
+  const out = new Set([...BEFORE_ROUTING, ...AUTH]);
+  // D-23, D-110: a counted request past the plan (and, on a route that streams, past the cap of open streams; D-27: past the storage quota).
+  if (def.route.counted) out.add('429');
+  // Idempotency-Key: the key in use (409), or reused with another request (422).
+  if (def.route.idempotent) for (const s of ['409', '422']) out.add(s);
+  // D-2: a body over 1 MiB (413), not JSON (415).
+  if (await readsBody(def.route)) for (const s of ['413', '415']) out.add(s);
+  for (const s of RAISED_BY_HANDLER[`${def.method} ${def.pattern}`] ?? []) out.add(s);
+  return [...out].sort();
+}
+
+const templateOf = (pattern: string) => pattern.replace(/:(\w+)/g, '{$1}');
+const listed = (op: any) => Object.keys(op.responses).filter((s) => s !== '200');
+
+describe("/openapi.json's error answers agree with the server", () => {
+  test('each route answers exactly the statuses the document lists for its operation, and every operation is a route', async () => {
+    const operations = Object.entries<any>(doc.paths).flatMap(([template, item]) =>
+      ['get', 'post', 'patch', 'delete'].filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${template}`),
+    );
+    assert.deepEqual(
+      operations.filter((o) => o !== `GET ${OPENAPI_PATH}`).sort(),
+      ROUTES.map((r) => `${r.method} ${templateOf(r.pattern)}`).sort(),
+    );
+    const mismatches: string[] = [];
+    for (const def of ROUTES) {
+      const op = doc.paths[templateOf(def.pattern)][def.method.toLowerCase()];
+      const expected = await statusesOf(def);
+      if (listed(op).join() !== expected.join()) mismatches.push(`${def.method} ${def.pattern}: lists ${listed(op)}, answers ${expected}`);
+    }
+    assert.deepEqual(mismatches, []);
+    // The document itself is a page: no key, no body, only what any request can meet.
+    assert.deepEqual(listed(doc.paths[OPENAPI_PATH].get), BEFORE_ROUTING);
+  });
+
+  test('the probes see what they are for', async () => {
+    const byName = (method: string, pattern: string) => ROUTES.find((r) => r.method === method && r.pattern === pattern)!.route;
+    assert.equal(await readsBody(byName('POST', '/apps/:app_id/conversations')), true);
+    assert.equal(await readsBody(byName('POST', '/apps/:app_id/responses/:response_id/cancel')), false);
+    assert.equal(await readsBody(byName('GET', '/apps/:app_id/conversations')), false);
+    // D-110: creates count.
+    assert.deepEqual(
+      ROUTES.filter((r) => r.route.counted)
+        .map((r) => `${r.method} ${r.pattern}`)
+        .sort(),
+      [
+        'GET /apps/:app_id/responses/:response_id',
+        'GET /apps/:app_id/responses/:response_id/events',
+        'POST /apps/:app_id/completions',
+        'POST /apps/:app_id/conversations',
+        'POST /apps/:app_id/conversations/:conversation_id',
+        'POST /apps/:app_id/responses/:response_id/cancel',
+      ],
+    );
+  });
+
+  test("every error of the server's catalogue that the REST API answers is described under its status", () => {
+    // The widget API's own errors (docs/widget.md, D-45…D-59): its path space is not in this document.
+    const widgetOnly = new Set<ErrorName>([
+      'invalid_visitor_token',
+      'visitor_token_expired',
+      'invalid_identity',
+      'identity_expired',
+      'widget_disabled',
+      'origin_not_allowed',
+      'visitor_rate_limit',
+      'address_rate_limit',
+      'widget_budget',
+    ]);
+    const faults: string[] = [];
+    for (const [name, spec] of Object.entries(ERRORS) as [ErrorName, (typeof ERRORS)[ErrorName]][]) {
+      if (widgetOnly.has(name)) continue;
+      if (name === 'method_not_allowed') {
+        // D-3: stated by the document's description (no operation lists it).
+        assert.deepEqual(
+          [METHOD_NOT_ALLOWED.status, METHOD_NOT_ALLOWED.types[0], METHOD_NOT_ALLOWED.code],
+          [spec.status, spec.type, spec.code],
+        );
+        continue;
+      }
+      const described = (ERROR_STATUSES as Record<string, { types: readonly string[]; codes?: readonly string[] }>)[String(spec.status)];
+      if (!described) {
+        faults.push(`${name}: status ${spec.status} is not described`);
+        continue;
+      }
+      if (!described.types.includes(spec.type)) faults.push(`${name}: type ${spec.type} is not among ${spec.status}'s`);
+      if (described.codes && !described.codes.includes(spec.code ?? ''))
+        faults.push(`${name}: code ${spec.code} is not among ${spec.status}'s`);
+      const headers = Object.keys(doc.components.responses[`Error${spec.status}`].headers ?? {}).map((h) => h.toLowerCase());
+      for (const h of Object.keys('headers' in spec ? (spec.headers ?? {}) : {})) {
+        // `connection` is hop-by-hop: not part of an API's description.
+        if (h !== 'connection' && !headers.includes(h)) faults.push(`${name}: header ${h} is not named by ${spec.status}`);
+      }
+    }
+    assert.deepEqual(faults, []);
+  });
+});
