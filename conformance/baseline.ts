@@ -1,7 +1,7 @@
 // --expected-failures FILE and --write-baseline FILE: the cases a team knows its implementation
 // fails, or fails now and then, each with a reason. A listed case that ends as listed does not fail
 // the run; an entry that no longer says what happens does (it is stale), so that the list shrinks as
-// the implementation improves (D-108).
+// the implementation improves (D-105).
 //
 // The file is text, one case a line: `<case id> <reason>` for a case that fails, `<case id> [flaky]
 // <reason>` for one that fails now and then; a line that starts with `#` is a comment, blank lines
@@ -54,8 +54,9 @@ export async function loadBaseline(file: string): Promise<Baseline> {
 }
 
 /**
- * Why an entry no longer holds, for each state: listed as failing, the case passed, or passed on a
- * retry (it is flaky now); listed as flaky, it failed every try (it fails now). Undefined while it holds.
+ * Why an entry no longer holds, for each state (D-105): listed as failing, the case passed, or passed
+ * on a retry (it is flaky now); listed as flaky, it failed every one of several tries (it fails now).
+ * A flaky case that failed its only try did what its entry says. Undefined while it holds.
  */
 function staleness(entry: BaselineEntry, r: CaseResult): string | undefined {
   const failed = r.status === 'failed' || r.status === 'errored';
@@ -64,7 +65,8 @@ function staleness(entry: BaselineEntry, r: CaseResult): string | undefined {
     if (r.status === 'flaky') return `listed as failing, but it passed on a retry: mark it ${FLAKY}, or fix it`;
     return undefined;
   }
-  return failed ? `listed as ${FLAKY}, but it failed every try: list it as failing, or fix it` : undefined;
+  const tries = Math.max(r.tries ?? 1, r.runs ?? 1);
+  return failed && tries > 1 ? `listed as ${FLAKY}, but it failed all ${tries} tries: list it as failing, or fix it` : undefined;
 }
 
 /** Marks the listed cases with what the baseline says, and returns the run's baseline summary. */
@@ -89,10 +91,21 @@ export function applyBaseline(results: CaseResult[], baseline: Baseline, file: s
   return { file, expected, flaky, stale, unknown: [...baseline.keys()].filter((id) => !ran.has(id)) };
 }
 
+/**
+ * What the baseline excuses of a case that failed or errored this run, in the reporters' words: an
+ * expected failure, or a case listed flaky that failed its only try (D-105); undefined otherwise.
+ */
+export function excused(r: CaseResult): string | undefined {
+  if (r.stale !== undefined || (r.status !== 'failed' && r.status !== 'errored')) return undefined;
+  if (r.expectedFailure !== undefined) return `expected failure: ${r.expectedFailure}`;
+  if (r.expectedFlaky !== undefined) return `listed flaky, failed this run: ${r.expectedFlaky}`;
+  return undefined;
+}
+
 /** Whether a result fails the run: a failure, an error or a flaky case that no entry of the baseline excuses, or a stale entry. */
 export function failsTheRun(r: CaseResult): boolean {
   if (r.stale !== undefined) return true;
-  if (r.status === 'failed' || r.status === 'errored') return r.expectedFailure === undefined;
+  if (r.status === 'failed' || r.status === 'errored') return excused(r) === undefined;
   if (r.status === 'flaky') return r.expectedFlaky === undefined && r.expectedFailure === undefined;
   return false;
 }

@@ -135,7 +135,7 @@ export function conformanceCommand(io: Io = processIo): Command {
 }
 
 /**
- * A target that does not answer at its own base_url, run without --base-url: the server may listen
+ * D-108: a target that does not answer at its own base_url, run without --base-url: the server may listen
  * elsewhere (another port), and --base-url is how to say so; PARLEY_BASE_URL, when it names another
  * URL, is the likely one (it never redirects a target that names its own base_url).
  */

@@ -8,7 +8,7 @@
 export type CheckKind = 'exact' | 'weak' | 'none';
 
 /**
- * Why a clause is checked only weakly, one of two reasons and no other: the interface leaves a
+ * D-106: why a clause is checked only weakly, one of two reasons and no other: the interface leaves a
  * choice open (its words are quoted), or the target cannot provoke what would show the rest.
  */
 export type WeakReason = 'open' | 'unprovokable';

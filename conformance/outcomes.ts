@@ -1,5 +1,5 @@
 // How the tries of a case make one outcome (--retry-failed, --repeat), how a run is counted, and
-// the exit code it gives (D-108).
+// the exit code it gives (D-105).
 import { failsTheRun } from './baseline.ts';
 import type { CaseResult, RunResults, Summary } from './results.ts';
 

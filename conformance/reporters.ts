@@ -1,6 +1,7 @@
 // Reporters: pretty (people), json (machines), junit (CI test tabs), tap (TAP 14 consumers), html (a
 // self-contained page). Each returns the report without the final summary line, which the command
 // always prints last.
+import { excused } from './baseline.ts';
 import { clauseMatrix, countsText, matrixSummary } from './clauses.ts';
 import { renderHtml } from './html.ts';
 import { CASES, sectionTitle } from './registry.ts';
@@ -174,8 +175,8 @@ export function junitElement(r: CaseResult): { kind: JunitKind; xml: string } {
       xml: `<failure message="${xml(`stale baseline entry: ${r.stale}`)}" type="stale-baseline">${xml(body)}</failure>`,
     };
   }
-  const expected = r.expectedFailure !== undefined && (r.status === 'failed' || r.status === 'errored');
-  if (expected) return { kind: 'skipped', xml: `<skipped message="${xml(`expected failure: ${r.expectedFailure}`)}"/>` };
+  const excuse = excused(r);
+  if (excuse !== undefined) return { kind: 'skipped', xml: `<skipped message="${xml(excuse)}"/>` };
   if (r.status === 'skipped') return { kind: 'skipped', xml: `<skipped message="${xml(r.reason ?? '')}"/>` };
   if (r.status === 'errored') return { kind: 'error', xml: `<error message="${xml(r.reason ?? '')}" type="precondition"/>` };
   if (r.status === 'flaky') {
@@ -239,9 +240,9 @@ function renderTap(run: RunResults): string {
   ];
   run.results.forEach((r, i) => {
     const name = `${r.id} - ${r.description.replace(/#/g, '\\#')}`;
-    const expected = r.expectedFailure !== undefined && r.stale === undefined && (r.status === 'failed' || r.status === 'errored');
-    // TAP's TODO: a failure that is expected does not fail the plan.
-    const todo = expected ? ` # TODO expected failure: ${r.expectedFailure}` : '';
+    // TAP's TODO: a failure that the baseline excuses does not fail the plan.
+    const excuse = excused(r);
+    const todo = excuse !== undefined ? ` # TODO ${excuse}` : '';
     if (r.status === 'passed' && !r.stale) lines.push(`ok ${i + 1} - ${name}`);
     else if (r.status === 'skipped') lines.push(`ok ${i + 1} - ${name} # SKIP ${r.reason ?? ''}`);
     else if (r.status === 'flaky' && !r.stale) {

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { applyBaseline, baselineText, parseBaseline } from '../conformance/baseline.ts';
 import { exchangeCurl, reproduction, toCurl, toEvidence } from '../conformance/evidence.ts';
 import { renderHtml } from '../conformance/html.ts';
+import { junitElement } from '../conformance/reporters.ts';
 import { HttpClient, type Exchange } from '../conformance/http.ts';
 import { isCounted, Pacer, parseRate, retryAfterMs } from '../conformance/pace.ts';
 import { CaseContext, type RunState } from '../conformance/context.ts';
@@ -225,7 +226,7 @@ describe('preflight: one clear line before any case', () => {
     assert.match(r.warnings[1]!, /^apps\.other_team \(app_typo\) answered 404 to api_key: the interface allows it/);
   });
 
-  test('a target that does not answer at its base_url: exit 2, and the hint to pass --base-url (PARLEY_BASE_URL named when it is another)', async () => {
+  test('D-108: a target that does not answer at its base_url: exit 2, and the hint to pass --base-url (PARLEY_BASE_URL named when it is another)', async () => {
     const closed = await startTestServer();
     await closed.close();
     const file = await writeTarget({ ...targetJson, base_url: closed.baseUrl });
@@ -465,6 +466,15 @@ describe('reports of every outcome', () => {
     assert.match(xml, /<testsuites name="conformance" tests="8" failures="2" errors="1" skipped="2" /);
   });
 
+  test('a case listed flaky that failed its only try: excused as an expected failure is, in junit and tap (D-105)', () => {
+    const listed: CaseResult = { ...base, id: 'S4.8-i', status: 'failed', failure, expectedFlaky: 'slow model' };
+    assert.deepEqual(junitElement(listed), { kind: 'skipped', xml: '<skipped message="listed flaky, failed this run: slow model"/>' });
+    const tap = render({ ...run, results: [listed] }, 'tap');
+    assert.match(tap, /\nnot ok 1 - S4\.8-i - d # TODO listed flaky, failed this run: slow model\n/);
+    // Not listed, the same failure is a <failure>.
+    assert.equal(junitElement({ ...listed, expectedFlaky: undefined }).kind, 'failure');
+  });
+
   test('tap: an expected failure is a TODO, a flaky case ok with why, a stale entry not ok', () => {
     const tap = render(run, 'tap');
     assert.match(tap, /\nnot ok 3 - S4\.8-c - d # TODO expected failure: known \(TICKET-1\)\n/);
@@ -539,9 +549,9 @@ describe('baseline', () => {
 
   test('every state of an entry against every outcome: what holds, what is stale, what fails the run', () => {
     const outcomes: CaseResult['status'][] = ['passed', 'failed', 'flaky', 'errored', 'skipped'];
-    const verdicts = (line: string) =>
+    const verdicts = (line: string, tries: Partial<CaseResult> = {}) =>
       outcomes.map((status) => {
-        const results = [result('S4.8-config-shape', status)];
+        const results = [{ ...result('S4.8-config-shape', status), ...tries }];
         const run = { results, summary: {} } as unknown as RunResults;
         run.baseline = line ? applyBaseline(results, parseBaseline(line, 'b.txt'), 'b.txt') : undefined;
         return `${status}: ${results[0]!.stale ? 'stale' : 'holds'}, exit ${exitCode(run)}`;
@@ -562,14 +572,23 @@ describe('baseline', () => {
       'errored: holds, exit 0',
       'skipped: holds, exit 0',
     ]);
-    // Listed flaky: passing and flaking are both fine; failing every try makes the entry stale.
+    // Listed flaky: passing and flaking are both fine, and so is failing the only try it had; failing
+    // every one of several tries (--retry-failed, --repeat) makes the entry stale (D-105).
     assert.deepEqual(verdicts('S4.8-config-shape [flaky] sometimes'), [
+      'passed: holds, exit 0',
+      'failed: holds, exit 0',
+      'flaky: holds, exit 0',
+      'errored: holds, exit 0',
+      'skipped: holds, exit 0',
+    ]);
+    assert.deepEqual(verdicts('S4.8-config-shape [flaky] sometimes', { tries: 2, failedTries: 2 }), [
       'passed: holds, exit 0',
       'failed: stale, exit 1',
       'flaky: holds, exit 0',
       'errored: stale, exit 1',
       'skipped: holds, exit 0',
     ]);
+    assert.deepEqual(verdicts('S4.8-config-shape [flaky] sometimes', { runs: 3, failedRuns: 3 }).slice(1, 2), ['failed: stale, exit 1']);
   });
 
   test('--write-baseline then --expected-failures: the same failing run exits 0, and 1 once the case passes', async () => {

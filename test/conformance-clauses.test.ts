@@ -28,7 +28,7 @@ test('every checkable clause has a case; a clause without one is a written decis
     } else {
       assert.ok(row.cases.length > 0, `${row.id} (${row.check}) has no case`);
       if (row.check === 'weak') assert.ok(row.why && row.why.length > 10, `${row.id}: weak, without saying why`);
-      // Weak for one of two reasons only: the interface leaves a choice open (in its words), or the target cannot provoke the rest.
+      // D-106: weak for one of two reasons only: the interface leaves a choice open (in its words), or the target cannot provoke the rest.
       if (row.check === 'weak')
         assert.ok(row.weakBecause === 'open' || row.weakBecause === 'unprovokable', `${row.id}: weak, for no reason of the two`);
       if (row.weakBecause === 'open')
