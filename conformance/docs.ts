@@ -121,7 +121,7 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
   const m = matrixSummary(rows);
   const decisions = rows.filter((r) => r.id.startsWith('D-')).length;
   const out = [
-    `${m.clauses} clauses (${rows.length - decisions} of the interface, ${decisions} of the decisions ${decisionRanges(rows)}): ${countsText(m)} from outside. A clause is weak for one of two reasons only: the interface leaves a choice open (its words are quoted), or the target cannot provoke what would show the rest.`,
+    `${m.clauses} clauses (${rows.length - decisions} of the interface, ${decisions} of the decisions ${decisionRanges(rows)}): ${countsText(m)} from outside.`,
   ];
   let section = '';
   for (const r of rows) {

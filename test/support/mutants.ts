@@ -1726,7 +1726,7 @@ export const MUTANTS: Mutant[] = [
     section: 'D-110',
     profile: 'reference',
     caughtBy: 'S8-rate-limit-429',
-    because: /create conversation \(D-110: a create counts\) lacks the x-ratelimit-limit-requests header/,
+    because: /the create \(counted, D-110\) lacks the x-ratelimit-limit-requests header/,
     hooks: onResponse(
       (r) => is(r, 'POST', CONVS),
       (res) => {
