@@ -2574,7 +2574,7 @@ export const MUTANTS: Mutant[] = [
     section: 'D-23',
     profile: 'reference',
     caughtBy: 'S8-rate-limit-429',
-    because: /message #2 \(counted\): x-ratelimit-remaining-requests \(one less than on the message before\): expected \d+, got \d+/,
+    because: /message #1 \(counted\): x-ratelimit-remaining-requests \(one less than on the request before\): expected \d+, got \d+/,
     hooks: onResponse(
       () => true,
       (res) => {
