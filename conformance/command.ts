@@ -115,9 +115,9 @@ export function conformanceCommand(io: Io = processIo): Command {
     .option('--fail-on-skip', 'exit 1 when a case was skipped (a missing target key, an agent that never called a tool)')
     .option(
       '--expected-failures <file>',
-      'cases expected to fail, one a line: <case id> <reason>; a listed case that fails does not fail the run, one that passes does (stale entry)',
+      'cases expected to fail, one a line: <case id> <reason> (or <case id> [flaky] <reason>); a listed case that does what its line says does not fail the run, an entry that no longer holds does (stale)',
     )
-    .option('--write-baseline <file>', 'write the cases that failed or errored to FILE, in the --expected-failures format')
+    .option('--write-baseline <file>', 'write the cases that failed, errored or were flaky to FILE, in the --expected-failures format')
     .option('--rate-limit <rate>', 'at most this many requests, e.g. 5/s or 300/min (cases and cleanup together)', rate)
     .addHelpText(
       'after',
