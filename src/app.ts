@@ -97,8 +97,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const completions = new CompletionService(agent, usage, logger);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
     const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
-    // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
-    const interrupted = await responses.recover();
+    // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
+    const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;
