@@ -22,7 +22,8 @@ export function responsesCommand(session: Session): Command {
   const cmd = new Command('responses').description('look up, resume or cancel a reply (an extension: docs/responses.md)').addHelpText(
     'after',
     `
-Send message names its response in the Parley-Response-Id header (parley send prints it with --verbose).
+Send message names its response in the Parley-Response-Id header: parley send --verbose prints it on
+stderr as soon as the reply starts ("< parley-response-id: resp_…"), so that it can be cancelled while it runs.
 
 Examples:
   parley responses get resp_abc123
