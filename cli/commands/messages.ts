@@ -1,7 +1,7 @@
 // `parley send` (§4.6) and `parley complete` (§4.7): one reply, rendered live when it streams.
 import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
-import type { Session } from '../context.ts';
+import { inApp, type Session } from '../context.ts';
 import { FailedResponseError, ndjsonLine, parseMetadata, textArgument, type Output } from '../io.ts';
 import {
   failureText,
@@ -72,7 +72,11 @@ Examples:
       const { client, g } = session.client(cmd);
       const metadata = await parseMetadata(opts.metadata, session.io.stdin);
       const content = await textArgument(text, 'message text', session.io.stdin);
-      const reply = await client.sendMessage(conversationId, { message: { role: 'user', content }, stream: opts.stream, metadata });
+      const reply = await inApp(
+        g,
+        conversationId,
+        client.sendMessage(conversationId, { message: { role: 'user', content }, stream: opts.stream, metadata }),
+      );
       if (reply.kind === 'stream') return printStream(out, reply.stream, g.json);
       if (g.json) {
         out.line(reply.response.raw);
