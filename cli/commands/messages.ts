@@ -59,7 +59,7 @@ export function sendCommand(session: Session): Command {
       'after',
       `
 Without --stream or --no-stream the app's default applies (GET config: "stream").
-The reply's text goes to stdout; function calls and data_spec patches to stderr, one line each,
+The reply's text goes to stdout; function calls and the form a reply builds (data_spec) to stderr, one line each,
 then the final status. A failed response exits with 1.
 
 Examples:
