@@ -77,7 +77,7 @@ describe('conversations delete asks on a terminal only (D-64)', () => {
 });
 
 describe("another app's conversation or response", () => {
-  test('get, update, delete, send and responses hint at --app on a 404; an unknown app does not', async () => {
+  test('get, update, delete, send, chat and responses hint at --app on a 404; an unknown app does not', async () => {
     // A key reaches every app of its team: the id may be right and the app wrong.
     const id = await create();
     const elsewhere = { env: { PARLEY_APP_ID: 'app_genui' } };
@@ -86,6 +86,7 @@ describe("another app's conversation or response", () => {
       ['conversations', 'update', id, '--title', 'x'],
       ['conversations', 'delete', id, '--yes'],
       ['send', id, 'hi'],
+      ['chat', id],
     ]) {
       const r = await run(args, elsewhere);
       assert.equal(r.code, 1, args.join(' '));

@@ -7,7 +7,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { Command } from 'commander';
 import { AbortedError, type ParleyClient } from '../client.ts';
-import type { Globals, Session } from '../context.ts';
+import { inApp, type Globals, type Session } from '../context.ts';
 import { FailedResponseError, parseMetadata, reportError, UsageError } from '../io.ts';
 import { configDir } from '../profiles.ts';
 import { renderResponse } from '../render.ts';
@@ -86,8 +86,8 @@ Examples:
         };
         if (conversationId === undefined) conversationId = await create();
         else {
-          // Fails early, with the API's 404, on a wrong id.
-          await client.getConversation(conversationId);
+          // Fails early, with the API's 404 and the hint at --app, on a wrong id.
+          await inApp(g, conversationId, client.getConversation(conversationId));
           out.note(`conversation ${conversationId}`);
         }
         let conversation = conversationId;
