@@ -26,7 +26,16 @@ export const LIMITS = {
   bodyBytes: 1024 * 1024,
   /** D-29: a conversation's stored history (items and responses) in bytes; send message refuses past it. */
   conversationBytes: 4 * 1024 * 1024,
+  /** The Idempotency-Key extension: longest key accepted; the draft recommends UUIDs (36 characters). */
+  idempotencyKeyChars: 255,
 } as const;
+
+/**
+ * The Idempotency-Key syntax in words, as the 400's message, /openapi.json and docs/reliability.md
+ * say it. The httpapi draft makes the field an RFC 8941 String (quoted); the bare form is what
+ * Stripe's and OpenAI's clients send.
+ */
+export const IDEMPOTENCY_KEY_SYNTAX = `1 to ${LIMITS.idempotencyKeyChars} printable ASCII characters, either in double quotes (an RFC 8941 string, where a backslash escapes a double quote or a backslash) or bare (no spaces, commas or double quotes), e.g. "8e03978e-40d5-43e8-bc93-6894a57f9324"`;
 
 /** D-7: id prefixes. */
 export const ID_PREFIX = {
