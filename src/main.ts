@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startParley, type Parley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
 import { ConfigError, HelpRequested, USAGE, loadConfig, type Config } from './config.ts';
-import { DataFileError } from './core/errors.ts';
+import { startupReason } from './core/errors.ts';
 
 export async function serve(argv: string[]): Promise<void> {
   let config: Config;
@@ -27,10 +27,11 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     parley = await startParley(config);
   } catch (err) {
-    // A bad data dir or fixtures file, a port in use or not ours, a host that does not resolve:
-    // each is the operator's to fix, so a one-line reason rather than a stack trace.
-    if (err instanceof DataFileError || typeof (err as NodeJS.ErrnoException).code === 'string') {
-      process.stderr.write(`parley: cannot start: ${(err as Error).message}\n`);
+    // A bad data dir or fixtures file, a full disk, a port in use or not ours, a host that does not
+    // resolve: each is the operator's to fix, so a one-line reason rather than a stack trace.
+    const reason = startupReason(err);
+    if (reason !== undefined) {
+      process.stderr.write(`parley: cannot start: ${reason}\n`);
       process.exit(1);
     }
     throw err;
