@@ -203,8 +203,9 @@ test('the real server process (src/main.ts, default log level): its stdout and s
   );
   assert.ok(statuses.includes(200) && statuses.includes(400) && statuses.includes(401) && statuses.includes(403), statuses.join(' '));
 
-  // The banner shows the demo key on purpose (docs/reliability.md); everything after it is the log.
+  // Everything after the banner is the log; the banner shows keys redacted (D-94).
   const bannerEnd = stdout.indexOf('\n', stdout.indexOf('try: curl')) + 1;
+  assert.ok(stdout.slice(0, bannerEnd).includes(`demo secret key: sk_live_…${KEY.slice(-4)} `), stdout.slice(0, bannerEnd));
   const log = stdout.slice(bannerEnd);
   const lines = log.split('\n').filter((l) => l !== '');
   for (const l of lines) JSON.parse(l); // nothing but log lines
@@ -214,8 +215,9 @@ test('the real server process (src/main.ts, default log level): its stdout and s
     'the malformed request was logged',
   );
   const output = log + stderr;
+  // The banner included (D-94).
   for (const secret of [KEY, OTHER_TEAM_KEY, wrongKey, TARGET.publishable_key, KEY.slice('sk_live_'.length)]) {
-    assert.ok(!output.includes(secret), 'a key reached the output');
+    assert.ok(!(stdout + stderr).includes(secret), 'a key reached the output');
   }
   assert.doesNotMatch(output, /authorization|bearer|cookie/i);
   assert.ok(!output.includes(CONTENT), `content reached the output: ${output.split('\n').find((l) => l.includes(CONTENT))}`);

@@ -19,6 +19,22 @@ const AXE = await fs.readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'
 /** An app's form whose title is HTML: the agent says it back, and it must show as text. */
 const HTML_TITLE = '<img src=x onerror="window.__pwned=1"><b>Bold</b> offer';
 
+/** D-94: form fields named after the form's own members (DOM clobbering) and Object.prototype's. */
+const CLOBBER_NAMES = [
+  'reportValidity',
+  'elements',
+  'submit',
+  'action',
+  'append',
+  'addEventListener',
+  'isConnected',
+  'replaceWith',
+  'querySelectorAll',
+  'length',
+  'id',
+  '__proto__',
+];
+
 let parley: TestServer;
 let host: HostServer & { parley: string };
 let evil: HostServer & { parley: string };
@@ -38,7 +54,7 @@ before(async () => {
   host = await startHost((u) => hostPage(u), strictCsp);
   evil = await startHost((u) => hostPage(u).replace('A shop', 'Not allowed'), strictCsp);
   const fixturesDir = await fixturesAllowing(host.origin, (f) => {
-    f.apps.find((a: any) => a.id === 'app_genui').agent.forms.push('html');
+    f.apps.find((a: any) => a.id === 'app_genui').agent.forms.push('html', 'clobber');
     f.apps.find((a: any) => a.id === 'app_slow').widget = { origins: [host.origin] };
   });
   await fs.writeFile(
@@ -50,6 +66,18 @@ before(async () => {
       submit_label: '<u>Go</u>',
       keywords: ['markup'],
       fields: [{ name: 'x', label: '<em>label</em>', type: 'text', required: false }],
+    }),
+  );
+  // D-94: fields named after properties and methods of a form, and after what an object inherits.
+  await fs.writeFile(
+    path.join(fixturesDir, 'forms/clobber.json'),
+    JSON.stringify({
+      title: 'Clobber',
+      title_fr: 'Clobber',
+      description: '',
+      submit_label: 'Submit',
+      keywords: ['clobber'],
+      fields: CLOBBER_NAMES.map((name) => ({ name, label: `Field ${name}`, type: 'text', required: name === 'reportValidity' })),
     }),
   );
   parley = await startTestServer({ fixturesDir });
@@ -216,6 +244,27 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 2);
     assert.equal(await form.getByLabel('Full name').isDisabled(), true);
     assert.equal(await storedConversation(page, 'app_genui'), id);
+    assert.deepEqual(page.violations, []);
+  });
+
+  test('D-94: a form whose fields are named after form members (reportValidity, elements, submit, …) is filled and submitted', async () => {
+    const page = await open(await visitorContext(), 'app_genui');
+    await openPanel(page, 'Form Builder');
+    await say(page, 'show me the clobber form');
+    const form = page.locator('.parley-widget-host').locator('form.gen-form');
+    await form.getByRole('button', { name: 'Submit' }).waitFor();
+    // The required field left empty: the browser's own check still runs, and nothing is sent.
+    await form.getByRole('button', { name: 'Submit' }).click();
+    assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 1);
+    for (const name of CLOBBER_NAMES) await form.getByLabel(`Field ${name}`).fill(`value of ${name}`);
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await page.getByText('Thank you! I received the “Clobber” form').waitFor();
+    await idle(page);
+    assert.equal(await form.getByLabel('Field submit').isDisabled(), true, 'marked submitted');
+    const id = await storedConversation(page, 'app_genui');
+    const rest = await parley.call('GET', `/apps/app_genui/conversations/${id}`);
+    const users = rest.body.items.filter((i: any) => i.role === 'user').map((i: any) => i.content[0].text);
+    assert.equal(users[1], ['Submitted the form "Clobber":', ...CLOBBER_NAMES.map((n) => `- Field ${n}: value of ${n}`)].join('\n'));
     assert.deepEqual(page.violations, []);
   });
 

@@ -7,9 +7,9 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { syncDir } from './durable.ts';
+import { syncDir, writeDurably } from './durable.ts';
 import { Journal } from './journal.ts';
-import { ResponseEventsExpired, DataFileError } from '../../core/errors.ts';
+import { ResponseEventsExpired, DataFileError, atFile } from '../../core/errors.ts';
 import { RESPONSE_EVENTS_TTL_MS, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
 
 /** How often expired event files are looked for. */
@@ -21,6 +21,8 @@ interface Live {
   /** Events handed to the file (write(2) done, or failed and logged): only these are followed. */
   written: number;
   ended: boolean;
+  /** A write of its file failed: the file lacks events, and is written whole once the response ends. */
+  lost: boolean;
   handle: fs.FileHandle;
   /** Writes in order; a failed write is logged once and the events stay in memory. */
   writing: Promise<void>;
@@ -49,6 +51,11 @@ export class ResponseLog implements LiveResponses {
   private readonly index = new Map<string, LiveResponseStart>();
   /** Ended responses whose events are still kept: id → end time (ms). */
   private readonly kept = new Map<string, number>();
+  /**
+   * D-94: ended responses whose file could not be written whole (a full disk), held in memory until it
+   * can (every sweep, and at close) or their retention ends: id → the response and its end time (ms).
+   */
+  private readonly unwritten = new Map<string, { live: Live; ended: number }>();
   private readonly cancels = new Map<string, Set<() => void>>();
   private readonly journal: Journal;
   private readonly ttl: number;
@@ -85,13 +92,14 @@ export class ResponseLog implements LiveResponses {
       }
       // D-38: live when the last process stopped. Rewritten whole (a torn last line dropped), then
       // reopened for the terminal event that start-up appends.
-      await fs.writeFile(file, [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join(''));
+      await fs.writeFile(file, [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join('')).catch(atFile(file));
       const handle = await fs.open(file, 'a');
       this.live.set(start.id, {
         start,
         events,
         written: events.length,
         ended: false,
+        lost: false,
         handle,
         writing: Promise.resolve(),
         waiters: new Set(),
@@ -109,6 +117,9 @@ export class ResponseLog implements LiveResponses {
       await l.handle.close().catch(() => {});
     }
     this.live.clear();
+    // A last chance for endings held in memory (space may have returned); those still unwritten are
+    // lost with the process, and start-up finds no file of them to take for a crash's (D-38).
+    await this.writeUnwritten();
     await this.journal.close();
   }
 
@@ -147,16 +158,18 @@ export class ResponseLog implements LiveResponses {
       events: [],
       written: 0,
       ended: false,
+      lost: false,
       handle: undefined as unknown as fs.FileHandle,
       writing: Promise.resolve(),
       waiters: new Set(),
     };
     this.live.set(start.id, live);
     this.index.set(start.id, start);
+    const file = this.fileOf(start.id);
     try {
-      const handle = await fs.open(this.fileOf(start.id), fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
+      const handle = await fs.open(file, fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
       live.handle = handle;
-      await handle.write(`${JSON.stringify(start)}\n`);
+      await handle.write(`${JSON.stringify(start)}\n`).catch(atFile(file));
       // Durable before the first byte goes out: a crash from here on leaves a response start-up finds.
       await handle.datasync();
       await syncDir(this.opts.dir);
@@ -184,23 +197,65 @@ export class ResponseLog implements LiveResponses {
       for (const wake of l.waiters) wake();
       l.waiters.clear();
     };
-    l.writing = l.writing
+    const written = l.writing
       .then(() => l.handle.write(`${JSON.stringify(event)}\n`))
-      .then(wrote, (err: Error) => {
-        this.opts.warn?.(`response events of ${id} not written: ${err.message}`);
-        wrote();
-      });
-    if (!terminal) return;
-    await l.writing;
-    await l.handle.datasync().catch(() => {});
+      .then(
+        () => {},
+        (err: Error) => this.lose(l, err),
+      );
+    if (!terminal) {
+      l.writing = written.then(wrote);
+      return;
+    }
+    l.writing = written;
+    await written;
+    await l.handle.datasync().catch((err: Error) => this.lose(l, err));
     await l.handle.close().catch(() => {});
-    this.kept.set(id, this.now());
+    // D-94: the file shows how the response ended before any client is told, or it is not there.
+    const whole = !l.lost || (await this.writeWhole(l));
+    wrote();
     this.live.delete(id);
     this.cancels.delete(id);
+    if (whole) this.kept.set(id, this.now());
+    else this.unwritten.set(id, { live: l, ended: this.now() });
+  }
+
+  /** A write of `l`'s file failed (told once): its events stay in memory, and the file is written whole at its end. */
+  private lose(l: Live, err: Error): void {
+    if (!l.lost) this.opts.warn?.(`response events of ${l.start.id} not written (${err.message}); the file is written whole at its end`);
+    l.lost = true;
+  }
+
+  /**
+   * D-94: writes an ended response's file whole (temp file, rename), or, if it cannot (a full disk),
+   * removes it: a file without its terminal event is what a crash leaves, and start-up would save the
+   * response `interrupted` (D-38) into the conversation its client was told it was not saved in.
+   * Resolves whether the file was written.
+   */
+  private async writeWhole(l: Live): Promise<boolean> {
+    const file = this.fileOf(l.start.id);
+    try {
+      await writeDurably(file, [l.start, ...l.events].map((e) => `${JSON.stringify(e)}\n`).join(''));
+      return true;
+    } catch (err) {
+      await fs.rm(file, { force: true }).catch((e: Error) => this.opts.warn?.(`${file}: cannot be removed (${e.message})`));
+      this.opts.warn?.(`${file}: cannot be written (${(err as Error).message}); the response's ending is kept in memory until it can`);
+      return false;
+    }
+  }
+
+  /** Writes the endings held in memory, keeping those written as any ended response; drops those past the retention. */
+  private async writeUnwritten(): Promise<void> {
+    const cutoff = this.now() - this.ttl;
+    for (const [id, u] of this.unwritten) {
+      if (u.ended > cutoff && !(await this.writeWhole(u.live))) continue;
+      this.unwritten.delete(id);
+      if (u.ended > cutoff) this.kept.set(id, u.ended);
+    }
   }
 
   async trace(id: string): Promise<ResponseTrace | undefined> {
-    const l = this.live.get(id);
+    const l = this.live.get(id) ?? this.unwritten.get(id)?.live;
     if (l) return { start: l.start, events: l.events.slice(0, l.written), ended: l.ended && l.written === l.events.length };
     const start = this.index.get(id);
     if (!start) return undefined;
@@ -218,7 +273,7 @@ export class ResponseLog implements LiveResponses {
   async *follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
     let n = after + 1;
     for (;;) {
-      const l = this.live.get(id);
+      const l = this.live.get(id) ?? this.unwritten.get(id)?.live;
       if (!l) {
         const t = await this.trace(id);
         if (!t) return;
@@ -268,6 +323,7 @@ export class ResponseLog implements LiveResponses {
 
   /** D-36: drops the events of responses ended more than the retention ago (their index line stays). */
   async sweep(): Promise<void> {
+    await this.writeUnwritten();
     const cutoff = this.now() - this.ttl;
     for (const [id, ended] of this.kept) {
       if (ended > cutoff) continue;
