@@ -553,7 +553,7 @@ function decisionClauses(): Clause[] {
     ],
     [
       34,
-      'a disconnect no longer stops the reply (revises D-19)',
+      "a disconnect no longer stops the reply (revises D-19; revised by D-92: the widget's replies have a cap of their own)",
       'none',
       'the suite does not disconnect on purpose (test/resumable.test.ts proves it on the reference)',
     ],
@@ -579,11 +579,20 @@ function decisionClauses(): Clause[] {
     ],
   );
   // Reliability (docs/reliability.md).
-  d.push([
-    110,
-    'create conversation counts against the plan like send message and completion (revises D-23): it carries the x-ratelimit-* headers, and past the limit it is 429',
-    'exact',
-  ]);
+  d.push(
+    [
+      92,
+      'the widget cannot starve the REST API (revises D-27, D-34, D-52): its own share of the storage quota, its own stream and detached caps; every widget request counted per visitor and address, creates charged to its budget, the budget divided per visitor and per address, a refused request not charged',
+      'none',
+      "the widget's caps and shares are fixtures the suite does not know, and reaching them takes a quota or a day's budget (test/widget-starve.test.ts proves them on the reference)",
+    ],
+    [
+      110,
+      'create conversation counts against the plan like send message and completion (revises D-23): it carries the x-ratelimit-* headers, and past the limit it is 429',
+      'exact',
+    ],
+  );
+
   return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
 }
 
