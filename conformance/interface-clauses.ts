@@ -654,7 +654,7 @@ function decisionClauses(): Clause[] {
     ],
     [
       34,
-      "a disconnect no longer stops the reply (revises D-19), within the app's max_duration_seconds and max_detached",
+      "a disconnect no longer stops the reply (revises D-19; revised by D-92: the widget's replies have a cap of their own), within the app's max_duration_seconds and max_detached",
       'weak',
       "the bounds are the app's fixtures, which no target gives: a reply its client left runs on to its end",
     ],
@@ -674,6 +674,13 @@ function decisionClauses(): Clause[] {
     [38, 'a shutdown or a crash saves running replies failed, code interrupted', 'none', 'the suite cannot stop the target'],
     [39, "items of a response that did not complete carry status incomplete (revises D-14); a completed one's none", 'exact'],
   );
+  // Reliability (docs/reliability.md).
+  d.push([
+    92,
+    'the widget cannot starve the REST API (revises D-27, D-34, D-52): its own share of the storage quota, its own stream and detached caps; every widget request counted per visitor and address, creates charged to its budget, the budget divided per visitor and per address, a refused request not charged',
+    'none',
+    "the widget's caps and shares are fixtures the suite does not know, and reaching them takes a quota or a day's budget (test/widget-starve.test.ts proves them on the reference)",
+  ]);
   return d.map(decisionClause);
 }
 

@@ -12,6 +12,7 @@ import { VisitorTokens } from './pipeline/widget-tokens.ts';
 import { type Config, DEFAULTS } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
 import { createHttpServer } from './api/surfaces.ts';
+import { TrustedProxies } from './http/client-address.ts';
 import type { ParleyHttpServer } from './http/server.ts';
 import type { RateLimiter } from './pipeline/stages.ts';
 import { AgentRuntime } from './services/agent.ts';
@@ -114,8 +115,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           auth,
           tokens,
           // D-52: the widget's budgets, counted apart from the REST plans.
-          budget: new RateLimitService(backend.rateCounts.widget, { plans: WidgetGate.budgetPlans(tenants) }),
+          budget: backend.rateCounts.widget,
           windows: backend.widgetWindows,
+          proxies: opts.trustProxy === null ? TrustedProxies.none : TrustedProxies.parse(opts.trustProxy),
           allowOwnOrigin: playground,
         }),
       },

@@ -1,6 +1,7 @@
 // Configuration from flags, then environment, then defaults (README's configuration table).
 import { parseArgs } from 'node:util';
 import { DEFAULT_OLLAMA_HOST } from './engines/index.ts';
+import { TrustedProxies } from './http/client-address.ts';
 
 export interface Config {
   host: string;
@@ -20,6 +21,11 @@ export interface Config {
   databaseUrl: string | null;
   /** DATABASE_POOL_SIZE: the PostgreSQL connections each instance may open (docs/deploy.md). */
   databasePoolSize: number;
+  /**
+   * TRUST_PROXY: the proxies (CIDRs, comma-separated) whose X-Forwarded-For names the client's address
+   * (D-92); null: the socket's peer address is the client's.
+   */
+  trustProxy: string | null;
 }
 
 export const DEFAULTS: Config = {
@@ -34,6 +40,7 @@ export const DEFAULTS: Config = {
   widgetSecret: null,
   databaseUrl: null,
   databasePoolSize: 10,
+  trustProxy: null,
 };
 
 export class ConfigError extends Error {}
@@ -52,6 +59,8 @@ Options (each also read from the environment variable in brackets):
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
+  --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
+                      address for per-address limits [TRUST_PROXY] (default: none, the socket's address)
   --help              print this and exit
 
 The model comes from the environment only (docs/agent.md):
@@ -72,6 +81,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
+    'trust-proxy'?: string;
     help?: boolean;
   };
   try {
@@ -86,6 +96,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
+        'trust-proxy': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -114,6 +125,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const databasePoolSize = Number(poolText);
   if (!/^\d+$/.test(poolText) || databasePoolSize < 2 || databasePoolSize > 1000)
     throw new ConfigError(`DATABASE_POOL_SIZE must be an integer from 2 to 1000 (got ${JSON.stringify(poolText)})`);
+  const trustProxy = values['trust-proxy'] ?? fromEnv('TRUST_PROXY') ?? DEFAULTS.trustProxy;
+  if (trustProxy !== null) {
+    try {
+      TrustedProxies.parse(trustProxy);
+    } catch (err) {
+      throw new ConfigError(`TRUST_PROXY: ${(err as Error).message}`);
+    }
+  }
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -126,6 +145,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     widgetSecret: widgetSecret(env.PARLEY_WIDGET_SECRET),
     databaseUrl,
     databasePoolSize,
+    trustProxy,
   };
 }
 

@@ -20,6 +20,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       widgetSecret: null,
       databaseUrl: null,
       databasePoolSize: 10,
+      trustProxy: null,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -47,6 +48,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       widgetSecret: 's'.repeat(32),
       databaseUrl: null,
       databasePoolSize: 10,
+      trustProxy: null,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -69,6 +71,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       widgetSecret: null,
       databaseUrl: null,
       databasePoolSize: 10,
+      trustProxy: null,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);

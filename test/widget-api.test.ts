@@ -383,51 +383,41 @@ describe('which apps have a widget (D-47, D-54)', () => {
   });
 });
 
-describe('abuse limits (D-52)', () => {
+describe('abuse limits (D-52, D-92)', () => {
   test("per visitor, per address and the app's widget budget, apart from the REST plan; a refused request changes nothing", async () => {
     // app_limited: visitor 4/min, address 8/min, widget budget 3/min; its REST plan: 5/min.
     const app = 'app_limited';
     const a = await visitor(server, app); // address 1
-    const conv = await widgetCall(server, 'POST', `/apps/${app}/conversations`, { auth: a.token, body: {} }); // address 2, visitor 1
-    for (let i = 0; i < 3; i++) {
+    const conv = await widgetCall(server, 'POST', `/apps/${app}/conversations`, { auth: a.token, body: {} }); // address 2, visitor 1, budget 1
+    for (let i = 0; i < 2; i++) {
       const r = await widgetCall(server, 'POST', `/apps/${app}/conversations/${conv.body.id}`, {
         auth: a.token,
         body: { message: { content: `m${i}` }, stream: false },
       });
-      assert.equal(r.status, 200, JSON.stringify(r.body)); // address 3..5, visitor 2..4, budget 1..3
+      assert.equal(r.status, 200, JSON.stringify(r.body)); // address 3..4, visitor 2..3, budget 2..3
     }
-    const byVisitor = await widgetCall(server, 'POST', `/apps/${app}/conversations/${conv.body.id}`, {
-      auth: a.token,
-      body: { message: { content: 'again' }, stream: false },
-    });
+    // D-92: reading counts against the visitor and the address too.
+    assert.equal((await widgetCall(server, 'GET', `/apps/${app}/conversations/${conv.body.id}`, { auth: a.token })).status, 200); // address 5, visitor 4
+    const byVisitor = await widgetCall(server, 'GET', `/apps/${app}/config`, { auth: a.token }); // refused: gives address 6 back
     assertError(byVisitor, 'visitor_rate_limit');
     assert.ok(Number(byVisitor.headers.get('retry-after')) >= 1);
     const b = await visitor(server, app); // address 6
-    const convB = await widgetCall(server, 'POST', `/apps/${app}/conversations`, { auth: b.token, body: {} }); // address 7
-    assertError(
-      await widgetCall(server, 'POST', `/apps/${app}/conversations/${convB.body.id}`, {
-        auth: b.token,
-        body: { message: { content: 'hi' }, stream: false },
-      }),
-      'widget_budget',
-    );
+    // D-92: a create is charged to the budget, which is spent.
+    const refused = await widgetCall(server, 'POST', `/apps/${app}/conversations`, { auth: b.token, body: {} });
+    assertError(refused, 'widget_budget');
+    // A refused request takes no slot, the address's neither.
+    await visitor(server, app); // address 7
     await visitor(server, app); // address 8
     assertError(await widgetCall(server, 'POST', `/apps/${app}/visitors`, { auth: PK, body: {} }), 'address_rate_limit');
-    // Reading is not limited by these.
-    assert.equal((await widgetCall(server, 'GET', `/apps/${app}/config`, { auth: a.token })).status, 200);
-    // Refused requests changed nothing: three exchanges, and none for the second visitor.
-    assert.equal(
-      (await widgetCall(server, 'GET', `/apps/${app}/conversations/${conv.body.id}`, { auth: a.token })).body.items.filter(
-        (i: any) => i.role === 'user',
-      ).length,
-      3,
-    );
-    assert.equal((await widgetCall(server, 'GET', `/apps/${app}/conversations/${convB.body.id}`, { auth: b.token })).body.items.length, 0);
+    // Refused requests changed nothing: two exchanges, and no conversation for the second visitor.
+    const rest = await server.call('GET', `/apps/${app}/conversations/${conv.body.id}`);
+    assert.equal(rest.body.items.filter((i: any) => i.role === 'user').length, 2);
+    assert.equal((await server.call('GET', `/apps/${app}/metrics`)).body.total_conversations, 1);
     // The team's own backend still has its whole REST plan.
-    const rest = await server.call('POST', `/apps/${app}/conversations`, {});
-    const sent = await server.call('POST', `/apps/${app}/conversations/${rest.body.id}`, { message: { content: 'from the backend' } });
+    const created = await server.call('POST', `/apps/${app}/conversations`, {});
+    const sent = await server.call('POST', `/apps/${app}/conversations/${created.body.id}`, { message: { content: 'from the backend' } });
     assert.equal(sent.status, 200);
-    // 5 a minute: the backend's own create and send took two (D-27 counts creates), the widget none.
+    // 5 a minute: the backend's own create and send took two (D-110), the widget none.
     assert.equal(sent.headers.get('x-ratelimit-remaining-requests'), '3');
     // Other apps' widgets are not affected.
     assert.equal((await widgetCall(server, 'POST', '/apps/app_demo/visitors', { auth: PK, body: {} })).status, 200);

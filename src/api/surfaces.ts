@@ -61,7 +61,8 @@ export interface WidgetApiOptions {
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
  * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
  * credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429);
- * then the handler reads the body (400) and the visitor's conversation (404).
+ * then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
+ * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
 export function widgetApi(o: WidgetApiOptions): Surface {
   return {

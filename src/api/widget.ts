@@ -62,15 +62,22 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
       method: 'POST',
       pattern: '/apps/:app_id/conversations',
       route: {
+        // D-92: a conversation is stored, so it is charged to the widget's budget as a message is.
+        counted: true,
         handle: async (ctx): Promise<ConversationT> => {
           const body = await parseBody(ctx, WidgetConversationRequest);
           const visitor = ctx.visitor!;
           // D-51: the user id and metadata come from the signed identity only.
-          const created = await o.conversations.create(ctx.app.id, {
-            title: body.title,
-            external_user_id: visitor.external_user_id ?? undefined,
-            metadata: visitor.metadata ?? undefined,
-          });
+          const created = await o.conversations.create(
+            ctx.app.id,
+            {
+              title: body.title,
+              external_user_id: visitor.external_user_id ?? undefined,
+              metadata: visitor.metadata ?? undefined,
+            },
+            undefined,
+            true,
+          );
           // Claimed before the answer: a crash between the two leaves a conversation whose id no
           // visitor was ever told (reachable by the REST API only), never one given to the wrong visitor.
           await o.owners.claim(created.id, visitor.id);
@@ -98,7 +105,14 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
           // D-50: the agent's metadata is the signed identity's, never the browser's.
           const metadata = ctx.visitor!.metadata ?? undefined;
           // D-34: the reply runs on if the page goes away; the widget resumes it or cancels it below.
-          const started = await o.responses.start(ctx.app, record, { message: body.message, stream, metadata }, ctx.signal);
+          const started = await o.responses.start(
+            ctx.app,
+            record,
+            { message: body.message, stream, metadata },
+            ctx.signal,
+            undefined,
+            true,
+          );
           ctx.headers[RESPONSE_ID_HEADER] = started.id;
           return started.answer(stream, ctx.requestId);
         },

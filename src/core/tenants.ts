@@ -44,13 +44,27 @@ export const Widget = z.strictObject({
   identity_secret: z.string().min(32).nullable().default(null),
   /** D-49: how long a visitor token lives, in seconds (an hour; the suite's expired-token case uses a second). */
   token_seconds: z.number().int().positive().default(3600),
-  /** D-52: per minute; messages count against all four, sessions and conversations against the visitor's and address's. */
+  /**
+   * D-52, D-92: every request counts against its visitor's and its address's minute; messages and
+   * conversations against the app's widget budget too, and each visitor and address against its share
+   * of the day's budget. The widget's streams, detached replies and storage are capped apart from REST's.
+   */
   limits: z
     .strictObject({
       visitor_per_minute: z.number().int().positive().default(20),
-      address_per_minute: z.number().int().positive().default(60),
+      address_per_minute: z.number().int().positive().default(120),
       app_per_minute: z.number().int().positive().default(600),
       app_per_day: z.number().int().positive().default(20_000),
+      /** D-92: one visitor's, and one address's, share of `app_per_day`. */
+      visitor_per_day: z.number().int().positive().default(200),
+      address_per_day: z.number().int().positive().default(2_000),
+      /** D-92: the widget's streams open at once, all visitors together and one visitor's. */
+      streams: z.number().int().nonnegative().default(32),
+      visitor_streams: z.number().int().nonnegative().default(4),
+      /** D-92: the widget's replies running with no client (REST has `responses.max_detached`). */
+      max_detached: z.number().int().nonnegative().default(8),
+      /** D-92: the part of the plan's storage quota past which the widget stores nothing more. */
+      storage_share: z.number().gt(0).max(1).default(0.5),
     })
     .prefault({}),
 });

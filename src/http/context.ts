@@ -8,7 +8,7 @@ import type { IdempotencyClaim } from '../core/claims.ts';
 import { readJsonBody } from './body.ts';
 import { fromZodError, invalidRequest } from './errors.ts';
 import type { HttpMethod } from './router.ts';
-import type { StreamGate } from './stream-gate.ts';
+import type { StreamGate, StreamPool } from './stream-gate.ts';
 
 /** A widget visitor (docs/widget.md, D-48): whose conversations a widget request may reach. */
 export interface Visitor {
@@ -64,6 +64,8 @@ export interface Exchange extends Omit<RequestContext, 'key' | 'app'> {
   allow: HttpMethod[];
   /** Headers of every answer of this request, an error's too: a surface's CORS headers, D-23's rate-limit headers. */
   answerHeaders: Record<string, string>;
+  /** The pools a stream of this request counts in (D-92: the widget's own); unset, its app's pool. */
+  streamPools?: readonly StreamPool[];
 }
 
 /** The exchange as a handler takes it, once a stage has said who calls (a surface whose stages never do is a bug). */
@@ -84,6 +86,7 @@ export class HttpExchange implements Exchange {
   visitor?: Visitor;
   claim?: IdempotencyClaim;
   joinable?: Exchange['joinable'];
+  streamPools?: readonly StreamPool[];
   readonly answerHeaders: Record<string, string> = {};
   readonly headers: Record<string, string> = {};
   private parsedQuery?: URLSearchParams;
@@ -129,7 +132,8 @@ export class HttpExchange implements Exchange {
   }
 
   beginStream(): void {
-    this.streams.enter(admitted(this).app.id, this.res);
+    if (this.streamPools) this.streams.enterAll(this.streamPools, this.res);
+    else this.streams.enter(admitted(this).app.id, this.res);
   }
 
   json(): Promise<unknown> {

@@ -37,11 +37,7 @@ function answer(app: AppT, plan: RatePlan, c: RateCount): Record<string, string>
   const minuteLeft = plan.requests_per_minute - c.inMinute;
   const dayLeft = plan.requests_per_day - c.dayCount;
   if (!c.taken) {
-    // Wait for whichever window frees a request later.
-    const minuteWait = minuteLeft <= 0 && c.freesAt !== undefined ? c.freesAt + MINUTE - c.now : 0;
-    const dayWait = dayLeft <= 0 ? c.day + DAY - c.now : 0;
-    const wait = Math.max(minuteWait, dayWait);
-    const byDay = dayWait >= minuteWait;
+    const { wait, byDay } = waitOf(c, plan.requests_per_minute, plan.requests_per_day);
     throw apiError(
       'rate_limit_exceeded',
       `Rate limit reached for app ${JSON.stringify(app.id)}: ${byDay ? `${plan.requests_per_day} requests per day` : `${plan.requests_per_minute} requests per minute`}. Retry after ${Math.ceil(wait / 1000)} s.`,
@@ -61,6 +57,13 @@ function answer(app: AppT, plan: RatePlan, c: RateCount): Record<string, string>
   return dayLeft < minuteLeft
     ? headers(plan.requests_per_day, dayLeft - 1, c.day + DAY - c.now)
     : headers(plan.requests_per_minute, minuteLeft - 1, MINUTE);
+}
+
+/** How long a refused count waits: for whichever window frees a request later (the day's on a tie). */
+export function waitOf(c: RateCount, perMinute: number, perDay: number): { wait: number; byDay: boolean } {
+  const minuteWait = perMinute - c.inMinute <= 0 && c.freesAt !== undefined ? c.freesAt + MINUTE - c.now : 0;
+  const dayWait = perDay - c.dayCount <= 0 ? c.day + DAY - c.now : 0;
+  return { wait: Math.max(minuteWait, dayWait), byDay: dayWait >= minuteWait };
 }
 
 /** D-23's headers; the reset is a duration in seconds (`"12.5s"`), the form OpenAI's clients parse. */

@@ -4,9 +4,10 @@ import type { IncomingMessage } from 'node:http';
 import type { AppT, KeyT } from '../core/tenants.ts';
 import type { Stage } from '../http/compose.ts';
 import { admitted, type Exchange, type RequestContext, type Visitor } from '../http/context.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { ApiError, invalidRequest } from '../http/errors.ts';
 import { NoContent } from '../http/reply.ts';
 import type { HttpMethod } from '../http/router.ts';
+import type { StreamPool } from '../http/stream-gate.ts';
 import type { Route } from '../http/surface.ts';
 
 /** The REST API's credential (§5, D-4, D-6): throws 401/403/404, or returns who calls and the app they may use. */
@@ -37,6 +38,10 @@ export interface Admission {
   visitor?: Visitor;
   /** Headers of the answer (e.g. rate-limit headers), an error's too. */
   headers: Record<string, string>;
+  /** D-92: the pools the request's stream counts in, apart from the REST API's. */
+  streams?: readonly StreamPool[];
+  /** D-92: gives back what the request was charged, when its handler refuses it (a 4xx): no work, no charge. */
+  refund?: () => Promise<void>;
 }
 
 /** A surface's own gate in place of the REST API's credential and rate limit (the widget API, D-45). */
@@ -114,7 +119,15 @@ export function admit(gate: SurfaceGate, route: Route): Stage<Exchange> {
     ctx.key = admission.key;
     ctx.app = admission.app;
     ctx.visitor = admission.visitor;
+    ctx.streamPools = admission.streams;
     Object.assign(ctx.answerHeaders, admission.headers);
-    return next();
+    const refund = admission.refund;
+    if (!refund) return next();
+    try {
+      return await next();
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) await refund();
+      throw err;
+    }
   };
 }

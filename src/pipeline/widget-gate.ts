@@ -1,15 +1,18 @@
 // The widget API's gate (docs/widget.md), in place of the REST API's auth and rate-limit stages:
 // origins and CORS (D-53), the publishable key or a visitor token (D-48, D-49), and the widget's own
-// limits (D-52). Order (D-54): app known (404) → widget enabled (403) → origin (403) → credential
+// limits (D-52, D-92). Order (D-54): app known (404) → widget enabled (403) → origin (403) → credential
 // (401) → key's team (403) → app active, agent (403) → limits (429) → body (400) → resource (404).
 import type { IncomingMessage } from 'node:http';
+import type { TrustedProxies } from '../http/client-address.ts';
 import { apiError } from '../http/errors.ts';
 import type { HttpMethod } from '../http/router.ts';
+import type { StreamPool } from '../http/stream-gate.ts';
 import type { Route } from '../http/surface.ts';
-import type { Admission, RateLimiter, SurfaceGate } from './stages.ts';
+import type { Admission, SurfaceGate } from './stages.ts';
 import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
-import type { MinuteWindows } from '../store/shared.ts';
+import type { MinuteWindows, RateCounts } from '../store/shared.ts';
 import type { AuthService } from './auth.ts';
+import { waitOf } from './rate-limit.ts';
 import type { VisitorTokens } from './widget-tokens.ts';
 
 /** Headers a widget may read from an answer (a browser hides the others from a cross-origin page). */
@@ -20,30 +23,24 @@ export interface WidgetGateOptions {
   tenants: Tenants;
   auth: AuthService;
   tokens: VisitorTokens;
-  /** D-52: the apps' widget budgets, counted apart from their REST plans, with the plans of `budgetPlans`. */
-  budget: RateLimiter;
+  /** D-52, D-92: the widget budgets' counts (the app's, and each visitor's and address's share), apart from the REST plans'. */
+  budget: RateCounts;
   /** D-52's per-visitor and per-address windows. */
   windows: MinuteWindows;
+  /** D-92: whose X-Forwarded-For names the client's address. */
+  proxies: TrustedProxies;
   /** D-53: the server's own origin is allowed too (the playground); off with --no-playground. */
   allowOwnOrigin: boolean;
 }
 
+/** A count taken: its key and when, to give it back. */
+type Taken = [key: string, at: number];
+
+/** The shares' minute is not limited (the app's budget and the windows limit the minute). */
+const UNLIMITED = Number.MAX_SAFE_INTEGER;
+
 export class WidgetGate implements SurfaceGate {
   constructor(private readonly o: WidgetGateOptions) {}
-
-  /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own. */
-  static budgetPlans(tenants: Tenants): Map<string, { id: string; requests_per_minute: number; requests_per_day: number }> {
-    const plans = new Map<string, { id: string; requests_per_minute: number; requests_per_day: number }>();
-    for (const app of tenants.apps.values()) {
-      if (app.widget)
-        plans.set(budgetPlan(app), {
-          id: budgetPlan(app),
-          requests_per_minute: app.widget.limits.app_per_minute,
-          requests_per_day: app.widget.limits.app_per_day,
-        });
-    }
-    return plans;
-  }
 
   enter(req: IncomingMessage, params: Record<string, string>): Record<string, string> {
     const app = this.widgetApp(params.app_id);
@@ -97,49 +94,68 @@ export class WidgetGate implements SurfaceGate {
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(app.id)} is disabled.`);
     if (route.needsAgent && !app.agent.active)
       throw apiError('agent_unavailable', `App ${JSON.stringify(app.id)} has no active agent configured.`);
-    if (req.method === 'POST') await this.count(req, app, visitor?.id, route.counted ?? false);
-    return { key, app, visitor, headers: {} };
+    const refund = await this.count(app, this.o.proxies.clientOf(req), visitor?.id, route.counted ?? false);
+    return { key, app, visitor, headers: {}, refund, streams: visitor && streamPools(app, visitor.id) };
   }
 
   /**
-   * D-52: a POST counts against its address and its visitor, a message against the app's widget budget
-   * too. Each limit takes its slot as it checks it (so that concurrent requests cannot pass it together),
-   * and a later limit's refusal gives the earlier slots back: a refused request changes nothing.
+   * D-52, D-92: every request counts against its address's and its visitor's minute; a counted one
+   * (a message, a conversation) against the app's widget budget and the visitor's and the address's
+   * share of it too. Each limit takes its slot as it checks it (so that concurrent requests cannot pass
+   * it together), and a later limit's refusal gives the earlier slots back: a refused request changes
+   * nothing. Returns what gives the budget back when the handler refuses the request (a 404 costs nothing).
    */
-  private async count(req: IncomingMessage, app: AppT, visitorId: string | undefined, message: boolean): Promise<void> {
+  private async count(app: AppT, address: string, visitorId: string | undefined, charged: boolean) {
     const limits = app.widget!.limits;
-    const address = `address|${app.id}|${req.socket.remoteAddress ?? ''}`;
-    const byAddress = await this.o.windows.take(address, limits.address_per_minute);
-    if (!('at' in byAddress))
-      throw limited(
-        'address_rate_limit',
-        `Too many widget requests from this address for app ${JSON.stringify(app.id)}`,
-        limits.address_per_minute,
-        byAddress.retryAfterMs,
-      );
-    const taken: Array<[string, number]> = [[address, byAddress.at]];
-    const giveBack = () => Promise.all(taken.map(([key, at]) => this.o.windows.giveBack(key, at)));
-    if (visitorId !== undefined) {
-      const visitor = `visitor|${app.id}|${visitorId}`;
-      const byVisitor = await this.o.windows.take(visitor, limits.visitor_per_minute);
-      if (!('at' in byVisitor)) {
-        await giveBack();
-        throw limited('visitor_rate_limit', 'Too many requests from this visitor', limits.visitor_per_minute, byVisitor.retryAfterMs);
-      }
-      taken.push([visitor, byVisitor.at]);
-    }
-    if (!message) return;
+    const windows: Taken[] = [];
+    const budget: Taken[] = [];
+    const giveBack = (taken: Taken[], from: MinuteWindows | RateCounts) => Promise.all(taken.map(([k, at]) => from.giveBack(k, at)));
     try {
-      await this.o.budget.take({ ...app, plan: budgetPlan(app) });
-    } catch (err) {
-      await giveBack();
-      const retry = (err as { headers?: Record<string, string> }).headers?.['retry-after'] ?? '60';
-      throw apiError(
-        'widget_budget',
-        `App ${JSON.stringify(app.id)} has used its widget budget (apart from its REST plan); retry after ${retry} s.`,
-        { headers: { 'retry-after': retry } },
+      const where = `${app.id}|${address}`;
+      windows.push(await this.window(`address|${where}`, limits.address_per_minute, 'address_rate_limit', app));
+      const who = visitorId === undefined ? undefined : `${app.id}|${visitorId}`;
+      if (who) windows.push(await this.window(`visitor|${who}`, limits.visitor_per_minute, 'visitor_rate_limit', app));
+      if (!charged) return undefined;
+      budget.push(
+        await this.spend(app.id, limits.app_per_minute, limits.app_per_day, `App ${JSON.stringify(app.id)} has used its widget budget`),
       );
+      if (who)
+        budget.push(
+          await this.spend(`visitor|${who}`, UNLIMITED, limits.visitor_per_day, "This visitor has used its share of the widget's budget"),
+        );
+      budget.push(
+        await this.spend(`address|${where}`, UNLIMITED, limits.address_per_day, "This address has used its share of the widget's budget"),
+      );
+    } catch (err) {
+      await Promise.all([giveBack(windows, this.o.windows), giveBack(budget, this.o.budget)]);
+      throw err;
     }
+    return async () => {
+      await giveBack(budget, this.o.budget);
+    };
+  }
+
+  private async window(key: string, perMinute: number, name: 'address_rate_limit' | 'visitor_rate_limit', app: AppT): Promise<Taken> {
+    const taken = await this.o.windows.take(key, perMinute);
+    if ('at' in taken) return [key, taken.at];
+    const what =
+      name === 'address_rate_limit'
+        ? `Too many widget requests from this address for app ${JSON.stringify(app.id)}`
+        : 'Too many requests from this visitor';
+    const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+    throw apiError(name, `${what}: ${perMinute} per minute. Retry after ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
+  }
+
+  private async spend(key: string, perMinute: number, perDay: number, what: string): Promise<Taken> {
+    const c = await this.o.budget.take(key, perMinute, perDay);
+    if (c.taken) return [key, c.now];
+    const { wait, byDay } = waitOf(c, perMinute, perDay);
+    const seconds = Math.max(1, Math.ceil(wait / 1000));
+    throw apiError(
+      'widget_budget',
+      `${what} (${byDay ? `${perDay} per day` : `${perMinute} per minute`}, apart from the REST plan); retry after ${seconds} s.`,
+      { headers: { 'retry-after': String(seconds) } },
+    );
   }
 
   /** D-47: the app, if it exists (404) and the tenants give it a widget (403). */
@@ -151,11 +167,25 @@ export class WidgetGate implements SurfaceGate {
   }
 }
 
-function budgetPlan(app: AppT): string {
-  return `widget:${app.id}`;
-}
-
-function limited(name: 'address_rate_limit' | 'visitor_rate_limit', what: string, perMinute: number, retryAfterMs: number) {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return apiError(name, `${what}: ${perMinute} per minute. Retry after ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
+/** D-92: a widget stream counts in the widget's pool and its visitor's, apart from the REST API's. */
+function streamPools(app: AppT, visitorId: string): StreamPool[] {
+  const { streams, visitor_streams } = app.widget!.limits;
+  const name = JSON.stringify(app.id);
+  return [
+    {
+      key: `widget\0${app.id}`,
+      max: streams,
+      refusal: () =>
+        apiError('too_many_streams', `The widget of app ${name} already has ${streams} streams open; retry when one has finished.`),
+    },
+    {
+      key: `visitor\0${app.id}\0${visitorId}`,
+      max: visitor_streams,
+      refusal: () =>
+        apiError(
+          'too_many_streams',
+          `This visitor already has ${visitor_streams} streams open in app ${name}; retry when one has finished.`,
+        ),
+    },
+  ];
 }

@@ -46,7 +46,8 @@ export class ConversationService {
     private readonly quota?: StorageQuota,
   ) {}
 
-  async create(appId: string, body: CreateConversationRequestT, claim?: IdempotencyClaim): Promise<ConversationT> {
+  /** `widget`: created by a widget visitor, within the widget's share of the storage quota (D-92). */
+  async create(appId: string, body: CreateConversationRequestT, claim?: IdempotencyClaim, widget = false): Promise<ConversationT> {
     const record: ConversationRecord = {
       id: newId('conversation'),
       app_id: appId,
@@ -61,7 +62,11 @@ export class ConversationService {
     };
     // About what its journal line takes (the quota counts records as stored, D-27); checked by the
     // store as it creates, so that creates at once (on any instance) never pass the quota together.
-    await this.store.putConversation(record, claim, this.quota?.admit(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata))));
+    await this.store.putConversation(
+      record,
+      claim,
+      this.quota?.admit(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata)), widget),
+    );
     return toConversation(record);
   }
 

@@ -24,6 +24,11 @@ import { STOPS, StopReason } from './stops.ts';
 import { checkHistory, type StorageQuota } from './quota.ts';
 import type { UsageLedger } from '../store/shared.ts';
 
+/** The key of an app's detached replies, or its widget's (D-92). */
+function detachedPool(appId: string, widget: boolean): string {
+  return widget ? `widget\0${appId}` : appId;
+}
+
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
 const HISTORY_MESSAGES = 40;
 
@@ -52,7 +57,7 @@ export class ResponseService {
    */
   readonly events = new EventEmitter();
   private readonly producing = new Map<string, Producing>();
-  /** D-34: per app, the replies running with no client. */
+  /** D-34: per app, the replies running with no client; D-92: its widget's apart. */
   private readonly detached = new Map<string, number>();
   private readonly line: ResponseLine;
   private readonly lookups: ResponseLookup;
@@ -75,7 +80,8 @@ export class ResponseService {
 
   /**
    * Begins a response (D-35: in the store, before anything is sent; D-37: after the conversation's
-   * running reply, in line) and runs it to its end whatever becomes of the request (D-34).
+   * running reply, in line) and runs it to its end whatever becomes of the request (D-34). `widget`:
+   * a widget visitor's, within the widget's share of the quota and its own cap of detached replies (D-92).
    */
   async start(
     app: AppT,
@@ -83,12 +89,13 @@ export class ResponseService {
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
     claim?: IdempotencyClaim,
+    widget = false,
   ): Promise<StartedResponse> {
     const leave = await this.line.enter(record.id, requestSignal);
     try {
       for (;;) {
         try {
-          return await this.begin(app, record, body, requestSignal, claim, leave);
+          return await this.begin(app, record, body, requestSignal, { claim, widget }, leave);
         } catch (err) {
           if (!(err instanceof RunningElsewhere)) throw err;
           await this.line.awaitElsewhere(record.id, err, requestSignal);
@@ -105,7 +112,7 @@ export class ResponseService {
     record: ConversationRecord,
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
-    claim: IdempotencyClaim | undefined,
+    { claim, widget }: { claim: IdempotencyClaim | undefined; widget: boolean },
     leave: () => void,
   ): Promise<StartedResponse> {
     const id = newId('response');
@@ -117,7 +124,7 @@ export class ResponseService {
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
     checkHistory(record.id, file.bytes, this.quota?.historyBytes(app.id));
-    await this.quota?.check(app.id, 0);
+    await this.quota?.check(app.id, 0, widget);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
@@ -149,7 +156,7 @@ export class ResponseService {
       onUnexpected: (err) => this.log.error({ err, response_id: id }, 'response failed unexpectedly'),
       finish: (r) => this.exchanges.save(app.id, record.id, r, input, claim, app),
     });
-    const done = this.produce(app, record.id, run, stop, requestSignal, leave);
+    const done = this.produce(app, record.id, run, stop, requestSignal, leave, widget);
     const toResponse = (): ResponseT => ({
       id,
       object: 'response',
@@ -178,6 +185,7 @@ export class ResponseService {
     stop: AbortController,
     requestSignal: AbortSignal,
     leave: () => void,
+    widget: boolean,
   ): Promise<void> {
     const id = run.id;
     // D-34: a reply runs to its end, within its app's maximum duration.
@@ -186,6 +194,9 @@ export class ResponseService {
     // D-33: a cancel asked of any instance reaches the one producing it through the store.
     const unsubscribe = this.store.responses.onCancelRequest(id, () => stop.abort(new StopReason(STOPS.cancelled)));
     let detached = false;
+    // D-92: the widget's replies have a cap of their own, so that visitors cannot fill the team's.
+    const pool = detachedPool(app.id, widget);
+    const max = widget && app.widget ? app.widget.limits.max_detached : app.responses.max_detached;
     const done = (async () => {
       try {
         for await (const e of run.events()) await this.store.responses.append(id, e);
@@ -195,21 +206,21 @@ export class ResponseService {
         clearTimeout(timer);
         unsubscribe();
         this.producing.delete(id);
-        if (detached) this.detachedLess(app.id);
+        if (detached) this.detachedLess(pool);
         leave();
       }
     })();
     this.producing.set(id, { run, appId: app.id, conversationId, stop, done });
-    // Past the app's cap of detached replies, a client that leaves stops the reply as D-19 first said.
+    // Past the cap of detached replies, a client that leaves stops the reply as D-19 first said.
     const onLeave = () => {
       if (!this.producing.has(id)) return;
-      const n = this.detached.get(app.id) ?? 0;
-      if (n >= app.responses.max_detached) {
+      const n = this.detached.get(pool) ?? 0;
+      if (n >= max) {
         stop.abort(new StopReason(STOPS.disconnected));
         return;
       }
       detached = true;
-      this.detached.set(app.id, n + 1);
+      this.detached.set(pool, n + 1);
     };
     if (requestSignal.aborted) onLeave();
     else requestSignal.addEventListener('abort', onLeave, { once: true });
@@ -223,15 +234,15 @@ export class ResponseService {
     return undefined;
   }
 
-  private detachedLess(appId: string): void {
-    const n = (this.detached.get(appId) ?? 1) - 1;
-    if (n > 0) this.detached.set(appId, n);
-    else this.detached.delete(appId);
+  private detachedLess(pool: string): void {
+    const n = (this.detached.get(pool) ?? 1) - 1;
+    if (n > 0) this.detached.set(pool, n);
+    else this.detached.delete(pool);
   }
 
-  /** Replies of `appId` running with no client (D-34). */
-  detachedCount(appId: string): number {
-    return this.detached.get(appId) ?? 0;
+  /** Replies of `appId` running with no client (D-34), its widget's apart (D-92). */
+  detachedCount(appId: string, widget = false): number {
+    return this.detached.get(detachedPool(appId, widget)) ?? 0;
   }
 
   /** The conversation a response of `appId` belongs to (404 otherwise): the widget API checks its owner. */

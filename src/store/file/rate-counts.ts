@@ -9,8 +9,8 @@ import { Journal } from './journal.ts';
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 
-/** One counted request, or (in a compacted journal) the older part of a day's count. */
-type Entry = { a: string; t: number } | { a: string; d: number; n: number };
+/** One counted request, one given back (`g`: when it was counted), or (in a compacted journal) the older part of a day's count. */
+type Entry = { a: string; t: number } | { a: string; g: number } | { a: string; d: number; n: number };
 
 interface Usage {
   /** Start (ms, UTC midnight) of the day `dayCount` belongs to. */
@@ -63,7 +63,9 @@ export class FileRateCounts implements RateCounts {
     const now = this.now();
     const today = dayStart(now);
     const u = this.usageOf(e.a, now);
-    if ('t' in e) {
+    if ('g' in e) {
+      this.forget(e.a, e.g);
+    } else if ('t' in e) {
       if (dayStart(e.t) === today) u.dayCount++;
       if (e.t > now - MINUTE && e.t <= now) insertSorted(u.recent, e.t);
     } else if (e.d === today) {
@@ -116,9 +118,19 @@ export class FileRateCounts implements RateCounts {
     return { ...found, taken: true };
   }
 
-  /** Forgets the count in memory; the journal keeps its line (a restart counts it: the safe side). */
+  /**
+   * Forgets the count, in memory and in the journal (D-92: a request refused by its handler is not
+   * charged, across a restart too). A line that cannot be written leaves the count to a restart: the
+   * safe side.
+   */
   async giveBack(key: string, at: number): Promise<void> {
     this.forget(key, at);
+    try {
+      this.journal.appendNow({ a: key, g: at } satisfies Entry);
+    } catch {
+      // Counted again after a restart: a request too many, never one too few.
+    }
+    this.compactIfDue();
   }
 
   private forget(key: string, t: number): void {
@@ -160,6 +172,12 @@ export class FileRateCounts implements RateCounts {
     const entries: Entry[] = [];
     for (const key of this.usage.keys()) {
       const u = this.usageOf(key, now);
+      // A key that counts nothing today is dropped: memory holds today's keys, not every key ever seen
+      // (D-92 counts each visitor and address).
+      if (u.dayCount === 0 && u.head === u.recent.length) {
+        this.usage.delete(key);
+        continue;
+      }
       const recent = u.recent.slice(u.head);
       const older = u.dayCount - recent.filter((t) => dayStart(t) === u.day).length;
       if (older > 0) entries.push({ a: key, d: u.day, n: older });
