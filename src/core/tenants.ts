@@ -11,6 +11,20 @@ export const Key = z.object({
   team_id: z.string().min(1),
   type: z.enum(['secret', 'publishable']),
   sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of the key'),
+  // D-70: what the control plane keeps of a key beside its hash (the fixtures' keys may omit them).
+  name: z.string().default(''),
+  /** Prefix, ellipsis and last four characters; null for a key known only by its hash. */
+  redacted: z.string().nullable().default(null),
+  /** Unix seconds. */
+  created_at: z.number().int().nonnegative().default(0),
+  created_by: z.object({ id: z.string(), email: z.string() }).nullable().default(null),
+  /** Refused from then on (a rolled key's grace period, or a key created with a lifetime). */
+  expires_at: z.number().int().nonnegative().nullable().default(null),
+  /** Refused at once from then on. */
+  revoked_at: z.number().int().nonnegative().nullable().default(null),
+  rolled_to: z.string().nullable().default(null),
+  /** A secret key's webhook signing secret S, base64 (derived once, at creation: core/api-keys.ts). */
+  signing_key: z.string().nullable().default(null),
 });
 export const Plan = z.object({
   id: z.string().min(1),
@@ -68,13 +82,6 @@ export const App = z.object({
   /** Absent: the app has no widget, and the publishable key reaches nothing of it (D-47). */
   widget: Widget.optional(),
 });
-export const FixturesFile = z.object({
-  teams: z.array(Team),
-  keys: z.array(Key),
-  plans: z.array(Plan),
-  apps: z.array(App),
-});
-
 export type TeamT = z.infer<typeof Team>;
 export type KeyT = z.infer<typeof Key>;
 export type PlanT = z.infer<typeof Plan>;

@@ -1,10 +1,13 @@
-// The tenant registry read from `fixtures.json` in the fixtures directory, once at start-up.
+// The fixtures (`fixtures.json` in the fixtures directory): the seed of a new control plane (D-77), and
+// the tenant registry derived from a control document (or straight from the fixtures, for tests).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { FixturesFile, type Tenants } from '../core/tenants.ts';
+import { checkReferences, FixturesFile, type FixturesT } from '../core/control.ts';
 import { DataFileError } from '../core/errors.ts';
+import type { Tenants } from '../core/tenants.ts';
 
-export async function loadTenants(dir: string): Promise<Tenants> {
+/** Reads and checks `<dir>/fixtures.json`; a fault names the file and the field. */
+export async function loadFixtures(dir: string): Promise<FixturesT> {
   const file = path.join(path.resolve(dir), 'fixtures.json');
   let raw: unknown;
   try {
@@ -18,14 +21,23 @@ export async function loadTenants(dir: string): Promise<Tenants> {
     const issue = parsed.error.issues[0]!;
     throw new DataFileError(file, `${issue.path.join('.')}: ${issue.message}`);
   }
-  const f = parsed.data;
-  const teams = new Map(f.teams.map((t) => [t.id, t]));
-  const plans = new Map(f.plans.map((p) => [p.id, p]));
-  const apps = new Map(f.apps.map((a) => [a.id, a]));
-  for (const k of f.keys) if (!teams.has(k.team_id)) throw new DataFileError(file, `key ${k.id}: unknown team ${k.team_id}`);
-  for (const a of f.apps) {
-    if (!teams.has(a.team_id)) throw new DataFileError(file, `app ${a.id}: unknown team ${a.team_id}`);
-    if (!plans.has(a.plan)) throw new DataFileError(file, `app ${a.id}: unknown plan ${a.plan}`);
-  }
-  return { dir: path.resolve(dir), teams, keys: f.keys, plans, apps };
+  const fault = checkReferences(parsed.data);
+  if (fault) throw new DataFileError(file, fault);
+  return parsed.data;
+}
+
+/** The registry of `doc`'s teams, keys, plans and apps; `dir` is the fixtures directory (knowledge bases, target.json). */
+export function tenantsOf(doc: Pick<FixturesT, 'teams' | 'keys' | 'plans' | 'apps'>, dir: string): Tenants {
+  return {
+    dir: path.resolve(dir),
+    teams: new Map(doc.teams.map((t) => [t.id, t])),
+    keys: doc.keys,
+    plans: new Map(doc.plans.map((p) => [p.id, p])),
+    apps: new Map(doc.apps.map((a) => [a.id, a])),
+  };
+}
+
+/** The registry straight from the fixtures (tests and tools that run no control plane). */
+export async function loadTenants(dir: string): Promise<Tenants> {
+  return tenantsOf(await loadFixtures(dir), dir);
 }

@@ -2,6 +2,9 @@
 // address, never per account alone, so that nobody can lock an account for everyone. Past a few
 // failures a pair (or an address) backs off, doubling, and is refused with Retry-After while it does,
 // before the password is checked; a correct password ends its pair's count.
+import type { FailureCounts } from '../../store/control.ts';
+
+export type { FailureCounts };
 
 /** Failures a pair may make before it backs off; an address, for every email together. */
 export const PAIR_FREE_FAILURES = 5;
@@ -9,16 +12,6 @@ export const ADDRESS_FREE_FAILURES = 50;
 /** Failures older than this are forgotten. */
 export const FAILURE_WINDOW_MS = 15 * 60_000;
 const MAX_BACKOFF_MS = 15 * 60_000;
-
-/** Where failures are counted: per process, journalled, or in the database (several instances). */
-export interface FailureCounts {
-  /** Failures of `key` at or after `since` (ms), oldest first. */
-  recent(key: string, since: number): Promise<number[]>;
-  /** Counts one failure of `key` at `at`. */
-  add(key: string, at: number): Promise<void>;
-  /** Forgets `key`'s failures (a correct password). */
-  clear(key: string): Promise<void>;
-}
 
 export const pairKey = (email: string, address: string) => `pair:${email}\u0001${address}`;
 export const addressKey = (address: string) => `addr:${address}`;
