@@ -25,6 +25,7 @@ import { ResponseService } from './services/responses.ts';
 import { openBackend, type BackendStore } from './store/backend.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
+import type { ControlPlane } from './store/control.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
@@ -51,6 +52,8 @@ export interface Parley {
   /** This process's store (the Store interface, plus the direct history writes of imports and tests). */
   store: BackendStore;
   tenants: Tenants;
+  /** D-76: the control plane (its document is the registry's source). */
+  control: ControlPlane;
   logger: Logger;
   http: ParleyHttpServer;
   responses: ResponseService;
@@ -88,7 +91,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   const { tenants, store, usage } = backend;
   try {
     const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
-    const auth = new AuthService(tenants);
+    // D-70: a key's last use is recorded in memory, written off the request path.
+    const auth = new AuthService(tenants, (id, at) => backend.control.keyUse.record(id, at));
     const tokens = new VisitorTokens(backend.widgetSecret);
     const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
@@ -111,7 +115,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           auth,
           tokens,
           // D-52: the widget's budgets, counted apart from the REST plans.
-          budget: new RateLimitService(backend.rateCounts.widget, { plans: WidgetGate.budgetPlans(tenants) }),
+          budget: new RateLimitService(backend.rateCounts.widget, WidgetGate.budgetPlans(tenants)),
           windows: backend.widgetWindows,
           allowOwnOrigin: playground,
         }),
@@ -144,6 +148,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       port: addr.port,
       store,
       tenants,
+      control: backend.control,
       logger,
       http,
       responses,

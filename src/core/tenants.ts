@@ -96,4 +96,51 @@ export interface Tenants {
   keys: KeyT[];
   plans: Map<string, PlanT>;
   apps: Map<string, AppT>;
+  /** Moves whenever the registry changes (D-78): what a consumer derived from an older version is rebuilt. */
+  version: number;
+}
+
+/** What a registry is made of: the control plane's document (src/core/control.ts) or the fixtures. */
+export interface TenantSource {
+  version: number;
+  teams: TeamT[];
+  keys: KeyT[];
+  plans: PlanT[];
+  apps: AppT[];
+}
+
+/**
+ * The live registry (D-78): replaced in place when the control plane's document changes, on this
+ * instance or another, so that every later request reads the new teams, keys, plans and apps. Those
+ * who derive data from it (key hashes, engines, widget budgets) compare `version` and rebuild.
+ */
+export class TenantRegistry implements Tenants {
+  teams = new Map<string, TeamT>();
+  keys: KeyT[] = [];
+  plans = new Map<string, PlanT>();
+  apps = new Map<string, AppT>();
+  version = -1;
+  private readonly listeners: Array<(r: TenantRegistry) => void> = [];
+
+  constructor(
+    readonly dir: string,
+    source: TenantSource,
+  ) {
+    this.replace(source);
+  }
+
+  /** Takes `source` if it is newer than what the registry holds. */
+  replace(source: TenantSource): void {
+    if (source.version <= this.version) return;
+    this.teams = new Map(source.teams.map((t) => [t.id, t]));
+    this.keys = source.keys;
+    this.plans = new Map(source.plans.map((p) => [p.id, p]));
+    this.apps = new Map(source.apps.map((a) => [a.id, a]));
+    this.version = source.version;
+    for (const fn of this.listeners) fn(this);
+  }
+
+  onChange(fn: (r: TenantRegistry) => void): void {
+    this.listeners.push(fn);
+  }
 }

@@ -28,21 +28,31 @@ export interface WidgetGateOptions {
   allowOwnOrigin: boolean;
 }
 
+type BudgetPlan = { id: string; requests_per_minute: number; requests_per_day: number };
+
 export class WidgetGate implements SurfaceGate {
   constructor(private readonly o: WidgetGateOptions) {}
 
-  /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own. */
-  static budgetPlans(tenants: Tenants): Map<string, { id: string; requests_per_minute: number; requests_per_day: number }> {
-    const plans = new Map<string, { id: string; requests_per_minute: number; requests_per_day: number }>();
-    for (const app of tenants.apps.values()) {
-      if (app.widget)
-        plans.set(budgetPlan(app), {
-          id: budgetPlan(app),
-          requests_per_minute: app.widget.limits.app_per_minute,
-          requests_per_day: app.widget.limits.app_per_day,
-        });
-    }
-    return plans;
+  /** The widget budgets as plans, one per app with a widget, for a RateLimitService of their own; rebuilt when the registry moves (D-78). */
+  static budgetPlans(tenants: Tenants): { readonly plans: ReadonlyMap<string, BudgetPlan> } {
+    let builtFrom = Number.NaN;
+    let plans = new Map<string, BudgetPlan>();
+    return {
+      get plans() {
+        if (builtFrom === tenants.version) return plans;
+        plans = new Map();
+        for (const app of tenants.apps.values()) {
+          if (app.widget)
+            plans.set(budgetPlan(app), {
+              id: budgetPlan(app),
+              requests_per_minute: app.widget.limits.app_per_minute,
+              requests_per_day: app.widget.limits.app_per_day,
+            });
+        }
+        builtFrom = tenants.version;
+        return plans;
+      },
+    };
   }
 
   enter(req: IncomingMessage, params: Record<string, string>): Record<string, string> {

@@ -10,7 +10,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { CLAIM_TTL_MS } from '../core/claims.ts';
-import type { Tenants } from '../core/tenants.ts';
+import { TenantRegistry } from '../core/tenants.ts';
 import { FileStore } from './file/file-store.ts';
 import { FileAnswers } from './file/idempotency.ts';
 import { MemoryMinuteWindows } from './file/minute-windows.ts';
@@ -25,7 +25,7 @@ import { PgUsageLedger } from './pg/usage.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
 import { pgWidgetSecret } from './pg/widget-secret.ts';
 import type { IdempotencyAnswers, MinuteWindows, RateCounts, UsageLedger, WidgetOwners } from './shared.ts';
-import { loadFixtures, tenantsOf } from './tenants.ts';
+import { loadFixtures } from './tenants.ts';
 import type { ControlOptions, ControlPlane } from './control.ts';
 import { FileControlPlane } from './file/control.ts';
 import { PgControlPlane } from './pg/control.ts';
@@ -53,8 +53,8 @@ export interface BackendOptions {
 
 /** Every concern kept beside conversations, from one backend, and the one close of them all. */
 export interface Backend {
-  /** The tenant registry (teams, keys, plans, apps), derived from the control plane's document. */
-  tenants: Tenants;
+  /** The tenant registry (teams, keys, plans, apps): the control plane's document, live (D-78). */
+  tenants: TenantRegistry;
   /** D-76: the control plane's document and what is written beside it. */
   control: ControlPlane;
   store: BackendStore;
@@ -88,7 +88,9 @@ export async function openBackend(o: BackendOptions): Promise<Backend> {
   const close = () => (closing ??= closeAll(closes));
   try {
     const concerns = o.databaseUrl ? await openPg(o, o.databaseUrl, keep, control) : await openFiles(o, keep, control);
-    return { tenants: tenantsOf(concerns.control.read(), o.fixturesDir), ...concerns, close };
+    const tenants = new TenantRegistry(path.resolve(o.fixturesDir), concerns.control.read());
+    concerns.control.onChange((doc) => tenants.replace(doc));
+    return { tenants, ...concerns, close };
   } catch (err) {
     await close().catch(() => {});
     throw err;
