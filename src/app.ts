@@ -26,12 +26,18 @@ import { openBackend, type BackendStore } from './store/backend.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
+import { adminRoutes } from './api/admin.ts';
+import { AccountService } from './services/admin/accounts.ts';
+import { KeyService } from './services/admin/keys.ts';
+import { PRODUCTION_COST } from './services/admin/passwords.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
   ollamaFetch?: typeof fetch;
+  /** D-66: log2 of scrypt's N for new password hashes (default the production cost; tests lower it). */
+  passwordHashCost?: number;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
   /** Slow-client limits (see createHttpServer); tests shorten them. */
@@ -108,6 +114,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     const http = createHttpServer({
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
+      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
       widget: {
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
         gate: new WidgetGate({
@@ -171,6 +178,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** The admin surface (docs/control-plane.md) over the control plane. */
+function adminSurface(control: ControlPlane, hashCost: number) {
+  const accounts = new AccountService(control, hashCost);
+  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }), accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */
