@@ -47,8 +47,9 @@ function listOf<T extends { id: string }>(data: T[], has_more: boolean) {
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
 }
 
-export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
-  const { control, accounts, keys } = o;
+/** D-67: sign in, the session, sign out. */
+function sessionRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
+  const { control, accounts } = o;
   const sessionAnswer = async (c: AdminCaller, csrf: string, expiresAtMs: number) => {
     const member = control.read().members.find((m) => m.id === c.member_id)!;
     return {
@@ -103,6 +104,13 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
         },
       },
     },
+  ];
+}
+
+export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
+  const { control, accounts, keys } = o;
+  return [
+    ...sessionRoutes(o),
     {
       method: 'GET',
       pattern: '/tokens',
