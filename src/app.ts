@@ -27,12 +27,19 @@ import { openBackend, type BackendStore } from './store/backend.ts';
 import { checkListenable } from './http/port.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
+import type { ControlPlane } from './store/control.ts';
+import { adminRoutes } from './api/admin.ts';
+import { AccountService } from './services/admin/accounts.ts';
+import { KeyService } from './services/admin/keys.ts';
+import { PRODUCTION_COST } from './services/admin/passwords.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
   ollamaFetch?: typeof fetch;
+  /** D-66: log2 of scrypt's N for new password hashes (default the production cost; tests lower it). */
+  passwordHashCost?: number;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
   /** Slow-client limits (see createHttpServer); tests shorten them. */
@@ -53,6 +60,8 @@ export interface Parley {
   /** This process's store (the Store interface, plus the direct history writes of imports and tests). */
   store: BackendStore;
   tenants: Tenants;
+  /** D-76: the control plane (its document is the registry's source). */
+  control: ControlPlane;
   logger: Logger;
   http: ParleyHttpServer;
   responses: ResponseService;
@@ -92,7 +101,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   const { tenants, store, usage } = backend;
   try {
     const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
-    const auth = new AuthService(tenants);
+    // D-70: a key's last use is recorded in memory, written off the request path.
+    const auth = new AuthService(tenants, (id, at) => backend.control.keyUse.record(id, at));
     const tokens = new VisitorTokens(backend.widgetSecret);
     const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
@@ -108,6 +118,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     const http = createHttpServer({
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
+      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
       widget: {
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
         gate: new WidgetGate({
@@ -149,6 +160,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       port: addr.port,
       store,
       tenants,
+      control: backend.control,
       logger,
       http,
       responses,
@@ -171,6 +183,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** The admin surface (docs/control-plane.md) over the control plane. */
+function adminSurface(control: ControlPlane, hashCost: number) {
+  const accounts = new AccountService(control, hashCost);
+  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }), accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

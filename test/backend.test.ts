@@ -35,7 +35,21 @@ describe('openBackend on the data directory', () => {
     assert.ok('at' in (await backend.widgetWindows.take('visitor|app_x|v', 1)));
     await backend.widgetOwners.claim('conv_x', 'vis_x');
     assert.equal(backend.widgetSecret.length, 64, 'a secret made in the directory');
-    for (const file of ['ratelimits.jsonl', 'widget/budget.jsonl', 'widget/owners.jsonl', 'widget-secret', 'idempotency'])
+    // D-76: the control plane's document, seeded from the fixtures (D-77), and the tenants derived from it.
+    assert.equal(backend.control.read().version, 1);
+    assert.deepEqual(
+      [...backend.tenants.apps.keys()],
+      backend.control.read().apps.map((a) => a.id),
+    );
+    for (const file of [
+      'ratelimits.jsonl',
+      'widget/budget.jsonl',
+      'widget/owners.jsonl',
+      'widget-secret',
+      'idempotency',
+      'control.json',
+      'control/audit.jsonl',
+    ])
       assert.ok(existsSync(path.join(dir, file)), file);
     await Promise.all([backend.close(), backend.close()]);
     await backend.close();

@@ -130,6 +130,13 @@ describe("/openapi.json's error answers agree with the server", () => {
       'visitor_rate_limit',
       'address_rate_limit',
       'widget_budget',
+      // The admin surface's (docs/control-plane.md, D-65): described by /admin/v1's own document.
+      'invalid_admin_credential',
+      'admin_role_required',
+      'csrf_failed',
+      'sign_in_throttled',
+      'last_admin',
+      'email_taken',
     ]);
     const faults: string[] = [];
     for (const [name, spec] of Object.entries(ERRORS) as [ErrorName, (typeof ERRORS)[ErrorName]][]) {

@@ -19,6 +19,9 @@ import {
   type RateLimiter,
   type SurfaceGate,
 } from '../pipeline/stages.ts';
+import { adminCredential } from '../pipeline/admin-auth.ts';
+import type { AccountService } from '../services/admin/accounts.ts';
+import { ADMIN_BASE_PATH, type AdminContext, type AdminRoute } from './admin.ts';
 import { WIDGET_BASE_PATH } from './widget.ts';
 
 export interface RestApiOptions {
@@ -74,13 +77,38 @@ export function widgetApi(o: WidgetApiOptions): Surface {
   };
 }
 
+export interface AdminApiOptions {
+  routes: RouteDef<AdminRoute>[];
+  accounts: AccountService;
+}
+
+/**
+ * The admin surface (D-65), in its own path space: one Authorization header (400) → the admin
+ * credential, a personal access token or the session cookie and its CSRF token on a write (401, 403;
+ * never an API key) → the role a change needs (403); then the handler reads the body (400) and the
+ * team's resource (404).
+ */
+export function adminApi(o: AdminApiOptions): Surface<AdminContext> {
+  return {
+    basePath: ADMIN_BASE_PATH,
+    routes: o.routes,
+    stages: (route) => [singleAuthorization, adminCredential(o.accounts, route as AdminRoute)],
+    admitted: (ctx) => {
+      if (!ctx.admin) throw new Error('no stage of the admin surface said who calls');
+      return ctx as AdminContext;
+    },
+  };
+}
+
 export interface ParleyServerOptions extends RestApiOptions, Omit<HttpServerOptions, 'surfaces'> {
   /** The widget API (docs/widget.md), beside the REST API. */
   widget?: WidgetApiOptions;
+  /** The admin surface (docs/control-plane.md). */
+  admin?: AdminApiOptions;
 }
 
 /** Parley's HTTP server: the REST API and the widget API over one transport (src/http/server.ts). */
 export function createHttpServer(o: ParleyServerOptions): ParleyHttpServer {
-  const surfaces = [restApi(o), ...(o.widget ? [widgetApi(o.widget)] : [])];
-  return createTransport({ ...o, surfaces: surfaces.map(mount) });
+  const surfaces = [mount(restApi(o)), ...(o.widget ? [mount(widgetApi(o.widget))] : []), ...(o.admin ? [mount(adminApi(o.admin))] : [])];
+  return createTransport({ ...o, surfaces });
 }

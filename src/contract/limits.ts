@@ -44,6 +44,12 @@ export const ID_PREFIX = {
   completion: 'cmpl_',
   message: 'msg_',
   call: 'call_',
+  // The control plane's (docs/control-plane.md).
+  key: 'key_',
+  member: 'mem_',
+  token: 'tok_',
+  audit: 'aud_',
+  app: 'app_',
 } as const;
 
 /** Counts Unicode code points, which is what a person means by "characters". */

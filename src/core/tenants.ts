@@ -12,6 +12,20 @@ export const Key = z.object({
   team_id: z.string().min(1),
   type: z.enum(['secret', 'publishable']),
   sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the lowercase hex SHA-256 of the key'),
+  // D-70: what the control plane keeps of a key beside its hash (the fixtures' keys may omit them).
+  name: z.string().default(''),
+  /** Prefix, ellipsis and last four characters; null for a key known only by its hash. */
+  redacted: z.string().nullable().default(null),
+  /** Unix seconds. */
+  created_at: z.number().int().nonnegative().default(0),
+  created_by: z.object({ id: z.string(), email: z.string() }).nullable().default(null),
+  /** Refused from then on (a rolled key's grace period, or a key created with a lifetime). */
+  expires_at: z.number().int().nonnegative().nullable().default(null),
+  /** Refused at once from then on. */
+  revoked_at: z.number().int().nonnegative().nullable().default(null),
+  rolled_to: z.string().nullable().default(null),
+  /** A secret key's webhook signing secret S, base64 (derived once, at creation: core/api-keys.ts). */
+  signing_key: z.string().nullable().default(null),
 });
 export const Plan = z.object({
   id: z.string().min(1),
@@ -98,14 +112,6 @@ export const SeedConversation = z.strictObject({
   external_user_id: z.string().nullable().default(null),
   metadata: z.record(z.string(), z.unknown()).default({}),
 });
-export const FixturesFile = z.object({
-  teams: z.array(Team),
-  keys: z.array(Key),
-  plans: z.array(Plan),
-  apps: z.array(App),
-  conversations: z.array(SeedConversation).default([]),
-});
-
 export type TeamT = z.infer<typeof Team>;
 export type KeyT = z.infer<typeof Key>;
 export type PlanT = z.infer<typeof Plan>;
@@ -123,4 +129,53 @@ export interface Tenants {
   apps: Map<string, AppT>;
   /** D-107: conversations a start makes when the store lacks them. */
   conversations?: readonly SeedConversationT[];
+  /** Moves whenever the registry changes (D-78): what a consumer derived from an older version is rebuilt. */
+  version: number;
+}
+
+/** What a registry is made of: the control plane's document (src/core/control.ts) or the fixtures. */
+export interface TenantSource {
+  version: number;
+  teams: TeamT[];
+  keys: KeyT[];
+  plans: PlanT[];
+  apps: AppT[];
+}
+
+/**
+ * The live registry (D-78): replaced in place when the control plane's document changes, on this
+ * instance or another, so that every later request reads the new teams, keys, plans and apps. Those
+ * who derive data from it (key hashes, engines, widget budgets) compare `version` and rebuild.
+ */
+export class TenantRegistry implements Tenants {
+  teams = new Map<string, TeamT>();
+  keys: KeyT[] = [];
+  plans = new Map<string, PlanT>();
+  apps = new Map<string, AppT>();
+  version = -1;
+  private readonly listeners: Array<(r: TenantRegistry) => void> = [];
+
+  constructor(
+    readonly dir: string,
+    source: TenantSource,
+    /** D-107: the fixtures' conversations, made at start-up when the store lacks them (never in the control plane). */
+    readonly conversations: readonly SeedConversationT[] = [],
+  ) {
+    this.replace(source);
+  }
+
+  /** Takes `source` if it is newer than what the registry holds. */
+  replace(source: TenantSource): void {
+    if (source.version <= this.version) return;
+    this.teams = new Map(source.teams.map((t) => [t.id, t]));
+    this.keys = source.keys;
+    this.plans = new Map(source.plans.map((p) => [p.id, p]));
+    this.apps = new Map(source.apps.map((a) => [a.id, a]));
+    this.version = source.version;
+    for (const fn of this.listeners) fn(this);
+  }
+
+  onChange(fn: (r: TenantRegistry) => void): void {
+    this.listeners.push(fn);
+  }
 }

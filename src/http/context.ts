@@ -19,6 +19,17 @@ export interface Visitor {
   metadata: Record<string, unknown> | null;
 }
 
+/** D-65: who calls the admin surface: a member, by their session cookie or a personal access token. */
+export interface AdminCaller {
+  member_id: string;
+  team_id: string;
+  email: string;
+  role: 'admin' | 'viewer';
+  /** The session's id (the SHA-256 of its cookie), when signed in with one. */
+  session_id: string | null;
+  token_id: string | null;
+}
+
 export interface RequestContext {
   req: IncomingMessage;
   requestId: string;
@@ -29,6 +40,8 @@ export interface RequestContext {
   app: AppT;
   /** Set on the widget API once the visitor token is verified. */
   visitor?: Visitor;
+  /** Set on the admin surface once the admin credential is verified. */
+  admin?: AdminCaller;
   /** Aborted when the client goes away before the answer is complete (D-19; a reply may then run on, D-34). */
   signal: AbortSignal;
   /** Headers of the answer if it succeeds (the response's id, a replay's mark); see Exchange.answerHeaders. */
@@ -84,6 +97,7 @@ export class HttpExchange implements Exchange {
   key?: KeyT;
   app?: AppT;
   visitor?: Visitor;
+  admin?: AdminCaller;
   claim?: IdempotencyClaim;
   joinable?: Exchange['joinable'];
   streamPools?: readonly StreamPool[];
@@ -142,7 +156,7 @@ export class HttpExchange implements Exchange {
 }
 
 /** Reads the JSON body and validates it with a contract schema (D-1, D-2). */
-export async function parseBody<S extends z.ZodType>(ctx: RequestContext, schema: S): Promise<z.infer<S>> {
+export async function parseBody<S extends z.ZodType>(ctx: Pick<RequestContext, 'json'>, schema: S): Promise<z.infer<S>> {
   // No body reads as `{}` (all-optional bodies accept it); a JSON `null` is a body that is not an object (D-1).
   const body = await ctx.json();
   const raw = body === undefined ? {} : body;
@@ -152,7 +166,7 @@ export async function parseBody<S extends z.ZodType>(ctx: RequestContext, schema
 }
 
 /** Validates the query string; a repeated parameter is an error rather than a silent pick. */
-export function parseQuery<S extends z.ZodType>(ctx: RequestContext, schema: S): z.infer<S> {
+export function parseQuery<S extends z.ZodType>(ctx: Pick<RequestContext, 'query'>, schema: S): z.infer<S> {
   const raw: Record<string, string> = Object.create(null);
   for (const [k, v] of ctx.query) {
     if (k in raw) throw invalidRequest(`The query parameter ${k} may be given only once.`, k, 'invalid_value');

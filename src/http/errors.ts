@@ -36,6 +36,17 @@ export const ERRORS = {
   /** D-6: a publishable key is for the widget only. */
   publishable_key: s7('access_denied', 'publishable_key'),
   app_inactive: s7('app_inactive'),
+  // The admin surface (docs/control-plane.md, D-65).
+  /** No, an unknown or an expired session or access token; an API key presented to /admin/v1 (§7's 401 type, its own code). */
+  invalid_admin_credential: s7('invalid_api_key', 'invalid_admin_credential'),
+  /** A viewer's write. */
+  admin_role_required: s7('access_denied', 'admin_role_required'),
+  /** A cookie-authenticated write without the session's X-CSRF-Token. */
+  csrf_failed: s7('access_denied', 'csrf_failed'),
+  /** D-69: a pair or an address backing off after failed sign-ins. */
+  sign_in_throttled: s7('rate_limit_exceeded', 'sign_in_throttled'),
+  last_admin: bad(409, 'last_admin'),
+  email_taken: bad(409, 'email_taken'),
   // The widget API (docs/widget.md, D-45…D-59).
   /** D-49: a visitor token that is missing, malformed or not signed by this server. */
   invalid_visitor_token: s7('invalid_api_key', 'invalid_visitor_token'),

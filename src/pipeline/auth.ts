@@ -1,5 +1,6 @@
 // Authentication and app access (§5, D-4, D-6): who is calling, and may they use this app.
 import { hash, timingSafeEqual } from 'node:crypto';
+import { checkFormat } from '../core/api-keys.ts';
 import { apiError } from '../http/errors.ts';
 import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
 
@@ -9,13 +10,22 @@ function hashKey(key: string): Buffer {
 }
 
 export class AuthService {
-  private readonly keys: Array<{ key: KeyT; hash: Buffer }>;
+  private keys: Array<{ key: KeyT; hash: Buffer }> = [];
+  /** The registry's version the hashes were taken from (D-78: rebuilt when it moves). */
+  private builtFrom = Number.NaN;
 
-  constructor(private readonly tenants: Tenants) {
-    this.keys = tenants.keys.map((key) => ({ key, hash: Buffer.from(key.sha256, 'hex') }));
-  }
+  /** `onUse` learns which key authenticated a request (D-70's last use, recorded off the request path). */
+  constructor(
+    private readonly tenants: Tenants,
+    private readonly onUse: (keyId: string, at: number) => void = () => {},
+    private readonly now: () => number = Date.now,
+  ) {}
 
-  /** D-6: a missing header, another scheme or an unknown key is 401; the key itself is never echoed. */
+  /**
+   * D-6: a missing header, another scheme or an unknown key is 401; the key itself is never echoed.
+   * D-70: a key of the checksummed shape whose checksum is wrong is refused before any look-up; a
+   * revoked key, or one past its expiry (a rolled key's grace period), is refused like an unknown one.
+   */
   authenticate(authorization: string | undefined): KeyT {
     const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
     if (!match) {
@@ -26,13 +36,27 @@ export class AuthService {
           : 'Missing API key: send it as Authorization: Bearer <secret key>.',
       );
     }
-    const presented = hashKey(match[1]!);
+    const text = match[1]!;
+    if (checkFormat(text) === 'mistyped')
+      throw apiError(
+        'invalid_api_key',
+        'Invalid API key: its checksum (the last 6 characters) does not match; check that it was copied whole.',
+      );
+    if (this.builtFrom !== this.tenants.version) {
+      this.keys = this.tenants.keys.map((key) => ({ key, hash: Buffer.from(key.sha256, 'hex') }));
+      this.builtFrom = this.tenants.version;
+    }
+    const presented = hashKey(text);
     // Every stored hash is compared, in constant time, so timing says nothing about which matched.
     let found: KeyT | undefined;
     for (const { key, hash } of this.keys) {
       if (timingSafeEqual(presented, hash)) found = key;
     }
     if (!found) throw apiError('invalid_api_key', 'Invalid API key.');
+    const now = this.now();
+    if (found.revoked_at !== null && found.revoked_at * 1000 <= now) throw apiError('invalid_api_key', 'This API key was revoked.');
+    if (found.expires_at !== null && found.expires_at * 1000 <= now) throw apiError('invalid_api_key', 'This API key has expired.');
+    this.onUse(found.id, now);
     return found;
   }
 

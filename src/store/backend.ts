@@ -10,7 +10,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { CLAIM_TTL_MS } from '../core/claims.ts';
-import type { Tenants } from '../core/tenants.ts';
+import { TenantRegistry } from '../core/tenants.ts';
 import { FileStore } from './file/file-store.ts';
 import { FileAnswers } from './file/idempotency.ts';
 import { MemoryMinuteWindows } from './file/minute-windows.ts';
@@ -25,7 +25,10 @@ import { PgUsageLedger } from './pg/usage.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
 import { pgWidgetSecret } from './pg/widget-secret.ts';
 import type { IdempotencyAnswers, MinuteWindows, RateCounts, UsageLedger, WidgetOwners } from './shared.ts';
-import { loadTenants } from './tenants.ts';
+import { loadFixtures } from './tenants.ts';
+import type { ControlOptions, ControlPlane } from './control.ts';
+import { FileControlPlane } from './file/control.ts';
+import { PgControlPlane } from './pg/control.ts';
 
 /** Either store: the Store interface, plus the direct history writes that imports and tests use. */
 export type BackendStore = FileStore | PgStore;
@@ -37,8 +40,10 @@ export interface BackendOptions {
   databaseUrl: string | null;
   /** The PostgreSQL connections of this instance (default 10). */
   databasePoolSize?: number;
-  /** Where `fixtures.json` is: the tenant registry. */
+  /** Where `fixtures.json` is: the seed of the control plane (D-77), and the knowledge bases. */
   fixturesDir: string;
+  /** D-75: how long audit entries are kept (default 365 days). */
+  auditRetentionDays?: number;
   /** PARLEY_WIDGET_SECRET: when set, D-49's secret for every backend. */
   widgetSecret: string | null;
   /** D-36: how long a response's events stay resumable after its end. */
@@ -48,8 +53,10 @@ export interface BackendOptions {
 
 /** Every concern kept beside conversations, from one backend, and the one close of them all. */
 export interface Backend {
-  /** The tenant registry (teams, keys, plans, apps): `fixtures.json` for either backend. */
-  tenants: Tenants;
+  /** The tenant registry (teams, keys, plans, apps): the control plane's document, live (D-78). */
+  tenants: TenantRegistry;
+  /** D-76: the control plane's document and what is written beside it. */
+  control: ControlPlane;
   store: BackendStore;
   usage: UsageLedger;
   /** D-23's counts, one kind per limit: the REST plans, and D-52's widget budgets apart from them. */
@@ -70,7 +77,8 @@ type Keep = <T extends { close(): Promise<void> }>(opened: T) => T;
 
 /** Opens the backend that `o.databaseUrl` names; nothing is left open if any concern fails to open. */
 export async function openBackend(o: BackendOptions): Promise<Backend> {
-  const tenants = await loadTenants(o.fixturesDir);
+  const fixtures = await loadFixtures(o.fixturesDir);
+  const control: ControlOptions = { fixtures, auditRetentionDays: o.auditRetentionDays, log: (m) => o.logger.info(m) };
   const closes: Array<() => Promise<void>> = [];
   const keep: Keep = (opened) => {
     closes.unshift(() => opened.close());
@@ -79,7 +87,9 @@ export async function openBackend(o: BackendOptions): Promise<Backend> {
   let closing: Promise<void> | undefined;
   const close = () => (closing ??= closeAll(closes));
   try {
-    const concerns = o.databaseUrl ? await openPg(o, o.databaseUrl, keep) : await openFiles(o, keep);
+    const concerns = o.databaseUrl ? await openPg(o, o.databaseUrl, keep, control) : await openFiles(o, keep, control);
+    const tenants = new TenantRegistry(path.resolve(o.fixturesDir), concerns.control.read(), fixtures.conversations);
+    concerns.control.onChange((doc) => tenants.replace(doc));
     return { tenants, ...concerns, close };
   } catch (err) {
     await close().catch(() => {});
@@ -94,7 +104,7 @@ async function closeAll(closes: Array<() => Promise<void>>): Promise<void> {
   if (failed !== undefined) throw failed;
 }
 
-async function openFiles(o: BackendOptions, keep: Keep): Promise<Concerns> {
+async function openFiles(o: BackendOptions, keep: Keep, control: ControlOptions): Promise<Concerns> {
   const dir = o.dataDir;
   const warn = (message: string) => o.logger.warn(message);
   const store = new FileStore({ dataDir: dir, warn, responseEventsTtlMs: o.responseEventsTtlMs });
@@ -122,10 +132,11 @@ async function openFiles(o: BackendOptions, keep: Keep): Promise<Concerns> {
     idempotency: keep(await FileAnswers.open({ dir: path.join(dir, 'idempotency'), logger: o.logger, claims })),
     widgetOwners: keep(await FileWidgetOwners.open(dir, warn)),
     widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await loadWidgetSecret(dir),
+    control: keep(await FileControlPlane.open(dir, control)),
   };
 }
 
-async function openPg(o: BackendOptions, url: string, keep: Keep): Promise<Concerns> {
+async function openPg(o: BackendOptions, url: string, keep: Keep, control: ControlOptions): Promise<Concerns> {
   const warn = (message: string) => o.logger.warn(message);
   // Its schema is migrated by open().
   const store = new PgStore({ url, max: o.databasePoolSize, warn, responseEventsTtlMs: o.responseEventsTtlMs });
@@ -143,5 +154,6 @@ async function openPg(o: BackendOptions, url: string, keep: Keep): Promise<Conce
     widgetOwners: keep(new PgWidgetOwners(sql)),
     // One secret for every instance of a database.
     widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await pgWidgetSecret(sql),
+    control: keep(await PgControlPlane.open(sql, control)),
   };
 }

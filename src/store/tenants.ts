@@ -1,10 +1,13 @@
-// The tenant registry read from `fixtures.json` in the fixtures directory, once at start-up.
+// The fixtures (`fixtures.json` in the fixtures directory): the seed of a new control plane (D-77), and
+// the tenant registry straight from them (tests and tools that run no control plane).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { FixturesFile, type Tenants } from '../core/tenants.ts';
+import { checkReferences, FixturesFile, type FixturesT } from '../core/control.ts';
 import { DataFileError } from '../core/errors.ts';
+import { TenantRegistry } from '../core/tenants.ts';
 
-export async function loadTenants(dir: string): Promise<Tenants> {
+/** Reads and checks `<dir>/fixtures.json`; a fault names the file and the field. */
+export async function loadFixtures(dir: string): Promise<FixturesT> {
   const file = path.join(path.resolve(dir), 'fixtures.json');
   let raw: unknown;
   try {
@@ -18,15 +21,16 @@ export async function loadTenants(dir: string): Promise<Tenants> {
     const issue = parsed.error.issues[0]!;
     throw new DataFileError(file, `${issue.path.join('.')}: ${issue.message}`);
   }
-  const f = parsed.data;
-  const teams = new Map(f.teams.map((t) => [t.id, t]));
-  const plans = new Map(f.plans.map((p) => [p.id, p]));
-  const apps = new Map(f.apps.map((a) => [a.id, a]));
-  for (const k of f.keys) if (!teams.has(k.team_id)) throw new DataFileError(file, `key ${k.id}: unknown team ${k.team_id}`);
-  for (const a of f.apps) {
-    if (!teams.has(a.team_id)) throw new DataFileError(file, `app ${a.id}: unknown team ${a.team_id}`);
-    if (!plans.has(a.plan)) throw new DataFileError(file, `app ${a.id}: unknown plan ${a.plan}`);
-  }
-  for (const c of f.conversations) if (!apps.has(c.app_id)) throw new DataFileError(file, `conversation ${c.id}: unknown app ${c.app_id}`);
-  return { dir: path.resolve(dir), teams, keys: f.keys, plans, apps, conversations: f.conversations };
+  const fault = checkReferences(parsed.data);
+  if (fault) throw new DataFileError(file, fault);
+  const apps = new Set(parsed.data.apps.map((a) => a.id));
+  for (const c of parsed.data.conversations)
+    if (!apps.has(c.app_id)) throw new DataFileError(file, `conversation ${c.id}: unknown app ${c.app_id}`);
+  return parsed.data;
+}
+
+/** The registry straight from the fixtures (tests and tools that run no control plane). */
+export async function loadTenants(dir: string): Promise<TenantRegistry> {
+  const fixtures = await loadFixtures(dir);
+  return new TenantRegistry(path.resolve(dir), { ...fixtures, version: 0 }, fixtures.conversations);
 }

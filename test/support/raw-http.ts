@@ -51,6 +51,8 @@ export function rawRequest(
  * and what the store shows in memory for these apps (records, counters, conversation files).
  * `counted`: the request went to send message or completion, which count before validating (D-4),
  * so a 400 or 404 there legitimately appends to the rate-limit journal: that one file is left out.
+ * The key-use journal is always left out: it records, in the background, the earlier accepted
+ * requests' keys (D-70), whenever its flush comes.
  */
 export async function snapshot(
   server: { store: Store; dataDir: string },
@@ -61,7 +63,7 @@ export async function snapshot(
   for (const entry of await fs.readdir(server.dataDir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
     const file = path.relative(server.dataDir, path.join(entry.parentPath, entry.name));
-    if (opts.counted && file === 'ratelimits.jsonl') continue;
+    if ((opts.counted && file === 'ratelimits.jsonl') || file === path.join('control', 'key-use.jsonl')) continue;
     disk.push([
       file,
       createHash('sha256')

@@ -166,6 +166,51 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX conversations_user ON conversations (app_id, external_user_id, seq, id);
     `,
   },
+  {
+    version: 5,
+    name: 'control plane',
+    sql: `
+      -- D-76: the control plane's document (teams, members, keys, tokens, plans, apps) as one row,
+      -- changed under its row lock; version moves with every change (D-78: instances reload on it).
+      CREATE TABLE control_document (
+        id integer PRIMARY KEY CHECK (id = 1),
+        version bigint NOT NULL,
+        body jsonb NOT NULL
+      );
+      -- D-75: written in the transaction of the change it records; listed newest first by seq.
+      CREATE TABLE audit_log (
+        seq bigserial PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        team_id text,
+        action text NOT NULL,
+        created_at bigint NOT NULL,
+        body jsonb NOT NULL
+      );
+      CREATE INDEX audit_log_team ON audit_log (team_id, seq);
+      CREATE INDEX audit_log_created ON audit_log (created_at);
+      -- D-67: dashboard sessions by the SHA-256 of their cookie (times in ms).
+      CREATE TABLE admin_sessions (
+        id text PRIMARY KEY,
+        member_id text NOT NULL,
+        team_id text NOT NULL,
+        csrf_token text NOT NULL,
+        created_at bigint NOT NULL,
+        seen_at bigint NOT NULL
+      );
+      CREATE INDEX admin_sessions_member ON admin_sessions (member_id);
+      -- D-69: failed sign-ins per (email, address) and per address (ms).
+      CREATE TABLE sign_in_failures (
+        key text NOT NULL,
+        at bigint NOT NULL
+      );
+      CREATE INDEX sign_in_failures_key ON sign_in_failures (key, at);
+      -- D-70: when each key or token was last used (Unix seconds).
+      CREATE TABLE key_use (
+        id text PRIMARY KEY,
+        last_used_at bigint NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

@@ -1,0 +1,258 @@
+// The admin surface (`/admin/v1`, docs/control-plane.md, D-65…D-79): the resources and requests of the
+// control plane, described once for the server, the CLI, the dashboard and `/admin/v1/openapi.json`.
+// Every field a client may send is checked here; a refusal names its field (D-1).
+import { z } from 'zod';
+
+const unixSeconds = z.number().int().nonnegative();
+const nullableTime = unixSeconds.nullable();
+
+/** A name a person gives (a key's, a token's, an app's): 1 to 100 characters, not only spaces. */
+const label = z.string().trim().min(1).max(100);
+
+/** D-66: emails are compared lower-cased; a bounded, plain shape (the address is never mailed offline). */
+export const Email = z
+  .string()
+  .trim()
+  .max(254)
+  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an email address such as ada@example.com')
+  .transform((s) => s.toLowerCase());
+
+/** D-66: 8 to 256 characters, anything else allowed (NIST SP 800-63B: length, no composition rules). */
+export const Password = z.string().min(8).max(256);
+
+export const Role = z.enum(['admin', 'viewer']);
+
+/** The list shape of §4.2, used by every admin list (D-75). */
+export function listOf<T extends z.ZodType>(item: T) {
+  return z.object({
+    object: z.literal('list'),
+    data: z.array(item),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+// ---------------------------------------------------------------------------------------------
+
+export const AdminTeam = z.object({ id: z.string(), object: z.literal('team'), name: z.string() });
+
+/** D-66 */
+export const AdminMember = z.object({
+  id: z.string(),
+  object: z.literal('member'),
+  email: z.string(),
+  name: z.string().nullable(),
+  role: Role,
+  created_at: unixSeconds,
+  /** False until an invited member has set a password with their one-time link (D-72). */
+  password_set: z.boolean(),
+  last_sign_in_at: nullableTime,
+});
+
+/** D-67: what a sign-in answers (the session id itself only in its cookie). */
+export const AdminSession = z.object({
+  object: z.literal('session'),
+  member: AdminMember,
+  team: AdminTeam,
+  /** Sent back as `X-CSRF-Token` on every cookie-authenticated write. */
+  csrf_token: z.string(),
+  expires_at: unixSeconds,
+});
+
+/** D-68: a personal access token as listed (never the token itself). */
+export const AccessToken = z.object({
+  id: z.string(),
+  object: z.literal('access_token'),
+  name: z.string(),
+  redacted: z.string(),
+  created_at: unixSeconds,
+  expires_at: unixSeconds,
+  last_used_at: nullableTime,
+});
+/** The one answer that shows the token. */
+export const AccessTokenCreated = AccessToken.extend({ token: z.string() });
+
+/** D-70: an API key as listed. */
+export const ApiKey = z.object({
+  id: z.string(),
+  object: z.literal('api_key'),
+  type: z.enum(['secret', 'publishable']),
+  name: z.string(),
+  redacted: z.string(),
+  created_at: unixSeconds,
+  created_by: z.object({ id: z.string(), email: z.string() }).nullable(),
+  last_used_at: nullableTime,
+  /** Set when the key was rolled (it works until then) or created with an expiry. */
+  expires_at: nullableTime,
+  revoked_at: nullableTime,
+  /** The key that replaced it, when rolled. */
+  rolled_to: z.string().nullable(),
+});
+/** The one answer that shows the key (create, roll). */
+export const ApiKeyCreated = ApiKey.extend({ key: z.string() });
+
+/** D-71: an app as the team manages it (the identity secret only says whether it is set). */
+export const AdminApp = z.object({
+  id: z.string(),
+  object: z.literal('app'),
+  name: z.string(),
+  active: z.boolean(),
+  stream: z.boolean(),
+  generative_ui: z.boolean(),
+  plan: z.string(),
+  agent: z.object({
+    active: z.boolean(),
+    name: z.string(),
+    model: z.string(),
+    knowledge_base: z.string().nullable(),
+  }),
+  widget: z
+    .object({
+      origins: z.array(z.string()),
+      identity_secret_set: z.boolean(),
+    })
+    .nullable(),
+});
+
+/** D-75 */
+export const AuditEntry = z.object({
+  id: z.string(),
+  object: z.literal('audit_entry'),
+  created_at: unixSeconds,
+  action: z.string(),
+  actor: z.object({ type: z.enum(['member', 'token', 'system']), id: z.string().nullable(), email: z.string().nullable() }),
+  address: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  request_id: z.string().nullable(),
+  target: z.object({ type: z.string(), id: z.string() }).nullable(),
+  /** Field → [before, after]; never a secret (a key shows its redacted form). */
+  changes: z.record(z.string(), z.tuple([z.unknown(), z.unknown()])),
+});
+
+/** D-74: one app's usage on one UTC day. */
+export const UsageDay = z.object({
+  app_id: z.string(),
+  date: z.string(),
+  requests: z.number().int(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+  credits: z.number(),
+});
+export const UsageReport = z.object({
+  object: z.literal('usage'),
+  data: z.array(UsageDay),
+  balance: z.object({
+    /** The credits of the current month (UTC) left: the plan's allowance minus this month's debits. */
+    credits: z.number(),
+    allowance: z.number(),
+    period_start: unixSeconds,
+    limit: z.enum(['soft', 'hard']),
+  }),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+// ---------------------------------------------------------------------------------------------
+
+export const SignInRequest = z.strictObject({ email: Email, password: z.string().min(1).max(256) });
+export const ChangePasswordRequest = z.strictObject({ current_password: z.string().min(1).max(256), new_password: Password });
+/** D-72: an invited member sets a password with the one-time token of their link. */
+export const SetPasswordRequest = z.strictObject({ token: z.string().min(1).max(200), password: Password });
+
+export const CreateAccessTokenRequest = z.strictObject({
+  name: label,
+  expires_in_days: z.number().int().min(1).max(365).optional(),
+});
+
+/** D-70: a key's lifetime, in seconds (a roll's grace period at most 7 days). */
+const SEVEN_DAYS = 7 * 86_400;
+export const CreateKeyRequest = z.strictObject({
+  type: z.enum(['secret', 'publishable']),
+  name: label,
+  expires_in_seconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(10 * 365 * 86_400)
+    .optional(),
+});
+export const RollKeyRequest = z.strictObject({
+  expires_in_seconds: z.number().int().min(0).max(SEVEN_DAYS).optional(),
+});
+
+const Origin = z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be an origin such as https://shop.example (no path, no trailing slash)');
+const AppAgentChange = z.strictObject({
+  active: z.boolean().optional(),
+  name: label.optional(),
+  model: z
+    .string()
+    .regex(/^(local|ollama:[A-Za-z0-9._:/-]{1,100})$/, 'must be local or ollama:<model>')
+    .optional(),
+  knowledge_base: z.string().max(200).nullable().optional(),
+});
+const AppWidgetChange = z.strictObject({
+  origins: z.array(Origin).max(50).optional(),
+  identity_secret: z.string().min(32).max(256).nullable().optional(),
+});
+export const UpdateAppRequest = z.strictObject({
+  name: label.optional(),
+  active: z.boolean().optional(),
+  stream: z.boolean().optional(),
+  generative_ui: z.boolean().optional(),
+  plan: z.string().min(1).max(100).optional(),
+  agent: AppAgentChange.optional(),
+  /** null removes the widget (the publishable key then reaches nothing of the app, D-47). */
+  widget: AppWidgetChange.nullable().optional(),
+});
+export const CreateAppRequest = UpdateAppRequest.extend({ name: label });
+
+export const AddMemberRequest = z.strictObject({ email: Email, role: Role, name: label.optional() });
+export const UpdateMemberRequest = z.strictObject({ role: Role });
+
+/** Query values arrive as strings: times are Unix seconds or ISO 8601 dates. */
+const timeParam = z
+  .string()
+  .refine((s) => /^\d{1,12}$/.test(s) || !Number.isNaN(Date.parse(s)), 'must be Unix seconds or an ISO 8601 date/time')
+  .transform((s) => (/^\d+$/.test(s) ? Number(s) : Math.floor(Date.parse(s) / 1000)));
+const limitParam = z
+  .string()
+  .regex(/^[1-9][0-9]{0,2}$/, 'must be an integer from 1 to 100')
+  .transform(Number)
+  .refine((n) => n <= 100, 'must be an integer from 1 to 100');
+
+export const AuditQuery = z.strictObject({
+  action: z.string().max(100).optional(),
+  since: timeParam.optional(),
+  until: timeParam.optional(),
+  limit: limitParam.optional(),
+  after: z.string().min(1).max(100).optional(),
+});
+
+const dateParam = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date such as 2026-11-25');
+export const UsageQuery = z.strictObject({
+  app_id: z.string().min(1).max(100).optional(),
+  since: dateParam.optional(),
+  until: dateParam.optional(),
+});
+
+/** D-73 */
+export const AdminConversationsQuery = z.strictObject({
+  deleted: z.enum(['exclude', 'include', 'only']).optional(),
+  q: z.string().min(1).max(256).optional(),
+  external_user_id: z.string().min(1).max(256).optional(),
+  limit: limitParam.optional(),
+  after: z.string().min(1).max(100).optional(),
+  before: z.string().min(1).max(100).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+});
+
+export type AdminMemberT = z.infer<typeof AdminMember>;
+export type AdminAppT = z.infer<typeof AdminApp>;
+export type ApiKeyT = z.infer<typeof ApiKey>;
+export type AuditEntryT = z.infer<typeof AuditEntry>;
+export type AccessTokenT = z.infer<typeof AccessToken>;
+export type UsageDayT = z.infer<typeof UsageDay>;

@@ -1,0 +1,122 @@
+// A team's API keys on the admin surface (docs/control-plane.md, D-70): list, create (the key shown
+// once), roll (a new key at once, the old one until its grace period ends) and revoke (refused at once).
+// Keys are kept as their SHA-256; a new secret key keeps its webhook signing secret from creation.
+import { newSecret, redacted, sha256Hex, webhookSigningKey } from '../../core/api-keys.ts';
+import { newId } from '../../core/ids.ts';
+import type { KeyT } from '../../core/tenants.ts';
+import type { AdminCaller } from '../../http/context.ts';
+import { apiError } from '../../http/errors.ts';
+import type { ControlPlane } from '../../store/control.ts';
+import { actorOf, auditOf, type Origin } from './accounts.ts';
+
+/** D-70: a rolled key keeps working this long unless told otherwise. */
+export const DEFAULT_ROLL_GRACE_S = 86_400;
+
+export function keyView(k: KeyT, lastUsed: number | null) {
+  return {
+    id: k.id,
+    object: 'api_key' as const,
+    type: k.type,
+    name: k.name,
+    redacted: k.redacted ?? '(set in the fixtures)',
+    created_at: k.created_at,
+    created_by: k.created_by,
+    last_used_at: lastUsed,
+    expires_at: k.expires_at,
+    revoked_at: k.revoked_at,
+    rolled_to: k.rolled_to,
+  };
+}
+
+export class KeyService {
+  constructor(
+    private readonly control: ControlPlane,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async list(c: AdminCaller) {
+    const keys = this.control.read().keys.filter((k) => k.team_id === c.team_id);
+    const used = await this.control.keyUse.lastUsed(keys.map((k) => k.id));
+    return keys.map((k) => keyView(k, used.get(k.id) ?? null));
+  }
+
+  private make(c: AdminCaller, type: KeyT['type'], name: string, expiresAt: number | null): { key: KeyT; text: string } {
+    const text = newSecret(type === 'secret' ? 'sk_live_' : 'pk_live_');
+    const key: KeyT = {
+      id: newId('key'),
+      team_id: c.team_id,
+      type,
+      sha256: sha256Hex(text),
+      name,
+      redacted: redacted(text),
+      created_at: Math.floor(this.now() / 1000),
+      created_by: actorOf(c),
+      expires_at: expiresAt,
+      revoked_at: null,
+      rolled_to: null,
+      // D-70: derivable only while the whole key is known, that is now.
+      signing_key: type === 'secret' ? webhookSigningKey(text).toString('base64') : null,
+    };
+    return { key, text };
+  }
+
+  async create(c: AdminCaller, req: { type: KeyT['type']; name: string; expires_in_seconds?: number }, origin: Origin) {
+    const now = Math.floor(this.now() / 1000);
+    const { key, text } = this.make(c, req.type, req.name, req.expires_in_seconds ? now + req.expires_in_seconds : null);
+    await this.control.apply((d) => {
+      d.keys.push(key);
+      return [auditOf(origin, c.team_id, 'key.created', actorOf(c), { type: 'api_key', id: key.id }, { redacted: [null, key.redacted] })];
+    });
+    return { ...keyView(key, null), key: text };
+  }
+
+  /** A key of the caller's team that is not revoked, or 404 (another team's key too, D-72). */
+  private own(keys: KeyT[], c: AdminCaller, id: string): KeyT {
+    const k = keys.find((x) => x.id === id && x.team_id === c.team_id && x.revoked_at === null);
+    if (!k) throw apiError('not_found', `API key ${JSON.stringify(id)} not found.`, { param: 'key_id' });
+    return k;
+  }
+
+  async roll(c: AdminCaller, id: string, graceSeconds: number | undefined, origin: Origin) {
+    const now = Math.floor(this.now() / 1000);
+    const grace = graceSeconds ?? DEFAULT_ROLL_GRACE_S;
+    let made: { key: KeyT; text: string } | undefined;
+    await this.control.apply((d) => {
+      const old = this.own(d.keys, c, id);
+      made = this.make(c, old.type, old.name, null);
+      const until = now + grace;
+      const before = old.expires_at;
+      old.expires_at = old.expires_at === null ? until : Math.min(old.expires_at, until);
+      old.rolled_to = made.key.id;
+      d.keys.push(made.key);
+      return [
+        auditOf(
+          origin,
+          c.team_id,
+          'key.rolled',
+          actorOf(c),
+          { type: 'api_key', id },
+          { expires_at: [before, old.expires_at], rolled_to: [null, made.key.id] },
+        ),
+        auditOf(
+          origin,
+          c.team_id,
+          'key.created',
+          actorOf(c),
+          { type: 'api_key', id: made.key.id },
+          { redacted: [null, made.key.redacted] },
+        ),
+      ];
+    });
+    return { ...keyView(made!.key, null), key: made!.text };
+  }
+
+  async revoke(c: AdminCaller, id: string, origin: Origin) {
+    const doc = await this.control.apply((d) => {
+      const k = this.own(d.keys, c, id);
+      k.revoked_at = Math.floor(this.now() / 1000);
+      return [auditOf(origin, c.team_id, 'key.revoked', actorOf(c), { type: 'api_key', id }, { revoked_at: [null, k.revoked_at] })];
+    });
+    return keyView(doc.keys.find((k) => k.id === id)!, null);
+  }
+}

@@ -1,0 +1,42 @@
+// Members' passwords (D-66): scrypt from node:crypto, salted, stored with its parameters so that a later
+// cost applies to new hashes while old ones still verify. Never kept or logged in clear.
+import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+
+/** log2 of scrypt's N in production (OWASP: N = 2^17 with r = 8 is the floor for new systems; 2^15 is ~50 ms here). */
+export const PRODUCTION_COST = 15;
+const R = 8;
+const P = 1;
+const KEY_BYTES = 32;
+
+function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
+  // scrypt needs 128·N·r bytes; node's default ceiling (32 MiB) is exactly 2^15 × 8 × 128.
+  const maxmem = 256 * 2 ** logN * r;
+  return new Promise((resolve, reject) =>
+    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N: 2 ** logN, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+}
+
+/** `scrypt$<logN>$<r>$<p>$<salt>$<hash>` (base64url). */
+export async function hashPassword(password: string, logN: number): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await derive(password, salt, logN, R, P);
+  return ['scrypt', logN, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
+}
+
+/** Whether `password` matches `stored`; a malformed record matches nothing. */
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [kind, logN, r, p, salt, hash] = stored.split('$');
+  if (kind !== 'scrypt' || !salt || !hash) return false;
+  const expected = Buffer.from(hash, 'base64url');
+  const key = await derive(password, Buffer.from(salt, 'base64url'), Number(logN), Number(r), Number(p));
+  return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+/**
+ * The work of a verification for an email nobody has (D-66): the same cost as a real one, so that the
+ * time of an answer does not tell which emails have accounts.
+ */
+export async function verifyNobody(password: string, logN: number): Promise<false> {
+  await derive(password, randomBytes(16), logN, R, P);
+  return false;
+}

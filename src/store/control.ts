@@ -1,0 +1,266 @@
+// The control plane's storage (docs/control-plane.md, D-75…D-78): one small versioned document of what
+// changes rarely (teams, members, keys, tokens, plans, apps), changed atomically with its audit entries,
+// and what is written per request or attempt beside it (audit, sessions, sign-in failures, key use).
+// Backends: src/store/file/control*.ts (lowdb document and journals) and src/store/pg/control*.ts.
+import { randomBytes } from 'node:crypto';
+import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, type FixturesT } from '../core/control.ts';
+import { newId } from '../core/ids.ts';
+
+/** D-75: who did a change. */
+export interface AuditActor {
+  type: 'member' | 'token' | 'system';
+  id: string | null;
+  email: string | null;
+}
+
+/** D-75: an entry as a change describes it; never a secret (a key's redacted form only). */
+export interface AuditDraft {
+  /** The team it belongs to (whose members may read it); null for the service's own (a plan seeded). */
+  team_id: string | null;
+  action: string;
+  actor: AuditActor;
+  address: string | null;
+  user_agent: string | null;
+  request_id: string | null;
+  target: { type: string; id: string } | null;
+  changes: Record<string, [unknown, unknown]>;
+}
+
+export interface AuditRecord extends AuditDraft {
+  id: string;
+  /** Unix seconds. */
+  created_at: number;
+}
+
+export interface AuditQuery {
+  team_id: string;
+  action?: string;
+  /** Unix seconds, inclusive. */
+  since?: number;
+  until?: number;
+  limit: number;
+  /** The id of the last entry of the previous page. */
+  after?: string;
+}
+
+export interface AuditLog {
+  /** Durable when it resolves (sign-ins and other entries that change no document). */
+  append(entries: AuditDraft[]): Promise<AuditRecord[]>;
+  /** Newest first; `has_more` says whether older entries match. */
+  list(q: AuditQuery): Promise<{ data: AuditRecord[]; has_more: boolean }>;
+}
+
+/** D-67: a dashboard session, kept by the SHA-256 of its cookie's value. */
+export interface SessionRecord {
+  id: string;
+  member_id: string;
+  team_id: string;
+  csrf_token: string;
+  /** Milliseconds. */
+  created_at: number;
+  seen_at: number;
+}
+
+export interface Sessions {
+  create(s: SessionRecord): Promise<void>;
+  get(id: string): Promise<SessionRecord | undefined>;
+  /** Renews the idle expiry (callers do it at most once a minute). */
+  touch(id: string, at: number): Promise<void>;
+  end(id: string): Promise<void>;
+  /** Ends every session of a member but `except` (a password change, a removal). */
+  endMember(memberId: string, except?: string): Promise<void>;
+}
+
+/** D-70: when keys and tokens were last used, recorded off the request path. */
+export interface KeyUse {
+  /** In memory; written at most once a minute per id, and at close. */
+  record(id: string, at: number): void;
+  /** Unix seconds of each id's last use known here or stored. */
+  lastUsed(ids: readonly string[]): Promise<Map<string, number>>;
+}
+
+/** D-69: where failed sign-ins are counted (services/admin/throttle.ts holds the policy). */
+export interface FailureCounts {
+  /** Failures of `key` at or after `since` (ms), oldest first. */
+  recent(key: string, since: number): Promise<number[]>;
+  /** Counts one failure of `key` at `at`. */
+  add(key: string, at: number): Promise<void>;
+  /** Forgets `key`'s failures (a correct password). */
+  clear(key: string): Promise<void>;
+}
+
+/** The change a caller makes to a copy of the document; it returns the audit entries of the change, or throws to change nothing. */
+export type ControlChange = (draft: ControlDocT) => AuditDraft[];
+
+export interface ControlPlane {
+  /** The document as this instance last saw it (D-78: within 2 s of any instance's change). */
+  read(): ControlDocT;
+  /** Applies `change` to the latest document with its audit entries, atomically; durable when it resolves. */
+  apply(change: ControlChange): Promise<ControlDocT>;
+  /** Told of every new version, this instance's or another's. */
+  onChange(fn: (doc: ControlDocT) => void): void;
+  readonly audit: AuditLog;
+  readonly sessions: Sessions;
+  readonly signInFailures: FailureCounts;
+  readonly keyUse: KeyUse;
+  close(): Promise<void>;
+}
+
+/** What a backend opens the control plane with. */
+export interface ControlOptions {
+  /** The seed of a new control plane, merged into an existing one by D-77's rule. */
+  fixtures: FixturesT;
+  /** D-75: how long audit entries are kept (default 365 days). */
+  auditRetentionDays?: number;
+  /** Told what D-77's merge added and what differs and was left. */
+  log?: (message: string) => void;
+  now?: () => number;
+}
+
+export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
+/** D-67: a session's absolute expiry (and its idle one): no session outlives it, so a store may forget older ones. */
+export const SESSION_MAX_AGE_MS = 7 * 86_400_000;
+export const SESSION_IDLE_MS = 12 * 3_600_000;
+/** D-70: a key's or token's last use is written at most this often. */
+export const KEY_USE_FLUSH_MS = 60_000;
+
+export function auditRecord(d: AuditDraft, now: number): AuditRecord {
+  return { id: newId('audit'), created_at: Math.floor(now / 1000), ...d };
+}
+
+/** A new document from the fixtures (D-77). */
+export function seedDoc(f: FixturesT): ControlDocT {
+  return ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [] });
+}
+
+/**
+ * D-77's rule for a control plane that exists: records of the fixtures whose ids it does not have yet
+ * are added; nothing existing is changed or removed. Mutates `draft`; says what it added and which
+ * existing records differ from the fixtures (left as they are).
+ */
+export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string[]; differs: string[] } {
+  const added: string[] = [];
+  const differs: string[] = [];
+  for (const name of COLLECTIONS) {
+    if (name === 'tokens') continue;
+    const have = new Map((draft[name] as Array<{ id: string }>).map((r) => [r.id, r]));
+    for (const r of f[name] as Array<{ id: string }>) {
+      const own = have.get(r.id);
+      if (!own) {
+        (draft[name] as unknown[]).push(structuredClone(r));
+        added.push(`${name}/${r.id}`);
+      } else if (JSON.stringify(sorted(own)) !== JSON.stringify(sorted(r))) differs.push(`${name}/${r.id}`);
+    }
+  }
+  return { added, differs };
+}
+
+/** A JSON value with its object keys sorted (PostgreSQL's jsonb does not keep their order). */
+function sorted(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sorted);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+    );
+  return v;
+}
+
+/** The audit entries of D-77's merge (the service's own actor). */
+export function mergeAudit(added: string[]): AuditDraft[] {
+  return added.map((what) => {
+    const [type, id] = what.split('/') as [string, string];
+    return {
+      team_id: null,
+      action: 'fixtures.merged',
+      actor: { type: 'system', id: null, email: null },
+      address: null,
+      user_agent: null,
+      request_id: null,
+      target: { type, id },
+      changes: {},
+    };
+  });
+}
+
+/** Applies `change` to a copy of `doc` and checks the result: the next document and its audit entries, or a throw. */
+export function changed(doc: ControlDocT, change: ControlChange): { next: ControlDocT; entries: AuditDraft[] } {
+  const draft = structuredClone(doc);
+  const entries = change(draft);
+  const parsed = ControlDoc.safeParse({ ...draft, version: doc.version + 1 });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`control document: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const fault = checkReferences(parsed.data);
+  if (fault) throw new Error(`control document: ${fault}`);
+  return { next: parsed.data, entries };
+}
+
+/** D-67: 32 random bytes, base64url: a session's cookie value or a CSRF token. */
+export function sessionSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/**
+ * D-70's key use, kept in memory and written by `write` at most once a minute per id (and at close),
+ * so that recording a use costs a request nothing but a map update.
+ */
+export class KeyUseRecorder implements KeyUse {
+  private readonly seen = new Map<string, number>();
+  private readonly written = new Map<string, number>();
+  private readonly due = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: {
+      write(uses: Map<string, number>): Promise<void>;
+      read(ids: readonly string[]): Promise<Map<string, number>>;
+    },
+    private readonly onError: (err: Error) => void = () => {},
+    everyMs = KEY_USE_FLUSH_MS / 6,
+  ) {
+    this.timer = setInterval(() => void this.flush(), everyMs);
+    this.timer.unref();
+  }
+
+  record(id: string, atMs: number): void {
+    const at = Math.floor(atMs / 1000);
+    if ((this.seen.get(id) ?? 0) >= at) return;
+    this.seen.set(id, at);
+    if (at * 1000 - (this.written.get(id) ?? 0) * 1000 >= KEY_USE_FLUSH_MS) this.due.set(id, at);
+  }
+
+  async lastUsed(ids: readonly string[]): Promise<Map<string, number>> {
+    const stored = await this.store.read(ids);
+    for (const id of ids) {
+      const mine = this.seen.get(id);
+      if (mine !== undefined && mine > (stored.get(id) ?? 0)) stored.set(id, mine);
+    }
+    return stored;
+  }
+
+  /** Writes what is due (every use, at close). */
+  flush(all = false): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      const batch = new Map(all ? this.seen : this.due);
+      for (const [id, at] of this.written) if (batch.get(id) === at) batch.delete(id);
+      this.due.clear();
+      if (batch.size === 0) return;
+      try {
+        await this.store.write(batch);
+        for (const [id, at] of batch) this.written.set(id, at);
+      } catch (err) {
+        this.onError(err as Error);
+      }
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush(true);
+  }
+}

@@ -1,0 +1,197 @@
+// The behaviours every control-plane backend keeps (src/store/control.ts, D-75…D-78), whatever stores
+// them: one suite, run against the data directory's files and PostgreSQL by test/control-store.test.ts.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { ControlDocT, FixturesT } from '../../src/core/control.ts';
+import type { AuditDraft, ControlPlane } from '../../src/store/control.ts';
+import { loadFixtures } from '../../src/store/tenants.ts';
+import { FIXTURES_DIR } from './helpers.ts';
+
+export interface ControlHarness {
+  /** New, empty storage; `open` opens a control plane over it (each open a new instance). */
+  fresh(): Promise<{ open(fixtures: FixturesT, log?: (m: string) => void): Promise<ControlPlane> }>;
+}
+
+export const draft = (team: string, action: string, over: Partial<AuditDraft> = {}): AuditDraft => ({
+  team_id: team,
+  action,
+  actor: { type: 'member', id: 'mem_demo_admin', email: 'admin@demo.example' },
+  address: '127.0.0.1',
+  user_agent: 'test',
+  request_id: 'req_test',
+  target: { type: 'app', id: 'app_demo' },
+  changes: {},
+  ...over,
+});
+
+const rename = (name: string) => (d: ControlDocT) => {
+  const app = d.apps.find((a) => a.id === 'app_demo')!;
+  const before = app.name;
+  app.name = name;
+  return [draft('team_demo', 'app.updated', { changes: { name: [before, name] } })];
+};
+
+export function controlSuite(name: string, h: ControlHarness): void {
+  describe(`control plane: ${name}`, () => {
+    test('D-77: a new one is seeded from the fixtures (the demo admin with a scrypt hash); a reopen keeps its version', async () => {
+      const fixtures = await loadFixtures(FIXTURES_DIR);
+      const s = await h.fresh();
+      const c = await s.open(fixtures);
+      try {
+        const doc = c.read();
+        assert.equal(doc.version, 1);
+        const admin = doc.members.find((m) => m.email === 'admin@demo.example');
+        assert.equal(admin?.role, 'admin');
+        assert.match(admin!.password_hash!, /^scrypt\$15\$8\$1\$/);
+        assert.deepEqual(
+          doc.apps.map((a) => a.id),
+          fixtures.apps.map((a) => a.id),
+        );
+        await c.apply(rename('Renamed'));
+      } finally {
+        await c.close();
+      }
+      const again = await s.open(fixtures);
+      try {
+        assert.equal(again.read().version, 2);
+        assert.equal(
+          again.read().apps.find((a) => a.id === 'app_demo')!.name,
+          'Renamed',
+          'the change outlived the reopen; the fixtures did not overwrite it',
+        );
+      } finally {
+        await again.close();
+      }
+    });
+
+    test('D-75: a change and its audit entries land together; the log lists a team its own, newest first, by pages', async () => {
+      const s = await h.fresh();
+      const c = await s.open(await loadFixtures(FIXTURES_DIR));
+      const seen: number[] = [];
+      c.onChange((doc) => seen.push(doc.version));
+      try {
+        for (let i = 1; i <= 5; i++) await c.apply(rename(`Name ${i}`));
+        await c.audit.append([draft('team_other', 'session.created'), draft('team_demo', 'session.failed', { target: null })]);
+        assert.deepEqual(seen, [2, 3, 4, 5, 6], 'told of every version');
+        const first = await c.audit.list({ team_id: 'team_demo', limit: 4 });
+        assert.deepEqual(
+          first.data.map((a) => a.action),
+          ['session.failed', 'app.updated', 'app.updated', 'app.updated'],
+        );
+        assert.equal(first.has_more, true);
+        assert.deepEqual(first.data[1]!.changes, { name: ['Name 4', 'Name 5'] });
+        assert.match(first.data[0]!.id, /^aud_/);
+        const second = await c.audit.list({ team_id: 'team_demo', limit: 4, after: first.data.at(-1)!.id });
+        assert.deepEqual(
+          second.data.map((a) => a.changes.name?.[1]),
+          ['Name 2', 'Name 1'],
+        );
+        assert.equal(second.has_more, false);
+        const other = await c.audit.list({ team_id: 'team_other', limit: 10 });
+        assert.deepEqual(
+          other.data.map((a) => a.action),
+          ['session.created'],
+          "a team never lists another's entries",
+        );
+        const only = await c.audit.list({ team_id: 'team_demo', limit: 10, action: 'session.failed' });
+        assert.equal(only.data.length, 1);
+        const newest = first.data[0]!.created_at;
+        const oldest = second.data.at(-1)!.created_at;
+        assert.equal((await c.audit.list({ team_id: 'team_demo', limit: 10, since: newest + 1 })).data.length, 0);
+        assert.equal((await c.audit.list({ team_id: 'team_demo', limit: 10, until: oldest - 1 })).data.length, 0);
+        assert.equal((await c.audit.list({ team_id: 'team_demo', limit: 10, since: oldest, until: newest })).data.length, 6);
+        assert.equal((await c.audit.list({ team_id: 'team_demo', limit: 10, after: 'aud_unknown' })).data.length, 0);
+      } finally {
+        await c.close();
+      }
+    });
+
+    test('a change that throws, or leaves a reference dangling, changes nothing and records nothing', async () => {
+      const s = await h.fresh();
+      const c = await s.open(await loadFixtures(FIXTURES_DIR));
+      try {
+        await assert.rejects(
+          c.apply((d) => {
+            d.apps[0]!.name = 'half done';
+            throw new Error('refused');
+          }),
+          /refused/,
+        );
+        await assert.rejects(
+          c.apply((d) => {
+            d.apps[0]!.plan = 'no_such_plan';
+            return [draft('team_demo', 'app.updated')];
+          }),
+          /unknown plan no_such_plan/,
+        );
+        assert.equal(c.read().version, 1);
+        assert.notEqual(c.read().apps[0]!.name, 'half done');
+        assert.equal((await c.audit.list({ team_id: 'team_demo', limit: 10 })).data.length, 0);
+        const doc = await c.apply(rename('After'));
+        assert.equal(doc.version, 2, 'the next change goes on from the last good one');
+      } finally {
+        await c.close();
+      }
+    });
+
+    test('D-77: a later fixtures file adds the ids the control plane lacks, changes nothing else, and says so', async () => {
+      const s = await h.fresh();
+      const fixtures = await loadFixtures(FIXTURES_DIR);
+      await (await s.open(fixtures)).close();
+      const changedFixtures = structuredClone(fixtures);
+      changedFixtures.apps.push({ ...structuredClone(fixtures.apps[0]!), id: 'app_added', name: 'Added later' });
+      changedFixtures.apps[0]!.name = 'Changed in the file';
+      const logged: string[] = [];
+      const c = await s.open(changedFixtures, (m) => logged.push(m));
+      try {
+        const doc = c.read();
+        assert.equal(doc.apps.find((a) => a.id === 'app_added')?.name, 'Added later');
+        assert.equal(doc.apps[0]!.name, fixtures.apps[0]!.name, 'an existing record is left as it is');
+        assert.ok(logged.some((m) => /added from the fixtures: apps\/app_added/.test(m)));
+        assert.ok(logged.some((m) => /differ from the fixtures.*apps\/app_demo/.test(m)));
+        assert.equal(doc.version, 2);
+      } finally {
+        await c.close();
+      }
+      const again = await s.open(changedFixtures);
+      assert.equal(again.read().version, 2, 'nothing left to add: no change');
+      await again.close();
+    });
+
+    test('D-67, D-69, D-70: sessions, sign-in failures and key use outlive a reopen', async () => {
+      const s = await h.fresh();
+      const fixtures = await loadFixtures(FIXTURES_DIR);
+      const now = Date.now();
+      const c = await s.open(fixtures);
+      const base = { member_id: 'mem_demo_admin', team_id: 'team_demo', csrf_token: 'csrf', created_at: now, seen_at: now };
+      try {
+        await c.sessions.create({ id: 's1', ...base });
+        await c.sessions.create({ id: 's2', ...base });
+        await c.sessions.create({ id: 's3', ...base, member_id: 'mem_other' });
+        await c.sessions.touch('s1', now + 5);
+        await c.sessions.endMember('mem_demo_admin', 's1');
+        await c.signInFailures.add('pair:a', now - 10);
+        await c.signInFailures.add('pair:a', now - 5);
+        await c.signInFailures.add('pair:b', now - 5);
+        await c.signInFailures.clear('pair:b');
+        c.keyUse.record('key_demo_secret', now);
+        assert.deepEqual([...(await c.keyUse.lastUsed(['key_demo_secret', 'key_x']))], [['key_demo_secret', Math.floor(now / 1000)]]);
+      } finally {
+        await c.close();
+      }
+      const again = await s.open(fixtures);
+      try {
+        assert.equal((await again.sessions.get('s1'))?.seen_at, now + 5);
+        assert.equal(await again.sessions.get('s2'), undefined, "ended with the member's others");
+        assert.equal((await again.sessions.get('s3'))?.member_id, 'mem_other');
+        await again.sessions.end('s3');
+        assert.equal(await again.sessions.get('s3'), undefined);
+        assert.deepEqual(await again.signInFailures.recent('pair:a', now - 7), [now - 5]);
+        assert.deepEqual(await again.signInFailures.recent('pair:b', 0), []);
+        assert.equal((await again.keyUse.lastUsed(['key_demo_secret'])).get('key_demo_secret'), Math.floor(now / 1000), 'flushed at close');
+      } finally {
+        await again.close();
+      }
+    });
+  });
+}
