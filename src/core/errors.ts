@@ -18,3 +18,14 @@ export class ResponseEventsExpired extends Error {
     this.name = 'ResponseEventsExpired';
   }
 }
+
+/**
+ * D-91: the store is out of reach (PostgreSQL restarting, a connection cut): nothing is wrong with the
+ * request, it may be retried once the store is back (503 `store_unavailable`).
+ */
+export class StoreUnavailable extends Error {
+  constructor(detail = 'the store is out of reach') {
+    super(detail);
+    this.name = 'StoreUnavailable';
+  }
+}

@@ -64,6 +64,8 @@ export interface Exchange extends Omit<RequestContext, 'key' | 'app'> {
   allow: HttpMethod[];
   /** Headers of every answer of this request, an error's too: a surface's CORS headers, D-23's rate-limit headers. */
   answerHeaders: Record<string, string>;
+  /** The request was answered without its work (D-91's 503): the work stops as if the client had left. */
+  abandon?(): void;
 }
 
 /** The exchange as a handler takes it, once a stage has said who calls (a surface whose stages never do is a bug). */
@@ -126,6 +128,10 @@ export class HttpExchange implements Exchange {
   clientLeft(): void {
     this.left = true;
     this.abort?.abort(new Error('client disconnected'));
+  }
+
+  abandon(): void {
+    this.clientLeft();
   }
 
   beginStream(): void {
