@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { PgStore } from '../src/store/pg/pg-store.ts';
-import { FIXTURES_DIR, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { FIXTURES_DIR, KEY, startTestServer, tempDir } from './support/helpers.ts';
 import { livenessLocks, send, UNANSWERED_MS, until } from './support/live-reply.ts';
 import { startPgProxy, type PgProxy } from './support/pg-proxy.ts';
 import { freshDatabase, usePostgres } from './support/postgres.ts';

@@ -131,14 +131,16 @@ const LOOK_AGAIN_MS = 1_000;
  * `store_unavailable` (its work then stops as if its client had left). An error that says the store
  * is out of reach is that 503 too, whenever it comes.
  */
-export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> {
+export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> | undefined {
+  const available = store.available?.bind(store);
+  const unavailable = store.isUnavailable?.bind(store);
+  // A store that is never out of reach (the file store): no stage, nothing spent per request.
+  if (!available || !unavailable) return undefined;
   const refusal = () => apiError('store_unavailable', 'The database is out of reach for now; retry in a moment.');
   return async (ctx, next) => {
     const work = next().catch((err: unknown) => {
-      throw store.isUnavailable?.(err) ? refusal() : err;
+      throw unavailable(err) ? refusal() : err;
     });
-    const available = store.available?.bind(store);
-    if (!available) return work;
     let timer: NodeJS.Timeout | undefined;
     let cutShort = false;
     const cut = new Promise<never>((_, reject) => {

@@ -65,10 +65,13 @@ export async function send(base: string, appId: string, conversationId: string, 
   return { events, next, done };
 }
 
-/** Session advisory locks held in `db` (the instances' liveness locks, D-90). */
+/**
+ * Session advisory locks held in `db` by idle sessions: the instances' liveness locks (D-90), not the
+ * transaction-scoped ones of a D-23 count under way.
+ */
 export async function livenessLocks(sql: postgres.Sql, db: string): Promise<number> {
   const [row] = await sql<{ n: string }[]>`
-    SELECT count(*) AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-    WHERE l.locktype = 'advisory' AND l.granted AND d.datname = ${db}`;
+    SELECT count(*) AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.granted AND d.datname = ${db} AND a.state = 'idle'`;
   return Number(row!.n);
 }
