@@ -1,7 +1,7 @@
 // The events of a reply this process produces, in the order its producer hands them out: the answer to
 // the request that started the reply (and a keyed retry of it on this instance, D-30) reads them here
 // rather than from the store, so that its client gets its terminal event also while the store is out
-// of reach (D-91). An event is added once the store kept it; the terminal one as soon as it is known.
+// of reach (D-91). An event is added once the store kept it (the terminal one also when it could not be).
 // Kept while the reply runs and its answers are read.
 import type { UnsequencedEvent } from '../contract/index.ts';
 
@@ -12,9 +12,6 @@ export class LiveEvents {
   private closed = false;
   /** The producer stopped without a terminal event (another instance took the reply over): see `follow`. */
   abandoned = false;
-  private done!: () => void;
-  /** Settles once there are no more events. */
-  readonly ended = new Promise<void>((resolve) => (this.done = resolve));
 
   add(e: UnsequencedEvent, terminal: boolean): void {
     if (this.closed) return;
@@ -41,7 +38,6 @@ export class LiveEvents {
 
   private close(): void {
     this.closed = true;
-    this.done();
     this.wakeAll();
   }
 

@@ -193,7 +193,7 @@ export class ResponseService {
     // The answer reads the events as this process hands them out (live-events.ts): the request that
     // started the reply and a keyed retry of it (D-30) see the same events, with the same numbers as
     // in the store, and the terminal one also while the store is out of reach (D-91).
-    const from = { events: () => this.answerEvents(id, live), ended: () => Promise.race([done, live.ended]) };
+    const from = { events: () => this.answerEvents(id, live), ended: () => done };
     return { id, conversationId: record.id, createdAt, answer: (stream, requestId) => answerOf(run, stream, toResponse, requestId, from) };
   }
 
@@ -228,17 +228,18 @@ export class ResponseService {
             this.saveWhenBack(id, () => save(run), e);
             break;
           }
-          // The terminal event goes out before its append: the exchange is saved (or its save failed) by then.
-          if (terminal) live.add(e, true);
           try {
             await this.store.responses.append(id, e);
           } catch (err) {
+            // The exchange is saved (or its save failed) by then: the client hears of its end all the same.
+            if (terminal) live.add(e, true);
             if (terminal || !this.store.isUnavailable?.(err)) throw err;
             // D-91: this instance cannot prove it lives: it stops producing (the event was not kept).
             stop.abort(new StopReason(STOPS.storeUnavailable));
             continue;
           }
-          if (!terminal) live.add(e, false);
+          // Once kept: a look-up made as the client hears of an event sees it too.
+          live.add(e, terminal);
         }
       } catch (err) {
         this.log.error({ err, response_id: id }, 'response events not kept');
