@@ -25,6 +25,7 @@ import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
 import { openBackend, type BackendStore } from './store/backend.ts';
 import { checkListenable } from './http/port.ts';
+import type { Store } from './store/types.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
@@ -116,10 +117,14 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;
+    // D-91: a request waits at most this for a store out of reach.
+    const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
     const http = createHttpServer({
+      store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
       admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
       widget: {
+        store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
         gate: new WidgetGate({
           tenants,

@@ -26,6 +26,8 @@ export interface Config {
    * (D-92); null: the socket's peer address is the client's.
    */
   trustProxy: string | null;
+  /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
+  storeTimeoutSeconds: number;
 }
 
 export const DEFAULTS: Config = {
@@ -41,6 +43,7 @@ export const DEFAULTS: Config = {
   databaseUrl: null,
   databasePoolSize: 10,
   trustProxy: null,
+  storeTimeoutSeconds: 5,
 };
 
 export class ConfigError extends Error {}
@@ -56,6 +59,8 @@ Options (each also read from the environment variable in brackets):
   --data-dir <dir>    where conversations are stored [DATA_DIR] (default ${DEFAULTS.dataDir})
   --database-url <url>  postgres://… : store conversations in PostgreSQL (docs/postgres.md) [DATABASE_URL]
   --database-pool-size <n>  connections to PostgreSQL per instance, 2 to 1000 [DATABASE_POOL_SIZE] (default ${DEFAULTS.databasePoolSize})
+  --store-timeout <s>  answer 503 store_unavailable to a request still unanswered after this many
+                      seconds while the database is out of reach, 1 to 300 [STORE_TIMEOUT] (default ${DEFAULTS.storeTimeoutSeconds})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
@@ -78,6 +83,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'data-dir'?: string;
     'database-url'?: string;
     'database-pool-size'?: string;
+    'store-timeout'?: string;
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
@@ -93,6 +99,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'data-dir': { type: 'string' },
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
+        'store-timeout': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -120,7 +127,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   // The URL holds a password: the error names the scheme only.
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl))
     throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql:// (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
-  // One connection holds the instance's liveness lock (D-43): one alone would leave none for requests.
+  // At least two: one request's transaction must not leave none for the others (the liveness lock and
+  // LISTEN have a connection of their own, D-90).
   const poolText = values['database-pool-size'] ?? fromEnv('DATABASE_POOL_SIZE') ?? String(DEFAULTS.databasePoolSize);
   const databasePoolSize = Number(poolText);
   if (!/^\d+$/.test(poolText) || databasePoolSize < 2 || databasePoolSize > 1000)
@@ -133,6 +141,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
       throw new ConfigError(`TRUST_PROXY: ${(err as Error).message}`);
     }
   }
+  const storeText = values['store-timeout'] ?? fromEnv('STORE_TIMEOUT') ?? String(DEFAULTS.storeTimeoutSeconds);
+  const storeTimeoutSeconds = Number(storeText);
+  if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
+    throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -146,6 +158,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databaseUrl,
     databasePoolSize,
     trustProxy,
+    storeTimeoutSeconds,
   };
 }
 

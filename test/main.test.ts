@@ -21,6 +21,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databaseUrl: null,
       databasePoolSize: 10,
       trustProxy: null,
+      storeTimeoutSeconds: 5,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -49,6 +50,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databaseUrl: null,
       databasePoolSize: 10,
       trustProxy: null,
+      storeTimeoutSeconds: 5,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -72,9 +74,18 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databaseUrl: null,
       databasePoolSize: 10,
       trustProxy: null,
+      storeTimeoutSeconds: 5,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
+    // D-91: the bound on a request while the store is out of reach.
+    assert.equal(loadConfig([], { STORE_TIMEOUT: '9' }).storeTimeoutSeconds, 9);
+    assert.equal(loadConfig(['--store-timeout', '2'], { STORE_TIMEOUT: '9' }).storeTimeoutSeconds, 2);
+    for (const bad of ['0', '301', '1.5', 'x'])
+      assert.throws(
+        () => loadConfig([], { STORE_TIMEOUT: bad }),
+        (e: Error) => e instanceof ConfigError && /1 to 300/.test(e.message),
+      );
   });
 
   test('bad values are ConfigErrors that say what is allowed', () => {

@@ -53,6 +53,8 @@ async function readsBody(route: Route): Promise<boolean> {
 const BEFORE_ROUTING = ['400', '408', '417', '431', '500'];
 /** The auth stage (§5, D-4, D-6): the key, then the app (unknown, another team's, inactive, no agent), then the resource. */
 const AUTH = ['401', '403', '404'];
+/** D-91: the store out of reach (the bound stage, first on every route). */
+const STORE = ['503'];
 /** What a handler raises beyond the stages, by route. */
 const RAISED_BY_HANDLER: Record<string, string[]> = {
   // D-37: too many messages wait for the conversation's running reply.
@@ -63,7 +65,7 @@ const RAISED_BY_HANDLER: Record<string, string[]> = {
 
 /** The statuses the server can answer on a route, from its stages and its handler. */
 async function statusesOf(def: RouteDef<Route>): Promise<string[]> {
-  const out = new Set([...BEFORE_ROUTING, ...AUTH]);
+  const out = new Set([...BEFORE_ROUTING, ...AUTH, ...STORE]);
   // D-23, D-110: a counted request past the plan (and, on a route that streams, past the cap of open streams; D-27: past the storage quota).
   if (def.route.counted) out.add('429');
   // Idempotency-Key: the key in use (409), or reused with another request (422).

@@ -14,9 +14,11 @@ import {
   preflight,
   rateLimit,
   singleAuthorization,
+  storeBound,
   type Authenticator,
   type IdempotencyHook,
   type RateLimiter,
+  type StoreHealth,
   type SurfaceGate,
 } from '../pipeline/stages.ts';
 import { adminCredential } from '../pipeline/admin-auth.ts';
@@ -32,6 +34,8 @@ export interface RestApiOptions {
   idempotency?: IdempotencyHook;
   /** The path prefix of the base URL (§9; default /v1). */
   basePath?: string;
+  /** D-91: the store, and how long a request may wait for it while it is out of reach. */
+  store?: { health: StoreHealth; timeoutMs: number };
 }
 
 /**
@@ -44,6 +48,7 @@ export function restApi(o: RestApiOptions): Surface {
     basePath: o.basePath ?? '/v1',
     routes: o.routes,
     stages: (route) => [
+      o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
       authenticate(o.auth),
       authorizeApp(o.auth, route),
@@ -58,6 +63,8 @@ export interface WidgetApiOptions {
   routes: RouteDef<Route>[];
   /** The widget's gate (src/pipeline/widget-gate.ts), in place of the REST API's key and plan. */
   gate: SurfaceGate;
+  /** D-91, as the REST API's. */
+  store?: RestApiOptions['store'];
 }
 
 /**
@@ -72,7 +79,7 @@ export function widgetApi(o: WidgetApiOptions): Surface {
     basePath: WIDGET_BASE_PATH,
     routes: o.routes,
     enter: [cors(o.gate), preflight(o.gate)],
-    stages: (route) => [singleAuthorization, admit(o.gate, route)],
+    stages: (route) => [o.store && storeBound(o.store.health, o.store.timeoutMs), singleAuthorization, admit(o.gate, route)],
     admitted,
   };
 }

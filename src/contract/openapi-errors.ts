@@ -112,6 +112,13 @@ export const ERROR_STATUSES = {
   },
   '431': { description: 'The request headers or URL are too large.', types: ['invalid_request_error'], codes: ['headers_too_large'] },
   '500': { description: 'D-5: an unexpected failure; the message names the request id and no internals.', types: ['internal_error'] },
+  '503': {
+    description:
+      'D-91: the database is out of reach (restarting, cut off): the request was not done, or not finished within the bound (`--store-timeout`, 5 s by default). Retry after `Retry-After`.',
+    types: ['service_unavailable'],
+    codes: ['store_unavailable'],
+    headers: { 'Retry-After': true },
+  },
 } as const satisfies Record<string, ErrorStatus>;
 export type ErrorStatusCode = keyof typeof ERROR_STATUSES;
 
@@ -159,7 +166,8 @@ const BEFORE_ROUTING: readonly ErrorStatusCode[] = ['400', '408', '417', '431', 
 /** The error statuses of an operation, in the order of the server's stages (D-4), sorted. */
 export function errorStatusesOf(op: ErrorTraits): ErrorStatusCode[] {
   const out = new Set<ErrorStatusCode>(BEFORE_ROUTING);
-  if (op.authenticated !== false) for (const s of ['401', '403', '404'] as const) out.add(s);
+  // D-91: every route of the API may find the store out of reach.
+  if (op.authenticated !== false) for (const s of ['401', '403', '404', '503'] as const) out.add(s);
   if (op.counted) out.add('429');
   if (op.idempotent) for (const s of ['409', '422'] as const) out.add(s);
   if (op.body) for (const s of ['413', '415'] as const) out.add(s);

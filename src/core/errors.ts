@@ -55,3 +55,14 @@ export function startupReason(err: unknown): string | undefined {
   if (e.path === undefined) return fault ?? e.message;
   return `${e.path}: ${fault ?? e.message.replace(`, ${e.syscall} '${e.path}'`, '')}`;
 }
+
+/**
+ * D-91: the store is out of reach (PostgreSQL restarting, a connection cut): nothing is wrong with the
+ * request, it may be retried once the store is back (503 `store_unavailable`).
+ */
+export class StoreUnavailable extends Error {
+  constructor(detail = 'the store is out of reach') {
+    super(detail);
+    this.name = 'StoreUnavailable';
+  }
+}

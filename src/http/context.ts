@@ -79,6 +79,8 @@ export interface Exchange extends Omit<RequestContext, 'key' | 'app'> {
   answerHeaders: Record<string, string>;
   /** The pools a stream of this request counts in (D-92: the widget's own); unset, its app's pool. */
   streamPools?: readonly StreamPool[];
+  /** The request was answered without its work (D-91's 503): the work stops as if the client had left. */
+  abandon?(): void;
 }
 
 /** The exchange as a handler takes it, once a stage has said who calls (a surface whose stages never do is a bug). */
@@ -143,6 +145,10 @@ export class HttpExchange implements Exchange {
   clientLeft(): void {
     this.left = true;
     this.abort?.abort(new Error('client disconnected'));
+  }
+
+  abandon(): void {
+    this.clientLeft();
   }
 
   beginStream(): void {

@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import { ERROR_STATUS, type ErrorBodyT, type ErrorTypeT } from '../contract/index.ts';
 
-export type ApiErrorType = ErrorTypeT | 'invalid_request_error';
+export type ApiErrorType = ErrorTypeT | 'invalid_request_error' | 'service_unavailable';
 
 interface ErrorSpec {
   status: number;
@@ -78,6 +78,11 @@ export const ERRORS = {
   too_many_streams: { ...s7('rate_limit_exceeded', 'too_many_streams'), headers: { 'retry-after': '1' } },
   /** D-5: says nothing of its cause. */
   internal_error: s7('internal_error'),
+  /**
+   * D-91: the store (PostgreSQL) is out of reach, restarting or cut off: the request was not done, or
+   * not finished within the bound (`--store-timeout`); retry it in a moment.
+   */
+  store_unavailable: { status: 503, type: 'service_unavailable', code: 'store_unavailable', headers: { 'retry-after': '1' } },
 
   // 400 (D-1): the body, the query or a header breaks a rule.
   invalid_json: bad(400, 'invalid_json'),

@@ -4,11 +4,12 @@ import type { IncomingMessage } from 'node:http';
 import type { AppT, KeyT } from '../core/tenants.ts';
 import type { Stage } from '../http/compose.ts';
 import { admitted, type Exchange, type RequestContext, type Visitor } from '../http/context.ts';
-import { ApiError, invalidRequest } from '../http/errors.ts';
+import { ApiError, apiError, invalidRequest } from '../http/errors.ts';
 import { NoContent } from '../http/reply.ts';
 import type { HttpMethod } from '../http/router.ts';
 import type { StreamPool } from '../http/stream-gate.ts';
 import type { Route } from '../http/surface.ts';
+import type { Store } from '../store/types.ts';
 
 /** The REST API's credential (§5, D-4, D-6): throws 401/403/404, or returns who calls and the app they may use. */
 export interface Authenticator {
@@ -128,6 +129,54 @@ export function admit(gate: SurfaceGate, route: Route): Stage<Exchange> {
     } catch (err) {
       if (err instanceof ApiError && err.status < 500) await refund();
       throw err;
+    }
+  };
+}
+
+/** What D-91's bound needs of the store (src/store/types.ts `Store`). */
+export type StoreHealth = Pick<Store, 'available' | 'isUnavailable'>;
+
+/** After the bound, a request still at work is looked at this often (a long reply with the store up is normal). */
+const LOOK_AGAIN_MS = 1_000;
+
+/**
+ * D-91: a request made while the store is out of reach gets an answer within `ms`: its own, or 503
+ * `store_unavailable` (its work then stops as if its client had left). An error that says the store
+ * is out of reach is that 503 too, whenever it comes.
+ */
+export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> | undefined {
+  const available = store.available?.bind(store);
+  const unavailable = store.isUnavailable?.bind(store);
+  // A store that is never out of reach (the file store): no stage, nothing spent per request.
+  if (!available || !unavailable) return undefined;
+  const refusal = () => apiError('store_unavailable', 'The database is out of reach for now; retry in a moment.');
+  return async (ctx, next) => {
+    const work = next().catch((err: unknown) => {
+      throw unavailable(err) ? refusal() : err;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    let cutShort = false;
+    const cut = new Promise<never>((_, reject) => {
+      const look = (wait: number) => {
+        timer = setTimeout(() => {
+          if (available()) return look(LOOK_AGAIN_MS);
+          cutShort = true;
+          reject(refusal());
+        }, wait);
+      };
+      look(ms);
+    });
+    try {
+      return await Promise.race([work, cut]);
+    } catch (err) {
+      if (cutShort) {
+        // Answered without it: the work's own outcome has no one to go to.
+        work.catch(() => {});
+        ctx.abandon?.();
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
   };
 }

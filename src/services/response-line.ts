@@ -52,16 +52,26 @@ export class ResponseLine {
   /**
    * Across instances each keeps its own line, and its first, told the reply runs elsewhere, waits for
    * its end (whichever instance runs it) before it begins on the history it left. Rejects if the
-   * client leaves.
+   * client leaves, and with a 409 once it waited `maxMs`, the running reply's maximum duration (D-37:
+   * a reply whose producer is stuck never holds the line for ever).
    */
-  async awaitElsewhere(conversationId: string, err: RunningElsewhere, signal: AbortSignal): Promise<void> {
+  async awaitElsewhere(conversationId: string, err: RunningElsewhere, signal: AbortSignal, maxMs: number): Promise<void> {
     this.events.emit('awaiting', { conversation_id: conversationId, response_id: err.id });
+    const waited = AbortSignal.timeout(maxMs);
+    const either = AbortSignal.any([signal, waited]);
     try {
       const trace = await this.store.responses.trace(err.id);
-      if (trace && !trace.ended) for await (const _ of this.store.responses.follow(err.id, (trace.events?.length ?? 0) - 1, signal));
+      if (trace && !trace.ended) for await (const _ of this.store.responses.follow(err.id, (trace.events?.length ?? 0) - 1, either));
     } catch (e) {
       if (!(e instanceof ResponseEventsExpired)) throw e;
     }
     if (signal.aborted) throw new Error('client disconnected');
+    if (waited.aborted) {
+      throw apiError(
+        'conversation_busy',
+        `Conversation ${conversationId} is still replying (response ${err.id}) past its maximum duration; send this message once it has finished, or cancel it.`,
+        { headers: { [RESPONSE_ID_HEADER]: err.id } },
+      );
+    }
   }
 }

@@ -5,7 +5,14 @@
 // (exchange.ts), the events' reducer (response-fold.ts) and the ways a reply stops (stops.ts).
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { RESPONSE_ID_HEADER, type ItemT, type LiveResponseT, type ResponseT, type SendMessageRequestT } from '../contract/index.ts';
+import {
+  RESPONSE_ID_HEADER,
+  type ItemT,
+  type LiveResponseT,
+  type ResponseT,
+  type SendMessageRequestT,
+  type UnsequencedEvent,
+} from '../contract/index.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 import { unixNow } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
@@ -13,13 +20,14 @@ import type { AppT } from '../core/tenants.ts';
 import type { ChatMessage } from '../engines/types.ts';
 import { apiError } from '../http/errors.ts';
 import type { EventStream } from '../http/reply.ts';
-import type { ConversationRecord, Store } from '../store/types.ts';
+import { TERMINAL_EVENTS, type ConversationRecord, type Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
 import { ExchangeWriter } from './exchange.ts';
 import { ResponseLine, RunningElsewhere } from './response-line.ts';
 import { ResponseLookup } from './response-lookup.ts';
 import { ResponseRecovery } from './response-recovery.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
+import { LiveEvents } from './live-events.ts';
 import { STOPS, StopReason } from './stops.ts';
 import { checkHistory, type StorageQuota } from './quota.ts';
 import type { UsageLedger } from '../store/shared.ts';
@@ -31,6 +39,10 @@ function detachedPool(appId: string, widget: boolean): string {
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
 const HISTORY_MESSAGES = 40;
+/** D-91: how often a save waiting for the store is tried again. */
+const SAVE_RETRY_MS = 1_000;
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 export interface StartedResponse {
   id: string;
@@ -50,6 +62,12 @@ interface Producing {
   done: Promise<void>;
 }
 
+/** How a reply is produced: its events as its answer reads them, and its save. */
+interface Production {
+  live: LiveEvents;
+  save: (run: ResponseRun) => Promise<void>;
+}
+
 export class ResponseService {
   /**
    * Emits `persisted` (response id, status) once a response is durable, `waiting` as a message joins a
@@ -63,6 +81,9 @@ export class ResponseService {
   private readonly lookups: ResponseLookup;
   private readonly exchanges: ExchangeWriter;
   private readonly recovery: ResponseRecovery;
+  /** D-91: saves waiting for the store to come back; they stop trying once shutdown begins. */
+  private readonly waitingSaves = new Set<Promise<void>>();
+  private stopping = false;
 
   constructor(
     private readonly store: Store,
@@ -98,7 +119,7 @@ export class ResponseService {
           return await this.begin(app, record, body, requestSignal, { claim, widget }, leave);
         } catch (err) {
           if (!(err instanceof RunningElsewhere)) throw err;
-          await this.line.awaitElsewhere(record.id, err, requestSignal);
+          await this.line.awaitElsewhere(record.id, err, requestSignal, app.responses.max_duration_seconds * 1000);
         }
       }
     } catch (err) {
@@ -145,6 +166,8 @@ export class ResponseService {
     }
     const stop = new AbortController();
     const input = { content, metadata: body.metadata ?? null, createdAt };
+    const save = (r: ResponseRun) => this.exchanges.save(app.id, record.id, r, input, claim, app);
+    const live = new LiveEvents();
     const run: ResponseRun = new ResponseRun({
       id,
       kind: 'response',
@@ -154,9 +177,9 @@ export class ResponseService {
       tools,
       signal: stop.signal,
       onUnexpected: (err) => this.log.error({ err, response_id: id }, 'response failed unexpectedly'),
-      finish: (r) => this.exchanges.save(app.id, record.id, r, input, claim, app),
+      finish: (r) => this.finish(r, stop.signal, save),
     });
-    const done = this.produce(app, record.id, run, stop, requestSignal, leave, widget);
+    const done = this.produce(app, record.id, run, stop, requestSignal, leave, widget, { live, save });
     const toResponse = (): ResponseT => ({
       id,
       object: 'response',
@@ -167,9 +190,10 @@ export class ResponseService {
       ...(run.error ? { error: run.error } : {}),
       usage: run.usage,
     });
-    // The stream follows the stored events from the first: the request that started the reply and a
-    // keyed retry of it (D-30) see the same events, with the same numbers.
-    const from = { events: () => this.store.responses.follow(id, -1), ended: () => done };
+    // The answer reads the events as this process hands them out (live-events.ts): the request that
+    // started the reply and a keyed retry of it (D-30) see the same events, with the same numbers as
+    // in the store, and the terminal one also while the store is out of reach (D-91).
+    const from = { events: () => this.answerEvents(id, live), ended: () => done };
     return { id, conversationId: record.id, createdAt, answer: (stream, requestId) => answerOf(run, stream, toResponse, requestId, from) };
   }
 
@@ -186,6 +210,7 @@ export class ResponseService {
     requestSignal: AbortSignal,
     leave: () => void,
     widget: boolean,
+    { live, save }: Production,
   ): Promise<void> {
     const id = run.id;
     // D-34: a reply runs to its end, within its app's maximum duration.
@@ -199,10 +224,32 @@ export class ResponseService {
     const max = widget && app.widget ? app.widget.limits.max_detached : app.responses.max_detached;
     const done = (async () => {
       try {
-        for await (const e of run.events()) await this.store.responses.append(id, e);
+        for await (const e of run.events()) {
+          const terminal = TERMINAL_EVENTS.has(e.event);
+          if (terminal && run.error === STOPS.storeUnavailable) {
+            // D-91: the client is told now; the exchange is saved, then this event appended, once the store is back.
+            live.add(e, true);
+            this.saveWhenBack(id, () => save(run), e);
+            break;
+          }
+          try {
+            await this.store.responses.append(id, e);
+          } catch (err) {
+            // The exchange is saved (or its save failed) by then: the client hears of its end all the same.
+            if (terminal) live.add(e, true);
+            if (terminal || !this.store.isUnavailable?.(err)) throw err;
+            // D-91: this instance cannot prove it lives: it stops producing (the event was not kept).
+            stop.abort(new StopReason(STOPS.storeUnavailable));
+            continue;
+          }
+          // Once kept: a look-up made as the client hears of an event sees it too.
+          live.add(e, terminal);
+        }
       } catch (err) {
         this.log.error({ err, response_id: id }, 'response events not kept');
       } finally {
+        // Stopped with no terminal event (another instance took the reply over): the answer reads the rest from the store.
+        live.abandon();
         clearTimeout(timer);
         unsubscribe();
         this.producing.delete(id);
@@ -226,6 +273,52 @@ export class ResponseService {
     else requestSignal.addEventListener('abort', onLeave, { once: true });
     void done.finally(() => requestSignal.removeEventListener('abort', onLeave));
     return done;
+  }
+
+  /**
+   * D-91: the run's save. A run stopped because the store is out of reach saves nothing now, and one
+   * whose save finds it out of reach ends failed the same way; both are saved by `saveWhenBack`.
+   */
+  private async finish(run: ResponseRun, signal: AbortSignal, save: (r: ResponseRun) => Promise<void>): Promise<void> {
+    const lost = signal.reason instanceof StopReason && signal.reason.error === STOPS.storeUnavailable;
+    if (!lost) {
+      try {
+        return await save(run);
+      } catch (err) {
+        if (!this.store.isUnavailable?.(err)) throw err;
+      }
+    }
+    run.status = 'failed';
+    run.error = STOPS.storeUnavailable;
+  }
+
+  /** D-91: saves the exchange (failed, `store_unavailable`), then appends its terminal event, as soon as the store is back. */
+  private saveWhenBack(id: string, save: () => Promise<void>, terminal: UnsequencedEvent): void {
+    const task = (async () => {
+      for (;;) {
+        try {
+          await save();
+          break;
+        } catch (err) {
+          if (this.stopping || !this.store.isUnavailable?.(err)) throw err;
+        }
+        await pause(SAVE_RETRY_MS);
+      }
+      // Tried again by the store while the connection is lost.
+      await this.store.responses.append(id, terminal);
+    })().catch((err: unknown) => this.log.error({ err, response_id: id }, 'response not saved'));
+    this.waitingSaves.add(task);
+    void task.finally(() => this.waitingSaves.delete(task));
+  }
+
+  /** The answer's events: this process's (live-events.ts), then the store's if another instance took the reply over. */
+  private async *answerEvents(id: string, live: LiveEvents): AsyncGenerator<UnsequencedEvent> {
+    let n = 0;
+    for await (const e of live.follow()) {
+      yield e;
+      n++;
+    }
+    if (live.abandoned) yield* this.store.responses.follow(id, n - 1);
   }
 
   /** The response this process produces for `conversationId`, if any. */
@@ -267,6 +360,7 @@ export class ResponseService {
 
   /** D-38: a graceful shutdown, after its grace period: the replies still running end `interrupted`. */
   async interruptAll(): Promise<void> {
+    this.stopping = true;
     const running = [...this.producing.values()];
     for (const p of running) p.stop.abort(new StopReason(STOPS.interrupted));
     await Promise.allSettled(running.map((p) => p.done));

@@ -22,6 +22,16 @@ export const STOPS = {
   },
   /** D-38: a shutdown past its grace, or a crash found at start-up. */
   interrupted: { type: 'server_error', code: 'interrupted', message: 'The server stopped before the response was complete.' },
+  /**
+   * D-91: the store was out of reach for longer than this instance could prove it lives (its lease):
+   * the reply stopped, and is saved failed as soon as the store is back.
+   */
+  storeUnavailable: {
+    type: 'server_error',
+    code: 'store_unavailable',
+    message:
+      'The response stopped because the database was out of reach; it is saved as failed once the database is back. Retry the message.',
+  },
   /** A bug: the details stay in the log. */
   failed: { type: 'internal_error', code: 'internal_error', message: 'The response failed because of an unexpected server error.' },
   /**

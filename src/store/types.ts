@@ -139,6 +139,13 @@ export interface Store {
    * `responses.unfinished`); none when one process owns the data (the file store: start-up only).
    */
   readonly sweepMs?: number;
+  /**
+   * D-91: whether the store can serve now (PostgreSQL: the database answered this instance's last look
+   * and it holds its liveness lock). None: always (the file store is the process's own).
+   */
+  available?(): boolean;
+  /** D-91: whether `err` says the store is out of reach for now (a lost connection), not that the work failed. */
+  isUnavailable?(err: unknown): boolean;
 }
 
 /** The live responses of a store (`Store.responses`): the file store's response log, or PostgreSQL's rows. */

@@ -119,7 +119,7 @@ test('D-38: an instance restarted after a kill -9 hands start-up the responses t
   await dead.responses.begin(start('resp_cut'));
   await dead.responses.append('resp_cut', ev('response.created', 0));
   // As a kill -9 leaves it: the lease is still running, nothing ended the response.
-  await dead.sql.end({ timeout: 0 });
+  await Promise.all([dead.sql.end({ timeout: 0 }), dead.livenessSql.end({ timeout: 0 })]);
   const next = new PgStore({ url, max: 2 });
   await next.open();
   try {
@@ -259,7 +259,7 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     const persisted = Promise.race(services.map((s) => once(s.events, 'persisted')));
     for (const s of services) s.sweep(10);
     // As a kill -9: its connections close, nothing more is written; its lease still runs.
-    await dead!.sql.end({ timeout: 0 });
+    await Promise.all([dead!.sql.end({ timeout: 0 }), dead!.livenessSql.end({ timeout: 0 })]);
     const [saved] = (await persisted) as [{ id: string; status: string }];
     assert.deepEqual([saved.id, saved.status], ['resp_orphan', 'failed']);
     await Promise.all(services.map((s) => s.stopSweeping()));

@@ -8,8 +8,9 @@
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
 import { migrate } from './migrate.ts';
-import { recordOf, type ConversationRow } from './rows.ts';
+import { isConnectionLoss, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
+import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
   type ConversationChange,
@@ -63,11 +64,24 @@ export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readon
       users = EXCLUDED.users, bytes = EXCLUDED.bytes`;
 }
 
+/**
+ * D-90, D-91: how connections are made. A refused connection is tried again after at most half a second
+ * (postgres.js's default backoff grows to 20 s, which kept an instance from its database for seconds
+ * after it returned), and one that does not open within 5 s fails, so that nothing waits for it.
+ */
+const CONNECTING = {
+  onnotice: () => {},
+  backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+  connect_timeout: 5,
+};
+
 const SELECT_ROW =
   'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 export class PgStore implements Store {
   readonly sql: Sql;
+  /** D-90: the connection of the liveness lock and LISTEN (a test ends it, with `sql`, to act out a kill -9). */
+  readonly livenessSql: Sql;
   /**
    * Each conversation's changes on this instance, in turn (as the file store's): one connection waits
    * for the row's lock, not many; other instances' changes wait for it in the database.
@@ -79,12 +93,19 @@ export class PgStore implements Store {
   readonly sweepMs = LEASE_MS;
 
   constructor(opts: PgStoreOptions) {
-    this.sql = postgres(opts.url, {
-      max: opts.max ?? 10,
-      onnotice: () => {},
-      // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
+    // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
+    this.sql = postgres(opts.url, { max: opts.max ?? 10, ...CONNECTING });
+    // D-90: the liveness lock and LISTEN on a connection of their own, never recycled (the lock goes with it).
+    this.livenessSql = postgres(opts.url, {
+      ...CONNECTING,
+      max: 1,
+      idle_timeout: 0,
+      max_lifetime: 0,
+      onclose: () => this.responses.liveness.lost(),
+      // Not in postgres.js's option types, read by its connections: LISTEN's notifications.
+      ...{ onnotify: (channel: string, payload: string) => this.responses.notified(channel, payload) },
     });
-    this.responses = new PgResponses(this.sql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
+    this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
   }
 
   async open(): Promise<void> {
@@ -93,7 +114,7 @@ export class PgStore implements Store {
       await this.responses.open();
     } catch (err) {
       await this.responses.close().catch(() => {});
-      await this.sql.end({ timeout: 1 }).catch(() => {});
+      await Promise.all([this.sql.end({ timeout: 1 }).catch(() => {}), this.livenessSql.end({ timeout: 1 }).catch(() => {})]);
       throw err;
     }
   }
@@ -101,7 +122,17 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     await this.turns.idle();
     await this.responses.close();
-    await this.sql.end({ timeout: 5 });
+    await Promise.all([this.sql.end({ timeout: 5 }), this.livenessSql.end({ timeout: 1 })]);
+  }
+
+  /** D-91: the database answered this instance's last look (RENEW_MS ago at most), and it holds its liveness lock. */
+  available(): boolean {
+    return this.responses.liveness.available;
+  }
+
+  /** D-91: `err` says the database is out of reach (a lost or refused connection), not that a statement failed. */
+  isUnavailable(err: unknown): boolean {
+    return err instanceof StoreUnavailable || isConnectionLoss(err);
   }
 
   /** D-7: creation order across instances, from one sequence (ties, as an import may bring, by id). */

@@ -1,23 +1,27 @@
-// Resumable responses on PostgreSQL (docs/postgres.md, D-30…D-39, D-43): a response's start and
-// events are rows, so any instance can look one up, follow it or cancel it. Followers and producers
-// are told by LISTEN/NOTIFY (a notification is sent in the transaction that appends the event, so it
-// arrives after the event is readable); a follower also reads again every few seconds, in case a
-// notification was lost while the listening connection reconnected. A response's producer renews a
-// lease on it, and holds a session advisory lock named after itself for as long as it runs: a response
-// whose lease expired, or whose producer's lock is free (its connection, so its process, is gone), is
-// what `unfinished` hands to start-up and to the running instances' sweep (D-38).
+// Resumable responses on PostgreSQL (docs/postgres.md, D-30…D-39, D-43, D-90, D-91): a response's
+// start and events are rows, so any instance can look one up, follow it or cancel it. Followers and
+// producers are told by LISTEN/NOTIFY (a notification is sent in the transaction that appends the
+// event, so it arrives after the event is readable); a follower also reads again every few seconds, in
+// case a notification was lost while the listening connection reconnected. A response's producer
+// renews a lease on it, and holds a session advisory lock named after itself for as long as it lives
+// (liveness.ts): a response whose lease expired, or whose producer's lock stays free (its connection,
+// so its process, is gone), is what `unfinished` hands to start-up and to the running instances'
+// sweep (D-38).
 import { randomUUID } from 'node:crypto';
-import type { ReservedSql, Sql } from 'postgres';
+import type { Sql } from 'postgres';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { ResponseEventsExpired } from '../../core/errors.ts';
+import { ResponseEventsExpired, StoreUnavailable } from '../../core/errors.ts';
 import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
+import { CHANNELS, LEASE_MS, Liveness, LOCK_OF, RELOCK_GRACE_MS, RETRY_MS } from './liveness.ts';
+import { isConnectionLoss } from './rows.ts';
 
-const EVENTS = 'parley_response_events';
-const CANCELS = 'parley_response_cancel';
-/** A live response's lease: renewed every third of it by its producer. */
-export const LEASE_MS = 30_000;
+export { LEASE_MS };
 /** A follower's read when no notification came (a lost one must not stall it). */
 const RECHECK_MS = 5_000;
+/** D-91: a producer stops this long before the lease it last proved runs out. */
+const MARGIN_MS = 5_000;
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 interface Row {
   id: string;
@@ -43,43 +47,38 @@ export class PgResponses implements LiveResponses {
   private readonly producing = new Map<string, { next: number; writing: Promise<void> }>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly cancels = new Map<string, Set<() => void>>();
-  private readonly unlisten: (() => Promise<void>)[] = [];
-  private renewer: NodeJS.Timeout | undefined;
-  /** The connection that holds this instance's liveness lock (see `unfinished`). */
-  private holder: ReservedSql | undefined;
+  /** D-90: the lock, LISTEN and the leases, on a connection of their own. */
+  readonly liveness: Liveness;
+  private closing = false;
 
   constructor(
     private readonly sql: Sql,
+    /** A connection of its own for the liveness lock and LISTEN (see `notified` and `Liveness.lost`). */
+    livenessConn: Sql,
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    // A new session missed the notifications sent while there was none: every follower reads again.
+    const wakeAll = () => {
+      for (const set of this.waiters.values()) for (const f of set) f();
+    };
+    this.liveness = new Liveness(livenessConn, this.owner, wakeAll, now);
+  }
+
+  /** A notification on the liveness connection. */
+  notified(channel: string, id: string): void {
+    const map = channel === CHANNELS.events ? this.waiters : channel === CHANNELS.cancels ? this.cancels : undefined;
+    for (const f of map?.get(id) ?? []) f();
+  }
 
   async open(): Promise<void> {
-    // Held by a session: it goes with the connection, so a killed instance frees it at once.
-    this.holder = await this.sql.reserve();
-    await this.holder`SELECT pg_advisory_lock(hashtextextended(${this.owner}, 0))`;
-    const wake = (map: Map<string, Set<() => void>>) => (id: string) => {
-      for (const f of map.get(id) ?? []) f();
-    };
-    this.unlisten.push((await this.sql.listen(EVENTS, wake(this.waiters))).unlisten);
-    this.unlisten.push((await this.sql.listen(CANCELS, wake(this.cancels))).unlisten);
-    this.renewer = setInterval(() => void this.renew(), LEASE_MS / 3);
-    this.renewer.unref();
+    await this.liveness.open();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.renewer);
+    this.closing = true;
+    await this.liveness.close();
     await Promise.all([...this.producing.values()].map((p) => p.writing));
-    for (const u of this.unlisten.splice(0)) await u().catch(() => {});
-    this.holder?.release();
-    this.holder = undefined;
-  }
-
-  private async renew(): Promise<void> {
-    if (this.producing.size === 0) return;
-    await this.sql`UPDATE live_responses SET lease_until = ${this.now() + LEASE_MS} WHERE owner = ${this.owner} AND ended_at IS NULL`.catch(
-      () => {},
-    );
   }
 
   async begin(start: LiveResponseStart): Promise<{ running?: string }> {
@@ -105,26 +104,50 @@ export class PgResponses implements LiveResponses {
   append(id: string, event: UnsequencedEvent): Promise<void> {
     const p = this.producing.get(id);
     if (!p) return Promise.reject(new Error(`${id} is not a live response of this instance`));
-    const seq = p.next++;
     const terminal = TERMINAL_EVENTS.has(event.event);
-    if (terminal) this.producing.delete(id);
-    // One statement (one transaction): the event, the response's end, and the notification; nothing
-    // once another instance took the response over (D-38: it thought this one dead).
     const run = async () => {
-      const done = await this.sql`
-        WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
-                      WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
-        e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, ${seq}, ${JSON.stringify(event)} FROM mine)
-        SELECT pg_notify(${EVENTS}, id) FROM mine`;
-      if (done.length === 0) {
-        this.producing.delete(id);
-        throw new Error(`${id} is no longer a live response of this instance (another took it over)`);
-      }
+      await this.write(id, p.next, event, terminal);
+      p.next++;
+      if (terminal) this.producing.delete(id);
     };
     const result = p.writing.then(run, run);
     // The next append waits for this one, whatever its outcome; close() too.
     p.writing = result.catch(() => {});
     return result;
+  }
+
+  /**
+   * One event, in one statement (one transaction): the event, the response's end, and the notification;
+   * nothing once another instance took the response over (D-38: it thought this one dead). A lost
+   * connection is tried again (D-91): a terminal event until it is written, another while this instance
+   * can prove it lives (its lease), after which it throws StoreUnavailable and the reply stops.
+   */
+  private async write(id: string, seq: number, event: UnsequencedEvent, terminal: boolean): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      if (!terminal && this.now() >= this.liveness.provenUntil - MARGIN_MS)
+        throw new StoreUnavailable('this instance cannot prove it lives: its lease would run out');
+      try {
+        const done = await this.sql`
+          WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
+                        WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
+          e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, ${seq}, ${JSON.stringify(event)} FROM mine)
+          SELECT pg_notify(${CHANNELS.events}, id) FROM mine`;
+        if (done.length > 0 || (attempt > 0 && (await this.written(id, seq)))) return;
+        this.producing.delete(id);
+        throw new Error(`${id} is no longer a live response of this instance (another took it over)`);
+      } catch (err) {
+        // An attempt cut off after its commit: the event is there.
+        if (attempt > 0 && (err as { code?: string }).code === '23505') return;
+        if (!isConnectionLoss(err) || this.closing) throw err;
+      }
+      await pause(RETRY_MS);
+    }
+  }
+
+  private async written(id: string, seq: number): Promise<boolean> {
+    const rows = await this.sql`SELECT 1 FROM response_events e JOIN live_responses r ON r.id = e.response_id
+      WHERE e.response_id = ${id} AND e.seq = ${seq} AND r.owner = ${this.owner}`;
+    return rows.length > 0;
   }
 
   async trace(id: string): Promise<ResponseTrace | undefined> {
@@ -196,7 +219,7 @@ export class PgResponses implements LiveResponses {
   }
 
   async requestCancel(id: string): Promise<void> {
-    await this.sql`SELECT pg_notify(${CANCELS}, ${id})`;
+    await this.sql`SELECT pg_notify(${CHANNELS.cancels}, ${id})`;
   }
 
   onCancelRequest(id: string, listener: () => void): () => void {
@@ -212,21 +235,28 @@ export class PgResponses implements LiveResponses {
   /**
    * D-38: live responses whose producer is gone, taken over by this instance so that the caller (start-up,
    * or the sweep of a running instance) appends their terminal event. Gone: its lease expired, or its
-   * liveness lock is free (the server frees it when the producer's connection closes, as a kill -9
-   * does), so a restart need not wait out the lease. One UPDATE takes them: when two instances sweep
-   * at once, the second finds each row already renewed by the first, and takes none of them.
+   * liveness lock is free and still free RELOCK_GRACE_MS later (D-90: the server frees it when the
+   * producer's connection closes, as a kill -9 does; a living producer whose connection dropped, or
+   * whose database restarted, has taken it again by then), so a restart need not wait out the lease.
+   * One UPDATE takes them: when two instances sweep at once, the second finds each row already renewed
+   * by the first, and takes none of them.
    */
   async unfinished(): Promise<ResponseTrace[]> {
+    const lockFree = `NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${LOCK_OF('owner')})`;
+    const suspects = (
+      await this.sql.unsafe<{ id: string }[]>(
+        `SELECT id FROM live_responses WHERE ended_at IS NULL AND owner <> $1 AND lease_until >= $2 AND ${lockFree}`,
+        [this.owner, this.now()],
+      )
+    ).map((r) => r.id);
+    if (suspects.length > 0) await pause(RELOCK_GRACE_MS);
     const now = this.now();
-    const taken = await this.sql<Row[]>`
-      UPDATE live_responses SET owner = ${this.owner}, lease_until = ${now + LEASE_MS}
-      WHERE ended_at IS NULL AND owner <> ${this.owner} AND (lease_until < ${now} OR NOT EXISTS (
-        SELECT 1 FROM pg_locks l
-        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-          AND l.classid = ((hashtextextended(owner, 0) >> 32) & 4294967295)::oid
-          AND l.objid = (hashtextextended(owner, 0) & 4294967295)::oid))
-      RETURNING id, app_id, conversation_id, created_at, input, ended_at`;
+    const taken = await this.sql.unsafe<Row[]>(
+      `UPDATE live_responses SET owner = $1, lease_until = $2
+       WHERE ended_at IS NULL AND owner <> $1 AND (lease_until < $3 OR (id = ANY($4::text[]) AND ${lockFree}))
+       RETURNING id, app_id, conversation_id, created_at, input, ended_at`,
+      [this.owner, now + LEASE_MS, now, suspects],
+    );
     const out: ResponseTrace[] = [];
     for (const row of taken) {
       const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${row.id} ORDER BY seq`;

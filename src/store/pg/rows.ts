@@ -30,3 +30,28 @@ export function recordOf(r: ConversationRow): ConversationRecord {
     message_count: r.message_count,
   };
 }
+
+/** Errors of a connection that is lost, refused, or being shut down by the server (not of the statement). */
+const LOST = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  // SQLSTATE: admin_shutdown (a terminated backend, a fast shutdown), crash_shutdown, cannot_connect_now.
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+
+/** D-91: the database is out of reach (restarting, a connection cut), as against a statement that failed. */
+export function isConnectionLoss(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  // SQLSTATE class 08: connection exceptions.
+  return typeof code === 'string' && (LOST.has(code) || /^08[0-9A-Z]{3}$/.test(code));
+}
