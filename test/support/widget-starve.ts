@@ -28,9 +28,9 @@ export async function starveFixtures(): Promise<string> {
     agent: { ...demo.agent, knowledge_base: null },
     ...extra,
   });
-  f.plans.push({ id: 'tiny', requests_per_minute: 10_000, requests_per_day: 100_000, storage_bytes: 65_536 });
+  f.plans.push({ id: 'starve_tiny', requests_per_minute: 10_000, requests_per_day: 100_000, storage_bytes: 65_536 });
   f.apps.push(
-    app('app_tiny', 'tiny', { widget: { origins: [SHOP], limits: { ...OPEN, storage_share: 0.5 } } }),
+    app('app_tiny', 'starve_tiny', { widget: { origins: [SHOP], limits: { ...OPEN, storage_share: 0.5 } } }),
     app('app_budget', 'developer', {
       widget: { origins: [SHOP], limits: { ...OPEN, app_per_day: 6, visitor_per_day: 3, address_per_day: 4 } },
     }),
