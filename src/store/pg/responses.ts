@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { ReservedSql, Sql } from 'postgres';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired } from '../../core/errors.ts';
-import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
+import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace, type UnfinishedResponse } from '../types.ts';
 
 const EVENTS = 'parley_response_events';
 const CANCELS = 'parley_response_cancel';
@@ -216,7 +216,7 @@ export class PgResponses implements LiveResponses {
    * does), so a restart need not wait out the lease. One UPDATE takes them: when two instances sweep
    * at once, the second finds each row already renewed by the first, and takes none of them.
    */
-  async unfinished(): Promise<ResponseTrace[]> {
+  async unfinished(): Promise<UnfinishedResponse[]> {
     const now = this.now();
     const taken = await this.sql<Row[]>`
       UPDATE live_responses SET owner = ${this.owner}, lease_until = ${now + LEASE_MS}
@@ -227,7 +227,7 @@ export class PgResponses implements LiveResponses {
           AND l.classid = ((hashtextextended(owner, 0) >> 32) & 4294967295)::oid
           AND l.objid = (hashtextextended(owner, 0) & 4294967295)::oid))
       RETURNING id, app_id, conversation_id, created_at, input, ended_at`;
-    const out: ResponseTrace[] = [];
+    const out: UnfinishedResponse[] = [];
     for (const row of taken) {
       const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${row.id} ORDER BY seq`;
       this.producing.set(row.id, { next: events.length, writing: Promise.resolve() });
