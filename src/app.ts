@@ -9,7 +9,7 @@ import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate } from './pipeline/widget-gate.ts';
 import { VisitorTokens } from './pipeline/widget-tokens.ts';
-import type { Config } from './config.ts';
+import { type Config, DEFAULTS } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
 import { createHttpServer } from './api/surfaces.ts';
 import type { ParleyHttpServer } from './http/server.ts';
@@ -70,48 +70,18 @@ export interface Parley {
   abandonLog(): void;
 }
 
-/** How long close() lets buffered log lines take to leave. */
-const LOG_FLUSH_MS = 2_000;
-
 /** Loads tenants and data, then listens. Nothing is served until the store is fully read. */
-export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
-  // Our own logger writes to stdout asynchronously, in batches of 4 KiB or every 50 ms, whichever
-  // comes first, instead of one blocking write(2) per request (the largest Parley-owned item in the
-  // get profile, docs/benchmarks.md); a developer still sees a line within 50 ms. close() flushes
-  // it, and pino flushes it synchronously on process exit, so no line is lost, unless the destination
-  // takes nothing for LOG_FLUSH_MS (a pipe nobody reads): then it is let go, so that exit cannot hang (D-26).
-  const ownDest = opts.logger ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 50 });
-  const ownLogger = ownDest && pino({ level: opts.logLevel ?? 'info' }, ownDest);
-  // As pino does on EPIPE: later lines and the flush at exit become no-ops.
-  let abandoned = false;
-  const abandonLog = () => {
-    if (!ownDest) return;
-    abandoned = true;
-    ownDest.write = () => true;
-    ownDest.flushSync = () => {};
-  };
-  const flushLog = (ms: number) =>
-    new Promise<boolean>((resolve) => {
-      if (!ownDest) return resolve(true);
-      if (abandoned) return resolve(false);
-      const timer = setTimeout(() => {
-        abandonLog();
-        resolve(false);
-      }, ms);
-      // Called back once the buffer is written (an fsync error on a pipe or terminal is no loss).
-      ownDest.flush(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
-  const logger = opts.logger ?? ownLogger!;
+export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
+  // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
+  const opts = { ...DEFAULTS, ...definedOnly(given) };
+  const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
   // Every concern kept beside conversations, from the data directory or from PostgreSQL (DATABASE_URL).
   const backend = await openBackend({
-    dataDir: opts.dataDir ?? './data',
-    databaseUrl: opts.databaseUrl ?? null,
+    dataDir: opts.dataDir,
+    databaseUrl: opts.databaseUrl,
     databasePoolSize: opts.databasePoolSize,
-    fixturesDir: opts.fixturesDir ?? 'fixtures/',
-    widgetSecret: opts.widgetSecret ?? null,
+    fixturesDir: opts.fixturesDir,
+    widgetSecret: opts.widgetSecret,
     responseEventsTtlMs: opts.responseEventsTtlMs,
     logger,
   });
@@ -120,7 +90,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
     const auth = new AuthService(tenants);
     const tokens = new VisitorTokens(backend.widgetSecret);
-    const playground = opts.playground ?? true;
+    const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
     const conversations = new ConversationService(store, quota);
     const responses = new ResponseService(store, agent, usage, logger, quota);
@@ -162,7 +132,7 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     });
     await new Promise<void>((resolve, reject) => {
       http.server.once('error', reject);
-      http.server.listen(opts.port ?? 8787, opts.host ?? '127.0.0.1', () => {
+      http.server.listen(opts.port, opts.host, () => {
         http.server.off('error', reject);
         resolve();
       });
@@ -196,4 +166,55 @@ export async function startParley(opts: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */
+export const LOG_FLUSH_MS = 2_000;
+
+interface LogHandle {
+  logger: Logger;
+  flushLog(ms: number): Promise<boolean>;
+  abandonLog(): void;
+}
+
+/** A caller's logger (tests): its flushing is the caller's. */
+function borrowedLog(logger: Logger): LogHandle {
+  return { logger, flushLog: async () => true, abandonLog: () => {} };
+}
+
+/**
+ * Parley's own logger writes to stdout asynchronously, in batches of 4 KiB or every 50 ms, whichever
+ * comes first, instead of one blocking write(2) per request (the largest Parley-owned item in the get
+ * profile, docs/benchmarks.md); a developer still sees a line within 50 ms. close() flushes it, and pino
+ * flushes it synchronously on exit, so no line is lost, unless the destination takes nothing for
+ * LOG_FLUSH_MS (a pipe nobody reads): then it is let go, so that exit cannot hang (D-26).
+ */
+function ownLog(level: string): LogHandle {
+  const dest = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 50 });
+  let abandoned = false;
+  // As pino does on EPIPE: later lines and the flush at exit become no-ops.
+  const abandonLog = () => {
+    abandoned = true;
+    dest.write = () => true;
+    dest.flushSync = () => {};
+  };
+  const flushLog = (ms: number) =>
+    new Promise<boolean>((resolve) => {
+      if (abandoned) return resolve(false);
+      const timer = setTimeout(() => {
+        abandonLog();
+        resolve(false);
+      }, ms);
+      // Called back once the buffer is written (an fsync error on a pipe or terminal is no loss).
+      dest.flush(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  return { logger: pino({ level }, dest), flushLog, abandonLog };
+}
+
+/** The options actually given: an `undefined` field keeps its default. */
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

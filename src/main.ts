@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startParley, type Parley } from './app.ts';
+import { LOG_FLUSH_MS, startParley, type Parley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
 import { ConfigError, HelpRequested, USAGE, loadConfig, type Config } from './config.ts';
 import { DataFileError } from './core/errors.ts';
@@ -78,8 +78,6 @@ export async function serve(argv: string[]): Promise<void> {
 
 /** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */
 const SHUTDOWN_DEADLINE_MS = 15_000;
-/** How long the last log lines may take to leave (a pipe nobody reads never takes them). */
-const LOG_FLUSH_MS = 2_000;
 
 /** The demo credentials come from the fixtures' target file, the only place they are written in clear. */
 function banner(baseUrl: string, fixturesDir: string, playgroundUrl: string | null, dataDir: string): string {

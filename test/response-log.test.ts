@@ -43,11 +43,11 @@ test('an event is followed (and traced) only once it is written to its file', as
     holding = true;
     const follower = log.follow('resp_w', -1)[Symbol.asyncIterator]();
     const first = follower.next();
-    await log.append('resp_w', { event: 'response.created', data: { id: 'resp_w' } });
+    await log.append('resp_w', { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
     // In memory, not yet on disk: neither a trace nor a follower shows it.
     assert.deepEqual((await log.trace('resp_w'))!.events, []);
     release();
-    assert.deepEqual((await first).value, { event: 'response.created', data: { id: 'resp_w' } });
+    assert.deepEqual((await first).value, { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
     assert.equal((await log.trace('resp_w'))!.events!.length, 1);
     holding = false;
     await log.append('resp_w', { event: 'response.completed', data: { id: 'resp_w', status: 'completed' } });

@@ -55,8 +55,8 @@ export function longFunctions(file: string, text = fs.readFileSync(file, 'utf8')
  * offender and on an entry no longer true, so the list only shrinks). Empty when done.
  */
 const NOT_YET_SPLIT = {
-  files: ['src/services/responses.ts: 603 lines'],
-  functions: ['src/app.ts:77 startParley (123 lines)'],
+  files: [] as string[],
+  functions: [] as string[],
   issueCitations: [] as string[],
 };
 

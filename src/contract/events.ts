@@ -89,5 +89,7 @@ export type EventPayload<T extends EventType> = z.infer<(typeof ReferenceEventPa
 export type StreamEvent = { [T in EventType]: { event: T; data: EventPayload<T> } }[EventType];
 /** An event before the writer stamps `type` and `sequence_number` on it. */
 export type UnsequencedEvent = {
-  [T in EventType]: { event: T; data: Omit<EventPayload<T>, 'type' | 'sequence_number'> };
+  [T in EventType]: { event: T; data: Unsequenced<EventPayload<T>> };
 }[EventType];
+/** `Omit` would keep only the index signature of a loose object; this keeps its named fields too. */
+type Unsequenced<P> = { [K in keyof P as K extends 'type' | 'sequence_number' ? never : K]: P[K] };

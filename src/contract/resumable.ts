@@ -15,7 +15,4 @@ export const SequenceNumber = z.string().regex(/^(-1|0|[1-9][0-9]{0,8})$/, 'must
 /** GET …/responses/{response_id}/events */
 export const ResumeEventsQuery = z.strictObject({ starting_after: SequenceNumber.optional() });
 
-/** D-33, D-34, D-38: the codes of a response stopped on purpose (`error.code` of a failed response). */
-export const STOP_CODES = ['cancelled', 'response_timeout', 'interrupted', 'client_disconnected'] as const;
-
 export type LiveResponseT = z.infer<typeof LiveResponse>;

@@ -17,5 +17,5 @@ export interface KeptClaim extends IdempotencyClaim {
   at: number;
 }
 
-/** How long a key is honoured (the Idempotency-Key draft asks that it be published: docs/reliability.md). */
+/** How long an Idempotency-Key is honoured, and its claim kept (the draft asks that it be published: docs/reliability.md). */
 export const CLAIM_TTL_MS = 24 * 3_600_000;

@@ -10,15 +10,13 @@
 // as itself; at start-up the claims whose answer was lost in a crash are honoured (never run twice).
 import { createHash } from 'node:crypto';
 import type { UnsequencedEvent } from '../contract/index.ts';
-import { CLAIM_TTL_MS } from '../core/claims.ts';
 import type { RequestContext } from '../http/context.ts';
 import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
 import type { IdempotencyAnswers, KeptAnswer } from '../store/shared.ts';
+import { STOPS } from '../services/stops.ts';
 
-/** How long a key is remembered (published in docs/reliability.md, as the draft asks): as long as the stores keep its claim. */
-export const IDEMPOTENCY_TTL_MS = CLAIM_TTL_MS;
 /** Longest key accepted; the draft recommends UUIDs (36 characters). */
 const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
@@ -244,11 +242,8 @@ function closingFailure(events: UnsequencedEvent[]): UnsequencedEvent[] {
       data: {
         id,
         status: 'failed',
-        error: {
-          type: 'request_aborted',
-          message: 'The client disconnected before the response was complete.',
-          code: 'client_disconnected',
-        },
+        // Its fields in the order replays of it have always sent.
+        error: { type: STOPS.disconnected.type, message: STOPS.disconnected.message, code: STOPS.disconnected.code },
       },
     },
   ];

@@ -1,12 +1,15 @@
 // Runs one response: drives the model through its tool rounds and turns its events into the §6
-// events (unsequenced) while building the output items from the very same events, so that the SSE
-// stream and the JSON body can never disagree (§6 rule 4).
+// events (unsequenced), folding each one into the output as it hands it out (`foldEvent`, the
+// reducer the look-up and recovery use too), so that the SSE stream and the JSON body can never
+// disagree (§6 rule 4).
 import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
 import { internalError } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
 import { countTokens, estimateInputTokens } from '../engines/text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../engines/types.ts';
 import { newId } from '../core/ids.ts';
+import { emptyResponse, foldEvent } from './response-fold.ts';
+import { STOPS, stopError } from './stops.ts';
 import { runTool, type ToolBox } from './tools.ts';
 
 /** At most this many model turns per response: a model that keeps calling tools must then answer. */
@@ -40,15 +43,18 @@ interface Turn {
 }
 
 export class ResponseRun {
-  readonly output: OutputItemT[] = [];
+  /** The events handed out so far, folded: `output` is what the stream carried. */
+  private readonly folded = emptyResponse();
+  readonly output: OutputItemT[] = this.folded.output;
   status: 'in_progress' | 'completed' | 'failed' = 'in_progress';
   error: ResponseErrorT | undefined;
-  /** The output could not be made durable: see `answerOf`, the one place a failed save is handled. */
+  /** The output could not be made durable: see `answerOf`, the one answer to a failed save. */
   unsaved = false;
   readonly usage: UsageT = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
   /** What the exchange was about (a document found, a form shown), for titles (D-8). */
   source: { en: string; fr: string } | undefined;
-  private open: { index: number; text: string } | undefined;
+  /** The index of the message item the text deltas go to, until it is closed. */
+  private open: number | undefined;
   /** The model turn under way, until its `done` brings the real token counts. */
   private turn: Turn | undefined;
 
@@ -66,7 +72,18 @@ export class ResponseRun {
       .join('');
   }
 
+  /**
+   * The run's events, each folded into `output` before it is handed out (the one place: every event of
+   * `produce` passes here, and the next is made only once it has been folded, so item indexes follow).
+   */
   async *events(): AsyncGenerator<UnsequencedEvent> {
+    for await (const e of this.produce()) {
+      foldEvent(this.folded, e);
+      yield e;
+    }
+  }
+
+  private async *produce(): AsyncGenerator<UnsequencedEvent> {
     const o = this.opts;
     // The model starts before `response.created` is written, not after: a remote model's request is
     // on its way while the event goes out (time to first token: docs/benchmarks.md).
@@ -86,13 +103,19 @@ export class ResponseRun {
       if (!finished) void rounds.return(undefined).catch(() => {});
     }
     try {
-      yield* resumed(rounds, first);
-      yield* this.closeText();
+      try {
+        for (let r = await first; !r.done; r = await rounds.next()) yield r.value;
+      } finally {
+        // Leaving early ends the model's round too.
+        await rounds.return(undefined);
+      }
+      const done = this.closeText();
+      if (done) yield done;
       this.status = 'completed';
     } catch (err) {
       this.status = 'failed';
-      this.error = toResponseError(err, o.signal);
-      if (this.error.code === 'internal_error') o.onUnexpected?.(err);
+      this.error = stopError(err, o.signal);
+      if (this.error === STOPS.failed) o.onUnexpected?.(err);
       this.estimateUnfinishedTurn();
     }
     try {
@@ -101,7 +124,7 @@ export class ResponseRun {
       o.onUnexpected?.(err);
       this.status = 'failed';
       this.unsaved = true;
-      this.error = unsavedError(o.kind);
+      this.error = o.kind === 'response' ? STOPS.unsaved : STOPS.unsavedCompletion;
     }
     // `usage` (an extension, as in the JSON body) after D-16's fields; a save that failed reports none.
     const usage = this.unsaved ? {} : { usage: { ...this.usage } };
@@ -143,7 +166,7 @@ export class ResponseRun {
         if (e.type === 'text') {
           if (!e.delta) continue;
           turn.said += e.delta;
-          yield* this.textDelta(e.delta);
+          yield this.textDelta(e.delta);
         } else if (e.type === 'tool_call') {
           const call = { call_id: newId('call'), name: e.call.name, arguments: e.call.arguments };
           calls.push(call);
@@ -165,27 +188,23 @@ export class ResponseRun {
     }
   }
 
-  private async *textDelta(delta: string): AsyncGenerator<UnsequencedEvent> {
-    if (!this.open) {
-      this.open = { index: this.output.length, text: '' };
-      this.output.push({ type: 'message', role: 'assistant', content: [{ type: 'text', text: '' }] });
-    }
-    this.open.text += delta;
-    (this.output[this.open.index] as MessageItem).content![0]!.text = this.open.text;
-    yield { event: 'response.output_text.delta', data: { delta, output_index: this.open.index, content_index: 0 } };
+  // The events are made one at a time, each once the one before is folded into `output`: an item's
+  // index is the output's length when its first event is made.
+
+  private textDelta(delta: string): UnsequencedEvent {
+    this.open ??= this.output.length;
+    return { event: 'response.output_text.delta', data: { delta, output_index: this.open, content_index: 0 } };
   }
 
-  /** Ends the open message item. A completion keeps one message for all its text (§6 rule 2). */
-  private async *closeText(): AsyncGenerator<UnsequencedEvent> {
-    if (this.opts.kind === 'completion' && !this.open) {
-      // A completion always reports its text, even an empty one.
-      this.open = { index: 0, text: '' };
-      this.output.push({ type: 'message', role: 'assistant', content: [{ type: 'text', text: '' }] });
-    }
-    if (!this.open) return;
-    const { index, text } = this.open;
+  /** Ends the open message item, if any. A completion keeps one message for all its text (§6 rule 2). */
+  private closeText(): UnsequencedEvent | undefined {
+    // A completion always reports its text, even an empty one.
+    if (this.opts.kind === 'completion') this.open ??= 0;
+    if (this.open === undefined) return undefined;
+    const index = this.open;
     this.open = undefined;
-    yield { event: 'response.output_text.done', data: { text, output_index: index, content_index: 0 } };
+    const text = (this.output[index] as MessageItem | undefined)?.content?.[0]?.text ?? '';
+    return { event: 'response.output_text.done', data: { text, output_index: index, content_index: 0 } };
   }
 
   private async *toolCall(
@@ -199,17 +218,14 @@ export class ResponseRun {
     if (o.kind === 'completion') return; // §6 rule 2: tool use stays invisible in a completion.
     if (result.patches) {
       // render_form becomes data_spec items (D-21, D-22), interleaved with the text around it.
-      yield* this.closeText();
-      for (const data of result.patches) {
-        const output_index = this.output.length;
-        this.output.push({ type: 'data_spec', data });
-        yield { event: 'response.data_spec', data: { data, output_index } };
-      }
+      const done = this.closeText();
+      if (done) yield done;
+      for (const data of result.patches) yield { event: 'response.data_spec', data: { data, output_index: this.output.length } };
       return;
     }
-    yield* this.closeText();
+    const done = this.closeText();
+    if (done) yield done;
     const output_index = this.output.length;
-    this.output.push({ type: 'function_call', name: call.name, arguments: call.arguments, call_id: call.call_id });
     yield { event: 'response.function_call.start', data: { output_index, call_id: call.call_id, name: call.name } };
     yield { event: 'response.function_call_arguments.delta', data: { output_index, call_id: call.call_id, delta: call.arguments } };
     yield {
@@ -219,63 +235,44 @@ export class ResponseRun {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// A failed save (a full disk): the one place it is handled. Not a model failure (D-17) but the
-// server's (D-5): nothing of the run was saved (the store's save is all or nothing), so the client
-// must not believe it was, and an Idempotency-Key retry must run again.
-// ---------------------------------------------------------------------------------------------
-
-/** The error a run whose save failed ends with (its terminal event reports no usage). */
-function unsavedError(kind: RunOptions['kind']): ResponseErrorT {
-  return {
-    type: 'internal_error',
-    code: 'internal_error',
-    message:
-      kind === 'response'
-        ? 'The response could not be saved because of a server storage error; it was not added to the conversation. Retry the message.'
-        : 'The completion could not be recorded because of a server storage error. Retry the request.',
-  };
-}
-
 /**
- * A run's answer: its events as a stream, or, in JSON mode, the body `result` gives once it ran to
- * the end (§6 rule 4: the same events). A run whose save failed answers 500 in JSON mode; as a
- * stream (its 200 already sent) it ends with `response.failed` and its outcome says it was not
- * saved, so that the idempotency stage does not keep it.
+ * The one answer to a failed save (a full disk). Not a model failure (D-17) but the server's (D-5):
+ * nothing of the run was saved (the store's save is all or nothing), so the client must not believe
+ * it was, and an Idempotency-Key retry must run again. A run whose save failed answers 500 in JSON
+ * mode; as a stream (its 200 already sent) it ends with `response.failed` (`STOPS.unsaved`) and its
+ * outcome says it was not saved, so that the idempotency stage does not keep it.
+ *
+ * The answer reads the run's events from `from`: the run itself (a completion), or the store the run's
+ * events are appended to (a response: the request that started it and a keyed retry see the same
+ * events, D-30). In JSON mode it gives the body `result` gives once `from` says the run has ended.
  */
-export async function answerOf<T>(run: ResponseRun, stream: boolean, result: () => T, requestId: string): Promise<T | EventStream> {
-  if (stream) return new EventStream(run.events(), () => ({ saved: !run.unsaved }));
-  for await (const _ of run.events());
+export async function answerOf<T>(
+  run: ResponseRun,
+  stream: boolean,
+  result: () => T,
+  requestId: string,
+  from: RunEvents = ownEvents(run),
+): Promise<T | EventStream> {
+  if (stream) return new EventStream(from.events(), () => ({ saved: !run.unsaved }));
+  await from.ended();
   if (run.unsaved) throw internalError(requestId);
   return result();
 }
 
-/** The rest of `gen`, whose first `next()` was called already; leaving early ends `gen` too. */
-async function* resumed<T>(gen: AsyncGenerator<T>, first: Promise<IteratorResult<T>>): AsyncGenerator<T> {
-  try {
-    for (let r = await first; !r.done; r = await gen.next()) yield r.value;
-  } finally {
-    await gen.return(undefined);
-  }
+/** Where an answer reads a run's events. */
+export interface RunEvents {
+  /** The events from the first. */
+  events(): AsyncIterable<UnsequencedEvent>;
+  /** Settles once the run's terminal event is out. */
+  ended(): Promise<void>;
 }
 
-/**
- * Why a run was stopped on purpose, as its abort reason: the error the response then carries
- * (D-33 cancelled, D-34 past its maximum duration, D-38 interrupted by a shutdown).
- */
-export class StopReason extends Error {
-  constructor(readonly error: ResponseErrorT) {
-    super(error.message);
-    this.name = 'StopReason';
-  }
-}
-
-/** D-17, D-19 (revised by D-34): the error a failed response carries; internals stay in the log. */
-function toResponseError(err: unknown, signal: AbortSignal): ResponseErrorT {
-  if (signal.aborted && signal.reason instanceof StopReason) return signal.reason.error;
-  if (signal.aborted) {
-    return { type: 'request_aborted', code: 'client_disconnected', message: 'The client disconnected before the response was complete.' };
-  }
-  if (err instanceof ModelError) return { type: 'model_error', code: err.code, message: err.message };
-  return { type: 'internal_error', code: 'internal_error', message: 'The response failed because of an unexpected server error.' };
+/** A run nobody else drives: the answer runs it. */
+function ownEvents(run: ResponseRun): RunEvents {
+  return {
+    events: () => run.events(),
+    ended: async () => {
+      for await (const _ of run.events());
+    },
+  };
 }
