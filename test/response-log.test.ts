@@ -68,13 +68,16 @@ const start = (id: string, input: LiveResponseStart['input'] = { content: 'hi', 
   created_at: 1_760_000_000,
   input,
 });
-const delta = (n: number): UnsequencedEvent => ({ event: 'response.output_text.delta', data: { delta: `word ${n} `, n } });
-const done = (id: string): UnsequencedEvent => ({ event: 'response.completed', data: { id, status: 'completed' } });
+/** Events as the log stores them (it does not read their payload). */
+const ev = (event: string, data: object) => ({ event, data }) as unknown as UnsequencedEvent;
+const delta = (n: number) => ev('response.output_text.delta', { delta: `word ${n} `, n });
+const done = (id: string) => ev('response.completed', { id, status: 'completed' });
+const created = (id: string) => ev('response.created', { id, object: 'response', status: 'in_progress' });
 
 /** A whole response: begun, `deltas` deltas, completed. */
 async function produce(log: ResponseLog, s: LiveResponseStart, deltas: number): Promise<void> {
   assert.deepEqual(await log.begin(s), {});
-  await log.append(s.id, { event: 'response.created', data: { id: s.id } });
+  await log.append(s.id, created(s.id));
   for (let n = 0; n < deltas; n++) await log.append(s.id, delta(n));
   await log.append(s.id, done(s.id));
 }
@@ -131,7 +134,7 @@ test('D-93: a running response keeps a window of its last events; followers behi
   try {
     const s = start('resp_win');
     await log.begin(s);
-    await log.append(s.id, { event: 'response.created', data: { id: s.id } });
+    await log.append(s.id, created(s.id));
     const early = collect(log.follow(s.id, -1));
     for (let n = 0; n < 200; n++) await log.append(s.id, delta(n));
     // Wait for the writes (a follower is woken by each): the window is then what memory holds.
@@ -143,7 +146,7 @@ test('D-93: a running response keeps a window of its last events; followers behi
     // A trace, and a follower from the middle, read the file for what the window no longer holds.
     const traced = (await log.trace(s.id))!;
     assert.deepEqual(
-      traced.events!.slice(1).map((e) => (e.data as { n: number }).n),
+      traced.events!.slice(1).map((e) => (e.data as unknown as { n: number }).n),
       Array.from({ length: 200 }, (_, n) => n),
     );
     const middle = collect(log.follow(s.id, 100));
@@ -166,7 +169,7 @@ test('D-93: files by state, the hour listed by minute; a minute past the retenti
   try {
     const s = start('resp_0123456789abcdef012345ab');
     await log.begin(s);
-    await log.append(s.id, { event: 'response.created', data: { id: s.id } });
+    await log.append(s.id, created(s.id));
     assert.deepEqual(await filesUnder(dir), [`running/${s.id}.jsonl`]);
     await log.append(s.id, delta(0));
     await log.append(s.id, done(s.id));
@@ -212,14 +215,14 @@ test('D-93: start-up reads the running files and the hour, never the past index'
   await produce(first, start('resp_e1'), 3);
   await produce(first, start('resp_e2'), 3);
   await first.begin(start('resp_run', { content: 'unfinished', metadata: { k: 'v' } }));
-  await first.append('resp_run', { event: 'response.created', data: { id: 'resp_run' } });
+  await first.append('resp_run', created('resp_run'));
   await first.append('resp_run', delta(0));
   await first.close();
   // A process that died between a response's terminal event and its listing.
   const cut = start('resp_cut');
   await fs.writeFile(
     path.join(dir, 'running', 'resp_cut.jsonl'),
-    [cut, { event: 'response.created', data: {} }, done('resp_cut')].map((l) => `${JSON.stringify(l)}\n`).join(''),
+    [cut, created(''), done('resp_cut')].map((l) => `${JSON.stringify(l)}\n`).join(''),
   );
   // A past index too damaged to read: start-up does not open it.
   await fs.mkdir(path.join(dir, 'past'), { recursive: true });
@@ -258,11 +261,8 @@ test("D-93: the earlier release's layout is moved once: its index to the past in
   const line = (id: string) => `${JSON.stringify({ id, a: 'app_demo', c: `conv_${id.slice(5)}`, at: 1 })}\n`;
   await fs.writeFile(path.join(dir, 'index.jsonl'), line('resp_old') + line('resp_hour') + line('resp_live'));
   const file = (s: LiveResponseStart, events: UnsequencedEvent[]) => [s, ...events].map((l) => `${JSON.stringify(l)}\n`).join('');
-  await fs.writeFile(
-    path.join(dir, 'resp_hour.jsonl'),
-    file(start('resp_hour'), [{ event: 'response.created', data: {} }, done('resp_hour')]),
-  );
-  await fs.writeFile(path.join(dir, 'resp_live.jsonl'), file(start('resp_live'), [{ event: 'response.created', data: {} }]));
+  await fs.writeFile(path.join(dir, 'resp_hour.jsonl'), file(start('resp_hour'), [created(''), done('resp_hour')]));
+  await fs.writeFile(path.join(dir, 'resp_live.jsonl'), file(start('resp_live'), [created('')]));
   for (let round = 0; round < 2; round++) {
     const log = new ResponseLog({ dir });
     await log.open();
