@@ -3,16 +3,23 @@
 // beside a thousand ended within the hour: after the one start that moves that layout, a start-up reads
 // the hour's index only (bytes read from the disk, measured by the kernel in /proc/self/io), keeps a
 // count per minute and per app (entries), and its heap does not grow with the million. A past
-// response is still found (D-36's look-up) by reading one shard of the past index.
+// response is still found (D-36's look-up) by reading one shard of the past index. On PostgreSQL, a
+// million rows of past responses: start-up's take-over of unfinished ones (D-38) reads the running
+// rows only (tuples read, as PostgreSQL's statistics count them).
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
+import postgres from 'postgres';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { seedPastResponses } from '../../bench/past-responses.ts';
 import { ResponseLog } from '../../src/store/file/response-log.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { tempDir } from '../support/helpers.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
+
+usePostgres();
 
 const PAST = 1_000_000;
 const HOUR = 1_000;
@@ -80,4 +87,63 @@ test(`D-93: start-up over ${PAST.toLocaleString('en-US')} past responses reads a
   } finally {
     await log.close();
   }
+});
+
+/** Tuples of live_responses read so far (by sequential and index scans), once every other session has ended. */
+async function tuplesRead(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    // A session's counts reach the statistics when it ends: wait for the others to be gone.
+    for (;;) {
+      const [a] = await sql<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
+      if (a!.n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const [row] = await sql<{ n: string }[]>`
+      SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n FROM pg_stat_user_tables WHERE relname = 'live_responses'`;
+    return Number(row!.n);
+  } finally {
+    await sql.end();
+  }
+}
+
+test(`D-93 on PostgreSQL: start-up over ${PAST.toLocaleString('en-US')} past responses reads the running ones only`, {
+  timeout: 600_000,
+}, async (t) => {
+  const url = await freshDatabase();
+  const first = new PgStore({ url, max: 2 });
+  await first.open();
+  await first.close();
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const day = Math.floor(Date.now() / 1000) * 1000 - 7 * 86_400_000;
+    // Rows written directly: a million ended a week ago, two left running by an instance long gone.
+    await sql`
+      INSERT INTO live_responses (id, app_id, conversation_id, created_at, input, owner, lease_until, ended_at)
+      SELECT 'resp_a' || lpad(to_hex(g), 23, '0'), 'app_demo', 'conv_a' || lpad(to_hex(g), 23, '0'), ${day / 1000}::bigint + g,
+             '{"content":"hi","metadata":null}', 'gone', 0, ${day}::bigint + g
+      FROM generate_series(1, ${PAST}) g`;
+    await sql`
+      INSERT INTO live_responses (id, app_id, conversation_id, created_at, input, owner, lease_until)
+      VALUES ('resp_run1', 'app_demo', 'conv_run1', 1, '{"content":"hi","metadata":null}', 'gone', 0),
+             ('resp_run2', 'app_demo', 'conv_run2', 1, '{"content":"hi","metadata":null}', 'gone', 0)`;
+    await sql`ANALYZE live_responses`;
+  } finally {
+    await sql.end();
+  }
+  const before = await tuplesRead(url);
+  const store = new PgStore({ url, max: 2 });
+  await store.open();
+  let taken: string[];
+  try {
+    taken = (await store.responses.unfinished()).map((r) => r.start.id).sort();
+  } finally {
+    await store.close();
+  }
+  const read = (await tuplesRead(url)) - before;
+  t.diagnostic(`start-up read ${read} rows of live_responses`);
+  assert.deepEqual(taken, ['resp_run1', 'resp_run2']);
+  assert.ok(read <= 100, `start-up read ${read} rows of live_responses (${PAST.toLocaleString('en-US')} there)`);
 });
