@@ -53,7 +53,7 @@ async function rssOf(pid: number): Promise<number> {
 }
 
 test(`${SENDS} sends with 16 KB metadata under a ${HEAP_MB} MB heap: memory stays flat, and a restart completes`, {
-  timeout: 600_000,
+  timeout: 1_800_000,
 }, async (t) => {
   // Resident memory is read from /proc: elsewhere this proof fails, saying so (rssOf).
   await rssOf(process.pid);
