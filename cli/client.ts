@@ -442,6 +442,8 @@ export class ParleyClient {
     trace?.(
       `< ${res.statusCode} (${Math.round(performance.now() - started)} ms)${flat['x-request-id'] ? ` x-request-id: ${flat['x-request-id']}` : ''}${flat['content-type'] ? ` content-type: ${flat['content-type']}` : ''}`,
     );
+    // D-31: the reply's id, said before its first event, so that it can be cancelled while it runs (D-33).
+    if (trace && flat[C.RESPONSE_ID_HEADER]) trace(`< ${C.RESPONSE_ID_HEADER}: ${flat[C.RESPONSE_ID_HEADER]}`);
     const sent: SentResponse = { url, method: req.method, status: res.statusCode, headers: flat, body: res.body, deadline, networkError };
     if (res.statusCode < 200 || res.statusCode >= 300) throw ApiError.fromBody(sent.status, await readBody(sent), sent.headers);
     return sent;

@@ -1,8 +1,8 @@
 // Global options (flags, then environment, then defaults) and the client they configure.
 import { Option, type Command } from 'commander';
-import { DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
-import { type Output, processIo, UsageError, type CliIo } from './io.ts';
-import { activeProfile } from './profiles.ts';
+import { ApiError, DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
+import { type Output, processIo, UsageError, withHint, type CliIo } from './io.ts';
+import { activeProfile, profileName } from './profiles.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787/v1';
 
@@ -10,6 +10,8 @@ export interface Globals {
   baseUrl: string;
   apiKey: string | undefined;
   app: string | undefined;
+  /** Where `app` came from, for a hint when something is not found in it. */
+  appSource: string | undefined;
   timeoutMs: number;
   json: boolean;
   verbose: boolean;
@@ -81,15 +83,47 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
 
   const seconds = parseSeconds(String(merged.timeout ?? (env.PARLEY_TIMEOUT || DEFAULT_TIMEOUT_MS / 1000)));
 
+  const app = (merged.app as string | undefined) ?? (env.PARLEY_APP_ID || profile?.app_id || undefined);
+  const appSource =
+    merged.app !== undefined
+      ? '--app'
+      : env.PARLEY_APP_ID
+        ? 'PARLEY_APP_ID'
+        : profile?.app_id
+          ? `profile ${profileName(merged.profile as string | undefined, env).name}`
+          : undefined;
   return {
     baseUrl,
     apiKey: (merged.apiKey as string | undefined) ?? (env.PARLEY_API_KEY || profile?.api_key || undefined),
-    app: (merged.app as string | undefined) ?? (env.PARLEY_APP_ID || profile?.app_id || undefined),
+    app,
+    appSource,
     timeoutMs: Math.round(seconds * 1000),
     json: merged.json === true,
     verbose: merged.verbose === true,
     retries: Number(retryText),
   };
+}
+
+/**
+ * A 404 for a conversation or response of the active app may mean that it is another app's (a key
+ * reaches every app of its team): the error gets a hint at --app. An unknown app says so itself.
+ */
+export function hintOtherApp(err: unknown, g: Globals, id: string): unknown {
+  if (err instanceof ApiError && err.status === 404 && err.param !== 'app_id')
+    withHint(
+      err,
+      `${id} was not found in app ${g.app}${g.appSource ? ` (from ${g.appSource})` : ''}; if it belongs to another app, add --app <app_id>`,
+    );
+  return err;
+}
+
+/** `request` for the conversation or response `id` of the active app, its 404 with the hint of `hintOtherApp`. */
+export async function inApp<T>(g: Globals, id: string, request: Promise<T>): Promise<T> {
+  try {
+    return await request;
+  } catch (err) {
+    throw hintOtherApp(err, g, id);
+  }
 }
 
 /** Everything a command needs: the resolved options, the redacting output, the process context, and a client on demand. */

@@ -116,6 +116,14 @@ export class Output {
   }
 }
 
+/** What to try next, said after an error (reportError prints it as `hint: …`). */
+const HINTS = new WeakMap<object, string>();
+
+export function withHint<E>(err: E, hint: string): E {
+  if (typeof err === 'object' && err !== null) HINTS.set(err, hint);
+  return err;
+}
+
 /**
  * Prints an error the way the issue fixes it and returns the exit code. With `json`, a body the CLI
  * could not use is still printed when it is JSON, before the error (jq sees what the server said).
@@ -124,6 +132,13 @@ export function reportError(out: Output, err: unknown, json = false): number {
   // The error ends the output: a half-written line of text ends first, also when stdout and stderr
   // go to one file (`hi` then `error: …`, not `hierror: …`).
   out.endLine();
+  const code = reportWhat(out, err, json);
+  const hint = typeof err === 'object' && err !== null ? HINTS.get(err) : undefined;
+  if (hint) out.note(`hint: ${hint}`);
+  return code;
+}
+
+function reportWhat(out: Output, err: unknown, json: boolean): number {
   if (err instanceof ApiError) {
     // D-63: with --json the error object goes to stdout too, so that a jq pipeline sees what the server said.
     if (json && err.raw.trim() !== '') {

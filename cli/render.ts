@@ -1,5 +1,6 @@
 // Human-readable rendering: tables, a conversation's history, and a live stream of events.
 import type { ClientStreamEvent, Completion, Conversation, ConversationWithItems, MessageResponse } from './client.ts';
+import { patchLines, wrapWords } from './form-summary.ts';
 import { FailedResponseError, type Output } from './io.ts';
 
 export function time(seconds: number | undefined): string {
@@ -92,12 +93,6 @@ function callLine(name: unknown, args: unknown): string {
   return `→ ${String(name ?? 'function')}(${typeof args === 'string' ? truncate(args, 200) : ''})`;
 }
 
-function patchLine(data: unknown): string {
-  const patch = (data as { patch?: { op?: string; path?: string; value?: unknown } })?.patch ?? {};
-  const value = patch.value === undefined ? '' : ` ${truncate(JSON.stringify(patch.value), 100)}`;
-  return `◆ data_spec ${patch.op ?? '?'} ${patch.path ?? '?'}${value}`;
-}
-
 /** One history item (D-14) as a line or paragraph; tolerant of what other servers put in items. */
 export function itemText(item: Record<string, unknown>): string {
   switch (item.type) {
@@ -107,7 +102,7 @@ export function itemText(item: Record<string, unknown>): string {
     case 'function_call':
       return callLine(item.name, item.arguments);
     case 'data_spec':
-      return patchLine(item.data);
+      return patchLines(item.data).join('\n');
     default:
       return `[${String(item.type ?? 'item')}] ${truncate(JSON.stringify(item), 200)}`;
   }
@@ -175,7 +170,7 @@ export function streamFailure(data: unknown, start: StreamStart): FailedResponse
  * patches as one line each on stderr, then the final status. Returns the id of the response.
  */
 export interface StreamRendering {
-  /** Wrap the text at word boundaries to this many columns (the chat, on a terminal). */
+  /** Wrap the text and the form's lines at word boundaries to this many columns (the chat, on a terminal). */
   wrapWidth?: number;
   /** Leave out the `[completed id]` status line (the chat says it only with --verbose). */
   quiet?: boolean;
@@ -276,7 +271,7 @@ export async function renderStream(
         break;
       case 'response.data_spec':
         wrapper?.flush();
-        out.note(patchLine(e.data.data));
+        for (const line of patchLines(e.data.data)) out.note(opts.wrapWidth ? wrapWords(line, opts.wrapWidth).join('\n') : line);
         break;
       case 'response.completed': {
         endLine();

@@ -34,6 +34,7 @@ interface Opts {
   settleTimeout: number;
   bail?: boolean;
   repeat: number;
+  retryFailed: number;
   list?: boolean;
   failOnSkip?: boolean;
   expectedFailures?: string;
@@ -47,9 +48,10 @@ function rate(v: string): number {
   return r;
 }
 
-function positiveInt(name: string) {
+function positiveInt(name: string, min = 1) {
   return (v: string) => {
-    if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`${name} must be a positive integer.`);
+    if (!/^\d+$/.test(v) || Number(v) < min)
+      throw new InvalidArgumentError(`${name} must be a ${min === 0 ? 'whole number (0 or more)' : 'positive integer'}.`);
     return Number(v);
   };
 }
@@ -97,14 +99,25 @@ export function conformanceCommand(io: Io = processIo): Command {
       30_000,
     )
     .option('--bail', 'stop at the first failure')
-    .option('--repeat <n>', 'run the selection n times; a case passes only if it passes every time', positiveInt('--repeat'), 1)
+    .option(
+      '--repeat <n>',
+      'run the selection n times; a case passes only if it passes every time, and is flaky if it passes only some',
+      positiveInt('--repeat'),
+      1,
+    )
+    .option(
+      '--retry-failed <n>',
+      'run a case that failed again, alone, up to n times before reporting it; one that then passes is flaky (rate-limit cases are never retried)',
+      positiveInt('--retry-failed', 0),
+      0,
+    )
     .option('--list', 'list the selected cases and exit')
     .option('--fail-on-skip', 'exit 1 when a case was skipped (a missing target key, an agent that never called a tool)')
     .option(
       '--expected-failures <file>',
-      'cases expected to fail, one a line: <case id> <reason>; a listed case that fails does not fail the run, one that passes does (stale entry)',
+      'cases expected to fail, one a line: <case id> <reason> (or <case id> [flaky] <reason>); a listed case that does what its line says does not fail the run, an entry that no longer holds does (stale)',
     )
-    .option('--write-baseline <file>', 'write the cases that failed or errored to FILE, in the --expected-failures format')
+    .option('--write-baseline <file>', 'write the cases that failed, errored or were flaky to FILE, in the --expected-failures format')
     .option('--rate-limit <rate>', 'at most this many requests, e.g. 5/s or 300/min (cases and cleanup together)', rate)
     .addHelpText(
       'after',
@@ -119,6 +132,19 @@ export function conformanceCommand(io: Io = processIo): Command {
       process.exitCode = await conformanceAction(o, io);
     });
   return cmd;
+}
+
+/**
+ * D-108: a target that does not answer at its own base_url, run without --base-url: the server may listen
+ * elsewhere (another port), and --base-url is how to say so; PARLEY_BASE_URL, when it names another
+ * URL, is the likely one (it never redirects a target that names its own base_url).
+ */
+function baseUrlHint(o: Opts, target: Target): string {
+  if (o.baseUrl) return '';
+  const env = process.env.PARLEY_BASE_URL?.replace(/\/+$/, '');
+  if (env && env !== target.baseUrl)
+    return `; PARLEY_BASE_URL is ${env}: to test that one, run again with --base-url ${env} (the target file's base_url wins otherwise)`;
+  return "; if the server listens elsewhere, run again with --base-url <its base URL, ending in /v1>, which overrides the target file's base_url";
 }
 
 /** Runs the command's action and returns the exit code. */
@@ -186,6 +212,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       settleTimeoutMs: o.settleTimeout,
       bail: o.bail,
       repeat: o.repeat,
+      retryFailed: o.retryFailed,
       onResult: progress ? onResult : undefined,
       onWarning: (w) => io.err(`conformance: warning: ${w}`),
       ratePerSecond: o.rateLimit,
@@ -194,7 +221,8 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
     if (o.out) await fs.writeFile(o.out, `${render(run, o.reporter)}\n`);
     if (o.writeBaseline) {
       await fs.writeFile(o.writeBaseline, baselineText(run));
-      io.err(`conformance: wrote ${run.summary.failed + run.summary.errored} expected failures to ${o.writeBaseline}`);
+      const flaky = run.summary.flaky ? ` and ${run.summary.flaky} flaky cases` : '';
+      io.err(`conformance: wrote ${run.summary.failed + run.summary.errored} expected failures${flaky} to ${o.writeBaseline}`);
     }
     if (progress) io.out(renderPretty(run, { progressShown: true }));
     else io.out(render(run, o.reporter));
@@ -202,8 +230,10 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
     return exitCode(run, { failOnSkip: o.failOnSkip });
   } catch (err) {
     if (err instanceof UnreachableError || err instanceof PreflightError || err instanceof UsageError) {
-      io.err(`conformance: ${err.message}`);
-      io.out(summaryLine({ passed: 0, failed: 0, skipped: 0, errored: 0 }));
+      io.err(
+        `conformance: ${err.message}${err instanceof UnreachableError && err.message.startsWith('target ') ? baseUrlHint(o, target!) : ''}`,
+      );
+      io.out(summaryLine({ passed: 0, failed: 0, flaky: 0, skipped: 0, errored: 0 }));
       return 2;
     }
     throw err;

@@ -3,7 +3,9 @@
 import type { z } from 'zod';
 import * as C from '../src/contract/index.ts';
 import { type HttpClient, TransportError, type Exchange, type OutgoingRequest } from './http.ts';
+import { sleep } from './pace.ts';
 import { targetValue, type Target, type TargetKey } from './target.ts';
+import { HOSTILE_TEXT } from './text.ts';
 
 export type Profile = 'spec' | 'reference';
 export type Level = 'MUST' | 'REFERENCE';
@@ -19,6 +21,8 @@ export interface CaseDef {
   clauses: string[];
   /** Target keys the case cannot run without. */
   needs?: TargetKey[];
+  /** Never run again by --retry-failed, and why: a retry would meet what the first try used up (a rate limit). */
+  noRetry?: string;
   run(ctx: CaseContext): Promise<void>;
 }
 
@@ -118,9 +122,9 @@ export class CaseContext {
     return `conformance-${this.runId}`;
   }
 
-  /** Metadata that tags what this run creates. */
+  /** Metadata that tags what this run creates, with a string that must come back byte for byte (cases/common.ts, HOSTILE_TEXT). */
   get tagMetadata(): Record<string, string> {
-    return { conformance_run: this.runId };
+    return { conformance_run: this.runId, conformance_text: HOSTILE_TEXT };
   }
 
   /** The value of a target key; a missing one skips the case with the key it needs. */
@@ -184,6 +188,16 @@ export class CaseContext {
       if (done(value) || left <= 0) return value;
       await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
     }
+  }
+
+  /** Waits `ms` (a Retry-After), or less if the run is stopped meanwhile. */
+  wait(ms: number): Promise<void> {
+    return sleep(ms, this.run.http.opts.signal);
+  }
+
+  /** The run's --settle-timeout, in milliseconds. */
+  get settleTimeoutMs(): number {
+    return this.run.settleTimeoutMs;
   }
 
   /** `key`: the key that can delete it (another team's), when not the target's `api_key`. */

@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fillBlocks } from '../scripts/docs.ts';
 import { MUTANTS, VARIANTS } from '../test/support/mutants.ts';
-import { clauseMatrix, matrixSummary, type MatrixRow } from './clauses.ts';
+import { clauseMatrix, countsText, howChecked, matrixSummary, type MatrixRow } from './clauses.ts';
 import { CASES, sectionTitle } from './registry.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -116,14 +116,12 @@ function decisionRanges(rows: readonly MatrixRow[]): string {
   return out.join(', ');
 }
 
-const CHECK_SHOWN = { exact: 'exactly', weak: 'weakly', none: 'not checkable' } as const;
-
 /** The clause → case matrix, by section: each clause, how it is checked (and why not exactly), and its cases. */
 function renderMatrix(rows: readonly MatrixRow[]): string {
   const m = matrixSummary(rows);
   const decisions = rows.filter((r) => r.id.startsWith('D-')).length;
   const out = [
-    `${m.clauses} clauses (${rows.length - decisions} of the interface, ${decisions} of the decisions ${decisionRanges(rows)}): ${m.exact} checked exactly, ${m.weak} checked weakly, ${m.none} not checkable from outside.`,
+    `${m.clauses} clauses (${rows.length - decisions} of the interface, ${decisions} of the decisions ${decisionRanges(rows)}): ${countsText(m)} from outside.`,
   ];
   let section = '';
   for (const r of rows) {
@@ -138,7 +136,7 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
         '|---|---|---|---|',
       );
     }
-    const how = r.check === 'exact' ? 'exactly' : `${CHECK_SHOWN[r.check]}: ${cell(r.why ?? '')}`;
+    const how = cell(howChecked(r));
     out.push(`| \`${r.id}\` | ${cell(r.text)} | ${how} | ${r.cases.map((c) => `\`${c.id}\``).join(', ')} |`);
   }
   return out.join('\n');

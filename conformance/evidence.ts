@@ -73,7 +73,11 @@ export function describeResponse(ex: Exchange, max = 1500): string {
     const tail = max - head;
     body = `${body.slice(0, head)}… (${body.length - max} characters left out)${tail > 0 ? ` …${body.slice(-tail)}` : ''}`;
   }
-  const end = ex.sse ? (ex.sse.ended ? '' : `\n(stream not finished: ${ex.sse.timedOut ?? 'cut short'})`) : '';
+  const end = ex.sse
+    ? ex.sse.ended
+      ? ''
+      : `\n(stream not finished: ${ex.sse.left !== undefined ? `left by the suite after ${ex.sse.left} events` : (ex.sse.timedOut ?? 'cut short')})`
+    : '';
   return `HTTP ${ex.status}${headers.length ? `\n${headers.join('\n')}` : ''}\n\n${body}${end}`;
 }
 

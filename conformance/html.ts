@@ -1,6 +1,7 @@
 // --reporter html: one self-contained page (no script, no external file), readable offline: the
-// summary, the clause matrix with each case's outcome, and the evidence of each failure.
-import { clauseMatrix, type MatrixRow } from './clauses.ts';
+// summary linking to the failures, the evidence of each failure and flaky case, every case, and the
+// clause matrix with each case's outcome.
+import { clauseMatrix, howChecked, type MatrixRow } from './clauses.ts';
 import { sectionTitle } from './registry.ts';
 import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
 
@@ -40,10 +41,17 @@ function exchangeHtml(e: EvidenceExchange, n: number): string {
 }
 
 function failureHtml(r: CaseResult): string {
-  const f = r.failure!;
+  // A flaky case blocked by a precondition at first has no evidence of its own: its reason says it.
+  const f = r.failure ?? { message: r.reason ?? '' };
   const exchanges = f.exchanges ?? [];
+  const notes = [
+    r.status === 'flaky' ? `Flaky: ${esc(r.reason ?? '')}; the failure it had:` : '',
+    r.stale !== undefined ? `<b>Stale baseline entry</b> (it fails the run): ${esc(r.stale)}` : '',
+    r.expectedFailure !== undefined ? `Expected failure (baseline): ${esc(r.expectedFailure)}` : '',
+    r.expectedFlaky !== undefined ? `Listed flaky (baseline): ${esc(r.expectedFlaky)}` : '',
+  ].filter(Boolean);
   return `<section class="failure" id="${anchor(r.id)}"><h3>${badge(r.status)} ${esc(r.id)} <small>[${esc(r.level)}, ${esc(sectionTitle(r.section))}]</small></h3>
-<p>${esc(r.description)}</p><p class="msg">${esc(f.message)}</p>${r.expectedFailure !== undefined ? `<p>Expected failure (baseline): ${esc(r.expectedFailure)}</p>` : ''}
+<p>${esc(r.description)}</p>${notes.map((n) => `<p>${n}</p>`).join('')}<p class="msg">${esc(f.message)}</p>
 ${f.curl ? `<h4>the request that showed it</h4><pre>${esc(f.curl)}</pre>` : ''}${f.response ? `<h4>what came back</h4><pre>${esc(f.response)}</pre>` : ''}
 ${exchanges.length ? `<h4>every request of the case (${exchanges.length})</h4>${exchanges.map(exchangeHtml).join('\n')}` : ''}
 ${f.reproduction ? `<h4>reproduce</h4><pre>${esc(f.reproduction)}</pre>` : ''}</section>`;
@@ -56,7 +64,7 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
     .map((row) => {
       // The run's outcome of each case that names the clause ("not run" for one the run did not select).
       const cases = row.cases.map((k) => badge((k.status === 'not run' ? undefined : k.status) ?? byId.get(k.id), k.id));
-      return `<tr><td><code>${esc(row.id)}</code></td><td>§${esc(row.section)}</td><td>${esc(row.text)}</td><td class="${esc(row.check)}">${esc(row.check)}${row.why ? `<br><small>${esc(row.why)}</small>` : ''}</td><td>${cases.join(' ') || '<em>no case</em>'}</td></tr>`;
+      return `<tr><td><code>${esc(row.id)}</code></td><td>§${esc(row.section)}</td><td>${esc(row.text)}</td><td class="${esc(row.check)}">${esc(row.check)}${row.check === 'exact' ? '' : `<br><small>${esc(howChecked(row).replace(/^[^,:]*[,:] /, ''))}</small>`}</td><td>${cases.join(' ') || '<em>no case</em>'}</td></tr>`;
     })
     .join('\n');
   return `<table class="matrix"><thead><tr><th>clause</th><th>section</th><th>text</th><th>checked</th><th>cases</th></tr></thead><tbody>\n${body}\n</tbody></table>`;
@@ -66,43 +74,63 @@ const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:
 table{border-collapse:collapse;width:100%;margin:1em 0}td,th{border:1px solid #d0d7de;padding:.3em .5em;vertical-align:top;text-align:left}
 pre{background:#f6f8fa;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all;margin:.3em 0}
 .b{display:inline-block;border-radius:.8em;padding:0 .6em;font-size:12px;margin:1px;color:#fff;background:#6e7781}
-.passed{background:#1a7f37}.failed{background:#cf222e}.errored{background:#bc4c00}.skipped{background:#9a6700}
+.passed{background:#1a7f37}.failed{background:#cf222e}.flaky{background:#8250df}.errored{background:#bc4c00}.skipped{background:#9a6700}
 td.exact,td.weak,td.none{background:none}a{text-decoration:none}.msg{font-weight:600;color:#cf222e}
 .failure{border-top:2px solid #d0d7de;margin-top:1.5em}summary{cursor:pointer}ol.events pre{display:inline-block;margin:0;vertical-align:top}`;
 
-/** `rows`: the clause matrix (by default `clauseMatrix` of the run's results). */
+/**
+ * `rows`: the clause matrix (by default `clauseMatrix` of the run's results). Failures come first,
+ * linked from the summary; the cases and the clause matrix follow.
+ */
 export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run.results)): string {
   const s = run.summary;
-  const failed = run.results.filter((r) => r.status === 'failed');
+  const failed = run.results.filter((r) => r.status === 'failed' && r.failure);
+  const flaky = run.results.filter((r) => r.status === 'flaky');
+  const stale = run.results.filter((r) => r.stale !== undefined && !(r.status === 'failed' && r.failure) && r.status !== 'flaky');
   const sections = [...new Set(run.results.map((r) => r.section))];
+  const shownAbove = (r: CaseResult) => (r.status === 'failed' && r.failure !== undefined) || r.status === 'flaky';
   const caseRows = sections
     .map((sec) => {
       const rs = run.results.filter((r) => r.section === sec);
       return `<tr><th colspan="3">${esc(sectionTitle(sec))}</th></tr>${rs
         .map(
           (r) =>
-            `<tr${r.status === 'failed' ? '' : ` id="${anchor(r.id)}"`}><td>${r.status === 'failed' ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}</td></tr>`,
+            `<tr${shownAbove(r) ? '' : ` id="${anchor(r.id)}"`}><td>${shownAbove(r) ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}${r.expectedFlaky !== undefined ? `<br><small>baseline, flaky: ${esc(r.expectedFlaky)}</small>` : ''}${r.stale !== undefined ? `<br><small><b>stale baseline entry</b>: ${esc(r.stale)}</small>` : ''}</td></tr>`,
         )
         .join('')}`;
     })
     .join('\n');
   const pre = run.preconditions.filter((p) => p.blocked.length > 0);
+  const link = (href: string, text: string) => `<a href="#${href}">${text}</a>`;
+  const count = (outcome: keyof typeof s, href?: string) => {
+    const b = `${badge(outcome)} ${s[outcome]}`;
+    return href && s[outcome] > 0 ? link(href, b) : b;
+  };
+  const contents = [
+    failed.length ? link('failures', `Failures (${failed.length})`) : '',
+    flaky.length ? link('flaky', `Flaky (${flaky.length})`) : '',
+    link('cases', 'Cases'),
+    link('clause-matrix', 'Clause matrix'),
+  ].filter(Boolean);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Conformance: ${esc(run.baseUrl)}: ${s.passed} passed, ${s.failed} failed</title><style>${CSS}</style></head><body>
+<title>Conformance: ${esc(run.baseUrl)}: ${s.passed} passed, ${s.failed} failed${s.flaky ? `, ${s.flaky} flaky` : ''}</title><style>${CSS}</style></head><body>
 <h1>Conformance report</h1>
 <p>${esc(run.suite.name)} ${esc(run.suite.version)} judging interface ${esc(run.interfaceVersion)}, profile <b>${esc(run.profile)}</b>, against <code>${esc(run.baseUrl)}</code> (app <code>${esc(run.appId)}</code>); run ${esc(run.runId)}, started ${esc(run.startedAt)}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests.</p>
 <h2>Summary</h2>
-<p>${badge('passed')} ${s.passed} ${badge('failed')} ${s.failed} ${badge('skipped')} ${s.skipped} ${badge('errored')} ${s.errored}${run.interrupted ? ` — interrupted (${esc(run.interrupted)})` : ''}</p>
-${run.baseline ? `<p>Baseline <code>${esc(run.baseline.file)}</code>: ${run.baseline.expected} expected failures${run.baseline.stale.length ? `; <b>stale</b> (now passing, they fail the run): ${run.baseline.stale.map((id) => `<code>${esc(id)}</code>`).join(', ')}` : ''}</p>` : ''}
+<p>${count('passed')} ${count('failed', 'failures')} ${count('flaky', 'flaky')} ${count('skipped')} ${count('errored')}${run.interrupted ? ` — interrupted (${esc(run.interrupted)})` : ''}</p>
+<p>${contents.join(' · ')}</p>
+${run.baseline ? `<p>Baseline <code>${esc(run.baseline.file)}</code>: ${run.baseline.expected} expected failures${run.baseline.flaky ? `, ${run.baseline.flaky} listed flaky` : ''}${run.baseline.stale.length ? `; <b>stale</b> (they fail the run): ${run.baseline.stale.map((id) => `<a href="#${anchor(id)}"><code>${esc(id)}</code></a>`).join(', ')}` : ''}</p>` : ''}
 ${run.warnings.length ? `<h3>Warnings</h3><ul>${run.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>` : ''}
 ${pre.length ? `<h3>Failed preconditions</h3><ul>${pre.map((p) => `<li><b>${esc(p.name)}</b> (shown by <a href="#${anchor(p.shownBy)}">${esc(p.shownBy)}</a>): ${esc(p.message)}<br>blocked ${p.blocked.length}: ${p.blocked.map((id) => `<code>${esc(id)}</code>`).join(', ')}</li>`).join('')}</ul>` : ''}
 ${run.cleanup.failed.length ? `<p>Cleanup could not delete: ${esc(run.cleanup.failed.join('; '))}</p>` : `<p>${run.cleanup.deleted} conversations the run created were deleted at its end.</p>`}
-<h2>Clause matrix</h2>
-${matrixHtml(run, rows)}
-<h2>Cases</h2>
-<table class="cases">${caseRows}</table>
-<h2>Failures (${failed.length})</h2>
+<h2 id="failures">Failures (${failed.length})</h2>
 ${failed.map(failureHtml).join('\n') || '<p>None.</p>'}
+${flaky.length ? `<h2 id="flaky">Flaky (${flaky.length}): passed on a retry or in some runs only</h2>\n${flaky.map(failureHtml).join('\n')}` : ''}
+${stale.length ? `<p>Stale baseline entries of cases that passed: ${stale.map((r) => `<code>${esc(r.id)}</code> (${esc(r.stale!)})`).join('; ')}</p>` : ''}
+<h2 id="cases">Cases</h2>
+<table class="cases">${caseRows}</table>
+<h2 id="clause-matrix">Clause matrix</h2>
+${matrixHtml(run, rows)}
 </body></html>`;
 }

@@ -17,6 +17,11 @@ export interface OutgoingRequest {
   headers?: Record<string, string>;
   /** Sent below this base URL instead of the target's: the widget API, which has its own path space (D-45). */
   baseUrl?: string;
+  /**
+   * Called with each SSE event as it arrives (its index in the stream); returning 'leave' closes the
+   * connection there, as a client that goes away would (the stream is then `left`, not `ended`).
+   */
+  onEvent?: (event: SseEvent, index: number) => 'leave' | undefined;
 }
 
 export interface SseEvent {
@@ -35,6 +40,8 @@ export interface SseResult {
   /** The stream closed before the idle/total timeout; false when the suite gave up waiting. */
   ended: boolean;
   timedOut?: 'idle' | 'total';
+  /** The suite closed the connection on purpose (OutgoingRequest.onEvent), after this many events. */
+  left?: number;
 }
 
 export interface Exchange {
@@ -90,7 +97,9 @@ export class HttpClient {
       await this.opts.pacer?.before(r.method, r.path, this.opts.signal);
       this.stats.sent++;
       const ex = await this.#exchange(r);
-      if (ex.status !== 429 || !retry || attempt >= retry.max || retry.unless?.(r.path) || this.opts.signal?.aborted) return ex;
+      // x-should-retry: false says that waiting frees nothing (a storage quota, D-27).
+      const final = ex.headers.get('x-should-retry') === 'false';
+      if (ex.status !== 429 || final || !retry || attempt >= retry.max || retry.unless?.(r.path) || this.opts.signal?.aborted) return ex;
       // Without Retry-After: 1 s, 2 s, 4 s…
       const wait = retryAfterMs(ex.headers.get('retry-after')) ?? 1000 * 2 ** attempt;
       if (wait > retry.maxWaitMs) return ex;
@@ -147,7 +156,15 @@ export class HttpClient {
       const sse = isEventStream(res.headers) ? newSseResult() : undefined;
       const parser = sse
         ? createParser({
-            onEvent: (e: EventSourceMessage) => sse.events.push(toEvent(e)),
+            onEvent: (e: EventSourceMessage) => {
+              if (sse.left !== undefined) return;
+              const event = toEvent(e);
+              sse.events.push(event);
+              if (sse.left === undefined && r.onEvent?.(event, sse.events.length - 1) === 'leave') {
+                sse.left = sse.events.length;
+                ac.abort();
+              }
+            },
             onComment: (c) => sse.comments.push(c),
             onError: (e) => sse.parseErrors.push(e.message),
           })
@@ -170,6 +187,18 @@ export class HttpClient {
           parser?.feed(tail);
           if (sse) sse.ended = true;
         } catch (err) {
+          if (sse?.left !== undefined) {
+            await reader.cancel().catch(() => {});
+            return {
+              request,
+              status: res.status,
+              headers: res.headers,
+              text,
+              json: undefined,
+              sse,
+              ms: Math.round(performance.now() - started),
+            };
+          }
           if (!timedOut) {
             // The server cut the body short: what arrived is kept, and `ended` says it did not end well.
             if (!sse) throw new TransportError(`the response body was cut short: ${describeNetworkError(err)}`, request);

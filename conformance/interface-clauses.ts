@@ -7,18 +7,46 @@
 /** exact: a case fails every implementation that breaks it. weak: a case checks part of it. none: no request can. */
 export type CheckKind = 'exact' | 'weak' | 'none';
 
+/**
+ * D-106: why a clause is checked only weakly, one of two reasons and no other: the interface leaves a
+ * choice open (its words are quoted), or the target cannot provoke what would show the rest.
+ */
+export type WeakReason = 'open' | 'unprovokable';
+
 export interface Clause {
   /** Stable: `§<section>.<slug>` (`§4.6.stream-true`, `§5.6.missing-key@send-stream`), or `D-n` for a decision. */
   id: string;
   section: string;
   text: string;
   check: CheckKind;
+  /** Weak: which of the two reasons. */
+  weakBecause?: WeakReason;
+  /** Weak because open: the interface's own words that leave the choice open. */
+  quote?: string;
   /** Why the check is weak, or why the clause cannot be checked from outside: the written reason. */
   why?: string;
 }
 
 const exact = (id: string, text: string): Clause => ({ id, section: sectionOf(id), text, check: 'exact' });
-const weak = (id: string, text: string, why: string): Clause => ({ id, section: sectionOf(id), text, check: 'weak', why });
+/** The interface leaves a choice open, in the words `quote`: the suite checks what every reading shares. */
+const open = (id: string, text: string, quote: string, why: string): Clause => ({
+  id,
+  section: sectionOf(id),
+  text,
+  check: 'weak',
+  weakBecause: 'open',
+  quote,
+  why,
+});
+/** The target cannot provoke what would show the rest (an agent's choice, a failure, a bound it does not give). */
+const unprovokable = (id: string, text: string, why: string): Clause => ({
+  id,
+  section: sectionOf(id),
+  text,
+  check: 'weak',
+  weakBecause: 'unprovokable',
+  why,
+});
 const none = (id: string, text: string, why: string): Clause => ({ id, section: sectionOf(id), text, check: 'none', why });
 
 function sectionOf(id: string): string {
@@ -46,7 +74,7 @@ function perEndpoint(
   prefix: string,
   text: (name: string) => string,
   keys: readonly EndpointKey[] = ENDPOINTS.map((e) => e[0]),
-  how: (key: EndpointKey) => { check: CheckKind; why?: string } = () => ({ check: 'exact' }),
+  how: (key: EndpointKey) => Pick<Clause, 'check' | 'weakBecause' | 'quote' | 'why'> = () => ({ check: 'exact' }),
 ): Clause[] {
   return ENDPOINTS.filter(([k]) => keys.includes(k)).map(([k, , name]) => ({
     id: `${prefix}@${k}`,
@@ -56,13 +84,14 @@ function perEndpoint(
   }));
 }
 
-const MADE_UP_ID =
-  'with a conversation id that does not exist in the app, "not found" (§7) holds as well as the app condition and the order of the checks is not shown: 404 not_found is accepted too (reference: the app condition first, D-4)';
-
 export const CLAUSES: readonly Clause[] = [
   // §1
   exact('§1.app-scoped', "the API is app-scoped: a conversation is reached only under its own app, and only its app's list shows it"),
   exact('§1.json', 'requests and responses have JSON bodies (a JSON content type on every JSON answer, errors included)'),
+  exact(
+    '§1.json-text',
+    'JSON bodies carry Unicode text: a title, external_user_id, metadata, a message and a prompt are taken and given back as sent, byte for byte, whatever their characters',
+  ),
   none(
     '§1.https',
     'the API is served over HTTPS',
@@ -73,23 +102,24 @@ export const CLAUSES: readonly Clause[] = [
 
   // §2.1 Conversation
   exact('§2.1.id', 'a conversation has a string id, unique: two creations give two ids'),
-  weak(
+  exact(
     '§2.1.created_at',
-    'created_at is an integer of Unix seconds',
-    "seconds are told from milliseconds by the value (within a day of the suite's clock), not by any clock of the server",
+    "created_at is an integer of Unix seconds: the time of the creation, by the Date header of the answer (RFC 9110 §6.6.1), within the request's duration",
   ),
   exact('§2.1.object', 'object is always "conversation"'),
   exact('§2.1.external_user_id', "external_user_id is the caller's identifier set at creation, or absent/null"),
   exact('§2.1.title', 'title is the custom title (a string) or null'),
-  weak(
+  open(
     '§2.1.title-generated',
     'without a custom title, a title is generated after the first exchange and appears in generated_title',
+    'If none is given at creation, one is auto-generated after the first exchange',
     '"after" has no bound: it is read again until it shows or --settle-timeout passes',
   ),
-  weak(
+  open(
     '§2.1.generated_title',
     'generated_title is an object of locale codes (en-ca, fr-ca) to strings',
-    'which locales is an example ("en-ca", "fr-ca"): the spec profile asks for locale-code keys and string values (reference: both, D-8)',
+    'Keys are locale codes (`en-ca`, `fr-ca`); values are strings',
+    'the two locales read as examples: any locale-code keys with string values (reference: both, D-8)',
   ),
   exact('§2.1.metadata', 'metadata is the latest snapshot given (at creation or with a message)'),
   exact('§2.1.items', 'the single-conversation read adds items, an array'),
@@ -102,16 +132,17 @@ export const CLAUSES: readonly Clause[] = [
   // §2.2 Message input
   exact('§2.2.content', 'message.content is a required string'),
   exact('§2.2.role-default', 'role defaults to "user": a message without role is accepted'),
-  weak(
+  open(
     '§2.2.role-only-user',
     'only role "user" is supported: another role is refused',
-    'the error for it is not shown (§7): any 4xx error object (reference: 400 message.role, D-15)',
+    'Which error type and status a malformed or invalid request body produces: not shown.',
+    'another role is refused with any 4xx error object (reference: 400 message.role, D-15)',
   ),
 
   // §2.3 Response
   exact('§2.3.id', 'a Response has a string id (required), its own for each message'),
   exact('§2.3.object', 'object is "response" (its default when absent)'),
-  weak('§2.3.created_at', 'created_at is Unix seconds (required)', 'as §2.1.created_at'),
+  exact('§2.3.created_at', 'created_at is Unix seconds (required): the time of the exchange, as §2.1.created_at'),
   exact('§2.3.conversation_id', 'conversation_id (required) is the conversation the message was sent to'),
   exact('§2.3.output', 'output is an array of output items (default empty)'),
   exact('§2.3.status', 'status is "completed" (default) or "failed"'),
@@ -123,32 +154,32 @@ export const CLAUSES: readonly Clause[] = [
     '§2.4.message.content',
     'a message item has content: an array of parts, or null; each part an object with type; a text part is {type: "text", text: string}',
   ),
-  weak(
+  unprovokable(
     '§2.4.function_call.name',
     'a function_call item has name, a string or null',
-    'only when the agent calls a function for the probe message on apps.knowledge_base; otherwise the case is skipped, with that reason',
+    'the agent decides whether it calls a function: checked when it does for the probe message on apps.knowledge_base, else the case is skipped, with that reason',
   ),
-  weak(
+  unprovokable(
     '§2.4.function_call.arguments',
     'a function_call item has arguments, a string of JSON-encoded arguments or null',
     'as §2.4.function_call.name',
   ),
-  weak(
+  unprovokable(
     '§2.4.function_call.call_id',
     'a function_call item has call_id, a string or null; two calls do not share one',
     'as §2.4.function_call.name',
   ),
-  weak(
+  unprovokable(
     '§2.4.data_spec.data',
     'a data_spec item\'s data is {type: "patch", patch: {op, path, value}} per RFC 6902',
-    'only when the agent answers the probe form request with data_spec; the patch is checked as one RFC 6902 operation, not what it builds (reference: D-22)',
+    'the agent decides whether it answers with a form: checked when it does for the probe form request (each patch one RFC 6902 operation with a JSON Pointer path; what they build is D-22), else the case is skipped',
   ),
   exact('§2.4.data_spec.only-generative-ui', 'data_spec items appear only when generative UI is enabled'),
 
   // §2.5 Completion
   exact('§2.5.id', "a Completion's id is prefixed cmpl_ (in JSON and in its stream)"),
   exact('§2.5.object', 'object is always "completion"'),
-  weak('§2.5.created_at', 'created_at is Unix seconds', 'as §2.1.created_at'),
+  exact('§2.5.created_at', 'created_at is Unix seconds: the time of the completion, as §2.1.created_at'),
   exact('§2.5.text', 'text is the generated text, a string'),
   exact('§2.5.status', 'status is "completed" or "failed"'),
 
@@ -207,10 +238,11 @@ export const CLAUSES: readonly Clause[] = [
   exact('§4.2.limit-default', 'limit defaults to 20: a default page holds 20 when more exist'),
   exact('§4.2.limit-range', 'limit may be 1 to 100 (1 and 100 are accepted)'),
   exact('§4.2.after', 'after is a forward cursor: passing last_id as after gives the next page, and a walk meets each conversation once'),
-  weak(
+  open(
     '§4.2.before',
     'before is a backward cursor: conversations created before it',
-    'which page "before" gives in asc order is checked where the text leaves no choice (two precede the cursor) and for "only earlier ones, oldest first"; in desc order it is D-12 only',
+    'Backward cursor; returns conversations created before it',
+    'which page of them a limit gives is not said: in asc order it is checked where the text leaves no choice (two precede the cursor) and as "only earlier ones, oldest first"; in desc order the two readings of §4.2 disagree, and it is D-12 only',
   ),
   exact('§4.2.order', 'order is asc or desc by creation time (within a second: the order an implementation keeps, see the readings)'),
   exact('§4.2.order-default', 'order defaults to desc'),
@@ -223,18 +255,20 @@ export const CLAUSES: readonly Clause[] = [
     'items is the complete history of messages and function calls: each user message and each reply item of every exchange',
   ),
   exact('§4.3.items-sorted', 'items are sorted chronologically: each reply after its question, exchange after exchange'),
-  weak(
+  open(
     '§4.3.new-empty',
     'the history of a new conversation is what its first exchange adds to',
-    'nothing says a new history is empty (an agent may open with a greeting): the spec profile takes whatever a new conversation holds as the base that each exchange adds to, in order (reference: an empty history, D-14)',
+    'the complete history of messages and function calls, sorted chronologically',
+    'nothing says a new history is empty (an agent may open with a greeting): whatever a new conversation holds is the base that each exchange adds to, in order (reference: an empty history, D-14)',
   ),
   // §4.4
   exact('§4.4.title', 'PATCH {title} renames; the change is kept'),
   exact('§4.4.title-null', 'PATCH {title: null} clears the custom title'),
-  weak(
+  open(
     '§4.4.only-title',
     'only the custom title can be updated',
-    'a PATCH with other fields may be refused (any 4xx) or leave them as they were (reference: 400, D-13)',
+    'Only the custom title can be updated.',
+    'what becomes of other fields is not said: a PATCH with them may be refused (any 4xx) or leave them as they were (reference: 400, D-13)',
   ),
   exact('§4.4.success', 'success is 200 with the Conversation'),
   // §4.5
@@ -245,10 +279,11 @@ export const CLAUSES: readonly Clause[] = [
   exact('§4.6.stream-true', 'stream: true gives SSE'),
   exact('§4.6.stream-false', 'stream: false gives one JSON Response, also on an app whose default is streaming'),
   exact('§4.6.stream-default', "stream omitted uses the app's configured default (JSON or SSE)"),
-  weak(
+  open(
     '§4.6.stream-null',
     'stream may be null',
-    'null is allowed but its meaning is not shown: a 200 is required (reference: the app default, JSON here)',
+    "`true` gives SSE; `false` gives a single JSON response; omitted uses the app's configured default",
+    'null is allowed ("boolean or null") but its meaning is not given: a 200 is required, JSON or a stream (reference: the app default, JSON here)',
   ),
   exact('§4.6.metadata-persisted', "metadata sent with a message becomes the conversation's latest metadata"),
   exact('§4.6.metadata-null', 'metadata may be null'),
@@ -265,20 +300,19 @@ export const CLAUSES: readonly Clause[] = [
   ),
   exact('§4.7.stream-default', 'stream defaults to false: a completion without stream is JSON'),
   exact('§4.7.stream', 'stream: true gives SSE, stream: false JSON'),
-  weak(
-    '§4.7.knowledge_search',
-    'knowledge_search (default true) may be set; no effect without a knowledge base',
-    'its effect (which tools run) is not observable in a completion: the values are only checked to be accepted',
+  exact('§4.7.knowledge_search', 'knowledge_search (a boolean, default true) is taken, true or false, with or without a knowledge base'),
+  none(
+    '§4.7.knowledge_search.effect',
+    'knowledge_search lets the agent search its knowledge base; it has no effect without one',
+    'which tools ran does not show in a completion: its stream carries text events only (rule 2), its JSON only the text',
   ),
-  weak(
-    '§4.7.fast',
-    'fast (default false) may be set',
-    'its effect (reasoning, latency) is not observable: the values are only checked to be accepted',
-  ),
-  weak(
-    '§4.7.metadata',
-    'metadata may be given, injected as data, never as instructions',
-    'only that it is accepted; what the model does with it is not observable',
+  exact('§4.7.fast', 'fast (a boolean, default false) is taken, true or false'),
+  none('§4.7.fast.effect', 'fast: true skips the reasoning step for the lowest latency', 'reasoning and latency do not show in an answer'),
+  exact('§4.7.metadata', 'metadata (an object) is taken with a completion'),
+  none(
+    '§4.7.metadata.as-data',
+    'metadata is injected as data, never as instructions',
+    'what a model does with metadata is not observable in a defined way',
   ),
   exact('§4.7.success', 'success is 200 with a Completion'),
   exact('§4.7.no-conversation', 'a completion creates no conversation'),
@@ -301,15 +335,17 @@ export const CLAUSES: readonly Clause[] = [
   // §4.8, §4.9
   exact('§4.8.success', 'GET config answers 200 with the App config of that app'),
   exact('§4.9.success', 'GET metrics answers 200 with the App metrics'),
-  weak(
+  open(
     '§4.9.conversations',
     'total_conversations counts a created conversation',
-    'aggregated: read again until the change shows or --settle-timeout passes',
+    "A client may read an app's configuration and aggregated usage metrics.",
+    'when an aggregate takes a change in is not said: read again until it shows (by exactly one) or --settle-timeout passes',
   ),
-  weak(
+  open(
     '§4.9.messages',
     'total_messages grows with an exchange',
-    'aggregated, and what counts as a message is not shown: it must grow (reference: by 1 + the assistant messages, D-24)',
+    '| total_messages | integer |',
+    'what counts as a message is not said, nor when the aggregate takes it in: it must grow with an exchange (reference: by the user message and the assistant messages, D-24)',
   ),
   none('§4.9.users', 'total_users counts users', 'what a user is (external_user_id values?) is not shown (reference: D-24)'),
 
@@ -338,16 +374,19 @@ export const CLAUSES: readonly Clause[] = [
     undefined,
     () => ({
       check: 'weak',
-      why: 'the interface says the publishable key cannot call the REST API, not with which error: 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
+      weakBecause: 'open',
+      quote: 'It cannot call the REST API or reach sensitive data.',
+      why: 'with which error is not said: 401 or 403 (reference: 403 access_denied, code publishable_key, D-6)',
     }),
   ),
 
   // §6
   exact('§6.selected', 'streaming is selected by stream: true (or the app default for send message)'),
   exact('§6.content-type', 'a stream has content type text/event-stream and ends'),
-  weak(
+  open(
     '§6.two-lines',
     'each event is two lines: "event: <type>" and "data: <json payload>"',
+    'The reply is either one JSON document or a stream of Server-Sent Events (SSE).',
     'one event line and one data line of a JSON object are required; what any SSE client reads the same stays open: CR LF or CR line ends, ": …" comments, no space after the colon, and the other fields SSE defines (id:, retry:), which set the stream\'s last id and reconnection time without changing an event\'s type or data (reference: exactly the two lines, LF, D-16/D-18)',
   ),
   exact('§6.created.fields', 'response.created carries id, object, status in_progress and, on conversation streams only, conversation_id'),
@@ -356,25 +395,28 @@ export const CLAUSES: readonly Clause[] = [
     '§6.done.fields',
     'response.output_text.done carries type, text, output_index, content_index; the deltas of a part concatenate to its text',
   ),
-  weak(
+  open(
     '§6.function_call.start',
     'response.function_call.start: the agent started a tool call',
-    'its payload is not shown: a JSON object, and one function call of the JSON output per start (reference: D-16)',
+    'Payload of the three `response.function_call...` events: not shown.',
+    'a JSON object, and one function call of the JSON output per start (reference: D-16)',
   ),
-  weak(
+  open(
     '§6.function_call_arguments.delta',
     'response.function_call_arguments.delta: incremental tool-call arguments',
-    'its payload is not shown: a JSON object (reference: the deltas concatenate to the arguments, D-16)',
+    'Payload of the three `response.function_call...` events: not shown.',
+    'a JSON object (reference: the deltas concatenate to the arguments, D-16)',
   ),
-  weak(
+  open(
     '§6.function_call_arguments.done',
     'response.function_call_arguments.done: the complete tool-call arguments',
-    'its payload is not shown: a JSON object (reference: D-16)',
+    'Payload of the three `response.function_call...` events: not shown.',
+    'a JSON object (reference: D-16)',
   ),
-  weak(
+  unprovokable(
     '§6.data_spec.fields',
     'response.data_spec carries type, data {type: "patch", patch} and output_index, only with generative UI',
-    'only when the agent answers the probe form request with data_spec',
+    'the agent decides whether it answers with a form: checked when it does for the probe form request, else the case is skipped',
   ),
   exact('§6.completed.fields', 'response.completed carries id (that of response.created) and status completed'),
   none(
@@ -387,16 +429,16 @@ export const CLAUSES: readonly Clause[] = [
     '§6.rule2',
     "rule 2: a completion stream's response.created carries object completion, only text events follow, and it ends with response.completed",
   ),
-  weak(
+  unprovokable(
     '§6.rule3',
     'rule 3: with generative UI, data_spec events are interleaved with text; several may build a form; patches follow RFC 6902',
-    'only when the agent answers the probe form request; each patch is one RFC 6902 operation (reference: applied in order they build /form, D-22)',
+    'the agent decides whether it answers with a form: checked when it does for the probe form request, each patch an RFC 6902 operation with a JSON Pointer path (reference: applied in order they build /form, D-22)',
   ),
   exact('§6.rule3.only-generative-ui', 'rule 3: without generative UI, no data_spec event or item'),
-  weak(
+  unprovokable(
     '§6.rule4',
     'rule 4: in JSON mode the same content arrives in output (message, function_call, data_spec items)',
-    'two replies of an agent may differ: the same message in each mode must give the same kinds of items, in up to 3 tries (reference: the persisted items are the stream, D-14)',
+    'one reply cannot be had in both modes, and two replies of an agent may differ: the same message in each mode must give the same kinds of items, in up to 3 tries (reference: the persisted items are the stream, D-14)',
   ),
   exact('§6.each-exchange', 'the rules hold for every exchange of a conversation, the tenth as the first'),
 
@@ -413,16 +455,19 @@ export const CLAUSES: readonly Clause[] = [
   exact('§7.not_found', 'not_found is 404: app or conversation not found'),
   exact('§7.rate_limit_exceeded', 'rate_limit_exceeded is 429'),
   none('§7.internal_error', 'internal_error is 500: an unexpected server error', 'no request can provoke it on a healthy server'),
-  weak(
+  open(
     '§7.malformed',
     'a malformed or invalid body is refused with an error object',
-    'which status and type is not shown: any 4xx error object (reference: D-1)',
+    'Which error type and status a malformed or invalid request body produces: not shown.',
+    'any 4xx error object (reference: D-1)',
   ),
-  ...perEndpoint(
-    '§7.app-inactive',
-    (n) => `${n} on a disabled app: 403 app_inactive`,
-    undefined,
-    (k) => (CONVERSATION_SCOPED.includes(k) ? { check: 'weak', why: MADE_UP_ID } : { check: 'exact' }),
+  ...perEndpoint('§7.app-inactive', (n) => `${n} on a disabled app: 403 app_inactive`).map((c) =>
+    CONVERSATION_SCOPED.some((k) => c.id.endsWith(`@${k}`))
+      ? {
+          ...c,
+          text: `${c.text} (exactly on a conversation of that app, apps.inactive_conversation; on a made-up id 404 not_found is accepted too)`,
+        }
+      : c,
   ),
   ...perEndpoint(
     '§7.agent-unavailable',
@@ -432,7 +477,10 @@ export const CLAUSES: readonly Clause[] = [
       k.startsWith('send')
         ? {
             check: 'weak',
-            why: 'needs a conversation of that app; whether one can be created there is not shown. Where creation is refused, a made-up id is used and 404 not_found is accepted too (see §7.app-inactive)',
+            weakBecause: 'open',
+            quote:
+              'Error status codes for the create-conversation, list, get, update, delete, completion, config and metrics endpoints: not shown beyond the error object shape',
+            why: 'whether an app without an agent takes a create is not said: where it does, its conversation must answer 403 agent_unavailable; where it refuses, a made-up id is used and 404 not_found is accepted too',
           }
         : { check: 'exact' },
   ),
@@ -442,7 +490,9 @@ export const CLAUSES: readonly Clause[] = [
     undefined,
     () => ({
       check: 'weak',
-      why: '§5.6 and §7 overlap: a key "without access to the app" (403 access_denied) and "app not found" (404 not_found) both describe an app that does not exist; either is accepted (reference: 404, D-4)',
+      weakBecause: 'open',
+      quote: 'A valid key without access to the app gives 403 `access_denied`.',
+      why: 'and §7 says "App or conversation not found" for 404 not_found: both describe an app that does not exist; either is accepted (reference: 404, D-4)',
     }),
   ),
   ...perEndpoint('§7.unknown-conversation', (n) => `${n} of a conversation id that does not exist: 404 not_found`, CONVERSATION_SCOPED),
@@ -459,18 +509,20 @@ export const CLAUSES: readonly Clause[] = [
   ...perEndpoint('§7.rate-limit', (n) => `${n} past the plan's limit: 429 rate_limit_exceeded, an error object`, ['send', 'send-stream']),
 
   // §8
-  weak(
+  open(
     '§8.metadata@create',
     'metadata of create conversation is at most 16KB',
+    '16KB maximum',
     'how "16KB" is counted is not shown: the spec profile reads it as bytes of the metadata\'s JSON, accepts 15,872 bytes (16,000 less 128 for the spaces a serializer may add) and refuses 16,896 (16 KiB and 512 more), ASCII and two-byte characters (reference: 16,384 and 16,385 bytes of compact JSON, D-9)',
   ),
-  weak('§8.metadata@send', 'metadata of send message is at most 16KB', 'as §8.metadata@create'),
-  weak('§8.metadata@completion', 'metadata of create completion is at most 16KB', 'as §8.metadata@create'),
+  open('§8.metadata@send', 'metadata of send message is at most 16KB', '16KB maximum', 'as §8.metadata@create'),
+  open('§8.metadata@completion', 'metadata of create completion is at most 16KB', '16KB maximum', 'as §8.metadata@create'),
   exact('§8.prompt', 'a prompt is 1 to 32,000 characters: 1 and 32,000 (two-byte ones too) are accepted, 0 and 32,001 refused'),
-  weak(
+  open(
     '§8.list-limit',
     'list limit is 1 to 100',
-    'outside 1..100 the answer is not shown: a 4xx error object or a page of at most 100 (reference: 400, D-12)',
+    '1 to 100, default 20',
+    'what a limit outside it gets is not said: a 4xx error object or a page of at most 100 (reference: 400, D-12)',
   ),
   exact('§8.rate-limit.send', "send message is rate-limited: past the plan's limit it is refused with 429"),
   none(
@@ -481,7 +533,7 @@ export const CLAUSES: readonly Clause[] = [
   none(
     '§8.rate-limit.others',
     'whether endpoints other than send message are rate-limited',
-    "not shown: a 429 on creating the rate-limited app's conversation counts as the limit enforced (reference: create counts, D-110)",
+    "not shown: a 429 on creating the rate-limited app's conversation is taken as an error object and waited out (D-109) (reference: create counts, D-110)",
   ),
 
   // §9
@@ -494,8 +546,22 @@ export const CLAUSES: readonly Clause[] = [
   ...widgetDecisionClauses(),
 ];
 
+/** A decision's clause: checked exactly, or weakly because the target cannot provoke the rest (`why`), or not at all (`none`). */
+type DecisionRow = [number, string, 'exact' | 'weak' | 'none', string?];
+
+function decisionClause([n, text, check, why]: DecisionRow): Clause {
+  return {
+    id: `D-${n}`,
+    section: `D-${n}`,
+    text,
+    check,
+    ...(check === 'weak' ? { weakBecause: 'unprovokable' as const } : {}),
+    ...(why ? { why } : {}),
+  };
+}
+
 function decisionClauses(): Clause[] {
-  const d: Array<[number, string, CheckKind, string?]> = [
+  const d: DecisionRow[] = [
     [1, 'a bad body: 400 invalid_request_error with param and code', 'exact'],
     [2, 'a body over 1 MiB: 413; a non-JSON content type: 415', 'exact'],
     [3, 'unknown path 404; wrong method 405 with Allow', 'exact'],
@@ -503,10 +569,20 @@ function decisionClauses(): Clause[] {
       4,
       'order of checks: 401, then 404 unknown app / 403 other team, 403 app_inactive, 403 agent_unavailable, 429, 400, 404',
       'weak',
-      'each step against the one after it where a target can provoke both; 429 against 400 is not',
+      'each step against the next where one request can break both (429 before 400 included); agent_unavailable against 429 would need an app without an agent that is also rate-limited, which no target names',
     ],
-    [5, '500 internal_error with no internals, and x-request-id', 'weak', 'the header only: no request provokes a 500'],
-    [6, 'key formats, a publishable key is 403 code publishable_key', 'weak', 'the 403 only: storage and comparison of keys do not show'],
+    [
+      5,
+      '500 internal_error with no internals, and x-request-id',
+      'weak',
+      'no request provokes a 500 of a healthy server: x-request-id only',
+    ],
+    [
+      6,
+      'key formats, a publishable key is 403 code publishable_key',
+      'weak',
+      "how keys are stored and compared shows in no answer: the 401s and the publishable key's 403 only",
+    ],
     [7, 'id prefixes; creation order breaks ties within a second', 'exact'],
     [8, 'title null until a custom one; generated_title en-ca and fr-ca after the first exchange, {} before; 1 to 256 characters', 'exact'],
     [9, 'metadata {} by default, replaced or kept on send, 16,384 bytes of compact JSON', 'exact'],
@@ -516,7 +592,11 @@ function decisionClauses(): Clause[] {
     [13, 'PATCH takes exactly {title}', 'exact'],
     [14, 'item shape; items are the user message then the output, with response_id', 'exact'],
     [15, 'message content 1 to 32,000 characters, role user only', 'exact'],
-    [16, 'SSE payloads carry type and sequence_number; function call and failed payloads', 'weak', 'response.failed is not provokable'],
+    [
+      16,
+      'SSE payloads carry type and sequence_number; function call and failed payloads (a cancelled reply ends with response.failed)',
+      'exact',
+    ],
     [17, 'errors before the first event are plain JSON errors', 'exact'],
     [18, 'keep-alive comments; Cache-Control: no-cache', 'exact'],
     [
@@ -528,16 +608,38 @@ function decisionClauses(): Clause[] {
     [20, 'output_index and content_index', 'exact'],
     [21, 'the service runs function calls; knowledge_search {"query"}', 'exact'],
     [22, 'data_spec patches build /form from {}', 'exact'],
-    [23, 'rate limits: Retry-After and x-ratelimit-* headers; a refusal changes nothing (which requests count: D-110)', 'exact'],
+    [
+      23,
+      'rate limits: Retry-After in seconds, no later than the reset; x-ratelimit-* on every counted request and the 429, remaining down by one; a refusal changes nothing (which requests count: D-110)',
+      'exact',
+    ],
     [24, 'metrics: deleted conversations count, messages are user and assistant items, users are distinct external_user_id', 'exact'],
   ];
+  // Reliability (docs/reliability.md).
+  d.push(
+    [
+      27,
+      'a storage quota per plan: a create past it, a message once it is reached, 429 storage_quota_exceeded, no Retry-After, x-should-retry: false; a soft delete frees it',
+      'exact',
+    ],
+    [
+      29,
+      "a conversation's history is bounded (4 MiB, or its plan's): then 400 conversation_too_large, param conversation_id; it can still be read",
+      'exact',
+    ],
+    [
+      110,
+      'create conversation counts against the plan like send message and completion (revises D-23): it carries the x-ratelimit-* headers, and past the limit it is 429',
+      'exact',
+    ],
+  );
   // Resumable responses, an extension (docs/responses.md): checked by profile reference only.
   d.push(
     [
       30,
       'a keyed retry of a cut send message continues the same response',
       'none',
-      'the suite does not cut a request on purpose (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)',
+      'not checked by the suite, which retries nothing it cut (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)',
     ],
     [31, 'send message names its response in the Parley-Response-Id header', 'exact'],
     [
@@ -548,14 +650,13 @@ function decisionClauses(): Clause[] {
     [
       33,
       'cancel: failed with code cancelled, partial output kept, open streams end with response.failed; a finished one unchanged',
-      'weak',
-      "a finished one only: a target's reply cannot be held running long enough to cancel it",
+      'exact',
     ],
     [
       34,
-      'a disconnect no longer stops the reply (revises D-19)',
-      'none',
-      'the suite does not disconnect on purpose (test/resumable.test.ts proves it on the reference)',
+      "a disconnect no longer stops the reply (revises D-19), within the app's max_duration_seconds and max_detached",
+      'weak',
+      "the bounds are the app's fixtures, which no target gives: a reply its client left runs on to its end",
     ],
     [
       35,
@@ -568,28 +669,17 @@ function decisionClauses(): Clause[] {
       37,
       'a message while a reply runs waits in line (8 at most), then 409 conversation_busy naming it',
       'weak',
-      'the wait only: filling the line takes 8 held connections',
+      'filling the line means eight replies waiting behind a running one, each then running to its end, longer than a run may take: the wait of two at once only',
     ],
     [38, 'a shutdown or a crash saves running replies failed, code interrupted', 'none', 'the suite cannot stop the target'],
-    [
-      39,
-      'items of a response that did not complete carry status incomplete (revises D-14)',
-      'weak',
-      'the completed half (no status): an unfinished reply cannot be provoked',
-    ],
+    [39, "items of a response that did not complete carry status incomplete (revises D-14); a completed one's none", 'exact'],
   );
-  // Reliability (docs/reliability.md).
-  d.push([
-    110,
-    'create conversation counts against the plan like send message and completion (revises D-23): it carries the x-ratelimit-* headers, and past the limit it is 429',
-    'exact',
-  ]);
-  return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
+  return d.map(decisionClause);
 }
 
 /** The messenger widget's decisions (docs/widget.md) that the REFERENCE cases of §5.4 check. */
 function widgetDecisionClauses(): Clause[] {
-  const d: Array<[number, string, CheckKind, string?]> = [
+  const d: DecisionRow[] = [
     [
       45,
       'the widget API has its own path space: a publishable key on any REST path is 403 publishable_key, a visitor token there 401 invalid_api_key; the widget refuses the secret key',
@@ -602,30 +692,31 @@ function widgetDecisionClauses(): Clause[] {
     ],
     [
       49,
-      'visitor tokens: missing, malformed or forged (alg none, another key, a changed payload) is 401 invalid_visitor_token',
-      'weak',
-      'an expired token takes an hour to make, and its renewal as long: only missing, malformed and forged tokens are checked',
+      "visitor tokens: missing, malformed or forged (alg none, another key, a changed payload) is 401 invalid_visitor_token; expired 401 visitor_token_expired, renewed by previous_token as the same visitor; another app's 403 access_denied",
+      'exact',
     ],
     [
       50,
-      "verified identity: HS256 with the app's identity secret sets external_user_id; forged or unsigned is 403 invalid_identity, older than 10 minutes or dated ahead 403 identity_expired, param identity",
+      "verified identity: HS256 with the app's identity secret sets external_user_id and the conversation's metadata, the same sub the same visitor; forged or unsigned is 403 invalid_identity, older than 10 minutes or dated ahead 403 identity_expired, param identity",
       'weak',
-      "needs widget.identity_secret; the identity's metadata (its size, and that it reaches the agent) and the same visitor on every device are not checked",
+      "that the identity's metadata reaches the agent shows in no answer",
     ],
+    [51, 'what a browser may send: external_user_id and metadata are 400 unknown_parameter on the widget API', 'exact'],
     [
       53,
       'origins: a listed origin gets its CORS answer (preflight 204 with methods, headers, max age; Access-Control-Allow-Origin, Vary: Origin); any other, null included, 403 origin_not_allowed with no CORS header; no Origin is not refused',
       'weak',
-      "the server's own origin (allowed while the playground is on) is not known to the suite",
+      "the server's own origin, allowed while its playground is on, is not in the target",
     ],
     [
       54,
       'widget order of checks: origin (403) before the credential (401); the credential before the conversation (404)',
       'weak',
-      "only these two steps: the others need apps the target does not describe (no widget, disabled, another team's)",
+      "the other steps need apps no target names: one without a widget, another team's with one",
     ],
+    [55, 'the script /widget.js is JavaScript that any page may load (Cross-Origin-Resource-Policy: cross-origin)', 'exact'],
   ];
-  return d.map(([n, text, check, why]) => ({ id: `D-${n}`, section: `D-${n}`, text, check, ...(why ? { why } : {}) }));
+  return d.map(decisionClause);
 }
 
 const BY_ID = new Map(CLAUSES.map((c) => [c.id, c]));

@@ -28,7 +28,7 @@ function answer(ex: Exchange): string {
 const configPath = (app: string) => `/apps/${encodeURIComponent(app)}/config`;
 
 /** Apps the target says `api_key` can use, active and with an agent; `rate_limited` may already be out of requests. */
-const USABLE: AppKey[] = ['generative_ui', 'stream_default', 'knowledge_base', 'rate_limited'];
+const USABLE: AppKey[] = ['generative_ui', 'stream_default', 'knowledge_base', 'rate_limited', 'slow', 'small_storage'];
 
 function errorCode(ex: Exchange): string | undefined {
   const c = (ex.json as { error?: { code?: unknown } } | undefined)?.error?.code;

@@ -10,7 +10,8 @@ import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
 import { widget } from './cases/widget.ts';
-import { resumable } from './cases/resumable.ts';
+import { resumable, resumableCorners } from './cases/resumable.ts';
+import { unicodeCompletion, unicodeCreate, unicodeSend, unicodeUpdate } from './cases/unicode.ts';
 
 const SECTION_TITLES: Record<string, string> = {
   '4.1': 'Create conversation',
@@ -40,14 +41,19 @@ function sectionKey(s: string): number[] {
 
 const ALL: CaseDef[] = [
   ...create,
+  ...unicodeCreate,
   ...list,
   ...get,
   ...update,
+  ...unicodeUpdate,
   ...remove,
   ...sendMessage,
+  ...unicodeSend,
   ...severalExchanges,
   ...resumable,
+  ...resumableCorners,
   ...completions,
+  ...unicodeCompletion,
   ...config,
   ...metricsCases,
   ...messageMetrics,

@@ -1,7 +1,8 @@
 // Reporters: pretty (people), json (machines), junit (CI test tabs), tap (TAP 14 consumers), html (a
 // self-contained page). Each returns the report without the final summary line, which the command
 // always prints last.
-import { clauseMatrix, matrixSummary } from './clauses.ts';
+import { excused } from './baseline.ts';
+import { clauseMatrix, countsText, matrixSummary } from './clauses.ts';
 import { renderHtml } from './html.ts';
 import { CASES, sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults, Summary } from './results.ts';
@@ -10,32 +11,38 @@ export const REPORTERS = ['pretty', 'json', 'junit', 'tap', 'html'] as const;
 export type ReporterName = (typeof REPORTERS)[number];
 
 export function summaryLine(s: Summary, baseline?: RunResults['baseline']): string {
-  const line = `conformance: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped, ${s.errored} errored`;
-  return baseline
-    ? `${line} (baseline: ${baseline.expected} expected failure${baseline.expected === 1 ? '' : 's'}, ${baseline.stale.length} stale)`
-    : line;
+  const line = `conformance: ${s.passed} passed, ${s.failed} failed, ${s.flaky} flaky, ${s.skipped} skipped, ${s.errored} errored`;
+  if (!baseline) return line;
+  const flaky = baseline.flaky ? `, ${baseline.flaky} listed flaky` : '';
+  return `${line} (baseline: ${baseline.expected} expected failure${baseline.expected === 1 ? '' : 's'}${flaky}, ${baseline.stale.length} stale)`;
 }
 
-const MARK = { passed: '✓', failed: '✗', skipped: '-', errored: '!' } as const;
+const MARK = { passed: '✓', failed: '✗', flaky: '~', skipped: '-', errored: '!' } as const;
 
 /** One line per case, as the pretty reporter prints it while the run progresses. */
 export function prettyLine(r: CaseResult): string {
   const runs = r.runs ? ` in ${r.status === 'failed' ? r.failedRuns : r.skippedRuns} of ${r.runs} runs` : '';
+  const tries = r.tries && r.status !== 'flaky' ? ` (${r.failedTries} of ${r.tries} tries)` : '';
   const extra =
     r.status === 'skipped'
       ? `  (skipped${runs}: ${r.reason})`
       : r.status === 'errored'
-        ? `  (${r.reason})`
-        : r.status === 'failed' && r.runs
-          ? `  (failed${runs})`
-          : '';
-  const expected =
-    r.expectedFailure !== undefined && r.status !== 'skipped'
-      ? r.status === 'passed'
-        ? '  [listed as an expected failure: stale]'
-        : '  [expected failure]'
-      : '';
-  return `  ${MARK[r.status]} ${r.id}  ${r.description}${extra}${expected}`;
+        ? `  (${r.reason})${tries}`
+        : r.status === 'flaky'
+          ? `  (flaky: ${r.reason})`
+          : r.status === 'failed' && (r.runs || r.tries)
+            ? `  (failed${runs}${tries})`
+            : '';
+  return `  ${MARK[r.status]} ${r.id}  ${r.description}${extra}${baselineMark(r)}`;
+}
+
+/** What the baseline says of a result that ran, as the pretty line ends. */
+function baselineMark(r: CaseResult): string {
+  if (r.status === 'skipped') return '';
+  if (r.stale) return `  [stale baseline entry: ${r.stale}]`;
+  if (r.expectedFailure !== undefined && r.status !== 'passed') return '  [expected failure]';
+  if (r.expectedFlaky !== undefined) return '  [listed flaky]';
+  return '';
 }
 
 function indent(s: string, by = '      '): string {
@@ -46,9 +53,12 @@ function indent(s: string, by = '      '): string {
 }
 
 function failureBlock(r: CaseResult): string {
-  const f = r.failure!;
-  const parts = [`${MARK.failed} ${r.id} [${r.level}, ${sectionTitle(r.section)}]`, `    ${f.message}`];
+  // A flaky case blocked by a precondition at first has no evidence of its own: its reason says it.
+  const f = r.failure ?? { message: r.reason ?? '' };
+  const parts = [`${MARK[r.status]} ${r.id} [${r.level}, ${sectionTitle(r.section)}]`, `    ${f.message}`];
+  if (r.status === 'flaky') parts.splice(1, 0, `    flaky: ${r.reason}; the failure it had:`);
   if (r.expectedFailure !== undefined) parts.push(`    expected failure (baseline): ${r.expectedFailure}`);
+  if (r.expectedFlaky !== undefined) parts.push(`    listed flaky (baseline): ${r.expectedFlaky}`);
   const earlier = (f.exchanges ?? []).slice(0, -1);
   if (earlier.length > 0)
     parts.push(
@@ -83,6 +93,9 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   }
   const failed = run.results.filter((r) => r.status === 'failed');
   if (failed.length > 0) out.push('', `Failures (${failed.length}):`, '', failed.map(failureBlock).join('\n\n'));
+  const flaky = run.results.filter((r) => r.status === 'flaky');
+  if (flaky.length > 0)
+    out.push('', `Flaky (${flaky.length}): passed on a retry or in some runs only`, '', flaky.map(failureBlock).join('\n\n'));
   const blocking = run.preconditions.filter((p) => p.blocked.length > 0);
   if (blocking.length > 0)
     out.push(
@@ -94,8 +107,12 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (run.warnings.length > 0) out.push('', 'Warnings (preflight):', ...run.warnings.map((w) => `  ${w}`));
   if (run.baseline) {
     const b = run.baseline;
-    out.push('', `Baseline ${b.file}: ${b.expected} expected failure${b.expected === 1 ? '' : 's'}`);
-    if (b.stale.length > 0) out.push(`  stale (listed, but now passing: delete these lines; they fail the run): ${b.stale.join(', ')}`);
+    out.push(
+      '',
+      `Baseline ${b.file}: ${b.expected} expected failure${b.expected === 1 ? '' : 's'}${b.flaky ? `, ${b.flaky} listed flaky` : ''}`,
+    );
+    if (b.stale.length > 0)
+      out.push('  stale (they fail the run):', ...run.results.filter((r) => r.stale).map((r) => `    ${r.id}: ${r.stale}`));
     if (b.unknown.length > 0) out.push(`  not run here: ${b.unknown.join(', ')}`);
   }
   const missing = [...new Set(run.results.flatMap((r) => r.missing ?? []))];
@@ -116,7 +133,7 @@ export function clauseLine(run: Pick<RunResults, 'results'>): string {
   const m = matrixSummary(clauseMatrix(run.results));
   const failed = m.failed ? `, ${m.failed} hit by a failing case` : '';
   const unreached = m.exact + m.weak - (m.reached ?? 0);
-  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${m.exact} checked exactly, ${m.weak} weakly, ${m.none} not checkable; see docs/conformance.md)`;
+  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${countsText(m)}; see docs/conformance.md)`;
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion'>): string {
@@ -131,21 +148,66 @@ function xml(s: string): string {
   return s.replace(NOT_IN_XML, '').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
+/** The evidence of a failure as one text: message, the request that showed it, its answer, the replay script. */
+function evidenceText(f: NonNullable<CaseResult['failure']>): string {
+  return [
+    f.message,
+    f.curl ? `sent:\n${f.curl}` : '',
+    f.response ? `got:\n${f.response}` : '',
+    f.reproduction ? `reproduce:\n${f.reproduction}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+type JunitKind = 'failure' | 'error' | 'skipped' | 'flaky' | 'none';
+
+/**
+ * The JUnit element of a result (docs/conformance.md, "Outcomes in JUnit"): a failure that fails the
+ * run is <failure> (a stale baseline entry too), an error <error>, what the baseline expects and a
+ * skip <skipped>, a flaky case Maven Surefire's <flakyFailure> inside a passing test case.
+ */
+export function junitElement(r: CaseResult): { kind: JunitKind; xml: string } {
+  if (r.stale !== undefined) {
+    const body = r.failure ? evidenceText(r.failure) : '';
+    return {
+      kind: 'failure',
+      xml: `<failure message="${xml(`stale baseline entry: ${r.stale}`)}" type="stale-baseline">${xml(body)}</failure>`,
+    };
+  }
+  const excuse = excused(r);
+  if (excuse !== undefined) return { kind: 'skipped', xml: `<skipped message="${xml(excuse)}"/>` };
+  if (r.status === 'skipped') return { kind: 'skipped', xml: `<skipped message="${xml(r.reason ?? '')}"/>` };
+  if (r.status === 'errored') return { kind: 'error', xml: `<error message="${xml(r.reason ?? '')}" type="precondition"/>` };
+  if (r.status === 'flaky') {
+    const f = r.failure;
+    const message = `flaky: ${r.reason ?? ''}${r.expectedFlaky !== undefined ? ` (listed flaky: ${r.expectedFlaky})` : ''}`;
+    return {
+      kind: 'flaky',
+      xml: `<flakyFailure message="${xml(message)}" type="${r.level}">${f ? `<stackTrace>${xml(evidenceText(f))}</stackTrace>` : ''}</flakyFailure>`,
+    };
+  }
+  if (r.status === 'failed') {
+    const f = r.failure ?? { message: 'failed' };
+    return { kind: 'failure', xml: `<failure message="${xml(f.message)}" type="${r.level}">${xml(evidenceText(f))}</failure>` };
+  }
+  return { kind: 'none', xml: '' };
+}
+
 function renderJunit(run: RunResults): string {
   const bySection = new Map<string, CaseResult[]>();
   for (const r of run.results) bySection.set(r.section, [...(bySection.get(r.section) ?? []), r]);
-  const s = run.summary;
+  const all = run.results.map(junitElement);
+  const n = (els: Array<{ kind: JunitKind }>, kind: JunitKind) => els.filter((e) => e.kind === kind).length;
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="conformance" tests="${run.results.length}" failures="${s.failed}" errors="${s.errored}" skipped="${s.skipped}" time="${(run.ms / 1000).toFixed(3)}">`,
+    `<testsuites name="conformance" tests="${run.results.length}" failures="${n(all, 'failure')}" errors="${n(all, 'error')}" skipped="${n(all, 'skipped')}" time="${(run.ms / 1000).toFixed(3)}">`,
   ];
   for (const [section, rs] of bySection) {
-    const failures = rs.filter((r) => r.status === 'failed').length;
-    const skippedN = rs.filter((r) => r.status === 'skipped').length;
-    const errors = rs.filter((r) => r.status === 'errored').length;
+    const els = rs.map(junitElement);
     const time = rs.reduce((t, r) => t + r.ms, 0) / 1000;
     lines.push(
-      `  <testsuite name="${xml(sectionTitle(section))}" tests="${rs.length}" failures="${failures}" errors="${errors}" skipped="${skippedN}" time="${time.toFixed(3)}">`,
+      `  <testsuite name="${xml(sectionTitle(section))}" tests="${rs.length}" failures="${n(els, 'failure')}" errors="${n(els, 'error')}" skipped="${n(els, 'skipped')}" time="${time.toFixed(3)}">`,
     );
     // Which suite and interface judged: CI test tabs show a suite's properties.
     lines.push(
@@ -155,25 +217,11 @@ function renderJunit(run: RunResults): string {
       ),
       '    </properties>',
     );
-    for (const r of rs) {
+    rs.forEach((r, i) => {
       const open = `    <testcase classname="conformance.S${xml(section)}" name="${xml(`${r.id}: ${r.description}`)}" time="${(r.ms / 1000).toFixed(3)}"`;
-      if (r.status === 'passed') lines.push(`${open}/>`);
-      else if (r.status === 'skipped') lines.push(`${open}>`, `      <skipped message="${xml(r.reason ?? '')}"/>`, '    </testcase>');
-      else if (r.status === 'errored')
-        lines.push(`${open}>`, `      <error message="${xml(r.reason ?? '')}" type="precondition"/>`, '    </testcase>');
-      else {
-        const f = r.failure!;
-        const body = [
-          f.message,
-          f.curl ? `sent:\n${f.curl}` : '',
-          f.response ? `got:\n${f.response}` : '',
-          f.reproduction ? `reproduce:\n${f.reproduction}` : '',
-        ]
-          .filter(Boolean)
-          .join('\n\n');
-        lines.push(`${open}>`, `      <failure message="${xml(f.message)}" type="${r.level}">${xml(body)}</failure>`, '    </testcase>');
-      }
-    }
+      const el = els[i]!;
+      lines.push(el.kind === 'none' ? `${open}/>` : `${open}>\n      ${el.xml}\n    </testcase>`);
+    });
     lines.push('  </testsuite>');
   }
   lines.push('</testsuites>');
@@ -192,13 +240,22 @@ function renderTap(run: RunResults): string {
   ];
   run.results.forEach((r, i) => {
     const name = `${r.id} - ${r.description.replace(/#/g, '\\#')}`;
-    if (r.status === 'passed') lines.push(`ok ${i + 1} - ${name}`);
+    // TAP's TODO: a failure that the baseline excuses does not fail the plan.
+    const excuse = excused(r);
+    const todo = excuse !== undefined ? ` # TODO ${excuse}` : '';
+    if (r.status === 'passed' && !r.stale) lines.push(`ok ${i + 1} - ${name}`);
     else if (r.status === 'skipped') lines.push(`ok ${i + 1} - ${name} # SKIP ${r.reason ?? ''}`);
-    else if (r.status === 'errored')
-      lines.push(`not ok ${i + 1} - ${name}`, '  ---', ...yamlBlock('message', r.reason ?? ''), '    severity: errored', '  ...');
+    else if (r.status === 'flaky' && !r.stale) {
+      lines.push(`ok ${i + 1} - ${name}`, '  ---', ...yamlBlock('flaky', r.reason ?? ''));
+      if (r.expectedFlaky !== undefined) lines.push(...yamlBlock('listed', r.expectedFlaky));
+      if (r.failure) lines.push(...yamlBlock('message', r.failure.message));
+      lines.push('  ...');
+    } else if (r.status === 'errored')
+      lines.push(`not ok ${i + 1} - ${name}${todo}`, '  ---', ...yamlBlock('message', r.reason ?? ''), '    severity: errored', '  ...');
     else {
-      const f = r.failure!;
-      lines.push(`not ok ${i + 1} - ${name}`, '  ---', ...yamlBlock('message', f.message), `    level: ${r.level}`);
+      const f = r.failure ?? { message: r.stale ?? 'failed' };
+      lines.push(`not ok ${i + 1} - ${name}${todo}`, '  ---', ...yamlBlock('message', f.message), `    level: ${r.level}`);
+      if (r.stale) lines.push(...yamlBlock('stale', r.stale));
       if (f.curl) lines.push(...yamlBlock('sent', f.curl));
       if (f.response) lines.push(...yamlBlock('got', f.response));
       if (f.reproduction) lines.push(...yamlBlock('reproduce', f.reproduction));

@@ -2,7 +2,11 @@
 // both depend on it and never on each other.
 import type { Level, Profile } from './context.ts';
 
-export type Outcome = 'passed' | 'failed' | 'skipped' | 'errored';
+/**
+ * `flaky`: the case failed (or errored) and passed when it ran again (--retry-failed), or passed in
+ * some runs of --repeat and failed in others. Counted apart from passed and failed.
+ */
+export type Outcome = 'passed' | 'failed' | 'flaky' | 'skipped' | 'errored';
 
 /** One request and its response, as the JSON report carries it (the key replaced by `$API_KEY`). */
 export interface EvidenceExchange {
@@ -50,12 +54,23 @@ export interface CaseResult {
   failure?: FailureDetail;
   /** Errored: the precondition that failed (its failure is in `RunResults.preconditions`). */
   blockedBy?: string;
-  /** Listed in the --expected-failures file, with this reason. */
+  /** Listed in the --expected-failures file as failing, with this reason. */
   expectedFailure?: string;
+  /** Listed in the --expected-failures file as `[flaky]`, with this reason. */
+  expectedFlaky?: string;
+  /** Its baseline entry no longer says what happens (it fails the run): why. */
+  stale?: string;
   /** With --repeat: how many of the runs failed or were skipped, of how many. */
   failedRuns?: number;
   skippedRuns?: number;
+  passedRuns?: number;
   runs?: number;
+  /**
+   * Every try of the case (--retry-failed runs a failed one again; --repeat runs all of them again),
+   * and how many of them did not pass; absent when it ran once.
+   */
+  tries?: number;
+  failedTries?: number;
   ms: number;
 }
 
@@ -87,8 +102,11 @@ export interface RunResults {
   preconditions: PreconditionResult[];
   /** What the preflight found allowed but suspicious (a 404 for apps.other_team, …). */
   warnings: string[];
-  /** With --expected-failures: the listed cases that passed (they fail the run) and the ids that match no case run. */
-  baseline?: { file: string; expected: number; stale: string[]; unknown: string[] };
+  /**
+   * With --expected-failures: how many listed cases failed as listed, how many listed `[flaky]` ended
+   * flaky or passed, the entries that no longer hold (they fail the run) and the ids of cases not run.
+   */
+  baseline?: { file: string; expected: number; flaky: number; stale: string[]; unknown: string[] };
   /** Requests sent, and how many answers were 429s retried after their Retry-After. */
   requests: { sent: number; retried429: number };
   /** What the run created and deleted at the end. */

@@ -2,13 +2,14 @@
 // run created, and returns results that every reporter renders. Library entry of the suite.
 import { randomBytes } from 'node:crypto';
 import { applyBaseline, type Baseline } from './baseline.ts';
+import { afterRetry, mergeResult, summarize } from './outcomes.ts';
 import { CaseContext, CaseFailure, CaseSkip, PreconditionFailure, type CaseDef, type Profile, type RunState } from './context.ts';
 import { describeResponse, exchangeCurl, reproduction, toEvidence, type KeyName } from './evidence.ts';
 import { HttpClient, type Exchange } from './http.ts';
 import { Pacer } from './pace.ts';
 import { preflight } from './preflight.ts';
 import { selectCases, unmatchedPatterns } from './registry.ts';
-import type { CaseResult, FailureDetail, PreconditionResult, RunResults, Summary } from './results.ts';
+import type { CaseResult, FailureDetail, PreconditionResult, RunResults } from './results.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION, TARGET_FORMAT_VERSION } from './version.ts';
 
@@ -17,6 +18,7 @@ export type { CaseResult, EvidenceExchange, FailureDetail, Outcome, Precondition
 export { PreflightError, UnreachableError } from './preflight.ts';
 export { CASES, selectCases } from './registry.ts';
 export { render, REPORTERS, summaryLine, type ReporterName } from './reporters.ts';
+export { exitCode, mergeResult, summarize } from './outcomes.ts';
 
 /** Profile names: each says the interface version it judges; `spec` and `reference` stand for the current one. */
 export const PROFILES = [`spec-${INTERFACE_VERSION}`, `reference-${INTERFACE_VERSION}`, 'spec', 'reference'] as const;
@@ -49,8 +51,14 @@ export interface RunOptions {
   settleTimeoutMs?: number;
   /** Stop at the first failure; the remaining cases are reported as skipped. */
   bail?: boolean;
-  /** Run the selection N times; a case passes only if it passed every time. */
+  /** Run the selection N times; a case passes only if it passed every time, and is flaky if it passed only some. */
   repeat?: number;
+  /**
+   * A case that fails (or errors) is run again, alone and with its preconditions, up to this many
+   * times before it is reported (default 0); one that then passes is flaky. Never a case whose
+   * retry would meet the rate limit it used up (CaseDef.noRetry).
+   */
+  retryFailed?: number;
   /** Tags what the run creates; a fresh one by default (`newRunId()`). */
   runId?: string;
   /** Called as each case finishes (the pretty reporter prints progress with it). */
@@ -164,6 +172,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
           } else if (bailed) result = skipped(c, 'not run: --bail after a failure');
           else {
             result = await runCase(state, c, timeoutMs, keys, stop.signal, preconditions);
+            result = await retried(result, { state, c, timeoutMs, keys, stop: stop.signal, preconditions, times: opts.retryFailed ?? 0 });
             if (stop.signal.aborted && result.status === 'failed') interruptShown = true;
           }
           const next = mergeResult(merged.get(c.id), result);
@@ -200,23 +209,6 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   } finally {
     release();
   }
-}
-
-export function summarize(results: CaseResult[]): Summary {
-  const summary: Summary = { passed: 0, failed: 0, skipped: 0, errored: 0 };
-  for (const r of results) summary[r.status]++;
-  return summary;
-}
-
-/**
- * 0: nothing failed; 1: a case failed or errored that the baseline does not expect, a baseline entry
- * is stale, the run was interrupted, or (with --fail-on-skip) a case was skipped.
- */
-export function exitCode(run: RunResults, opts: { failOnSkip?: boolean } = {}): 0 | 1 {
-  const unexpected = run.results.some((r) => (r.status === 'failed' || r.status === 'errored') && r.expectedFailure === undefined);
-  if (unexpected || run.interrupted || (run.baseline?.stale.length ?? 0) > 0) return 1;
-  if (opts.failOnSkip && run.summary.skipped > 0) return 1;
-  return 0;
 }
 
 /** Aborts `stop` on the caller's signal and (unless told not to) on the first SIGINT/SIGTERM; returns the undo. */
@@ -334,6 +326,33 @@ async function runCase(
   }
 }
 
+/**
+ * --retry-failed: a case that failed or errored runs again, up to `times` more, each time with
+ * preconditions of its own (a fresh memo, so that what it shares with other cases is made again);
+ * once a try passes it is flaky, and no longer counted as blocked by a precondition.
+ */
+async function retried(
+  first: CaseResult,
+  r: {
+    state: RunState;
+    c: CaseDef;
+    timeoutMs: number;
+    keys: KeyName[];
+    stop: AbortSignal;
+    preconditions: Map<string, PreconditionResult>;
+    times: number;
+  },
+): Promise<CaseResult> {
+  let result = first;
+  for (let t = 1; t <= r.times && (result.status === 'failed' || result.status === 'errored'); t++) {
+    if (r.c.noRetry || r.stop.aborted) break;
+    const again = await runCase({ ...r.state, memo: new Map() }, r.c, r.timeoutMs, r.keys, r.stop, new Map());
+    result = afterRetry(result, again, t);
+  }
+  if (result.status === 'flaky') for (const p of r.preconditions.values()) p.blocked = p.blocked.filter((id) => id !== r.c.id);
+  return result;
+}
+
 /** The evidence of a failure: the exchange that showed it, every exchange of the case, and (for several) a script that replays them. */
 function failureDetail(
   message: string,
@@ -351,18 +370,6 @@ function failureDetail(
   if (exchanges.length > 0) failure.exchanges = exchanges.map((e) => toEvidence(e, keys));
   if (exchanges.length > 1) failure.reproduction = reproduction(exchanges, keys, baseUrl, `${c.id}: ${c.description}`);
   return failure;
-}
-
-const RANK = { failed: 3, errored: 2, skipped: 1, passed: 0 } as const;
-
-/** With --repeat: a case passes only if it passed every time; a failure in any run fails it, then an error, then a skip. */
-export function mergeResult(prev: CaseResult | undefined, next: CaseResult): CaseResult {
-  if (!prev) return next;
-  const failedRuns = (prev.failedRuns ?? (prev.status === 'failed' ? 1 : 0)) + (next.status === 'failed' ? 1 : 0);
-  const skippedRuns = (prev.skippedRuns ?? (prev.status === 'skipped' ? 1 : 0)) + (next.status === 'skipped' ? 1 : 0);
-  const runs = (prev.runs ?? 1) + 1;
-  const counts = { failedRuns, skippedRuns, runs, ms: prev.ms + next.ms };
-  return RANK[next.status] > RANK[prev.status] ? { ...next, ...counts } : { ...prev, ...counts };
 }
 
 /**

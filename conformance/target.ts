@@ -12,15 +12,32 @@ export const APP_KEYS = [
   'inactive',
   'no_agent',
   'rate_limited',
+  'inactive_conversation',
+  'slow',
+  'small_storage',
 ] as const;
 export type AppKey = (typeof APP_KEYS)[number];
-/** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget` or `widget.identity_secret`. */
-export type TargetKey = `apps.${AppKey}` | 'publishable_key' | 'other_team_api_key' | 'widget' | 'widget.identity_secret';
+/** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget` or `widget.<name>`. */
+export type TargetKey =
+  | `apps.${AppKey}`
+  | 'publishable_key'
+  | 'other_team_api_key'
+  | 'widget'
+  | 'widget.identity_secret'
+  | 'widget.short_token_app';
 
-const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key', 'widget'] as const;
-const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret'] as const;
+const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key', 'widget', 'admin'] as const;
+const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret', 'short_token_app'] as const;
+const ADMIN_KEYS = ['base_url', 'email', 'password'] as const;
 /** The format version that introduced a key (the others are version 1's): a target that uses one says so (docs/target.md). */
-const SINCE: Record<string, number> = { widget: 2 };
+const SINCE: Record<string, number> = {
+  widget: 2,
+  admin: 3,
+  'apps.inactive_conversation': 4,
+  'apps.slow': 4,
+  'apps.small_storage': 4,
+  'widget.short_token_app': 4,
+};
 
 const nonEmpty = z.string().min(1);
 
@@ -46,6 +63,16 @@ const TargetFile = z.looseObject({
       base_url: nonEmpty,
       origin: nonEmpty,
       identity_secret: nonEmpty.nullable().optional(),
+      short_token_app: nonEmpty.nullable().optional(),
+    })
+    .nullable()
+    .optional(),
+  /** Version 3: an administrator's sign-in on the control plane (docs/target.md); read and checked, not used by any case yet. */
+  admin: z
+    .looseObject({
+      base_url: nonEmpty.optional(),
+      email: nonEmpty,
+      password: nonEmpty,
     })
     .nullable()
     .optional(),
@@ -59,6 +86,16 @@ export interface WidgetTarget {
   origin: string;
   /** The main app's identity secret (D-50), when the target gives it. */
   identitySecret?: string;
+  /** An app of the team whose widget allows `origin` and whose visitor tokens expire within seconds (D-49). */
+  shortTokenApp?: string;
+}
+
+/** The control plane of the target, for an administrator (target format version 3). */
+export interface AdminTarget {
+  /** Absolute, without a trailing slash: by default base_url's origin and `/admin/v1`. */
+  baseUrl: string;
+  email: string;
+  password: string;
 }
 
 export interface Target {
@@ -69,6 +106,7 @@ export interface Target {
   publishableKey?: string;
   otherTeamApiKey?: string;
   widget?: WidgetTarget;
+  admin?: AdminTarget;
   /** Keys of a target written for a newer format version, which this suite ignores (named in the report). */
   ignoredKeys?: string[];
 }
@@ -98,12 +136,18 @@ function unknownKeys(json: Record<string, unknown>): string[] {
   };
   nested('apps', APP_KEYS);
   nested('widget', WIDGET_KEYS);
+  nested('admin', ADMIN_KEYS);
   return out;
 }
 
 /** The known key nearest to a typo (at most two edits away), for the error message. */
 function nearest(key: string): string | undefined {
-  const known = [...TOP_KEYS, ...APP_KEYS.map((k) => `apps.${k}`), ...WIDGET_KEYS.map((k) => `widget.${k}`)];
+  const known = [
+    ...TOP_KEYS,
+    ...APP_KEYS.map((k) => `apps.${k}`),
+    ...WIDGET_KEYS.map((k) => `widget.${k}`),
+    ...ADMIN_KEYS.map((k) => `admin.${k}`),
+  ];
   let best: [string, number] | undefined;
   for (const k of known) {
     const d = editDistance(key, k);
@@ -120,6 +164,20 @@ function editDistance(a: string, b: string): number {
     prev = row;
   }
   return prev[b.length]!;
+}
+
+/** The keys a target gives a value (not null), nested ones as `apps.slow`, `widget.origin`. */
+function givenKeys(json: Record<string, unknown>): string[] {
+  return Object.entries(json).flatMap(([k, v]) => {
+    if (v == null) return [];
+    const nested =
+      typeof v === 'object' && !Array.isArray(v)
+        ? Object.entries(v as Record<string, unknown>)
+            .filter(([, x]) => x != null)
+            .map(([n]) => `${k}.${n}`)
+        : [];
+    return [k, ...nested];
+  });
 }
 
 /** Builds a Target from the file's JSON, with command-line overrides; every problem is a UsageError. */
@@ -146,7 +204,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     );
   }
   // A key of a later version than the target declares: an older suite would refuse the file, so it must say so.
-  const later = Object.keys(withOverrides).filter((k) => withOverrides[k] != null && (SINCE[k] ?? 1) > version);
+  const later = givenKeys(withOverrides).filter((k) => (SINCE[k] ?? 1) > version);
   if (later.length > 0) {
     const since = Math.max(...later.map((k) => SINCE[k]!));
     throw new UsageError(
@@ -170,6 +228,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     if (v) apps[k] = v;
   }
   const widget = t.widget ? parseWidget(t.widget, baseUrl, source) : undefined;
+  const admin = t.admin ? parseAdmin(t.admin, baseUrl, source) : undefined;
   return {
     baseUrl,
     apiKey: t.api_key,
@@ -178,6 +237,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     publishableKey: t.publishable_key ?? undefined,
     otherTeamApiKey: t.other_team_api_key ?? undefined,
     ...(widget ? { widget } : {}),
+    ...(admin ? { admin } : {}),
     ...(unknown.length > 0 ? { ignoredKeys: unknown } : {}),
   };
 }
@@ -187,7 +247,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
  * (RFC 3986 §5): `/widget/v1` is the widget API on base_url's host, and follows `--base-url`.
  */
 function parseWidget(
-  w: { base_url: string; origin: string; identity_secret?: string | null },
+  w: { base_url: string; origin: string; identity_secret?: string | null; short_token_app?: string | null },
   baseUrl: string,
   source: string,
 ): WidgetTarget {
@@ -217,7 +277,35 @@ function parseWidget(
       `${source}: widget.origin must be an origin such as https://shop.example (scheme, host and port; no path, no trailing slash): ${w.origin}`,
     );
   }
-  return { baseUrl: widgetBase, origin: w.origin, ...(w.identity_secret ? { identitySecret: w.identity_secret } : {}) };
+  return {
+    baseUrl: widgetBase,
+    origin: w.origin,
+    ...(w.identity_secret ? { identitySecret: w.identity_secret } : {}),
+    ...(w.short_token_app ? { shortTokenApp: w.short_token_app } : {}),
+  };
+}
+
+/**
+ * `admin.base_url` is absolute, or resolved against base_url as `widget.base_url` is; without it, the
+ * control plane is at base_url's origin and `/admin/v1`.
+ */
+function parseAdmin(a: { base_url?: string; email: string; password: string }, baseUrl: string, source: string): AdminTarget {
+  let url: URL;
+  try {
+    url = new URL(a.base_url ?? '/admin/v1', baseUrl);
+  } catch {
+    throw new UsageError(`${source}: admin.base_url is not a URL: ${a.base_url}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`${source}: admin.base_url must be http(s): ${a.base_url}`);
+  if (url.search || url.hash) throw new UsageError(`${source}: admin.base_url has a query or a fragment: ${a.base_url}`);
+  const adminBase = url.href.replace(/\/+$/, '');
+  if (adminBase === baseUrl)
+    throw new UsageError(
+      `${source}: admin.base_url is base_url itself: the control plane has its own path space, e.g. ${new URL('/admin/v1', baseUrl).href}`,
+    );
+  if (!/^[^@\s]+@[^@\s]+$/.test(a.email)) throw new UsageError(`${source}: admin.email is not an email address: ${a.email}`);
+  return { baseUrl: adminBase, email: a.email, password: a.password };
 }
 
 export async function loadTarget(file: string, overrides: TargetOverrides = {}): Promise<Target> {
@@ -242,5 +330,6 @@ export function targetValue(t: Target, key: TargetKey): string | undefined {
   if (key === 'other_team_api_key') return t.otherTeamApiKey;
   if (key === 'widget') return t.widget?.baseUrl;
   if (key === 'widget.identity_secret') return t.widget?.identitySecret;
+  if (key === 'widget.short_token_app') return t.widget?.shortTokenApp;
   return t.apps[key.slice(5) as AppKey];
 }

@@ -23,6 +23,7 @@ import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
 import { openBackend, type BackendStore } from './store/backend.ts';
+import { checkListenable } from './http/port.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 
@@ -75,6 +76,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
   const opts = { ...DEFAULTS, ...definedOnly(given) };
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
+  // D-113: a start that cannot listen leaves nothing behind; the server itself listens only once the store is open.
+  await checkListenable(opts.port, opts.host);
   // Every concern kept beside conversations, from the data directory or from PostgreSQL (DATABASE_URL).
   const backend = await openBackend({
     dataDir: opts.dataDir,
@@ -97,8 +100,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const completions = new CompletionService(agent, usage, logger);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
     const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
-    // D-38: the replies a killed process left running are saved `interrupted` before anything is served.
-    const interrupted = await responses.recover();
+    // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
+    const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     if (store.sweepMs) responses.sweep(store.sweepMs);
     let closing: Promise<void> | undefined;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { LOG_FLUSH_MS, startParley, type Parley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
 import { ConfigError, HelpRequested, USAGE, loadConfig, type Config } from './config.ts';
-import { DataFileError } from './core/errors.ts';
+import { startupReason } from './core/errors.ts';
 
 export async function serve(argv: string[]): Promise<void> {
   let config: Config;
@@ -27,10 +27,11 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     parley = await startParley(config);
   } catch (err) {
-    // A bad data dir or fixtures file, a port in use or not ours, a host that does not resolve:
-    // each is the operator's to fix, so a one-line reason rather than a stack trace.
-    if (err instanceof DataFileError || typeof (err as NodeJS.ErrnoException).code === 'string') {
-      process.stderr.write(`parley: cannot start: ${(err as Error).message}\n`);
+    // A bad data dir or fixtures file, a full disk, a port in use or not ours, a host that does not
+    // resolve: each is the operator's to fix, so a one-line reason rather than a stack trace.
+    const reason = startupReason(err);
+    if (reason !== undefined) {
+      process.stderr.write(`parley: cannot start: ${reason}\n`);
       process.exit(1);
     }
     throw err;
@@ -69,7 +70,7 @@ export async function serve(argv: string[]): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // Announced only once a signal would be handled: one sent as soon as the banner is read stops gracefully.
-  process.stdout.write(banner(parley.baseUrl, config.fixturesDir, parley.playgroundUrl, config.dataDir));
+  process.stdout.write(banner({ ...config, baseUrl: parley.baseUrl, playgroundUrl: parley.playgroundUrl }));
   if (config.model)
     process.stdout.write(
       `  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`,
@@ -79,19 +80,44 @@ export async function serve(argv: string[]): Promise<void> {
 /** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
-/** The demo credentials come from the fixtures' target file, the only place they are written in clear. */
-function banner(baseUrl: string, fixturesDir: string, playgroundUrl: string | null, dataDir: string): string {
-  const lines = [`Parley listening on ${baseUrl}`, `  data directory:  ${path.resolve(dataDir)}`];
-  if (playgroundUrl) lines.push(`  widget playground: ${playgroundUrl}`);
+/** What the banner is made of: where Parley listens, and what it uses. */
+export interface BannerOf {
+  baseUrl: string;
+  fixturesDir: string;
+  playgroundUrl: string | null;
+  dataDir: string;
+  databaseUrl: string | null;
+}
+
+/**
+ * D-94: names only what this process uses (the data directory, or the database by its host and name
+ * without its credentials) and shows keys redacted, as a log or a screen share may keep them; the demo
+ * key is written in README.md and fixtures/target.json.
+ */
+export function banner(o: BannerOf): string {
+  const lines = [`Parley listening on ${o.baseUrl}`];
+  if (o.databaseUrl) {
+    const db = new URL(o.databaseUrl);
+    lines.push(`  database:        PostgreSQL at ${db.host}${db.pathname}`);
+  } else lines.push(`  data directory:  ${path.resolve(o.dataDir)}`);
+  if (o.playgroundUrl) lines.push(`  widget playground: ${o.playgroundUrl}`);
   try {
-    const target = JSON.parse(fs.readFileSync(path.join(fixturesDir, 'target.json'), 'utf8')) as { app_id?: string; api_key?: string };
+    const target = JSON.parse(fs.readFileSync(path.join(o.fixturesDir, 'target.json'), 'utf8')) as { app_id?: string; api_key?: string };
     if (target.app_id) lines.push(`  demo app id:     ${target.app_id}`);
-    if (target.api_key) lines.push(`  demo secret key: ${target.api_key}`);
-    lines.push(`  try: curl -H "Authorization: Bearer ${target.api_key}" ${baseUrl}/apps/${target.app_id}/config`);
+    if (target.api_key) {
+      lines.push(`  demo secret key: ${redactedKey(target.api_key)} (in full in README.md and ${path.join(o.fixturesDir, 'target.json')})`);
+      lines.push(`  try: curl -H "Authorization: Bearer $KEY" ${o.baseUrl}/apps/${target.app_id}/config`);
+    }
   } catch {
     // Custom fixtures without a target file: nothing more to show.
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** A key as it may be shown: its prefix (up to its second `_`), an ellipsis and its last four characters. */
+export function redactedKey(key: string): string {
+  const prefix = key.slice(0, key.indexOf('_', key.indexOf('_') + 1) + 1);
+  return `${prefix}…${key.slice(-4)}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('src/main.ts')) {

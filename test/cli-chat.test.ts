@@ -1,5 +1,6 @@
 // `parley chat` through pipes (D-64): slash commands, """ blocks, and the word wrapping of replies. The
-// terminal itself (line editing, Ctrl-C, pastes, history) is tested in tmux: test/proof/chat-tmux.test.ts.
+// terminal itself (line editing, Ctrl-C, pastes, history) is tested in tmux, test/proof/chat-tmux.test.ts,
+// and its line editor on a small screen in test/cli-line-editor.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { WordWrapper } from '../cli/render.ts';

@@ -9,7 +9,7 @@ import { FileStore } from '../src/store/file/file-store.ts';
 import { procStat } from '../src/store/file/dir-lock.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 import { runCli } from './support/cli-helpers.ts';
-import { tempDir } from './support/helpers.ts';
+import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
 
 async function seeded(): Promise<string> {
   const dir = await tempDir();
@@ -103,6 +103,36 @@ test('a clash, an unknown version, a file cut short: exit 1 naming the id or the
   await empty.open();
   assert.equal((await empty.conversationsOf('app_demo')).length, 0);
   await empty.close();
+});
+
+test("D-94: an export names its apps and their teams; an import checks them against the target's fixtures (--fixtures)", async () => {
+  const a = await seeded();
+  const out = await runCli(['data', 'export', '--data-dir', a, '--fixtures', FIXTURES_DIR]);
+  assert.equal(out.code, 0, out.stderr);
+  const lines = out.stdout.trimEnd().split('\n');
+  assert.equal(JSON.parse(lines[0]!).apps.app_demo, 'team_demo');
+  assert.equal(JSON.parse(lines[0]!).apps.app_other, 'team_other');
+  // Fixtures in which app_demo belongs to another team: refused, naming the line and both teams.
+  const fixtures = await tempDir();
+  await fs.cp(FIXTURES_DIR, fixtures, { recursive: true });
+  const f = JSON.parse(await fs.readFile(path.join(fixtures, 'fixtures.json'), 'utf8'));
+  f.apps.find((x: { id: string }) => x.id === 'app_demo').team_id = 'team_other';
+  await fs.writeFile(path.join(fixtures, 'fixtures.json'), JSON.stringify(f));
+  const b = await tempDir();
+  const moved = await runCli(['data', 'import', '-', '--data-dir', b, '--fixtures', fixtures], { input: out.stdout });
+  assert.equal(moved.code, 1);
+  assert.equal(moved.stderr, 'error: stdin: line 2: app app_demo belongs to team_demo in the file, to team_other in the target\n');
+  // An app the target does not have (FIXTURES, as parley serve reads it).
+  f.apps.splice(
+    f.apps.findIndex((x: { id: string }) => x.id === 'app_demo'),
+    1,
+  );
+  await fs.writeFile(path.join(fixtures, 'fixtures.json'), JSON.stringify(f));
+  const unknown = await runCli(['data', 'import', '-', '--data-dir', b], { input: out.stdout, env: { FIXTURES: fixtures } });
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /^error: stdin: line 2: app app_demo does not exist in the target/);
+  const ok = await runCli(['data', 'import', '-', '--data-dir', b, '--fixtures', FIXTURES_DIR], { input: out.stdout });
+  assert.equal(ok.code, 0, ok.stderr);
 });
 
 test('usage errors exit 2; a served data directory is refused (exit 1) naming its process', async () => {

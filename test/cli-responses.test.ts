@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ParleyClient, type ClientStreamEvent } from '../cli/client.ts';
 import { KEY, startTestServer, type TestServer } from './support/helpers.ts';
-import { runCli, serverEnv } from './support/cli-helpers.ts';
+import { runCli, serverEnv, startCli, waitFor } from './support/cli-helpers.ts';
 
 /** A proxy that cuts the first stream of send message after `cutAfter` events; everything else passes. */
 async function startCuttingProxy(upstream: string, cutAfter: number): Promise<{ baseUrl: string; cuts: number; close(): Promise<void> }> {
@@ -122,6 +122,24 @@ describe('resumable responses in the CLI', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  test('parley send --verbose names the reply as its headers arrive, so that it can be cancelled while it runs', async () => {
+    const c = await newConv('app_slow');
+    const env = serverEnv(s.baseUrl, 'app_slow');
+    const send = startCli(['send', c, 'Tell me everything about rate limits and billing', '--stream', '--verbose'], { env });
+    let stderr = '';
+    send.stderr.on('data', (d: string) => (stderr += d));
+    // The first words of the reply: its id was on stderr before them.
+    await waitFor(send.stdout, /\S/);
+    const id = /^< parley-response-id: (resp_\w+)$/m.exec(stderr)?.[1];
+    assert.ok(id, `no response id before the reply's text:\n${stderr}`);
+    assert.match(stderr, /^< 200 .*\n< parley-response-id: /m, 'said with the status line, not at the end');
+    const cancel = await runCli(['responses', 'cancel', id], { env });
+    assert.equal(cancel.code, 0, cancel.stderr);
+    const r = await send.done;
+    assert.equal(r.code, 1, 'the reply ended cancelled');
+    assert.match(r.stderr, new RegExp(`^error: response ${id} failed: .*\\(code: cancelled\\)$`, 'm'));
   });
 
   test('parley responses get|events|cancel', async () => {

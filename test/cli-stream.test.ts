@@ -125,12 +125,13 @@ describe('send', { concurrency: 4 }, () => {
     assert.match(r.stderr, new RegExp(`^error: timeout: .+ 0\\.1s \\(${s.baseUrl}/apps/${SLOW}/conversations/${id}\\)$`, 'm'));
   });
 
-  test('data_spec patches and the final status go to stderr, compactly (generative UI)', async () => {
+  test('data_spec patches and the final status go to stderr, one line each (generative UI)', async () => {
     const id = await conversation('app_genui');
     const r = await run(['send', id, 'I want to contact sales', '--stream', '--app', 'app_genui']);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /^◆ data_spec add \/form /m);
-    assert.doesNotMatch(r.stdout, /data_spec/);
+    assert.match(r.stderr, /^◆ form "Contact us" /m);
+    assert.match(r.stderr, /^ {2}• Email \(email; required\)$/m);
+    assert.doesNotMatch(r.stdout, /◆|•/);
   });
 
   test('a response that fails mid-stream exits 1 with its error (D-17)', async () => {

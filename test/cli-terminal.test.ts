@@ -76,6 +76,45 @@ describe('conversations delete asks on a terminal only (D-64)', () => {
   });
 });
 
+describe("another app's conversation or response", () => {
+  test('get, update, delete, send, chat and responses hint at --app on a 404; an unknown app does not', async () => {
+    // A key reaches every app of its team: the id may be right and the app wrong.
+    const id = await create();
+    const elsewhere = { env: { PARLEY_APP_ID: 'app_genui' } };
+    for (const args of [
+      ['conversations', 'get', id],
+      ['conversations', 'update', id, '--title', 'x'],
+      ['conversations', 'delete', id, '--yes'],
+      ['send', id, 'hi'],
+      ['chat', id],
+    ]) {
+      const r = await run(args, elsewhere);
+      assert.equal(r.code, 1, args.join(' '));
+      assert.match(r.stderr, /error: not_found \(404\)/);
+      assert.match(
+        r.stderr,
+        new RegExp(`hint: ${id} was not found in app app_genui \\(from PARLEY_APP_ID\\); if it belongs to another app, add --app <app_id>`),
+      );
+    }
+    const flag = await run(['responses', 'get', 'resp_nope', '--app', 'app_genui']);
+    assert.match(flag.stderr, /hint: resp_nope was not found in app app_genui \(from --app\)/);
+    assert.equal((await run(['conversations', 'get', id])).code, 0, 'untouched in its own app');
+
+    const unknownApp = await run(['conversations', 'get', id], { env: { PARLEY_APP_ID: 'app_nope' } });
+    assert.match(unknownApp.stderr, /App "app_nope" not found/);
+    assert.doesNotMatch(unknownApp.stderr, /hint:/);
+  });
+
+  test('delete at a terminal says not found before asking anything', async () => {
+    const id = await create();
+    const r = await atTerminal(['conversations', 'delete', id, '--app', 'app_genui'], 'y\n');
+    assert.equal(r.code, 1);
+    assert.doesNotMatch(r.stderr, /\[y\/N\]/);
+    assert.match(r.stderr, /error: not_found \(404\).*\n.*\nhint: .*--app/);
+    assert.equal((await run(['conversations', 'get', id])).code, 0, 'still there');
+  });
+});
+
 describe('relative times (D-64)', () => {
   test('a table says how long ago; --json keeps the exact timestamp; get shows both', async () => {
     const user = `rel_${Date.now()}`;

@@ -28,6 +28,13 @@ test('every checkable clause has a case; a clause without one is a written decis
     } else {
       assert.ok(row.cases.length > 0, `${row.id} (${row.check}) has no case`);
       if (row.check === 'weak') assert.ok(row.why && row.why.length > 10, `${row.id}: weak, without saying why`);
+      // D-106: weak for one of two reasons only: the interface leaves a choice open (in its words), or the target cannot provoke the rest.
+      if (row.check === 'weak')
+        assert.ok(row.weakBecause === 'open' || row.weakBecause === 'unprovokable', `${row.id}: weak, for no reason of the two`);
+      if (row.weakBecause === 'open')
+        assert.ok(row.quote && row.quote.length > 5, `${row.id}: left open by the interface, without its words`);
+      if (row.id.startsWith('D-') && row.check === 'weak')
+        assert.equal(row.weakBecause, 'unprovokable', `${row.id}: a decision leaves nothing open`);
     }
   }
 });
@@ -73,7 +80,7 @@ test("the matrix carries a run's outcomes: json has it, pretty summarises it", (
     startedAt: '',
     ms: 1,
     results,
-    summary: { passed: results.length - 1, failed: 1, skipped: 0, errored: 0 },
+    summary: { passed: results.length - 1, failed: 1, flaky: 0, skipped: 0, errored: 0 },
     cleanup: { deleted: 0, failed: [] },
     suite: { name: 'parley-conformance', version: '0.0.0' },
     interfaceVersion: '1.0.0',
@@ -88,11 +95,12 @@ test("the matrix carries a run's outcomes: json has it, pretty summarises it", (
   assert.deepEqual(row.cases.find((c) => c.id === first.id)?.status, 'failed');
   const m = matrixSummary(clauseMatrix(results));
   assert.equal(m.exact + m.weak + m.none, CLAUSES.length);
+  assert.equal(m.weakOpen + m.weakUnprovokable, m.weak);
   assert.ok((m.failed ?? 0) >= 1);
   assert.equal(m.reached, m.exact + m.weak);
   assert.match(
     clauseLine(run),
-    /^clauses: \d+ of the \d+ checkable clauses this run's cases reached are covered by a passing case, \d+ hit by a failing case \(\d+ clauses: \d+ checked exactly, \d+ weakly, \d+ not checkable/,
+    /^clauses: \d+ of the \d+ checkable clauses this run's cases reached are covered by a passing case, \d+ hit by a failing case \(\d+ clauses: \d+ checked exactly, \d+ weakly \(\d+ left open by the interface, \d+ the target cannot provoke\), \d+ not checkable/,
   );
   assert.match(render(run, 'pretty'), /\nclauses: \d+ of the \d+ checkable clauses/);
   // A run of one case reaches only that case's clauses; the rest are "not reached".

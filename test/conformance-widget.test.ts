@@ -29,6 +29,7 @@ describe("the target's widget (format version 2)", () => {
       baseUrl: 'http://127.0.0.1:8787/widget/v1',
       origin: 'https://shop.example',
       identitySecret: targetJson.widget.identity_secret,
+      shortTokenApp: targetJson.widget.short_token_app,
     });
     assert.equal(parseTarget(withWidget(null)).widget, undefined);
   });
@@ -38,7 +39,7 @@ describe("the target's widget (format version 2)", () => {
       assert.throws(() => parseTarget(withWidget(widget, rest), {}, 't.json'), re);
     bad(
       { ...targetJson.widget, orign: 'https://shop.example' },
-      /^UsageError: t\.json: unknown key widget\.orign \(did you mean widget\.origin\?\) in a version 2 target/,
+      /^UsageError: t\.json: unknown key widget\.orign \(did you mean widget\.origin\?\) in a version 4 target/,
     );
     bad({ base_url: '/widget/v1' }, /t\.json: widget\.origin: /);
     bad(
@@ -52,10 +53,13 @@ describe("the target's widget (format version 2)", () => {
     );
     bad({ ...targetJson.widget, base_url: 'ftp://x/widget/v1' }, /widget\.base_url must be http\(s\)/);
     // A version 1 target with widget would stop an older suite: it must say version 2.
-    bad(targetJson.widget, /^UsageError: t\.json: widget is a key of format version 2, and the target says version 1: add "version": 2/, {
+    const { inactive_conversation: _c, slow: _s, small_storage: _q, ...v1Apps } = targetJson.apps;
+    const v2Widget = { ...targetJson.widget, short_token_app: undefined };
+    bad(v2Widget, /^UsageError: t\.json: widget is a key of format version 2, and the target says version 1: add "version": 2/, {
       version: undefined,
+      apps: v1Apps,
     });
-    assert.equal(parseTarget({ ...targetJson, version: undefined, widget: undefined }).widget, undefined);
+    assert.equal(parseTarget({ ...targetJson, version: undefined, apps: v1Apps, widget: undefined }).widget, undefined);
   });
 });
 
@@ -124,7 +128,14 @@ describe('the widget cases (REFERENCE, §5.4)', () => {
     });
     assert.deepEqual(
       without.results.map((c) => [c.status, c.missing]),
-      WIDGET_CASES.map((id) => ['skipped', id === 'S5.4-widget-identity' ? ['widget', 'widget.identity_secret'] : ['widget']]),
+      WIDGET_CASES.map((id) => [
+        'skipped',
+        id === 'S5.4-widget-identity'
+          ? ['widget', 'widget.identity_secret']
+          : id === 'S5.4-widget-token-lifetime'
+            ? ['widget', 'widget.short_token_app']
+            : ['widget'],
+      ]),
     );
     const { identity_secret: _, ...noSecret } = targetJson.widget;
     const r = await runConformance({

@@ -77,6 +77,9 @@ test('docs/target.md describes every key the conformance suite reads from a targ
     ...APP_KEYS.map((k) => `apps.${k}`),
     'publishable_key',
     'other_team_api_key',
+    ...['base_url', 'origin', 'identity_secret', 'short_token_app'].map((k) => `widget.${k}`),
+    'admin',
+    ...['base_url', 'email', 'password'].map((k) => `admin.${k}`),
   ]) {
     assert.match(text, new RegExp(`\\| \`${key.replace('.', '\\.')}\` \\|`), key);
   }

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { ReferenceErrorBody } from '../src/contract/index.ts';
+import { IDEMPOTENCY_KEY_SYNTAX, ReferenceErrorBody } from '../src/contract/index.ts';
+import { openApiDocument } from '../src/contract/openapi.ts';
 import { createHttpServer } from '../src/api/surfaces.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
@@ -40,6 +41,36 @@ describe('Idempotency-Key syntax', () => {
         JSON.stringify(bad),
       );
     }
+  });
+
+  test('one truth: the 400 says the syntax the server accepts, as docs/reliability.md and /openapi.json do', async () => {
+    const sentence = `must be ${IDEMPOTENCY_KEY_SYNTAX}`;
+    const flat = (t: string) => t.replace(/\s+/g, ' ');
+    const docs = flat(await fs.readFile(path.join(import.meta.dirname, '../docs/reliability.md'), 'utf8'));
+    assert.ok(docs.includes(`the key ${sentence};`), 'docs/reliability.md says the sentence');
+    const header = (openApiDocument() as { components: { parameters: { IdempotencyKey: { description: string } } } }).components.parameters
+      .IdempotencyKey;
+    assert.ok(header.description.includes(IDEMPOTENCY_KEY_SYNTAX), '/openapi.json says it');
+    // What the sentence allows is accepted: quoted (with its escapes) or bare, 1 to 255 characters.
+    const accepted: Array<[string, string]> = [
+      ['"8e03978e-40d5-43e8-bc93-6894a57f9324"', '8e03978e-40d5-43e8-bc93-6894a57f9324'],
+      ['8e03978e-40d5-43e8-bc93-6894a57f9324', '8e03978e-40d5-43e8-bc93-6894a57f9324'],
+      ['"a key, with \\"quotes\\" and \\\\"', 'a key, with "quotes" and \\'],
+      ['back\\slash', 'back\\slash'],
+      [`"${'k'.repeat(255)}"`, 'k'.repeat(255)],
+      ['k'.repeat(255), 'k'.repeat(255)],
+    ];
+    for (const [sent, key] of accepted) assert.equal(parseIdempotencyKey([sent]), key, sent);
+    // What it rules out is refused with that sentence, whatever the reason.
+    for (const sent of ['a b', 'a,b', 'a"b', '"é"', 'é', '""', `"${'k'.repeat(256)}"`, 'k'.repeat(256), '"a\\x"']) {
+      assert.throws(
+        () => parseIdempotencyKey([sent]),
+        (e: { status?: number; message?: string }) => e.status === 400 && e.message === `Idempotency-Key ${sentence}.`,
+        sent,
+      );
+    }
+    const r = await s.call('POST', conv, { title: 't' }, { headers: { 'idempotency-key': 'two words' } });
+    assert.equal(r.body.error.message, `Idempotency-Key ${sentence}.`);
   });
 
   test('the fingerprint ignores key order and spacing', () => {

@@ -1,7 +1,10 @@
 // `npm start` as a user runs it: configuration, the banner, start-up failures and SIGTERM.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import path from 'node:path';
 import { ConfigError, DEFAULTS, HelpRequested, loadConfig, USAGE } from '../src/config.ts';
+import { banner } from '../src/main.ts';
+import { FIXTURES_DIR, KEY, TARGET } from './support/helpers.ts';
 
 describe('configuration (flags, then environment, then defaults)', () => {
   test('defaults', () => {
@@ -87,5 +90,28 @@ describe('configuration (flags, then environment, then defaults)', () => {
     // The model's settings are environment-only, so --help is the one place a user can find them.
     assert.match(USAGE, /PARLEY_MODEL .*ollama:<model>/);
     assert.match(USAGE, /OLLAMA_HOST /);
+  });
+});
+
+describe('D-94: the banner shows keys redacted and names only what this process uses', () => {
+  const of = { baseUrl: 'http://127.0.0.1:8787/v1', fixturesDir: FIXTURES_DIR, playgroundUrl: null, dataDir: './data' };
+  const secrets = [KEY, KEY.slice('sk_live_demo_'.length), TARGET.publishable_key];
+
+  test('the file store: its data directory, the demo key redacted', () => {
+    const text = banner({ ...of, databaseUrl: null });
+    assert.ok(text.includes(`  data directory:  ${path.resolve('./data')}\n`), text);
+    assert.ok(text.includes(`  demo secret key: sk_live_…${KEY.slice(-4)} `), text);
+    for (const secret of secrets) assert.ok(!text.includes(secret), text);
+  });
+
+  test('PostgreSQL: the database by host and name, without its password; no data directory', () => {
+    const text = banner({
+      ...of,
+      dataDir: '/nonexistent/parley-data',
+      databaseUrl: 'postgres://parley:hunter22@db.internal:5433/parley_prod',
+    });
+    assert.ok(text.includes('  database:        PostgreSQL at db.internal:5433/parley_prod\n'), text);
+    assert.doesNotMatch(text, /data director|parley-data|hunter22/);
+    for (const secret of secrets) assert.ok(!text.includes(secret), text);
   });
 });

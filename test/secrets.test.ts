@@ -61,6 +61,55 @@ test('a full run logs no key, no Authorization header and no content at the defa
   assert.ok(first.req_id && first.method && first.status);
 });
 
+test("a request's log line says why it failed: the error's type and code, never its message", async () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')));
+      done();
+    },
+  });
+  const s = await startTestServer({ logger: pino({ level: DEFAULTS.logLevel }, sink) });
+  const CONTENT = 'SECRET-CONTENT-19c2';
+  const base = `/apps/${APP}/conversations`;
+  let answers: Array<{ status: number; headers: Headers; body: { error: { type: string; code: string | null; message: string } } }>;
+  let ok: { headers: Headers };
+  try {
+    answers = [
+      // An unknown field is named in the error's message: the log must not carry it.
+      await s.call('POST', base, { title: 't', [`${CONTENT}-field`]: 1 }),
+      await s.call('GET', `${base}/conv_nope`),
+      await s.call('GET', `${base}/conv_x`, undefined, { key: 'sk_live_WRONGKEY_0123456789abcdefghijklmnopqrstuv' }),
+    ];
+    ok = await s.call('GET', base);
+  } finally {
+    await s.close();
+  }
+  const lineOf = (headers: Headers) => {
+    const line = lines.find((l) => l.msg === 'request' && l.req_id === headers.get('x-request-id'));
+    assert.ok(line, `no log line for ${headers.get('x-request-id')}`);
+    return line;
+  };
+  assert.deepEqual(
+    answers.map((a) => [a.status, a.body.error.type, a.body.error.code]),
+    [
+      [400, 'invalid_request_error', 'unknown_parameter'],
+      [404, 'not_found', null],
+      [401, 'invalid_api_key', null],
+    ],
+  );
+  for (const a of answers) {
+    const line = lineOf(a.headers);
+    assert.equal(line.status, a.status);
+    assert.equal(line.error_type, a.body.error.type);
+    assert.equal(line.error_code, a.body.error.code ?? undefined, 'a null code is left out');
+    assert.ok(!JSON.stringify(line).includes(a.body.error.message), 'the message reached the log');
+  }
+  const success = lineOf(ok.headers);
+  assert.equal('error_type' in success || 'error_code' in success, false, 'a success names no error');
+  assert.ok(!JSON.stringify(lines).includes(CONTENT), 'content reached the log');
+});
+
 /** Sends raw bytes (what fetch cannot send) and resolves with the answer once the server closes. */
 function rawExchange(port: number, bytes: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -154,8 +203,9 @@ test('the real server process (src/main.ts, default log level): its stdout and s
   );
   assert.ok(statuses.includes(200) && statuses.includes(400) && statuses.includes(401) && statuses.includes(403), statuses.join(' '));
 
-  // The banner shows the demo key on purpose (docs/reliability.md); everything after it is the log.
+  // Everything after the banner is the log; the banner shows keys redacted (D-94).
   const bannerEnd = stdout.indexOf('\n', stdout.indexOf('try: curl')) + 1;
+  assert.ok(stdout.slice(0, bannerEnd).includes(`demo secret key: sk_live_…${KEY.slice(-4)} `), stdout.slice(0, bannerEnd));
   const log = stdout.slice(bannerEnd);
   const lines = log.split('\n').filter((l) => l !== '');
   for (const l of lines) JSON.parse(l); // nothing but log lines
@@ -165,8 +215,9 @@ test('the real server process (src/main.ts, default log level): its stdout and s
     'the malformed request was logged',
   );
   const output = log + stderr;
+  // The banner included (D-94).
   for (const secret of [KEY, OTHER_TEAM_KEY, wrongKey, TARGET.publishable_key, KEY.slice('sk_live_'.length)]) {
-    assert.ok(!output.includes(secret), 'a key reached the output');
+    assert.ok(!(stdout + stderr).includes(secret), 'a key reached the output');
   }
   assert.doesNotMatch(output, /authorization|bearer|cookie/i);
   assert.ok(!output.includes(CONTENT), `content reached the output: ${output.split('\n').find((l) => l.includes(CONTENT))}`);

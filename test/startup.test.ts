@@ -316,3 +316,38 @@ test('temporary files left by a crash are removed at start-up; the files they we
     await store.close();
   }
 });
+
+describe("the fixtures' conversations (D-107)", () => {
+  const SEED = 'conv_5eed00000000000000000001';
+
+  test('a start makes each one the store lacks, once, in its app: a disabled app has a conversation, which answers 403 app_inactive', async () => {
+    const first = await startTestServer();
+    const made = await first.store.getConversation(SEED);
+    assert.deepEqual(
+      [made?.app_id, made?.title, made?.deleted_at, made?.message_count],
+      ['app_inactive', 'A conversation of the disabled app (fixtures, D-107)', null, 0],
+    );
+    const answer = await first.call('POST', `/apps/app_inactive/conversations/${SEED}`, { message: { content: 'Hello' } });
+    assert.deepEqual([answer.status, answer.body.error?.type], [403, 'app_inactive']);
+    await first.close();
+    // Found at the next start: not made again (a second record would be a second line of the journal).
+    const again = await startTestServer({ dataDir: first.dataDir });
+    try {
+      assert.equal((await again.store.getConversation(SEED))?.seq, made?.seq);
+      if (again.store instanceof FileStore) {
+        const lines = (await fs.readFile(journalOf(first.dataDir), 'utf8')).trimEnd().split('\n');
+        assert.equal(lines.filter((l) => l.includes(SEED)).length, 1);
+      }
+    } finally {
+      await again.close();
+    }
+  });
+
+  test('a conversation of an app the fixtures do not have is a data file error naming it', async () => {
+    const dir = await tempDir();
+    const fixtures = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.json'), 'utf8'));
+    fixtures.conversations = [{ id: 'conv_seeded', app_id: 'app_gone' }];
+    await fs.writeFile(path.join(dir, 'fixtures.json'), JSON.stringify(fixtures));
+    await assert.rejects(startTestServer({ fixturesDir: dir }), /fixtures\.json: conversation conv_seeded: unknown app app_gone/);
+  });
+});

@@ -9,10 +9,13 @@ import pino from 'pino';
 import { ReferenceConversationList, type ItemT } from '../src/contract/index.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { DataFileError } from '../src/core/errors.ts';
-import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { APP, fixturesWithoutSeeds, startTestServer as startWithSeeds, tempDir, type TestServer } from './support/helpers.ts';
 import { startParley } from '../src/app.ts';
 
 const conv = `/apps/${APP}/conversations`;
+// These tests read the journal's lines: the fixtures' seeded conversation (D-107) would add one.
+const FIXTURES = await fixturesWithoutSeeds();
+const startTestServer = (opts: Parameters<typeof startWithSeeds>[0] = {}) => startWithSeeds({ fixturesDir: FIXTURES, ...opts });
 const journalOf = (dir: string) => path.join(dir, 'conversations.jsonl');
 const fileOf = (dir: string, id: string) => path.join(dir, 'conversations', id.slice(-2), `${id}.json`);
 
@@ -29,7 +32,7 @@ async function listAll(server: TestServer): Promise<string[]> {
 }
 
 async function startExpectingError(dataDir: string): Promise<DataFileError> {
-  const err = await startParley({ host: '127.0.0.1', port: 0, dataDir, fixturesDir: FIXTURES_DIR, logger: pino({ level: 'silent' }) }).then(
+  const err = await startParley({ host: '127.0.0.1', port: 0, dataDir, fixturesDir: FIXTURES, logger: pino({ level: 'silent' }) }).then(
     async (p) => {
       await p.close();
       assert.fail('start-up should have failed');

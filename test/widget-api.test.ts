@@ -495,4 +495,19 @@ describe('the widget script and the playground (D-55, D-58)', () => {
     assert.equal(post.status, 405);
     assert.equal(post.headers.get('allow'), 'GET, HEAD');
   });
+
+  test("a browser's request for /favicon.ico gets an empty 204, not a 404, with or without the playground", async () => {
+    const bare = await startTestServer({ playground: false });
+    try {
+      for (const origin of [originOf(server), originOf(bare)])
+        for (const method of ['GET', 'HEAD']) {
+          const res = await fetch(`${origin}/favicon.ico`, { method });
+          assert.equal(res.status, 204, `${method} ${origin}`);
+          assert.equal(await res.text(), '');
+          assert.match(res.headers.get('cache-control')!, /max-age=\d+/);
+        }
+    } finally {
+      await bare.close();
+    }
+  });
 });

@@ -84,6 +84,8 @@ export function renderForm(form: FormSpec, onSubmit: (values: Record<string, str
     p.textContent = 'Fields marked * are required.';
     el.append(p);
   }
+  // D-94: the values are read from these, not by name through the form (see `control.id`).
+  const controls: Array<[FormField, HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement]> = [];
   for (const [i, f] of form.fields.entries()) {
     const id = `pw-form-${n}-${i}`;
     const row = document.createElement('div');
@@ -122,8 +124,10 @@ export function renderForm(form: FormSpec, onSubmit: (values: Record<string, str
       if (f.type === 'email') control.autocomplete = 'email';
       if (f.type === 'tel') control.autocomplete = 'tel';
     }
+    // D-94: no `name`: a form answers its controls' names as its own properties (DOM clobbering), so a
+    // field named `reportValidity`, `elements` or `append` would hide the form's own; ours are ids.
     control.id = id;
-    control.name = f.name;
+    controls.push([f, control]);
     control.required = f.required;
     if (f.type === 'checkbox') row.append(control, label);
     else row.append(label, control);
@@ -132,16 +136,14 @@ export function renderForm(form: FormSpec, onSubmit: (values: Record<string, str
   const submit = document.createElement('button');
   submit.type = 'submit';
   submit.className = 'primary';
-  submit.textContent = form.submit_label ?? 'Submit';
+  submit.textContent = form.submit_label ?? 'Submit form';
   el.append(submit);
   el.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!el.reportValidity()) return;
-    const values: Record<string, string> = {};
-    for (const f of form.fields) {
-      const c = el.elements.namedItem(f.name) as HTMLInputElement | null;
-      values[f.name] = !c ? '' : c.type === 'checkbox' ? (c.checked ? 'yes' : 'no') : c.value;
-    }
+    const values: Record<string, string> = Object.create(null); // a field may be named `__proto__`
+    for (const [f, c] of controls)
+      values[f.name] = c instanceof HTMLInputElement && c.type === 'checkbox' ? (c.checked ? 'yes' : 'no') : c.value;
     onSubmit(values);
   });
   return el;

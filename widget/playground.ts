@@ -5,6 +5,36 @@ import type { MountedWidget } from './widget.ts';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
+/** The app last chosen, kept across reloads (D-58); storage may be blocked, and the page works without it. */
+const APP_KEY = 'parley-playground:app';
+const stored = {
+  get: () => {
+    try {
+      return localStorage.getItem(APP_KEY);
+    } catch {
+      return null;
+    }
+  },
+  set: (app: string) => {
+    try {
+      localStorage.setItem(APP_KEY, app);
+    } catch {
+      // Without storage the choice lasts as long as the page.
+    }
+  },
+};
+
+/** A cell of text; an event name may wrap after each dot only (a <wbr> there), never inside a word. */
+function cell(text: string, breakAfterDots = false): HTMLTableCellElement {
+  const td = document.createElement('td');
+  const parts = breakAfterDots ? text.split(/(?<=\.)/) : [text];
+  for (const [i, part] of parts.entries()) {
+    if (i > 0) td.append(document.createElement('wbr'));
+    td.append(part);
+  }
+  return td;
+}
+
 function start(): void {
   const pick = $<HTMLFormElement>('pick');
   const app = $<HTMLSelectElement>('app');
@@ -13,6 +43,8 @@ function start(): void {
   const doc = $<HTMLPreElement>('doc');
   let widget: MountedWidget | undefined;
   let t0 = 0;
+  const last = stored.get();
+  if (last && [...app.options].some((o) => o.value === last)) app.value = last;
 
   const load = () => {
     widget?.destroy();
@@ -21,6 +53,7 @@ function start(): void {
     $('tag').textContent =
       `<script src="${location.origin}/widget.js" data-app-id="${app.value}" data-publishable-key="${key.value.trim()}" async></script>`;
     if (!app.value || !key.value.trim()) return;
+    stored.set(app.value);
     widget = window.ParleyWidget.mount({
       appId: app.value,
       publishableKey: key.value.trim(),
@@ -31,14 +64,17 @@ function start(): void {
       const { event, data, at } = (e as CustomEvent<{ event: string; data: { sequence_number?: number }; at: number }>).detail;
       if (event === 'response.created') t0 = at;
       const { type: _type, sequence_number, ...rest } = data as Record<string, unknown>;
+      // The event's row, then its payload pretty-printed in a row of its own across the columns.
       const row = document.createElement('tr');
-      for (const text of [String(sequence_number ?? ''), event, (at - t0).toFixed(0), JSON.stringify(rest)]) {
-        const td = document.createElement('td');
-        td.textContent = text;
-        row.append(td);
-      }
-      events.append(row);
-      row.scrollIntoView({ block: 'nearest' });
+      row.className = 'event';
+      row.append(cell(String(sequence_number ?? '')), cell(event, true), cell((at - t0).toFixed(0)));
+      const detail = document.createElement('tr');
+      detail.className = 'data';
+      const payload = cell(JSON.stringify(rest, null, 2));
+      payload.colSpan = 3;
+      detail.append(payload);
+      events.append(row, detail);
+      detail.scrollIntoView({ block: 'nearest' });
     });
     widget.element.addEventListener('parley:form', (e) => {
       doc.textContent = JSON.stringify((e as CustomEvent).detail, null, 2);

@@ -100,6 +100,8 @@ class Widget implements MountedWidget {
       }
     });
     this.sendButton = el('button', { type: 'submit', className: 'primary', textContent: 'Send' });
+    // Named apart from a form's submit button, which may say "Send" too (a form's label is the agent's).
+    this.sendButton.setAttribute('aria-label', 'Send message');
     this.stopButton = el('button', { type: 'button', className: 'primary', textContent: 'Stop', hidden: true });
     this.stopButton.addEventListener('click', () => this.stop());
     const composer = el(
@@ -161,6 +163,8 @@ class Widget implements MountedWidget {
       const conv = await this.client.conversation();
       if (conv) this.replay(conv.items);
       if (!this.log.childElementCount) this.log.append(el('p', { className: 'empty', textContent: `Ask ${this.agentName} anything.` }));
+      // An open panel (the inline one) shows the latest message, as open() does for the launcher's.
+      this.log.scrollTop = this.log.scrollHeight;
     } catch (err) {
       // Said in the panel; a send tries the session again.
       this.notice(`The chat is unavailable: ${messageOf(err)}`);
@@ -317,6 +321,9 @@ class Widget implements MountedWidget {
     if (this.busy) return;
     markSubmitted(el);
     this.liveForm = undefined;
+    // Its controls are disabled, the focused submit button with them: the focus goes to the composer
+    // rather than falling to <body>, where Escape (D-59) no longer reaches the panel.
+    this.input.focus();
     void this.send(submissionText(form, values));
   }
 

@@ -1,22 +1,21 @@
 // `parley chat`: an interactive session on one conversation. At a terminal it edits like bash and
-// `ollama run` (D-64): Ctrl-C clears a half-typed line, Ctrl-D leaves, history persists, `"""` and a
-// pasted block make one message, slash commands, replies wrapped to the terminal. Piped, each line is a message.
+// `ollama run` (D-64) with its own line editor (D-112): Ctrl-C clears a half-typed line, Ctrl-D leaves,
+// history persists, `"""` and a pasted block make one message, slash commands, replies wrapped to the
+// terminal. Piped, each line is a message.
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { Command } from 'commander';
 import { AbortedError, type ParleyClient } from '../client.ts';
-import type { Globals, Session } from '../context.ts';
+import { inApp, type Globals, type Session } from '../context.ts';
 import { FailedResponseError, parseMetadata, reportError, UsageError } from '../io.ts';
 import { configDir } from '../profiles.ts';
 import { renderResponse } from '../render.ts';
+import { TerminalInput } from '../terminal-input.ts';
 import { printStream } from './messages.ts';
 
 const HISTORY_SIZE = 1000;
 const FENCE = '"""';
-/** Bracketed paste (xterm): the terminal marks a pasted block, so that its lines make one message. */
-const PASTE_ON = '\x1b[?2004h';
-const PASTE_OFF = '\x1b[?2004l';
 
 const HELP = `Commands:
   /help             this list
@@ -32,7 +31,7 @@ function historyFile(env: NodeJS.ProcessEnv): string {
   return path.join(configDir(env), 'chat_history');
 }
 
-/** Oldest first in the file (as bash keeps it), newest first for readline. */
+/** Oldest first in the file (as bash keeps it), newest first for the editor. */
 function loadHistory(file: string): string[] {
   try {
     return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).reverse().slice(0, HISTORY_SIZE);
@@ -41,10 +40,12 @@ function loadHistory(file: string): string[] {
   }
 }
 
+/** One entry a line: a message of several lines is recalled in the session only. */
 function saveHistory(file: string, history: string[]): void {
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(file, `${[...history].reverse().join('\n')}\n`, { mode: 0o600 });
+    const lines = history.filter((h) => !h.includes('\n')).reverse();
+    fs.writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
   } catch {
     // A history that cannot be kept does not stop the conversation.
   }
@@ -85,26 +86,21 @@ Examples:
         };
         if (conversationId === undefined) conversationId = await create();
         else {
-          // Fails early, with the API's 404, on a wrong id.
-          await client.getConversation(conversationId);
+          // Fails early, with the API's 404 and the hint at --app, on a wrong id.
+          await inApp(g, conversationId, client.getConversation(conversationId));
           out.note(`conversation ${conversationId}`);
         }
         let conversation = conversationId;
 
         const interactive = Boolean(io.stdin.isTTY);
         const file = historyFile(io.env);
-        const rl = readline.createInterface({
-          input: io.stdin,
-          output: interactive ? io.stdout : undefined,
-          terminal: interactive,
-          prompt: '>>> ',
-          history: interactive ? loadHistory(file) : [],
-          historySize: HISTORY_SIZE,
-          removeHistoryDuplicates: true,
-        });
-        if (interactive) {
-          rl.on('history', (h: string[]) => saveHistory(file, h));
-          out.stdout.write(PASTE_ON);
+        // D-112: at a terminal, the chat's own line editor; piped, readline reads lines.
+        const term = interactive
+          ? new TerminalInput({ input: io.stdin, output: io.stdout, history: loadHistory(file), historySize: HISTORY_SIZE, prompt: '>>> ' })
+          : undefined;
+        const input = term ?? readline.createInterface({ input: io.stdin, terminal: false });
+        if (term) {
+          term.on('history', (h: string[]) => saveHistory(file, h));
           out.note('Type /help for commands, Ctrl-D or /bye to leave.');
         }
         let json = g.json;
@@ -124,53 +120,36 @@ Examples:
             void client.cancelResponse(replying).catch(() => ctrl.abort());
             return;
           }
-          if (interactive) {
+          if (term) {
+            // Between a message and its reply (no prompt shown) there is nothing to clear.
+            if (!term.prompting) return;
             // As bash does: a half-typed line is dropped, an empty one gets a hint.
-            if (rl.line !== '' || block !== undefined) {
+            if (term.line !== '' || block !== undefined) {
               block = undefined;
-              rl.setPrompt('>>> ');
-              rl.write(null, { ctrl: true, name: 'e' });
-              out.stdout.write('^C\n');
-              rl.write(null, { ctrl: true, name: 'u' });
-              return;
+              term.setPrompt('>>> ');
+              return term.cancelLine();
             }
             out.note('\n(Ctrl-D or /bye to leave)');
-            return rl.prompt();
+            return term.prompt();
           }
           // A signal while waiting for piped input: leave as a shell expects.
           worst = 130;
-          rl.close();
+          input.close();
         };
-        rl.on('SIGINT', onInterrupt);
+        term?.on('interrupt', onInterrupt);
         io.signals.on('SIGINT', onInterrupt);
 
-        // Lines of a paste in progress, and of a """ block.
-        let pasting = false;
-        let pasted: string[] = [];
+        // The lines of a """ block.
         let block: string[] | undefined;
-        const onKey = (_s: string, key: { name?: string } | undefined) => {
-          if (key?.name === 'paste-start') pasting = true;
-          else if (key?.name === 'paste-end') pasting = false;
-        };
-        if (interactive) io.stdin.on('keypress', onKey);
 
-        /** The message a line completes, if it does: a """ block and a pasted block are gathered first. */
-        const gather = ({ line, inPaste }: { line: string; inPaste: boolean }): string | undefined => {
-          if (inPaste) {
-            pasted.push(line);
-            return undefined;
-          }
-          if (pasted.length > 0) {
-            const message = [...pasted, line].join('\n');
-            pasted = [];
-            return message;
-          }
+        /** The message a line completes, if it does: a """ block is gathered first (a paste is one line already, D-112). */
+        const gather = (line: string): string | undefined => {
           if (block !== undefined) {
             if (line.trimEnd().endsWith(FENCE)) {
               block.push(line.trimEnd().slice(0, -FENCE.length));
               const message = block.join('\n');
               block = undefined;
-              rl.setPrompt('>>> ');
+              term?.setPrompt('>>> ');
               return message;
             }
             block.push(line);
@@ -180,7 +159,7 @@ Examples:
             const rest = line.trimStart().slice(FENCE.length);
             if (rest.trimEnd().endsWith(FENCE) && rest.trim().length >= FENCE.length) return rest.trimEnd().slice(0, -FENCE.length);
             block = rest === '' ? [] : [rest];
-            rl.setPrompt('... ');
+            term?.setPrompt('... ');
             return undefined;
           }
           return line;
@@ -217,15 +196,15 @@ Examples:
           }
         };
 
-        // Each line is tagged as it arrives, while the keys of its chunk are known: the loop below runs later.
-        const queue: Array<{ line: string; inPaste: boolean }> = [];
+        // Lines wait here for the loop below.
+        const queue: string[] = [];
         let wake: (() => void) | undefined;
         let ended = false;
-        rl.on('line', (line) => {
-          queue.push({ line, inPaste: pasting });
+        input.on('line', (line: string) => {
+          queue.push(line);
           wake?.();
         });
-        rl.on('close', () => {
+        input.on('close', () => {
           ended = true;
           wake?.();
         });
@@ -239,7 +218,7 @@ Examples:
         }
 
         try {
-          if (interactive) rl.prompt();
+          term?.prompt();
           for await (const line of lines()) {
             const message = gather(line);
             const content = message?.trim() ?? '';
@@ -263,16 +242,12 @@ Examples:
               // Nobody reads the replies any more (`| head`), or /bye: stop.
               if (out.closed || leaving) break;
             }
-            if (interactive && !line.inPaste) rl.prompt();
+            term?.prompt();
           }
         } finally {
           io.signals.off('SIGINT', onInterrupt);
-          io.stdin.off('keypress', onKey);
-          rl.close();
-          if (interactive) {
-            out.stdout.write(PASTE_OFF);
-            out.note('');
-          }
+          input.close();
+          if (term) out.note('');
         }
         // Interactive sessions end well by Ctrl-D; a scripted one reports its worst failure.
         if (!interactive && worst !== 0) session.exitCode = worst;

@@ -1,7 +1,7 @@
 // `parley conversations create|list|get|update|delete` (§4.1–4.5).
 import { Command, Option } from 'commander';
 import type { ListQuery } from '../client.ts';
-import type { Session } from '../context.ts';
+import { inApp, type Session } from '../context.ts';
 import { canAsk, Prompter } from '../prompt.ts';
 import { oneLine, parseMetadata, UsageError } from '../io.ts';
 import { CONVERSATION_HEADER, conversationRows, conversationSummary, conversationWithHistory, table } from '../render.ts';
@@ -88,7 +88,7 @@ export function conversationsCommand(session: Session): Command {
     .addHelpText('after', '\nExample:\n  parley conversations get conv_abc123\n')
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const { client, g } = session.client(cmd);
-      const res = await client.getConversation(id);
+      const res = await inApp(g, id, client.getConversation(id));
       if (g.json) out.line(res.raw);
       else out.out(conversationWithHistory(res.data));
     });
@@ -107,7 +107,7 @@ export function conversationsCommand(session: Session): Command {
     .action(async (id: string, opts: { title?: string; clearTitle?: boolean }, cmd: Command) => {
       if ((opts.title === undefined) === !opts.clearTitle) throw new UsageError('give exactly one of --title <title> or --clear-title');
       const { client, g } = session.client(cmd);
-      const res = await client.updateConversation(id, { title: opts.clearTitle ? null : opts.title! });
+      const res = await inApp(g, id, client.updateConversation(id, { title: opts.clearTitle ? null : opts.title! }));
       if (g.json) out.line(res.raw);
       else out.out(conversationSummary(res.data));
     });
@@ -126,6 +126,8 @@ export function conversationsCommand(session: Session): Command {
       const { client, g } = session.client(cmd);
       // D-64: a person at a terminal confirms; a script is never stopped by a question.
       if (!opts.yes && canAsk(session.io)) {
+        // Nothing to confirm for a conversation that is not there: its 404 comes before the question.
+        await inApp(g, id, client.getConversation(id));
         const prompter = new Prompter(session.io.stdin, session.io.stderr);
         let answer: string;
         try {
@@ -138,7 +140,7 @@ export function conversationsCommand(session: Session): Command {
           return;
         }
       }
-      const res = await client.deleteConversation(id);
+      const res = await inApp(g, id, client.deleteConversation(id));
       if (g.json) out.line(res.raw);
       else out.line(`deleted ${res.data.id}`);
     });

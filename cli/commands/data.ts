@@ -12,11 +12,21 @@ import { Command } from 'commander';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { databaseUrlFrom } from './db.ts';
-import { defaultDataDir } from './serve.ts';
+import { defaultDataDir, fixturesDirOf } from './serve.ts';
 
 interface StoreOptions {
   dataDir?: string;
   databaseUrl?: string;
+  fixtures?: string;
+}
+
+const FIXTURES_HELP = "the store's teams and apps, as parley serve reads them (env FIXTURES, default ./fixtures, else the package's own)";
+
+/** D-94: the apps of the store's fixtures, id → team id: an export names them, an import checks against them. */
+async function appsOf(session: Session, opts: StoreOptions): Promise<Map<string, string>> {
+  const { loadTenants } = await import('../../src/store/tenants.ts');
+  const tenants = await loadTenants(fixturesDirOf(session, opts.fixtures));
+  return new Map([...tenants.apps.values()].map((a) => [a.id, a.team_id]));
 }
 
 type Where = { databaseUrl: string; label: string } | { dataDir: string; label: string };
@@ -77,6 +87,7 @@ export function dataCommand(session: Session): Command {
     .option('--output <file>', 'write to this file (replaced once the export is whole) instead of stdout')
     .option('--data-dir <dir>', 'the file store (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
+    .option('--fixtures <dir>', FIXTURES_HELP)
     .addHelpText(
       'after',
       '\nExamples:\n  parley data export --output parley.ndjson\n  parley data export --database-url postgres://parley@db/parley | gzip > parley.ndjson.gz\n',
@@ -97,9 +108,10 @@ export function dataCommand(session: Session): Command {
         }
         target = file;
       }
+      const apps = await appsOf(session, opts);
       const port = await open(where, 'export');
       try {
-        const lines = port.export();
+        const lines = port.export(apps);
         let next = await lines.next();
         // Raw bytes, not session.out: the data is written exactly (never redacted or re-wrapped).
         while (!next.done && !session.out.closed) {
@@ -133,6 +145,7 @@ export function dataCommand(session: Session): Command {
     .argument('<file>', 'the export, or - for stdin')
     .option('--data-dir <dir>', 'the file store (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
     .option('--database-url <url>', 'postgres://… (env DATABASE_URL)')
+    .option('--fixtures <dir>', FIXTURES_HELP)
     .addHelpText(
       'after',
       '\nExamples:\n  parley data import parley.ndjson --data-dir ./data-new\n  gunzip -c parley.ndjson.gz | parley data import - --database-url postgres://parley@db/parley\n',
@@ -160,9 +173,10 @@ export function dataCommand(session: Session): Command {
       }
       try {
         const { ImportError } = await import('../../src/store/port/format.ts');
+        const apps = await appsOf(session, opts);
         const port = await open(where, 'import into');
         try {
-          const counts = await port.import(linesOf(source));
+          const counts = await port.import(linesOf(source), apps);
           session.out.note(`imported ${counted(counts)} into ${where.label}`);
         } catch (err) {
           if (err instanceof ImportError) throw new Error(`${file === '-' ? 'stdin' : file}: ${err.message}`);

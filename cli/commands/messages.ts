@@ -1,7 +1,7 @@
 // `parley send` (§4.6) and `parley complete` (§4.7): one reply, rendered live when it streams.
 import { Command } from 'commander';
 import type { EventStream } from '../client.ts';
-import type { Session } from '../context.ts';
+import { inApp, type Session } from '../context.ts';
 import { FailedResponseError, ndjsonLine, parseMetadata, textArgument, type Output } from '../io.ts';
 import {
   failureText,
@@ -59,7 +59,7 @@ export function sendCommand(session: Session): Command {
       'after',
       `
 Without --stream or --no-stream the app's default applies (GET config: "stream").
-The reply's text goes to stdout; function calls and data_spec patches to stderr, one line each,
+The reply's text goes to stdout; function calls and the form a reply builds (data_spec) to stderr, one line each,
 then the final status. A failed response exits with 1.
 
 Examples:
@@ -72,7 +72,11 @@ Examples:
       const { client, g } = session.client(cmd);
       const metadata = await parseMetadata(opts.metadata, session.io.stdin);
       const content = await textArgument(text, 'message text', session.io.stdin);
-      const reply = await client.sendMessage(conversationId, { message: { role: 'user', content }, stream: opts.stream, metadata });
+      const reply = await inApp(
+        g,
+        conversationId,
+        client.sendMessage(conversationId, { message: { role: 'user', content }, stream: opts.stream, metadata }),
+      );
       if (reply.kind === 'stream') return printStream(out, reply.stream, g.json);
       if (g.json) {
         out.line(reply.response.raw);

@@ -2,7 +2,7 @@
 // (docs/responses.md, D-30…D-39): a reply looked up while it runs, its events resumed, a reply stopped.
 import { Command } from 'commander';
 import type { MessageResponse } from '../client.ts';
-import type { Session } from '../context.ts';
+import { inApp, type Session } from '../context.ts';
 import { UsageError, type Output } from '../io.ts';
 import { renderResponse } from '../render.ts';
 import { printStream } from './messages.ts';
@@ -22,7 +22,8 @@ export function responsesCommand(session: Session): Command {
   const cmd = new Command('responses').description('look up, resume or cancel a reply (an extension: docs/responses.md)').addHelpText(
     'after',
     `
-Send message names its response in the Parley-Response-Id header (parley send prints it with --verbose).
+Send message names its response in the Parley-Response-Id header: parley send --verbose prints it on
+stderr as soon as the reply starts ("< parley-response-id: resp_…"), so that it can be cancelled while it runs.
 
 Examples:
   parley responses get resp_abc123
@@ -37,7 +38,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  parley responses get resp_abc123 --json | jq .status\n')
     .action(async (id: string, _opts: unknown, c: Command) => {
       const { client, g } = session.client(c);
-      const res = await client.getResponse(id);
+      const res = await inApp(g, id, client.getResponse(id));
       if (g.json) return out.line(res.raw);
       showResponse(out, res.data);
     });
@@ -51,7 +52,7 @@ Examples:
       const { client, g } = session.client(c);
       if (!/^(-1|0|[1-9][0-9]*)$/.test(opts.startingAfter))
         throw new UsageError(`--starting-after must be a sequence number or -1 (got ${JSON.stringify(opts.startingAfter)})`);
-      await printStream(out, await client.streamResponseEvents(id, Number(opts.startingAfter)), g.json);
+      await printStream(out, await inApp(g, id, client.streamResponseEvents(id, Number(opts.startingAfter))), g.json);
     });
   cmd
     .command('cancel')
@@ -60,7 +61,7 @@ Examples:
     .addHelpText('after', '\nExample:\n  parley responses cancel resp_abc123\n')
     .action(async (id: string, _opts: unknown, c: Command) => {
       const { client, g } = session.client(c);
-      const res = await client.cancelResponse(id);
+      const res = await inApp(g, id, client.cancelResponse(id));
       if (g.json) return out.line(res.raw);
       const r = res.data;
       if (r.status === 'failed' && r.error?.code === 'cancelled') {

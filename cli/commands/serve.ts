@@ -8,6 +8,11 @@ import { UsageError } from '../io.ts';
 
 const PACKAGE_FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 
+/** The fixtures `parley serve` uses: --fixtures, else FIXTURES, else ./fixtures, else the package's own. */
+export function fixturesDirOf(session: Session, given: string | undefined): string {
+  return given ?? (session.io.env.FIXTURES || (fs.existsSync('./fixtures') ? './fixtures' : PACKAGE_FIXTURES));
+}
+
 /**
  * D-64: where conversations go when neither --data-dir nor DATA_DIR says. `./data` in a checkout of
  * Parley (as npm start) or where a `./data` already is; anywhere else, the user's data directory

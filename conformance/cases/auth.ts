@@ -310,6 +310,24 @@ export const appErrors: CaseDef[] = defineCases('7', [
     },
   },
   {
+    id: 'S7-app-inactive-conversation',
+    level: 'MUST',
+    clauses: [...rows('§7.app-inactive', CONVERSATION_SCOPED), '§7.app_inactive'],
+    needs: ['apps.inactive', 'apps.inactive_conversation'],
+    description:
+      'a real conversation of the disabled app (apps.inactive_conversation): get, update, delete and send message (JSON and stream) answer 403 app_inactive, the app being disabled; "not found" does not hold, so 404 is no answer here',
+    async run(ctx) {
+      const app = ctx.app('apps.inactive');
+      const id = ctx.app('apps.inactive_conversation');
+      for (const [, r] of endpointsOn(ctx, app, id, CONVERSATION_SCOPED)) {
+        ctx.error(await ctx.send(r), `${label(r)} (apps.inactive_conversation, a conversation of the disabled app)`, {
+          status: 403,
+          type: 'app_inactive',
+        });
+      }
+    },
+  },
+  {
     id: 'S7-agent-unavailable-403',
     level: 'MUST',
     clauses: [...rows('§7.agent-unavailable'), '§7.agent_unavailable', 'D-4'],

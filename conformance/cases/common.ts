@@ -4,6 +4,9 @@ import type { z } from 'zod';
 import type * as C from '../../src/contract/index.ts';
 import type { CaseContext } from '../context.ts';
 import type { Exchange, OutgoingRequest } from '../http.ts';
+import { HOSTILE_TEXT } from '../text.ts';
+
+export { HOSTILE_TEXT };
 
 export type ConversationT = z.infer<typeof C.Conversation>;
 
@@ -38,7 +41,7 @@ export function baselineCreate(ctx: CaseContext): Promise<Baseline<ConversationT
     const request: OutgoingRequest = {
       method: 'POST',
       path: convPath(ctx.target.appId),
-      body: { external_user_id: ctx.tag, title: 'Conformance', metadata: ctx.tagMetadata },
+      body: { external_user_id: ctx.tag, title: `Conformance ${HOSTILE_TEXT}`, metadata: ctx.tagMetadata },
     };
     const exchange = await ctx.send(request);
     const value = ctx.ok(exchange, ctx.schemas.conversation, 'create conversation') as ConversationT;
@@ -53,12 +56,25 @@ export async function liveConversation(ctx: CaseContext): Promise<ConversationT>
 
 export type Json = Record<string, unknown>;
 
-/** §2: created_at is Unix seconds (a value in milliseconds is ~1000 times now); a day of clock skew is tolerated. */
+/**
+ * §2: created_at is the Unix time in seconds of the creation the answer `ex` reports. The answer's
+ * Date header (which RFC 9110 §6.6.1 asks of every server with a clock) is the server's time when it
+ * answered: created_at lies between it less the request's duration and it, give or take a second
+ * of rounding each way. Without a Date header, the suite's own clock, within a day.
+ */
 export function checkUnixSeconds(ctx: CaseContext, value: unknown, what: string, ex?: Exchange): void {
-  const now = Date.now() / 1000;
+  const date = Date.parse(ex?.headers.get('date') ?? '');
+  if (typeof value !== 'number') ctx.fail(`${what}: created_at ${String(value)} is not a number`, ex);
+  if (Number.isNaN(date)) {
+    const now = Date.now() / 1000;
+    ctx.check(Math.abs(value - now) < 86_400, `${what}: created_at ${value} is not Unix seconds near now (${Math.round(now)})`, ex);
+    return;
+  }
+  const answered = Math.floor(date / 1000);
+  const asked = answered - Math.ceil((ex?.ms ?? 0) / 1000);
   ctx.check(
-    typeof value === 'number' && Math.abs(value - now) < 86_400,
-    `${what}: created_at ${String(value)} is not Unix seconds near now (${Math.round(now)})`,
+    value >= asked - 2 && value <= answered + 2,
+    `${what}: created_at ${value} is not the Unix time of its creation in seconds: the answer's Date header says ${answered} (${new Date(date).toISOString()}), the request took ${ex?.ms ?? 0} ms`,
     ex,
   );
 }
@@ -110,7 +126,7 @@ export function baselineSend(ctx: CaseContext): Promise<Baseline<Json> & { conve
     const request: OutgoingRequest = {
       method: 'POST',
       path: convPath(ctx.target.appId, conv.id),
-      body: { message: { content: 'Hello! How do I reset my password?' }, stream: false },
+      body: { message: { content: `Hello! How do I reset my password? ${HOSTILE_TEXT}` }, stream: false },
     };
     const exchange = await ctx.send(request);
     const value = ctx.ok(exchange, ctx.schemas.response, 'send message') as Json;
@@ -124,7 +140,7 @@ export function baselineCompletion(ctx: CaseContext): Promise<Baseline<Json>> {
     const request: OutgoingRequest = {
       method: 'POST',
       path: appPath(ctx.target.appId, 'completions'),
-      body: { prompt: 'Write one sentence welcoming a new customer.' },
+      body: { prompt: `Write one sentence welcoming a new customer. ${HOSTILE_TEXT}` },
     };
     const exchange = await ctx.send(request);
     const value = ctx.ok(exchange, ctx.schemas.completion, 'create completion') as Json;

@@ -35,6 +35,25 @@ export const completions: CaseDef[] = defineCases('4.7', [
     },
   },
   {
+    id: 'S4.7-completion-json-on-streaming-app',
+    level: 'MUST',
+    clauses: ['§4.7.stream-default'],
+    needs: ['apps.stream_default'],
+    description:
+      "a completion without stream on an app whose default is streaming answers JSON: stream defaults to false for completions (§4.7), only send message follows the app's default (§6)",
+    async run(ctx) {
+      const b = await baselineCompletion(ctx);
+      const ex = await ctx.send({ ...b.request, path: appPath(ctx.app('apps.stream_default'), 'completions') });
+      ctx.jsonContentType(ex, 'completion without stream on apps.stream_default');
+      ctx.equal(
+        (ctx.ok(ex, ctx.schemas.completion, 'completion without stream on apps.stream_default') as Json).status,
+        'completed',
+        'status',
+        ex,
+      );
+    },
+  },
+  {
     id: 'S4.7-completion-stream-false',
     level: 'MUST',
     clauses: ['§4.7.stream'],

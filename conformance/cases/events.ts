@@ -4,11 +4,23 @@ import jsonpatch from 'fast-json-patch';
 import { EVENT_TYPES, type EventType } from '../../src/contract/index.ts';
 import { deepEqual, defineCases, CaseSkip, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange } from '../http.ts';
-import { appPath, contentOf, convPath, createConversation, expectStream, getConversation, mentions, textOf, type Json } from './common.ts';
+import {
+  appPath,
+  contentOf,
+  convPath,
+  createConversation,
+  expectStream,
+  getConversation,
+  HOSTILE_TEXT,
+  mentions,
+  textOf,
+  type Json,
+} from './common.ts';
 
-const QUESTION = 'Hello! How do I reset my password?';
-const FORM_REQUEST = 'I would like to book an appointment. Please show me the booking form.';
-const KB_QUESTION = 'What does your knowledge base say about resetting a password?';
+/** The probe messages; the reference answers the two questions with a knowledge_search call (D-21), the form request with a form (D-22). */
+export const QUESTION = `Hello! How do I reset my password? ${HOSTILE_TEXT}`;
+export const KB_QUESTION = `What does your knowledge base say about resetting a password? ${HOSTILE_TEXT}`;
+export const FORM_REQUEST = `I would like to book an appointment. Please show me the booking form. ${HOSTILE_TEXT}`;
 
 interface Streamed {
   ex: Exchange;
@@ -30,7 +42,7 @@ function completionStream(ctx: CaseContext): Promise<Streamed> {
     const ex = await ctx.send({
       method: 'POST',
       path: appPath(ctx.target.appId, 'completions'),
-      body: { prompt: 'Write one sentence welcoming a new customer.', stream: true },
+      body: { prompt: `Write one sentence welcoming a new customer. ${HOSTILE_TEXT}`, stream: true },
     });
     expectStream(ctx, ex, 'completion stream');
     return { ex };
@@ -62,14 +74,39 @@ export function checkStartEnd(ctx: CaseContext, ex: Exchange, object: 'response'
   ctx.equal(createdCount, 1, 'number of response.created events', ex);
 }
 
+/** §6 lists the events a stream carries: a type outside its table (a misspelt one) is no event of the interface. */
 function checkPayloads(ctx: CaseContext, ex: Exchange): void {
   ex.sse!.events.forEach((e, i) => {
-    const known = (EVENT_TYPES as readonly string[]).includes(e.event);
-    if (!known) {
-      if (ctx.reference) ctx.fail(`event #${i} has a type outside §6: ${JSON.stringify(e.event)}`, ex);
-      return;
-    }
+    if (!(EVENT_TYPES as readonly string[]).includes(e.event))
+      ctx.fail(`event #${i} has a type outside §6: ${JSON.stringify(e.event)}`, ex);
     ctx.shape(e.json, ctx.schemas.events[e.event as EventType], `event #${i} (${e.event}) payload`, ex);
+  });
+}
+
+/** RFC 6901: a JSON Pointer is "" or "/" and reference tokens, where "~" is only "~0" or "~1". */
+const JSON_POINTER = /^(\/([^~]|~[01])*)*$/;
+
+/**
+ * §2.4, §6 rule 3: a patch is one RFC 6902 operation (§4 there): a known op, a path that is a JSON
+ * Pointer, a value for add, replace and test, a from (a pointer) for move and copy.
+ */
+function patchProblem(patch: unknown): string | undefined {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return 'is not an object';
+  const p = patch as Json;
+  if (!['add', 'remove', 'replace', 'move', 'copy', 'test'].includes(String(p.op)))
+    return `has op ${JSON.stringify(p.op)}, not an RFC 6902 operation`;
+  if (typeof p.path !== 'string' || !JSON_POINTER.test(p.path))
+    return `has path ${JSON.stringify(p.path)}, not a JSON Pointer (RFC 6901: "" or starting with "/")`;
+  if (['add', 'replace', 'test'].includes(p.op as string) && !('value' in p)) return `is a ${String(p.op)} without a value`;
+  if (['move', 'copy'].includes(p.op as string) && (typeof p.from !== 'string' || !JSON_POINTER.test(p.from)))
+    return `is a ${String(p.op)} whose from ${JSON.stringify(p.from)} is not a JSON Pointer`;
+  return undefined;
+}
+
+function checkPatches(ctx: CaseContext, values: Json[], ex?: Exchange): void {
+  values.forEach((data, i) => {
+    const problem = patchProblem(data.patch);
+    if (problem) ctx.fail(`data_spec patch #${i} ${JSON.stringify(data.patch).slice(0, 160)} ${problem}`, ex);
   });
 }
 
@@ -281,7 +318,7 @@ export const conversationStreamCases: CaseDef[] = defineCases('6', [
       '§6.function_call_arguments.done',
       'D-16',
     ],
-    description: 'every event payload has the fields §6 lists for its type (reference: the D-16 payloads, no other event type)',
+    description: 'every event is of a type §6 lists, and its payload has the fields §6 lists for that type (reference: the D-16 payloads)',
     async run(ctx) {
       checkPayloads(ctx, (await conversationStream(ctx)).ex);
     },
@@ -457,19 +494,16 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
     clauses: ['§6.rule3', '§6.data_spec.fields', 'D-22'],
     needs: ['apps.generative_ui'],
     description:
-      'rule 3: on a generative-UI app a form request streams response.data_spec events whose patch is an RFC 6902 operation (reference: applied in order to {} they build /form, D-22)',
+      'rule 3: on a generative-UI app a form request streams response.data_spec events whose patch is an RFC 6902 operation: a known op, a JSON Pointer path, a value where the op needs one (reference: applied in order to {} they build /form, D-22)',
     async run(ctx) {
       const { ex, conversationId } = await conversationStream(ctx, ctx.app('apps.generative_ui'), FORM_REQUEST);
       const specs = ex.sse!.events.filter((e) => e.event === 'response.data_spec');
       if (specs.length === 0) throw new CaseSkip('the agent emitted no response.data_spec for the form request');
       checkPayloads(ctx, ex);
       checkStartEnd(ctx, ex, 'response', conversationId);
-      if (ctx.reference)
-        dataSpecPatches(
-          ctx,
-          specs.map((e) => (e.json as Json).data as Json),
-          ex,
-        );
+      const data = specs.map((e) => (e.json as Json).data as Json);
+      checkPatches(ctx, data, ex);
+      if (ctx.reference) dataSpecPatches(ctx, data, ex);
     },
   },
   {
@@ -477,7 +511,8 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
     level: 'MUST',
     clauses: ['§2.4.data_spec.data', 'D-22'],
     needs: ['apps.generative_ui'],
-    description: 'in JSON mode data_spec output items carry {type: "patch", patch} (reference: they build /form from {}, D-22)',
+    description:
+      'in JSON mode data_spec output items carry {type: "patch", patch}, each patch an RFC 6902 operation with a JSON Pointer path (reference: they build /form from {}, D-22)',
     async run(ctx) {
       const app = ctx.app('apps.generative_ui');
       const { conv } = await createConversation(ctx, undefined, app);
@@ -489,12 +524,9 @@ export const dataSpecCases: CaseDef[] = defineCases('6', [
       const r = ctx.ok(ex, ctx.schemas.response, 'send message (JSON)') as Json;
       const specs = (r.output as Json[]).filter((o) => o.type === 'data_spec');
       if (specs.length === 0) throw new CaseSkip('the agent emitted no data_spec item for the form request');
-      if (ctx.reference)
-        dataSpecPatches(
-          ctx,
-          specs.map((s) => s.data as Json),
-          ex,
-        );
+      const data = specs.map((s) => s.data as Json);
+      checkPatches(ctx, data, ex);
+      if (ctx.reference) dataSpecPatches(ctx, data, ex);
     },
   },
   {

@@ -364,6 +364,27 @@ export const list: CaseDef[] = defineCases('4.2', [
     },
   },
   {
+    id: 'S4.2-list-other-app-cursor',
+    level: 'REFERENCE',
+    clauses: ['D-12'],
+    needs: ['apps.knowledge_base'],
+    description:
+      "D-12: a conversation of another app of the team is no cursor of this app's list: after or before it is 400 invalid_cursor, naming the parameter",
+    async run(ctx) {
+      await walkSet(ctx);
+      const { conv } = await createConversation(ctx, undefined, ctx.app('apps.knowledge_base'));
+      for (const param of ['after', 'before']) {
+        const ex = await ctx.send({ method: 'GET', path: `${convPath(ctx.target.appId)}?${param}=${encodeURIComponent(conv.id)}` });
+        ctx.error(ex, `${param}=<a conversation of apps.knowledge_base>`, {
+          status: 400,
+          type: 'invalid_request_error',
+          param,
+          code: 'invalid_cursor',
+        });
+      }
+    },
+  },
+  {
     id: 'S4.2-list-after-and-before',
     level: 'REFERENCE',
     clauses: ['D-12'],

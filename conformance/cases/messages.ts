@@ -12,6 +12,7 @@ import {
   expectStream,
   getConversation,
   checkUnixSeconds,
+  HOSTILE_TEXT,
   mentions,
   textOf,
   metrics,
@@ -26,6 +27,26 @@ async function send(ctx: CaseContext, app: string, convId: string, body: Json) {
 }
 
 const isSse = (ex: { sse?: unknown }) => ex.sse !== undefined;
+
+/**
+ * The most items one exchange may add to the history (§4.3, "the complete history of messages and
+ * function calls"): the user's message and each output item, and a function call's result beside
+ * its call, which an implementation may keep with it. More is a reply stored twice.
+ */
+function historyBound(outputItems: number, functionCalls: number): number {
+  return 1 + outputItems + functionCalls;
+}
+
+/** The output items a stream carries (one per output_index of its item events) and its function calls. */
+function streamedItems(events: ReadonlyArray<{ event: string; json: unknown }>): { items: number; calls: number } {
+  const indexes = new Set<unknown>();
+  let calls = 0;
+  for (const e of events) {
+    if (/^response\.(output_text|function_call|data_spec)/.test(e.event)) indexes.add((e.json as Json | undefined)?.output_index);
+    if (e.event === 'response.function_call.start') calls++;
+  }
+  return { items: indexes.size, calls };
+}
 
 export const sendMessage: CaseDef[] = defineCases('4.6', [
   {
@@ -275,21 +296,25 @@ export const sendMessage: CaseDef[] = defineCases('4.6', [
     level: 'MUST',
     clauses: ['§4.3.items-complete', '§4.3.items-sorted', '§4.3.new-empty'],
     description:
-      "an exchange adds to the conversation's items the user message, then each message and function call of the reply, in order (§4.3)",
+      "an exchange adds to the conversation's items the user message, then each message and function call of the reply, in order, and nothing more (§4.3)",
     async run(ctx) {
       const { conv } = await createConversation(ctx);
       const before = await getConversation(ctx, conv.id);
-      const content = `Hello! How do I reset my password? (conformance run ${ctx.runId})`;
+      const content = `Hello! How do I reset my password? (conformance run ${ctx.runId}) ${HOSTILE_TEXT}`;
       const ex = await send(ctx, ctx.target.appId, conv.id, { message: { content }, stream: false });
+      const all = (ctx.ok(ex, ctx.schemas.response, 'send message') as Json).output as Json[];
       // A message whose content is null (§2.4) carries nothing to look for.
-      const output = ((ctx.ok(ex, ctx.schemas.response, 'send message') as Json).output as Json[]).filter(
-        (o) => (o.type === 'message' && o.content !== null) || o.type === 'function_call',
-      );
+      const output = all.filter((o) => (o.type === 'message' && o.content !== null) || o.type === 'function_call');
       const got = await getConversation(ctx, conv.id);
       const added = got.items.slice(before.items.length);
       ctx.check(
         added.length >= 1 + output.length,
         `the exchange added ${added.length} items; its output has ${output.length} messages and function calls, plus the user's message`,
+      );
+      const most = historyBound(all.length, all.filter((o) => o.type === 'function_call').length);
+      ctx.check(
+        added.length <= most,
+        `the exchange added ${added.length} items to the history, more than its question and the ${all.length} items of its output${most > 1 + all.length ? ` (and a result per function call)` : ''}: ${most}`,
       );
       // Item fields are not shown (§2.1): each part of the exchange is looked for in the items' JSON, in order.
       let at = added.findIndex((it) => mentions(it, content));
@@ -404,13 +429,13 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
       '§6.done.fields',
     ],
     description:
-      'ten exchanges in one conversation, JSON and stream in turn: each reply is a well-formed Response or stream of that conversation with its own id, the history holds every question and reply in order, and the metadata is the last one sent',
+      'ten exchanges in one conversation, JSON and stream in turn: each reply is a well-formed Response or stream of that conversation with its own id, the history holds every question and reply in order and nothing more (no reply stored twice), and the metadata is the last one sent',
     async run(ctx) {
       const { conv } = await createConversation(ctx);
       const base = (await getConversation(ctx, conv.id)).items.length;
-      const sent: Array<{ content: string; replies: string[]; id: string }> = [];
+      const sent: Array<{ content: string; replies: string[]; id: string; most: number }> = [];
       for (let k = 1; k <= EXCHANGES; k++) {
-        const content = `Question #${k} of conformance run ${ctx.runId}: how do I reset my password?`;
+        const content = `Question #${k} of conformance run ${ctx.runId}: how do I reset my password? ${HOSTILE_TEXT}`;
         const stream = k % 2 === 0;
         const ex = await send(ctx, ctx.target.appId, conv.id, {
           message: { content },
@@ -423,7 +448,13 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
           checkStartEnd(ctx, ex, 'response', conv.id);
           checkText(ctx, ex);
           const id = String((ex.sse!.events[0]!.json as Json).id);
-          sent.push({ content, replies: [...a.done.values()].filter((t) => t.length > 0), id });
+          const carried = streamedItems(ex.sse!.events);
+          sent.push({
+            content,
+            replies: [...a.done.values()].filter((t) => t.length > 0),
+            id,
+            most: historyBound(carried.items, carried.calls),
+          });
         } else {
           const r = ctx.ok(ex, ctx.schemas.response, what) as Json;
           ctx.equal(r.conversation_id, conv.id, `${what}: conversation_id`, ex);
@@ -433,7 +464,9 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
             .map(textOf)
             .filter((t) => t.length > 0);
           ctx.check(texts.length > 0, `${what}: no message with text in the output`, ex);
-          sent.push({ content, replies: texts, id: String(r.id) });
+          const output = r.output as Json[];
+          const most = historyBound(output.length, output.filter((o) => o.type === 'function_call').length);
+          sent.push({ content, replies: texts, id: String(r.id), most });
         }
       }
       const ids = sent.map((s) => s.id);
@@ -443,6 +476,7 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
       // Item fields are not shown (§2.1): each question, then its replies, are looked for in order.
       const items = got.items.slice(base);
       let at = -1;
+      const asked: number[] = [];
       sent.forEach((s, k) => {
         const q = items.findIndex((it, i) => i > at && mentions(it, s.content));
         ctx.check(
@@ -450,11 +484,20 @@ export const severalExchanges: CaseDef[] = defineCases('4.6', [
           `the user message of exchange #${k + 1} is not in the history after exchange #${k}'s items (${items.length} items after ten exchanges)`,
         );
         at = q;
+        asked.push(q);
         s.replies.forEach((text, j) => {
           const r = items.findIndex((it, i) => i > at && mentions(it, text));
           ctx.check(r !== -1, `reply #${j + 1} of exchange #${k + 1} is not in the history after its question`);
           at = r;
         });
+      });
+      // An exchange's items run from its question to the next one's: no more than it may add.
+      sent.forEach((s, k) => {
+        const added = (asked[k + 1] ?? items.length) - asked[k]!;
+        ctx.check(
+          added <= s.most,
+          `exchange #${k + 1}${k % 2 === 1 ? ' {stream: true}' : ''} left ${added} items in the history, more than its question, the items its reply carried and a result per function call: ${s.most} (a reply stored twice?)`,
+        );
       });
     },
   },

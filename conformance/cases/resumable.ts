@@ -1,12 +1,12 @@
 // Resumable responses, an extension (docs/responses.md, D-30…D-39): reference-level cases only, so the
 // spec profile never asks for it. A cut is a resume from the last event a client saw: the suite reads
 // a stream whole, then asks for what follows each of several points, as a client cut there would.
-import { LiveResponse, RESPONSE_ID_HEADER } from '../../src/contract/index.ts';
+import { LiveResponse, RESPONSE_ID_HEADER, Usage } from '../../src/contract/index.ts';
 import { defineCases, type CaseContext } from '../context.ts';
 import type { Exchange } from '../http.ts';
-import { appPath, convPath, createConversation, expectStream, type Json } from './common.ts';
+import { appPath, convPath, createConversation, expectStream, HOSTILE_TEXT, textOf, type Json } from './common.ts';
 
-const QUESTION = 'Hello! How do I reset my password?';
+const QUESTION = `Hello! How do I reset my password? ${HOSTILE_TEXT}`;
 const responsePath = (app: string, id: string, rest = '') => appPath(app, `responses/${encodeURIComponent(id)}${rest}`);
 const TERMINAL = new Set(['response.completed', 'response.failed']);
 
@@ -181,6 +181,168 @@ export const resumable = defineCases('4.6', [
         'the history holds the two responses',
         got,
       );
+    },
+  },
+]);
+
+/** A reply of apps.slow, streamed, with `onEvent` told of each event (to cancel it, or to leave it). */
+async function slowReply(
+  ctx: CaseContext,
+  onEvent: (e: { event: string; json: unknown }, i: number, id: string) => 'leave' | undefined,
+): Promise<{ ex: Exchange; app: string; id: string; conversationId: string }> {
+  const app = ctx.app('apps.slow');
+  const { conv } = await createConversation(ctx, undefined, app);
+  let id = '';
+  const ex = await ctx.send({
+    method: 'POST',
+    path: convPath(app, conv.id),
+    // A greeting: a short reply, so that a slow app ends it within a second or two.
+    body: { message: { content: 'Hi 🧪 שלום' }, stream: true },
+    onEvent: (e, i) => {
+      if (i === 0) id = String((e.json as Json | undefined)?.id ?? '');
+      return onEvent(e, i, id);
+    },
+  });
+  ctx.check(ex.sse !== undefined && id !== '', 'the reply of apps.slow did not start as a stream with response.created', ex);
+  return { ex, app, id, conversationId: conv.id };
+}
+
+export const resumableCorners = defineCases('4.6', [
+  {
+    id: 'S4.6-resume-bad-cursor',
+    level: 'REFERENCE',
+    clauses: ['D-32'],
+    description:
+      'D-32: a resume whose starting_after or Last-Event-ID is not the sequence number of an event (letters, a fraction, below -1) is 400 invalid_value, naming it',
+    async run(ctx) {
+      const s = await streamed(ctx);
+      const events = (query: string, headers?: Record<string, string>) =>
+        ctx.send({ method: 'GET', path: responsePath(ctx.target.appId, s.id, `/events${query}`), ...(headers ? { headers } : {}) });
+      for (const bad of ['abc', '1.5', '-2']) {
+        ctx.error(await events(`?starting_after=${encodeURIComponent(bad)}`), `resume with starting_after=${bad}`, {
+          status: 400,
+          type: 'invalid_request_error',
+          param: 'starting_after',
+          code: 'invalid_value',
+        });
+        ctx.error(await events('', { 'last-event-id': bad }), `resume with Last-Event-ID: ${bad}`, {
+          status: 400,
+          type: 'invalid_request_error',
+          param: 'Last-Event-ID',
+          code: 'invalid_value',
+        });
+      }
+    },
+  },
+  {
+    id: 'S4.6-cancel-running',
+    level: 'REFERENCE',
+    clauses: ['D-33', 'D-39', 'D-16'],
+    needs: ['apps.slow'],
+    description:
+      'D-33: cancelling a reply of apps.slow while it streams stops it: the cancel answers it failed, {type: request_aborted, code: cancelled}, with the output so far; the open stream ends with that response.failed (its payload as D-16 gives it); the look-up says the same; D-39: its items carry status incomplete',
+    async run(ctx) {
+      let cancel: Promise<Exchange> | undefined;
+      const r = await slowReply(ctx, (e, _i, id) => {
+        // After the first text, so that there is output to keep.
+        if (!cancel && e.event === 'response.output_text.delta')
+          cancel = ctx.send({ method: 'POST', path: responsePath(ctx.app('apps.slow'), id, '/cancel') });
+        return undefined;
+      });
+      expectStream(ctx, r.ex, 'the stream of the cancelled reply');
+      if (!cancel) return ctx.fail('the reply of apps.slow carried no text delta to cancel it after', r.ex);
+      const answer = await cancel;
+      const cancelled = ctx.ok(answer, LiveResponse, 'cancel of a running reply') as Json;
+      const stopped = { status: 'failed', error: { type: 'request_aborted', code: 'cancelled' } };
+      ctx.equal(
+        { status: cancelled.status, error: { type: (cancelled.error as Json)?.type, code: (cancelled.error as Json)?.code } },
+        stopped,
+        'the answer of the cancel (D-33)',
+        answer,
+      );
+      const last = r.ex.sse!.events.at(-1)!;
+      ctx.equal(last.event, 'response.failed', 'last event of the stream of the cancelled reply', r.ex);
+      ctx.shape(last.json, ctx.schemas.events['response.failed'], 'response.failed payload (D-16)', r.ex);
+      ctx.equal(((last.json as Json).error as Json)?.code, 'cancelled', 'error.code of its response.failed', r.ex);
+      const streamedText = r.ex
+        .sse!.events.filter((e) => e.event === 'response.output_text.delta')
+        .map((e) => String((e.json as Json).delta))
+        .join('');
+      const kept = ((cancelled.output as Json[]) ?? []).map((o) => textOf(o)).join('');
+      ctx.check(
+        kept.length > 0 && streamedText.startsWith(kept),
+        `the cancelled reply kept ${JSON.stringify(kept)}, not the text it had streamed (${JSON.stringify(streamedText)})`,
+        answer,
+      );
+      const look = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id) });
+      ctx.equal(
+        ctx.ok(look, LiveResponse, 'look-up of the cancelled reply'),
+        cancelled,
+        'the cancelled reply looked up, compared with the answer of the cancel',
+        look,
+      );
+      const conv = await ctx.send({ method: 'GET', path: convPath(r.app, r.conversationId) });
+      const items = ((ctx.ok(conv, ctx.schemas.conversationWithItems, 'get conversation') as Json).items as Json[]).filter(
+        (i) => i.response_id === r.id && i.role !== 'user',
+      );
+      ctx.check(
+        items.length > 0 && items.every((i) => i.status === 'incomplete'),
+        `the items of the cancelled reply say ${JSON.stringify(items.map((i) => i.status))}, not incomplete (D-39)`,
+        conv,
+      );
+    },
+  },
+  {
+    id: 'S4.6-left-reply-runs-on',
+    level: 'REFERENCE',
+    clauses: ['D-34', 'D-32'],
+    needs: ['apps.slow'],
+    description:
+      'D-34: a client that leaves a stream of apps.slow mid-reply does not stop it: resumed after the last event it saw, the reply goes on to response.completed, and the look-up says completed',
+    async run(ctx) {
+      const r = await slowReply(ctx, (e) => (e.event === 'response.output_text.delta' ? 'leave' : undefined));
+      ctx.check(r.ex.sse?.left !== undefined, 'the stream ended before the suite could leave it mid-reply', r.ex);
+      const seen = r.ex.sse!.events.length;
+      const rest = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id, `/events?starting_after=${seen - 1}`) });
+      expectStream(ctx, rest, 'the resume after the client left');
+      ctx.equal(rest.sse!.events.at(-1)?.event, 'response.completed', 'last event of the reply the client left (D-34: it runs on)', rest);
+      const look = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id) });
+      ctx.equal(
+        (ctx.ok(look, LiveResponse, 'look-up of the reply the client left') as Json).status,
+        'completed',
+        'status of the reply the client left',
+        look,
+      );
+    },
+  },
+  {
+    id: 'S4.6-usage-totals',
+    level: 'REFERENCE',
+    clauses: ['D-16', 'D-17'],
+    description:
+      'token usage (docs/agent.md), on the JSON answers (D-17) and the terminal events (D-16) of send message and completion: total_tokens is input_tokens + output_tokens',
+    async run(ctx) {
+      const j = await answered(ctx);
+      const s = await streamed(ctx);
+      const completion = await ctx.send({
+        method: 'POST',
+        path: appPath(ctx.target.appId, 'completions'),
+        body: { prompt: `Write one sentence welcoming a new customer. ${HOSTILE_TEXT}` },
+      });
+      const found: Array<[string, unknown, Exchange]> = [
+        ['send message (JSON)', j.body.usage, j.ex],
+        ['send message (stream), response.completed', (s.ex.sse!.events.at(-1)?.json as Json | undefined)?.usage, s.ex],
+        ['create completion (JSON)', (ctx.ok(completion, ctx.schemas.completion, 'create completion') as Json).usage, completion],
+      ];
+      for (const [where, usage, ex] of found) {
+        const u = ctx.shape(usage, Usage, `${where}: usage`, ex);
+        ctx.equal(
+          u.total_tokens,
+          u.input_tokens + u.output_tokens,
+          `${where}: usage.total_tokens (input_tokens + output_tokens = ${u.input_tokens} + ${u.output_tokens})`,
+          ex,
+        );
+      }
     },
   },
 ]);

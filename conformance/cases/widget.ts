@@ -8,7 +8,7 @@ import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange } from '../http.ts';
 import type { WidgetTarget } from '../target.ts';
 import { endpointsOn, label } from './auth.ts';
-import { convPath, createConversation, lookalike } from './common.ts';
+import { convPath, createConversation, HOSTILE_TEXT, lookalike } from './common.ts';
 
 /** An origin no target lists: `.invalid` is reserved (RFC 2606), so no page can have it. */
 const NOT_LISTED = 'https://not-listed.conformance.invalid';
@@ -56,9 +56,11 @@ async function visitor(
   ctx: CaseContext,
   what = 'a visitor session',
   body: Record<string, unknown> = {},
-): Promise<{ token: string; visitor_id: string; external_user_id: string | null; ex: Exchange }> {
-  const ex = await wsend(ctx, { method: 'POST', path: wpath(ctx, '/visitors'), key: ctx.app('publishable_key'), body });
-  return { ...ctx.ok(ex, VisitorSession, `${what} (widget POST ${wpath(ctx, '/visitors')} with publishable_key)`), ex };
+  app = ctx.target.appId,
+): Promise<{ token: string; visitor_id: string; external_user_id: string | null; expires_at: number; ex: Exchange }> {
+  const path = `/apps/${encodeURIComponent(app)}/visitors`;
+  const ex = await wsend(ctx, { method: 'POST', path, key: ctx.app('publishable_key'), body });
+  return { ...ctx.ok(ex, VisitorSession, `${what} (widget POST ${path} with publishable_key)`), ex };
 }
 
 async function visitorConversation(ctx: CaseContext, token: string, what: string): Promise<{ id: string }> {
@@ -300,13 +302,32 @@ export const widget: CaseDef[] = defineCases('5.4', [
     clauses: ['D-50'],
     needs: ['widget', 'publishable_key', 'widget.identity_secret'],
     description:
-      "D-50: an identity signed HS256 with widget.identity_secret opens a session with its sub as external_user_id; one signed 601 s ago or dated an hour ahead (by the server's Date) is 403 identity_expired, one changed after signing, signed with another secret or unsigned is 403 invalid_identity, each with param identity",
+      "D-50: an identity signed HS256 with widget.identity_secret opens a session with its sub as external_user_id, the same sub the same visitor, its metadata the conversation's; one signed 601 s ago or dated an hour ahead (by the server's Date) is 403 identity_expired, one changed after signing, signed with another secret or unsigned is 403 invalid_identity, each with param identity",
     async run(ctx) {
       const secret = ctx.app('widget.identity_secret');
       const sub = `${ctx.tag}-user`;
       const now = Math.floor(Date.now() / 1000);
-      const good = await visitor(ctx, 'a visitor session with an identity signed now', { identity: hs256({ sub, iat: now }, secret) });
+      const metadata = { plan: 'gold', note: HOSTILE_TEXT };
+      const good = await visitor(ctx, 'a visitor session with an identity signed now', {
+        identity: hs256({ sub, iat: now, metadata }, secret),
+      });
       ctx.equal(good.external_user_id, sub, 'external_user_id of a session with a signed identity', good.ex);
+      // The same sub is the same visitor, wherever it signs in from.
+      const again = await visitor(ctx, 'a second session with an identity of the same sub', { identity: hs256({ sub, iat: now }, secret) });
+      ctx.equal(again.visitor_id, good.visitor_id, 'visitor_id of a second session of the same sub', again.ex);
+      // Its metadata is the conversation's, as the team's backend reads it.
+      const conv = await visitorConversation(ctx, good.token, 'a verified visitor creates a conversation');
+      const read = await ctx.send({ method: 'GET', path: convPath(ctx.target.appId, conv.id) });
+      const got = ctx.ok(read, ctx.schemas.conversationWithItems, "the verified visitor's conversation read with api_key") as {
+        external_user_id: unknown;
+        metadata: unknown;
+      };
+      ctx.equal(
+        [got.external_user_id, got.metadata],
+        [sub, metadata],
+        "[external_user_id, metadata] of the verified visitor's conversation (the identity's sub and metadata)",
+        read,
+      );
       const serverNow = serverSeconds(good.ex);
       const refused: Array<[string, string, string]> = [
         [hs256({ sub, iat: serverNow - 601 }, secret), 'an identity signed 601 s ago', 'identity_expired'],
@@ -360,6 +381,128 @@ export const widget: CaseDef[] = defineCases('5.4', [
             code: 'invalid_visitor_token',
           });
       }
+    },
+  },
+  {
+    id: 'S5.4-widget-token-lifetime',
+    level: 'REFERENCE',
+    clauses: ['D-49'],
+    needs: ['widget', 'publishable_key', 'widget.short_token_app'],
+    description:
+      'D-49: a visitor token of widget.short_token_app (its tokens live seconds) is taken until its expires_at, then 401 invalid_api_key, code visitor_token_expired (read again until then, within --settle-timeout); sent as previous_token it renews the same visitor; a token of one app is 403 access_denied on another, both ways',
+    async run(ctx) {
+      const short = ctx.app('widget.short_token_app');
+      const configOf = (app: string): WidgetRequest => ({ method: 'GET', path: `/apps/${encodeURIComponent(app)}/config` });
+      // Its tokens live seconds: on a busy machine one may expire before it is used. A refusal for expiry
+      // at or after its expires_at says nothing of the rule checked, so the check is made again with a new one.
+      const withFresh = (send: (token: string) => Promise<Exchange>) =>
+        ctx.poll(
+          async () => {
+            const v = await visitor(ctx, 'a visitor session of widget.short_token_app', {}, short);
+            return { v, ex: await send(v.token) };
+          },
+          ({ v, ex }) => !(ex.status === 401 && serverSeconds(ex) >= v.expires_at),
+        );
+      const main = await visitor(ctx);
+      const own = configOf(ctx.target.appId);
+      ctx.error(
+        await wsend(ctx, { ...configOf(short), key: main.token }),
+        `${wlabel(configOf(short))} with app_id's visitor token on widget.short_token_app`,
+        {
+          status: 403,
+          type: 'access_denied',
+        },
+      );
+      const { ex: crossed } = await withFresh((token) => wsend(ctx, { ...own, key: token }));
+      ctx.error(crossed, `${wlabel(own)} with widget.short_token_app's visitor token on app_id`, { status: 403, type: 'access_denied' });
+      const config = configOf(short);
+      const { v, ex: first } = await withFresh((token) => wsend(ctx, { ...config, key: token }));
+      ctx.ok(first, ctx.schemas.config, `${wlabel(config)} with its visitor token, before its expires_at (${v.expires_at})`);
+      // Its lifetime is the app's: read again until it is refused.
+      const after = await ctx.poll(
+        () => wsend(ctx, { ...config, key: v.token }),
+        (ex) => ex.status !== 200,
+      );
+      const what = `${wlabel(config)} with a visitor token whose expires_at (${v.expires_at}) passed`;
+      if (after.status === 200) return ctx.fail(`${what}: still taken after --settle-timeout`, after);
+      ctx.check(
+        serverSeconds(after) >= v.expires_at,
+        `${what}: refused at ${serverSeconds(after)} by the server's Date, before it expired`,
+        after,
+      );
+      ctx.error(after, what, { status: 401, type: 'invalid_api_key', code: 'visitor_token_expired' });
+      const renewed = await visitor(
+        ctx,
+        'a visitor session renewed with the expired token as previous_token',
+        { previous_token: v.token },
+        short,
+      );
+      ctx.equal(renewed.visitor_id, v.visitor_id, 'visitor_id of the session renewed with previous_token (the same visitor)', renewed.ex);
+    },
+  },
+  {
+    id: 'S5.4-widget-browser-fields',
+    level: 'REFERENCE',
+    clauses: ['D-51'],
+    needs: ['widget', 'publishable_key'],
+    description:
+      "D-51: what a browser may send: external_user_id or metadata on the widget's create conversation, and metadata on its send message, are 400 unknown_parameter naming the field, and create nothing",
+    async run(ctx) {
+      const v = await visitor(ctx);
+      const conv = await visitorConversation(ctx, v.token, 'a visitor creates a conversation');
+      const refused: WidgetRequest[] = [
+        {
+          method: 'POST',
+          path: wpath(ctx, '/conversations'),
+          key: v.token,
+          body: { title: 'Mine', external_user_id: `${ctx.tag}-forged` },
+        },
+        { method: 'POST', path: wpath(ctx, '/conversations'), key: v.token, body: { title: 'Mine', metadata: { plan: 'gold' } } },
+        {
+          method: 'POST',
+          path: wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`),
+          key: v.token,
+          body: { message: { content: 'Hello!' }, stream: false, metadata: { plan: 'gold' } },
+        },
+      ];
+      for (const r of refused) {
+        const field = 'external_user_id' in (r.body as object) ? 'external_user_id' : 'metadata';
+        ctx.error(await wsend(ctx, r), `${wlabel(r)} with ${field}`, {
+          status: 400,
+          type: 'invalid_request_error',
+          param: field,
+          code: 'unknown_parameter',
+        });
+      }
+      const read = await wsend(ctx, { method: 'GET', path: wpath(ctx, `/conversations/${encodeURIComponent(conv.id)}`), key: v.token });
+      ctx.equal(
+        (ctx.ok(read, ctx.schemas.conversationWithItems, 'the visitor reads their conversation') as { items: unknown[] }).items,
+        [],
+        'items of the conversation after the refused message',
+        read,
+      );
+    },
+  },
+  {
+    id: 'S5.4-widget-script',
+    level: 'REFERENCE',
+    clauses: ['D-55'],
+    needs: ['widget'],
+    description:
+      "D-55: the widget's script, /widget.js on the widget API's host, is served as JavaScript that any page may load (Cross-Origin-Resource-Policy: cross-origin), and is not empty",
+    async run(ctx) {
+      const w = widgetOf(ctx);
+      const origin = new URL(w.baseUrl).origin;
+      const ex = await ctx.send({ method: 'GET', path: '/widget.js', key: null, baseUrl: origin });
+      ctx.equal(ex.status, 200, 'GET /widget.js: status', ex);
+      const type = (ex.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+      ctx.check(
+        type === 'text/javascript' || type === 'application/javascript',
+        `GET /widget.js: Content-Type ${JSON.stringify(ex.headers.get('content-type'))} is not JavaScript`,
+        ex,
+      );
+      ctx.equal(ex.headers.get('cross-origin-resource-policy'), 'cross-origin', 'GET /widget.js: Cross-Origin-Resource-Policy', ex);
+      ctx.check(ex.text.length > 1000, `GET /widget.js: ${ex.text.length} bytes, not the widget's script`, ex);
     },
   },
 ]);

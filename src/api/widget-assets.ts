@@ -4,7 +4,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { AppT, Tenants } from '../core/tenants.ts';
-import { Asset } from '../http/reply.ts';
+import { Asset, NoContent } from '../http/reply.ts';
 
 const WIDGET_DIR = path.resolve(import.meta.dirname, '../../widget');
 
@@ -31,7 +31,7 @@ const PLAYGROUND_CSP =
 const SCRIPT = 'text/javascript; charset=utf-8';
 
 /** Pages by path, each built once on first request. */
-export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Map<string, () => Promise<Asset>> {
+export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Map<string, () => Promise<Asset | NoContent>> {
   const once = (make: () => Promise<Asset>) => {
     let made: Promise<Asset> | undefined;
     return () =>
@@ -40,7 +40,7 @@ export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Ma
         throw err;
       }));
   };
-  const pages = new Map<string, () => Promise<Asset>>([
+  const pages = new Map<string, () => Promise<Asset | NoContent>>([
     // Any page may load the script (CORP cross-origin); no-cache: a browser revalidates, so a new server's widget is picked up.
     [
       '/widget.js',
@@ -49,6 +49,8 @@ export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Ma
           new Asset(SCRIPT, await bundle('widget.ts'), { 'cache-control': 'no-cache', 'cross-origin-resource-policy': 'cross-origin' }),
       ),
     ],
+    // A browser asks every server it visits for an icon: no icon, and no 404 in its console; asked once a day.
+    ['/favicon.ico', async () => new NoContent({ 'cache-control': 'max-age=86400' })],
   ]);
   if (opts.playground) {
     const headers = { 'cache-control': 'no-cache', 'content-security-policy': PLAYGROUND_CSP };

@@ -3,7 +3,7 @@
 // z.toJSONSchema (openapi-schemas.ts), every error answer from one table (openapi-errors.ts), and
 // test/openapi.test.ts checks the document with an OpenAPI validator, against the server's routes and
 // error catalogue, and against the server's own answers, so that it cannot drift from what the server does.
-import { INTERFACE_VERSION, LIMITS, ListConversationsQuery, RESPONSE_ID_HEADER } from './index.ts';
+import { IDEMPOTENCY_KEY_SYNTAX, INTERFACE_VERSION, LIMITS, ListConversationsQuery, RESPONSE_ID_HEADER } from './index.ts';
 import {
   ERROR_STATUSES,
   METHOD_NOT_ALLOWED,
@@ -321,9 +321,9 @@ export function buildOpenApiDocument(): Json {
           name: 'Idempotency-Key',
           in: 'header',
           required: false,
-          schema: { type: 'string', minLength: 1, maxLength: 255 },
-          description:
-            'Runs the request once per key; a retry with the same key and body gets the first answer (header `idempotent-replayed: true`).',
+          // The header's value: the key, or the key quoted with each character escaped at most.
+          schema: { type: 'string', minLength: 1, maxLength: 2 * LIMITS.idempotencyKeyChars + 2 },
+          description: `Runs the request once per key; a retry with the same key and body gets the first answer (header \`idempotent-replayed: true\`). The key: ${IDEMPOTENCY_KEY_SYNTAX}.`,
         },
       },
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '§5, D-6: a secret key `sk_live_…`.' } },

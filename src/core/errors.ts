@@ -18,3 +18,40 @@ export class ResponseEventsExpired extends Error {
     this.name = 'ResponseEventsExpired';
   }
 }
+
+/**
+ * D-94: names the file an fs error was about when node did not (an error of write(2) or fsync carries
+ * no path), so that start-up's reason names it: `withFile(err, file)` sets `path` and returns it;
+ * `.catch(atFile(file))` throws it on so named.
+ */
+export function withFile<E>(err: E, file: string): E {
+  const e = err as NodeJS.ErrnoException | undefined;
+  if (e && typeof e.code === 'string' && e.path === undefined) e.path = file;
+  return err;
+}
+
+export function atFile(file: string): (err: unknown) => never {
+  return (err) => {
+    throw withFile(err, file);
+  };
+}
+
+/** Why a file could not be written, in the operator's words, by errno code. */
+const WRITE_FAULTS: Record<string, string> = {
+  ENOSPC: 'no space left on the device (ENOSPC); free some space, or choose another --data-dir',
+  EDQUOT: 'the disk quota is used up (EDQUOT); free some space, or choose another --data-dir',
+};
+
+/**
+ * The one-line reason a start-up failure gives for what the operator must fix (a bad data directory
+ * or fixtures file, a full disk, a port in use), naming the file when there is one; undefined for
+ * anything else (a bug, which keeps its stack trace).
+ */
+export function startupReason(err: unknown): string | undefined {
+  if (err instanceof DataFileError) return err.message;
+  const e = err as NodeJS.ErrnoException;
+  if (typeof e?.code !== 'string') return undefined;
+  const fault = WRITE_FAULTS[e.code];
+  if (e.path === undefined) return fault ?? e.message;
+  return `${e.path}: ${fault ?? e.message.replace(`, ${e.syscall} '${e.path}'`, '')}`;
+}

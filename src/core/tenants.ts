@@ -1,6 +1,7 @@
 // The tenants: teams, keys (SHA-256 hashes only), plans and apps, and the registry every layer reads
 // them from. Where they are kept is the store's concern (src/store/tenants.ts reads them from fixtures.json).
 import { z } from 'zod';
+import { LIMITS } from '../contract/index.ts';
 
 /** D-27: a plan that names no storage quota gets 1 GiB. */
 export const DEFAULT_STORAGE_BYTES = 2 ** 30;
@@ -18,6 +19,8 @@ export const Plan = z.object({
   requests_per_day: z.number().int().positive(),
   /** D-27: bytes of stored conversations per app (records and histories; soft-deleted ones excluded). */
   storage_bytes: z.number().int().positive().default(DEFAULT_STORAGE_BYTES),
+  /** D-29: bytes of one conversation's stored history (4 MiB by default). */
+  conversation_bytes: z.number().int().positive().default(LIMITS.conversationBytes),
 });
 /** Agent settings: what §2.8 shows plus what the engines need (not shown by the interface). */
 export const Agent = z.looseObject({
@@ -39,6 +42,8 @@ export const Widget = z.strictObject({
   origins: z.array(Origin).default([]),
   /** D-50: the host's server signs its users' identities with it (HS256); null: no verified identities. */
   identity_secret: z.string().min(32).nullable().default(null),
+  /** D-49: how long a visitor token lives, in seconds (an hour; the suite's expired-token case uses a second). */
+  token_seconds: z.number().int().positive().default(3600),
   /** D-52: per minute; messages count against all four, sessions and conversations against the visitor's and address's. */
   limits: z
     .strictObject({
@@ -68,11 +73,23 @@ export const App = z.object({
   /** Absent: the app has no widget, and the publishable key reaches nothing of it (D-47). */
   widget: Widget.optional(),
 });
+/**
+ * D-107: a conversation the fixtures give, made at start-up when the store lacks it: how a disabled
+ * app, which takes no create, has one (the conformance target's apps.inactive_conversation).
+ */
+export const SeedConversation = z.strictObject({
+  id: z.string().regex(/^conv_[A-Za-z0-9_-]{3,123}$/, 'must be a conversation id: conv_ and letters, digits, "_" or "-"'),
+  app_id: z.string().min(1),
+  title: z.string().nullable().default(null),
+  external_user_id: z.string().nullable().default(null),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
 export const FixturesFile = z.object({
   teams: z.array(Team),
   keys: z.array(Key),
   plans: z.array(Plan),
   apps: z.array(App),
+  conversations: z.array(SeedConversation).default([]),
 });
 
 export type TeamT = z.infer<typeof Team>;
@@ -81,6 +98,7 @@ export type PlanT = z.infer<typeof Plan>;
 export type AgentT = z.infer<typeof Agent>;
 export type AppT = z.infer<typeof App>;
 export type WidgetT = z.infer<typeof Widget>;
+export type SeedConversationT = z.infer<typeof SeedConversation>;
 
 /** The tenant registry as the layers above the store read it. */
 export interface Tenants {
@@ -89,4 +107,6 @@ export interface Tenants {
   keys: KeyT[];
   plans: Map<string, PlanT>;
   apps: Map<string, AppT>;
+  /** D-107: conversations a start makes when the store lacks them. */
+  conversations?: readonly SeedConversationT[];
 }

@@ -83,6 +83,9 @@ export function language(norm: string): Lang {
   return fr > en ? 'fr' : 'en';
 }
 
+/** The language of any text (a question, a search query). */
+export const languageOf = (text: string): Lang => language(normalise(text));
+
 export function recognise(text: string): Intent | undefined {
   const norm = normalise(text);
   if (!norm) return undefined;

@@ -5,7 +5,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
 import type { FormTemplateT } from './forms.ts';
-import { answer as intentAnswer, recognise } from './intents.ts';
+import { answer as intentAnswer, languageOf, recognise } from './intents.ts';
 import { countTokens, dataString, estimateInputTokens, keywords, sentences, truncate } from './text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelEvent, type ModelRequest, type TitleRequest } from './types.ts';
 
@@ -155,9 +155,7 @@ export class LocalEngine implements ModelEngine {
     if (result.error) return `I could not use ${msg.name}: ${result.error}`;
     if (msg.name === 'render_form') return `Fill it in and press “${result.submit_label ?? 'Submit'}” when you are ready.`;
     const hits = result.results ?? [];
-    if (hits.length === 0) {
-      return `I found nothing about “${truncate(result.query ?? '', 80)}” in the knowledge base, so I cannot answer that reliably. Try other words, or ask about another topic.`;
-    }
+    if (hits.length === 0) return nothingFound(result.query ?? '');
     const [best, ...rest] = hits;
     let answer = `According to “${best!.title}” (${best!.document}): ${sentences(best!.passage, 2)}`;
     const other = rest.find((h) => h.document !== best!.document);
@@ -215,6 +213,14 @@ export class LocalEngine implements ModelEngine {
     }
     return text.match(/\s*\S+/g) ?? [text];
   }
+}
+
+/** D-111: no passage is relevant to the query: said plainly, in the language it was asked in. */
+function nothingFound(query: string): string {
+  const q = truncate(query, 80);
+  return languageOf(query) === 'fr'
+    ? `Je n’ai rien trouvé sur « ${q} » dans la base de connaissances : je ne peux donc pas y répondre de façon fiable. Essayez d’autres mots, ou posez une question sur un autre sujet.`
+    : `I found nothing about “${q}” in the knowledge base, so I cannot answer that reliably. Try other words, or ask about another topic.`;
 }
 
 /** The forms the render_form tool offers in this request (its `form` enum). */

@@ -1,6 +1,6 @@
 // Reading a JSON request body: the 1 MiB cap and the content-type check of D-2, D-1's invalid_json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { LIMITS, jsonDepth } from '../contract/index.ts';
+import { LIMITS, scanJson } from '../contract/index.ts';
 import { ApiError, apiError, invalidRequest } from './errors.ts';
 import { lingeringClose } from './linger.ts';
 
@@ -106,9 +106,12 @@ export async function readJsonBody(req: IncomingMessage): Promise<unknown> {
     throw invalidRequest(`The request body is not valid JSON (${(err as Error).message}).`, null, 'invalid_json');
   }
   // Bound nesting before any recursive walk (validation, JSON.stringify) meets the document.
-  if (jsonDepth(value, LIMITS.jsonDepth + 2) > LIMITS.jsonDepth + 2) {
+  const { depth, unkept } = scanJson(value, LIMITS.jsonDepth + 2);
+  if (depth > LIMITS.jsonDepth + 2) {
     throw invalidRequest(`The request body is nested too deeply (more than ${LIMITS.jsonDepth} levels).`, null, 'invalid_value');
   }
+  // D-94: refused rather than kept otherwise than sent (or lost at the next read).
+  if (unkept) throw invalidRequest(`${unkept.path || 'The request body'} ${unkept.why}.`, unkept.path || null, 'invalid_value');
   return value;
 }
 

@@ -65,6 +65,8 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
     const ctx = new HttpExchange(req, res, requestId, log, streams);
     let appId: string | undefined;
     let closed = false;
+    /** The error answered, for the log line: its type and code say why, its message is not logged. */
+    let failure: ApiError | undefined;
 
     // One listener for everything a request does when it ends (each one showed in the profile).
     res.once('close', () => {
@@ -77,7 +79,8 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
         req.once('end', () => answeredEarly.delete(socket));
       }
       if (!res.writableFinished) ctx.clientLeft();
-      // One line per request; the path only (no query, no headers, so no key or user content).
+      // One line per request; the path only (no query, no headers, so no key or user content), and an
+      // error's type and code only (its message may quote the request).
       log.info(
         {
           req_id: requestId,
@@ -86,6 +89,8 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
           status: res.statusCode,
           ms: Math.round((performance.now() - started) * 100) / 100,
           app_id: appId,
+          error_type: failure?.type,
+          error_code: failure?.code ?? undefined,
           aborted: !res.writableFinished || undefined,
         },
         'request',
@@ -117,6 +122,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
       // A client that went away mid-body is not a server fault.
       const clientGone = closed && !res.writableFinished;
+      if (err instanceof ApiError || !clientGone) failure = apiErr;
       if (!(err instanceof ApiError) && !clientGone) ctx.log.error({ err }, 'unexpected error');
       if (res.headersSent || res.destroyed) {
         // Too late for an error object: end the response so the client sees it cut short.

@@ -9,7 +9,7 @@
 // work a keyed request runs saves the request's claim (`ctx.claim`) in the same step of the store
 // as itself; at start-up the claims whose answer was lost in a crash are honoured (never run twice).
 import { createHash } from 'node:crypto';
-import type { UnsequencedEvent } from '../contract/index.ts';
+import { IDEMPOTENCY_KEY_SYNTAX, LIMITS, type UnsequencedEvent } from '../contract/index.ts';
 import type { RequestContext } from '../http/context.ts';
 import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
@@ -17,8 +17,6 @@ import { eventsOfSseText, sseText } from '../http/sse.ts';
 import type { IdempotencyAnswers, KeptAnswer } from '../store/shared.ts';
 import { STOPS } from '../services/stops.ts';
 
-/** Longest key accepted; the draft recommends UUIDs (36 characters). */
-const IDEMPOTENCY_KEY_MAX = 255;
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
 const REPLAY_MAX_BYTES = 4 * 1024 * 1024;
 
@@ -211,8 +209,8 @@ export function parseIdempotencyKey(values: string[] | undefined): string | unde
   const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(raw);
   if (quoted) key = quoted[1]!.replace(/\\(["\\])/g, '$1');
   else if (/^[\x21\x23-\x2b\x2d-\x7e]+$/.test(raw)) key = raw;
-  else throw bad('must be a quoted string of printable ASCII characters, e.g. "8e03978e-40d5-43e8-bc93-6894a57f9324"');
-  if (key.length < 1 || key.length > IDEMPOTENCY_KEY_MAX) throw bad(`must be 1 to ${IDEMPOTENCY_KEY_MAX} characters long`);
+  else throw bad(`must be ${IDEMPOTENCY_KEY_SYNTAX}`);
+  if (key.length < 1 || key.length > LIMITS.idempotencyKeyChars) throw bad(`must be ${IDEMPOTENCY_KEY_SYNTAX}`);
   return key;
 }
 

@@ -70,7 +70,7 @@ export class VisitorTokens {
         : { id: `vis_${randomBytes(16).toString('base64url')}`, external_user_id: null, metadata: null };
     }
     const iat = this.now();
-    const exp = iat + WIDGET_LIMITS.tokenSeconds;
+    const exp = iat + (app.widget?.token_seconds ?? WIDGET_LIMITS.tokenSeconds);
     const claims: Record<string, unknown> = {
       aud: AUDIENCE,
       app: app.id,

@@ -13,6 +13,7 @@ import { invalidRequest, notFound } from '../http/errors.ts';
 import { JsonText } from '../http/reply.ts';
 import type { ConversationRecord, Store } from '../store/types.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
+import type { SeedConversationT } from '../core/tenants.ts';
 import { newId } from '../core/ids.ts';
 import { unixNow } from '../core/clock.ts';
 import type { StorageQuota } from './quota.ts';
@@ -62,6 +63,28 @@ export class ConversationService {
     // store as it creates, so that creates at once (on any instance) never pass the quota together.
     await this.store.putConversation(record, claim, this.quota?.admit(appId, 256 + Buffer.byteLength(JSON.stringify(record.metadata))));
     return toConversation(record);
+  }
+
+  /**
+   * D-107: makes each conversation of the fixtures that the store lacks (a start on a new data
+   * directory or database, or one from before it was listed). An instance that lost a race to make
+   * one (PostgreSQL, several starting at once) finds it made.
+   */
+  async seed(seeds: readonly SeedConversationT[]): Promise<void> {
+    for (const s of seeds) {
+      if (await this.store.getConversation(s.id)) continue;
+      const record: ConversationRecord = {
+        ...s,
+        seq: await this.store.nextSeq(),
+        created_at: unixNow(),
+        generated_title: {},
+        deleted_at: null,
+        message_count: 0,
+      };
+      await this.store.putConversation(record).catch(async (err: unknown) => {
+        if (!(await this.store.getConversation(s.id))) throw err;
+      });
+    }
   }
 
   /** A live conversation of this app, or 404 (D-11: soft-deleted ones too; other apps' too). */

@@ -3,8 +3,22 @@
 // pass the quota; a send message once the quota is reached (an exchange's size is known only after
 // it ran, so an app may end at most one exchange past its quota).
 import { apiError } from '../http/errors.ts';
+import { LIMITS } from '../contract/index.ts';
 import { DEFAULT_STORAGE_BYTES, type Tenants } from '../core/tenants.ts';
 import type { QuotaAdmit, Store } from '../store/types.ts';
+
+/**
+ * D-29: a conversation whose history has reached its bound (`max`: its plan's, 4 MiB by default)
+ * takes no more messages; it can still be read.
+ */
+export function checkHistory(conversationId: string, bytes: number, max = LIMITS.conversationBytes): void {
+  if (bytes < max) return;
+  throw apiError(
+    'conversation_too_large',
+    `Conversation ${JSON.stringify(conversationId)} has reached the limit of ${MB(max)} of stored history; start a new conversation (this one can still be read).`,
+    { param: 'conversation_id' },
+  );
+}
 
 const MB = (n: number) => `${(n / 2 ** 20).toLocaleString('en-US', { maximumFractionDigits: 1 })} MiB`;
 
@@ -17,6 +31,11 @@ export class StorageQuota {
   /** Throws `storage_quota_exceeded` if storing `adding` more bytes for the app would pass its quota. */
   async check(appId: string, adding: number): Promise<void> {
     this.admit(appId, adding)(await this.store.storedBytes(appId));
+  }
+
+  /** D-29: the bound of one conversation's history in this app's plan. */
+  historyBytes(appId: string): number {
+    return this.tenants.plans.get(this.tenants.apps.get(appId)?.plan ?? '')?.conversation_bytes ?? LIMITS.conversationBytes;
   }
 
   /**

@@ -5,7 +5,7 @@
 // (exchange.ts), the events' reducer (response-fold.ts) and the ways a reply stops (stops.ts).
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { LIMITS, RESPONSE_ID_HEADER, type ItemT, type LiveResponseT, type ResponseT, type SendMessageRequestT } from '../contract/index.ts';
+import { RESPONSE_ID_HEADER, type ItemT, type LiveResponseT, type ResponseT, type SendMessageRequestT } from '../contract/index.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 import { unixNow } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
@@ -21,7 +21,7 @@ import { ResponseLookup } from './response-lookup.ts';
 import { ResponseRecovery } from './response-recovery.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
 import { STOPS, StopReason } from './stops.ts';
-import type { StorageQuota } from './quota.ts';
+import { checkHistory, type StorageQuota } from './quota.ts';
 import type { UsageLedger } from '../store/shared.ts';
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
@@ -116,13 +116,7 @@ export class ResponseService {
     const file = await this.store.readHistory(record.id);
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
-    if (file.bytes >= LIMITS.conversationBytes) {
-      throw apiError(
-        'conversation_too_large',
-        `Conversation ${JSON.stringify(record.id)} has reached the limit of ${LIMITS.conversationBytes / 2 ** 20} MiB of stored history; start a new conversation (this one can still be read).`,
-        { param: 'conversation_id' },
-      );
-    }
+    checkHistory(record.id, file.bytes, this.quota?.historyBytes(app.id));
     await this.quota?.check(app.id, 0);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');

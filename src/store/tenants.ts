@@ -27,5 +27,6 @@ export async function loadTenants(dir: string): Promise<Tenants> {
     if (!teams.has(a.team_id)) throw new DataFileError(file, `app ${a.id}: unknown team ${a.team_id}`);
     if (!plans.has(a.plan)) throw new DataFileError(file, `app ${a.id}: unknown plan ${a.plan}`);
   }
-  return { dir: path.resolve(dir), teams, keys: f.keys, plans, apps };
+  for (const c of f.conversations) if (!apps.has(c.app_id)) throw new DataFileError(file, `conversation ${c.id}: unknown app ${c.app_id}`);
+  return { dir: path.resolve(dir), teams, keys: f.keys, plans, apps, conversations: f.conversations };
 }

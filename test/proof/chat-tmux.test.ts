@@ -1,7 +1,8 @@
 // `parley chat` in a real terminal (D-64): tmux runs it in a 100×30 pane, keys are typed with send-keys,
 // the screen is read with capture-pane. Line editing, Ctrl-C on a half-typed line, """ blocks, a pasted
 // block as one message, slash commands, replies wrapped at word boundaries, no status line, Ctrl-D, and
-// the history kept across sessions; and parley login's key, typed but never shown. Without tmux it fails with the reason (test/support/system.ts).
+// the history kept across sessions; keys that arrive together and a paste, in the middle of a line (D-112);
+// and parley login's key, typed but never shown. Without tmux it fails with the reason (test/support/system.ts).
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -199,6 +200,40 @@ test('parley chat in a terminal: editing, Ctrl-C, """ blocks, a paste, slash com
   type(t2, '/bye');
   key(t2, 'Enter');
   await until(t2, () => dead(t2), '/bye');
+});
+
+test('parley chat in a terminal: a burst of keys and a bracketed paste in the middle of a line are sent as shown (D-112)', {
+  skip: NO_TMUX,
+  timeout: 120_000,
+}, async () => {
+  const t = 'chat3';
+  tmux('new-session', '-d', '-x', '100', '-y', '30', '-s', t, script);
+  const text = await until(t, /^>>>/m, 'the first prompt');
+  const id = /conversation (conv_\w+)/.exec(text)?.[1];
+  assert.ok(id, text);
+
+  // Three characters written to the terminal at once, with the cursor two characters from the end.
+  type(t, 'abcdef');
+  await until(t, /^>>> abcdef$/m, 'the typed text');
+  key(t, 'Left', 'Left');
+  type(t, 'XYZ');
+  await until(t, /^>>> abcdXYZef$/m, 'the burst inserted in order');
+  key(t, 'Enter');
+  await waitReplies(id, 1, t);
+  assert.deepEqual(await userMessages(id), ['abcdXYZef']);
+
+  // A paste of two lines at the cursor: shown in place, on two rows, and sent as shown.
+  type(t, 'hello world');
+  await until(t, /^>>> hello world$/m, 'the typed text');
+  for (let i = 0; i < 5; i++) key(t, 'Left');
+  tmux('set-buffer', '--', 'one\ntwo ');
+  tmux('paste-buffer', '-p', '-t', t);
+  await until(t, /^>>> hello one\n\.\.\. two world$/m, 'the paste shown in place');
+  key(t, 'Enter');
+  await waitReplies(id, 2, t);
+  assert.deepEqual(await userMessages(id), ['abcdXYZef', 'hello one\ntwo world']);
+  key(t, 'C-d');
+  await until(t, () => dead(t), 'the end of the session');
 });
 
 test('parley login at a terminal: the key is typed but never shown, and the profile is saved', {

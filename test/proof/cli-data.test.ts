@@ -20,7 +20,7 @@ test('file store → pipe → PostgreSQL (served meanwhile) → file → new fil
   for (let i = 1; i <= 50; i++) {
     await store.putConversation({
       id: `conv_pipe${String(i).padStart(3, '0')}`,
-      app_id: i % 2 ? 'app_demo' : 'app_x',
+      app_id: i % 2 ? 'app_demo' : 'app_other',
       seq: await store.nextSeq(),
       created_at: 1_700_000_000 + Math.floor(i / 10),
       external_user_id: null,

@@ -37,7 +37,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
   test('a passing run exits 0, redacts nothing it needs to, ends with the summary line', async () => {
     const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-*']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 skipped, 0 errored');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 3 passed, 0 failed, 0 flaky, 0 skipped, 0 errored');
   });
 
   test('a failing run exits 1 and shows the request as curl with the key redacted', async () => {
@@ -50,7 +50,7 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     assert.equal(r.code, 1);
     assert.match(r.stdout, /curl -sS -X GET '.*\/config' -H "authorization: Bearer \$API_KEY"/);
     assert.ok(!r.stdout.includes(targetJson.api_key), 'the key is in the output');
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 skipped, 0 errored');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 flaky, 0 skipped, 0 errored');
     assert.match(await fs.readFile(out, 'utf8'), /<failure message="\[stream, generative_ui\]/);
   });
 
@@ -61,14 +61,14 @@ describe('the command (node --import tsx conformance/main.ts)', () => {
     const r = await cli(['--target', file, '--base-url', s.baseUrl, '--only', 'S4.8-*', '--bail']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout.split('✗ S4.8-config-shape [MUST').length - 1, 1, r.stdout);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 2 skipped, 0 errored');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 1 failed, 0 flaky, 2 skipped, 0 errored');
   });
 
   test('an --only that matches no case exits 2 with the reason', async () => {
     const r = await cli(['--target', targetFile, '--base-url', s.baseUrl, '--only', 'S4.8-typo']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--only 'S4\.8-typo' matches no case of profile spec/);
-    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 skipped, 0 errored');
+    assert.equal(r.stdout.trimEnd().split('\n').at(-1), 'conformance: 0 passed, 0 failed, 0 flaky, 0 skipped, 0 errored');
   });
 
   test('usage errors and an unreachable target exit 2', async () => {

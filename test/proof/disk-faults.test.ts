@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { ReferenceErrorBody } from '../../src/contract/index.ts';
+import { startupReason } from '../../src/core/errors.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
 import { injectDiskFault, type DiskFault } from '../support/faulty-fs.ts';
 import { postSse, type SseResult } from '../support/sse-client.ts';
@@ -193,6 +194,163 @@ describe('a full disk when an exchange or a completion is saved (a rate limiter 
   });
 });
 
+describe('D-94: a full disk while a reply streams (the fault comes after response.created)', () => {
+  const stream = (s: TestServer, fault: DiskFault, conversation: string) =>
+    postSse(
+      s.baseUrl,
+      `/apps/app_stream/conversations/${conversation}`,
+      { message: { content: 'Tell me about pricing' }, stream: true },
+      { onEvent: (e) => e.event === 'response.created' && (fault.full = true) },
+    );
+
+  /** What the look-up and the events endpoint say of a response whose save failed: failed, with the stream's error. */
+  async function assertToldFailed(s: TestServer, sse: SseResult) {
+    const id = sse.events[0]!.data.id as string;
+    const told = sse.events.at(-1)!;
+    const looked = await s.call('GET', `/apps/app_stream/responses/${id}`);
+    assert.equal(looked.status, 200);
+    assert.equal(looked.body.status, 'failed', JSON.stringify(looked.body).slice(0, 300));
+    assert.deepEqual(looked.body.error, told.data.error);
+    const replay = await s.call('GET', `/apps/app_stream/responses/${id}/events`);
+    assert.equal(replay.status, 200);
+    const last = String(replay.body).trim().split('\n\n').at(-1)!;
+    assert.match(last, /^id: (\d+)\nevent: response\.failed\ndata: /);
+    const data = JSON.parse(last.split('\ndata: ')[1]!);
+    assert.equal(data.sequence_number, told.data.sequence_number, 'numbered as first sent');
+    assert.deepEqual(data.error, told.data.error);
+  }
+
+  /** The conversation as served: nothing of the exchange the client was told failed. */
+  async function assertNotThere(s: TestServer, conversation: string, id: string) {
+    const c = (await s.call('GET', `/apps/app_stream/conversations/${conversation}`)).body;
+    assert.deepEqual(
+      c.items.filter((i: { response_id?: string }) => i.response_id === id),
+      [],
+      'the exchange the client was told was not saved is not in the history',
+    );
+    assert.equal(c.items.length, 0);
+  }
+
+  for (const when of ['space returns before the restart', 'the disk is still full at the restart'] as const) {
+    test(`the look-up and the events endpoint say failed with its code; ${when}: it never appears in the history`, async () => {
+      const fault = await injectDiskFault();
+      let s = await startTestServer({ rateLimiter: { take: () => ({}) } });
+      try {
+        const { body: c } = await s.call('POST', '/apps/app_stream/conversations', {});
+        const sse = await stream(s, fault, c.id);
+        assert.ok(fault.refused > 0, 'the fault was met');
+        const told = sse.events.at(-1)!;
+        assert.equal(told.event, 'response.failed');
+        assert.deepEqual([told.data.error.type, told.data.error.code], ['internal_error', 'internal_error']);
+        assert.match(told.data.error.message, /not added to the conversation/);
+        const id = sse.events[0]!.data.id as string;
+        // While the disk is still full, and once space is back.
+        await assertToldFailed(s, sse);
+        await assertNotThere(s, c.id, id);
+        if (when === 'space returns before the restart') fault.full = false;
+        await assertToldFailed(s, sse);
+        await s.close();
+        fault.full = false;
+        s = await startTestServer({ dataDir: s.dataDir, rateLimiter: { take: () => ({}) } });
+        await assertNotThere(s, c.id, id);
+        const looked = await s.call('GET', `/apps/app_stream/responses/${id}`);
+        assert.equal(looked.body.status, 'failed');
+        // Its ending reached the disk once space was back: the same answers as before the restart.
+        if (when === 'space returns before the restart') await assertToldFailed(s, sse);
+        // A new message runs and is saved as usual.
+        const next = await s.call('POST', `/apps/app_stream/conversations/${c.id}`, { message: { content: 'Hello again' }, stream: false });
+        assert.equal(next.body.status, 'completed');
+      } finally {
+        fault.full = false;
+        fault.restore();
+        await s.close();
+      }
+    });
+  }
+
+  test('an exchange whose history line landed but whose journal line failed is taken back: never served, not after a restart either', async () => {
+    const fault = await injectDiskFault();
+    let s = await startTestServer({ rateLimiter: { take: () => ({}) } });
+    try {
+      const { body: c } = await s.call('POST', `/apps/${APP}/conversations`, {});
+      const journal = path.join(s.dataDir, 'conversations.jsonl');
+      // The intent and the history line go through; the journal's next line (the exchange's `done`) fails.
+      let historyWritten = false;
+      fault.only = (file) => {
+        if (file.endsWith(`${c.id}.jsonl`)) historyWritten = true;
+        return historyWritten && file === journal;
+      };
+      fault.full = true;
+      const r = await postSse(s.baseUrl, `${conv}/${c.id}`, { message: { content: 'Hello during the fault' }, stream: true });
+      fault.full = false;
+      fault.only = undefined;
+      assert.ok(historyWritten && fault.refused > 0, 'the fault was met after the history line');
+      assert.equal(r.events.at(-1)!.event, 'response.failed');
+      assert.match(r.events.at(-1)!.data.error.message, /not added to the conversation/);
+      const id = r.events[0]!.data.id as string;
+      const read = async (server: TestServer) => {
+        const got = (await server.call('GET', `${conv}/${c.id}`)).body;
+        return { items: got.items.length, metrics: (await server.call('GET', `/apps/${APP}/metrics`)).body.total_messages };
+      };
+      assert.deepEqual(await read(s), { items: 0, metrics: 0 });
+      await s.close();
+      s = await startTestServer({ dataDir: s.dataDir, rateLimiter: { take: () => ({}) } });
+      assert.deepEqual(await read(s), { items: 0, metrics: 0 }, 'start-up does not settle it as saved');
+      const looked = await s.call('GET', `/apps/${APP}/responses/${id}`);
+      assert.equal(looked.body.status, 'failed', JSON.stringify(looked.body));
+    } finally {
+      fault.full = false;
+      fault.restore();
+      await s.close();
+    }
+  });
+});
+
+describe('D-94: a full disk at start-up names the file that could not be written', () => {
+  const cases: Array<[string, (dir: string) => Promise<void>]> = [
+    ['LOCK', async () => {}],
+    ['widget-secret', async () => {}],
+    // A last line that lacks only its newline: start-up writes it.
+    [
+      'conversations.jsonl',
+      async (dir) => {
+        const seed = await startTestServer({ dataDir: dir });
+        await seed.call('POST', conv, { title: 'kept' });
+        await seed.close();
+        const file = path.join(dir, 'conversations.jsonl');
+        await fs.writeFile(file, (await fs.readFile(file, 'utf8')).trimEnd());
+      },
+    ],
+  ];
+  for (const [name, prepare] of cases) {
+    test(name, async () => {
+      const dir = await tempDir();
+      await prepare(dir);
+      const fault = await injectDiskFault();
+      try {
+        fault.only = (file) => file.startsWith(path.join(dir, name));
+        fault.full = true;
+        const err = await startTestServer({ dataDir: dir }).then(
+          (s) => s.close().then(() => assert.fail('started on a full disk')),
+          (e: unknown) => e,
+        );
+        assert.ok(fault.refused > 0, 'the fault was met');
+        assert.equal(
+          startupReason(err),
+          `${path.join(dir, name)}: no space left on the device (ENOSPC); free some space, or choose another --data-dir`,
+        );
+        // Once space is back, it starts (a failed write left nothing half done behind).
+        fault.full = false;
+        const s = await startTestServer({ dataDir: dir });
+        await s.close();
+      } finally {
+        fault.full = false;
+        fault.restore();
+      }
+    });
+  }
+});
+
 describe('a really full disk (a 1 MiB tmpfs; needs root and mount, skipped otherwise)', () => {
   test('writes fail with 500 once the space is gone, nothing unacknowledged survives, and writes resume when space returns', async (t) => {
     const dir = await tempDir('parley-full-');
@@ -240,6 +398,34 @@ describe('a really full disk (a 1 MiB tmpfs; needs root and mount, skipped other
       );
     } finally {
       await s?.close();
+      execFileSync('umount', [dir], { stdio: 'ignore' });
+    }
+  });
+});
+
+describe('D-94: starting on a really full disk (a 1 MiB tmpfs; needs root and mount, skipped otherwise)', () => {
+  test('exit 1, one line naming the file that could not be written and why', async (t) => {
+    const dir = await tempDir('parley-full-');
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir], { stdio: 'ignore' });
+    } catch {
+      return t.skip('mounting a tmpfs needs root (the fault-injection tests above name each file)');
+    }
+    try {
+      const data = path.join(dir, 'data');
+      const s = await startTestServer({ dataDir: data });
+      await s.call('POST', conv, { title: 'before the disk filled' });
+      await s.close();
+      await fs
+        .writeFile(path.join(dir, 'filler'), Buffer.alloc(2 * 1024 * 1024))
+        .catch((err: NodeJS.ErrnoException) => assert.equal(err.code, 'ENOSPC'));
+      const r = await start(data);
+      assert.equal(r.code, 1, r.stdout);
+      assert.equal(
+        r.stderr,
+        `parley: cannot start: ${path.join(data, 'LOCK')}: no space left on the device (ENOSPC); free some space, or choose another --data-dir\n`,
+      );
+    } finally {
       execFileSync('umount', [dir], { stdio: 'ignore' });
     }
   });

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -76,15 +77,17 @@ describe('npm start (src/main.ts)', () => {
     assert.equal(await env.exit, 2);
   });
 
-  test('a port in use exits 1 with a one-line reason', { timeout: 60_000 }, async () => {
+  test('a port in use exits 1 with a one-line reason, and creates no data directory (D-113)', { timeout: 60_000 }, async () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     try {
       const port = (blocker.address() as net.AddressInfo).port;
-      const child = startMain(['--port', String(port), '--data-dir', await tempDir()]);
+      const dataDir = path.join(await tempDir(), 'data');
+      const child = startMain(['--port', String(port), '--data-dir', dataDir]);
       assert.equal(await child.exit, 1);
       assert.match(child.stderr, /^parley: cannot start: .*EADDRINUSE/);
       assert.doesNotMatch(child.stderr, /\n\s+at /, 'no stack trace');
+      assert.equal(fsSync.existsSync(dataDir), false, `${dataDir} was created`);
     } finally {
       blocker.close();
     }

@@ -66,7 +66,7 @@ test('npx parley conformance --target FILE in an empty directory with only the t
   ).catch((err: { code: number; stdout: string; stderr: string }) => err);
   const { stdout, stderr } = run as { stdout: string; stderr: string };
   assert.equal((run as { code?: number }).code ?? 0, 0, stdout + stderr);
-  assert.match(stdout.trimEnd().split('\n').at(-1)!, /^conformance: \d+ passed, 0 failed, 0 skipped, 0 errored$/);
+  assert.match(stdout.trimEnd().split('\n').at(-1)!, /^conformance: \d+ passed, 0 failed, 0 flaky, 0 skipped, 0 errored$/);
   assert.match(await fs.readFile(path.join(app, 'report.html'), 'utf8'), /judging interface 1\.0\.0, profile <b>spec-1\.0\.0<\/b>/);
   // The directory lies outside the repository, so every module ran from the installed package.
   assert.ok((await fs.stat(path.join(app, 'node_modules/parley/conformance/run.ts'))).isFile());

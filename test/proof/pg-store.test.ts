@@ -247,11 +247,14 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     await dead!.putConversation(record('conv_s1', { seq: 1 }));
     await dead!.putConversation(record('conv_s2', { seq: 2 }));
     await dead!.responses.begin(start('resp_orphan', 'conv_s1'));
-    await dead!.responses.append('resp_orphan', { event: 'response.created', data: { id: 'resp_orphan' } } as unknown as UnsequencedEvent);
+    await dead!.responses.append('resp_orphan', {
+      event: 'response.created',
+      data: { id: 'resp_orphan', object: 'response', status: 'in_progress' },
+    });
     await dead!.responses.append('resp_orphan', {
       event: 'response.output_text.delta',
-      data: { output_index: 0, delta: 'half a rep' },
-    } as unknown as UnsequencedEvent);
+      data: { output_index: 0, content_index: 0, delta: 'half a rep' },
+    });
     // A live instance's response, its lease running: never taken.
     await c!.responses.begin(start('resp_alive', 'conv_s2'));
     const persisted = Promise.race(services.map((s) => once(s.events, 'persisted')));

@@ -19,6 +19,22 @@ const AXE = await fs.readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'
 /** An app's form whose title is HTML: the agent says it back, and it must show as text. */
 const HTML_TITLE = '<img src=x onerror="window.__pwned=1"><b>Bold</b> offer';
 
+/** D-94: form fields named after the form's own members (DOM clobbering) and Object.prototype's. */
+const CLOBBER_NAMES = [
+  'reportValidity',
+  'elements',
+  'submit',
+  'action',
+  'append',
+  'addEventListener',
+  'isConnected',
+  'replaceWith',
+  'querySelectorAll',
+  'length',
+  'id',
+  '__proto__',
+];
+
 let parley: TestServer;
 let host: HostServer & { parley: string };
 let evil: HostServer & { parley: string };
@@ -38,7 +54,7 @@ before(async () => {
   host = await startHost((u) => hostPage(u), strictCsp);
   evil = await startHost((u) => hostPage(u).replace('A shop', 'Not allowed'), strictCsp);
   const fixturesDir = await fixturesAllowing(host.origin, (f) => {
-    f.apps.find((a: any) => a.id === 'app_genui').agent.forms.push('html');
+    f.apps.find((a: any) => a.id === 'app_genui').agent.forms.push('html', 'clobber');
     f.apps.find((a: any) => a.id === 'app_slow').widget = { origins: [host.origin] };
   });
   await fs.writeFile(
@@ -50,6 +66,18 @@ before(async () => {
       submit_label: '<u>Go</u>',
       keywords: ['markup'],
       fields: [{ name: 'x', label: '<em>label</em>', type: 'text', required: false }],
+    }),
+  );
+  // D-94: fields named after properties and methods of a form, and after what an object inherits.
+  await fs.writeFile(
+    path.join(fixturesDir, 'forms/clobber.json'),
+    JSON.stringify({
+      title: 'Clobber',
+      title_fr: 'Clobber',
+      description: '',
+      submit_label: 'Submit',
+      keywords: ['clobber'],
+      fields: CLOBBER_NAMES.map((name) => ({ name, label: `Field ${name}`, type: 'text', required: name === 'reportValidity' })),
     }),
   );
   parley = await startTestServer({ fixturesDir });
@@ -102,6 +130,21 @@ async function idle(page: Page): Promise<void> {
 async function say(page: Page, text: string): Promise<void> {
   await page.getByLabel('Message', { exact: true }).fill(text);
   await page.getByLabel('Message', { exact: true }).press('Enter');
+}
+
+/** The focused element inside the widget (tag and text or placeholder), or what has the focus outside it. */
+async function focused(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const host = document.querySelector('parley-widget');
+    const e = document.activeElement === host ? host?.shadowRoot?.activeElement : document.activeElement;
+    if (!e) return 'nothing';
+    return `${e.tagName} ${(e as HTMLTextAreaElement).placeholder || e.textContent}`;
+  });
+}
+
+/** The accessible names of the panel's buttons, in order, as the browser's accessibility tree has them. */
+async function buttonNames(page: Page): Promise<string[]> {
+  return [...(await panel(page).ariaSnapshot()).matchAll(/- button "([^"]*)"/g)].map((m) => m[1]!);
 }
 
 /** The stored conversation id of `app` in this browser (localStorage of the page's origin). */
@@ -173,6 +216,8 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Full name').evaluate((e) => (e as HTMLInputElement).required), true);
     assert.equal(await form.getByLabel('Phone').evaluate((e) => (e as HTMLInputElement).required), false);
     assert.equal(await form.locator('.req').count(), 3);
+    // The form's submit button and the composer's are told apart by name: one "Send" (the form's label), one "Send message".
+    assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Send', 'Send message']);
     // A required field left empty: nothing is sent.
     await form.getByRole('button', { name: 'Send' }).click();
     assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 1);
@@ -202,6 +247,27 @@ describe('the widget in Chromium', { skip }, () => {
     assert.deepEqual(page.violations, []);
   });
 
+  test('D-94: a form whose fields are named after form members (reportValidity, elements, submit, …) is filled and submitted', async () => {
+    const page = await open(await visitorContext(), 'app_genui');
+    await openPanel(page, 'Form Builder');
+    await say(page, 'show me the clobber form');
+    const form = page.locator('.parley-widget-host').locator('form.gen-form');
+    await form.getByRole('button', { name: 'Submit' }).waitFor();
+    // The required field left empty: the browser's own check still runs, and nothing is sent.
+    await form.getByRole('button', { name: 'Submit' }).click();
+    assert.equal(await page.locator('.parley-widget-host').locator('.msg.user').count(), 1);
+    for (const name of CLOBBER_NAMES) await form.getByLabel(`Field ${name}`).fill(`value of ${name}`);
+    await form.getByRole('button', { name: 'Submit' }).click();
+    await page.getByText('Thank you! I received the “Clobber” form').waitFor();
+    await idle(page);
+    assert.equal(await form.getByLabel('Field submit').isDisabled(), true, 'marked submitted');
+    const id = await storedConversation(page, 'app_genui');
+    const rest = await parley.call('GET', `/apps/app_genui/conversations/${id}`);
+    const users = rest.body.items.filter((i: any) => i.role === 'user').map((i: any) => i.content[0].text);
+    assert.equal(users[1], ['Submitted the form "Clobber":', ...CLOBBER_NAMES.map((n) => `- Field ${n}: value of ${n}`)].join('\n'));
+    assert.deepEqual(page.violations, []);
+  });
+
   test('an agent reply containing HTML is shown as text', async () => {
     const page = await open(await visitorContext(), 'app_genui');
     await openPanel(page, 'Form Builder');
@@ -214,6 +280,23 @@ describe('the widget in Chromium', { skip }, () => {
     const root = page.locator('.parley-widget-host');
     assert.equal(await root.locator('img, b, i, u, em').count(), 0, "no element was made from the agent's text");
     assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+  });
+
+  test('a form without a submit label gets a submit button named "Submit form"', async () => {
+    const page = await open(await visitorContext(), 'app_genui');
+    // The reference always gives one (D-22); a form without it is made by taking it out of the reply on its way.
+    await page.route(/\/widget\/v1\/apps\/app_genui\/conversations\/[^/]+$/, async (route) => {
+      if (route.request().method() !== 'POST') return route.fallback();
+      const response = await route.fetch();
+      const body = await response.text();
+      assert.match(body, /,"submit_label":"Book"/);
+      await route.fulfill({ response, body: body.replace(/,"submit_label":"[^"]*"/, '') });
+    });
+    await openPanel(page, 'Form Builder');
+    await say(page, 'I want to book an appointment');
+    await panel(page).locator('form.gen-form').getByRole('button', { name: 'Submit form', exact: true }).waitFor();
+    assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Submit form', 'Send message']);
+    assert.deepEqual(page.violations, []);
   });
 
   test('a failed reply is shown as failed, with a retry', async () => {
@@ -340,6 +423,18 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Email').evaluate((e) => e === (e.getRootNode() as ShadowRoot).activeElement), true);
     // The widget only: the host page's own (deliberately hostile) colors are the host's business.
     assert.deepEqual(await axe(page, 'parley-widget'), []);
+    // …and submitted by keyboard: the focus goes to the composer, not to <body>.
+    await page.keyboard.type('grace@example.com');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('A call, please.');
+    await page.keyboard.press('Tab');
+    assert.equal(await focused(page), 'BUTTON Send');
+    await page.keyboard.press('Enter');
+    assert.equal(await focused(page), 'TEXTAREA Write a message…');
+    await page.getByText('Thank you! I received the “Contact us” form with 3 answers.').waitFor();
+    await idle(page);
+    assert.equal(await focused(page), 'TEXTAREA Write a message…');
     // Escape closes the panel and gives the focus back to the launcher.
     await page.keyboard.press('Escape');
     await panel(page).waitFor({ state: 'hidden' });
@@ -359,9 +454,18 @@ describe('the widget in Chromium', { skip }, () => {
     await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
     await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
     await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
+    // Names wrap after a dot only, data between values: no word is cut, at this width or a narrower one.
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    await page.setViewportSize({ width: 1000, height: 900 });
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    await page.setViewportSize({ width: 1400, height: 900 });
     const rows = await page
-      .locator('#events tr')
+      .locator('#events tr.event')
       .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    // Each event's row is followed by its data, which reads as the JSON it is.
+    const data = await page.locator('#events tr.event + tr.data td').allTextContents();
+    assert.equal(data.length, rows.length);
+    assert.equal(JSON.parse(data[0]!).status, 'in_progress');
     assert.deepEqual(rows[0]!.slice(0, 2), ['0', 'response.created']);
     assert.deepEqual(
       rows.map((r) => Number(r[0])),
@@ -378,9 +482,77 @@ describe('the widget in Chromium', { skip }, () => {
     );
     assert.deepEqual(await axe(page), []);
     assert.deepEqual(violations, []);
+    // The icon a browser asks for is no 404.
+    assert.equal(await page.evaluate(async () => (await fetch('/favicon.ico')).status), 204);
     await page.screenshot({ path: path.join(ARTIFACTS, 'playground.png') });
   });
+
+  test('the playground at 360 px: no sideways scrolling, and a reload keeps the app and opens at the latest message', async () => {
+    const page = await (await visitorContext({ width: 360, height: 740 })).newPage();
+    await page.goto(`${originOf(parley)}/`);
+    await page.getByLabel('App').selectOption('app_genui');
+    await page.locator('#chat').getByRole('heading', { name: 'Form Builder' }).waitFor();
+    await page.locator('#chat').getByLabel('Message', { exact: true }).fill('I want to book an appointment');
+    await page.locator('#chat').getByLabel('Message', { exact: true }).press('Enter');
+    await page.locator('#events tr').filter({ hasText: 'response.completed' }).waitFor();
+    const width = () => page.evaluate(() => [document.scrollingElement!.scrollWidth, innerWidth]);
+    const [wide, viewport] = await width();
+    assert.ok(wide! <= viewport!, `the page is ${wide} px wide in a ${viewport} px viewport`);
+    assert.deepEqual(await wordsCut(page), { names: [], data: [] });
+    assert.deepEqual(await axe(page), []);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'playground-360.png'), fullPage: true });
+    await page.reload();
+    assert.equal(await page.getByLabel('App', { exact: true }).inputValue(), 'app_genui');
+    // The conversation read back is drawn in one go, scrolled to its end: its last message is in view.
+    await page
+      .locator('#chat')
+      .getByText(/^Fill it in and press “Book”/)
+      .waitFor();
+    const { top, height, full } = await page
+      .locator('#chat')
+      .getByRole('log')
+      .evaluate((l) => ({ top: l.scrollTop, height: l.clientHeight, full: l.scrollHeight }));
+    assert.ok(full > height * 1.2, `the history (${full} px) is taller than the panel (${height} px)`);
+    assert.ok(top + height >= full - 1, `scrolled to ${top} of ${full - height} px`);
+    const [after, inner] = await width();
+    assert.ok(after! <= inner!, `the page is ${after} px wide in a ${inner} px viewport`);
+  });
 });
+
+/**
+ * Where the playground's event table cuts a word: each line break of an event name that is not after
+ * a dot, and each line break of a data cell between two letters or digits.
+ */
+async function wordsCut(page: Page): Promise<{ names: string[]; data: string[] }> {
+  const cuts = (cells: Element[], allowed: string) =>
+    cells.flatMap((cell) => {
+      const out: string[] = [];
+      const range = document.createRange();
+      const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      let prev: { top: number; ch: string } | undefined;
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const text = n.textContent ?? '';
+        for (let i = 0; i < text.length; i++) {
+          range.setStart(n, i);
+          range.setEnd(n, i + 1);
+          const r = range.getClientRects()[0];
+          // A space where the line wraps takes no room: it is still what the break came after.
+          if (!r?.width) {
+            if (prev) prev.ch = text[i]!;
+            continue;
+          }
+          if (prev && r.top > prev.top + r.height / 2 && !new RegExp(allowed, 'u').test(`${prev.ch}${text[i]}`))
+            out.push(`${cell.textContent!.slice(0, 40)}: ${prev.ch}|${text[i]}`);
+          prev = { top: r.top, ch: text[i]! };
+        }
+      }
+      return out;
+    });
+  return {
+    names: await page.locator('#events tr > td:nth-child(2)').evaluateAll(cuts, '^\\.'),
+    data: await page.locator('#events tr.data > td, #events tr > td:nth-child(4)').evaluateAll(cuts, '[^\\p{L}\\p{N}_]'),
+  };
+}
 
 /** axe-core's serious and critical violations (WCAG 2.1 A and AA), the shadow DOM included. */
 async function axe(page: Page, only?: string, withControls = true): Promise<string[]> {

@@ -10,6 +10,11 @@ type AnyFn = (...args: any[]) => any;
 
 export interface DiskFault {
   full: boolean;
+  /**
+   * While full, only writes to the files it accepts fail (the path a file was opened with; a write
+   * by descriptor, whose file is unknown, then goes through). Unset: every write fails.
+   */
+  only: ((file: string) => boolean) | undefined;
   /** Writes refused while full. */
   refused: number;
   restore(): void;
@@ -29,36 +34,49 @@ export async function injectDiskFault(): Promise<DiskFault> {
   await probe.close();
   await fs.rm(path.join(os.tmpdir(), `parley-probe-${process.pid}`), { force: true });
 
-  const fault: DiskFault = { full: false, refused: 0, restore: () => {} };
+  /** The path each open file handle was opened with, for `only`. */
+  const opened = new WeakMap<object, string>();
+  const fault: DiskFault = { full: false, only: undefined, refused: 0, restore: () => {} };
+  const refuses = (file: string | undefined) => fault.full && (!fault.only || (file !== undefined && fault.only(file)));
   const patches: Array<[Record<string, AnyFn>, string, AnyFn]> = [];
-  const patch = (target: Record<string, AnyFn>, name: string) => {
+  const patch = (target: Record<string, AnyFn>, name: string, fileOf: (self: unknown, args: unknown[]) => string | undefined) => {
     const original = target[name]!;
     patches.push([target, name, original]);
     target[name] = async function (this: unknown, ...args: unknown[]) {
-      if (fault.full) {
+      if (refuses(fileOf(this, args))) {
         fault.refused++;
         throw enospc();
       }
       return original.apply(this, args);
     };
   };
+  const ofHandle = (self: unknown) => opened.get(self as object);
+  const ofPath = (_self: unknown, args: unknown[]) => (typeof args[0] === 'string' ? path.resolve(args[0]) : undefined);
+  // fs.promises.open, so that a handle's writes know their file.
+  const open = fs.open;
+  patches.push([fs as unknown as Record<string, AnyFn>, 'open', open as AnyFn]);
+  (fs as unknown as Record<string, AnyFn>).open = async function (this: unknown, ...args: unknown[]) {
+    const handle = await (open as AnyFn).apply(this, args);
+    if (typeof args[0] === 'string') opened.set(handle, path.resolve(args[0]));
+    return handle;
+  };
   // The synchronous write(2) too (the rate-limit journal writes its counts with it).
   const writeSync = fsSync.writeSync;
   patches.push([fsSync as unknown as Record<string, AnyFn>, 'writeSync', writeSync]);
   (fsSync as unknown as Record<string, AnyFn>).writeSync = function (this: unknown, ...args: unknown[]) {
-    if (fault.full) {
+    if (refuses(undefined)) {
       fault.refused++;
       throw enospc();
     }
     return (writeSync as AnyFn).apply(this, args);
   };
-  patch(handleProto, 'write');
-  patch(handleProto, 'writeFile');
-  patch(handleProto, 'appendFile');
-  patch(fs as unknown as Record<string, AnyFn>, 'writeFile');
-  patch(fs as unknown as Record<string, AnyFn>, 'appendFile');
+  patch(handleProto, 'write', ofHandle);
+  patch(handleProto, 'writeFile', ofHandle);
+  patch(handleProto, 'appendFile', ofHandle);
+  patch(fs as unknown as Record<string, AnyFn>, 'writeFile', ofPath);
+  patch(fs as unknown as Record<string, AnyFn>, 'appendFile', ofPath);
   fault.restore = () => {
-    for (const [target, name, original] of patches) target[name] = original;
+    for (const [target, name, original] of patches.reverse()) target[name] = original;
   };
   return fault;
 }

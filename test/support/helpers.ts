@@ -51,6 +51,20 @@ process.once('exit', () => {
   }
 });
 
+/**
+ * The fixtures without their conversations (D-107), for tests that read the store's own journal
+ * lines, to which a seeded conversation would add one. The other files are the fixtures' own.
+ */
+export async function fixturesWithoutSeeds(): Promise<string> {
+  const dir = await tempDir('parley-fixtures-');
+  const json = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.json'), 'utf8')) as Record<string, unknown>;
+  delete json.conversations;
+  await fs.writeFile(path.join(dir, 'fixtures.json'), JSON.stringify(json));
+  for (const name of await fs.readdir(FIXTURES_DIR))
+    if (name !== 'fixtures.json') await fs.symlink(path.join(FIXTURES_DIR, name), path.join(dir, name));
+  return dir;
+}
+
 export async function tempDir(prefix = 'parley-test-'): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
   createdDirs.push(dir);

@@ -36,6 +36,14 @@ export interface ProxyTools {
   forward(req: ProxyRequest): Promise<ProxyResponse>;
 }
 
+export interface ProxyOptions {
+  /**
+   * Requests whose stream goes through as it comes instead of whole once it ended (a slow app's, which
+   * a client cancels or leaves mid-reply); response hooks do not see such a stream, nor its bytes.
+   */
+  passThrough?: (req: ProxyRequest) => boolean;
+}
+
 type MaybePromise<T> = T | Promise<T>;
 
 export interface MutantHooks {
@@ -45,6 +53,8 @@ export interface MutantHooks {
   response?(res: ProxyResponse, req: ProxyRequest, tools: ProxyTools): MaybePromise<void>;
   /** Answers the request itself, byte by byte (e.g. a stream that stalls); true when it did. */
   takeover?(req: ProxyRequest, res: http.ServerResponse): boolean;
+  /** A client left a stream that went through (ProxyOptions.passThrough) before it ended; `sent` is what it got. */
+  clientLeft?(req: ProxyRequest, sent: string, tools: ProxyTools): MaybePromise<void>;
 }
 
 export interface MutantProxy {
@@ -118,34 +128,82 @@ export function composeHooks(all: MutantHooks[]): MutantHooks {
     takeover(req, res) {
       return all.some((h) => h.takeover?.(req, res) ?? false);
     },
+    async clientLeft(req, sent, tools) {
+      for (const h of all) await h.clientLeft?.(req, sent, tools);
+    },
   };
 }
 
 /** The widget API's path space beside the REST API's (docs/widget.md, D-45): served too, under its own path. */
 export const WIDGET_PATH = '/widget/v1';
 export const isWidget = (req: ProxyRequest) => req.path.startsWith(`${WIDGET_PATH}/`);
+/** Served beside the APIs, at the server's root: the widget's script (D-55). */
+const ROOT_ASSETS = new Set(['/widget.js']);
+/** Paths kept whole (not below the REST API's base path): the widget API's and the root assets. */
+const outsideApi = (path: string) => path.startsWith(`${WIDGET_PATH}/`) || ROOT_ASSETS.has(path);
 
 /** `upstream` is the reference server's base URL (ending in /v1); the proxy serves `basePath`, and the widget API. */
-export async function startMutantProxy(upstream: string, hooks: MutantHooks, basePath = '/v1'): Promise<MutantProxy> {
+export async function startMutantProxy(
+  upstream: string,
+  hooks: MutantHooks,
+  basePath = '/v1',
+  opts: ProxyOptions = {},
+): Promise<MutantProxy> {
   const upstreamUrl = new URL(upstream);
-  const forward = async (preq: ProxyRequest): Promise<ProxyResponse> => {
+  const fetchUpstream = (preq: ProxyRequest, signal?: AbortSignal): Promise<Response> => {
     const qs = preq.query.toString();
-    const target = `${upstreamUrl.origin}${isWidget(preq) ? '' : upstreamUrl.pathname}${preq.path}${qs ? `?${qs}` : ''}`;
+    const target = `${upstreamUrl.origin}${outsideApi(preq.path) ? '' : upstreamUrl.pathname}${preq.path}${qs ? `?${qs}` : ''}`;
     const sendBody = preq.json !== undefined && preq.body !== '' ? JSON.stringify(preq.json) : preq.body;
-    const r = await fetch(target, {
+    return fetch(target, {
       method: preq.method,
       headers: preq.headers,
       body: preq.method === 'GET' || preq.method === 'HEAD' || sendBody === '' ? undefined : sendBody,
+      signal,
     });
-    const text = await r.text();
+  };
+  const headersOf = (r: Response): Record<string, string> => {
     const rh: Record<string, string> = {};
     r.headers.forEach((v, k) => {
       if (!['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'date'].includes(k)) rh[k] = v;
     });
+    return rh;
+  };
+  const answerOf = (r: Response, rh: Record<string, string>, text: string): ProxyResponse => {
     const sse = (rh['content-type'] ?? '').startsWith('text/event-stream');
     return { status: r.status, headers: rh, body: text, ...(sse ? { events: parseSse(text) } : { json: parseJson(text) }) };
   };
+  const forward = async (preq: ProxyRequest): Promise<ProxyResponse> => {
+    const r = await fetchUpstream(preq);
+    return answerOf(r, headersOf(r), await r.text());
+  };
   const tools: ProxyTools = { forward };
+  /** A stream of `preq` sent on as it comes; true when the answer was one (else the caller goes on with `buffered`). */
+  const streamThrough = async (preq: ProxyRequest, res: http.ServerResponse): Promise<ProxyResponse | true> => {
+    const ac = new AbortController();
+    const r = await fetchUpstream(preq, ac.signal);
+    const rh = headersOf(r);
+    if (!(rh['content-type'] ?? '').startsWith('text/event-stream') || !r.body) return answerOf(r, rh, await r.text());
+    res.writeHead(r.status, rh);
+    let sent = '';
+    let ended = false;
+    res.once('close', () => {
+      if (ended) return;
+      ac.abort();
+      void hooks.clientLeft?.(preq, sent, tools);
+    });
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of r.body as AsyncIterable<Uint8Array>) {
+        sent += decoder.decode(chunk, { stream: true });
+        res.write(chunk);
+      }
+      ended = true;
+      res.end();
+    } catch {
+      // The client left (the close handler aborted the upstream read).
+    }
+    return true;
+  };
   const server = http.createServer(async (req, res) => {
     try {
       const chunks: Buffer[] = [];
@@ -155,7 +213,7 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers))
         if (typeof v === 'string' && !['host', 'connection', 'content-length', 'transfer-encoding'].includes(k)) headers[k] = v;
-      const widget = url.pathname.startsWith(`${WIDGET_PATH}/`);
+      const widget = outsideApi(url.pathname);
       if (!widget && !url.pathname.startsWith(`${basePath}/`)) {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'not found', type: 'not_found', param: null, code: null } }));
@@ -165,7 +223,9 @@ export async function startMutantProxy(upstream: string, hooks: MutantHooks, bas
       const preq: ProxyRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers, body, json: parseJson(body) };
       if (hooks.takeover?.(preq, res)) return;
       const short = await hooks.request?.(preq, tools);
-      const pres: ProxyResponse = short ? short : await forward(preq);
+      const through = !short && opts.passThrough?.(preq) ? await streamThrough(preq, res) : undefined;
+      if (through === true) return;
+      const pres: ProxyResponse = short ? short : (through ?? (await forward(preq)));
       // A hook's own answer may give only `json`: its body is that JSON.
       if (short && pres.body === '' && pres.json !== undefined) pres.body = JSON.stringify(pres.json);
       const bodyBefore = pres.body;

@@ -82,6 +82,14 @@ function onRequest(change: NonNullable<MutantHooks['request']>): () => MutantHoo
 
 const ok = (res: ProxyResponse) => res.status === 200;
 
+/** Every string of a JSON value changed by `f` (keys included). */
+function mapStrings(v: any, f: (s: string) => string): any {
+  if (typeof v === 'string') return f(v);
+  if (Array.isArray(v)) return v.map((x) => mapStrings(x, f));
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [f(k), mapStrings(x, f)]));
+  return v;
+}
+
 /** JSON as Python's json.dumps writes it by default: a space after ":" and ",". */
 function spaced(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(spaced).join(', ')}]`;
@@ -228,7 +236,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
-    because: /^metadata: expected \{"conformance_run":"[^"]+"\}, got \{\}/,
+    because: /^metadata: expected \{"conformance_run":"[^"]+","conformance_text":"[^"]*"\}, got \{\}/,
     hooks: onResponse(
       (r) => is(r, 'POST', CONVS),
       (res) => ok(res) && (res.json.metadata = {}),
@@ -240,7 +248,7 @@ export const MUTANTS: Mutant[] = [
     section: '4.1',
     profile: 'spec',
     caughtBy: 'S4.1-create-shape',
-    because: /Conversation: created_at \d{13} is not Unix seconds/,
+    because: /Conversation: created_at \d{13} is not the Unix time of its creation in seconds/,
     hooks: onResponse(
       (r) => is(r, 'POST', CONVS),
       (res) => ok(res) && (res.json.created_at *= 1000),
@@ -585,7 +593,8 @@ export const MUTANTS: Mutant[] = [
     section: '4.4',
     profile: 'spec',
     caughtBy: 'S4.4-update-only-title',
-    because: /metadata in the PATCH response: expected \{"conformance_run":"[^"]+"\}, got \{"conformance_run":"[^"]+","changed":true\}/,
+    because:
+      /metadata in the PATCH response: expected \{"conformance_run":"[^"]+","conformance_text":"[^"]*"\}, got \{"conformance_run":"[^"]+","conformance_text":"[^"]*","changed":true\}/,
     hooks: () => {
       const kept = new Map<string, unknown>();
       return {
@@ -972,7 +981,8 @@ export const MUTANTS: Mutant[] = [
     section: '4.6',
     profile: 'spec',
     caughtBy: 'S4.6-metadata-snapshot',
-    because: /conversation metadata after the message: expected \{[^}]*"step":"checkout"[^}]*\}, got \{"conformance_run":"[^"]+"\}/,
+    because:
+      /conversation metadata after the message: expected \{[^}]*"step":"checkout"[^}]*\}, got \{"conformance_run":"[^"]+","conformance_text":"[^"]*"\}/,
     hooks: onRequest((r) => {
       if (isSend(r) && r.json) delete r.json.metadata;
     }),
@@ -1043,7 +1053,7 @@ export const MUTANTS: Mutant[] = [
     section: '2.3',
     profile: 'spec',
     caughtBy: 'S4.6-send-json-shape',
-    because: /Response: created_at \d{13} is not Unix seconds/,
+    because: /Response: created_at \d{13} is not the Unix time of its creation in seconds/,
     hooks: onResponse(isSend, (res) => ok(res) && !isStream(res) && (res.json.created_at *= 1000)),
   },
   {
@@ -1511,7 +1521,7 @@ export const MUTANTS: Mutant[] = [
     section: '2.5',
     profile: 'spec',
     caughtBy: 'S4.7-completion-shape',
-    because: /Completion: created_at \d{13} is not Unix seconds/,
+    because: /Completion: created_at \d{13} is not the Unix time of its creation in seconds/,
     hooks: onResponse(isCompletion, (res) => ok(res) && !isStream(res) && (res.json.created_at *= 1000)),
   },
   {
@@ -1695,6 +1705,7 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S8-rate-limit-429',
     because: /get conversation: expected HTTP 200, got 429/,
     repeat: 2,
+    settleTimeoutMs: 75_000,
     hooks: () => {
       let until = 0;
       const limited = (r: ProxyRequest) => r.path.startsWith(`/apps/${TARGET.apps.rate_limited}/`);
@@ -1715,7 +1726,7 @@ export const MUTANTS: Mutant[] = [
     section: 'D-110',
     profile: 'reference',
     caughtBy: 'S8-rate-limit-429',
-    because: /create conversation \(D-110: a create counts\) lacks the x-ratelimit-limit-requests header/,
+    because: /the create \(counted, D-110\) lacks the x-ratelimit-limit-requests header/,
     hooks: onResponse(
       (r) => is(r, 'POST', CONVS),
       (res) => {
@@ -2183,6 +2194,421 @@ export const MUTANTS: Mutant[] = [
         },
       };
     },
+  },
+  // Text round trips (§1): what a careless implementation does to Unicode.
+  {
+    id: 'text-nfc-normalized',
+    breaks: 'text in requests is NFC-normalized before it is stored (e + U+0301 becomes é)',
+    section: '1',
+    profile: 'spec',
+    caughtBy: 'S4.1-create-text-round-trip',
+    because: /title in the create answer: the text sent comes back changed at code point \d+: U\+0065 sent, U\+00E9 back/,
+    hooks: onRequest((r) => {
+      if (r.json !== undefined) r.json = mapStrings(r.json, (t) => t.normalize('NFC'));
+    }),
+  },
+  {
+    id: 'text-astral-replaced',
+    breaks: 'characters beyond the BMP (emoji, mathematical letters) come back as U+FFFD once stored, as in a 3-byte UTF-8 column',
+    section: '1',
+    profile: 'spec',
+    caughtBy: 'S4.1-create-text-round-trip',
+    because: /title read back: the text sent comes back changed at code point \d+: U\+1F9EA sent, U\+FFFD back/,
+    hooks: onResponse(
+      (r) => r.method === 'GET' && (CONV.test(r.path) || CONVS.test(r.path)),
+      (res) => ok(res) && (res.json = mapStrings(res.json, (t) => t.replace(/[\u{10000}-\u{10FFFF}]/gu, '\uFFFD'))),
+    ),
+  },
+  {
+    id: 'update-title-bidi-stripped',
+    breaks: 'a renamed title loses its right-to-left override and pop directional formatting characters',
+    section: '4.4',
+    profile: 'spec',
+    caughtBy: 'S4.4-update-text-round-trip',
+    because: /title in the PATCH answer: the text sent comes back changed at code point \d+: U\+202E sent, U\+0061 back/,
+    hooks: onRequest((r) => {
+      if (is(r, 'PATCH', CONV) && typeof r.json?.title === 'string') r.json.title = r.json.title.replace(/[\u202A-\u202E]/g, '');
+    }),
+  },
+  {
+    id: 'history-text-nfkc',
+    breaks: "the history keeps the user's messages NFKC-normalized (𝔘 becomes U)",
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-text-round-trip',
+    because:
+      /the history does not hold the message as sent: the text sent comes back changed at code point \d+: U\+0065 sent, U\+00E9 back/,
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && (res.json.items = mapStrings(res.json.items, (t) => t.normalize('NFKC'))),
+    ),
+  },
+  {
+    id: 'cmpl-prompt-ascii-only',
+    breaks: 'a completion whose prompt is not ASCII is refused with 400',
+    section: '4.7',
+    profile: 'spec',
+    caughtBy: 'S4.7-completion-text',
+    because: /completion: expected HTTP 200, got 400|completion of a prompt of such text: status: expected 200, got 400/,
+    hooks: onRequest((r) =>
+      isCompletion(r) && typeof r.json?.prompt === 'string' && /[^\x20-\x7e]/.test(r.json.prompt)
+        ? errorBody(400, 'invalid_request_error', 'prompt must be ASCII', 'prompt')
+        : undefined,
+    ),
+  },
+  {
+    id: 'created-at-hour-ahead',
+    breaks: "created_at is an hour ahead (local time taken for UTC): seconds, but not the creation's",
+    section: '2.1',
+    profile: 'spec',
+    caughtBy: 'S4.1-create-shape',
+    because: /Conversation: created_at \d+ is not the Unix time of its creation in seconds: the answer's Date header says \d+/,
+    hooks: onResponse(
+      (r) => is(r, 'POST', CONVS),
+      (res) => ok(res) && (res.json.created_at += 3600),
+    ),
+  },
+  // Streams and their history
+  {
+    id: 'cmpl-follows-app-default',
+    breaks: "a completion without stream follows the app's streaming default, as send message does",
+    section: '4.7',
+    profile: 'spec',
+    caughtBy: 'S4.7-completion-json-on-streaming-app',
+    because: /completion without stream on apps\.stream_default: expected a JSON content type, got "text\/event-stream/,
+    hooks: onRequest((r) => {
+      if (isCompletion(r) && r.path.startsWith(`/apps/${TARGET.apps.stream_default}/`) && r.json && !('stream' in r.json))
+        r.json.stream = true;
+    }),
+  },
+  {
+    id: 'fc-args-done-misspelt',
+    breaks: 'streams name the end of a tool call response.function_call.arguments.done, an event §6 does not list',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-function-call-stream',
+    because: /event #\d+ has a type outside §6: "response\.function_call\.arguments\.done"/,
+    hooks: onStream(isSend, (res) => {
+      for (const e of res.events!)
+        if (e.event === 'response.function_call_arguments.done') e.event = 'response.function_call.arguments.done';
+    }),
+  },
+  {
+    id: 'data-spec-path-relative',
+    breaks: 'data_spec patches name their path without the leading "/" (form/fields/-)',
+    section: '6',
+    profile: 'spec',
+    caughtBy: 'S6-data-spec-stream',
+    because: /data_spec patch #\d+ .* has path "form[^"]*", not a JSON Pointer \(RFC 6901/,
+    hooks: onStream(isSend, (res) => {
+      for (const p of payloads(res, 'response.data_spec')) p.data.patch.path = String(p.data.patch.path).replace(/^\//, '');
+    }),
+  },
+  {
+    id: 'data-spec-json-add-no-value',
+    breaks: 'in JSON mode, data_spec patches that add leave their value out',
+    section: '2.4',
+    profile: 'spec',
+    caughtBy: 'S6-data-spec-json',
+    because: /data_spec patch #0 .* is a add without a value/,
+    hooks: onResponse(isSend, (res) => {
+      if (ok(res) && !isStream(res)) for (const o of res.json.output) if (o.type === 'data_spec') delete o.data.patch.value;
+    }),
+  },
+  {
+    id: 'stream-stored-twice',
+    breaks: "a streamed reply's items are stored twice in the history",
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-ten-exchanges',
+    because:
+      /exchange #2 \{stream: true\} left \d+ items in the history, more than its question, the items its reply carried and a result per function call: \d+ \(a reply stored twice\?\)/,
+    hooks: () => {
+      const streamed = new Set<string>();
+      return {
+        response(res, r) {
+          if (isSend(r) && isStream(res) && ok(res)) streamed.add(String(res.events![0]?.data?.id));
+          if (!is(r, 'GET', CONV) || !ok(res)) return;
+          res.json.items = res.json.items.flatMap((i: any) => (i.role !== 'user' && streamed.has(i.response_id) ? [i, i] : [i]));
+        },
+      };
+    },
+  },
+  {
+    id: 'json-reply-stored-twice',
+    breaks: "a reply's items are stored twice in the history",
+    section: '4.3',
+    profile: 'spec',
+    caughtBy: 'S4.6-persisted-items',
+    because: /the exchange added \d+ items to the history, more than its question and the \d+ items of its output/,
+    hooks: onResponse(
+      (r) => is(r, 'GET', CONV),
+      (res) => ok(res) && (res.json.items = res.json.items.flatMap((i: any) => (i.role === 'user' ? [i] : [i, i]))),
+    ),
+  },
+  // Errors on a real conversation of a disabled app
+  {
+    id: 'inactive-conversation-404',
+    breaks:
+      "a disabled app's conversations are looked up among the active apps' only: a real one answers 404 not_found, not 403 app_inactive",
+    section: '7',
+    profile: 'spec',
+    caughtBy: 'S7-app-inactive-conversation',
+    because:
+      /GET \/apps\/app_inactive\/conversations\/conv_5eed\w+ \(apps\.inactive_conversation, a conversation of the disabled app\): expected HTTP 403, got 404/,
+    hooks: onResponse(
+      (r) => CONV.test(r.path) && r.path.startsWith(`/apps/${TARGET.apps.inactive}/`),
+      (res) => res.json?.error?.type === 'app_inactive' && Object.assign(res, errorBody(404, 'not_found')),
+    ),
+  },
+  {
+    id: 'rate-limit-stream-200-window-used',
+    breaks:
+      "a streamed message past the rate limit answers a 200 stream, and an earlier run used the window: the case's set-up meets a 429 (Retry-After: 1) first",
+    section: '8',
+    profile: 'spec',
+    caughtBy: 'S8-rate-limit-429',
+    because: /message past the limit, \{stream: true\}: expected HTTP 429, got 200/,
+    hooks: () => {
+      let used = false;
+      return {
+        request(r) {
+          if (used || r.method !== 'POST' || r.path !== `/apps/${TARGET.apps.rate_limited}/conversations`) return;
+          used = true;
+          return {
+            ...errorBody(429, 'rate_limit_exceeded', 'used up by an earlier run'),
+            headers: { 'content-type': 'application/json', 'retry-after': '1' },
+          };
+        },
+        response(res, r) {
+          if (isSend(r) && r.json?.stream === true && res.status === 429) asFailedStream(res);
+        },
+      };
+    },
+  },
+  // The project's decisions on the corners the suite now reaches (profile reference)
+  {
+    id: 'resume-bad-cursor-replays',
+    breaks: 'a resume whose starting_after is not a sequence number replays every event instead of a 400',
+    section: 'D-32',
+    profile: 'reference',
+    caughtBy: 'S4.6-resume-bad-cursor',
+    because: /resume with starting_after=abc: expected HTTP 400, got 200/,
+    hooks: onRequest((r) => {
+      if (is(r, 'GET', RESUME) && r.query.has('starting_after') && !/^-?\d+$/.test(r.query.get('starting_after')!))
+        r.query.delete('starting_after');
+    }),
+  },
+  {
+    id: 'cancel-running-ignored',
+    breaks: 'cancelling a running reply answers it as it is and does not stop it',
+    section: 'D-33',
+    profile: 'reference',
+    caughtBy: 'S4.6-cancel-running',
+    because: /the answer of the cancel \(D-33\): expected \{"status":"failed"/,
+    hooks: () => ({
+      async request(r, { forward }) {
+        if (is(r, 'POST', CANCEL))
+          return forward({ ...r, method: 'GET', path: r.path.replace(/\/cancel$/, ''), body: '', json: undefined });
+      },
+    }),
+  },
+  {
+    id: 'disconnect-stops-reply',
+    breaks: 'a client that leaves a stream stops the reply (as D-19 first said)',
+    section: 'D-34',
+    profile: 'reference',
+    caughtBy: 'S4.6-left-reply-runs-on',
+    because: /last event of the reply the client left \(D-34: it runs on\): expected "response\.completed", got "response\.failed"/,
+    hooks: () => ({
+      async clientLeft(r, sent, { forward }) {
+        const id = /"id":"(resp_\w+)"/.exec(sent)?.[1];
+        if (isSend(r) && id)
+          await forward({ ...r, path: `${r.path.replace(/\/conversations\/.*$/, '')}/responses/${id}/cancel`, body: '', json: undefined });
+      },
+    }),
+  },
+  {
+    id: 'usage-total-input-only',
+    breaks: 'usage.total_tokens counts the input tokens only',
+    section: 'D-16',
+    profile: 'reference',
+    caughtBy: 'S4.6-usage-totals',
+    because: /send message \(JSON\): usage\.total_tokens \(input_tokens \+ output_tokens = \d+ \+ \d+\): expected \d+, got \d+/,
+    hooks: onResponse(
+      (r) => isSend(r) || isCompletion(r),
+      (res) => {
+        if (ok(res) && !isStream(res) && res.json?.usage) res.json.usage.total_tokens = res.json.usage.input_tokens;
+      },
+    ),
+  },
+  {
+    id: 'list-cursor-any-app',
+    breaks: "another app's conversation as a cursor is ignored: the list answers its first page instead of a 400",
+    section: 'D-12',
+    profile: 'reference',
+    caughtBy: 'S4.2-list-other-app-cursor',
+    because: /after=<a conversation of apps\.knowledge_base>: expected HTTP 400, got 200/,
+    hooks: () => {
+      const created = new Set<string>();
+      return {
+        async response(res, r, { forward }) {
+          if (is(r, 'POST', CONVS) && ok(res)) created.add(res.json.id);
+          const cursor = r.query.get('after') ?? r.query.get('before');
+          if (!is(r, 'GET', CONVS) || res.status !== 400 || !cursor || !created.has(cursor)) return;
+          const query = new URLSearchParams(r.query);
+          query.delete('after');
+          query.delete('before');
+          Object.assign(res, await forward({ ...r, query }));
+        },
+      };
+    },
+  },
+  {
+    id: 'widget-token-any-app',
+    breaks: "a visitor token of one app is taken by another app's widget",
+    section: 'D-49',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-token-lifetime',
+    because: /widget GET \/apps\/app_brief\/config with app_id's visitor token on widget\.short_token_app: expected HTTP 403, got 200/,
+    hooks: () => ({
+      async response(res, r, { forward }) {
+        const app = /^\/widget\/v1\/apps\/([^/]+)\//.exec(r.path)?.[1];
+        const token = bearer(r);
+        const claims = token && JWT.test(token) ? JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) : undefined;
+        if (res.status !== 403 || !app || !claims?.app || claims.app === app) return;
+        Object.assign(res, await forward({ ...r, path: r.path.replace(`/apps/${app}/`, `/apps/${claims.app}/`) }));
+      },
+    }),
+  },
+  {
+    id: 'widget-expired-as-forged',
+    breaks: 'an expired visitor token is refused as a forged one (code invalid_visitor_token), so the widget never renews it',
+    section: 'D-49',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-token-lifetime',
+    because:
+      /with a visitor token whose expires_at \(\d+\) passed: error\.code: expected "visitor_token_expired", got "invalid_visitor_token"/,
+    hooks: onResponse(isWidget, (res) => {
+      if (res.json?.error?.code === 'visitor_token_expired') res.json.error.code = 'invalid_visitor_token';
+    }),
+  },
+  {
+    id: 'widget-takes-metadata',
+    breaks: 'the widget API takes external_user_id and metadata from the browser, and drops them',
+    section: 'D-51',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-browser-fields',
+    because: /widget POST \/apps\/app_demo\/conversations with external_user_id: expected HTTP 400, got 200/,
+    hooks: onRequest((r) => {
+      if (isWidget(r) && r.method === 'POST' && r.json) {
+        delete r.json.external_user_id;
+        delete r.json.metadata;
+      }
+    }),
+  },
+  {
+    id: 'widget-script-text-plain',
+    breaks: '/widget.js is served as text/plain, which a page with nosniff does not run',
+    section: 'D-55',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-script',
+    because: /GET \/widget\.js: Content-Type "text\/plain" is not JavaScript/,
+    hooks: onResponse(
+      (r) => r.path === '/widget.js',
+      (res) => ok(res) && (res.headers['content-type'] = 'text/plain'),
+    ),
+  },
+  {
+    id: 'identity-metadata-dropped',
+    breaks: "a verified visitor's conversation does not take the identity's metadata",
+    section: 'D-50',
+    profile: 'reference',
+    caughtBy: 'S5.4-widget-identity',
+    because: /\[external_user_id, metadata\] of the verified visitor's conversation \(the identity's sub and metadata\)/,
+    hooks: onResponse(
+      (r) => !isWidget(r) && is(r, 'GET', CONV),
+      (res) => {
+        if (ok(res) && res.json.metadata?.plan === 'gold') res.json.metadata = {};
+      },
+    ),
+  },
+  {
+    id: 'storage-quota-retry-after',
+    breaks: 'a refusal of the storage quota says Retry-After: 60, though waiting frees nothing',
+    section: 'D-27',
+    profile: 'reference',
+    caughtBy: 'S8-storage-quota',
+    because: /create past the storage quota: Retry-After \(waiting frees no storage\): expected null, got "60"/,
+    hooks: onResponse(
+      () => true,
+      (res) => res.json?.error?.code === 'storage_quota_exceeded' && (res.headers['retry-after'] = '60'),
+    ),
+  },
+  {
+    id: 'history-unbounded',
+    breaks: 'a message to a conversation whose history is full is answered, and not stored',
+    section: 'D-29',
+    profile: 'reference',
+    caughtBy: 'S8-conversation-too-large',
+    because: /64 messages of 8,000 characters in one conversation of apps\.small_storage, and none was refused/,
+    hooks: onResponse(isSend, (res, r) => {
+      if (res.json?.error?.code !== 'conversation_too_large') return;
+      const now = Math.floor(Date.now() / 1000);
+      Object.assign(
+        res,
+        jsonBody({
+          id: `resp_${now}`,
+          object: 'response',
+          created_at: now,
+          conversation_id: r.path.split('/').pop(),
+          status: 'completed',
+          output: [{ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] }],
+        }),
+      );
+    }),
+  },
+  {
+    id: 'ratelimit-remaining-stuck',
+    breaks: 'x-ratelimit-remaining-requests never goes down',
+    section: 'D-23',
+    profile: 'reference',
+    caughtBy: 'S8-rate-limit-429',
+    because: /message #1 \(counted\): x-ratelimit-remaining-requests \(one less than on the request before\): expected \d+, got \d+/,
+    hooks: onResponse(
+      () => true,
+      (res) => {
+        if (res.headers['x-ratelimit-remaining-requests'] && res.status === 200)
+          res.headers['x-ratelimit-remaining-requests'] = res.headers['x-ratelimit-limit-requests']!;
+      },
+    ),
+  },
+  {
+    id: 'retry-after-ms',
+    breaks: 'Retry-After is given in milliseconds',
+    section: 'D-23',
+    profile: 'reference',
+    caughtBy: 'S8-rate-limit-429',
+    because: /Retry-After \d{4,} \(seconds\) is later than the window's reset/,
+    hooks: onResponse(
+      (r) => r.path.startsWith(`/apps/${TARGET.apps.rate_limited}/conversations/`),
+      (res) =>
+        res.status === 429 &&
+        res.headers['retry-after'] &&
+        (res.headers['retry-after'] = String(Number(res.headers['retry-after']) * 1000)),
+    ),
+  },
+  {
+    id: 'rate-limit-after-body',
+    breaks: 'past the rate limit, a malformed message is 400: the body is judged before the limit',
+    section: 'D-4',
+    profile: 'reference',
+    caughtBy: 'S8-rate-limit-429',
+    because: /a message without content past the limit \(D-4: 429 before 400\): expected HTTP 429, got 400/,
+    hooks: onResponse(isSend, (res, r) => {
+      if (res.status === 429 && r.json?.message && r.json.message.content === undefined)
+        Object.assign(res, errorBody(400, 'invalid_request_error', 'content is required', 'message.content', 'missing_parameter'));
+    }),
   },
 ];
 

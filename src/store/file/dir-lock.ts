@@ -3,6 +3,7 @@
 // until its parent reaps it, and after a container restart the pid belongs to someone else.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { DataFileError } from '../../core/errors.ts';
 
 /**
@@ -110,8 +111,12 @@ export class DirLockedError extends DataFileError {
   }
 }
 
-const notWritable = (dataDir: string, err: unknown) =>
-  new DataFileError(dataDir, `is not writable (${(err as NodeJS.ErrnoException).code}); Parley needs to write its data there`);
+/** The LOCK cannot be written: a full disk names the LOCK (D-94), anything else the directory. */
+const notWritable = (dataDir: string, err: unknown, file = path.join(dataDir, 'LOCK')) => {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') return Object.assign(err as NodeJS.ErrnoException, { path: file });
+  return new DataFileError(dataDir, `is not writable (${code}); Parley needs to write its data there`);
+};
 
 /**
  * Takes `file` for this process, or throws naming the running holder. The LOCK appears whole and at

@@ -2,6 +2,7 @@
 // durable once its folder is synced).
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { withFile } from '../../core/errors.ts';
 
 const knownDirs = new Set<string>();
 
@@ -22,7 +23,7 @@ export async function writeDurably(file: string, text: string): Promise<void> {
   } catch (err) {
     await fh.close().catch(() => {});
     await fs.rm(tmp, { force: true }).catch(() => {});
-    throw err;
+    throw withFile(err, tmp);
   }
   await fh.close();
   await fs.rename(tmp, file);

@@ -297,19 +297,29 @@ export class FileStore implements Store {
     const where = await this.journal.append(intent);
     const x: Exchange = { id, p, f, n, b, c, where };
     this.openIntents.set(p, x);
+    let written: number;
     try {
-      await h.append(part);
+      written = await h.append(part);
     } catch (err) {
       // Nothing acknowledged: the history is read again from disk when next needed.
       this.histories.forget(id);
       this.openIntents.delete(p);
       throw err;
     }
-    await this.journal.append(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, () => {
-      this.openIntents.delete(p);
-      if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
-      this.index.add(this.index.changed(this.index.records.get(id)!, f, n, b, where));
-    });
+    try {
+      await this.journal.append(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, () => {
+        this.openIntents.delete(p);
+        if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
+        this.index.add(this.index.changed(this.index.records.get(id)!, f, n, b, where));
+      });
+    } catch (err) {
+      // D-94: the exchange is reported failed, so its line goes too: start-up settles the intent by
+      // that line (an exchange found there landed), and a client told it was not saved must never
+      // find it later. The intent stays open, for start-up to settle as not landed.
+      await h.retract(written).catch((e: Error) => this.opts.warn?.(`${h.file}: the exchange ${p} could not be taken back (${e.message})`));
+      this.histories.forget(id);
+      throw err;
+    }
     this.compactIfDue();
   }
 

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { isPlainObject, type ItemT } from '../../contract/index.ts';
 import { syncDir } from './durable.ts';
 import { writeAll } from './journal-io.ts';
-import { DataFileError } from '../../core/errors.ts';
+import { DataFileError, atFile } from '../../core/errors.ts';
 import type { History, ResponseRecord } from '../types.ts';
 
 const PartSchema = z.object({
@@ -116,7 +116,7 @@ export class HistoryFile implements History {
           await fh.truncate(this.good).catch(() => {
             this.torn = true;
           });
-          throw err;
+          atFile(this.file)(err);
         }
       } finally {
         await fh.close();
@@ -137,6 +137,30 @@ export class HistoryFile implements History {
     return run.finally(() => {
       this.writing--;
     });
+  }
+
+  /**
+   * D-94: takes back the last append (`bytes`, what it resolved with), cutting the file (which needs no
+   * space) and syncing it: an exchange whose journal line then failed leaves no line that start-up
+   * would take for a saved exchange. Its parts stay in this copy: the caller lets go of it.
+   */
+  retract(bytes: number): Promise<void> {
+    const run = this.tail.then(async () => {
+      const fh = await fs.open(this.file, 'r+');
+      try {
+        await fh.truncate(this.good - bytes);
+        await fh.datasync();
+      } finally {
+        await fh.close();
+      }
+      this.good -= bytes;
+      this.bytes -= bytes;
+    });
+    this.tail = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
   }
 
   private add(part: unknown, file: string, lineNo?: number): void {

@@ -2,7 +2,7 @@
 // reads at a position, a file read line by line in chunks, and a new file written line by line in chunks.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
-import { DataFileError } from '../../core/errors.ts';
+import { DataFileError, withFile } from '../../core/errors.ts';
 
 /** Where a line is in the file: its first byte and its length in bytes (without the newline). */
 export interface LineAt {
@@ -36,8 +36,11 @@ export function writeSyncAll(fd: number, buf: Buffer): void {
   }
 }
 
-/** writeSyncAll, or if it fails the file cut back to its `size` whole bytes (no partial line is left) and the error thrown. */
-export function writeSyncOrCut(fd: number, buf: Buffer, size: number): void {
+/**
+ * writeSyncAll, or if it fails the file cut back to its `size` whole bytes (no partial line is left)
+ * and the error thrown, naming `file` (D-94).
+ */
+export function writeSyncOrCut(fd: number, buf: Buffer, size: number, file: string): void {
   try {
     writeSyncAll(fd, buf);
   } catch (err) {
@@ -46,7 +49,7 @@ export function writeSyncOrCut(fd: number, buf: Buffer, size: number): void {
     } catch {
       // The next open drops a torn last line anyway.
     }
-    throw err;
+    throw withFile(err, file);
   }
 }
 

@@ -3,7 +3,7 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { DataFileError } from '../../core/errors.ts';
+import { DataFileError, atFile, withFile } from '../../core/errors.ts';
 import { syncDir } from './durable.ts';
 import * as io from './journal-io.ts';
 import type { LineAt } from './journal-io.ts';
@@ -94,14 +94,15 @@ export class Journal {
     this.readFd = fsSync.openSync(this.file, 'r');
     this.size = whole;
     const dropped = tail !== undefined && !keepTail;
+    const named = atFile(this.file);
     if (dropped) {
-      await this.handle.truncate(whole);
+      await this.handle.truncate(whole).catch(named);
       (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(
         `${this.file}: dropped the last ${tail!.length} bytes (line ${lineNo}: not JSON and no final newline, a write cut short by a crash and never acknowledged)`,
       );
     } else if (tail !== undefined) {
-      await io.writeAll(this.handle, Buffer.from('\n'));
-      await this.handle.datasync();
+      await io.writeAll(this.handle, Buffer.from('\n')).catch(named);
+      await this.handle.datasync().catch(named);
       this.size = whole + tail.length + 1;
     }
     return { lines: lineNo, dropped };
@@ -185,7 +186,7 @@ export class Journal {
   private writeNow(text: string): void {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
     const buf = Buffer.from(text, 'utf8');
-    io.writeSyncOrCut(this.handle.fd, buf, this.size);
+    io.writeSyncOrCut(this.handle.fd, buf, this.size, this.file);
     this.size += buf.length;
     this.lines += text.split('\n').length - 1;
   }
@@ -251,7 +252,7 @@ export class Journal {
       } catch (err) {
         // Leave no half line behind for the next append (e.g. after ENOSPC).
         await this.handle?.truncate(this.size).catch(() => {});
-        for (const p of batch) p.reject(err as Error);
+        for (const p of batch) p.reject(withFile(err as Error, this.file));
       }
     }
     this.flushing = undefined;
@@ -271,8 +272,8 @@ export class Journal {
     let old: fs.FileHandle;
     try {
       fh = await fs.open(tmp, io.APPEND_NEW);
-      await io.writeAll(fh, text);
-      await fh.sync();
+      await io.writeAll(fh, text).catch(atFile(tmp));
+      await fh.sync().catch(atFile(tmp));
       // From here to the swap nothing awaits: no appendNow can come between.
       const held = Buffer.from(this.held.join(''), 'utf8');
       io.writeSyncAll(fh.fd, held);
@@ -336,10 +337,10 @@ export class Journal {
     let swappedIn = false;
     try {
       const out = new io.ChunkedLines(fh);
-      await write((line) => out.write(line));
-      await out.flush();
+      await write((line) => out.write(line)).catch(atFile(tmp));
+      await out.flush().catch(atFile(tmp));
       const { size, lines } = out;
-      await fh.sync();
+      await fh.sync().catch(atFile(tmp));
       await hold?.();
       await new Promise<void>((resolve, reject) => {
         this.pending.push({

@@ -42,6 +42,19 @@ const shard = (id: string) => id.slice(-2);
 
 export class ResponsePaths {
   constructor(readonly dir: string) {}
+  /** Shards known to exist. */
+  private readonly shards = new Set<string>();
+
+  /** Moves an ended response's file from `running/` to its shard of `events/`. */
+  async keep(id: string): Promise<void> {
+    const target = this.kept(id);
+    const dir = path.dirname(target);
+    if (!this.shards.has(dir)) {
+      await fs.mkdir(dir, { recursive: true });
+      this.shards.add(dir);
+    }
+    await fs.rename(this.running(id), target);
+  }
 
   running(id: string): string {
     return path.join(this.dir, 'running', `${id}.jsonl`);
@@ -49,6 +62,11 @@ export class ResponsePaths {
 
   kept(id: string): string {
     return path.join(this.dir, 'events', shard(id), `${id}.jsonl`);
+  }
+
+  /** D-94: a running response's file set aside, cut to its start line, when its ending could not be written. */
+  aside(id: string): string {
+    return path.join(this.dir, 'running', `${id}.unwritten`);
   }
 
   ended(minute: number): string {
@@ -226,6 +244,14 @@ export class EndedIndex {
       this.minutes.add(minute);
     }
     await (await j).append(line);
+  }
+
+  /** Appends the line unless its minute lists it already (a start-up after a crash between the two). */
+  async appendOnce(line: EndedLine): Promise<void> {
+    const minute = Math.floor(line.end / MINUTE_MS);
+    let listed = false;
+    if (this.minutes.has(minute)) await this.read(minute, (l) => (listed ||= l.id === line.id));
+    if (!listed) await this.append(line);
   }
 
   /** Every line of a minute's file, in order (a torn last line dropped). */

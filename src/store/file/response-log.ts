@@ -8,7 +8,7 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { ResponseEventsExpired } from '../../core/errors.ts';
+import { atFile, ResponseEventsExpired } from '../../core/errors.ts';
 import { SAFE_ID } from '../record.ts';
 import {
   RESPONSE_EVENTS_TTL_MS,
@@ -30,7 +30,8 @@ import {
   readResponseFile,
   ResponsePaths,
 } from './response-files.ts';
-import { type Live, newLive, trim } from './running-response.ts';
+import { eventsOf, heldIn, type Live, newLive, trim } from './running-response.ts';
+import { holdWhole, settleAside, writeWhole } from './unwritten.ts';
 
 /** How often the minutes past the retention are dropped. */
 const SWEEP_MS = 60_000;
@@ -55,7 +56,6 @@ export class ResponseLog implements LiveResponses {
   /** Per app, the bytes of its response files: running, and ended within the hour. */
   private readonly appBytes = new Map<string, number>();
   private readonly cancels = new Map<string, Set<() => void>>();
-  private readonly shards = new Set<string>();
   private readonly ttl: number;
   private readonly now: () => number;
   private readonly windowBytes: number;
@@ -76,6 +76,7 @@ export class ResponseLog implements LiveResponses {
     await this.ended.open();
     await migrateLegacy(this.paths, this.ended);
     const running = await fs.readdir(path.join(this.opts.dir, 'running'));
+    for (const name of running) if (name.endsWith('.unwritten')) await settleAside(this.paths, name.slice(0, -'.unwritten'.length));
     for (const name of running) if (name.endsWith('.jsonl')) await this.reopen(path.join(this.opts.dir, 'running', name));
     // The hour's index, a minute at a time: the bytes each app's files take; older minutes dropped.
     for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
@@ -94,18 +95,14 @@ export class ResponseLog implements LiveResponses {
     const ref: ResponseRef = { id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at };
     if (events.length > 0 && TERMINAL_EVENTS.has(events.at(-1)!.event)) {
       const { size } = await fs.stat(file);
-      const minute = Math.floor(read.mtimeMs / MINUTE_MS);
-      let listed = false;
-      if (this.ended.minutes.has(minute)) await this.ended.read(minute, (l) => (listed ||= l.id === ref.id));
-      if (!listed)
-        await this.ended.append({ id: ref.id, a: ref.app_id, c: ref.conversation_id, at: ref.created_at, end: read.mtimeMs, b: size });
-      await this.keep(ref.id);
+      await this.ended.appendOnce({ id: ref.id, a: ref.app_id, c: ref.conversation_id, at: ref.created_at, end: read.mtimeMs, b: size });
+      await this.paths.keep(ref.id);
       return;
     }
     // D-38: live when the last process stopped. Rewritten whole (a torn last line dropped), then
     // reopened for the terminal event that start-up appends.
     const text = [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join('');
-    await fs.writeFile(file, text);
+    await fs.writeFile(file, text).catch(atFile(file));
     const live = newLive(ref, await fs.open(file, 'a'));
     live.first = events.length;
     live.written = events.length;
@@ -121,6 +118,8 @@ export class ResponseLog implements LiveResponses {
     for (const l of this.live.values()) {
       await l.writing;
       await l.handle?.close().catch(() => {});
+      // A last chance for an ending held in memory: written, start-up lists it (space may have returned).
+      if (l.unwritten) await writeWhole(this.paths, l);
     }
     this.live.clear();
     await this.ended.close();
@@ -133,13 +132,7 @@ export class ResponseLog implements LiveResponses {
 
   /** What memory holds (tests of the bounds): running responses, events held, apps counted. */
   held(): { running: number; events: number; eventBytes: number; apps: number; minutes: number } {
-    let events = 0;
-    let eventBytes = 0;
-    for (const l of this.live.values()) {
-      events += l.held.length;
-      eventBytes += l.heldBytes + l.pendingBytes;
-    }
-    return { running: this.live.size, events, eventBytes, apps: this.appBytes.size, minutes: this.ended.minutes.size };
+    return { ...heldIn(this.live.values()), running: this.live.size, apps: this.appBytes.size, minutes: this.ended.minutes.size };
   }
 
   private count(appId: string, bytes: number): void {
@@ -195,13 +188,15 @@ export class ResponseLog implements LiveResponses {
     // response's save has). Followers get an event once it is written, so that no client sees one that
     // start-up's `interrupted` save (D-38) would not find.
     const wrote = (ok: boolean) => {
-      l.written++;
       l.pendingBytes -= bytes;
       l.heldBytes += bytes;
       if (ok) {
         l.bytes += bytes;
         this.count(l.ref.app_id, bytes);
       } else l.damaged = true;
+    };
+    const publish = () => {
+      l.written++;
       trim(l, this.windowBytes);
       for (const wake of l.waiters) wake();
       l.waiters.clear();
@@ -211,24 +206,28 @@ export class ResponseLog implements LiveResponses {
       .then(
         () => wrote(true),
         (err: Error) => {
-          this.opts.warn?.(`response events of ${id} not written: ${err.message}`);
+          if (!l.damaged) this.opts.warn?.(`response events of ${id} not written (${err.message}); its file is written whole at its end`);
           wrote(false);
         },
       );
     // The producer waits for a slow disk rather than memory filling with its events.
     if (!terminal) {
+      l.writing = l.writing.then(publish);
       if (l.pendingBytes > PENDING_BYTES) await l.writing;
       return;
     }
     await l.writing;
-    await this.end(l);
+    await this.end(l, publish);
   }
 
-  /** An ended response: its file durable, then listed in the hour's index and moved to `events/`. */
-  private async end(l: Live): Promise<void> {
+  /**
+   * An ended response: its file durable (D-94: written whole if it lost an event, or set aside) before
+   * its terminal event is followed, then listed in the hour's index and moved to `events/`.
+   */
+  private async end(l: Live, publish: () => void): Promise<void> {
     l.endedAt = this.now();
     if (l.handle) {
-      await l.handle.datasync().catch(() => {});
+      await l.handle.datasync().catch(() => (l.damaged = true));
       const st = await l.handle.stat().catch(() => undefined);
       await l.handle.close().catch(() => {});
       l.handle = undefined;
@@ -238,15 +237,31 @@ export class ResponseLog implements LiveResponses {
         l.bytes = st.size;
       }
     }
+    if (l.damaged) {
+      try {
+        await holdWhole(this.paths, l);
+        this.resize(l, await writeWhole(this.paths, l, this.opts.warn));
+      } catch (err) {
+        this.opts.warn?.(`response ${l.ref.id} could not be written whole: ${(err as Error).message}`);
+      }
+    }
+    publish();
     this.cancels.delete(l.ref.id);
-    await this.list(l);
+    if (l.unwritten) l.stranded = true;
+    else await this.list(l);
+  }
+
+  /** D-27: the bytes of a response's file once written whole (none while it is set aside). */
+  private resize(l: Live, size: number | undefined): void {
+    this.count(l.ref.app_id, (size ?? 0) - l.bytes);
+    l.bytes = size ?? 0;
   }
 
   private async list(l: Live): Promise<void> {
     const { id, app_id: a, conversation_id: c, created_at: at } = l.ref;
     try {
       await this.ended.append({ id, a, c, at, end: l.endedAt, b: l.bytes });
-      await this.keep(id);
+      await this.paths.keep(id);
       this.live.delete(id);
       l.stranded = false;
     } catch (err) {
@@ -256,37 +271,12 @@ export class ResponseLog implements LiveResponses {
     }
   }
 
-  /** Moves an ended response's file from `running/` to its shard of `events/`. */
-  private async keep(id: string): Promise<void> {
-    const target = this.paths.kept(id);
-    const dir = path.dirname(target);
-    if (!this.shards.has(dir)) {
-      await fs.mkdir(dir, { recursive: true });
-      this.shards.add(dir);
-    }
-    await fs.rename(this.paths.running(id), target);
-  }
-
-  /** Events [0, upTo) of a running response: those before its window from its file, then the window. */
-  private async eventsOf(l: Live, upTo: number): Promise<UnsequencedEvent[]> {
-    const out: UnsequencedEvent[] = [];
-    const cursor: FileCursor = { offset: 0, next: -1 };
-    // The window may move on while the file is read: read on until the file meets it.
-    while (out.length < Math.min(l.first, upTo)) {
-      const got = await readEvents([this.paths.running(l.ref.id), this.paths.kept(l.ref.id)], cursor, Math.min(l.first, upTo));
-      if (got.length === 0) throw new Error(`the file of ${l.ref.id} ends before event ${cursor.next}`);
-      out.push(...got);
-    }
-    for (let n = out.length; n < upTo; n++) out.push(l.held[n - l.first]!.event);
-    return out;
-  }
-
   async trace(id: string): Promise<ResponseTrace | undefined> {
     if (!SAFE_ID.test(id)) return undefined;
     const l = this.live.get(id);
     if (l) {
       const upTo = l.written;
-      return { start: l.ref, events: await this.eventsOf(l, upTo), ended: l.ended && upTo === l.first + l.held.length };
+      return { start: l.ref, events: await eventsOf(this.paths, l, upTo), ended: l.ended && upTo === l.first + l.held.length };
     }
     const read = await readResponseFile(this.paths.kept(id));
     if (read) {
@@ -370,6 +360,17 @@ export class ResponseLog implements LiveResponses {
     return out;
   }
 
+  /** A stranded response: its file written whole first if it is held in memory, dropped once past the retention. */
+  private async relist(l: Live): Promise<void> {
+    if (l.unwritten && l.endedAt <= this.now() - this.ttl) {
+      this.live.delete(l.ref.id);
+      await settleAside(this.paths, l.ref.id);
+      return;
+    }
+    if (l.unwritten) this.resize(l, await writeWhole(this.paths, l, this.opts.warn));
+    if (!l.unwritten) await this.list(l);
+  }
+
   /**
    * D-36: drops the minutes ended more than the retention ago (their responses' lines go to the past
    * index, their files are removed), and lists the ended responses a failed write left in memory.
@@ -377,7 +378,7 @@ export class ResponseLog implements LiveResponses {
   sweep(): Promise<void> {
     this.sweeping ??= (async () => {
       try {
-        for (const l of [...this.live.values()]) if (l.stranded) await this.list(l);
+        for (const l of [...this.live.values()]) if (l.stranded) await this.relist(l);
         await this.ended.closeBefore(Math.floor(this.now() / MINUTE_MS) - 1);
         for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
           if (!this.pastRetention(minute)) break;

@@ -3,6 +3,7 @@
 import type fs from 'node:fs/promises';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import type { ResponseRef } from '../types.ts';
+import { type FileCursor, readEvents, type ResponsePaths } from './response-files.ts';
 
 interface Held {
   event: UnsequencedEvent;
@@ -28,6 +29,13 @@ export interface Live {
   stranded: boolean;
   /** A write failed: the file misses an event, so memory keeps every event from the first held on. */
   damaged: boolean;
+  /**
+   * D-94: ended with a damaged file, which could not be written whole: its file is set aside and memory
+   * holds the whole response (start line and every event) until it can be (every sweep, and at close).
+   */
+  unwritten: boolean;
+  /** The start line of a damaged response once it has ended, for writing its file whole. */
+  startLine: string | undefined;
   handle: fs.FileHandle | undefined;
   /** Writes in order; a failed write is logged once and the event stays in memory. */
   writing: Promise<void>;
@@ -48,6 +56,8 @@ export function newLive(ref: ResponseRef, handle: fs.FileHandle | undefined): Li
     endedAt: 0,
     stranded: false,
     damaged: false,
+    unwritten: false,
+    startLine: undefined,
     handle,
     writing: Promise.resolve(),
     waiters: new Set(),
@@ -60,4 +70,29 @@ export function trim(l: Live, windowBytes: number): void {
     l.heldBytes -= l.held.shift()!.bytes;
     l.first++;
   }
+}
+
+/** Events [0, upTo) of a running response: those before its window from its file, then the window. */
+export async function eventsOf(paths: ResponsePaths, l: Live, upTo: number): Promise<UnsequencedEvent[]> {
+  const out: UnsequencedEvent[] = [];
+  const cursor: FileCursor = { offset: 0, next: -1 };
+  // The window may move on while the file is read: read on until the file meets it.
+  while (out.length < Math.min(l.first, upTo)) {
+    const got = await readEvents([paths.running(l.ref.id), paths.kept(l.ref.id)], cursor, Math.min(l.first, upTo));
+    if (got.length === 0) throw new Error(`the file of ${l.ref.id} ends before event ${cursor.next}`);
+    out.push(...got);
+  }
+  for (let n = out.length; n < upTo; n++) out.push(l.held[n - l.first]!.event);
+  return out;
+}
+
+/** What the running responses hold in memory: events, and their bytes (written or not). */
+export function heldIn(lives: Iterable<Live>): { events: number; eventBytes: number } {
+  let events = 0;
+  let eventBytes = 0;
+  for (const l of lives) {
+    events += l.held.length;
+    eventBytes += l.heldBytes + l.pendingBytes;
+  }
+  return { events, eventBytes };
 }

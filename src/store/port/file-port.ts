@@ -51,9 +51,9 @@ export class FilePort implements DataPort {
     return this.store.close();
   }
 
-  async *export(): AsyncGenerator<string, PortCounts> {
+  async *export(apps?: ReadonlyMap<string, string>): AsyncGenerator<string, PortCounts> {
     const counts = noCounts();
-    yield headerLine('file');
+    yield headerLine('file', apps);
     for (const app of this.store.appIds()) {
       // A copy: the walk awaits each history, and nothing else writes while the LOCK is ours.
       const records = [...(await this.store.conversationsOf(app))];
@@ -111,7 +111,7 @@ export class FilePort implements DataPort {
     }
   }
 
-  async import(source: LineSource): Promise<PortCounts> {
+  async import(source: LineSource, apps?: ReadonlyMap<string, string>): Promise<PortCounts> {
     // The usage ledger is read (and a torn last line cut, as at the server's start) before anything is checked.
     const usage = new Journal(this.usageFile);
     const usageKeys = new Set<string>();
@@ -121,7 +121,7 @@ export class FilePort implements DataPort {
     });
     try {
       // Pass 1: the whole file is checked, and every id against the store, before anything is written.
-      const check = new ExportReader();
+      const check = new ExportReader(apps);
       for await (const raw of source()) {
         const e = check.read(raw);
         if (e?.type === 'conversation' && (await this.store.getConversation(e.record.id)))

@@ -2,9 +2,10 @@
 // a conversation with its history, a usage entry, and an end line that counts them. Both stores write
 // and read it here, so that a file written by one loads into the other.
 import { z } from 'zod';
-import { Item, isPlainObject, type ItemT } from '../../contract/index.ts';
+import { Item, isPlainObject, scanJson, type ItemT } from '../../contract/index.ts';
 import { ConversationRecordSchema, type ConversationRecord } from '../record.ts';
 import type { ResponseRecord } from '../types.ts';
+import { conversationProblem, usageProblem, type AppsOf } from './bounds.ts';
 
 export const EXPORT_FORMAT = 'parley-export';
 /** Raised when a line changes meaning; a reader refuses a version it does not know. */
@@ -39,8 +40,13 @@ export const noCounts = (): PortCounts => ({ conversations: 0, items: 0, respons
 
 export type StoreKind = 'file' | 'postgres';
 
-export function headerLine(source: StoreKind): string {
-  return JSON.stringify({ format: EXPORT_FORMAT, version: EXPORT_VERSION, exported_at: new Date().toISOString(), source });
+/**
+ * D-94: `apps` (id → team id, the source's tenants) lets an import check that each app it meets is
+ * the target's and of the same team; a key older readers ignore, so the version stays 1.
+ */
+export function headerLine(source: StoreKind, apps?: ReadonlyMap<string, string>): string {
+  const named = apps ? { apps: Object.fromEntries(apps) } : {};
+  return JSON.stringify({ format: EXPORT_FORMAT, version: EXPORT_VERSION, exported_at: new Date().toISOString(), source, ...named });
 }
 
 /** The record's fields in the order the stores write them (a stored record may be a class: copied). */
@@ -118,6 +124,12 @@ export class ExportReader {
   private readonly lastSeq = new Map<string, number>();
   /** The largest `seq` read: imports place the file's conversations after the store's. */
   maxSeq = 0;
+  private readonly apps: AppsOf;
+
+  /** `target`: the apps of the store imported into (id → team id); without it, apps are not checked. */
+  constructor(target?: ReadonlyMap<string, string>) {
+    this.apps = { target };
+  }
 
   /** The entry of the next line (undefined for the header, the end line and blank lines). */
   read(raw: string): ImportEntry | undefined {
@@ -132,6 +144,9 @@ export class ExportReader {
     if (!this.started) return this.header(v, n);
     if (this.ended) throw new ImportError(n, 'comes after the end line');
     if (!isPlainObject(v)) throw new ImportError(n, 'is not a JSON object');
+    // D-94: as on the API, before zod's copies drop a `__proto__` key or a number becomes null.
+    const { unkept } = scanJson(v);
+    if (unkept) throw new ImportError(n, `${unkept.path} ${unkept.why}`);
     switch (v.type) {
       case 'conversation':
         return this.conversation(v, n);
@@ -162,6 +177,11 @@ export class ExportReader {
         `format version ${JSON.stringify(v.version)} is not supported: this Parley reads version ${EXPORT_VERSION}${newer ? '; import it with the Parley that wrote it, or a newer one' : ''}`,
       );
     }
+    if (v.apps !== undefined) {
+      if (!isPlainObject(v.apps) || !Object.values(v.apps).every((t) => typeof t === 'string'))
+        throw new ImportError(n, 'apps: expected an object of app ids to team ids');
+      this.apps.file = new Map(Object.entries(v.apps as Record<string, string>));
+    }
     this.started = true;
     return undefined;
   }
@@ -180,6 +200,8 @@ export class ExportReader {
       const ok = ResponseRecordSchema.safeParse(r);
       if (!ok.success) throw new ImportError(n, issue(ok.error, `responses.${k}`));
     }
+    const problem = conversationProblem(record, v.items as ItemT[], v.responses as ResponseRecord[], this.apps);
+    if (problem) throw new ImportError(n, problem);
     // D-27: a deleted conversation's history is gone in both stores.
     if (record.deleted_at !== null && (v.items.length > 0 || v.responses.length > 0))
       throw new ImportError(n, `${record.id} is deleted but has items or responses (a deleted conversation keeps none)`);
@@ -206,6 +228,8 @@ export class ExportReader {
   private usage(v: Record<string, unknown>, n: number): ImportEntry {
     const parsed = UsageEntrySchema.safeParse(v.usage);
     if (!parsed.success) throw new ImportError(n, issue(parsed.error, 'usage'));
+    const problem = usageProblem(parsed.data, this.apps);
+    if (problem) throw new ImportError(n, problem);
     const key = usageKey(parsed.data);
     if (this.usageKeys.has(key)) throw new ImportError(n, `usage of ${parsed.data.kind} ${parsed.data.id} appears twice in the file`);
     this.usageKeys.add(key);
@@ -228,12 +252,16 @@ export type LineSource = () => AsyncIterable<string>;
 /** What both stores offer `parley data` (src/store/port/index.ts opens the one configured). */
 export interface DataPort {
   readonly kind: StoreKind;
-  /** The export, line by line, from one consistent view; its return value counts what it wrote. */
-  export(): AsyncGenerator<string, PortCounts>;
+  /**
+   * The export, line by line, from one consistent view; its return value counts what it wrote.
+   * `apps`: the source's apps (id → team id), named in the header for an import to check (D-94).
+   */
+  export(apps?: ReadonlyMap<string, string>): AsyncGenerator<string, PortCounts>;
   /**
    * Loads an export: conversations after the store's own, in the file's order, and their usage.
    * A bad line or a clash (an id the store has) throws an ImportError before anything is written.
+   * `apps`: the target's apps (id → team id); a line naming another is refused (D-94).
    */
-  import(source: LineSource): Promise<PortCounts>;
+  import(source: LineSource, apps?: ReadonlyMap<string, string>): Promise<PortCounts>;
   close(): Promise<void>;
 }

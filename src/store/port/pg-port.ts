@@ -44,7 +44,7 @@ export class PgPort implements DataPort {
     return this.sql.end({ timeout: 5 });
   }
 
-  async *export(): AsyncGenerator<string, PortCounts> {
+  async *export(apps?: ReadonlyMap<string, string>): AsyncGenerator<string, PortCounts> {
     const status = await migrationStatus(this.sql);
     if (status.applied.length === 0) throw new Error('the database has no Parley schema: nothing to export (parley db migrate creates it)');
     if (status.pending.length > 0)
@@ -57,7 +57,7 @@ export class PgPort implements DataPort {
       await conn.unsafe('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       try {
         const counts = noCounts();
-        yield headerLine('postgres');
+        yield headerLine('postgres', apps);
         let after: [string, string, string] | undefined;
         for (;;) {
           const rows: ConversationRow[] = after
@@ -141,14 +141,14 @@ export class PgPort implements DataPort {
     }
   }
 
-  async import(source: LineSource): Promise<PortCounts> {
+  async import(source: LineSource, apps?: ReadonlyMap<string, string>): Promise<PortCounts> {
     // The schema first, as a server would create it at start (its own transactions, under its lock).
     await migrate(this.sql);
     const conn = await this.sql.reserve();
     try {
       await conn.unsafe('BEGIN');
       try {
-        const counts = await this.load(conn, source);
+        const counts = await this.load(conn, source, apps);
         await conn.unsafe('COMMIT');
         return counts;
       } catch (err) {
@@ -160,7 +160,7 @@ export class PgPort implements DataPort {
     }
   }
 
-  private async load(tx: ReservedSql, source: LineSource): Promise<PortCounts> {
+  private async load(tx: ReservedSql, source: LineSource, target?: ReadonlyMap<string, string>): Promise<PortCounts> {
     // A sequence of migration 4 numbers conversations when it exists; imports come after its last value.
     const [{ seq }] = await tx<[{ seq: string | null }]>`SELECT to_regclass('conversation_seq')::text AS seq`;
     const [{ base }] = seq
@@ -169,12 +169,23 @@ export class PgPort implements DataPort {
         >`SELECT greatest((SELECT coalesce(max(seq), 0) FROM conversations), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM conversation_seq)) AS base`
       : await tx<[{ base: string }]>`SELECT coalesce(max(seq), 0) AS base FROM conversations`;
     const offset = Number(base);
-    const reader = new ExportReader();
+    const reader = new ExportReader(target);
     let batch: Extract<ImportEntry, { type: 'conversation' }>[] = [];
     let usage: Extract<ImportEntry, { type: 'usage' }>[] = [];
     const flush = async () => {
-      if (batch.length > 0) await this.insertConversations(tx, batch, offset);
-      if (usage.length > 0) await this.insertUsage(tx, usage);
+      try {
+        if (batch.length > 0) await this.insertConversations(tx, batch, offset);
+        if (usage.length > 0) await this.insertUsage(tx, usage);
+      } catch (err) {
+        // D-94: the bounds keep every value within its column; should the database refuse one still,
+        // the refusal names the lines of the batch it was in, not only the database's words.
+        if (err instanceof ImportError) throw err;
+        const lines = [...batch, ...usage].map((e) => e.line);
+        throw new ImportError(
+          Math.min(...lines),
+          `the database refused a line from here to line ${Math.max(...lines)}: ${(err as Error).message}`,
+        );
+      }
       batch = [];
       usage = [];
     };
