@@ -6,7 +6,12 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import type { UnsequencedEvent } from '../src/contract/index.ts';
+import { ResponseEventsExpired } from '../src/core/errors.ts';
 import { ResponseLog } from '../src/store/file/response-log.ts';
+import type { LiveResponseStart } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
 
 type AnyFn = (...args: any[]) => any;
@@ -52,5 +57,228 @@ test('an event is followed (and traced) only once it is written to its file', as
     release();
     proto.write = write;
     await log.close();
+  }
+});
+
+// D-93: memory bounded by design, files by state, start-up reads the hour only.
+const start = (id: string, input: LiveResponseStart['input'] = { content: 'hi', metadata: null }): LiveResponseStart => ({
+  id,
+  app_id: 'app_demo',
+  conversation_id: `conv_${id.slice(5)}`,
+  created_at: 1_760_000_000,
+  input,
+});
+/** Events as the log stores them (it does not read their payload). */
+const ev = (event: string, data: object) => ({ event, data }) as unknown as UnsequencedEvent;
+const delta = (n: number) => ev('response.output_text.delta', { delta: `word ${n} `, n });
+const done = (id: string) => ev('response.completed', { id, status: 'completed' });
+const created = (id: string) => ev('response.created', { id, object: 'response', status: 'in_progress' });
+
+/** A whole response: begun, `deltas` deltas, completed. */
+async function produce(log: ResponseLog, s: LiveResponseStart, deltas: number): Promise<void> {
+  assert.deepEqual(await log.begin(s), {});
+  await log.append(s.id, created(s.id));
+  for (let n = 0; n < deltas; n++) await log.append(s.id, delta(n));
+  await log.append(s.id, done(s.id));
+}
+
+async function collect(events: AsyncIterable<UnsequencedEvent>): Promise<UnsequencedEvent[]> {
+  const out: UnsequencedEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
+
+/** Files under `dir`, relative, sorted. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await fs.readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (e.isFile()) out.push(path.relative(dir, path.join(e.parentPath, e.name)));
+  }
+  return out.sort();
+}
+
+test('D-93: nothing of an ended response stays in memory: neither what it was asked nor its events', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const log = new ResponseLog({ dir: await tempDir() });
+  await log.open();
+  const refs: WeakRef<object>[] = [];
+  try {
+    // Made in a function of its own: no frame of this test still holds one.
+    const one = (i: number) => {
+      const metadata = { a: Array.from({ length: 500 }, () => ({})) };
+      refs.push(new WeakRef(metadata));
+      return produce(log, start(`resp_m${i}`, { content: `message ${i}`, metadata }), 30);
+    };
+    for (let i = 0; i < 20; i++) await one(i);
+    assert.deepEqual(log.held(), { running: 0, events: 0, eventBytes: 0, apps: 1, minutes: 1 });
+    await new Promise(setImmediate);
+    gc();
+    assert.deepEqual(
+      refs.flatMap((r, i) => (r.deref() === undefined ? [] : [i])),
+      [],
+      "an ended response's input is still referenced",
+    );
+    // Read from its file when asked.
+    const t = await log.trace('resp_m3');
+    assert.equal(t!.events!.length, 32);
+    assert.equal(t!.start.conversation_id, 'conv_m3');
+  } finally {
+    await log.close();
+  }
+});
+
+test('D-93: a running response keeps a window of its last events; followers behind it read its file, in order', async () => {
+  const log = new ResponseLog({ dir: await tempDir(), windowBytes: 300 });
+  await log.open();
+  try {
+    const s = start('resp_win');
+    await log.begin(s);
+    await log.append(s.id, created(s.id));
+    const early = collect(log.follow(s.id, -1));
+    for (let n = 0; n < 200; n++) await log.append(s.id, delta(n));
+    // Wait for the writes (a follower is woken by each): the window is then what memory holds.
+    while ((await log.trace(s.id))!.events!.length < 201) await new Promise(setImmediate);
+    const held = log.held();
+    assert.equal(held.running, 1);
+    assert.ok(held.eventBytes <= 300 + 100, `${held.eventBytes} bytes of events held`);
+    assert.ok(held.events < 10, `${held.events} events held`);
+    // A trace, and a follower from the middle, read the file for what the window no longer holds.
+    const traced = (await log.trace(s.id))!;
+    assert.deepEqual(
+      traced.events!.slice(1).map((e) => (e.data as unknown as { n: number }).n),
+      Array.from({ length: 200 }, (_, n) => n),
+    );
+    const middle = collect(log.follow(s.id, 100));
+    await log.append(s.id, done(s.id));
+    const all = await early;
+    assert.equal(all.length, 202);
+    assert.deepEqual(all.slice(0, 201), traced.events);
+    assert.deepEqual(await middle, all.slice(101));
+    assert.deepEqual(log.held().running, 0);
+  } finally {
+    await log.close();
+  }
+});
+
+test('D-93: files by state, the hour listed by minute; a minute past the retention goes to the past index, its files removed', async () => {
+  const dir = await tempDir();
+  let now = Date.UTC(2026, 0, 1, 12, 0, 30);
+  const log = new ResponseLog({ dir, ttlMs: 3_600_000, now: () => now });
+  await log.open();
+  try {
+    const s = start('resp_0123456789abcdef012345ab');
+    await log.begin(s);
+    await log.append(s.id, created(s.id));
+    assert.deepEqual(await filesUnder(dir), [`running/${s.id}.jsonl`]);
+    await log.append(s.id, delta(0));
+    await log.append(s.id, done(s.id));
+    const files = await filesUnder(dir);
+    assert.equal(files.length, 2);
+    assert.equal(files[0], `ended/${files[0]!.slice(6, -6)}.jsonl`);
+    assert.equal(files[1], `events/ab/${s.id}.jsonl`);
+    const size = (await fs.stat(path.join(dir, files[1]!))).size;
+    assert.equal(log.bytesOf('app_demo'), size, 'D-27: its file counts in the quota');
+    const line = JSON.parse(await fs.readFile(path.join(dir, files[0]!), 'utf8'));
+    assert.deepEqual(
+      { ...line, end: undefined },
+      { id: s.id, a: 'app_demo', c: s.conversation_id, at: s.created_at, b: size, end: undefined },
+    );
+    // Past the hour, to the millisecond: the events are gone for readers, whatever the files.
+    now = line.end + 3_600_000;
+    assert.deepEqual(await log.trace(s.id), {
+      start: { id: s.id, app_id: 'app_demo', conversation_id: s.conversation_id, created_at: s.created_at },
+      events: null,
+      ended: true,
+    });
+    await log.sweep();
+    assert.equal((await filesUnder(dir)).length, 2, 'its minute is dropped a minute later');
+    now += 2 * 60_000;
+    await log.sweep();
+    assert.deepEqual(await filesUnder(dir), ['past/ab.jsonl']);
+    assert.equal(log.bytesOf('app_demo'), 0);
+    assert.deepEqual(log.held(), { running: 0, events: 0, eventBytes: 0, apps: 0, minutes: 0 });
+    // D-36: the look-up still finds where it belongs; a resume is told its events expired.
+    assert.deepEqual((await log.trace(s.id))!.start.conversation_id, s.conversation_id);
+    await assert.rejects(collect(log.follow(s.id, -1)), ResponseEventsExpired);
+    assert.equal(await log.trace('resp_0123456789abcdef012345ff'), undefined);
+    assert.equal(await log.trace('../../etc/passwd'), undefined);
+  } finally {
+    await log.close();
+  }
+});
+
+test('D-93: start-up reads the running files and the hour, never the past index', async () => {
+  const dir = await tempDir();
+  const first = new ResponseLog({ dir });
+  await first.open();
+  await produce(first, start('resp_e1'), 3);
+  await produce(first, start('resp_e2'), 3);
+  await first.begin(start('resp_run', { content: 'unfinished', metadata: { k: 'v' } }));
+  await first.append('resp_run', created('resp_run'));
+  await first.append('resp_run', delta(0));
+  await first.close();
+  // A process that died between a response's terminal event and its listing.
+  const cut = start('resp_cut');
+  await fs.writeFile(
+    path.join(dir, 'running', 'resp_cut.jsonl'),
+    [cut, created(''), done('resp_cut')].map((l) => `${JSON.stringify(l)}\n`).join(''),
+  );
+  // A past index too damaged to read: start-up does not open it.
+  await fs.mkdir(path.join(dir, 'past'), { recursive: true });
+  await fs.writeFile(path.join(dir, 'past', 'e1.jsonl'), 'not json\n');
+  for (let round = 0; round < 2; round++) {
+    const log = new ResponseLog({ dir });
+    await log.open();
+    try {
+      const left = await log.unfinished();
+      assert.deepEqual(
+        left.map((t) => [t.start.id, t.start.input, t.events!.length]),
+        [['resp_run', { content: 'unfinished', metadata: { k: 'v' } }, 2]],
+      );
+      assert.equal((await log.trace('resp_cut'))!.events!.length, 2);
+      const files = await filesUnder(dir);
+      const sizes = await Promise.all(
+        files.filter((f) => /^(events|running)\//.test(f)).map(async (f) => (await fs.stat(path.join(dir, f))).size),
+      );
+      assert.equal(
+        log.bytesOf('app_demo'),
+        sizes.reduce((a, b) => a + b, 0),
+        'the quota counts each file once',
+      );
+      const listed = (
+        await Promise.all(files.filter((f) => f.startsWith('ended/')).map((f) => fs.readFile(path.join(dir, f), 'utf8')))
+      ).join('');
+      assert.equal(listed.split('\n').filter((l) => l.includes('"resp_cut"')).length, 1, 'listed once, whatever the restarts');
+    } finally {
+      await log.close();
+    }
+  }
+});
+
+test("D-93: the earlier release's layout is moved once: its index to the past index, each file where it belongs", async () => {
+  const dir = await tempDir();
+  const line = (id: string) => `${JSON.stringify({ id, a: 'app_demo', c: `conv_${id.slice(5)}`, at: 1 })}\n`;
+  await fs.writeFile(path.join(dir, 'index.jsonl'), line('resp_old') + line('resp_hour') + line('resp_live'));
+  const file = (s: LiveResponseStart, events: UnsequencedEvent[]) => [s, ...events].map((l) => `${JSON.stringify(l)}\n`).join('');
+  await fs.writeFile(path.join(dir, 'resp_hour.jsonl'), file(start('resp_hour'), [created(''), done('resp_hour')]));
+  await fs.writeFile(path.join(dir, 'resp_live.jsonl'), file(start('resp_live'), [created('')]));
+  for (let round = 0; round < 2; round++) {
+    const log = new ResponseLog({ dir });
+    await log.open();
+    try {
+      assert.deepEqual((await log.trace('resp_old'))!.events, null);
+      assert.equal((await log.trace('resp_old'))!.start.conversation_id, 'conv_old');
+      assert.equal((await log.trace('resp_hour'))!.events!.length, 2);
+      assert.deepEqual(
+        (await log.unfinished()).map((t) => t.start.id),
+        ['resp_live'],
+      );
+      const files = await filesUnder(dir);
+      assert.ok(!files.includes('index.jsonl') && !files.some((f) => /^resp_/.test(f)), files.join(', '));
+      assert.ok(files.includes('events/ur/resp_hour.jsonl') && files.includes('running/resp_live.jsonl'), files.join(', '));
+    } finally {
+      await log.close();
+    }
   }
 });

@@ -172,7 +172,7 @@ export interface LiveResponses {
    * D-38: the responses live when the last process stopped (start-up saves them `interrupted`); on a
    * store shared by instances, those whose instance died, each handed to one caller only.
    */
-  unfinished(): Promise<ResponseTrace[]>;
+  unfinished(): Promise<UnfinishedResponse[]>;
 }
 
 /** A live response as begun: where it belongs and what it was asked (to save it if it is interrupted). */
@@ -184,8 +184,11 @@ export interface LiveResponseStart {
   input: { content: string; metadata: Record<string, unknown> | null };
 }
 
+/** Where a response belongs, without what it was asked (D-93: not kept in memory once it is begun). */
+export type ResponseRef = Omit<LiveResponseStart, 'input'>;
+
 export interface ResponseTrace {
-  start: LiveResponseStart;
+  start: ResponseRef;
   /** The events so far, unsequenced (event n has sequence number n); null once past the retention (D-36). */
   events: readonly UnsequencedEvent[] | null;
   /** Its terminal event was appended (or it ended before its events expired). */
@@ -196,3 +199,8 @@ export interface ResponseTrace {
 export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
 
 export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed']);
+
+/** A response left running by a process that stopped, with what it was asked (D-38 saves it). */
+export interface UnfinishedResponse extends ResponseTrace {
+  start: LiveResponseStart;
+}

@@ -171,7 +171,12 @@ export class FileStore implements Store {
   }
 
   storedBytes(appId: string): Promise<number> {
-    return Promise.resolve(this.index.bytes(appId));
+    return Promise.resolve(this.bytesOf(appId));
+  }
+
+  /** D-27 (D-93): an app's conversations, and its response files while they are kept (an hour after their end). */
+  private bytesOf(appId: string): number {
+    return this.index.bytes(appId) + this.responses.bytesOf(appId);
   }
 
   /** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
@@ -193,7 +198,7 @@ export class FileStore implements Store {
   }
 
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
-    admit?.(this.index.bytes(record.app_id));
+    admit?.(this.bytesOf(record.app_id));
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
     await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, (where) => {

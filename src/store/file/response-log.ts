@@ -1,183 +1,175 @@
-// The file store's part of resumable responses (docs/responses.md, D-30…D-39): one JSON-lines file
-// per response (`responses/<id>.jsonl`: its start, then its events, the terminal one last) and an
-// index of every response begun (`responses/index.jsonl`), so that a response is found after its
-// events expire. A live response's events are also in memory, for the streams that follow it; an
-// ended one's are read from its file. Files of responses ended more than the retention ago go.
+// The file store's part of resumable responses (docs/responses.md, D-30…D-39; layout and bounds:
+// D-93, response-files.ts). Memory holds the running responses only, each with a bounded window of its
+// last events (a follower further behind reads the rest from the file), and per app the bytes its
+// response files take (D-27's quota counts them). An ended response is read from its file, and once
+// past D-36's hour from the past index: nothing of it stays in memory, and start-up reads the running
+// files and the hour's index, never what is older.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { syncDir, writeDurably } from './durable.ts';
-import { Journal } from './journal.ts';
-import { ResponseEventsExpired, DataFileError, atFile } from '../../core/errors.ts';
-import { RESPONSE_EVENTS_TTL_MS, TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
+import { atFile, ResponseEventsExpired } from '../../core/errors.ts';
+import { SAFE_ID } from '../record.ts';
+import {
+  RESPONSE_EVENTS_TTL_MS,
+  TERMINAL_EVENTS,
+  type LiveResponseStart,
+  type LiveResponses,
+  type ResponseRef,
+  type ResponseTrace,
+  type UnfinishedResponse,
+} from '../types.ts';
+import { syncDir } from './durable.ts';
+import {
+  EndedIndex,
+  type FileCursor,
+  findPast,
+  MINUTE_MS,
+  migrateLegacy,
+  readEvents,
+  readResponseFile,
+  ResponsePaths,
+} from './response-files.ts';
+import { eventsOf, heldIn, type Live, newLive, trim } from './running-response.ts';
+import { holdWhole, settleAside, writeWhole } from './unwritten.ts';
 
-/** How often expired event files are looked for. */
+/** How often the minutes past the retention are dropped. */
 const SWEEP_MS = 60_000;
-
-interface Live {
-  start: LiveResponseStart;
-  events: UnsequencedEvent[];
-  /** Events handed to the file (write(2) done, or failed and logged): only these are followed. */
-  written: number;
-  ended: boolean;
-  /** A write of its file failed: the file lacks events, and is written whole once the response ends. */
-  lost: boolean;
-  handle: fs.FileHandle;
-  /** Writes in order; a failed write is logged once and the events stay in memory. */
-  writing: Promise<void>;
-  /** Followers waiting for the next event. */
-  waiters: Set<() => void>;
-}
-
-/** An index line: a response begun (without its input: the conversation holds it once saved). */
-interface IndexLine {
-  id: string;
-  a: string;
-  c: string;
-  at: number;
-}
+/** Bytes of written events a running response keeps in memory (at least its last one). */
+const WINDOW_BYTES = 64 * 1024;
+/** Bytes of events not yet written past which the producer waits for the disk. */
+const PENDING_BYTES = 256 * 1024;
 
 export interface ResponseLogOptions {
   dir: string;
   ttlMs?: number;
   now?: () => number;
   warn?: (message: string) => void;
+  /** Bytes of written events a running response keeps in memory (tests lower it). */
+  windowBytes?: number;
 }
 
 export class ResponseLog implements LiveResponses {
+  private readonly paths: ResponsePaths;
+  private readonly ended: EndedIndex;
   private readonly live = new Map<string, Live>();
-  /** Every response begun: id → where it belongs. */
-  private readonly index = new Map<string, LiveResponseStart>();
-  /** Ended responses whose events are still kept: id → end time (ms). */
-  private readonly kept = new Map<string, number>();
-  /**
-   * D-94: ended responses whose file could not be written whole (a full disk), held in memory until it
-   * can (every sweep, and at close) or their retention ends: id → the response and its end time (ms).
-   */
-  private readonly unwritten = new Map<string, { live: Live; ended: number }>();
+  /** Per app, the bytes of its response files: running, and ended within the hour. */
+  private readonly appBytes = new Map<string, number>();
   private readonly cancels = new Map<string, Set<() => void>>();
-  private readonly journal: Journal;
   private readonly ttl: number;
   private readonly now: () => number;
+  private readonly windowBytes: number;
   private sweeper: NodeJS.Timeout | undefined;
-  private leftRunning: ResponseTrace[] = [];
+  private sweeping: Promise<void> | undefined;
+  private leftRunning: UnfinishedResponse[] = [];
 
   constructor(private readonly opts: ResponseLogOptions) {
-    this.journal = new Journal(path.join(opts.dir, 'index.jsonl'), { warn: opts.warn });
+    this.paths = new ResponsePaths(opts.dir);
+    this.ended = new EndedIndex(this.paths, opts.warn);
     this.ttl = opts.ttlMs ?? RESPONSE_EVENTS_TTL_MS;
     this.now = opts.now ?? Date.now;
+    this.windowBytes = opts.windowBytes ?? WINDOW_BYTES;
   }
 
   async open(): Promise<void> {
-    await fs.mkdir(this.opts.dir, { recursive: true });
-    await this.journal.open((e) => {
-      const l = e as IndexLine;
-      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string')
-        throw new DataFileError(this.journal.file, 'an index line lacks id, a or c');
-      this.index.set(l.id, { id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at, input: { content: '', metadata: null } });
-    });
-    for (const name of await fs.readdir(this.opts.dir)) {
-      if (!/^resp_[A-Za-z0-9_-]+\.jsonl$/.test(name)) continue;
-      const file = path.join(this.opts.dir, name);
-      const read = await this.readFile(file);
-      if (!read) continue;
-      const { start, events } = read;
-      this.index.set(start.id, start);
-      if (events.length > 0 && TERMINAL_EVENTS.has(events[events.length - 1]!.event)) {
-        const ended = (await fs.stat(file)).mtimeMs;
-        if (ended <= this.now() - this.ttl) await fs.rm(file, { force: true });
-        else this.kept.set(start.id, ended);
-        continue;
-      }
-      // D-38: live when the last process stopped. Rewritten whole (a torn last line dropped), then
-      // reopened for the terminal event that start-up appends.
-      await fs.writeFile(file, [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join('')).catch(atFile(file));
-      const handle = await fs.open(file, 'a');
-      this.live.set(start.id, {
-        start,
-        events,
-        written: events.length,
-        ended: false,
-        lost: false,
-        handle,
-        writing: Promise.resolve(),
-        waiters: new Set(),
-      });
-      this.leftRunning.push({ start, events, ended: false });
+    await fs.mkdir(path.join(this.opts.dir, 'running'), { recursive: true });
+    await this.ended.open();
+    await migrateLegacy(this.paths, this.ended);
+    const running = await fs.readdir(path.join(this.opts.dir, 'running'));
+    for (const name of running) if (name.endsWith('.unwritten')) await settleAside(this.paths, name.slice(0, -'.unwritten'.length));
+    for (const name of running) if (name.endsWith('.jsonl')) await this.reopen(path.join(this.opts.dir, 'running', name));
+    // The hour's index, a minute at a time: the bytes each app's files take; older minutes dropped.
+    for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
+      if (this.pastRetention(minute)) await this.ended.drop(minute, () => {});
+      else await this.ended.read(minute, (l) => this.count(l.a, l.b));
     }
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
 
+  /** A file `running/` still holds at start-up: a response live when the last process stopped, or one it ended but had not yet moved. */
+  private async reopen(file: string): Promise<void> {
+    const read = await readResponseFile(file);
+    if (!read) return;
+    const { start, events } = read;
+    const ref: ResponseRef = { id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at };
+    if (events.length > 0 && TERMINAL_EVENTS.has(events.at(-1)!.event)) {
+      const { size } = await fs.stat(file);
+      await this.ended.appendOnce({ id: ref.id, a: ref.app_id, c: ref.conversation_id, at: ref.created_at, end: read.mtimeMs, b: size });
+      await this.paths.keep(ref.id);
+      return;
+    }
+    // D-38: live when the last process stopped. Rewritten whole (a torn last line dropped), then
+    // reopened for the terminal event that start-up appends.
+    const text = [start, ...events].map((l) => `${JSON.stringify(l)}\n`).join('');
+    await fs.writeFile(file, text).catch(atFile(file));
+    const live = newLive(ref, await fs.open(file, 'a'));
+    live.first = events.length;
+    live.written = events.length;
+    live.bytes = Buffer.byteLength(text);
+    this.count(ref.app_id, live.bytes);
+    this.live.set(ref.id, live);
+    this.leftRunning.push({ start, events, ended: false });
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
+    await this.sweeping;
     for (const l of this.live.values()) {
       await l.writing;
-      await l.handle.close().catch(() => {});
+      await l.handle?.close().catch(() => {});
+      // A last chance for an ending held in memory: written, start-up lists it (space may have returned).
+      if (l.unwritten) await writeWhole(this.paths, l);
     }
     this.live.clear();
-    // A last chance for endings held in memory (space may have returned); those still unwritten are
-    // lost with the process, and start-up finds no file of them to take for a crash's (D-38).
-    await this.writeUnwritten();
-    await this.journal.close();
+    await this.ended.close();
   }
 
-  /** The start line and events of a response file; a torn last line (a crash) is dropped. */
-  private async readFile(file: string): Promise<{ start: LiveResponseStart; events: UnsequencedEvent[] } | undefined> {
-    let text: string;
-    try {
-      text = await fs.readFile(file, 'utf8');
-    } catch {
-      return undefined;
-    }
-    const lines = text.split('\n').filter((l) => l.length > 0);
-    const parsed: unknown[] = [];
-    for (const [i, l] of lines.entries()) {
-      try {
-        parsed.push(JSON.parse(l));
-      } catch {
-        if (i === lines.length - 1 && !text.endsWith('\n')) break;
-        throw new DataFileError(file, `line ${i + 1} is not JSON`);
-      }
-    }
-    const start = parsed[0] as LiveResponseStart | undefined;
-    if (!start || typeof start.id !== 'string') return undefined;
-    return { start, events: parsed.slice(1) as UnsequencedEvent[] };
+  /** D-27: bytes of the app's response files (running, and ended less than D-36's hour ago). */
+  bytesOf(appId: string): number {
+    return this.appBytes.get(appId) ?? 0;
   }
 
-  private fileOf(id: string): string {
-    return path.join(this.opts.dir, `${id}.jsonl`);
+  /** What memory holds (tests of the bounds): running responses, events held, apps counted. */
+  held(): { running: number; events: number; eventBytes: number; apps: number; minutes: number } {
+    return { ...heldIn(this.live.values()), running: this.live.size, apps: this.appBytes.size, minutes: this.ended.minutes.size };
+  }
+
+  private count(appId: string, bytes: number): void {
+    const n = (this.appBytes.get(appId) ?? 0) + bytes;
+    if (n > 0) this.appBytes.set(appId, n);
+    else this.appBytes.delete(appId);
+  }
+
+  /**
+   * A minute is dropped a minute after its last response passed the retention, so that no end still
+   * being listed lands in it (a look-up applies the retention to the millisecond: see trace).
+   */
+  private pastRetention(minute: number): boolean {
+    return (minute + 2) * MINUTE_MS <= this.now() - this.ttl;
   }
 
   async begin(start: LiveResponseStart): Promise<{ running?: string }> {
     // Checked and taken in one synchronous step: two messages at once cannot both begin.
-    for (const l of this.live.values()) if (!l.ended && l.start.conversation_id === start.conversation_id) return { running: l.start.id };
-    const live: Live = {
-      start,
-      events: [],
-      written: 0,
-      ended: false,
-      lost: false,
-      handle: undefined as unknown as fs.FileHandle,
-      writing: Promise.resolve(),
-      waiters: new Set(),
-    };
+    for (const l of this.live.values()) if (!l.ended && l.ref.conversation_id === start.conversation_id) return { running: l.ref.id };
+    const ref: ResponseRef = { id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at };
+    const live = newLive(ref, undefined);
     this.live.set(start.id, live);
-    this.index.set(start.id, start);
-    const file = this.fileOf(start.id);
+    const file = this.paths.running(start.id);
     try {
-      const handle = await fs.open(file, fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
-      live.handle = handle;
-      await handle.write(`${JSON.stringify(start)}\n`).catch(atFile(file));
+      live.handle = await fs.open(file, fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
+      const line = `${JSON.stringify(start)}\n`;
+      await live.handle.write(line);
+      live.bytes = Buffer.byteLength(line);
+      this.count(ref.app_id, live.bytes);
       // Durable before the first byte goes out: a crash from here on leaves a response start-up finds.
-      await handle.datasync();
-      await syncDir(this.opts.dir);
-      await this.journal.append({ id: start.id, a: start.app_id, c: start.conversation_id, at: start.created_at } satisfies IndexLine);
+      await live.handle.datasync();
+      await syncDir(path.dirname(file));
     } catch (err) {
       this.live.delete(start.id);
-      this.index.delete(start.id);
+      this.count(ref.app_id, -live.bytes);
       await live.handle?.close().catch(() => {});
+      await fs.rm(file, { force: true }).catch(() => {});
       throw err;
     }
     return {};
@@ -186,94 +178,123 @@ export class ResponseLog implements LiveResponses {
   async append(id: string, event: UnsequencedEvent): Promise<void> {
     const l = this.live.get(id);
     if (!l || l.ended) throw new Error(`${id} is not a live response`);
-    l.events.push(event);
+    const line = `${JSON.stringify(event)}\n`;
+    const bytes = Buffer.byteLength(line);
+    l.held.push({ event, bytes });
+    l.pendingBytes += bytes;
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) l.ended = true;
     // Events are written without an fsync each (a kill -9 loses nothing written, a power cut what the
     // response's save has). Followers get an event once it is written, so that no client sees one that
     // start-up's `interrupted` save (D-38) would not find.
-    const wrote = () => {
+    const wrote = (ok: boolean) => {
+      l.pendingBytes -= bytes;
+      l.heldBytes += bytes;
+      if (ok) {
+        l.bytes += bytes;
+        this.count(l.ref.app_id, bytes);
+      } else l.damaged = true;
+    };
+    const publish = () => {
       l.written++;
+      trim(l, this.windowBytes);
       for (const wake of l.waiters) wake();
       l.waiters.clear();
     };
-    const written = l.writing
-      .then(() => l.handle.write(`${JSON.stringify(event)}\n`))
+    l.writing = l.writing
+      .then(() => l.handle!.write(line))
       .then(
-        () => {},
-        (err: Error) => this.lose(l, err),
+        () => wrote(true),
+        (err: Error) => {
+          if (!l.damaged) this.opts.warn?.(`response events of ${id} not written (${err.message}); its file is written whole at its end`);
+          wrote(false);
+        },
       );
+    // The producer waits for a slow disk rather than memory filling with its events.
     if (!terminal) {
-      l.writing = written.then(wrote);
+      l.writing = l.writing.then(publish);
+      if (l.pendingBytes > PENDING_BYTES) await l.writing;
       return;
     }
-    l.writing = written;
-    await written;
-    await l.handle.datasync().catch((err: Error) => this.lose(l, err));
-    await l.handle.close().catch(() => {});
-    // D-94: the file shows how the response ended before any client is told, or it is not there.
-    const whole = !l.lost || (await this.writeWhole(l));
-    wrote();
-    this.live.delete(id);
-    this.cancels.delete(id);
-    if (whole) this.kept.set(id, this.now());
-    else this.unwritten.set(id, { live: l, ended: this.now() });
-  }
-
-  /** A write of `l`'s file failed (told once): its events stay in memory, and the file is written whole at its end. */
-  private lose(l: Live, err: Error): void {
-    if (!l.lost) this.opts.warn?.(`response events of ${l.start.id} not written (${err.message}); the file is written whole at its end`);
-    l.lost = true;
+    await l.writing;
+    await this.end(l, publish);
   }
 
   /**
-   * D-94: writes an ended response's file whole (temp file, rename), or, if it cannot (a full disk),
-   * removes it: a file without its terminal event is what a crash leaves, and start-up would save the
-   * response `interrupted` (D-38) into the conversation its client was told it was not saved in.
-   * Resolves whether the file was written.
+   * An ended response: its file durable (D-94: written whole if it lost an event, or set aside) before
+   * its terminal event is followed, then listed in the hour's index and moved to `events/`.
    */
-  private async writeWhole(l: Live): Promise<boolean> {
-    const file = this.fileOf(l.start.id);
-    try {
-      await writeDurably(file, [l.start, ...l.events].map((e) => `${JSON.stringify(e)}\n`).join(''));
-      return true;
-    } catch (err) {
-      await fs.rm(file, { force: true }).catch((e: Error) => this.opts.warn?.(`${file}: cannot be removed (${e.message})`));
-      this.opts.warn?.(`${file}: cannot be written (${(err as Error).message}); the response's ending is kept in memory until it can`);
-      return false;
+  private async end(l: Live, publish: () => void): Promise<void> {
+    l.endedAt = this.now();
+    if (l.handle) {
+      await l.handle.datasync().catch(() => (l.damaged = true));
+      const st = await l.handle.stat().catch(() => undefined);
+      await l.handle.close().catch(() => {});
+      l.handle = undefined;
+      if (st) {
+        l.endedAt = st.mtimeMs;
+        this.count(l.ref.app_id, st.size - l.bytes);
+        l.bytes = st.size;
+      }
     }
+    if (l.damaged) {
+      try {
+        await holdWhole(this.paths, l);
+        this.resize(l, await writeWhole(this.paths, l, this.opts.warn));
+      } catch (err) {
+        this.opts.warn?.(`response ${l.ref.id} could not be written whole: ${(err as Error).message}`);
+      }
+    }
+    publish();
+    this.cancels.delete(l.ref.id);
+    if (l.unwritten) l.stranded = true;
+    else await this.list(l);
   }
 
-  /** Writes the endings held in memory, keeping those written as any ended response; drops those past the retention. */
-  private async writeUnwritten(): Promise<void> {
-    const cutoff = this.now() - this.ttl;
-    for (const [id, u] of this.unwritten) {
-      if (u.ended > cutoff && !(await this.writeWhole(u.live))) continue;
-      this.unwritten.delete(id);
-      if (u.ended > cutoff) this.kept.set(id, u.ended);
+  /** D-27: the bytes of a response's file once written whole (none while it is set aside). */
+  private resize(l: Live, size: number | undefined): void {
+    this.count(l.ref.app_id, (size ?? 0) - l.bytes);
+    l.bytes = size ?? 0;
+  }
+
+  private async list(l: Live): Promise<void> {
+    const { id, app_id: a, conversation_id: c, created_at: at } = l.ref;
+    try {
+      await this.ended.append({ id, a, c, at, end: l.endedAt, b: l.bytes });
+      await this.paths.keep(id);
+      this.live.delete(id);
+      l.stranded = false;
+    } catch (err) {
+      // Left in memory as ended, its file in running/, until the sweep (or the next start-up) lists it.
+      l.stranded = true;
+      this.opts.warn?.(`response ${id} could not be listed as ended: ${(err as Error).message}`);
     }
   }
 
   async trace(id: string): Promise<ResponseTrace | undefined> {
-    const l = this.live.get(id) ?? this.unwritten.get(id)?.live;
-    if (l) return { start: l.start, events: l.events.slice(0, l.written), ended: l.ended && l.written === l.events.length };
-    const start = this.index.get(id);
-    if (!start) return undefined;
-    const ended = this.kept.get(id);
-    // Past the retention, expired now rather than at the next sweep: the documented time holds exactly.
-    if (ended !== undefined && ended <= this.now() - this.ttl) {
-      this.kept.delete(id);
-      await fs.rm(this.fileOf(id), { force: true }).catch(() => {});
+    if (!SAFE_ID.test(id)) return undefined;
+    const l = this.live.get(id);
+    if (l) {
+      const upTo = l.written;
+      return { start: l.ref, events: await eventsOf(this.paths, l, upTo), ended: l.ended && upTo === l.first + l.held.length };
     }
-    if (!this.kept.has(id)) return { start, events: null, ended: true };
-    const read = await this.readFile(this.fileOf(id));
-    return read ? { start: read.start, events: read.events, ended: true } : { start, events: null, ended: true };
+    const read = await readResponseFile(this.paths.kept(id));
+    if (read) {
+      const { input: _input, ...ref } = read.start;
+      // Past the retention, expired now rather than when its minute is dropped: the documented time holds exactly.
+      if (read.mtimeMs <= this.now() - this.ttl) return { start: ref, events: null, ended: true };
+      return { start: ref, events: read.events, ended: true };
+    }
+    const past = await findPast(this.paths, id);
+    return past && { start: past, events: null, ended: true };
   }
 
   async *follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
     let n = after + 1;
+    /** Where this follower is in the file, when it falls behind the window. */
+    const cursor: FileCursor = { offset: 0, next: -1 };
     for (;;) {
-      const l = this.live.get(id) ?? this.unwritten.get(id)?.live;
+      const l = this.live.get(id);
       if (!l) {
         const t = await this.trace(id);
         if (!t) return;
@@ -281,11 +302,26 @@ export class ResponseLog implements LiveResponses {
         for (; n < t.events.length; n++) yield t.events[n]!;
         return;
       }
-      while (n < l.written) {
-        yield l.events[n++]!;
+      if (n < l.first) {
+        // Behind the window: from the file, where this follower's cursor is.
+        if (cursor.next > n) Object.assign(cursor, { offset: 0, next: -1 });
+        const files = [this.paths.running(id), this.paths.kept(id)];
+        const got = await readEvents(files, cursor, l.first);
+        if (cursor.next <= n) throw new Error(`the file of ${id} ends before event ${n}`);
+        for (const e of got.slice(got.length - (cursor.next - n))) {
+          yield e;
+          n++;
+          if (signal?.aborted) return;
+        }
+        continue;
+      }
+      while (n >= l.first && n < l.written) {
+        yield l.held[n - l.first]!.event;
+        n++;
         if (signal?.aborted) return;
       }
-      if (l.ended && n >= l.events.length) return;
+      if (n < l.first) continue;
+      if (l.ended && n >= l.first + l.held.length) return;
       if (signal?.aborted) return;
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -300,7 +336,7 @@ export class ResponseLog implements LiveResponses {
   }
 
   runningIn(conversationId: string): string | undefined {
-    for (const l of this.live.values()) if (!l.ended && l.start.conversation_id === conversationId) return l.start.id;
+    for (const l of this.live.values()) if (!l.ended && l.ref.conversation_id === conversationId) return l.ref.id;
     return undefined;
   }
 
@@ -312,23 +348,48 @@ export class ResponseLog implements LiveResponses {
     const set = this.cancels.get(id) ?? new Set();
     set.add(listener);
     this.cancels.set(id, set);
-    return () => set.delete(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.cancels.get(id) === set) this.cancels.delete(id);
+    };
   }
 
-  async unfinished(): Promise<ResponseTrace[]> {
+  async unfinished(): Promise<UnfinishedResponse[]> {
     const out = this.leftRunning;
     this.leftRunning = [];
     return out;
   }
 
-  /** D-36: drops the events of responses ended more than the retention ago (their index line stays). */
-  async sweep(): Promise<void> {
-    await this.writeUnwritten();
-    const cutoff = this.now() - this.ttl;
-    for (const [id, ended] of this.kept) {
-      if (ended > cutoff) continue;
-      this.kept.delete(id);
-      await fs.rm(this.fileOf(id), { force: true }).catch(() => {});
+  /** A stranded response: its file written whole first if it is held in memory, dropped once past the retention. */
+  private async relist(l: Live): Promise<void> {
+    if (l.unwritten && l.endedAt <= this.now() - this.ttl) {
+      this.live.delete(l.ref.id);
+      await settleAside(this.paths, l.ref.id);
+      return;
     }
+    if (l.unwritten) this.resize(l, await writeWhole(this.paths, l, this.opts.warn));
+    if (!l.unwritten) await this.list(l);
+  }
+
+  /**
+   * D-36: drops the minutes ended more than the retention ago (their responses' lines go to the past
+   * index, their files are removed), and lists the ended responses a failed write left in memory.
+   */
+  sweep(): Promise<void> {
+    this.sweeping ??= (async () => {
+      try {
+        for (const l of [...this.live.values()]) if (l.stranded) await this.relist(l);
+        await this.ended.closeBefore(Math.floor(this.now() / MINUTE_MS) - 1);
+        for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
+          if (!this.pastRetention(minute)) break;
+          await this.ended.drop(minute, (l) => this.count(l.a, -l.b));
+        }
+      } catch (err) {
+        this.opts.warn?.(`the sweep of expired response events failed: ${(err as Error).message}`);
+      } finally {
+        this.sweeping = undefined;
+      }
+    })();
+    return this.sweeping;
   }
 }

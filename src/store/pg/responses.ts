@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired, StoreUnavailable } from '../../core/errors.ts';
-import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace } from '../types.ts';
+import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace, type UnfinishedResponse } from '../types.ts';
 import { CHANNELS, LEASE_MS, Liveness, LOCK_OF, RELOCK_GRACE_MS, RETRY_MS } from './liveness.ts';
 import { isConnectionLoss } from './rows.ts';
 
@@ -241,7 +241,7 @@ export class PgResponses implements LiveResponses {
    * One UPDATE takes them: when two instances sweep at once, the second finds each row already renewed
    * by the first, and takes none of them.
    */
-  async unfinished(): Promise<ResponseTrace[]> {
+  async unfinished(): Promise<UnfinishedResponse[]> {
     const lockFree = `NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${LOCK_OF('owner')})`;
     const suspects = (
       await this.sql.unsafe<{ id: string }[]>(
@@ -257,7 +257,7 @@ export class PgResponses implements LiveResponses {
        RETURNING id, app_id, conversation_id, created_at, input, ended_at`,
       [this.owner, now + LEASE_MS, now, suspects],
     );
-    const out: ResponseTrace[] = [];
+    const out: UnfinishedResponse[] = [];
     for (const row of taken) {
       const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${row.id} ORDER BY seq`;
       this.producing.set(row.id, { next: events.length, writing: Promise.resolve() });

@@ -1,0 +1,379 @@
+// The response log's files (docs/storage.md, D-36, D-93). A response's file (its start line, then its
+// events) is in `running/` while it runs, then in `events/<xx>/` for D-36's hour; `ended/<minute>.jsonl`
+// names the responses that ended in that minute (the index of the hour, which start-up reads), and
+// `past/<xx>.jsonl` those past the hour (what a look-up needs then), which start-up never reads. A
+// minute past the hour is dropped whole: its lines go to `past/`, its responses' files are removed.
+import fsSync from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import readline from 'node:readline';
+import type { UnsequencedEvent } from '../../contract/index.ts';
+import { DataFileError } from '../../core/errors.ts';
+import type { LiveResponseStart, ResponseRef } from '../types.ts';
+import { syncDir } from './durable.ts';
+import { Journal } from './journal.ts';
+import { readLines, writeAll } from './journal-io.ts';
+
+export const MINUTE_MS = 60_000;
+
+/** A response that ended within the hour: a line of `ended/<minute>.jsonl` (its file's time and size). */
+export interface EndedLine {
+  id: string;
+  a: string;
+  c: string;
+  at: number;
+  end: number;
+  b: number;
+}
+
+/** A response past the hour: a line of `past/<xx>.jsonl` (and of the earlier release's `index.jsonl`). */
+export interface PastLine {
+  id: string;
+  a: string;
+  c: string;
+  at: number;
+}
+
+export const refOf = (l: PastLine): ResponseRef => ({ id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at });
+const pastOf = (r: ResponseRef): PastLine => ({ id: r.id, a: r.app_id, c: r.conversation_id, at: r.created_at });
+
+/** Sharded by the id's last two characters, as conversations are: no folder holds a day's responses. */
+const shard = (id: string) => id.slice(-2);
+
+export class ResponsePaths {
+  constructor(readonly dir: string) {}
+  /** Shards known to exist. */
+  private readonly shards = new Set<string>();
+
+  /** Moves an ended response's file from `running/` to its shard of `events/`. */
+  async keep(id: string): Promise<void> {
+    const target = this.kept(id);
+    const dir = path.dirname(target);
+    if (!this.shards.has(dir)) {
+      await fs.mkdir(dir, { recursive: true });
+      this.shards.add(dir);
+    }
+    await fs.rename(this.running(id), target);
+  }
+
+  running(id: string): string {
+    return path.join(this.dir, 'running', `${id}.jsonl`);
+  }
+
+  kept(id: string): string {
+    return path.join(this.dir, 'events', shard(id), `${id}.jsonl`);
+  }
+
+  /** D-94: a running response's file set aside, cut to its start line, when its ending could not be written. */
+  aside(id: string): string {
+    return path.join(this.dir, 'running', `${id}.unwritten`);
+  }
+
+  ended(minute: number): string {
+    return path.join(this.dir, 'ended', `${minute}.jsonl`);
+  }
+
+  past(id: string): string {
+    return path.join(this.dir, 'past', `${shard(id)}.jsonl`);
+  }
+}
+
+/** A response's file read whole: its start and events (a torn last line, a crash's, dropped). */
+export interface ResponseFile {
+  start: LiveResponseStart;
+  events: UnsequencedEvent[];
+  mtimeMs: number;
+}
+
+export async function readResponseFile(file: string): Promise<ResponseFile | undefined> {
+  let text: string;
+  let mtimeMs: number;
+  try {
+    const fh = await fs.open(file, 'r');
+    try {
+      mtimeMs = (await fh.stat()).mtimeMs;
+      text = await fh.readFile('utf8');
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const lines = text.split('\n').filter((l) => l.length > 0);
+  const parsed: unknown[] = [];
+  for (const [i, l] of lines.entries()) {
+    try {
+      parsed.push(JSON.parse(l));
+    } catch {
+      // A last line cut short by a crash was never followed by anyone (D-38); one elsewhere is damage.
+      if (i === lines.length - 1 && !text.endsWith('\n')) break;
+      throw new DataFileError(file, `line ${i + 1} is not JSON`);
+    }
+  }
+  const start = parsed[0] as LiveResponseStart | undefined;
+  if (!start || typeof start.id !== 'string') return undefined;
+  return { start, events: parsed.slice(1) as UnsequencedEvent[], mtimeMs };
+}
+
+/** Where a reader of a growing response file is: the byte after the last line it read, and that line's event. */
+export interface FileCursor {
+  offset: number;
+  /** Sequence number of the event at `offset` (-1: the start line). */
+  next: number;
+}
+
+/**
+ * Events `cursor.next` up to `to` (excluded) of a response file whose lines are only ever appended,
+ * read from where the cursor stopped; the first of `files` that exists (it moves when its response
+ * ends). Fewer if the file ends first.
+ */
+export async function readEvents(files: readonly string[], cursor: FileCursor, to: number): Promise<UnsequencedEvent[]> {
+  const out: UnsequencedEvent[] = [];
+  if (cursor.next >= to) return out;
+  let fh: fs.FileHandle | undefined;
+  for (const f of files) {
+    fh = await fs.open(f, 'r').catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw err;
+    });
+    if (fh) break;
+  }
+  if (!fh) return out;
+  try {
+    const chunk = Buffer.allocUnsafe(1 << 16);
+    // The bytes from the cursor's line to where the file was read (a line can span chunks).
+    let carry: Buffer[] = [];
+    let pos = cursor.offset;
+    while (cursor.next < to) {
+      const n = (await fh.read(chunk, 0, chunk.length, pos)).bytesRead;
+      if (n === 0) break;
+      pos += n;
+      const view = chunk.subarray(0, n);
+      let start = 0;
+      for (let end = view.indexOf(0x0a); end !== -1 && cursor.next < to; end = view.indexOf(0x0a, start)) {
+        const raw = carry.length > 0 ? Buffer.concat([...carry, view.subarray(start, end)]) : view.subarray(start, end);
+        carry = [];
+        if (cursor.next >= 0) out.push(JSON.parse(raw.toString('utf8')) as UnsequencedEvent);
+        cursor.offset += raw.length + 1;
+        cursor.next++;
+        start = end + 1;
+      }
+      if (start < n) carry.push(Buffer.from(view.subarray(start)));
+    }
+  } finally {
+    await fh.close();
+  }
+  return out;
+}
+
+/** The past index's line of `id`, read from its shard (one file of 256; start-up never reads them). */
+export async function findPast(paths: ResponsePaths, id: string): Promise<ResponseRef | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(paths.past(id), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const needle = `{"id":${JSON.stringify(id)},`;
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
+    if (at > 0 && text[at - 1] !== '\n') continue;
+    const end = text.indexOf('\n', at);
+    if (end === -1) return undefined;
+    return refOf(JSON.parse(text.slice(at, end)) as PastLine);
+  }
+  return undefined;
+}
+
+/** Appends past-index lines, grouped by shard: each shard's lines in one write, each file durable. */
+export async function appendPast(paths: ResponsePaths, refs: Iterable<ResponseRef>): Promise<void> {
+  const byFile = new Map<string, string[]>();
+  for (const r of refs) {
+    const f = paths.past(r.id);
+    const lines = byFile.get(f) ?? [];
+    lines.push(`${JSON.stringify(pastOf(r))}\n`);
+    byFile.set(f, lines);
+  }
+  if (byFile.size === 0) return;
+  await fs.mkdir(path.join(paths.dir, 'past'), { recursive: true });
+  for (const [f, lines] of byFile) {
+    const fh = await fs.open(f, 'a');
+    try {
+      await writeAll(fh, Buffer.from(lines.join(''), 'utf8'));
+      await fh.datasync();
+    } finally {
+      await fh.close();
+    }
+  }
+  // A shard file made now is durable once its folder is.
+  await syncDir(path.join(paths.dir, 'past'));
+}
+
+/**
+ * The index of the hour: a journal per minute of ends (`ended/<minute>.jsonl`, group commit), each
+ * dropped whole once its minute is past the retention.
+ */
+export class EndedIndex {
+  private readonly journals = new Map<number, Promise<Journal>>();
+  /** Minutes with a file (at most the retention's minutes, and those not yet dropped). */
+  readonly minutes = new Set<number>();
+
+  constructor(
+    private readonly paths: ResponsePaths,
+    private readonly warn?: (message: string) => void,
+  ) {}
+
+  async open(): Promise<void> {
+    await fs.mkdir(path.join(this.paths.dir, 'ended'), { recursive: true });
+    for (const name of await fs.readdir(path.join(this.paths.dir, 'ended'))) {
+      const m = /^(\d+)\.jsonl$/.exec(name);
+      if (m) this.minutes.add(Number(m[1]));
+    }
+  }
+
+  /** Resolves once the line is durable. */
+  async append(line: EndedLine): Promise<void> {
+    const minute = Math.floor(line.end / MINUTE_MS);
+    let j = this.journals.get(minute);
+    if (!j) {
+      const journal = new Journal(this.paths.ended(minute), { warn: this.warn });
+      j = journal.open(() => {}).then(() => journal);
+      this.journals.set(minute, j);
+      j.catch(() => this.journals.delete(minute));
+      this.minutes.add(minute);
+    }
+    await (await j).append(line);
+  }
+
+  /** Appends the line unless its minute lists it already (a start-up after a crash between the two). */
+  async appendOnce(line: EndedLine): Promise<void> {
+    const minute = Math.floor(line.end / MINUTE_MS);
+    let listed = false;
+    if (this.minutes.has(minute)) await this.read(minute, (l) => (listed ||= l.id === line.id));
+    if (!listed) await this.append(line);
+  }
+
+  /** Every line of a minute's file, in order (a torn last line dropped). */
+  async read(minute: number, onLine: (l: EndedLine) => void): Promise<void> {
+    const file = this.paths.ended(minute);
+    await readLines(file, 1 << 20, (raw, where) => {
+      if (raw.trim() === '') return;
+      let l: EndedLine;
+      try {
+        l = JSON.parse(raw) as EndedLine;
+      } catch {
+        throw new DataFileError(file, `the line at byte ${where.at} is not JSON`);
+      }
+      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.b !== 'number')
+        throw new DataFileError(file, `the line at byte ${where.at} lacks id, a or b`);
+      onLine(l);
+    });
+  }
+
+  /** Closes the journals of minutes before `minute` (no response ends in them any more). */
+  async closeBefore(minute: number): Promise<void> {
+    for (const [m, j] of this.journals) {
+      if (m >= minute) continue;
+      this.journals.delete(m);
+      await (await j.catch(() => undefined))?.close();
+    }
+  }
+
+  /** Drops a minute: its lines to the past index, then its responses' files, then its own file. */
+  async drop(minute: number, forget: (l: EndedLine) => void): Promise<void> {
+    await this.closeBefore(minute + 1);
+    const lines: EndedLine[] = [];
+    await this.read(minute, (l) => lines.push(l));
+    await appendPast(this.paths, lines.map(refOf));
+    for (const l of lines) {
+      await fs.rm(this.paths.kept(l.id), { force: true });
+      forget(l);
+    }
+    await fs.rm(this.paths.ended(minute), { force: true });
+    this.minutes.delete(minute);
+  }
+
+  async close(): Promise<void> {
+    await this.closeBefore(Number.POSITIVE_INFINITY);
+  }
+}
+
+/**
+ * The earlier release's layout: `responses/<id>.jsonl` beside `index.jsonl` (a line per response ever
+ * begun, read whole at every start). Each file goes where it belongs now (an ended one with its line in
+ * the index of the hour), then the index's lines go to the past index, once. A crash meanwhile
+ * leaves files still to move and the index still there: the next start goes on, and a line the
+ * past index then holds twice is found the same.
+ */
+export async function migrateLegacy(paths: ResponsePaths, ended: EndedIndex): Promise<void> {
+  const names = await fs.readdir(paths.dir);
+  for (const name of names) {
+    if (!/^resp_[A-Za-z0-9_-]+\.jsonl$/.test(name)) continue;
+    const file = path.join(paths.dir, name);
+    const read = await readResponseFile(file);
+    if (!read) continue;
+    const { start, events } = read;
+    const last = events.at(-1)?.event;
+    if (last === 'response.completed' || last === 'response.failed') {
+      const { size } = await fs.stat(file);
+      const end = read.mtimeMs;
+      await ended.append({ id: start.id, a: start.app_id, c: start.conversation_id, at: start.created_at, end, b: size });
+      await fs.mkdir(path.dirname(paths.kept(start.id)), { recursive: true });
+      await fs.rename(file, paths.kept(start.id));
+    } else {
+      await fs.rename(file, paths.running(start.id));
+    }
+  }
+  if (names.includes('index.jsonl')) await movePast(paths, path.join(paths.dir, 'index.jsonl'));
+}
+
+/** Copies an index's lines to the past index, a shard at a time in chunks, each shard synced once. */
+async function movePast(paths: ResponsePaths, index: string): Promise<void> {
+  await fs.mkdir(path.join(paths.dir, 'past'), { recursive: true });
+  const handles = new Map<string, fs.FileHandle>();
+  const buffered = new Map<string, string[]>();
+  let bytes = 0;
+  const flush = async () => {
+    for (const [f, lines] of buffered) {
+      let fh = handles.get(f);
+      if (!fh) handles.set(f, (fh = await fs.open(f, 'a')));
+      await writeAll(fh, Buffer.from(lines.join(''), 'utf8'));
+    }
+    buffered.clear();
+    bytes = 0;
+  };
+  try {
+    // Line by line as it is read: the index is never whole in memory.
+    const lines = readline.createInterface({ input: fsSync.createReadStream(index), crlfDelay: Number.POSITIVE_INFINITY });
+    let n = 0;
+    let torn = 0;
+    for await (const raw of lines) {
+      n++;
+      if (raw.trim() === '') continue;
+      // A torn last line was never acknowledged (the journal's own rule); one elsewhere is damage.
+      if (torn) throw new DataFileError(index, `line ${torn} is not valid JSON; restore the file from a backup or remove that line`);
+      let l: PastLine;
+      try {
+        l = JSON.parse(raw) as PastLine;
+      } catch {
+        torn = n;
+        continue;
+      }
+      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string')
+        throw new DataFileError(index, `line ${n} lacks id, a or c`);
+      const f = paths.past(l.id);
+      const group = buffered.get(f) ?? [];
+      group.push(`${JSON.stringify(pastOf(refOf(l)))}\n`);
+      buffered.set(f, group);
+      bytes += raw.length;
+      if (bytes >= 4 << 20) await flush();
+    }
+    await flush();
+    for (const fh of handles.values()) await fh.datasync();
+  } finally {
+    for (const fh of handles.values()) await fh.close().catch(() => {});
+  }
+  await syncDir(path.join(paths.dir, 'past'));
+  await fs.rm(index);
+}
