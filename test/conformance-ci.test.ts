@@ -227,8 +227,9 @@ describe('preflight: one clear line before any case', () => {
   });
 
   test('D-108: a target that does not answer at its base_url: exit 2, and the hint to pass --base-url (PARLEY_BASE_URL named when it is another)', async () => {
-    const closed = await startTestServer();
-    await closed.close();
+    // Port 2 on loopback (below the ephemeral range, so no port-0 server gets it): nothing listens there,
+    // whereas a port another test's server just closed may be taken by a test running beside this one.
+    const closed = { baseUrl: 'http://127.0.0.1:2/v1' };
     const file = await writeTarget({ ...targetJson, base_url: closed.baseUrl });
     const r = await cli(['--target', file]);
     assert.equal(r.code, 2);
