@@ -47,8 +47,12 @@ function banner(child: Child): Promise<string> {
 }
 
 describe('npm start (src/main.ts)', () => {
-  test('with --port 0 the banner shows the real port, the demo app and key; --help prints usage', { timeout: 60_000 }, async () => {
+  test('with --port 0 the banner shows the real port, the demo app and key (redacted, D-94); --help prints usage', {
+    timeout: 60_000,
+  }, async (t) => {
     const child = startMain(['--port', '0', '--data-dir', await tempDir()]);
+    // A failed assertion must not leave the server running: the file would then never end.
+    t.after(() => child.proc.kill('SIGKILL'));
     const url = await banner(child);
     assert.match(url, /^http:\/\/127\.0\.0\.1:(\d+)\/v1$/);
     assert.notEqual(url, 'http://127.0.0.1:0/v1');
@@ -57,7 +61,8 @@ describe('npm start (src/main.ts)', () => {
     await r.text();
     const out = child.stdout.join('\n');
     assert.ok(out.includes(`demo app id:     ${APP}`));
-    assert.ok(out.includes(`demo secret key: ${KEY}`));
+    assert.ok(out.includes(`demo secret key: sk_live_…${KEY.slice(-4)} `), out);
+    assert.ok(!out.includes(KEY), 'the whole key is never in the banner');
     // The playground's URL (docs/widget.md), at the server's root.
     assert.ok(out.includes(`widget playground: ${url.replace(/v1$/, '')}`), out);
     child.proc.kill('SIGINT');
