@@ -7,6 +7,7 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { listenOn } from '../../core/listeners.ts';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { atFile, ResponseEventsExpired } from '../../core/errors.ts';
 import { SAFE_ID } from '../record.ts';
@@ -345,13 +346,7 @@ export class ResponseLog implements LiveResponses {
   }
 
   onCancelRequest(id: string, listener: () => void): () => void {
-    const set = this.cancels.get(id) ?? new Set();
-    set.add(listener);
-    this.cancels.set(id, set);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.cancels.get(id) === set) this.cancels.delete(id);
-    };
+    return listenOn(this.cancels, id, listener);
   }
 
   async unfinished(): Promise<UnfinishedResponse[]> {

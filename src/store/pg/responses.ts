@@ -9,6 +9,7 @@
 // sweep (D-38).
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
+import { listenOn } from '../../core/listeners.ts';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired, StoreUnavailable } from '../../core/errors.ts';
 import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace, type UnfinishedResponse } from '../types.ts';
@@ -223,13 +224,7 @@ export class PgResponses implements LiveResponses {
   }
 
   onCancelRequest(id: string, listener: () => void): () => void {
-    const set = this.cancels.get(id) ?? new Set();
-    set.add(listener);
-    this.cancels.set(id, set);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.cancels.get(id) === set) this.cancels.delete(id);
-    };
+    return listenOn(this.cancels, id, listener);
   }
 
   /**
