@@ -11,6 +11,7 @@ import { WidgetGate } from './pipeline/widget-gate.ts';
 import { VisitorTokens } from './pipeline/widget-tokens.ts';
 import { type Config, DEFAULTS } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
+import { ADMIN_OPENAPI_PATH, adminOpenApiDocument } from './contract/admin-openapi.ts';
 import { createHttpServer } from './api/surfaces.ts';
 import { TrustedProxies } from './http/client-address.ts';
 import type { ParleyHttpServer } from './http/server.ts';
@@ -32,15 +33,15 @@ import type { ControlPlane } from './store/control.ts';
 import { adminRoutes } from './api/admin.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
-import { PRODUCTION_COST } from './services/admin/passwords.ts';
+import { AppAdminService } from './services/admin/apps.ts';
+import { MemberService } from './services/admin/members.ts';
+import { hashCostRefusal } from './services/admin/passwords.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
   ollamaFetch?: typeof fetch;
-  /** D-66: log2 of scrypt's N for new password hashes (default the production cost; tests lower it). */
-  passwordHashCost?: number;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
   /** Slow-client limits (see createHttpServer); tests shorten them. */
@@ -86,6 +87,9 @@ export interface Parley {
 export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
   const opts = { ...DEFAULTS, ...definedOnly(given) };
+  // D-66: the same rule as --password-hash-cost's, for those who start Parley from code.
+  const costRefusal = hashCostRefusal(opts.passwordHashCost, process.env);
+  if (costRefusal) throw new Error(costRefusal);
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
   // D-113: a start that cannot listen leaves nothing behind; the server itself listens only once the store is open.
   await checkListenable(opts.port, opts.host);
@@ -122,7 +126,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
+      admin: adminSurface(backend.control, agent, opts),
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
@@ -140,6 +144,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
         [OPENAPI_PATH, async () => openApiDocument()],
+        [ADMIN_OPENAPI_PATH, async () => adminOpenApiDocument()],
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
       ]),
       auth,
@@ -191,9 +196,19 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number) {
-  const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }), accounts };
+function adminSurface(control: ControlPlane, agent: AgentRuntime, o: Pick<Config, 'passwordHashCost' | 'publicUrl'>) {
+  const accounts = new AccountService(control, o.passwordHashCost);
+  const routes = adminRoutes({
+    control,
+    accounts,
+    keys: new KeyService(control),
+    apps: new AppAdminService(control, agent),
+    members: new MemberService(control, { hashCost: o.passwordHashCost }),
+    publicUrl: o.publicUrl,
+    // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
+    secureCookies: o.publicUrl?.startsWith('https:') ?? false,
+  });
+  return { routes, accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_OLLAMA_HOST } from './engines/index.ts';
 import { TrustedProxies } from './http/client-address.ts';
+import { hashCostRefusal, MAX_COST, MIN_COST, PRODUCTION_COST } from './services/admin/passwords.ts';
 
 export interface Config {
   host: string;
@@ -28,6 +29,10 @@ export interface Config {
   trustProxy: string | null;
   /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
   storeTimeoutSeconds: number;
+  /** PUBLIC_URL: Parley's own address behind a proxy, without a trailing slash (D-65); null: none given. */
+  publicUrl: string | null;
+  /** PASSWORD_HASH_COST: log2 of scrypt's N for new password hashes (D-66; below the production cost only with NODE_ENV=test). */
+  passwordHashCost: number;
 }
 
 export const DEFAULTS: Config = {
@@ -44,6 +49,8 @@ export const DEFAULTS: Config = {
   databasePoolSize: 10,
   trustProxy: null,
   storeTimeoutSeconds: 5,
+  publicUrl: null,
+  passwordHashCost: PRODUCTION_COST,
 };
 
 export class ConfigError extends Error {}
@@ -66,6 +73,10 @@ Options (each also read from the environment variable in brackets):
   --no-playground     serve no playground page at / (the widget and its API stay)
   --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
                       address for per-address limits [TRUST_PROXY] (default: none, the socket's address)
+  --public-url <url>  Parley's own address behind a proxy, e.g. https://parley.example.com: links it
+                      gives, the banner, and Secure cookies when https [PUBLIC_URL] (default: none)
+  --password-hash-cost <n>  log2 of scrypt's N for members' new password hashes, ${PRODUCTION_COST} to 18;
+                      lower only with NODE_ENV=test [PASSWORD_HASH_COST] (default ${PRODUCTION_COST})
   --help              print this and exit
 
 The model comes from the environment only (docs/agent.md):
@@ -88,6 +99,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'log-level'?: string;
     'no-playground'?: boolean;
     'trust-proxy'?: string;
+    'public-url'?: string;
+    'password-hash-cost'?: string;
     help?: boolean;
   };
   try {
@@ -104,6 +117,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
         'trust-proxy': { type: 'string' },
+        'public-url': { type: 'string' },
+        'password-hash-cost': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -145,6 +160,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const storeTimeoutSeconds = Number(storeText);
   if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
     throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  const publicUrl = parsePublicUrl(values['public-url'] ?? fromEnv('PUBLIC_URL') ?? null);
+  const costText = values['password-hash-cost'] ?? fromEnv('PASSWORD_HASH_COST') ?? String(DEFAULTS.passwordHashCost);
+  if (!/^\d{1,2}$/.test(costText))
+    throw new ConfigError(`PASSWORD_HASH_COST must be an integer from ${MIN_COST} to ${MAX_COST} (got ${JSON.stringify(costText)})`);
+  const passwordHashCost = Number(costText);
+  const costRefusal = hashCostRefusal(passwordHashCost, env);
+  if (costRefusal) throw new ConfigError(costRefusal);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -159,7 +181,29 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databasePoolSize,
     trustProxy,
     storeTimeoutSeconds,
+    publicUrl,
+    passwordHashCost,
   };
+}
+
+/**
+ * D-65: PUBLIC_URL is an absolute http(s) URL with no credentials, query or fragment (a path is kept,
+ * for a proxy that serves Parley under one); returned without its trailing slash.
+ */
+export function parsePublicUrl(text: string | null): string | null {
+  if (text === null) return null;
+  const fail = (why: string) =>
+    new ConfigError(`PUBLIC_URL must be ${why}, such as https://parley.example.com (got ${JSON.stringify(text)})`);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw fail('an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw fail('an http:// or https:// URL');
+  if (url.username || url.password) throw fail('a URL without a user name or password');
+  if (url.search || url.hash || text.includes('?') || text.includes('#')) throw fail('a URL without a query or fragment');
+  return url.href.replace(/\/+$/, '');
 }
 
 /** OLLAMA_HOST as Ollama's own CLI accepts it: `host`, `host:port` or a URL. */
