@@ -22,6 +22,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      publicUrl: null,
+      passwordHashCost: 15,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -51,6 +53,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      publicUrl: null,
+      passwordHashCost: 15,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -75,6 +79,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      publicUrl: null,
+      passwordHashCost: 15,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
