@@ -140,6 +140,10 @@ export function adminManageSuite(name: string, start: (o: { passwordHashCost: nu
         await refused(call('PATCH', '/apps/app_demo', { name: '   ' }), 400, 'invalid_value', 'name');
         await refused(call('POST', '/apps', {}), 400, 'missing_parameter', 'name');
         await refused(call('PATCH', '/apps/app_other', { name: 'Mine now' }), 404, 'not_found', 'app_id');
+        const version = server.control.read().version;
+        const same = await call('PATCH', '/apps/app_demo', { name: 'Demo app', agent: { model: 'local' } });
+        assert.deepEqual([same.status, same.body.name], [200, 'Demo app']);
+        assert.equal(server.control.read().version, version, 'a change to what is there is no step, and no audit entry');
         assert.equal(server.tenants.apps.get('app_other')!.name, "Another team's app");
       });
     });

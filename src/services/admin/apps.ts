@@ -141,13 +141,17 @@ export class AppAdminService {
   }
 
   async update(c: AdminCaller, id: string, req: UpdateAppRequestT, origin: Origin) {
+    // A request that leaves the app as it is (or is refused) is answered without a step of the document.
+    const seen = structuredClone(this.control.read());
+    const probe = this.own(seen, c, id);
+    const current = structuredClone(probe);
+    this.applyChange(seen, probe, req);
+    if (Object.keys(diff(current, probe)).length === 0) return appView(current);
     const doc = await this.control.apply((d) => {
       const app = this.own(d, c, id);
       const before = structuredClone(app);
       this.applyChange(d, app, req);
-      const changes = diff(before, app);
-      // A request that changes nothing is still a step of the document, with no entry to describe it.
-      return Object.keys(changes).length === 0 ? [] : [auditOf(origin, c.team_id, 'app.updated', actorOf(c), { type: 'app', id }, changes)];
+      return [auditOf(origin, c.team_id, 'app.updated', actorOf(c), { type: 'app', id }, diff(before, app))];
     });
     return appView(doc.apps.find((a) => a.id === id)!);
   }

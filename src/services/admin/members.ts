@@ -122,6 +122,8 @@ export class MemberService {
 
   /** D-72: a new role; the team's last admin stays one (409 last_admin). */
   async setRole(c: AdminCaller, id: string, role: MemberT['role'], origin: Origin) {
+    const current = this.own(this.control.read(), c, id);
+    if (current.role === role) return memberView(current);
     const doc = await this.control.apply((d) => {
       const m = this.own(d, c, id);
       const before = m.role;
