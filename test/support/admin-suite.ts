@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sha256Hex } from '../../src/core/api-keys.ts';
+import { signJwt } from '../../src/pipeline/widget-tokens.ts';
 import { type AdminAnswer, adminClient, bearer, DEMO_ADMIN, seedMember, TEST_HASH_COST } from './admin-client.ts';
 import type { TestServer } from './helpers.ts';
+import { PK, widgetCall } from './widget.ts';
 
 const DEMO_SECRET = 'idsec_demo_T3kq9VnW2xLp8RbY4mZc6HsJ0aFgUeD1';
 const NEW_SECRET = 'a-new-identity-secret-of-40-characters-xyz9';
@@ -108,6 +110,12 @@ export function adminManageSuite(name: string, start: (o: { passwordHashCost: nu
         assert.deepEqual(audit.changes['widget.identity_secret'], [null, '…xyz9']);
         assert.deepEqual(audit.changes.plan, ['developer', 'limited']);
         assert.ok(!JSON.stringify(audit).includes(NEW_SECRET), 'never a secret in the audit log');
+        // The widget reads the new origins and identity secret at once (D-53, D-50).
+        const identity = signJwt({ sub: 'user-7', iat: Math.floor(Date.now() / 1000) }, NEW_SECRET);
+        const v = await widgetCall(server, 'POST', `/apps/${id}/visitors`, { auth: PK, body: { identity } });
+        assert.deepEqual([v.status, v.body.external_user_id], [200, 'user-7'], JSON.stringify(v.body));
+        const elsewhere = await widgetCall(server, 'POST', `/apps/${id}/visitors`, { auth: PK, body: {}, origin: 'http://localhost:3000' });
+        assert.equal(elsewhere.status, 403, 'an origin no longer listed');
         const agentOff = await call('PATCH', `/apps/${id}`, { agent: { active: false, knowledge_base: null }, widget: null });
         assert.deepEqual([agentOff.body.agent.active, agentOff.body.agent.knowledge_base, agentOff.body.widget], [false, null, null]);
         const conv = await server.call('POST', `/apps/${id}/conversations`, {});
