@@ -205,6 +205,17 @@ export function adminManageSuite(name: string, start: (o: { passwordHashCost: nu
           'token',
         );
         await refused(call('POST', `/members/${r.body.id}/invite`), 400, 'invalid_value', 'member_id');
+        const late = await call('POST', '/members', { email: 'late@demo.example', role: 'viewer' });
+        await server.control.apply((d) => {
+          d.members.find((m) => m.id === late.body.id)!.invite!.expires_at = Math.floor(Date.now() / 1000) - 1;
+          return [];
+        });
+        await refused(
+          client.call('POST', '/invites/accept', { token: late.body.invite.token, password: 'late-password' }),
+          400,
+          'invalid_value',
+          'token',
+        );
         const audit = await call('GET', '/audit?limit=20');
         assert.ok(audit.body.data.some((a: any) => a.action === 'member.password_set' && a.actor.id === r.body.id));
         assert.ok(!JSON.stringify(audit.body).includes(first), 'never a token in the audit log');

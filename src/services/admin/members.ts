@@ -99,12 +99,13 @@ export class MemberService {
     return { token, accept_url: publicBase + INVITE_ACCEPT_PATH, expires_at: m.invite!.expires_at };
   }
 
-  /** D-72: sets the password of the member whose link `token` is, once; the link then stops working. */
+  /**
+   * D-72: sets the password of the member whose link `token` is, once; the link then stops working. An
+   * unknown token costs no hash (this route takes no credential); the token is looked up again in the change.
+   */
   async acceptInvite(token: string, password: string, origin: Origin) {
-    const hash = await hashPassword(password, this.o.hashCost);
     const digest = sha256Hex(token);
-    let id = '';
-    const doc = await this.control.apply((d) => {
+    const invited = (d: ControlDocT): MemberT => {
       const m = d.members.find((x) => x.invite?.sha256 === digest);
       if (!m || m.invite!.expires_at * 1000 <= this.now())
         throw invalidRequest(
@@ -112,7 +113,12 @@ export class MemberService {
           'token',
           'invalid_value',
         );
-      id = m.id;
+      return m;
+    };
+    const id = invited(this.control.read()).id;
+    const hash = await hashPassword(password, this.o.hashCost);
+    const doc = await this.control.apply((d) => {
+      const m = invited(d);
       m.password_hash = hash;
       m.invite = null;
       return [auditOf(origin, m.team_id, 'member.password_set', { id: m.id, email: m.email }, { type: 'member', id: m.id })];
