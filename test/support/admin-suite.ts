@@ -1,6 +1,6 @@
 // Apps (D-71), members (D-72) and the password change (D-67) on the admin surface, through HTTP: one
 // suite, run on the data directory's files by test/admin-manage.test.ts and on PostgreSQL by
-// test/pg-admin-manage.test.ts. Each change is seen by the next /v1 request; each refusal is a clear
+// test/proof/pg-admin-manage.test.ts. Each change is seen by the next /v1 request; each refusal is a clear
 // error naming its field that changes nothing; the audit log says who changed what, never a secret.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

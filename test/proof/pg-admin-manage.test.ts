@@ -3,10 +3,10 @@
 // on one instance of a database in effect on another.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { adminClient, bearer, DEMO_ADMIN, TEST_HASH_COST } from './support/admin-client.ts';
-import { adminManageSuite } from './support/admin-suite.ts';
-import { startTestServer } from './support/helpers.ts';
-import { freshDatabase, usePostgres } from './support/postgres.ts';
+import { adminClient, bearer, DEMO_ADMIN, TEST_HASH_COST } from '../support/admin-client.ts';
+import { adminManageSuite } from '../support/admin-suite.ts';
+import { startTestServer } from '../support/helpers.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 adminManageSuite('PostgreSQL', async (o) => startTestServer({ ...o, databaseUrl: await freshDatabase() }));
