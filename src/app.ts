@@ -64,6 +64,8 @@ export interface Parley {
   tenants: Tenants;
   /** D-76: the control plane (its document is the registry's source). */
   control: ControlPlane;
+  /** The routes of /admin/v1 as mounted (tests check each is described and guarded, D-65). */
+  adminRoutes: ReadonlyArray<{ method: string; pattern: string; open: boolean; adminOnly: boolean }>;
   logger: Logger;
   http: ParleyHttpServer;
   responses: ResponseService;
@@ -123,10 +125,11 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
+    const admin = adminSurface(backend.control, agent, opts);
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(backend.control, agent, opts),
+      admin,
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
@@ -171,6 +174,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       store,
       tenants,
       control: backend.control,
+      adminRoutes: admin.routes.map((r) => ({
+        method: r.method,
+        pattern: r.pattern,
+        open: !!r.route.open,
+        adminOnly: !!r.route.adminOnly,
+      })),
       logger,
       http,
       responses,

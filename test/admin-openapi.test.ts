@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { type AdminRouteOptions, adminRoutes } from '../src/api/admin.ts';
 import { buildAdminOpenApiDocument } from '../src/contract/admin-openapi.ts';
+import { ADMIN_OPERATIONS } from '../src/contract/admin-operations.ts';
 import { adminClient, bearer, DEMO_ADMIN, TEST_HASH_COST } from './support/admin-client.ts';
 import { startTestServer, type TestServer } from './support/helpers.ts';
 
@@ -51,14 +51,14 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
   });
 
   test('describes every route of /admin/v1, each with its path parameters, and nothing the router lacks', () => {
-    const routes = adminRoutes({} as AdminRouteOptions).map((r) => `${r.method} ${templateOf(r.pattern)}`);
+    const routes = server.adminRoutes.map((r) => `${r.method} ${templateOf(r.pattern)}`);
     const described = Object.entries(doc.paths).flatMap(([path, item]: [string, any]) =>
       Object.keys(item)
         .filter((k) => ['get', 'post', 'patch', 'delete'].includes(k))
         .map((m) => `${m.toUpperCase()} ${path}`),
     );
     assert.deepEqual(described.filter((d) => d !== 'GET /openapi.json').sort(), [...routes].sort());
-    for (const r of adminRoutes({} as AdminRouteOptions)) {
+    for (const r of server.adminRoutes) {
       const op = doc.paths[templateOf(r.pattern)][r.method.toLowerCase()];
       const names = [...r.pattern.matchAll(/:(\w+)/g)].map((m) => m[1]);
       assert.deepEqual(
@@ -66,8 +66,10 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
         names,
         `${r.method} ${r.pattern}: its path parameters`,
       );
-      assert.equal(op.security?.length === 0, r.route.open === true, `${r.method} ${r.pattern}: open or not`);
-      if (r.route.adminOnly) assert.ok(op.responses['403'], `${r.method} ${r.pattern}: a viewer's 403`);
+      assert.equal(op.security?.length === 0, r.open, `${r.method} ${r.pattern}: open or not`);
+      if (r.adminOnly) assert.ok(op.responses['403'], `${r.method} ${r.pattern}: a viewer's 403`);
+      const row = ADMIN_OPERATIONS.find((o) => o.method === r.method.toLowerCase() && o.pattern === r.pattern)!;
+      assert.equal(row.adminOnly === true, r.adminOnly, `${r.method} ${r.pattern}: admin only, or not, as the route is`);
     }
   });
 
