@@ -15,35 +15,15 @@ import type { ControlDocT } from '../src/core/control.ts';
 import type { AppT, PlanT, Tenants } from '../src/core/tenants.ts';
 import { CreditService } from '../src/services/credits.ts';
 import type { UsageLedger } from '../src/store/shared.ts';
+import { adminGet, adminToken as token } from './support/admin-token.ts';
 import { draft } from './support/control-suite.ts';
 import { injectDiskFault } from './support/faulty-fs.ts';
 import { APP, ON_POSTGRES, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
 const FILES_ONLY = { skip: ON_POSTGRES && 'the file store: test/proof/pg-credits.test.ts proves PostgreSQL' };
 const conv = `/apps/${APP}/conversations`;
-const DEMO_PASSWORD = 'parley-demo-admin';
-
-/** A personal access token of the demo team's admin. */
-async function adminToken(s: TestServer): Promise<string> {
-  const origin = new URL(s.baseUrl).origin;
-  const post = (p: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${origin}/admin/v1${p}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
-  const signIn = await post('/sessions', { email: 'admin@demo.example', password: DEMO_PASSWORD });
-  assert.equal(signIn.status, 200);
-  const session = (await signIn.json()) as { csrf_token: string };
-  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
-  const token = await post('/tokens', { name: 'credits' }, { cookie, 'x-csrf-token': session.csrf_token });
-  return ((await token.json()) as { token: string }).token;
-}
-
-async function admin(s: TestServer, token: string, p: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${new URL(s.baseUrl).origin}/admin/v1${p}`, { headers: { authorization: `Bearer ${token}` } });
-  return { status: res.status, body: await res.json() };
-}
+const adminToken = (s: TestServer) => token(s.baseUrl);
+const admin = (s: TestServer, t: string, p: string) => adminGet(s.baseUrl, t, p);
 
 /** Sets every plan's credits (the team's allowance is the sum over its apps' plans). */
 async function setCredits(s: TestServer, credits: PlanT['credits']): Promise<void> {
