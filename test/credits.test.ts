@@ -17,6 +17,7 @@ import { CreditService } from '../src/services/credits.ts';
 import type { UsageLedger } from '../src/store/shared.ts';
 import { adminGet, adminToken as token } from './support/admin-token.ts';
 import { draft } from './support/control-suite.ts';
+import { SHOP, visitor, widgetCall } from './support/widget.ts';
 import { injectDiskFault } from './support/faulty-fs.ts';
 import { APP, ON_POSTGRES, OTHER_TEAM_KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
@@ -224,6 +225,17 @@ describe('D-74: at zero', () => {
       assert.deepEqual((await s.call('GET', `${conv}/${c.id}`)).body, record, 'the conversation is as it was');
       assert.deepEqual(await s.usage.of(APP), usage);
       assert.equal((await usageLines(s.dataDir)).length, lines);
+      // The widget's send message too (its budget's charge given back, as for its other refusals).
+      const v = await visitor(s, APP);
+      const wconv = await widgetCall(s, 'POST', `/apps/${APP}/conversations`, { auth: v.token, body: {} });
+      assert.equal(wconv.status, 200, 'the widget creates conversations: no agent runs');
+      const w = await widgetCall(s, 'POST', `/apps/${APP}/conversations/${wconv.body.id}`, {
+        auth: v.token,
+        body: { message: { content: 'hi' }, stream: false },
+      });
+      assert.equal(w.status, 429);
+      assert.equal(w.body.error.code, 'credits_exhausted');
+      assert.equal(w.headers.get('access-control-allow-origin'), SHOP);
       // What runs no agent is not refused; nor is another team, whose balance is its own.
       assert.equal((await s.call('POST', conv, {})).status, 200);
       const other = (await s.call('POST', '/apps/app_other/conversations', {}, { key: OTHER_TEAM_KEY })).body;
