@@ -15,7 +15,8 @@ import type { ControlDocT } from '../src/core/control.ts';
 import type { AppT, PlanT, Tenants } from '../src/core/tenants.ts';
 import { CreditService } from '../src/services/credits.ts';
 import type { UsageLedger } from '../src/store/shared.ts';
-import { adminGet, adminToken as token } from './support/admin-token.ts';
+import { adminGet, adminToken as memberToken } from './support/admin-token.ts';
+import { hashPassword } from '../src/services/admin/passwords.ts';
 import { draft } from './support/control-suite.ts';
 import { SHOP, visitor, widgetCall } from './support/widget.ts';
 import { injectDiskFault } from './support/faulty-fs.ts';
@@ -23,7 +24,7 @@ import { APP, ON_POSTGRES, OTHER_TEAM_KEY, startTestServer, tempDir, type TestSe
 
 const FILES_ONLY = { skip: ON_POSTGRES && 'the file store: test/proof/pg-credits.test.ts proves PostgreSQL' };
 const conv = `/apps/${APP}/conversations`;
-const adminToken = (s: TestServer) => token(s.baseUrl);
+const adminToken = (s: TestServer) => memberToken(s.baseUrl);
 const admin = (s: TestServer, t: string, p: string) => adminGet(s.baseUrl, t, p);
 
 /** Sets every plan's credits (the team's allowance is the sum over its apps' plans). */
@@ -52,10 +53,10 @@ async function send(s: TestServer, id: string, content = 'What are credits?') {
 
 describe('D-74: debits and the balance', () => {
   let s: TestServer;
-  let token: string;
+  let demoToken: string;
   before(async () => {
     s = await startTestServer({ passwordHashCost: 10 });
-    token = await adminToken(s);
+    demoToken = await adminToken(s);
   });
   after(() => s?.close());
 
@@ -64,7 +65,7 @@ describe('D-74: debits and the balance', () => {
       d.plans.find((p) => p.id === 'developer')!.credits.price_per_1k_tokens = 2.5;
       return [draft('team_demo', 'plan.updated')];
     });
-    const before = await admin(s, token, '/credits');
+    const before = await admin(s, demoToken, '/credits');
     assert.equal(before.status, 200);
     const apps = teamApps(s.control.read());
     assert.equal(before.body.object, 'credit_balance');
@@ -99,13 +100,13 @@ describe('D-74: debits and the balance', () => {
       'one line each: usage and debit in one record',
     );
     const used = (Math.round(tokens[0]! * 2.5) + Math.round(tokens[1]! * 2.5)) / 1000;
-    const now = await admin(s, token, '/credits');
+    const now = await admin(s, demoToken, '/credits');
     assert.equal(now.body.used, used);
     assert.equal(now.body.credits, before.body.allowance - used);
 
     // The per-day rollup of today: the app's one row sums both.
     const today = new Date().toISOString().slice(0, 10);
-    const report = await admin(s, token, `/usage?app_id=${APP}`);
+    const report = await admin(s, demoToken, `/usage?app_id=${APP}`);
     assert.equal(report.status, 200);
     assert.equal(report.body.object, 'usage');
     assert.deepEqual(report.body.data, [
@@ -122,6 +123,40 @@ describe('D-74: debits and the balance', () => {
     assert.deepEqual(report.body.balance, now.body);
   });
 
+  test('a member sees their own team only (a viewer too): another team’s balance and usage are its own', async () => {
+    const hash = await hashPassword('other-viewer-password', 10);
+    await s.control.apply((d) => {
+      d.members.push({
+        id: 'mem_other_viewer',
+        team_id: 'team_other',
+        email: 'viewer@other.example',
+        name: null,
+        role: 'viewer',
+        created_at: 0,
+        password_hash: hash,
+        invite: null,
+        last_sign_in_at: null,
+      });
+      return [draft('team_other', 'member.added')];
+    });
+    const other = await memberToken(s.baseUrl, { email: 'viewer@other.example', password: 'other-viewer-password' });
+    const c = (await s.call('POST', '/apps/app_other/conversations', {}, { key: OTHER_TEAM_KEY })).body;
+    const r = await s.call('POST', `/apps/app_other/conversations/${c.id}`, { message: { content: 'hi' } }, { key: OTHER_TEAM_KEY });
+    const balance = await admin(s, other, '/credits');
+    assert.equal(balance.status, 200);
+    assert.equal(balance.body.team_id, 'team_other');
+    assert.equal(balance.body.allowance, 10_000, 'one app on one plan');
+    assert.equal(balance.body.used, (r.body.usage.total_tokens * 2.5) / 1000);
+    const usage = await admin(s, other, '/usage');
+    assert.deepEqual(
+      usage.body.data.map((d: any) => d.app_id),
+      ['app_other'],
+    );
+    assert.equal((await admin(s, other, `/usage?app_id=${APP}`)).status, 404);
+    const demo = await admin(s, demoToken, '/usage');
+    assert.ok(!demo.body.data.some((d: any) => d.app_id === 'app_other'), 'nor does the demo team see it');
+  });
+
   test('bad usage queries are 400 with their param and another team’s app is 404', async () => {
     const cases: Array<[string, number, string]> = [
       ['/usage?since=2026-02-30', 400, 'since'],
@@ -133,7 +168,7 @@ describe('D-74: debits and the balance', () => {
       ['/usage?app_id=app_nope', 404, 'app_id'],
     ];
     for (const [p, status, param] of cases) {
-      const r = await admin(s, token, p);
+      const r = await admin(s, demoToken, p);
       assert.equal(r.status, status, p);
       assert.equal(r.body.error.param, param, p);
     }

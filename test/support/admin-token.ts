@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 
 export const DEMO_ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
 
-/** A personal access token of the demo team's admin; `baseUrl` is the server's `/v1` base URL. */
-export async function adminToken(baseUrl: string): Promise<string> {
+/** A personal access token of a member (the demo team's admin by default); `baseUrl` is the server's `/v1` base URL. */
+export async function adminToken(baseUrl: string, who: { email: string; password: string } = DEMO_ADMIN): Promise<string> {
   const origin = new URL(baseUrl).origin;
   const post = (p: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${origin}/admin/v1${p}`, {
@@ -13,7 +13,7 @@ export async function adminToken(baseUrl: string): Promise<string> {
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
     });
-  const signIn = await post('/sessions', DEMO_ADMIN);
+  const signIn = await post('/sessions', who);
   assert.equal(signIn.status, 200);
   const session = (await signIn.json()) as { csrf_token: string };
   const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
