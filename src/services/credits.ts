@@ -14,6 +14,7 @@ import type { Debit, UsageLedger } from '../store/shared.ts';
 
 /** The answer header of a reply let through on a soft limit at zero. */
 export const CREDITS_WARNING_HEADER = 'parley-credits-warning';
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 /** How old a cached balance may be before a request refreshes it (in the background). */
 export const BALANCE_REFRESH_MS = 5_000;
 
@@ -45,6 +46,8 @@ export class CreditService {
   private readonly allowances = new Map<string, { version: number; value: TeamAllowance }>();
   /** Teams warned of a soft limit reached, by month: one log line each. */
   private readonly warned = new Map<string, number>();
+  /** The current month (ms), kept: working it out from a Date cost more than the rest of the check. */
+  private month = { start: 0, end: 0 };
 
   constructor(
     private readonly ledger: UsageLedger,
@@ -57,22 +60,32 @@ export class CreditService {
     return (this.opts.now ?? Date.now)();
   }
 
+  /** The first second (Unix seconds) of the current month (UTC). */
+  private period(now = this.now()): number {
+    if (now < this.month.start || now >= this.month.end) {
+      const m = monthOf(now);
+      this.month = { start: m.start * 1000, end: m.end * 1000 };
+    }
+    return this.month.start / 1000;
+  }
+
   /**
    * At a reply's start: the headers of its answer, or a throw (429 `credits_exhausted`) when the team's
    * balance is ≤ 0 and the app's plan has a hard limit. Synchronous once the team's month is cached.
    */
   admit(app: AppT): Record<string, string> | Promise<Record<string, string>> {
-    const period = monthOf(this.now()).start;
+    const now = this.now();
+    const period = this.period(now);
     const c = this.cache.get(app.team_id);
     if (!c || c.period !== period) return this.read(app.team_id, period).then((fresh) => this.judge(app, fresh));
-    if (this.now() - c.readAt >= (this.opts.refreshMs ?? BALANCE_REFRESH_MS)) void this.refresh(app.team_id, c).catch(() => {});
+    if (now - c.readAt >= (this.opts.refreshMs ?? BALANCE_REFRESH_MS)) void this.refresh(app.team_id, c).catch(() => {});
     return this.judge(app, c);
   }
 
   private judge(app: AppT, c: Cached): Record<string, string> {
     const { allowance } = this.allowance(app.team_id);
     const left = allowance - c.debited;
-    if (left > 0) return {};
+    if (left > 0) return NO_HEADERS;
     const month = dateOf(c.period / 86_400).slice(0, 7);
     const end = dateOf(monthOf(c.period * 1000).end / 86_400);
     const said = `balance ${fmt(left)} of ${fmt(allowance)} credits`;
@@ -135,7 +148,7 @@ export class CreditService {
   /** A debit has landed (durable): the cached balance of its team takes it at once. */
   debited(d: Debit): void {
     const c = this.cache.get(d.team_id);
-    if (!c || c.period !== monthOf(this.now()).start) return;
+    if (!c || c.period !== this.period()) return;
     c.debited += d.millicredits;
     if (c.refreshing) c.during += d.millicredits;
   }
