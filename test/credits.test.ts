@@ -439,4 +439,18 @@ describe('D-74: the cached balance', () => {
     const b = await credits.balance('team_a');
     assert.deepEqual([b.period_start, b.period_end], [Date.UTC(2026, 11, 1) / 1000, Date.UTC(2027, 0, 1) / 1000]);
   });
+  test('replies arriving during the first read wait for it; a debit landing meanwhile is kept', async () => {
+    let release: (n: number) => void = () => {};
+    const ledger: UsageLedger = { ...fakeLedger(new Map()), debited: () => new Promise<number>((r) => (release = r)) };
+    const credits = new CreditService(ledger, tenants(plan('hard', 1)), pino({ level: 'silent' }));
+    const first = credits.admit(app);
+    const second = credits.admit(app);
+    assert.ok(first instanceof Promise && second instanceof Promise, 'both wait for the one read');
+    await credits.meter().record('app_a', 'response', 'resp_1', usage(1000));
+    release(0);
+    // The store's sum (read before the debit landed) is 0; the debit is kept beside it.
+    await assert.rejects(first, { code: 'credits_exhausted' });
+    await assert.rejects(second, { code: 'credits_exhausted' });
+    assert.throws(() => credits.admit(app), { code: 'credits_exhausted' }, 'and stays, from memory');
+  });
 });

@@ -76,10 +76,18 @@ export class CreditService {
   admit(app: AppT): Record<string, string> | Promise<Record<string, string>> {
     const now = this.now();
     const period = this.period(now);
-    const c = this.cache.get(app.team_id);
-    if (!c || c.period !== period) return this.read(app.team_id, period).then((fresh) => this.judge(app, fresh));
-    if (now - c.readAt >= (this.opts.refreshMs ?? BALANCE_REFRESH_MS)) void this.refresh(app.team_id, c).catch(() => {});
-    return this.judge(app, c);
+    let c = this.cache.get(app.team_id);
+    if (!c || c.period !== period) {
+      // The team's first reply here, or the month's: its debits are read from the store (once; the
+      // replies that come meanwhile wait for the same read, and debits landing meanwhile are kept).
+      c = { period, debited: 0, readAt: 0, during: 0 };
+      this.cache.set(app.team_id, c);
+      void this.refresh(app.team_id, c);
+    }
+    const cached = c;
+    if (cached.readAt === 0) return cached.refreshing!.then(() => this.judge(app, cached));
+    if (now - cached.readAt >= (this.opts.refreshMs ?? BALANCE_REFRESH_MS)) void this.refresh(app.team_id, cached);
+    return this.judge(app, cached);
   }
 
   private judge(app: AppT, c: Cached): Record<string, string> {
@@ -105,17 +113,7 @@ export class CreditService {
     return { [CREDITS_WARNING_HEADER]: `credits exhausted for ${month} (${said}); the plan's limit is soft, so this reply runs` };
   }
 
-  /** The team's month, read from the store (the first request of a team, or of a new month). */
-  private async read(teamId: string, period: number): Promise<Cached> {
-    const c: Cached = { period, debited: 0, readAt: 0, during: 0 };
-    await this.refresh(teamId, c);
-    const had = this.cache.get(teamId);
-    // Two first requests at once: the later read keeps the debits the earlier entry took meanwhile.
-    if (had && had.period === period) return had;
-    this.cache.set(teamId, c);
-    return c;
-  }
-
+  /** Reads the team's month from the store; never throws (a failed read keeps the last sum, and is logged). */
   private refresh(teamId: string, c: Cached): Promise<void> {
     c.refreshing ??= (async () => {
       c.during = 0;
