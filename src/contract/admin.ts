@@ -132,6 +132,9 @@ export const AuditEntry = z.object({
   changes: z.record(z.string(), z.tuple([z.unknown(), z.unknown()])),
 });
 
+/** D-74: the header of a reply let through on a soft-limit plan at zero credits (on /v1 and /widget/v1). */
+export const CREDITS_WARNING_HEADER = 'parley-credits-warning';
+
 /** D-74: one app's usage on one UTC day (days without usage are absent). */
 export const UsageDay = z.object({
   app_id: z.string(),

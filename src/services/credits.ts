@@ -5,6 +5,7 @@
 // to it as they land, and a read older than `refreshMs` is refreshed in the background, so that the
 // other instances' debits are seen within about that long.
 import type { Logger } from 'pino';
+import { CREDITS_WARNING_HEADER } from '../contract/admin.ts';
 import type { UsageT } from '../contract/index.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 import { allowanceOf, creditsOf, dateOf, millicreditsOf, monthOf, type TeamAllowance } from '../core/credits.ts';
@@ -12,8 +13,6 @@ import type { AppT, Tenants } from '../core/tenants.ts';
 import { apiError } from '../http/errors.ts';
 import type { Debit, UsageLedger } from '../store/shared.ts';
 
-/** The answer header of a reply let through on a soft limit at zero. */
-export const CREDITS_WARNING_HEADER = 'parley-credits-warning';
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 /** How old a cached balance may be before a request refreshes it (in the background). */
 export const BALANCE_REFRESH_MS = 5_000;
