@@ -36,6 +36,7 @@ import { KeyService } from './services/admin/keys.ts';
 import { AppAdminService } from './services/admin/apps.ts';
 import { MemberService } from './services/admin/members.ts';
 import { hashCostRefusal } from './services/admin/passwords.ts';
+import { CreditService } from './services/credits.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
@@ -114,8 +115,11 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
     const conversations = new ConversationService(store, quota);
-    const responses = new ResponseService(store, agent, usage, logger, quota);
-    const completions = new CompletionService(agent, usage, logger);
+    // D-74: every reply's usage record carries its team's debit; the balance is checked at a reply's start.
+    const credits = new CreditService(usage, tenants, logger);
+    const metered = credits.meter();
+    const responses = new ResponseService(store, agent, metered, logger, quota);
+    const completions = new CompletionService(agent, metered, logger);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
     const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
     // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
@@ -125,14 +129,16 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
-    const admin = adminSurface(backend.control, agent, opts);
+    const admin = adminSurface(backend.control, agent, credits, opts);
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
       admin,
+      credits,
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
+        credits,
         gate: new WidgetGate({
           tenants,
           auth,
@@ -205,12 +211,18 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, agent: AgentRuntime, o: Pick<Config, 'passwordHashCost' | 'publicUrl'>) {
+function adminSurface(
+  control: ControlPlane,
+  agent: AgentRuntime,
+  credits: CreditService,
+  o: Pick<Config, 'passwordHashCost' | 'publicUrl'>,
+) {
   const accounts = new AccountService(control, o.passwordHashCost);
   const routes = adminRoutes({
     control,
     accounts,
     keys: new KeyService(control),
+    credits,
     apps: new AppAdminService(control, agent),
     members: new MemberService(control, { hashCost: o.passwordHashCost }),
     publicUrl: o.publicUrl,

@@ -40,6 +40,11 @@ const ROUTES: Record<string, Row> = {
     otherTeam: { path: '/keys/key_other_secret/revoke', param: 'key_id' },
   },
   'GET /audit': { lists: { path: '/audit?limit=100', never: ['other.team.action'] } },
+  'GET /credits': { viewer: { path: '/credits', expect: 'allowed' } },
+  'GET /usage': {
+    viewer: { path: '/usage', expect: 'allowed' },
+    otherTeam: { path: '/usage?app_id=app_other', param: 'app_id' },
+  },
   'GET /apps': { lists: { path: '/apps', never: ['app_other'] } },
   'POST /apps': { viewer: { path: '/apps', body: { name: 'x' }, expect: 403 } },
   'GET /apps/:app_id': { otherTeam: { path: '/apps/app_other', param: 'app_id' } },

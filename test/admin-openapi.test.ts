@@ -79,7 +79,7 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
     const admin = bearer(await client.token(DEMO_ADMIN.email, DEMO_ADMIN.password));
     const get = async (path: string, template = path) =>
       conforms('GET', template, 200, (await client.call('GET', path, undefined, admin)).body);
-    for (const path of ['/keys', '/apps', '/members', '/tokens', '/audit']) await get(path);
+    for (const path of ['/keys', '/apps', '/members', '/tokens', '/audit', '/credits', '/usage']) await get(path);
     await get('/apps/app_demo', '/apps/{app_id}');
     const added = await client.call('POST', '/members', { email: 'doc@demo.example', role: 'viewer' }, admin);
     conforms('POST', '/members', 200, added.body);

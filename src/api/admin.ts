@@ -14,6 +14,8 @@ import { type ControlPlane, SESSION_MAX_AGE_MS } from '../store/control.ts';
 import { type AdminRoute, listOf, originOf } from './admin-common.ts';
 import { adminAppRoutes } from './admin-apps.ts';
 import { adminMemberRoutes } from './admin-members.ts';
+import type { CreditService } from '../services/credits.ts';
+import { usageRoutes } from './admin-usage.ts';
 
 export const ADMIN_BASE_PATH = '/admin/v1';
 export { type AdminContext, type AdminRoute, listOf, originOf } from './admin-common.ts';
@@ -28,6 +30,8 @@ export interface AdminRouteOptions {
   members: MemberService;
   /** D-65: Parley's public address behind a proxy (links, and cookies' `Secure` when https); null: the request's own. */
   publicUrl: string | null;
+  /** D-74: the team's usage and credits. */
+  credits: CreditService;
   /** D-67: cookies are `Secure` when the public URL is https. */
   secureCookies: boolean;
 }
@@ -100,6 +104,7 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
   const { control, accounts, keys } = o;
   return [
     ...sessionRoutes(o),
+    ...usageRoutes(o),
     {
       method: 'GET',
       pattern: '/tokens',

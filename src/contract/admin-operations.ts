@@ -16,6 +16,7 @@ import {
   ApiKeyCreated,
   AuditEntry,
   AuditQuery,
+  CreditBalance,
   ChangePasswordRequest,
   CreateAccessTokenRequest,
   CreateAppRequest,
@@ -26,6 +27,8 @@ import {
   SignInRequest,
   UpdateAppRequest,
   UpdateMemberRequest,
+  UsageQuery,
+  UsageReport,
 } from './admin.ts';
 import { ReferenceErrorBody } from './errors.ts';
 
@@ -47,6 +50,8 @@ export const RESPONSES = {
   AuditEntry,
   AuditEntryList: listOf(AuditEntry),
   Deletion: AdminDeletion,
+  CreditBalance,
+  UsageReport,
   Error: ReferenceErrorBody,
 } as const;
 export const REQUESTS = {
@@ -173,6 +178,22 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
     summary: "D-75 The team's audit log, newest first",
     query: AuditQuery,
     ok: 'AuditEntryList',
+  },
+  {
+    method: 'get',
+    pattern: '/credits',
+    operationId: 'getCredits',
+    summary: "D-74 The team's credit balance this month",
+    ok: 'CreditBalance',
+  },
+  {
+    method: 'get',
+    pattern: '/usage',
+    operationId: 'getUsage',
+    summary: 'D-74 Usage and credits per app per UTC day, with the balance',
+    query: UsageQuery,
+    ok: 'UsageReport',
+    extra: ['404'],
   },
   { method: 'get', pattern: '/apps', operationId: 'listApps', summary: "D-71 The team's apps", ok: 'AppList' },
   {
