@@ -35,7 +35,7 @@ import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { AppAdminService } from './services/admin/apps.ts';
 import { MemberService } from './services/admin/members.ts';
-import { hashCostRefusal } from './services/admin/passwords.ts';
+import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 
 export interface ParleyOptions extends Partial<Config> {
@@ -90,9 +90,7 @@ export interface Parley {
 export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
   const opts = { ...DEFAULTS, ...definedOnly(given) };
-  // D-66: the same rule as --password-hash-cost's, for those who start Parley from code.
-  const costRefusal = hashCostRefusal(opts.passwordHashCost, process.env);
-  if (costRefusal) throw new Error(costRefusal);
+  assertHashCost(opts.passwordHashCost, process.env);
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
   // D-113: a start that cannot listen leaves nothing behind; the server itself listens only once the store is open.
   await checkListenable(opts.port, opts.host);

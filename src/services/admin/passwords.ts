@@ -23,6 +23,12 @@ export function hashCostRefusal(cost: number, env: Readonly<Record<string, strin
   return undefined;
 }
 
+/** D-66: throws what `hashCostRefusal` says (Parley started from code follows the flag's rule). */
+export function assertHashCost(cost: number, env: Readonly<Record<string, string | undefined>>): void {
+  const refusal = hashCostRefusal(cost, env);
+  if (refusal) throw new Error(refusal);
+}
+
 function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
   // scrypt needs 128·N·r bytes; node's default ceiling (32 MiB) is exactly 2^15 × 8 × 128.
   const maxmem = 256 * 2 ** logN * r;
