@@ -33,6 +33,8 @@ import { adminRoutes } from './api/admin.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
+import { AdminConversationService } from './services/admin/conversations.ts';
+import { DeletedRetention } from './services/retention.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
@@ -107,7 +109,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const tokens = new VisitorTokens(backend.widgetSecret);
     const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
-    const conversations = new ConversationService(store, quota);
+    // D-73: deleted histories kept for the retention, within each app's bound, then purged.
+    const retention = new DeletedRetention(store, quota, opts.deletedRetentionDays, () => tenants.apps.keys());
+    const conversations = new ConversationService(store, quota, retention);
     const responses = new ResponseService(store, agent, usage, logger, quota);
     const completions = new CompletionService(agent, usage, logger);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
@@ -116,13 +120,21 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     if (store.sweepMs) responses.sweep(store.sweepMs);
+    const purged = await retention.start((err) =>
+      logger.warn({ err: err.message }, 'the sweep of deleted histories failed; the next one tries again'),
+    );
+    if (purged > 0) logger.info({ count: purged }, 'deleted histories past their retention purged');
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
+      admin: adminSurface(
+        backend.control,
+        given.passwordHashCost ?? PRODUCTION_COST,
+        new AdminConversationService(store, backend.control, retention),
+      ),
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
@@ -180,6 +192,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();
           await responses.stopSweeping();
+          await retention.stop();
           await backend.close();
           await flushLog(LOG_FLUSH_MS);
         })()),
@@ -191,9 +204,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number) {
+function adminSurface(control: ControlPlane, hashCost: number, conversations: AdminConversationService) {
   const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }), accounts };
+  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false, conversations }), accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

@@ -10,6 +10,7 @@ import type { ItemT } from '../../contract/index.ts';
 import { migrate } from './migrate.ts';
 import { isConnectionLoss, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
+import { PgAdminConversations } from './admin-conversations.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
@@ -75,7 +76,7 @@ const CONNECTING = {
   connect_timeout: 5,
 };
 
-const SELECT_ROW =
+export const SELECT_ROW =
   'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
 
 export class PgStore implements Store {
@@ -89,6 +90,8 @@ export class PgStore implements Store {
   private readonly turns = new KeyedQueue();
   /** Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts. */
   readonly responses: PgResponses;
+  /** D-73: the team's view of the conversations, and the purge of deleted histories. */
+  readonly admin: PgAdminConversations;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
   readonly sweepMs = LEASE_MS;
 
@@ -106,6 +109,7 @@ export class PgStore implements Store {
       ...{ onnotify: (channel: string, payload: string) => this.responses.notified(channel, payload) },
     });
     this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
+    this.admin = new PgAdminConversations(this.sql, this.turns);
   }
 
   async open(): Promise<void> {
@@ -256,14 +260,9 @@ export class PgStore implements Store {
     const generated = next.generated_title !== undefined ? JSON.stringify(next.generated_title) : current.generated_title;
     const metadata = Object.hasOwn(next, 'metadata') && next.metadata !== undefined ? JSON.stringify(next.metadata) : current.metadata;
     const count = next.message_count ?? was.message_count;
-    // D-27: a deleted conversation's history is never served again: it goes, freeing its quota.
-    const dropping = deleted !== null && was.deleted_at === null;
-    if (dropping) {
-      await tx`DELETE FROM items WHERE conversation_id = ${current.id}`;
-      await tx`DELETE FROM responses WHERE conversation_id = ${current.id}`;
-    }
-    const bytes = dropping ? 0 : Number(current.history_bytes) + (history?.bytes ?? 0);
-    const items = dropping ? 0 : current.item_count + (history?.items ?? 0);
+    // D-73 (revising D-27): a delete keeps the history, outside the quota, until it is purged (admin-conversations.ts).
+    const bytes = Number(current.history_bytes) + (history?.bytes ?? 0);
+    const items = current.item_count + (history?.items ?? 0);
     const lastAt = history ? history.lastAt : Number(current.last_item_at);
     // D-24, D-27: the app's stats row changes in the same transaction (locked only when it changes:
     // a rename leaves it alone).
@@ -296,7 +295,7 @@ export class PgStore implements Store {
       const row = await this.sql.begin(async (tx) => {
         const current = await this.locked(tx, save.conversationId);
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
-        // Deleted while the response ran: its history is gone and is not started again.
+        // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
         if (current.deleted_at !== null) return current;
         // D-38 across instances: an instance that only looked dead had its response taken over and
         // saved `interrupted` by another; a response is saved once, by whichever save lands first.

@@ -58,7 +58,7 @@ export class FilePort implements DataPort {
       // A copy: the walk awaits each history, and nothing else writes while the LOCK is ours.
       const records = [...(await this.store.conversationsOf(app))];
       for (const r of records) {
-        // D-27: a deleted conversation's history is gone.
+        // D-73: a deleted conversation's history is not exported (kept or purged, an import shows it purged).
         const file = r.deleted_at === null ? await this.store.readHistory(r.id) : { items: [], responses: [] };
         counts.conversations++;
         counts.items += file.items.length;
