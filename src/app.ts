@@ -30,6 +30,7 @@ import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
 import { adminRoutes } from './api/admin.ts';
+import { adminConversationRoutes } from './api/admin-conversations.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
@@ -206,7 +207,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 /** The admin surface (docs/control-plane.md) over the control plane. */
 function adminSurface(control: ControlPlane, hashCost: number, conversations: AdminConversationService) {
   const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false, conversations }), accounts };
+  const routes = [
+    ...adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }),
+    // D-73: the team's conversations (their own file: it imports admin.ts's route type and origin).
+    ...adminConversationRoutes(conversations),
+  ];
+  return { routes, accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

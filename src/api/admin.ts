@@ -9,8 +9,6 @@ import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/surface.ts';
 import { type AccountService, memberView, type Origin } from '../services/admin/accounts.ts';
 import type { KeyService } from '../services/admin/keys.ts';
-import type { AdminConversationService } from '../services/admin/conversations.ts';
-import { adminConversationRoutes } from './admin-conversations.ts';
 import { type ControlPlane, SESSION_MAX_AGE_MS } from '../store/control.ts';
 
 export const ADMIN_BASE_PATH = '/admin/v1';
@@ -31,8 +29,6 @@ export interface AdminRouteOptions {
   keys: KeyService;
   /** D-67: cookies are `Secure` when the public URL is https. */
   secureCookies: boolean;
-  /** D-73: the team's conversations (none: their routes are not served, for tests of the rest). */
-  conversations?: AdminConversationService;
 }
 
 export function originOf(ctx: Pick<Exchange, 'req' | 'requestId'>): Origin {
@@ -179,6 +175,5 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
         },
       },
     },
-    ...(o.conversations ? adminConversationRoutes(o.conversations) : []),
   ];
 }

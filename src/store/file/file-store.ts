@@ -125,10 +125,7 @@ export class FileStore implements Store {
 
   private async load(): Promise<void> {
     const unfinished = await replayJournal(this.journal, this.index, this.claims);
-    await sweepDataDir(this.dataDir, this.journal.file, (id) => {
-      const r = this.index.records.get(id);
-      return r !== undefined && (r.purged_at === null || 'purged');
-    });
+    await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {
       journal: this.journal,
       index: this.index,
@@ -367,8 +364,10 @@ export class FileStore implements Store {
     await Promise.all(
       entries.map(({ record }) => {
         const b = sizes.get(record.id) ?? 0;
-        return this.journal.append(b > 0 ? { t: 'conv', v: record, b } : { t: 'conv', v: record }, (where) =>
-          this.index.add(this.index.fromRecord(record, where, b)),
+        // D-73: a deleted conversation imported with its history keeps it; without one it reads as purged.
+        const kept = b > 0 && record.deleted_at !== null ? { purged_at: null } : {};
+        return this.journal.append(b > 0 ? { t: 'conv', v: record, b, ...kept } : { t: 'conv', v: record }, (where) =>
+          this.index.add(this.index.fromRecord(record, where, b, b > 0 ? null : undefined)),
         );
       }),
     );

@@ -117,7 +117,11 @@ class Replay {
  * conversations (a crash between the purge's journal line and the file's removal, D-73), and refuses
  * to start if a history file has no record in the journal, which has then lost lines (D-25).
  */
-export async function sweepDataDir(dataDir: string, journalFile: string, isKnown: (id: string) => boolean | 'purged'): Promise<void> {
+export async function sweepDataDir(dataDir: string, journalFile: string, index: ConversationIndex): Promise<void> {
+  const isKnown = (id: string) => {
+    const r = index.records.get(id);
+    return r !== undefined && (r.purged_at === null || 'purged');
+  };
   const root = path.join(dataDir, 'conversations');
   const orphans: string[] = [];
   const scan = async (dir: string, isShard: boolean) => {
