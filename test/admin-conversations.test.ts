@@ -1,13 +1,13 @@
 // D-73 on the file store: the admin surface's conversations (test/support/admin-conversations-suite.ts),
 // and what only the file store does: a journal written before D-73 (a delete without `purged_at`)
 // reads as purged; a compaction keeps a kept history and its metadata; a history file left by a crash
-// after its purge's journal line is removed at start.
+// after its purge's journal line is removed at start; an export carries a kept history, not a purged one.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
-import { adminConversationsSuite, adminHarness } from './support/admin-conversations-suite.ts';
+import { adminConversationsSuite, adminHarness, exportKeepsWhatIsKept } from './support/admin-conversations-suite.ts';
 import { tempDir } from './support/helpers.ts';
 import { record, save } from './support/store-suite.ts';
 
@@ -88,4 +88,9 @@ test('D-73: a history file left behind by a purge (a crash after its journal lin
   } finally {
     await store.close();
   }
+});
+
+test('D-73: an export carries a kept history, imported kept; a purged one comes empty (no metadata) and is imported purged', async () => {
+  const dir = await tempDir();
+  await exportKeepsWhatIsKept({ dataDir: dir }, () => new FileStore({ dataDir: dir }));
 });

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import postgres from 'postgres';
 import { migrate, MIGRATIONS } from '../../src/store/pg/migrate.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
-import { adminConversationsSuite, adminHarness } from '../support/admin-conversations-suite.ts';
+import { adminConversationsSuite, adminHarness, exportKeepsWhatIsKept } from '../support/admin-conversations-suite.ts';
 import { tempDir } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { record, save } from '../support/store-suite.ts';
@@ -70,4 +70,9 @@ test('two instances sweeping at once purge each deleted history once', async () 
     await a.close();
     await b.close();
   }
+});
+
+test('D-73: an export carries a kept history, imported kept into PostgreSQL; a purged one is imported purged', async () => {
+  const url = await freshDatabase();
+  await exportKeepsWhatIsKept({ databaseUrl: url }, () => new PgStore({ url, max: 2 }));
 });

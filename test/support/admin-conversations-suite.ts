@@ -7,8 +7,12 @@ import { after, before, describe, test } from 'node:test';
 import { AdminConversation, AdminConversationDetail } from '../../src/contract/admin-conversations.ts';
 import { listOf } from '../../src/contract/admin.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
+import { FileStore } from '../../src/store/file/file-store.ts';
+import { openDataPort } from '../../src/store/port/index.ts';
+import type { Store } from '../../src/store/types.ts';
 import { draft } from './control-suite.ts';
 import { APP, startTestServer, type TestServer, tempDir } from './helpers.ts';
+import { record, save } from './store-suite.ts';
 
 interface Answer {
   status: number;
@@ -286,4 +290,58 @@ export function adminConversationsSuite(
       }
     });
   });
+}
+
+/** D-73: exports a file store holding a kept and a purged conversation, imports it at `where`, and checks what `open` reads. */
+export async function exportKeepsWhatIsKept(where: { dataDir: string } | { databaseUrl: string }, open: () => Store): Promise<void> {
+  const source = await tempDir();
+  const store = new FileStore({ dataDir: source });
+  await store.open();
+  try {
+    await store.putConversation(record('conv_x1', { seq: 1, metadata: { keep: 1 } }));
+    await store.putConversation(record('conv_x2', { seq: 2, metadata: { drop: 1 } }));
+    for (const id of ['conv_x1', 'conv_x2']) {
+      await store.saveResponse(save(id, `resp_${id}`));
+      await store.updateConversation(id, (r) => ({ ...r!, deleted_at: 1_700_000_000 }));
+    }
+    await store.admin.trimKept('app_demo', 0, 1_700_000_100);
+    assert.equal((await store.admin.get('conv_x2'))!.purgedAt, 1_700_000_100);
+    await store.putConversation(record('conv_x3', { seq: 3, metadata: { keep: 3 } }));
+    await store.saveResponse(save('conv_x3', 'resp_x3'));
+    await store.updateConversation('conv_x3', (r) => ({ ...r!, deleted_at: 1_700_000_200 }));
+  } finally {
+    await store.close();
+  }
+  const lines: string[] = [];
+  const port = await openDataPort({ dataDir: source });
+  try {
+    for await (const line of port.export()) lines.push(line);
+  } finally {
+    await port.close();
+  }
+  const exported = new Map(
+    lines
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.type === 'conversation')
+      .map((l) => [l.record.id, l] as const),
+  );
+  assert.deepEqual([exported.get('conv_x2').items, exported.get('conv_x2').record.metadata], [[], {}]);
+  assert.deepEqual([exported.get('conv_x3').items.length > 0, exported.get('conv_x3').record.metadata], [true, { keep: 3 }]);
+  const p = await openDataPort(where);
+  try {
+    await p.import(async function* () {
+      yield* lines;
+    });
+  } finally {
+    await p.close();
+  }
+  const s = open();
+  await s.open();
+  try {
+    assert.equal((await s.admin.get('conv_x3'))!.purgedAt, null, 'kept');
+    assert.equal((await s.readHistory('conv_x3')).responses.length, 1);
+    assert.equal((await s.admin.get('conv_x2'))!.purgedAt, 1_700_000_000, 'purged (at its deletion: the file says no more)');
+  } finally {
+    await s.close();
+  }
 }
