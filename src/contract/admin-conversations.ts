@@ -19,7 +19,7 @@ export const AdminConversation = ReferenceConversation.extend({
   /** §3: a soft delete's time; null while live. */
   deleted_at: nullableTime,
   history: HistoryState,
-  /** When a kept history is purged at the latest (deleted_at + the retention); null unless `kept`. */
+  /** When a kept history's retention ends (deleted_at + the retention; the next sweep purges it); null unless `kept`. */
   history_purge_at: nullableTime,
   /** When the history was purged; null unless `purged`. */
   history_purged_at: nullableTime,

@@ -24,7 +24,7 @@ export class DeletedRetention {
     private readonly now: () => number = unixNow,
   ) {}
 
-  /** When a history deleted at `deletedAt` is purged at the latest. */
+  /** When the retention of a history deleted at `deletedAt` ends (the next sweep purges it, or a bound earlier). */
   purgeAt(deletedAt: number): number {
     return deletedAt + this.days * 86_400;
   }

@@ -45,7 +45,7 @@ test('migration 6: a conversation deleted before it reads as purged at its delet
   }
 });
 
-test('two instances sweeping at once purge each deleted history once', async () => {
+test('two instances sweeping at once purge each deleted history once; the kept bytes stay exact', async () => {
   const url = await freshDatabase();
   const [a, b] = [new PgStore({ url, max: 4 }), new PgStore({ url, max: 4 })];
   await a.open();
@@ -57,6 +57,10 @@ test('two instances sweeping at once purge each deleted history once', async () 
       await a.saveResponse(save(id, `resp_s${i}`));
       await a.updateConversation(id, (r) => ({ ...r!, deleted_at: 1_700_000_000 + i }));
     }
+    // The stats row keeps the kept bytes (the bound's check, D-73) as a count over the rows says.
+    const [sum] = await a.sql<{ n: string }[]>`
+      SELECT sum(256 + octet_length(metadata) + history_bytes) AS n FROM conversations WHERE deleted_at IS NOT NULL AND purged_at IS NULL`;
+    assert.equal(await b.admin.keptBytes('app_demo'), Number(sum!.n));
     const [na, nb] = await Promise.all([
       a.admin.purgeDeleted(1_800_000_000, 1_800_000_000),
       b.admin.purgeDeleted(1_800_000_000, 1_800_000_001),

@@ -73,7 +73,8 @@ export class PgAdminConversations implements AdminConversations {
       const [row] = await this.sql.unsafe<Row[]>(
         `WITH c AS (UPDATE conversations SET deleted_at = NULL WHERE id = $1 AND deleted_at IS NOT NULL AND purged_at IS NULL
                     RETURNING ${COLUMNS}, ${KEPT_BYTES} AS bytes),
-              s AS (UPDATE app_stats SET bytes = app_stats.bytes + c.bytes FROM c WHERE app_stats.app_id = c.app_id)
+              s AS (UPDATE app_stats SET bytes = app_stats.bytes + c.bytes, kept_bytes = app_stats.kept_bytes - c.bytes
+                    FROM c WHERE app_stats.app_id = c.app_id)
          SELECT ${COLUMNS} FROM c`,
         [id],
       );
@@ -98,6 +99,8 @@ export class PgAdminConversations implements AdminConversations {
   }
 
   async trimKept(appId: string, maxBytes: number, now: number): Promise<number> {
+    // The app's stats row says at once whether there is anything to do (the common case of a delete).
+    if ((await this.keptBytes(appId)) <= maxBytes) return 0;
     // Newest deletion first: what fits within the bound stays, the older rest is purged.
     const rows = await this.sql.unsafe<{ id: string; bytes: string }[]>(
       `SELECT id, ${KEPT_BYTES} AS bytes FROM conversations WHERE app_id = $1 AND deleted_at IS NOT NULL AND purged_at IS NULL
@@ -119,18 +122,20 @@ export class PgAdminConversations implements AdminConversations {
   }
 
   async keptBytes(appId: string): Promise<number> {
-    const [row] = await this.sql.unsafe<{ bytes: string }[]>(
-      `SELECT COALESCE(sum(${KEPT_BYTES}), 0) AS bytes FROM conversations WHERE app_id = $1 AND deleted_at IS NOT NULL AND purged_at IS NULL`,
-      [appId],
-    );
+    const [row] = await this.sql<{ bytes: string }[]>`SELECT kept_bytes AS bytes FROM app_stats WHERE app_id = ${appId}`;
     return Number(row?.bytes ?? 0);
   }
 
-  /** Purges the conversations `select` locks (skipping those another instance holds): history, metadata, in one statement. */
+  /**
+   * Purges the conversations `select` locks (skipping those another instance holds): history and
+   * metadata, and their apps' kept bytes, in one statement.
+   */
   private async purge(select: string, params: unknown[], now: number): Promise<number> {
     const at = `$${params.length + 1}`;
     const rows = await this.sql.unsafe<{ id: string }[]>(
       `WITH v AS (${select}),
+            b AS (SELECT app_id, sum(${KEPT_BYTES}) AS bytes FROM conversations WHERE id IN (SELECT id FROM v) GROUP BY app_id),
+            s AS (UPDATE app_stats SET kept_bytes = app_stats.kept_bytes - b.bytes FROM b WHERE app_stats.app_id = b.app_id),
             i AS (DELETE FROM items WHERE conversation_id IN (SELECT id FROM v)),
             r AS (DELETE FROM responses WHERE conversation_id IN (SELECT id FROM v))
        UPDATE conversations SET purged_at = ${at}, metadata = '{}', history_bytes = 0, item_count = 0

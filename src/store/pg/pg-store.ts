@@ -41,11 +41,17 @@ export interface PgStoreOptions {
 interface Row extends ConversationRow {
   item_count: number;
   last_item_at: string;
+  purged_at: string | null;
 }
 
 /** D-27: what a conversation counts in its app's quota: its record's overhead, its metadata and its history; nothing once deleted. */
 function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number): number {
   return deletedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
+}
+
+/** D-73: what a deleted conversation keeps until its purge, counted as the quota counts a live one. */
+function keptBytes(deletedAt: unknown, purgedAt: unknown, metadata: string, historyBytes: number): number {
+  return deletedAt === null || purgedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
 }
 
 /**
@@ -57,12 +63,13 @@ export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readon
   const only = appIds ?? null;
   if (only) await sql`SELECT app_id FROM app_stats WHERE app_id = ANY(${only as string[]}) ORDER BY app_id FOR UPDATE`;
   await sql`
-    INSERT INTO app_stats (app_id, conversations, messages, users, bytes)
+    INSERT INTO app_stats (app_id, conversations, messages, users, bytes, kept_bytes)
     SELECT app_id, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
-           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
+           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0),
+           COALESCE(sum(CASE WHEN deleted_at IS NOT NULL AND purged_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
     FROM conversations WHERE ${only === null} OR app_id = ANY(${(only ?? []) as string[]}) GROUP BY app_id
     ON CONFLICT (app_id) DO UPDATE SET conversations = EXCLUDED.conversations, messages = EXCLUDED.messages,
-      users = EXCLUDED.users, bytes = EXCLUDED.bytes`;
+      users = EXCLUDED.users, bytes = EXCLUDED.bytes, kept_bytes = EXCLUDED.kept_bytes`;
 }
 
 /**
@@ -77,7 +84,7 @@ const CONNECTING = {
 };
 
 export const SELECT_ROW =
-  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
+  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
 
 export class PgStore implements Store {
   readonly sql: Sql;
@@ -268,11 +275,15 @@ export class PgStore implements Store {
     // a rename leaves it alone).
     const messages = count - was.message_count;
     const quota = quotaBytes(deleted, metadata, bytes) - quotaBytes(was.deleted_at, current.metadata, Number(current.history_bytes));
+    const kept =
+      keptBytes(deleted, current.purged_at, metadata, bytes) -
+      keptBytes(was.deleted_at, current.purged_at, current.metadata, Number(current.history_bytes));
     const [row] = await tx.unsafe<Row[]>(
-      `WITH stats AS (UPDATE app_stats SET messages = messages + $10, bytes = bytes + $11 WHERE app_id = $12 AND ($10 <> 0 OR $11 <> 0))
+      `WITH stats AS (UPDATE app_stats SET messages = messages + $10, bytes = bytes + $11, kept_bytes = kept_bytes + $13
+                      WHERE app_id = $12 AND ($10 <> 0 OR $11 <> 0 OR $13 <> 0))
        UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
          history_bytes = $7, item_count = $8, last_item_at = $9 WHERE id = $1 RETURNING ${SELECT_ROW}`,
-      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id],
+      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id, kept],
     );
     return row!;
   }
