@@ -434,6 +434,9 @@ export function storeSuite(name: string, h: StoreHarness): void {
           await s.store.updateConversation(id, (x) => ({ ...x!, deleted_at: 1_700_000_100 + i * 100 }));
         }
         const each = (await s.store.admin.keptBytes('app_demo')) / 4;
+        // A deletion given another time stays a kept one (only a purge purges).
+        await s.store.updateConversation('conv_p4', (x) => ({ ...x!, deleted_at: 1_700_000_450 }));
+        assert.deepEqual([(await s.store.admin.get('conv_p4'))!.purgedAt, await s.store.admin.keptBytes('app_demo')], [null, each * 4]);
         assert.equal(await s.store.admin.purgeDeleted(1_700_000_100, 1_700_001_000), 1);
         assert.equal(await s.store.admin.purgeDeleted(1_700_000_100, 1_700_001_001), 0, 'once');
         const p1 = (await s.store.admin.get('conv_p1'))!;

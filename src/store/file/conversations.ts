@@ -80,7 +80,7 @@ class AppIndex {
 }
 
 /** Where a record of `seq` is or would go in `list` (ascending by seq; O(1) past the end, the usual append). */
-export function seqIndex(list: readonly ConversationRecord[], seq: number): number {
+function seqIndex(list: readonly ConversationRecord[], seq: number): number {
   let lo = 0;
   let hi = list.length;
   if (hi > 0 && list[hi - 1]!.seq < seq) return hi;

@@ -220,8 +220,8 @@ export class FileStore implements Store {
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
       const { f } = this.diff(current, next);
       if (Object.keys(f).length === 0) return current;
-      // D-73 (revising D-27): a delete keeps the history, until it is purged (src/store/file/admin-conversations.ts).
-      if (f.deleted_at != null && current.deleted_at === null) f.purged_at = null;
+      // D-73 (revising D-27): a delete keeps the history until it is purged (file/admin-conversations.ts).
+      if (f.deleted_at != null) f.purged_at = current.deleted_at === null ? null : current.purged_at;
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append({ t: 'set', id, f }, (where) =>
         this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where)),
