@@ -33,6 +33,8 @@ export interface Config {
   publicUrl: string | null;
   /** PASSWORD_HASH_COST: log2 of scrypt's N for new password hashes (D-66; below the production cost only with NODE_ENV=test). */
   passwordHashCost: number;
+  /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
+  deletedRetentionDays: number;
 }
 
 export const DEFAULTS: Config = {
@@ -51,6 +53,7 @@ export const DEFAULTS: Config = {
   storeTimeoutSeconds: 5,
   publicUrl: null,
   passwordHashCost: PRODUCTION_COST,
+  deletedRetentionDays: 30,
 };
 
 export class ConfigError extends Error {}
@@ -68,6 +71,8 @@ Options (each also read from the environment variable in brackets):
   --database-pool-size <n>  connections to PostgreSQL per instance, 2 to 1000 [DATABASE_POOL_SIZE] (default ${DEFAULTS.databasePoolSize})
   --store-timeout <s>  answer 503 store_unavailable to a request still unanswered after this many
                       seconds while the database is out of reach, 1 to 300 [STORE_TIMEOUT] (default ${DEFAULTS.storeTimeoutSeconds})
+  --deleted-retention-days <n>  days a deleted conversation's history is kept for the team before it is
+                      purged, 0 to 3650 (0: at once) [DELETED_RETENTION_DAYS] (default ${DEFAULTS.deletedRetentionDays})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
@@ -95,6 +100,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-url'?: string;
     'database-pool-size'?: string;
     'store-timeout'?: string;
+    'deleted-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
@@ -113,6 +119,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
+        'deleted-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -167,6 +174,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const passwordHashCost = Number(costText);
   const costRefusal = hashCostRefusal(passwordHashCost, env);
   if (costRefusal) throw new ConfigError(costRefusal);
+  const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
+  const deletedRetentionDays = Number(retentionText);
+  if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
+    throw new ConfigError(`DELETED_RETENTION_DAYS must be an integer from 0 to 3650 days (got ${JSON.stringify(retentionText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -183,6 +194,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     storeTimeoutSeconds,
     publicUrl,
     passwordHashCost,
+    deletedRetentionDays,
   };
 }
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { adminClient, bearer, DEMO_ADMIN, seedMember, TEST_HASH_COST } from './support/admin-client.ts';
 import { draft } from './support/control-suite.ts';
-import { startTestServer, type TestServer } from './support/helpers.ts';
+import { OTHER_TEAM_KEY, startTestServer, type TestServer } from './support/helpers.ts';
 
 interface Row {
   /** Signing in, accepting an invitation: no credential, so neither check applies. */
@@ -20,6 +20,12 @@ interface Row {
 }
 
 const OTHER_TOKEN = 'tok_other_team_test';
+/** Filled in `before`: a conversation of the other team's app (made through /v1). */
+const OTHER_CONV = '{other_conv}';
+/** D-107: the fixtures' conversation of app_inactive (the demo team's). */
+const SEEDED_CONV = 'conv_5eed00000000000000000001';
+let otherConv = '';
+const filled = (path: string) => path.replace(OTHER_CONV, otherConv);
 
 /** Every route of /admin/v1, by `METHOD pattern`. */
 const ROUTES: Record<string, Row> = {
@@ -51,6 +57,17 @@ const ROUTES: Record<string, Row> = {
   'PATCH /apps/:app_id': {
     viewer: { path: '/apps/app_demo', body: { name: 'x' }, expect: 403 },
     otherTeam: { path: '/apps/app_other', body: { name: 'x' }, param: 'app_id' },
+  },
+  'GET /apps/:app_id/conversations': {
+    lists: { path: '/apps/app_inactive/conversations?deleted=include', never: [OTHER_CONV] },
+    otherTeam: { path: '/apps/app_other/conversations', param: 'app_id' },
+  },
+  'GET /apps/:app_id/conversations/:conversation_id': {
+    otherTeam: { path: `/apps/app_demo/conversations/${OTHER_CONV}`, param: 'conversation_id' },
+  },
+  'POST /apps/:app_id/conversations/:conversation_id/restore': {
+    viewer: { path: `/apps/app_inactive/conversations/${SEEDED_CONV}/restore`, expect: 403 },
+    otherTeam: { path: `/apps/app_other/conversations/${OTHER_CONV}/restore`, param: 'app_id' },
   },
   'GET /members': { lists: { path: '/members', never: ['mem_other_boss'] } },
   'POST /members': { viewer: { path: '/members', body: { email: 'x@demo.example', role: 'admin' }, expect: 403 } },
@@ -102,6 +119,9 @@ before(async () => {
     });
     return [draft('team_other', 'other.team.action')];
   });
+  const made = await server.call('POST', '/apps/app_other/conversations', {}, { key: OTHER_TEAM_KEY });
+  assert.equal(made.status, 200);
+  otherConv = made.body.id;
   admin = bearer(await client.token(DEMO_ADMIN.email, DEMO_ADMIN.password));
   viewer = bearer(await client.token('viewer@demo.example', 'viewer-password'));
 });
@@ -120,21 +140,22 @@ describe('every admin route, by role and by team (D-65)', () => {
       if (!row.viewer) continue;
       const method = route.split(' ')[0]!;
       const version = server.control.read().version;
-      const r = await client.call(method, row.viewer.path, row.viewer.body, viewer);
+      const r = await client.call(method, filled(row.viewer.path), row.viewer.body, viewer);
       if (row.viewer.expect === 403) {
         assert.deepEqual([r.status, r.body.error.type, r.body.error.code], [403, 'access_denied', 'admin_role_required'], route);
         assert.equal(server.control.read().version, version, `${route}: the refusal changed nothing`);
       } else assert.notEqual(r.status, 403, `${route}: a viewer may (${JSON.stringify(r.body)})`);
     }
     for (const [route, row] of Object.entries(ROUTES))
-      if (row.lists) assert.equal((await client.call('GET', row.lists.path, undefined, viewer)).status, 200, `${route}: a viewer reads`);
+      if (row.lists)
+        assert.equal((await client.call('GET', filled(row.lists.path), undefined, viewer)).status, 200, `${route}: a viewer reads`);
   });
 
   test("another team's resource is 404 naming its parameter, and changes nothing", async () => {
     for (const [route, row] of Object.entries(ROUTES)) {
       if (!row.otherTeam) continue;
       const version = server.control.read().version;
-      const r = await client.call(route.split(' ')[0]!, row.otherTeam.path, row.otherTeam.body, admin);
+      const r = await client.call(route.split(' ')[0]!, filled(row.otherTeam.path), row.otherTeam.body, admin);
       assert.deepEqual([r.status, r.body.error?.type, r.body.error?.param], [404, 'not_found', row.otherTeam.param], route);
       assert.equal(server.control.read().version, version, `${route}: the refusal changed nothing`);
     }
@@ -146,11 +167,11 @@ describe('every admin route, by role and by team (D-65)', () => {
   test("a list never shows another team's resources", async () => {
     for (const [route, row] of Object.entries(ROUTES)) {
       if (!row.lists) continue;
-      const r = await client.call('GET', row.lists.path, undefined, admin);
+      const r = await client.call('GET', filled(row.lists.path), undefined, admin);
       assert.equal(r.status, 200, route);
       assert.ok(r.body.data.length > 0, `${route}: the team's own are listed`);
       const text = JSON.stringify(r.body);
-      for (const id of row.lists.never) assert.ok(!text.includes(id), `${route} shows ${id}`);
+      for (const id of row.lists.never.map(filled)) assert.ok(!text.includes(id), `${route} shows ${id}`);
     }
   });
 });

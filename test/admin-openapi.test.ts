@@ -81,6 +81,12 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
       conforms('GET', template, 200, (await client.call('GET', path, undefined, admin)).body);
     for (const path of ['/keys', '/apps', '/members', '/tokens', '/audit', '/credits', '/usage']) await get(path);
     await get('/apps/app_demo', '/apps/{app_id}');
+    const seeded = '/apps/app_inactive/conversations/conv_5eed00000000000000000001';
+    await get('/apps/app_inactive/conversations?deleted=include', '/apps/{app_id}/conversations');
+    await get(seeded, '/apps/{app_id}/conversations/{conversation_id}');
+    const notDeleted = await client.call('POST', `${seeded}/restore`, undefined, admin);
+    conforms('POST', '/apps/{app_id}/conversations/{conversation_id}/restore', notDeleted.status, notDeleted.body);
+    assert.equal(notDeleted.status, 409);
     const added = await client.call('POST', '/members', { email: 'doc@demo.example', role: 'viewer' }, admin);
     conforms('POST', '/members', 200, added.body);
     const app = await client.call('POST', '/apps', { name: 'Doc', widget: { origins: ['https://a.example'] } }, admin);

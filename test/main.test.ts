@@ -24,6 +24,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       storeTimeoutSeconds: 5,
       publicUrl: null,
       passwordHashCost: 15,
+      deletedRetentionDays: 30,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -55,6 +56,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       storeTimeoutSeconds: 5,
       publicUrl: null,
       passwordHashCost: 15,
+      deletedRetentionDays: 30,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -81,6 +83,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       storeTimeoutSeconds: 5,
       publicUrl: null,
       passwordHashCost: 15,
+      deletedRetentionDays: 30,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
@@ -91,6 +94,14 @@ describe('configuration (flags, then environment, then defaults)', () => {
       assert.throws(
         () => loadConfig([], { STORE_TIMEOUT: bad }),
         (e: Error) => e instanceof ConfigError && /1 to 300/.test(e.message),
+      );
+    // D-73: how long a deleted conversation's history is kept (0: purged at the delete).
+    assert.equal(loadConfig([], { DELETED_RETENTION_DAYS: '0' }).deletedRetentionDays, 0);
+    assert.equal(loadConfig(['--deleted-retention-days', '7'], { DELETED_RETENTION_DAYS: '9' }).deletedRetentionDays, 7);
+    for (const bad of ['-1', '3651', '1.5', 'x'])
+      assert.throws(
+        () => loadConfig([], { DELETED_RETENTION_DAYS: bad }),
+        (e: Error) => e instanceof ConfigError && /0 to 3650/.test(e.message),
       );
   });
 

@@ -6,6 +6,7 @@ import {
   AccessToken,
   AccessTokenCreated,
   AddMemberRequest,
+  AdminConversationsQuery,
   AdminApp,
   AdminDeletion,
   AdminMember,
@@ -30,6 +31,7 @@ import {
   UsageQuery,
   UsageReport,
 } from './admin.ts';
+import { AdminConversation, AdminConversationDetail } from './admin-conversations.ts';
 import { ReferenceErrorBody } from './errors.ts';
 
 /** The resources and requests of the document, by component id. */
@@ -50,6 +52,9 @@ export const RESPONSES = {
   AuditEntry,
   AuditEntryList: listOf(AuditEntry),
   Deletion: AdminDeletion,
+  Conversation: AdminConversation,
+  ConversationList: listOf(AdminConversation),
+  ConversationDetail: AdminConversationDetail,
   CreditBalance,
   UsageReport,
   Error: ReferenceErrorBody,
@@ -76,7 +81,8 @@ export const STATUSES: Record<Status, string> = {
   '403':
     'D-65, D-67: a viewer asked for a change (`admin_role_required`), or a cookie-authenticated write came without its `X-CSRF-Token` (`csrf_failed`).',
   '404': "No such resource in the caller's team (another team's id too).",
-  '409': 'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`).',
+  '409':
+    'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).',
   '429': 'D-69: too many failed sign-ins from this address (`sign_in_throttled`); `Retry-After` says when to try again.',
 };
 
@@ -214,6 +220,30 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
     body: 'UpdateAppRequest',
     ok: 'App',
     adminOnly: true,
+  },
+  {
+    method: 'get',
+    pattern: '/apps/:app_id/conversations',
+    operationId: 'listAppConversations',
+    summary: "D-73 An app's conversations, deleted ones as asked, with their message counts",
+    query: AdminConversationsQuery,
+    ok: 'ConversationList',
+  },
+  {
+    method: 'get',
+    pattern: '/apps/:app_id/conversations/:conversation_id',
+    operationId: 'getAppConversation',
+    summary: 'D-73 A conversation, deleted or not, with its full history and responses',
+    ok: 'ConversationDetail',
+  },
+  {
+    method: 'post',
+    pattern: '/apps/:app_id/conversations/:conversation_id/restore',
+    operationId: 'restoreConversation',
+    summary: 'D-73 Restore a deleted conversation whose history is kept',
+    ok: 'ConversationDetail',
+    adminOnly: true,
+    extra: ['409'],
   },
   { method: 'get', pattern: '/members', operationId: 'listMembers', summary: "D-72 The team's members", ok: 'MemberList' },
   {
