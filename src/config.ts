@@ -28,6 +28,8 @@ export interface Config {
   trustProxy: string | null;
   /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
   storeTimeoutSeconds: number;
+  /** AUDIT_RETENTION_DAYS: D-75's retention of the audit log, applied by both stores at each start. */
+  auditRetentionDays: number;
 }
 
 export const DEFAULTS: Config = {
@@ -44,6 +46,7 @@ export const DEFAULTS: Config = {
   databasePoolSize: 10,
   trustProxy: null,
   storeTimeoutSeconds: 5,
+  auditRetentionDays: 365,
 };
 
 export class ConfigError extends Error {}
@@ -62,6 +65,7 @@ Options (each also read from the environment variable in brackets):
   --store-timeout <s>  answer 503 store_unavailable to a request still unanswered after this many
                       seconds while the database is out of reach, 1 to 300 [STORE_TIMEOUT] (default ${DEFAULTS.storeTimeoutSeconds})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
+  --audit-retention-days <n>  days the audit log keeps an entry, 1 to 3650 [AUDIT_RETENTION_DAYS] (default ${DEFAULTS.auditRetentionDays})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
   --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
@@ -84,6 +88,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-url'?: string;
     'database-pool-size'?: string;
     'store-timeout'?: string;
+    'audit-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
@@ -100,6 +105,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
+        'audit-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -145,6 +151,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const storeTimeoutSeconds = Number(storeText);
   if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
     throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  const auditText = values['audit-retention-days'] ?? fromEnv('AUDIT_RETENTION_DAYS') ?? String(DEFAULTS.auditRetentionDays);
+  const auditRetentionDays = Number(auditText);
+  if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
+    throw new ConfigError(`AUDIT_RETENTION_DAYS must be an integer from 1 to 3650 days (got ${JSON.stringify(auditText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -159,6 +169,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databasePoolSize,
     trustProxy,
     storeTimeoutSeconds,
+    auditRetentionDays,
   };
 }
 

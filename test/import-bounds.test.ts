@@ -181,6 +181,8 @@ describe('D-94: an import applies the API bounds and the target apps, and names 
         items: 4,
         responses: 2,
         usage: 1,
+        control: 0,
+        audit: 0,
       });
       const named = file(() => {}, Object.fromEntries(TARGET)).map((l) => l.replaceAll('_imp', '_imq'));
       assert.equal((await withPort(where, (p) => p.import(from(named), TARGET))).conversations, 2);

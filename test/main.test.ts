@@ -22,6 +22,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      auditRetentionDays: 365,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -51,6 +52,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      auditRetentionDays: 365,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -75,6 +77,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      auditRetentionDays: 365,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
@@ -85,6 +88,14 @@ describe('configuration (flags, then environment, then defaults)', () => {
       assert.throws(
         () => loadConfig([], { STORE_TIMEOUT: bad }),
         (e: Error) => e instanceof ConfigError && /1 to 300/.test(e.message),
+      );
+    // D-75: the audit log's retention, in days.
+    assert.equal(loadConfig([], { AUDIT_RETENTION_DAYS: '30' }).auditRetentionDays, 30);
+    assert.equal(loadConfig(['--audit-retention-days', '7'], { AUDIT_RETENTION_DAYS: '30' }).auditRetentionDays, 7);
+    for (const bad of ['0', '3651', '1.5', 'x'])
+      assert.throws(
+        () => loadConfig([], { AUDIT_RETENTION_DAYS: bad }),
+        (e: Error) => e instanceof ConfigError && /AUDIT_RETENTION_DAYS must be an integer from 1 to 3650/.test(e.message),
       );
   });
 
