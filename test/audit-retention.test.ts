@@ -56,9 +56,8 @@ describe('the audit retention setting (D-75)', () => {
     const databaseUrl = await freshDatabase();
     const dataDir = await tempDir();
     const fixtures = await loadFixtures(FIXTURES_DIR);
-    // The schema first, as a server makes it.
-    await (await startTestServer({ dataDir, databaseUrl })).close();
     await writeOld(async (now) => {
+      // Opening the store creates the schema, as a server's start does.
       const store = new PgStore({ url: databaseUrl, max: 2 });
       await store.open();
       const c = await PgControlPlane.open(store.sql, { fixtures, now });

@@ -77,6 +77,23 @@ describe('without an admin login (D-79)', () => {
     assert.equal(fs.existsSync(path.join(home, 'parley', 'config.json')), false);
   });
 
+  test('--verbose shows the sign-in request without the password, and the token is never shown', async () => {
+    const home = await tempDir();
+    const r = await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin', '--verbose'], {
+      input: `${ADMIN.password}\n`,
+      env: { XDG_CONFIG_HOME: home },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /> POST http:\/\/127\.0\.0\.1:\d+\/admin\/v1\/sessions/);
+    assert.match(r.stderr, /"password":"\[redacted\]"/);
+    const token = JSON.parse(fs.readFileSync(path.join(home, 'parley', 'config.json'), 'utf8')).profiles.default.admin_token;
+    assert.equal(r.stderr.includes(token), false);
+    assert.equal(r.stderr.includes(ADMIN.password), false);
+    const keys = await run(['keys', 'list', '--verbose'], { env: { XDG_CONFIG_HOME: home } });
+    assert.match(keys.stderr, /> authorization: Bearer \[redacted\]/);
+    assert.equal(keys.stderr.includes(token), false);
+  });
+
   test('--password-stdin needs --email', async () => {
     const r = await run(['admin', 'login', '--password-stdin'], { input: 'x\n' });
     assert.equal(r.code, 2);
