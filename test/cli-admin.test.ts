@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { main } from '../cli/main.ts';
 import { checkFormat, checksumOf } from '../src/core/api-keys.ts';
 import { Capture, type CliOptions, cliEnv, runCli, startFakeApi } from './support/cli-helpers.ts';
-import { APP, startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
+import { APP, KEY, startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
 
 const ADMIN = TARGET_JSON.admin as { email: string; password: string };
 
@@ -92,6 +92,26 @@ describe('without an admin login (D-79)', () => {
     const keys = await run(['keys', 'list', '--verbose'], { env: { XDG_CONFIG_HOME: home } });
     assert.match(keys.stderr, /> authorization: Bearer \[redacted\]/);
     assert.equal(keys.stderr.includes(token), false);
+  });
+
+  test('parley login keeps the admin login of the same server, and a profile of one server refuses to sign in to another', async () => {
+    const home = await tempDir();
+    const e = { XDG_CONFIG_HOME: home };
+    assert.equal((await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], { input: ADMIN.password, env: e })).code, 0);
+    const file = path.join(home, 'parley', 'config.json');
+    const token = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.admin_token;
+    const r = await run(['login', '--base-url', server.baseUrl, '--api-key', KEY, '--app', APP], { env: e });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(
+      (({ api_key, admin_token }) => ({ api_key, admin_token }))(JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default),
+      { api_key: KEY, admin_token: token },
+    );
+    const other = await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin', '--base-url', 'http://127.0.0.1:2/v1'], {
+      input: ADMIN.password,
+      env: e,
+    });
+    assert.equal(other.code, 2);
+    assert.match(other.stderr, /profile default is for http:\/\/127\.0\.0\.1:\d+\/v1, not http:\/\/127\.0\.0\.1:2\/v1/);
   });
 
   test('--password-stdin needs --email', async () => {
