@@ -9,8 +9,8 @@ import { ROOT } from './support/cli-helpers.ts';
 import { startTestServer, TARGET_JSON, type TestServer } from './support/helpers.ts';
 
 const ADMIN = TARGET_JSON.admin as { email: string; password: string; base_url?: string };
-/** Folders that are not the project's own text: dependencies, the repository, the tests (which read the target). */
-const SKIP = new Set(['node_modules', '.git', 'test', 'data', 'coverage']);
+/** Folders that are not the project's own text: dependencies, the repository, the tests (which read the target) and their build. */
+const SKIP = new Set(['node_modules', '.git', '.test-build', 'test', 'data', 'coverage', 'test-artifacts']);
 
 function filesWith(needle: string, dir = ROOT): string[] {
   const found: string[] = [];
