@@ -17,6 +17,7 @@ import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
+import { usageCommand } from './commands/usage.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
 
@@ -83,6 +84,7 @@ export function buildProgram(out: Output, session: Session): Command {
     adminCommand(session),
     keysCommand(session),
     auditCommand(session),
+    usageCommand(session),
   ];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));

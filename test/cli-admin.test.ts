@@ -52,11 +52,7 @@ async function atTerminal(args: string[], typed: string): Promise<{ code: number
 
 describe('without an admin login (D-79)', () => {
   test('keys and audit exit 2 with the hint parley admin login, before any request', async () => {
-    for (const args of [
-      ['keys', 'list'],
-      ['keys', 'create', '--type', 'secret', '--name', 'x'],
-      ['audit', 'list'],
-    ]) {
+    for (const args of [['keys', 'list'], ['keys', 'create', '--type', 'secret', '--name', 'x'], ['audit', 'list'], ['usage']]) {
       const r = await run(args, { env: { XDG_CONFIG_HOME: await tempDir() } });
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /not signed in to the admin API/);
@@ -239,6 +235,34 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     const bad = await run(['audit', 'list', '--since', 'yesterday-ish']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /param: since/);
+  });
+
+  test("usage: the team's days and its credits; --json is the admin API's report; --app narrows it; bad dates exit 2", async () => {
+    const c = await server.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' });
+    assert.equal(c.status, 200);
+    const j = await run(['usage', '--json']);
+    assert.equal(j.code, 0, j.stderr);
+    const report = JSON.parse(j.stdout);
+    assert.equal(report.object, 'usage');
+    const today = report.data.find((d: { app_id: string }) => d.app_id === APP);
+    assert.ok(today.requests >= 1 && today.total_tokens > 0);
+    const r = await run(['usage', '--app', APP]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^DATE\s+APP\s+REQUESTS\s+INPUT\s+OUTPUT\s+TOTAL\s+CREDITS/);
+    assert.match(r.stdout, new RegExp(`\\d{4}-\\d{2}-\\d{2}\\s+${APP}\\s+${today.requests}\\s`));
+    assert.match(r.stdout, /\ncredits: [\d.-]+ left of [\d.]+ this month \([\d.]+ used; soft limit;/);
+    // The profile's or the environment's app does not narrow the team's figures: only the flag does.
+    const team = JSON.parse((await run(['usage', '--json'], { env: { PARLEY_APP_ID: 'app_genui' } })).stdout);
+    assert.deepEqual(team.data, report.data);
+    const narrowed = JSON.parse((await run(['usage', '--app', 'app_genui', '--json'])).stdout);
+    assert.ok(narrowed.data.every((d: { app_id: string }) => d.app_id === 'app_genui'));
+    const bad = await run(['usage', '--since', '2026-02-30']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--since: must be a date that exists/);
+    const other = await run(['usage', '--app', 'app_other']);
+    assert.equal(other.code, 1);
+    assert.match(other.stderr, /\(404\).*param: app_id/);
+    assert.match(other.stderr, /request id: \S+/);
   });
 
   test('admin logout revokes the token and forgets it; the commands then need a login again', async () => {
