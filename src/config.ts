@@ -30,6 +30,8 @@ export interface Config {
   storeTimeoutSeconds: number;
   /** AUDIT_RETENTION_DAYS: D-75's retention of the audit log, applied by both stores at each start. */
   auditRetentionDays: number;
+  /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
+  deletedRetentionDays: number;
 }
 
 export const DEFAULTS: Config = {
@@ -47,6 +49,7 @@ export const DEFAULTS: Config = {
   trustProxy: null,
   storeTimeoutSeconds: 5,
   auditRetentionDays: 365,
+  deletedRetentionDays: 30,
 };
 
 export class ConfigError extends Error {}
@@ -64,6 +67,8 @@ Options (each also read from the environment variable in brackets):
   --database-pool-size <n>  connections to PostgreSQL per instance, 2 to 1000 [DATABASE_POOL_SIZE] (default ${DEFAULTS.databasePoolSize})
   --store-timeout <s>  answer 503 store_unavailable to a request still unanswered after this many
                       seconds while the database is out of reach, 1 to 300 [STORE_TIMEOUT] (default ${DEFAULTS.storeTimeoutSeconds})
+  --deleted-retention-days <n>  days a deleted conversation's history is kept for the team before it is
+                      purged, 0 to 3650 (0: at once) [DELETED_RETENTION_DAYS] (default ${DEFAULTS.deletedRetentionDays})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --audit-retention-days <n>  days the audit log keeps an entry, 1 to 3650 [AUDIT_RETENTION_DAYS] (default ${DEFAULTS.auditRetentionDays})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
@@ -89,6 +94,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-pool-size'?: string;
     'store-timeout'?: string;
     'audit-retention-days'?: string;
+    'deleted-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
@@ -106,6 +112,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
         'audit-retention-days': { type: 'string' },
+        'deleted-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -155,6 +162,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const auditRetentionDays = Number(auditText);
   if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
     throw new ConfigError(`AUDIT_RETENTION_DAYS must be an integer from 1 to 3650 days (got ${JSON.stringify(auditText)})`);
+  const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
+  const deletedRetentionDays = Number(retentionText);
+  if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
+    throw new ConfigError(`DELETED_RETENTION_DAYS must be an integer from 0 to 3650 days (got ${JSON.stringify(retentionText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -170,6 +181,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     trustProxy,
     storeTimeoutSeconds,
     auditRetentionDays,
+    deletedRetentionDays,
   };
 }
 
