@@ -265,6 +265,39 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     assert.match(other.stderr, /request id: \S+/);
   });
 
+  test('conversations list|get --include-deleted: a soft-deleted conversation and its kept history, through the admin login (D-73)', async () => {
+    const made = await server.call('POST', `/apps/${APP}/conversations`, { title: 'Deleted one' });
+    const id = made.body.id as string;
+    assert.equal((await server.call('POST', `/apps/${APP}/conversations/${id}`, { message: { content: 'Hello' } })).status, 200);
+    assert.equal((await server.call('DELETE', `/apps/${APP}/conversations/${id}`)).status, 200);
+    const withApp = { env: { PARLEY_APP_ID: APP, PARLEY_API_KEY: KEY } };
+    const plain = await run(['conversations', 'list', '--json'], withApp);
+    assert.equal(
+      JSON.parse(plain.stdout).data.some((c: { id: string }) => c.id === id),
+      false,
+      'the API never lists it',
+    );
+    const list = await run(['conversations', 'list', '--include-deleted'], withApp);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /^ID\s+CREATED\s+USER\s+MESSAGES\s+DELETED\s+TITLE/);
+    assert.match(list.stdout, new RegExp(`${id}\\s+just now\\s+-\\s+2\\s+just now, kept\\s+Deleted one`));
+    const only = JSON.parse((await run(['conversations', 'list', '--only-deleted', '--all', '--json'], withApp)).stdout);
+    assert.ok(only.data.length > 0 && only.data.every((c: { deleted_at: number | null }) => c.deleted_at !== null));
+    const get = await run(['conversations', 'get', id, '--include-deleted'], withApp);
+    assert.equal(get.code, 0, get.stderr);
+    assert.match(get.stdout, /deleted: \d{4}-\d{2}-\d{2} [\d:]+Z; its history is kept until \d{4}-/);
+    assert.match(get.stdout, /Hello/);
+    const json = JSON.parse((await run(['conversations', 'get', id, '--include-deleted', '--json'], withApp)).stdout);
+    assert.deepEqual([json.id, json.history, json.items.length > 0], [id, 'kept', true]);
+    const both = await run(['conversations', 'list', '--include-deleted', '--only-deleted'], withApp);
+    assert.equal(both.code, 2);
+    const noLogin = await run(['conversations', 'list', '--include-deleted'], {
+      env: { ...withApp.env, XDG_CONFIG_HOME: await tempDir() },
+    });
+    assert.equal(noLogin.code, 2);
+    assert.match(noLogin.stderr, /hint: parley admin login/);
+  });
+
   test('admin logout revokes the token and forgets it; the commands then need a login again', async () => {
     const r = await run(['admin', 'logout']);
     assert.equal(r.code, 0, r.stderr);
