@@ -289,6 +289,13 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     assert.match(get.stdout, /Hello/);
     const json = JSON.parse((await run(['conversations', 'get', id, '--include-deleted', '--json'], withApp)).stdout);
     assert.deepEqual([json.id, json.history, json.items.length > 0], [id, 'kept', true]);
+    const restored = await run(['conversations', 'restore', id], withApp);
+    assert.equal(restored.code, 0, restored.stderr);
+    assert.match(restored.stdout, new RegExp(`restored ${id} \\(2 items\\)`));
+    assert.equal((await server.call('GET', `/apps/${APP}/conversations/${id}`)).body.items.length, 2, 'the API reads it again');
+    const again = await run(['conversations', 'restore', id], withApp);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /code: conversation_not_restorable/);
     const both = await run(['conversations', 'list', '--include-deleted', '--only-deleted'], withApp);
     assert.equal(both.code, 2);
     const noLogin = await run(['conversations', 'list', '--include-deleted'], {

@@ -93,3 +93,12 @@ export async function getWithDeleted(session: Session, cmd: Command, id: string)
     return conversationWithHistory(c as unknown as ConversationWithItems).replace(/\n\n/, `\n${deleted}\n`);
   });
 }
+
+/** D-73: a team admin restores a soft-deleted conversation while its history is kept. */
+export async function restoreDeleted(session: Session, cmd: Command, id: string): Promise<void> {
+  const app = appOf(session, cmd);
+  const { admin, g } = adminClient(session, cmd);
+  const path = `/apps/${encodeURIComponent(app)}/conversations/${encodeURIComponent(id)}/restore`;
+  const res = await admin.post(path, AdminConversationDetail, {});
+  show(session, g, res, () => `restored ${res.data.id} (${res.data.items.length} items)\n`);
+}

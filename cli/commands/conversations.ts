@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import type { ListQuery } from '../client.ts';
 import { inApp, type Session } from '../context.ts';
-import { type DeletedListOptions, getWithDeleted, listWithDeleted } from './conversations-admin.ts';
+import { type DeletedListOptions, getWithDeleted, listWithDeleted, restoreDeleted } from './conversations-admin.ts';
 import { canAsk, Prompter } from '../prompt.ts';
 import { oneLine, parseMetadata, UsageError } from '../io.ts';
 import { CONVERSATION_HEADER, conversationRows, conversationSummary, conversationWithHistory, table } from '../render.ts';
@@ -146,6 +146,13 @@ export function conversationsCommand(session: Session): Command {
       if (g.json) out.line(res.raw);
       else out.line(`deleted ${res.data.id}`);
     });
+
+  group
+    .command('restore')
+    .argument('<conversation_id>')
+    .description('restore a soft-deleted conversation while its history is kept (D-73; a team admin, through parley admin login)')
+    .addHelpText('after', '\nExample:\n  parley conversations list --only-deleted\n  parley conversations restore conv_abc123\n')
+    .action(async (id: string, _opts: unknown, cmd: Command) => restoreDeleted(session, cmd, id));
 
   return group;
 }
