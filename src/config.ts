@@ -33,6 +33,8 @@ export interface Config {
   publicUrl: string | null;
   /** PASSWORD_HASH_COST: log2 of scrypt's N for new password hashes (D-66; below the production cost only with NODE_ENV=test). */
   passwordHashCost: number;
+  /** AUDIT_RETENTION_DAYS: D-75's retention of the audit log, applied by both stores at each start. */
+  auditRetentionDays: number;
   /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
   deletedRetentionDays: number;
 }
@@ -53,6 +55,7 @@ export const DEFAULTS: Config = {
   storeTimeoutSeconds: 5,
   publicUrl: null,
   passwordHashCost: PRODUCTION_COST,
+  auditRetentionDays: 365,
   deletedRetentionDays: 30,
 };
 
@@ -74,6 +77,7 @@ Options (each also read from the environment variable in brackets):
   --deleted-retention-days <n>  days a deleted conversation's history is kept for the team before it is
                       purged, 0 to 3650 (0: at once) [DELETED_RETENTION_DAYS] (default ${DEFAULTS.deletedRetentionDays})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
+  --audit-retention-days <n>  days the audit log keeps an entry, 1 to 3650 [AUDIT_RETENTION_DAYS] (default ${DEFAULTS.auditRetentionDays})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
   --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
@@ -100,6 +104,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-url'?: string;
     'database-pool-size'?: string;
     'store-timeout'?: string;
+    'audit-retention-days'?: string;
     'deleted-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
@@ -119,6 +124,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
+        'audit-retention-days': { type: 'string' },
         'deleted-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
@@ -174,6 +180,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const passwordHashCost = Number(costText);
   const costRefusal = hashCostRefusal(passwordHashCost, env);
   if (costRefusal) throw new ConfigError(costRefusal);
+  const auditText = values['audit-retention-days'] ?? fromEnv('AUDIT_RETENTION_DAYS') ?? String(DEFAULTS.auditRetentionDays);
+  const auditRetentionDays = Number(auditText);
+  if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
+    throw new ConfigError(`AUDIT_RETENTION_DAYS must be an integer from 1 to 3650 days (got ${JSON.stringify(auditText)})`);
   const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
   const deletedRetentionDays = Number(retentionText);
   if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
@@ -194,6 +204,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     storeTimeoutSeconds,
     publicUrl,
     passwordHashCost,
+    auditRetentionDays,
     deletedRetentionDays,
   };
 }
