@@ -89,7 +89,7 @@ function scoreHtml(run: RunResults): string {
     `<tr><td>interface</td><td>always</td>${cells(run.score.interface)}</tr>`,
     ...run.score.capabilities.map((c) =>
       c.claimed
-        ? `<tr><td>${esc(c.name)}</td><td>${esc(c.how)}</td>${c.cases ? cells(c) : '<td colspan="6">no case of this suite exercises it yet</td>'}</tr>`
+        ? `<tr><td>${esc(c.name)}</td><td>${esc(c.how)}</td>${c.cases ? cells(c) : '<td colspan="6">no case of it in this run</td>'}</tr>`
         : `<tr><td>${esc(c.name)}</td><td>not claimed (${esc(c.how)})</td><td colspan="6">${c.cases} skipped, not counted</td></tr>`,
     ),
   ];

@@ -257,7 +257,7 @@ function scoreProperties(run: RunResults): Record<string, string> {
     ...Object.fromEntries(
       run.score.capabilities.map((c) => [
         `capability.${c.name}`,
-        c.claimed ? `${c.how}: ${c.cases ? rate(c) : 'no case yet'}` : `not claimed (${c.how}): ${c.cases} skipped, not counted`,
+        c.claimed ? `${c.how}: ${c.cases ? rate(c) : 'no case in this run'}` : `not claimed (${c.how}): ${c.cases} skipped, not counted`,
       ]),
     ),
   };

@@ -40,7 +40,7 @@ export function scoreLines(score: Score): string[] {
     const what = !c.claimed
       ? `${c.cases} case${c.cases === 1 ? '' : 's'} skipped, not counted`
       : c.cases === 0
-        ? 'no case of this suite exercises it yet'
+        ? 'no case of it in this run'
         : rate(c);
     rows.push([c.name, how, what]);
   }
