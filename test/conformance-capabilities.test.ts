@@ -184,6 +184,21 @@ describe('a run scores what the target claims', () => {
     assert.deepEqual([run.score.interface.passed, run.score.interface.total], [2, 2]);
   });
 
+  test('a widget the target does not declare is not looked at by the preflight, however wrong its key', async () => {
+    const wrong = { ...targetJson, capabilities: ['resumable'], widget: { ...targetJson.widget, base_url: '/widgets/v1' } };
+    const r = await runConformance({
+      target: parseTarget(wrong, { baseUrl: s.baseUrl }),
+      profile: 'reference',
+      only: 'S5.4-widget-script,S4.8-config-shape',
+      handleSignals: false,
+    });
+    assert.deepEqual(
+      r.results.map((c) => `${c.id}: ${c.status}`),
+      ['S4.8-config-shape: passed', 'S5.4-widget-script: skipped'],
+    );
+    assert.deepEqual(r.warnings, []);
+  });
+
   test('without capabilities, a target runs as before: a widget case skips for its key, and --fail-on-skip fails on it', async () => {
     const { widget: _w, ...bare } = v3;
     const old = await runConformance({
