@@ -33,6 +33,7 @@ import { adminRoutes } from './api/admin.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
+import { CreditService } from './services/credits.ts';
 
 export interface ParleyOptions extends Partial<Config> {
   logger?: Logger;
@@ -108,8 +109,11 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
     const conversations = new ConversationService(store, quota);
-    const responses = new ResponseService(store, agent, usage, logger, quota);
-    const completions = new CompletionService(agent, usage, logger);
+    // D-74: every reply's usage record carries its team's debit; the balance is checked at a reply's start.
+    const credits = new CreditService(usage, tenants, logger);
+    const metered = credits.meter();
+    const responses = new ResponseService(store, agent, metered, logger, quota);
+    const completions = new CompletionService(agent, metered, logger);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
     const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
     // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
@@ -122,10 +126,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
+      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST, credits),
+      credits,
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
+        credits,
         gate: new WidgetGate({
           tenants,
           auth,
@@ -191,9 +197,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number) {
+function adminSurface(control: ControlPlane, hashCost: number, credits: CreditService) {
   const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }), accounts };
+  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), credits, secureCookies: false }), accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */
