@@ -28,6 +28,8 @@ export interface Config {
   trustProxy: string | null;
   /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
   storeTimeoutSeconds: number;
+  /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
+  deletedRetentionDays: number;
 }
 
 export const DEFAULTS: Config = {
@@ -44,6 +46,7 @@ export const DEFAULTS: Config = {
   databasePoolSize: 10,
   trustProxy: null,
   storeTimeoutSeconds: 5,
+  deletedRetentionDays: 30,
 };
 
 export class ConfigError extends Error {}
@@ -61,6 +64,8 @@ Options (each also read from the environment variable in brackets):
   --database-pool-size <n>  connections to PostgreSQL per instance, 2 to 1000 [DATABASE_POOL_SIZE] (default ${DEFAULTS.databasePoolSize})
   --store-timeout <s>  answer 503 store_unavailable to a request still unanswered after this many
                       seconds while the database is out of reach, 1 to 300 [STORE_TIMEOUT] (default ${DEFAULTS.storeTimeoutSeconds})
+  --deleted-retention-days <n>  days a deleted conversation's history is kept for the team before it is
+                      purged, 0 to 3650 (0: at once) [DELETED_RETENTION_DAYS] (default ${DEFAULTS.deletedRetentionDays})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
@@ -84,6 +89,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-url'?: string;
     'database-pool-size'?: string;
     'store-timeout'?: string;
+    'deleted-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
@@ -100,6 +106,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
+        'deleted-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -145,6 +152,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const storeTimeoutSeconds = Number(storeText);
   if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
     throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
+  const deletedRetentionDays = Number(retentionText);
+  if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
+    throw new ConfigError(`DELETED_RETENTION_DAYS must be an integer from 0 to 3650 days (got ${JSON.stringify(retentionText)})`);
   return {
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
@@ -159,6 +170,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databasePoolSize,
     trustProxy,
     storeTimeoutSeconds,
+    deletedRetentionDays,
   };
 }
 

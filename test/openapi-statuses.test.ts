@@ -139,6 +139,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'sign_in_throttled',
       'last_admin',
       'email_taken',
+      'conversation_not_restorable',
     ]);
     const faults: string[] = [];
     for (const [name, spec] of Object.entries(ERRORS) as [ErrorName, (typeof ERRORS)[ErrorName]][]) {

@@ -21,6 +21,7 @@ import type {
   ResponseSave,
   Store,
 } from '../types.ts';
+import { FileAdminConversations } from './admin-conversations.ts';
 import { ClaimLog } from './claims.ts';
 import { compactJournal } from './compaction.ts';
 import { ConversationIndex, StoredConversation } from './conversations.ts';
@@ -76,6 +77,8 @@ export class FileStore implements Store {
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
   readonly sweepMs = undefined;
+  /** D-73: the team's view of the conversations, and the purge of deleted histories. */
+  readonly admin: FileAdminConversations;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -92,6 +95,8 @@ export class FileStore implements Store {
     );
     this.histories = new HistoryCache(this.dataDir, opts.historyCacheBytes);
     this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
+    const { index, journal, turns, histories } = this;
+    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactIfDue() });
   }
 
   async open(): Promise<void> {
@@ -120,7 +125,7 @@ export class FileStore implements Store {
 
   private async load(): Promise<void> {
     const unfinished = await replayJournal(this.journal, this.index, this.claims);
-    await sweepDataDir(this.dataDir, this.journal.file, (id) => this.index.records.has(id));
+    await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {
       journal: this.journal,
       index: this.index,
@@ -215,11 +220,12 @@ export class FileStore implements Store {
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
       const { f } = this.diff(current, next);
       if (Object.keys(f).length === 0) return current;
+      // D-73 (revising D-27): a delete keeps the history until it is purged (file/admin-conversations.ts).
+      if (f.deleted_at != null) f.purged_at = current.deleted_at === null ? null : current.purged_at;
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append({ t: 'set', id, f }, (where) =>
         this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where)),
       );
-      if (f.deleted_at != null && current.deleted_at === null) await this.histories.drop(id);
       this.compactIfDue();
       return this.index.records.get(id)!;
     });
@@ -247,7 +253,7 @@ export class FileStore implements Store {
     return this.turns.run(save.conversationId, async () => {
       const current = this.index.records.get(save.conversationId);
       if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
-      // Deleted while the response ran: its history is gone and is not started again.
+      // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
       if (current.deleted_at !== null) return current;
       const { f, n } = this.diff(current, save.apply(current));
       await this.appendExchange(current.id, f, n, save.items, save.response, save.claim);
@@ -358,8 +364,10 @@ export class FileStore implements Store {
     await Promise.all(
       entries.map(({ record }) => {
         const b = sizes.get(record.id) ?? 0;
-        return this.journal.append(b > 0 ? { t: 'conv', v: record, b } : { t: 'conv', v: record }, (where) =>
-          this.index.add(this.index.fromRecord(record, where, b)),
+        // D-73: a deleted conversation imported with its history keeps it; without one it reads as purged.
+        const kept = b > 0 && record.deleted_at !== null ? { purged_at: null } : {};
+        return this.journal.append(b > 0 ? { t: 'conv', v: record, b, ...kept } : { t: 'conv', v: record }, (where) =>
+          this.index.add(this.index.fromRecord(record, where, b, b > 0 ? null : undefined)),
         );
       }),
     );
