@@ -84,7 +84,10 @@ describe('the target declares its capabilities', () => {
     assert.match(widget, /^t\.json: capabilities declares widget, but the target has no widget key, which its cases need: add widget/);
     assert.doesNotMatch(widget, /\n/);
     assert.match(err({ ...targetJson, publishable_key: null }), /declares widget, but the target has no publishable_key key/);
-    assert.match(err({ ...targetJson, admin: undefined, capabilities: ['webhooks'] }), /declares webhooks, but the target has no admin key/);
+    assert.match(
+      err({ ...targetJson, admin: undefined, capabilities: ['webhooks'] }),
+      /declares webhooks, but the target has no admin key/,
+    );
     // Leaving the capability out is the other way out.
     assert.equal(parseTarget({ ...noWidget, capabilities: ['resumable'] }).claims.widget.claimed, false);
   });
@@ -310,7 +313,10 @@ describe('the command writes a JSON summary and an SVG badge beside the report',
   test('a declared capability without its key: exit 2, one line on stderr naming the key, nothing on stdout', async () => {
     const dir = await tempDir();
     const file = path.join(dir, 'target.json');
-    await fs.writeFile(file, JSON.stringify({ ...targetJson, admin: undefined, base_url: s.baseUrl, capabilities: ['resumable', 'webhooks'] }));
+    await fs.writeFile(
+      file,
+      JSON.stringify({ ...targetJson, admin: undefined, base_url: s.baseUrl, capabilities: ['resumable', 'webhooks'] }),
+    );
     const out: string[] = [];
     const err: string[] = [];
     const code = await conformanceAction(
