@@ -30,11 +30,14 @@ import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
 import { adminRoutes } from './api/admin.ts';
+import { webhookRoutes } from './api/admin-webhooks.ts';
+import type { EndpointService } from './services/webhooks/endpoints.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
+import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
 
-export interface ParleyOptions extends Partial<Config> {
+export interface ParleyOptions extends Partial<Config>, WebhookOptions {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
@@ -109,7 +112,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const quota = new StorageQuota(store, tenants);
     const conversations = new ConversationService(store, quota);
     const responses = new ResponseService(store, agent, usage, logger, quota);
-    const completions = new CompletionService(agent, usage, logger);
+    // docs/webhooks.md: events written with their changes, delivered from the outbox.
+    const webhooks = startWebhooks(store, backend.control, { ...opts.webhooks, ...definedOnly(given) }, logger, opts.host);
+    const completions = new CompletionService(agent, usage, logger, webhooks.completed);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
     const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
     // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
@@ -122,7 +127,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST),
+      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST, webhooks.endpoints),
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
@@ -160,6 +165,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     });
     const addr = http.server.address() as AddressInfo;
     const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    webhooks.listening(`http://${host}:${addr.port}`);
     return {
       baseUrl: `http://${host}:${addr.port}/v1`,
       port: addr.port,
@@ -180,6 +186,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();
           await responses.stopSweeping();
+          await webhooks.stop();
           await backend.close();
           await flushLog(LOG_FLUSH_MS);
         })()),
@@ -191,9 +198,10 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number) {
+function adminSurface(control: ControlPlane, hashCost: number, endpoints?: EndpointService) {
+  const webhooks = endpoints && webhookRoutes(endpoints);
   const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false }), accounts };
+  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false, webhooks }), accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

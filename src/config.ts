@@ -2,6 +2,8 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_OLLAMA_HOST } from './engines/index.ts';
 import { TrustedProxies } from './http/client-address.ts';
+import type { WebhookOptions } from './services/webhooks/wiring.ts';
+import { WEBHOOK_FLAGS, WEBHOOK_USAGE, type WebhookFlagValues, webhookSettings } from './webhook-config.ts';
 
 export interface Config {
   host: string;
@@ -28,6 +30,8 @@ export interface Config {
   trustProxy: string | null;
   /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
   storeTimeoutSeconds: number;
+  /** docs/webhooks.md: the settings given (src/webhook-config.ts). */
+  webhooks?: WebhookOptions;
 }
 
 export const DEFAULTS: Config = {
@@ -74,7 +78,7 @@ The model comes from the environment only (docs/agent.md):
 
 The widget (docs/widget.md):
   PARLEY_WIDGET_SECRET  signs visitor tokens (32+ characters); unset: one kept in <data dir>/widget-secret
-`;
+${WEBHOOK_USAGE}`;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   let values: {
@@ -89,7 +93,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'no-playground'?: boolean;
     'trust-proxy'?: string;
     help?: boolean;
-  };
+  } & WebhookFlagValues;
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -105,6 +109,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'no-playground': { type: 'boolean' },
         'trust-proxy': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...WEBHOOK_FLAGS,
       },
       strict: true,
       allowPositionals: false,
@@ -145,7 +150,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const storeTimeoutSeconds = Number(storeText);
   if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
     throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  let webhooks: WebhookOptions;
+  try {
+    webhooks = webhookSettings(values, fromEnv);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   return {
+    ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
     dataDir: values['data-dir'] ?? fromEnv('DATA_DIR') ?? DEFAULTS.dataDir,

@@ -29,6 +29,8 @@ export interface AdminRouteOptions {
   keys: KeyService;
   /** D-67: cookies are `Secure` when the public URL is https. */
   secureCookies: boolean;
+  /** docs/webhooks.md: the routes of src/api/admin-webhooks.ts (none: the surface has no webhook routes). */
+  webhooks?: RouteDef<AdminRoute>[];
 }
 
 export function originOf(ctx: Pick<Exchange, 'req' | 'requestId'>): Origin {
@@ -175,5 +177,6 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
         },
       },
     },
+    ...(o.webhooks ?? []),
   ];
 }

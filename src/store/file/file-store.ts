@@ -28,9 +28,12 @@ import { acquireLock, releaseLock } from './dir-lock.ts';
 import { syncDir, writeDurably } from './durable.ts';
 import { HistoryCache } from './history-cache.ts';
 import { Journal } from './journal.ts';
-import { type Exchange, type FieldsT, parseLine } from './lines.ts';
+import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
+import type { ChangeEvents } from '../types.ts';
+import type { OutboxEvent } from '../webhooks.ts';
+import { FileOutbox, withEvents } from './webhooks.ts';
 
 export interface FileStoreOptions {
   dataDir: string;
@@ -49,6 +52,8 @@ export interface FileStoreOptions {
   onCompactionError?: (err: Error) => void;
   /** D-36: how long a response's events stay resumable after its end (default RESPONSE_EVENTS_TTL_MS). */
   responseEventsTtlMs?: number;
+  /** D-87: webhook events older than this are not brought back from the journal at start-up (default 7 days). */
+  webhookRetentionMs?: number;
 }
 
 export class FileStore implements Store {
@@ -76,6 +81,10 @@ export class FileStore implements Store {
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
   readonly sweepMs = undefined;
+  /** D-84: the webhook outbox (`webhooks.jsonl`), opened with the store. */
+  outbox!: FileOutbox;
+  /** D-84: the events of each change, written in its journal line (none set: no webhooks). */
+  changeEvents: ChangeEvents | undefined;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -119,7 +128,9 @@ export class FileStore implements Store {
   }
 
   private async load(): Promise<void> {
-    const unfinished = await replayJournal(this.journal, this.index, this.claims);
+    const carried: OutboxEvent[] = [];
+    const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => carried.push(...w));
+    this.outbox = await FileOutbox.open(this.dataDir, carried, this.opts.webhookRetentionMs);
     await sweepDataDir(this.dataDir, this.journal.file, (id) => this.index.records.has(id));
     await settleExchanges(unfinished, {
       journal: this.journal,
@@ -139,6 +150,7 @@ export class FileStore implements Store {
     await this.turns.idle();
     await this.histories.idle();
     await this.responses.close();
+    await this.outbox?.close();
     await this.journal.close();
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
@@ -200,8 +212,10 @@ export class FileStore implements Store {
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     admit?.(this.bytesOf(record.app_id));
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
+    const w = this.changeEvents?.created(record) ?? [];
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
-    await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, (where) => {
+    await this.journal.append(withEvents(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, w), (where) => {
+      if (w.length > 0) this.outbox.adopt(w);
       if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
       this.index.add(this.index.fromRecord(record, where, this.index.records.get(record.id)?.file_bytes ?? 0));
     });
@@ -213,34 +227,18 @@ export class FileStore implements Store {
       const current = this.index.records.get(id);
       const next = change(current);
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
-      const { f } = this.diff(current, next);
+      const { f } = diffOf(current, next);
       if (Object.keys(f).length === 0) return current;
+      const w = this.changeEvents?.updated(current.toJSON(), { ...current.toJSON(), ...f }) ?? [];
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
-      await this.journal.append({ t: 'set', id, f }, (where) =>
-        this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where)),
-      );
+      await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
+        if (w.length > 0) this.outbox.adopt(w);
+        this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where));
+      });
       if (f.deleted_at != null && current.deleted_at === null) await this.histories.drop(id);
       this.compactIfDue();
       return this.index.records.get(id)!;
     });
-  }
-
-  /** The fields of `next` that differ from `current` (message_count as a difference). */
-  private diff(current: StoredConversation, next: ConversationChange): { f: FieldsT; n: number } {
-    const f: FieldsT = {};
-    if (next.title !== undefined && next.title !== current.title) f.title = next.title;
-    if (next.deleted_at !== undefined && next.deleted_at !== current.deleted_at) f.deleted_at = next.deleted_at;
-    if (next.generated_title !== undefined && JSON.stringify(next.generated_title) !== JSON.stringify(current.generated_title))
-      f.generated_title = next.generated_title;
-    // Compared only when given as its own property (a copy of a stored record has none: it is read on demand).
-    if (
-      Object.hasOwn(next, 'metadata') &&
-      next.metadata !== undefined &&
-      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata)
-    )
-      f.metadata = next.metadata;
-    const n = next.message_count === undefined ? 0 : next.message_count - current.message_count;
-    return { f, n };
   }
 
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
@@ -249,8 +247,10 @@ export class FileStore implements Store {
       if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
       // Deleted while the response ran: its history is gone and is not started again.
       if (current.deleted_at !== null) return current;
-      const { f, n } = this.diff(current, save.apply(current));
-      await this.appendExchange(current.id, f, n, save.items, save.response, save.claim);
+      const { f, n } = diffOf(current, save.apply(current));
+      const after = { ...current.toJSON(), ...f, message_count: current.message_count + n };
+      const w = this.changeEvents?.saved(after, save) ?? [];
+      await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
       return this.index.records.get(save.conversationId)!;
     });
   }
@@ -263,7 +263,7 @@ export class FileStore implements Store {
   appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
     const current = this.index.records.get(record.id);
     if (!current) return Promise.reject(new Error(`appendToConversation: no conversation ${record.id}`));
-    const { f } = this.diff(current, { ...record, message_count: undefined });
+    const { f } = diffOf(current, { ...record, message_count: undefined });
     // Fields `record` changed from `base` win; the others keep what landed meanwhile.
     if (base) {
       if (f.title !== undefined && base.title === record.title) delete f.title;
@@ -280,6 +280,7 @@ export class FileStore implements Store {
     items: ItemT[],
     response?: ResponseRecord,
     claim?: IdempotencyClaim,
+    w: OutboxEvent[] = [],
   ): Promise<void> {
     const p = response?.id ?? items[0]?.id ?? `x_${Date.now()}`;
     // Read first: a damaged history refuses the exchange before anything is written.
@@ -307,7 +308,9 @@ export class FileStore implements Store {
       throw err;
     }
     try {
-      await this.journal.append(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, () => {
+      // D-84: the events ride in the line that makes the exchange durable.
+      await this.journal.append(withEvents(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, w), () => {
+        if (w.length > 0) this.outbox.adopt(w);
         this.openIntents.delete(p);
         if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
         this.index.add(this.index.changed(this.index.records.get(id)!, f, n, b, where));
@@ -385,7 +388,11 @@ export class FileStore implements Store {
   }
 
   private async compact(): Promise<void> {
-    await compactJournal(this.journal, this.index, this.claims, this.openIntents, this.opts.holdCompaction);
+    // D-84: the events in the lines a compaction drops must be in the outbox before the new file takes their place.
+    await compactJournal(this.journal, this.index, this.claims, this.openIntents, async () => {
+      await this.outbox.settled();
+      await this.opts.holdCompaction?.();
+    });
     this.compactedBytes = this.journal.bytes;
   }
 }

@@ -7,6 +7,8 @@
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
+import type { ChangeEvents } from '../types.ts';
+import { PgOutbox } from './webhooks.ts';
 import { migrate } from './migrate.ts';
 import { isConnectionLoss, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
@@ -91,6 +93,9 @@ export class PgStore implements Store {
   readonly responses: PgResponses;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
   readonly sweepMs = LEASE_MS;
+  /** D-84: the webhook outbox; each change's events commit in its transaction. */
+  readonly outbox: PgOutbox;
+  changeEvents: ChangeEvents | undefined;
 
   constructor(opts: PgStoreOptions) {
     // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
@@ -106,6 +111,7 @@ export class PgStore implements Store {
       ...{ onnotify: (channel: string, payload: string) => this.responses.notified(channel, payload) },
     });
     this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
+    this.outbox = new PgOutbox(this.sql);
   }
 
   async open(): Promise<void> {
@@ -196,7 +202,7 @@ export class PgStore implements Store {
 
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     const metadata = JSON.stringify(record.metadata);
-    await this.sql.begin(async (tx) => {
+    await this.outbox.begin(this.sql, async (tx, emit) => {
       // The app's stats row, locked until commit: creates of one app take turns here, so the quota
       // check (D-27) and "is this user new" (D-24) see every create committed before.
       // D-7: a seq given rather than taken (an import) moves the sequence past it, so none is given twice.
@@ -228,6 +234,7 @@ export class PgStore implements Store {
         ],
       );
       if (claim) await this.keepClaim(tx, claim, Date.now());
+      await emit(this.changeEvents?.created(record));
     });
   }
 
@@ -280,11 +287,14 @@ export class PgStore implements Store {
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
     return this.turns.run(id, async () => {
-      const row = await this.sql.begin(async (tx) => {
+      const row = await this.outbox.begin(this.sql, async (tx, emit) => {
         const current = await this.locked(tx, id);
         const next = change(current && recordOf(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
-        return this.write(tx, current, next);
+        const row = await this.write(tx, current, next);
+        if (row.title !== current.title || row.deleted_at !== current.deleted_at)
+          await emit(this.changeEvents?.updated(recordOf(current), recordOf(row)));
+        return row;
       });
       return recordOf(row);
     });
@@ -293,7 +303,7 @@ export class PgStore implements Store {
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
     return this.turns.run(save.conversationId, async () => {
       const at = Date.now();
-      const row = await this.sql.begin(async (tx) => {
+      const row = await this.outbox.begin(this.sql, async (tx, emit) => {
         const current = await this.locked(tx, save.conversationId);
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
         // Deleted while the response ran: its history is gone and is not started again.
@@ -308,7 +318,9 @@ export class PgStore implements Store {
         const next = save.apply(recordOf(current));
         const history = await this.appendHistory(tx, current, save.items, save.response);
         if (save.claim) await this.keepClaim(tx, save.claim, at);
-        return this.write(tx, current, next, history);
+        const row = await this.write(tx, current, next, history);
+        await emit(this.changeEvents?.saved(recordOf(row), save));
+        return row;
       });
       return recordOf(row);
     });
