@@ -65,3 +65,36 @@ export async function startReceiver(): Promise<Receiver> {
       }),
   };
 }
+
+/** Signs the demo admin in at `origin` and returns a personal access token (the fixtures' password, README). */
+export async function demoAdminToken(origin: string): Promise<string> {
+  const s = await fetch(`${origin}/admin/v1/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'admin@demo.example', password: 'parley-demo-admin' }),
+  });
+  if (s.status !== 200) throw new Error(`sign-in answered ${s.status}: ${await s.text()}`);
+  const session = (await s.json()) as { csrf_token: string };
+  const t = await fetch(`${origin}/admin/v1/tokens`, {
+    method: 'POST',
+    headers: {
+      cookie: s.headers.get('set-cookie')!.split(';')[0]!,
+      'x-csrf-token': session.csrf_token,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ name: 'webhooks' }),
+  });
+  return ((await t.json()) as { token: string }).token;
+}
+
+/** Creates an endpoint of `app` at `origin` with `token`; returns its id. */
+export async function createEndpoint(origin: string, token: string, url: string, events: string[], app: string): Promise<string> {
+  const r = await fetch(`${origin}/admin/v1/webhook_endpoints`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ app_id: app, url, events }),
+  });
+  const body = (await r.json()) as { id: string };
+  if (r.status !== 200) throw new Error(`creating an endpoint answered ${r.status}: ${JSON.stringify(body)}`);
+  return body.id;
+}

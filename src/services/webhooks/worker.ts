@@ -21,6 +21,8 @@ export const DEFAULT_TIMEOUT_MS = 15_000;
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 /** D-85: Retry-After is honoured up to this. */
 export const MAX_RETRY_AFTER_S = 86_400;
+/** D-85: a lease lasts the timeout plus this: a dead instance's deliveries go to the others then. */
+export const LEASE_SLACK_MS = 5_000;
 
 export interface WorkerOptions {
   scheduleS: readonly number[];
@@ -96,7 +98,8 @@ export class DeliveryWorker {
     }
     const free = this.o.concurrency - this.busy.size;
     if (free <= 0) return;
-    const leaseMs = this.o.timeoutMs + 30_000;
+    // The lease outlives the attempt (bounded by its timeout) and its settling.
+    const leaseMs = this.o.timeoutMs + LEASE_SLACK_MS;
     for (const c of await this.outbox.claim(this.owner, now, free, leaseMs, this.busy)) {
       this.busy.add(c.delivery.endpoint_id);
       const p = this.deliver(c)

@@ -19,6 +19,8 @@ export class FileOutbox implements WebhookOutbox {
   private readonly deliveryMap = new Map<string, Delivery>();
   private readonly attemptMap = new Map<string, Attempt[]>();
   private readonly leases = new Map<string, { owner: string; until: number }>();
+  /** Unix seconds of each endpoint's first failed attempt since its last success (D-86). */
+  private readonly failing = new Map<string, number>();
   private readonly listeners: Array<(events: OutboxEvent[]) => void> = [];
   private journal!: Journal;
   /** Appends handed over by `adopt`, not yet durable here (a compaction of conversations.jsonl waits for them). */
@@ -58,6 +60,7 @@ export class FileOutbox implements WebhookOutbox {
       const list = this.attemptMap.get(keyOf(a.event_id, a.endpoint_id)) ?? [];
       list.push(a);
       this.attemptMap.set(keyOf(a.event_id, a.endpoint_id), list);
+      this.noteAttempt(a);
     } else if (typeof e.r === 'string') this.reopen(e.r, e.ep as string[], Number(e.at));
   }
 
@@ -175,6 +178,7 @@ export class FileOutbox implements WebhookOutbox {
     const list = this.attemptMap.get(k) ?? [];
     list.push(attempt);
     this.attemptMap.set(k, list);
+    this.noteAttempt(attempt);
     this.leases.delete(k);
   }
 
@@ -205,16 +209,13 @@ export class FileOutbox implements WebhookOutbox {
   }
 
   async failingSince(endpointId: string): Promise<number | null> {
-    let lastSuccess = 0;
-    let firstFailure: number | null = null;
-    const mine: Attempt[] = [];
-    for (const list of this.attemptMap.values()) for (const a of list) if (a.endpoint_id === endpointId) mine.push(a);
-    for (const a of mine) if (a.status !== null && a.status >= 200 && a.status < 300) lastSuccess = Math.max(lastSuccess, a.created_at);
-    for (const a of mine) {
-      const ok = a.status !== null && a.status >= 200 && a.status < 300;
-      if (!ok && a.created_at >= lastSuccess && (firstFailure === null || a.created_at < firstFailure)) firstFailure = a.created_at;
-    }
-    return firstFailure;
+    return this.failing.get(endpointId) ?? null;
+  }
+
+  /** D-86: an endpoint's failures since its last success, in the order attempts were recorded. */
+  private noteAttempt(a: Attempt): void {
+    if (a.status !== null && a.status >= 200 && a.status < 300) this.failing.delete(a.endpoint_id);
+    else if (!this.failing.has(a.endpoint_id)) this.failing.set(a.endpoint_id, a.created_at);
   }
 
   async prune(before: number): Promise<void> {

@@ -201,7 +201,7 @@ export class PgOutbox implements WebhookOutbox {
     const [row] = await this.sql<{ since: string | null }[]>`
       SELECT min(created_at) AS since FROM webhook_attempts
       WHERE endpoint_id = ${endpointId} AND (status IS NULL OR status < 200 OR status >= 300)
-        AND created_at >= coalesce((SELECT max(created_at) FROM webhook_attempts
+        AND created_at > coalesce((SELECT max(created_at) FROM webhook_attempts
                                     WHERE endpoint_id = ${endpointId} AND status >= 200 AND status < 300), 0)`;
     return row?.since == null ? null : Number(row.since);
   }
