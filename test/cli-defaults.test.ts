@@ -2,15 +2,13 @@
 // data directory and says so (no silent ./data), and `parley conformance` says which base URL to use
 // when the target file's cannot be reached but PARLEY_BASE_URL names another.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { defaultDataDir } from '../cli/commands/serve.ts';
-import { FIXTURES_DIR, NO_COVERAGE, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
-import { BIN, cliEnv, runCli, waitFor } from './support/cli-helpers.ts';
+import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { runCli } from './support/cli-helpers.ts';
 
 describe('parley serve outside a checkout', () => {
   test('defaultDataDir: ./data in a checkout or where it exists, else the XDG data directory, said', async () => {
@@ -25,27 +23,6 @@ describe('parley serve outside a checkout', () => {
     const withData = await tempDir();
     fs.mkdirSync(path.join(withData, 'data'));
     assert.deepEqual(defaultDataDir(withData, {}), { dir: undefined });
-  });
-
-  test('run from an empty folder, it creates no ./data there and names where its data goes', { timeout: 60_000 }, async (t) => {
-    const cwd = await tempDir();
-    const xdg = await tempDir();
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--log-level', 'silent'], {
-      cwd,
-      env: { ...cliEnv({ XDG_DATA_HOME: xdg }), ...NO_COVERAGE },
-      stdio: 'pipe',
-    });
-    const exited = once(child, 'close');
-    t.after(() => child.kill('SIGKILL'));
-    const err = { text: '' };
-    const noted = waitFor(child.stderr, /data directory: \S+/, err);
-    await waitFor(child.stdout, /listening on http:\/\/\S+\/v1/);
-    await noted;
-    assert.ok(err.text.includes(`data directory: ${path.join(xdg, 'parley')} (this folder is not a Parley checkout`), err.text);
-    assert.equal(fs.existsSync(path.join(cwd, 'data')), false);
-    assert.equal(fs.existsSync(path.join(xdg, 'parley')), true);
-    child.kill('SIGTERM');
-    assert.equal(((await exited) as [number])[0], 0);
   });
 });
 

@@ -1,62 +1,21 @@
-// The control plane's storage (D-76…D-78): one suite (test/support/control-suite.ts) against the data
-// directory's files and PostgreSQL, then what each backend keeps on its own: the file backend's atomic
-// document and audit step, PostgreSQL's change seen by another instance.
+// The control plane's storage (D-76, D-77): one suite (test/support/control-suite.ts) against the data
+// directory's files, then what the file backend keeps on its own: its atomic document and audit step.
+// test/proof/pg-control-store.test.ts runs the suite on PostgreSQL (D-78).
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import type { ControlDocT, FixturesT } from '../src/core/control.ts';
+import type { ControlDocT } from '../src/core/control.ts';
 import { FileControlPlane } from '../src/store/file/control.ts';
 import { verifyPassword } from '../src/services/admin/passwords.ts';
-import { PgControlPlane } from '../src/store/pg/control.ts';
-import { PgStore } from '../src/store/pg/pg-store.ts';
 import { loadFixtures } from '../src/store/tenants.ts';
 import { controlSuite, draft } from './support/control-suite.ts';
 import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
-import { freshDatabase, usePostgres } from './support/postgres.ts';
 
 controlSuite('data directory', {
   async fresh() {
     const dir = await tempDir();
     return { open: (fixtures, log) => FileControlPlane.open(dir, { fixtures, log }) };
-  },
-});
-
-usePostgres();
-/** A migrated database; each open is a control plane over its own pool (as another instance's). */
-async function pgStorage() {
-  const url = await freshDatabase();
-  const open = async (log?: (m: string) => void) => {
-    return openPg(url, await loadFixtures(FIXTURES_DIR), log);
-  };
-  return { url, open };
-}
-
-/** A control plane over its own pool; closing it closes the pool (so does a failed open). */
-async function openPg(url: string, fixtures: FixturesT, log?: (m: string) => void): Promise<PgControlPlane> {
-  const store = new PgStore({ url, max: 3 });
-  await store.open();
-  let c: PgControlPlane;
-  try {
-    c = await PgControlPlane.open(store.sql, { fixtures, log });
-  } catch (err) {
-    await store.close();
-    throw err;
-  }
-  const close = c.close.bind(c);
-  c.close = async () => {
-    await close();
-    await store.close();
-  };
-  return c;
-}
-
-controlSuite('PostgreSQL', {
-  async fresh() {
-    const url = await freshDatabase();
-    return {
-      open: (fixtures, log) => openPg(url, fixtures, log),
-    };
   },
 });
 
@@ -125,35 +84,5 @@ describe('control plane in the data directory (D-76)', () => {
     await assert.rejects(FileControlPlane.open(dir, { fixtures }), /control\.json: apps\.0\./);
     await fs.writeFile(path.join(dir, 'control.json'), 'not json');
     await assert.rejects(FileControlPlane.open(dir, { fixtures }), /control\.json: is not valid JSON/);
-  });
-});
-
-describe('control plane on PostgreSQL (D-78)', () => {
-  test("one instance's change reaches another (NOTIFY, or its version poll) and changes made at once on two instances both land", async () => {
-    const db = await pgStorage();
-    const a = await db.open();
-    const b = await db.open();
-    try {
-      const seen = new Promise<ControlDocT>((resolve) => b.onChange(resolve));
-      await a.apply(renameDemo('From A'));
-      assert.equal((await seen).apps.find((x) => x.id === 'app_demo')!.name, 'From A');
-      // Each change derives from the locked row, not from the instance's copy: neither is lost.
-      await Promise.all([
-        a.apply((d) => {
-          d.apps.find((x) => x.id === 'app_demo')!.stream = true;
-          return [];
-        }),
-        b.apply((d) => {
-          d.apps.find((x) => x.id === 'app_demo')!.generative_ui = true;
-          return [];
-        }),
-      ]);
-      await b.refresh();
-      const app = b.read().apps.find((x) => x.id === 'app_demo')!;
-      assert.deepEqual([app.name, app.stream, app.generative_ui, b.read().version], ['From A', true, true, 4]);
-    } finally {
-      await a.close();
-      await b.close();
-    }
   });
 });

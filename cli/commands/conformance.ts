@@ -7,8 +7,8 @@ import { parseSeconds, type Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { activeProfile } from '../profiles.ts';
 
-const MODULE = '../../conformance/command.ts';
-const MODULE_PATH = fileURLToPath(new URL(MODULE, import.meta.url));
+// The suite ships with the package; an installation trimmed of conformance/ answers a usage error.
+const MODULE_PATH = fileURLToPath(new URL('../../conformance/command.ts', import.meta.url));
 
 const HELP = `
 Base URL and key: the suite's own --base-url and --api-key win; then parley's global ones (given
@@ -150,7 +150,7 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     type Io = { out(line: string): void; err(line: string): void };
     let mod: { conformanceCommand?: (io?: Io) => Command; conformanceAction?: (opts: Record<string, unknown>, io?: Io) => Promise<number> };
     try {
-      mod = (await import(MODULE)) as typeof mod;
+      mod = (await import('../../conformance/command.ts')) as unknown as typeof mod;
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(`'${MODULE_PATH}'`)) {

@@ -3,11 +3,11 @@
 // metrics (D-24), a restart on the same database, and GET /healthz (D-44).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { health } from '../src/api/health.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { PgStore } from '../src/store/pg/pg-store.ts';
-import { APP, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
-import { freshDatabase, usePostgres } from './support/postgres.ts';
+import { health } from '../../src/api/health.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
+import { APP, KEY, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 const conv = `/apps/${APP}/conversations`;

@@ -7,11 +7,11 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { PgStore } from '../src/store/pg/pg-store.ts';
-import { FIXTURES_DIR, KEY, startTestServer, tempDir } from './support/helpers.ts';
-import { livenessLocks, send, UNANSWERED_MS, until } from './support/live-reply.ts';
-import { startPgProxy, type PgProxy } from './support/pg-proxy.ts';
-import { freshDatabase, usePostgres } from './support/postgres.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
+import { FIXTURES_DIR, KEY, startTestServer, tempDir } from '../support/helpers.ts';
+import { livenessLocks, send, UNANSWERED_MS, until } from '../support/live-reply.ts';
+import { startPgProxy, type PgProxy } from '../support/pg-proxy.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 

@@ -2,11 +2,11 @@
 // and its budget's shares (per visitor, per address) and refunds are rows every instance counts.
 // The file store's run and the process-local caps (streams, detached replies): test/widget-starve.test.ts.
 import { before, test } from 'node:test';
-import { PgStore } from '../src/store/pg/pg-store.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
 import assert from 'node:assert/strict';
-import { startTestServer, tempDir } from './support/helpers.ts';
-import { freshDatabase, usePostgres } from './support/postgres.ts';
-import { budgetSharesScenario, starveFixtures, storageShareScenario } from './support/widget-starve.ts';
+import { startTestServer, tempDir } from '../support/helpers.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
+import { budgetSharesScenario, starveFixtures, storageShareScenario } from '../support/widget-starve.ts';
 
 usePostgres();
 

@@ -7,17 +7,17 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import postgres from 'postgres';
-import type { ItemT } from '../src/contract/index.ts';
-import { FileUsageLedger } from '../src/store/file/usage.ts';
-import { DirLockedError, procStat } from '../src/store/file/dir-lock.ts';
-import { FileStore } from '../src/store/file/file-store.ts';
-import { PgStore } from '../src/store/pg/pg-store.ts';
-import { MIGRATIONS } from '../src/store/pg/migrate.ts';
-import { FilePort, ImportError, openDataPort, type DataPort, type LineSource } from '../src/store/port/index.ts';
-import type { ConversationRecord, Store } from '../src/store/types.ts';
-import { tempDir } from './support/helpers.ts';
-import { walk, walkIds } from './support/list-walk.ts';
-import { freshDatabase, usePostgres } from './support/postgres.ts';
+import type { ItemT } from '../../src/contract/index.ts';
+import { FileUsageLedger } from '../../src/store/file/usage.ts';
+import { DirLockedError, procStat } from '../../src/store/file/dir-lock.ts';
+import { FileStore } from '../../src/store/file/file-store.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
+import { MIGRATIONS } from '../../src/store/pg/migrate.ts';
+import { FilePort, ImportError, openDataPort, type DataPort, type LineSource } from '../../src/store/port/index.ts';
+import type { ConversationRecord, Store } from '../../src/store/types.ts';
+import { tempDir } from '../support/helpers.ts';
+import { walk, walkIds } from '../support/list-walk.ts';
+import { freshDatabase, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 
