@@ -14,6 +14,7 @@ import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
 
@@ -75,6 +76,7 @@ export function buildProgram(out: Output, session: Session): Command {
     apiCommand(session),
     loginCommand(session),
     logoutCommand(session),
+    webhooksCommand(session),
   ];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
@@ -104,6 +106,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
     else if (a.startsWith('--api-key=')) out.addSecret(a.slice('--api-key='.length));
   }
   out.addSecret(io.env.PARLEY_API_KEY);
+  out.addSecret(io.env.PARLEY_ADMIN_TOKEN);
   let code: number;
   // D-64: what a shell's TAB asks; never an error, never a prompt.
   if (argv[0] === '__complete') {

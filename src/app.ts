@@ -29,9 +29,8 @@ import type { Store } from './store/types.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
-import { adminRoutes } from './api/admin.ts';
+import { type AdminRouteOptions, adminRoutes } from './api/admin.ts';
 import { webhookRoutes } from './api/admin-webhooks.ts';
-import type { EndpointService } from './services/webhooks/endpoints.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
@@ -127,7 +126,11 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(backend.control, given.passwordHashCost ?? PRODUCTION_COST, webhooks.endpoints),
+      admin: adminSurface(
+        backend.control,
+        given.passwordHashCost ?? PRODUCTION_COST,
+        webhooks.endpoints && webhookRoutes(webhooks.endpoints, webhooks.live!),
+      ),
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
@@ -198,8 +201,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number, endpoints?: EndpointService) {
-  const webhooks = endpoints && webhookRoutes(endpoints);
+function adminSurface(control: ControlPlane, hashCost: number, webhooks?: AdminRouteOptions['webhooks']) {
   const accounts = new AccountService(control, hashCost);
   return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false, webhooks }), accounts };
 }

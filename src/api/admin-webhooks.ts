@@ -10,17 +10,45 @@ import {
 } from '../contract/admin-webhooks.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
+import { EventStream } from '../http/reply.ts';
+import { apiError } from '../http/errors.ts';
 import type { EndpointService } from '../services/webhooks/endpoints.ts';
+import { liveEvents } from '../services/webhooks/listen.ts';
+import type { WebhookEvents } from '../services/webhooks/events.ts';
+import type { ControlPlane } from '../store/control.ts';
+import type { WebhookOutbox } from '../store/webhooks.ts';
 import { type AdminRoute, originOf } from './admin.ts';
 
 const ListQuery = z.strictObject({ app_id: z.string().max(200).optional() });
+const ListenQuery = z.strictObject({ app_id: z.string().min(1).max(200) });
+
+/** What the live stream of D-88 reads. */
+export interface ListenSource {
+  outbox: WebhookOutbox;
+  events: WebhookEvents;
+  control: ControlPlane;
+}
 
 function listOf<T extends { id: string }>(data: T[], has_more = false) {
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
 }
 
-export function webhookRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
+export function webhookRoutes(hooks: EndpointService, live: ListenSource): RouteDef<AdminRoute>[] {
   return [
+    {
+      method: 'GET',
+      pattern: '/webhook_events/stream',
+      route: {
+        // D-88: an admin's, as creating an endpoint is (the stream carries every event's data).
+        adminOnly: true,
+        handle: async (ctx) => {
+          const { app_id } = parseQuery(ctx, ListenQuery);
+          if (!live.control.read().apps.some((a) => a.id === app_id && a.team_id === ctx.admin.team_id))
+            throw apiError('not_found', `App ${JSON.stringify(app_id)} not found.`, { param: 'app_id' });
+          return new EventStream(liveEvents(live, ctx.admin.team_id, app_id, ctx.signal), () => ({ saved: true }));
+        },
+      },
+    },
     {
       method: 'GET',
       pattern: '/webhook_endpoints',

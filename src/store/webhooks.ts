@@ -72,7 +72,7 @@ export interface WebhookOutbox {
   failingSince(endpointId: string): Promise<number | null>;
   /** Forgets events and attempts older than `before` (ms) whose deliveries are all finished (D-87). */
   prune(before: number): Promise<void>;
-  /** Told (in this process) of events recorded here, once durable: the worker and live listeners. */
-  onEvents(fn: (events: OutboxEvent[]) => void): void;
+  /** Told (in this process) of events recorded here, once durable: the worker and live listeners; returns the way to stop. */
+  onEvents(fn: (events: OutboxEvent[]) => void): () => void;
   close(): Promise<void>;
 }

@@ -38,7 +38,7 @@ interface OutboxStore {
 
 export function startWebhooks(store: OutboxStore, control: ControlPlane, o: WebhookOptions, log: Logger, host: string) {
   const outbox = store.outbox;
-  if (!outbox) return { completed: undefined, endpoints: undefined, events: undefined, listening() {}, stop: async () => {} };
+  if (!outbox) return { completed: undefined, endpoints: undefined, live: undefined, listening() {}, stop: async () => {} };
   let origin = '';
   const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''));
   store.changeEvents = events;
@@ -59,8 +59,9 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
   });
   const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());
   return {
-    events,
+    /** For the admin surface's routes (src/api/admin-webhooks.ts): endpoints, and the live stream's sources. */
     endpoints,
+    live: { outbox, events, control },
     /** D-83: a completion's event, written once its usage is saved. */
     completed: async (appId: string, c: CompletionT) => {
       const made = events.make(appId, c.status === 'completed' ? 'completion.completed' : 'completion.failed', c, `/completions/${c.id}`);

@@ -119,8 +119,12 @@ export class PgOutbox implements WebhookOutbox {
     for (const fn of this.listeners) fn(events);
   }
 
-  onEvents(fn: (events: OutboxEvent[]) => void): void {
+  onEvents(fn: (events: OutboxEvent[]) => void): () => void {
     this.listeners.push(fn);
+    return () => {
+      const i = this.listeners.indexOf(fn);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
   }
 
   async add(events: OutboxEvent[]): Promise<void> {
