@@ -31,6 +31,7 @@ function event(id: string, endpoints = ['we_a'], at = now()): OutboxEvent {
 function numbered(): ChangeEvents {
   let n = 0;
   return {
+    wants: () => true,
     created: () => [event(`evt_c${++n}`)],
     updated: () => [event(`evt_u${++n}`)],
     saved: () => [event(`evt_s${++n}`)],

@@ -3,11 +3,14 @@
 // team's secret key, retries with the same webhook-id, Retry-After, 410, disabling, redelivery and the
 // delivery log.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
 import { APP, KEY, startTestServer, type TestServer } from './support/helpers.ts';
-import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
+import { WebhookEvents } from '../src/services/webhooks/events.ts';
+import { createEndpoint, demoAdminToken, type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const SECRET = webhookSecretText(webhookSigningKey(KEY));
 const T = { timeout: 30_000 };
@@ -240,3 +243,87 @@ function waitDelivery(evt: string, endpointId: string, pred: (d: any) => boolean
     return d && pred(d) ? d : undefined;
   });
 }
+
+describe('failed replies and completions (D-83)', () => {
+  test('response.failed and completion.failed carry the error, verified', T, async () => {
+    const rx = await receiver();
+    const id = await endpoint(rx.url, ['response.failed', 'completion.failed'], 'app_faulty');
+    const c = await server.call('POST', '/apps/app_faulty/conversations', {});
+    await server.call('POST', `/apps/app_faulty/conversations/${c.body.id}`, { message: { content: 'Hello' }, stream: false });
+    await server.call('POST', '/apps/app_faulty/completions', { prompt: 'Hello' });
+    await rx.waitFor((r) => ['response.failed', 'completion.failed'].every((t) => r.some((x) => x.json?.type === t)));
+    for (const r of rx.received) {
+      const ev = verified(r);
+      assert.equal(ev.data.status, 'failed');
+      assert.equal(typeof ev.data.error.code, 'string');
+    }
+    assert.equal(rx.received.find((r) => r.json.type === 'response.failed')!.json.data.conversation_id, c.body.id);
+    await admin('DELETE', `/webhook_endpoints/${id}`);
+  });
+});
+
+describe('timeouts and endpoints failing too long (D-85, D-86)', () => {
+  test(
+    'an endpoint that never answers times out (a failed attempt with no status) and is disabled once failing past the limit',
+    T,
+    async () => {
+      const held: http.ServerResponse[] = [];
+      const silent = http.createServer((_req, res) => held.push(res));
+      await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+      const own = await startTestServer({
+        passwordHashCost: 10,
+        webhookRetrySchedule: [0.05, 0.05, 0.05, 0.05, 0.05],
+        webhookTimeoutMs: 200,
+        webhookDisableAfterMs: 1,
+        webhookPollMs: 20,
+      });
+      try {
+        const o = new URL(own.baseUrl).origin;
+        const t = await demoAdminToken(o);
+        const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/never`;
+        const id = await createEndpoint(o, t, url, ['conversation.created'], APP);
+        await own.call('POST', `/apps/${APP}/conversations`, {});
+        const get = async (p: string) =>
+          (await fetch(`${o}/admin/v1${p}`, { headers: { authorization: `Bearer ${t}` } })).json() as Promise<any>;
+        const ep = await waitFor(async () => {
+          const e = await get(`/webhook_endpoints/${id}`);
+          return e.enabled === false ? e : undefined;
+        });
+        assert.equal(ep.disabled_reason, 'failing');
+        const log = await get(`/webhook_deliveries?endpoint_id=${id}`);
+        const attempts = log.data[0].attempt_log;
+        assert.ok(attempts.length >= 1);
+        for (const a of attempts.filter((x: any) => x.error !== 'endpoint disabled')) {
+          assert.equal(a.status, null);
+          assert.match(a.error, /no answer within 200 ms/);
+        }
+      } finally {
+        await own.close();
+        silent.closeAllConnections();
+        await new Promise((r) => silent.close(r));
+      }
+    },
+  );
+});
+
+describe('payloads (D-83)', () => {
+  test('a payload over 20,480 bytes sends data as { id, object, url } on the public URL', () => {
+    const doc = {
+      apps: [{ id: 'app_demo', team_id: 'team_demo' }],
+      webhook_endpoints: [{ id: 'we_1', app_id: 'app_demo', events: ['*'], enabled: true }],
+    };
+    const events = new WebhookEvents({ read: () => doc } as never, () => 'https://parley.example');
+    const big = { id: 'conv_big', object: 'conversation', metadata: { note: 'x'.repeat(21_000) } };
+    const [ev] = events.make('app_demo', 'conversation.updated', big, '/conversations/conv_big');
+    const body = JSON.parse(ev!.body);
+    assert.deepEqual(body.data, {
+      id: 'conv_big',
+      object: 'conversation',
+      url: 'https://parley.example/v1/apps/app_demo/conversations/conv_big',
+    });
+    assert.equal(body.id, ev!.id);
+    const small = events.make('app_demo', 'conversation.updated', { id: 'conv_s', object: 'conversation' }, '/conversations/conv_s');
+    assert.equal(JSON.parse(small[0]!.body).data.id, 'conv_s');
+    assert.deepEqual(events.make('app_other', 'conversation.updated', big, '/x'), []);
+  });
+});

@@ -216,6 +216,8 @@ export interface UnfinishedResponse extends ResponseTrace {
  * in the change's journal line, PostgreSQL in its transaction.
  */
 export interface ChangeEvents {
+  /** Whether any event of `appId` could be wanted now: a store builds the records an event needs only then. */
+  wants(appId: string): boolean;
   created(record: ConversationRecord): OutboxEvent[];
   updated(before: ConversationRecord, after: ConversationRecord): OutboxEvent[];
   saved(record: ConversationRecord, save: ResponseSave): OutboxEvent[];

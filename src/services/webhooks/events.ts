@@ -25,6 +25,20 @@ export class WebhookEvents implements ChangeEvents {
     private readonly origin: () => string,
   ) {}
 
+  /** The apps with an endpoint, per version of the control document (read on every change of a conversation). */
+  private readonly withEndpoints = new WeakMap<object, Set<string>>();
+
+  wants(appId: string): boolean {
+    if (this.followed.has(appId)) return true;
+    const doc = this.control.read();
+    let apps = this.withEndpoints.get(doc);
+    if (!apps) {
+      apps = new Set(doc.webhook_endpoints.map((e) => e.app_id));
+      this.withEndpoints.set(doc, apps);
+    }
+    return apps.has(appId);
+  }
+
   /** D-88: a listener follows `appId` until the returned function is called. */
   follow(appId: string): () => void {
     this.followed.set(appId, (this.followed.get(appId) ?? 0) + 1);

@@ -212,7 +212,7 @@ export class FileStore implements Store {
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     admit?.(this.bytesOf(record.app_id));
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
-    const w = this.changeEvents?.created(record) ?? [];
+    const w = this.changeEvents?.wants(record.app_id) ? this.changeEvents.created(record) : [];
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
     await this.journal.append(withEvents(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, w), (where) => {
       if (w.length > 0) this.outbox.adopt(w);
@@ -229,7 +229,7 @@ export class FileStore implements Store {
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
       const { f } = diffOf(current, next);
       if (Object.keys(f).length === 0) return current;
-      const w = this.changeEvents?.updated(current.toJSON(), { ...current.toJSON(), ...f }) ?? [];
+      const w = this.changeEvents?.wants(current.app_id) ? this.changeEvents.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
         if (w.length > 0) this.outbox.adopt(w);
@@ -248,8 +248,9 @@ export class FileStore implements Store {
       // Deleted while the response ran: its history is gone and is not started again.
       if (current.deleted_at !== null) return current;
       const { f, n } = diffOf(current, save.apply(current));
-      const after = { ...current.toJSON(), ...f, message_count: current.message_count + n };
-      const w = this.changeEvents?.saved(after, save) ?? [];
+      // Only when an event is wanted: a record's long metadata is read from the journal (D-28).
+      const events = this.changeEvents?.wants(current.app_id) ? this.changeEvents : undefined;
+      const w = events?.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save) ?? [];
       await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
       return this.index.records.get(save.conversationId)!;
     });

@@ -234,7 +234,7 @@ export class PgStore implements Store {
         ],
       );
       if (claim) await this.keepClaim(tx, claim, Date.now());
-      await emit(this.changeEvents?.created(record));
+      if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
     });
   }
 
@@ -292,8 +292,8 @@ export class PgStore implements Store {
         const next = change(current && recordOf(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
         const row = await this.write(tx, current, next);
-        if (row.title !== current.title || row.deleted_at !== current.deleted_at)
-          await emit(this.changeEvents?.updated(recordOf(current), recordOf(row)));
+        if ((row.title !== current.title || row.deleted_at !== current.deleted_at) && this.changeEvents?.wants(current.app_id))
+          await emit(this.changeEvents.updated(recordOf(current), recordOf(row)));
         return row;
       });
       return recordOf(row);
@@ -319,7 +319,7 @@ export class PgStore implements Store {
         const history = await this.appendHistory(tx, current, save.items, save.response);
         if (save.claim) await this.keepClaim(tx, save.claim, at);
         const row = await this.write(tx, current, next, history);
-        await emit(this.changeEvents?.saved(recordOf(row), save));
+        if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));
         return row;
       });
       return recordOf(row);
