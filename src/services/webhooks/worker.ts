@@ -23,6 +23,8 @@ export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 export const MAX_RETRY_AFTER_S = 86_400;
 /** D-85: a lease lasts the timeout plus this: a dead instance's deliveries go to the others then. */
 export const LEASE_SLACK_MS = 5_000;
+/** How long a shutdown waits for the attempts under way. */
+const STOP_WAIT_MS = 2_000;
 
 export interface WorkerOptions {
   scheduleS: readonly number[];
@@ -179,10 +181,16 @@ export class DeliveryWorker {
     this.o.log.warn({ endpoint_id: endpoint.id, reason }, 'webhook endpoint disabled');
   }
 
-  /** Stops claiming; waits for the attempts under way (their leases would otherwise hand them to another instance). */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming and waits a little for the attempts under way to be recorded; one still running
+   * after that is left to its lease (a restart or another instance attempts it again: at least once).
+   */
+  async stop(waitMs = STOP_WAIT_MS): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((r) => (timer = setTimeout(r, waitMs)));
+    await Promise.race([Promise.all([...this.inFlight]), bound]);
+    clearTimeout(timer);
   }
 }

@@ -17,6 +17,8 @@ export const withEvents = <T extends object>(line: T, w: OutboxEvent[]) => (w.le
 export class FileOutbox implements WebhookOutbox {
   private readonly events = new Map<string, OutboxEvent>();
   private readonly deliveryMap = new Map<string, Delivery>();
+  /** The keys of pending deliveries: a claim looks at these only, not at a week of finished ones. */
+  private readonly pending = new Set<string>();
   private readonly attemptMap = new Map<string, Attempt[]>();
   private readonly leases = new Map<string, { owner: string; until: number }>();
   /** Unix seconds of each endpoint's first failed attempt since its last success (D-86). */
@@ -56,7 +58,7 @@ export class FileOutbox implements WebhookOutbox {
     else if (e.a) {
       const a = e.a as Attempt;
       const d = e.d as Delivery;
-      this.deliveryMap.set(keyOf(d.event_id, d.endpoint_id), d);
+      this.put(d);
       const list = this.attemptMap.get(keyOf(a.event_id, a.endpoint_id)) ?? [];
       list.push(a);
       this.attemptMap.set(keyOf(a.event_id, a.endpoint_id), list);
@@ -68,13 +70,14 @@ export class FileOutbox implements WebhookOutbox {
     if (this.events.has(ev.id)) return;
     this.events.set(ev.id, ev);
     for (const d of ev.deliveries)
-      this.deliveryMap.set(keyOf(ev.id, d.endpoint_id), {
-        event_id: ev.id,
-        endpoint_id: d.endpoint_id,
-        state: d.state,
-        attempts: 0,
-        next_at: ev.created_at * 1000,
-      });
+      this.put({ event_id: ev.id, endpoint_id: d.endpoint_id, state: d.state, attempts: 0, next_at: ev.created_at * 1000 });
+  }
+
+  private put(d: Delivery): void {
+    const k = keyOf(d.event_id, d.endpoint_id);
+    this.deliveryMap.set(k, d);
+    if (d.state === 'pending') this.pending.add(k);
+    else this.pending.delete(k);
   }
 
   private reopen(eventId: string, endpointIds: readonly string[], at: number): number {
@@ -82,8 +85,7 @@ export class FileOutbox implements WebhookOutbox {
     for (const ep of endpointIds) {
       const d = this.deliveryMap.get(keyOf(eventId, ep));
       if (!d) continue;
-      d.state = 'pending';
-      d.next_at = at;
+      this.put({ ...d, state: 'pending', next_at: at });
       n++;
     }
     return n;
@@ -163,7 +165,8 @@ export class FileOutbox implements WebhookOutbox {
   async claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]> {
     const out: Claimed[] = [];
     const taken = new Set(busy);
-    for (const [k, d] of this.deliveryMap) {
+    for (const k of this.pending) {
+      const d = this.deliveryMap.get(k)!;
       if (out.length >= limit) break;
       if (d.state !== 'pending' || d.next_at > now || taken.has(d.endpoint_id)) continue;
       const lease = this.leases.get(k);
@@ -178,7 +181,7 @@ export class FileOutbox implements WebhookOutbox {
   async settle(attempt: Attempt, next: Delivery): Promise<void> {
     const k = keyOf(next.event_id, next.endpoint_id);
     await this.journal.append({ a: attempt, d: next });
-    this.deliveryMap.set(k, { ...next });
+    this.put({ ...next });
     const list = this.attemptMap.get(k) ?? [];
     list.push(attempt);
     this.attemptMap.set(k, list);
@@ -231,6 +234,7 @@ export class FileOutbox implements WebhookOutbox {
       this.events.delete(ev.id);
       for (const k of keys) {
         this.deliveryMap.delete(k);
+        this.pending.delete(k);
         this.attemptMap.delete(k);
         this.leases.delete(k);
       }
