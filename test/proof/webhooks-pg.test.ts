@@ -14,6 +14,8 @@ import { startInstance, type Instance } from '../support/fleet.ts';
 import { APP, KEY } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { createEndpoint, demoAdminToken } from '../support/webhook-receiver.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
+import type { OutboxEvent } from '../../src/store/webhooks.ts';
 
 usePostgres();
 
@@ -84,6 +86,8 @@ test('two instances deliver every event; one killed mid-delivery, the other fini
 
   const sql = postgres(databaseUrl, { max: 1 });
   try {
+    // A delivery B had attempted (received) but not recorded is attempted again once its lease ends.
+    while ((await sql`SELECT 1 FROM webhook_deliveries WHERE state = 'pending'`).length > 0) await new Promise((r) => setTimeout(r, 200));
     const states = await sql<{ state: string; n: string }[]>`SELECT state, count(*) AS n FROM webhook_deliveries GROUP BY state`;
     assert.deepEqual(
       states.map((s) => [s.state, Number(s.n)]),
@@ -97,4 +101,79 @@ test('two instances deliver every event; one killed mid-delivery, the other fini
   // At least once: only attempts in flight when B died may have been received twice.
   const duplicates = [...received.values()].filter((v) => v.count > 1).length;
   assert.ok(duplicates <= 16, `${duplicates} events received twice`);
+});
+
+test('the PostgreSQL outbox: one lease at a time across owners, settle, redeliver, the log newest first, failing clock, retention', {
+  timeout: 120_000,
+}, async () => {
+  const store = new PgStore({ url: await freshDatabase() });
+  await store.open();
+  try {
+    const o = store.outbox;
+    const at = Math.floor(Date.now() / 1000);
+    const ev = (id: string, created = at): OutboxEvent => ({
+      id,
+      team_id: 'team_demo',
+      app_id: APP,
+      type: 'conversation.created',
+      created_at: created,
+      body: JSON.stringify({ id }),
+      deliveries: [
+        { endpoint_id: 'we_a', state: 'pending' },
+        { endpoint_id: 'we_b', state: 'pending' },
+      ],
+    });
+    await o.add([ev('evt_1'), ev('evt_2')]);
+    const now = Date.now() + 1000;
+    const [one, two] = await Promise.all([o.claim('w1', now, 10, 60_000, new Set()), o.claim('w2', now, 10, 60_000, new Set())]);
+    const keys = [...one, ...two].map((c) => `${c.event.id}/${c.delivery.endpoint_id}`);
+    // Each delivery to one owner; each owner one delivery per endpoint.
+    assert.equal(new Set(keys).size, keys.length);
+    assert.equal(keys.length, 4);
+    for (const batch of [one, two]) assert.equal(new Set(batch.map((c) => c.delivery.endpoint_id)).size, batch.length);
+    assert.deepEqual(await o.claim('w3', now, 10, 60_000, new Set()), []);
+    const attempt = (id: string, status: number) => ({
+      id,
+      event_id: 'evt_1',
+      endpoint_id: 'we_a',
+      created_at: at,
+      status,
+      duration_ms: 2,
+      response: 'r',
+      error: null,
+    });
+    const d = [...one, ...two].find((c) => c.event.id === 'evt_1' && c.delivery.endpoint_id === 'we_a')!.delivery;
+    await o.settle(attempt('wa_1', 500), { ...d, attempts: 1, state: 'failed' });
+    assert.equal(await o.failingSince('we_a'), at);
+    assert.equal(await o.redeliver('evt_1', ['we_a'], Date.now()), 1);
+    const again = await o.claim('w1', Date.now() + 1000, 10, 60_000, new Set());
+    assert.deepEqual(
+      again.map((c) => `${c.event.id}/${c.delivery.endpoint_id}`),
+      ['evt_1/we_a'],
+    );
+    await o.settle(attempt('wa_2', 200), { ...again[0]!.delivery, attempts: 2, state: 'succeeded' });
+    assert.equal(await o.failingSince('we_a'), null);
+    const log = await o.deliveries({ team_id: 'team_demo', event_id: 'evt_1', endpoint_id: 'we_a', limit: 5 });
+    assert.deepEqual(
+      log[0]!.attempts.map((a) => a.status),
+      [200, 500],
+    );
+    assert.equal((await o.deliveries({ team_id: 'team_other', limit: 5 })).length, 0);
+    await o.add([ev('evt_old', at - 30 * 86_400)]);
+    await o.settle(
+      { ...attempt('wa_3', 200), event_id: 'evt_old', created_at: at - 30 * 86_400 },
+      { event_id: 'evt_old', endpoint_id: 'we_a', state: 'succeeded', attempts: 1, next_at: 0 },
+    );
+    // evt_old still has a pending delivery to we_b: kept until it ends.
+    await o.prune(Date.now() - 7 * 86_400_000);
+    assert.ok(await o.event('evt_old'));
+    await o.settle(
+      { ...attempt('wa_4', 200), event_id: 'evt_old', endpoint_id: 'we_b' },
+      { event_id: 'evt_old', endpoint_id: 'we_b', state: 'succeeded', attempts: 1, next_at: 0 },
+    );
+    await o.prune(Date.now() - 7 * 86_400_000);
+    assert.equal(await o.event('evt_old'), undefined);
+  } finally {
+    await store.close();
+  }
 });

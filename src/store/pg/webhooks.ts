@@ -38,6 +38,7 @@ export const WEBHOOKS_MIGRATION = {
     CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
     -- D-87: each attempt.
     CREATE TABLE webhook_attempts (
+      seq bigserial UNIQUE,
       id text PRIMARY KEY,
       event_id text NOT NULL,
       endpoint_id text NOT NULL,
@@ -195,7 +196,7 @@ export class PgOutbox implements WebhookOutbox {
     for (const r of rows) {
       const attempts = await this.sql<Array<Attempt & { created_at: string }>>`
         SELECT id, event_id, endpoint_id, created_at, status, duration_ms, response, error FROM webhook_attempts
-        WHERE event_id = ${r.event_id} AND endpoint_id = ${r.endpoint_id} ORDER BY created_at DESC, id DESC`;
+        WHERE event_id = ${r.event_id} AND endpoint_id = ${r.endpoint_id} ORDER BY seq DESC`;
       out.push({ event: eventOf(r.ev), delivery: deliveryOf(r), attempts: attempts.map(attemptOf) });
     }
     return out;
@@ -205,8 +206,8 @@ export class PgOutbox implements WebhookOutbox {
     const [row] = await this.sql<{ since: string | null }[]>`
       SELECT min(created_at) AS since FROM webhook_attempts
       WHERE endpoint_id = ${endpointId} AND (status IS NULL OR status < 200 OR status >= 300)
-        AND created_at > coalesce((SELECT max(created_at) FROM webhook_attempts
-                                    WHERE endpoint_id = ${endpointId} AND status >= 200 AND status < 300), 0)`;
+        AND seq > coalesce((SELECT max(seq) FROM webhook_attempts
+                             WHERE endpoint_id = ${endpointId} AND status >= 200 AND status < 300), 0)`;
     return row?.since == null ? null : Number(row.since);
   }
 
