@@ -35,6 +35,7 @@ import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
 import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
+import { CreditService } from './services/credits.ts';
 
 export interface ParleyOptions extends Partial<Config>, WebhookOptions {
   logger?: Logger;
@@ -110,10 +111,13 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     const playground = opts.playground;
     const quota = new StorageQuota(store, tenants);
     const conversations = new ConversationService(store, quota);
-    const responses = new ResponseService(store, agent, usage, logger, quota);
+    // D-74: every reply's usage record carries its team's debit; the balance is checked at a reply's start.
+    const credits = new CreditService(usage, tenants, logger);
+    const metered = credits.meter();
+    const responses = new ResponseService(store, agent, metered, logger, quota);
     // docs/webhooks.md: events written with their changes, delivered from the outbox.
     const webhooks = startWebhooks(store, backend.control, { ...opts.webhooks, ...definedOnly(given) }, logger, opts.host);
-    const completions = new CompletionService(agent, usage, logger, webhooks.completed);
+    const completions = new CompletionService(agent, metered, logger, webhooks.completed);
     // D-30: a keyed retry of a send message running on another instance follows it from the store.
     const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
     // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
@@ -129,11 +133,14 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       admin: adminSurface(
         backend.control,
         given.passwordHashCost ?? PRODUCTION_COST,
+        credits,
         webhooks.endpoints && webhookRoutes(webhooks.endpoints, webhooks.live!),
       ),
+      credits,
       widget: {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
+        credits,
         gate: new WidgetGate({
           tenants,
           auth,
@@ -201,9 +208,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number, webhooks?: AdminRouteOptions['webhooks']) {
+function adminSurface(control: ControlPlane, hashCost: number, credits: CreditService, webhooks?: AdminRouteOptions['webhooks']) {
   const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), secureCookies: false, webhooks }), accounts };
+  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), credits, secureCookies: false, webhooks }), accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

@@ -1,7 +1,6 @@
 // Terminal manners (D-64): shell completion from the command tree and the server's recent ids, the delete
 // confirmation that only a person at a terminal sees, relative times in tables with exact ones in --json.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -9,8 +8,8 @@ import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { main } from '../cli/main.ts';
 import { ago } from '../cli/render.ts';
-import { NO_COVERAGE, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
-import { BIN, Capture, cliEnv, runCli, serverEnv, type CliOptions } from './support/cli-helpers.ts';
+import { startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { Capture, cliEnv, runCli, serverEnv, type CliOptions } from './support/cli-helpers.ts';
 
 let s: TestServer;
 let env: Record<string, string>;
@@ -170,23 +169,5 @@ describe('shell completion (D-64)', () => {
     const down = await run(['__complete', 'chat', ''], { env: { PARLEY_BASE_URL: 'http://127.0.0.1:9/v1' } });
     assert.equal(down.code, 0);
     assert.equal(down.stdout + down.stderr, '');
-  });
-
-  test('the bash script completes through the installed parley', async (t) => {
-    if (spawnSync('bash', ['--version']).status !== 0) return t.skip('no bash');
-    const dir = await tempDir('parley-bin-');
-    await fs.writeFile(path.join(dir, 'parley'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
-    const script = (await run(['completion', 'bash'])).stdout;
-    const r = spawnSync(
-      'bash',
-      ['-c', `${script}\nCOMP_WORDS=(parley conversations li); COMP_CWORD=2; _parley; printf '%s\\n' "\${COMPREPLY[@]}"`],
-      {
-        env: { ...cliEnv(env), ...NO_COVERAGE, PATH: `${dir}:${process.env.PATH}` },
-        encoding: 'utf8',
-      },
-    );
-    assert.equal(r.stdout.trim(), 'list', r.stderr);
-    for (const shell of ['zsh', 'fish']) assert.match((await run(['completion', shell])).stdout, /parley __complete/);
-    assert.equal((await run(['completion', 'tcsh'])).code, 2);
   });
 });

@@ -10,6 +10,8 @@ import type { Route } from '../http/surface.ts';
 import { type AccountService, memberView, type Origin } from '../services/admin/accounts.ts';
 import type { KeyService } from '../services/admin/keys.ts';
 import { type ControlPlane, SESSION_MAX_AGE_MS } from '../store/control.ts';
+import type { CreditService } from '../services/credits.ts';
+import { usageRoutes } from './admin-usage.ts';
 
 export const ADMIN_BASE_PATH = '/admin/v1';
 
@@ -27,6 +29,8 @@ export interface AdminRouteOptions {
   control: ControlPlane;
   accounts: AccountService;
   keys: KeyService;
+  /** D-74: the team's usage and credits. */
+  credits: CreditService;
   /** D-67: cookies are `Secure` when the public URL is https. */
   secureCookies: boolean;
   /** docs/webhooks.md: the routes of src/api/admin-webhooks.ts (none: the surface has no webhook routes). */
@@ -113,6 +117,7 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
   const { control, accounts, keys } = o;
   return [
     ...sessionRoutes(o),
+    ...usageRoutes(o),
     {
       method: 'GET',
       pattern: '/tokens',

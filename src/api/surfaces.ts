@@ -22,6 +22,7 @@ import {
   type SurfaceGate,
 } from '../pipeline/stages.ts';
 import { adminCredential } from '../pipeline/admin-auth.ts';
+import { type CreditCheck, credits } from '../pipeline/credits.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 import { ADMIN_BASE_PATH, type AdminContext, type AdminRoute } from './admin.ts';
 import { WIDGET_BASE_PATH } from './widget.ts';
@@ -31,6 +32,8 @@ export interface RestApiOptions {
   auth: Authenticator;
   /** D-23's plans; without it nothing is counted. */
   rateLimiter?: RateLimiter;
+  /** D-74: the team's credits, checked on the routes that run the agent; without it nothing is refused. */
+  credits?: CreditCheck;
   idempotency?: IdempotencyHook;
   /** The path prefix of the base URL (§9; default /v1). */
   basePath?: string;
@@ -41,7 +44,8 @@ export interface RestApiOptions {
 /**
  * The REST API, in D-4's order: one Authorization header (400) → the key (401) → the app exists and the
  * key may use it (404, 403) → the app is active (403) → its agent, for send message and completion (403)
- * → the plan (429) → the Idempotency-Key; then the handler reads the body (400) and the resource (404).
+ * → their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the
+ * body (400) and the resource (404).
  */
 export function restApi(o: RestApiOptions): Surface {
   return {
@@ -52,6 +56,7 @@ export function restApi(o: RestApiOptions): Surface {
       singleAuthorization,
       authenticate(o.auth),
       authorizeApp(o.auth, route),
+      route.needsAgent && o.credits && credits(o.credits),
       route.counted && o.rateLimiter && rateLimit(o.rateLimiter),
       route.idempotent && o.idempotency && idempotency(o.idempotency),
     ],
@@ -65,13 +70,15 @@ export interface WidgetApiOptions {
   gate: SurfaceGate;
   /** D-91, as the REST API's. */
   store?: RestApiOptions['store'];
+  /** D-74, as the REST API's (after the gate, whose charge a refusal gives back). */
+  credits?: CreditCheck;
 }
 
 /**
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
  * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
- * credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429);
- * then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
+ * credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
+ * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
 export function widgetApi(o: WidgetApiOptions): Surface {
@@ -79,7 +86,12 @@ export function widgetApi(o: WidgetApiOptions): Surface {
     basePath: WIDGET_BASE_PATH,
     routes: o.routes,
     enter: [cors(o.gate), preflight(o.gate)],
-    stages: (route) => [o.store && storeBound(o.store.health, o.store.timeoutMs), singleAuthorization, admit(o.gate, route)],
+    stages: (route) => [
+      o.store && storeBound(o.store.health, o.store.timeoutMs),
+      singleAuthorization,
+      admit(o.gate, route),
+      route.needsAgent && o.credits && credits(o.credits),
+    ],
     admitted,
   };
 }

@@ -132,26 +132,53 @@ export const AuditEntry = z.object({
   changes: z.record(z.string(), z.tuple([z.unknown(), z.unknown()])),
 });
 
-/** D-74: one app's usage on one UTC day. */
+/** D-74: the header of a reply let through on a soft-limit plan at zero credits (on /v1 and /widget/v1). */
+export const CREDITS_WARNING_HEADER = 'parley-credits-warning';
+
+/** D-74: one app's usage on one UTC day (days without usage are absent). */
 export const UsageDay = z.object({
   app_id: z.string(),
+  /** The UTC day, `2026-11-25`. */
   date: z.string(),
+  /** Responses and completions recorded. */
   requests: z.number().int(),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
   total_tokens: z.number().int(),
+  /** Credits debited (usage recorded before D-74 carries none). */
   credits: z.number(),
+});
+/** D-74: a plan the team's apps are on, as it bills them. */
+export const CreditPlan = z.object({
+  plan: z.string(),
+  /** How many of the team's apps are on it; each brings its allowance. */
+  apps: z.number().int(),
+  monthly_allowance: z.number(),
+  price_per_1k_tokens: z.number(),
+  limit: z.enum(['soft', 'hard']),
+});
+/** D-74: the team's credits this month (UTC). */
+export const CreditBalance = z.object({
+  object: z.literal('credit_balance'),
+  team_id: z.string(),
+  /** The credits left: the allowance minus this month's debits (below zero by at most the replies that ran on). */
+  credits: z.number(),
+  /** The sum of the monthly allowances of the team's apps' plans. */
+  allowance: z.number(),
+  used: z.number(),
+  period_start: unixSeconds,
+  /** The first second of the next month, when the allowance comes again. */
+  period_end: unixSeconds,
+  /** `hard` when some of the team's apps are on a plan that refuses replies at zero. */
+  limit: z.enum(['soft', 'hard']),
+  plans: z.array(CreditPlan),
 });
 export const UsageReport = z.object({
   object: z.literal('usage'),
+  since: z.string(),
+  until: z.string(),
   data: z.array(UsageDay),
-  balance: z.object({
-    /** The credits of the current month (UTC) left: the plan's allowance minus this month's debits. */
-    credits: z.number(),
-    allowance: z.number(),
-    period_start: unixSeconds,
-    limit: z.enum(['soft', 'hard']),
-  }),
+  balance: CreditBalance,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -232,7 +259,13 @@ export const AuditQuery = z.strictObject({
   after: z.string().min(1).max(100).optional(),
 });
 
-const dateParam = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date such as 2026-11-25');
+const dateParam = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date such as 2026-11-25')
+  .refine((d) => {
+    const t = Date.parse(`${d}T00:00:00Z`);
+    return !Number.isNaN(t) && new Date(t).toISOString().startsWith(d);
+  }, 'must be a date that exists, such as 2026-11-25');
 export const UsageQuery = z.strictObject({
   app_id: z.string().min(1).max(100).optional(),
   since: dateParam.optional(),
@@ -256,3 +289,5 @@ export type ApiKeyT = z.infer<typeof ApiKey>;
 export type AuditEntryT = z.infer<typeof AuditEntry>;
 export type AccessTokenT = z.infer<typeof AccessToken>;
 export type UsageDayT = z.infer<typeof UsageDay>;
+export type CreditBalanceT = z.infer<typeof CreditBalance>;
+export type UsageReportT = z.infer<typeof UsageReport>;

@@ -106,7 +106,8 @@ export const ERROR_STATUSES = {
   '429': {
     description:
       "D-23, D-110: the app's plan allows no more requests now (`Retry-After` says when); too many streams open (code `too_many_streams`); " +
-      'or D-27: the app has used its storage quota (code `storage_quota_exceeded`, no `Retry-After`, `x-should-retry: false`).',
+      'or D-27: the app has used its storage quota (code `storage_quota_exceeded`, no `Retry-After`, `x-should-retry: false`); ' +
+      "or D-74, on send message and completion: the team's credits for the month are used up on a plan with a hard limit (code `credits_exhausted`, no `Retry-After`, `x-should-retry: false`).",
     types: ['rate_limit_exceeded'],
     headers: { 'Retry-After': false, 'x-should-retry': false, ...RATE_LIMIT_HEADERS },
   },

@@ -15,6 +15,7 @@ import {
   type ErrorTraits,
 } from './openapi-errors.ts';
 import { STREAM_EVENT_SCHEMA, componentSchemas, eventStream, schemaRef } from './openapi-schemas.ts';
+import { CREDITS_WARNING_HEADER } from './admin.ts';
 
 export { ERROR_STATUSES, METHOD_NOT_ALLOWED, errorStatusesOf, type ErrorStatusCode } from './openapi-errors.ts';
 export { STREAM_EVENT_SCHEMA, eventSchemaId } from './openapi-schemas.ts';
@@ -55,6 +56,14 @@ const responseId = {
 const responseIdHeader = {
   [RESPONSE_ID_HEADER]: {
     description: 'D-31 (resumable responses): the id of the response this request produces, before the body, in both modes.',
+    schema: { type: 'string' },
+  },
+};
+/** D-74: a reply let through on a soft-limit plan whose team has used its month's credits. */
+const creditsWarningHeader = {
+  [CREDITS_WARNING_HEADER]: {
+    description:
+      "D-74: present only when the team's credits for the month are used up and the app's plan has a soft limit: the reply runs, and this says so.",
     schema: { type: 'string' },
   },
 };
@@ -144,7 +153,7 @@ const OPERATIONS: Operation[] = [
     counted: true,
     idempotent: true,
     extraStatuses: ['409'],
-    okHeaders: responseIdHeader,
+    okHeaders: { ...responseIdHeader, ...creditsWarningHeader },
   },
   // Resumable responses (an extension, docs/responses.md, D-30…D-39).
   {
@@ -201,6 +210,7 @@ const OPERATIONS: Operation[] = [
     needsAgent: true,
     counted: true,
     idempotent: true,
+    okHeaders: creditsWarningHeader,
   },
   {
     method: 'get',

@@ -35,6 +35,17 @@ export const Plan = z.object({
   storage_bytes: z.number().int().positive().default(DEFAULT_STORAGE_BYTES),
   /** D-29: bytes of one conversation's stored history (4 MiB by default). */
   conversation_bytes: z.number().int().positive().default(LIMITS.conversationBytes),
+  /** D-74: credits (the defaults are soft, so that a plan written before D-74 never starts refusing). */
+  credits: z
+    .strictObject({
+      /** Credits each app on the plan brings to its team's balance every month (UTC). */
+      monthly_allowance: z.number().nonnegative().default(10_000),
+      /** Credits per 1,000 tokens (input and output alike) of a response or a completion. */
+      price_per_1k_tokens: z.number().nonnegative().max(1_000_000).default(1),
+      /** At a balance of zero or less: `hard` refuses the app's replies (429), `soft` only warns. */
+      limit: z.enum(['soft', 'hard']).default('soft'),
+    })
+    .prefault({}),
 });
 /** Agent settings: what §2.8 shows plus what the engines need (not shown by the interface). */
 export const Agent = z.looseObject({

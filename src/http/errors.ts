@@ -74,6 +74,11 @@ export const ERRORS = {
    * nothing, so no `Retry-After`, and `x-should-retry: false` keeps the usual clients from retrying.
    */
   storage_quota_exceeded: { ...s7('rate_limit_exceeded', 'storage_quota_exceeded'), headers: { 'x-should-retry': 'false' } },
+  /**
+   * D-74: the team's credits for the month are used up and the app's plan has a hard limit. Nothing
+   * frees them before the month ends (or the plan changes): `x-should-retry: false`, no `Retry-After`.
+   */
+  credits_exhausted: { ...s7('rate_limit_exceeded', 'credits_exhausted'), headers: { 'x-should-retry': 'false' } },
   /** Too many open SSE streams for one app (docs/reliability.md). */
   too_many_streams: { ...s7('rate_limit_exceeded', 'too_many_streams'), headers: { 'retry-after': '1' } },
   /** D-5: says nothing of its cause. */

@@ -21,15 +21,38 @@ export function appUsage(requests: number, inputTokens: number, outputTokens: nu
   return { requests, input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: total, credits: total / TOKENS_PER_CREDIT };
 }
 
-/** Token usage per app (credits, §1, §4.7). */
+/** D-74: what a response or a completion debits its team, written in its usage record. */
+export interface Debit {
+  team_id: string;
+  /** Credits × 1,000, an integer (src/core/credits.ts prices it). */
+  millicredits: number;
+}
+
+/** D-74: one app's usage on one UTC day. */
+export interface UsageDayRow {
+  app_id: string;
+  /** Days since 1970 (UTC). */
+  day: number;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  millicredits: number;
+}
+
+/** Token usage per app (credits, §1, §4.7), and D-74's debits. */
 export interface UsageLedger {
   /**
-   * Records one response's or completion's usage; resolves once durable. A completion's
-   * Idempotency-Key claim is saved with it, in the same step (its usage is its only save).
+   * Records one response's or completion's usage, with its debit (D-74), in one step; resolves once
+   * durable. A completion's Idempotency-Key claim is saved with it, in the same step (its usage is its
+   * only save).
    */
-  record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, claim?: IdempotencyClaim): Promise<void>;
+  record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, claim?: IdempotencyClaim, debit?: Debit): Promise<void>;
   /** The app's totals, as every instance sees them. */
   of(appId: string): Promise<AppUsage>;
+  /** D-74: the millicredits debited to the team at or after `since` (Unix seconds), every instance's. */
+  debited(teamId: string, since: number): Promise<number>;
+  /** D-74: usage per app per UTC day, for the apps given, days `since`…`until` (day numbers, inclusive). */
+  days(appIds: readonly string[], since: number, until: number): Promise<UsageDayRow[]>;
   close(): Promise<void>;
 }
 

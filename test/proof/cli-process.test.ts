@@ -1,12 +1,14 @@
 // The `parley` CLI as a process (bin/parley.js, or cli/main.ts through tsx): what only a process shows.
 // Its --help through the installed executable, a key that never reaches any output even when a server
-// echoes it back, `serve` stopped by SIGTERM, and `serve` run outside a checkout (D-64). test/cli.test.ts runs the rest in-process.
+// echoes it back, `serve` stopped by SIGTERM and run outside a checkout, and the bash completion through
+// the installed executable (D-64). test/cli*.test.ts run the rest in-process.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { APP, KEY, NO_COVERAGE, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
@@ -108,5 +110,25 @@ describe('parley serve outside a checkout (D-64)', () => {
     assert.equal(fs.existsSync(path.join(xdg, 'parley')), true);
     child.kill('SIGTERM');
     assert.equal(((await exited) as [number])[0], 0);
+  });
+});
+
+describe('shell completion through the installed parley (D-64)', () => {
+  test('the bash script completes through the installed parley', async (t) => {
+    if (spawnSync('bash', ['--version']).status !== 0) return t.skip('no bash');
+    const dir = await tempDir('parley-bin-');
+    await fsp.writeFile(path.join(dir, 'parley'), `#!/bin/sh\nexec "${process.execPath}" "${BIN}" "$@"\n`, { mode: 0o755 });
+    const script = (await run(['completion', 'bash'])).stdout;
+    const r = spawnSync(
+      'bash',
+      ['-c', `${script}\nCOMP_WORDS=(parley conversations li); COMP_CWORD=2; _parley; printf '%s\\n' "\${COMPREPLY[@]}"`],
+      {
+        env: { ...cliEnv(env), ...NO_COVERAGE, PATH: `${dir}:${process.env.PATH}` },
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(r.stdout.trim(), 'list', r.stderr);
+    for (const shell of ['zsh', 'fish']) assert.match((await run(['completion', shell])).stdout, /parley __complete/);
+    assert.equal((await run(['completion', 'tcsh'])).code, 2);
   });
 });

@@ -212,6 +212,17 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'credits',
+    sql: `
+      -- D-74: each usage row carries its reply's debit, in millicredits; a team's balance is a sum
+      -- over its month of rows (rows written before carry none: that usage was not billed), read from
+      -- the index alone where the visibility map allows.
+      ALTER TABLE usage_entries ADD COLUMN team_id text, ADD COLUMN millicredits bigint NOT NULL DEFAULT 0;
+      CREATE INDEX usage_entries_team ON usage_entries (team_id, at) INCLUDE (millicredits) WHERE team_id IS NOT NULL;
+    `,
+  },
   WEBHOOKS_MIGRATION,
 ];
 
