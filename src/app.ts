@@ -192,6 +192,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       abandonLog,
       close: () =>
         (closing ??= (async () => {
+          webhooks.closing();
           await http.close(opts.shutdownGraceMs);
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();

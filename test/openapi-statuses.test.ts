@@ -139,6 +139,8 @@ describe("/openapi.json's error answers agree with the server", () => {
       'sign_in_throttled',
       'last_admin',
       'email_taken',
+      // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
+      'invalid_webhook_url',
     ]);
     const faults: string[] = [];
     for (const [name, spec] of Object.entries(ERRORS) as [ErrorName, (typeof ERRORS)[ErrorName]][]) {

@@ -27,6 +27,8 @@ export interface ListenSource {
   outbox: WebhookOutbox;
   events: WebhookEvents;
   control: ControlPlane;
+  /** Aborted when Parley starts closing: every live stream ends. */
+  closing: AbortSignal;
 }
 
 function listOf<T extends { id: string }>(data: T[], has_more = false) {
@@ -45,7 +47,8 @@ export function webhookRoutes(hooks: EndpointService, live: ListenSource): Route
           const { app_id } = parseQuery(ctx, ListenQuery);
           if (!live.control.read().apps.some((a) => a.id === app_id && a.team_id === ctx.admin.team_id))
             throw apiError('not_found', `App ${JSON.stringify(app_id)} not found.`, { param: 'app_id' });
-          return new EventStream(liveEvents(live, ctx.admin.team_id, app_id, ctx.signal), () => ({ saved: true }));
+          const signal = AbortSignal.any([ctx.signal, live.closing]);
+          return new EventStream(liveEvents(live, ctx.admin.team_id, app_id, signal), () => ({ saved: true }));
         },
       },
     },

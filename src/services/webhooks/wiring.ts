@@ -38,7 +38,9 @@ interface OutboxStore {
 
 export function startWebhooks(store: OutboxStore, control: ControlPlane, o: WebhookOptions, log: Logger, host: string) {
   const outbox = store.outbox;
-  if (!outbox) return { completed: undefined, endpoints: undefined, live: undefined, listening() {}, stop: async () => {} };
+  if (!outbox) return { completed: undefined, endpoints: undefined, live: undefined, listening() {}, closing() {}, stop: async () => {} };
+  // D-88: live streams end when Parley starts closing (they never end by themselves).
+  const closing = new AbortController();
   let origin = '';
   const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''));
   store.changeEvents = events;
@@ -61,7 +63,7 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
   return {
     /** For the admin surface's routes (src/api/admin-webhooks.ts): endpoints, and the live stream's sources. */
     endpoints,
-    live: { outbox, events, control },
+    live: { outbox, events, control, closing: closing.signal },
     /** D-83: a completion's event, written once its usage is saved. */
     completed: async (appId: string, c: CompletionT) => {
       const made = events.make(appId, c.status === 'completed' ? 'completion.completed' : 'completion.failed', c, `/completions/${c.id}`);
@@ -72,6 +74,8 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
       origin = at;
       worker.start();
     },
+    /** Ends the live streams, so that a shutdown does not wait for them. */
+    closing: () => closing.abort(),
     stop: () => worker.stop(),
   };
 }
