@@ -13,7 +13,6 @@ export const EVENT_TYPES = [
   'response.failed',
   'completion.completed',
   'completion.failed',
-  'webhook_endpoint.test',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

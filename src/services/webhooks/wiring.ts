@@ -67,7 +67,9 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
     /** D-83: a completion's event, written once its usage is saved. */
     completed: async (appId: string, c: CompletionT) => {
       const made = events.make(appId, c.status === 'completed' ? 'completion.completed' : 'completion.failed', c, `/completions/${c.id}`);
-      if (made.length > 0) await outbox.add(made);
+      // The completion is answered whatever happens to its event (a full disk is logged, never the answer's fault).
+      if (made.length > 0)
+        await outbox.add(made).catch((err: Error) => log.error({ err: err.message, completion_id: c.id }, 'webhook event not recorded'));
     },
     /** Parley listens at `at` (`http://host:port`): the origin of payload URLs; delivery starts. */
     listening(at: string) {
