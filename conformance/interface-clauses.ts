@@ -217,7 +217,7 @@ export const CLAUSES: readonly Clause[] = [
   none(
     '§3.soft-delete.dashboard',
     'the data of a soft-deleted conversation stays accessible from the dashboard',
-    'the dashboard is not part of the API',
+    'the dashboard is not part of the API (reference: /admin/v1 lists and reads it with its history for the retention period, D-73; test/admin-conversations.test.ts)',
   ),
 
   // §4.1

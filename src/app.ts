@@ -23,19 +23,22 @@ import { IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/responses.ts';
-import { openBackend, type BackendStore } from './store/backend.ts';
+import { type Backend, openBackend, type BackendStore } from './store/backend.ts';
 import { checkListenable } from './http/port.ts';
 import type { Store } from './store/types.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
 import { type AdminRouteOptions, adminRoutes } from './api/admin.ts';
+import { adminConversationRoutes } from './api/admin-conversations.ts';
 import { webhookRoutes } from './api/admin-webhooks.ts';
+import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { PRODUCTION_COST } from './services/admin/passwords.ts';
-import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
 import { CreditService } from './services/credits.ts';
+import { AdminConversationService } from './services/admin/conversations.ts';
+import { DeletedRetention } from './services/retention.ts';
 
 export interface ParleyOptions extends Partial<Config>, WebhookOptions {
   logger?: Logger;
@@ -104,26 +107,20 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   });
   const { tenants, store, usage } = backend;
   try {
-    const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
-    // D-70: a key's last use is recorded in memory, written off the request path.
-    const auth = new AuthService(tenants, (id, at) => backend.control.keyUse.record(id, at));
-    const tokens = new VisitorTokens(backend.widgetSecret);
+    const { auth, tokens, retention, conversations, credits, responses, completions, idempotency, webhooks } = await services(
+      backend,
+      opts,
+      logger,
+    );
     const playground = opts.playground;
-    const quota = new StorageQuota(store, tenants);
-    const conversations = new ConversationService(store, quota);
-    // D-74: every reply's usage record carries its team's debit; the balance is checked at a reply's start.
-    const credits = new CreditService(usage, tenants, logger);
-    const metered = credits.meter();
-    const responses = new ResponseService(store, agent, metered, logger, quota);
-    // docs/webhooks.md: events written with their changes, delivered from the outbox.
-    const webhooks = startWebhooks(store, backend.control, { ...opts.webhooks, ...definedOnly(given) }, logger, opts.host);
-    const completions = new CompletionService(agent, metered, logger, webhooks.completed);
-    // D-30: a keyed retry of a send message running on another instance follows it from the store.
-    const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
     // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
     const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
     if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
     if (store.sweepMs) responses.sweep(store.sweepMs);
+    const purged = await retention.start((err) =>
+      logger.warn({ err: err.message }, 'the sweep of deleted histories failed; the next one tries again'),
+    );
+    if (purged > 0) logger.info({ count: purged }, 'deleted histories past their retention purged');
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
@@ -134,6 +131,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
         backend.control,
         given.passwordHashCost ?? PRODUCTION_COST,
         credits,
+        new AdminConversationService(store, backend.control, retention),
         webhooks.endpoints && webhookRoutes(webhooks.endpoints, webhooks.live!),
       ),
       credits,
@@ -197,6 +195,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();
           await responses.stopSweeping();
+          await retention.stop();
           await webhooks.stop();
           await backend.close();
           await flushLog(LOG_FLUSH_MS);
@@ -208,10 +207,44 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   }
 }
 
+/** The services over the backend's stores: the rules each route and stage applies. */
+async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions, logger: Logger) {
+  const { tenants, store, usage } = backend;
+  const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
+  // D-70: a key's last use is recorded in memory, written off the request path.
+  const auth = new AuthService(tenants, (id, at) => backend.control.keyUse.record(id, at));
+  const tokens = new VisitorTokens(backend.widgetSecret);
+  const quota = new StorageQuota(store, tenants);
+  // D-73: deleted histories kept for the retention, within each app's bound, then purged.
+  const retention = new DeletedRetention(store, quota, opts.deletedRetentionDays, () => tenants.apps.keys());
+  const conversations = new ConversationService(store, quota, retention);
+  // D-74: every reply's usage record carries its team's debit; the balance is checked at a reply's start.
+  const credits = new CreditService(usage, tenants, logger);
+  const metered = credits.meter();
+  const responses = new ResponseService(store, agent, metered, logger, quota);
+  // docs/webhooks.md: events written with their changes, delivered from the outbox.
+  const webhooks = startWebhooks(store, backend.control, { ...opts.webhooks, ...opts }, logger, opts.host);
+  const completions = new CompletionService(agent, metered, logger, webhooks.completed);
+  // D-30: a keyed retry of a send message running on another instance follows it from the store.
+  const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
+  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks };
+}
+
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number, credits: CreditService, webhooks?: AdminRouteOptions['webhooks']) {
+function adminSurface(
+  control: ControlPlane,
+  hashCost: number,
+  credits: CreditService,
+  conversations: AdminConversationService,
+  webhooks?: AdminRouteOptions['webhooks'],
+) {
   const accounts = new AccountService(control, hashCost);
-  return { routes: adminRoutes({ control, accounts, keys: new KeyService(control), credits, secureCookies: false, webhooks }), accounts };
+  const routes = [
+    ...adminRoutes({ control, accounts, keys: new KeyService(control), credits, secureCookies: false, webhooks }),
+    // D-73: the team's conversations (their own file: it imports admin.ts's route type and origin).
+    ...adminConversationRoutes(conversations),
+  ];
+  return { routes, accounts };
 }
 
 /** How long close() lets buffered log lines take to leave (main.ts waits as long at exit). */

@@ -32,6 +32,8 @@ export interface Config {
   storeTimeoutSeconds: number;
   /** docs/webhooks.md: the settings given (src/webhook-config.ts). */
   webhooks?: WebhookOptions;
+  /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
+  deletedRetentionDays: number;
 }
 
 export const DEFAULTS: Config = {
@@ -48,6 +50,7 @@ export const DEFAULTS: Config = {
   databasePoolSize: 10,
   trustProxy: null,
   storeTimeoutSeconds: 5,
+  deletedRetentionDays: 30,
 };
 
 export class ConfigError extends Error {}
@@ -65,6 +68,8 @@ Options (each also read from the environment variable in brackets):
   --database-pool-size <n>  connections to PostgreSQL per instance, 2 to 1000 [DATABASE_POOL_SIZE] (default ${DEFAULTS.databasePoolSize})
   --store-timeout <s>  answer 503 store_unavailable to a request still unanswered after this many
                       seconds while the database is out of reach, 1 to 300 [STORE_TIMEOUT] (default ${DEFAULTS.storeTimeoutSeconds})
+  --deleted-retention-days <n>  days a deleted conversation's history is kept for the team before it is
+                      purged, 0 to 3650 (0: at once) [DELETED_RETENTION_DAYS] (default ${DEFAULTS.deletedRetentionDays})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
@@ -88,6 +93,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-url'?: string;
     'database-pool-size'?: string;
     'store-timeout'?: string;
+    'deleted-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
@@ -104,6 +110,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
+        'deleted-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
@@ -156,6 +163,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
+  const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
+  const deletedRetentionDays = Number(retentionText);
+  if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
+    throw new ConfigError(`DELETED_RETENTION_DAYS must be an integer from 0 to 3650 days (got ${JSON.stringify(retentionText)})`);
   return {
     ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
@@ -171,6 +182,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databasePoolSize,
     trustProxy,
     storeTimeoutSeconds,
+    deletedRetentionDays,
   };
 }
 

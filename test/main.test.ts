@@ -22,6 +22,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      deletedRetentionDays: 30,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
@@ -51,6 +52,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      deletedRetentionDays: 30,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -75,6 +77,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      deletedRetentionDays: 30,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
@@ -85,6 +88,14 @@ describe('configuration (flags, then environment, then defaults)', () => {
       assert.throws(
         () => loadConfig([], { STORE_TIMEOUT: bad }),
         (e: Error) => e instanceof ConfigError && /1 to 300/.test(e.message),
+      );
+    // D-73: how long a deleted conversation's history is kept (0: purged at the delete).
+    assert.equal(loadConfig([], { DELETED_RETENTION_DAYS: '0' }).deletedRetentionDays, 0);
+    assert.equal(loadConfig(['--deleted-retention-days', '7'], { DELETED_RETENTION_DAYS: '9' }).deletedRetentionDays, 7);
+    for (const bad of ['-1', '3651', '1.5', 'x'])
+      assert.throws(
+        () => loadConfig([], { DELETED_RETENTION_DAYS: bad }),
+        (e: Error) => e instanceof ConfigError && /0 to 3650/.test(e.message),
       );
   });
 

@@ -139,6 +139,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'sign_in_throttled',
       'last_admin',
       'email_taken',
+      'conversation_not_restorable',
       // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
       'invalid_webhook_url',
     ]);

@@ -117,6 +117,13 @@ describe('storage quota per plan (D-27)', () => {
       // A soft delete frees its conversation's share (the reply's own file counts until D-36's hour is over, D-93).
       assert.equal((await s.call('DELETE', `${conv}/${created[0]}`)).status, 200);
       assert.equal((await s.call('POST', conv, { metadata: { small: true } })).status, 200);
+      // D-73: deleted histories are kept outside the quota, but hold at most the quota once more: the
+      // deletes that pass it purge the oldest deletion first.
+      assert.equal((await s.store.admin.get(created[0]!))!.purgedAt, null, 'kept while it fits');
+      for (const id of created.slice(1)) assert.equal((await s.call('DELETE', `${conv}/${id}`)).status, 200);
+      const purged = await Promise.all(created.map(async (id) => (await s.store.admin.get(id))!.purgedAt !== null));
+      assert.deepEqual(purged, [true, false, false]);
+      assert.ok((await s.store.admin.keptBytes(APP)) <= 64 * 1024);
     } finally {
       await s.close();
     }

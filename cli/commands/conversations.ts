@@ -131,7 +131,8 @@ export function conversationsCommand(session: Session): Command {
         const prompter = new Prompter(session.io.stdin, session.io.stderr);
         let answer: string;
         try {
-          answer = await prompter.ask(`Delete ${id}? It cannot be undone. [y/N] `);
+          // D-73: the API cannot undo a delete; a team admin can restore it while its history is kept.
+          answer = await prompter.ask(`Delete ${id}? Only a team admin can restore it, until its history is purged. [y/N] `);
         } finally {
           prompter.close();
         }

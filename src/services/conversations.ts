@@ -17,6 +17,7 @@ import type { SeedConversationT } from '../core/tenants.ts';
 import { newId } from '../core/ids.ts';
 import { unixNow } from '../core/clock.ts';
 import type { StorageQuota } from './quota.ts';
+import type { DeletedRetention } from './retention.ts';
 
 export function toConversation(r: ConversationRecord): ConversationT {
   return {
@@ -44,6 +45,8 @@ export class ConversationService {
     private readonly store: Store,
     /** D-27: the plans' storage quotas (none: unlimited, for tools and tests that build a service alone). */
     private readonly quota?: StorageQuota,
+    /** D-73: deleted histories kept within their bound (none: kept until a sweep, for tools and tests). */
+    private readonly retention?: DeletedRetention,
   ) {}
 
   /** `widget`: created by a widget visitor, within the widget's share of the storage quota (D-92). */
@@ -122,8 +125,11 @@ export class ConversationService {
     return toConversation(await this.store.updateConversation(id, (r) => ({ ...live(appId, id, r), title: body.title })));
   }
 
+  /** D-73 (revising D-27): the history is kept for the retention period, within the app's bound. */
   async delete(appId: string, id: string): Promise<DeletionResultT> {
     await this.store.updateConversation(id, (r) => ({ ...live(appId, id, r), deleted_at: unixNow() }));
+    // The delete has landed: a failure to trim is left to the next sweep, which enforces the bound too.
+    await this.retention?.afterDelete(appId).catch(() => {});
     return { id, object: 'conversation' as const, deleted: true as const };
   }
 

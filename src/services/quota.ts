@@ -37,6 +37,11 @@ export class StorageQuota {
     this.admit(appId, adding, widget)(await this.store.storedBytes(appId));
   }
 
+  /** D-27: the app's plan's storage quota, in bytes (D-73 bounds its deleted histories kept by it too). */
+  bytes(appId: string): number {
+    return this.tenants.plans.get(this.tenants.apps.get(appId)?.plan ?? '')?.storage_bytes ?? DEFAULT_STORAGE_BYTES;
+  }
+
   /** D-29: the bound of one conversation's history in this app's plan. */
   historyBytes(appId: string): number {
     return this.tenants.plans.get(this.tenants.apps.get(appId)?.plan ?? '')?.conversation_bytes ?? LIMITS.conversationBytes;

@@ -127,6 +127,8 @@ export interface Store {
   appCounters(appId: string): Promise<AppCounters>;
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
   storedBytes(appId: string): Promise<number>;
+  /** D-73: the conversations as their team sees them (deleted ones too), and the retention of deleted histories. */
+  readonly admin: AdminConversations;
 
   /**
    * Responses still being produced (resumable responses, docs/responses.md, D-30…D-39). Their state
@@ -151,6 +153,45 @@ export interface Store {
   readonly outbox?: WebhookOutbox;
   /** D-84: asked for the events of each change (set by the webhooks' wiring; none: no events). */
   changeEvents?: ChangeEvents;
+}
+
+/** D-73: what the store keeps of a conversation beyond its record: whether a deleted one's history was purged. */
+export interface AdminRecord {
+  record: ConversationRecord;
+  /**
+   * Unix seconds when its history (and metadata) was purged; null while it is live or deleted and
+   * kept. A conversation deleted before D-73 was purged as it was deleted.
+   */
+  purgedAt: number | null;
+}
+
+/** One page of an app's conversations for its team (D-73): a list page, deleted ones as `deleted` says. */
+export interface AdminPageQuery extends ConversationPageQuery {
+  deleted: 'exclude' | 'include' | 'only';
+  /** A case-insensitive part of the title or of the external user id. */
+  text?: string;
+}
+
+/** What the restore of a conversation found (D-73): restored, or why not. */
+export type RestoreResult = { restored: AdminRecord } | { refused: 'missing' | 'live' | 'purged' };
+
+/**
+ * D-73: an app's conversations as its team sees them, and the retention of deleted histories: a soft
+ * delete keeps the history (outside the storage quota) until a purge removes it with the metadata.
+ */
+export interface AdminConversations {
+  /** One page in creation order (D-12); undefined when `cursor` is not a conversation of this app. */
+  page(appId: string, q: AdminPageQuery): Promise<{ records: AdminRecord[]; hasMore: boolean } | undefined>;
+  /** One conversation, deleted or not. */
+  get(id: string): Promise<AdminRecord | undefined>;
+  /** Makes a deleted conversation whose history is kept live again, in its turn. */
+  restore(id: string): Promise<RestoreResult>;
+  /** Purges the kept histories of conversations deleted at or before `deletedBefore` (Unix s); how many. */
+  purgeDeleted(deletedBefore: number, now: number): Promise<number>;
+  /** Purges an app's kept histories, oldest deletion first, until they hold at most `maxBytes`; how many. */
+  trimKept(appId: string, maxBytes: number, now: number): Promise<number>;
+  /** Bytes of an app's kept histories (their records' and metadata's too, as the quota counts a live one). */
+  keptBytes(appId: string): Promise<number>;
 }
 
 /** The live responses of a store (`Store.responses`): the file store's response log, or PostgreSQL's rows. */

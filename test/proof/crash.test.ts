@@ -158,8 +158,8 @@ async function crashCycles(opts: Cycles): Promise<number> {
     assert.equal(listed, [...expected.values()].filter((e) => !e.deleted).length);
     const metrics = await call(again.base, 'GET', `/apps/${APP}/metrics`);
     assert.equal(metrics.body.total_conversations, expected.size, 'metrics count exactly the conversations that exist');
-    // D-24 counters agree with the items on disk. A soft delete removes the history (D-27) but its
-    // messages still count, so the live conversations' items must account for all but those.
+    // D-24 counters agree with the items on disk. A deleted conversation's messages still count while
+    // its history may be kept or purged (D-73, revising D-27), so the live ones' items account for all but those.
     let onDisk = 0;
     for (const [id, e] of expected) {
       if (e.deleted) continue;

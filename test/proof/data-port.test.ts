@@ -69,7 +69,8 @@ async function exchange(store: Store, id: string, p: string, at: number, failed 
 /**
  * Every kind of thing an export holds: two apps interleaved, four conversations created in the same
  * second, custom and generated titles, metadata (keys in a given order), a user's conversations, a
- * soft-deleted one that had a history, completed and failed responses, and usage of both kinds.
+ * soft-deleted one that had a history (kept, D-73: exported with it), completed and failed responses,
+ * and usage of both kinds.
  */
 async function seed(dataDir: string): Promise<void> {
   const store = new FileStore({ dataDir });
@@ -164,11 +165,11 @@ describe('a round trip file store → PostgreSQL → file store', () => {
     await seed(a);
     const first = await withPort({ dataDir: a }, exportOf);
     assert.deepEqual(JSON.parse(first[0]!), { ...JSON.parse(first[0]!), format: 'parley-export', version: 1, source: 'file' });
-    assert.deepEqual(JSON.parse(first.at(-1)!), { type: 'end', conversations: 7, items: 7, responses: 4, usage: 3 });
+    assert.deepEqual(JSON.parse(first.at(-1)!), { type: 'end', conversations: 7, items: 9, responses: 5, usage: 3 });
 
     const url = await freshDatabase();
     const imported = await withPort({ databaseUrl: url }, (p) => p.import(fromLines(first)));
-    assert.deepEqual(imported, { conversations: 7, items: 7, responses: 4, usage: 3 });
+    assert.deepEqual(imported, { conversations: 7, items: 9, responses: 5, usage: 3 });
     const second = await withPort({ databaseUrl: url }, exportOf);
     assert.equal(JSON.parse(second[0]!).source, 'postgres');
     // The same conversations in the same order, byte for byte; usage in the database's order.
@@ -295,7 +296,7 @@ describe('an import that cannot be done changes nothing', () => {
         );
       }
       // Nothing was written by any of them: the whole file still imports.
-      assert.deepEqual(await withPort(where, (p) => p.import(fromLines(lines))), { conversations: 7, items: 7, responses: 4, usage: 3 });
+      assert.deepEqual(await withPort(where, (p) => p.import(fromLines(lines))), { conversations: 7, items: 9, responses: 5, usage: 3 });
     }
   });
 

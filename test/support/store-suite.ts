@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ItemT } from '../../src/contract/index.ts';
 import type { UnsequencedEvent } from '../../src/contract/index.ts';
-import type { ConversationRecord, LiveResponseStart, ResponseSave, Store } from '../../src/store/types.ts';
+import type { AdminPageQuery, ConversationRecord, LiveResponseStart, ResponseSave, Store } from '../../src/store/types.ts';
 import { walkIds } from './list-walk.ts';
 
 export interface StoreHarness {
@@ -219,7 +219,7 @@ export function storeSuite(name: string, h: StoreHarness): void {
       });
     });
 
-    test('D-11, D-27: soft delete keeps the record in its place in the list, drops its history and its quota bytes', async () => {
+    test('D-11, D-27, D-73: soft delete keeps the record in its place in the list and its history (out of the quota bytes)', async () => {
       await withStore(h, async (s) => {
         for (const [i, id] of ['conv_d1', 'conv_d2', 'conv_d3'].entries()) await s.store.putConversation(record(id, { seq: i + 1 }));
         await s.store.saveResponse(save('conv_d2', 'resp_d'));
@@ -232,14 +232,24 @@ export function storeSuite(name: string, h: StoreHarness): void {
         const from = async (direction: 'up' | 'down') =>
           (await s.store.listConversations('app_demo', { direction, cursor: 'conv_d2', limit: 5 }))?.records.map((x) => x.id);
         assert.deepEqual([await from('up'), await from('down')], [['conv_d3'], ['conv_d1']]);
-        assert.deepEqual((await s.store.readHistory('conv_d2')).items, []);
-        // An exchange that ends after the delete does not bring the history back.
+        // D-73 (revising D-27): the history is kept for the team, outside the quota, until purged.
+        assert.deepEqual(
+          (await s.store.readHistory('conv_d2')).responses.map((x) => x.id),
+          ['resp_d'],
+        );
+        assert.ok((await s.store.admin.keptBytes('app_demo')) > 0);
+        assert.equal((await s.store.admin.get('conv_d2'))!.purgedAt, null);
+        // An exchange that ends after the delete does not add to the history kept.
         const after = await s.store.saveResponse(save('conv_d2', 'resp_late'));
         assert.equal(after.deleted_at, 1_700_000_100);
-        assert.deepEqual((await s.store.readHistory('conv_d2')).responses, []);
+        assert.deepEqual(
+          (await s.store.readHistory('conv_d2')).responses.map((x) => x.id),
+          ['resp_d'],
+        );
         const st = await s.restart();
         assert.equal((await st.getConversation('conv_d2'))!.deleted_at, 1_700_000_100);
         assert.equal(await st.storedBytes('app_demo'), await s.store.storedBytes('app_demo'));
+        assert.equal((await st.readHistory('conv_d2')).items.length, 2, 'kept across a restart');
       });
     });
 
@@ -351,6 +361,101 @@ export function storeSuite(name: string, h: StoreHarness): void {
         assert.equal((await next).done, true);
         await s.store.responses.append('resp_d', ev('response.failed', 0));
         await s.store.responses.append('resp_c', ev('response.completed', 0));
+      });
+    });
+
+    test('D-73: the admin page lists deleted ones as asked, filters by title or user (any case) and pages by cursor', async () => {
+      await withStore(h, async (s) => {
+        const rows: [string, Partial<ConversationRecord>][] = [
+          ['conv_a1', { title: 'Refund for Order 12', external_user_id: 'u-ada' }],
+          ['conv_a2', { title: 'shipping', external_user_id: 'U-BOB' }],
+          ['conv_a3', { title: null, external_user_id: 'ada%_' }],
+          ['conv_a4', { title: 'order status', external_user_id: null }],
+        ];
+        for (const [i, [id, over]] of rows.entries()) await s.store.putConversation(record(id, { seq: i + 1, ...over }));
+        await s.store.putConversation(record('conv_other', { app_id: 'app_other', seq: 9, title: 'order' }));
+        await s.store.updateConversation('conv_a2', (x) => ({ ...x!, deleted_at: 1_700_000_200 }));
+        await s.store.updateConversation('conv_a4', (x) => ({ ...x!, deleted_at: 1_700_000_300 }));
+        const ids = async (q: Partial<AdminPageQuery>) =>
+          (await s.store.admin.page('app_demo', { direction: 'up', limit: 10, deleted: 'include', ...q }))?.records.map((r) => r.record.id);
+        assert.deepEqual(await ids({ deleted: 'exclude' }), ['conv_a1', 'conv_a3']);
+        assert.deepEqual(await ids({ deleted: 'only' }), ['conv_a2', 'conv_a4']);
+        assert.deepEqual(await ids({}), ['conv_a1', 'conv_a2', 'conv_a3', 'conv_a4']);
+        assert.deepEqual(await ids({ direction: 'down' }), ['conv_a4', 'conv_a3', 'conv_a2', 'conv_a1']);
+        assert.deepEqual(await ids({ text: 'ORDER' }), ['conv_a1', 'conv_a4'], 'a part of the title, any case');
+        assert.deepEqual(await ids({ text: 'bob' }), ['conv_a2'], 'a part of the user id, any case');
+        assert.deepEqual(await ids({ text: '%_' }), ['conv_a3'], 'matched as written, not as a pattern');
+        assert.deepEqual(await ids({ externalUserId: 'u-ada' }), ['conv_a1']);
+        // Pages: a deleted cursor keeps its place (D-11), has_more says what is beyond.
+        const first = await s.store.admin.page('app_demo', { direction: 'up', limit: 2, deleted: 'include' });
+        assert.deepEqual([first!.records.map((r) => r.record.id), first!.hasMore], [['conv_a1', 'conv_a2'], true]);
+        assert.deepEqual(await ids({ cursor: 'conv_a2', deleted: 'exclude' }), ['conv_a3']);
+        assert.equal(
+          await s.store.admin.page('app_demo', { direction: 'up', limit: 2, deleted: 'include', cursor: 'conv_other' }),
+          undefined,
+        );
+        const other = await s.store.admin.get('conv_other');
+        assert.equal(other!.record.app_id, 'app_other');
+      });
+    });
+
+    test('D-73: a kept conversation is restored, counted in the quota again; a live, purged or unknown one is not', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_r1', { metadata: { k: 'v' } }));
+        await s.store.saveResponse(save('conv_r1', 'resp_r1'));
+        const live = await s.store.storedBytes('app_demo');
+        assert.deepEqual(await s.store.admin.restore('conv_r1'), { refused: 'live' });
+        assert.deepEqual(await s.store.admin.restore('conv_none'), { refused: 'missing' });
+        await s.store.updateConversation('conv_r1', (x) => ({ ...x!, deleted_at: 1_700_000_100 }));
+        assert.equal(await s.store.storedBytes('app_demo'), 0);
+        assert.equal(await s.store.admin.keptBytes('app_demo'), live, 'kept as the quota counted it live');
+        const r = await s.store.admin.restore('conv_r1');
+        assert.ok('restored' in r);
+        assert.deepEqual([r.restored.record.deleted_at, r.restored.purgedAt], [null, null]);
+        assert.equal(await s.store.storedBytes('app_demo'), live);
+        assert.equal(await s.store.admin.keptBytes('app_demo'), 0);
+        const st = await s.restart();
+        const back = (await st.getConversation('conv_r1'))!;
+        assert.deepEqual([back.deleted_at, back.metadata, back.message_count], [null, { k: 'v' }, 2]);
+        assert.equal((await st.readHistory('conv_r1')).items.length, 2);
+        assert.deepEqual((await walkIds(st, 'app_demo')).includes('conv_r1'), true);
+        // Purged: not restorable.
+        await st.updateConversation('conv_r1', (x) => ({ ...x!, deleted_at: 1_700_000_500 }));
+        assert.equal(await st.admin.purgeDeleted(1_700_000_500, 1_700_000_600), 1);
+        assert.deepEqual(await st.admin.restore('conv_r1'), { refused: 'purged' });
+      });
+    });
+
+    test('D-73: the sweep purges histories deleted at or before its time, once; the bound purges the oldest deletions first', async () => {
+      await withStore(h, async (s) => {
+        for (const [i, id] of ['conv_p1', 'conv_p2', 'conv_p3', 'conv_p4'].entries()) {
+          await s.store.putConversation(record(id, { seq: i + 1, metadata: { n: i } }));
+          await s.store.saveResponse(save(id, `resp_p${i}`));
+          await s.store.updateConversation(id, (x) => ({ ...x!, deleted_at: 1_700_000_100 + i * 100 }));
+        }
+        const each = (await s.store.admin.keptBytes('app_demo')) / 4;
+        // A deletion given another time stays a kept one (only a purge purges).
+        await s.store.updateConversation('conv_p4', (x) => ({ ...x!, deleted_at: 1_700_000_450 }));
+        assert.deepEqual([(await s.store.admin.get('conv_p4'))!.purgedAt, await s.store.admin.keptBytes('app_demo')], [null, each * 4]);
+        assert.equal(await s.store.admin.purgeDeleted(1_700_000_100, 1_700_001_000), 1);
+        assert.equal(await s.store.admin.purgeDeleted(1_700_000_100, 1_700_001_001), 0, 'once');
+        const p1 = (await s.store.admin.get('conv_p1'))!;
+        assert.equal(p1.purgedAt, 1_700_001_000);
+        assert.deepEqual((await s.store.readHistory('conv_p1')).items, []);
+        assert.equal(p1.record.message_count, 2, 'the record stays, its counts too (D-24)');
+        // The bound: room for one more history than it holds is none; room for one keeps the newest.
+        assert.equal(await s.store.admin.trimKept('app_demo', Math.ceil(each * 3), 1_700_002_000), 0);
+        assert.equal(await s.store.admin.trimKept('app_demo', Math.ceil(each), 1_700_002_000), 2);
+        const state = async (st: Store) =>
+          Promise.all(['conv_p1', 'conv_p2', 'conv_p3', 'conv_p4'].map(async (id) => (await st.admin.get(id))!.purgedAt));
+        assert.deepEqual(await state(s.store), [1_700_001_000, 1_700_002_000, 1_700_002_000, null]);
+        assert.equal((await s.store.readHistory('conv_p4')).responses.length, 1);
+        const st = await s.restart();
+        assert.deepEqual(await state(st), [1_700_001_000, 1_700_002_000, 1_700_002_000, null], 'as it was after a restart');
+        assert.deepEqual((await st.readHistory('conv_p2')).responses, []);
+        assert.equal((await st.admin.keptBytes('app_demo')) > 0, true);
+        assert.equal(await st.admin.trimKept('app_demo', 0, 1_700_003_000), 1);
+        assert.equal(await st.admin.keptBytes('app_demo'), 0);
       });
     });
   });

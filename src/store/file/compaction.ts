@@ -10,7 +10,7 @@ import type { LineAt } from './journal-io.ts';
 import type { Exchange } from './lines.ts';
 
 /**
- * Rewrites the journal as one `conv` line per conversation (deleted ones without metadata), the
+ * Rewrites the journal as one `conv` line per conversation (purged ones without metadata), the
  * claims still honoured and the intents not yet completed, while requests go on (Journal.rewrite).
  */
 export async function compactJournal(
@@ -35,9 +35,16 @@ export async function compactJournal(
       for (let i = 0; i < heads.length; i++) {
         const h = heads[i]!;
         const v: ConversationRecord = { ...h.toJSON() };
-        if (h.deleted_at !== null) v.metadata = {};
-        const where = await out(JSON.stringify(h.file_bytes > 0 ? { t: 'conv', v, b: h.file_bytes } : { t: 'conv', v }));
-        if (h.meta.text === null && h.deleted_at === null) moved.set(h.meta, where);
+        // D-73: a deleted conversation says whether its history is kept (null) or when it was purged.
+        if (h.purged_at !== null) v.metadata = {};
+        const line = {
+          t: 'conv',
+          v,
+          ...(h.file_bytes > 0 ? { b: h.file_bytes } : {}),
+          ...(h.deleted_at !== null ? { purged_at: h.purged_at } : {}),
+        };
+        const where = await out(JSON.stringify(line));
+        if (h.meta.text === null && h.purged_at === null) moved.set(h.meta, where);
         // Requests go on between batches.
         if (i % 512 === 511) await new Promise((r) => setImmediate(r));
       }
@@ -52,7 +59,7 @@ export async function compactJournal(
       for (const h of index.records.values()) {
         if (h.meta.text !== null) continue;
         if (h.meta.at < cut && !moved.has(h.meta)) {
-          // Deleted before the snapshot: its metadata is never served again.
+          // Purged before the snapshot: its metadata is never served again (D-73).
           h.meta = EMPTY_META;
           continue;
         }

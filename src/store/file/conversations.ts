@@ -1,7 +1,7 @@
 // The file store's in-memory index (D-28): every conversation's record without its metadata, by id,
 // by app in creation order and by user, with each app's counters and stored bytes; rebuilt from the
 // journal at start-up, changed only once a line is durable.
-import type { AppCounters, ConversationPage, ConversationPageQuery, ConversationRecord } from '../types.ts';
+import type { AppCounters, ConversationPageQuery, ConversationRecord } from '../types.ts';
 import type { LineAt } from './journal-io.ts';
 import { type FieldsT, INLINE_LINE_BYTES } from './lines.ts';
 
@@ -30,6 +30,8 @@ export abstract class StoredConversation implements ConversationRecord {
   declare generated_title: Record<string, string>;
   declare deleted_at: number | null;
   declare message_count: number;
+  /** D-73: when a deleted conversation's history was purged (null: live, or deleted and kept). */
+  declare purged_at: number | null;
   /** Bytes of the conversation's history on disk. */
   declare file_bytes: number;
   declare meta: MetaRef;
@@ -41,19 +43,28 @@ export abstract class StoredConversation implements ConversationRecord {
   }
 }
 
-/** Bytes a conversation occupies as the storage quota counts it (D-27): its record, its history. */
-function storedBytes(h: StoredConversation): number {
-  if (h.deleted_at !== null) return 0;
+/** Bytes of a conversation's record and history (D-27 counts a live one's, D-73 bounds deleted ones kept). */
+function bytesOf(h: StoredConversation): number {
   return (h.meta.text === null ? h.meta.len : 256 + h.meta.text.length) + h.file_bytes;
 }
 
-/** What a compaction writes for a conversation (deleted ones keep no metadata: never served). */
+/** Bytes a conversation occupies as the storage quota counts it (D-27): its record, its history. */
+function storedBytes(h: StoredConversation): number {
+  return h.deleted_at !== null ? 0 : bytesOf(h);
+}
+
+/** D-73: bytes a deleted conversation keeps until its history is purged (outside the quota, bounded per app). */
+function keptBytes(h: StoredConversation): number {
+  return h.deleted_at !== null && h.purged_at === null ? bytesOf(h) : 0;
+}
+
+/** What a compaction writes for a conversation (purged ones keep no metadata, D-73). */
 function lineEstimate(h: StoredConversation): number {
   // A long line was measured; a short one is at most 512 bytes (INLINE_LINE_BYTES) with its metadata.
-  if (h.meta.text === null && h.deleted_at === null) return h.meta.len;
+  if (h.meta.text === null && h.purged_at === null) return h.meta.len;
   let n = 160 + h.id.length + h.app_id.length + (h.title?.length ?? 4) * 3 + (h.external_user_id?.length ?? 4) * 3;
   for (const [k, v] of Object.entries(h.generated_title)) n += 6 + (k.length + v.length) * 3;
-  return n + (h.deleted_at === null ? (h.meta.text?.length ?? 2) : 2);
+  return n + (h.purged_at === null ? (h.meta.text?.length ?? 2) : 2);
 }
 
 class AppIndex {
@@ -64,6 +75,8 @@ class AppIndex {
   readonly counters: AppCounters = { conversations: 0, messages: 0, users: 0 };
   /** Bytes of its live conversations (the storage quota, D-27). */
   bytes = 0;
+  /** D-73: bytes of its deleted conversations whose history is kept. */
+  kept = 0;
 }
 
 /** Where a record of `seq` is or would go in `list` (ascending by seq; O(1) past the end, the usual append). */
@@ -111,6 +124,7 @@ export class ConversationIndex {
     if (!prev) app.counters.conversations++;
     app.counters.messages += record.message_count - (prev?.message_count ?? 0);
     app.bytes += storedBytes(record) - (prev ? storedBytes(prev) : 0);
+    app.kept += keptBytes(record) - (prev ? keptBytes(prev) : 0);
     this.liveBytes += lineEstimate(record) - (prev ? lineEstimate(prev) : 0);
     if (record.external_user_id !== null) {
       let list = app.byUser.get(record.external_user_id);
@@ -123,8 +137,11 @@ export class ConversationIndex {
     }
   }
 
-  /** The in-memory form of a whole record whose line is at `where`. */
-  fromRecord(v: ConversationRecord, where: LineAt, fileBytes: number): StoredConversation {
+  /**
+   * The in-memory form of a whole record whose line is at `where`. D-73: `purgedAt` as its line says;
+   * absent, a deleted one was purged as it was deleted (before D-73).
+   */
+  fromRecord(v: ConversationRecord, where: LineAt, fileBytes: number, purgedAt?: number | null): StoredConversation {
     const s = new this.Stored();
     s.id = v.id;
     // One string per app, not one per conversation.
@@ -136,7 +153,8 @@ export class ConversationIndex {
     s.generated_title = v.generated_title;
     s.deleted_at = v.deleted_at;
     s.message_count = v.message_count;
-    s.file_bytes = fileBytes;
+    s.purged_at = v.deleted_at === null ? null : purgedAt === undefined ? v.deleted_at : purgedAt;
+    s.file_bytes = s.purged_at === null ? fileBytes : 0;
     s.meta = metaRef(v.metadata, where);
     return s;
   }
@@ -146,11 +164,15 @@ export class ConversationIndex {
     const s = new this.Stored();
     Object.assign(s, h);
     if (f.title !== undefined) s.title = f.title;
-    if (f.deleted_at !== undefined) s.deleted_at = f.deleted_at;
+    if (f.deleted_at !== undefined) {
+      s.deleted_at = f.deleted_at;
+      // D-73: a delete before D-73 (no purged_at) purged the history as it deleted.
+      s.purged_at = f.deleted_at === null ? null : f.purged_at === undefined ? f.deleted_at : f.purged_at;
+    } else if (f.purged_at !== undefined) s.purged_at = f.purged_at;
     if (f.generated_title !== undefined) s.generated_title = f.generated_title;
     if (f.metadata !== undefined) s.meta = metaRef(f.metadata, where);
     s.message_count += n;
-    s.file_bytes += b;
+    s.file_bytes = s.purged_at === null ? s.file_bytes + b : 0;
     return s;
   }
 
@@ -187,8 +209,15 @@ export class ConversationIndex {
     return externalUserId === undefined ? app.all : (app.byUser.get(externalUserId) ?? []);
   }
 
-  /** One page of an app's live conversations (D-12); undefined when the cursor is not this app's. */
-  page(appId: string, q: ConversationPageQuery): ConversationPage | undefined {
+  /**
+   * One page of an app's conversations that `keep` accepts (default: live ones, D-12); undefined when
+   * the cursor is not this app's.
+   */
+  page(
+    appId: string,
+    q: ConversationPageQuery,
+    keep: (r: StoredConversation) => boolean = (r) => r.deleted_at === null,
+  ): { records: StoredConversation[]; hasMore: boolean } | undefined {
     const all = this.conversationsOf(appId, q.externalUserId);
     const up = q.direction === 'up';
     let start = up ? 0 : all.length - 1;
@@ -198,11 +227,11 @@ export class ConversationIndex {
       // Seqs are unique within an app (checkVersion), so a position by seq is one by (seq, id).
       start = up ? seqIndex(all, cursor.seq + 1) : seqIndex(all, cursor.seq) - 1;
     }
-    const records: ConversationRecord[] = [];
+    const records: StoredConversation[] = [];
     let hasMore = false;
     for (let i = start, step = up ? 1 : -1; i >= 0 && i < all.length; i += step) {
-      const r = all[i]!;
-      if (r.deleted_at !== null) continue;
+      const r = all[i]! as StoredConversation;
+      if (!keep(r)) continue;
       if (records.length === q.limit) {
         hasMore = true;
         break;
@@ -220,6 +249,11 @@ export class ConversationIndex {
   /** D-27: bytes of the app's live conversations. */
   bytes(appId: string): number {
     return this.apps.get(appId)?.bytes ?? 0;
+  }
+
+  /** D-73: bytes of the app's deleted conversations whose history is kept. */
+  keptBytes(appId: string): number {
+    return this.apps.get(appId)?.kept ?? 0;
   }
 }
 

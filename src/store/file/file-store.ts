@@ -21,6 +21,7 @@ import type {
   ResponseSave,
   Store,
 } from '../types.ts';
+import { FileAdminConversations } from './admin-conversations.ts';
 import { ClaimLog } from './claims.ts';
 import { compactJournal } from './compaction.ts';
 import { ConversationIndex, StoredConversation } from './conversations.ts';
@@ -32,29 +33,10 @@ import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
 import type { ChangeEvents } from '../types.ts';
-import type { OutboxEvent } from '../webhooks.ts';
-import { FileOutbox, withEvents } from './webhooks.ts';
+import { FileOutbox, type OutboxEvent, withEvents } from './webhooks.ts';
+import type { FileStoreOptions } from './options.ts';
 
-export interface FileStoreOptions {
-  dataDir: string;
-  /** Told when start-up drops a torn last journal line (see Journal.open). */
-  warn?: (message: string) => void;
-  /**
-   * D-28: the journal is compacted once it is larger than `factor` × its live records plus `slackBytes`
-   * (defaults 2 and 4 MiB; tests lower them).
-   */
-  compaction?: { factor?: number; slackBytes?: number };
-  /** D-29: bytes of histories kept parsed in memory (default 64 MiB; tests lower it). */
-  historyCacheBytes?: number;
-  /** Tests: runs once a compaction has written its new file, before it takes the journal's place. */
-  holdCompaction?: () => Promise<void>;
-  /** Told when a compaction while running fails (the longer journal still holds everything). */
-  onCompactionError?: (err: Error) => void;
-  /** D-36: how long a response's events stay resumable after its end (default RESPONSE_EVENTS_TTL_MS). */
-  responseEventsTtlMs?: number;
-  /** D-87: webhook events older than this are not brought back from the journal at start-up (default 7 days). */
-  webhookRetentionMs?: number;
-}
+export type { FileStoreOptions };
 
 export class FileStore implements Store {
   readonly dataDir: string;
@@ -81,9 +63,10 @@ export class FileStore implements Store {
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
   readonly sweepMs = undefined;
-  /** D-84: the webhook outbox (`webhooks.jsonl`), opened with the store. */
+  /** D-73: the team's view of the conversations, and the purge of deleted histories. */
+  readonly admin: FileAdminConversations;
+  /** D-84: the webhook outbox (`webhooks.jsonl`, opened with the store), and what makes each change's events. */
   outbox!: FileOutbox;
-  /** D-84: the events of each change, written in its journal line (none set: no webhooks). */
   changeEvents: ChangeEvents | undefined;
 
   constructor(private readonly opts: FileStoreOptions) {
@@ -101,6 +84,8 @@ export class FileStore implements Store {
     );
     this.histories = new HistoryCache(this.dataDir, opts.historyCacheBytes);
     this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
+    const { index, journal, turns, histories } = this;
+    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactIfDue() });
   }
 
   async open(): Promise<void> {
@@ -131,7 +116,7 @@ export class FileStore implements Store {
     const carried: OutboxEvent[] = [];
     const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => carried.push(...w));
     this.outbox = await FileOutbox.open(this.dataDir, carried, this.opts.webhookRetentionMs);
-    await sweepDataDir(this.dataDir, this.journal.file, (id) => this.index.records.has(id));
+    await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {
       journal: this.journal,
       index: this.index,
@@ -229,13 +214,14 @@ export class FileStore implements Store {
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
       const { f } = diffOf(current, next);
       if (Object.keys(f).length === 0) return current;
+      // D-73 (revising D-27): a delete keeps the history until it is purged (file/admin-conversations.ts).
+      if (f.deleted_at != null) f.purged_at = current.deleted_at === null ? null : current.purged_at;
       const w = this.changeEvents?.wants(current.app_id) ? this.changeEvents.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
         if (w.length > 0) this.outbox.adopt(w);
         this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where));
       });
-      if (f.deleted_at != null && current.deleted_at === null) await this.histories.drop(id);
       this.compactIfDue();
       return this.index.records.get(id)!;
     });
@@ -245,10 +231,9 @@ export class FileStore implements Store {
     return this.turns.run(save.conversationId, async () => {
       const current = this.index.records.get(save.conversationId);
       if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
-      // Deleted while the response ran: its history is gone and is not started again.
+      // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
       if (current.deleted_at !== null) return current;
       const { f, n } = diffOf(current, save.apply(current));
-      // Only when an event is wanted: a record's long metadata is read from the journal (D-28).
       const events = this.changeEvents?.wants(current.app_id) ? this.changeEvents : undefined;
       const w = events?.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save) ?? [];
       await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
@@ -362,8 +347,10 @@ export class FileStore implements Store {
     await Promise.all(
       entries.map(({ record }) => {
         const b = sizes.get(record.id) ?? 0;
-        return this.journal.append(b > 0 ? { t: 'conv', v: record, b } : { t: 'conv', v: record }, (where) =>
-          this.index.add(this.index.fromRecord(record, where, b)),
+        // D-73: a deleted conversation imported with its history keeps it; without one it reads as purged.
+        const kept = b > 0 && record.deleted_at !== null ? { purged_at: null } : {};
+        return this.journal.append(b > 0 ? { t: 'conv', v: record, b, ...kept } : { t: 'conv', v: record }, (where) =>
+          this.index.add(this.index.fromRecord(record, where, b, b > 0 ? null : undefined)),
         );
       }),
     );
@@ -389,11 +376,10 @@ export class FileStore implements Store {
   }
 
   private async compact(): Promise<void> {
-    // D-84: the events in the lines a compaction drops must be in the outbox before the new file takes their place.
-    await compactJournal(this.journal, this.index, this.claims, this.openIntents, async () => {
-      await this.outbox.settled();
-      await this.opts.holdCompaction?.();
-    });
+    // D-84: the events of the lines a compaction drops are in the outbox before the new file takes their place.
+    await compactJournal(this.journal, this.index, this.claims, this.openIntents, () =>
+      this.outbox.settled().then(this.opts.holdCompaction),
+    );
     this.compactedBytes = this.journal.bytes;
   }
 }

@@ -57,7 +57,7 @@ export class HistoryCache {
     this.files.delete(id);
   }
 
-  /** D-27: a deleted conversation's history is never served again: its files go, freeing its quota. */
+  /** D-73: a purged conversation's history is never served again: its files go (D-27 freed its quota at the delete). */
   async drop(id: string): Promise<void> {
     const file = this.path(id);
     const cached = this.files.get(id);

@@ -177,7 +177,7 @@ export class HistoryFile implements History {
   }
 }
 
-/** The legacy document's path for a history file: both are removed when the conversation is deleted. */
+/** The legacy document's path for a history file: both are removed when the conversation's history is purged (D-73). */
 export function legacyPath(file: string): string {
   return file.slice(0, -1);
 }

@@ -15,6 +15,8 @@ const Fields = z.strictObject({
   deleted_at: z.number().int().nullable().optional(),
   generated_title: z.record(z.string(), z.string()).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** D-73: null with a delete (its history is kept), a time once purged; absent on a delete before D-73 (purged then). */
+  purged_at: z.number().int().nullable().optional(),
 });
 /**
  * The journal's lines (docs/storage.md). `conv`: a whole record (a create, a compaction's snapshot,
@@ -22,7 +24,9 @@ const Fields = z.strictObject({
  * completes. `set`: the fields a rename or a delete changes. `intent`: what an exchange will change
  * (`f`, `n` messages, `b` history bytes), written before the history file; `done` completes it. An
  * intent with no `done` was cut by a crash, and start-up checks the history file to see whether the
- * exchange landed. Before D-28 an intent held the whole record (`v`). `claim`: an Idempotency-Key
+ * exchange landed. Before D-28 an intent held the whole record (`v`). D-73: a deleted conversation's
+ * `purged_at` (a `conv` line's, or a `set` line's field) is null while its history is kept; absent,
+ * it was purged as it was deleted (before D-73). `claim`: an Idempotency-Key
  * claim kept by a compaction. The claim `c` rides in both lines of an exchange: it holds exactly when
  * the exchange does.
  */
@@ -33,6 +37,7 @@ export const Entries = {
     b: z.number().int().nonnegative().optional(),
     p: z.string().optional(),
     c: Claim.optional(),
+    purged_at: z.number().int().nullable().optional(),
   }),
   set: z.object({ t: z.literal('set'), id: Id, f: Fields }),
   intent: z.object({
@@ -75,10 +80,18 @@ export interface Exchange {
 }
 
 /** The usual journal line, checked without zod (see isConversationRecord). */
-export function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord; b?: number } {
+export function isPlainEntry(e: unknown): e is { t: 'conv'; v: ConversationRecord; b?: number; purged_at?: number | null } {
   if (!isPlainObject(e) || e.t !== 'conv') return false;
-  const keys = Object.keys(e).length;
-  return (keys === 2 || (keys === 3 && Number.isSafeInteger(e.b) && (e.b as number) >= 0)) && isConversationRecord(e.v);
+  let keys = 2;
+  if (Object.hasOwn(e, 'b')) {
+    if (!Number.isSafeInteger(e.b) || (e.b as number) < 0) return false;
+    keys++;
+  }
+  if (Object.hasOwn(e, 'purged_at')) {
+    if (e.purged_at !== null && !Number.isSafeInteger(e.purged_at)) return false;
+    keys++;
+  }
+  return Object.keys(e).length === keys && isConversationRecord(e.v);
 }
 
 /** Metadata whose journal line is at most this long is kept in memory as JSON text (D-28). */

@@ -46,7 +46,7 @@ class Replay {
   line(entry: unknown, line: number, where: LineAt): void {
     if (isPlainEntry(entry)) {
       this.checkVersion(entry.v, line);
-      this.index.add(this.index.fromRecord(entry.v, where, entry.b ?? 0));
+      this.index.add(this.index.fromRecord(entry.v, where, entry.b ?? 0, entry.purged_at));
       return;
     }
     const schema = schemaOf(entry);
@@ -70,7 +70,7 @@ class Replay {
         // A pre-D-28 completion: its record is whole.
         if (e.p !== undefined) this.unfinished.delete(e.p);
         if (e.c) this.claims.add({ key: e.c.k, fingerprint: e.c.f, at: e.c.at });
-        this.index.add(this.index.fromRecord(e.v, where, e.b ?? this.index.records.get(e.v.id)?.file_bytes ?? 0));
+        this.index.add(this.index.fromRecord(e.v, where, e.b ?? this.index.records.get(e.v.id)?.file_bytes ?? 0, e.purged_at));
         return;
       case 'set':
         this.index.add(this.index.changed(known(e.id), e.f, 0, 0, where));
@@ -124,10 +124,15 @@ class Replay {
 
 /**
  * One pass over the data directory and the conversation folders: removes the temporary files a
- * crash left (`*.tmp`; no write is under way, the LOCK is ours), and refuses to start if a history
- * file has no record in the journal, which has then lost lines (D-25).
+ * crash left (`*.tmp`; no write is under way, the LOCK is ours) and the history files of purged
+ * conversations (a crash between the purge's journal line and the file's removal, D-73), and refuses
+ * to start if a history file has no record in the journal, which has then lost lines (D-25).
  */
-export async function sweepDataDir(dataDir: string, journalFile: string, isKnown: (id: string) => boolean): Promise<void> {
+export async function sweepDataDir(dataDir: string, journalFile: string, index: ConversationIndex): Promise<void> {
+  const isKnown = (id: string) => {
+    const r = index.records.get(id);
+    return r !== undefined && (r.purged_at === null || 'purged');
+  };
   const root = path.join(dataDir, 'conversations');
   const orphans: string[] = [];
   const scan = async (dir: string, isShard: boolean) => {
@@ -143,7 +148,9 @@ export async function sweepDataDir(dataDir: string, journalFile: string, isKnown
       if (name.endsWith('.tmp')) await fs.rm(path.join(dir, name), { force: true });
       else if (isShard) {
         const id = name.endsWith('.jsonl') ? name.slice(0, -6) : name.endsWith('.json') ? name.slice(0, -5) : undefined;
-        if (id !== undefined && !isKnown(id)) orphans.push(path.join(dir, name));
+        const known = id === undefined || isKnown(id);
+        if (known === 'purged') await fs.rm(path.join(dir, name), { force: true });
+        else if (!known) orphans.push(path.join(dir, name));
       }
     }
   };

@@ -9,6 +9,8 @@ import { DataFileError } from '../../core/errors.ts';
 import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
 import { Journal } from './journal.ts';
 
+export type { OutboxEvent };
+
 const keyOf = (eventId: string, endpointId: string) => `${eventId} ${endpointId}`;
 
 /** `w`, the webhook events a conversations.jsonl line carries (D-84), when there are any. */

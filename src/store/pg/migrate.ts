@@ -223,6 +223,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX usage_entries_team ON usage_entries (team_id, at) INCLUDE (millicredits) WHERE team_id IS NOT NULL;
     `,
   },
+  {
+    version: 7,
+    name: 'deleted histories kept',
+    sql: `
+      -- D-73 (revising D-27): a soft delete keeps the history until purged_at is set (its items,
+      -- responses and metadata then go). Conversations deleted before were purged as they were deleted
+      -- (their history then; their metadata, never served since, now).
+      ALTER TABLE conversations ADD COLUMN purged_at bigint;
+      UPDATE conversations SET purged_at = deleted_at, metadata = '{}' WHERE deleted_at IS NOT NULL;
+      -- Each app's bytes of kept histories (its bound), kept by the transactions that change them.
+      ALTER TABLE app_stats ADD COLUMN kept_bytes bigint NOT NULL DEFAULT 0;
+      -- The sweep by age, and each app's kept histories (their bound), read by these alone.
+      CREATE INDEX conversations_kept ON conversations (deleted_at) WHERE deleted_at IS NOT NULL AND purged_at IS NULL;
+      CREATE INDEX conversations_app_kept ON conversations (app_id, deleted_at) WHERE deleted_at IS NOT NULL AND purged_at IS NULL;
+    `,
+  },
   WEBHOOKS_MIGRATION,
 ];
 

@@ -9,9 +9,11 @@ import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
 import type { ChangeEvents } from '../types.ts';
 import { PgOutbox } from './webhooks.ts';
+import type { PgStoreOptions } from './options.ts';
 import { migrate } from './migrate.ts';
 import { isConnectionLoss, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
+import { PgAdminConversations } from './admin-conversations.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
@@ -29,24 +31,22 @@ import {
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
 
-export interface PgStoreOptions {
-  /** postgres://user:password@host:port/database */
-  url: string;
-  /** Connections in the pool (default 10). */
-  max?: number;
-  /** D-36: how long a response's events stay resumable after its end. */
-  responseEventsTtlMs?: number;
-  warn?: (message: string) => void;
-}
+export type { PgStoreOptions };
 
 interface Row extends ConversationRow {
   item_count: number;
   last_item_at: string;
+  purged_at: string | null;
 }
 
 /** D-27: what a conversation counts in its app's quota: its record's overhead, its metadata and its history; nothing once deleted. */
 function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number): number {
   return deletedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
+}
+
+/** D-73: what a deleted conversation keeps until its purge, counted as the quota counts a live one. */
+function keptBytes(deletedAt: unknown, purgedAt: unknown, metadata: string, historyBytes: number): number {
+  return deletedAt === null || purgedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
 }
 
 /**
@@ -58,12 +58,13 @@ export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readon
   const only = appIds ?? null;
   if (only) await sql`SELECT app_id FROM app_stats WHERE app_id = ANY(${only as string[]}) ORDER BY app_id FOR UPDATE`;
   await sql`
-    INSERT INTO app_stats (app_id, conversations, messages, users, bytes)
+    INSERT INTO app_stats (app_id, conversations, messages, users, bytes, kept_bytes)
     SELECT app_id, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
-           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
+           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0),
+           COALESCE(sum(CASE WHEN deleted_at IS NOT NULL AND purged_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
     FROM conversations WHERE ${only === null} OR app_id = ANY(${(only ?? []) as string[]}) GROUP BY app_id
     ON CONFLICT (app_id) DO UPDATE SET conversations = EXCLUDED.conversations, messages = EXCLUDED.messages,
-      users = EXCLUDED.users, bytes = EXCLUDED.bytes`;
+      users = EXCLUDED.users, bytes = EXCLUDED.bytes, kept_bytes = EXCLUDED.kept_bytes`;
 }
 
 /**
@@ -77,8 +78,8 @@ const CONNECTING = {
   connect_timeout: 5,
 };
 
-const SELECT_ROW =
-  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at';
+export const SELECT_ROW =
+  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
 
 export class PgStore implements Store {
   readonly sql: Sql;
@@ -91,6 +92,8 @@ export class PgStore implements Store {
   private readonly turns = new KeyedQueue();
   /** Resumable responses (D-30…D-39), shared by every instance: src/store/pg/responses.ts. */
   readonly responses: PgResponses;
+  /** D-73: the team's view of the conversations, and the purge of deleted histories. */
+  readonly admin: PgAdminConversations;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
   readonly sweepMs = LEASE_MS;
   /** D-84: the webhook outbox; each change's events commit in its transaction. */
@@ -111,6 +114,7 @@ export class PgStore implements Store {
       ...{ onnotify: (channel: string, payload: string) => this.responses.notified(channel, payload) },
     });
     this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
+    this.admin = new PgAdminConversations(this.sql, this.turns);
     this.outbox = new PgOutbox(this.sql);
   }
 
@@ -263,24 +267,23 @@ export class PgStore implements Store {
     const generated = next.generated_title !== undefined ? JSON.stringify(next.generated_title) : current.generated_title;
     const metadata = Object.hasOwn(next, 'metadata') && next.metadata !== undefined ? JSON.stringify(next.metadata) : current.metadata;
     const count = next.message_count ?? was.message_count;
-    // D-27: a deleted conversation's history is never served again: it goes, freeing its quota.
-    const dropping = deleted !== null && was.deleted_at === null;
-    if (dropping) {
-      await tx`DELETE FROM items WHERE conversation_id = ${current.id}`;
-      await tx`DELETE FROM responses WHERE conversation_id = ${current.id}`;
-    }
-    const bytes = dropping ? 0 : Number(current.history_bytes) + (history?.bytes ?? 0);
-    const items = dropping ? 0 : current.item_count + (history?.items ?? 0);
+    // D-73 (revising D-27): a delete keeps the history, outside the quota, until it is purged (admin-conversations.ts).
+    const bytes = Number(current.history_bytes) + (history?.bytes ?? 0);
+    const items = current.item_count + (history?.items ?? 0);
     const lastAt = history ? history.lastAt : Number(current.last_item_at);
     // D-24, D-27: the app's stats row changes in the same transaction (locked only when it changes:
     // a rename leaves it alone).
     const messages = count - was.message_count;
     const quota = quotaBytes(deleted, metadata, bytes) - quotaBytes(was.deleted_at, current.metadata, Number(current.history_bytes));
+    const kept =
+      keptBytes(deleted, current.purged_at, metadata, bytes) -
+      keptBytes(was.deleted_at, current.purged_at, current.metadata, Number(current.history_bytes));
     const [row] = await tx.unsafe<Row[]>(
-      `WITH stats AS (UPDATE app_stats SET messages = messages + $10, bytes = bytes + $11 WHERE app_id = $12 AND ($10 <> 0 OR $11 <> 0))
+      `WITH stats AS (UPDATE app_stats SET messages = messages + $10, bytes = bytes + $11, kept_bytes = kept_bytes + $13
+                      WHERE app_id = $12 AND ($10 <> 0 OR $11 <> 0 OR $13 <> 0))
        UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
          history_bytes = $7, item_count = $8, last_item_at = $9 WHERE id = $1 RETURNING ${SELECT_ROW}`,
-      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id],
+      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id, kept],
     );
     return row!;
   }
@@ -306,7 +309,7 @@ export class PgStore implements Store {
       const row = await this.outbox.begin(this.sql, async (tx, emit) => {
         const current = await this.locked(tx, save.conversationId);
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
-        // Deleted while the response ran: its history is gone and is not started again.
+        // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
         if (current.deleted_at !== null) return current;
         // D-38 across instances: an instance that only looked dead had its response taken over and
         // saved `interrupted` by another; a response is saved once, by whichever save lands first.

@@ -1,4 +1,4 @@
-// The webhook outbox on PostgreSQL (docs/webhooks.md, D-84, D-85), migration 7: events written in the
+// The webhook outbox on PostgreSQL (docs/webhooks.md, D-84, D-85), migration 8: events written in the
 // transaction of the change they report (`begin`), a delivery row per endpoint, leased to one instance
 // at a time with FOR UPDATE SKIP LOCKED in a short transaction of its own (none is held during an
 // attempt); a lease that runs out (its instance died) hands the delivery to another. The file twin is
@@ -7,7 +7,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
 
 export const WEBHOOKS_MIGRATION = {
-  version: 7,
+  version: 8,
   name: 'webhook outbox',
   sql: `
     -- D-84: events, written in the transaction of the change they report (times: created_at s, others ms).

@@ -17,6 +17,7 @@ import {
   endLine,
   headerLine,
   noCounts,
+  plainRecord,
   usageKey,
   usageLine,
   type DataPort,
@@ -58,12 +59,13 @@ export class FilePort implements DataPort {
       // A copy: the walk awaits each history, and nothing else writes while the LOCK is ours.
       const records = [...(await this.store.conversationsOf(app))];
       for (const r of records) {
-        // D-27: a deleted conversation's history is gone.
-        const file = r.deleted_at === null ? await this.store.readHistory(r.id) : { items: [], responses: [] };
+        // D-73: a deleted conversation's kept history goes with it; a purged one has none, nor metadata.
+        const purged = (await this.store.admin.get(r.id))?.purgedAt != null;
+        const file = purged ? { items: [], responses: [] } : await this.store.readHistory(r.id);
         counts.conversations++;
         counts.items += file.items.length;
         counts.responses += file.responses.length;
-        yield conversationLine(r, file.items, file.responses);
+        yield conversationLine(purged ? { ...plainRecord(r), metadata: {} } : r, file.items, file.responses);
       }
     }
     for await (const u of this.usageEntries()) {

@@ -202,9 +202,6 @@ export class ExportReader {
     }
     const problem = conversationProblem(record, v.items as ItemT[], v.responses as ResponseRecord[], this.apps);
     if (problem) throw new ImportError(n, problem);
-    // D-27: a deleted conversation's history is gone in both stores.
-    if (record.deleted_at !== null && (v.items.length > 0 || v.responses.length > 0))
-      throw new ImportError(n, `${record.id} is deleted but has items or responses (a deleted conversation keeps none)`);
     if (this.ids.has(record.id)) throw new ImportError(n, `conversation ${record.id} appears twice in the file`);
     this.ids.add(record.id);
     // Stores number from 1; an import adds the target's last seq, so 0 would tie with it.

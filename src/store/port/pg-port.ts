@@ -77,7 +77,7 @@ export class PgPort implements DataPort {
             while (j < rows.length && (j === i || bytes + Number(rows[j]!.history_bytes) <= HISTORY_CHUNK_BYTES))
               bytes += Number(rows[j++]!.history_bytes);
             const chunk = rows.slice(i, j);
-            // A conversation never sent to, or deleted (D-27), has no history to fetch.
+            // A conversation never sent to, or purged (D-73), has no history to fetch.
             const ids = chunk.filter((r) => Number(r.history_bytes) > 0).map((r) => r.id);
             const [items, responses] =
               ids.length === 0
@@ -234,6 +234,8 @@ export class PgPort implements DataPort {
         generated_title: JSON.stringify(r.generated_title),
         metadata: JSON.stringify(r.metadata),
         deleted_at: r.deleted_at,
+        // D-73: a deleted conversation imported with its history keeps it; without one it reads as purged.
+        purged_at: r.deleted_at !== null && items.length === 0 && responses.length === 0 ? r.deleted_at : null,
         message_count: r.message_count,
         history_bytes: lineBytes(itemBodies) + lineBytes(responseBodies),
         item_count: items.length,
@@ -250,6 +252,7 @@ export class PgPort implements DataPort {
       'generated_title',
       'metadata',
       'deleted_at',
+      'purged_at',
       'message_count',
       'history_bytes',
       'item_count',
