@@ -18,6 +18,7 @@ import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
 import { usageCommand } from './commands/usage.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
 
@@ -85,6 +86,7 @@ export function buildProgram(out: Output, session: Session): Command {
     keysCommand(session),
     auditCommand(session),
     usageCommand(session),
+    webhooksCommand(session),
   ];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
