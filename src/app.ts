@@ -1,4 +1,5 @@
 // Wires Parley together: tenants, store, services and routes behind one HTTP server.
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
@@ -172,15 +173,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       maxStreamsPerApp: opts.maxStreamsPerApp,
       keepAliveMs: opts.keepAliveMs,
     });
-    await new Promise<void>((resolve, reject) => {
-      http.server.once('error', reject);
-      http.server.listen(opts.port, opts.host, () => {
-        http.server.off('error', reject);
-        resolve();
-      });
-    });
-    const addr = http.server.address() as AddressInfo;
-    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    const { addr, host } = await listenOn(http.server, opts.port, opts.host);
     webhooks.listening(`http://${host}:${addr.port}`);
     return {
       baseUrl: `http://${host}:${addr.port}/v1`,
@@ -219,6 +212,19 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** Listens; the address and its host as a URL writes it (`[::1]`). */
+async function listenOn(server: Server, port: number, hostName: string): Promise<{ addr: AddressInfo; host: string }> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, hostName, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  return { addr, host: addr.family === 'IPv6' ? `[${addr.address}]` : addr.address };
 }
 
 /** The services over the backend's stores: the rules each route and stage applies. */

@@ -1,12 +1,13 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81, D-87, D-88): endpoints (an admin changes
 // them, a viewer reads), their deliveries and attempts, an event and its redelivery, and the live
 // stream `parley webhooks listen` follows.
-import { z } from 'zod';
 import {
   CreateWebhookEndpointRequest,
   DeliveriesQuery,
   RedeliverRequest,
   UpdateWebhookEndpointRequest,
+  WebhookEndpointsQuery,
+  WebhookListenQuery,
 } from '../contract/admin-webhooks.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
@@ -18,9 +19,6 @@ import type { WebhookEvents } from '../services/webhooks/events.ts';
 import type { ControlPlane } from '../store/control.ts';
 import type { WebhookOutbox } from '../store/webhooks.ts';
 import { type AdminRoute, originOf } from './admin.ts';
-
-const ListQuery = z.strictObject({ app_id: z.string().max(200).optional() });
-const ListenQuery = z.strictObject({ app_id: z.string().min(1).max(200) });
 
 /** What the live stream of D-88 reads. */
 export interface ListenSource {
@@ -44,7 +42,7 @@ export function webhookRoutes(hooks: EndpointService, live: ListenSource): Route
         // D-88: an admin's, as creating an endpoint is (the stream carries every event's data).
         adminOnly: true,
         handle: async (ctx) => {
-          const { app_id } = parseQuery(ctx, ListenQuery);
+          const { app_id } = parseQuery(ctx, WebhookListenQuery);
           if (!live.control.read().apps.some((a) => a.id === app_id && a.team_id === ctx.admin.team_id))
             throw apiError('not_found', `App ${JSON.stringify(app_id)} not found.`, { param: 'app_id' });
           const signal = AbortSignal.any([ctx.signal, live.closing]);
@@ -55,7 +53,7 @@ export function webhookRoutes(hooks: EndpointService, live: ListenSource): Route
     {
       method: 'GET',
       pattern: '/webhook_endpoints',
-      route: { handle: async (ctx) => listOf(hooks.list(ctx.admin, parseQuery(ctx, ListQuery).app_id)) },
+      route: { handle: async (ctx) => listOf(hooks.list(ctx.admin, parseQuery(ctx, WebhookEndpointsQuery).app_id)) },
     },
     {
       method: 'POST',

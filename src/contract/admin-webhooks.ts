@@ -43,6 +43,9 @@ export const DeliveriesQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).optional(),
 });
 export const RedeliverRequest = z.strictObject({ endpoint_id: z.string().max(200).optional() });
+export const WebhookEndpointsQuery = z.strictObject({ app_id: z.string().max(200).optional() });
+/** D-88: the live stream follows one app of the caller's team. */
+export const WebhookListenQuery = z.strictObject({ app_id: z.string().min(1).max(200) });
 
 export const WebhookEndpointView = z.object({
   id: z.string(),
@@ -85,4 +88,35 @@ export const WebhookDeliveryView = z.object({
   next_attempt_at: unixSeconds.nullable(),
   created_at: unixSeconds,
   last_attempt: WebhookAttemptView.nullable(),
+  /** Every attempt of the delivery, newest first. */
+  attempt_log: z.array(WebhookAttemptView),
+});
+
+/** D-83: an event, as sent to endpoints (`GET /events/:id`). */
+export const WebhookEventView = z.object({
+  id: z.string(),
+  object: z.literal('event'),
+  type: z.enum(EVENT_TYPES),
+  created_at: unixSeconds,
+  app_id: z.string(),
+  /** The resource as the API shows it; over 20,480 bytes, only `{id, object, url}`. */
+  data: z.looseObject({ id: z.string(), object: z.string() }),
+});
+
+/** D-87: what `POST /events/:id/redeliver` put back to pending. */
+export const WebhookRedeliveryView = z.object({
+  object: z.literal('webhook_redelivery'),
+  event_id: z.string(),
+  endpoints: z.array(z.string()),
+  deliveries: z.number().int().nonnegative(),
+});
+
+/** D-88: the live stream's first event: it follows the app from now on. */
+export const WebhookListening = z.object({ app_id: z.string() });
+/** D-88: an event of the stream, signed as a delivery would be; `body` is the event's JSON, as sent. */
+export const WebhookStreamEvent = z.object({
+  event_id: z.string(),
+  event_type: z.enum(EVENT_TYPES),
+  headers: z.record(z.string(), z.string()),
+  body: z.string(),
 });
