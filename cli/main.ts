@@ -31,7 +31,7 @@ Configuration (flags win over the environment):
   PARLEY_APP_ID    app id
   PARLEY_TIMEOUT   seconds (default 60)
   PARLEY_PROFILE   profile saved by parley login (default "default"); flags and the variables above win
-  PARLEY_ADMIN_TOKEN  personal access token for the admin commands (keys, audit); else parley admin login's
+  PARLEY_ADMIN_TOKEN  personal access token for the admin commands (keys, audit, usage, webhooks); else parley admin login's
 
 Exit codes: 0 success, 1 API error (or a failed response), 2 usage error, 3 network error or timeout.
 

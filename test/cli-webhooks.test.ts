@@ -1,5 +1,5 @@
 // `parley webhooks …` (docs/webhooks.md, D-88, D-89), in-process against a real server: endpoints
-// created, listed, changed and deleted with an admin token; deliveries listed and redelivered; the
+// created, listed, changed and deleted through the admin login (D-79); deliveries listed and redelivered; the
 // signing secret computed locally; a saved delivery verified; `listen --forward-to` forwarding each
 // event with headers that verify.
 import assert from 'node:assert/strict';
@@ -9,27 +9,37 @@ import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
 import { signedHeaders } from '../src/core/webhook-signature.ts';
+import { checksumOf } from '../src/core/api-keys.ts';
 import { runCli, serverEnv, startCli, waitFor } from './support/cli-helpers.ts';
-import { APP, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
-import { demoAdminToken, type Receiver, startReceiver } from './support/webhook-receiver.ts';
+import { APP, KEY, startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
+import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
+
+const ADMIN = TARGET_JSON.admin as { email: string; password: string };
 
 const SECRET = webhookSecretText(webhookSigningKey(KEY));
 const T = { timeout: 30_000 };
 let server: TestServer;
 let rx: Receiver;
 let env: Record<string, string>;
+/** The personal access token `parley admin login` kept in the profile. */
+let token: string;
 
 before(async () => {
   server = await startTestServer({ passwordHashCost: 10, webhookRetrySchedule: [0.05], webhookPollMs: 20 });
   rx = await startReceiver();
-  env = serverEnv(server.baseUrl, APP, { PARLEY_ADMIN_TOKEN: await demoAdminToken(new URL(server.baseUrl).origin) });
+  const configHome = await tempDir('parley-cli-webhooks-');
+  env = serverEnv(server.baseUrl, APP, { XDG_CONFIG_HOME: configHome });
+  // D-79: the admin commands use the profile's admin login, as keys and audit do.
+  const login = await runCli(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], { env, input: `${ADMIN.password}\n` });
+  assert.equal(login.code, 0, login.stderr);
+  token = JSON.parse(await fs.readFile(path.join(configHome, 'parley', 'config.json'), 'utf8')).profiles.default.admin_token;
 });
 after(async () => {
   await server?.close();
   await rx?.close();
 });
 
-describe('parley webhooks: endpoints and deliveries (admin token)', () => {
+describe('parley webhooks: endpoints and deliveries (the admin login, D-79)', () => {
   test('create, list, update, deliveries, redeliver, delete; --json prints the API answer', T, async () => {
     const made = await runCli(
       ['webhooks', 'create', '--url', rx.url, '--events', 'conversation.created', '--description', 'cli', '--json'],
@@ -57,15 +67,28 @@ describe('parley webhooks: endpoints and deliveries (admin token)', () => {
     assert.match(gone.stdout, new RegExp(`deleted ${id}`));
   });
 
-  test('no admin token is a usage error; a refused URL is the API error, exit 1', T, async () => {
-    const none = await runCli(['webhooks', 'list'], { env: { ...env, PARLEY_ADMIN_TOKEN: undefined } });
-    assert.equal(none.code, 2);
-    assert.match(none.stderr, /PARLEY_ADMIN_TOKEN/);
-    const refused = await runCli(['webhooks', 'create', '--url', 'http://169.254.169.254/', '--events', '*'], { env });
-    assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /metadata address/);
-    assert.ok(!refused.stderr.includes(env.PARLEY_ADMIN_TOKEN!));
-  });
+  test(
+    'no admin login exits 2 with its hint; a mistyped token is refused unsent; a bad option exits 2; a refused URL exit 1',
+    T,
+    async () => {
+      const none = await runCli(['webhooks', 'list'], { env: { ...env, XDG_CONFIG_HOME: await tempDir('parley-cli-webhooks-none-') } });
+      assert.equal(none.code, 2);
+      assert.match(none.stderr, /hint: parley admin login\n/);
+      const body = token.slice(0, -6);
+      const wrong = body + (checksumOf(body) === 'AAAAAA' ? 'BBBBBB' : 'AAAAAA');
+      const mistyped = await runCli(['webhooks', 'list'], { env: { ...env, PARLEY_ADMIN_TOKEN: wrong } });
+      assert.equal(mistyped.code, 2);
+      assert.match(mistyped.stderr, /fails its checksum/);
+      // The contract's own check, before any request (D-79).
+      const badEvents = await runCli(['webhooks', 'create', '--url', rx.url, '--events', 'nope'], { env });
+      assert.equal(badEvents.code, 2);
+      assert.match(badEvents.stderr, /--events/);
+      const refused = await runCli(['webhooks', 'create', '--url', 'http://169.254.169.254/', '--events', '*'], { env });
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /metadata address/);
+      assert.ok(!refused.stderr.includes(token));
+    },
+  );
 });
 
 describe('parley webhooks secret and verify (computed locally)', () => {

@@ -1,5 +1,5 @@
 // `parley webhooks …` (docs/webhooks.md, D-88, D-89): a team's endpoints and deliveries on the admin
-// surface (PARLEY_ADMIN_TOKEN: a personal access token, D-68), the signing secret computed locally
+// surface (the admin login of D-79, or PARLEY_ADMIN_TOKEN), the signing secret computed locally
 // from the key in use, a saved delivery verified, and `listen --forward-to`, after the Stripe CLI.
 import fs from 'node:fs/promises';
 import { Command, Option } from 'commander';
@@ -7,49 +7,24 @@ import { createParser } from 'eventsource-parser';
 import { webhookSecretText, webhookSigningKey } from '../../src/core/api-keys.ts';
 import { signingKeyOf, verifySignature } from '../../src/core/webhook-signature.ts';
 import type { z } from 'zod';
-import type { WebhookDeliveryView, WebhookEndpointView } from '../../src/contract/admin-webhooks.ts';
+import { AdminDeletion, listOf } from '../../src/contract/admin.ts';
+import {
+  CreateWebhookEndpointRequest,
+  RedeliverRequest,
+  UpdateWebhookEndpointRequest,
+  WebhookDeliveryView,
+  WebhookEndpointView,
+  WebhookRedeliveryView,
+} from '../../src/contract/admin-webhooks.ts';
+import { adminClient, adminUrlOf, checkedBody, show } from '../admin.ts';
 import { ApiError, ConnectionError } from '../core/error.ts';
-import type { Globals, Session } from '../context.ts';
-import { oneLine, UsageError } from '../io.ts';
-
-/** The admin surface of the command's base URL, with the token of PARLEY_ADMIN_TOKEN. */
-function adminOf(
-  session: Session,
-  cmd: Command,
-): {
-  g: Globals;
-  call: (method: string, path: string, body?: unknown) => Promise<{ raw: string; data: Answer }>;
-  url: (path: string) => string;
-  token: string;
-} {
-  const g = session.globals(cmd);
-  const token = session.io.env.PARLEY_ADMIN_TOKEN;
-  if (!token) throw new UsageError('no admin token: set PARLEY_ADMIN_TOKEN to a personal access token (POST /admin/v1/tokens)');
-  session.out.addSecret(token);
-  const url = (path: string) => `${new URL(g.baseUrl).origin}/admin/v1${path}`;
-  const call = async (method: string, path: string, body?: unknown) => {
-    let res: Response;
-    try {
-      res = await fetch(url(path), {
-        method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(g.timeoutMs),
-      });
-    } catch (err) {
-      throw new ConnectionError(url(path), `cannot reach ${url(path)}: ${(err as Error).message}`);
-    }
-    const raw = await res.text();
-    if (!res.ok) throw ApiError.fromBody(res.status, raw, Object.fromEntries(res.headers));
-    return { raw, data: JSON.parse(raw) as Answer };
-  };
-  return { g, call, url, token };
-}
+import type { Session } from '../context.ts';
+import { UsageError } from '../io.ts';
 
 type EndpointT = z.infer<typeof WebhookEndpointView>;
 type DeliveryT = z.infer<typeof WebhookDeliveryView>;
-/** The admin surface's answers, as these commands read them (a list's `data`, a resource's fields). */
-type Answer = EndpointT & { data: Array<EndpointT & DeliveryT>; endpoints: string[] };
+const EndpointList = listOf(WebhookEndpointView);
+const DeliveryList = listOf(WebhookDeliveryView);
 
 const events = (text: string) =>
   text
@@ -76,7 +51,7 @@ export function webhooksCommand(session: Session): Command {
     .addHelpText(
       'after',
       `
-The admin commands need PARLEY_ADMIN_TOKEN (a personal access token); secret and verify use the API key in use.
+The admin commands need an admin login (parley admin login, or PARLEY_ADMIN_TOKEN); secret and verify use the API key in use.
 
 Examples:
   parley webhooks create --url https://example.com/hooks --events response.completed,response.failed
@@ -85,15 +60,21 @@ Examples:
   parley webhooks verify --payload body.json --header 'webhook-id: evt_…' --header 'webhook-timestamp: …' --header 'webhook-signature: v1,…'
 `,
     );
-  const show = (g: Globals, raw: string, text: () => string) => (g.json ? out.line(oneLine(raw)) : out.out(`${text()}\n`));
+  const flags = {
+    url: '--url',
+    events: '--events',
+    description: '--description',
+    enabled: '--enable/--disable',
+    endpoint_id: '--endpoint',
+  };
   cmd
     .command('list')
     .addHelpText('after', `\nExample:\n  parley webhooks list --app app_demo --json\n`)
     .description("the team's endpoints (of --app when given)")
     .action(async (_o: unknown, c: Command) => {
-      const { g, call } = adminOf(session, c);
-      const r = await call('GET', `/webhook_endpoints${g.app ? `?app_id=${encodeURIComponent(g.app)}` : ''}`);
-      show(g, r.raw, () => (r.data.data.length ? r.data.data.map(endpointLine).join('\n') : '(no endpoints)'));
+      const { admin, g } = adminClient(session, c);
+      const r = await admin.get('/webhook_endpoints', EndpointList, { app_id: g.app });
+      show(session, g, r, () => `${r.data.data.length ? r.data.data.map(endpointLine).join('\n') : '(no endpoints)'}\n`);
     });
   cmd
     .command('create')
@@ -106,15 +87,15 @@ Examples:
     .requiredOption('--events <types>', 'comma-separated event types, or *')
     .option('--description <text>', 'what it is for')
     .action(async (o: { url: string; events: string; description?: string }, c: Command) => {
-      const { g, call } = adminOf(session, c);
+      const { admin, g } = adminClient(session, c);
       if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
-      const r = await call('POST', '/webhook_endpoints', {
-        app_id: g.app,
-        url: o.url,
-        events: events(o.events),
-        description: o.description,
-      });
-      show(g, r.raw, () => endpointLine(r.data));
+      const body = checkedBody(
+        CreateWebhookEndpointRequest,
+        { app_id: g.app, url: o.url, events: events(o.events), description: o.description },
+        { ...flags, app_id: '--app' },
+      );
+      const r = await admin.post('/webhook_endpoints', WebhookEndpointView, body);
+      show(session, g, r, () => `${endpointLine(r.data)}\n`);
     });
   cmd
     .command('update')
@@ -128,15 +109,16 @@ Examples:
     .option('--disable', 'send it nothing (events meanwhile are skipped; redeliver sends them)')
     .action(
       async (id: string, o: { url?: string; events?: string; description?: string; enable?: boolean; disable?: boolean }, c: Command) => {
-        const { g, call } = adminOf(session, c);
-        const body = {
+        const { admin, g } = adminClient(session, c);
+        const given = {
           url: o.url,
           events: o.events === undefined ? undefined : events(o.events),
           description: o.description,
           enabled: o.enable ? true : o.disable ? false : undefined,
         };
-        const r = await call('POST', `/webhook_endpoints/${encodeURIComponent(id)}`, body);
-        show(g, r.raw, () => endpointLine(r.data));
+        const body = checkedBody(UpdateWebhookEndpointRequest, given, flags);
+        const r = await admin.post(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView, body);
+        show(session, g, r, () => `${endpointLine(r.data)}\n`);
       },
     );
   cmd
@@ -147,9 +129,9 @@ Examples:
     .option('--yes', 'do it without asking')
     .action(async (id: string, o: { yes?: boolean }, c: Command) => {
       if (!o.yes) throw new UsageError(`deleting ${id} needs --yes`);
-      const { g, call } = adminOf(session, c);
-      const r = await call('DELETE', `/webhook_endpoints/${encodeURIComponent(id)}`);
-      show(g, r.raw, () => `deleted ${id}`);
+      const { admin, g } = adminClient(session, c);
+      const r = await admin.delete(`/webhook_endpoints/${encodeURIComponent(id)}`, AdminDeletion);
+      show(session, g, r, () => `deleted ${id}\n`);
     });
   cmd
     .command('deliveries')
@@ -158,20 +140,23 @@ Examples:
     .option('--endpoint <endpoint_id>')
     .option('--event <event_id>')
     .action(async (o: { endpoint?: string; event?: string }, c: Command) => {
-      const { g, call } = adminOf(session, c);
-      const q = new URLSearchParams();
-      if (o.endpoint) q.set('endpoint_id', o.endpoint);
-      if (o.event) q.set('event_id', o.event);
-      const r = await call('GET', `/webhook_deliveries?${q}`);
-      show(g, r.raw, () =>
-        r.data.data.length
-          ? r.data.data
-              .map((d: DeliveryT) => {
-                const last = d.last_attempt ? ` last ${d.last_attempt.status ?? d.last_attempt.error}` : '';
-                return `${d.event_id}  ${d.event_type}  → ${d.endpoint_id}  ${d.state}  ${d.attempts} attempt(s)${last}`;
-              })
-              .join('\n')
-          : '(no deliveries)',
+      const { admin, g } = adminClient(session, c);
+      const r = await admin.get('/webhook_deliveries', DeliveryList, { endpoint_id: o.endpoint, event_id: o.event });
+      show(
+        session,
+        g,
+        r,
+        () =>
+          `${
+            r.data.data.length
+              ? r.data.data
+                  .map((d: DeliveryT) => {
+                    const last = d.last_attempt ? ` last ${d.last_attempt.status ?? d.last_attempt.error}` : '';
+                    return `${d.event_id}  ${d.event_type}  → ${d.endpoint_id}  ${d.state}  ${d.attempts} attempt(s)${last}`;
+                  })
+                  .join('\n')
+              : '(no deliveries)'
+          }\n`,
       );
     });
   cmd
@@ -181,9 +166,10 @@ Examples:
     .argument('<event_id>')
     .option('--endpoint <endpoint_id>')
     .action(async (id: string, o: { endpoint?: string }, c: Command) => {
-      const { g, call } = adminOf(session, c);
-      const r = await call('POST', `/events/${encodeURIComponent(id)}/redeliver`, o.endpoint ? { endpoint_id: o.endpoint } : {});
-      show(g, r.raw, () => `redelivering ${id} to ${r.data.endpoints.join(', ')}`);
+      const { admin, g } = adminClient(session, c);
+      const body = checkedBody(RedeliverRequest, { endpoint_id: o.endpoint }, flags);
+      const r = await admin.post(`/events/${encodeURIComponent(id)}/redeliver`, WebhookRedeliveryView, body);
+      show(session, g, r, () => `redelivering ${id} to ${r.data.endpoints.join(', ')}\n`);
     });
   cmd
     .command('secret')
@@ -246,7 +232,10 @@ Examples:
 /** D-88: follows the admin surface's live stream and forwards each event until interrupted. */
 async function listen(session: Session, c: Command, forwardTo: string): Promise<void> {
   const out = session.out;
-  const { g, url, token } = adminOf(session, c);
+  // The admin login's token (D-79: the hint, the checksum); the stream is read here, event by event.
+  const { g } = adminClient(session, c);
+  const token = g.adminToken!;
+  const url = (path: string) => `${adminUrlOf(g.baseUrl)}${path}`;
   if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
   let res: Response;
   try {
