@@ -12,12 +12,15 @@ import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { dataCommand } from './commands/data.ts';
 import { dbCommand } from './commands/db.ts';
+import { appsCommand } from './commands/apps.ts';
 import { keysCommand } from './commands/keys.ts';
+import { membersCommand } from './commands/members.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
 import { usageCommand } from './commands/usage.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
 
@@ -30,7 +33,7 @@ Configuration (flags win over the environment):
   PARLEY_APP_ID    app id
   PARLEY_TIMEOUT   seconds (default 60)
   PARLEY_PROFILE   profile saved by parley login (default "default"); flags and the variables above win
-  PARLEY_ADMIN_TOKEN  personal access token for the admin commands (keys, audit); else parley admin login's
+  PARLEY_ADMIN_TOKEN  personal access token for the admin commands (keys, audit, usage, apps, members, webhooks); else parley admin login's
 
 Exit codes: 0 success, 1 API error (or a failed response), 2 usage error, 3 network error or timeout.
 
@@ -85,6 +88,9 @@ export function buildProgram(out: Output, session: Session): Command {
     keysCommand(session),
     auditCommand(session),
     usageCommand(session),
+    appsCommand(session),
+    membersCommand(session),
+    webhooksCommand(session),
   ];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));

@@ -1,4 +1,5 @@
 // Wires Parley together: tenants, store, services and routes behind one HTTP server.
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { appRoutes } from './api/apps.ts';
@@ -30,8 +31,10 @@ import type { Store } from './store/types.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
-import { adminRoutes } from './api/admin.ts';
+import { type AdminRouteOptions, adminRoutes } from './api/admin.ts';
 import { adminConversationRoutes } from './api/admin-conversations.ts';
+import { webhookRoutes } from './api/admin-webhooks.ts';
+import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { AppAdminService } from './services/admin/apps.ts';
@@ -41,7 +44,7 @@ import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
 import { DeletedRetention } from './services/retention.ts';
 
-export interface ParleyOptions extends Partial<Config> {
+export interface ParleyOptions extends Partial<Config>, Omit<WebhookOptions, 'publicUrl'> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
@@ -110,7 +113,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   });
   const { tenants, store, usage } = backend;
   try {
-    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency } = await services(
+    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency, webhooks } = await services(
       backend,
       opts,
       logger,
@@ -127,7 +130,14 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
-    const admin = adminSurface(backend.control, agent, credits, new AdminConversationService(store, backend.control, retention), opts);
+    const admin = adminSurface(
+      backend.control,
+      agent,
+      credits,
+      new AdminConversationService(store, backend.control, retention),
+      opts,
+      webhooks.endpoints && webhookRoutes(webhooks.endpoints, webhooks.live!),
+    );
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
@@ -163,15 +173,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       maxStreamsPerApp: opts.maxStreamsPerApp,
       keepAliveMs: opts.keepAliveMs,
     });
-    await new Promise<void>((resolve, reject) => {
-      http.server.once('error', reject);
-      http.server.listen(opts.port, opts.host, () => {
-        http.server.off('error', reject);
-        resolve();
-      });
-    });
-    const addr = http.server.address() as AddressInfo;
-    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    const { addr, host } = await listenOn(http.server, opts.port, opts.host);
+    webhooks.listening(`http://${host}:${addr.port}`);
     return {
       baseUrl: `http://${host}:${addr.port}/v1`,
       port: addr.port,
@@ -194,11 +197,13 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       abandonLog,
       close: () =>
         (closing ??= (async () => {
+          webhooks.closing();
           await http.close(opts.shutdownGraceMs);
           // D-38: what still runs after the grace period ends `interrupted`, and is saved.
           await responses.interruptAll();
           await responses.stopSweeping();
           await retention.stop();
+          await webhooks.stop();
           await backend.close();
           await flushLog(LOG_FLUSH_MS);
         })()),
@@ -207,6 +212,19 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** Listens; the address and its host as a URL writes it (`[::1]`). */
+async function listenOn(server: Server, port: number, hostName: string): Promise<{ addr: AddressInfo; host: string }> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, hostName, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  return { addr, host: addr.family === 'IPv6' ? `[${addr.address}]` : addr.address };
 }
 
 /** The services over the backend's stores: the rules each route and stage applies. */
@@ -224,10 +242,18 @@ async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions,
   const credits = new CreditService(usage, tenants, logger);
   const metered = credits.meter();
   const responses = new ResponseService(store, agent, metered, logger, quota);
-  const completions = new CompletionService(agent, metered, logger);
+  // docs/webhooks.md: events written with their changes, delivered from the outbox.
+  const webhooks = startWebhooks(
+    store,
+    backend.control,
+    { ...opts.webhooks, ...opts, publicUrl: opts.publicUrl ?? undefined },
+    logger,
+    opts.host,
+  );
+  const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
-  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency };
+  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks };
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
@@ -237,6 +263,7 @@ function adminSurface(
   credits: CreditService,
   conversations: AdminConversationService,
   o: Pick<Config, 'passwordHashCost' | 'publicUrl'>,
+  webhooks?: AdminRouteOptions['webhooks'],
 ) {
   const accounts = new AccountService(control, o.passwordHashCost);
   const routes = [
@@ -250,6 +277,7 @@ function adminSurface(
       publicUrl: o.publicUrl,
       // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
       secureCookies: o.publicUrl?.startsWith('https:') ?? false,
+      webhooks,
     }),
     // D-73: the team's conversations (their own file: it imports admin.ts's route type and origin).
     ...adminConversationRoutes(conversations),

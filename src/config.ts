@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_OLLAMA_HOST } from './engines/index.ts';
 import { TrustedProxies } from './http/client-address.ts';
 import { hashCostRefusal, MAX_COST, MIN_COST, PRODUCTION_COST } from './services/admin/passwords.ts';
+import type { WebhookOptions } from './services/webhooks/wiring.ts';
+import { WEBHOOK_FLAGS, WEBHOOK_USAGE, type WebhookFlagValues, webhookSettings } from './webhook-config.ts';
 
 export interface Config {
   host: string;
@@ -35,6 +37,8 @@ export interface Config {
   passwordHashCost: number;
   /** AUDIT_RETENTION_DAYS: D-75's retention of the audit log, applied by both stores at each start. */
   auditRetentionDays: number;
+  /** docs/webhooks.md: the settings given (src/webhook-config.ts). */
+  webhooks?: WebhookOptions;
   /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
   deletedRetentionDays: number;
 }
@@ -94,7 +98,7 @@ The model comes from the environment only (docs/agent.md):
 
 The widget (docs/widget.md):
   PARLEY_WIDGET_SECRET  signs visitor tokens (32+ characters); unset: one kept in <data dir>/widget-secret
-`;
+${WEBHOOK_USAGE}`;
 
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   let values: {
@@ -113,7 +117,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'public-url'?: string;
     'password-hash-cost'?: string;
     help?: boolean;
-  };
+  } & WebhookFlagValues;
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -133,6 +137,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'public-url': { type: 'string' },
         'password-hash-cost': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        ...WEBHOOK_FLAGS,
       },
       strict: true,
       allowPositionals: false,
@@ -184,11 +189,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const auditRetentionDays = Number(auditText);
   if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
     throw new ConfigError(`AUDIT_RETENTION_DAYS must be an integer from 1 to 3650 days (got ${JSON.stringify(auditText)})`);
+  let webhooks: WebhookOptions;
+  try {
+    webhooks = webhookSettings(values, fromEnv);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
   const deletedRetentionDays = Number(retentionText);
   if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
     throw new ConfigError(`DELETED_RETENTION_DAYS must be an integer from 0 to 3650 days (got ${JSON.stringify(retentionText)})`);
   return {
+    ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
     port,
     dataDir: values['data-dir'] ?? fromEnv('DATA_DIR') ?? DEFAULTS.dataDir,

@@ -25,7 +25,16 @@ const OTHER_CONV = '{other_conv}';
 /** D-107: the fixtures' conversation of app_inactive (the demo team's). */
 const SEEDED_CONV = 'conv_5eed00000000000000000001';
 let otherConv = '';
-const filled = (path: string) => path.replace(OTHER_CONV, otherConv);
+/** Webhook endpoints seeded in `before`, disabled (D-86: their deliveries are `skipped`, nothing is sent). */
+const DEMO_ENDPOINT = 'endpoint_demo_access';
+const OTHER_ENDPOINT = 'endpoint_other_access';
+/** Filled in `before`: the events of a conversation made in each team's app (D-83). */
+const DEMO_EVENT = '{demo_event}';
+const OTHER_EVENT = '{other_event}';
+let demoEvent = '';
+let otherEvent = '';
+const filled = (path: string) => path.replace(OTHER_CONV, otherConv).replace(DEMO_EVENT, demoEvent).replace(OTHER_EVENT, otherEvent);
+const endpoint = { url: 'https://hooks.example/in', events: ['conversation.created'] };
 
 /** Every route of /admin/v1, by `METHOD pattern`. */
 const ROUTES: Record<string, Row> = {
@@ -86,7 +95,50 @@ const ROUTES: Record<string, Row> = {
   'POST /invites/accept': { open: true },
   // A wrong body: the route is open to a viewer (their own password), and nothing changes.
   'POST /password': { viewer: { path: '/password', body: {}, expect: 'allowed' } },
+  // Webhooks (docs/webhooks.md, D-81, D-87, D-88): an admin changes them and listens, a viewer reads.
+  'GET /webhook_endpoints': { lists: { path: '/webhook_endpoints', never: [OTHER_ENDPOINT] } },
+  'POST /webhook_endpoints': {
+    viewer: { path: '/webhook_endpoints', body: { app_id: 'app_demo', ...endpoint }, expect: 403 },
+    otherTeam: { path: '/webhook_endpoints', body: { app_id: 'app_other', ...endpoint }, param: 'app_id' },
+  },
+  'GET /webhook_endpoints/:endpoint_id': {
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, expect: 'allowed' },
+    otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, param: 'endpoint_id' },
+  },
+  'POST /webhook_endpoints/:endpoint_id': {
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, body: { enabled: true }, expect: 403 },
+    otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, body: { description: 'x' }, param: 'endpoint_id' },
+  },
+  'DELETE /webhook_endpoints/:endpoint_id': {
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, expect: 403 },
+    otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, param: 'endpoint_id' },
+  },
+  'GET /webhook_deliveries': {
+    lists: { path: '/webhook_deliveries', never: [OTHER_EVENT, OTHER_ENDPOINT] },
+    otherTeam: { path: `/webhook_deliveries?endpoint_id=${OTHER_ENDPOINT}`, param: 'endpoint_id' },
+  },
+  'GET /events/:event_id': {
+    viewer: { path: `/events/${DEMO_EVENT}`, expect: 'allowed' },
+    otherTeam: { path: `/events/${OTHER_EVENT}`, param: 'event_id' },
+  },
+  'POST /events/:event_id/redeliver': {
+    viewer: { path: `/events/${DEMO_EVENT}/redeliver`, body: {}, expect: 403 },
+    otherTeam: { path: `/events/${OTHER_EVENT}/redeliver`, body: {}, param: 'event_id' },
+  },
+  'GET /webhook_events/stream': {
+    viewer: { path: '/webhook_events/stream?app_id=app_demo', expect: 403 },
+    otherTeam: { path: '/webhook_events/stream?app_id=app_other', param: 'app_id' },
+  },
 };
+
+/** The id of the one event of `team`'s disabled endpoint, read as that team's admin reads it (D-87). */
+async function eventOf(auth: Record<string, string>, endpointId: string): Promise<string> {
+  const r = await client.call('GET', `/webhook_deliveries?endpoint_id=${endpointId}`, undefined, auth);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.data.length, 1, `one event for ${endpointId}`);
+  assert.equal(r.body.data[0].state, 'skipped');
+  return r.body.data[0].event_id;
+}
 
 let server: TestServer;
 let client: ReturnType<typeof adminClient>;
@@ -117,13 +169,21 @@ before(async () => {
       expires_at: 4_000_000_000,
       revoked_at: null,
     });
+    const seeded = { ...endpoint, description: '', enabled: false, disabled_reason: 'manual' as const, created_at: 0, updated_at: 0 };
+    d.webhook_endpoints.push(
+      { ...seeded, id: DEMO_ENDPOINT, team_id: 'team_demo', app_id: 'app_demo' },
+      { ...seeded, id: OTHER_ENDPOINT, team_id: 'team_other', app_id: 'app_other' },
+    );
     return [draft('team_other', 'other.team.action')];
   });
+  assert.equal((await server.call('POST', '/apps/app_demo/conversations', {})).status, 200);
   const made = await server.call('POST', '/apps/app_other/conversations', {}, { key: OTHER_TEAM_KEY });
   assert.equal(made.status, 200);
   otherConv = made.body.id;
   admin = bearer(await client.token(DEMO_ADMIN.email, DEMO_ADMIN.password));
   viewer = bearer(await client.token('viewer@demo.example', 'viewer-password'));
+  demoEvent = await eventOf(admin, DEMO_ENDPOINT);
+  otherEvent = await eventOf(bearer(await client.token('boss@other.example', 'boss-password')), OTHER_ENDPOINT);
 });
 after(() => server.close());
 

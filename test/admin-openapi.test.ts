@@ -97,5 +97,27 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
     conforms('POST', '/members', 409, bad.body);
     const gone = await client.call('DELETE', `/members/${added.body.id}`, undefined, admin);
     conforms('DELETE', '/members/{member_id}', 200, gone.body);
+    // Webhooks (D-81, D-87): a loopback endpoint, disabled at once, so that its event is `skipped` and nothing is sent.
+    const hook = await client.call(
+      'POST',
+      '/webhook_endpoints',
+      { app_id: 'app_demo', url: 'http://127.0.0.1:9/in', events: ['*'] },
+      admin,
+    );
+    conforms('POST', '/webhook_endpoints', 200, hook.body);
+    const hookPath = `/webhook_endpoints/${hook.body.id}`;
+    const off = await client.call('POST', hookPath, { enabled: false }, admin);
+    conforms('POST', '/webhook_endpoints/{endpoint_id}', 200, off.body);
+    await get(hookPath, '/webhook_endpoints/{endpoint_id}');
+    await get('/webhook_endpoints');
+    assert.equal((await server.call('POST', '/apps/app_demo/conversations', {})).status, 200);
+    const log = await client.call('GET', `/webhook_deliveries?endpoint_id=${hook.body.id}`, undefined, admin);
+    conforms('GET', '/webhook_deliveries', 200, log.body);
+    const eventId = log.body.data[0].event_id;
+    await get(`/events/${eventId}`, '/events/{event_id}');
+    const again = await client.call('POST', `/events/${eventId}/redeliver`, {}, admin);
+    conforms('POST', '/events/{event_id}/redeliver', 200, again.body);
+    const dropped = await client.call('DELETE', hookPath, undefined, admin);
+    conforms('DELETE', '/webhook_endpoints/{endpoint_id}', 200, dropped.body);
   });
 });

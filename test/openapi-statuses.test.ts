@@ -140,6 +140,8 @@ describe("/openapi.json's error answers agree with the server", () => {
       'last_admin',
       'email_taken',
       'conversation_not_restorable',
+      // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
+      'invalid_webhook_url',
     ]);
     const faults: string[] = [];
     for (const [name, spec] of Object.entries(ERRORS) as [ErrorName, (typeof ERRORS)[ErrorName]][]) {

@@ -34,6 +34,8 @@ export interface AdminRouteOptions {
   credits: CreditService;
   /** D-67: cookies are `Secure` when the public URL is https. */
   secureCookies: boolean;
+  /** docs/webhooks.md: the routes of src/api/admin-webhooks.ts (none: the surface has no webhook routes). */
+  webhooks?: RouteDef<AdminRoute>[];
 }
 
 function cookie(value: string, maxAgeS: number, secure: boolean): string {
@@ -171,5 +173,6 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
     },
     ...adminAppRoutes(o.apps),
     ...adminMemberRoutes(o.members, o.publicUrl),
+    ...(o.webhooks ?? []),
   ];
 }

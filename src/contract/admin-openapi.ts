@@ -36,6 +36,19 @@ function queryParameters(q: z.ZodObject): Json[] {
   });
 }
 
+/** An SSE answer: each item an event named `event` whose `data` line is JSON of its schema (D-88). */
+function eventStreamOf(events: Record<string, string>): Json {
+  return {
+    itemSchema: {
+      type: 'object',
+      required: ['event', 'data'],
+      oneOf: Object.entries(events).map(([event, schema]) => ({
+        properties: { event: { const: event }, data: { type: 'string', contentMediaType: 'application/json', contentSchema: ref(schema) } },
+      })),
+    },
+  };
+}
+
 function operationObject(op: AdminOperation): Json {
   const params = [...op.pattern.matchAll(/:(\w+)/g)].map((m) => m[1]!);
   const statuses = new Set<Status>(op.extra);
@@ -43,7 +56,8 @@ function operationObject(op: AdminOperation): Json {
   if (!op.open) statuses.add('401');
   if (op.adminOnly || (!op.open && op.method !== 'get')) statuses.add('403');
   if (params.length > 0) statuses.add('404');
-  const responses: Json = { '200': { description: 'Success.', content: { 'application/json': { schema: ref(op.ok) } } } };
+  const content = op.stream ? { 'text/event-stream': eventStreamOf(op.stream) } : { 'application/json': { schema: ref(op.ok) } };
+  const responses: Json = { '200': { description: 'Success.', content } };
   for (const s of [...statuses].sort()) responses[s] = { $ref: `#/components/responses/Error${s}` };
   const parameters: Json[] = [
     ...params.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string', minLength: 1 } })),

@@ -32,6 +32,7 @@ import {
   UsageReport,
 } from './admin.ts';
 import { AdminConversation, AdminConversationDetail } from './admin-conversations.ts';
+import { WEBHOOK_OPERATIONS, WEBHOOK_REQUESTS, WEBHOOK_RESPONSES } from './admin-webhook-operations.ts';
 import { ReferenceErrorBody } from './errors.ts';
 
 /** The resources and requests of the document, by component id. */
@@ -57,6 +58,7 @@ export const RESPONSES = {
   ConversationDetail: AdminConversationDetail,
   CreditBalance,
   UsageReport,
+  ...WEBHOOK_RESPONSES,
   Error: ReferenceErrorBody,
 } as const;
 export const REQUESTS = {
@@ -70,6 +72,7 @@ export const REQUESTS = {
   UpdateAppRequest,
   AddMemberRequest,
   UpdateMemberRequest,
+  ...WEBHOOK_REQUESTS,
 } as const;
 
 export type Status = '400' | '401' | '403' | '404' | '409' | '429';
@@ -95,11 +98,13 @@ export interface AdminOperation {
   body?: keyof typeof REQUESTS;
   query?: z.ZodObject;
   ok: keyof typeof RESPONSES;
+  /** An event stream rather than JSON: each SSE event's name and the schema of its `data`. */
+  stream?: Record<string, keyof typeof RESPONSES>;
   /** No credential: signing in, setting a password with an invitation. */
   open?: boolean;
   /** Only an admin may (a viewer's is 403). */
   adminOnly?: boolean;
-  extra?: Status[];
+  extra?: readonly Status[];
 }
 
 /** Every route of /admin/v1, in the router's order. */
@@ -301,4 +306,5 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
     ok: 'Member',
     extra: ['429'],
   },
+  ...WEBHOOK_OPERATIONS,
 ];

@@ -50,6 +50,10 @@ export const ID_PREFIX = {
   token: 'tok_',
   audit: 'aud_',
   app: 'app_',
+  // Webhooks (docs/webhooks.md): D-7 gains `evt_` (an event's id is its `webhook-id`).
+  event: 'evt_',
+  endpoint: 'we_',
+  attempt: 'wa_',
 } as const;
 
 /** Counts Unicode code points, which is what a person means by "characters". */

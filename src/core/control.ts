@@ -3,6 +3,7 @@
 // one versioned document. The tenant registry the data plane reads (tenants.ts) is derived from it.
 import { z } from 'zod';
 import { App, Key, Plan, SeedConversation, Team } from './tenants.ts';
+import { WebhookEndpoint, type WebhookEndpointT } from './webhook-endpoint.ts';
 
 const seconds = z.number().int().nonnegative();
 
@@ -49,6 +50,8 @@ export const FixturesFile = z.object({
 export const ControlDoc = FixturesFile.omit({ conversations: true }).extend({
   version: z.number().int().nonnegative(),
   tokens: z.array(AccessTokenRecord).default([]),
+  /** docs/webhooks.md (D-81): each app's webhook endpoints. */
+  webhook_endpoints: z.array(WebhookEndpoint).default([]),
 });
 
 export type MemberT = z.infer<typeof Member>;
@@ -57,11 +60,16 @@ export type FixturesT = z.infer<typeof FixturesFile>;
 export type ControlDocT = z.infer<typeof ControlDoc>;
 
 /** The collections of the document that hold records with ids, in the order they refer to each other. */
-export const COLLECTIONS = ['teams', 'plans', 'members', 'keys', 'apps', 'tokens'] as const;
+export const COLLECTIONS = ['teams', 'plans', 'members', 'keys', 'apps', 'tokens', 'webhook_endpoints'] as const;
 export type Collection = (typeof COLLECTIONS)[number];
 
 /** What is wrong with a document's references (the first fault), or undefined: every team, plan and member named exists. */
-export function checkReferences(doc: Omit<ControlDocT, 'version' | 'tokens'> & { tokens?: AccessTokenRecordT[] }): string | undefined {
+export function checkReferences(
+  doc: Omit<ControlDocT, 'version' | 'tokens' | 'webhook_endpoints'> & {
+    tokens?: AccessTokenRecordT[];
+    webhook_endpoints?: WebhookEndpointT[];
+  },
+): string | undefined {
   const teams = new Set(doc.teams.map((t) => t.id));
   const plans = new Set(doc.plans.map((p) => p.id));
   const members = new Set(doc.members.map((m) => m.id));
@@ -84,5 +92,8 @@ export function checkReferences(doc: Omit<ControlDocT, 'version' | 'tokens'> & {
     if (!plans.has(a.plan)) return `app ${a.id}: unknown plan ${a.plan}`;
   }
   for (const t of doc.tokens ?? []) if (!members.has(t.member_id)) return `token ${t.id}: unknown member ${t.member_id}`;
+  const apps = new Map(doc.apps.map((a) => [a.id, a.team_id]));
+  for (const w of doc.webhook_endpoints ?? [])
+    if (apps.get(w.app_id) !== w.team_id) return `webhook endpoint ${w.id}: unknown app ${w.app_id} of team ${w.team_id}`;
   return undefined;
 }

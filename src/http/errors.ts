@@ -100,6 +100,8 @@ export const ERRORS = {
   /** A string or collection over its LIMITS (the contract's schemas raise it). */
   too_large: bad(400, 'too_large'),
   invalid_cursor: bad(400, 'invalid_cursor'),
+  /** D-82: a webhook endpoint's URL that may not be reached (its address refused, not http(s)). */
+  invalid_webhook_url: bad(400, 'invalid_webhook_url'),
   /** D-29: the conversation's stored history has reached its limit; a new conversation is needed. */
   conversation_too_large: bad(400, 'conversation_too_large'),
   /** What node's parser refuses (answered on the raw socket). */

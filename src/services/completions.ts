@@ -20,6 +20,8 @@ export class CompletionService {
     private readonly agent: AgentRuntime,
     private readonly usage: UsageLedger,
     private readonly log: Logger,
+    /** docs/webhooks.md (D-83): told of each finished completion, once its usage is saved (its only save). */
+    private readonly onFinished?: (appId: string, completion: CompletionT) => Promise<void>,
   ) {}
 
   start(app: AppT, body: CreateCompletionRequestT, signal: AbortSignal, claim?: IdempotencyClaim): StartedCompletion {
@@ -46,19 +48,18 @@ export class CompletionService {
         if (r.error) this.log.warn({ completion_id: id, app_id: app.id, code: r.error.code }, 'completion failed');
         // The usage line is the completion's only save: it carries the Idempotency-Key claim, in one journal record.
         await this.usage.record(app.id, 'completion', id, r.usage, claim);
+        await this.onFinished?.(app.id, toCompletion());
       },
     });
-    return {
-      run,
-      toCompletion: () => ({
-        id,
-        object: 'completion',
-        created_at: createdAt,
-        text: run.text,
-        status: run.status === 'failed' ? 'failed' : 'completed',
-        ...(run.error ? { error: run.error } : {}),
-        usage: run.usage,
-      }),
-    };
+    const toCompletion = (): CompletionT => ({
+      id,
+      object: 'completion',
+      created_at: createdAt,
+      text: run.text,
+      status: run.status === 'failed' ? 'failed' : 'completed',
+      ...(run.error ? { error: run.error } : {}),
+      usage: run.usage,
+    });
+    return { run, toCompletion };
   }
 }

@@ -130,7 +130,7 @@ export function auditRecord(d: AuditDraft, now: number): AuditRecord {
 
 /** A new document from the fixtures (D-77). */
 export function seedDoc(f: FixturesT): ControlDocT {
-  return ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [] });
+  return ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [], webhook_endpoints: [] });
 }
 
 /**
@@ -142,7 +142,7 @@ export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string
   const added: string[] = [];
   const differs: string[] = [];
   for (const name of COLLECTIONS) {
-    if (name === 'tokens') continue;
+    if (name === 'tokens' || name === 'webhook_endpoints') continue;
     const have = new Map((draft[name] as Array<{ id: string }>).map((r) => [r.id, r]));
     for (const r of f[name] as Array<{ id: string }>) {
       const own = have.get(r.id);

@@ -8,6 +8,7 @@
 import type { ItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
 import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 import type { ConversationRecord } from './record.ts';
+import type { OutboxEvent, WebhookOutbox } from './webhooks.ts';
 
 /** A conversation as the store keeps it: its schema, type and fast check are in record.ts. */
 export type { ConversationRecord };
@@ -148,6 +149,10 @@ export interface Store {
   available?(): boolean;
   /** D-91: whether `err` says the store is out of reach for now (a lost connection), not that the work failed. */
   isUnavailable?(err: unknown): boolean;
+  /** D-84: the webhook outbox, written in the same atomic step as each change's events. */
+  readonly outbox?: WebhookOutbox;
+  /** D-84: asked for the events of each change (set by the webhooks' wiring; none: no events). */
+  changeEvents?: ChangeEvents;
 }
 
 /** D-73: what the store keeps of a conversation beyond its record: whether a deleted one's history was purged. */
@@ -244,4 +249,17 @@ export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed
 /** A response left running by a process that stopped, with what it was asked (D-38 saves it). */
 export interface UnfinishedResponse extends ResponseTrace {
   start: LiveResponseStart;
+}
+
+/**
+ * What a store asks when it makes a change: the events that report it, computed from the records as
+ * they are in the change's atomic step (none when no endpoint wants them). The file store writes them
+ * in the change's journal line, PostgreSQL in its transaction.
+ */
+export interface ChangeEvents {
+  /** Whether any event of `appId` could be wanted now: a store builds the records an event needs only then. */
+  wants(appId: string): boolean;
+  created(record: ConversationRecord): OutboxEvent[];
+  updated(before: ConversationRecord, after: ConversationRecord): OutboxEvent[];
+  saved(record: ConversationRecord, save: ResponseSave): OutboxEvent[];
 }

@@ -29,28 +29,14 @@ import { acquireLock, releaseLock } from './dir-lock.ts';
 import { syncDir, writeDurably } from './durable.ts';
 import { HistoryCache } from './history-cache.ts';
 import { Journal } from './journal.ts';
-import { type Exchange, type FieldsT, parseLine } from './lines.ts';
+import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
+import type { ChangeEvents } from '../types.ts';
+import { FileOutbox, type OutboxEvent, withEvents } from './webhooks.ts';
+import type { FileStoreOptions } from './options.ts';
 
-export interface FileStoreOptions {
-  dataDir: string;
-  /** Told when start-up drops a torn last journal line (see Journal.open). */
-  warn?: (message: string) => void;
-  /**
-   * D-28: the journal is compacted once it is larger than `factor` × its live records plus `slackBytes`
-   * (defaults 2 and 4 MiB; tests lower them).
-   */
-  compaction?: { factor?: number; slackBytes?: number };
-  /** D-29: bytes of histories kept parsed in memory (default 64 MiB; tests lower it). */
-  historyCacheBytes?: number;
-  /** Tests: runs once a compaction has written its new file, before it takes the journal's place. */
-  holdCompaction?: () => Promise<void>;
-  /** Told when a compaction while running fails (the longer journal still holds everything). */
-  onCompactionError?: (err: Error) => void;
-  /** D-36: how long a response's events stay resumable after its end (default RESPONSE_EVENTS_TTL_MS). */
-  responseEventsTtlMs?: number;
-}
+export type { FileStoreOptions };
 
 export class FileStore implements Store {
   readonly dataDir: string;
@@ -79,6 +65,9 @@ export class FileStore implements Store {
   readonly sweepMs = undefined;
   /** D-73: the team's view of the conversations, and the purge of deleted histories. */
   readonly admin: FileAdminConversations;
+  /** D-84: the webhook outbox (`webhooks.jsonl`, opened with the store), and what makes each change's events. */
+  outbox!: FileOutbox;
+  changeEvents: ChangeEvents | undefined;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -124,7 +113,9 @@ export class FileStore implements Store {
   }
 
   private async load(): Promise<void> {
-    const unfinished = await replayJournal(this.journal, this.index, this.claims);
+    const carried: OutboxEvent[] = [];
+    const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => carried.push(...w));
+    this.outbox = await FileOutbox.open(this.dataDir, carried, this.opts.webhookRetentionMs);
     await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {
       journal: this.journal,
@@ -144,6 +135,7 @@ export class FileStore implements Store {
     await this.turns.idle();
     await this.histories.idle();
     await this.responses.close();
+    await this.outbox?.close();
     await this.journal.close();
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
   }
@@ -205,8 +197,10 @@ export class FileStore implements Store {
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     admit?.(this.bytesOf(record.app_id));
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
+    const w = this.changeEvents?.wants(record.app_id) ? this.changeEvents.created(record) : [];
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
-    await this.journal.append(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, (where) => {
+    await this.journal.append(withEvents(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, w), (where) => {
+      if (w.length > 0) this.outbox.adopt(w);
       if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
       this.index.add(this.index.fromRecord(record, where, this.index.records.get(record.id)?.file_bytes ?? 0));
     });
@@ -218,35 +212,19 @@ export class FileStore implements Store {
       const current = this.index.records.get(id);
       const next = change(current);
       if (!current) throw new Error(`updateConversation: no conversation ${id}`);
-      const { f } = this.diff(current, next);
+      const { f } = diffOf(current, next);
       if (Object.keys(f).length === 0) return current;
       // D-73 (revising D-27): a delete keeps the history until it is purged (file/admin-conversations.ts).
       if (f.deleted_at != null) f.purged_at = current.deleted_at === null ? null : current.purged_at;
+      const w = this.changeEvents?.wants(current.app_id) ? this.changeEvents.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
-      await this.journal.append({ t: 'set', id, f }, (where) =>
-        this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where)),
-      );
+      await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
+        if (w.length > 0) this.outbox.adopt(w);
+        this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where));
+      });
       this.compactIfDue();
       return this.index.records.get(id)!;
     });
-  }
-
-  /** The fields of `next` that differ from `current` (message_count as a difference). */
-  private diff(current: StoredConversation, next: ConversationChange): { f: FieldsT; n: number } {
-    const f: FieldsT = {};
-    if (next.title !== undefined && next.title !== current.title) f.title = next.title;
-    if (next.deleted_at !== undefined && next.deleted_at !== current.deleted_at) f.deleted_at = next.deleted_at;
-    if (next.generated_title !== undefined && JSON.stringify(next.generated_title) !== JSON.stringify(current.generated_title))
-      f.generated_title = next.generated_title;
-    // Compared only when given as its own property (a copy of a stored record has none: it is read on demand).
-    if (
-      Object.hasOwn(next, 'metadata') &&
-      next.metadata !== undefined &&
-      JSON.stringify(next.metadata) !== JSON.stringify(current.metadata)
-    )
-      f.metadata = next.metadata;
-    const n = next.message_count === undefined ? 0 : next.message_count - current.message_count;
-    return { f, n };
   }
 
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
@@ -255,8 +233,10 @@ export class FileStore implements Store {
       if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
       // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
       if (current.deleted_at !== null) return current;
-      const { f, n } = this.diff(current, save.apply(current));
-      await this.appendExchange(current.id, f, n, save.items, save.response, save.claim);
+      const { f, n } = diffOf(current, save.apply(current));
+      const events = this.changeEvents?.wants(current.app_id) ? this.changeEvents : undefined;
+      const w = events?.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save) ?? [];
+      await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
       return this.index.records.get(save.conversationId)!;
     });
   }
@@ -269,7 +249,7 @@ export class FileStore implements Store {
   appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
     const current = this.index.records.get(record.id);
     if (!current) return Promise.reject(new Error(`appendToConversation: no conversation ${record.id}`));
-    const { f } = this.diff(current, { ...record, message_count: undefined });
+    const { f } = diffOf(current, { ...record, message_count: undefined });
     // Fields `record` changed from `base` win; the others keep what landed meanwhile.
     if (base) {
       if (f.title !== undefined && base.title === record.title) delete f.title;
@@ -286,6 +266,7 @@ export class FileStore implements Store {
     items: ItemT[],
     response?: ResponseRecord,
     claim?: IdempotencyClaim,
+    w: OutboxEvent[] = [],
   ): Promise<void> {
     const p = response?.id ?? items[0]?.id ?? `x_${Date.now()}`;
     // Read first: a damaged history refuses the exchange before anything is written.
@@ -313,7 +294,9 @@ export class FileStore implements Store {
       throw err;
     }
     try {
-      await this.journal.append(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, () => {
+      // D-84: the events ride in the line that makes the exchange durable.
+      await this.journal.append(withEvents(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, w), () => {
+        if (w.length > 0) this.outbox.adopt(w);
         this.openIntents.delete(p);
         if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
         this.index.add(this.index.changed(this.index.records.get(id)!, f, n, b, where));
@@ -393,7 +376,10 @@ export class FileStore implements Store {
   }
 
   private async compact(): Promise<void> {
-    await compactJournal(this.journal, this.index, this.claims, this.openIntents, this.opts.holdCompaction);
+    // D-84: the events of the lines a compaction drops are in the outbox before the new file takes their place.
+    await compactJournal(this.journal, this.index, this.claims, this.openIntents, () =>
+      this.outbox.settled().then(this.opts.holdCompaction),
+    );
     this.compactedBytes = this.journal.bytes;
   }
 }

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { isPlainObject } from '../../contract/index.ts';
 import { ConversationRecordSchema, SAFE_ID, isConversationRecord } from '../record.ts';
-import type { ConversationRecord } from '../types.ts';
+import type { ConversationChange, ConversationRecord } from '../types.ts';
 import type { LineAt } from './journal-io.ts';
 
 /** An Idempotency-Key claim (see IdempotencyClaim), journaled with the work it ran. */
@@ -122,4 +122,18 @@ export function parseLine(raw: string): unknown {
     }
   }
   return JSON.parse(raw);
+}
+
+/** The fields of `next` that differ from `current` (message_count as a difference). */
+export function diffOf(current: ConversationRecord, next: ConversationChange): { f: FieldsT; n: number } {
+  const f: FieldsT = {};
+  if (next.title !== undefined && next.title !== current.title) f.title = next.title;
+  if (next.deleted_at !== undefined && next.deleted_at !== current.deleted_at) f.deleted_at = next.deleted_at;
+  if (next.generated_title !== undefined && JSON.stringify(next.generated_title) !== JSON.stringify(current.generated_title))
+    f.generated_title = next.generated_title;
+  // Compared only when given as its own property (a copy of a stored record has none: it is read on demand).
+  if (Object.hasOwn(next, 'metadata') && next.metadata !== undefined && JSON.stringify(next.metadata) !== JSON.stringify(current.metadata))
+    f.metadata = next.metadata;
+  const n = next.message_count === undefined ? 0 : next.message_count - current.message_count;
+  return { f, n };
 }

@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DataFileError } from '../../core/errors.ts';
 import type { ConversationRecord } from '../types.ts';
+import type { OutboxEvent } from '../webhooks.ts';
 import type { ClaimLog } from './claims.ts';
 import type { ConversationIndex } from './conversations.ts';
 import type { HistoryCache } from './history-cache.ts';
@@ -17,9 +18,19 @@ import { Entries, type EntryT, type Exchange, type FieldsT, isPlainEntry, schema
  * Reads every line of the journal into `index` (and the claims it holds into `claims`); returns the
  * exchanges a crash cut (an intent without its `done`), for the store to settle.
  */
-export async function replayJournal(journal: Journal, index: ConversationIndex, claims: ClaimLog): Promise<Map<string, Exchange>> {
+export async function replayJournal(
+  journal: Journal,
+  index: ConversationIndex,
+  claims: ClaimLog,
+  /** D-84: the webhook events a line carries (`w`), written with the change they report. */
+  onEvents?: (events: OutboxEvent[]) => void,
+): Promise<Map<string, Exchange>> {
   const replay = new Replay(journal.file, index, claims);
-  await journal.open((entry, line, where) => replay.line(entry, line, where));
+  await journal.open((entry, line, where) => {
+    replay.line(entry, line, where);
+    const w = (entry as { w?: unknown }).w;
+    if (onEvents && Array.isArray(w)) onEvents(w as OutboxEvent[]);
+  });
   return replay.unfinished;
 }
 

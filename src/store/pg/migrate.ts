@@ -3,6 +3,7 @@
 // several instances starting at once take turns: the first migrates, the others find nothing to do.
 // Plain SQL that PostgreSQL 13 and later run.
 import type { Sql } from 'postgres';
+import { WEBHOOKS_MIGRATION } from './webhooks.ts';
 
 export interface Migration {
   version: number;
@@ -238,6 +239,7 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX conversations_app_kept ON conversations (app_id, deleted_at) WHERE deleted_at IS NOT NULL AND purged_at IS NULL;
     `,
   },
+  WEBHOOKS_MIGRATION,
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

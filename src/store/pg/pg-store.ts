@@ -7,6 +7,9 @@
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
+import type { ChangeEvents } from '../types.ts';
+import { PgOutbox } from './webhooks.ts';
+import type { PgStoreOptions } from './options.ts';
 import { migrate } from './migrate.ts';
 import { isConnectionLoss, pageAfter, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
@@ -28,15 +31,7 @@ import {
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
 
-export interface PgStoreOptions {
-  /** postgres://user:password@host:port/database */
-  url: string;
-  /** Connections in the pool (default 10). */
-  max?: number;
-  /** D-36: how long a response's events stay resumable after its end. */
-  responseEventsTtlMs?: number;
-  warn?: (message: string) => void;
-}
+export type { PgStoreOptions };
 
 interface Row extends ConversationRow {
   item_count: number;
@@ -101,6 +96,9 @@ export class PgStore implements Store {
   readonly admin: PgAdminConversations;
   /** D-38: instances die without a word; every lease period, a running one saves what they left. */
   readonly sweepMs = LEASE_MS;
+  /** D-84: the webhook outbox; each change's events commit in its transaction. */
+  readonly outbox: PgOutbox;
+  changeEvents: ChangeEvents | undefined;
 
   constructor(opts: PgStoreOptions) {
     // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
@@ -117,6 +115,7 @@ export class PgStore implements Store {
     });
     this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
     this.admin = new PgAdminConversations(this.sql, this.turns);
+    this.outbox = new PgOutbox(this.sql);
   }
 
   async open(): Promise<void> {
@@ -194,7 +193,7 @@ export class PgStore implements Store {
 
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     const metadata = JSON.stringify(record.metadata);
-    await this.sql.begin(async (tx) => {
+    await this.outbox.begin(this.sql, async (tx, emit) => {
       // The app's stats row, locked until commit: creates of one app take turns here, so the quota
       // check (D-27) and "is this user new" (D-24) see every create committed before.
       // D-7: a seq given rather than taken (an import) moves the sequence past it, so none is given twice.
@@ -226,6 +225,7 @@ export class PgStore implements Store {
         ],
       );
       if (claim) await this.keepClaim(tx, claim, Date.now());
+      if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
     });
   }
 
@@ -277,11 +277,14 @@ export class PgStore implements Store {
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
     return this.turns.run(id, async () => {
-      const row = await this.sql.begin(async (tx) => {
+      const row = await this.outbox.begin(this.sql, async (tx, emit) => {
         const current = await this.locked(tx, id);
         const next = change(current && recordOf(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
-        return this.write(tx, current, next);
+        const row = await this.write(tx, current, next);
+        if ((row.title !== current.title || row.deleted_at !== current.deleted_at) && this.changeEvents?.wants(current.app_id))
+          await emit(this.changeEvents.updated(recordOf(current), recordOf(row)));
+        return row;
       });
       return recordOf(row);
     });
@@ -290,7 +293,7 @@ export class PgStore implements Store {
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
     return this.turns.run(save.conversationId, async () => {
       const at = Date.now();
-      const row = await this.sql.begin(async (tx) => {
+      const row = await this.outbox.begin(this.sql, async (tx, emit) => {
         const current = await this.locked(tx, save.conversationId);
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
         // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
@@ -305,7 +308,9 @@ export class PgStore implements Store {
         const next = save.apply(recordOf(current));
         const history = await this.appendHistory(tx, current, save.items, save.response);
         if (save.claim) await this.keepClaim(tx, save.claim, at);
-        return this.write(tx, current, next, history);
+        const row = await this.write(tx, current, next, history);
+        if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));
+        return row;
       });
       return recordOf(row);
     });

@@ -1,0 +1,289 @@
+// `parley webhooks …` (docs/webhooks.md, D-88, D-89): a team's endpoints and deliveries on the admin
+// surface (the admin login of D-79, or PARLEY_ADMIN_TOKEN), the signing secret computed locally
+// from the key in use, a saved delivery verified, and `listen --forward-to`, after the Stripe CLI.
+import fs from 'node:fs/promises';
+import { Command, Option } from 'commander';
+import { createParser } from 'eventsource-parser';
+import { webhookSecretText, webhookSigningKey } from '../../src/core/api-keys.ts';
+import { signingKeyOf, verifySignature } from '../../src/core/webhook-signature.ts';
+import type { z } from 'zod';
+import { AdminDeletion, listOf } from '../../src/contract/admin.ts';
+import {
+  CreateWebhookEndpointRequest,
+  RedeliverRequest,
+  UpdateWebhookEndpointRequest,
+  WebhookDeliveryView,
+  WebhookEndpointView,
+  WebhookRedeliveryView,
+} from '../../src/contract/admin-webhooks.ts';
+import { adminClient, adminUrlOf, checkedBody, show } from '../admin.ts';
+import { ApiError, ConnectionError } from '../core/error.ts';
+import type { Session } from '../context.ts';
+import { UsageError } from '../io.ts';
+
+type EndpointT = z.infer<typeof WebhookEndpointView>;
+type DeliveryT = z.infer<typeof WebhookDeliveryView>;
+const EndpointList = listOf(WebhookEndpointView);
+const DeliveryList = listOf(WebhookDeliveryView);
+
+const events = (text: string) =>
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+function endpointLine(e: EndpointT): string {
+  const state = e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
+  return `${e.id}  ${e.app_id}  ${state}  ${e.url}  [${e.events.join(',')}]${e.description ? `  ${e.description}` : ''}`;
+}
+
+/** `5m`, `30s`, `1h` or seconds: the tolerance of `verify`. */
+function toleranceSeconds(text: string): number {
+  const m = /^(\d+)(s|m|h)?$/.exec(text);
+  if (!m) throw new UsageError(`--tolerance must be a duration such as 300, 30s, 5m or 1h (got ${JSON.stringify(text)})`);
+  return Number(m[1]) * { s: 1, m: 60, h: 3600 }[(m[2] ?? 's') as 's' | 'm' | 'h'];
+}
+
+export function webhooksCommand(session: Session): Command {
+  const out = session.out;
+  const cmd = new Command('webhooks')
+    .description('webhook endpoints, deliveries, the signing secret, verify and listen (docs/webhooks.md)')
+    .addHelpText(
+      'after',
+      `
+The admin commands need an admin login (parley admin login, or PARLEY_ADMIN_TOKEN); secret and verify use the API key in use.
+
+Examples:
+  parley webhooks create --url https://example.com/hooks --events response.completed,response.failed
+  parley webhooks listen --forward-to http://127.0.0.1:3000/hooks
+  parley webhooks secret
+  parley webhooks verify --payload body.json --header 'webhook-id: evt_…' --header 'webhook-timestamp: …' --header 'webhook-signature: v1,…'
+`,
+    );
+  const flags = {
+    url: '--url',
+    events: '--events',
+    description: '--description',
+    enabled: '--enable/--disable',
+    endpoint_id: '--endpoint',
+  };
+  cmd
+    .command('list')
+    .addHelpText('after', `\nExample:\n  parley webhooks list --app app_demo --json\n`)
+    .description("the team's endpoints (of --app when given)")
+    .action(async (_o: unknown, c: Command) => {
+      const { admin, g } = adminClient(session, c);
+      const r = await admin.get('/webhook_endpoints', EndpointList, { app_id: g.app });
+      show(session, g, r, () => `${r.data.data.length ? r.data.data.map(endpointLine).join('\n') : '(no endpoints)'}\n`);
+    });
+  cmd
+    .command('create')
+    .addHelpText(
+      'after',
+      `\nExample:\n  parley webhooks create --url https://example.com/hooks --events response.completed,response.failed\n`,
+    )
+    .description('a new endpoint of the app')
+    .requiredOption('--url <url>', 'where events are sent')
+    .requiredOption('--events <types>', 'comma-separated event types, or *')
+    .option('--description <text>', 'what it is for')
+    .action(async (o: { url: string; events: string; description?: string }, c: Command) => {
+      const { admin, g } = adminClient(session, c);
+      if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
+      const body = checkedBody(
+        CreateWebhookEndpointRequest,
+        { app_id: g.app, url: o.url, events: events(o.events), description: o.description },
+        { ...flags, app_id: '--app' },
+      );
+      const r = await admin.post('/webhook_endpoints', WebhookEndpointView, body);
+      show(session, g, r, () => `${endpointLine(r.data)}\n`);
+    });
+  cmd
+    .command('update')
+    .addHelpText('after', `\nExample:\n  parley webhooks update we_abc123 --events '*' --enable\n`)
+    .description('change an endpoint')
+    .argument('<endpoint_id>')
+    .option('--url <url>')
+    .option('--events <types>')
+    .option('--description <text>')
+    .addOption(new Option('--enable', 'send it events again').conflicts('disable'))
+    .option('--disable', 'send it nothing (events meanwhile are skipped; redeliver sends them)')
+    .action(
+      async (id: string, o: { url?: string; events?: string; description?: string; enable?: boolean; disable?: boolean }, c: Command) => {
+        const { admin, g } = adminClient(session, c);
+        const given = {
+          url: o.url,
+          events: o.events === undefined ? undefined : events(o.events),
+          description: o.description,
+          enabled: o.enable ? true : o.disable ? false : undefined,
+        };
+        const body = checkedBody(UpdateWebhookEndpointRequest, given, flags);
+        const r = await admin.post(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView, body);
+        show(session, g, r, () => `${endpointLine(r.data)}\n`);
+      },
+    );
+  cmd
+    .command('delete')
+    .addHelpText('after', `\nExample:\n  parley webhooks delete we_abc123 --yes\n`)
+    .description('delete an endpoint')
+    .argument('<endpoint_id>')
+    .option('--yes', 'do it without asking')
+    .action(async (id: string, o: { yes?: boolean }, c: Command) => {
+      if (!o.yes) throw new UsageError(`deleting ${id} needs --yes`);
+      const { admin, g } = adminClient(session, c);
+      const r = await admin.delete(`/webhook_endpoints/${encodeURIComponent(id)}`, AdminDeletion);
+      show(session, g, r, () => `deleted ${id}\n`);
+    });
+  cmd
+    .command('deliveries')
+    .addHelpText('after', `\nExample:\n  parley webhooks deliveries --endpoint we_abc123\n`)
+    .description('the delivery log, newest first, with the last attempt of each')
+    .option('--endpoint <endpoint_id>')
+    .option('--event <event_id>')
+    .action(async (o: { endpoint?: string; event?: string }, c: Command) => {
+      const { admin, g } = adminClient(session, c);
+      const r = await admin.get('/webhook_deliveries', DeliveryList, { endpoint_id: o.endpoint, event_id: o.event });
+      show(
+        session,
+        g,
+        r,
+        () =>
+          `${
+            r.data.data.length
+              ? r.data.data
+                  .map((d: DeliveryT) => {
+                    const last = d.last_attempt ? ` last ${d.last_attempt.status ?? d.last_attempt.error}` : '';
+                    return `${d.event_id}  ${d.event_type}  → ${d.endpoint_id}  ${d.state}  ${d.attempts} attempt(s)${last}`;
+                  })
+                  .join('\n')
+              : '(no deliveries)'
+          }\n`,
+      );
+    });
+  cmd
+    .command('redeliver')
+    .addHelpText('after', `\nExample:\n  parley webhooks redeliver evt_abc123 --endpoint we_abc123\n`)
+    .description('send an event again to its endpoints (or one of them)')
+    .argument('<event_id>')
+    .option('--endpoint <endpoint_id>')
+    .action(async (id: string, o: { endpoint?: string }, c: Command) => {
+      const { admin, g } = adminClient(session, c);
+      const body = checkedBody(RedeliverRequest, { endpoint_id: o.endpoint }, flags);
+      const r = await admin.post(`/events/${encodeURIComponent(id)}/redeliver`, WebhookRedeliveryView, body);
+      show(session, g, r, () => `redelivering ${id} to ${r.data.endpoints.join(', ')}\n`);
+    });
+  cmd
+    .command('secret')
+    .addHelpText('after', `\nExample:\n  parley webhooks secret\n`)
+    .description('the signing secret (whsec_…) of the secret key in use, computed here: nothing is sent')
+    .action((_o: unknown, c: Command) => {
+      const g = session.globals(c);
+      if (!g.apiKey?.startsWith('sk_')) throw new UsageError('no secret key: pass --api-key, set PARLEY_API_KEY or run parley login');
+      const secret = webhookSecretText(webhookSigningKey(g.apiKey));
+      if (g.json) out.line(JSON.stringify({ object: 'webhook_secret', secret }));
+      else out.out(`${secret}\n`);
+    });
+  cmd
+    .command('verify')
+    .addHelpText(
+      'after',
+      `\nExample:\n  parley webhooks verify --payload body.json --header 'webhook-id: evt_…' --header 'webhook-timestamp: 1764215400' --header 'webhook-signature: v1,…'\n`,
+    )
+    .description('check a saved delivery: its body and webhook-* headers, with the key in use or --secret')
+    .requiredOption('--payload <file>', 'the raw body as received')
+    .option(
+      '--header <name: value>',
+      'a header (repeat for webhook-id, webhook-timestamp, webhook-signature)',
+      (v: string, a: string[]) => [...a, v],
+      [],
+    )
+    .option('--secret <whsec>', 'the signing secret (default: computed from the key in use)')
+    .option('--tolerance <duration>', 'how far the timestamp may be from now (default 5m)', '5m')
+    .option('--no-tolerance', 'do not check the timestamp (an old delivery)')
+    .action(async (o: { payload: string; header: string[]; secret?: string; tolerance: string | false }, c: Command) => {
+      const g = session.globals(c);
+      let key: Buffer;
+      if (o.secret) key = signingKeyOf(o.secret);
+      else if (g.apiKey?.startsWith('sk_')) key = webhookSigningKey(g.apiKey);
+      else throw new UsageError('no secret: pass --secret whsec_… or use a secret key (--api-key, PARLEY_API_KEY)');
+      const headers: Record<string, string> = {};
+      for (const h of o.header) {
+        const i = h.indexOf(':');
+        if (i < 1) throw new UsageError(`--header must be "name: value" (got ${JSON.stringify(h)})`);
+        headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim();
+      }
+      const body = await fs.readFile(o.payload).catch(() => {
+        throw new UsageError(`cannot read ${o.payload}`);
+      });
+      const tolerance = o.tolerance === false ? null : toleranceSeconds(o.tolerance);
+      const r = verifySignature(key, headers, body, Math.floor(Date.now() / 1000), tolerance);
+      if (g.json) out.line(JSON.stringify({ object: 'webhook_verification', valid: r.ok, ...(r.ok ? {} : { reason: r.reason }) }));
+      else out.out(r.ok ? 'valid\n' : `invalid: ${r.reason}\n`);
+      if (!r.ok) session.exitCode = 1;
+    });
+  cmd
+    .command('listen')
+    .addHelpText('after', `\nExample:\n  parley webhooks listen --forward-to http://127.0.0.1:3000/hooks\n`)
+    .description("receive the app's events live and forward each, body and webhook-* headers unchanged (not retried, not recorded)")
+    .requiredOption('--forward-to <url>', 'where to POST each event (your local receiver)')
+    .action(async (o: { forwardTo: string }, c: Command) => listen(session, c, o.forwardTo));
+  return cmd;
+}
+
+/** D-88: follows the admin surface's live stream and forwards each event until interrupted. */
+async function listen(session: Session, c: Command, forwardTo: string): Promise<void> {
+  const out = session.out;
+  // The admin login's token (D-79: the hint, the checksum); the stream is read here, event by event.
+  const { g } = adminClient(session, c);
+  const token = g.adminToken!;
+  const url = (path: string) => `${adminUrlOf(g.baseUrl)}${path}`;
+  if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
+  let res: Response;
+  try {
+    res = await fetch(url(`/webhook_events/stream?app_id=${encodeURIComponent(g.app)}`), {
+      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+      signal: out.closedSignal,
+    });
+  } catch (err) {
+    throw new ConnectionError(url('/webhook_events/stream'), `cannot reach ${url('/webhook_events/stream')}: ${(err as Error).message}`);
+  }
+  if (!res.ok || !res.body) throw ApiError.fromBody(res.status, await res.text(), Object.fromEntries(res.headers));
+  // Forwarded one at a time, in the order received.
+  let chain = Promise.resolve();
+  const parser = createParser({
+    onEvent: (m) => {
+      const data = JSON.parse(m.data) as { event_id?: string; event_type?: string; headers?: Record<string, string>; body?: string };
+      if (m.event === 'webhook.listening') {
+        out.note(`Ready: forwarding ${g.app}'s events to ${forwardTo} (Ctrl-C to stop)`);
+        return;
+      }
+      if (m.event !== 'webhook.event') return;
+      chain = chain.then(async () => {
+        let status: string;
+        try {
+          const r = await fetch(forwardTo, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...data.headers },
+            body: data.body,
+            redirect: 'manual',
+            signal: AbortSignal.timeout(g.timeoutMs),
+          });
+          await r.arrayBuffer().catch(() => {});
+          status = String(r.status);
+        } catch (err) {
+          status = `failed (${(err as Error).message})`;
+        }
+        if (g.json) out.line(JSON.stringify({ event_id: data.event_id, type: data.event_type, status }));
+        else out.out(`${new Date().toISOString()}  --> ${data.event_type} [${data.event_id}]  <-- ${status}\n`);
+      });
+    },
+  });
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  } catch (err) {
+    if (!out.closedSignal.aborted) throw new ConnectionError(url('/webhook_events/stream'), `the stream ended: ${(err as Error).message}`);
+  }
+  await chain;
+  // The stream never ends by itself: Parley went away (exit 3, as any lost connection).
+  if (!out.closedSignal.aborted) throw new ConnectionError(url('/webhook_events/stream'), 'the stream ended: Parley closed it');
+}

@@ -1,0 +1,122 @@
+// Webhooks on the admin surface (docs/webhooks.md, D-81…D-87): endpoints, events, deliveries and their
+// attempts, described once for the server and the CLI.
+import { z } from 'zod';
+
+const unixSeconds = z.number().int().nonnegative();
+
+/** D-83: every event type, in the order the docs list them. */
+export const EVENT_TYPES = [
+  'conversation.created',
+  'conversation.updated',
+  'conversation.deleted',
+  'response.completed',
+  'response.failed',
+  'completion.completed',
+  'completion.failed',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** D-83: the types an endpoint may ask for: any of EVENT_TYPES, or `*` for all. */
+const EventTypeList = z
+  .array(z.enum([...EVENT_TYPES, '*'], { error: `must be one of ${EVENT_TYPES.join(', ')} or *` }))
+  .min(1)
+  .max(EVENT_TYPES.length + 1)
+  .transform((a) => [...new Set(a)]);
+const Url = z.string().trim().min(1).max(2048);
+const Description = z.string().max(500);
+
+export const CreateWebhookEndpointRequest = z.strictObject({
+  app_id: z.string().min(1).max(200),
+  url: Url,
+  events: EventTypeList,
+  description: Description.optional(),
+});
+export const UpdateWebhookEndpointRequest = z.strictObject({
+  url: Url.optional(),
+  events: EventTypeList.optional(),
+  description: Description.optional(),
+  enabled: z.boolean().optional(),
+});
+export const DeliveriesQuery = z.strictObject({
+  endpoint_id: z.string().max(200).optional(),
+  event_id: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+});
+export const RedeliverRequest = z.strictObject({ endpoint_id: z.string().max(200).optional() });
+export const WebhookEndpointsQuery = z.strictObject({ app_id: z.string().max(200).optional() });
+/** D-88: the live stream follows one app of the caller's team. */
+export const WebhookListenQuery = z.strictObject({ app_id: z.string().min(1).max(200) });
+
+export const WebhookEndpointView = z.object({
+  id: z.string(),
+  object: z.literal('webhook_endpoint'),
+  app_id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string(),
+  enabled: z.boolean(),
+  /** D-86: `manual`, `gone` (it answered 410) or `failing` (it failed longer than the limit). */
+  disabled_reason: z.enum(['manual', 'gone', 'failing']).nullable(),
+  created_at: unixSeconds,
+  updated_at: unixSeconds,
+});
+
+/** D-87: one attempt of one delivery. */
+export const WebhookAttemptView = z.object({
+  id: z.string(),
+  object: z.literal('webhook_attempt'),
+  event_id: z.string(),
+  endpoint_id: z.string(),
+  created_at: unixSeconds,
+  /** The HTTP status, or null when no answer came (refused, timed out, address refused). */
+  status: z.number().int().nullable(),
+  duration_ms: z.number().int().nonnegative(),
+  /** The first bytes of the answer's body. */
+  response: z.string(),
+  error: z.string().nullable(),
+});
+
+/** D-85: an event's delivery to one endpoint. */
+export const WebhookDeliveryView = z.object({
+  object: z.literal('webhook_delivery'),
+  id: z.string(),
+  event_id: z.string(),
+  event_type: z.string(),
+  endpoint_id: z.string(),
+  state: z.enum(['pending', 'succeeded', 'failed', 'skipped']),
+  attempts: z.number().int().nonnegative(),
+  next_attempt_at: unixSeconds.nullable(),
+  created_at: unixSeconds,
+  last_attempt: WebhookAttemptView.nullable(),
+  /** Every attempt of the delivery, newest first. */
+  attempt_log: z.array(WebhookAttemptView),
+});
+
+/** D-83: an event, as sent to endpoints (`GET /events/:id`). */
+export const WebhookEventView = z.object({
+  id: z.string(),
+  object: z.literal('event'),
+  type: z.enum(EVENT_TYPES),
+  created_at: unixSeconds,
+  app_id: z.string(),
+  /** The resource as the API shows it; over 20,480 bytes, only `{id, object, url}`. */
+  data: z.looseObject({ id: z.string(), object: z.string() }),
+});
+
+/** D-87: what `POST /events/:id/redeliver` put back to pending. */
+export const WebhookRedeliveryView = z.object({
+  object: z.literal('webhook_redelivery'),
+  event_id: z.string(),
+  endpoints: z.array(z.string()),
+  deliveries: z.number().int().nonnegative(),
+});
+
+/** D-88: the live stream's first event: it follows the app from now on. */
+export const WebhookListening = z.object({ app_id: z.string() });
+/** D-88: an event of the stream, signed as a delivery would be; `body` is the event's JSON, as sent. */
+export const WebhookStreamEvent = z.object({
+  event_id: z.string(),
+  event_type: z.enum(EVENT_TYPES),
+  headers: z.record(z.string(), z.string()),
+  body: z.string(),
+});

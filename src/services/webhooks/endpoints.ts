@@ -1,0 +1,176 @@
+// A team's webhook endpoints on the admin surface (docs/webhooks.md, D-81, D-82, D-87): created,
+// changed and deleted in the control document with their audit entries; URLs checked by D-82 when
+// saved; deliveries listed and redelivered from the outbox.
+import { unixNow } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { WebhookEndpointT } from '../../core/webhook-endpoint.ts';
+import type { AdminCaller } from '../../http/context.ts';
+import { apiError, invalidRequest } from '../../http/errors.ts';
+import type { ControlPlane } from '../../store/control.ts';
+import type { Attempt, Delivery, OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
+import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';
+import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
+
+export function endpointView(e: WebhookEndpointT) {
+  return {
+    id: e.id,
+    object: 'webhook_endpoint' as const,
+    app_id: e.app_id,
+    url: e.url,
+    events: e.events,
+    description: e.description,
+    enabled: e.enabled,
+    disabled_reason: e.disabled_reason,
+    created_at: e.created_at,
+    updated_at: e.updated_at,
+  };
+}
+
+export function attemptView(a: Attempt) {
+  return { object: 'webhook_attempt' as const, ...a };
+}
+
+export function deliveryView(event: OutboxEvent, d: Delivery, attempts: Attempt[]) {
+  return {
+    object: 'webhook_delivery' as const,
+    id: `${d.event_id}/${d.endpoint_id}`,
+    event_id: d.event_id,
+    event_type: event.type,
+    endpoint_id: d.endpoint_id,
+    state: d.state,
+    attempts: d.attempts,
+    next_attempt_at: d.state === 'pending' ? Math.ceil(d.next_at / 1000) : null,
+    created_at: event.created_at,
+    last_attempt: attempts[0] ? attemptView(attempts[0]) : null,
+  };
+}
+
+export class EndpointService {
+  constructor(
+    private readonly control: ControlPlane,
+    private readonly outbox: WebhookOutbox,
+    private readonly policy: AddressPolicy,
+    private readonly resolve: Resolver,
+    /** Told of a redeliver, so that the worker looks at once. */
+    private readonly kick: () => void = () => {},
+  ) {}
+
+  list(c: AdminCaller, appId?: string) {
+    return this.control
+      .read()
+      .webhook_endpoints.filter((e) => e.team_id === c.team_id && (!appId || e.app_id === appId))
+      .map(endpointView);
+  }
+
+  get(c: AdminCaller, id: string) {
+    return endpointView(this.own(this.control.read().webhook_endpoints, c, id));
+  }
+
+  /** An endpoint of the caller's team, or 404 (another team's too, D-72). */
+  private own(all: WebhookEndpointT[], c: AdminCaller, id: string): WebhookEndpointT {
+    const e = all.find((x) => x.id === id && x.team_id === c.team_id);
+    if (!e) throw apiError('not_found', `Webhook endpoint ${JSON.stringify(id)} not found.`, { param: 'endpoint_id' });
+    return e;
+  }
+
+  private async checkUrl(url: string): Promise<void> {
+    const why = await checkEndpointUrl(url, this.policy, this.resolve);
+    if (why) throw invalidRequest(`url ${why}.`, 'url', 'invalid_webhook_url');
+  }
+
+  async create(c: AdminCaller, req: { app_id: string; url: string; events: string[]; description?: string }, origin: Origin) {
+    const app = this.control.read().apps.find((a) => a.id === req.app_id && a.team_id === c.team_id);
+    if (!app) throw apiError('not_found', `App ${JSON.stringify(req.app_id)} not found.`, { param: 'app_id' });
+    await this.checkUrl(req.url);
+    const now = unixNow();
+    const e: WebhookEndpointT = {
+      id: newId('endpoint'),
+      team_id: c.team_id,
+      app_id: req.app_id,
+      url: req.url,
+      events: req.events,
+      description: req.description ?? '',
+      enabled: true,
+      disabled_reason: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.control.apply((d) => {
+      d.webhook_endpoints.push(e);
+      const changes = { url: [null, e.url], events: [null, e.events] } as Record<string, [unknown, unknown]>;
+      return [auditOf(origin, c.team_id, 'webhook_endpoint.created', actorOf(c), { type: 'webhook_endpoint', id: e.id }, changes)];
+    });
+    return endpointView(e);
+  }
+
+  async update(
+    c: AdminCaller,
+    id: string,
+    req: { url?: string; events?: string[]; description?: string; enabled?: boolean },
+    origin: Origin,
+  ) {
+    this.own(this.control.read().webhook_endpoints, c, id);
+    if (req.url !== undefined) await this.checkUrl(req.url);
+    const doc = await this.control.apply((d) => {
+      const e = this.own(d.webhook_endpoints, c, id);
+      const changes: Record<string, [unknown, unknown]> = {};
+      const set = <K extends 'url' | 'events' | 'description' | 'enabled'>(k: K, v: WebhookEndpointT[K] | undefined) => {
+        if (v === undefined || JSON.stringify(v) === JSON.stringify(e[k])) return;
+        changes[k] = [e[k], v];
+        e[k] = v;
+      };
+      set('url', req.url);
+      set('events', req.events);
+      set('description', req.description);
+      set('enabled', req.enabled);
+      if (changes.enabled) {
+        changes.disabled_reason = [e.disabled_reason, e.enabled ? null : 'manual'];
+        e.disabled_reason = e.enabled ? null : 'manual';
+      }
+      if (Object.keys(changes).length === 0) return [];
+      e.updated_at = unixNow();
+      return [auditOf(origin, c.team_id, 'webhook_endpoint.updated', actorOf(c), { type: 'webhook_endpoint', id }, changes)];
+    });
+    return endpointView(doc.webhook_endpoints.find((e) => e.id === id)!);
+  }
+
+  async delete(c: AdminCaller, id: string, origin: Origin) {
+    await this.control.apply((d) => {
+      const e = this.own(d.webhook_endpoints, c, id);
+      d.webhook_endpoints = d.webhook_endpoints.filter((x) => x !== e);
+      return [auditOf(origin, c.team_id, 'webhook_endpoint.deleted', actorOf(c), { type: 'webhook_endpoint', id }, { url: [e.url, null] })];
+    });
+    return { id, object: 'webhook_endpoint' as const, deleted: true as const };
+  }
+
+  async deliveries(c: AdminCaller, q: { endpoint_id?: string; event_id?: string; limit?: number }) {
+    if (q.endpoint_id) this.own(this.control.read().webhook_endpoints, c, q.endpoint_id);
+    const rows = await this.outbox.deliveries({
+      team_id: c.team_id,
+      endpoint_id: q.endpoint_id,
+      event_id: q.event_id,
+      limit: q.limit ?? 20,
+    });
+    return rows.map((r) => ({ ...deliveryView(r.event, r.delivery, r.attempts), attempt_log: r.attempts.map(attemptView) }));
+  }
+
+  async event(c: AdminCaller, id: string): Promise<OutboxEvent> {
+    const ev = await this.outbox.event(id);
+    if (!ev || ev.team_id !== c.team_id) throw apiError('not_found', `Event ${JSON.stringify(id)} not found.`, { param: 'event_id' });
+    return ev;
+  }
+
+  /** D-87: sends an event again to its endpoints (or one of them), as a new series of attempts, audited. */
+  async redeliver(c: AdminCaller, eventId: string, endpointId: string | undefined, origin: Origin) {
+    const ev = await this.event(c, eventId);
+    const targets = ev.deliveries.map((d) => d.endpoint_id).filter((ep) => !endpointId || ep === endpointId);
+    if (targets.length === 0)
+      throw apiError('not_found', `Event ${eventId} has no delivery to ${JSON.stringify(endpointId)}.`, { param: 'endpoint_id' });
+    const n = await this.outbox.redeliver(eventId, targets, Date.now());
+    await this.control.audit.append([
+      auditOf(origin, c.team_id, 'webhook_event.redelivered', actorOf(c), { type: 'event', id: eventId }, { endpoints: [null, targets] }),
+    ]);
+    this.kick();
+    return { object: 'webhook_redelivery', event_id: eventId, endpoints: targets, deliveries: n };
+  }
+}

@@ -1,0 +1,49 @@
+// D-88: the live stream `parley webhooks listen` follows: each event of an app recorded by this
+// instance, with the `webhook-*` headers a delivery would carry (signed as one, D-80), as SSE events
+// `webhook.event {event_id, type, headers, body}`. Live only: nothing is retried or recorded, and while
+// a listener follows an app its events are made even with no endpoint (D-83).
+import type { UnsequencedEvent } from '../../contract/index.ts';
+import { signedHeaders } from '../../core/webhook-signature.ts';
+import type { ControlPlane } from '../../store/control.ts';
+import type { OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
+import type { WebhookEvents } from './events.ts';
+import { signingKeysOf } from './signing-keys.ts';
+
+export async function* liveEvents(
+  o: { outbox: WebhookOutbox; events: WebhookEvents; control: ControlPlane },
+  teamId: string,
+  appId: string,
+  signal: AbortSignal,
+): AsyncGenerator<UnsequencedEvent> {
+  const queue: OutboxEvent[] = [];
+  let wake: (() => void) | undefined;
+  const unfollow = o.events.follow(appId);
+  const stop = o.outbox.onEvents((events) => {
+    for (const e of events) if (e.app_id === appId && e.team_id === teamId) queue.push(e);
+    wake?.();
+  });
+  const onAbort = () => wake?.();
+  signal.addEventListener('abort', onAbort);
+  try {
+    // The first event says the stream is live (the CLI prints "Ready").
+    yield { event: 'webhook.listening', data: { app_id: appId } } as unknown as UnsequencedEvent;
+    while (!signal.aborted) {
+      const ev = queue.shift();
+      if (!ev) {
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+        continue;
+      }
+      const now = Math.floor(Date.now() / 1000);
+      const headers = signedHeaders(signingKeysOf(o.control.read(), teamId, now), ev.id, now, ev.body);
+      yield {
+        event: 'webhook.event',
+        data: { event_id: ev.id, event_type: ev.type, headers, body: ev.body },
+      } as unknown as UnsequencedEvent;
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    stop();
+    unfollow();
+  }
+}

@@ -1,0 +1,116 @@
+// One webhook attempt over HTTP (docs/webhooks.md, D-82, D-85): a POST of the event's exact body with
+// its `webhook-*` headers, never following a redirect, bounded by a timeout, and connecting only to an
+// address D-82 allows: an IP literal is judged before the request, a name's addresses as the resolver
+// gives them, inside the connection's own look-up, so the address judged is the address connected to.
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { type AddressPolicy, isAddressLiteral, isLocalName, type Resolver, refusalOf } from './addresses.ts';
+
+/** D-87: the first bytes of an answer kept in the delivery log. */
+export const RESPONSE_BYTES_KEPT = 1024;
+
+export interface SendResult {
+  /** The answer's status, or null when none came. */
+  status: number | null;
+  /** The first bytes of the answer's body (text). */
+  response: string;
+  /** Why no answer came (refused, timed out, address refused), or null. */
+  error: string | null;
+  /** Seconds of a `Retry-After` header (429 and 503 only), when given. */
+  retryAfterS: number | null;
+  duration_ms: number;
+}
+
+export interface SendOptions {
+  timeoutMs: number;
+  policy: AddressPolicy;
+  resolve: Resolver;
+}
+
+/** `Retry-After` as seconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function retryAfterSeconds(value: string | undefined, nowMs: number): number | null {
+  if (!value) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
+/** A connection look-up that resolves with `resolve` and refuses an address the policy refuses. */
+function guardedLookup(o: SendOptions): LookupFunction {
+  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    o.resolve(hostname).then(
+      (addresses) => {
+        if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
+        for (const a of addresses) {
+          const why = refusalOf(a.address, o.policy);
+          if (why) return callback(Object.assign(new Error(`address refused: ${hostname} resolves to ${why}`), { code: 'EADDRREFUSED' }));
+        }
+        if (options.all) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (err: Error) => callback(err),
+    );
+  }) as LookupFunction;
+}
+
+export function send(url: string, body: string, headers: Record<string, string>, o: SendOptions): Promise<SendResult> {
+  const started = performance.now();
+  const done = (r: Omit<SendResult, 'duration_ms'>): SendResult => ({ ...r, duration_ms: Math.round(performance.now() - started) });
+  const u = new URL(url);
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const literal = isAddressLiteral(host) ? host : isLocalName(host) ? '127.0.0.1' : null;
+  const refused = literal === null ? null : refusalOf(literal, o.policy);
+  if (refused) return Promise.resolve(done({ status: null, response: '', error: `address refused: ${refused}`, retryAfterS: null }));
+  return new Promise((resolve) => {
+    const lib = u.protocol === 'https:' ? https : http;
+    let settled = false;
+    const finish = (r: Omit<SendResult, 'duration_ms'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(done(r));
+    };
+    const req = lib.request(
+      u,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': 'Parley-Webhooks/1', ...headers },
+        lookup: literal === null ? guardedLookup(o) : undefined,
+        // A fresh connection per attempt: a pooled socket could have been opened to an address judged earlier.
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        res.on('data', (c: Buffer) => {
+          if (kept < RESPONSE_BYTES_KEPT) chunks.push(c.subarray(0, RESPONSE_BYTES_KEPT - kept));
+          kept += c.length;
+          // Enough read: the rest of a large answer is not waited for.
+          if (kept >= RESPONSE_BYTES_KEPT) res.destroy();
+        });
+        const end = () => {
+          const status = res.statusCode ?? null;
+          const wait =
+            status === 429 || status === 503 ? retryAfterSeconds(res.headers['retry-after'] as string | undefined, Date.now()) : null;
+          finish({ status, response: Buffer.concat(chunks).toString('utf8'), error: null, retryAfterS: wait });
+        };
+        res.on('end', end);
+        res.on('close', end);
+        res.on('error', end);
+      },
+    );
+    const timer = setTimeout(() => {
+      req.destroy(new Error(`no answer within ${o.timeoutMs} ms`));
+    }, o.timeoutMs);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      finish({
+        status: null,
+        response: '',
+        error: err.message.startsWith('address refused') ? err.message : `${err.code ?? 'error'}: ${err.message}`,
+        retryAfterS: null,
+      });
+    });
+    req.end(body);
+  });
+}

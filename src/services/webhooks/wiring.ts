@@ -1,0 +1,83 @@
+// Webhooks put together (docs/webhooks.md): the events the store writes with each change, the
+// completions' events, the delivery worker over the store's outbox and the endpoints' service for the
+// admin surface. The settings are D-85's and D-86's, from flags and environment (src/config.ts).
+import type { Logger } from 'pino';
+import type { CompletionT } from '../../contract/index.ts';
+import type { ControlPlane } from '../../store/control.ts';
+import type { ChangeEvents } from '../../store/types.ts';
+import type { WebhookOutbox } from '../../store/webhooks.ts';
+import { listensOnLoopback, type Resolver, systemResolver } from './addresses.ts';
+import { EndpointService } from './endpoints.ts';
+import { WebhookEvents } from './events.ts';
+import { DEFAULT_DISABLE_AFTER_MS, DEFAULT_RETRY_SCHEDULE_S, DEFAULT_TIMEOUT_MS, DeliveryWorker } from './worker.ts';
+
+export interface WebhookOptions {
+  /** D-85: delays in seconds between the first attempt and each retry (`--webhook-retry-schedule`). */
+  webhookRetrySchedule?: number[];
+  /** D-85: an attempt's bound (`--webhook-timeout-ms`, default 15000). */
+  webhookTimeoutMs?: number;
+  /** D-82: every non-public address allowed (`--webhook-allow-private`). */
+  webhookAllowPrivate?: boolean;
+  /** D-86: an endpoint failing this long is disabled (default 5 days). */
+  webhookDisableAfterMs?: number;
+  /** D-87: finished events and their attempts are kept this long (default 7 days). */
+  webhookRetentionMs?: number;
+  /** D-82: tests inject a resolver (a name mapped to a refused address, no socket opened). */
+  webhookResolver?: Resolver;
+  /** How often an instance looks for due deliveries besides its own wake-ups (default 1 s). */
+  webhookPollMs?: number;
+  /** D-83: the public origin of `url` in a payload cut short (default: where Parley listens). */
+  publicUrl?: string;
+}
+
+/** What a store that has an outbox offers (both backends do). */
+interface OutboxStore {
+  outbox?: WebhookOutbox;
+  changeEvents: ChangeEvents | undefined;
+}
+
+export function startWebhooks(store: OutboxStore, control: ControlPlane, o: WebhookOptions, log: Logger, host: string) {
+  const outbox = store.outbox;
+  if (!outbox) return { completed: undefined, endpoints: undefined, live: undefined, listening() {}, closing() {}, stop: async () => {} };
+  // D-88: live streams end when Parley starts closing (they never end by themselves).
+  const closing = new AbortController();
+  let origin = '';
+  const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''));
+  store.changeEvents = events;
+  const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate ?? false };
+  const resolve = o.webhookResolver ?? systemResolver;
+  const timeoutMs = o.webhookTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const retentionMs = o.webhookRetentionMs ?? 7 * 86_400_000;
+  const worker = new DeliveryWorker(outbox, control, {
+    scheduleS: o.webhookRetrySchedule ?? DEFAULT_RETRY_SCHEDULE_S,
+    timeoutMs,
+    disableAfterMs: o.webhookDisableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
+    policy,
+    resolve,
+    concurrency: 16,
+    pollMs: o.webhookPollMs ?? 1000,
+    retentionMs,
+    log,
+  });
+  const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());
+  return {
+    /** For the admin surface's routes (src/api/admin-webhooks.ts): endpoints, and the live stream's sources. */
+    endpoints,
+    live: { outbox, events, control, closing: closing.signal },
+    /** D-83: a completion's event, written once its usage is saved. */
+    completed: async (appId: string, c: CompletionT) => {
+      const made = events.make(appId, c.status === 'completed' ? 'completion.completed' : 'completion.failed', c, `/completions/${c.id}`);
+      // The completion is answered whatever happens to its event (a full disk is logged, never the answer's fault).
+      if (made.length > 0)
+        await outbox.add(made).catch((err: Error) => log.error({ err: err.message, completion_id: c.id }, 'webhook event not recorded'));
+    },
+    /** Parley listens at `at` (`http://host:port`): the origin of payload URLs; delivery starts. */
+    listening(at: string) {
+      origin = at;
+      worker.start();
+    },
+    /** Ends the live streams, so that a shutdown does not wait for them. */
+    closing: () => closing.abort(),
+    stop: () => worker.stop(),
+  };
+}

@@ -1,0 +1,196 @@
+// Delivering the outbox (docs/webhooks.md, D-85, D-86): at least once, each delivery leased to one
+// worker at a time (PostgreSQL: FOR UPDATE SKIP LOCKED in a short transaction; no transaction held
+// during the HTTP attempt), at most one attempt in flight per endpoint in a process so that a slow
+// endpoint delays only itself, retried on the schedule, an endpoint disabled on 410 or after failing
+// too long. The `webhook-id` stays; the timestamp and signatures are made for each attempt.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { newId } from '../../core/ids.ts';
+import type { WebhookEndpointT } from '../../core/webhook-endpoint.ts';
+import { signedHeaders } from '../../core/webhook-signature.ts';
+import type { ControlPlane } from '../../store/control.ts';
+import type { Claimed, Delivery, WebhookOutbox } from '../../store/webhooks.ts';
+import type { AddressPolicy, Resolver } from './addresses.ts';
+import { type SendResult, send } from './send.ts';
+import { signingKeysOf } from './signing-keys.ts';
+
+/** D-85: Svix's schedule: the delays in seconds between the first attempt (at once) and each retry. */
+export const DEFAULT_RETRY_SCHEDULE_S = [5, 300, 1800, 7200, 18000, 36000, 36000];
+export const DEFAULT_TIMEOUT_MS = 15_000;
+/** D-86: an endpoint failing this long (with no success since) is disabled. */
+export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
+/** D-85: Retry-After is honoured up to this. */
+export const MAX_RETRY_AFTER_S = 86_400;
+/** D-85: a lease lasts the timeout plus this: a dead instance's deliveries go to the others then. */
+export const LEASE_SLACK_MS = 5_000;
+/** How long a shutdown waits for the attempts under way. */
+const STOP_WAIT_MS = 2_000;
+
+export interface WorkerOptions {
+  scheduleS: readonly number[];
+  timeoutMs: number;
+  disableAfterMs: number;
+  policy: AddressPolicy;
+  resolve: Resolver;
+  /** Deliveries in flight at once in this process (each to a different endpoint). */
+  concurrency: number;
+  /** How often to look for due deliveries besides the wake-ups (other instances' events, retries). */
+  pollMs: number;
+  /** D-87: finished events and their attempts are kept this long. */
+  retentionMs: number;
+  log: Logger;
+  now?: () => number;
+}
+
+export class DeliveryWorker {
+  private readonly owner = `w_${randomBytes(8).toString('hex')}`;
+  private readonly busy = new Set<string>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private lastPrune = 0;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly outbox: WebhookOutbox,
+    private readonly control: ControlPlane,
+    private readonly o: WorkerOptions,
+  ) {
+    this.now = o.now ?? Date.now;
+  }
+
+  start(): void {
+    this.outbox.onEvents(() => this.kick());
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.kick(), ms);
+    this.timer.unref();
+  }
+
+  /** Looks for due deliveries now (a new event, a redeliver, an attempt finished). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.round()
+      .catch((err: Error) => this.o.log.error({ err: err.message }, 'webhook delivery round failed'))
+      .finally(() => {
+        this.running = false;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        } else this.schedule(this.o.pollMs);
+      });
+  }
+
+  private async round(): Promise<void> {
+    const now = this.now();
+    if (now - this.lastPrune > 3_600_000) {
+      this.lastPrune = now;
+      await this.outbox.prune(now - this.o.retentionMs);
+    }
+    const free = this.o.concurrency - this.busy.size;
+    if (free <= 0) return;
+    // The lease outlives the attempt (bounded by its timeout) and its settling.
+    const leaseMs = this.o.timeoutMs + LEASE_SLACK_MS;
+    for (const c of await this.outbox.claim(this.owner, now, free, leaseMs, this.busy)) {
+      this.busy.add(c.delivery.endpoint_id);
+      const p = this.deliver(c)
+        .catch((err: Error) => this.o.log.error({ err: err.message, event_id: c.event.id }, 'webhook delivery failed unexpectedly'))
+        .finally(() => {
+          this.busy.delete(c.delivery.endpoint_id);
+          this.inFlight.delete(p);
+          this.kick();
+        });
+      this.inFlight.add(p);
+    }
+  }
+
+  private async deliver({ delivery, event }: Claimed): Promise<void> {
+    const endpoint = this.control.read().webhook_endpoints.find((e) => e.id === delivery.endpoint_id);
+    const started = this.now();
+    const attemptOf = (r: Omit<SendResult, 'retryAfterS'>) => ({
+      id: newId('attempt'),
+      event_id: event.id,
+      endpoint_id: delivery.endpoint_id,
+      created_at: Math.floor(started / 1000),
+      status: r.status,
+      duration_ms: r.duration_ms,
+      response: r.response,
+      error: r.error,
+    });
+    if (!endpoint?.enabled) {
+      // D-86: a disabled (or deleted) endpoint gets nothing; redeliver sends it later.
+      const state = endpoint ? 'skipped' : 'failed';
+      const why = endpoint ? 'endpoint disabled' : 'endpoint deleted';
+      await this.outbox.settle(attemptOf({ status: null, response: '', error: why, duration_ms: 0 }), { ...delivery, state });
+      return;
+    }
+    const keys = signingKeysOf(this.control.read(), event.team_id, Math.floor(started / 1000));
+    const headers = signedHeaders(keys, event.id, Math.floor(started / 1000), event.body);
+    const r = await send(endpoint.url, event.body, headers, this.o);
+    const attempts = delivery.attempts + 1;
+    const ok = r.status !== null && r.status >= 200 && r.status < 300;
+    let next: Delivery;
+    if (ok) next = { ...delivery, attempts, state: 'succeeded' };
+    else if (r.status === 410 || attempts > this.o.scheduleS.length) next = { ...delivery, attempts, state: 'failed' };
+    else {
+      const delayS = r.retryAfterS !== null ? Math.min(r.retryAfterS, MAX_RETRY_AFTER_S) : this.o.scheduleS[attempts - 1]!;
+      next = { ...delivery, attempts, state: 'pending', next_at: this.now() + delayS * 1000 };
+    }
+    await this.outbox.settle(attemptOf(r), next);
+    if (ok) return;
+    this.o.log.warn({ event_id: event.id, endpoint_id: endpoint.id, status: r.status, attempts }, 'webhook attempt failed');
+    if (r.status === 410) await this.disable(endpoint, 'gone');
+    else {
+      const since = await this.outbox.failingSince(endpoint.id);
+      if (since !== null && this.now() - since * 1000 >= this.o.disableAfterMs) await this.disable(endpoint, 'failing');
+    }
+  }
+
+  /** D-86: disabled by the service itself, audited as such. */
+  private async disable(endpoint: WebhookEndpointT, reason: 'gone' | 'failing'): Promise<void> {
+    await this.control.apply((d) => {
+      const e = d.webhook_endpoints.find((x) => x.id === endpoint.id);
+      if (!e?.enabled) return [];
+      e.enabled = false;
+      e.disabled_reason = reason;
+      e.updated_at = Math.floor(this.now() / 1000);
+      return [
+        {
+          team_id: e.team_id,
+          action: 'webhook_endpoint.disabled',
+          actor: { type: 'system', id: null, email: null },
+          address: null,
+          user_agent: null,
+          request_id: null,
+          target: { type: 'webhook_endpoint', id: e.id },
+          changes: { enabled: [true, false], disabled_reason: [null, reason] },
+        },
+      ];
+    });
+    this.o.log.warn({ endpoint_id: endpoint.id, reason }, 'webhook endpoint disabled');
+  }
+
+  /**
+   * Stops claiming and waits a little for the attempts under way to be recorded; one still running
+   * after that is left to its lease (a restart or another instance attempts it again: at least once).
+   */
+  async stop(waitMs = STOP_WAIT_MS): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((r) => (timer = setTimeout(r, waitMs)));
+    await Promise.race([Promise.all([...this.inFlight]), bound]);
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,11 @@
+// What the PostgreSQL store (pg-store.ts) is opened with.
+
+export interface PgStoreOptions {
+  /** postgres://user:password@host:port/database */
+  url: string;
+  /** Connections in the pool (default 10). */
+  max?: number;
+  /** D-36: how long a response's events stay resumable after its end. */
+  responseEventsTtlMs?: number;
+  warn?: (message: string) => void;
+}

@@ -1,0 +1,220 @@
+// The webhook outbox on PostgreSQL (docs/webhooks.md, D-84, D-85), migration 8: events written in the
+// transaction of the change they report (`begin`), a delivery row per endpoint, leased to one instance
+// at a time with FOR UPDATE SKIP LOCKED in a short transaction of its own (none is held during an
+// attempt); a lease that runs out (its instance died) hands the delivery to another. The file twin is
+// src/store/file/webhooks.ts.
+import type { Sql, TransactionSql } from 'postgres';
+import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
+
+export const WEBHOOKS_MIGRATION = {
+  version: 8,
+  name: 'webhook outbox',
+  sql: `
+    -- D-84: events, written in the transaction of the change they report (times: created_at s, others ms).
+    CREATE TABLE webhook_events (
+      seq bigserial UNIQUE,
+      id text PRIMARY KEY,
+      team_id text NOT NULL,
+      app_id text NOT NULL,
+      type text NOT NULL,
+      created_at bigint NOT NULL,
+      body text NOT NULL,
+      deliveries jsonb NOT NULL
+    );
+    CREATE INDEX webhook_events_team ON webhook_events (team_id, seq);
+    CREATE INDEX webhook_events_created ON webhook_events (created_at);
+    -- D-85: one row per (event, endpoint); a lease (owner, until) while an instance attempts it.
+    CREATE TABLE webhook_deliveries (
+      event_id text NOT NULL REFERENCES webhook_events (id) ON DELETE CASCADE,
+      endpoint_id text NOT NULL,
+      state text NOT NULL,
+      attempts integer NOT NULL DEFAULT 0,
+      next_at bigint NOT NULL,
+      lease_owner text,
+      lease_until bigint NOT NULL DEFAULT 0,
+      PRIMARY KEY (event_id, endpoint_id)
+    );
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE state = 'pending';
+    CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id);
+    -- D-87: each attempt.
+    CREATE TABLE webhook_attempts (
+      seq bigserial UNIQUE,
+      id text PRIMARY KEY,
+      event_id text NOT NULL,
+      endpoint_id text NOT NULL,
+      created_at bigint NOT NULL,
+      status integer,
+      duration_ms integer NOT NULL,
+      response text NOT NULL,
+      error text,
+      FOREIGN KEY (event_id, endpoint_id) REFERENCES webhook_deliveries (event_id, endpoint_id) ON DELETE CASCADE
+    );
+    CREATE INDEX webhook_attempts_delivery ON webhook_attempts (event_id, endpoint_id, created_at);
+    CREATE INDEX webhook_attempts_endpoint ON webhook_attempts (endpoint_id, created_at);
+  `,
+};
+
+type Emit = (events: OutboxEvent[] | undefined) => Promise<void>;
+
+interface DeliveryRow {
+  event_id: string;
+  endpoint_id: string;
+  state: Delivery['state'];
+  attempts: number;
+  next_at: string;
+}
+const deliveryOf = (r: DeliveryRow): Delivery => ({
+  event_id: r.event_id,
+  endpoint_id: r.endpoint_id,
+  state: r.state,
+  attempts: r.attempts,
+  next_at: Number(r.next_at),
+});
+interface EventRow {
+  id: string;
+  team_id: string;
+  app_id: string;
+  type: string;
+  created_at: string;
+  body: string;
+  deliveries: OutboxEvent['deliveries'];
+}
+const eventOf = (r: EventRow): OutboxEvent => ({ ...r, created_at: Number(r.created_at) });
+const attemptOf = (r: Attempt & { created_at: string | number }): Attempt => ({ ...r, created_at: Number(r.created_at) });
+
+export class PgOutbox implements WebhookOutbox {
+  private readonly listeners: Array<(events: OutboxEvent[]) => void> = [];
+
+  constructor(private readonly sql: Sql) {}
+
+  /** Writes `events` in `tx`: the event rows and a delivery row per endpoint. */
+  private async write(tx: Sql | TransactionSql, events: OutboxEvent[]): Promise<void> {
+    for (const ev of events) {
+      await tx`INSERT INTO webhook_events (id, team_id, app_id, type, created_at, body, deliveries)
+               VALUES (${ev.id}, ${ev.team_id}, ${ev.app_id}, ${ev.type}, ${ev.created_at}, ${ev.body}, ${tx.json(ev.deliveries as never)})
+               ON CONFLICT (id) DO NOTHING`;
+      for (const d of ev.deliveries)
+        await tx`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
+                 VALUES (${ev.id}, ${d.endpoint_id}, ${d.state}, ${ev.created_at * 1000}) ON CONFLICT DO NOTHING`;
+    }
+  }
+
+  /**
+   * A transaction whose `emit`ted events commit with it (D-84); this instance's listeners are told
+   * once it has. Other instances find them by polling (PostgreSQL ≤ 18: a NOTIFY per commit is a global lock).
+   */
+  async begin<T>(sql: Sql, fn: (tx: TransactionSql, emit: Emit) => Promise<T>): Promise<T> {
+    const made: OutboxEvent[] = [];
+    const result = (await sql.begin(async (tx) =>
+      fn(tx, async (events) => {
+        if (!events || events.length === 0) return;
+        await this.write(tx, events);
+        made.push(...events);
+      }),
+    )) as T;
+    if (made.length > 0) this.tell(made);
+    return result;
+  }
+
+  private tell(events: OutboxEvent[]): void {
+    for (const fn of this.listeners) fn(events);
+  }
+
+  onEvents(fn: (events: OutboxEvent[]) => void): () => void {
+    this.listeners.push(fn);
+    return () => {
+      const i = this.listeners.indexOf(fn);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  async add(events: OutboxEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.sql.begin((tx) => this.write(tx, events));
+    this.tell(events);
+  }
+
+  async claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]> {
+    const rows = await this.sql<DeliveryRow[]>`
+      WITH due AS (
+        SELECT event_id, endpoint_id FROM webhook_deliveries
+        WHERE state = 'pending' AND next_at <= ${now} AND lease_until <= ${now} AND NOT (endpoint_id = ANY(${[...busy]}::text[]))
+        ORDER BY next_at LIMIT ${limit * 4} FOR UPDATE SKIP LOCKED)
+      UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${now + leaseMs}
+      FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
+      RETURNING d.event_id, d.endpoint_id, d.state, d.attempts, d.next_at`;
+    // One delivery per endpoint at a time in an instance: the others go back at once.
+    const seen = new Set<string>();
+    const kept: Delivery[] = [];
+    const back: Delivery[] = [];
+    for (const r of rows) {
+      const d = deliveryOf(r);
+      if (seen.has(d.endpoint_id) || kept.length >= limit) back.push(d);
+      else {
+        seen.add(d.endpoint_id);
+        kept.push(d);
+      }
+    }
+    for (const d of back)
+      await this.sql`UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = 0
+                     WHERE event_id = ${d.event_id} AND endpoint_id = ${d.endpoint_id} AND lease_owner = ${owner}`;
+    if (kept.length === 0) return [];
+    const events = await this.sql<EventRow[]>`SELECT * FROM webhook_events WHERE id = ANY(${kept.map((d) => d.event_id)}::text[])`;
+    const byId = new Map(events.map((e) => [e.id, eventOf(e)]));
+    return kept.filter((d) => byId.has(d.event_id)).map((d) => ({ delivery: d, event: byId.get(d.event_id)! }));
+  }
+
+  async settle(a: Attempt, next: Delivery): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      await tx`UPDATE webhook_deliveries SET state = ${next.state}, attempts = ${next.attempts}, next_at = ${next.next_at},
+               lease_owner = NULL, lease_until = 0 WHERE event_id = ${next.event_id} AND endpoint_id = ${next.endpoint_id}`;
+      await tx`INSERT INTO webhook_attempts (id, event_id, endpoint_id, created_at, status, duration_ms, response, error)
+               VALUES (${a.id}, ${a.event_id}, ${a.endpoint_id}, ${a.created_at}, ${a.status}, ${a.duration_ms}, ${a.response}, ${a.error})`;
+    });
+  }
+
+  async redeliver(eventId: string, endpointIds: readonly string[], now: number): Promise<number> {
+    const rows = await this.sql`UPDATE webhook_deliveries SET state = 'pending', next_at = ${now}, lease_owner = NULL, lease_until = 0
+                                WHERE event_id = ${eventId} AND endpoint_id = ANY(${[...endpointIds]}::text[]) RETURNING 1`;
+    return rows.length;
+  }
+
+  async event(id: string): Promise<OutboxEvent | undefined> {
+    const [row] = await this.sql<EventRow[]>`SELECT * FROM webhook_events WHERE id = ${id}`;
+    return row && eventOf(row);
+  }
+
+  async deliveries(q: DeliveryQuery) {
+    const rows = await this.sql<Array<DeliveryRow & { ev: EventRow }>>`
+      SELECT d.event_id, d.endpoint_id, d.state, d.attempts, d.next_at, row_to_json(e.*) AS ev
+      FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+      WHERE e.team_id = ${q.team_id}
+        AND (${q.endpoint_id ?? null}::text IS NULL OR d.endpoint_id = ${q.endpoint_id ?? null})
+        AND (${q.event_id ?? null}::text IS NULL OR d.event_id = ${q.event_id ?? null})
+      ORDER BY e.seq DESC, d.endpoint_id LIMIT ${q.limit}`;
+    const out = [];
+    for (const r of rows) {
+      const attempts = await this.sql<Array<Attempt & { created_at: string }>>`
+        SELECT id, event_id, endpoint_id, created_at, status, duration_ms, response, error FROM webhook_attempts
+        WHERE event_id = ${r.event_id} AND endpoint_id = ${r.endpoint_id} ORDER BY seq DESC`;
+      out.push({ event: eventOf(r.ev), delivery: deliveryOf(r), attempts: attempts.map(attemptOf) });
+    }
+    return out;
+  }
+
+  async failingSince(endpointId: string): Promise<number | null> {
+    const [row] = await this.sql<{ since: string | null }[]>`
+      SELECT min(created_at) AS since FROM webhook_attempts
+      WHERE endpoint_id = ${endpointId} AND (status IS NULL OR status < 200 OR status >= 300)
+        AND seq > coalesce((SELECT max(seq) FROM webhook_attempts
+                             WHERE endpoint_id = ${endpointId} AND status >= 200 AND status < 300), 0)`;
+    return row?.since == null ? null : Number(row.since);
+  }
+
+  async prune(before: number): Promise<void> {
+    await this.sql`DELETE FROM webhook_events e WHERE created_at < ${Math.floor(before / 1000)}
+                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')`;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,78 @@
+// The webhook outbox (docs/webhooks.md, D-84…D-87): events written in the same atomic step as the change
+// they report, each with a delivery per endpoint subscribed when it happened, and every attempt made.
+// Backends side by side: src/store/file/webhooks.ts (a journal) and src/store/pg/webhooks.ts (tables);
+// the policy (schedule, leases, what an answer means) is src/services/webhooks/worker.ts's.
+
+/** An event as recorded: its payload is the exact body every attempt sends. */
+export interface OutboxEvent {
+  id: string;
+  team_id: string;
+  app_id: string;
+  type: string;
+  /** Unix seconds. */
+  created_at: number;
+  /** The compact JSON payload (D-83). */
+  body: string;
+  /** The endpoints subscribed when it happened: `pending`, or `skipped` for a disabled one (D-86). */
+  deliveries: Array<{ endpoint_id: string; state: 'pending' | 'skipped' }>;
+}
+
+export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'skipped';
+
+export interface Delivery {
+  event_id: string;
+  endpoint_id: string;
+  state: DeliveryState;
+  attempts: number;
+  /** Milliseconds: when the next attempt is due (pending only). */
+  next_at: number;
+}
+
+export interface Attempt {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  /** Unix seconds. */
+  created_at: number;
+  status: number | null;
+  duration_ms: number;
+  response: string;
+  error: string | null;
+}
+
+/** A delivery leased to one worker, with its event. */
+export interface Claimed {
+  delivery: Delivery;
+  event: OutboxEvent;
+}
+
+export interface DeliveryQuery {
+  team_id: string;
+  endpoint_id?: string;
+  event_id?: string;
+  limit: number;
+}
+
+export interface WebhookOutbox {
+  /** Records events made outside a store change (completions, tests); durable when it resolves. */
+  add(events: OutboxEvent[]): Promise<void>;
+  /**
+   * Leases up to `limit` due deliveries (pending, next_at ≤ now, no live lease) to `owner` until
+   * now + leaseMs, none of them to an endpoint in `busy`; each delivery is leased to one worker at a time.
+   */
+  claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]>;
+  /** Records an attempt and the delivery's next state (and releases its lease). */
+  settle(attempt: Attempt, next: Delivery): Promise<void>;
+  /** Puts deliveries of an event back to pending, due now (D-87's redeliver); the number changed. */
+  redeliver(eventId: string, endpointIds: readonly string[], now: number): Promise<number>;
+  event(id: string): Promise<OutboxEvent | undefined>;
+  /** Newest events first, with each delivery's attempts, newest first. */
+  deliveries(q: DeliveryQuery): Promise<Array<{ event: OutboxEvent; delivery: Delivery; attempts: Attempt[] }>>;
+  /** Unix seconds of the earliest failed attempt since the endpoint's last success, or null (D-86). */
+  failingSince(endpointId: string): Promise<number | null>;
+  /** Forgets events and attempts older than `before` (ms) whose deliveries are all finished (D-87). */
+  prune(before: number): Promise<void>;
+  /** Told (in this process) of events recorded here, once durable: the worker and live listeners; returns the way to stop. */
+  onEvents(fn: (events: OutboxEvent[]) => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,178 @@
+// The webhook signature scheme (docs/webhooks.md, D-80) and where webhooks may go (D-82): Parley's
+// signatures checked by an independent implementation written here and by the published Standard
+// Webhooks package; the demo key's signing secret as a test vector; refused addresses judged without
+// a socket opened (node's `net.client.socket` channel stays silent).
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
+import { signatureOf, signedHeaders, signingKeyOf, verifySignature } from '../src/core/webhook-signature.ts';
+import { checkEndpointUrl, classifyAddress, type Resolver } from '../src/services/webhooks/addresses.ts';
+import { send } from '../src/services/webhooks/send.ts';
+import { KEY } from './support/helpers.ts';
+
+/** docs/webhooks.md's test vector: the demo secret key's signing secret. */
+const DEMO_SECRET = 'whsec_4iizSz75DhkFrCp5nX6dFb/dmAG7dfkIoXOhVGk9a+E=';
+
+/** The scheme as the issue states it, written out independently of src/. */
+function independentSignature(secretKey: string, id: string, ts: number, body: string): string {
+  const s = createHmac('sha256', Buffer.from(secretKey, 'utf8')).update(Buffer.from('parley webhook signing v1', 'ascii')).digest();
+  return `v1,${createHmac('sha256', s).update(`${id}.${ts}.${body}`, 'utf8').digest('base64')}`;
+}
+
+describe('D-80: the signature scheme', () => {
+  test('the demo key signing secret is the test vector of docs/webhooks.md (whsec_ + 44 base64 characters)', () => {
+    const text = webhookSecretText(webhookSigningKey(KEY));
+    assert.equal(text, DEMO_SECRET);
+    assert.equal(text.length, 'whsec_'.length + 44);
+  });
+
+  test('a signature is v1, + base64 HMAC-SHA256 keyed with the 32 bytes of S over id.timestamp.body', () => {
+    const body = '{"id":"evt_1","object":"event"}';
+    assert.equal(
+      signatureOf(webhookSigningKey(KEY), 'evt_1', 1_700_000_000, body),
+      independentSignature(KEY, 'evt_1', 1_700_000_000, body),
+    );
+  });
+
+  test('the Standard Webhooks package verifies a delivery signed with two keys, with either secret', () => {
+    const rolled = 'sk_live_0123456789abcdefghijABCDEFGHIJ01234567';
+    const keys = [webhookSigningKey(rolled), webhookSigningKey(KEY)];
+    const ts = Math.floor(Date.now() / 1000);
+    const body = JSON.stringify({ id: 'evt_2', object: 'event', type: 'conversation.created', data: { text: 'é ✓' } });
+    const headers = signedHeaders(keys, 'evt_2', ts, body);
+    assert.equal(headers['webhook-signature']!.split(' ').length, 2);
+    for (const secret of [DEMO_SECRET, webhookSecretText(webhookSigningKey(rolled))]) {
+      assert.deepEqual(new Webhook(secret).verify(body, headers), JSON.parse(body));
+      assert.deepEqual(verifySignature(signingKeyOf(secret), headers, body, ts), { ok: true });
+    }
+    assert.throws(() => new Webhook(DEMO_SECRET).verify(`${body} `, headers));
+    assert.throws(() => new Webhook(webhookSecretText(webhookSigningKey('sk_live_other'))).verify(body, headers));
+  });
+
+  test('verification refuses a changed body, a stale timestamp (unless told not to check it) and missing headers', () => {
+    const key = signingKeyOf(DEMO_SECRET);
+    const body = '{"a":1}';
+    const headers = signedHeaders([key], 'evt_3', 1_000, body);
+    assert.equal(verifySignature(key, headers, '{"a":2}', 1_000).ok, false);
+    assert.match((verifySignature(key, headers, body, 2_000) as { reason: string }).reason, /tolerance/);
+    assert.deepEqual(verifySignature(key, headers, body, 2_000, null), { ok: true });
+    assert.equal(verifySignature(key, { ...headers, 'webhook-id': undefined }, body, 1_000).ok, false);
+  });
+
+  test('docs/webhooks.md test vector: the demo key signs the example delivery as written there', () => {
+    const body =
+      '{"id":"evt_0123456789abcdef01234567","object":"event","type":"conversation.created","created_at":1764215400,"app_id":"app_demo","data":{"id":"conv_0123456789abcdef01234567","object":"conversation","created_at":1764215400,"external_user_id":null,"title":"Hello","generated_title":{},"metadata":{}}}';
+    const expected = 'v1,mhjuTTrSPG6A9IEfAbbpgJ2C+i79/+03tQGprFa+hLc=';
+    assert.equal(signatureOf(signingKeyOf(DEMO_SECRET), 'evt_0123456789abcdef01234567', 1764215400, body), expected);
+    assert.equal(independentSignature(KEY, 'evt_0123456789abcdef01234567', 1764215400, body), expected);
+    const doc = fs.readFileSync(path.join(import.meta.dirname, '../docs/webhooks.md'), 'utf8');
+    assert.ok(doc.includes(body) && doc.includes(expected) && doc.includes(DEMO_SECRET));
+  });
+
+  test('at most 10 signatures, however many keys', () => {
+    const keys = Array.from({ length: 12 }, (_, i) => webhookSigningKey(`sk_live_${i}`));
+    assert.equal(signedHeaders(keys, 'evt_4', 1, '{}')['webhook-signature']!.split(' ').length, 10);
+  });
+});
+
+describe('D-82: where webhooks may go', () => {
+  test('addresses are classified, IPv4-mapped, NAT64 and 6to4 IPv6 by the IPv4 address they carry', () => {
+    const table: Array<[string, string]> = [
+      ['93.184.216.34', 'public'],
+      ['127.0.0.1', 'loopback'],
+      ['127.255.0.9', 'loopback'],
+      ['10.0.0.1', 'private'],
+      ['172.16.5.4', 'private'],
+      ['192.168.1.1', 'private'],
+      ['100.64.0.1', 'private'],
+      ['169.254.169.254', 'metadata'],
+      ['169.254.3.3', 'link-local'],
+      ['0.0.0.0', 'reserved'],
+      ['224.0.0.1', 'reserved'],
+      ['::1', 'loopback'],
+      ['::', 'reserved'],
+      ['::ffff:127.0.0.1', 'loopback'],
+      ['::ffff:7f00:1', 'loopback'],
+      ['::ffff:a00:1', 'private'],
+      ['64:ff9b::a9fe:a9fe', 'metadata'],
+      ['2002:a00:1::', 'private'],
+      ['fd00::1', 'unique-local'],
+      ['fc12:3456::1', 'unique-local'],
+      ['fd00:ec2::254', 'metadata'],
+      ['fe80::1', 'link-local'],
+      ['ff02::1', 'reserved'],
+      ['2606:4700::1111', 'public'],
+    ];
+    for (const [ip, kind] of table) assert.equal(classifyAddress(ip), kind, ip);
+  });
+
+  test('URLs are refused at save time in every spelling of a refused address; allowed by the settings', async () => {
+    const strict = { allowLoopback: false, allowPrivate: false };
+    const refused = [
+      'http://127.0.0.1:9/',
+      'http://2130706433/',
+      'http://0x7f000001/',
+      'http://0177.0.0.1/',
+      'http://localhost:8080/',
+      'http://[::1]/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://10.0.0.1/',
+      'http://0xa000001/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fd00::1]/',
+      'http://[fe80::1]/',
+      'http://0.0.0.0/',
+    ];
+    for (const url of refused) assert.ok(await checkEndpointUrl(url, strict), url);
+    assert.equal(await checkEndpointUrl('http://127.0.0.1:9/', { allowLoopback: true, allowPrivate: false }), null);
+    assert.ok(await checkEndpointUrl('http://10.0.0.1/', { allowLoopback: true, allowPrivate: false }));
+    assert.equal(await checkEndpointUrl('http://10.0.0.1/', { allowLoopback: false, allowPrivate: true }), null);
+    assert.match((await checkEndpointUrl('ftp://example.com/', strict))!, /http/);
+    assert.match((await checkEndpointUrl('https://u:p@example.com/', strict))!, /password/);
+    const resolve: Resolver = async () => [{ address: '10.0.0.1', family: 4 }];
+    assert.match((await checkEndpointUrl('https://hooks.example.com/', strict, resolve))!, /resolves to 10\.0\.0\.1 is a private address/);
+    const unresolvable: Resolver = async () => {
+      throw new Error('ENOTFOUND');
+    };
+    assert.equal(await checkEndpointUrl('https://hooks.example.com/', strict, unresolvable), null);
+  });
+
+  test('at delivery, a name resolving to a refused address is refused before any connection is attempted', async () => {
+    const attempts: unknown[] = [];
+    // Every client socket of the process: a refused address must never reach a connection attempt.
+    const watch = (m: unknown) => (m as { socket: NodeJS.EventEmitter }).socket.on('connectionAttempt', (ip) => attempts.push(ip));
+    diagnostics.subscribe('net.client.socket', watch);
+    try {
+      for (const address of ['10.0.0.1', '169.254.169.254', 'fd00::1', '::ffff:10.0.0.1']) {
+        const resolve: Resolver = async () => [{ address, family: address.includes(':') ? 6 : 4 }];
+        const r = await send(
+          'http://hooks.example.com/in',
+          '{}',
+          {},
+          { timeoutMs: 5_000, policy: { allowLoopback: true, allowPrivate: false }, resolve },
+        );
+        assert.equal(r.status, null);
+        assert.match(r.error!, /address refused/, address);
+      }
+      const literal = await send(
+        'http://[fd00::1]/in',
+        '{}',
+        {},
+        {
+          timeoutMs: 5_000,
+          policy: { allowLoopback: true, allowPrivate: false },
+          resolve: async () => [],
+        },
+      );
+      assert.match(literal.error!, /address refused/);
+      assert.deepEqual(attempts, []);
+    } finally {
+      diagnostics.unsubscribe('net.client.socket', watch);
+    }
+  });
+});
