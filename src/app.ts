@@ -5,6 +5,7 @@ import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
 import { followRunning, responseRoutes } from './api/responses.ts';
 import { widgetRoutes } from './api/widget.ts';
+import { DASHBOARD_PATH, dashboardPages } from './api/dashboard-assets.ts';
 import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate } from './pipeline/widget-gate.ts';
@@ -75,6 +76,8 @@ export interface Parley {
   idempotency: IdempotencyService;
   /** The playground's URL (docs/widget.md), or null with --no-playground. */
   playgroundUrl: string | null;
+  /** The dashboard's URL (docs/dashboard.md), or null with --no-dashboard. */
+  dashboardUrl: string | null;
   close(): Promise<void>;
   /**
    * Writes out Parley's own log buffer, waiting at most `ms`. A destination that takes nothing by
@@ -145,6 +148,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       },
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
+        ...dashboardPages(opts.dashboard),
         [OPENAPI_PATH, async () => openApiDocument()],
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
       ]),
@@ -178,6 +182,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       usage,
       idempotency,
       playgroundUrl: playground ? `http://${host}:${addr.port}/` : null,
+      dashboardUrl: opts.dashboard ? `http://${host}:${addr.port}${DASHBOARD_PATH}` : null,
       flushLog,
       abandonLog,
       close: () =>

@@ -15,6 +15,8 @@ export interface Config {
   ollamaHost: string;
   /** The playground at the server's root (docs/widget.md); --no-playground turns it off. */
   playground: boolean;
+  /** The dashboard at /dashboard (docs/dashboard.md, D-95); --no-dashboard turns it off (/admin/v1 stays). */
+  dashboard: boolean;
   /** PARLEY_WIDGET_SECRET: signs visitor tokens; null: one generated in the data directory (D-49). */
   widgetSecret: string | null;
   /** DATABASE_URL: postgres://… selects the PostgreSQL store (docs/postgres.md); null keeps the file store. */
@@ -41,6 +43,7 @@ export const DEFAULTS: Config = {
   model: null,
   ollamaHost: DEFAULT_OLLAMA_HOST,
   playground: true,
+  dashboard: true,
   widgetSecret: null,
   databaseUrl: null,
   databasePoolSize: 10,
@@ -69,6 +72,7 @@ Options (each also read from the environment variable in brackets):
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
+  --no-dashboard      serve no dashboard at /dashboard (/admin/v1 and the CLI stay)
   --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
                       address for per-address limits [TRUST_PROXY] (default: none, the socket's address)
   --help              print this and exit
@@ -93,6 +97,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
+    'no-dashboard'?: boolean;
     'trust-proxy'?: string;
     help?: boolean;
   };
@@ -110,6 +115,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
+        'no-dashboard': { type: 'boolean' },
         'trust-proxy': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -165,6 +171,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     model: env.PARLEY_MODEL || DEFAULTS.model,
     ollamaHost: normalizeOllamaHost(env.OLLAMA_HOST || DEFAULTS.ollamaHost),
     playground: !values['no-playground'],
+    dashboard: !values['no-dashboard'],
     widgetSecret: widgetSecret(env.PARLEY_WIDGET_SECRET),
     databaseUrl,
     databasePoolSize,
