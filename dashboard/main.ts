@@ -150,7 +150,7 @@ async function render(): Promise<void> {
       ? { path: 'conversations', label: 'Conversation', render: conversationPage }
       : PAGES.find((p) => p.path === name);
   const heading = h('h1', { tabindex: -1 }, page?.label ?? 'Not found');
-  const region = h('div', { class: 'page' });
+  const region = h('div', { class: 'page', 'aria-busy': 'true', 'data-route': location.hash });
   const main = h('main', { id: 'main', tabindex: -1 }, heading, region);
   root.replaceChildren(shell(s, page?.path ?? ''), main);
   document.title = `${page?.label ?? 'Not found'} · Parley dashboard`;
@@ -161,6 +161,7 @@ async function render(): Promise<void> {
   } catch (err) {
     if (session) region.append(notice('error', err instanceof Error ? err.message : String(err)));
   }
+  region.setAttribute('aria-busy', 'false');
 }
 
 onExpired(() => signIn('Your session has ended. Sign in again to continue.'));

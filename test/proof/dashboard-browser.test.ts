@@ -1,0 +1,242 @@
+// The dashboard in a real browser (docs/dashboard.md, D-95…D-99): Debian's Chromium, headless, driven by
+// playwright-core, signing in as the demo admin of the README and doing what a team does there.
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { chromiumMissing, launch } from '../support/browser.ts';
+import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
+
+const skip = chromiumMissing();
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const AXE = await fs.readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
+const ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
+/** D-97: a message that would run if it were ever parsed as markup. */
+const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>not bold</b> where is my order?';
+const DELETED_TITLE = 'Refund for order 1042';
+
+let parley: TestServer;
+let context: BrowserContext;
+let origin: string;
+let deletedId: string;
+const contexts: BrowserContext[] = [];
+
+before(async () => {
+  if (skip) return;
+  parley = await startTestServer();
+  origin = new URL(parley.baseUrl).origin;
+  // A soft-deleted conversation with a history (D-73): the dashboard must find it and read it.
+  const base = `/apps/${APP}/conversations`;
+  const created = await parley.call('POST', base, { title: DELETED_TITLE, external_user_id: 'user-77' });
+  assert.equal(created.status, 200);
+  deletedId = created.body.id;
+  assert.equal((await parley.call('POST', `${base}/${deletedId}`, { message: { content: HOSTILE }, stream: false })).status, 200);
+  assert.equal((await parley.call('DELETE', `${base}/${deletedId}`)).status, 200);
+  context = await launch();
+  contexts.push(context);
+});
+
+after(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await parley?.close();
+});
+
+/** A page of the dashboard; CSP violations and page errors are collected (there must be none). */
+async function open(c: BrowserContext, hash = ''): Promise<Page & { problems: string[] }> {
+  const page = Object.assign(await c.newPage(), { problems: [] as string[] });
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) page.problems.push(m.text());
+  });
+  page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+  await page.goto(`${origin}/dashboard${hash}`);
+  return page;
+}
+
+async function signIn(page: Page, password = ADMIN.password): Promise<void> {
+  await page.getByLabel('Email').fill(ADMIN.email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** /v1 with a key: the app's config (200), or the status of its refusal. */
+async function v1Status(key: string): Promise<number> {
+  const res = await fetch(`${parley.baseUrl}/apps/${APP}/config`, { headers: { authorization: `Bearer ${key}` } });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** D-98: nothing of a credential in web storage or in the URL. */
+async function assertNoStoredCredential(page: Page, secret?: string): Promise<void> {
+  const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, url: location.href }));
+  assert.equal(stored.local, 0);
+  assert.equal(stored.session, 0);
+  if (secret) assert.ok(!stored.url.includes(secret));
+  assert.doesNotMatch(stored.url, /csrf|password|sk_live|pk_live/i);
+}
+
+/** axe-core's serious and critical violations (WCAG 2.1 A and AA). */
+async function axe(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol, which the page's CSP does not govern.
+  await page.evaluate(AXE);
+  return page.evaluate(async () => {
+    type Result = { id: string; impact: string; nodes: Array<{ target: unknown }> };
+    const axe = (window as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Result[] }> } }).axe;
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.impact} ${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+  });
+}
+
+describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
+  let page: Page & { problems: string[] };
+
+  test('a wrong password is told apart; the demo admin signs in and sees the team and the member', async () => {
+    page = await open(context);
+    await signIn(page, 'not-the-password');
+    await page.getByRole('alert').filter({ hasText: 'do not match' }).waitFor();
+    // D-69: the password field is emptied and focused for the next try.
+    assert.equal(await page.getByLabel('Password').inputValue(), '');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'password');
+    await signIn(page);
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    assert.equal(await page.getByTestId('team').textContent(), 'Demo team');
+    assert.match((await page.getByTestId('member').textContent()) ?? '', /admin@demo\.example \(admin\)/);
+    await assertNoStoredCredential(page);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('by keyboard: create a key, shown once, that /v1 accepts; revoke it, named, and /v1 refuses it', async () => {
+    await page.getByLabel('Name').focus();
+    await page.keyboard.type('browser key');
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Your new key' });
+    await dialog.waitFor();
+    assert.match((await dialog.textContent()) ?? '', /will not be shown again/);
+    const key = await dialog.locator('input.secret').inputValue();
+    assert.match(key, /^sk_live_[A-Za-z0-9]{38}$/);
+    // Focus is in the dialog, on its copy button; Escape closes it and focus returns to "Create key".
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Copy key');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'create-key');
+    // D-98: the key left the page with its dialog; the list shows it redacted.
+    assert.ok(!(await page.content()).includes(key));
+    await page.getByRole('cell', { name: `sk_live_…${key.slice(-4)}` }).waitFor();
+    await assertNoStoredCredential(page, key);
+    assert.equal(await v1Status(key), 200);
+
+    const row = page.getByRole('row').filter({ hasText: 'browser key' });
+    await row.getByRole('button', { name: 'Revoke browser key' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Revoke browser key?' });
+    assert.match((await confirm.textContent()) ?? '', new RegExp(`browser key \\(sk_live_…${key.slice(-4)}\\)`));
+    await confirm.getByRole('button', { name: 'Revoke browser key' }).click();
+    await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
+    await row.getByText(/^Revoked /).waitFor();
+    assert.equal(await v1Status(key), 401);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('rolls a key with a chosen expiry: the new key works at once, the old one until then', async () => {
+    await page.getByLabel('Name').fill('rolled key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const first = page.getByRole('dialog', { name: 'Your new key' });
+    const old = await first.locator('input.secret').inputValue();
+    await first.getByRole('button', { name: 'Done' }).click();
+    await first.waitFor({ state: 'detached' });
+    await page.getByRole('row').filter({ hasText: 'rolled key' }).getByRole('button', { name: 'Roll rolled key' }).click();
+    const roll = page.getByRole('dialog', { name: 'Roll rolled key' });
+    await roll.getByLabel('The old key stops working').selectOption({ label: 'At once' });
+    await roll.getByRole('button', { name: 'Roll key' }).click();
+    const shown = page.getByRole('dialog', { name: 'New key for rolled key' });
+    const fresh = await shown.locator('input.secret').inputValue();
+    assert.notEqual(fresh, old);
+    await shown.getByRole('button', { name: 'Done' }).click();
+    assert.equal(await v1Status(fresh), 200);
+    assert.equal(await v1Status(old), 401);
+  });
+
+  test('finds the soft-deleted conversation by its title and reads its history as text', async () => {
+    await page.getByRole('link', { name: 'Conversations' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Conversations' }).waitFor();
+    await page.getByLabel('App').fill(APP);
+    await page.getByLabel('Title or user id contains').fill('refund');
+    await page.getByLabel('Show').selectOption('only');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('link', { name: DELETED_TITLE }).click();
+    await page.getByRole('heading', { level: 1, name: DELETED_TITLE }).waitFor();
+    const history = page.locator('ol.history');
+    await history.getByText(HOSTILE, { exact: true }).waitFor();
+    // D-97: the message is text: no element was made of it, and nothing ran.
+    assert.equal(await history.locator('img, b').count(), 0);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    assert.match((await page.locator('dl.facts').textContent()) ?? '', /history kept until/);
+    // Restore (D-73): it is live again on /v1.
+    await page.getByRole('button', { name: 'Restore conversation' }).click();
+    await page.getByRole('dialog', { name: 'Restore this conversation?' }).getByRole('button', { name: 'Restore' }).click();
+    await page.getByRole('status').filter({ hasText: 'Restored' }).waitFor();
+    assert.equal((await parley.call('GET', `/apps/${APP}/conversations/${deletedId}`)).status, 200);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('usage and credits, and the audit log filtered by action, show what just happened', async () => {
+    await page.getByRole('link', { name: 'Usage and credits' }).click();
+    await page.getByTestId('balance').waitFor();
+    await page.getByRole('region', { name: 'Usage per app per day' }).getByRole('cell', { name: APP }).first().waitFor();
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByLabel('Action').fill('key.revoked');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/action=key\.revoked/);
+    const cells = page.getByRole('region', { name: 'Audit entries' }).getByRole('cell', { name: 'key.revoked' });
+    await cells.first().waitFor();
+    assert.equal(await page.getByRole('region', { name: 'Audit entries' }).getByRole('cell', { name: 'key.created' }).count(), 0);
+  });
+
+  test('every page passes axe (no serious or critical finding), light and dark, at 1280 and 360 px, without sideways scrolling', async () => {
+    const hashes = ['#/keys', `#/conversations?app=${APP}&deleted=include`, `#/conversation/${APP}/${deletedId}`, '#/usage', '#/audit'];
+    for (const colorScheme of ['light', 'dark'] as const) {
+      for (const width of [1280, 360]) {
+        await page.emulateMedia({ colorScheme });
+        await page.setViewportSize({ width, height: 800 });
+        for (const hash of hashes) {
+          await page.goto(`${origin}/dashboard${hash}`);
+          await page.locator('main h1').waitFor();
+          await page.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
+          const where = `${hash} ${colorScheme} ${width}px`;
+          assert.deepEqual(await axe(page), [], where);
+          const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+          assert.ok(sideways <= 0, `${where}: the page scrolls sideways by ${sideways}px`);
+        }
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('a session that ends sends the page back to sign-in, saying why; sign-out ends it', async () => {
+    await context.clearCookies();
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('alert').filter({ hasText: 'session has ended' }).waitFor();
+    await signIn(page);
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in to Parley' }).waitFor();
+    // The cookie no longer opens a session.
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Sign in to Parley' }).waitFor();
+    assert.deepEqual(await axe(page), [], 'the sign-in page');
+  });
+
+  test('the page cannot be framed (frame-ancestors, D-96)', async () => {
+    const framed = await context.newPage();
+    const refused = framed.waitForEvent('console', (m) => /frame-ancestors/.test(m.text()));
+    await framed.goto(`${origin}/openapi.json`);
+    await framed.setContent(`<iframe src="${origin}/dashboard" title="framed"></iframe>`);
+    // Chromium says why it refused the frame; the frame never holds the dashboard.
+    await refused;
+    assert.equal(await framed.frames()[1]?.locator('#root').count(), 0);
+    await framed.close();
+  });
+});
