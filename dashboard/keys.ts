@@ -15,8 +15,9 @@ const ROLL_GRACE: [string, number][] = [
 
 function state(k: ApiKey, now: number): string {
   if (k.revoked_at) return `Revoked ${when(k.revoked_at)}`;
-  if (k.expires_at && k.expires_at <= now) return 'Expired';
-  if (k.expires_at) return `Active, expires ${when(k.expires_at)}`;
+  const rolled = k.rolled_to ? 'Rolled; ' : '';
+  if (k.expires_at && k.expires_at <= now) return `${rolled}stopped ${when(k.expires_at)}`;
+  if (k.expires_at) return `${rolled}works until ${when(k.expires_at)}`;
   return 'Active';
 }
 
@@ -68,7 +69,7 @@ export async function keysPage(c: PageContext): Promise<void> {
     const now = Date.now() / 1000;
     const rows = list.data.map((k) => {
       const actions = h('div', { class: 'row-actions' });
-      if (c.canWrite && !k.revoked_at) {
+      if (c.canWrite && !k.revoked_at && !(k.expires_at && k.expires_at <= now)) {
         actions.append(
           h(
             'button',

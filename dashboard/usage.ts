@@ -6,6 +6,41 @@ import type { Balance, UsageDay } from './types.ts';
 
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 3 });
 
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** Tokens per day, all apps together, as bars (no charting library: D-95); the table below holds the numbers. */
+function chart(days: UsageDay[]): Element | null {
+  const perDay = new Map<string, number>();
+  for (const d of days) perDay.set(d.date, (perDay.get(d.date) ?? 0) + d.total_tokens);
+  if (perDay.size === 0) return null;
+  const entries = [...perDay].sort(([a], [b]) => a.localeCompare(b));
+  const max = Math.max(...entries.map(([, v]) => v), 1);
+  const w = 600;
+  const hgt = 160;
+  const bar = w / entries.length;
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${w} ${hgt}`);
+  svg.setAttribute('class', 'chart');
+  svg.setAttribute('role', 'img');
+  svg.setAttribute(
+    'aria-label',
+    `Tokens per day, ${entries.length} day${entries.length === 1 ? '' : 's'}, at most ${n(max)} a day; the numbers are in the table below.`,
+  );
+  entries.forEach(([date, v], i) => {
+    const r = document.createElementNS(SVG, 'rect');
+    const bh = Math.max(1, (v / max) * (hgt - 4));
+    r.setAttribute('x', String(i * bar + bar * 0.1));
+    r.setAttribute('width', String(bar * 0.8));
+    r.setAttribute('y', String(hgt - bh));
+    r.setAttribute('height', String(bh));
+    const t = document.createElementNS(SVG, 'title');
+    t.textContent = `${date}: ${n(v)} tokens`;
+    r.append(t);
+    svg.append(r);
+  });
+  return svg;
+}
+
 export async function usagePage(c: PageContext): Promise<void> {
   const { main, params } = c;
   const since = h('input', { type: 'date', id: 'usage-since', value: params.get('since') ?? '' });
@@ -28,6 +63,8 @@ export async function usagePage(c: PageContext): Promise<void> {
       `/usage${qs({ since: params.get('since'), until: params.get('until') })}`,
     ),
   ]);
+  since.value ||= usage.since;
+  until.value ||= usage.until;
   main.append(
     h('h2', {}, 'Credits this month'),
     h(
@@ -65,6 +102,8 @@ export async function usagePage(c: PageContext): Promise<void> {
     h('span', {}, n(d.output_tokens)),
     h('span', {}, n(d.credits)),
   ]);
+  const drawn = chart(usage.data);
+  if (drawn) main.append(drawn);
   main.append(
     rows.length
       ? table(['Day (UTC)', 'App', 'Requests', 'Input tokens', 'Output tokens', 'Credits'], rows, 'Usage per app per day')

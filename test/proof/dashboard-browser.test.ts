@@ -6,15 +6,21 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { chromiumMissing, launch } from '../support/browser.ts';
-import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
+import { hashPassword } from '../../src/services/admin/passwords.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
 
 const skip = chromiumMissing();
 const ROOT = path.resolve(import.meta.dirname, '../..');
+/** Test artifacts (gitignored); docs/images/ keeps one of each page for docs/dashboard.md. */
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
 const AXE = await fs.readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
 const ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
 /** D-97: a message that would run if it were ever parsed as markup. */
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>not bold</b> where is my order?';
 const DELETED_TITLE = 'Refund for order 1042';
+/** Members the fixtures do not have: a viewer of the demo team, and an admin of the other team. */
+const VIEWER = { email: 'viewer@demo.example', password: 'viewer-password-1' };
+const OTHER = { email: 'admin@other.example', password: 'other-password-1' };
 
 let parley: TestServer;
 let context: BrowserContext;
@@ -24,7 +30,31 @@ const contexts: BrowserContext[] = [];
 
 before(async () => {
   if (skip) return;
-  parley = await startTestServer();
+  const fixturesDir = await tempDir('parley-fixtures-');
+  await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
+  const file = path.join(fixturesDir, 'fixtures.json');
+  const f = JSON.parse(await fs.readFile(file, 'utf8'));
+  f.members.push(
+    {
+      id: 'mem_viewer',
+      team_id: 'team_demo',
+      email: VIEWER.email,
+      name: 'Viewer',
+      role: 'viewer',
+      password_hash: await hashPassword(VIEWER.password, 10),
+    },
+    {
+      id: 'mem_other',
+      team_id: 'team_other',
+      email: OTHER.email,
+      name: 'Other',
+      role: 'admin',
+      password_hash: await hashPassword(OTHER.password, 10),
+    },
+  );
+  await fs.writeFile(file, JSON.stringify(f, null, 2));
+  parley = await startTestServer({ fixturesDir });
+  await fs.mkdir(ARTIFACTS, { recursive: true });
   origin = new URL(parley.baseUrl).origin;
   // A soft-deleted conversation with a history (D-73): the dashboard must find it and read it.
   const base = `/apps/${APP}/conversations`;
@@ -53,8 +83,8 @@ async function open(c: BrowserContext, hash = ''): Promise<Page & { problems: st
   return page;
 }
 
-async function signIn(page: Page, password = ADMIN.password): Promise<void> {
-  await page.getByLabel('Email').fill(ADMIN.email);
+async function signIn(page: Page, password = ADMIN.password, email = ADMIN.email): Promise<void> {
+  await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
@@ -184,6 +214,9 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await page.getByRole('link', { name: 'Usage and credits' }).click();
     await page.getByTestId('balance').waitFor();
     await page.getByRole('region', { name: 'Usage per app per day' }).getByRole('cell', { name: APP }).first().waitFor();
+    // The chart is an image with a text alternative; its bars are the days with usage.
+    assert.ok((await page.locator('svg.chart[role="img"] rect').count()) >= 1);
+    assert.match((await page.locator('svg.chart').getAttribute('aria-label')) ?? '', /^Tokens per day/);
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByLabel('Action').fill('key.revoked');
     await page.getByRole('button', { name: 'Filter' }).click();
@@ -204,6 +237,8 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
           await page.locator('main h1').waitFor();
           await page.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
           const where = `${hash} ${colorScheme} ${width}px`;
+          const shot = `dashboard-${hash.slice(2).split(/[/?]/)[0]}-${colorScheme}-${width}.png`;
+          await page.screenshot({ path: path.join(ARTIFACTS, shot), fullPage: true });
           assert.deepEqual(await axe(page), [], where);
           const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
           assert.ok(sideways <= 0, `${where}: the page scrolls sideways by ${sideways}px`);
@@ -238,5 +273,68 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await refused;
     assert.equal(await framed.frames()[1]?.locator('#root').count(), 0);
     await framed.close();
+  });
+
+  test('wrong passwords meet the back-off: the form counts down Retry-After and waits (D-69)', async () => {
+    const c = await launch();
+    contexts.push(c);
+    const p = await open(c);
+    const nobody = 'nobody@demo.example';
+    // From the pair's 5th failure, each further attempt waits (D-69); an unknown email is counted alike.
+    for (let i = 0; i < 12; i++) {
+      await signIn(p, `wrong-${i}`, nobody);
+      await p.getByRole('alert').waitFor();
+      if (await p.getByText(/Too many failed sign-ins/).count()) break;
+      await p.getByRole('button', { name: 'Sign in' }).and(p.locator(':enabled')).waitFor();
+    }
+    await p.getByText(/Too many failed sign-ins\. Try again in \d+ seconds?\./).waitFor();
+    assert.equal(await p.getByRole('button', { name: 'Sign in' }).isDisabled(), true);
+    await p.getByText('You can try again now.').waitFor({ timeout: 20_000 });
+    assert.equal(await p.getByRole('button', { name: 'Sign in' }).isDisabled(), false);
+  });
+
+  test('a viewer sees no write control, and the admin surface refuses its writes anyway (D-65, D-96)', async () => {
+    const c = await launch();
+    contexts.push(c);
+    const p = await open(c);
+    await signIn(p, VIEWER.password, VIEWER.email);
+    await p.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    assert.match((await p.getByTestId('member').textContent()) ?? '', /\(viewer\)/);
+    await p.getByRole('cell', { name: 'Demo secret key', exact: true }).waitFor();
+    assert.equal(await p.getByRole('button', { name: /Create key|Roll|Revoke/ }).count(), 0);
+    await p.getByText(/You are a viewer/).waitFor();
+    // The page's own session, with its CSRF token: the write is refused for the role.
+    const status = await p.evaluate(async () => {
+      const s = await (await fetch('/admin/v1/session')).json();
+      const r = await fetch('/admin/v1/keys', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': s.csrf_token },
+        body: JSON.stringify({ type: 'secret', name: 'viewer key' }),
+      });
+      return r.status;
+    });
+    assert.equal(status, 403);
+    assert.deepEqual(await axe(p), []);
+  });
+
+  test("a member of another team never sees the demo team's keys or conversations", async () => {
+    const c = await launch();
+    contexts.push(c);
+    const p = await open(c);
+    await signIn(p, OTHER.password, OTHER.email);
+    await p.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    await p.getByRole('cell', { name: "Other team's secret key", exact: true }).waitFor();
+    assert.equal(await p.getByText(/Demo secret key|browser key|rolled key/).count(), 0);
+    await p.goto(`${origin}/dashboard#/conversations?app=${APP}&deleted=include`);
+    await p
+      .getByRole('alert')
+      .filter({ hasText: `No app ${APP} in your team` })
+      .waitFor();
+    await p.goto(`${origin}/dashboard#/conversation/${APP}/${deletedId}`);
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    assert.equal(await p.getByText(DELETED_TITLE).count(), 0);
+    assert.equal(await p.getByText(HOSTILE).count(), 0);
   });
 });
