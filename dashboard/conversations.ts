@@ -4,6 +4,7 @@ import { ApiFailure, api, qs } from './api.ts';
 import { openDialog } from './dialog.ts';
 import { field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
+import { applyPatch, formOf, renderForm } from '../widget/form.ts';
 import type { Conversation, ConversationDetail, Item, List, UsageDay } from './types.ts';
 
 /** The team's app ids: from /apps when the server has it (D-71), else from the apps that have usage. */
@@ -89,30 +90,50 @@ export async function conversationsPage(c: PageContext): Promise<void> {
   if (pager.childElementCount) main.append(pager);
 }
 
-function itemView(it: Item): HTMLElement {
-  const incomplete = it.status === 'incomplete' ? ' (incomplete)' : '';
+/** What a reply's items say when it did not complete (D-38, D-39): shown beside each of its items. */
+const UNFINISHED: Record<string, string> = {
+  failed: 'reply failed',
+  cancelled: 'reply cancelled',
+  interrupted: 'reply interrupted',
+  incomplete: 'reply incomplete',
+};
+
+/**
+ * One item of the history, as text (D-97). A data_spec item's patches are folded per response as the
+ * widget folds them (widget/form.ts), and the form they build is drawn as the widget draws it, disabled.
+ */
+function itemView(
+  it: Item,
+  ended: string | undefined,
+  forms: Map<string, { last: string; doc: Record<string, unknown> }>,
+): HTMLElement | null {
+  const mark = UNFINISHED[ended ?? ''] ?? (it.status === 'incomplete' ? 'incomplete' : '');
+  const meta = (label: string) =>
+    h('p', { class: 'meta' }, `${label} · ${when(it.created_at)}`, mark ? h('strong', { class: 'mark' }, ` · ${mark}`) : null);
+  const cls = mark ? ' unfinished' : '';
   if (it.type === 'message') {
     const text = (it.content ?? []).map((p) => (typeof p.text === 'string' ? p.text : JSON.stringify(p))).join('\n');
     return h(
       'li',
-      { class: `item ${it.role === 'user' ? 'user' : 'agent'}` },
-      h('p', { class: 'meta' }, `${it.role ?? 'message'} · ${when(it.created_at)}${incomplete}`),
+      { class: `item ${it.role === 'user' ? 'user' : 'agent'}${cls}` },
+      meta(it.role ?? 'message'),
       h('p', { class: 'body' }, text),
     );
   }
   if (it.type === 'function_call')
-    return h(
-      'li',
-      { class: 'item tool' },
-      h('p', { class: 'meta' }, `Tool call ${it.name ?? ''} · ${when(it.created_at)}${incomplete}`),
-      h('pre', {}, it.arguments ?? ''),
-    );
-  return h(
-    'li',
-    { class: 'item form' },
-    h('p', { class: 'meta' }, `${it.type} · ${when(it.created_at)}${incomplete}`),
-    h('pre', {}, JSON.stringify(it.data ?? it, null, 2)),
-  );
+    return h('li', { class: `item tool${cls}` }, meta(`Tool call ${it.name ?? ''}`), h('pre', {}, it.arguments ?? ''));
+  if (it.type === 'data_spec') {
+    // A reply's patches build one form: it is drawn once, where its last patch arrived.
+    const folded = forms.get(it.response_id ?? it.id);
+    if (folded && folded.last !== it.id) return null;
+    const form = folded ? formOf(folded.doc) : null;
+    if (form) {
+      const drawn = renderForm(form, () => {});
+      for (const c of Array.from(drawn.elements)) (c as HTMLInputElement).disabled = true;
+      return h('li', { class: `item form${cls}` }, meta('Form shown to the user'), drawn);
+    }
+  }
+  return h('li', { class: `item form${cls}` }, meta(it.type), h('pre', {}, JSON.stringify(it.data ?? it, null, 2)));
 }
 
 export async function conversationPage(c: PageContext): Promise<void> {
@@ -174,9 +195,19 @@ export async function conversationPage(c: PageContext): Promise<void> {
     main.append(restore);
   }
   main.append(h('h2', {}, 'History'));
+  const ended = new Map(v.responses.map((r) => [r.id, r.status]));
+  // D-22: each reply's data_spec patches folded into its form document, as the widget folds them.
+  const forms = new Map<string, { last: string; doc: Record<string, unknown> }>();
+  for (const it of v.items) {
+    const data = it.data as { type?: string; patch?: unknown } | undefined;
+    if (it.type !== 'data_spec' || data?.type !== 'patch') continue;
+    const key = it.response_id ?? it.id;
+    forms.set(key, { last: it.id, doc: applyPatch(forms.get(key)?.doc ?? {}, data.patch) });
+  }
+  const items = v.items.flatMap((it) => itemView(it, it.response_id ? ended.get(it.response_id) : undefined, forms) ?? []);
   main.append(
-    v.items.length
-      ? h('ol', { class: 'history' }, ...v.items.map(itemView))
+    items.length
+      ? h('ol', { class: 'history' }, ...items)
       : h('p', {}, v.history === 'purged' ? 'The history was purged.' : 'No messages yet.'),
   );
   main.append(h('h2', {}, 'Responses'));

@@ -55,6 +55,7 @@ export interface Item {
   arguments?: string | null;
   data?: unknown;
   status?: string;
+  response_id?: string;
 }
 export interface ResponseRecord {
   id: string;

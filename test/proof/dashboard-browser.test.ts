@@ -26,6 +26,7 @@ let parley: TestServer;
 let context: BrowserContext;
 let origin: string;
 let deletedId: string;
+let formConversation: string;
 const contexts: BrowserContext[] = [];
 
 before(async () => {
@@ -63,6 +64,13 @@ before(async () => {
   deletedId = created.body.id;
   assert.equal((await parley.call('POST', `${base}/${deletedId}`, { message: { content: HOSTILE }, stream: false })).status, 200);
   assert.equal((await parley.call('DELETE', `${base}/${deletedId}`)).status, 200);
+  // A conversation whose reply drew a form (data_spec, §6.3): the dashboard draws it as the widget does.
+  const genui = `/apps/app_genui/conversations`;
+  formConversation = (await parley.call('POST', genui, { title: 'Wants a call' })).body.id;
+  assert.equal(
+    (await parley.call('POST', `${genui}/${formConversation}`, { message: { content: 'please contact me' }, stream: false })).status,
+    200,
+  );
   context = await launch();
   contexts.push(context);
 });
@@ -210,6 +218,17 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     assert.deepEqual(page.problems, []);
   });
 
+  test("a reply's form is drawn as the widget draws it, labelled and disabled", async () => {
+    await page.goto(`${origin}/dashboard#/conversation/app_genui/${formConversation}`);
+    const form = page.locator('ol.history form.gen-form');
+    await form.waitFor();
+    const controls = form.locator('input, select, textarea');
+    assert.ok((await controls.count()) >= 2);
+    for (const c of await controls.all()) assert.equal(await c.isDisabled(), true);
+    assert.ok((await form.getByLabel(/email/i).count()) >= 1, 'a labelled control');
+    assert.deepEqual(await axe(page), []);
+  });
+
   test('usage and credits, and the audit log filtered by action, show what just happened', async () => {
     await page.getByRole('link', { name: 'Usage and credits' }).click();
     await page.getByTestId('balance').waitFor();
@@ -227,7 +246,14 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
   });
 
   test('every page passes axe (no serious or critical finding), light and dark, at 1280 and 360 px, without sideways scrolling', async () => {
-    const hashes = ['#/keys', `#/conversations?app=${APP}&deleted=include`, `#/conversation/${APP}/${deletedId}`, '#/usage', '#/audit'];
+    const hashes = [
+      `#/conversation/app_genui/${formConversation}`,
+      '#/keys',
+      `#/conversations?app=${APP}&deleted=include`,
+      `#/conversation/${APP}/${deletedId}`,
+      '#/usage',
+      '#/audit',
+    ];
     for (const colorScheme of ['light', 'dark'] as const) {
       for (const width of [1280, 360]) {
         await page.emulateMedia({ colorScheme });
@@ -237,7 +263,7 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
           await page.locator('main h1').waitFor();
           await page.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
           const where = `${hash} ${colorScheme} ${width}px`;
-          const shot = `dashboard-${hash.slice(2).split(/[/?]/)[0]}-${colorScheme}-${width}.png`;
+          const shot = `dashboard-${hash.slice(2).split(/[/?]/).slice(0, 2).join('-').replace(/=.*/, '')}-${colorScheme}-${width}.png`;
           await page.screenshot({ path: path.join(ARTIFACTS, shot), fullPage: true });
           assert.deepEqual(await axe(page), [], where);
           const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
