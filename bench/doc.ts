@@ -14,6 +14,7 @@ export const LOG_MARK = '<!-- npm run bench adds the runs it replaces on docs/be
 export const RUN_BLOCKS = {
   bench: 'Parley beside the baseline',
   'bench-stores': 'The two stores side by side',
+  'bench-control': 'The control plane across instances',
 } as const;
 export type RunBlock = keyof typeof RUN_BLOCKS;
 

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
+import { controlMarkdown, measureControl } from './control.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
 import { measurePastStartup, type PastStartup } from './past-responses.ts';
 import { checkPages, LOG, PAGE, type RunBlock, writeRun } from './doc.ts';
@@ -22,7 +23,9 @@ const PROFILE = args.has('--profile');
 const OLLAMA_ONLY = args.has('--ollama');
 /** Only the two stores side by side (bench/stores.ts: file store, PostgreSQL, baseline), 5 to 7 minutes. */
 const PG_ONLY = args.has('--pg');
-const WITH_PG = !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY;
+/** Only the control plane's change-to-effect across two instances (bench/control.ts, D-78), a minute or so. */
+const CONTROL_ONLY = args.has('--control');
+const WITH_PG = !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY;
 const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -780,6 +783,16 @@ async function runStores(fixturesDir: string): Promise<void> {
   await writeStores(r, sectionStart);
 }
 
+/** D-78's 2 s: a change on one instance in effect on another (bench/control.ts). */
+async function runControl(): Promise<void> {
+  const started = Date.now();
+  log('the control plane across two instances on PostgreSQL');
+  const f = await measureControl(QUICK ? 5 : 20, log);
+  const body = controlMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
+  log(body);
+  if (WRITE) await writeRun(ROOT, 'bench-control', body);
+}
+
 // Ctrl-C: stop the servers and remove the temporary folder before leaving.
 process.once('SIGINT', () => {
   void Promise.all([...live].map((c) => c.stop()))
@@ -792,7 +805,13 @@ try {
     `Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`,
   );
   if (WRITE) {
-    const blocks: RunBlock[] = PG_ONLY ? ['bench-stores'] : WITH_PG ? ['bench', 'bench-stores'] : ['bench'];
+    const blocks: RunBlock[] = CONTROL_ONLY
+      ? ['bench-control']
+      : PG_ONLY
+        ? ['bench-stores']
+        : WITH_PG
+          ? ['bench', 'bench-stores', 'bench-control']
+          : ['bench'];
     await checkPages(ROOT, blocks);
   }
   const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
@@ -802,6 +821,8 @@ try {
     if (proxy) reportProxy(proxy);
   } else if (PG_ONLY) {
     await runStores(fixturesDir);
+  } else if (CONTROL_ONLY) {
+    await runControl();
   } else {
     const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
     const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
@@ -879,7 +900,10 @@ try {
     reportBounds(bounds);
     reportPast(past);
     if (WRITE) await writeDoc();
-    if (WITH_PG) await runStores(fixturesDir);
+    if (WITH_PG) {
+      await runStores(fixturesDir);
+      await runControl();
+    }
   }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 } finally {

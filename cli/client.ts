@@ -406,8 +406,9 @@ export class ParleyClient {
     const headers: Record<string, string> = {
       accept: 'application/json, text/event-stream',
       ...req.headers,
-      authorization: `Bearer ${this.#apiKey}`,
     };
+    // Signing in to the admin surface (D-79) is the one request sent without a credential.
+    if (this.#apiKey !== '') headers.authorization = `Bearer ${this.#apiKey}`;
     let payload: string | undefined;
     if (req.rawBody !== undefined) {
       payload = req.rawBody;

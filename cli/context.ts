@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import { ApiError, DEFAULT_TIMEOUT_MS, ParleyClient } from './client.ts';
 import { type Output, processIo, UsageError, withHint, type CliIo } from './io.ts';
+import { checkFormat } from '../src/core/api-keys.ts';
 import { activeProfile, profileName } from './profiles.ts';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8787/v1';
@@ -17,6 +18,10 @@ export interface Globals {
   verbose: boolean;
   /** D-62: how many times a refused or unreachable request is tried again (0: never). */
   retries: number;
+  /** D-79: the admin surface's personal access token (PARLEY_ADMIN_TOKEN, else the profile's). */
+  adminToken: string | undefined;
+  /** The active profile's name, for the words of a hint. */
+  profile: string;
 }
 
 /** D-62: the longest Retry-After that --retry waits for; a longer one (a day's limit) is reported instead. */
@@ -48,6 +53,17 @@ export function addGlobalOptions(cmd: Command): Command {
     )
     .addOption(new Option('--json', "print the API's JSON exactly (NDJSON, one event per line, for streams)"))
     .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
+}
+
+/**
+ * D-70: a key or token of Parley's checksummed format whose checksum is wrong was mistyped or cut:
+ * refused (exit 2) before any request, without printing it. Other shapes go to the server as they are.
+ */
+export function refuseMistyped(secret: string, what: string): void {
+  if (checkFormat(secret) === 'mistyped')
+    throw new UsageError(
+      `${what} fails its checksum (its last 6 characters, D-70): it was mistyped or cut short; copy it again (nothing was sent)`,
+    );
 }
 
 /** `--timeout` / PARLEY_TIMEOUT: a positive number of seconds, or a usage error. */
@@ -101,6 +117,8 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
     json: merged.json === true,
     verbose: merged.verbose === true,
     retries: Number(retryText),
+    adminToken: env.PARLEY_ADMIN_TOKEN || profile?.admin_token || undefined,
+    profile: profileName(merged.profile as string | undefined, env).name,
   };
 }
 
@@ -141,6 +159,7 @@ export class Session {
   globals(cmd: Command): Globals {
     const g = resolveGlobals(cmd, this.io.env);
     this.out.addSecret(g.apiKey);
+    this.out.addSecret(g.adminToken);
     this.json = g.json;
     return g;
   }
@@ -150,10 +169,16 @@ export class Session {
     const g = this.globals(cmd);
     if (!g.apiKey) throw new UsageError('no API key: run parley login, pass --api-key or set PARLEY_API_KEY');
     if (!g.app && needApp) throw new UsageError('no app: run parley login, pass --app or set PARLEY_APP_ID');
+    refuseMistyped(g.apiKey, 'the API key');
+    return { client: this.newClient(g, g.baseUrl, g.apiKey, g.app ?? ''), g };
+  }
+
+  /** A client of the interface's plumbing for `baseUrl` with the credential `secret` ('' for none), closed with the session. */
+  newClient(g: Globals, baseUrl: string, secret: string, appId = ''): ParleyClient {
     const client = new ParleyClient({
-      baseUrl: g.baseUrl,
-      apiKey: g.apiKey,
-      appId: g.app ?? '',
+      baseUrl,
+      apiKey: secret,
+      appId,
       timeoutMs: g.timeoutMs,
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
       // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
@@ -164,7 +189,7 @@ export class Session {
       retry: g.retries > 0 ? { retries: g.retries, maxWaitMs: MAX_RETRY_WAIT_MS, onRetry: (m) => this.out.note(m) } : undefined,
     });
     this.#clients.push(client);
-    return { client, g };
+    return client;
   }
 
   async close(): Promise<void> {

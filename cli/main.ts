@@ -2,18 +2,22 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError } from 'commander';
+import { adminCommand } from './commands/admin.ts';
 import { apiCommand } from './commands/api.ts';
 import { configCommand, metricsCommand } from './commands/app.ts';
 import { chatCommand } from './commands/chat.ts';
 import { complete, completionAction, completionCommand } from './commands/completion.ts';
+import { auditCommand } from './commands/audit.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { dataCommand } from './commands/data.ts';
 import { dbCommand } from './commands/db.ts';
+import { keysCommand } from './commands/keys.ts';
 import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
+import { usageCommand } from './commands/usage.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
 
@@ -26,6 +30,7 @@ Configuration (flags win over the environment):
   PARLEY_APP_ID    app id
   PARLEY_TIMEOUT   seconds (default 60)
   PARLEY_PROFILE   profile saved by parley login (default "default"); flags and the variables above win
+  PARLEY_ADMIN_TOKEN  personal access token for the admin commands (keys, audit); else parley admin login's
 
 Exit codes: 0 success, 1 API error (or a failed response), 2 usage error, 3 network error or timeout.
 
@@ -75,6 +80,11 @@ export function buildProgram(out: Output, session: Session): Command {
     apiCommand(session),
     loginCommand(session),
     logoutCommand(session),
+    // D-79: the control plane, through the admin surface (one file per group).
+    adminCommand(session),
+    keysCommand(session),
+    auditCommand(session),
+    usageCommand(session),
   ];
   for (const c of clientCommands) program.addCommand(c);
   program.addCommand(serveCommand(session));
@@ -104,6 +114,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
     else if (a.startsWith('--api-key=')) out.addSecret(a.slice('--api-key='.length));
   }
   out.addSecret(io.env.PARLEY_API_KEY);
+  out.addSecret(io.env.PARLEY_ADMIN_TOKEN);
   let code: number;
   // D-64: what a shell's TAB asks; never an error, never a prompt.
   if (argv[0] === '__complete') {

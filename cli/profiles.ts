@@ -7,8 +7,12 @@ import { UsageError } from './io.ts';
 
 export interface Profile {
   base_url: string;
-  api_key: string;
+  /** Absent in a profile made by `parley admin login` alone. */
+  api_key?: string;
   app_id?: string;
+  /** D-79: the personal access token of `parley admin login`, and its id (for `parley admin logout`). */
+  admin_token?: string;
+  admin_token_id?: string;
 }
 
 export interface ConfigFile {

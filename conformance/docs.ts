@@ -20,10 +20,19 @@ export const BLOCKS = ['target', 'mutants', 'variants', 'clause-matrix', 'cases'
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
 
+/**
+ * D-77: the demo admin's password is written in clear in the README and the target file only; the
+ * page shows the target with `…` in its place.
+ */
+function withoutPassword(targetJson: string): string {
+  const password = (JSON.parse(targetJson) as { admin?: { password?: unknown } }).admin?.password;
+  return typeof password === 'string' ? targetJson.replace(`"password": ${JSON.stringify(password)}`, '"password": "…"') : targetJson;
+}
+
 function renderBlock(name: string, targetJson: string): string {
   switch (name) {
     case 'target':
-      return ['```json', targetJson.trim(), '```'].join('\n');
+      return ['```json', withoutPassword(targetJson).trim(), '```'].join('\n');
     case 'mutants':
       return renderMutants();
     case 'variants':

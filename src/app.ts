@@ -102,6 +102,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     databaseUrl: opts.databaseUrl,
     databasePoolSize: opts.databasePoolSize,
     fixturesDir: opts.fixturesDir,
+    auditRetentionDays: opts.auditRetentionDays,
     widgetSecret: opts.widgetSecret,
     responseEventsTtlMs: opts.responseEventsTtlMs,
     logger,

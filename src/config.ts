@@ -30,6 +30,8 @@ export interface Config {
   trustProxy: string | null;
   /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
   storeTimeoutSeconds: number;
+  /** AUDIT_RETENTION_DAYS: D-75's retention of the audit log, applied by both stores at each start. */
+  auditRetentionDays: number;
   /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
   deletedRetentionDays: number;
 }
@@ -49,6 +51,7 @@ export const DEFAULTS: Config = {
   databasePoolSize: 10,
   trustProxy: null,
   storeTimeoutSeconds: 5,
+  auditRetentionDays: 365,
   deletedRetentionDays: 30,
 };
 
@@ -70,6 +73,7 @@ Options (each also read from the environment variable in brackets):
   --deleted-retention-days <n>  days a deleted conversation's history is kept for the team before it is
                       purged, 0 to 3650 (0: at once) [DELETED_RETENTION_DAYS] (default ${DEFAULTS.deletedRetentionDays})
   --fixtures <dir>    teams, keys, plans and apps [FIXTURES] (default ${DEFAULTS.fixturesDir})
+  --audit-retention-days <n>  days the audit log keeps an entry, 1 to 3650 [AUDIT_RETENTION_DAYS] (default ${DEFAULTS.auditRetentionDays})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
   --no-dashboard      serve no dashboard at /dashboard (/admin/v1 and the CLI stay)
@@ -93,6 +97,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'database-url'?: string;
     'database-pool-size'?: string;
     'store-timeout'?: string;
+    'audit-retention-days'?: string;
     'deleted-retention-days'?: string;
     fixtures?: string;
     'log-level'?: string;
@@ -111,6 +116,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'database-url': { type: 'string' },
         'database-pool-size': { type: 'string' },
         'store-timeout': { type: 'string' },
+        'audit-retention-days': { type: 'string' },
         'deleted-retention-days': { type: 'string' },
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
@@ -158,6 +164,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const storeTimeoutSeconds = Number(storeText);
   if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
     throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  const auditText = values['audit-retention-days'] ?? fromEnv('AUDIT_RETENTION_DAYS') ?? String(DEFAULTS.auditRetentionDays);
+  const auditRetentionDays = Number(auditText);
+  if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
+    throw new ConfigError(`AUDIT_RETENTION_DAYS must be an integer from 1 to 3650 days (got ${JSON.stringify(auditText)})`);
   const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
   const deletedRetentionDays = Number(retentionText);
   if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
@@ -177,6 +187,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databasePoolSize,
     trustProxy,
     storeTimeoutSeconds,
+    auditRetentionDays,
     deletedRetentionDays,
   };
 }

@@ -95,7 +95,7 @@ test('a clash, an unknown version, a file cut short: exit 1 naming the id or the
   const b = await tempDir();
   const newer = await runCli(['data', 'import', '-', '--data-dir', b], { input: v9 });
   assert.equal(newer.code, 1);
-  assert.match(newer.stderr, /^error: stdin: line 1: format version 9 is not supported: this Parley reads version 1/);
+  assert.match(newer.stderr, /^error: stdin: line 1: format version 9 is not supported: this Parley reads versions 1 and 2/);
   const cut = await runCli(['data', 'import', '-', '--data-dir', b], { input: `${lines.slice(0, 3).join('\n')}\n` });
   assert.equal(cut.code, 1);
   assert.match(cut.stderr, /line 3: the file ends without its end line: it was cut short/);

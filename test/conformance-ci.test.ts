@@ -82,7 +82,7 @@ describe('the target file', () => {
   });
 
   test('versions: 1 to 3 read as before; a key of a later version than the target says is a usage error, nested keys too', () => {
-    const { widget: _w, version: _v, ...v1 } = targetJson;
+    const { widget: _w, version: _v, admin: _a, ...v1 } = targetJson;
     const { inactive_conversation: _c, slow: _s, small_storage: _q, ...v1Apps } = targetJson.apps;
     const one = parseTarget({ ...v1, apps: v1Apps });
     assert.deepEqual(

@@ -58,8 +58,9 @@ describe("the target's widget (format version 2)", () => {
     bad(v2Widget, /^UsageError: t\.json: widget is a key of format version 2, and the target says version 1: add "version": 2/, {
       version: undefined,
       apps: v1Apps,
+      admin: undefined,
     });
-    assert.equal(parseTarget({ ...targetJson, version: undefined, apps: v1Apps, widget: undefined }).widget, undefined);
+    assert.equal(parseTarget({ ...targetJson, version: undefined, apps: v1Apps, widget: undefined, admin: undefined }).widget, undefined);
   });
 });
 

@@ -23,6 +23,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      auditRetentionDays: 365,
       deletedRetentionDays: 30,
     });
     assert.deepEqual(loadConfig([], {}), DEFAULTS);
@@ -54,6 +55,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      auditRetentionDays: 365,
       deletedRetentionDays: 30,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
@@ -93,6 +95,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      auditRetentionDays: 365,
       deletedRetentionDays: 30,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
@@ -104,6 +107,14 @@ describe('configuration (flags, then environment, then defaults)', () => {
       assert.throws(
         () => loadConfig([], { STORE_TIMEOUT: bad }),
         (e: Error) => e instanceof ConfigError && /1 to 300/.test(e.message),
+      );
+    // D-75: the audit log's retention, in days.
+    assert.equal(loadConfig([], { AUDIT_RETENTION_DAYS: '30' }).auditRetentionDays, 30);
+    assert.equal(loadConfig(['--audit-retention-days', '7'], { AUDIT_RETENTION_DAYS: '30' }).auditRetentionDays, 7);
+    for (const bad of ['0', '3651', '1.5', 'x'])
+      assert.throws(
+        () => loadConfig([], { AUDIT_RETENTION_DAYS: bad }),
+        (e: Error) => e instanceof ConfigError && /AUDIT_RETENTION_DAYS must be an integer from 1 to 3650/.test(e.message),
       );
     // D-73: how long a deleted conversation's history is kept (0: purged at the delete).
     assert.equal(loadConfig([], { DELETED_RETENTION_DAYS: '0' }).deletedRetentionDays, 0);

@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import type { ListQuery } from '../client.ts';
 import { inApp, type Session } from '../context.ts';
+import { type DeletedListOptions, getWithDeleted, listWithDeleted, restoreDeleted } from './conversations-admin.ts';
 import { canAsk, Prompter } from '../prompt.ts';
 import { oneLine, parseMetadata, UsageError } from '../io.ts';
 import { CONVERSATION_HEADER, conversationRows, conversationSummary, conversationWithHistory, table } from '../render.ts';
@@ -41,52 +42,52 @@ export function conversationsCommand(session: Session): Command {
     .addOption(new Option('--order <order>', 'by creation time').choices(['asc', 'desc']))
     .option('--external-user-id <id>', "only this user's conversations")
     .option('--all', 'follow the cursors to the end of the list (with --json: one page per line)')
+    .option('--include-deleted', 'soft-deleted ones too, through the admin API (needs parley admin login, D-73)')
+    .option('--only-deleted', 'only soft-deleted ones (admin API, as --include-deleted)')
     .addHelpText(
       'after',
       "\nExamples:\n  parley conversations list --order asc --limit 50\n  parley conversations list --all --external-user-id user_42 --json | jq -r '.data[].id'\n",
     )
-    .action(
-      async (
-        opts: { limit?: string; after?: string; before?: string; order?: 'asc' | 'desc'; externalUserId?: string; all?: boolean },
-        cmd: Command,
-      ) => {
-        const { client, g } = session.client(cmd);
-        const query: ListQuery = {
-          limit: opts.limit,
-          after: opts.after,
-          before: opts.before,
-          order: opts.order,
-          external_user_id: opts.externalUserId,
-        };
-        if (opts.all) {
-          const rows: string[][] = [];
-          for await (const page of client.listAllConversations(query)) {
-            if (g.json) out.line(oneLine(page.raw));
-            else rows.push(...conversationRows(page.data.data));
-          }
-          if (!g.json) out.out(rows.length > 0 ? table(rows, CONVERSATION_HEADER) : '(no conversations)\n');
-          return;
+    .action(async (opts: DeletedListOptions, cmd: Command) => {
+      if (opts.includeDeleted || opts.onlyDeleted) return listWithDeleted(session, cmd, opts);
+      const { client, g } = session.client(cmd);
+      const query: ListQuery = {
+        limit: opts.limit,
+        after: opts.after,
+        before: opts.before,
+        order: opts.order,
+        external_user_id: opts.externalUserId,
+      };
+      if (opts.all) {
+        const rows: string[][] = [];
+        for await (const page of client.listAllConversations(query)) {
+          if (g.json) out.line(oneLine(page.raw));
+          else rows.push(...conversationRows(page.data.data));
         }
-        const page = await client.listConversations(query);
-        if (g.json) return out.line(page.raw);
-        const list = page.data;
-        out.out(list.data.length > 0 ? table(conversationRows(list.data), CONVERSATION_HEADER) : '(no conversations)\n');
-        if (list.has_more) {
-          // Another implementation may leave the cursors out: the page's own first and last ids are the same thing.
-          const cursor =
-            opts.before !== undefined ? `--before ${list.first_id ?? list.data[0]?.id}` : `--after ${list.last_id ?? list.data.at(-1)?.id}`;
-          out.note(`more: add ${cursor} for the next page, or --all`);
-        }
-      },
-    );
+        if (!g.json) out.out(rows.length > 0 ? table(rows, CONVERSATION_HEADER) : '(no conversations)\n');
+        return;
+      }
+      const page = await client.listConversations(query);
+      if (g.json) return out.line(page.raw);
+      const list = page.data;
+      out.out(list.data.length > 0 ? table(conversationRows(list.data), CONVERSATION_HEADER) : '(no conversations)\n');
+      if (list.has_more) {
+        // Another implementation may leave the cursors out: the page's own first and last ids are the same thing.
+        const cursor =
+          opts.before !== undefined ? `--before ${list.first_id ?? list.data[0]?.id}` : `--after ${list.last_id ?? list.data.at(-1)?.id}`;
+        out.note(`more: add ${cursor} for the next page, or --all`);
+      }
+    });
 
   group
     .command('get')
     .alias('show')
     .argument('<conversation_id>')
     .description('show a conversation and its history (§4.3)')
-    .addHelpText('after', '\nExample:\n  parley conversations get conv_abc123\n')
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
+    .option('--include-deleted', 'also a soft-deleted one, with its kept history, through the admin API (needs parley admin login, D-73)')
+    .addHelpText('after', '\nExamples:\n  parley conversations get conv_abc123\n  parley conversations get conv_abc123 --include-deleted\n')
+    .action(async (id: string, opts: { includeDeleted?: boolean }, cmd: Command) => {
+      if (opts.includeDeleted) return getWithDeleted(session, cmd, id);
       const { client, g } = session.client(cmd);
       const res = await inApp(g, id, client.getConversation(id));
       if (g.json) out.line(res.raw);
@@ -145,6 +146,13 @@ export function conversationsCommand(session: Session): Command {
       if (g.json) out.line(res.raw);
       else out.line(`deleted ${res.data.id}`);
     });
+
+  group
+    .command('restore')
+    .argument('<conversation_id>')
+    .description('restore a soft-deleted conversation while its history is kept (D-73; a team admin, through parley admin login)')
+    .addHelpText('after', '\nExample:\n  parley conversations list --only-deleted\n  parley conversations restore conv_abc123\n')
+    .action(async (id: string, _opts: unknown, cmd: Command) => restoreDeleted(session, cmd, id));
 
   return group;
 }

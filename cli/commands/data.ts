@@ -68,8 +68,12 @@ async function writeLine(stream: NodeJS.WritableStream, line: string, closed: Ab
   await once(stream, 'drain', { signal: closed }).catch(() => {});
 }
 
-const counted = (c: { conversations: number; items: number; responses: number; usage: number }) =>
-  `${c.conversations} conversation${c.conversations === 1 ? '' : 's'} (${c.items} item${c.items === 1 ? '' : 's'}, ${c.responses} response${c.responses === 1 ? '' : 's'}) and ${c.usage} usage entr${c.usage === 1 ? 'y' : 'ies'}`;
+const counted = (c: { conversations: number; items: number; responses: number; usage: number; control?: number; audit?: number }) =>
+  `${c.conversations} conversation${c.conversations === 1 ? '' : 's'} (${c.items} item${c.items === 1 ? '' : 's'}, ${c.responses} response${c.responses === 1 ? '' : 's'}) and ${c.usage} usage entr${c.usage === 1 ? 'y' : 'ies'}${controlCounted(c)}`;
+
+/** Export version 2: the control plane and the audit log, when the file holds them. */
+const controlCounted = (c: { control?: number; audit?: number }) =>
+  c.control || c.audit ? `, ${c.control ? 'the control plane and ' : ''}${c.audit} audit entr${c.audit === 1 ? 'y' : 'ies'}` : '';
 
 /** The lines of `file`, read again from its start at every call. */
 const linesOf = (file: string) => () => readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
@@ -100,7 +104,8 @@ export function dataCommand(session: Session): Command {
       let target: NodeJS.WritableStream = session.io.stdout;
       let file: fs.WriteStream | undefined;
       if (tmp !== undefined) {
-        file = fs.createWriteStream(tmp, { flags: 'wx' });
+        // Export v2 holds the control plane's hashes and signing secrets (docs/data.md): owner-only, as the data directory.
+        file = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
         try {
           await once(file, 'open');
         } catch (err) {

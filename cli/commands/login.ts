@@ -1,7 +1,7 @@
 // `parley login` and `parley logout` (D-60): a profile checked against the server, stored owner-only.
 import { Command } from 'commander';
 import { ParleyClient } from '../client.ts';
-import { DEFAULT_BASE_URL, type Session } from '../context.ts';
+import { DEFAULT_BASE_URL, refuseMistyped, type Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { configPath, profileName, readConfig, writeConfig } from '../profiles.ts';
 import { Prompter } from '../prompt.ts';
@@ -41,6 +41,7 @@ Examples:
       if (!/^https?:\/\/\S+$/.test(baseUrl))
         throw new UsageError(`the base URL must be an http or https URL like ${DEFAULT_BASE_URL} (got ${JSON.stringify(baseUrl)})`);
       if (apiKey === '') throw new UsageError('no API key given');
+      refuseMistyped(apiKey, 'the API key');
       if (app === '') throw new UsageError('no app id given');
       // D-60: checked before anything is stored; a wrong key or app is the API's error, exit 1.
       const client = new ParleyClient({ baseUrl, apiKey, appId: app, timeoutMs: 10_000, signal: out.closedSignal, validate: false });
@@ -50,7 +51,17 @@ Examples:
         await client.close();
       }
       const config = readConfig(io.env);
-      config.profiles[name] = { base_url: baseUrl, api_key: apiKey, app_id: app };
+      // D-79: an admin login of the same server stays; one made for another server would be sent to this one.
+      const before = Object.hasOwn(config.profiles, name) ? config.profiles[name] : undefined;
+      const sameServer = before?.admin_token !== undefined && originOf(before.base_url) === originOf(baseUrl);
+      config.profiles[name] = {
+        base_url: baseUrl,
+        api_key: apiKey,
+        app_id: app,
+        ...(sameServer ? { admin_token: before.admin_token, admin_token_id: before.admin_token_id } : {}),
+      };
+      if (before?.admin_token !== undefined && !sameServer)
+        out.note(`the profile's admin login was for another server and is forgotten (it was not revoked there)`);
       const file = writeConfig(io.env, config);
       out.note(`logged in: profile ${name} (${app} at ${baseUrl}) saved to ${file}`);
     });
@@ -72,4 +83,12 @@ export function logoutCommand(session: Session): Command {
       writeConfig(env, config);
       session.out.note(`logged out: profile ${name} removed from ${configPath(env)}`);
     });
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
 }

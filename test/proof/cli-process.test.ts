@@ -41,7 +41,8 @@ describe('the executable', { concurrency: 3 }, () => {
     assert.match(r.stdout, /PARLEY_API_KEY/);
   });
 
-  test('the key is never printed by the process, even when a server echoes it back and with --verbose', async () => {
+  // The key in use; the one exception to the rule is a new key made by `keys create|roll` (D-79, cli-admin.test.ts).
+  test('the key in use is never printed by the process, even when a server echoes it back and with --verbose', async () => {
     // A hostile (or careless) implementation that puts the Authorization header into its error message.
     const echo = http.createServer((req, res) => {
       res.writeHead(401, { 'content-type': 'application/json' });

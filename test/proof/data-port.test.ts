@@ -164,12 +164,12 @@ describe('a round trip file store → PostgreSQL → file store', () => {
     const a = await tempDir();
     await seed(a);
     const first = await withPort({ dataDir: a }, exportOf);
-    assert.deepEqual(JSON.parse(first[0]!), { ...JSON.parse(first[0]!), format: 'parley-export', version: 1, source: 'file' });
-    assert.deepEqual(JSON.parse(first.at(-1)!), { type: 'end', conversations: 7, items: 9, responses: 5, usage: 3 });
+    assert.deepEqual(JSON.parse(first[0]!), { ...JSON.parse(first[0]!), format: 'parley-export', version: 2, source: 'file' });
+    assert.deepEqual(JSON.parse(first.at(-1)!), { type: 'end', conversations: 7, items: 9, responses: 5, usage: 3, control: 0, audit: 0 });
 
     const url = await freshDatabase();
     const imported = await withPort({ databaseUrl: url }, (p) => p.import(fromLines(first)));
-    assert.deepEqual(imported, { conversations: 7, items: 9, responses: 5, usage: 3 });
+    assert.deepEqual(imported, { conversations: 7, items: 9, responses: 5, usage: 3, control: 0, audit: 0 });
     const second = await withPort({ databaseUrl: url }, exportOf);
     assert.equal(JSON.parse(second[0]!).source, 'postgres');
     // The same conversations in the same order, byte for byte; usage in the database's order.
@@ -223,6 +223,8 @@ function clashing(lines: string[], clash: string): string[] {
     items: 0,
     responses: 0,
     usage: c.type === 'usage' ? 1 : 0,
+    control: 0,
+    audit: 0,
   };
   if (c.type === 'conversation') {
     const v = JSON.parse(clash) as { items: unknown[]; responses: unknown[] };
@@ -275,12 +277,12 @@ describe('an import that cannot be done changes nothing', () => {
     const lines = await withPort({ dataDir: a }, exportOf);
     const url = await freshDatabase();
     const b = await tempDir();
-    const newer = [JSON.stringify({ ...JSON.parse(lines[0]!), version: 2 }), ...lines.slice(1)];
+    const newer = [JSON.stringify({ ...JSON.parse(lines[0]!), version: 3 }), ...lines.slice(1)];
     const cut = lines.slice(0, -1);
     const badItem = lines.map((l) => l.replace('"role":"user"', '"role":42'));
     const seqBackwards = [lines[0]!, lines[2]!, lines[1]!, ...lines.slice(3)];
     const cases: Array<[string[], RegExp]> = [
-      [newer, /^line 1: format version 2 is not supported: this Parley reads version 1; import it with the Parley that wrote it/],
+      [newer, /^line 1: format version 3 is not supported: this Parley reads versions 1 and 2; import it with the Parley that wrote it/],
       [['{"hello":1}'], /^line 1: not a Parley export/],
       [cut, /the file ends without its end line: it was cut short/],
       [badItem, /^line 2: items\.0/],
@@ -296,7 +298,14 @@ describe('an import that cannot be done changes nothing', () => {
         );
       }
       // Nothing was written by any of them: the whole file still imports.
-      assert.deepEqual(await withPort(where, (p) => p.import(fromLines(lines))), { conversations: 7, items: 9, responses: 5, usage: 3 });
+      assert.deepEqual(await withPort(where, (p) => p.import(fromLines(lines))), {
+        conversations: 7,
+        items: 9,
+        responses: 5,
+        usage: 3,
+        control: 0,
+        audit: 0,
+      });
     }
   });
 
@@ -394,7 +403,7 @@ test('the PostgreSQL export reads pages and chunks of histories (more rows than 
   lines.push(JSON.stringify({ type: 'end', conversations: n, items: 401, responses: 401, usage }));
   await withPort({ databaseUrl: url }, (p) => p.import(fromLines(lines)));
   const out = await withPort({ databaseUrl: url }, exportOf);
-  assert.deepEqual(JSON.parse(out.at(-1)!), { type: 'end', conversations: n, items: 401, responses: 401, usage });
+  assert.deepEqual(JSON.parse(out.at(-1)!), { type: 'end', conversations: n, items: 401, responses: 401, usage, control: 0, audit: 0 });
   const ids = out
     .filter((l) => l.startsWith('{"type":"conversation"'))
     .map((l) => (JSON.parse(l) as { record: ConversationRecord }).record);
@@ -437,7 +446,7 @@ test("the file store's usage ledger: a last line a crash cut short is skipped (n
   });
   await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\n{"t":"usage","app_id":"app_de`);
   const lines = await withPort({ dataDir: dir }, exportOf);
-  assert.deepEqual(JSON.parse(lines.at(-1)!), { type: 'end', conversations: 0, items: 0, responses: 0, usage: 1 });
+  assert.deepEqual(JSON.parse(lines.at(-1)!), { type: 'end', conversations: 0, items: 0, responses: 0, usage: 1, control: 0, audit: 0 });
   await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\n{"t":"usage"}\n${ok}\n`);
   await assert.rejects(withPort({ dataDir: dir }, exportOf), /usage\.jsonl: line 2: app_id: /);
   await fs.writeFile(path.join(dir, 'usage.jsonl'), `${ok}\nnot json\n`);

@@ -176,6 +176,8 @@ export async function importBounds(where: { dataDir: string } | { databaseUrl: s
     items: 4,
     responses: 2,
     usage: 1,
+    control: 0,
+    audit: 0,
   });
   const named = file(() => {}, Object.fromEntries(TARGET)).map((l) => l.replaceAll('_imp', '_imq'));
   assert.equal((await withPort(where, (p) => p.import(from(named), TARGET))).conversations, 2);

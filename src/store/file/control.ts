@@ -66,7 +66,7 @@ class DurableJsonFile implements Adapter<ControlDocT | null> {
 }
 
 /** D-75: the audit journal, its live entries in memory (oldest first). */
-class FileAuditLog implements AuditLog {
+export class FileAuditLog implements AuditLog {
   readonly entries: AuditRecord[] = [];
   private journal!: Journal;
 

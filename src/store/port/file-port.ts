@@ -6,6 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import type { ControlDocT } from '../../core/control.ts';
+import type { AuditRecord } from '../control.ts';
+import { FileAuditLog } from '../file/control.ts';
+import { syncDir, writeDurably } from '../file/durable.ts';
 import { FileStore } from '../file/file-store.ts';
 import { Journal } from '../file/journal.ts';
 import type { History, ConversationRecord } from '../types.ts';
@@ -26,6 +30,10 @@ import {
   type PortCounts,
   type UsageEntry,
 } from './format.ts';
+import { auditLine, controlLine, importedVersion, parseControl, replaceableProblem } from './control-lines.ts';
+
+/** An export or an import reads the whole audit log: the retention is the server's to apply. */
+const KEEP_ALL_DAYS = 1_000_000;
 
 /** Written through importConversations in batches of this many, or of this many history bytes. */
 const BATCH_CONVERSATIONS = 256;
@@ -52,9 +60,37 @@ export class FilePort implements DataPort {
     return this.store.close();
   }
 
+  /** `control.json` (undefined in a directory no server with a control plane has opened) and the audit log. */
+  private async control(): Promise<{ doc: ControlDocT | undefined; audit: FileAuditLog }> {
+    const file = path.join(this.store.dataDir, 'control.json');
+    let doc: ControlDocT | undefined;
+    if (fs.existsSync(file)) {
+      const read = parseControl(JSON.parse(await fs.promises.readFile(file, 'utf8')));
+      if ('problem' in read) throw new Error(`${file}: ${read.problem}`);
+      doc = read.doc;
+    }
+    const audit = new FileAuditLog(Date.now);
+    await fs.promises.mkdir(path.join(this.store.dataDir, 'control'), { recursive: true });
+    await audit.open(path.join(this.store.dataDir, 'control', 'audit.jsonl'), doc?.version ?? 0, KEEP_ALL_DAYS);
+    return { doc, audit };
+  }
+
   async *export(apps?: ReadonlyMap<string, string>): AsyncGenerator<string, PortCounts> {
     const counts = noCounts();
     yield headerLine('file', apps);
+    const { doc, audit } = await this.control();
+    try {
+      if (doc) {
+        counts.control++;
+        yield controlLine(doc);
+      }
+      for (const a of [...audit.entries]) {
+        counts.audit++;
+        yield auditLine(a);
+      }
+    } finally {
+      await audit.close();
+    }
     for (const app of this.store.appIds()) {
       // A copy: the walk awaits each history, and nothing else writes while the LOCK is ours.
       const records = [...(await this.store.conversationsOf(app))];
@@ -124,8 +160,22 @@ export class FilePort implements DataPort {
     try {
       // Pass 1: the whole file is checked, and every id against the store, before anything is written.
       const check = new ExportReader(apps);
+      const target = await this.control();
+      const auditIds = new Set(target.audit.entries.map((a) => a.id));
+      const actions = new Map<string, number>();
+      for (const a of target.audit.entries) actions.set(a.action, (actions.get(a.action) ?? 0) + 1);
+      await target.audit.close();
       for await (const raw of source()) {
         const e = check.read(raw);
+        if (e?.type === 'control') {
+          const problem = replaceableProblem(
+            [...actions].map(([action, n]) => ({ action, n })),
+            this.dataDir,
+          );
+          if (problem) throw new ImportError(e.line, problem);
+        }
+        if (e?.type === 'audit' && auditIds.has(e.entry.id))
+          throw new ImportError(e.line, `audit entry ${e.entry.id} already exists in ${this.dataDir}; nothing was imported`);
         if (e?.type === 'conversation' && (await this.store.getConversation(e.record.id)))
           throw new ImportError(e.line, `conversation ${e.record.id} already exists in ${this.dataDir}; nothing was imported`);
         if (e?.type === 'usage' && usageKeys.has(usageKey(e.usage)))
@@ -143,9 +193,13 @@ export class FilePort implements DataPort {
         bytes = 0;
       };
       let usageBatch: Promise<unknown>[] = [];
+      let doc: ControlDocT | undefined;
+      const entries: AuditRecord[] = [];
       for await (const raw of source()) {
         const e: ImportEntry | undefined = write.read(raw);
-        if (e?.type === 'conversation') {
+        if (e?.type === 'control') doc = e.doc;
+        else if (e?.type === 'audit') entries.push(e.entry);
+        else if (e?.type === 'conversation') {
           const { record, items, responses } = e;
           const file = items.length > 0 || responses.length > 0 ? { items, responses } : undefined;
           batch.push({ record: { ...record, seq: offset + record.seq }, file });
@@ -163,10 +217,33 @@ export class FilePort implements DataPort {
       await flush();
       await Promise.all(usageBatch);
       write.finish();
+      if (entries.length > 0 || doc) await this.importControl(doc, target.doc, entries);
       return counts;
     } finally {
       await usage.close();
     }
+  }
+
+  /**
+   * The control plane of an export (version 2): its audit entries appended to the journal (as entries
+   * of no document version, D-76), then its document written durably over `control.json`, with a
+   * version past both (D-78). A crash between the two leaves audit entries without the document: the
+   * import is then made again into a new directory (docs/data.md).
+   */
+  private async importControl(doc: ControlDocT | undefined, current: ControlDocT | undefined, entries: AuditRecord[]): Promise<void> {
+    const dir = path.join(this.store.dataDir, 'control');
+    await fs.promises.mkdir(dir, { recursive: true });
+    const journal = new Journal(path.join(dir, 'audit.jsonl'));
+    await journal.open(() => {});
+    try {
+      await Promise.all(entries.map((a) => journal.append({ v: null, a })));
+    } finally {
+      await journal.close();
+    }
+    if (!doc) return;
+    const file = path.join(this.store.dataDir, 'control.json');
+    await writeDurably(file, `${JSON.stringify({ ...doc, version: importedVersion(doc, current) }, null, 1)}\n`);
+    await syncDir(path.dirname(file));
   }
 }
 

@@ -5,11 +5,18 @@ import { z } from 'zod';
 import { Item, isPlainObject, scanJson, type ItemT } from '../../contract/index.ts';
 import { ConversationRecordSchema, type ConversationRecord } from '../record.ts';
 import type { ResponseRecord } from '../types.ts';
+import type { ControlDocT } from '../../core/control.ts';
+import type { AuditRecord } from '../control.ts';
 import { conversationProblem, usageProblem, type AppsOf } from './bounds.ts';
+import { AuditRecordSchema, appsOfDoc, parseControl } from './control-lines.ts';
 
 export const EXPORT_FORMAT = 'parley-export';
-/** Raised when a line changes meaning; a reader refuses a version it does not know. */
-export const EXPORT_VERSION = 1;
+/**
+ * Raised when a line changes meaning; a reader refuses a version it does not know. Version 2 adds the
+ * control plane (a `control` line and `audit` lines, control-lines.ts); version 1 files still import.
+ */
+export const EXPORT_VERSION = 2;
+const READS = [1, 2];
 
 /** A usage line of `<data dir>/usage.jsonl` (src/store/file/usage.ts writes them), without its claim. */
 export const UsageEntrySchema = z.object({
@@ -34,9 +41,12 @@ export interface PortCounts {
   items: number;
   responses: number;
   usage: number;
+  /** Version 2: the control document's line (0 or 1) and the audit log's entries. */
+  control: number;
+  audit: number;
 }
 
-export const noCounts = (): PortCounts => ({ conversations: 0, items: 0, responses: 0, usage: 0 });
+export const noCounts = (): PortCounts => ({ conversations: 0, items: 0, responses: 0, usage: 0, control: 0, audit: 0 });
 
 export type StoreKind = 'file' | 'postgres';
 
@@ -100,7 +110,9 @@ export class ImportError extends Error {
 
 export type ImportEntry =
   | { type: 'conversation'; line: number; record: ConversationRecord; items: ItemT[]; responses: ResponseRecord[] }
-  | { type: 'usage'; line: number; usage: UsageEntry };
+  | { type: 'usage'; line: number; usage: UsageEntry }
+  | { type: 'control'; line: number; doc: ControlDocT }
+  | { type: 'audit'; line: number; entry: AuditRecord };
 
 export const usageKey = (u: { kind: string; id: string }) => `${u.kind} ${u.id}`;
 
@@ -121,6 +133,11 @@ export class ExportReader {
   private ended = false;
   private readonly ids = new Set<string>();
   private readonly usageKeys = new Set<string>();
+  private readonly auditIds = new Set<string>();
+  /** The format version of the file (its header's). */
+  version = 0;
+  /** Whether a line other than the header and the control line came already. */
+  private pastControl = false;
   private readonly lastSeq = new Map<string, number>();
   /** The largest `seq` read: imports place the file's conversations after the store's. */
   maxSeq = 0;
@@ -147,6 +164,8 @@ export class ExportReader {
     // D-94: as on the API, before zod's copies drop a `__proto__` key or a number becomes null.
     const { unkept } = scanJson(v);
     if (unkept) throw new ImportError(n, `${unkept.path} ${unkept.why}`);
+    if (this.version >= 2 && v.type === 'control') return this.control(v, n);
+    this.pastControl = true;
     switch (v.type) {
       case 'conversation':
         return this.conversation(v, n);
@@ -156,7 +175,11 @@ export class ExportReader {
         this.end(v, n);
         return undefined;
       default:
-        throw new ImportError(n, `type: ${JSON.stringify(v.type)} is not conversation, usage or end`);
+        if (this.version >= 2 && v.type === 'audit') return this.audit(v, n);
+        throw new ImportError(
+          n,
+          `type: ${JSON.stringify(v.type)} is not ${this.version >= 2 ? 'control, audit, conversation' : 'conversation'}, usage or end`,
+        );
     }
   }
 
@@ -170,11 +193,11 @@ export class ExportReader {
   private header(v: unknown, n: number): undefined {
     if (!isPlainObject(v) || v.format !== EXPORT_FORMAT)
       throw new ImportError(n, `not a Parley export (the first line must be {"format":"${EXPORT_FORMAT}","version":${EXPORT_VERSION},…})`);
-    if (v.version !== EXPORT_VERSION) {
+    if (!READS.includes(v.version as number)) {
       const newer = typeof v.version === 'number' && v.version > EXPORT_VERSION;
       throw new ImportError(
         n,
-        `format version ${JSON.stringify(v.version)} is not supported: this Parley reads version ${EXPORT_VERSION}${newer ? '; import it with the Parley that wrote it, or a newer one' : ''}`,
+        `format version ${JSON.stringify(v.version)} is not supported: this Parley reads versions ${READS.join(' and ')}${newer ? '; import it with the Parley that wrote it, or a newer one' : ''}`,
       );
     }
     if (v.apps !== undefined) {
@@ -182,8 +205,35 @@ export class ExportReader {
         throw new ImportError(n, 'apps: expected an object of app ids to team ids');
       this.apps.file = new Map(Object.entries(v.apps as Record<string, string>));
     }
+    this.version = v.version as number;
     this.started = true;
     return undefined;
+  }
+
+  /** Version 2: the control document, once, before any other line; the import then checks apps against it. */
+  private control(v: Record<string, unknown>, n: number): ImportEntry {
+    if (this.pastControl || this.counts.control > 0) throw new ImportError(n, 'a control line comes once, right after the header');
+    const read = parseControl(v.document);
+    if ('problem' in read) throw new ImportError(n, read.problem);
+    // D-94: the import installs this document, so its apps are the ones the lines may name.
+    this.apps.target = appsOfDoc(read.doc);
+    this.teams = new Set(read.doc.teams.map((t) => t.id));
+    this.counts.control++;
+    return { type: 'control', line: n, doc: read.doc };
+  }
+
+  private teams: Set<string> | undefined;
+
+  private audit(v: Record<string, unknown>, n: number): ImportEntry {
+    const parsed = AuditRecordSchema.safeParse(v.entry);
+    if (!parsed.success) throw new ImportError(n, issue(parsed.error, 'entry'));
+    const entry = parsed.data;
+    if (this.auditIds.has(entry.id)) throw new ImportError(n, `audit entry ${entry.id} appears twice in the file`);
+    if (entry.team_id !== null && this.teams && !this.teams.has(entry.team_id))
+      throw new ImportError(n, `entry.team_id: ${entry.team_id} is not a team of the file's control document`);
+    this.auditIds.add(entry.id);
+    this.counts.audit++;
+    return { type: 'audit', line: n, entry };
   }
 
   private conversation(v: Record<string, unknown>, n: number): ImportEntry {
@@ -235,7 +285,8 @@ export class ExportReader {
   }
 
   private end(v: Record<string, unknown>, n: number): void {
-    for (const k of ['conversations', 'items', 'responses', 'usage'] as const) {
+    const keys = ['conversations', 'items', 'responses', 'usage', ...(this.version >= 2 ? (['control', 'audit'] as const) : [])] as const;
+    for (const k of keys) {
       if (v[k] !== this.counts[k])
         throw new ImportError(n, `the end line counts ${JSON.stringify(v[k])} ${k}, the file holds ${this.counts[k]}: lines are missing`);
     }

@@ -3,6 +3,8 @@
 // an import is one transaction, so a clash or a bad line anywhere leaves the database as it was.
 import postgres, { type ReservedSql, type Sql } from 'postgres';
 import { recountAppStats } from '../pg/pg-store.ts';
+import type { ControlDocT } from '../../core/control.ts';
+import { CONTROL_CHANNEL } from '../pg/control.ts';
 import { migrate, migrationStatus } from '../pg/migrate.ts';
 import { recordOf, type ConversationRow } from '../pg/rows.ts';
 import {
@@ -18,6 +20,7 @@ import {
   type LineSource,
   type PortCounts,
 } from './format.ts';
+import { auditLine, controlLine, importedVersion, parseControl, replaceableProblem } from './control-lines.ts';
 
 /** Conversations read per page of the export, and history bytes fetched per query. */
 const PAGE = 500;
@@ -58,6 +61,12 @@ export class PgPort implements DataPort {
       try {
         const counts = noCounts();
         yield headerLine('postgres', apps);
+        // Version 2: the control plane (the document, then the audit log oldest first), in the same snapshot.
+        for await (const line of this.controlLines(conn)) {
+          if (line.startsWith('{"type":"control"')) counts.control++;
+          else counts.audit++;
+          yield line;
+        }
         let after: [string, string, string] | undefined;
         for (;;) {
           const rows: ConversationRow[] = after
@@ -141,6 +150,24 @@ export class PgPort implements DataPort {
     }
   }
 
+  private async *controlLines(conn: ReservedSql): AsyncGenerator<string> {
+    const [doc] = await conn<{ body: string }[]>`SELECT body::text AS body FROM control_document WHERE id = 1`;
+    if (doc) {
+      const read = parseControl(JSON.parse(doc.body));
+      if ('problem' in read) throw new Error(`control_document: ${read.problem}`);
+      yield controlLine(read.doc);
+    }
+    let after = '0';
+    for (;;) {
+      const rows = await conn<
+        { seq: string; body: string }[]
+      >`SELECT seq::text AS seq, body::text AS body FROM audit_log WHERE seq > ${after}::bigint ORDER BY seq LIMIT ${USAGE_PAGE}`;
+      if (rows.length === 0) return;
+      for (const r of rows) yield auditLine(JSON.parse(r.body));
+      after = rows.at(-1)!.seq;
+    }
+  }
+
   async import(source: LineSource, apps?: ReadonlyMap<string, string>): Promise<PortCounts> {
     // The schema first, as a server would create it at start (its own transactions, under its lock).
     await migrate(this.sql);
@@ -191,9 +218,19 @@ export class PgPort implements DataPort {
     };
     let pending = 0;
     const apps = new Set<string>();
+    let doc: ControlDocT | undefined;
     for await (const raw of source()) {
       const e = reader.read(raw);
-      if (e?.type === 'conversation') {
+      if (e?.type === 'control') {
+        const actions = await tx<{ action: string; n: string }[]>`SELECT action, count(*)::text AS n FROM audit_log GROUP BY action`;
+        const problem = replaceableProblem(
+          actions.map((a) => ({ action: a.action, n: Number(a.n) })),
+          'the database',
+        );
+        if (problem) throw new ImportError(e.line, problem);
+        doc = e.doc;
+      } else if (e?.type === 'audit') await this.insertAudit(tx, e);
+      else if (e?.type === 'conversation') {
         batch.push(e);
         apps.add(e.record.app_id);
         pending += raw.length;
@@ -209,7 +246,27 @@ export class PgPort implements DataPort {
       await tx`SELECT setval('conversation_seq', greatest(${offset + reader.maxSeq}, (SELECT last_value FROM conversation_seq)))`;
     // D-24 and D-27 read the apps' stats rows, which rows written by SQL do not keep by themselves.
     if (apps.size > 0 && seq) await recountAppStats(tx as unknown as Sql, [...apps]);
+    if (doc) await this.replaceControl(tx, doc);
     return counts;
+  }
+
+  /** The export's document replaces the database's, its version past both; running instances reload it (D-78). */
+  private async replaceControl(tx: ReservedSql, doc: ControlDocT): Promise<void> {
+    const [row] = await tx<{ body: string }[]>`SELECT body::text AS body FROM control_document WHERE id = 1 FOR UPDATE`;
+    const current = row ? parseControl(JSON.parse(row.body)) : undefined;
+    const next = { ...doc, version: importedVersion(doc, current && 'doc' in current ? current.doc : undefined) };
+    await tx`INSERT INTO control_document (id, version, body) VALUES (1, ${next.version}, ${JSON.stringify(next)}::text::jsonb)
+             ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body`;
+    await tx`SELECT pg_notify(${CONTROL_CHANNEL}, ${String(next.version)})`;
+  }
+
+  /** One audit entry, in the file's order (the log's `seq` follows it); an id the database has is a clash. */
+  private async insertAudit(tx: ReservedSql, e: Extract<ImportEntry, { type: 'audit' }>): Promise<void> {
+    const a = e.entry;
+    const made = await tx`INSERT INTO audit_log (id, team_id, action, created_at, body)
+                          VALUES (${a.id}, ${a.team_id}, ${a.action}, ${a.created_at}, ${JSON.stringify(a)}::text::jsonb)
+                          ON CONFLICT (id) DO NOTHING RETURNING id`;
+    if (made.length === 0) throw new ImportError(e.line, `audit entry ${a.id} already exists in the database; nothing was imported`);
   }
 
   private async insertConversations(

@@ -1,0 +1,122 @@
+// D-79: what every command of the admin surface (`/admin/v1`) shares, so that each group (`keys`,
+// `audit`, later `apps`, `members`, `usage`) is one small file: the signed-in client, answers checked
+// against the admin contract, `--json` printing, durations, lists and the confirmation question.
+import type { Command } from 'commander';
+import type { z } from 'zod';
+import { type ApiResponse, InvalidResponseError, type ParleyClient } from './client.ts';
+import { describeIssues } from './core/error.ts';
+import { type Globals, refuseMistyped, type Session } from './context.ts';
+import { oneLine, UsageError, withHint } from './io.ts';
+import { canAsk, Prompter } from './prompt.ts';
+
+/** D-79: the admin surface of a base URL: its origin + `/admin/v1` (docs/control-plane.md). */
+export function adminUrlOf(baseUrl: string): string {
+  return `${new URL(baseUrl).origin}/admin/v1`;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+/** The admin surface, as the member of the token: each call's answer checked against its contract schema. */
+export class AdminClient {
+  constructor(readonly http: ParleyClient) {}
+
+  get<S extends z.ZodType>(path: string, schema: S, query?: Query): Promise<ApiResponse<z.infer<S>>> {
+    return this.call('GET', path, schema, { query });
+  }
+
+  post<S extends z.ZodType>(path: string, schema: S, body: unknown = {}): Promise<ApiResponse<z.infer<S>>> {
+    return this.call('POST', path, schema, { body });
+  }
+
+  patch<S extends z.ZodType>(path: string, schema: S, body: unknown): Promise<ApiResponse<z.infer<S>>> {
+    return this.call('PATCH', path, schema, { body });
+  }
+
+  delete<S extends z.ZodType>(path: string, schema: S): Promise<ApiResponse<z.infer<S>>> {
+    return this.call('DELETE', path, schema, {});
+  }
+
+  async call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    req: { query?: Query; body?: unknown; headers?: Record<string, string> },
+  ): Promise<ApiResponse<z.infer<S>>> {
+    const res = await this.http.request({ method, path, ...req });
+    const parsed = schema.safeParse(res.data);
+    if (!parsed.success)
+      throw new InvalidResponseError(res.url, `the admin API's answer is not usable: ${describeIssues(parsed.error.issues)}`, res.raw);
+    return { ...res, data: parsed.data };
+  }
+}
+
+/**
+ * The admin client of the command's settings. Without an admin login it is a usage error (exit 2)
+ * whose hint is `parley admin login`; a mistyped token is refused before any request (D-70).
+ */
+export function adminClient(session: Session, cmd: Command): { admin: AdminClient; g: Globals } {
+  const g = session.globals(cmd);
+  if (!g.adminToken)
+    throw withHint(
+      new UsageError(`not signed in to the admin API (no admin token in profile ${g.profile}, no PARLEY_ADMIN_TOKEN)`),
+      `parley admin login${g.profile === 'default' ? '' : ` --profile ${g.profile}`}`,
+    );
+  refuseMistyped(g.adminToken, 'the admin token');
+  return { admin: new AdminClient(session.newClient(g, adminUrlOf(g.baseUrl), g.adminToken)), g };
+}
+
+/** `--json`: the API's answer exactly, on one line; otherwise the rendering. */
+export function show(session: Session, g: Globals, res: ApiResponse<unknown>, render: () => string): void {
+  if (g.json) session.out.line(oneLine(res.raw));
+  else session.out.out(render());
+}
+
+/** Says on stderr how to get the next page of a list (the §4.2 shape). */
+export function noteMore(session: Session, list: { has_more: boolean; last_id: string | null }): void {
+  if (list.has_more && list.last_id) session.out.note(`more: add --after ${list.last_id} for the next page`);
+}
+
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `90s`, `30m`, `24h`, `7d`, or plain seconds: a duration in seconds, or a usage error naming the option. */
+export function parseDuration(text: string, option: string): number {
+  const m = /^(\d{1,9})([smhd]?)$/.exec(text.trim());
+  if (!m) throw new UsageError(`${option} must be a duration such as 30m, 24h or 7d (got ${JSON.stringify(text)})`);
+  return Number(m[1]) * UNIT_SECONDS[m[2] || 's']!;
+}
+
+/**
+ * A time for a query: a duration means that long ago (`--since 24h`); Unix seconds and ISO 8601
+ * dates are passed as they are, for the server to check.
+ */
+export function parseSince(text: string, nowMs = Date.now()): string {
+  if (/^\d{1,9}[smhd]$/.test(text.trim())) return String(Math.floor(nowMs / 1000) - parseDuration(text, 'a time'));
+  return text;
+}
+
+/** A request body checked with the contract's own schema before it is sent: a refusal is exit 2 naming the field. */
+export function checkedBody<S extends z.ZodType>(schema: S, body: unknown, options: Record<string, string>): z.infer<S> {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const field = String(issue.path[0] ?? '');
+  throw new UsageError(`${options[field] ?? field}: ${issue.message}`);
+}
+
+/**
+ * D-64 for the control plane: a person at a terminal confirms (`question` [y/N]); `--yes` or a script
+ * (no terminal) goes ahead. Resolves whether to go on; a refusal is said on stderr as `kept`.
+ */
+export async function confirm(session: Session, yes: boolean | undefined, question: string, kept: string): Promise<boolean> {
+  if (yes || !canAsk(session.io)) return true;
+  const prompter = new Prompter(session.io.stdin, session.io.stderr);
+  let answer: string;
+  try {
+    answer = await prompter.ask(`${question} [y/N] `);
+  } finally {
+    prompter.close();
+  }
+  if (/^y(es)?$/i.test(answer)) return true;
+  session.out.note(kept);
+  return false;
+}
