@@ -1,10 +1,12 @@
 // The dashboard (docs/dashboard.md, D-95…D-99): sign-in, the navigation, and a page per hash route.
 // Plain DOM (D-95): a handful of pages of forms and tables, no framework to ship or to keep up to date.
 import { ApiFailure, api, onExpired, setCsrf } from './api.ts';
+import { appPage, appsPage } from './apps.ts';
 import { auditPage } from './audit.ts';
 import { conversationPage, conversationsPage } from './conversations.ts';
 import { h, notice } from './dom.ts';
 import { keysPage } from './keys.ts';
+import { membersPage } from './members.ts';
 import type { Session } from './types.ts';
 import { usagePage } from './usage.ts';
 
@@ -22,12 +24,38 @@ export interface PageContext {
   canWrite: boolean;
 }
 
-const PAGES: { path: string; label: string; render: (c: PageContext) => Promise<void> }[] = [
+interface PageDef {
+  path: string;
+  label: string;
+  render: (c: PageContext) => Promise<void>;
+  /** A route of the admin surface the page needs, asked once after sign-in: a server without it shows no link. */
+  needs?: string;
+}
+
+const ALL_PAGES: PageDef[] = [
   { path: 'keys', label: 'API keys', render: keysPage },
+  { path: 'apps', label: 'Apps', render: appsPage, needs: '/apps' },
   { path: 'conversations', label: 'Conversations', render: conversationsPage },
   { path: 'usage', label: 'Usage and credits', render: usagePage },
+  { path: 'members', label: 'Members', render: membersPage, needs: '/members' },
   { path: 'audit', label: 'Audit log', render: auditPage },
 ];
+let PAGES = ALL_PAGES.filter((p) => !p.needs);
+
+/** D-95: pages over routes this server may not have yet (apps, members) appear only when it answers them. */
+async function discover(): Promise<void> {
+  const there = await Promise.all(
+    ALL_PAGES.map((p) =>
+      p.needs
+        ? api('GET', p.needs).then(
+            () => true,
+            () => false,
+          )
+        : true,
+    ),
+  );
+  PAGES = ALL_PAGES.filter((_, i) => there[i]);
+}
 
 function signIn(message?: string): void {
   session = null;
@@ -59,7 +87,7 @@ function signIn(message?: string): void {
     try {
       const s = await api<Session>('POST', '/sessions', { email: email.value, password: password.value });
       password.value = '';
-      start(s);
+      await start(s);
     } catch (err) {
       const f = err instanceof ApiFailure ? err : new ApiFailure(0, null, String(err), null, null);
       password.value = '';
@@ -90,15 +118,57 @@ function signIn(message?: string): void {
       password.focus();
     }
   });
-  root.replaceChildren(h('main', { id: 'main', class: 'center' }, form));
+  const invited = h('button', { type: 'button', class: 'link' }, 'I have an invitation');
+  invited.addEventListener('click', () => acceptInvite());
+  root.replaceChildren(h('main', { id: 'main', class: 'center' }, h('div', { class: 'stack' }, form, invited)));
   (message ? form.querySelector<HTMLElement>('h1') : email)?.focus();
 }
 
-function start(s: Session): void {
+/** D-72: an invited member sets a password with the token an admin passed on, then signs in. */
+function acceptInvite(): void {
+  const token = h('input', { type: 'text', id: 'invite-token', required: true, autocomplete: 'off' });
+  const password = h('input', { type: 'password', id: 'invite-password', required: true, autocomplete: 'new-password', minlength: 8 });
+  const status = h('div', { class: 'status' });
+  const form = h(
+    'form',
+    { class: 'card sign-in', 'aria-labelledby': 'invite-title', novalidate: true },
+    h('h1', { id: 'invite-title', tabindex: -1 }, 'Set your password'),
+    h('div', { class: 'field' }, h('label', { for: 'invite-token' }, 'Invitation token'), token),
+    h('div', { class: 'field' }, h('label', { for: 'invite-password' }, 'New password (8 characters or more)'), password),
+    status,
+    h('button', { type: 'submit', class: 'primary' }, 'Set password'),
+  );
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    status.replaceChildren();
+    try {
+      await api('POST', '/invites/accept', { token: token.value.trim(), password: password.value });
+      signIn();
+      document.querySelector('main')?.prepend(notice('ok', 'Your password is set: sign in with your email and it.'));
+    } catch (err) {
+      password.value = '';
+      status.append(
+        notice(
+          'error',
+          err instanceof ApiFailure && err.param === 'token'
+            ? 'That invitation is unknown, used or expired: ask an admin for a new one.'
+            : (err as Error).message,
+        ),
+      );
+      token.focus();
+    }
+  });
+  const back = h('button', { type: 'button', class: 'link', onclick: () => signIn() }, 'Back to sign-in');
+  root.replaceChildren(h('main', { id: 'main', class: 'center' }, h('div', { class: 'stack' }, form, back)));
+  form.querySelector<HTMLElement>('h1')?.focus();
+}
+
+async function start(s: Session): Promise<void> {
   session = s;
   setCsrf(s.csrf_token);
   if (!location.hash.startsWith('#/')) history.replaceState(null, '', '#/keys');
-  render();
+  await discover();
+  await render();
 }
 
 async function signOut(): Promise<void> {
@@ -148,7 +218,9 @@ async function render(): Promise<void> {
   const page =
     name === 'conversation'
       ? { path: 'conversations', label: 'Conversation', render: conversationPage }
-      : PAGES.find((p) => p.path === name);
+      : name === 'app' && PAGES.some((p) => p.path === 'apps')
+        ? { path: 'apps', label: 'App', render: appPage }
+        : PAGES.find((p) => p.path === name);
   const heading = h('h1', { tabindex: -1 }, page?.label ?? 'Not found');
   const region = h('div', { class: 'page', 'aria-busy': 'true', 'data-route': location.hash });
   const main = h('main', { id: 'main', tabindex: -1 }, heading, region);
@@ -169,7 +241,7 @@ window.addEventListener('hashchange', () => void render());
 
 (async () => {
   try {
-    start(await api<Session>('GET', '/session'));
+    await start(await api<Session>('GET', '/session'));
   } catch {
     signIn();
   }

@@ -78,7 +78,11 @@ describe('the bundle (D-95, D-98)', () => {
   test('holds no credential, fetches nothing but /admin/v1, and never parses data as markup', () => {
     for (const secret of ['parley-demo-admin', 'sk_live_demo', 'pk_live_demo', 'admin@demo.example'])
       assert.ok(!js.includes(secret), secret);
-    assert.doesNotMatch(js, /https?:\/\/(?!www\.w3\.org)/, 'no other origin (a CDN, an API elsewhere)');
+    // The only absolute URLs: the SVG namespace, and examples in help text (RFC 2606's .example).
+    const urls = (js.match(/https?:\/\/[^\s"'`)]+/g) ?? []).filter(
+      (u) => !/^http:\/\/www\.w3\.org\/2000\/svg$|^https?:\/\/[a-z.]+\.example\b/.test(u),
+    );
+    assert.deepEqual(urls, [], 'no other origin (a CDN, an API elsewhere)');
     assert.doesNotMatch(js, /localStorage|sessionStorage|indexedDB|document\.cookie/, 'no credential in web storage (D-98)');
     assert.doesNotMatch(js, /innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/, 'D-97: text is never markup');
     assert.match(js, /\/admin\/v1/);
