@@ -12,6 +12,7 @@ import { WidgetGate } from './pipeline/widget-gate.ts';
 import { VisitorTokens } from './pipeline/widget-tokens.ts';
 import { type Config, DEFAULTS } from './config.ts';
 import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
+import { ADMIN_OPENAPI_PATH, adminOpenApiDocument } from './contract/admin-openapi.ts';
 import { createHttpServer } from './api/surfaces.ts';
 import { TrustedProxies } from './http/client-address.ts';
 import type { ParleyHttpServer } from './http/server.ts';
@@ -34,7 +35,9 @@ import { adminRoutes } from './api/admin.ts';
 import { adminConversationRoutes } from './api/admin-conversations.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
-import { PRODUCTION_COST } from './services/admin/passwords.ts';
+import { AppAdminService } from './services/admin/apps.ts';
+import { MemberService } from './services/admin/members.ts';
+import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
 import { DeletedRetention } from './services/retention.ts';
@@ -44,8 +47,6 @@ export interface ParleyOptions extends Partial<Config> {
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
   ollamaFetch?: typeof fetch;
-  /** D-66: log2 of scrypt's N for new password hashes (default the production cost; tests lower it). */
-  passwordHashCost?: number;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
   /** Slow-client limits (see createHttpServer); tests shorten them. */
@@ -68,6 +69,8 @@ export interface Parley {
   tenants: Tenants;
   /** D-76: the control plane (its document is the registry's source). */
   control: ControlPlane;
+  /** The routes of /admin/v1 as mounted (tests check each is described and guarded, D-65). */
+  adminRoutes: ReadonlyArray<{ method: string; pattern: string; open: boolean; adminOnly: boolean }>;
   logger: Logger;
   http: ParleyHttpServer;
   responses: ResponseService;
@@ -93,6 +96,7 @@ export interface Parley {
 export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
   const opts = { ...DEFAULTS, ...definedOnly(given) };
+  assertHashCost(opts.passwordHashCost, process.env);
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
   // D-113: a start that cannot listen leaves nothing behind; the server itself listens only once the store is open.
   await checkListenable(opts.port, opts.host);
@@ -109,7 +113,11 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   });
   const { tenants, store, usage } = backend;
   try {
-    const { auth, tokens, retention, conversations, credits, responses, completions, idempotency } = await services(backend, opts, logger);
+    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency } = await services(
+      backend,
+      opts,
+      logger,
+    );
     const playground = opts.playground;
     // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
     const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
@@ -122,15 +130,11 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
+    const admin = adminSurface(backend.control, agent, credits, new AdminConversationService(store, backend.control, retention), opts);
     const http = createHttpServer({
       store: bound,
       routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
-      admin: adminSurface(
-        backend.control,
-        given.passwordHashCost ?? PRODUCTION_COST,
-        credits,
-        new AdminConversationService(store, backend.control, retention),
-      ),
+      admin,
       credits,
       widget: {
         store: bound,
@@ -151,6 +155,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
         ...widgetPages({ tenants, playground }),
         ...dashboardPages(opts.dashboard),
         [OPENAPI_PATH, async () => openApiDocument()],
+        [ADMIN_OPENAPI_PATH, async () => adminOpenApiDocument()],
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
       ]),
       auth,
@@ -177,6 +182,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       store,
       tenants,
       control: backend.control,
+      adminRoutes: admin.routes.map((r) => ({
+        method: r.method,
+        pattern: r.pattern,
+        open: !!r.route.open,
+        adminOnly: !!r.route.adminOnly,
+      })),
       logger,
       http,
       responses,
@@ -225,10 +236,26 @@ async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions,
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
-function adminSurface(control: ControlPlane, hashCost: number, credits: CreditService, conversations: AdminConversationService) {
-  const accounts = new AccountService(control, hashCost);
+function adminSurface(
+  control: ControlPlane,
+  agent: AgentRuntime,
+  credits: CreditService,
+  conversations: AdminConversationService,
+  o: Pick<Config, 'passwordHashCost' | 'publicUrl'>,
+) {
+  const accounts = new AccountService(control, o.passwordHashCost);
   const routes = [
-    ...adminRoutes({ control, accounts, keys: new KeyService(control), credits, secureCookies: false }),
+    ...adminRoutes({
+      control,
+      accounts,
+      keys: new KeyService(control),
+      credits,
+      apps: new AppAdminService(control, agent),
+      members: new MemberService(control, { hashCost: o.passwordHashCost }),
+      publicUrl: o.publicUrl,
+      // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
+      secureCookies: o.publicUrl?.startsWith('https:') ?? false,
+    }),
     // D-73: the team's conversations (their own file: it imports admin.ts's route type and origin).
     ...adminConversationRoutes(conversations),
   ];

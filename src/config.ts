@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_OLLAMA_HOST } from './engines/index.ts';
 import { TrustedProxies } from './http/client-address.ts';
+import { hashCostRefusal, MAX_COST, MIN_COST, PRODUCTION_COST } from './services/admin/passwords.ts';
 
 export interface Config {
   host: string;
@@ -30,6 +31,10 @@ export interface Config {
   trustProxy: string | null;
   /** STORE_TIMEOUT: D-91's bound, in seconds, on a request while the store is out of reach (then 503). */
   storeTimeoutSeconds: number;
+  /** PUBLIC_URL: Parley's own address behind a proxy, without a trailing slash (D-65); null: none given. */
+  publicUrl: string | null;
+  /** PASSWORD_HASH_COST: log2 of scrypt's N for new password hashes (D-66; below the production cost only with NODE_ENV=test). */
+  passwordHashCost: number;
   /** AUDIT_RETENTION_DAYS: D-75's retention of the audit log, applied by both stores at each start. */
   auditRetentionDays: number;
   /** DELETED_RETENTION_DAYS: D-73, how long a deleted conversation's history is kept before it is purged. */
@@ -51,6 +56,8 @@ export const DEFAULTS: Config = {
   databasePoolSize: 10,
   trustProxy: null,
   storeTimeoutSeconds: 5,
+  publicUrl: null,
+  passwordHashCost: PRODUCTION_COST,
   auditRetentionDays: 365,
   deletedRetentionDays: 30,
 };
@@ -79,6 +86,10 @@ Options (each also read from the environment variable in brackets):
   --no-dashboard      serve no dashboard at /dashboard (/admin/v1 and the CLI stay)
   --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
                       address for per-address limits [TRUST_PROXY] (default: none, the socket's address)
+  --public-url <url>  Parley's own address behind a proxy, e.g. https://parley.example.com: links it
+                      gives, the banner, and Secure cookies when https [PUBLIC_URL] (default: none)
+  --password-hash-cost <n>  log2 of scrypt's N for members' new password hashes, ${PRODUCTION_COST} to 18;
+                      lower only with NODE_ENV=test [PASSWORD_HASH_COST] (default ${PRODUCTION_COST})
   --help              print this and exit
 
 The model comes from the environment only (docs/agent.md):
@@ -104,6 +115,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     'no-playground'?: boolean;
     'no-dashboard'?: boolean;
     'trust-proxy'?: string;
+    'public-url'?: string;
+    'password-hash-cost'?: string;
     help?: boolean;
   };
   try {
@@ -123,6 +136,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         'no-playground': { type: 'boolean' },
         'no-dashboard': { type: 'boolean' },
         'trust-proxy': { type: 'string' },
+        'public-url': { type: 'string' },
+        'password-hash-cost': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -164,6 +179,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const storeTimeoutSeconds = Number(storeText);
   if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
     throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  const publicUrl = parsePublicUrl(values['public-url'] ?? fromEnv('PUBLIC_URL') ?? null);
+  const costText = values['password-hash-cost'] ?? fromEnv('PASSWORD_HASH_COST') ?? String(DEFAULTS.passwordHashCost);
+  if (!/^\d{1,2}$/.test(costText))
+    throw new ConfigError(`PASSWORD_HASH_COST must be an integer from ${MIN_COST} to ${MAX_COST} (got ${JSON.stringify(costText)})`);
+  const passwordHashCost = Number(costText);
+  const costRefusal = hashCostRefusal(passwordHashCost, env);
+  if (costRefusal) throw new ConfigError(costRefusal);
   const auditText = values['audit-retention-days'] ?? fromEnv('AUDIT_RETENTION_DAYS') ?? String(DEFAULTS.auditRetentionDays);
   const auditRetentionDays = Number(auditText);
   if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
@@ -187,9 +209,31 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     databasePoolSize,
     trustProxy,
     storeTimeoutSeconds,
+    publicUrl,
+    passwordHashCost,
     auditRetentionDays,
     deletedRetentionDays,
   };
+}
+
+/**
+ * D-65: PUBLIC_URL is an absolute http(s) URL with no credentials, query or fragment (a path is kept,
+ * for a proxy that serves Parley under one); returned without its trailing slash.
+ */
+export function parsePublicUrl(text: string | null): string | null {
+  if (text === null) return null;
+  const fail = (why: string) =>
+    new ConfigError(`PUBLIC_URL must be ${why}, such as https://parley.example.com (got ${JSON.stringify(text)})`);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw fail('an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw fail('an http:// or https:// URL');
+  if (url.username || url.password) throw fail('a URL without a user name or password');
+  if (url.search || url.hash || text.includes('?') || text.includes('#')) throw fail('a URL without a query or fragment');
+  return url.href.replace(/\/+$/, '');
 }
 
 /** OLLAMA_HOST as Ollama's own CLI accepts it: `host`, `host:port` or a URL. */

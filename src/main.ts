@@ -91,6 +91,8 @@ export interface BannerOf {
   dashboardUrl?: string | null;
   dataDir: string;
   databaseUrl: string | null;
+  /** D-65: where Parley is reached behind a proxy. */
+  publicUrl?: string | null;
 }
 
 /**
@@ -100,6 +102,7 @@ export interface BannerOf {
  */
 export function banner(o: BannerOf): string {
   const lines = [`Parley listening on ${o.baseUrl}`];
+  if (o.publicUrl) lines.push(`  public URL:      ${o.publicUrl} (links, and Secure cookies when https)`);
   if (o.databaseUrl) {
     const db = new URL(o.databaseUrl);
     lines.push(`  database:        PostgreSQL at ${db.host}${db.pathname}`);

@@ -23,6 +23,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      publicUrl: null,
+      passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
     });
@@ -55,6 +57,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      publicUrl: null,
+      passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
     });
@@ -95,6 +99,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       databasePoolSize: 10,
       trustProxy: null,
       storeTimeoutSeconds: 5,
+      publicUrl: null,
+      passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
     });

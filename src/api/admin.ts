@@ -2,53 +2,42 @@
 // access tokens, API keys and the audit log, each answering only its caller's team (another team's id
 // is 404). Its stages are declared in src/api/surfaces.ts.
 import { AuditQuery, CreateAccessTokenRequest, CreateKeyRequest, RollKeyRequest, SignInRequest } from '../contract/admin.ts';
-import type { AdminCaller, Exchange } from '../http/context.ts';
+import type { AdminCaller } from '../http/context.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import { apiError } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/surface.ts';
-import { type AccountService, memberView, type Origin } from '../services/admin/accounts.ts';
+import { type AccountService, memberView } from '../services/admin/accounts.ts';
+import type { AppAdminService } from '../services/admin/apps.ts';
 import type { KeyService } from '../services/admin/keys.ts';
+import type { MemberService } from '../services/admin/members.ts';
 import { type ControlPlane, SESSION_MAX_AGE_MS } from '../store/control.ts';
+import { type AdminRoute, listOf, originOf } from './admin-common.ts';
+import { adminAppRoutes } from './admin-apps.ts';
+import { adminMemberRoutes } from './admin-members.ts';
 import type { CreditService } from '../services/credits.ts';
 import { usageRoutes } from './admin-usage.ts';
 
 export const ADMIN_BASE_PATH = '/admin/v1';
-
-/** A request on the admin surface once its credential is known (none for signing in). */
-export type AdminContext = Omit<Exchange, 'key' | 'app'> & { admin: AdminCaller };
-
-export interface AdminRoute extends Route<AdminContext> {
-  /** Signing in: the only route without a credential. */
-  open?: boolean;
-  /** D-65: a change of the team's resources: a viewer's is 403. */
-  adminOnly?: boolean;
-}
+export { type AdminContext, type AdminRoute, listOf, originOf } from './admin-common.ts';
 
 export interface AdminRouteOptions {
   control: ControlPlane;
   accounts: AccountService;
   keys: KeyService;
+  /** D-71 */
+  apps: AppAdminService;
+  /** D-72 */
+  members: MemberService;
+  /** D-65: Parley's public address behind a proxy (links, and cookies' `Secure` when https); null: the request's own. */
+  publicUrl: string | null;
   /** D-74: the team's usage and credits. */
   credits: CreditService;
   /** D-67: cookies are `Secure` when the public URL is https. */
   secureCookies: boolean;
 }
 
-export function originOf(ctx: Pick<Exchange, 'req' | 'requestId'>): Origin {
-  return {
-    address: ctx.req.socket.remoteAddress ?? 'unknown',
-    user_agent: ctx.req.headers['user-agent'] ?? null,
-    request_id: ctx.requestId,
-  };
-}
-
 function cookie(value: string, maxAgeS: number, secure: boolean): string {
   return `parley_session=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
-}
-
-function listOf<T extends { id: string }>(data: T[], has_more: boolean) {
-  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
 }
 
 /** D-67: sign in, the session, sign out. */
@@ -180,5 +169,7 @@ export function adminRoutes(o: AdminRouteOptions): RouteDef<AdminRoute>[] {
         },
       },
     },
+    ...adminAppRoutes(o.apps),
+    ...adminMemberRoutes(o.members, o.publicUrl),
   ];
 }

@@ -94,7 +94,7 @@ export const ApiKey = z.object({
 /** The one answer that shows the key (create, roll). */
 export const ApiKeyCreated = ApiKey.extend({ key: z.string() });
 
-/** D-71: an app as the team manages it (the identity secret only says whether it is set). */
+/** D-71: an app as the team manages it (the identity secret never in full once set: only `…` and its last four characters). */
 export const AdminApp = z.object({
   id: z.string(),
   object: z.literal('app'),
@@ -106,6 +106,7 @@ export const AdminApp = z.object({
   agent: z.object({
     active: z.boolean(),
     name: z.string(),
+    instructions: z.string(),
     model: z.string(),
     knowledge_base: z.string().nullable(),
   }),
@@ -113,6 +114,21 @@ export const AdminApp = z.object({
     .object({
       origins: z.array(z.string()),
       identity_secret_set: z.boolean(),
+      /** D-71: `…` and the secret's last four characters, to tell which one is set; null when none is. */
+      identity_secret_redacted: z.string().nullable(),
+    })
+    .nullable(),
+});
+
+/** D-72: what adding a member answers: the one-time set-password link, once, unless a password was given. */
+export const AdminMemberAdded = AdminMember.extend({
+  invite: z
+    .object({
+      /** Sent with a new password to `POST /admin/v1/invites/accept`; shown only in this answer. */
+      token: z.string(),
+      /** Where to send it (from the public URL, D-65). */
+      accept_url: z.string(),
+      expires_at: unixSeconds,
     })
     .nullable(),
 });
@@ -181,6 +197,9 @@ export const UsageReport = z.object({
   balance: CreditBalance,
 });
 
+/** What a removal or a sign-out answers. */
+export const AdminDeletion = z.object({ id: z.string().optional(), object: z.string(), deleted: z.literal(true) });
+
 // ---------------------------------------------------------------------------------------------
 // Requests
 // ---------------------------------------------------------------------------------------------
@@ -219,7 +238,8 @@ const AppAgentChange = z.strictObject({
     .string()
     .regex(/^(local|ollama:[A-Za-z0-9._:/-]{1,100})$/, 'must be local or ollama:<model>')
     .optional(),
-  knowledge_base: z.string().max(200).nullable().optional(),
+  instructions: z.string().max(20_000).optional(),
+  knowledge_base: z.string().min(1).max(200).nullable().optional(),
 });
 const AppWidgetChange = z.strictObject({
   origins: z.array(Origin).max(50).optional(),
@@ -237,7 +257,8 @@ export const UpdateAppRequest = z.strictObject({
 });
 export const CreateAppRequest = UpdateAppRequest.extend({ name: label });
 
-export const AddMemberRequest = z.strictObject({ email: Email, role: Role, name: label.optional() });
+/** D-72: without `password`, the answer carries a one-time set-password link. */
+export const AddMemberRequest = z.strictObject({ email: Email, role: Role, name: label.optional(), password: Password.optional() });
 export const UpdateMemberRequest = z.strictObject({ role: Role });
 
 /** Query values arrive as strings: times are Unix seconds or ISO 8601 dates. */
@@ -285,6 +306,8 @@ export const AdminConversationsQuery = z.strictObject({
 
 export type AdminMemberT = z.infer<typeof AdminMember>;
 export type AdminAppT = z.infer<typeof AdminApp>;
+export type AdminMemberAddedT = z.infer<typeof AdminMemberAdded>;
+export type UpdateAppRequestT = z.infer<typeof UpdateAppRequest>;
 export type ApiKeyT = z.infer<typeof ApiKey>;
 export type AuditEntryT = z.infer<typeof AuditEntry>;
 export type AccessTokenT = z.infer<typeof AccessToken>;

@@ -8,6 +8,9 @@ import pino from 'pino';
 import { freshDatabase, stopPostgres } from './postgres.ts';
 import { startParley, type Parley, type ParleyOptions } from '../../src/app.ts';
 
+// D-66: the tests lower the password-hash cost, which only a test environment may.
+process.env.NODE_ENV = 'test';
+
 export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../../fixtures');
 /** The fixtures' conformance target file, as read (the suite's tests build Targets from it). */
 export const TARGET_JSON = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'target.json'), 'utf8'));

@@ -70,7 +70,7 @@ export class KeyService {
     return { ...keyView(key, null), key: text };
   }
 
-  /** A key of the caller's team that is not revoked, or 404 (another team's key too, D-72). */
+  /** A key of the caller's team that is not revoked, or 404 (another team's key too, D-65). */
   private own(keys: KeyT[], c: AdminCaller, id: string): KeyT {
     const k = keys.find((x) => x.id === id && x.team_id === c.team_id && x.revoked_at === null);
     if (!k) throw apiError('not_found', `API key ${JSON.stringify(id)} not found.`, { param: 'key_id' });

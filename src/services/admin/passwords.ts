@@ -4,9 +4,30 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
 /** log2 of scrypt's N in production (OWASP: N = 2^17 with r = 8 is the floor for new systems; 2^15 is ~50 ms here). */
 export const PRODUCTION_COST = 15;
+/** The bounds of the setting: 2^18 needs 256 MiB per hash, past which one sign-in could exhaust a small host. */
+export const MIN_COST = 4;
+export const MAX_COST = 18;
 const R = 8;
 const P = 1;
 const KEY_BYTES = 32;
+
+/**
+ * D-66: why `cost` (log2 of N) may not be used, or undefined. Below the production cost only in tests,
+ * which say so with NODE_ENV=test: a lowered cost in production would make stolen hashes cheap to crack.
+ */
+export function hashCostRefusal(cost: number, env: Readonly<Record<string, string | undefined>>): string | undefined {
+  if (!Number.isInteger(cost) || cost < MIN_COST || cost > MAX_COST)
+    return `PASSWORD_HASH_COST must be an integer from ${MIN_COST} to ${MAX_COST} (log2 of scrypt's N; got ${JSON.stringify(cost)})`;
+  if (cost < PRODUCTION_COST && env.NODE_ENV !== 'test')
+    return `PASSWORD_HASH_COST below ${PRODUCTION_COST} (the production cost) is for tests only: set NODE_ENV=test to use ${cost}`;
+  return undefined;
+}
+
+/** D-66: throws what `hashCostRefusal` says (Parley started from code follows the flag's rule). */
+export function assertHashCost(cost: number, env: Readonly<Record<string, string | undefined>>): void {
+  const refusal = hashCostRefusal(cost, env);
+  if (refusal) throw new Error(refusal);
+}
 
 function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
   // scrypt needs 128·N·r bytes; node's default ceiling (32 MiB) is exactly 2^15 × 8 × 128.
