@@ -229,6 +229,47 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     assert.deepEqual(await axe(page), []);
   });
 
+  test("changes an app's streaming default and /v1 serves it; a refused value is shown at its field (D-71)", async () => {
+    await page.getByRole('link', { name: 'Apps', exact: true }).click();
+    await page.getByRole('region', { name: 'Apps' }).getByRole('link', { name: 'Demo app' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Demo app' }).waitFor();
+    const before = (await parley.call('GET', `/apps/${APP}/config`)).body.stream;
+    await page.getByLabel('Streams by default').setChecked(!before);
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    // Focus stays where the save was made.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'app-save');
+    assert.equal((await parley.call('GET', `/apps/${APP}/config`)).body.stream, !before);
+    await page.getByLabel('Model').fill('not-an-engine');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('alert').filter({ hasText: 'agent.model' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'app-agent-model');
+    assert.equal(await page.getByLabel('Model').getAttribute('aria-invalid'), 'true');
+    assert.equal((await parley.call('GET', `/apps/${APP}/config`)).body.stream, !before, 'a refused save changes nothing');
+  });
+
+  test('adds a member with a one-time invitation, and removes them after a confirmation naming them (D-72)', async () => {
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByLabel('Email', { exact: true }).fill('new.member@demo.example');
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    const invite = page.getByRole('dialog', { name: 'Invitation for new.member@demo.example' });
+    const token = await invite.getByLabel('Invitation token').inputValue();
+    assert.ok(token.length >= 20);
+    await invite.getByRole('button', { name: 'Done' }).click();
+    await invite.waitFor({ state: 'detached' });
+    assert.ok(!(await page.content()).includes(token), 'the token left with its dialog (D-98)');
+    const row = page.getByRole('row').filter({ hasText: 'new.member@demo.example' });
+    await row.getByText('invited, no password yet').waitFor();
+    await row.getByRole('button', { name: 'Remove new.member@demo.example' }).click();
+    await page
+      .getByRole('dialog', { name: 'Remove new.member@demo.example?' })
+      .getByRole('button', { name: 'Remove new.member@demo.example' })
+      .click();
+    await page.getByRole('status').filter({ hasText: 'removed' }).waitFor();
+    assert.equal(await row.count(), 0);
+  });
+
   test('usage and credits, and the audit log filtered by action, show what just happened', async () => {
     await page.getByRole('link', { name: 'Usage and credits' }).click();
     await page.getByTestId('balance').waitFor();
@@ -248,6 +289,9 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
   test('every page passes axe (no serious or critical finding), light and dark, at 1280 and 360 px, without sideways scrolling', async () => {
     const hashes = [
       `#/conversation/app_genui/${formConversation}`,
+      '#/apps',
+      `#/app/${APP}`,
+      '#/members',
       '#/keys',
       `#/conversations?app=${APP}&deleted=include`,
       `#/conversation/${APP}/${deletedId}`,
