@@ -3,6 +3,7 @@
 // stale, or (--fail-on-skip) a case was skipped; 2 usage error, or a target that the preflight refuses.
 import fs from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { badgeSvg, besideReport, summaryJson } from './badge.ts';
 import { baselineText, loadBaseline, type Baseline } from './baseline.ts';
 import { parseRate } from './pace.ts';
 import { sectionTitle, selectCases } from './registry.ts';
@@ -85,7 +86,10 @@ export function conformanceCommand(io: Io = processIo): Command {
     .option('--only <glob>', 'run only cases whose id matches (repeatable, comma-separated; * and ?)', collect)
     .option('--skip <glob>', 'skip cases whose id matches (repeatable, comma-separated)', collect)
     .addOption(new Option('--reporter <name>', 'report format').choices([...REPORTERS]).default('pretty'))
-    .option('--out <file>', 'write the report to a file (stdout still shows progress and the summary)')
+    .option(
+      '--out <file>',
+      'write the report to a file (stdout still shows progress and the summary), and beside it FILE.summary.json and FILE.badge.svg (the extension replaced)',
+    )
     .option(
       '--timeout <ms>',
       'per request, in milliseconds: time to the headers and the longest silence in a body',
@@ -176,7 +180,11 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       if (c.section !== section) io.out(sectionTitle((section = c.section)));
       const missing = target ? (c.needs ?? []).filter((k) => !targetValue(target, k)) : [];
       const needs = c.needs?.length ? `  [needs ${c.needs.join(', ')}${missing.length ? ': missing, would be skipped' : ''}]` : '';
-      io.out(`  ${c.id}  ${c.level}  ${c.description}${needs}`);
+      const claim = c.capability && target ? target.claims[c.capability] : undefined;
+      const capability = c.capability
+        ? `  [capability ${c.capability}${claim && !claim.claimed && claim.how === 'declared' ? ': not declared, would be skipped' : ''}]`
+        : '';
+      io.out(`  ${c.id}  ${c.level}  ${c.description}${capability}${needs}`);
     }
     io.out(`conformance: ${cases.length} cases (profile ${resolveProfile(o.profile)}-${INTERFACE_VERSION})`);
     return 0;
@@ -218,7 +226,13 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       ratePerSecond: o.rateLimit,
       ...(baseline ? { expectedFailures: { baseline, file: o.expectedFailures! } } : {}),
     });
-    if (o.out) await fs.writeFile(o.out, `${render(run, o.reporter)}\n`);
+    if (o.out) {
+      // D-105, extended: what a team shows of the run, beside the report.
+      const beside = besideReport(o.out);
+      await fs.writeFile(o.out, `${render(run, o.reporter)}\n`);
+      await fs.writeFile(beside.summary, summaryJson(run));
+      await fs.writeFile(beside.badge, badgeSvg(run));
+    }
     if (o.writeBaseline) {
       await fs.writeFile(o.writeBaseline, baselineText(run));
       const flaky = run.summary.flaky ? ` and ${run.summary.flaky} flaky cases` : '';

@@ -1,6 +1,7 @@
 // What a case works with: the target, the profile's schemas, a recording HTTP client, assertions that
 // carry the exchange that broke them, run-level memos (baselines) and the list of what to clean up.
 import type { z } from 'zod';
+import type { Capability } from './capabilities.ts';
 import * as C from '../src/contract/index.ts';
 import { type HttpClient, TransportError, type Exchange, type OutgoingRequest } from './http.ts';
 import { sleep } from './pace.ts';
@@ -21,6 +22,11 @@ export interface CaseDef {
   clauses: string[];
   /** Target keys the case cannot run without. */
   needs?: TargetKey[];
+  /**
+   * The extension of Parley's it exercises (capabilities.ts), if any: skipped when the target does not
+   * claim it, and scored under it (D-105, extended). Only REFERENCE cases have one.
+   */
+  capability?: Capability;
   /** Never run again by --retry-failed, and why: a retry would meet what the first try used up (a rate limit). */
   noRetry?: string;
   run(ctx: CaseContext): Promise<void>;

@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fillBlocks } from '../scripts/docs.ts';
 import { MUTANTS, VARIANTS } from '../test/support/mutants.ts';
+import { CAPABILITIES, CAPABILITY_DEFS } from './capabilities.ts';
 import { clauseMatrix, countsText, howChecked, matrixSummary, type MatrixRow } from './clauses.ts';
 import { CASES, sectionTitle } from './registry.ts';
 
@@ -15,7 +16,7 @@ const DOCS = path.join(ROOT, 'docs/conformance.md');
 const TARGET_JSON = await fs.readFile(path.join(ROOT, 'fixtures/target.json'), 'utf8');
 
 /** The page's generated blocks, each once. */
-export const BLOCKS = ['target', 'mutants', 'variants', 'clause-matrix', 'cases'] as const;
+export const BLOCKS = ['target', 'capabilities', 'mutants', 'variants', 'clause-matrix', 'cases'] as const;
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
@@ -33,6 +34,8 @@ function renderBlock(name: string, targetJson: string): string {
   switch (name) {
     case 'target':
       return ['```json', withoutPassword(targetJson).trim(), '```'].join('\n');
+    case 'capabilities':
+      return renderCapabilities();
     case 'mutants':
       return renderMutants();
     case 'variants':
@@ -67,6 +70,19 @@ export function generateDocs(page: string, targetJson = TARGET_JSON): string {
   return out;
 }
 
+/** Each capability: what it is, the target keys it needs when declared, and the cases that exercise it. */
+function renderCapabilities(): string {
+  return [
+    '| capability | what it is | a target that declares it must have | cases (profile reference) |',
+    '|---|---|---|---|',
+    ...CAPABILITIES.map((name) => {
+      const def = CAPABILITY_DEFS[name];
+      const cases = CASES.filter((c) => c.capability === name);
+      return `| \`${name}\` | ${cell(def.title)} | ${def.keys.map((k) => `\`${k}\``).join(', ') || 'no key'} | ${cases.length ? `${cases.length}: ${cases.map((c) => `\`${c.id}\``).join(', ')}` : 'none yet'} |`;
+    }),
+  ].join('\n');
+}
+
 function renderMutants(): string {
   const alone = MUTANTS.filter((m) => m.alone).map((m) => `\`${m.id}\` (${m.alone})`);
   return [
@@ -86,10 +102,16 @@ function renderCases(): string {
   for (const c of CASES) {
     if (c.section !== section) {
       section = c.section;
-      out.push('', `### ${sectionTitle(section)}`, '', '| id | level | needs | checks | clauses |', '|---|---|---|---|---|');
+      out.push(
+        '',
+        `### ${sectionTitle(section)}`,
+        '',
+        '| id | level | capability | needs | checks | clauses |',
+        '|---|---|---|---|---|---|',
+      );
     }
     out.push(
-      `| \`${c.id}\` | ${c.level} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${cell(c.description)} | ${clauseList(c.clauses)} |`,
+      `| \`${c.id}\` | ${c.level} | ${c.capability ? `\`${c.capability}\`` : ''} | ${(c.needs ?? []).map((n) => `\`${n}\``).join(', ')} | ${cell(c.description)} | ${clauseList(c.clauses)} |`,
     );
   }
   return out.join('\n');

@@ -4,6 +4,7 @@
 import { clauseMatrix, howChecked, type MatrixRow } from './clauses.ts';
 import { sectionTitle } from './registry.ts';
 import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
+import { percent } from './score.ts';
 
 function esc(s: unknown): string {
   return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -70,6 +71,35 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
   return `<table class="matrix"><thead><tr><th>clause</th><th>section</th><th>text</th><th>checked</th><th>cases</th></tr></thead><tbody>\n${body}\n</tbody></table>`;
 }
 
+/** The score by capability (D-105, extended): which extensions the target claims, and each one's pass rate. */
+function scoreHtml(run: RunResults): string {
+  if (!run.score) return '';
+  const o = run.score.overall;
+  const cells = (g: {
+    passed: number;
+    failed: number;
+    flaky: number;
+    skipped: number;
+    errored: number;
+    total: number;
+    passRate: number | null;
+  }) =>
+    `<td>${g.passed}</td><td>${g.failed}</td><td>${g.flaky}</td><td>${g.skipped}</td><td>${g.errored}</td><td><b>${esc(percent(g.passRate))}</b> <small>(${g.passed} of ${g.total})</small></td>`;
+  const rows = [
+    `<tr><td>interface</td><td>always</td>${cells(run.score.interface)}</tr>`,
+    ...run.score.capabilities.map((c) =>
+      c.claimed
+        ? `<tr><td>${esc(c.name)}</td><td>${esc(c.how)}</td>${c.cases ? cells(c) : '<td colspan="6">no case of it in this run</td>'}</tr>`
+        : `<tr><td>${esc(c.name)}</td><td>not claimed (${esc(c.how)})</td><td colspan="6">${c.cases} skipped, not counted</td></tr>`,
+    ),
+  ];
+  return `<h2 id="score">Score: ${esc(percent(o.passRate))}</h2>
+<p>${o.passed} of ${o.total} counted cases passed: the interface's cases and those of the capabilities the target claims; a case of a capability it does not claim is skipped and not counted.</p>
+<table class="score"><thead><tr><th>cases of</th><th>claimed</th><th>passed</th><th>failed</th><th>flaky</th><th>skipped</th><th>errored</th><th>pass rate</th></tr></thead><tbody>
+${rows.join('\n')}
+</tbody></table>`;
+}
+
 const CSS = `body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#1f2328}
 table{border-collapse:collapse;width:100%;margin:1em 0}td,th{border:1px solid #d0d7de;padding:.3em .5em;vertical-align:top;text-align:left}
 pre{background:#f6f8fa;padding:.5em;overflow-x:auto;white-space:pre-wrap;word-break:break-all;margin:.3em 0}
@@ -109,6 +139,7 @@ export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run
   const contents = [
     failed.length ? link('failures', `Failures (${failed.length})`) : '',
     flaky.length ? link('flaky', `Flaky (${flaky.length})`) : '',
+    run.score ? link('score', 'Score') : '',
     link('cases', 'Cases'),
     link('clause-matrix', 'Clause matrix'),
   ].filter(Boolean);
@@ -120,6 +151,7 @@ export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run
 <h2>Summary</h2>
 <p>${count('passed')} ${count('failed', 'failures')} ${count('flaky', 'flaky')} ${count('skipped')} ${count('errored')}${run.interrupted ? ` — interrupted (${esc(run.interrupted)})` : ''}</p>
 <p>${contents.join(' · ')}</p>
+${scoreHtml(run)}
 ${run.baseline ? `<p>Baseline <code>${esc(run.baseline.file)}</code>: ${run.baseline.expected} expected failures${run.baseline.flaky ? `, ${run.baseline.flaky} listed flaky` : ''}${run.baseline.stale.length ? `; <b>stale</b> (they fail the run): ${run.baseline.stale.map((id) => `<a href="#${anchor(id)}"><code>${esc(id)}</code></a>`).join(', ')}` : ''}</p>` : ''}
 ${run.warnings.length ? `<h3>Warnings</h3><ul>${run.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>` : ''}
 ${pre.length ? `<h3>Failed preconditions</h3><ul>${pre.map((p) => `<li><b>${esc(p.name)}</b> (shown by <a href="#${anchor(p.shownBy)}">${esc(p.shownBy)}</a>): ${esc(p.message)}<br>blocked ${p.blocked.length}: ${p.blocked.map((id) => `<code>${esc(id)}</code>`).join(', ')}</li>`).join('')}</ul>` : ''}

@@ -11,11 +11,12 @@ export function summarize(results: readonly CaseResult[]): Summary {
 
 /**
  * 0: nothing failed; 1: a case failed, errored or was flaky where the baseline does not say so, a
- * baseline entry is stale, the run was interrupted, or (with --fail-on-skip) a case was skipped.
+ * baseline entry is stale, the run was interrupted, or (with --fail-on-skip) a case was skipped, other
+ * than for a capability the target declares it lacks (D-105, extended).
  */
 export function exitCode(run: RunResults, opts: { failOnSkip?: boolean } = {}): 0 | 1 {
   if (run.results.some(failsTheRun) || run.interrupted || (run.baseline?.stale.length ?? 0) > 0) return 1;
-  if (opts.failOnSkip && run.summary.skipped > 0) return 1;
+  if (opts.failOnSkip && run.results.some((r) => r.status === 'skipped' && !r.undeclared)) return 1;
   return 0;
 }
 

@@ -6,6 +6,7 @@ import { clauseMatrix, countsText, matrixSummary } from './clauses.ts';
 import { renderHtml } from './html.ts';
 import { CASES, sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults, Summary } from './results.ts';
+import { percent, scoreLines } from './score.ts';
 
 export const REPORTERS = ['pretty', 'json', 'junit', 'tap', 'html'] as const;
 export type ReporterName = (typeof REPORTERS)[number];
@@ -120,12 +121,25 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (run.interrupted) out.push('', `Interrupted (${run.interrupted}): the cases not run are reported as skipped.`);
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
   out.push('', clauseLine(run));
+  if (run.score) out.push('', ...scoreText(run));
   const retried = run.requests.retried429 ? `, ${run.requests.retried429} sent again after a 429` : '';
   out.push(
     '',
     `run ${run.runId}, ${run.suite.name} ${run.suite.version}, interface ${run.interfaceVersion}, profile ${run.profile}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests${retried}, ${run.cleanup.deleted} conversations deleted at the end`,
   );
   return out.join('\n');
+}
+
+/**
+ * The score by capability and the pass rate (D-105, extended): absent from a run built by hand or read
+ * from an older JSON report.
+ */
+export function scoreText(run: Pick<RunResults, 'score'>): string[] {
+  const o = run.score.overall;
+  return [
+    `score: ${o.passed} of ${o.total} counted cases passed (${percent(o.passRate)}): the interface's cases and those of the capabilities the target claims`,
+    ...scoreLines(run.score),
+  ];
 }
 
 /** One line on the clause matrix: of the checkable clauses this run's cases reached, how many a passing case covered. */
@@ -209,12 +223,15 @@ function renderJunit(run: RunResults): string {
     lines.push(
       `  <testsuite name="${xml(sectionTitle(section))}" tests="${rs.length}" failures="${n(els, 'failure')}" errors="${n(els, 'error')}" skipped="${n(els, 'skipped')}" time="${time.toFixed(3)}">`,
     );
-    // Which suite and interface judged: CI test tabs show a suite's properties.
+    // Which suite and interface judged, and the run's score: CI test tabs show a suite's properties.
     lines.push(
       '    <properties>',
-      ...Object.entries({ suite_version: run.suite.version, interface_version: run.interfaceVersion, profile: run.profile }).map(
-        ([k, v]) => `      <property name="${k}" value="${xml(v)}"/>`,
-      ),
+      ...Object.entries({
+        suite_version: run.suite.version,
+        interface_version: run.interfaceVersion,
+        profile: run.profile,
+        ...scoreProperties(run),
+      }).map(([k, v]) => `      <property name="${k}" value="${xml(v)}"/>`),
       '    </properties>',
     );
     rs.forEach((r, i) => {
@@ -226,6 +243,24 @@ function renderJunit(run: RunResults): string {
   }
   lines.push('</testsuites>');
   return lines.join('\n');
+}
+
+/** `pass_rate`, then `capability.<name>` per capability: claimed or not, and its cases' score. */
+function scoreProperties(run: RunResults): Record<string, string> {
+  if (!run.score) return {};
+  const o = run.score.overall;
+  const rate = (g: { passed: number; total: number; passRate: number | null }) =>
+    `${g.passed} of ${g.total} passed (${percent(g.passRate)})`;
+  return {
+    pass_rate: rate(o),
+    'capability.interface': rate(run.score.interface),
+    ...Object.fromEntries(
+      run.score.capabilities.map((c) => [
+        `capability.${c.name}`,
+        c.claimed ? `${c.how}: ${c.cases ? rate(c) : 'no case in this run'}` : `not claimed (${c.how}): ${c.cases} skipped, not counted`,
+      ]),
+    ),
+  };
 }
 
 function yamlBlock(key: string, value: string): string[] {
@@ -262,6 +297,7 @@ function renderTap(run: RunResults): string {
       lines.push('  ...');
     }
   });
+  if (run.score) lines.push(...scoreText(run).map((l) => `# ${l.trim()}`));
   return lines.join('\n');
 }
 

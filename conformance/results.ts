@@ -1,5 +1,6 @@
 // What a run returns and every reporter renders. Its own module so that the runner and the reporters
 // both depend on it and never on each other.
+import type { Capability, CapabilityClaim } from './capabilities.ts';
 import type { Level, Profile } from './context.ts';
 
 /**
@@ -46,9 +47,16 @@ export interface CaseResult {
   section: string;
   level: Level;
   description: string;
+  /** The extension it exercises (capabilities.ts), when it exercises one. */
+  capability?: Capability;
   status: Outcome;
   /** Why it was skipped, or (errored) which precondition blocked it. */
   reason?: string;
+  /**
+   * Skipped because the target declares its capabilities and leaves this case's out: not scored, and not
+   * a skip that --fail-on-skip fails the run for (the team said so on purpose).
+   */
+  undeclared?: boolean;
   /** Target keys it needs that the target lacks. */
   missing?: string[];
   failure?: FailureDetail;
@@ -113,6 +121,36 @@ export interface RunResults {
   cleanup: { deleted: number; failed: string[] };
   /** Why the run was stopped before its end (`SIGINT`, …). */
   interrupted?: string;
+  /** Which of Parley's extensions the target claims, and whether it declared them or the suite inferred them. */
+  capabilities: Record<Capability, CapabilityClaim>;
+  /** The pass rate of the interface's cases, of each claimed capability's, and of all that count (D-105, extended). */
+  score: Score;
 }
 
 export type { Profile };
+
+/** The cases a group scores: its outcomes, how many count, and the pass rate (null with none). */
+export interface GroupScore extends Summary {
+  /** The cases that count: every case of the group the run selected, unless the target does not claim it. */
+  total: number;
+  /** passed ÷ total, in [0, 1]; null when no case counts. */
+  passRate: number | null;
+}
+
+export interface CapabilityScore extends GroupScore, CapabilityClaim {
+  name: Capability;
+  /** Cases of the selection that exercise it (run or, when not claimed, skipped). */
+  cases: number;
+}
+
+/**
+ * The score of a run: the interface's own cases and each claimed capability's, and over all of them a
+ * pass rate. A case of a capability the target does not claim is skipped and counts nowhere; any other
+ * skip counts as not passed, as a skip never passes (a missing target key, an agent that never called a
+ * tool). Flaky, failed and errored cases do not pass, whatever a baseline says of them.
+ */
+export interface Score {
+  interface: GroupScore;
+  capabilities: CapabilityScore[];
+  overall: GroupScore;
+}

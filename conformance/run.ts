@@ -2,6 +2,7 @@
 // run created, and returns results that every reporter renders. Library entry of the suite.
 import { randomBytes } from 'node:crypto';
 import { applyBaseline, type Baseline } from './baseline.ts';
+import { scoreOf } from './score.ts';
 import { afterRetry, mergeResult, summarize } from './outcomes.ts';
 import { CaseContext, CaseFailure, CaseSkip, PreconditionFailure, type CaseDef, type Profile, type RunState } from './context.ts';
 import { describeResponse, exchangeCurl, reproduction, toEvidence, type KeyName } from './evidence.ts';
@@ -14,11 +15,14 @@ import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION, TARGET_FORMAT_VERSION } from './version.ts';
 
 export type { Profile } from './context.ts';
-export type { CaseResult, EvidenceExchange, FailureDetail, Outcome, PreconditionResult, RunResults, Summary } from './results.ts';
+export type { CaseResult, EvidenceExchange, FailureDetail, Outcome, PreconditionResult, RunResults, Score, Summary } from './results.ts';
 export { PreflightError, UnreachableError } from './preflight.ts';
 export { CASES, selectCases } from './registry.ts';
 export { render, REPORTERS, summaryLine, type ReporterName } from './reporters.ts';
 export { exitCode, mergeResult, summarize } from './outcomes.ts';
+export { CAPABILITIES, exercisedBy, type Capability } from './capabilities.ts';
+export { percent, scoreOf } from './score.ts';
+export { badgeSvg, besideReport, summaryJson } from './badge.ts';
 
 /** Profile names: each says the interface version it judges; `spec` and `reference` stand for the current one. */
 export const PROFILES = [`spec-${INTERFACE_VERSION}`, `reference-${INTERFACE_VERSION}`, 'spec', 'reference'] as const;
@@ -63,6 +67,8 @@ export interface RunOptions {
   runId?: string;
   /** Called as each case finishes (the pretty reporter prints progress with it). */
   onResult?: (r: CaseResult) => void;
+  /** Called after each try of a case with every request it sent and its answer (a test's view of what a case does). */
+  onCaseExchanges?: (caseId: string, exchanges: readonly Exchange[]) => void;
   /** Called with each warning of the preflight, before the first case. */
   onWarning?: (w: string) => void;
   /**
@@ -142,7 +148,10 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
             `the target follows a newer format than this suite's (version ${TARGET_FORMAT_VERSION}); ignored: ${target.ignoredKeys.join(', ')}`,
           ]
         : []),
-      ...(await preflight(http, target, { widget: cases.some((c) => c.needs?.includes('widget')) })),
+      // A widget the target does not claim is not looked at: its cases are skipped (D-105, extended).
+      ...(await preflight(http, target, {
+        widget: cases.some((c) => c.needs?.includes('widget') && (!c.capability || target.claims[c.capability].claimed)),
+      })),
     ];
     for (const w of warnings) opts.onWarning?.(w);
 
@@ -171,8 +180,9 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
             interruptShown = true;
           } else if (bailed) result = skipped(c, 'not run: --bail after a failure');
           else {
-            result = await runCase(state, c, timeoutMs, keys, stop.signal, preconditions);
-            result = await retried(result, { state, c, timeoutMs, keys, stop: stop.signal, preconditions, times: opts.retryFailed ?? 0 });
+            const watch = { state, c, timeoutMs, keys, stop: stop.signal, onExchanges: opts.onCaseExchanges };
+            result = await runCase(watch, preconditions);
+            result = await retried(result, { ...watch, preconditions, times: opts.retryFailed ?? 0 });
             if (stop.signal.aborted && result.status === 'failed') interruptShown = true;
           }
           const next = mergeResult(merged.get(c.id), result);
@@ -205,6 +215,8 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
       requests: { sent: http.stats.sent + cleaner.stats.sent, retried429: http.stats.retried429 + cleaner.stats.retried429 },
       cleanup,
       ...(interrupted ? { interrupted } : {}),
+      capabilities: target.claims,
+      score: scoreOf(results, target.claims),
     };
   } finally {
     release();
@@ -237,12 +249,20 @@ function stopReason(signal: AbortSignal): string {
   return typeof signal.reason === 'string' ? signal.reason : ((signal.reason as Error)?.message ?? 'aborted');
 }
 
-function interruptedCase(c: CaseDef, signal: AbortSignal): CaseResult {
+/** What every result of a case says of it. */
+function caseBase(c: CaseDef): Pick<CaseResult, 'id' | 'section' | 'level' | 'description' | 'capability'> {
   return {
     id: c.id,
     section: c.section,
     level: c.level,
     description: c.description,
+    ...(c.capability ? { capability: c.capability } : {}),
+  };
+}
+
+function interruptedCase(c: CaseDef, signal: AbortSignal): CaseResult {
+  return {
+    ...caseBase(c),
     status: 'failed',
     failure: { message: `the run was interrupted (${stopReason(signal)}) before this case finished` },
     ms: 0,
@@ -256,10 +276,7 @@ export function newRunId(): string {
 
 function skipped(c: CaseDef, reason: string, missing?: string[]): CaseResult {
   return {
-    id: c.id,
-    section: c.section,
-    level: c.level,
-    description: c.description,
+    ...caseBase(c),
     status: 'skipped',
     reason,
     ...(missing ? { missing } : {}),
@@ -267,19 +284,43 @@ function skipped(c: CaseDef, reason: string, missing?: string[]): CaseResult {
   };
 }
 
-async function runCase(
-  state: RunState,
-  c: CaseDef,
-  timeoutMs: number,
-  keys: KeyName[],
-  stop: AbortSignal,
-  preconditions: Map<string, PreconditionResult>,
-): Promise<CaseResult> {
+/** A case to run, with what it runs against. */
+interface CaseRun {
+  state: RunState;
+  c: CaseDef;
+  timeoutMs: number;
+  keys: KeyName[];
+  stop: AbortSignal;
+  onExchanges?: RunOptions['onCaseExchanges'];
+}
+
+async function runCase(run: CaseRun, preconditions: Map<string, PreconditionResult>): Promise<CaseResult> {
+  const { state, c } = run;
+  // D-105, extended: a target that declares its capabilities is scored on them only. One that declares
+  // none is read as before, its cases skipped for the key they lack.
+  const claim = c.capability ? state.target.claims[c.capability] : undefined;
+  if (claim && !claim.claimed && claim.how === 'declared')
+    return {
+      ...skipped(
+        c,
+        `the target does not declare capability ${c.capability} (its capabilities: ${state.target.capabilities?.join(', ') || 'none'})`,
+      ),
+      undeclared: true,
+    };
   const missing = (c.needs ?? []).filter((k) => !targetValue(state.target, k));
   if (missing.length > 0) return skipped(c, `needs target key ${missing.join(', ')}`, missing);
   const ctx = new CaseContext(state, c);
+  try {
+    return await judged(run, ctx, preconditions);
+  } finally {
+    run.onExchanges?.(c.id, ctx.exchanges);
+  }
+}
+
+async function judged(run: CaseRun, ctx: CaseContext, preconditions: Map<string, PreconditionResult>): Promise<CaseResult> {
+  const { state, c, timeoutMs, keys, stop } = run;
   const started = performance.now();
-  const base = { id: c.id, section: c.section, level: c.level, description: c.description };
+  const base = caseBase(c);
   let timer: NodeJS.Timeout | undefined;
   // A case is bounded as a whole too (each request is bounded by the client).
   const caseLimit = timeoutMs * 20 + state.settleTimeoutMs * 4;
@@ -333,20 +374,12 @@ async function runCase(
  */
 async function retried(
   first: CaseResult,
-  r: {
-    state: RunState;
-    c: CaseDef;
-    timeoutMs: number;
-    keys: KeyName[];
-    stop: AbortSignal;
-    preconditions: Map<string, PreconditionResult>;
-    times: number;
-  },
+  r: CaseRun & { preconditions: Map<string, PreconditionResult>; times: number },
 ): Promise<CaseResult> {
   let result = first;
   for (let t = 1; t <= r.times && (result.status === 'failed' || result.status === 'errored'); t++) {
     if (r.c.noRetry || r.stop.aborted) break;
-    const again = await runCase({ ...r.state, memo: new Map() }, r.c, r.timeoutMs, r.keys, r.stop, new Map());
+    const again = await runCase({ ...r, state: { ...r.state, memo: new Map() } }, new Map());
     result = afterRetry(result, again, t);
   }
   if (result.status === 'flaky') for (const p of r.preconditions.values()) p.blocked = p.blocked.filter((id) => id !== r.c.id);

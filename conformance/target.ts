@@ -2,6 +2,7 @@
 // problem with it is a UsageError: one line, exit 2.
 import fs from 'node:fs/promises';
 import { z } from 'zod';
+import { CAPABILITIES, CAPABILITY_DEFS, claimsOf, unknownCapability, type Capability, type Claims } from './capabilities.ts';
 import { TARGET_FORMAT_VERSION } from './version.ts';
 
 export const APP_KEYS = [
@@ -26,7 +27,18 @@ export type TargetKey =
   | 'widget.identity_secret'
   | 'widget.short_token_app';
 
-const TOP_KEYS = ['version', 'base_url', 'api_key', 'app_id', 'apps', 'publishable_key', 'other_team_api_key', 'widget', 'admin'] as const;
+const TOP_KEYS = [
+  'version',
+  'base_url',
+  'api_key',
+  'app_id',
+  'capabilities',
+  'apps',
+  'publishable_key',
+  'other_team_api_key',
+  'widget',
+  'admin',
+] as const;
 const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret', 'short_token_app'] as const;
 const ADMIN_KEYS = ['base_url', 'email', 'password'] as const;
 /** The format version that introduced a key (the others are version 1's): a target that uses one says so (docs/target.md). */
@@ -37,6 +49,7 @@ const SINCE: Record<string, number> = {
   'apps.slow': 4,
   'apps.small_storage': 4,
   'widget.short_token_app': 4,
+  capabilities: 4,
 };
 
 const nonEmpty = z.string().min(1);
@@ -46,6 +59,8 @@ const TargetFile = z.looseObject({
   base_url: nonEmpty.optional(),
   api_key: nonEmpty,
   app_id: nonEmpty,
+  /** Version 4: Parley's extensions the implementation has (capabilities.ts); absent, they are inferred. */
+  capabilities: z.array(z.string()).optional(),
   apps: z
     .looseObject(
       Object.fromEntries(APP_KEYS.map((k) => [k, nonEmpty.nullable().optional()])) as Record<
@@ -107,6 +122,10 @@ export interface Target {
   otherTeamApiKey?: string;
   widget?: WidgetTarget;
   admin?: AdminTarget;
+  /** The capabilities the file declares (`capabilities`), or undefined when it declares none. */
+  capabilities?: Capability[];
+  /** Which extensions the target claims, declared or inferred (D-105, extended: capabilities). */
+  claims: Claims;
   /** Keys of a target written for a newer format version, which this suite ignores (named in the report). */
   ignoredKeys?: string[];
 }
@@ -229,6 +248,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
   }
   const widget = t.widget ? parseWidget(t.widget, baseUrl, source) : undefined;
   const admin = t.admin ? parseAdmin(t.admin, baseUrl, source) : undefined;
+  const capabilities = t.capabilities ? parseCapabilities(t.capabilities, withOverrides, version, unknown, source) : undefined;
   return {
     baseUrl,
     apiKey: t.api_key,
@@ -238,8 +258,40 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     otherTeamApiKey: t.other_team_api_key ?? undefined,
     ...(widget ? { widget } : {}),
     ...(admin ? { admin } : {}),
+    ...(capabilities ? { capabilities } : {}),
+    claims: claimsOf(capabilities, { widget: widget !== undefined, admin: admin !== undefined }),
     ...(unknown.length > 0 ? { ignoredKeys: unknown } : {}),
   };
+}
+
+/**
+ * D-105, extended (capabilities): each name is one of Parley's extensions, and each declared one has the
+ * target keys its cases need, else the run would report as skipped what the target says it implements.
+ * A name this suite does not know is a usage error, unless the target follows a newer format (then it
+ * is ignored and named, as unknown keys are).
+ */
+function parseCapabilities(
+  names: string[],
+  json: Record<string, unknown>,
+  version: number,
+  ignored: string[],
+  source: string,
+): Capability[] {
+  const known = names.filter((n): n is Capability => (CAPABILITIES as readonly string[]).includes(n));
+  const unknownNames = names.filter((n) => !known.includes(n as Capability));
+  if (unknownNames.length > 0) {
+    if (version <= TARGET_FORMAT_VERSION) throw new UsageError(`${source}: capabilities: ${unknownCapability(unknownNames[0]!)}`);
+    ignored.push(...unknownNames.map((n) => `capabilities: ${n}`));
+  }
+  const given = new Set(givenKeys(json));
+  for (const c of known) {
+    const missing = CAPABILITY_DEFS[c].keys.find((k) => !given.has(k));
+    if (missing)
+      throw new UsageError(
+        `${source}: capabilities declares ${c}, but the target has no ${missing} key, which its cases need: add ${missing} (docs/target.md) or leave ${c} out of capabilities`,
+      );
+  }
+  return [...new Set(known)];
 }
 
 /**

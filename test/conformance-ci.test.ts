@@ -8,6 +8,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { applyBaseline, parseBaseline } from '../conformance/baseline.ts';
+import { claimsOf } from '../conformance/capabilities.ts';
+import { scoreOf } from '../conformance/score.ts';
 import { exchangeCurl, reproduction, toCurl, toEvidence } from '../conformance/evidence.ts';
 import { renderHtml } from '../conformance/html.ts';
 import { junitElement } from '../conformance/reporters.ts';
@@ -82,7 +84,7 @@ describe('the target file', () => {
   });
 
   test('versions: 1 to 3 read as before; a key of a later version than the target says is a usage error, nested keys too', () => {
-    const { widget: _w, version: _v, admin: _a, ...v1 } = targetJson;
+    const { widget: _w, version: _v, admin: _a, capabilities: _k, ...v1 } = targetJson;
     const { inactive_conversation: _c, slow: _s, small_storage: _q, ...v1Apps } = targetJson.apps;
     const one = parseTarget({ ...v1, apps: v1Apps });
     assert.deepEqual(
@@ -347,6 +349,7 @@ describe('reports of every outcome', () => {
     { ...base, id: 'S4.8-g', status: 'passed', expectedFailure: 'was broken', stale: 'listed as failing, but it passed: delete its line' },
     { ...base, id: 'S4.8-h', status: 'flaky', failure, reason: 'passed 1 of 2 runs', expectedFlaky: 'slow model' },
   ];
+  const claims = claimsOf(undefined, { widget: false, admin: false });
   const run = {
     suite: { name: 'parley-conformance', version: '0' },
     interfaceVersion: '1.0.0',
@@ -363,6 +366,8 @@ describe('reports of every outcome', () => {
     baseline: { file: 'b.txt', expected: 1, flaky: 1, stale: ['S4.8-g'], unknown: [] },
     requests: { sent: 0, retried429: 0 },
     cleanup: { deleted: 0, failed: [] },
+    capabilities: claims,
+    score: scoreOf(results, claims),
   } as RunResults;
 
   test('junit: each outcome its element, as docs/conformance.md writes the mapping once', () => {

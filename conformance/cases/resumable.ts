@@ -45,6 +45,7 @@ export const resumable = defineCases('4.6', [
   {
     id: 'S4.6-response-id-header',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-31'],
     description: 'D-31: send message names its response in the Parley-Response-Id header, with a stream and in JSON mode',
     async run(ctx) {
@@ -57,6 +58,7 @@ export const resumable = defineCases('4.6', [
   {
     id: 'S4.6-resume-cut-points',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-32', 'D-16'],
     description:
       'D-32: a stream cut after any event resumes with exactly the events not yet seen, as first sent, in order, each with its id line, ending with the terminal event; Last-Event-ID wins over starting_after',
@@ -88,6 +90,7 @@ export const resumable = defineCases('4.6', [
   {
     id: 'S4.6-response-lookup',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-32', 'D-39'],
     description:
       "D-32: GET …/responses/{id} answers the ended Response as send message answered it; D-39: a completed reply's items carry no status",
@@ -111,6 +114,7 @@ export const resumable = defineCases('4.6', [
   {
     id: 'S4.6-response-not-found',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-32'],
     description: "D-32: an unknown response, another app's and another team's are 404 not_found on the look-up, the resume and the cancel",
     needs: ['apps.knowledge_base', 'apps.other_team', 'other_team_api_key'],
@@ -132,6 +136,7 @@ export const resumable = defineCases('4.6', [
   {
     id: 'S4.6-cancel-finished',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-33'],
     description: 'D-33: cancelling a finished response changes nothing and returns it',
     async run(ctx) {
@@ -211,6 +216,7 @@ export const resumableCorners = defineCases('4.6', [
   {
     id: 'S4.6-resume-bad-cursor',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-32'],
     description:
       'D-32: a resume whose starting_after or Last-Event-ID is not the sequence number of an event (letters, a fraction, below -1) is 400 invalid_value, naming it',
@@ -237,6 +243,7 @@ export const resumableCorners = defineCases('4.6', [
   {
     id: 'S4.6-cancel-running',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-33', 'D-39', 'D-16'],
     needs: ['apps.slow'],
     description:
@@ -295,6 +302,7 @@ export const resumableCorners = defineCases('4.6', [
   {
     id: 'S4.6-left-reply-runs-on',
     level: 'REFERENCE',
+    capability: 'resumable',
     clauses: ['D-34', 'D-32'],
     needs: ['apps.slow'],
     description:

@@ -129,6 +129,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-credentials',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-45', 'D-48'],
     needs: ['widget', 'publishable_key'],
     description:
@@ -169,6 +170,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-origins',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-53', 'D-54'],
     needs: ['widget', 'publishable_key'],
     description:
@@ -234,6 +236,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-other-visitor',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-48'],
     needs: ['widget', 'publishable_key'],
     description:
@@ -299,6 +302,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-identity',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-50'],
     needs: ['widget', 'publishable_key', 'widget.identity_secret'],
     description:
@@ -349,6 +353,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-forged-token',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-49', 'D-54'],
     needs: ['widget', 'publishable_key'],
     description:
@@ -386,6 +391,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-token-lifetime',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-49'],
     needs: ['widget', 'publishable_key', 'widget.short_token_app'],
     description:
@@ -454,6 +460,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-browser-fields',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-51'],
     needs: ['widget', 'publishable_key'],
     description:
@@ -497,6 +504,7 @@ export const widget: CaseDef[] = defineCases('5.4', [
   {
     id: 'S5.4-widget-script',
     level: 'REFERENCE',
+    capability: 'widget',
     clauses: ['D-55'],
     needs: ['widget'],
     description:

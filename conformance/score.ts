@@ -1,0 +1,55 @@
+// The score of a run (D-105, extended: capabilities): the interface's cases, each claimed capability's,
+// and a pass rate over all that count; in words for the reporters.
+import type { Claims } from './capabilities.ts';
+import { CAPABILITIES } from './capabilities.ts';
+import type { CaseResult, GroupScore, Score } from './results.ts';
+
+function group(results: readonly CaseResult[]): GroupScore {
+  const g: GroupScore = { passed: 0, failed: 0, flaky: 0, skipped: 0, errored: 0, total: results.length, passRate: null };
+  for (const r of results) g[r.status]++;
+  g.passRate = g.total > 0 ? g.passed / g.total : null;
+  return g;
+}
+
+export function scoreOf(results: readonly CaseResult[], claims: Claims): Score {
+  const counted = results.filter((r) => !r.capability || claims[r.capability].claimed);
+  return {
+    interface: group(results.filter((r) => !r.capability)),
+    capabilities: CAPABILITIES.map((name) => {
+      const mine = results.filter((r) => r.capability === name);
+      return { name, ...claims[name], cases: mine.length, ...group(claims[name].claimed ? mine : []) };
+    }),
+    overall: group(counted),
+  };
+}
+
+/** `97.4%`: rounded down, so that 100% means every counted case passed. */
+export function percent(rate: number | null): string {
+  if (rate === null) return 'n/a';
+  const tenths = Math.floor(rate * 1000 + 1e-9) / 10;
+  return `${Number.isInteger(tenths) ? tenths.toFixed(0) : tenths.toFixed(1)}%`;
+}
+
+/** One line per group, as the pretty reporter ends and the docs show. */
+export function scoreLines(score: Score): string[] {
+  const rate = (g: GroupScore) =>
+    g.total === 0 ? 'no case counted' : `${g.passed} of ${g.total} passed (${percent(g.passRate)})${notPassed(g)}`;
+  const rows: Array<[string, string, string]> = [['interface', 'always', rate(score.interface)]];
+  for (const c of score.capabilities) {
+    const how = c.claimed ? c.how : c.how === 'declared' ? 'not declared' : 'not claimed (inferred)';
+    const what = !c.claimed
+      ? `${c.cases} case${c.cases === 1 ? '' : 's'} skipped, not counted`
+      : c.cases === 0
+        ? 'no case of it in this run'
+        : rate(c);
+    rows.push([c.name, how, what]);
+  }
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length));
+  return rows.map(([a, b, c]) => `  ${a.padEnd(w0)}  ${b.padEnd(w1)}  ${c}`);
+}
+
+function notPassed(g: GroupScore): string {
+  const parts = (['failed', 'flaky', 'errored', 'skipped'] as const).filter((k) => g[k] > 0).map((k) => `${g[k]} ${k}`);
+  return parts.length ? `; ${parts.join(', ')}` : '';
+}
