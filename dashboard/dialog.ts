@@ -24,6 +24,9 @@ export function openDialog(
     back?.focus();
   });
   document.body.append(el);
+  // The browser gives focus back, on close, to what had it before showModal: let that be the opener
+  // (a dialog opened by pressing Enter in a field would otherwise give it back to the field).
+  if (opener instanceof HTMLElement) opener.focus();
   el.showModal();
   return handle;
 }

@@ -274,6 +274,17 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await page.getByRole('link', { name: 'Usage and credits' }).click();
     await page.getByTestId('balance').waitFor();
     await page.getByRole('region', { name: 'Usage per app per day' }).getByRole('cell', { name: APP }).first().waitFor();
+    // A completion's credits appear (D-74): "Used" grows once the page is read again.
+    const used = async () =>
+      Number(((await page.getByTestId('balance').locator('dt:text-is("Used") + dd').textContent()) ?? '').replace(/,/g, ''));
+    const before = await used();
+    assert.equal((await parley.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' })).status, 200);
+    // The balance may lag the debit by D-74's refresh: read again until it shows (bounded).
+    for (let i = 0; i < 30 && (await used()) <= before; i++) {
+      await page.reload();
+      await page.locator('main .page[aria-busy="false"]').waitFor();
+    }
+    assert.ok((await used()) > before, `credits used went from ${before} to ${await used()}`);
     // The chart is an image with a text alternative; its bars are the days with usage.
     assert.ok((await page.locator('svg.chart[role="img"] rect').count()) >= 1);
     assert.match((await page.locator('svg.chart').getAttribute('aria-label')) ?? '', /^Tokens per day/);
