@@ -4,7 +4,7 @@
 import type { Sql } from 'postgres';
 import type { KeyedQueue } from '../../core/keyed-queue.ts';
 import type { AdminConversations, AdminPageQuery, AdminRecord, RestoreResult } from '../types.ts';
-import { type ConversationRow, recordOf } from './rows.ts';
+import { type ConversationRow, pageAfter, recordOf } from './rows.ts';
 
 interface Row extends ConversationRow {
   purged_at: string | null;
@@ -44,21 +44,8 @@ export class PgAdminConversations implements AdminConversations {
     }
     const page = (after: string) =>
       `SELECT ${COLUMNS} FROM conversations WHERE app_id = $1${where}${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;
-    let rows: Row[];
-    if (q.cursor === undefined) {
-      rows = await this.sql.unsafe<Row[]>(page(''), params);
-    } else {
-      params.push(q.cursor);
-      const k = `$${params.length}`;
-      // No row: the cursor is not this app's; one row of nulls: an empty page.
-      const found = await this.sql.unsafe<(Row & { cursor: string })[]>(
-        `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
-         LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
-        params,
-      );
-      if (found.length === 0) return undefined;
-      rows = found.filter((r) => r.id !== null);
-    }
+    const rows = await pageAfter<Row>(this.sql, page, params, q.cursor, up);
+    if (rows === undefined) return undefined;
     return { records: rows.slice(0, q.limit).map(view), hasMore: rows.length > q.limit };
   }
 

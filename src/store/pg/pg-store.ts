@@ -8,7 +8,7 @@
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
 import { migrate } from './migrate.ts';
-import { isConnectionLoss, recordOf, type ConversationRow } from './rows.ts';
+import { isConnectionLoss, pageAfter, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
@@ -167,21 +167,8 @@ export class PgStore implements Store {
     if (q.externalUserId !== undefined) params.push(q.externalUserId);
     const page = (after: string) =>
       `SELECT ${SELECT_ROW} FROM conversations WHERE app_id = $1${user} AND deleted_at IS NULL${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;
-    let rows: Row[];
-    if (q.cursor === undefined) {
-      rows = await this.sql.unsafe<Row[]>(page(''), params);
-    } else {
-      params.push(q.cursor);
-      const k = `$${params.length}`;
-      // No row: the cursor is not this app's; one row of nulls: an empty page.
-      const found = await this.sql.unsafe<(Row & { cursor: string })[]>(
-        `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
-         LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
-        params,
-      );
-      if (found.length === 0) return undefined;
-      rows = found.filter((r) => r.id !== null);
-    }
+    const rows = await pageAfter<Row>(this.sql, page, params, q.cursor, up);
+    if (rows === undefined) return undefined;
     const hasMore = rows.length > q.limit;
     return { records: rows.slice(0, q.limit).map(recordOf), hasMore };
   }

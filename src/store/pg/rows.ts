@@ -1,5 +1,6 @@
 // A conversation's row as PostgreSQL returns it (bigint columns as strings, JSON kept as text, D-40),
 // and the record it is: one reading for the store and the export.
+import type { Sql } from 'postgres';
 import type { ConversationRecord } from '../types.ts';
 
 export interface ConversationRow {
@@ -54,4 +55,28 @@ export function isConnectionLoss(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   // SQLSTATE class 08: connection exceptions.
   return typeof code === 'string' && (LOST.has(code) || /^08[0-9A-Z]{3}$/.test(code));
+}
+
+/**
+ * One page of an app's conversations (D-12): `page` is its statement given the cursor's condition, `$1`
+ * the app and `$2` the page's size. After (or, `up` false, before) `cursor` when one is given, found
+ * and paged in one statement; undefined when the cursor is not one of the app's conversations.
+ */
+export async function pageAfter<R extends { id: string | null }>(
+  sql: Sql,
+  page: (after: string) => string,
+  params: (string | number)[],
+  cursor: string | undefined,
+  up: boolean,
+): Promise<R[] | undefined> {
+  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params);
+  const k = `$${params.length + 1}`;
+  // No row: the cursor is not this app's; one row of nulls: an empty page.
+  const found = await sql.unsafe<(R & { cursor: string })[]>(
+    `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
+     LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
+    [...params, cursor],
+  );
+  if (found.length === 0) return undefined;
+  return found.filter((r) => r.id !== null);
 }
