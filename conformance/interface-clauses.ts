@@ -679,7 +679,7 @@ function decisionClauses(): Clause[] {
     92,
     'the widget cannot starve the REST API (revises D-27, D-34, D-52): its own share of the storage quota, its own stream and detached caps; every widget request counted per visitor and address, creates charged to its budget, the budget divided per visitor and per address, a refused request not charged',
     'none',
-    "the widget's caps and shares are fixtures the suite does not know, and reaching them takes a quota or a day's budget (test/widget-starve.test.ts proves them on the reference)",
+    "the widget's caps and shares are fixtures the suite does not know, and reaching them takes a quota or a day's budget (test/proof/widget-starve.test.ts proves them on the reference)",
   ]);
   return d.map(decisionClause);
 }

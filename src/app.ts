@@ -6,6 +6,7 @@ import { appRoutes } from './api/apps.ts';
 import { conversationRoutes } from './api/conversations.ts';
 import { followRunning, responseRoutes } from './api/responses.ts';
 import { widgetRoutes } from './api/widget.ts';
+import { DASHBOARD_PATH, dashboardPages } from './api/dashboard-assets.ts';
 import { widgetPages } from './api/widget-assets.ts';
 import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate } from './pipeline/widget-gate.ts';
@@ -81,6 +82,8 @@ export interface Parley {
   idempotency: IdempotencyService;
   /** The playground's URL (docs/widget.md), or null with --no-playground. */
   playgroundUrl: string | null;
+  /** The dashboard's URL (docs/dashboard.md), or null with --no-dashboard. */
+  dashboardUrl: string | null;
   close(): Promise<void>;
   /**
    * Writes out Parley's own log buffer, waiting at most `ms`. A destination that takes nothing by
@@ -119,14 +122,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       logger,
     );
     const playground = opts.playground;
-    // Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations.
-    const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
-    if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
-    if (store.sweepMs) responses.sweep(store.sweepMs);
-    const purged = await retention.start((err) =>
-      logger.warn({ err: err.message }, 'the sweep of deleted histories failed; the next one tries again'),
-    );
-    if (purged > 0) logger.info({ count: purged }, 'deleted histories past their retention purged');
+    await beforeServing(backend, { responses, conversations, retention }, logger);
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
@@ -160,6 +156,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       },
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
+        ...dashboardPages(opts.dashboard),
         [OPENAPI_PATH, async () => openApiDocument()],
         [ADMIN_OPENAPI_PATH, async () => adminOpenApiDocument()],
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
@@ -193,6 +190,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       usage,
       idempotency,
       playgroundUrl: playground ? `http://${host}:${addr.port}/` : null,
+      dashboardUrl: opts.dashboard ? `http://${host}:${addr.port}${DASHBOARD_PATH}` : null,
       flushLog,
       abandonLog,
       close: () =>
@@ -212,6 +210,21 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations; D-73, the deleted histories past their retention. */
+async function beforeServing(
+  { tenants, store }: Backend,
+  { responses, conversations, retention }: Pick<Awaited<ReturnType<typeof services>>, 'responses' | 'conversations' | 'retention'>,
+  logger: Logger,
+): Promise<void> {
+  const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
+  if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
+  if (store.sweepMs) responses.sweep(store.sweepMs);
+  const purged = await retention.start((err) =>
+    logger.warn({ err: err.message }, 'the sweep of deleted histories failed; the next one tries again'),
+  );
+  if (purged > 0) logger.info({ count: purged }, 'deleted histories past their retention purged');
 }
 
 /** Listens; the address and its host as a URL writes it (`[::1]`). */

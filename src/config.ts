@@ -18,6 +18,8 @@ export interface Config {
   ollamaHost: string;
   /** The playground at the server's root (docs/widget.md); --no-playground turns it off. */
   playground: boolean;
+  /** The dashboard at /dashboard (docs/dashboard.md, D-95); --no-dashboard turns it off (/admin/v1 stays). */
+  dashboard: boolean;
   /** PARLEY_WIDGET_SECRET: signs visitor tokens; null: one generated in the data directory (D-49). */
   widgetSecret: string | null;
   /** DATABASE_URL: postgres://… selects the PostgreSQL store (docs/postgres.md); null keeps the file store. */
@@ -52,6 +54,7 @@ export const DEFAULTS: Config = {
   model: null,
   ollamaHost: DEFAULT_OLLAMA_HOST,
   playground: true,
+  dashboard: true,
   widgetSecret: null,
   databaseUrl: null,
   databasePoolSize: 10,
@@ -84,6 +87,7 @@ Options (each also read from the environment variable in brackets):
   --audit-retention-days <n>  days the audit log keeps an entry, 1 to 3650 [AUDIT_RETENTION_DAYS] (default ${DEFAULTS.auditRetentionDays})
   --log-level <lvl>   fatal, error, warn, info, debug, trace or silent [LOG_LEVEL] (default ${DEFAULTS.logLevel})
   --no-playground     serve no playground page at / (the widget and its API stay)
+  --no-dashboard      serve no dashboard at /dashboard (/admin/v1 and the CLI stay)
   --trust-proxy <cidr>  proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's
                       address for per-address limits [TRUST_PROXY] (default: none, the socket's address)
   --public-url <url>  Parley's own address behind a proxy, e.g. https://parley.example.com: links it
@@ -113,6 +117,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     fixtures?: string;
     'log-level'?: string;
     'no-playground'?: boolean;
+    'no-dashboard'?: boolean;
     'trust-proxy'?: string;
     'public-url'?: string;
     'password-hash-cost'?: string;
@@ -133,6 +138,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         fixtures: { type: 'string' },
         'log-level': { type: 'string' },
         'no-playground': { type: 'boolean' },
+        'no-dashboard': { type: 'boolean' },
         'trust-proxy': { type: 'string' },
         'public-url': { type: 'string' },
         'password-hash-cost': { type: 'string' },
@@ -148,10 +154,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   if (values.help) throw new HelpRequested(USAGE);
   // An empty variable counts as unset (e.g. `PORT= npm start`).
   const fromEnv = (name: string) => (env[name] === '' ? undefined : env[name]);
-  const portText = values.port ?? fromEnv('PORT') ?? String(DEFAULTS.port);
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535)
-    throw new ConfigError(`port must be an integer from 0 to 65535 (got ${JSON.stringify(portText)})`);
+  const port = integer(values.port ?? fromEnv('PORT') ?? String(DEFAULTS.port), 'port', 0, 65535);
   const logLevel = values['log-level'] ?? fromEnv('LOG_LEVEL') ?? DEFAULTS.logLevel;
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(logLevel)})`);
@@ -163,9 +166,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   // At least two: one request's transaction must not leave none for the others (the liveness lock and
   // LISTEN have a connection of their own, D-90).
   const poolText = values['database-pool-size'] ?? fromEnv('DATABASE_POOL_SIZE') ?? String(DEFAULTS.databasePoolSize);
-  const databasePoolSize = Number(poolText);
-  if (!/^\d+$/.test(poolText) || databasePoolSize < 2 || databasePoolSize > 1000)
-    throw new ConfigError(`DATABASE_POOL_SIZE must be an integer from 2 to 1000 (got ${JSON.stringify(poolText)})`);
+  const databasePoolSize = integer(poolText, 'DATABASE_POOL_SIZE', 2, 1000);
   const trustProxy = values['trust-proxy'] ?? fromEnv('TRUST_PROXY') ?? DEFAULTS.trustProxy;
   if (trustProxy !== null) {
     try {
@@ -175,9 +176,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     }
   }
   const storeText = values['store-timeout'] ?? fromEnv('STORE_TIMEOUT') ?? String(DEFAULTS.storeTimeoutSeconds);
-  const storeTimeoutSeconds = Number(storeText);
-  if (!/^\d+$/.test(storeText) || storeTimeoutSeconds < 1 || storeTimeoutSeconds > 300)
-    throw new ConfigError(`STORE_TIMEOUT must be an integer from 1 to 300 seconds (got ${JSON.stringify(storeText)})`);
+  const storeTimeoutSeconds = integer(storeText, 'STORE_TIMEOUT', 1, 300, ' seconds');
   const publicUrl = parsePublicUrl(values['public-url'] ?? fromEnv('PUBLIC_URL') ?? null);
   const costText = values['password-hash-cost'] ?? fromEnv('PASSWORD_HASH_COST') ?? String(DEFAULTS.passwordHashCost);
   if (!/^\d{1,2}$/.test(costText))
@@ -186,9 +185,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const costRefusal = hashCostRefusal(passwordHashCost, env);
   if (costRefusal) throw new ConfigError(costRefusal);
   const auditText = values['audit-retention-days'] ?? fromEnv('AUDIT_RETENTION_DAYS') ?? String(DEFAULTS.auditRetentionDays);
-  const auditRetentionDays = Number(auditText);
-  if (!/^\d+$/.test(auditText) || auditRetentionDays < 1 || auditRetentionDays > 3650)
-    throw new ConfigError(`AUDIT_RETENTION_DAYS must be an integer from 1 to 3650 days (got ${JSON.stringify(auditText)})`);
+  const auditRetentionDays = integer(auditText, 'AUDIT_RETENTION_DAYS', 1, 3650, ' days');
   let webhooks: WebhookOptions;
   try {
     webhooks = webhookSettings(values, fromEnv);
@@ -196,9 +193,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     throw new ConfigError((err as Error).message);
   }
   const retentionText = values['deleted-retention-days'] ?? fromEnv('DELETED_RETENTION_DAYS') ?? String(DEFAULTS.deletedRetentionDays);
-  const deletedRetentionDays = Number(retentionText);
-  if (!/^\d+$/.test(retentionText) || deletedRetentionDays > 3650)
-    throw new ConfigError(`DELETED_RETENTION_DAYS must be an integer from 0 to 3650 days (got ${JSON.stringify(retentionText)})`);
+  const deletedRetentionDays = integer(retentionText, 'DELETED_RETENTION_DAYS', 0, 3650, ' days');
   return {
     ...(Object.keys(webhooks).length > 0 ? { webhooks } : {}),
     host: values.host ?? fromEnv('HOST') ?? DEFAULTS.host,
@@ -209,6 +204,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     model: env.PARLEY_MODEL || DEFAULTS.model,
     ollamaHost: normalizeOllamaHost(env.OLLAMA_HOST || DEFAULTS.ollamaHost),
     playground: !values['no-playground'],
+    dashboard: !values['no-dashboard'],
     widgetSecret: widgetSecret(env.PARLEY_WIDGET_SECRET),
     databaseUrl,
     databasePoolSize,
@@ -219,6 +215,14 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     auditRetentionDays,
     deletedRetentionDays,
   };
+}
+
+/** An integer setting within [min, max], or a ConfigError naming it and what it got. */
+function integer(text: string, name: string, min: number, max: number, unit = ''): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max)
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}${unit} (got ${JSON.stringify(text)})`);
+  return n;
 }
 
 /**

@@ -70,7 +70,9 @@ export async function serve(argv: string[]): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // Announced only once a signal would be handled: one sent as soon as the banner is read stops gracefully.
-  process.stdout.write(banner({ ...config, baseUrl: parley.baseUrl, playgroundUrl: parley.playgroundUrl }));
+  process.stdout.write(
+    banner({ ...config, baseUrl: parley.baseUrl, playgroundUrl: parley.playgroundUrl, dashboardUrl: parley.dashboardUrl }),
+  );
   if (config.model)
     process.stdout.write(
       `  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`,
@@ -85,6 +87,8 @@ export interface BannerOf {
   baseUrl: string;
   fixturesDir: string;
   playgroundUrl: string | null;
+  /** D-95: absent or null without the dashboard. */
+  dashboardUrl?: string | null;
   dataDir: string;
   databaseUrl: string | null;
   /** D-65: where Parley is reached behind a proxy. */
@@ -104,6 +108,7 @@ export function banner(o: BannerOf): string {
     lines.push(`  database:        PostgreSQL at ${db.host}${db.pathname}`);
   } else lines.push(`  data directory:  ${path.resolve(o.dataDir)}`);
   if (o.playgroundUrl) lines.push(`  widget playground: ${o.playgroundUrl}`);
+  if (o.dashboardUrl) lines.push(`  dashboard:       ${o.dashboardUrl} (sign in as a member; the demo admin is in README.md)`);
   try {
     const target = JSON.parse(fs.readFileSync(path.join(o.fixturesDir, 'target.json'), 'utf8')) as { app_id?: string; api_key?: string };
     if (target.app_id) lines.push(`  demo app id:     ${target.app_id}`);

@@ -17,6 +17,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       model: null,
       ollamaHost: 'http://127.0.0.1:11434',
       playground: true,
+      dashboard: true,
       widgetSecret: null,
       databaseUrl: null,
       databasePoolSize: 10,
@@ -50,6 +51,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       model: 'ollama:qwen3:4b',
       ollamaHost: 'http://127.0.0.1:11500',
       playground: true,
+      dashboard: true,
       widgetSecret: 's'.repeat(32),
       databaseUrl: null,
       databasePoolSize: 10,
@@ -68,7 +70,20 @@ describe('configuration (flags, then environment, then defaults)', () => {
   });
 
   test('flags win over the environment; an empty variable counts as unset', () => {
-    const argv = ['--port', '0', '--host', '::1', '--data-dir', 'x', '--fixtures', 'y', '--log-level', 'warn', '--no-playground'];
+    const argv = [
+      '--port',
+      '0',
+      '--host',
+      '::1',
+      '--data-dir',
+      'x',
+      '--fixtures',
+      'y',
+      '--log-level',
+      'warn',
+      '--no-playground',
+      '--no-dashboard',
+    ];
     assert.deepEqual(loadConfig(argv, { PORT: '9000', HOST: 'h', DATA_DIR: 'd', FIXTURES: 'f', LOG_LEVEL: 'error' }), {
       host: '::1',
       port: 0,
@@ -78,6 +93,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       model: null,
       ollamaHost: 'http://127.0.0.1:11434',
       playground: false,
+      dashboard: false,
       widgetSecret: null,
       databaseUrl: null,
       databasePoolSize: 10,

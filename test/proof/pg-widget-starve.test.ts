@@ -1,6 +1,6 @@
 // D-92 on PostgreSQL: the widget's share of the storage quota is checked in the create's transaction,
 // and its budget's shares (per visitor, per address) and refunds are rows every instance counts.
-// The file store's run and the process-local caps (streams, detached replies): test/widget-starve.test.ts.
+// The file store's run and the process-local caps (streams, detached replies): test/proof/widget-starve.test.ts.
 import { before, test } from 'node:test';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
 import assert from 'node:assert/strict';

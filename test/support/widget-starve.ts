@@ -1,5 +1,5 @@
-// D-92's scenarios that hold on either store (test/widget-starve.test.ts on the file store,
-// test/pg-widget-starve.test.ts on PostgreSQL): the widget's share of the storage quota, and its budget
+// D-92's scenarios that hold on either store (test/proof/widget-starve.test.ts on the file store,
+// test/proof/pg-widget-starve.test.ts on PostgreSQL): the widget's share of the storage quota, and its budget
 // divided per visitor and per address, with nothing charged for a request its handler refuses.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { ReferenceConversationList, ReferenceErrorBody } from '../src/contract/index.ts';
-import { APP, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
-import { rawRequest, snapshot, type RawResponse } from './support/raw-http.ts';
+import { ReferenceConversationList, ReferenceErrorBody } from '../../src/contract/index.ts';
+import { APP, KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from '../support/helpers.ts';
+import { rawRequest, snapshot, type RawResponse } from '../support/raw-http.ts';
 
 const RUNS = Number(process.env.FC_RUNS ?? 60);
 const OTHER_APP = TARGET.apps.other_team!;

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { injectDiskFault, type DiskFault } from './support/faulty-fs.ts';
-import { APP, ON_POSTGRES, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { injectDiskFault, type DiskFault } from '../support/faulty-fs.ts';
+import { APP, ON_POSTGRES, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
 
 /** These fault the data directory's files; on PostgreSQL the window is proven in test/proof/pg-shared.test.ts. */
 const FILES_ONLY = { skip: ON_POSTGRES && 'the answers are rows on PostgreSQL (test/proof/pg-shared.test.ts)' };
@@ -152,7 +152,7 @@ describe('Idempotency-Key: no crash between saving the work and keeping its answ
 describe('answers kept by the earlier version (the bytes of a stream, `cut` when the client left)', FILES_ONLY, () => {
   test('replay as the same events through the one writer, a cut one ending with response.failed client_disconnected', async () => {
     const { createHash } = await import('node:crypto');
-    const { canonicalJson } = await import('../src/pipeline/idempotency.ts');
+    const { canonicalJson } = await import('../../src/pipeline/idempotency.ts');
     const sha = (x: string) => createHash('sha256').update(x, 'utf8').digest('base64url');
     const dir = await tempDir();
     const urlPath = `${conv}/conv_old`;

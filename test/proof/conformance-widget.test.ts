@@ -3,11 +3,11 @@
 // they need), and everything they create deleted at the end.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { PreflightError, runConformance, selectCases } from '../conformance/run.ts';
-import { parseTarget } from '../conformance/target.ts';
-import { startTestServer, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
-import { startMutantProxy } from './support/mutant-proxy.ts';
-import { MUTANTS } from './support/mutants.ts';
+import { PreflightError, runConformance, selectCases } from '../../conformance/run.ts';
+import { parseTarget } from '../../conformance/target.ts';
+import { startTestServer, type TestServer, TARGET_JSON as targetJson } from '../support/helpers.ts';
+import { startMutantProxy } from '../support/mutant-proxy.ts';
+import { MUTANTS } from '../support/mutants.ts';
 
 const WIDGET_CASES = selectCases({ profile: 'reference', only: 'S5.4-*' }).map((c) => c.id);
 

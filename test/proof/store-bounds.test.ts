@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { LIMITS, type ItemT } from '../src/contract/index.ts';
-import { FileStore } from '../src/store/file/file-store.ts';
-import type { ConversationRecord } from '../src/store/types.ts';
-import { APP, FIXTURES_DIR, startTestServer, tempDir } from './support/helpers.ts';
+import { LIMITS, type ItemT } from '../../src/contract/index.ts';
+import { FileStore } from '../../src/store/file/file-store.ts';
+import type { ConversationRecord } from '../../src/store/types.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir } from '../support/helpers.ts';
 
 const conv = `/apps/${APP}/conversations`;
 /** Metadata of exactly `bytes` bytes of compact JSON, the shape of the issue's reproduction: many empty objects. */
@@ -316,7 +316,7 @@ describe('conversation length (D-29)', () => {
 
 describe('a data directory written by the earlier release (7790031)', () => {
   test('reads whole records, intents and lowdb histories; new changes land in the new format and survive a restart', async () => {
-    const fixture = path.resolve(import.meta.dirname, 'fixtures', 'v1-data');
+    const fixture = path.resolve(import.meta.dirname, '..', 'fixtures', 'v1-data');
     const expected = JSON.parse(await fs.readFile(path.join(fixture, 'expected.json'), 'utf8'));
     const dataDir = path.join(await tempDir(), 'data');
     await fs.cp(path.join(fixture, 'data'), dataDir, { recursive: true });

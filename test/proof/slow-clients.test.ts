@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { APP, KEY, startTestServer, type TestServer } from './support/helpers.ts';
-import { postSse } from './support/sse-client.ts';
+import { APP, KEY, startTestServer, type TestServer } from '../support/helpers.ts';
+import { postSse } from '../support/sse-client.ts';
 
 let s: TestServer;
 before(async () => {

@@ -1,21 +1,21 @@
 // D-92: the public surface cannot starve the private one. The widget has its own share of the storage
 // quota, its own stream and detached-reply caps apart from REST's, and its budget is divided per visitor
 // and per address, charged only for work done; per-address shares take the socket's address unless
-// --trust-proxy names the proxy whose X-Forwarded-For is believed. PostgreSQL: test/pg-widget-starve.test.ts.
+// --trust-proxy names the proxy whose X-Forwarded-For is believed. PostgreSQL: test/proof/pg-widget-starve.test.ts.
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { before, describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { TrustedProxies } from '../src/http/client-address.ts';
-import { KEY, startTestServer, tempDir } from './support/helpers.ts';
-import { originOf, SHOP } from './support/widget.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { TrustedProxies } from '../../src/http/client-address.ts';
+import { KEY, startTestServer, tempDir } from '../support/helpers.ts';
+import { originOf, SHOP } from '../support/widget.ts';
 import {
   budgetSharesScenario,
   starveFixtures,
   storageShareScenario,
   visitorWithConversation,
   widgetSend,
-} from './support/widget-starve.ts';
+} from '../support/widget-starve.ts';
 
 let fixturesDir: string;
 before(async () => {

@@ -1,0 +1,32 @@
+// Modal dialogs on the native <dialog> (focus kept inside, Escape closes); on close the dialog leaves
+// the DOM (a key shown in it goes with it, D-98) and focus returns to what opened it, or to the page's
+// heading when that is gone (a list redrawn after a change).
+import { h } from './dom.ts';
+
+export interface DialogHandle {
+  el: HTMLDialogElement;
+  close(): void;
+}
+
+export function openDialog(
+  title: string,
+  body: Node[],
+  actions: (d: DialogHandle) => HTMLElement[],
+  opener?: Element | null,
+): DialogHandle {
+  const titleId = `dlg-${Date.now()}`;
+  const el = h('dialog', { 'aria-labelledby': titleId, class: 'dialog' });
+  const handle: DialogHandle = { el, close: () => el.close() };
+  el.append(h('h2', { id: titleId }, title), ...body, h('div', { class: 'actions' }, ...actions(handle)));
+  el.addEventListener('close', () => {
+    el.remove();
+    const back = opener instanceof HTMLElement && opener.isConnected ? opener : document.querySelector<HTMLElement>('main h1');
+    back?.focus();
+  });
+  document.body.append(el);
+  // The browser gives focus back, on close, to what had it before showModal: let that be the opener
+  // (a dialog opened by pressing Enter in a field would otherwise give it back to the field).
+  if (opener instanceof HTMLElement) opener.focus();
+  el.showModal();
+  return handle;
+}

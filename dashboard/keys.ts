@@ -1,0 +1,218 @@
+// Settings → API Keys (§5.3, D-70): the team's keys redacted; create and roll show the new key once, in a
+// dialog, and only there (D-98); revoke asks first, naming the key.
+import { ApiFailure, api } from './api.ts';
+import { openDialog } from './dialog.ts';
+import { field, h, notice, table, when } from './dom.ts';
+import type { PageContext } from './main.ts';
+import type { ApiKey, ApiKeyCreated, List } from './types.ts';
+
+const ROLL_GRACE: [string, number][] = [
+  ['At once', 0],
+  ['In 1 hour', 3600],
+  ['In 24 hours', 86_400],
+  ['In 7 days', 7 * 86_400],
+];
+
+function state(k: ApiKey, now: number): string {
+  if (k.revoked_at) return `Revoked ${when(k.revoked_at)}`;
+  const rolled = k.rolled_to ? 'Rolled; ' : '';
+  if (k.expires_at && k.expires_at <= now) return `${rolled}stopped ${when(k.expires_at)}`;
+  if (k.expires_at) return `${rolled}works until ${when(k.expires_at)}`;
+  return 'Active';
+}
+
+/** The one place a key is shown whole: closing the dialog removes it from the page. */
+function showKey(title: string, created: ApiKeyCreated, opener: Element | null, done: () => void): void {
+  const value = h('input', {
+    type: 'text',
+    readonly: true,
+    value: created.key,
+    class: 'secret',
+    id: 'new-key',
+    'aria-describedby': 'new-key-warning',
+  });
+  const copied = h('span', { role: 'status', class: 'hint' });
+  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy key');
+  copy.addEventListener('click', async () => {
+    value.select();
+    try {
+      await navigator.clipboard.writeText(value.value);
+      copied.textContent = 'Copied to the clipboard.';
+    } catch {
+      copied.textContent = 'The browser did not allow copying: the key is selected, press Ctrl+C (⌘C).';
+    }
+  });
+  const d = openDialog(
+    title,
+    [
+      h(
+        'p',
+        { class: 'notice warning', id: 'new-key-warning' },
+        'Copy this key now: it will not be shown again. Keep it secret; anyone with it can use your apps.',
+      ),
+      h('div', { class: 'field' }, h('label', { for: 'new-key' }, `${created.name} (${created.type})`), value),
+      copied,
+    ],
+    (dlg) => [copy, h('button', { type: 'button', onclick: () => dlg.close() }, 'Done')],
+    opener,
+  );
+  d.el.addEventListener('close', done);
+  copy.focus();
+}
+
+export async function keysPage(c: PageContext): Promise<void> {
+  const { main } = c;
+  const status = h('div', { class: 'status' });
+  const listArea = h('div', {});
+  const refresh = async (focusId?: string) => {
+    const list = await api<List<ApiKey>>('GET', '/keys');
+    const now = Date.now() / 1000;
+    const rows = list.data.map((k) => {
+      const actions = h('div', { class: 'row-actions' });
+      if (c.canWrite && !k.revoked_at && !(k.expires_at && k.expires_at <= now)) {
+        actions.append(
+          h(
+            'button',
+            { type: 'button', 'data-key': k.id, onclick: (e: Event) => roll(k, e.currentTarget as Element) },
+            'Roll',
+            h('span', { class: 'visually-hidden' }, ` ${k.name}`),
+          ),
+          h(
+            'button',
+            { type: 'button', class: 'danger', onclick: (e: Event) => revoke(k, e.currentTarget as Element) },
+            'Revoke',
+            h('span', { class: 'visually-hidden' }, ` ${k.name}`),
+          ),
+        );
+      }
+      return [
+        h('span', {}, k.name),
+        h('span', {}, k.type),
+        h('code', {}, k.redacted),
+        h('span', {}, when(k.created_at)),
+        h('span', {}, when(k.last_used_at)),
+        h('span', {}, state(k, now)),
+        actions,
+      ];
+    });
+    listArea.replaceChildren(
+      rows.length
+        ? table(['Name', 'Type', 'Key', 'Created', 'Last used', 'Status', 'Actions'], rows, 'API keys')
+        : h('p', {}, 'No keys yet.'),
+    );
+    if (focusId) document.getElementById(focusId)?.focus();
+  };
+  const fail = (err: unknown) =>
+    status.replaceChildren(notice('error', err instanceof ApiFailure || err instanceof Error ? err.message : String(err)));
+
+  const roll = (k: ApiKey, opener: Element) => {
+    const grace = h(
+      'select',
+      { id: 'roll-grace' },
+      ...ROLL_GRACE.map(([label, s]) => h('option', { value: s, selected: s === 86_400 }, label)),
+    );
+    openDialog(
+      `Roll ${k.name}`,
+      [
+        h(
+          'p',
+          {},
+          `A new key replaces ${k.redacted} at once. Choose when the old key stops working, so that your deployments can move to the new one.`,
+        ),
+        field('The old key stops working', grace),
+      ],
+      (dlg) => [
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'primary',
+            onclick: async () => {
+              try {
+                const created = await api<ApiKeyCreated>('POST', `/keys/${encodeURIComponent(k.id)}/roll`, {
+                  expires_in_seconds: Number(grace.value),
+                });
+                dlg.close();
+                status.replaceChildren(notice('ok', `${k.name} rolled.`));
+                showKey(`New key for ${k.name}`, created, document.getElementById('create-key'), () => void refresh().catch(fail));
+              } catch (err) {
+                dlg.close();
+                fail(err);
+              }
+            },
+          },
+          'Roll key',
+        ),
+        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
+      ],
+      opener,
+    );
+  };
+
+  const revoke = (k: ApiKey, opener: Element) => {
+    openDialog(
+      `Revoke ${k.name}?`,
+      [h('p', {}, `The key ${k.name} (${k.redacted}) will be refused at once by every request. This cannot be undone.`)],
+      (dlg) => [
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onclick: async () => {
+              try {
+                await api('POST', `/keys/${encodeURIComponent(k.id)}/revoke`);
+                dlg.close();
+                status.replaceChildren(notice('ok', `${k.name} (${k.redacted}) revoked.`));
+                await refresh();
+                document.getElementById('create-key')?.focus();
+              } catch (err) {
+                dlg.close();
+                fail(err);
+              }
+            },
+          },
+          `Revoke ${k.name}`,
+        ),
+        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
+      ],
+      opener,
+    );
+  };
+
+  if (c.canWrite) {
+    const name = h('input', { type: 'text', id: 'key-name', required: true, maxlength: 100, autocomplete: 'off' });
+    const type = h(
+      'select',
+      { id: 'key-type' },
+      h('option', { value: 'secret' }, 'Secret (sk_live_, for servers)'),
+      h('option', { value: 'publishable' }, 'Publishable (pk_live_, for the widget)'),
+    );
+    const submit = h('button', { type: 'submit', class: 'primary', id: 'create-key' }, 'Create key');
+    const form = h(
+      'form',
+      { class: 'inline-form', 'aria-label': 'Create a key', novalidate: true },
+      field('Name', name),
+      field('Type', type),
+      submit,
+    );
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      status.replaceChildren();
+      if (!name.value.trim()) {
+        status.append(notice('error', 'Give the key a name (where it is used, for example “checkout server”).'));
+        return name.focus();
+      }
+      try {
+        const created = await api<ApiKeyCreated>('POST', '/keys', { type: type.value, name: name.value.trim() });
+        name.value = '';
+        showKey('Your new key', created, submit, () => void refresh().catch(fail));
+      } catch (err) {
+        fail(err);
+      }
+    });
+    main.append(h('h2', {}, 'Create a key'), form);
+  } else main.append(h('p', {}, 'You are a viewer: keys are created, rolled and revoked by the team’s admins.'));
+  main.append(status, h('h2', {}, 'Keys'), listArea);
+  await refresh();
+}

@@ -1,0 +1,248 @@
+// The dashboard (docs/dashboard.md, D-95…D-99): sign-in, the navigation, and a page per hash route.
+// Plain DOM (D-95): a handful of pages of forms and tables, no framework to ship or to keep up to date.
+import { ApiFailure, api, onExpired, setCsrf } from './api.ts';
+import { appPage, appsPage } from './apps.ts';
+import { auditPage } from './audit.ts';
+import { conversationPage, conversationsPage } from './conversations.ts';
+import { h, notice } from './dom.ts';
+import { keysPage } from './keys.ts';
+import { membersPage } from './members.ts';
+import type { Session } from './types.ts';
+import { usagePage } from './usage.ts';
+
+const root = document.getElementById('root')!;
+let session: Session | null = null;
+
+export interface PageContext {
+  session: Session;
+  /** The page's own region, below its heading. */
+  main: HTMLElement;
+  /** Query parameters of the route (after `?` in the hash). */
+  params: URLSearchParams;
+  /** Path segments after the page's name. */
+  rest: string[];
+  canWrite: boolean;
+}
+
+interface PageDef {
+  path: string;
+  label: string;
+  render: (c: PageContext) => Promise<void>;
+  /** A route of the admin surface the page needs, asked once after sign-in: a server without it shows no link. */
+  needs?: string;
+}
+
+const ALL_PAGES: PageDef[] = [
+  { path: 'keys', label: 'API keys', render: keysPage },
+  { path: 'apps', label: 'Apps', render: appsPage, needs: '/apps' },
+  { path: 'conversations', label: 'Conversations', render: conversationsPage },
+  { path: 'usage', label: 'Usage and credits', render: usagePage },
+  { path: 'members', label: 'Members', render: membersPage, needs: '/members' },
+  { path: 'audit', label: 'Audit log', render: auditPage },
+];
+let PAGES = ALL_PAGES.filter((p) => !p.needs);
+
+/** D-95: pages over routes this server may not have yet (apps, members) appear only when it answers them. */
+async function discover(): Promise<void> {
+  const there = await Promise.all(
+    ALL_PAGES.map((p) =>
+      p.needs
+        ? api('GET', p.needs).then(
+            () => true,
+            () => false,
+          )
+        : true,
+    ),
+  );
+  PAGES = ALL_PAGES.filter((_, i) => there[i]);
+}
+
+function signIn(message?: string): void {
+  session = null;
+  setCsrf(null);
+  const email = h('input', { type: 'email', name: 'email', autocomplete: 'username', required: true, id: 'email' });
+  const password = h('input', { type: 'password', name: 'password', autocomplete: 'current-password', required: true, id: 'password' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
+  const status = h('div', { class: 'status' });
+  if (message) status.append(notice('error', message));
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const form = h(
+    'form',
+    { class: 'card sign-in', 'aria-labelledby': 'sign-in-title', novalidate: true },
+    h('h1', { id: 'sign-in-title', tabindex: -1 }, 'Sign in to Parley'),
+    h('div', { class: 'field' }, h('label', { for: 'email' }, 'Email'), email),
+    h('div', { class: 'field' }, h('label', { for: 'password' }, 'Password'), password),
+    status,
+    submit,
+  );
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    status.replaceChildren();
+    if (!email.value || !password.value) {
+      status.append(notice('error', 'Enter your email and your password.'));
+      (email.value ? password : email).focus();
+      return;
+    }
+    submit.disabled = true;
+    try {
+      const s = await api<Session>('POST', '/sessions', { email: email.value, password: password.value });
+      password.value = '';
+      await start(s);
+    } catch (err) {
+      const f = err instanceof ApiFailure ? err : new ApiFailure(0, null, String(err), null, null);
+      password.value = '';
+      if (f.status === 429 && f.retryAfter) {
+        // D-69's back-off, shown: the button waits as long as the server will.
+        let left = f.retryAfter;
+        const line = notice('error', '');
+        const tick = () => {
+          line.textContent = `Too many failed sign-ins. Try again in ${left} second${left === 1 ? '' : 's'}.`;
+        };
+        tick();
+        status.append(line);
+        clearInterval(timer);
+        timer = setInterval(() => {
+          left -= 1;
+          if (left > 0) return tick();
+          clearInterval(timer);
+          line.textContent = 'You can try again now.';
+          submit.disabled = false;
+        }, 1000);
+        password.focus();
+        return;
+      }
+      status.append(
+        notice('error', f.status === 401 ? 'That email and password do not match a member. Check both and try again.' : f.message),
+      );
+      submit.disabled = false;
+      password.focus();
+    }
+  });
+  const invited = h('button', { type: 'button', class: 'link' }, 'I have an invitation');
+  invited.addEventListener('click', () => acceptInvite());
+  root.replaceChildren(h('main', { id: 'main', class: 'center' }, h('div', { class: 'stack' }, form, invited)));
+  (message ? form.querySelector<HTMLElement>('h1') : email)?.focus();
+}
+
+/** D-72: an invited member sets a password with the token an admin passed on, then signs in. */
+function acceptInvite(): void {
+  const token = h('input', { type: 'text', id: 'invite-token', required: true, autocomplete: 'off' });
+  const password = h('input', { type: 'password', id: 'invite-password', required: true, autocomplete: 'new-password', minlength: 8 });
+  const status = h('div', { class: 'status' });
+  const form = h(
+    'form',
+    { class: 'card sign-in', 'aria-labelledby': 'invite-title', novalidate: true },
+    h('h1', { id: 'invite-title', tabindex: -1 }, 'Set your password'),
+    h('div', { class: 'field' }, h('label', { for: 'invite-token' }, 'Invitation token'), token),
+    h('div', { class: 'field' }, h('label', { for: 'invite-password' }, 'New password (8 characters or more)'), password),
+    status,
+    h('button', { type: 'submit', class: 'primary' }, 'Set password'),
+  );
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    status.replaceChildren();
+    try {
+      await api('POST', '/invites/accept', { token: token.value.trim(), password: password.value });
+      signIn();
+      document.querySelector('main')?.prepend(notice('ok', 'Your password is set: sign in with your email and it.'));
+    } catch (err) {
+      password.value = '';
+      status.append(
+        notice(
+          'error',
+          err instanceof ApiFailure && err.param === 'token'
+            ? 'That invitation is unknown, used or expired: ask an admin for a new one.'
+            : (err as Error).message,
+        ),
+      );
+      token.focus();
+    }
+  });
+  const back = h('button', { type: 'button', class: 'link', onclick: () => signIn() }, 'Back to sign-in');
+  root.replaceChildren(h('main', { id: 'main', class: 'center' }, h('div', { class: 'stack' }, form, back)));
+  form.querySelector<HTMLElement>('h1')?.focus();
+}
+
+async function start(s: Session): Promise<void> {
+  session = s;
+  setCsrf(s.csrf_token);
+  if (!location.hash.startsWith('#/')) history.replaceState(null, '', '#/keys');
+  await discover();
+  await render();
+}
+
+async function signOut(): Promise<void> {
+  try {
+    await api('DELETE', '/sessions/current');
+  } catch {
+    // Signed out already (an expired session): the sign-in page is where this ends either way.
+  }
+  signIn();
+}
+
+function shell(s: Session, current: string): HTMLElement {
+  const nav = h(
+    'nav',
+    { 'aria-label': 'Dashboard' },
+    h(
+      'ul',
+      {},
+      ...PAGES.map((p) => h('li', {}, h('a', { href: `#/${p.path}`, 'aria-current': p.path === current ? 'page' : undefined }, p.label))),
+    ),
+  );
+  return h(
+    'header',
+    { class: 'top' },
+    h('a', { href: '#main', class: 'skip' }, 'Skip to content'),
+    h(
+      'div',
+      { class: 'brand' },
+      h('span', { class: 'product' }, 'Parley'),
+      h('span', { class: 'team', 'data-testid': 'team' }, s.team.name),
+    ),
+    nav,
+    h(
+      'div',
+      { class: 'who' },
+      h('span', { 'data-testid': 'member' }, `${s.member.email} (${s.member.role})`),
+      h('button', { type: 'button', onclick: () => void signOut() }, 'Sign out'),
+    ),
+  );
+}
+
+async function render(): Promise<void> {
+  const s = session;
+  if (!s) return signIn();
+  const [path = '', query = ''] = location.hash.slice(2).split('?');
+  const [name = 'keys', ...rest] = path.split('/').map(decodeURIComponent);
+  const page =
+    name === 'conversation'
+      ? { path: 'conversations', label: 'Conversation', render: conversationPage }
+      : name === 'app' && PAGES.some((p) => p.path === 'apps')
+        ? { path: 'apps', label: 'App', render: appPage }
+        : PAGES.find((p) => p.path === name);
+  const heading = h('h1', { tabindex: -1 }, page?.label ?? 'Not found');
+  const region = h('div', { class: 'page', 'aria-busy': 'true', 'data-route': location.hash });
+  const main = h('main', { id: 'main', tabindex: -1 }, heading, region);
+  root.replaceChildren(shell(s, page?.path ?? ''), main);
+  document.title = `${page?.label ?? 'Not found'} · Parley dashboard`;
+  heading.focus();
+  if (!page) return void region.append(h('p', {}, 'No such page. Choose one in the navigation.'));
+  try {
+    await page.render({ session: s, main: region, params: new URLSearchParams(query), rest, canWrite: s.member.role === 'admin' });
+  } catch (err) {
+    if (session) region.append(notice('error', err instanceof Error ? err.message : String(err)));
+  }
+  region.setAttribute('aria-busy', 'false');
+}
+
+onExpired(() => signIn('Your session has ended. Sign in again to continue.'));
+window.addEventListener('hashchange', () => void render());
+
+(async () => {
+  try {
+    await start(await api<Session>('GET', '/session'));
+  } catch {
+    signIn();
+  }
+})();

@@ -1,0 +1,137 @@
+// Members (D-72): the team's members; an admin adds one (an invitation shown once, in a dialog, D-98),
+// changes a role and removes a member after a confirmation that names them.
+import { ApiFailure, api } from './api.ts';
+import { openDialog } from './dialog.ts';
+import { field, h, notice, table, when } from './dom.ts';
+import type { PageContext } from './main.ts';
+import type { List } from './types.ts';
+
+interface TeamMember {
+  id: string;
+  email: string;
+  name: string | null;
+  role: 'admin' | 'viewer';
+  password_set: boolean;
+  last_sign_in_at: number | null;
+}
+interface Added extends TeamMember {
+  invite?: { token: string; expires_at: number } | null;
+}
+
+export async function membersPage(c: PageContext): Promise<void> {
+  const { main } = c;
+  const status = h('div', { class: 'status' });
+  const listArea = h('div', {});
+  const fail = (err: unknown) => status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+  const refresh = async () => {
+    const list = await api<List<TeamMember>>('GET', '/members');
+    const rows = list.data.map((m) => {
+      const self = m.id === c.session.member.id;
+      const role = h(
+        'select',
+        { id: `role-${m.id}`, disabled: !c.canWrite, 'aria-label': `Role of ${m.email}` },
+        h('option', { value: 'admin', selected: m.role === 'admin' }, 'admin'),
+        h('option', { value: 'viewer', selected: m.role === 'viewer' }, 'viewer'),
+      );
+      role.addEventListener('change', async () => {
+        try {
+          await api('PATCH', `/members/${encodeURIComponent(m.id)}`, { role: role.value });
+          status.replaceChildren(notice('ok', `${m.email} is now ${role.value}.`));
+        } catch (err) {
+          role.value = m.role;
+          fail(err);
+        }
+        role.focus();
+      });
+      const actions = h('div', { class: 'row-actions' });
+      if (c.canWrite && !self)
+        actions.append(
+          h(
+            'button',
+            { type: 'button', class: 'danger', onclick: (e: Event) => remove(m, e.currentTarget as Element) },
+            'Remove',
+            h('span', { class: 'visually-hidden' }, ` ${m.email}`),
+          ),
+        );
+      return [
+        h('span', {}, m.email + (self ? ' (you)' : '')),
+        h('span', {}, m.name ?? '—'),
+        role,
+        h('span', {}, m.password_set ? when(m.last_sign_in_at) : 'invited, no password yet'),
+        actions,
+      ];
+    });
+    listArea.replaceChildren(table(['Email', 'Name', 'Role', 'Last sign-in', 'Actions'], rows, 'Members'));
+  };
+  const remove = (m: TeamMember, opener: Element) =>
+    openDialog(
+      `Remove ${m.email}?`,
+      [h('p', {}, `${m.email} loses access at once: their sessions end and their personal access tokens are revoked.`)],
+      (dlg) => [
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onclick: async () => {
+              try {
+                await api('DELETE', `/members/${encodeURIComponent(m.id)}`);
+                dlg.close();
+                status.replaceChildren(notice('ok', `${m.email} removed.`));
+                await refresh();
+              } catch (err) {
+                dlg.close();
+                fail(err);
+              }
+            },
+          },
+          `Remove ${m.email}`,
+        ),
+        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
+      ],
+      opener,
+    );
+  if (c.canWrite) {
+    const email = h('input', { type: 'email', id: 'member-email', required: true, autocomplete: 'off' });
+    const role = h('select', { id: 'member-role' }, h('option', { value: 'viewer' }, 'viewer'), h('option', { value: 'admin' }, 'admin'));
+    const add = h('button', { type: 'submit', class: 'primary', id: 'member-add' }, 'Add member');
+    const form = h(
+      'form',
+      { class: 'inline-form', 'aria-label': 'Add a member', novalidate: true },
+      field('Email', email),
+      field('Role', role),
+      add,
+    );
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      status.replaceChildren();
+      try {
+        const added = await api<Added>('POST', '/members', { email: email.value.trim(), role: role.value });
+        email.value = '';
+        await refresh();
+        if (added.invite) {
+          const token = h('input', { type: 'text', readonly: true, id: 'invite-token', value: added.invite.token, class: 'secret' });
+          openDialog(
+            `Invitation for ${added.email}`,
+            [
+              h(
+                'p',
+                { class: 'notice warning' },
+                `Pass this one-time token to ${added.email} yourself (Parley sends no mail). It is shown only now, and works until ${when(added.invite.expires_at)}: they choose “I have an invitation” on the sign-in page.`,
+              ),
+              h('div', { class: 'field' }, h('label', { for: 'invite-token' }, 'Invitation token'), token),
+            ],
+            (dlg) => [h('button', { type: 'button', onclick: () => dlg.close() }, 'Done')],
+            add,
+          );
+        } else status.append(notice('ok', `${added.email} added.`));
+      } catch (err) {
+        fail(err);
+        if (err instanceof ApiFailure && err.param === 'email') email.focus();
+      }
+    });
+    main.append(h('h2', {}, 'Add a member'), form);
+  }
+  main.append(status, h('h2', {}, 'Members'), listArea);
+  await refresh();
+}

@@ -1,0 +1,421 @@
+// The dashboard in a real browser (docs/dashboard.md, D-95…D-99): Debian's Chromium, headless, driven by
+// playwright-core, signing in as the demo admin of the README and doing what a team does there.
+import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { chromiumMissing, launch } from '../support/browser.ts';
+import { hashPassword } from '../../src/services/admin/passwords.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+
+const skip = chromiumMissing();
+const ROOT = path.resolve(import.meta.dirname, '../..');
+/** Test artifacts (gitignored); docs/images/ keeps one of each page for docs/dashboard.md. */
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+const AXE = await fs.readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
+const ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
+/** D-97: a message that would run if it were ever parsed as markup. */
+const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>not bold</b> where is my order?';
+const DELETED_TITLE = 'Refund for order 1042';
+/** Members the fixtures do not have: a viewer of the demo team, and an admin of the other team. */
+const VIEWER = { email: 'viewer@demo.example', password: 'viewer-password-1' };
+const OTHER = { email: 'admin@other.example', password: 'other-password-1' };
+
+let parley: TestServer;
+let context: BrowserContext;
+let origin: string;
+let deletedId: string;
+let formConversation: string;
+const contexts: BrowserContext[] = [];
+
+before(async () => {
+  if (skip) return;
+  const fixturesDir = await tempDir('parley-fixtures-');
+  await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
+  const file = path.join(fixturesDir, 'fixtures.json');
+  const f = JSON.parse(await fs.readFile(file, 'utf8'));
+  f.members.push(
+    {
+      id: 'mem_viewer',
+      team_id: 'team_demo',
+      email: VIEWER.email,
+      name: 'Viewer',
+      role: 'viewer',
+      password_hash: await hashPassword(VIEWER.password, 10),
+    },
+    {
+      id: 'mem_other',
+      team_id: 'team_other',
+      email: OTHER.email,
+      name: 'Other',
+      role: 'admin',
+      password_hash: await hashPassword(OTHER.password, 10),
+    },
+  );
+  await fs.writeFile(file, JSON.stringify(f, null, 2));
+  parley = await startTestServer({ fixturesDir });
+  await fs.mkdir(ARTIFACTS, { recursive: true });
+  origin = new URL(parley.baseUrl).origin;
+  // A soft-deleted conversation with a history (D-73): the dashboard must find it and read it.
+  const base = `/apps/${APP}/conversations`;
+  const created = await parley.call('POST', base, { title: DELETED_TITLE, external_user_id: 'user-77' });
+  assert.equal(created.status, 200);
+  deletedId = created.body.id;
+  assert.equal((await parley.call('POST', `${base}/${deletedId}`, { message: { content: HOSTILE }, stream: false })).status, 200);
+  assert.equal((await parley.call('DELETE', `${base}/${deletedId}`)).status, 200);
+  // A conversation whose reply drew a form (data_spec, §6.3): the dashboard draws it as the widget does.
+  const genui = `/apps/app_genui/conversations`;
+  formConversation = (await parley.call('POST', genui, { title: 'Wants a call' })).body.id;
+  assert.equal(
+    (await parley.call('POST', `${genui}/${formConversation}`, { message: { content: 'please contact me' }, stream: false })).status,
+    200,
+  );
+  context = await launch();
+  contexts.push(context);
+});
+
+after(async () => {
+  for (const c of contexts) await c.close().catch(() => {});
+  await parley?.close();
+});
+
+/** A page of the dashboard; CSP violations and page errors are collected (there must be none). */
+async function open(c: BrowserContext, hash = ''): Promise<Page & { problems: string[] }> {
+  const page = Object.assign(await c.newPage(), { problems: [] as string[] });
+  page.on('console', (m) => {
+    if (/Content Security Policy|Refused to/i.test(m.text())) page.problems.push(m.text());
+  });
+  page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+  await page.goto(`${origin}/dashboard${hash}`);
+  return page;
+}
+
+async function signIn(page: Page, password = ADMIN.password, email = ADMIN.email): Promise<void> {
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** /v1 with a key: the app's config (200), or the status of its refusal. */
+async function v1Status(key: string): Promise<number> {
+  const res = await fetch(`${parley.baseUrl}/apps/${APP}/config`, { headers: { authorization: `Bearer ${key}` } });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** D-98: nothing of a credential in web storage or in the URL. */
+async function assertNoStoredCredential(page: Page, secret?: string): Promise<void> {
+  const stored = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, url: location.href }));
+  assert.equal(stored.local, 0);
+  assert.equal(stored.session, 0);
+  if (secret) assert.ok(!stored.url.includes(secret));
+  assert.doesNotMatch(stored.url, /csrf|password|sk_live|pk_live/i);
+}
+
+/** axe-core's serious and critical violations (WCAG 2.1 A and AA). */
+async function axe(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol, which the page's CSP does not govern.
+  await page.evaluate(AXE);
+  return page.evaluate(async () => {
+    type Result = { id: string; impact: string; nodes: Array<{ target: unknown }> };
+    const axe = (window as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Result[] }> } }).axe;
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return r.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.impact} ${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+  });
+}
+
+describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
+  let page: Page & { problems: string[] };
+
+  test('a wrong password is told apart; the demo admin signs in and sees the team and the member', async () => {
+    page = await open(context);
+    await signIn(page, 'not-the-password');
+    await page.getByRole('alert').filter({ hasText: 'do not match' }).waitFor();
+    // D-69: the password field is emptied and focused for the next try.
+    assert.equal(await page.getByLabel('Password').inputValue(), '');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'password');
+    await signIn(page);
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    assert.equal(await page.getByTestId('team').textContent(), 'Demo team');
+    assert.match((await page.getByTestId('member').textContent()) ?? '', /admin@demo\.example \(admin\)/);
+    await assertNoStoredCredential(page);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('by keyboard: create a key, shown once, that /v1 accepts; revoke it, named, and /v1 refuses it', async () => {
+    await page.getByLabel('Name').focus();
+    await page.keyboard.type('browser key');
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Your new key' });
+    await dialog.waitFor();
+    assert.match((await dialog.textContent()) ?? '', /will not be shown again/);
+    const key = await dialog.locator('input.secret').inputValue();
+    assert.match(key, /^sk_live_[A-Za-z0-9]{38}$/);
+    // Focus is in the dialog, on its copy button; Escape closes it and focus returns to "Create key".
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Copy key');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'create-key');
+    // D-98: the key left the page with its dialog; the list shows it redacted.
+    assert.ok(!(await page.content()).includes(key));
+    await page.getByRole('cell', { name: `sk_live_…${key.slice(-4)}` }).waitFor();
+    await assertNoStoredCredential(page, key);
+    assert.equal(await v1Status(key), 200);
+
+    const row = page.getByRole('row').filter({ hasText: 'browser key' });
+    await row.getByRole('button', { name: 'Revoke browser key' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Revoke browser key?' });
+    assert.match((await confirm.textContent()) ?? '', new RegExp(`browser key \\(sk_live_…${key.slice(-4)}\\)`));
+    await confirm.getByRole('button', { name: 'Revoke browser key' }).click();
+    await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
+    await row.getByText(/^Revoked /).waitFor();
+    assert.equal(await v1Status(key), 401);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('rolls a key with a chosen expiry: the new key works at once, the old one until then', async () => {
+    await page.getByLabel('Name').fill('rolled key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const first = page.getByRole('dialog', { name: 'Your new key' });
+    const old = await first.locator('input.secret').inputValue();
+    await first.getByRole('button', { name: 'Done' }).click();
+    await first.waitFor({ state: 'detached' });
+    await page.getByRole('row').filter({ hasText: 'rolled key' }).getByRole('button', { name: 'Roll rolled key' }).click();
+    const roll = page.getByRole('dialog', { name: 'Roll rolled key' });
+    await roll.getByLabel('The old key stops working').selectOption({ label: 'At once' });
+    await roll.getByRole('button', { name: 'Roll key' }).click();
+    const shown = page.getByRole('dialog', { name: 'New key for rolled key' });
+    const fresh = await shown.locator('input.secret').inputValue();
+    assert.notEqual(fresh, old);
+    await shown.getByRole('button', { name: 'Done' }).click();
+    assert.equal(await v1Status(fresh), 200);
+    assert.equal(await v1Status(old), 401);
+  });
+
+  test('finds the soft-deleted conversation by its title and reads its history as text', async () => {
+    await page.getByRole('link', { name: 'Conversations' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Conversations' }).waitFor();
+    await page.getByLabel('App').fill(APP);
+    await page.getByLabel('Title or user id contains').fill('refund');
+    await page.getByLabel('Show').selectOption('only');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('link', { name: DELETED_TITLE }).click();
+    await page.getByRole('heading', { level: 1, name: DELETED_TITLE }).waitFor();
+    const history = page.locator('ol.history');
+    await history.getByText(HOSTILE, { exact: true }).waitFor();
+    // D-97: the message is text: no element was made of it, and nothing ran.
+    assert.equal(await history.locator('img, b').count(), 0);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    assert.match((await page.locator('dl.facts').textContent()) ?? '', /history kept until/);
+    // Restore (D-73): it is live again on /v1.
+    await page.getByRole('button', { name: 'Restore conversation' }).click();
+    await page.getByRole('dialog', { name: 'Restore this conversation?' }).getByRole('button', { name: 'Restore' }).click();
+    await page.getByRole('status').filter({ hasText: 'Restored' }).waitFor();
+    assert.equal((await parley.call('GET', `/apps/${APP}/conversations/${deletedId}`)).status, 200);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test("a reply's form is drawn as the widget draws it, labelled and disabled", async () => {
+    await page.goto(`${origin}/dashboard#/conversation/app_genui/${formConversation}`);
+    const form = page.locator('ol.history form.gen-form');
+    await form.waitFor();
+    const controls = form.locator('input, select, textarea');
+    assert.ok((await controls.count()) >= 2);
+    for (const c of await controls.all()) assert.equal(await c.isDisabled(), true);
+    assert.ok((await form.getByLabel(/email/i).count()) >= 1, 'a labelled control');
+    assert.deepEqual(await axe(page), []);
+  });
+
+  test("changes an app's streaming default and /v1 serves it; a refused value is shown at its field (D-71)", async () => {
+    await page.getByRole('link', { name: 'Apps', exact: true }).click();
+    await page.getByRole('region', { name: 'Apps' }).getByRole('link', { name: 'Demo app' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Demo app' }).waitFor();
+    const before = (await parley.call('GET', `/apps/${APP}/config`)).body.stream;
+    await page.getByLabel('Streams by default').setChecked(!before);
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    // Focus stays where the save was made.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'app-save');
+    assert.equal((await parley.call('GET', `/apps/${APP}/config`)).body.stream, !before);
+    await page.getByLabel('Model').fill('not-an-engine');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('alert').filter({ hasText: 'agent.model' }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'app-agent-model');
+    assert.equal(await page.getByLabel('Model').getAttribute('aria-invalid'), 'true');
+    assert.equal((await parley.call('GET', `/apps/${APP}/config`)).body.stream, !before, 'a refused save changes nothing');
+  });
+
+  test('adds a member with a one-time invitation, and removes them after a confirmation naming them (D-72)', async () => {
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByLabel('Email', { exact: true }).fill('new.member@demo.example');
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    const invite = page.getByRole('dialog', { name: 'Invitation for new.member@demo.example' });
+    const token = await invite.getByLabel('Invitation token').inputValue();
+    assert.ok(token.length >= 20);
+    await invite.getByRole('button', { name: 'Done' }).click();
+    await invite.waitFor({ state: 'detached' });
+    assert.ok(!(await page.content()).includes(token), 'the token left with its dialog (D-98)');
+    const row = page.getByRole('row').filter({ hasText: 'new.member@demo.example' });
+    await row.getByText('invited, no password yet').waitFor();
+    await row.getByRole('button', { name: 'Remove new.member@demo.example' }).click();
+    await page
+      .getByRole('dialog', { name: 'Remove new.member@demo.example?' })
+      .getByRole('button', { name: 'Remove new.member@demo.example' })
+      .click();
+    await page.getByRole('status').filter({ hasText: 'removed' }).waitFor();
+    assert.equal(await row.count(), 0);
+  });
+
+  test('usage and credits, and the audit log filtered by action, show what just happened', async () => {
+    await page.getByRole('link', { name: 'Usage and credits' }).click();
+    await page.getByTestId('balance').waitFor();
+    await page.getByRole('region', { name: 'Usage per app per day' }).getByRole('cell', { name: APP }).first().waitFor();
+    // A completion's credits appear (D-74): "Used" grows once the page is read again.
+    const used = async () =>
+      Number(((await page.getByTestId('balance').locator('dt:text-is("Used") + dd').textContent()) ?? '').replace(/,/g, ''));
+    const before = await used();
+    assert.equal((await parley.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' })).status, 200);
+    // The balance may lag the debit by D-74's refresh: read again until it shows (bounded).
+    for (let i = 0; i < 30 && (await used()) <= before; i++) {
+      await page.reload();
+      await page.locator('main .page[aria-busy="false"]').waitFor();
+    }
+    assert.ok((await used()) > before, `credits used went from ${before} to ${await used()}`);
+    // The chart is an image with a text alternative; its bars are the days with usage.
+    assert.ok((await page.locator('svg.chart[role="img"] rect').count()) >= 1);
+    assert.match((await page.locator('svg.chart').getAttribute('aria-label')) ?? '', /^Tokens per day/);
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByLabel('Action').fill('key.revoked');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/action=key\.revoked/);
+    const cells = page.getByRole('region', { name: 'Audit entries' }).getByRole('cell', { name: 'key.revoked' });
+    await cells.first().waitFor();
+    assert.equal(await page.getByRole('region', { name: 'Audit entries' }).getByRole('cell', { name: 'key.created' }).count(), 0);
+  });
+
+  test('every page passes axe (no serious or critical finding), light and dark, at 1280 and 360 px, without sideways scrolling', async () => {
+    const hashes = [
+      `#/conversation/app_genui/${formConversation}`,
+      '#/apps',
+      `#/app/${APP}`,
+      '#/members',
+      '#/keys',
+      `#/conversations?app=${APP}&deleted=include`,
+      `#/conversation/${APP}/${deletedId}`,
+      '#/usage',
+      '#/audit',
+    ];
+    for (const colorScheme of ['light', 'dark'] as const) {
+      for (const width of [1280, 360]) {
+        await page.emulateMedia({ colorScheme });
+        await page.setViewportSize({ width, height: 800 });
+        for (const hash of hashes) {
+          await page.goto(`${origin}/dashboard${hash}`);
+          await page.locator('main h1').waitFor();
+          await page.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
+          const where = `${hash} ${colorScheme} ${width}px`;
+          const shot = `dashboard-${hash.slice(2).split(/[/?]/).slice(0, 2).join('-').replace(/=.*/, '')}-${colorScheme}-${width}.png`;
+          await page.screenshot({ path: path.join(ARTIFACTS, shot), fullPage: true });
+          assert.deepEqual(await axe(page), [], where);
+          const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+          assert.ok(sideways <= 0, `${where}: the page scrolls sideways by ${sideways}px`);
+        }
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('a session that ends sends the page back to sign-in, saying why; sign-out ends it', async () => {
+    await context.clearCookies();
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('alert').filter({ hasText: 'session has ended' }).waitFor();
+    await signIn(page);
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in to Parley' }).waitFor();
+    // The cookie no longer opens a session.
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Sign in to Parley' }).waitFor();
+    assert.deepEqual(await axe(page), [], 'the sign-in page');
+  });
+
+  test('the page cannot be framed (frame-ancestors, D-96)', async () => {
+    const framed = await context.newPage();
+    const refused = framed.waitForEvent('console', (m) => /frame-ancestors/.test(m.text()));
+    await framed.goto(`${origin}/openapi.json`);
+    await framed.setContent(`<iframe src="${origin}/dashboard" title="framed"></iframe>`);
+    // Chromium says why it refused the frame; the frame never holds the dashboard.
+    await refused;
+    assert.equal(await framed.frames()[1]?.locator('#root').count(), 0);
+    await framed.close();
+  });
+
+  test('wrong passwords meet the back-off: the form counts down Retry-After and waits (D-69)', async () => {
+    const c = await launch();
+    contexts.push(c);
+    const p = await open(c);
+    const nobody = 'nobody@demo.example';
+    // From the pair's 5th failure, each further attempt waits (D-69); an unknown email is counted alike.
+    for (let i = 0; i < 12; i++) {
+      await signIn(p, `wrong-${i}`, nobody);
+      await p.getByRole('alert').waitFor();
+      if (await p.getByText(/Too many failed sign-ins/).count()) break;
+      await p.getByRole('button', { name: 'Sign in' }).and(p.locator(':enabled')).waitFor();
+    }
+    await p.getByText(/Too many failed sign-ins\. Try again in \d+ seconds?\./).waitFor();
+    assert.equal(await p.getByRole('button', { name: 'Sign in' }).isDisabled(), true);
+    await p.getByText('You can try again now.').waitFor({ timeout: 20_000 });
+    assert.equal(await p.getByRole('button', { name: 'Sign in' }).isDisabled(), false);
+  });
+
+  test('a viewer sees no write control, and the admin surface refuses its writes anyway (D-65, D-96)', async () => {
+    const c = await launch();
+    contexts.push(c);
+    const p = await open(c);
+    await signIn(p, VIEWER.password, VIEWER.email);
+    await p.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    assert.match((await p.getByTestId('member').textContent()) ?? '', /\(viewer\)/);
+    await p.getByRole('cell', { name: 'Demo secret key', exact: true }).waitFor();
+    assert.equal(await p.getByRole('button', { name: /Create key|Roll|Revoke/ }).count(), 0);
+    await p.getByText(/You are a viewer/).waitFor();
+    // The page's own session, with its CSRF token: the write is refused for the role.
+    const status = await p.evaluate(async () => {
+      const s = await (await fetch('/admin/v1/session')).json();
+      const r = await fetch('/admin/v1/keys', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': s.csrf_token },
+        body: JSON.stringify({ type: 'secret', name: 'viewer key' }),
+      });
+      return r.status;
+    });
+    assert.equal(status, 403);
+    assert.deepEqual(await axe(p), []);
+  });
+
+  test("a member of another team never sees the demo team's keys or conversations", async () => {
+    const c = await launch();
+    contexts.push(c);
+    const p = await open(c);
+    await signIn(p, OTHER.password, OTHER.email);
+    await p.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    await p.getByRole('cell', { name: "Other team's secret key", exact: true }).waitFor();
+    assert.equal(await p.getByText(/Demo secret key|browser key|rolled key/).count(), 0);
+    await p.goto(`${origin}/dashboard#/conversations?app=${APP}&deleted=include`);
+    await p
+      .getByRole('alert')
+      .filter({ hasText: `No app ${APP} in your team` })
+      .waitFor();
+    await p.goto(`${origin}/dashboard#/conversation/${APP}/${deletedId}`);
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    assert.equal(await p.getByText(DELETED_TITLE).count(), 0);
+    assert.equal(await p.getByText(HOSTILE).count(), 0);
+  });
+});
