@@ -3,14 +3,11 @@
 // one exception to "the key is never printed"); without a login they exit 2 with the hint; a mistyped
 // Parley-format key or token is refused before any request (D-70).
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { main } from '../cli/main.ts';
 import { checkFormat, checksumOf } from '../src/core/api-keys.ts';
-import { Capture, type CliOptions, cliEnv, runCli, startFakeApi } from './support/cli-helpers.ts';
+import { type CliOptions, runCli, startFakeApi, atTerminal as atTerminalWith } from './support/cli-helpers.ts';
 import { APP, KEY, startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
 
 const ADMIN = TARGET_JSON.admin as { email: string; password: string };
@@ -31,24 +28,7 @@ const profile = () => JSON.parse(fs.readFileSync(configFile(), 'utf8')).profiles
 const v1 = (key: string) => server.call('GET', `/apps/${APP}/config`, undefined, { key });
 const login = () => run(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], { input: `${ADMIN.password}\n` });
 
-/** main() at a terminal, answering `typed` to its [y/N] question. */
-async function atTerminal(args: string[], typed: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdin = Object.assign(new PassThrough(), { isTTY: true });
-  const stdout = new Capture();
-  const stderr = Object.assign(new Capture(), { isTTY: true });
-  const write = stderr.write.bind(stderr);
-  let asked = false;
-  stderr.write = ((chunk: string, ...rest: never[]) => {
-    if (!asked && String(chunk).includes('[y/N]')) {
-      asked = true;
-      setImmediate(() => stdin.end(typed));
-    }
-    return write(chunk, ...rest);
-  }) as typeof stderr.write;
-  const code = await main(args, { env: cliEnv(env), stdin, stdout, stderr, signals: new EventEmitter() });
-  if (!asked) stdin.end();
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const atTerminal = (args: string[], typed: string) => atTerminalWith(args, typed, env);
 
 describe('without an admin login (D-79)', () => {
   test('keys and audit exit 2 with the hint parley admin login, before any request', async () => {

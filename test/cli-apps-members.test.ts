@@ -2,12 +2,9 @@
 // the admin login: tables and --json (the admin API's shapes), bodies checked by the contract before
 // they are sent, another team's app the server's 404, and `members remove` confirming at a terminal.
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { main } from '../cli/main.ts';
 import { AdminApp, AdminMember, AdminMemberAdded } from '../src/contract/admin.ts';
-import { Capture, type CliOptions, cliEnv, runCli } from './support/cli-helpers.ts';
+import { type CliOptions, runCli, atTerminal as atTerminalWith } from './support/cli-helpers.ts';
 import { startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
 
 const ADMIN = TARGET_JSON.admin as { email: string; password: string };
@@ -29,24 +26,7 @@ const json = async (args: string[], extra: CliOptions = {}) => {
   return JSON.parse(r.stdout);
 };
 
-/** main() at a terminal, answering `typed` to its [y/N] question (as test/cli-admin.test.ts does). */
-async function atTerminal(args: string[], typed: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdin = Object.assign(new PassThrough(), { isTTY: true });
-  const stdout = new Capture();
-  const stderr = Object.assign(new Capture(), { isTTY: true });
-  const write = stderr.write.bind(stderr);
-  let asked = false;
-  stderr.write = ((chunk: string, ...rest: never[]) => {
-    if (!asked && String(chunk).includes('[y/N]')) {
-      asked = true;
-      setImmediate(() => stdin.end(typed));
-    }
-    return write(chunk, ...rest);
-  }) as typeof stderr.write;
-  const code = await main(args, { env: cliEnv(env), stdin, stdout, stderr, signals: new EventEmitter() });
-  if (!asked) stdin.end();
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const atTerminal = (args: string[], typed: string) => atTerminalWith(args, typed, env);
 
 describe('parley apps (D-71)', () => {
   test('list and get: a table and the admin shapes; another team’s app is the 404', async () => {

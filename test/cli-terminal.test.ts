@@ -1,15 +1,12 @@
 // Terminal manners (D-64): shell completion from the command tree and the server's recent ids, the delete
 // confirmation that only a person at a terminal sees, relative times in tables with exact ones in --json.
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { main } from '../cli/main.ts';
 import { ago } from '../cli/render.ts';
 import { startTestServer, tempDir, type TestServer } from './support/helpers.ts';
-import { Capture, cliEnv, runCli, serverEnv, type CliOptions } from './support/cli-helpers.ts';
+import { runCli, serverEnv, type CliOptions, atTerminal as atTerminalWith } from './support/cli-helpers.ts';
 
 let s: TestServer;
 let env: Record<string, string>;
@@ -28,24 +25,7 @@ async function create(): Promise<string> {
   return JSON.parse(r.stdout).id;
 }
 
-/** main() at a terminal: stdin and stderr say isTTY, the answers are typed into stdin. */
-async function atTerminal(args: string[], typed: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdin = Object.assign(new PassThrough(), { isTTY: true });
-  const stdout = new Capture();
-  const stderr = Object.assign(new Capture(), { isTTY: true });
-  let asked = false;
-  const origWrite = stderr.write.bind(stderr);
-  stderr.write = ((chunk: string, ...rest: never[]) => {
-    if (!asked && String(chunk).includes('[y/N]')) {
-      asked = true;
-      setImmediate(() => stdin.end(typed));
-    }
-    return origWrite(chunk, ...rest);
-  }) as typeof stderr.write;
-  const code = await main(args, { env: cliEnv(env), stdin, stdout, stderr, signals: new EventEmitter() });
-  if (!asked) stdin.end();
-  return { code, stdout: stdout.text, stderr: stderr.text };
-}
+const atTerminal = (args: string[], typed: string) => atTerminalWith(args, typed, env);
 
 describe('conversations delete asks on a terminal only (D-64)', () => {
   test('"n" keeps it, "y" deletes it, --yes does not ask, a script is never asked', async () => {

@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
 import { signedHeaders } from '../src/core/webhook-signature.ts';
 import { checksumOf } from '../src/core/api-keys.ts';
-import { runCli, serverEnv, startCli, waitFor } from './support/cli-helpers.ts';
+import { atTerminal, runCli, serverEnv, startCli, waitFor } from './support/cli-helpers.ts';
 import { APP, KEY, startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
 import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
@@ -62,7 +62,11 @@ describe('parley webhooks: endpoints and deliveries (the admin login, D-79)', ()
     assert.equal(rx.received[1]!.headers['webhook-id'], evt);
     const off = await runCli(['webhooks', 'update', id, '--disable'], { env });
     assert.match(off.stdout, /disabled \(manual\)/);
-    assert.equal((await runCli(['webhooks', 'delete', id], { env })).code, 2);
+    // D-64: at a terminal it asks, and anything but y keeps the endpoint; --yes (or a script) does not ask.
+    const kept = await atTerminal(['webhooks', 'delete', id], 'n\n', env);
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.match(kept.stderr, new RegExp(`Delete endpoint ${id}\\? It gets no more events\\. \\[y/N\\] `));
+    assert.equal((await runCli(['webhooks', 'list', '--json'], { env })).stdout.includes(id), true);
     const gone = await runCli(['webhooks', 'delete', id, '--yes'], { env });
     assert.match(gone.stdout, new RegExp(`deleted ${id}`));
   });

@@ -16,7 +16,7 @@ import {
   WebhookEndpointView,
   WebhookRedeliveryView,
 } from '../../src/contract/admin-webhooks.ts';
-import { adminClient, adminUrlOf, checkedBody, show } from '../admin.ts';
+import { adminClient, adminUrlOf, checkedBody, confirm, show } from '../admin.ts';
 import { ApiError, ConnectionError } from '../core/error.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
@@ -126,10 +126,11 @@ Examples:
     .addHelpText('after', `\nExample:\n  parley webhooks delete we_abc123 --yes\n`)
     .description('delete an endpoint')
     .argument('<endpoint_id>')
-    .option('--yes', 'do it without asking')
+    .option('--yes', 'do it without asking (a script, without a terminal, is never asked)')
     .action(async (id: string, o: { yes?: boolean }, c: Command) => {
-      if (!o.yes) throw new UsageError(`deleting ${id} needs --yes`);
       const { admin, g } = adminClient(session, c);
+      // D-64, as `keys revoke` and `members remove`: a person at a terminal confirms.
+      if (!(await confirm(session, o.yes, `Delete endpoint ${id}? It gets no more events.`, `kept ${id}`))) return;
       const r = await admin.delete(`/webhook_endpoints/${encodeURIComponent(id)}`, AdminDeletion);
       show(session, g, r, () => `deleted ${id}\n`);
     });

@@ -218,3 +218,26 @@ export function sendJson(res: http.ServerResponse, body: string | object, status
 export function sseEvent(event: string, data: object | string): string {
   return `event: ${event}\ndata: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 }
+
+/** main() at a terminal (stdin and stderr say isTTY), typing `typed` once it asks its [y/N] question. */
+export async function atTerminal(
+  args: string[],
+  typed: string,
+  env: Record<string, string | undefined>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdin = Object.assign(new PassThrough(), { isTTY: true });
+  const stdout = new Capture();
+  const stderr = Object.assign(new Capture(), { isTTY: true });
+  const write = stderr.write.bind(stderr);
+  let asked = false;
+  stderr.write = ((chunk: string, ...rest: never[]) => {
+    if (!asked && String(chunk).includes('[y/N]')) {
+      asked = true;
+      setImmediate(() => stdin.end(typed));
+    }
+    return write(chunk, ...rest);
+  }) as typeof stderr.write;
+  const code = await main(args, { env: cliEnv(env), stdin, stdout, stderr, signals: new EventEmitter() });
+  if (!asked) stdin.end();
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
