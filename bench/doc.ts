@@ -15,6 +15,7 @@ export const RUN_BLOCKS = {
   bench: 'Parley beside the baseline',
   'bench-stores': 'The two stores side by side',
   'bench-control': 'The control plane across instances',
+  'bench-webhooks': 'Webhooks',
 } as const;
 export type RunBlock = keyof typeof RUN_BLOCKS;
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { controlMarkdown, measureControl } from './control.ts';
+import { measureWebhooks, webhooksMarkdown } from './webhooks.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
 import { measurePastStartup, type PastStartup } from './past-responses.ts';
 import { checkPages, LOG, PAGE, type RunBlock, writeRun } from './doc.ts';
@@ -25,7 +26,9 @@ const OLLAMA_ONLY = args.has('--ollama');
 const PG_ONLY = args.has('--pg');
 /** Only the control plane's change-to-effect across two instances (bench/control.ts, D-78), a minute or so. */
 const CONTROL_ONLY = args.has('--control');
-const WITH_PG = !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY;
+/** Only issue 26's webhook figures (bench/webhooks.ts), a minute or so. */
+const WEBHOOKS_ONLY = args.has('--webhooks');
+const WITH_PG = !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY && !WEBHOOKS_ONLY;
 const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -793,6 +796,16 @@ async function runControl(): Promise<void> {
   if (WRITE) await writeRun(ROOT, 'bench-control', body);
 }
 
+/** Issue 26: events a second to one endpoint, and a send's latency with three endpoints (bench/webhooks.ts). */
+async function runWebhooks(fixturesDir: string): Promise<void> {
+  const started = Date.now();
+  log('webhooks: events delivered a second, and the latency they add to a send');
+  const f = await measureWebhooks(fixturesDir, tmp, QUICK, log);
+  const body = webhooksMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
+  log(body);
+  if (WRITE) await writeRun(ROOT, 'bench-webhooks', body);
+}
+
 // Ctrl-C: stop the servers and remove the temporary folder before leaving.
 process.once('SIGINT', () => {
   void Promise.all([...live].map((c) => c.stop()))
@@ -805,13 +818,15 @@ try {
     `Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`,
   );
   if (WRITE) {
-    const blocks: RunBlock[] = CONTROL_ONLY
-      ? ['bench-control']
-      : PG_ONLY
-        ? ['bench-stores']
-        : WITH_PG
-          ? ['bench', 'bench-stores', 'bench-control']
-          : ['bench'];
+    const blocks: RunBlock[] = WEBHOOKS_ONLY
+      ? ['bench-webhooks']
+      : CONTROL_ONLY
+        ? ['bench-control']
+        : PG_ONLY
+          ? ['bench-stores']
+          : WITH_PG
+            ? ['bench', 'bench-stores', 'bench-control', 'bench-webhooks']
+            : ['bench', 'bench-webhooks'];
     await checkPages(ROOT, blocks);
   }
   const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
@@ -823,6 +838,8 @@ try {
     await runStores(fixturesDir);
   } else if (CONTROL_ONLY) {
     await runControl();
+  } else if (WEBHOOKS_ONLY) {
+    await runWebhooks(fixturesDir);
   } else {
     const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
     const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
@@ -904,6 +921,7 @@ try {
       await runStores(fixturesDir);
       await runControl();
     }
+    await runWebhooks(fixturesDir);
   }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 } finally {

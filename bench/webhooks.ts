@@ -1,0 +1,139 @@
+// `npm run bench -- --webhooks`: issue 26's two figures. Parley as `npm start` runs it (its own process,
+// the file store) and a receiver on loopback that answers 204 at once:
+// - events delivered a second: conversations created 10 at a time, one endpoint subscribed to
+//   conversation.created; from the first create to the receiver's last event (D-85 sends one attempt at
+//   a time per endpoint, so this is one endpoint's rate);
+// - the latency a send message gains with three endpoints subscribed to every event: sends one at a time,
+//   in alternating rounds without and with the endpoints, medians compared (target: under 1 ms).
+import { once } from 'node:events';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { APP, KEY, TARGET_JSON } from '../test/support/helpers.ts';
+import { type Child, startChild } from './child.ts';
+import { percentile } from './measure.ts';
+
+export interface WebhookFigures {
+  events: number;
+  eventsPerSecond: number;
+  createsPerSecond: number;
+  rounds: number;
+  sendsPerRound: number;
+  /** Milliseconds, one send at a time. */
+  without: number[];
+  with: number[];
+}
+
+const ADMIN = TARGET_JSON.admin as { email: string; password: string };
+
+async function call(base: string, method: string, p: string, headers: Record<string, string>, body?: unknown) {
+  const res = await fetch(base + p, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return { body: JSON.parse(text) as Record<string, any>, headers: res.headers };
+}
+
+export async function measureWebhooks(fixturesDir: string, tmp: string, quick: boolean, log: (l: string) => void): Promise<WebhookFigures> {
+  let received = 0;
+  let lastAt = 0;
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      lastAt = performance.now();
+      res.writeHead(204).end();
+    });
+  });
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const dataDir = path.join(tmp, 'webhooks-data');
+  await fs.mkdir(dataDir, { recursive: true });
+  let parley: Child | undefined;
+  try {
+    parley = await startChild('parley-server.ts', [dataDir, fixturesDir], {
+      env: { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'silent', DATABASE_URL: '' },
+    });
+    const origin = `http://127.0.0.1:${parley.ready.port}`;
+    const v1 = (method: string, p: string, body?: unknown) => call(`${origin}/v1`, method, p, { authorization: `Bearer ${KEY}` }, body);
+    const session = await call(`${origin}/admin/v1`, 'POST', '/sessions', {}, ADMIN);
+    const cookie = session.headers.get('set-cookie')!.split(';')[0]!;
+    const csrf = { cookie, 'x-csrf-token': session.body.csrf_token as string };
+    const token = (await call(`${origin}/admin/v1`, 'POST', '/tokens', csrf, { name: 'bench' })).body.token as string;
+    const admin = (method: string, p: string, body?: unknown) =>
+      call(`${origin}/admin/v1`, method, p, { authorization: `Bearer ${token}` }, body);
+
+    // Events a second to one endpoint.
+    const events = quick ? 300 : 2000;
+    const created = await admin('POST', '/webhook_endpoints', { app_id: APP, url: hook, events: ['conversation.created'] });
+    const start = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (next < events) {
+          next++;
+          await v1('POST', `/apps/${APP}/conversations`, {});
+        }
+      }),
+    );
+    const acknowledged = performance.now();
+    for (const bound = Date.now() + 120_000; received < events; ) {
+      if (Date.now() > bound) throw new Error(`only ${received} of ${events} events arrived within 120 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const eventsPerSecond = events / ((lastAt - start) / 1000);
+    const createsPerSecond = events / ((acknowledged - start) / 1000);
+    log(
+      `  ${events} events: ${eventsPerSecond.toFixed(0)} delivered a second (creates acknowledged at ${createsPerSecond.toFixed(0)} a second)`,
+    );
+    await admin('DELETE', `/webhook_endpoints/${created.body.id as string}`);
+
+    // A send message's latency without and with three endpoints subscribed to every event.
+    const rounds = quick ? 3 : 8;
+    const sendsPerRound = quick ? 30 : 100;
+    const figures: WebhookFigures = { events, eventsPerSecond, createsPerSecond, rounds, sendsPerRound, without: [], with: [] };
+    const sends = async (into: number[]) => {
+      const conv = (await v1('POST', `/apps/${APP}/conversations`, {})).body.id as string;
+      for (let i = 0; i < sendsPerRound; i++) {
+        const t = performance.now();
+        await v1('POST', `/apps/${APP}/conversations/${conv}`, { message: { content: 'What are the API rate limits?' }, stream: false });
+        into.push(performance.now() - t);
+      }
+    };
+    for (let r = 0; r < rounds; r++) {
+      await sends(figures.without);
+      const ids: string[] = [];
+      for (let e = 0; e < 3; e++) ids.push((await admin('POST', '/webhook_endpoints', { app_id: APP, url: hook, events: ['*'] })).body.id);
+      await sends(figures.with);
+      for (const id of ids) await admin('DELETE', `/webhook_endpoints/${id}`);
+      log(
+        `  round ${r + 1}/${rounds}: send p50 ${percentile(figures.without, 50).toFixed(2)} ms without, ${percentile(figures.with, 50).toFixed(2)} ms with 3 endpoints`,
+      );
+    }
+    return figures;
+  } finally {
+    await parley?.stop();
+    receiver.closeAllConnections();
+    receiver.close();
+  }
+}
+
+export function webhooksMarkdown(f: WebhookFigures, when: string, machine: string): string {
+  const p50 = (v: number[]) => percentile(v, 50);
+  const added = p50(f.with) - p50(f.without);
+  return [
+    `Run ${when}, ${machine}. Parley on the file store in its own process, a receiver on loopback answering 204.`,
+    '',
+    '| figure | value | target (issue 26) |',
+    '|---|---|---|',
+    `| events delivered a second to one endpoint (${f.events.toLocaleString('en-US')} conversations created 10 at a time) | ${f.eventsPerSecond.toFixed(0)} (creates acknowledged: ${f.createsPerSecond.toFixed(0)} a second) | |`,
+    `| send message p50, one at a time, no endpoint | ${p50(f.without).toFixed(2)} ms | |`,
+    `| send message p50 with three endpoints subscribed to every event | ${p50(f.with).toFixed(2)} ms | |`,
+    `| latency added at the median (${f.rounds} alternating rounds of ${f.sendsPerRound}) | ${added.toFixed(2)} ms | under 1 ms${added < 1 ? ': met' : ': NOT met'} |`,
+  ].join('\n');
+}
