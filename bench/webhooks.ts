@@ -129,7 +129,7 @@ export function webhooksMarkdown(f: WebhookFigures, when: string, machine: strin
   return [
     `Run ${when}, ${machine}. Parley on the file store in its own process, a receiver on loopback answering 204.`,
     '',
-    '| figure | value | target (issue 26) |',
+    '| figure | value | target |',
     '|---|---|---|',
     `| events delivered a second to one endpoint (${f.events.toLocaleString('en-US')} conversations created 10 at a time) | ${f.eventsPerSecond.toFixed(0)} (creates acknowledged: ${f.createsPerSecond.toFixed(0)} a second) | |`,
     `| send message p50, one at a time, no endpoint | ${p50(f.without).toFixed(2)} ms | |`,
