@@ -4,6 +4,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Asset } from '../http/reply.ts';
+import { bundleScript } from './widget-assets.ts';
 
 export const DASHBOARD_DIR = path.resolve(import.meta.dirname, '../../dashboard');
 export const DASHBOARD_PATH = '/dashboard';
@@ -24,19 +25,8 @@ const HEADERS = {
 };
 
 /** D-95: the dashboard's script, one minified IIFE (the size test holds it under DASHBOARD_MAX_BYTES). */
-export async function bundleDashboard(): Promise<string> {
-  const esbuild = await import('esbuild');
-  const out = await esbuild.build({
-    entryPoints: [path.join(DASHBOARD_DIR, 'main.ts')],
-    bundle: true,
-    minify: true,
-    format: 'iife',
-    target: ['chrome100', 'firefox100', 'safari15'],
-    write: false,
-    logLevel: 'silent',
-    legalComments: 'none',
-  });
-  return out.outputFiles[0]!.text;
+export function bundleDashboard(): Promise<string> {
+  return bundleScript(path.join(DASHBOARD_DIR, 'main.ts'));
 }
 
 /** The dashboard's pages by path, each built once on first request (none with --no-dashboard). */

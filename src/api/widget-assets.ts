@@ -9,10 +9,15 @@ import { Asset, NoContent } from '../http/reply.ts';
 const WIDGET_DIR = path.resolve(import.meta.dirname, '../../widget');
 
 /** Bundles one entry of widget/ into a single minified script (an IIFE: a classic script tag runs it). */
-export async function bundle(entry: string): Promise<string> {
+export function bundle(entry: string): Promise<string> {
+  return bundleScript(path.join(WIDGET_DIR, entry));
+}
+
+/** Bundles a browser entry (the widget's, the dashboard's) into one minified IIFE for the browsers the pages support. */
+export async function bundleScript(file: string): Promise<string> {
   const esbuild = await import('esbuild');
   const out = await esbuild.build({
-    entryPoints: [path.join(WIDGET_DIR, entry)],
+    entryPoints: [file],
     bundle: true,
     minify: true,
     format: 'iife',
