@@ -1,4 +1,5 @@
-// Listeners kept per key (a response's cancel listeners): both stores keep them the same way.
+// Listeners kept per key (a response's cancel listeners) or in one list (the webhook outbox's): both
+// stores keep them the same way.
 
 /** Adds `listener` under `key`; the function returned removes it, and the key once it has none left. */
 export function listenOn<K, L>(map: Map<K, Set<L>>, key: K, listener: L): () => void {
@@ -9,4 +10,18 @@ export function listenOn<K, L>(map: Map<K, Set<L>>, key: K, listener: L): () => 
     set.delete(listener);
     if (set.size === 0 && map.get(key) === set) map.delete(key);
   };
+}
+
+/** A list of listeners told in the order they were added; `add` returns the function that removes one. */
+export class Listeners<T> {
+  private readonly fns = new Set<(value: T) => void>();
+
+  add(fn: (value: T) => void): () => void {
+    this.fns.add(fn);
+    return () => this.fns.delete(fn);
+  }
+
+  tell(value: T): void {
+    for (const fn of this.fns) fn(value);
+  }
 }

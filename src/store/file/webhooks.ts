@@ -4,6 +4,7 @@
 // back without what retention let go (D-87). Leases are in memory: one process owns the directory (D-25).
 // An event reporting a conversation's change is first written in that change's journal line
 // (conversations.jsonl), and `adopt` brings it here; start-up adopts those this journal lacks.
+import { Listeners } from '../../core/listeners.ts';
 import path from 'node:path';
 import { DataFileError } from '../../core/errors.ts';
 import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
@@ -25,7 +26,7 @@ export class FileOutbox implements WebhookOutbox {
   private readonly leases = new Map<string, { owner: string; until: number }>();
   /** Unix seconds of each endpoint's first failed attempt since its last success (D-86). */
   private readonly failing = new Map<string, number>();
-  private readonly listeners: Array<(events: OutboxEvent[]) => void> = [];
+  private readonly listeners = new Listeners<OutboxEvent[]>();
   private journal!: Journal;
   /** Appends handed over by `adopt`, not yet durable here (a compaction of conversations.jsonl waits for them). */
   private adopting: Promise<unknown> = Promise.resolve();
@@ -146,15 +147,11 @@ export class FileOutbox implements WebhookOutbox {
   }
 
   private tell(events: OutboxEvent[]): void {
-    for (const fn of this.listeners) fn(events);
+    this.listeners.tell(events);
   }
 
   onEvents(fn: (events: OutboxEvent[]) => void): () => void {
-    this.listeners.push(fn);
-    return () => {
-      const i = this.listeners.indexOf(fn);
-      if (i >= 0) this.listeners.splice(i, 1);
-    };
+    return this.listeners.add(fn);
   }
 
   async add(events: OutboxEvent[]): Promise<void> {

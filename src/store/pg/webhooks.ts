@@ -3,6 +3,7 @@
 // at a time with FOR UPDATE SKIP LOCKED in a short transaction of its own (none is held during an
 // attempt); a lease that runs out (its instance died) hands the delivery to another. The file twin is
 // src/store/file/webhooks.ts.
+import { Listeners } from '../../core/listeners.ts';
 import type { Sql, TransactionSql } from 'postgres';
 import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
 
@@ -83,7 +84,7 @@ const eventOf = (r: EventRow): OutboxEvent => ({ ...r, created_at: Number(r.crea
 const attemptOf = (r: Attempt & { created_at: string | number }): Attempt => ({ ...r, created_at: Number(r.created_at) });
 
 export class PgOutbox implements WebhookOutbox {
-  private readonly listeners: Array<(events: OutboxEvent[]) => void> = [];
+  private readonly listeners = new Listeners<OutboxEvent[]>();
 
   constructor(private readonly sql: Sql) {}
 
@@ -117,15 +118,11 @@ export class PgOutbox implements WebhookOutbox {
   }
 
   private tell(events: OutboxEvent[]): void {
-    for (const fn of this.listeners) fn(events);
+    this.listeners.tell(events);
   }
 
   onEvents(fn: (events: OutboxEvent[]) => void): () => void {
-    this.listeners.push(fn);
-    return () => {
-      const i = this.listeners.indexOf(fn);
-      if (i >= 0) this.listeners.splice(i, 1);
-    };
+    return this.listeners.add(fn);
   }
 
   async add(events: OutboxEvent[]): Promise<void> {
