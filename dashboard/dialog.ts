@@ -30,3 +30,42 @@ export function openDialog(
   el.showModal();
   return handle;
 }
+
+/**
+ * A confirmation of a destructive action: `label` runs `act` (the request), closes the dialog, then runs
+ * `done` (the page redrawn, focus placed); a failure of either closes it and goes to `fail`.
+ */
+export function confirmDialog(
+  title: string,
+  text: string,
+  label: string,
+  o: { act: () => Promise<void>; done: () => Promise<void>; fail: (err: unknown) => void },
+  opener: Element,
+): DialogHandle {
+  return openDialog(
+    title,
+    [h('p', {}, text)],
+    (dlg) => [
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          onclick: async () => {
+            try {
+              await o.act();
+              dlg.close();
+              await o.done();
+            } catch (err) {
+              dlg.close();
+              o.fail(err);
+            }
+          },
+        },
+        label,
+      ),
+      h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
+    ],
+    opener,
+  );
+}

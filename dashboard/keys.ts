@@ -1,7 +1,7 @@
 // Settings → API Keys (§5.3, D-70): the team's keys redacted; create and roll show the new key once, in a
 // dialog, and only there (D-98); revoke asks first, naming the key.
 import { ApiFailure, api } from './api.ts';
-import { openDialog } from './dialog.ts';
+import { confirmDialog, openDialog } from './dialog.ts';
 import { field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, ApiKeyCreated, List } from './types.ts';
@@ -150,32 +150,19 @@ export async function keysPage(c: PageContext): Promise<void> {
   };
 
   const revoke = (k: ApiKey, opener: Element) => {
-    openDialog(
+    confirmDialog(
       `Revoke ${k.name}?`,
-      [h('p', {}, `The key ${k.name} (${k.redacted}) will be refused at once by every request. This cannot be undone.`)],
-      (dlg) => [
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'danger',
-            onclick: async () => {
-              try {
-                await api('POST', `/keys/${encodeURIComponent(k.id)}/revoke`);
-                dlg.close();
-                status.replaceChildren(notice('ok', `${k.name} (${k.redacted}) revoked.`));
-                await refresh();
-                document.getElementById('create-key')?.focus();
-              } catch (err) {
-                dlg.close();
-                fail(err);
-              }
-            },
-          },
-          `Revoke ${k.name}`,
-        ),
-        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
-      ],
+      `The key ${k.name} (${k.redacted}) will be refused at once by every request. This cannot be undone.`,
+      `Revoke ${k.name}`,
+      {
+        act: () => api('POST', `/keys/${encodeURIComponent(k.id)}/revoke`).then(() => {}),
+        done: async () => {
+          status.replaceChildren(notice('ok', `${k.name} (${k.redacted}) revoked.`));
+          await refresh();
+          document.getElementById('create-key')?.focus();
+        },
+        fail,
+      },
       opener,
     );
   };

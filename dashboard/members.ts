@@ -1,7 +1,7 @@
 // Members (D-72): the team's members; an admin adds one (an invitation shown once, in a dialog, D-98),
 // changes a role and removes a member after a confirmation that names them.
 import { ApiFailure, api } from './api.ts';
-import { openDialog } from './dialog.ts';
+import { confirmDialog, openDialog } from './dialog.ts';
 import { field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { List } from './types.ts';
@@ -64,31 +64,18 @@ export async function membersPage(c: PageContext): Promise<void> {
     listArea.replaceChildren(table(['Email', 'Name', 'Role', 'Last sign-in', 'Actions'], rows, 'Members'));
   };
   const remove = (m: TeamMember, opener: Element) =>
-    openDialog(
+    confirmDialog(
       `Remove ${m.email}?`,
-      [h('p', {}, `${m.email} loses access at once: their sessions end and their personal access tokens are revoked.`)],
-      (dlg) => [
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'danger',
-            onclick: async () => {
-              try {
-                await api('DELETE', `/members/${encodeURIComponent(m.id)}`);
-                dlg.close();
-                status.replaceChildren(notice('ok', `${m.email} removed.`));
-                await refresh();
-              } catch (err) {
-                dlg.close();
-                fail(err);
-              }
-            },
-          },
-          `Remove ${m.email}`,
-        ),
-        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
-      ],
+      `${m.email} loses access at once: their sessions end and their personal access tokens are revoked.`,
+      `Remove ${m.email}`,
+      {
+        act: () => api('DELETE', `/members/${encodeURIComponent(m.id)}`).then(() => {}),
+        done: async () => {
+          status.replaceChildren(notice('ok', `${m.email} removed.`));
+          await refresh();
+        },
+        fail,
+      },
       opener,
     );
   if (c.canWrite) {
