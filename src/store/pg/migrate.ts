@@ -4,6 +4,7 @@
 // Plain SQL that PostgreSQL 13 and later run.
 import type { Sql } from 'postgres';
 import { WEBHOOKS_MIGRATION } from './webhooks.ts';
+import { COUNTERS_MIGRATION } from './app-stats.ts';
 
 export interface Migration {
   version: number;
@@ -240,6 +241,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   WEBHOOKS_MIGRATION,
+  COUNTERS_MIGRATION,
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */
