@@ -66,10 +66,15 @@ function countOf(w: Window, taken: boolean, perMinute: number): RateCount {
 export class PgRateCounts implements RateCounts {
   private sweeper: NodeJS.Timeout | undefined;
 
-  /** `scope` tells the REST plans' counts from the widget's budgets (D-52), which are keyed by app too. */
+  /**
+   * `scope` tells the REST plans' counts from the widget's budgets (D-52), which are keyed by app too.
+   * `durable: true` waits for a count's WAL flush before its row is free again (bench/probe-pg-counts.ts
+   * measures it); by default a count does not (D-103).
+   */
   constructor(
     private readonly sql: Sql,
     private readonly scope: string,
+    private readonly opts: { durable?: boolean } = {},
   ) {}
 
   /** Deletes the rows of keys that stopped counting, now and every hour. */
@@ -86,8 +91,12 @@ export class PgRateCounts implements RateCounts {
     for (let tries = 0; ; tries++) {
       // The new bucket replaces the one of 61 seconds before (sec % 61), which left the window; the
       // condition reads the row as locked, after every count before it.
+      // D-103: the count's commit does not wait for its WAL flush, so the key's row is free again at
+      // once; the request's own durable write, after it, flushes it.
+      const commit = this.opts.durable ? 'on' : 'off';
       const [w] = await this.sql<Window[]>`
-        WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now)
+        WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now,
+                          set_config('synchronous_commit', ${commit}, true) AS commit)
         INSERT INTO rate_windows AS w (scope, key, at, secs, counts, lasts, day, day_count)
         SELECT ${scope}, ${key}, c.now,
                ARRAY(SELECT CASE WHEN i = c.now / 1000 % ${BUCKETS} THEN c.now / 1000 ELSE 0 END FROM generate_series(0, ${BUCKETS - 1}) i ORDER BY i),
