@@ -345,7 +345,7 @@ export const STORE_TARGETS: Partial<Record<Operation, { vsFile?: number; scale?:
   list: { vsFile: 0.15, scale: 0.8, statements: 1 },
   rename: { vsFile: 0.1, scale: 0.8, statements: 4 },
   send: { vsFile: 0.05, scale: 0.8, statements: 64 },
-  create: { vsFile: 0.03, scale: 0.8, statements: 10 },
+  create: { vsFile: 0.03, scale: 0.8, statements: 6 },
 };
 
 function targetsOf(op: Operation): Target[] {
