@@ -18,10 +18,10 @@ const QUOTA_LOCK_CLASS = 0x71756f74;
 /** A create that found its app within the margin: run again on the exact path. */
 class NearQuota extends Error {}
 
-/** Whether `admit` lets `stored` bytes through (it throws to refuse). */
-function admits(admit: QuotaAdmit, stored: number): boolean {
+/** Whether `admit` lets the create through with `stored` bytes and `running` more (it throws to refuse). */
+function admits(admit: QuotaAdmit, stored: number, running: number): boolean {
   try {
-    admit(stored);
+    admit(stored, running);
     return true;
   } catch {
     return false;
@@ -181,12 +181,12 @@ export class AppStats {
       const [row] = await tx<{ bytes: string | null }[]>`SELECT sum(bytes) AS bytes FROM app_stats WHERE app_id = ${appId}`;
       const stored = Number(row?.bytes ?? 0);
       admit!(stored);
-      if (admits(admit!, stored + this.margin)) this.near.delete(appId);
+      if (admits(admit!, stored, this.margin)) this.near.delete(appId);
       await statement(tx);
       return;
     }
     const stored = await statement(tx);
     // Rolled back and run again exactly: the creates running at once could pass the quota together.
-    if (admit && !admits(admit, stored + this.margin)) throw new NearQuota();
+    if (admit && !admits(admit, stored, this.margin)) throw new NearQuota();
   }
 }
