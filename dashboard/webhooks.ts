@@ -195,7 +195,8 @@ function createForm(
       url.value = '';
       description.value = '';
       status.append(notice('ok', `Endpoint ${made.url} added: it gets ${eventsText(made.events).toLowerCase()} of ${made.app_id}.`));
-      await refresh('wh-add');
+      add.focus();
+      await refresh();
     } catch (err) {
       const f = err instanceof ApiFailure ? err : null;
       status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
