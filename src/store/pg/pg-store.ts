@@ -113,7 +113,13 @@ export class PgStore implements Store {
       // Not in postgres.js's option types, read by its connections: LISTEN's notifications.
       ...{ onnotify: (channel: string, payload: string) => this.responses.notified(channel, payload) },
     });
-    this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
+    this.responses = new PgResponses(
+      this.sql,
+      this.livenessSql,
+      opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS,
+      Date.now,
+      opts.responseRetentionMs,
+    );
     this.admin = new PgAdminConversations(this.sql, this.turns);
     this.outbox = new PgOutbox(this.sql);
   }

@@ -6,13 +6,22 @@
 // renews a lease on it, and holds a session advisory lock named after itself for as long as it lives
 // (liveness.ts): a response whose lease expired, or whose producer's lock stays free (its connection,
 // so its process, is gone), is what `unfinished` hands to start-up and to the running instances'
-// sweep (D-38).
+// sweep (D-38). Past D-36's hour a response keeps its row alone (its events deleted, what it was asked
+// emptied) for the look-up's retention, then the row goes (D-93): pruned in bounded batches.
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { listenOn } from '../../core/listeners.ts';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired, StoreUnavailable } from '../../core/errors.ts';
-import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace, type UnfinishedResponse } from '../types.ts';
+import {
+  RESPONSE_LOOKUP_RETENTION_MS,
+  TERMINAL_EVENTS,
+  type LiveResponseStart,
+  type LiveResponses,
+  type ResponseRef,
+  type ResponseTrace,
+  type UnfinishedResponse,
+} from '../types.ts';
 import { CHANNELS, LEASE_MS, Liveness, LOCK_OF, RELOCK_GRACE_MS, RETRY_MS } from './liveness.ts';
 import { isConnectionLoss } from './rows.ts';
 
@@ -21,6 +30,11 @@ export { LEASE_MS };
 const RECHECK_MS = 5_000;
 /** D-91: a producer stops this long before the lease it last proved runs out. */
 const MARGIN_MS = 5_000;
+/** D-93: how often ended responses are pruned, and how many rows one statement touches at most. */
+const PRUNE_MS = 60_000;
+const PRUNE_BATCH = 1_000;
+/** Batches per prune and step: a backlog (a long outage, an upgrade) is worked off over several prunes. */
+const PRUNE_BATCHES = 20;
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
@@ -29,15 +43,19 @@ interface Row {
   app_id: string;
   conversation_id: string;
   created_at: string;
-  input: string;
   ended_at: string | null;
 }
 
-const startOf = (r: Row): LiveResponseStart => ({
+const refOf = (r: Row): ResponseRef => ({
   id: r.id,
   app_id: r.app_id,
   conversation_id: r.conversation_id,
   created_at: Number(r.created_at),
+});
+
+/** A running response's row, with what it was asked (emptied once the response is past D-36's hour). */
+const startOf = (r: Row & { input: string }): LiveResponseStart => ({
+  ...refOf(r),
   input: JSON.parse(r.input) as LiveResponseStart['input'],
 });
 
@@ -51,6 +69,8 @@ export class PgResponses implements LiveResponses {
   /** D-90: the lock, LISTEN and the leases, on a connection of their own. */
   readonly liveness: Liveness;
   private closing = false;
+  private pruner: NodeJS.Timeout | undefined;
+  private pruning: Promise<unknown> | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -58,6 +78,8 @@ export class PgResponses implements LiveResponses {
     livenessConn: Sql,
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
+    /** D-93: how long the look-up still finds a response after its end. */
+    private readonly retentionMs: number = RESPONSE_LOOKUP_RETENTION_MS,
   ) {
     // A new session missed the notifications sent while there was none: every follower reads again.
     const wakeAll = () => {
@@ -74,10 +96,19 @@ export class PgResponses implements LiveResponses {
 
   async open(): Promise<void> {
     await this.liveness.open();
+    // Never at start-up (its work is the running rows only, D-93): a minute on, then every minute.
+    this.pruner = setInterval(() => {
+      this.pruning ??= this.prune()
+        .catch(() => {})
+        .finally(() => (this.pruning = undefined));
+    }, PRUNE_MS);
+    this.pruner.unref();
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.pruner);
+    await this.pruning;
     await this.liveness.close();
     await Promise.all([...this.producing.values()].map((p) => p.writing));
   }
@@ -160,21 +191,21 @@ export class PgResponses implements LiveResponses {
   private async state(
     id: string,
     from: number,
-  ): Promise<{ start: LiveResponseStart; events: UnsequencedEvent[] | null; ended: boolean } | undefined> {
-    const [row] = await this.sql<
-      Row[]
-    >`SELECT id, app_id, conversation_id, created_at, input, ended_at FROM live_responses WHERE id = ${id}`;
+  ): Promise<{ start: ResponseRef; events: UnsequencedEvent[] | null; ended: boolean } | undefined> {
+    const [row] = await this.sql<Row[]>`SELECT id, app_id, conversation_id, created_at, ended_at FROM live_responses WHERE id = ${id}`;
     if (!row) return undefined;
     const ended = row.ended_at !== null;
+    // D-93: past the look-up's retention, to the millisecond, whether or not the prune has removed it yet.
+    if (ended && Number(row.ended_at) <= this.now() - this.retentionMs) return undefined;
     if (ended && Number(row.ended_at) <= this.now() - this.ttlMs) {
       await this.sql`DELETE FROM response_events WHERE response_id = ${id}`;
-      return { start: startOf(row), events: null, ended };
+      return { start: refOf(row), events: null, ended };
     }
     // Read after the row: an event appended in between is read too, never an end without its event.
     const events = await this.sql<
       { body: string }[]
     >`SELECT body FROM response_events WHERE response_id = ${id} AND seq >= ${from} ORDER BY seq`;
-    return { start: startOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended };
+    return { start: refOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended };
   }
 
   async *follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
@@ -246,7 +277,7 @@ export class PgResponses implements LiveResponses {
     ).map((r) => r.id);
     if (suspects.length > 0) await pause(RELOCK_GRACE_MS);
     const now = this.now();
-    const taken = await this.sql.unsafe<Row[]>(
+    const taken = await this.sql.unsafe<(Row & { input: string })[]>(
       `UPDATE live_responses SET owner = $1, lease_until = $2
        WHERE ended_at IS NULL AND owner <> $1 AND (lease_until < $3 OR (id = ANY($4::text[]) AND ${lockFree}))
        RETURNING id, app_id, conversation_id, created_at, input, ended_at`,
@@ -257,6 +288,35 @@ export class PgResponses implements LiveResponses {
       const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${row.id} ORDER BY seq`;
       this.producing.set(row.id, { next: events.length, writing: Promise.resolve() });
       out.push({ start: startOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended: false });
+    }
+    return out;
+  }
+
+  /**
+   * D-93: ended responses pruned in bounded batches, each one statement: past D-36's hour, a response's
+   * events are deleted and what it was asked emptied (its row stays ~150 bytes, for the look-up); past
+   * the look-up's retention, its row goes. Rows another instance is pruning at the same moment are
+   * skipped (SKIP LOCKED), so instances pruning together neither wait for nor repeat each other's work.
+   * Resolves with how many rows each step touched.
+   */
+  async prune(): Promise<{ emptied: number; deleted: number }> {
+    const out = { emptied: 0, deleted: 0 };
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const rows = await this.sql`
+        WITH old AS (SELECT id FROM live_responses WHERE input <> '' AND ended_at <= ${this.now() - this.ttlMs}
+                     ORDER BY ended_at LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED),
+        gone AS (DELETE FROM response_events e USING old WHERE e.response_id = old.id)
+        UPDATE live_responses r SET input = '' FROM old WHERE r.id = old.id RETURNING 1`;
+      out.emptied += rows.length;
+      if (rows.length < PRUNE_BATCH) break;
+    }
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const rows = await this.sql`
+        DELETE FROM live_responses WHERE id IN (
+          SELECT id FROM live_responses WHERE ended_at <= ${this.now() - this.retentionMs}
+          ORDER BY ended_at LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED) RETURNING 1`;
+      out.deleted += rows.length;
+      if (rows.length < PRUNE_BATCH) break;
     }
     return out;
   }
