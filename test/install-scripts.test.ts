@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { driverPatched } from '../src/store/pg/driver-patch.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const readJson = async (file: string) => JSON.parse(await fs.readFile(path.join(ROOT, file), 'utf8'));
@@ -41,6 +42,7 @@ test('scripts/patch-postgres.mjs: patches both entry points once, again changes 
     patchPackage: (dir: string) => string[];
     patchText: (name: string, text: string) => string;
   };
+  assert.equal(driverPatched(), true, 'the driver this process imports is patched (else start-up warns, D-90)');
   const pkg = (await readJson('package.json')) as { scripts: Record<string, string>; files: string[] };
   assert.equal(pkg.scripts.postinstall, 'node scripts/patch-postgres.mjs', 'npm ci runs the patch');
   assert.ok(pkg.files.includes('scripts/patch-postgres.mjs'), 'the published package carries it');
