@@ -7,16 +7,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { benchFixtures } from './data.ts';
-import { accounting, seedPostgres, startBenchPostgres, type Statement } from './pg.ts';
+import { accounting, notifies, seedPostgres, startBenchPostgres } from './pg.ts';
 
 const [sendsText = '100', connectionsText = '1'] = process.argv.slice(2);
 const SENDS = Number(sendsText);
 const CONNECTIONS = Number(connectionsText);
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3', 'content-type': 'application/json' };
-
-/** A statement that sends a notification (pg_notify or NOTIFY): one per call. */
-export const notifies = (s: Statement) => /pg_notify\s*\(|^notify\b/i.test(s.query);
 
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-pg-send-'));
 const pg = await startBenchPostgres();
