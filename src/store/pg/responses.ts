@@ -1,13 +1,15 @@
-// Resumable responses on PostgreSQL (docs/postgres.md, D-30…D-39, D-43, D-90, D-91): a response's
-// start and events are rows, so any instance can look one up, follow it or cancel it. Followers and
-// producers are told by LISTEN/NOTIFY (a notification is sent in the transaction that appends the
-// event, so it arrives after the event is readable); a follower also reads again every few seconds, in
-// case a notification was lost while the listening connection reconnected. A response's producer
-// renews a lease on it, and holds a session advisory lock named after itself for as long as it lives
-// (liveness.ts): a response whose lease expired, or whose producer's lock stays free (its connection,
-// so its process, is gone), is what `unfinished` hands to start-up and to the running instances'
-// sweep (D-38). Past D-36's hour a response keeps its row alone (its events deleted, what it was asked
-// emptied) for the look-up's retention, then the row goes (D-93): pruned in bounded batches.
+// Resumable responses on PostgreSQL (docs/postgres.md, D-30…D-39, D-43, D-90, D-91, D-100): a response's
+// start and events are rows, so any instance can look one up, follow it or cancel it. A response's
+// events are written in batches, one statement and one notification each (D-100): an event is handed
+// to no reader before its batch is committed. Followers and producers are told by LISTEN/NOTIFY (sent
+// in the statement that writes a batch, so it arrives after the batch is readable); a follower also
+// reads again every few seconds, in case a notification was lost while the listening connection
+// reconnected. A response's producer renews a lease on it, and holds a session advisory lock named
+// after itself for as long as it lives (liveness.ts): a response whose lease expired, or whose
+// producer's lock stays free (its connection, so its process, is gone), is what `unfinished` hands to
+// start-up and to the running instances' sweep (D-38). Past D-36's hour a response keeps its row alone
+// (its events deleted, what it was asked emptied) for the look-up's retention, then the row goes
+// (D-93): pruned in bounded batches.
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { listenOn } from '../../core/listeners.ts';
@@ -35,6 +37,14 @@ const PRUNE_MS = 60_000;
 const PRUNE_BATCH = 1_000;
 /** Batches per prune and step: a backlog (a long outage, an upgrade) is worked off over several prunes. */
 const PRUNE_BATCHES = 20;
+/**
+ * D-100: an event waits at most this long for others to share its write (`response.created` and a
+ * terminal event do not wait), and a batch holds at most BATCH_MAX events. Figures: docs/benchmarks.md.
+ */
+export const BATCH_MS = 10;
+const BATCH_MAX = 100;
+/** The first event of a response: written at once, so that a look-up soon finds the response begun. */
+const CREATED = 'response.created';
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
@@ -45,6 +55,29 @@ interface Row {
   created_at: string;
   ended_at: string | null;
 }
+
+/** An event appended and not yet written, with the promise its `append` returned. */
+interface Queued {
+  event: UnsequencedEvent;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** A response this instance produces (D-100: its events written in batches, one batch at a time, in order). */
+interface Producing {
+  /** The next event's sequence number: the number of events written. */
+  next: number;
+  /** Events appended, not yet written, oldest first. */
+  queue: Queued[];
+  /** Writes the queue BATCH_MS after its first event, unless a flush came first. */
+  timer: NodeJS.Timeout | undefined;
+  /** A write is chained that takes the whole queue when it starts. */
+  flushing: boolean;
+  /** The last write chained (the next one waits for it, whatever its outcome; close() too). */
+  writing: Promise<void>;
+}
+
+const producing = (next: number): Producing => ({ next, queue: [], timer: undefined, flushing: false, writing: Promise.resolve() });
 
 const refOf = (r: Row): ResponseRef => ({
   id: r.id,
@@ -62,8 +95,8 @@ const startOf = (r: Row & { input: string }): LiveResponseStart => ({
 export class PgResponses implements LiveResponses {
   /** This instance, as the owner of the responses it produces. */
   private readonly owner = randomUUID();
-  /** Responses produced here: the next event's sequence number, and the appends in order. */
-  private readonly producing = new Map<string, { next: number; writing: Promise<void> }>();
+  /** Responses produced here, with their events not yet written. */
+  private readonly producing = new Map<string, Producing>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly cancels = new Map<string, Set<() => void>>();
   /** D-90: the lock, LISTEN and the leases, on a connection of their own. */
@@ -109,6 +142,7 @@ export class PgResponses implements LiveResponses {
     this.closing = true;
     clearInterval(this.pruner);
     await this.pruning;
+    for (const [id, p] of this.producing) this.flush(id, p);
     await this.liveness.close();
     await Promise.all([...this.producing.values()].map((p) => p.writing));
   }
@@ -121,7 +155,7 @@ export class PgResponses implements LiveResponses {
         VALUES (${start.id}, ${start.app_id}, ${start.conversation_id}, ${start.created_at}, ${JSON.stringify(start.input)}, ${this.owner}, ${this.now() + LEASE_MS})
         ON CONFLICT DO NOTHING RETURNING id`;
       if (made.length === 1) {
-        this.producing.set(start.id, { next: 0, writing: Promise.resolve() });
+        this.producing.set(start.id, producing(0));
         return {};
       }
       const [running] = await this.sql<
@@ -133,28 +167,57 @@ export class PgResponses implements LiveResponses {
     }
   }
 
+  /**
+   * D-100: resolves once the event is written, with the others of its batch. `response.created` and a
+   * terminal event are written at once (after the write under way, if any), with the events before them
+   * still waiting; any other waits at most BATCH_MS for more.
+   */
   append(id: string, event: UnsequencedEvent): Promise<void> {
     const p = this.producing.get(id);
     if (!p) return Promise.reject(new Error(`${id} is not a live response of this instance`));
-    const terminal = TERMINAL_EVENTS.has(event.event);
-    const run = async () => {
-      await this.write(id, p.next, event, terminal);
-      p.next++;
-      if (terminal) this.producing.delete(id);
-    };
-    const result = p.writing.then(run, run);
-    // The next append waits for this one, whatever its outcome; close() too.
-    p.writing = result.catch(() => {});
-    return result;
+    return new Promise<void>((resolve, reject) => {
+      p.queue.push({ event, resolve, reject });
+      if (event.event === CREATED || TERMINAL_EVENTS.has(event.event) || p.queue.length >= BATCH_MAX || this.closing) this.flush(id, p);
+      else p.timer ??= setTimeout(() => this.flush(id, p), BATCH_MS);
+    });
+  }
+
+  /** Chains a write of the queue, taken whole when the write before it is done. */
+  private flush(id: string, p: Producing): void {
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    if (p.flushing) return;
+    p.flushing = true;
+    p.writing = p.writing.then(async () => {
+      p.flushing = false;
+      clearTimeout(p.timer);
+      p.timer = undefined;
+      const batch = p.queue.splice(0);
+      if (batch.length === 0) return;
+      const events = batch.map((q) => q.event);
+      const terminal = TERMINAL_EVENTS.has(events.at(-1)!.event);
+      try {
+        await this.write(id, p.next, events, terminal);
+        p.next += batch.length;
+        if (terminal) this.producing.delete(id);
+      } catch (err) {
+        for (const q of batch) q.reject(err);
+        return;
+      }
+      for (const q of batch) q.resolve();
+    });
   }
 
   /**
-   * One event, in one statement (one transaction): the event, the response's end, and the notification;
-   * nothing once another instance took the response over (D-38: it thought this one dead). A lost
-   * connection is tried again (D-91): a terminal event until it is written, another while this instance
-   * can prove it lives (its lease), after which it throws StoreUnavailable and the reply stops.
+   * A batch of events in one statement (one transaction): the events, the response's end if the last
+   * is terminal, and one notification (D-100); nothing once another instance took the response over
+   * (D-38: it thought this one dead). A lost connection is tried again (D-91): a batch that ends the
+   * response until it is written, another while this instance can prove it lives (its lease), after
+   * which it throws StoreUnavailable and the reply stops.
    */
-  private async write(id: string, seq: number, event: UnsequencedEvent, terminal: boolean): Promise<void> {
+  private async write(id: string, first: number, events: UnsequencedEvent[], terminal: boolean): Promise<void> {
+    const bodies = events.map((e) => JSON.stringify(e));
+    const last = first + events.length - 1;
     for (let attempt = 0; ; attempt++) {
       if (!terminal && this.now() >= this.liveness.provenUntil - MARGIN_MS)
         throw new StoreUnavailable('this instance cannot prove it lives: its lease would run out');
@@ -162,13 +225,15 @@ export class PgResponses implements LiveResponses {
         const done = await this.sql`
           WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
                         WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
-          e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, ${seq}, ${JSON.stringify(event)} FROM mine)
+          e AS (INSERT INTO response_events (response_id, seq, body)
+                SELECT mine.id, ${first}::int + b.n::int - 1, b.body
+                FROM mine, unnest(${this.sql.array(bodies)}::text[]) WITH ORDINALITY AS b(body, n))
           SELECT pg_notify(${CHANNELS.events}, id) FROM mine`;
-        if (done.length > 0 || (attempt > 0 && (await this.written(id, seq)))) return;
+        if (done.length > 0 || (attempt > 0 && (await this.written(id, last)))) return;
         this.producing.delete(id);
         throw new Error(`${id} is no longer a live response of this instance (another took it over)`);
       } catch (err) {
-        // An attempt cut off after its commit: the event is there.
+        // An attempt cut off after its commit: the batch is there (it is one statement).
         if (attempt > 0 && (err as { code?: string }).code === '23505') return;
         if (!isConnectionLoss(err) || this.closing) throw err;
       }
@@ -286,7 +351,7 @@ export class PgResponses implements LiveResponses {
     const out: UnfinishedResponse[] = [];
     for (const row of taken) {
       const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${row.id} ORDER BY seq`;
-      this.producing.set(row.id, { next: events.length, writing: Promise.resolve() });
+      this.producing.set(row.id, producing(events.length));
       out.push({ start: startOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended: false });
     }
     return out;
