@@ -33,7 +33,7 @@ function admits(admit: QuotaAdmit, stored: number, running: number): boolean {
  * replaces D-23's rows of requests by one window row per key (rate-counts.ts).
  */
 export const COUNTERS_MIGRATION = {
-  version: 9,
+  version: 10,
   name: 'counters without a serialization point',
   sql: `
     -- D-101: an app's counters are the sum of its rows, one per slot (pg_backend_pid() % ${SLOTS}).
