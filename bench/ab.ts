@@ -22,6 +22,8 @@ const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATAB
 export interface AbOptions {
   ref: string;
   conversations: number;
+  /** Side A's store size, when not `conversations`: `--ab HEAD --conversations 100000 --conversations-a 1000` is 100,000 ÷ 1,000 for the same code. */
+  conversationsA?: number;
   rounds: number;
   seconds: number;
   creates: number;
@@ -53,6 +55,7 @@ export function abArgs(argv: string[]): Omit<AbOptions, 'tmp' | 'log'> | undefin
   return {
     ref,
     conversations: num('--conversations', 1_000),
+    conversationsA: argv.includes('--conversations-a') ? num('--conversations-a', 1_000) : undefined,
     rounds: num('--rounds', 5),
     seconds: num('--seconds', 3),
     creates: num('--creates', 2_000),
@@ -110,8 +113,10 @@ export async function runAb(o: AbOptions): Promise<void> {
   const sha0 = execFileSync('git', ['rev-parse', '--verify', `${o.ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).trim();
   const treeA = path.join(ROOT, 'node_modules', '.cache', 'parley-ab', sha0);
   const sha = await checkout(o.ref, treeA, log);
-  log(`seeding ${o.conversations.toLocaleString('en-US')} conversations (+ 300 for streams) on each side, each with its own code`);
-  const seededA = await seedSide(treeA, path.join(o.tmp, 'side-a'), o.conversations);
+  log(
+    `seeding ${(o.conversationsA ?? o.conversations).toLocaleString('en-US')} and ${o.conversations.toLocaleString('en-US')} conversations (+ 300 for streams), each side with its own code`,
+  );
+  const seededA = await seedSide(treeA, path.join(o.tmp, 'side-a'), o.conversationsA ?? o.conversations);
   const seededB = await seedSide(ROOT, path.join(o.tmp, 'side-b'), o.conversations);
   const raw = await startChild('baseline-server.ts');
   const a: Side = {
@@ -228,7 +233,11 @@ export async function runAb(o: AbOptions): Promise<void> {
   } finally {
     await Promise.all([raw.stop(), a.child.stop(), b.child.stop()]);
   }
-  log(`\nA = ${o.ref} (${sha.slice(0, 10)}), B = the working tree; ${o.conversations.toLocaleString('en-US')} conversations, file store`);
+  const sizes =
+    o.conversationsA === undefined
+      ? `${o.conversations.toLocaleString('en-US')} conversations`
+      : `A on ${o.conversationsA.toLocaleString('en-US')} conversations, B on ${o.conversations.toLocaleString('en-US')}`;
+  log(`\nA = ${o.ref} (${sha.slice(0, 10)}), B = the working tree; ${sizes}, file store`);
   log('| figure | A | B | B ÷ A (median of rounds) | A ÷ raw | B ÷ raw |');
   log('|---|---|---|---|---|---|');
   for (const r of rows) log(`| ${r.join(' | ')} |`);
