@@ -187,10 +187,9 @@ export class ResponseLog implements LiveResponses {
     l.pendingBytes += bytes;
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) l.ended = true;
-    // Events are written without an fsync each (a kill -9 loses nothing written, a power cut what the
-    // response's save has), those that come while a write is under way together in the next one.
-    // Followers get an event once it is written, so that no client sees one that start-up's
-    // `interrupted` save (D-38) would not find.
+    // Written without an fsync each (a kill -9 loses nothing written, a power cut what the response's
+    // save has), those that come during a write together in the next one. Followed once written, so
+    // that no client sees an event that start-up's `interrupted` save (D-38) would not find.
     l.queue.push(line);
     if (l.queue.length === 1) l.writing = l.writing.then(() => this.writeQueued(l, id));
     // The producer waits for a slow disk rather than memory filling with its events.
@@ -217,10 +216,9 @@ export class ResponseLog implements LiveResponses {
     }
     l.pendingBytes -= bytes;
     l.heldBytes += bytes;
-    if (ok) {
-      l.bytes += bytes;
-      this.count(l.ref.app_id, bytes);
-    } else l.damaged = true;
+    if (ok) this.count(l.ref.app_id, bytes);
+    l.bytes += ok ? bytes : 0;
+    l.damaged ||= !ok;
     this.publish(l, l.ended && l.queue.length === 0 ? lines.length - 1 : lines.length);
   }
 
