@@ -212,13 +212,22 @@ export async function runAb(o: AbOptions): Promise<void> {
       };
       for (const s of Object.values(specs)) await load({ ...s, seconds: 1, amount: s.amount ? Math.ceil(s.amount / 4) : undefined });
       const got = { A: [] as number[], B: [] as number[], raw: [] as number[] };
+      // Server CPU per request too: on a loaded machine it moves far less than throughput does.
+      const cpu = { A: [] as number[], B: [] as number[], raw: [] as number[] };
+      const children = { A: a.child, B: b.child, raw };
+      const cpuOf = async (c: Child) => (await c.ask<{ cpuUs: number }>('stats')).cpuUs;
       for (let r = 0; r < o.rounds; r++) {
         const order = r % 2 === 0 ? (['A', 'B', 'raw'] as const) : (['B', 'A', 'raw'] as const);
-        for (const k of order) got[k].push((await load(specs[k])).rps);
+        for (const k of order) {
+          const before = await cpuOf(children[k]);
+          const res = await load(specs[k]);
+          cpu[k].push(((await cpuOf(children[k])) - before) / res.requests);
+          got[k].push(res.rps);
+        }
       }
       const paired = got.B.map((v, i) => v / got.A[i]!);
       log(
-        `  ${op.name}: A ${fmt(med(got.A))}, B ${fmt(med(got.B))}, raw ${fmt(med(got.raw))} req/s; B ÷ A per round ${paired.map((x) => x.toFixed(2)).join(' ')}`,
+        `  ${op.name}: A ${fmt(med(got.A))}, B ${fmt(med(got.B))}, raw ${fmt(med(got.raw))} req/s; B ÷ A per round ${paired.map((x) => x.toFixed(2)).join(' ')}; CPU µs per request A ${med(cpu.A).toFixed(0)}, B ${med(cpu.B).toFixed(0)}`,
       );
       rows.push([
         op.name,
@@ -227,6 +236,7 @@ export async function runAb(o: AbOptions): Promise<void> {
         med(paired).toFixed(2),
         (med(got.A) / med(got.raw)).toFixed(2),
         (med(got.B) / med(got.raw)).toFixed(2),
+        `${med(cpu.A).toFixed(0)} → ${med(cpu.B).toFixed(0)} µs (${(med(cpu.B) / med(cpu.A)).toFixed(2)}; raw ${med(cpu.raw).toFixed(0)})`,
       ]);
     }
     if (wanted('first')) rows.push(...(await firstEvent(o, raw, a, b)));
@@ -238,8 +248,8 @@ export async function runAb(o: AbOptions): Promise<void> {
       ? `${o.conversations.toLocaleString('en-US')} conversations`
       : `A on ${o.conversationsA.toLocaleString('en-US')} conversations, B on ${o.conversations.toLocaleString('en-US')}`;
   log(`\nA = ${o.ref} (${sha.slice(0, 10)}), B = the working tree; ${sizes}, file store`);
-  log('| figure | A | B | B ÷ A (median of rounds) | A ÷ raw | B ÷ raw |');
-  log('|---|---|---|---|---|---|');
+  log('| figure | A | B | B ÷ A (median of rounds) | A ÷ raw | B ÷ raw | server CPU per request, A → B (B ÷ A) |');
+  log('|---|---|---|---|---|---|---|');
   for (const r of rows) log(`| ${r.join(' | ')} |`);
 }
 
@@ -283,7 +293,8 @@ async function firstEvent(o: AbOptions, raw: Child, a: Side, b: Side): Promise<s
       med(paired).toFixed(2),
       (med(t.A) / rawP50).toFixed(2),
       (med(t.B) / rawP50).toFixed(2),
+      '',
     ],
-    ['raw GET p50, one at a time', `${rawP50.toFixed(2)} ms`, '', '', '', ''],
+    ['raw GET p50, one at a time', `${rawP50.toFixed(2)} ms`, '', '', '', '', ''],
   ];
 }

@@ -512,11 +512,14 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
       target: '≥ 0.6',
       ok: atLeast(g, 0.6),
     });
+    const l = ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps);
     record({
       name: `list (limit 20, cursor), ${n}`,
       parley: rps(tp.list[sc]),
       baseline: rps(tp.list.raw),
-      ratio: ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps),
+      ratio: l,
+      target: '≥ 0.4',
+      ok: atLeast(l, 0.4),
     });
     const c = ratioOf(tp.create[sc]!.rps, tp.create.raw!.rps);
     record({
@@ -549,6 +552,19 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
     target: '≥ 0.5',
     ok: atLeast(lg, 0.5),
   });
+  for (const [what, t] of [
+    ['get conversation', tp.get],
+    ['list', tp.list],
+  ] as const) {
+    const r = ratioOf(t.large!.rps, t.small!.rps);
+    record({
+      name: `${what} at ${L} ÷ at ${S}`,
+      parley: `${Math.round(t.large!.rps)} ÷ ${Math.round(t.small!.rps)}`,
+      ratio: r,
+      target: '≥ 0.9',
+      ok: atLeast(r, 0.9),
+    });
+  }
   const cr = ratioOf(tp.create.large!.rps, tp.create.small!.rps);
   record({
     name: `create at ${L} ÷ at ${S}`,
