@@ -56,7 +56,7 @@ export function abArgs(argv: string[]): Omit<AbOptions, 'tmp' | 'log'> | undefin
     ref,
     conversations: num('--conversations', 1_000),
     conversationsA: argv.includes('--conversations-a') ? num('--conversations-a', 1_000) : undefined,
-    rounds: num('--rounds', 5),
+    rounds: num('--rounds', 6),
     seconds: num('--seconds', 3),
     creates: num('--creates', 2_000),
     streams: num('--streams', 30),
@@ -194,7 +194,7 @@ export async function runAb(o: AbOptions): Promise<void> {
       },
     ];
     log(
-      `throughput, 10 connections, ${o.rounds} rounds of ${o.seconds} s (creates: ${o.creates.toLocaleString('en-US')} a round), the order A, B, raw alternating with B, A, raw`,
+      `throughput, 10 connections, ${o.rounds} rounds of ${o.seconds} s (creates: ${o.creates.toLocaleString('en-US')} a round), the order of A, B and raw rotating`,
     );
     const wanted = (name: string) => !o.only || o.only.includes(name.split(' ')[0]!);
     for (const op of ops.filter((x) => wanted(x.name))) {
@@ -217,8 +217,7 @@ export async function runAb(o: AbOptions): Promise<void> {
       const children = { A: a.child, B: b.child, raw };
       const cpuOf = async (c: Child) => (await c.ask<{ cpuUs: number }>('stats')).cpuUs;
       for (let r = 0; r < o.rounds; r++) {
-        const order = r % 2 === 0 ? (['A', 'B', 'raw'] as const) : (['B', 'A', 'raw'] as const);
-        for (const k of order) {
+        for (const k of ORDERS[r % ORDERS.length]!) {
           const before = await cpuOf(children[k]);
           const res = await load(specs[k]);
           cpu[k].push(((await cpuOf(children[k])) - before) / res.requests);
@@ -252,6 +251,16 @@ export async function runAb(o: AbOptions): Promise<void> {
   log('|---|---|---|---|---|---|---|');
   for (const r of rows) log(`| ${r.join(' | ')} |`);
 }
+
+/** Every order of the three in turn: none of them is always measured first, or last, after the others' load. */
+const ORDERS = [
+  ['A', 'B', 'raw'],
+  ['B', 'raw', 'A'],
+  ['raw', 'A', 'B'],
+  ['B', 'A', 'raw'],
+  ['A', 'raw', 'B'],
+  ['raw', 'B', 'A'],
+] as const;
 
 const fmt = (v: number) => Math.round(v).toLocaleString('en-US');
 
