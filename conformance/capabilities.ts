@@ -44,7 +44,7 @@ export const CAPABILITY_DEFS: Record<Capability, CapabilityDef> = {
     request: (r) => r.under('widget') || r.url.pathname === '/widget.js',
   },
   webhooks: {
-    title: 'webhooks sent to the team (the control plane: docs/control-plane.md)',
+    title: 'webhooks sent to the team, signed with the secret key (docs/webhooks.md)',
     keys: ['admin'],
     decisions: range(80, 89),
     request: (r) => r.under('admin') && /\/webhook/.test(r.url.pathname),

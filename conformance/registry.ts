@@ -9,6 +9,7 @@ import { completionStreamCases, conversationStreamCases, dataSpecCases, function
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
+import { webhooks } from './cases/webhooks.ts';
 import { widget } from './cases/widget.ts';
 import { resumable, resumableCorners } from './cases/resumable.ts';
 import { unicodeCompletion, unicodeCreate, unicodeSend, unicodeUpdate } from './cases/unicode.ts';
@@ -25,6 +26,7 @@ const SECTION_TITLES: Record<string, string> = {
   '4.9': 'Get app metrics',
   '5': 'Authentication',
   '5.4': "Publishable key: the messenger widget (Parley's extension, docs/widget.md)",
+  '5.5': "Webhooks, verified with the secret key (Parley's extension, docs/webhooks.md)",
   '6': 'Events (SSE)',
   '7': 'Errors',
   '8': 'Limits',
@@ -59,6 +61,7 @@ const ALL: CaseDef[] = [
   ...messageMetrics,
   ...auth,
   ...widget,
+  ...webhooks,
   ...conversationStreamCases,
   ...completionStreamCases,
   ...dataSpecCases,

@@ -793,6 +793,7 @@ describe('hosted servers', () => {
       memo: new Map(),
       timeoutMs: 5000,
       settleTimeoutMs: 5000,
+      webhooks: { endpoints: [] },
       created: [],
     };
     const ctx = new CaseContext(state, { id: 'S9-x', section: '9', level: 'MUST', description: 'x', clauses: [], run: async () => {} });
