@@ -165,13 +165,14 @@ export class CaseContext {
   }
 
   /**
-   * One exchange, recorded for the report; `shown` replaces what the report must not show of the
-   * request (an admin's password, a session cookie).
+   * One exchange, recorded for the report; `shown` replaces what the report must not show of it (an
+   * admin's password, a session cookie), and the caller gets it as shown, so that a failure that
+   * names it shows nothing else.
    */
-  async send(r: OutgoingRequest, shown?: (req: Exchange['request']) => Exchange['request']): Promise<Exchange> {
+  async send(r: OutgoingRequest, shown?: (ex: Exchange) => Exchange): Promise<Exchange> {
     try {
       const sent = await this.run.http.send(r);
-      const ex = shown ? { ...sent, request: shown(sent.request) } : sent;
+      const ex = shown ? shown(sent) : sent;
       this.exchanges.push(ex);
       // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
       const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
@@ -182,8 +183,15 @@ export class CaseContext {
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {
-        const request = shown ? shown(err.request) : err.request;
-        const ex: Exchange = { request, status: 0, headers: new Headers(), text: `(${err.message})`, json: undefined, ms: 0 };
+        const failed: Exchange = {
+          request: err.request,
+          status: 0,
+          headers: new Headers(),
+          text: `(${err.message})`,
+          json: undefined,
+          ms: 0,
+        };
+        const ex = shown ? shown(failed) : failed;
         this.exchanges.push(ex);
         throw new CaseFailure(`request failed: ${err.message}`, ex);
       }

@@ -27,12 +27,15 @@ async function receiverOf(ctx: CaseContext): Promise<Receiver> {
   return w.receiver;
 }
 
-/** The report shows neither the admin's password nor the session's cookie. */
-function hideSecrets(req: Exchange['request']): Exchange['request'] {
-  const headers = { ...req.headers, ...(req.headers.cookie ? { cookie: 'parley_session=…' } : {}) };
+/** The report shows neither the admin's password nor the session's cookie, sent or set. */
+function hideSecrets(ex: Exchange): Exchange {
+  const req = ex.request;
+  const headers = { ...req.headers, ...(req.headers.cookie ? { cookie: 'parley_session=(hidden)' } : {}) };
   let body = req.body;
   if (body?.includes('"password"')) body = JSON.stringify({ ...(JSON.parse(body) as Json), password: '$ADMIN_PASSWORD' });
-  return { ...req, headers, ...(body !== undefined ? { body } : {}) };
+  const answered = new Headers(ex.headers);
+  if (answered.has('set-cookie')) answered.set('set-cookie', 'parley_session=(hidden)');
+  return { ...ex, request: { ...req, headers, ...(body !== undefined ? { body } : {}) }, headers: answered };
 }
 
 /** D-67: the target's admin signs in once a run; the runner signs out at its end. */
@@ -41,12 +44,15 @@ async function adminSession(ctx: CaseContext): Promise<Record<string, string>> {
   if (w.session) return w.session;
   const admin = ctx.target.admin;
   if (!admin) throw new CaseSkip('needs target key admin');
+  let cookie: string | undefined;
   const ex = await ctx.send(
     { method: 'POST', path: '/sessions', baseUrl: admin.baseUrl, key: null, body: { email: admin.email, password: admin.password } },
-    hideSecrets,
+    (sent) => {
+      cookie = sent.headers.getSetCookie().find((c) => c.startsWith('parley_session='));
+      return hideSecrets(sent);
+    },
   );
   const body = ctx.ok(ex, z.looseObject({ csrf_token: z.string().min(1) }), `sign-in of the target's admin ${admin.email} (D-67)`);
-  const cookie = ex.headers.getSetCookie().find((c) => c.startsWith('parley_session='));
   if (!cookie) ctx.fail("sign-in of the target's admin: no parley_session cookie was set (D-67)", ex);
   w.session = { cookie: cookie.split(';')[0]!, 'x-csrf-token': body.csrf_token };
   return w.session;
