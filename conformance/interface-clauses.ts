@@ -643,9 +643,9 @@ function decisionClauses(): Clause[] {
   d.push(
     [
       30,
-      'a keyed retry of a cut send message continues the same response',
-      'none',
-      'not checked by the suite, which retries nothing it cut (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)',
+      'a keyed retry (Idempotency-Key, docs/reliability.md) is replayed with Idempotent-Replayed: true and runs nothing twice, another body under the key is 422; a keyed retry of a cut send message continues the same response',
+      'weak',
+      "the 409 of a key still in use and the 24 h expiry need a create or completion slower than a run's requests, or a day: replays, reuse, malformed keys and the cut stream",
     ],
     [31, 'send message names its response in the Parley-Response-Id header', 'exact'],
     [

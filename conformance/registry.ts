@@ -6,6 +6,7 @@ import { config, metricsCases, versioning } from './cases/apps.ts';
 import { completions } from './cases/completions.ts';
 import { create, get, remove, update } from './cases/conversations.ts';
 import { completionStreamCases, conversationStreamCases, dataSpecCases, functionCallCases } from './cases/events.ts';
+import { idempotentCompletion, idempotentCreate, idempotentSend } from './cases/idempotency.ts';
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
@@ -44,6 +45,7 @@ function sectionKey(s: string): number[] {
 const ALL: CaseDef[] = [
   ...create,
   ...unicodeCreate,
+  ...idempotentCreate,
   ...list,
   ...get,
   ...update,
@@ -54,8 +56,10 @@ const ALL: CaseDef[] = [
   ...severalExchanges,
   ...resumable,
   ...resumableCorners,
+  ...idempotentSend,
   ...completions,
   ...unicodeCompletion,
+  ...idempotentCompletion,
   ...config,
   ...metricsCases,
   ...messageMetrics,

@@ -118,7 +118,7 @@ describe('each case knows its capability', () => {
     assert.deepEqual(wrong, []);
   });
 
-  test('only REFERENCE cases have a capability (profile spec never asks for an extension), and the suite checks resumable and widget', () => {
+  test('only REFERENCE cases have a capability (profile spec never asks for an extension), and the suite checks every capability', () => {
     assert.deepEqual(
       CASES.filter((c) => c.capability && c.level !== 'REFERENCE').map((c) => c.id),
       [],
@@ -126,6 +126,8 @@ describe('each case knows its capability', () => {
     const count = (cap: string) => CASES.filter((c) => c.capability === cap).length;
     assert.ok(count('resumable') >= 8, `resumable: ${count('resumable')} cases`);
     assert.ok(count('widget') >= 8, `widget: ${count('widget')} cases`);
+    assert.ok(count('idempotency') >= 4, `idempotency: ${count('idempotency')} cases`);
+    assert.ok(count('webhooks') >= 5, `webhooks: ${count('webhooks')} cases`);
   });
 
   test('a request shows the extension it exercises: a resume, a widget call, an Idempotency-Key', () => {

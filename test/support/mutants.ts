@@ -8,6 +8,7 @@ import { serializeSse, type MutantHooks, type ProxyRequest, type ProxyResponse }
 import { isWidget, WIDGET_PATH } from './mutant-proxy.ts';
 import { identitySecret, SHOP } from './widget.ts';
 import { signJwt, verifyJwt } from '../../src/pipeline/widget-tokens.ts';
+import { IDEMPOTENCY_MUTANTS } from './idempotency-mutants.ts';
 import { WEBHOOK_MUTANTS, WEBHOOK_VARIANTS } from './webhook-mutants.ts';
 
 export interface Mutant {
@@ -2612,6 +2613,7 @@ export const MUTANTS: Mutant[] = [
     }),
   },
   ...WEBHOOK_MUTANTS,
+  ...IDEMPOTENCY_MUTANTS,
 ];
 
 export const VARIANTS: Variant[] = [
