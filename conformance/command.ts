@@ -45,7 +45,7 @@ interface Opts {
 }
 
 /** D-109, extended: an http URL with a port, where the receiver listens and the implementation delivers. */
-function receiverUrl(v: string): string {
+export function receiverUrl(v: string): string {
   let url: URL;
   try {
     url = new URL(v);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CAPABILITIES, CAPABILITY_DEFS, claimsOf, exercisedBy } from '../conformance/capabilities.ts';
 import { percent, scoreOf } from '../conformance/score.ts';
-import { conformanceAction } from '../conformance/command.ts';
+import { conformanceAction, receiverUrl } from '../conformance/command.ts';
 import { CASES, exitCode, render, runConformance, selectCases, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { CaseContext, CaseSkip, type RunState } from '../conformance/context.ts';
@@ -415,6 +415,17 @@ describe('the webhook cases (capability webhooks, D-80, D-109 extended)', () => 
       assert.equal(http.stats.sent, 0);
       assert.equal(state.webhooks.receiver, undefined);
     }
+  });
+
+  test('--receiver-url: http with a port, nothing else', () => {
+    assert.equal(receiverUrl('http://10.0.0.5:9900/hooks/'), 'http://10.0.0.5:9900/hooks');
+    for (const [bad, re] of [
+      ['https://hooks.example:443/x', /must be http:/],
+      ['http://10.0.0.5/hooks', /must name its port/],
+      ['http://10.0.0.5:9900/x?a=1', /no query/],
+      ['not a url', /must be a URL/],
+    ] as const)
+      assert.throws(() => receiverUrl(bad), re, bad);
   });
 
   test('isLoopbackUrl: 127/8, ::1 and localhost only', () => {
