@@ -26,14 +26,16 @@ export const CAPABILITY_DEFS: Record<Capability, CapabilityDef> = {
   resumable: {
     title: 'resumable responses: Parley-Response-Id, look-up, resume and cancel of a reply (docs/responses.md)',
     keys: [],
-    // D-37…D-39 are rules of send message and the history, which an implementation without the endpoints keeps too.
-    decisions: range(30, 36),
+    // D-37…D-39 are rules of send message and the history, which an implementation without the endpoints
+    // keeps too; D-30 (a keyed retry continues the response) is idempotency's.
+    decisions: range(31, 36),
     request: (r) => r.under('api') && /\/apps\/[^/]+\/responses(\/|$)/.test(r.url.pathname),
   },
   idempotency: {
     title: 'Idempotency-Key on create conversation, send message and completion (docs/reliability.md)',
     keys: [],
-    decisions: [],
+    // The keyed retry: replayed, never run twice; of a cut send message, the same response.
+    decisions: ['D-30'],
     request: (r) => r.headers.has('idempotency-key'),
   },
   widget: {
@@ -44,7 +46,7 @@ export const CAPABILITY_DEFS: Record<Capability, CapabilityDef> = {
     request: (r) => r.under('widget') || r.url.pathname === '/widget.js',
   },
   webhooks: {
-    title: 'webhooks sent to the team (the control plane: docs/control-plane.md)',
+    title: 'webhooks sent to the team, signed with the secret key (docs/webhooks.md)',
     keys: ['admin'],
     decisions: range(80, 89),
     request: (r) => r.under('admin') && /\/webhook/.test(r.url.pathname),

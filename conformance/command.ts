@@ -41,6 +41,24 @@ interface Opts {
   expectedFailures?: string;
   writeBaseline?: string;
   rateLimit?: number;
+  receiverUrl?: string;
+}
+
+/** D-109, extended: an http URL with a port, where the receiver listens and the implementation delivers. */
+export function receiverUrl(v: string): string {
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new InvalidArgumentError('--receiver-url must be a URL, e.g. http://10.0.0.5:9900/hooks.');
+  }
+  if (url.protocol !== 'http:')
+    throw new InvalidArgumentError(
+      "--receiver-url must be http: the suite's receiver speaks plain HTTP (a tunnel that ends TLS can forward to it).",
+    );
+  if (!url.port) throw new InvalidArgumentError('--receiver-url must name its port: the receiver listens there.');
+  if (url.search || url.hash || url.username) throw new InvalidArgumentError('--receiver-url takes no query, fragment or credentials.');
+  return url.href.replace(/\/+$/, '');
 }
 
 function rate(v: string): number {
@@ -123,6 +141,11 @@ export function conformanceCommand(io: Io = processIo): Command {
     )
     .option('--write-baseline <file>', 'write the cases that failed, errored or were flaky to FILE, in the --expected-failures format')
     .option('--rate-limit <rate>', 'at most this many requests, e.g. 5/s or 300/min (cases and cleanup together)', rate)
+    .option(
+      '--receiver-url <url>',
+      "where the implementation can reach the webhook cases' receiver (http, with a port, which the receiver listens on); default: 127.0.0.1, for a target on loopback",
+      receiverUrl,
+    )
     .addHelpText(
       'after',
       `\n${SUITE_NAME} ${SUITE_VERSION}, judging interface ${INTERFACE_VERSION}. Exit codes: 0 passed, 1 failed, 2 usage error or target refused by the preflight.`,
@@ -224,6 +247,7 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       onResult: progress ? onResult : undefined,
       onWarning: (w) => io.err(`conformance: warning: ${w}`),
       ratePerSecond: o.rateLimit,
+      ...(o.receiverUrl ? { receiverUrl: o.receiverUrl } : {}),
       ...(baseline ? { expectedFailures: { baseline, file: o.expectedFailures! } } : {}),
     });
     if (o.out) {

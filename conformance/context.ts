@@ -5,6 +5,7 @@ import type { Capability } from './capabilities.ts';
 import * as C from '../src/contract/index.ts';
 import { type HttpClient, TransportError, type Exchange, type OutgoingRequest } from './http.ts';
 import { sleep } from './pace.ts';
+import type { Receiver } from './receiver.ts';
 import { targetValue, type Target, type TargetKey } from './target.ts';
 import { HOSTILE_TEXT } from './text.ts';
 
@@ -92,6 +93,19 @@ export interface RunState {
   settleTimeoutMs: number;
   /** Conversations to delete at the end: [app_id, conversation_id, the key that created it when not the target's]. */
   created: Array<[string, string, string?]>;
+  /** The webhook cases' receiver, admin session and endpoints, shared by a run's tries and undone at its end (D-109, extended). */
+  webhooks: WebhookRun;
+}
+
+/** What the webhook cases set up once a run, and what the runner undoes (cases/webhooks.ts). */
+export interface WebhookRun {
+  /** --receiver-url: where the implementation can reach the suite's receiver (else loopback). */
+  receiverUrl?: string;
+  receiver?: Receiver;
+  /** The admin session's headers (cookie and CSRF token), signed out at the end. */
+  session?: Record<string, string>;
+  /** Endpoints the run registered, deleted at the end. */
+  endpoints: string[];
 }
 
 export interface ExpectedError {
@@ -140,9 +154,25 @@ export class CaseContext {
     return v;
   }
 
-  async send(r: OutgoingRequest): Promise<Exchange> {
+  /** The webhook cases' run-wide state. */
+  get webhooks(): WebhookRun {
+    return this.run.webhooks;
+  }
+
+  /** The run's stop signal (a wait for a delivery ends with it). */
+  get signal(): AbortSignal | undefined {
+    return this.run.http.opts.signal;
+  }
+
+  /**
+   * One exchange, recorded for the report; `shown` replaces what the report must not show of it (an
+   * admin's password, a session cookie), and the caller gets it as shown, so that a failure that
+   * names it shows nothing else.
+   */
+  async send(r: OutgoingRequest, shown?: (ex: Exchange) => Exchange): Promise<Exchange> {
     try {
-      const ex = await this.run.http.send(r);
+      const sent = await this.run.http.send(r);
+      const ex = shown ? shown(sent) : sent;
       this.exchanges.push(ex);
       // Whatever a run manages to create is deleted at the end, even where a case expected a refusal.
       const created = r.method === 'POST' && ex.status === 200 ? /^\/apps\/([^/]+)\/conversations$/.exec(r.path.split('?')[0]!) : null;
@@ -153,7 +183,15 @@ export class CaseContext {
       return ex;
     } catch (err) {
       if (err instanceof TransportError) {
-        const ex: Exchange = { request: err.request, status: 0, headers: new Headers(), text: `(${err.message})`, json: undefined, ms: 0 };
+        const failed: Exchange = {
+          request: err.request,
+          status: 0,
+          headers: new Headers(),
+          text: `(${err.message})`,
+          json: undefined,
+          ms: 0,
+        };
+        const ex = shown ? shown(failed) : failed;
         this.exchanges.push(ex);
         throw new CaseFailure(`request failed: ${err.message}`, ex);
       }

@@ -357,7 +357,11 @@ export const CLAUSES: readonly Clause[] = [
     "the key is the target's input: the suite does not judge the key it is given",
   ),
   none('§5.3.dashboard', 'keys are created in the dashboard', 'the dashboard is not part of the API'),
-  none('§5.5.webhooks', 'the secret key verifies webhook signatures', 'webhooks and their signatures are not shown'),
+  none(
+    '§5.5.webhooks',
+    'the secret key verifies webhook signatures',
+    'webhooks and their signatures are not shown (reference: D-80, capability webhooks)',
+  ),
   ...perEndpoint('§5.6.missing-key', (n) => `${n} without a key: 401 invalid_api_key`),
   ...perEndpoint('§5.6.invalid-key', (n) => `${n} with an unknown key: 401 invalid_api_key`),
   ...perEndpoint('§5.6.access-denied', (n) => `${n} on an app of another team: 403 access_denied`).map((c) =>
@@ -544,6 +548,8 @@ export const CLAUSES: readonly Clause[] = [
   ...decisionClauses(),
   // The widget's decisions (docs/widget.md, Parley's extension), with target key widget.
   ...widgetDecisionClauses(),
+  // The webhooks' decisions (docs/webhooks.md, Parley's extension), with target key admin.
+  ...webhookDecisionClauses(),
 ];
 
 /** A decision's clause: checked exactly, or weakly because the target cannot provoke the rest (`why`), or not at all (`none`). */
@@ -637,9 +643,9 @@ function decisionClauses(): Clause[] {
   d.push(
     [
       30,
-      'a keyed retry of a cut send message continues the same response',
-      'none',
-      'not checked by the suite, which retries nothing it cut (test/resumable.test.ts and test/idempotency.test.ts prove it on the reference)',
+      'a keyed retry (Idempotency-Key, docs/reliability.md) is replayed with Idempotent-Replayed: true and runs nothing twice, another body under the key is 422; a keyed retry of a cut send message continues the same response',
+      'weak',
+      "the 409 of a key still in use and the 24 h expiry need a create or completion slower than a run's requests, or a day: replays, reuse, malformed keys and the cut stream",
     ],
     [31, 'send message names its response in the Parley-Response-Id header', 'exact'],
     [
@@ -722,6 +728,58 @@ function widgetDecisionClauses(): Clause[] {
       "the other steps need apps no target names: one without a widget, another team's with one",
     ],
     [55, 'the script /widget.js is JavaScript that any page may load (Cross-Origin-Resource-Policy: cross-origin)', 'exact'],
+  ];
+  return d.map(decisionClause);
+}
+
+/** The webhooks' decisions (docs/webhooks.md) that the REFERENCE cases of §5.5 check. */
+function webhookDecisionClauses(): Clause[] {
+  const d: DecisionRow[] = [
+    [
+      80,
+      'a delivery is a POST of the event with webhook-id, webhook-timestamp and webhook-signature: v1 signatures under the secret derived from the secret key',
+      'weak',
+      "the signatures of the team's other keys (rolled, at most 10) need keys the target does not give: the one of api_key only",
+    ],
+    [
+      81,
+      'endpoints per app on the admin surface: url, the events asked for (or *), enabled and disabled_reason; an endpoint gets only what it asked for',
+      'weak',
+      'the roles (a viewer reads, another team gets 404) and the audit need members the target does not give: an admin registers, reads and deletes',
+    ],
+    [
+      82,
+      "an endpoint may not point into Parley's own network (loopback only while Parley listens on loopback)",
+      'none',
+      'a refusal would need an address the suite must not connect to, and the policy depends on where the target listens',
+    ],
+    [
+      83,
+      'events {id evt_ = webhook-id, object, type, created_at, app_id, data}: data the resource as the API shows it, cut to {id, object, url} past 20,480 bytes',
+      'weak',
+      'response.failed and completion.failed need a failure the target cannot be asked for, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types',
+    ],
+    [84, 'an event is written with the change it reports, never lost by a crash', 'none', 'the suite cannot stop the target'],
+    [
+      85,
+      'at least once: a failed attempt is retried on the schedule with the same webhook-id, a new timestamp and signatures',
+      'weak',
+      'the schedule is a setting of the target: one retry after a 500, within --settle-timeout',
+    ],
+    [
+      86,
+      'a 410 disables the endpoint at once (gone), its events recorded skipped; failing for 5 days disables it (failing)',
+      'weak',
+      'five days cannot pass in a run: the 410 only',
+    ],
+    [
+      87,
+      'each attempt is recorded: the delivery log per endpoint and per event; redeliver; retention',
+      'weak',
+      'redelivery and retention are not exercised: the log of a retried, a skipped and a filtered delivery',
+    ],
+    [88, 'the CLI manages endpoints and listens', 'none', 'the CLI is not part of an implementation'],
+    [89, 'the CLI prints the signing secret and verifies a saved delivery', 'none', 'the CLI is not part of an implementation'],
   ];
   return d.map(decisionClause);
 }

@@ -6,9 +6,11 @@ import { config, metricsCases, versioning } from './cases/apps.ts';
 import { completions } from './cases/completions.ts';
 import { create, get, remove, update } from './cases/conversations.ts';
 import { completionStreamCases, conversationStreamCases, dataSpecCases, functionCallCases } from './cases/events.ts';
+import { idempotentCompletion, idempotentCreate, idempotentSend } from './cases/idempotency.ts';
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
+import { webhooks } from './cases/webhooks.ts';
 import { widget } from './cases/widget.ts';
 import { resumable, resumableCorners } from './cases/resumable.ts';
 import { unicodeCompletion, unicodeCreate, unicodeSend, unicodeUpdate } from './cases/unicode.ts';
@@ -25,6 +27,7 @@ const SECTION_TITLES: Record<string, string> = {
   '4.9': 'Get app metrics',
   '5': 'Authentication',
   '5.4': "Publishable key: the messenger widget (Parley's extension, docs/widget.md)",
+  '5.5': "Webhooks, verified with the secret key (Parley's extension, docs/webhooks.md)",
   '6': 'Events (SSE)',
   '7': 'Errors',
   '8': 'Limits',
@@ -42,6 +45,7 @@ function sectionKey(s: string): number[] {
 const ALL: CaseDef[] = [
   ...create,
   ...unicodeCreate,
+  ...idempotentCreate,
   ...list,
   ...get,
   ...update,
@@ -52,13 +56,16 @@ const ALL: CaseDef[] = [
   ...severalExchanges,
   ...resumable,
   ...resumableCorners,
+  ...idempotentSend,
   ...completions,
   ...unicodeCompletion,
+  ...idempotentCompletion,
   ...config,
   ...metricsCases,
   ...messageMetrics,
   ...auth,
   ...widget,
+  ...webhooks,
   ...conversationStreamCases,
   ...completionStreamCases,
   ...dataSpecCases,

@@ -84,6 +84,11 @@ export interface RunOptions {
   countedPerMinute?: number;
   /** The longest Retry-After a 429 is waited for before it is sent again (default a minute); 0 sends again only at once. */
   maxRetryWaitMs?: number;
+  /**
+   * --receiver-url: where the implementation can reach the webhook cases' receiver, which listens at
+   * its port (D-109, extended); without it, on 127.0.0.1, and the cases skip for a target elsewhere.
+   */
+  receiverUrl?: string;
   /** --expected-failures: case id → reason, and the file it came from. */
   expectedFailures?: { baseline: Baseline; file: string };
 }
@@ -171,6 +176,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
         timeoutMs,
         settleTimeoutMs,
         created: [],
+        webhooks: { ...(opts.receiverUrl ? { receiverUrl: opts.receiverUrl } : {}), endpoints: [] },
       };
       try {
         for (const c of cases) {
@@ -192,6 +198,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
         }
       } finally {
         await cleanUp(cleaner, state, cleanup);
+        await cleanUpWebhooks(cleaner, state, cleanup);
       }
       if (stop.signal.aborted) break;
     }
@@ -431,5 +438,38 @@ export async function cleanUp(http: HttpClient, state: RunState, out: RunResults
       }
     }
     if (last) out.failed.push(`${app}/${id}: ${last}`);
+  }
+}
+
+/**
+ * D-109, extended: the endpoints the webhook cases registered and did not delete themselves (a case
+ * that failed on the way) are deleted, the admin signed out and the receiver closed, after the
+ * conversations, so that their deletion events find no endpoint of the run.
+ */
+export async function cleanUpWebhooks(http: HttpClient, state: RunState, out: RunResults['cleanup']): Promise<void> {
+  const w = state.webhooks;
+  const admin = state.target.admin?.baseUrl;
+  const call = (method: string, path: string) => http.send({ method, path, baseUrl: admin, key: null, headers: w.session });
+  try {
+    if (admin && w.session) {
+      for (const id of w.endpoints.splice(0)) {
+        let last = '';
+        for (let attempt = 1; attempt <= CLEANUP_ATTEMPTS; attempt++) {
+          try {
+            const ex = await call('DELETE', `/webhook_endpoints/${encodeURIComponent(id)}`);
+            last = ex.status === 200 || ex.status === 404 ? '' : `HTTP ${ex.status}`;
+            if (ex.status !== 429 && ex.status < 500) break;
+          } catch (err) {
+            last = (err as Error).message;
+          }
+        }
+        if (last) out.failed.push(`webhook endpoint ${id}: ${last}`);
+      }
+      await call('DELETE', '/sessions/current').catch(() => {});
+    }
+  } finally {
+    w.session = undefined;
+    await w.receiver?.close();
+    w.receiver = undefined;
   }
 }

@@ -18,12 +18,13 @@ export const APP_KEYS = [
   'small_storage',
 ] as const;
 export type AppKey = (typeof APP_KEYS)[number];
-/** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget` or `widget.<name>`. */
+/** A target key a case may need: `apps.<name>`, `publishable_key`, `other_team_api_key`, `widget`, `widget.<name>` or `admin`. */
 export type TargetKey =
   | `apps.${AppKey}`
   | 'publishable_key'
   | 'other_team_api_key'
   | 'widget'
+  | 'admin'
   | 'widget.identity_secret'
   | 'widget.short_token_app';
 
@@ -82,7 +83,7 @@ const TargetFile = z.looseObject({
     })
     .nullable()
     .optional(),
-  /** Version 3: an administrator's sign-in on the control plane (docs/target.md); read and checked, not used by any case yet. */
+  /** Version 3: an administrator's sign-in on the control plane (docs/target.md), for the webhook cases (D-80…D-89). */
   admin: z
     .looseObject({
       base_url: nonEmpty.optional(),
@@ -381,6 +382,7 @@ export function targetValue(t: Target, key: TargetKey): string | undefined {
   if (key === 'publishable_key') return t.publishableKey;
   if (key === 'other_team_api_key') return t.otherTeamApiKey;
   if (key === 'widget') return t.widget?.baseUrl;
+  if (key === 'admin') return t.admin?.baseUrl;
   if (key === 'widget.identity_secret') return t.widget?.identitySecret;
   if (key === 'widget.short_token_app') return t.widget?.shortTokenApp;
   return t.apps[key.slice(5) as AppKey];

@@ -1,15 +1,19 @@
 // Capabilities (D-105, extended): the target declares which of Parley's extensions it implements, the
 // cases of the others are skipped and not scored, and the run states its score by capability, in every
-// reporter and in a JSON summary and an SVG badge beside the report.
+// reporter and in a JSON summary and an SVG badge beside the report. The webhook cases' own checks
+// (D-80's signature, the receiver's reach, D-109 extended) are here too.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CAPABILITIES, CAPABILITY_DEFS, claimsOf, exercisedBy } from '../conformance/capabilities.ts';
 import { percent, scoreOf } from '../conformance/score.ts';
-import { conformanceAction } from '../conformance/command.ts';
+import { conformanceAction, receiverUrl } from '../conformance/command.ts';
 import { CASES, exitCode, render, runConformance, selectCases, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
+import { CaseContext, CaseSkip, type RunState } from '../conformance/context.ts';
+import { HttpClient } from '../conformance/http.ts';
+import { checkSignature, isLoopbackUrl, signingSecret } from '../conformance/receiver.ts';
 import { startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
 
 let s: TestServer;
@@ -28,12 +32,12 @@ const v3 = (() => {
 })();
 
 describe('the target declares its capabilities', () => {
-  test("Parley's own target declares resumable, idempotency and widget: the server sends no webhooks yet", () => {
+  test("Parley's own target declares all four, webhooks included (the S5.5-webhook-* cases)", () => {
     const t = parseTarget(targetJson);
-    assert.deepEqual(t.capabilities, ['resumable', 'idempotency', 'widget']);
+    assert.deepEqual(t.capabilities, ['resumable', 'idempotency', 'widget', 'webhooks']);
     assert.deepEqual(
       Object.entries(t.claims).map(([c, v]) => `${c}: ${v.claimed} (${v.how})`),
-      ['resumable: true (declared)', 'idempotency: true (declared)', 'widget: true (declared)', 'webhooks: false (declared)'],
+      ['resumable: true (declared)', 'idempotency: true (declared)', 'widget: true (declared)', 'webhooks: true (declared)'],
     );
   });
 
@@ -114,7 +118,7 @@ describe('each case knows its capability', () => {
     assert.deepEqual(wrong, []);
   });
 
-  test('only REFERENCE cases have a capability (profile spec never asks for an extension), and the suite checks resumable and widget', () => {
+  test('only REFERENCE cases have a capability (profile spec never asks for an extension), and the suite checks every capability', () => {
     assert.deepEqual(
       CASES.filter((c) => c.capability && c.level !== 'REFERENCE').map((c) => c.id),
       [],
@@ -122,6 +126,8 @@ describe('each case knows its capability', () => {
     const count = (cap: string) => CASES.filter((c) => c.capability === cap).length;
     assert.ok(count('resumable') >= 8, `resumable: ${count('resumable')} cases`);
     assert.ok(count('widget') >= 8, `widget: ${count('widget')} cases`);
+    assert.ok(count('idempotency') >= 4, `idempotency: ${count('idempotency')} cases`);
+    assert.ok(count('webhooks') >= 5, `webhooks: ${count('webhooks')} cases`);
   });
 
   test('a request shows the extension it exercises: a resume, a widget call, an Idempotency-Key', () => {
@@ -295,7 +301,7 @@ describe('the command writes a JSON summary and an SVG badge beside the report',
       resumable: true,
       idempotency: true,
       widget: true,
-      webhooks: false,
+      webhooks: true,
     });
     assert.equal(summary.capabilities.widget.passed, 1);
     const svg = await fs.readFile(path.join(dir, 'conformance.badge.svg'), 'utf8');
@@ -359,5 +365,85 @@ describe('the command writes a JSON summary and an SVG badge beside the report',
     assert.equal(code, 0);
     assert.match(out.join('\n'), /S4\.6-response-lookup {2}REFERENCE {2}.*\[capability resumable: not declared, would be skipped\]/);
     assert.match(out.join('\n'), /S5\.4-widget-script {2}REFERENCE {2}.*\[capability widget\] {2}\[needs widget\]/);
+  });
+});
+
+describe('the webhook cases (capability webhooks, D-80, D-109 extended)', () => {
+  test("the suite's own D-80 check verifies docs/webhooks.md's test vector, and nothing else", () => {
+    const key = 'sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
+    assert.equal(signingSecret(key), 'whsec_4iizSz75DhkFrCp5nX6dFb/dmAG7dfkIoXOhVGk9a+E=');
+    const body =
+      '{"id":"evt_0123456789abcdef01234567","object":"event","type":"conversation.created","created_at":1764215400,"app_id":"app_demo","data":{"id":"conv_0123456789abcdef01234567","object":"conversation","created_at":1764215400,"external_user_id":null,"title":"Hello","generated_title":{},"metadata":{}}}';
+    const headers = {
+      'webhook-id': 'evt_0123456789abcdef01234567',
+      'webhook-timestamp': '1764215400',
+      'webhook-signature': 'v1,mhjuTTrSPG6A9IEfAbbpgJ2C+i79/+03tQGprFa+hLc=',
+    };
+    assert.equal(checkSignature(key, headers, body), undefined);
+    // One of several, as a team with rolled keys sends them.
+    assert.equal(
+      checkSignature(key, { ...headers, 'webhook-signature': `v1,${'A'.repeat(43)}= ${headers['webhook-signature']}` }, body),
+      undefined,
+    );
+    assert.match(checkSignature(key, headers, body.replace('Hello', 'Hellp'))!, /none of the 1 v1 signature\(s\) verifies/);
+    assert.match(checkSignature(key, { ...headers, 'webhook-timestamp': '1764215401' }, body)!, /none of the 1/);
+    assert.match(checkSignature(`${key}x`, headers, body)!, /none of the 1/);
+    assert.match(checkSignature(key, { ...headers, 'webhook-signature': 'v2,abc' }, body)!, /no v1 signature/);
+  });
+
+  test('a target off loopback without --receiver-url: every webhook case skips with the reason, before any request', async () => {
+    const t = parseTarget({ ...targetJson, base_url: 'http://parley.example.invalid/v1' });
+    for (const c of CASES.filter((x) => x.capability === 'webhooks')) {
+      const http = new HttpClient({ baseUrl: t.baseUrl, apiKey: t.apiKey, timeoutMs: 1000, totalMs: 1000 });
+      const state: RunState = {
+        target: t,
+        profile: 'reference',
+        runId: 'r',
+        http,
+        memo: new Map(),
+        timeoutMs: 1000,
+        settleTimeoutMs: 1000,
+        created: [],
+        webhooks: { endpoints: [] },
+      };
+      const ctx = new CaseContext(state, c);
+      await assert.rejects(c.run(ctx), (err: Error) => {
+        assert.ok(err instanceof CaseSkip, `${c.id}: ${err.message}`);
+        assert.match(err.message, /an implementation at parley\.example\.invalid cannot reach: pass --receiver-url/);
+        return true;
+      });
+      assert.equal(http.stats.sent, 0);
+      assert.equal(state.webhooks.receiver, undefined);
+    }
+  });
+
+  test('--receiver-url: http with a port, nothing else', () => {
+    assert.equal(receiverUrl('http://10.0.0.5:9900/hooks/'), 'http://10.0.0.5:9900/hooks');
+    for (const [bad, re] of [
+      ['https://hooks.example:443/x', /must be http:/],
+      ['http://10.0.0.5/hooks', /must name its port/],
+      ['http://10.0.0.5:9900/x?a=1', /no query/],
+      ['not a url', /must be a URL/],
+    ] as const)
+      assert.throws(() => receiverUrl(bad), re, bad);
+  });
+
+  test('isLoopbackUrl: 127/8, ::1 and localhost only', () => {
+    for (const u of [
+      'http://127.0.0.1:1/v1',
+      'http://127.1.2.3/v1',
+      'http://[::1]:8/v1',
+      'http://localhost:8787/v1',
+      'http://a.localhost/v1',
+    ])
+      assert.equal(isLoopbackUrl(u), true, u);
+    for (const u of [
+      'http://10.0.0.1/v1',
+      'http://parley.example/v1',
+      'http://128.0.0.1/v1',
+      'http://[::2]/v1',
+      'http://localhost.example/v1',
+    ])
+      assert.equal(isLoopbackUrl(u), false, u);
   });
 });

@@ -125,7 +125,8 @@ describe('the target file', () => {
     );
     assert.equal(at({ base_url: '/control/v1/', email: 'a@b', password: 'pw' })?.baseUrl, 'http://127.0.0.1:8787/control/v1');
     assert.equal(at({ base_url: 'https://admin.example/v1', email: 'a@b', password: 'pw' })?.baseUrl, 'https://admin.example/v1');
-    assert.equal(at(null), undefined);
+    // Without admin, a target cannot declare webhooks (test/conformance-capabilities.test.ts).
+    assert.equal(parseTarget({ ...targetJson, capabilities: ['widget'], admin: null }, {}, 't.json').admin, undefined);
     const refused = (admin: unknown, re: RegExp) => assert.throws(() => at(admin), re);
     refused({ email: 'ops@example.com' }, /^UsageError: t\.json: admin\.password: /);
     refused({ password: 'pw' }, /^UsageError: t\.json: admin\.email: /);
@@ -793,6 +794,7 @@ describe('hosted servers', () => {
       memo: new Map(),
       timeoutMs: 5000,
       settleTimeoutMs: 5000,
+      webhooks: { endpoints: [] },
       created: [],
     };
     const ctx = new CaseContext(state, { id: 'S9-x', section: '9', level: 'MUST', description: 'x', clauses: [], run: async () => {} });

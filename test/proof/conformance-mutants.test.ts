@@ -26,7 +26,9 @@ async function runAgainst(
   hooks: MutantHooks,
   opts: { profile: Profile; only?: string; timeoutMs?: number; settleTimeoutMs?: number; repeat?: number; basePath?: string },
 ): Promise<RunResults> {
-  const server = await startTestServer();
+  // D-85: a first retry well within the runs' 10 s settle timeout, as docs/conformance.md#webhooks advises
+  // (the default 5 s is too, but not always on a loaded machine).
+  const server = await startTestServer({ webhookRetrySchedule: [0.5, 1, 2] });
   // The slow app's replies are cancelled or left mid-stream: they go through as they come.
   const proxy = await startMutantProxy(server.baseUrl, hooks, opts.basePath, {
     passThrough: (req) => req.path.startsWith(`/apps/${targetJson.apps.slow}/`),

@@ -55,6 +55,8 @@ export interface MutantHooks {
   takeover?(req: ProxyRequest, res: http.ServerResponse): boolean;
   /** A client left a stream that went through (ProxyOptions.passThrough) before it ended; `sent` is what it got. */
   clientLeft?(req: ProxyRequest, sent: string, tools: ProxyTools): MaybePromise<void>;
+  /** Stops what the hooks started (a webhook relay), when the proxy closes. */
+  close?(): Promise<void>;
 }
 
 export interface MutantProxy {
@@ -131,16 +133,21 @@ export function composeHooks(all: MutantHooks[]): MutantHooks {
     async clientLeft(req, sent, tools) {
       for (const h of all) await h.clientLeft?.(req, sent, tools);
     },
+    async close() {
+      for (const h of all) await h.close?.();
+    },
   };
 }
 
 /** The widget API's path space beside the REST API's (docs/widget.md, D-45): served too, under its own path. */
 export const WIDGET_PATH = '/widget/v1';
 export const isWidget = (req: ProxyRequest) => req.path.startsWith(`${WIDGET_PATH}/`);
+/** The admin surface (docs/control-plane.md), where the webhook cases register their endpoints (D-81). */
+export const ADMIN_PATH = '/admin/v1';
 /** Served beside the APIs, at the server's root: the widget's script (D-55). */
 const ROOT_ASSETS = new Set(['/widget.js']);
-/** Paths kept whole (not below the REST API's base path): the widget API's and the root assets. */
-const outsideApi = (path: string) => path.startsWith(`${WIDGET_PATH}/`) || ROOT_ASSETS.has(path);
+/** Paths kept whole (not below the REST API's base path): the widget API's, the admin surface's and the root assets. */
+const outsideApi = (path: string) => path.startsWith(`${WIDGET_PATH}/`) || path.startsWith(`${ADMIN_PATH}/`) || ROOT_ASSETS.has(path);
 
 /** `upstream` is the reference server's base URL (ending in /v1); the proxy serves `basePath`, and the widget API. */
 export async function startMutantProxy(
@@ -246,6 +253,6 @@ export async function startMutantProxy(
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      }).then(() => hooks.close?.()),
   };
 }

@@ -8,6 +8,8 @@ import { serializeSse, type MutantHooks, type ProxyRequest, type ProxyResponse }
 import { isWidget, WIDGET_PATH } from './mutant-proxy.ts';
 import { identitySecret, SHOP } from './widget.ts';
 import { signJwt, verifyJwt } from '../../src/pipeline/widget-tokens.ts';
+import { IDEMPOTENCY_MUTANTS } from './idempotency-mutants.ts';
+import { WEBHOOK_MUTANTS, WEBHOOK_VARIANTS } from './webhook-mutants.ts';
 
 export interface Mutant {
   id: string;
@@ -2610,6 +2612,8 @@ export const MUTANTS: Mutant[] = [
         Object.assign(res, errorBody(400, 'invalid_request_error', 'content is required', 'message.content', 'missing_parameter'));
     }),
   },
+  ...WEBHOOK_MUTANTS,
+  ...IDEMPOTENCY_MUTANTS,
 ];
 
 export const VARIANTS: Variant[] = [
@@ -2753,4 +2757,5 @@ export const VARIANTS: Variant[] = [
       };
     },
   },
+  ...WEBHOOK_VARIANTS,
 ];
