@@ -355,6 +355,9 @@ describe('send message and completions with an Idempotency-Key', () => {
     assert.match(again.headers.get('content-type')!, /^text\/event-stream/);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.equal(again.body, first.body, 'the same events, byte for byte');
+    // D-31: the replay names its response as the first answer did.
+    assert.match(first.headers.get('parley-response-id') ?? '', /^resp_/);
+    assert.equal(again.headers.get('parley-response-id'), first.headers.get('parley-response-id'));
     assert.equal(parse(again.body).at(-1)!.event, 'response.completed');
     assert.equal((await s.store.readHistory(id)).items.length, items, 'no second exchange');
     // The same key asking for JSON instead is another request.
@@ -366,12 +369,14 @@ describe('send message and completions with an Idempotency-Key', () => {
     const first = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
     const again = await s.call('POST', `${conv}/${id}`, { message: { content: 'What are credits?' } }, idem('json-1'));
     assert.deepEqual(again.body, first.body);
+    assert.equal(again.headers.get('parley-response-id'), first.body.id, 'D-31 on a replay too');
     assert.equal((await s.store.readHistory(id)).responses.length, 1);
     const c1 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
     const c2 = await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Summarise billing' }, idem('cmpl-1'));
     assert.equal(c1.status, 200);
     assert.deepEqual(c2.body, c1.body);
     assert.equal(c2.headers.get('idempotent-replayed'), 'true');
+    assert.equal(c2.headers.get('parley-response-id'), null, 'a completion names no response');
     assert.equal((await s.call('POST', `/apps/${APP}/completions`, { prompt: 'Something else' }, idem('cmpl-1'))).status, 422);
   });
 

@@ -97,7 +97,13 @@ export const idempotentSend: CaseDef[] = defineCases('4.6', [
         path: convPath(ctx.target.appId, conv.id),
         body: { message: { content: 'Hello!' }, stream: false },
       };
-      const { key } = await replayed(ctx, r, 'send message');
+      const { key, again } = await replayed(ctx, r, 'send message');
+      ctx.equal(
+        again.headers.get('parley-response-id'),
+        (again.json as Json | undefined)?.id,
+        'a replayed send message: Parley-Response-Id names the replayed Response (D-31: in both modes, a replay too)',
+        again,
+      );
       await reused(ctx, { ...r, body: { message: { content: 'Hello again!' }, stream: false } }, key, 'send message');
       const c = await getConversation(ctx, conv.id);
       const users = c.items.filter((i) => i.role === 'user');
@@ -137,10 +143,10 @@ export const idempotentSend: CaseDef[] = defineCases('4.6', [
         again,
       );
       ctx.equal(s.payloads[0]?.id, id, 'the keyed retry of a cut stream: the id of its response.created (D-30: the same response)', again);
-      // D-31's header is judged where the retry joins the running reply; a replay of an ended one need not repeat it.
+      // D-31: joined while the reply runs or replayed after it ended, the retry names the same response.
       const named = again.headers.get('parley-response-id');
       ctx.check(
-        named === null || named === id,
+        named === id,
         `the keyed retry of a cut stream names response ${named} in Parley-Response-Id, not ${id} (D-30, D-31)`,
         again,
       );

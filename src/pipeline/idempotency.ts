@@ -9,7 +9,7 @@
 // work a keyed request runs saves the request's claim (`ctx.claim`) in the same step of the store
 // as itself; at start-up the claims whose answer was lost in a crash are honoured (never run twice).
 import { createHash } from 'node:crypto';
-import { IDEMPOTENCY_KEY_SYNTAX, LIMITS, type UnsequencedEvent } from '../contract/index.ts';
+import { ID_PREFIX, IDEMPOTENCY_KEY_SYNTAX, LIMITS, RESPONSE_ID_HEADER, type UnsequencedEvent } from '../contract/index.ts';
 import type { RequestContext } from '../http/context.ts';
 import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
@@ -165,8 +165,13 @@ export class IdempotencyService {
         { param: 'Idempotency-Key' },
       );
     }
-    if (d.kind === 'json') return JSON.parse(d.b);
+    if (d.kind === 'json') {
+      const body = JSON.parse(d.b) as unknown;
+      nameResponse(ctx, (body as { id?: unknown } | null)?.id);
+      return body;
+    }
     const events = eventsOfSseText(d.b);
+    nameResponse(ctx, (events[0]?.data as { id?: unknown } | undefined)?.id);
     if (d.cut) events.push(...closingFailure(events));
     return new EventStream(
       (async function* () {
@@ -175,6 +180,14 @@ export class IdempotencyService {
       () => ({ saved: true }),
     );
   }
+}
+
+/**
+ * D-31: a replayed send message names its response as the first answer did. The kept answer is the
+ * Response (JSON) or begins with `response.created` (SSE), whose id says so; a completion's does not.
+ */
+function nameResponse(ctx: RequestContext, id: unknown): void {
+  if (typeof id === 'string' && id.startsWith(ID_PREFIX.response)) ctx.headers[RESPONSE_ID_HEADER] = id;
 }
 
 /**

@@ -77,4 +77,17 @@ export const IDEMPOTENCY_MUTANTS: Mutant[] = [
     because: /the keyed retry of a cut stream: the id of its response\.created \(D-30: the same response\)/,
     hooks: onKeyed((r, before) => r.json?.stream === true && before.length > 0 && (r.headers[KEY] = `${r.headers[KEY]}-new`)),
   },
+  {
+    id: 'replay-unnamed',
+    breaks: 'a replayed send message leaves out Parley-Response-Id',
+    section: 'D-31',
+    profile: 'reference',
+    caughtBy: 'S4.6-idempotency-key',
+    because: /a replayed send message: Parley-Response-Id names the replayed Response/,
+    hooks: () => ({
+      response(res) {
+        if (res.headers['idempotent-replayed'] === 'true') delete res.headers['parley-response-id'];
+      },
+    }),
+  },
 ];
