@@ -52,8 +52,11 @@ export class Journal {
   private replacing = false;
   /** Set by `appendNow`; the background fsync loop runs while it is. */
   private unsynced = false;
+  /** `appendNow` lines written since open, and how many of them an fsync (or a compaction) has made durable. */
+  private written = 0;
+  private durableUpTo = 0;
   private syncTimer: NodeJS.Timeout | undefined;
-  private syncing: Promise<void> | undefined;
+  private syncing: Promise<Error | undefined> | undefined;
   /** Read-only descriptor of the current file, for `readAt` (swapped with the file by a rewrite). */
   private readFd: number | undefined;
 
@@ -153,11 +156,12 @@ export class Journal {
    * may lose the last second, as Redis's `appendfsync everysec` does. For entries on a request's
    * path whose loss costs little (a rate-limit count), where an fsync per request is too dear
    * (docs/benchmarks.md). Throws if the write fails, leaving no partial line. Not to be mixed with
-   * `append` on the same journal.
+   * `append` on the same journal; `sync` makes the lines written so far durable when one must be.
    */
   appendNow(entry: unknown): void {
     const line = `${JSON.stringify(entry)}\n`;
     this.writeNow(line);
+    this.written++;
     // During a compaction the line is also kept for the new file (see replace).
     if (this.replacing) this.held.push(line);
     this.syncSoon();
@@ -191,12 +195,40 @@ export class Journal {
     this.lines += text.split('\n').length - 1;
   }
 
-  private async syncInBackground(): Promise<void> {
+  /**
+   * Makes every `appendNow` line written before the call durable now, with one fsync for the callers
+   * meanwhile (the background one brought forward); rejects if that fsync fails.
+   */
+  async sync(): Promise<void> {
+    const need = this.written;
+    while (this.durableUpTo < need) {
+      // A running fsync may have begun before the last lines: wait for it, then make one that covers them.
+      if (!this.syncing) {
+        this.unsynced = true;
+        this.syncNow();
+      }
+      const err = await this.syncing;
+      if (err && this.durableUpTo < need) throw withFile(err, this.file);
+    }
+  }
+
+  /** One fsync of the `appendNow` lines; resolves with its error, if it failed (told to onSyncError too). */
+  private async syncInBackground(): Promise<Error | undefined> {
     try {
       if (this.unsynced && this.handle) {
         this.unsynced = false;
-        await this.handle.datasync().catch((err: Error) => this.opts.onSyncError?.(err));
+        const upTo = this.written;
+        const err = await this.handle.datasync().then(
+          () => undefined,
+          (e: Error) => e,
+        );
+        if (err) {
+          this.opts.onSyncError?.(err);
+          return err;
+        }
+        this.durableUpTo = Math.max(this.durableUpTo, upTo);
       }
+      return undefined;
     } finally {
       this.syncing = undefined;
       // Lines written while it ran wait for the next one.
@@ -270,6 +302,7 @@ export class Journal {
     this.replacing = true;
     let fh: fs.FileHandle | undefined;
     let old: fs.FileHandle;
+    let coveredUpTo = 0;
     try {
       fh = await fs.open(tmp, io.APPEND_NEW);
       await io.writeAll(fh, text).catch(atFile(tmp));
@@ -277,6 +310,8 @@ export class Journal {
       // From here to the swap nothing awaits: no appendNow can come between.
       const held = Buffer.from(this.held.join(''), 'utf8');
       io.writeSyncAll(fh.fd, held);
+      // Lines `sync` may have called durable in the old file stay so in the new one (rare: a compaction's few).
+      if (held.length > 0) fsSync.fdatasyncSync(fh.fd);
       fsSync.renameSync(tmp, this.file);
       old = this.handle;
       this.handle = fh;
@@ -285,8 +320,9 @@ export class Journal {
       fh = undefined;
       this.size = text.length + held.length;
       this.lines = entries.length + this.held.length;
-      // The held lines are the only ones not yet fsynced in the new file.
-      this.unsynced = held.length > 0;
+      // Every line is in the new file, synced: the snapshot holds those before it, then the held ones.
+      this.unsynced = false;
+      coveredUpTo = this.written;
     } finally {
       this.replacing = false;
       this.held = [];
@@ -300,6 +336,8 @@ export class Journal {
     await old.close();
     if (this.unsynced) this.syncSoon();
     await syncDir(path.dirname(this.file));
+    // Durable once the rename is.
+    this.durableUpTo = Math.max(this.durableUpTo, coveredUpTo);
   }
 
   /**
