@@ -6,38 +6,9 @@ import path from 'node:path';
 import { DataFileError, atFile, withFile } from '../../core/errors.ts';
 import { syncDir } from './durable.ts';
 import * as io from './journal-io.ts';
-import type { LineAt } from './journal-io.ts';
+import type { JournalOptions, LineAt, LineWriter, Pending } from './journal-io.ts';
 
-/**
- * A line to append (with what to do once it is durable, before anything else runs), a compaction (the
- * journal replaced by a snapshot, in turn with the appends), or the swap that ends a compaction made
- * while running (see `rewrite`).
- */
-type Pending = ({ line: string; durable?: (where: LineAt) => void } | { snapshot: () => unknown[] } | { swap: () => Promise<void> }) & {
-  resolve: (where?: LineAt) => void;
-  reject: (err: Error) => void;
-};
-
-/** What `rewrite` writes the new file with: it appends a line and says where it went in the new file. */
-export type LineWriter = (line: string) => Promise<LineAt>;
-
-export interface JournalOptions {
-  /**
-   * Skip lines that are not JSON instead of refusing to start: for journals whose loss of one
-   * entry costs little (a rate-limit count) and where staying up matters more.
-   */
-  skipBadLines?: boolean;
-  /** Bytes read at a time at open (tests use small ones to cut lines across chunks). */
-  chunkBytes?: number;
-  /** Told when a background fsync of `appendNow` lines fails (the lines are still in the OS's cache). */
-  onSyncError?: (err: Error) => void;
-  /** How long after an `appendNow` line its fsync comes (one fsync for every line written meanwhile). */
-  syncDelayMs?: number;
-  /** Told when open() drops a torn last line (default: a process warning on stderr). */
-  warn?: (message: string) => void;
-  /** How open() parses a line (default JSON.parse); it throws on a line that is not JSON. */
-  parse?: (raw: string) => unknown;
-}
+export type { JournalOptions, LineWriter } from './journal-io.ts';
 
 export class Journal {
   private handle: fs.FileHandle | undefined;
@@ -52,7 +23,7 @@ export class Journal {
   private replacing = false;
   /** Set by `appendNow`; the background fsync loop runs while it is. */
   private unsynced = false;
-  /** `appendNow` lines written since open, and how many of them an fsync (or a compaction) has made durable. */
+  /** `appendNow` lines written since open, and how many of them an fsync (or a compaction) made durable. */
   private written = 0;
   private durableUpTo = 0;
   private syncTimer: NodeJS.Timeout | undefined;
@@ -215,20 +186,13 @@ export class Journal {
   /** One fsync of the `appendNow` lines; resolves with its error, if it failed (told to onSyncError too). */
   private async syncInBackground(): Promise<Error | undefined> {
     try {
-      if (this.unsynced && this.handle) {
-        this.unsynced = false;
-        const upTo = this.written;
-        const err = await this.handle.datasync().then(
-          () => undefined,
-          (e: Error) => e,
-        );
-        if (err) {
-          this.opts.onSyncError?.(err);
-          return err;
-        }
-        this.durableUpTo = Math.max(this.durableUpTo, upTo);
-      }
-      return undefined;
+      if (!this.unsynced || !this.handle) return undefined;
+      this.unsynced = false;
+      const upTo = this.written;
+      const err = (await this.handle.datasync().catch((e: Error) => e)) ?? undefined;
+      if (err) this.opts.onSyncError?.(err);
+      else this.durableUpTo = Math.max(this.durableUpTo, upTo);
+      return err;
     } finally {
       this.syncing = undefined;
       // Lines written while it ran wait for the next one.
@@ -336,8 +300,7 @@ export class Journal {
     await old.close();
     if (this.unsynced) this.syncSoon();
     await syncDir(path.dirname(this.file));
-    // Durable once the rename is.
-    this.durableUpTo = Math.max(this.durableUpTo, coveredUpTo);
+    this.durableUpTo = Math.max(this.durableUpTo, coveredUpTo); // durable once the rename is
   }
 
   /**

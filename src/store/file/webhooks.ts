@@ -7,7 +7,15 @@
 import { Listeners } from '../../core/listeners.ts';
 import path from 'node:path';
 import { DataFileError } from '../../core/errors.ts';
-import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
+import {
+  type Attempt,
+  type Claimed,
+  type Delivery,
+  type DeliveryQuery,
+  LocalFollows,
+  type OutboxEvent,
+  type WebhookOutbox,
+} from '../webhooks.ts';
 import { Journal } from './journal.ts';
 
 export type { OutboxEvent };
@@ -27,6 +35,8 @@ export class FileOutbox implements WebhookOutbox {
   /** Unix seconds of each endpoint's first failed attempt since its last success (D-86). */
   private readonly failing = new Map<string, number>();
   private readonly listeners = new Listeners<OutboxEvent[]>();
+  /** D-88: one process owns the directory, so its listeners are all there are. */
+  readonly follows = new LocalFollows();
   private journal!: Journal;
   /** Events `adopt` could not write here (a full disk): written again by `settled`. */
   private unwritten: OutboxEvent[] = [];

@@ -115,14 +115,16 @@ export class PgStore implements Store {
     });
     this.responses = new PgResponses(this.sql, this.livenessSql, opts.responseEventsTtlMs ?? RESPONSE_EVENTS_TTL_MS);
     this.admin = new PgAdminConversations(this.sql, this.turns);
-    this.outbox = new PgOutbox(this.sql);
+    this.outbox = new PgOutbox(this.sql, opts.warn);
   }
 
   async open(): Promise<void> {
     try {
       await migrate(this.sql);
       await this.responses.open();
+      await this.outbox.open();
     } catch (err) {
+      await this.outbox.close().catch(() => {});
       await this.responses.close().catch(() => {});
       await Promise.all([this.sql.end({ timeout: 1 }).catch(() => {}), this.livenessSql.end({ timeout: 1 }).catch(() => {})]);
       throw err;
@@ -131,6 +133,7 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     await this.turns.idle();
+    await this.outbox.close();
     await this.responses.close();
     await Promise.all([this.sql.end({ timeout: 5 }), this.livenessSql.end({ timeout: 1 })]);
   }
