@@ -180,6 +180,9 @@ export interface Statement {
   rows: number;
 }
 
+/** A statement that sends a notification (pg_notify or NOTIFY), one per call as Parley writes them. */
+export const notifies = (s: Statement): boolean => /pg_notify\s*\(|^notify\b/i.test(s.query);
+
 /** pg_stat_statements of one database: turned on, reset, then read by `read()` and turned off again. */
 export async function accounting(adminUrl: string, dbUrl: string): Promise<{ read(): Promise<Statement[]> }> {
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });

@@ -173,3 +173,27 @@ export async function appPage(c: PageContext): Promise<void> {
   });
   c.main.append(h('p', {}, h('a', { href: '#/apps' }, 'Back to the apps')), form);
 }
+
+/** The team's apps for a chooser, or null when this admin surface has no `GET /apps` (D-95). */
+export async function teamApps(): Promise<{ id: string; name: string }[] | null> {
+  return api<List<AdminApp>>('GET', '/apps').then(
+    (l) => l.data.map((a) => ({ id: a.id, name: a.name })),
+    () => null,
+  );
+}
+
+/** A chooser of the team's apps (a text field when they cannot be listed); `all` adds an empty "all apps" choice. */
+export function appChooser(
+  id: string,
+  apps: { id: string; name: string }[] | null,
+  selected: string,
+  all?: string,
+): HTMLSelectElement | HTMLInputElement {
+  if (!apps) return h('input', { type: 'text', id, value: selected, autocomplete: 'off' });
+  return h(
+    'select',
+    { id },
+    all === undefined ? null : h('option', { value: '', selected: selected === '' }, all),
+    ...apps.map((a) => h('option', { value: a.id, selected: a.id === selected }, `${a.name} (${a.id})`)),
+  );
+}

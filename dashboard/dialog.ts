@@ -6,6 +6,8 @@ import { h } from './dom.ts';
 export interface DialogHandle {
   el: HTMLDialogElement;
   close(): void;
+  /** Closes it and resolves once it is gone and focus is back (the close event comes in a later task). */
+  closed(): Promise<void>;
 }
 
 export function openDialog(
@@ -16,12 +18,24 @@ export function openDialog(
 ): DialogHandle {
   const titleId = `dlg-${Date.now()}`;
   const el = h('dialog', { 'aria-labelledby': titleId, class: 'dialog' });
-  const handle: DialogHandle = { el, close: () => el.close() };
+  let gone: () => void = () => {};
+  const done = new Promise<void>((r) => {
+    gone = r;
+  });
+  const handle: DialogHandle = {
+    el,
+    close: () => el.close(),
+    closed: () => {
+      el.close();
+      return done;
+    },
+  };
   el.append(h('h2', { id: titleId }, title), ...body, h('div', { class: 'actions' }, ...actions(handle)));
   el.addEventListener('close', () => {
     el.remove();
     const back = opener instanceof HTMLElement && opener.isConnected ? opener : document.querySelector<HTMLElement>('main h1');
     back?.focus();
+    gone();
   });
   document.body.append(el);
   // The browser gives focus back, on close, to what had it before showModal: let that be the opener
@@ -33,7 +47,7 @@ export function openDialog(
 
 /**
  * A confirmation of a destructive action: `label` runs `act` (the request), closes the dialog, then runs
- * `done` (the page redrawn, focus placed); a failure of either closes it and goes to `fail`.
+ * `done` (the page redrawn, focus placed) once the dialog is gone; a failure of either closes it and goes to `fail`.
  */
 export function confirmDialog(
   title: string,
@@ -52,12 +66,13 @@ export function confirmDialog(
           type: 'button',
           class: 'danger',
           onclick: async () => {
+            // `done` runs once the dialog has given focus back, so that the focus it places stays.
             try {
               await o.act();
-              dlg.close();
+              await dlg.closed();
               await o.done();
             } catch (err) {
-              dlg.close();
+              await dlg.closed();
               o.fail(err);
             }
           },

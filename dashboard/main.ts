@@ -9,6 +9,8 @@ import { keysPage } from './keys.ts';
 import { membersPage } from './members.ts';
 import type { Session } from './types.ts';
 import { usagePage } from './usage.ts';
+import { endpointPage, eventPage } from './webhook-log.ts';
+import { webhooksPage } from './webhooks.ts';
 
 const root = document.getElementById('root')!;
 let session: Session | null = null;
@@ -37,10 +39,18 @@ const ALL_PAGES: PageDef[] = [
   { path: 'apps', label: 'Apps', render: appsPage, needs: '/apps' },
   { path: 'conversations', label: 'Conversations', render: conversationsPage },
   { path: 'usage', label: 'Usage and credits', render: usagePage },
+  { path: 'webhooks', label: 'Webhooks', render: webhooksPage, needs: '/webhook_endpoints' },
   { path: 'members', label: 'Members', render: membersPage, needs: '/members' },
   { path: 'audit', label: 'Audit log', render: auditPage },
 ];
 let PAGES = ALL_PAGES.filter((p) => !p.needs);
+/** Pages under a navigation entry (`#/<name>/<id>`), shown when that entry is. */
+const SUBPAGES: (PageDef & { name: string })[] = [
+  { name: 'conversation', path: 'conversations', label: 'Conversation', render: conversationPage },
+  { name: 'app', path: 'apps', label: 'App', render: appPage },
+  { name: 'webhook', path: 'webhooks', label: 'Webhook endpoint', render: endpointPage },
+  { name: 'webhook-event', path: 'webhooks', label: 'Webhook event', render: eventPage },
+];
 
 /** D-95: pages over routes this server may not have yet (apps, members) appear only when it answers them. */
 async function discover(): Promise<void> {
@@ -124,43 +134,87 @@ function signIn(message?: string): void {
   (message ? form.querySelector<HTMLElement>('h1') : email)?.focus();
 }
 
-/** D-72: an invited member sets a password with the token an admin passed on, then signs in. */
-function acceptInvite(): void {
+/**
+ * D-72, D-98: an invitation link is `/dashboard#/invite/<token>`. The token is read once, at load, and the
+ * URL replaced at once by `#/invite` (history.replaceState), so that it stays in no URL, history entry or
+ * reload; it lives in this closure only, never in web storage. The fragment never reaches a server.
+ */
+function takeInviteToken(): string | null {
+  const m = /^#\/invite\/([^/?]+)$/.exec(location.hash);
+  if (!m) return null;
+  history.replaceState(null, '', `${location.pathname}#/invite`);
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    return m[1]!; // refused by the server as any bad token is
+  }
+}
+
+/** D-72: an invited member sets a password with the link (or token) an admin passed on, and is signed in. */
+function acceptInvite(fromLink: string | null = null): void {
+  let linked = fromLink;
   const token = h('input', { type: 'text', id: 'invite-token', required: true, autocomplete: 'off' });
+  const tokenField = h('div', { class: 'field' }, h('label', { for: 'invite-token' }, 'Invitation token'), token);
   const password = h('input', { type: 'password', id: 'invite-password', required: true, autocomplete: 'new-password', minlength: 8 });
   const status = h('div', { class: 'status' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Set password and sign in');
   const form = h(
     'form',
     { class: 'card sign-in', 'aria-labelledby': 'invite-title', novalidate: true },
     h('h1', { id: 'invite-title', tabindex: -1 }, 'Set your password'),
-    h('div', { class: 'field' }, h('label', { for: 'invite-token' }, 'Invitation token'), token),
+    linked === null ? tokenField : h('p', { id: 'invite-from-link' }, 'Your invitation is open: choose a password to join your team.'),
     h('div', { class: 'field' }, h('label', { for: 'invite-password' }, 'New password (8 characters or more)'), password),
     status,
-    h('button', { type: 'submit', class: 'primary' }, 'Set password'),
+    submit,
   );
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     status.replaceChildren();
+    const t = linked ?? token.value.trim();
+    if (!t || password.value.length < 8) {
+      status.append(notice('error', t ? 'Choose a password of 8 characters or more.' : 'Paste the invitation token you were given.'));
+      return (t ? password : token).focus();
+    }
+    submit.disabled = true;
     try {
-      await api('POST', '/invites/accept', { token: token.value.trim(), password: password.value });
-      signIn();
-      document.querySelector('main')?.prepend(notice('ok', 'Your password is set: sign in with your email and it.'));
-    } catch (err) {
+      const member = await api<{ email: string }>('POST', '/invites/accept', { token: t, password: password.value });
+      linked = null;
+      const s = await api<Session>('POST', '/sessions', { email: member.email, password: password.value });
       password.value = '';
+      history.replaceState(null, '', `${location.pathname}#/keys`);
+      await start(s);
+    } catch (err) {
+      submit.disabled = false;
+      password.value = '';
+      const badToken = err instanceof ApiFailure && err.param === 'token';
       status.append(
         notice(
           'error',
-          err instanceof ApiFailure && err.param === 'token'
-            ? 'That invitation is unknown, used or expired: ask an admin for a new one.'
-            : (err as Error).message,
+          badToken ? 'This invitation is unknown, used or expired: ask an admin of your team for a new one.' : (err as Error).message,
         ),
       );
-      token.focus();
+      if (badToken && linked !== null) {
+        // The link's token is spent: the form now takes a new one, pasted.
+        linked = null;
+        form.querySelector('#invite-from-link')?.replaceWith(tokenField);
+      }
+      (badToken ? token : password).focus();
     }
   });
-  const back = h('button', { type: 'button', class: 'link', onclick: () => signIn() }, 'Back to sign-in');
+  const back = h(
+    'button',
+    {
+      type: 'button',
+      class: 'link',
+      onclick: () => {
+        history.replaceState(null, '', location.pathname);
+        signIn();
+      },
+    },
+    'Back to sign-in',
+  );
   root.replaceChildren(h('main', { id: 'main', class: 'center' }, h('div', { class: 'stack' }, form, back)));
-  form.querySelector<HTMLElement>('h1')?.focus();
+  (linked === null ? token : password).focus();
 }
 
 async function start(s: Session): Promise<void> {
@@ -215,12 +269,7 @@ async function render(): Promise<void> {
   if (!s) return signIn();
   const [path = '', query = ''] = location.hash.slice(2).split('?');
   const [name = 'keys', ...rest] = path.split('/').map(decodeURIComponent);
-  const page =
-    name === 'conversation'
-      ? { path: 'conversations', label: 'Conversation', render: conversationPage }
-      : name === 'app' && PAGES.some((p) => p.path === 'apps')
-        ? { path: 'apps', label: 'App', render: appPage }
-        : PAGES.find((p) => p.path === name);
+  const page = SUBPAGES.find((p) => p.name === name && PAGES.some((q) => q.path === p.path)) ?? PAGES.find((p) => p.path === name);
   const heading = h('h1', { tabindex: -1 }, page?.label ?? 'Not found');
   const region = h('div', { class: 'page', 'aria-busy': 'true', 'data-route': location.hash });
   const main = h('main', { id: 'main', tabindex: -1 }, heading, region);
@@ -239,7 +288,9 @@ async function render(): Promise<void> {
 onExpired(() => signIn('Your session has ended. Sign in again to continue.'));
 window.addEventListener('hashchange', () => void render());
 
+const invitation = takeInviteToken();
 (async () => {
+  if (invitation !== null || location.hash === '#/invite') return acceptInvite(invitation);
   try {
     await start(await api<Session>('GET', '/session'));
   } catch {

@@ -15,7 +15,7 @@ interface TeamMember {
   last_sign_in_at: number | null;
 }
 interface Added extends TeamMember {
-  invite?: { token: string; expires_at: number } | null;
+  invite?: { token: string; accept_url: string; expires_at: number } | null;
 }
 
 export async function membersPage(c: PageContext): Promise<void> {
@@ -73,6 +73,8 @@ export async function membersPage(c: PageContext): Promise<void> {
         done: async () => {
           status.replaceChildren(notice('ok', `${m.email} removed.`));
           await refresh();
+          // The row and its button are gone: focus goes to the form that adds members (D-99).
+          (document.getElementById('member-email') ?? document.querySelector<HTMLElement>('main h1'))?.focus();
         },
         fail,
       },
@@ -98,14 +100,18 @@ export async function membersPage(c: PageContext): Promise<void> {
         await refresh();
         if (added.invite) {
           const token = h('input', { type: 'text', readonly: true, id: 'invite-token', value: added.invite.token, class: 'secret' });
+          // D-72, D-98: the token rides in the link's fragment, which no server receives; the page that
+          // opens it takes it out of the URL at once.
+          const link = h('input', { type: 'text', readonly: true, id: 'invite-link', value: added.invite.accept_url, class: 'secret' });
           openDialog(
             `Invitation for ${added.email}`,
             [
               h(
                 'p',
                 { class: 'notice warning' },
-                `Pass this one-time token to ${added.email} yourself (Parley sends no mail). It is shown only now, and works until ${when(added.invite.expires_at)}: they choose “I have an invitation” on the sign-in page.`,
+                `Pass this one-time link to ${added.email} yourself (Parley sends no mail). It is shown only now, and works once, until ${when(added.invite.expires_at)}: opening it, they choose a password and are signed in. The token alone works from “I have an invitation” on the sign-in page.`,
               ),
+              h('div', { class: 'field' }, h('label', { for: 'invite-link' }, 'Invitation link'), link),
               h('div', { class: 'field' }, h('label', { for: 'invite-token' }, 'Invitation token'), token),
             ],
             (dlg) => [h('button', { type: 'button', onclick: () => dlg.close() }, 'Done')],

@@ -95,3 +95,51 @@ export interface Balance {
   limit: 'soft' | 'hard';
   plans: { plan: string; apps: number; monthly_allowance: number; price_per_1k_tokens: number; limit: string }[];
 }
+/** D-83: the event types an endpoint may ask for (src/contract/admin-webhooks.ts's EVENT_TYPES; test/dashboard.test.ts keeps them equal). */
+export const EVENT_TYPES = [
+  'conversation.created',
+  'conversation.updated',
+  'conversation.deleted',
+  'response.completed',
+  'response.failed',
+  'completion.completed',
+  'completion.failed',
+] as const;
+export interface WebhookEndpoint {
+  id: string;
+  app_id: string;
+  url: string;
+  events: string[];
+  description: string;
+  enabled: boolean;
+  disabled_reason: 'manual' | 'gone' | 'failing' | null;
+  created_at: number;
+  updated_at: number;
+}
+export interface WebhookAttempt {
+  id: string;
+  created_at: number;
+  status: number | null;
+  duration_ms: number;
+  response: string;
+  error: string | null;
+}
+export interface WebhookDelivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  endpoint_id: string;
+  state: 'pending' | 'succeeded' | 'failed' | 'skipped';
+  attempts: number;
+  next_attempt_at: number | null;
+  created_at: number;
+  last_attempt: WebhookAttempt | null;
+  attempt_log: WebhookAttempt[];
+}
+export interface WebhookEvent {
+  id: string;
+  type: string;
+  created_at: number;
+  app_id: string;
+  data: Record<string, unknown>;
+}

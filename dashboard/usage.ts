@@ -1,5 +1,6 @@
 // Usage and credits (D-74): the month's balance and the plans, and usage per app per day as a table.
 import { api, qs } from './api.ts';
+import { appChooser, teamApps } from './apps.ts';
 import { field, h, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { Balance, UsageDay } from './types.ts';
@@ -43,24 +44,27 @@ function chart(days: UsageDay[]): Element | null {
 
 export async function usagePage(c: PageContext): Promise<void> {
   const { main, params } = c;
+  const appId = params.get('app') ?? '';
+  const app = appChooser('usage-app', await teamApps(), appId, 'All apps');
   const since = h('input', { type: 'date', id: 'usage-since', value: params.get('since') ?? '' });
   const until = h('input', { type: 'date', id: 'usage-until', value: params.get('until') ?? '' });
   const form = h(
     'form',
-    { class: 'inline-form', 'aria-label': 'Usage period', novalidate: true },
+    { class: 'inline-form', 'aria-label': 'Usage of an app in a period', novalidate: true },
+    field('App', app),
     field('From', since),
     field('To', until),
     h('button', { type: 'submit', class: 'primary' }, 'Show'),
   );
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    location.hash = `#/usage${qs({ since: since.value, until: until.value })}`;
+    location.hash = `#/usage${qs({ app: app.value.trim(), since: since.value, until: until.value })}`;
   });
   const [balance, usage] = await Promise.all([
     api<Balance>('GET', '/credits'),
     api<{ since: string; until: string; data: UsageDay[] }>(
       'GET',
-      `/usage${qs({ since: params.get('since'), until: params.get('until') })}`,
+      `/usage${qs({ app_id: appId, since: params.get('since'), until: params.get('until') })}`,
     ),
   ]);
   since.value ||= usage.since;
@@ -91,7 +95,7 @@ export async function usagePage(c: PageContext): Promise<void> {
       ]),
       'Plans',
     ),
-    h('h2', {}, `Usage from ${usage.since} to ${usage.until}`),
+    h('h2', {}, `Usage${appId ? ` of ${appId}` : ''} from ${usage.since} to ${usage.until}`),
     form,
   );
   const rows = usage.data.map((d) => [
@@ -107,6 +111,6 @@ export async function usagePage(c: PageContext): Promise<void> {
   main.append(
     rows.length
       ? table(['Day (UTC)', 'App', 'Requests', 'Input tokens', 'Output tokens', 'Credits'], rows, 'Usage per app per day')
-      : h('p', {}, 'No usage in this period.'),
+      : h('p', {}, appId ? 'No usage of this app in this period.' : 'No usage in this period.'),
   );
 }

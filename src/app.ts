@@ -275,7 +275,7 @@ function adminSurface(
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
-  o: Pick<Config, 'passwordHashCost' | 'publicUrl'>,
+  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'>,
   webhooks?: AdminRouteOptions['webhooks'],
 ) {
   const accounts = new AccountService(control, o.passwordHashCost);
@@ -286,7 +286,7 @@ function adminSurface(
       keys: new KeyService(control),
       credits,
       apps: new AppAdminService(control, agent),
-      members: new MemberService(control, { hashCost: o.passwordHashCost }),
+      members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard }),
       publicUrl: o.publicUrl,
       // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
       secureCookies: o.publicUrl?.startsWith('https:') ?? false,

@@ -69,7 +69,7 @@ describe('PUBLIC_URL (D-65)', () => {
       assert.match(s.headers.get('set-cookie')!, /; Secure$/);
       const admin = bearer(await client.token(DEMO_ADMIN.email, DEMO_ADMIN.password));
       const invited = await client.call('POST', '/members', { email: 'linked@demo.example', role: 'viewer' }, admin);
-      assert.equal(invited.body.invite.accept_url, 'https://parley.example.com/base/admin/v1/invites/accept');
+      assert.equal(invited.body.invite.accept_url, `https://parley.example.com/base/dashboard#/invite/${invited.body.invite.token}`);
       const own = await adminClient(new URL(plain.baseUrl).origin).call('POST', '/sessions', DEMO_ADMIN);
       assert.doesNotMatch(own.headers.get('set-cookie')!, /Secure/);
     } finally {

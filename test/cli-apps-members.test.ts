@@ -75,7 +75,8 @@ describe('parley members (D-72)', () => {
   test('add with a link or a password, list, update a role; --json prints the admin shapes', async () => {
     const invited = await run(['members', 'add', '--email', 'invited@demo.example', '--role', 'viewer', '--name', 'Inv']);
     assert.equal(invited.code, 0, invited.stderr);
-    assert.match(invited.stdout, /^http:\/\/127\.0\.0\.1:\d+\/.+\n$/);
+    // D-72: the link to pass on opens the dashboard's set-password page, the token in its fragment.
+    assert.match(invited.stdout, /^http:\/\/127\.0\.0\.1:\d+\/dashboard#\/invite\/[A-Za-z0-9_-]{43}\n$/);
     assert.match(invited.stderr, /pass the link above on/);
     const ready = AdminMemberAdded.parse(
       await json(['members', 'add', '--email', 'ready@demo.example', '--role', 'viewer', '--password-stdin'], {

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DASHBOARD_CSP, DASHBOARD_DIR, bundleDashboard } from '../src/api/dashboard-assets.ts';
 import { loadConfig } from '../src/config.ts';
+import { EVENT_TYPES } from '../src/contract/admin-webhooks.ts';
+import { EVENT_TYPES as DASHBOARD_EVENT_TYPES } from '../dashboard/types.ts';
 import { banner } from '../src/main.ts';
 import { FIXTURES_DIR, startTestServer, type TestServer } from './support/helpers.ts';
 
@@ -75,6 +77,10 @@ describe('the bundle (D-95, D-98)', () => {
     assert.ok(!js.includes('\n  '), 'minified');
   });
 
+  test("offers the contract's event types on its webhook pages (D-83)", () => {
+    assert.deepEqual([...DASHBOARD_EVENT_TYPES], [...EVENT_TYPES]);
+  });
+
   test('holds no credential, fetches nothing but /admin/v1, and never parses data as markup', () => {
     for (const secret of ['parley-demo-admin', 'sk_live_demo', 'pk_live_demo', 'admin@demo.example'])
       assert.ok(!js.includes(secret), secret);
@@ -116,6 +122,18 @@ describe('--no-dashboard (D-95)', () => {
         body: JSON.stringify({ email: 'admin@demo.example', password: 'parley-demo-admin' }),
       });
       assert.equal(signIn.status, 200);
+      // D-72: without the dashboard, an invitation names the route its token is sent to.
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const { csrf_token } = (await signIn.json()) as { csrf_token: string };
+      const added = await fetch(`${originOf(bare)}/admin/v1/members`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf_token },
+        body: JSON.stringify({ email: 'no-dashboard@demo.example', role: 'viewer' }),
+      });
+      assert.equal(
+        ((await added.json()) as { invite: { accept_url: string } }).invite.accept_url,
+        `${originOf(bare)}/admin/v1/invites/accept`,
+      );
     } finally {
       await bare.close();
     }

@@ -10,8 +10,11 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { ResponseEventsExpired } from '../src/core/errors.ts';
+import { PastIndex } from '../src/store/file/past-index.ts';
 import { ResponseLog } from '../src/store/file/response-log.ts';
-import type { LiveResponseStart } from '../src/store/types.ts';
+import { type LiveResponseStart, RESPONSE_LOOKUP_RETENTION_MS } from '../src/store/types.ts';
+
+const DAY = 86_400_000;
 import { tempDir } from './support/helpers.ts';
 
 type AnyFn = (...args: any[]) => any;
@@ -195,7 +198,8 @@ test('D-93: files by state, the hour listed by minute; a minute past the retenti
     assert.equal((await filesUnder(dir)).length, 2, 'its minute is dropped a minute later');
     now += 2 * 60_000;
     await log.sweep();
-    assert.deepEqual(await filesUnder(dir), ['past/ab.jsonl']);
+    const day = Math.floor(line.end / 86_400_000);
+    assert.deepEqual(await filesUnder(dir), [`past/${day}/ab.jsonl`], 'the past index: a folder per day of ends');
     assert.equal(log.bytesOf('app_demo'), 0);
     assert.deepEqual(log.held(), { running: 0, events: 0, eventBytes: 0, apps: 0, minutes: 0 });
     // D-36: the look-up still finds where it belongs; a resume is told its events expired.
@@ -206,6 +210,63 @@ test('D-93: files by state, the hour listed by minute; a minute past the retenti
   } finally {
     await log.close();
   }
+});
+
+test('D-93: the past index is bounded: a look-up finds a response for RESPONSE_LOOKUP_RETENTION_MS after its end (to the millisecond), then not, and its day is dropped; a flat past index of the release before is adopted', async () => {
+  const dir = await tempDir();
+  let now = Date.UTC(2026, 0, 1, 23, 30);
+  // A flat shard of the release before (ends unknown): adopted whole into the day of the upgrade.
+  await fs.mkdir(path.join(dir, 'past'), { recursive: true });
+  const oldLine = { id: 'resp_0ld0000000000000000000cd', a: 'app_demo', c: 'conv_old', at: 1 };
+  await fs.writeFile(path.join(dir, 'past', 'cd.jsonl'), `${JSON.stringify(oldLine)}\n`);
+  const log = new ResponseLog({ dir, ttlMs: 3_600_000, now: () => now });
+  await log.open();
+  try {
+    assert.deepEqual(await filesUnder(dir), [`past/${Math.floor(now / DAY)}/cd.jsonl`]);
+    assert.equal((await log.trace(oldLine.id))?.start.conversation_id, 'conv_old');
+    const id = 'resp_0123456789abcdef0123450a';
+    await produce(log, start(id), 1);
+    const [listed] = (await filesUnder(dir)).filter((f) => f.startsWith('ended/'));
+    const end = JSON.parse(await fs.readFile(path.join(dir, listed!), 'utf8')).end as number;
+    now = end + 3_600_000 + 3 * 60_000;
+    await log.sweep();
+    assert.ok((await filesUnder(dir)).includes(`past/${Math.floor(end / DAY)}/0a.jsonl`));
+    // To the millisecond: found until its end is RESPONSE_LOOKUP_RETENTION_MS ago, then not.
+    now = end + RESPONSE_LOOKUP_RETENTION_MS - 1;
+    assert.equal((await log.trace(id))?.start.conversation_id, start(id).conversation_id);
+    now += 1;
+    assert.equal(await log.trace(id), undefined, 'past the retention: not found (a 404)');
+    now = end + RESPONSE_LOOKUP_RETENTION_MS + DAY;
+    await log.sweep();
+    assert.deepEqual(await filesUnder(dir), [], 'every day dropped: the index holds the retention, not the history');
+    assert.equal(await log.trace(oldLine.id), undefined);
+  } finally {
+    await log.close();
+  }
+});
+
+test('D-93: the past index drops a day folder whole once its last end is past the retention, and only that day', async () => {
+  const dir = await tempDir();
+  const retention = 10 * DAY;
+  let now = Date.UTC(2026, 0, 5, 12);
+  const past = new PastIndex(dir, retention, () => now);
+  await past.open();
+  const ref = (id: string) => ({ id, app_id: 'app_demo', conversation_id: `conv_${id.slice(5)}`, created_at: 1 });
+  const d1 = Date.UTC(2026, 0, 1, 23, 59);
+  const d2 = Date.UTC(2026, 0, 2, 0, 1);
+  await past.append([
+    { ref: ref('resp_x1'), end: d1 },
+    { ref: ref('resp_y2'), end: d2 },
+  ]);
+  assert.deepEqual(await filesUnder(dir), [`past/${Math.floor(d1 / DAY)}/x1.jsonl`, `past/${Math.floor(d2 / DAY)}/y2.jsonl`]);
+  now = d1 + retention + 30_000;
+  assert.equal(await past.find('resp_x1'), undefined);
+  await past.sweep();
+  assert.equal((await filesUnder(dir)).length, 2, 'the first day is kept until its whole day is past the retention');
+  now = Math.ceil(d1 / DAY) * DAY + retention;
+  await past.sweep();
+  assert.deepEqual(await filesUnder(dir), [`past/${Math.floor(d2 / DAY)}/y2.jsonl`]);
+  assert.equal((await past.find('resp_y2'))?.conversation_id, 'conv_y2');
 });
 
 test('D-93: start-up reads the running files and the hour, never the past index', async () => {

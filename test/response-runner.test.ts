@@ -1,8 +1,13 @@
 // ResponseRun starts the model before `response.created` is consumed (a remote model's request is then
 // on its way while the event is written), without changing the events or leaking the model's round.
+// KeptEvents (D-100) hands a reply's events to the store without waiting for each, and to the answer
+// only once kept, in order.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ModelEngine, ModelEvent } from '../src/engines/types.ts';
+import type { UnsequencedEvent } from '../src/contract/index.ts';
+import { KeptEvents } from '../src/services/kept-events.ts';
+import { LiveEvents } from '../src/services/live-events.ts';
 import { ResponseRun } from '../src/services/response-runner.ts';
 
 /** An engine that records when its generation starts and whether it was ended. */
@@ -103,5 +108,61 @@ describe('ResponseRun: the model starts with the response', () => {
     for await (const e of r.events()) events.push(e.event);
     assert.deepEqual(events, ['response.created', 'response.failed']);
     assert.equal(r.status, 'failed');
+  });
+});
+
+describe('KeptEvents: the answer gets only kept events, in order (D-100, D-30)', () => {
+  const ev = (n: number, event = 'response.output_text.delta') => ({ event, data: { n } }) as unknown as UnsequencedEvent;
+  /** A store whose appends are settled by the test, in any order. */
+  function heldStore() {
+    const held: Array<{ e: UnsequencedEvent; ok: () => void; fail: (err: unknown) => void }> = [];
+    const append = (e: UnsequencedEvent) =>
+      new Promise<void>((ok, fail) => {
+        held.push({ e, ok, fail });
+      });
+    return { held, append };
+  }
+  const seen = (live: LiveEvents) =>
+    (live as unknown as { list: UnsequencedEvent[] }).list.map((e) => (e.data as unknown as { n: number }).n);
+
+  test('an event kept before the one ahead of it waits for it; none reaches the answer unkept', async () => {
+    const { held, append } = heldStore();
+    const live = new LiveEvents();
+    const kept = new KeptEvents({ append, live, unavailable: () => false, onUnavailable: () => assert.fail('not lost') });
+    for (let n = 0; n < 3; n++) kept.add(ev(n), false);
+    kept.add(ev(3, 'response.completed'), true);
+    assert.equal(held.length, 4, 'every event is handed to the store at once');
+    held[2]!.ok();
+    held[1]!.ok();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(seen(live), [], 'events kept after one not yet kept wait for it');
+    held[0]!.ok();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(seen(live), [0, 1, 2]);
+    held[3]!.ok();
+    await kept.settled();
+    assert.deepEqual(seen(live), [0, 1, 2, 3]);
+  });
+
+  test('D-91: an event not kept because the store is out of reach stops the reply and is not shown; another failure ends production', async () => {
+    const { held, append } = heldStore();
+    const live = new LiveEvents();
+    let stopped = 0;
+    const lost = new Error('lost');
+    const kept = new KeptEvents({ append, live, unavailable: (err) => err === lost, onUnavailable: () => stopped++ });
+    kept.add(ev(0), false);
+    kept.add(ev(1), false);
+    held[0]!.ok();
+    held[1]!.fail(lost);
+    await kept.settled();
+    assert.deepEqual([seen(live), stopped], [[0], 1]);
+    const taken = new Error('taken over');
+    kept.add(ev(2), false);
+    kept.add(ev(3), false);
+    held[2]!.fail(taken);
+    held[3]!.ok();
+    await assert.rejects(kept.settled(), /taken over/);
+    assert.throws(() => kept.check(), /taken over/);
+    assert.deepEqual(seen(live), [0], 'nothing after the failure reaches the answer');
   });
 });

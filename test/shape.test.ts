@@ -85,6 +85,17 @@ describe('the shape of src/ and the docs', () => {
     assert.deepEqual(cited, NOT_YET_SPLIT.issueCitations);
   });
 
+  test('every test file the docs and the README cite exists (a file moved to test/proof/ is cited there)', () => {
+    const pages = [path.join(ROOT, 'README.md'), ...filesUnder(path.join(ROOT, 'docs'), '.md')];
+    const missing = pages.flatMap((p) =>
+      [...fs.readFileSync(p, 'utf8').matchAll(/\btest\/[\w/.-]+\.test\.ts\b/g)]
+        .map((m) => m[0])
+        .filter((cited) => !fs.existsSync(path.join(ROOT, cited)))
+        .map((cited) => `${rel(p)}: ${cited}`),
+    );
+    assert.deepEqual(missing, []);
+  });
+
   test('the checks catch what they are for', () => {
     const long = `function f() {\n${'  x();\n'.repeat(MAX_FUNCTION_LINES)}}\nconst g = () => {\n  y();\n};\n`;
     assert.deepEqual(longFunctions(path.join(ROOT, 'src/made-up.ts'), long), [`src/made-up.ts:1 f (${MAX_FUNCTION_LINES + 2} lines)`]);

@@ -71,7 +71,10 @@ export function membersCommand(session: Session): Command {
       const res = await admin.post('/members', AdminMemberAdded, body);
       const m = res.data;
       show(session, g, res, () =>
-        m.invite ? `${m.invite.accept_url}\n` : `added ${m.id} (${m.email}, ${m.role}); they can sign in now\n`,
+        // D-72: the link carries the token (the dashboard's page); without a dashboard, the token goes beside it.
+        m.invite
+          ? `${m.invite.accept_url}\n${m.invite.accept_url.includes(m.invite.token) ? '' : `token: ${m.invite.token}\n`}`
+          : `added ${m.id} (${m.email}, ${m.role}); they can sign in now\n`,
       );
       if (!g.json && m.invite)
         out.note(

@@ -126,7 +126,10 @@ export const AdminMemberAdded = AdminMember.extend({
     .object({
       /** Sent with a new password to `POST /admin/v1/invites/accept`; shown only in this answer. */
       token: z.string(),
-      /** Where to send it (from the public URL, D-65). */
+      /**
+       * The link to pass on (from the public URL, D-65): the dashboard's set-password page with the token
+       * in its fragment (`/dashboard#/invite/<token>`); with --no-dashboard, the route the token is sent to.
+       */
       accept_url: z.string(),
       expires_at: unixSeconds,
     })

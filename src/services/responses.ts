@@ -27,6 +27,7 @@ import { ResponseLine, RunningElsewhere } from './response-line.ts';
 import { ResponseLookup } from './response-lookup.ts';
 import { ResponseRecovery } from './response-recovery.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
+import { KeptEvents } from './kept-events.ts';
 import { LiveEvents } from './live-events.ts';
 import { STOPS, StopReason } from './stops.ts';
 import { checkHistory, type StorageQuota } from './quota.ts';
@@ -222,29 +223,28 @@ export class ResponseService {
     // D-92: the widget's replies have a cap of their own, so that visitors cannot fill the team's.
     const pool = detachedPool(app.id, widget);
     const max = widget && app.widget ? app.widget.limits.max_detached : app.responses.max_detached;
+    // D-100: appended without waiting for each to be kept; the answer gets each once kept, in order.
+    const kept = new KeptEvents({
+      append: (e) => this.store.responses.append(id, e),
+      live,
+      unavailable: (err) => this.store.isUnavailable?.(err) ?? false,
+      onUnavailable: () => stop.abort(new StopReason(STOPS.storeUnavailable)),
+    });
     const done = (async () => {
       try {
         for await (const e of run.events()) {
+          kept.check();
           const terminal = TERMINAL_EVENTS.has(e.event);
           if (terminal && run.error === STOPS.storeUnavailable) {
             // D-91: the client is told now; the exchange is saved, then this event appended, once the store is back.
+            await kept.settled();
             live.add(e, true);
             this.saveWhenBack(id, () => save(run), e);
             break;
           }
-          try {
-            await this.store.responses.append(id, e);
-          } catch (err) {
-            // The exchange is saved (or its save failed) by then: the client hears of its end all the same.
-            if (terminal) live.add(e, true);
-            if (terminal || !this.store.isUnavailable?.(err)) throw err;
-            // D-91: this instance cannot prove it lives: it stops producing (the event was not kept).
-            stop.abort(new StopReason(STOPS.storeUnavailable));
-            continue;
-          }
-          // Once kept: a look-up made as the client hears of an event sees it too.
-          live.add(e, terminal);
+          kept.add(e, terminal);
         }
+        await kept.settled();
       } catch (err) {
         this.log.error({ err, response_id: id }, 'response events not kept');
       } finally {

@@ -20,6 +20,7 @@ import { FileWidgetOwners } from './file/widget-owners.ts';
 import { loadWidgetSecret } from './file/widget-secret.ts';
 import { PgIdempotencyAnswers } from './pg/idempotency.ts';
 import { PgStore } from './pg/pg-store.ts';
+import { driverPatched, UNPATCHED_WARNING } from './pg/driver-patch.ts';
 import { PgMinuteWindows, PgRateCounts } from './pg/rate-counts.ts';
 import { PgUsageLedger } from './pg/usage.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
@@ -142,6 +143,7 @@ async function openPg(o: BackendOptions, url: string, keep: Keep, control: Contr
   const store = new PgStore({ url, max: o.databasePoolSize, warn, responseEventsTtlMs: o.responseEventsTtlMs });
   await store.open();
   keep(store);
+  if (!driverPatched()) warn(UNPATCHED_WARNING);
   const sql = store.sql;
   return {
     store,

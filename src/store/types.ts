@@ -244,6 +244,9 @@ export interface ResponseTrace {
 /** D-36: how long a response's events stay resumable after its end. */
 export const RESPONSE_EVENTS_TTL_MS = 60 * 60_000;
 
+/** D-93: how long the look-up still finds a response after its end (from its conversation, past D-36's hour); then 404. */
+export const RESPONSE_LOOKUP_RETENTION_MS = 30 * 86_400_000;
+
 export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed']);
 
 /** A response left running by a process that stopped, with what it was asked (D-38 saves it). */

@@ -8,6 +8,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { chromiumMissing, launch } from '../support/browser.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const skip = chromiumMissing();
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -21,6 +22,7 @@ const DELETED_TITLE = 'Refund for order 1042';
 /** Members the fixtures do not have: a viewer of the demo team, and an admin of the other team. */
 const VIEWER = { email: 'viewer@demo.example', password: 'viewer-password-1' };
 const OTHER = { email: 'admin@other.example', password: 'other-password-1' };
+const INVITED = 'invited@demo.example';
 
 let parley: TestServer;
 let context: BrowserContext;
@@ -28,6 +30,12 @@ let origin: string;
 let deletedId: string;
 let formConversation: string;
 const contexts: BrowserContext[] = [];
+/** Real webhook receivers on 127.0.0.1: one that answers 200, one that answers 410 Gone (D-86). */
+let rx: Receiver;
+let gone: Receiver;
+/** Made by the webhooks test, visited again by the axe, keyboard and viewer tests. */
+let goneEndpoint = '';
+let goneEvent = '';
 
 before(async () => {
   if (skip) return;
@@ -54,7 +62,9 @@ before(async () => {
     },
   );
   await fs.writeFile(file, JSON.stringify(f, null, 2));
-  parley = await startTestServer({ fixturesDir });
+  parley = await startTestServer({ fixturesDir, webhookPollMs: 50 });
+  rx = await startReceiver();
+  gone = await startReceiver();
   await fs.mkdir(ARTIFACTS, { recursive: true });
   origin = new URL(parley.baseUrl).origin;
   // A soft-deleted conversation with a history (D-73): the dashboard must find it and read it.
@@ -78,6 +88,8 @@ before(async () => {
 after(async () => {
   for (const c of contexts) await c.close().catch(() => {});
   await parley?.close();
+  await rx?.close();
+  await gone?.close();
 });
 
 /** A page of the dashboard; CSP violations and page errors are collected (there must be none). */
@@ -113,6 +125,49 @@ async function assertNoStoredCredential(page: Page, secret?: string): Promise<vo
   assert.doesNotMatch(stored.url, /csrf|password|sk_live|pk_live/i);
 }
 
+/** D-99: the focused element, named for a message; `focusId` its id. */
+const focused = (page: Page) =>
+  page.evaluate(() => {
+    const el = document.activeElement;
+    return { id: el?.id ?? '', tag: el?.tagName ?? '', text: (el?.textContent ?? '').trim() };
+  });
+
+/**
+ * D-99: Tab from where focus is, round the page: every control that takes focus is reached, and each shows
+ * its focus (an outline of 2 px or more). Controls are marked first, then Tab is pressed
+ * until all are reached (at most twice their number, so a trap or a skipped control fails).
+ */
+async function tabThrough(page: Page): Promise<{ missed: string[]; unseen: string[]; stops: number }> {
+  const controls = await page.evaluate(() => {
+    const all = [...document.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, summary, [tabindex]')].filter(
+      (el) =>
+        el.tabIndex >= 0 &&
+        !(el as HTMLButtonElement).disabled &&
+        el.getClientRects().length > 0 &&
+        getComputedStyle(el).visibility !== 'hidden',
+    );
+    return all.map((el, i) => {
+      el.dataset.tab = String(i);
+      return `${el.tagName.toLowerCase()}#${el.id} “${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}”`;
+    });
+  });
+  const reached = new Set<number>();
+  const unseen: string[] = [];
+  for (let i = 0; i < controls.length * 2 + 4 && reached.size < controls.length; i++) {
+    await page.keyboard.press('Tab');
+    const at = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement | null;
+      if (!el || el === document.body || el.dataset.tab === undefined) return null;
+      const cs = getComputedStyle(el);
+      return { n: Number(el.dataset.tab), ring: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 };
+    });
+    if (!at) continue;
+    reached.add(at.n);
+    if (!at.ring) unseen.push(controls[at.n]!);
+  }
+  return { missed: controls.filter((_, i) => !reached.has(i)), unseen: [...new Set(unseen)], stops: controls.length };
+}
+
 /** axe-core's serious and critical violations (WCAG 2.1 A and AA). */
 async function axe(page: Page): Promise<string[]> {
   // Evaluated through the DevTools protocol, which the page's CSP does not govern.
@@ -126,6 +181,23 @@ async function axe(page: Page): Promise<string[]> {
       .map((v) => `${v.impact} ${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
   });
 }
+
+/** Every page of the dashboard, as hash routes (D-95), once the tests before have made their data. */
+const everyPage = () => [
+  `#/conversation/app_genui/${formConversation}`,
+  '#/apps',
+  `#/app/${APP}`,
+  '#/members',
+  '#/keys',
+  `#/conversations?app=${APP}&deleted=include`,
+  `#/conversation/${APP}/${deletedId}`,
+  '#/usage',
+  `#/usage?app=${APP}`,
+  '#/audit',
+  '#/webhooks',
+  `#/webhook/${goneEndpoint}`,
+  `#/webhook-event/${goneEvent}`,
+];
 
 describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
   let page: Page & { problems: string[] };
@@ -172,6 +244,8 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await confirm.getByRole('button', { name: 'Revoke browser key' }).click();
     await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
     await row.getByText(/^Revoked /).waitFor();
+    // D-99: the revoked key's buttons are gone; focus is on Create key, never lost to the body.
+    assert.equal((await focused(page)).id, 'create-key');
     assert.equal(await v1Status(key), 401);
     assert.deepEqual(page.problems, []);
   });
@@ -214,6 +288,7 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await page.getByRole('button', { name: 'Restore conversation' }).click();
     await page.getByRole('dialog', { name: 'Restore this conversation?' }).getByRole('button', { name: 'Restore' }).click();
     await page.getByRole('status').filter({ hasText: 'Restored' }).waitFor();
+    assert.equal((await focused(page)).tag, 'H1', 'the Restore button is gone: focus is on the heading');
     assert.equal((await parley.call('GET', `/apps/${APP}/conversations/${deletedId}`)).status, 200);
     assert.deepEqual(page.problems, []);
   });
@@ -267,7 +342,70 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
       .getByRole('button', { name: 'Remove new.member@demo.example' })
       .click();
     await page.getByRole('status').filter({ hasText: 'removed' }).waitFor();
-    assert.equal(await row.count(), 0);
+    await row.waitFor({ state: 'detached' });
+    assert.equal((await focused(page)).id, 'member-email', 'focus moves to the add form, not to the body');
+  });
+
+  test('an invited member opens the link, sets a password and is signed in; the token leaves the URL; a used or bad one is told (D-72, D-98)', async () => {
+    await page.getByLabel('Email', { exact: true }).fill(INVITED);
+    await page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    const dialog = page.getByRole('dialog', { name: `Invitation for ${INVITED}` });
+    const token = await dialog.getByLabel('Invitation token').inputValue();
+    const link = await dialog.getByLabel('Invitation link').inputValue();
+    assert.equal(link, `${origin}/dashboard#/invite/${token}`);
+    await dialog.getByRole('button', { name: 'Done' }).press('Enter');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal((await focused(page)).id, 'member-add');
+
+    const c = await launch();
+    contexts.push(c);
+    // A fresh page that loads the link (the token in its fragment, which no request carries).
+    const p = Object.assign(await c.newPage(), { problems: [] as string[] });
+    p.on('pageerror', (e) => p.problems.push(`pageerror: ${e.message}`));
+    const urls: string[] = [];
+    p.on('request', (r) => urls.push(r.url()));
+    await p.goto(link);
+    await p.getByRole('heading', { level: 1, name: 'Set your password' }).waitFor();
+    // Read once, then out of the URL (history.replaceState) and of every request's URL; nothing stored.
+    assert.equal(p.url(), `${origin}/dashboard#/invite`);
+    assert.deepEqual(
+      urls.filter((u) => u.includes(token)),
+      [],
+    );
+    await assertNoStoredCredential(p, token);
+    assert.equal((await focused(p)).id, 'invite-password');
+    assert.deepEqual(await axe(p), [], 'the invitation page');
+    await p.keyboard.type('short');
+    await p.keyboard.press('Enter');
+    await p.getByRole('alert').filter({ hasText: '8 characters' }).waitFor();
+    await p.getByLabel('New password (8 characters or more)').fill('invited-password-1');
+    await p.keyboard.press('Enter');
+    await p.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    assert.match((await p.getByTestId('member').textContent()) ?? '', /invited@demo\.example \(viewer\)/);
+    assert.equal(p.url(), `${origin}/dashboard#/keys`);
+    await assertNoStoredCredential(p, token);
+    assert.deepEqual(p.problems, []);
+
+    // The same link again: used, and said so; the form then takes a token pasted by hand.
+    const again = await open(c, link.slice(`${origin}/dashboard`.length));
+    await again.getByLabel('New password (8 characters or more)').fill('another-password-1');
+    await again.getByRole('button', { name: 'Set password and sign in' }).click();
+    await again.getByRole('alert').filter({ hasText: 'unknown, used or expired' }).waitFor();
+    assert.equal((await focused(again)).id, 'invite-token');
+    assert.equal(again.url(), `${origin}/dashboard#/invite`);
+    // A made-up token, by hand from the sign-in page.
+    const fresh = await launch();
+    contexts.push(fresh);
+    const bad = await open(fresh);
+    await bad.getByRole('button', { name: 'I have an invitation' }).click();
+    await bad.getByLabel('Invitation token').fill('not-a-token');
+    await bad.getByLabel('New password (8 characters or more)').fill('another-password-1');
+    await bad.keyboard.press('Enter');
+    await bad.getByRole('alert').filter({ hasText: 'unknown, used or expired' }).waitFor();
+    const keys = await tabThrough(bad);
+    assert.deepEqual(keys.missed, [], 'the invitation form by keyboard');
+    assert.deepEqual(keys.unseen, []);
   });
 
   test('usage and credits, and the audit log filtered by action, show what just happened', async () => {
@@ -297,18 +435,146 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     assert.equal(await page.getByRole('region', { name: 'Audit entries' }).getByRole('cell', { name: 'key.created' }).count(), 0);
   });
 
+  test('usage and credits of one app: the filter keeps its rows only', async () => {
+    await page.getByRole('link', { name: 'Usage and credits' }).click();
+    await page.locator('main .page[aria-busy="false"]').waitFor();
+    await page.getByLabel('App', { exact: true }).selectOption('app_genui');
+    await page.getByRole('button', { name: 'Show' }).press('Enter');
+    await page.waitForURL(/#\/usage\?app=app_genui/);
+    await page.getByRole('heading', { level: 2, name: /^Usage of app_genui from / }).waitFor();
+    const region = page.getByRole('region', { name: 'Usage per app per day' });
+    await region.getByRole('cell', { name: 'app_genui' }).first().waitFor();
+    assert.equal(await region.getByRole('cell', { name: APP, exact: true }).count(), 0);
+    assert.equal(await page.getByLabel('App', { exact: true }).inputValue(), 'app_genui');
+    await page.getByLabel('App', { exact: true }).selectOption('');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await region.getByRole('cell', { name: APP, exact: true }).first().waitFor();
+  });
+
+  test('webhooks: add an endpoint by keyboard; its log shows status and timing; redeliver; disable; a 410 says why; delete names it (D-80…D-87)', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    await page.locator('main .page[aria-busy="false"]').waitFor();
+    // D-80: the signing secret's derivation is explained; no secret is shown (D-98).
+    const signing = page.getByRole('region', { name: 'How deliveries are signed' });
+    assert.match((await signing.textContent()) ?? '', /HMAC-SHA256.*parley webhook signing v1/);
+    assert.doesNotMatch((await page.locator('main').textContent()) ?? '', /whsec_[A-Za-z0-9+/]{8}|sk_live_[A-Za-z0-9]{8}/);
+    // D-82: a private address is refused when saved (nothing is connected to), shown at its field.
+    const url = page.getByLabel('URL', { exact: true });
+    await url.fill('http://10.0.0.1/hook');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /^url: / })
+      .waitFor();
+    assert.equal((await focused(page)).id, 'wh-url');
+    assert.equal(await url.getAttribute('aria-invalid'), 'true');
+    // By keyboard: the URL, one event instead of all, a description, Enter.
+    await url.fill('');
+    await page.keyboard.type(rx.url);
+    await page.getByLabel('All events, those added later too').press('Space');
+    await page.getByLabel('conversation.created', { exact: true }).press('Space');
+    await page.getByLabel('Description (optional)').focus();
+    await page.keyboard.type('order sync');
+    await page.keyboard.press('Enter');
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Endpoint ${rx.url} added` })
+      .waitFor();
+    assert.equal((await focused(page)).id, 'wh-add', 'focus stays on Add endpoint');
+    const list = page.getByRole('region', { name: 'Webhook endpoints' });
+    const row = list.getByRole('row').filter({ hasText: 'order sync' });
+    await row.getByRole('cell', { name: 'conversation.created', exact: true }).waitFor();
+    await row.getByRole('cell', { name: 'Enabled', exact: true }).waitFor();
+    const endpointId = decodeURIComponent(((await row.getByRole('link').getAttribute('href')) ?? '').split('/').pop()!);
+
+    // An event, delivered to the real receiver; the endpoint's log shows it with status and timing.
+    const conv = (await parley.call('POST', `/apps/${APP}/conversations`, { title: 'Webhook order' })).body.id as string;
+    await rx.waitFor((r) => r.some((x) => x.json?.data?.id === conv));
+    const evt = rx.received.find((x) => x.json?.data?.id === conv)!.headers['webhook-id']!;
+    await row.getByRole('link', { name: rx.url }).click();
+    await page.getByRole('heading', { level: 1, name: 'Endpoint order sync' }).waitFor();
+    const log = page.getByRole('region', { name: 'Deliveries' });
+    const logRow = log.getByRole('row').filter({ hasText: evt });
+    // The attempt is recorded just after the receiver answers: Refresh until it shows (bounded).
+    for (let i = 0; i < 50 && (await logRow.filter({ hasText: 'Succeeded' }).count()) === 0; i++)
+      await Promise.all([
+        page.waitForResponse((r) => r.url().includes('/admin/v1/webhook_deliveries')),
+        page.getByRole('button', { name: 'Refresh' }).click(),
+      ]);
+    await logRow.getByRole('cell', { name: 'Succeeded' }).waitFor();
+    await logRow.getByRole('cell', { name: 'HTTP 200' }).waitFor();
+    assert.match((await logRow.textContent()) ?? '', /conversation\.created.*\d+ ms/);
+    await logRow.locator('summary').press('Enter');
+    assert.match((await logRow.locator('ol.attempts').textContent()) ?? '', /UTC: HTTP 200, \d+ ms/);
+    // Redeliver (D-87): the receiver gets the same webhook-id again; focus stays on the row's button.
+    await logRow.getByRole('button', { name: `Redeliver ${evt}` }).press('Enter');
+    await page.getByRole('status').filter({ hasText: 'is sent again' }).waitFor();
+    await rx.waitFor((r) => r.filter((x) => x.headers['webhook-id'] === evt).length >= 2);
+    assert.match((await focused(page)).id, /^redeliver-/);
+    // The event's page: its payload as text, its deliveries per endpoint.
+    await logRow.getByRole('link', { name: evt }).click();
+    await page.getByRole('heading', { level: 1, name: `Event ${evt}` }).waitFor();
+    await page.locator('main .page[aria-busy="false"]').waitFor();
+    assert.match((await page.getByRole('region', { name: 'Payload' }).textContent()) ?? '', new RegExp(conv));
+    await page.getByRole('region', { name: 'Deliveries' }).getByRole('link', { name: endpointId }).click();
+
+    // Disable it in its settings: the state says who disabled it; focus stays on Save.
+    await page.getByRole('heading', { level: 1, name: 'Endpoint order sync' }).waitFor();
+    await page.getByLabel(/^Enabled/).press('Space');
+    await page.getByRole('button', { name: 'Save changes' }).press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Saved: disabled by an admin' }).waitFor();
+    assert.equal((await focused(page)).id, 'wh-save');
+    assert.match((await page.locator('dl.facts').textContent()) ?? '', /Disabled by an admin/);
+
+    // An endpoint that answers 410 Gone is disabled by Parley, and the list says why (D-86).
+    await page.getByRole('link', { name: 'Back to the endpoints' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    gone.script({ status: 410, body: 'gone' });
+    await page.getByLabel('URL', { exact: true }).fill(gone.url);
+    await page.getByLabel('Description (optional)').fill('retired');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Endpoint ${gone.url} added` })
+      .waitFor();
+    const other = (await parley.call('POST', `/apps/${APP}/conversations`, { title: 'Gone' })).body.id as string;
+    await gone.waitFor((r) => r.some((x) => x.json?.data?.id === other));
+    goneEvent = gone.received[0]!.headers['webhook-id']!;
+    const retired = list.getByRole('row').filter({ hasText: 'retired' });
+    goneEndpoint = decodeURIComponent(((await retired.getByRole('link').getAttribute('href')) ?? '').split('/').pop()!);
+    for (let i = 0; i < 50 && (await retired.filter({ hasText: '410 Gone' }).count()) === 0; i++) {
+      await Promise.all([page.waitForResponse((r) => r.url().includes('/admin/v1/webhook_endpoints')), page.reload()]);
+      await page.locator('main .page[aria-busy="false"]').waitFor();
+    }
+    await retired.getByRole('cell', { name: 'Disabled: it answered 410 Gone' }).waitFor();
+
+    // Enable the first again from the list: focus stays on its (renamed) button.
+    await row.getByRole('button', { name: 'Enable order sync' }).press('Enter');
+    await row.getByRole('cell', { name: 'Enabled', exact: true }).waitFor();
+    assert.equal((await focused(page)).id, `wh-toggle-${endpointId}`);
+    // Delete, after a confirmation naming it; Escape keeps it and gives focus back to its button.
+    await row.getByRole('button', { name: 'Delete order sync' }).press('Enter');
+    const confirm = page.getByRole('dialog', { name: 'Delete the endpoint order sync?' });
+    assert.match((await confirm.textContent()) ?? '', new RegExp(`${rx.url.replace(/[.]/g, '\\.')} \\(order sync\\) gets no more events`));
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'detached' });
+    assert.match((await focused(page)).text, /^Delete order sync$/);
+    await row.getByRole('button', { name: 'Delete order sync' }).press('Enter');
+    await confirm.getByRole('button', { name: 'Delete endpoint' }).press('Enter');
+    await page.getByRole('status').filter({ hasText: 'order sync was deleted' }).waitFor();
+    // The status comes first, then the list is drawn again without the row.
+    await row.waitFor({ state: 'detached' });
+    assert.equal((await focused(page)).id, 'wh-add', 'focus goes to Add endpoint, not to the body');
+    const left = await page.evaluate(async () =>
+      (await (await fetch('/admin/v1/webhook_endpoints')).json()).data.map((e: { id: string }) => e.id),
+    );
+    assert.deepEqual(left, [goneEndpoint]);
+    assert.deepEqual(page.problems, []);
+  });
+
   test('every page passes axe (no serious or critical finding), light and dark, at 1280 and 360 px, without sideways scrolling', async () => {
-    const hashes = [
-      `#/conversation/app_genui/${formConversation}`,
-      '#/apps',
-      `#/app/${APP}`,
-      '#/members',
-      '#/keys',
-      `#/conversations?app=${APP}&deleted=include`,
-      `#/conversation/${APP}/${deletedId}`,
-      '#/usage',
-      '#/audit',
-    ];
+    const hashes = everyPage();
     for (const colorScheme of ['light', 'dark'] as const) {
       for (const width of [1280, 360]) {
         await page.emulateMedia({ colorScheme });
@@ -318,7 +584,12 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
           await page.locator('main h1').waitFor();
           await page.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
           const where = `${hash} ${colorScheme} ${width}px`;
-          const shot = `dashboard-${hash.slice(2).split(/[/?]/).slice(0, 2).join('-').replace(/=.*/, '')}-${colorScheme}-${width}.png`;
+          const shot = `dashboard-${hash
+            .slice(2)
+            .split(/[/?]/)
+            .slice(0, 2)
+            .join('-')
+            .replace(/=.*|-(we|evt)_[0-9a-f]+/g, '')}-${colorScheme}-${width}.png`;
           await page.screenshot({ path: path.join(ARTIFACTS, shot), fullPage: true });
           assert.deepEqual(await axe(page), [], where);
           const sideways = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -329,6 +600,17 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.emulateMedia({ colorScheme: 'light' });
     assert.deepEqual(page.problems, []);
+  });
+
+  test('by keyboard: Tab reaches every control of every page, each with a visible focus (D-99)', async () => {
+    for (const hash of everyPage()) {
+      await page.goto(`${origin}/dashboard${hash}`);
+      await page.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
+      const r = await tabThrough(page);
+      assert.ok(r.stops >= 8, `${hash}: ${r.stops} controls`);
+      assert.deepEqual(r.missed, [], `${hash}: not reached by Tab`);
+      assert.deepEqual(r.unseen, [], `${hash}: focus not visible`);
+    }
   });
 
   test('a session that ends sends the page back to sign-in, saying why; sign-out ends it', async () => {
@@ -343,6 +625,8 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'Sign in to Parley' }).waitFor();
     assert.deepEqual(await axe(page), [], 'the sign-in page');
+    const keys = await tabThrough(page);
+    assert.deepEqual([keys.missed, keys.unseen], [[], []], 'the sign-in page by keyboard');
   });
 
   test('the page cannot be framed (frame-ancestors, D-96)', async () => {
@@ -397,6 +681,15 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     });
     assert.equal(status, 403);
     assert.deepEqual(await axe(p), []);
+    // Webhooks: the endpoints, their log and an event are read, with no control that writes.
+    const writes = /Add endpoint|Delete|Disable|Enable|Redeliver|Save changes/;
+    for (const hash of ['#/webhooks', `#/webhook/${goneEndpoint}`, `#/webhook-event/${goneEvent}`]) {
+      await p.goto(`${origin}/dashboard${hash}`);
+      await p.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
+      assert.equal(await p.getByRole('button', { name: writes }).count(), 0, hash);
+      assert.equal(await p.locator('main form[aria-label="Endpoint settings"], main form[aria-label="Add an endpoint"]').count(), 0, hash);
+    }
+    await p.getByRole('region', { name: 'Deliveries' }).getByRole('link', { name: goneEndpoint }).waitFor();
   });
 
   test("a member of another team never sees the demo team's keys or conversations", async () => {
@@ -417,5 +710,15 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await p.locator('main .page[aria-busy="false"]').waitFor();
     assert.equal(await p.getByText(DELETED_TITLE).count(), 0);
     assert.equal(await p.getByText(HOSTILE).count(), 0);
+    // Nor its webhook endpoints, their log or their events (D-81: another team's endpoint is 404).
+    await p.goto(`${origin}/dashboard#/webhooks`);
+    await p.locator('main .page[aria-busy="false"]').waitFor();
+    await p.getByText('No endpoints yet.').waitFor();
+    for (const hash of [`#/webhook/${goneEndpoint}`, `#/webhook-event/${goneEvent}`]) {
+      await p.goto(`${origin}/dashboard${hash}`);
+      await p.locator(`main .page[aria-busy="false"][data-route="${hash}"]`).waitFor();
+      await p.getByRole('alert').waitFor();
+      assert.equal(await p.getByText(gone.url).count(), 0, hash);
+    }
   });
 });

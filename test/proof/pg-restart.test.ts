@@ -5,10 +5,12 @@
 // answered 503 meanwhile, and once the database is back each reply is saved failed, the line is free,
 // the lock is held again. Two instances through a restart and then `pg_terminate_backend` of every
 // connection: the locks are held again, no living reply is swept, every reply ends with its own
-// status. Every acknowledged write is kept.
+// status. Every acknowledged write is kept, those acknowledged during the faults too (D-90: the
+// driver patched, scripts/patch-postgres.mjs), and the instances live through it all.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as pace } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
@@ -38,6 +40,32 @@ async function creates(base: string, appId: string, n: number, title: string): P
     if (r?.status === 200) out.push(r.body.id);
   }
   return out;
+}
+
+/**
+ * Creates conversations of app_demo one after another until stopped, through whatever happens to the
+ * database meanwhile (each request bounded by D-91); the ids of those acknowledged (200), and how many
+ * were answered otherwise. Paced (a few dozen a second) so that a run of quick 503s does not load the machine.
+ */
+function writer(base: string, title: string): { stop: () => Promise<{ kept: string[]; refused: number }> } {
+  let stopping = false;
+  const kept: string[] = [];
+  let refused = 0;
+  const loop = (async () => {
+    for (let i = 0; !stopping; i++) {
+      const r = await call(base, 'POST', '/apps/app_demo/conversations', { title: `${title} ${i}` }).catch(() => undefined);
+      if (r?.status === 200) kept.push(r.body.id);
+      else refused++;
+      await pace(25);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopping = true;
+      await loop;
+      return { kept, refused };
+    },
+  };
 }
 
 /** A streamed reply on a new conversation of app_slow, once its first delta came. */
@@ -138,11 +166,12 @@ describe('PostgreSQL restarted under running replies (D-90, D-91)', { timeout: 6
     try {
       await until('both instances hold their lock', async () => (await livenessLocks(admin, name)) === 2);
       const replies = await Promise.all(both.flatMap((i) => [slowReply(i.base), slowReply(i.base)]));
-      // Acknowledged writes on both before the faults. (Not during them: a transaction whose connection
-      // dies makes postgres.js 3.4.9 write on a closed socket from a setImmediate, which ends the
-      // process: porsager/postgres#1208, docs/reliability.md.)
+      // Acknowledged writes on both before the faults, and during them: creates run on both instances
+      // through the restart and the terminations, so that transactions are cut under them (postgres.js
+      // 3.4.9 then ended the process, porsager/postgres#1208, before scripts/patch-postgres.mjs, D-90).
       const kept = (await Promise.all(both.map((i) => creates(i.base, 'app_demo', 5, 'before')))).flat();
       assert.equal(kept.length, 10);
+      const writers = both.map((i, k) => writer(i.base, `during ${k}`));
       await admin.end({ timeout: 1 });
       await pg.halt();
       await pg.start();
@@ -155,6 +184,15 @@ describe('PostgreSQL restarted under running replies (D-90, D-91)', { timeout: 6
       await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND pid <> pg_backend_pid()`;
       await until('the three locks held again after the terminations', async () => (await livenessLocks(admin, name)) === 3);
       assert.deepEqual(await sweeper.responses.unfinished(), [], 'no living reply is swept after the terminations');
+      const during = await Promise.all(writers.map((w) => w.stop()));
+      for (const [k, i] of both.entries())
+        assert.equal(i.dead, false, `instance ${k} lives on through the faults; its stderr:\n${i.stderr()}`);
+      for (const d of during) assert.ok(d.kept.length > 0, 'writes were acknowledged while the faults came');
+      kept.push(...during.flatMap((d) => d.kept));
+      // And after them, on both.
+      const afterwards = (await Promise.all(both.map((i) => creates(i.base, 'app_demo', 3, 'after')))).flat();
+      assert.equal(afterwards.length, 6, 'both instances write again');
+      kept.push(...afterwards);
       // Each reply still runs: it ends as its client asks (a cancel), not `interrupted`.
       for (const r of replies) {
         const seen = r.sse.events.length;

@@ -4,7 +4,7 @@
 // only, also by the sweep of running ones (D-38); concurrent exchanges from two instances on one
 // conversation all land (row locks, no lost update); a list walk on one while another writes sees each
 // conversation once (keyset pages, D-11, D-12); counters (D-24) and the storage quota (D-27) stay exact
-// when instances create at once.
+// when instances create at once. A response's events are written in batches (D-100).
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
@@ -60,9 +60,48 @@ test('a response produced on one instance is followed and cancelled from another
     await a.responses.append('resp_x', ev('response.output_text.delta', 1));
     await a.responses.append('resp_x', ev('response.failed', 2));
     assert.deepEqual(await followed, [0, 1, 2]);
-    // What it was asked is kept with it (D-38 saves it from there); the interface's trace need not return it.
-    assert.deepEqual(((await b.responses.trace('resp_x'))!.start as LiveResponseStart).input, { content: 'hi', metadata: { k: 'v' } });
+    // What it was asked is kept with it (D-38 saves it from there; emptied past D-36's hour, D-93); the interface's trace does not return it.
+    const [row] = await b.sql<{ input: string }[]>`SELECT input FROM live_responses WHERE id = 'resp_x'`;
+    assert.deepEqual(JSON.parse(row!.input), { content: 'hi', metadata: { k: 'v' } });
     await assert.rejects(b.responses.append('resp_x', ev('response.completed', 3)), /not a live response of this instance/);
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});
+
+test('D-100: events appended together are written in one transaction (one statement, one notification); an event appended alone is written too; each append resolves once its event is readable from another instance', async () => {
+  const [a, b] = await two();
+  /** Transactions that wrote a response's events. */
+  const writes = async (id: string) =>
+    Number((await a.sql<{ n: string }[]>`SELECT count(DISTINCT xmin::text) AS n FROM response_events WHERE response_id = ${id}`)[0]!.n);
+  try {
+    await a.responses.begin(start('resp_batch'));
+    const appends = [a.responses.append('resp_batch', ev('response.created', 0))];
+    for (let n = 1; n <= 20; n++) appends.push(a.responses.append('resp_batch', ev('response.output_text.delta', n)));
+    appends.push(a.responses.append('resp_batch', ev('response.completed', 21)));
+    const followed = (async () => {
+      const got: number[] = [];
+      for await (const e of b.responses.follow('resp_batch', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
+      return got;
+    })();
+    await Promise.all(appends);
+    assert.equal(await writes('resp_batch'), 1, 'appended in one turn of the event loop: one write');
+    const all = Array.from({ length: 22 }, (_, n) => n);
+    assert.deepEqual(await followed, all, 'another instance follows them all, in order');
+    assert.deepEqual(
+      (await b.responses.trace('resp_batch'))!.events!.map((e) => (e as unknown as { data: { n: number } }).data.n),
+      all,
+    );
+    // One at a time, each waited for: each is written (the last one by its timer, D-100's bound).
+    await a.responses.begin(start('resp_alone', 'conv_p2'));
+    for (let n = 0; n < 3; n++) {
+      await a.responses.append('resp_alone', ev(n === 0 ? 'response.created' : 'response.output_text.delta', n));
+      assert.equal((await b.responses.trace('resp_alone'))!.events!.length, n + 1, 'readable from another instance once acknowledged');
+    }
+    assert.equal(await writes('resp_alone'), 3);
+    assert.equal((await b.responses.trace('resp_alone'))!.ended, false);
+    await a.responses.append('resp_alone', ev('response.failed', 3));
+    assert.equal((await b.responses.trace('resp_alone'))!.ended, true);
   } finally {
     await Promise.all([a.close(), b.close()]);
   }

@@ -184,7 +184,8 @@ export function adminManageSuite(name: string, start: (o: { passwordHashCost: nu
         assert.equal(r.status, 200);
         assert.equal(r.body.password_set, false);
         assert.ok(r.body.invite.expires_at > Date.now() / 1000 + 6 * 86_400);
-        assert.equal(r.body.invite.accept_url, `${new URL(server.baseUrl).origin}/admin/v1/invites/accept`);
+        // D-72: the link opens the dashboard's set-password page, the token in its fragment.
+        assert.equal(r.body.invite.accept_url, `${new URL(server.baseUrl).origin}/dashboard#/invite/${r.body.invite.token}`);
         const first = r.body.invite.token as string;
         assert.equal((await client.call('POST', '/sessions', { email: 'invited@demo.example', password: 'x' })).status, 401);
         const again = await call('POST', `/members/${r.body.id}/invite`);

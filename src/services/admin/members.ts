@@ -16,10 +16,17 @@ import { SignInThrottle } from './throttle.ts';
 /** D-72: a set-password link works this long, once. */
 export const INVITE_TTL_S = 7 * 86_400;
 export const INVITE_ACCEPT_PATH = '/admin/v1/invites/accept';
+/**
+ * D-72, D-98: the dashboard's set-password page; the token follows in the fragment, which no request
+ * carries (the page takes it out of the URL as soon as it has read it).
+ */
+export const INVITE_PAGE_PATH = '/dashboard#/invite/';
 
 export interface MemberServiceOptions {
   /** D-66: log2 of scrypt's N for new hashes. */
   hashCost: number;
+  /** D-72: an invitation's link opens the dashboard (served, D-95), else names the admin route. */
+  dashboard?: boolean;
   now?: () => number;
 }
 
@@ -96,7 +103,8 @@ export class MemberService {
   }
 
   private inviteOf(token: string, m: MemberT, publicBase: string) {
-    return { token, accept_url: publicBase + INVITE_ACCEPT_PATH, expires_at: m.invite!.expires_at };
+    const accept_url = this.o.dashboard ? publicBase + INVITE_PAGE_PATH + token : publicBase + INVITE_ACCEPT_PATH;
+    return { token, accept_url, expires_at: m.invite!.expires_at };
   }
 
   /**

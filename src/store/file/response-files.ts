@@ -1,18 +1,17 @@
 // The response log's files (docs/storage.md, D-36, D-93). A response's file (its start line, then its
 // events) is in `running/` while it runs, then in `events/<xx>/` for D-36's hour; `ended/<minute>.jsonl`
 // names the responses that ended in that minute (the index of the hour, which start-up reads), and
-// `past/<xx>.jsonl` those past the hour (what a look-up needs then), which start-up never reads. A
-// minute past the hour is dropped whole: its lines go to `past/`, its responses' files are removed.
-import fsSync from 'node:fs';
+// the past index those past the hour (past-index.ts: what a look-up needs then, for its retention),
+// which start-up never reads. A minute past the hour is dropped whole: its lines go to the past index,
+// its responses' files are removed.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import readline from 'node:readline';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { DataFileError } from '../../core/errors.ts';
-import type { LiveResponseStart, ResponseRef } from '../types.ts';
-import { syncDir } from './durable.ts';
+import type { LiveResponseStart } from '../types.ts';
 import { Journal } from './journal.ts';
-import { readLines, writeAll } from './journal-io.ts';
+import { readLines } from './journal-io.ts';
+import { type PastIndex, refOf } from './past-index.ts';
 
 export const MINUTE_MS = 60_000;
 
@@ -25,17 +24,6 @@ export interface EndedLine {
   end: number;
   b: number;
 }
-
-/** A response past the hour: a line of `past/<xx>.jsonl` (and of the earlier release's `index.jsonl`). */
-export interface PastLine {
-  id: string;
-  a: string;
-  c: string;
-  at: number;
-}
-
-export const refOf = (l: PastLine): ResponseRef => ({ id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at });
-const pastOf = (r: ResponseRef): PastLine => ({ id: r.id, a: r.app_id, c: r.conversation_id, at: r.created_at });
 
 /** Sharded by the id's last two characters, as conversations are: no folder holds a day's responses. */
 const shard = (id: string) => id.slice(-2);
@@ -71,10 +59,6 @@ export class ResponsePaths {
 
   ended(minute: number): string {
     return path.join(this.dir, 'ended', `${minute}.jsonl`);
-  }
-
-  past(id: string): string {
-    return path.join(this.dir, 'past', `${shard(id)}.jsonl`);
   }
 }
 
@@ -167,49 +151,6 @@ export async function readEvents(files: readonly string[], cursor: FileCursor, t
   return out;
 }
 
-/** The past index's line of `id`, read from its shard (one file of 256; start-up never reads them). */
-export async function findPast(paths: ResponsePaths, id: string): Promise<ResponseRef | undefined> {
-  let text: string;
-  try {
-    text = await fs.readFile(paths.past(id), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  const needle = `{"id":${JSON.stringify(id)},`;
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + 1)) {
-    if (at > 0 && text[at - 1] !== '\n') continue;
-    const end = text.indexOf('\n', at);
-    if (end === -1) return undefined;
-    return refOf(JSON.parse(text.slice(at, end)) as PastLine);
-  }
-  return undefined;
-}
-
-/** Appends past-index lines, grouped by shard: each shard's lines in one write, each file durable. */
-export async function appendPast(paths: ResponsePaths, refs: Iterable<ResponseRef>): Promise<void> {
-  const byFile = new Map<string, string[]>();
-  for (const r of refs) {
-    const f = paths.past(r.id);
-    const lines = byFile.get(f) ?? [];
-    lines.push(`${JSON.stringify(pastOf(r))}\n`);
-    byFile.set(f, lines);
-  }
-  if (byFile.size === 0) return;
-  await fs.mkdir(path.join(paths.dir, 'past'), { recursive: true });
-  for (const [f, lines] of byFile) {
-    const fh = await fs.open(f, 'a');
-    try {
-      await writeAll(fh, Buffer.from(lines.join(''), 'utf8'));
-      await fh.datasync();
-    } finally {
-      await fh.close();
-    }
-  }
-  // A shard file made now is durable once its folder is.
-  await syncDir(path.join(paths.dir, 'past'));
-}
-
 /**
  * The index of the hour: a journal per minute of ends (`ended/<minute>.jsonl`, group commit), each
  * dropped whole once its minute is past the retention.
@@ -221,6 +162,7 @@ export class EndedIndex {
 
   constructor(
     private readonly paths: ResponsePaths,
+    private readonly past: PastIndex,
     private readonly warn?: (message: string) => void,
   ) {}
 
@@ -285,7 +227,7 @@ export class EndedIndex {
     await this.closeBefore(minute + 1);
     const lines: EndedLine[] = [];
     await this.read(minute, (l) => lines.push(l));
-    await appendPast(this.paths, lines.map(refOf));
+    await this.past.append(lines.map((l) => ({ ref: refOf(l), end: l.end })));
     for (const l of lines) {
       await fs.rm(this.paths.kept(l.id), { force: true });
       forget(l);
@@ -306,7 +248,7 @@ export class EndedIndex {
  * leaves files still to move and the index still there: the next start goes on, and a line the
  * past index then holds twice is found the same.
  */
-export async function migrateLegacy(paths: ResponsePaths, ended: EndedIndex): Promise<void> {
+export async function migrateLegacy(paths: ResponsePaths, ended: EndedIndex, past: PastIndex): Promise<void> {
   const names = await fs.readdir(paths.dir);
   for (const name of names) {
     if (!/^resp_[A-Za-z0-9_-]+\.jsonl$/.test(name)) continue;
@@ -325,55 +267,5 @@ export async function migrateLegacy(paths: ResponsePaths, ended: EndedIndex): Pr
       await fs.rename(file, paths.running(start.id));
     }
   }
-  if (names.includes('index.jsonl')) await movePast(paths, path.join(paths.dir, 'index.jsonl'));
-}
-
-/** Copies an index's lines to the past index, a shard at a time in chunks, each shard synced once. */
-async function movePast(paths: ResponsePaths, index: string): Promise<void> {
-  await fs.mkdir(path.join(paths.dir, 'past'), { recursive: true });
-  const handles = new Map<string, fs.FileHandle>();
-  const buffered = new Map<string, string[]>();
-  let bytes = 0;
-  const flush = async () => {
-    for (const [f, lines] of buffered) {
-      let fh = handles.get(f);
-      if (!fh) handles.set(f, (fh = await fs.open(f, 'a')));
-      await writeAll(fh, Buffer.from(lines.join(''), 'utf8'));
-    }
-    buffered.clear();
-    bytes = 0;
-  };
-  try {
-    // Line by line as it is read: the index is never whole in memory.
-    const lines = readline.createInterface({ input: fsSync.createReadStream(index), crlfDelay: Number.POSITIVE_INFINITY });
-    let n = 0;
-    let torn = 0;
-    for await (const raw of lines) {
-      n++;
-      if (raw.trim() === '') continue;
-      // A torn last line was never acknowledged (the journal's own rule); one elsewhere is damage.
-      if (torn) throw new DataFileError(index, `line ${torn} is not valid JSON; restore the file from a backup or remove that line`);
-      let l: PastLine;
-      try {
-        l = JSON.parse(raw) as PastLine;
-      } catch {
-        torn = n;
-        continue;
-      }
-      if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string')
-        throw new DataFileError(index, `line ${n} lacks id, a or c`);
-      const f = paths.past(l.id);
-      const group = buffered.get(f) ?? [];
-      group.push(`${JSON.stringify(pastOf(refOf(l)))}\n`);
-      buffered.set(f, group);
-      bytes += raw.length;
-      if (bytes >= 4 << 20) await flush();
-    }
-    await flush();
-    for (const fh of handles.values()) await fh.datasync();
-  } finally {
-    for (const fh of handles.values()) await fh.close().catch(() => {});
-  }
-  await syncDir(path.join(paths.dir, 'past'));
-  await fs.rm(index);
+  if (names.includes('index.jsonl')) await past.adoptIndex(path.join(paths.dir, 'index.jsonl'));
 }

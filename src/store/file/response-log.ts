@@ -2,8 +2,8 @@
 // D-93, response-files.ts). Memory holds the running responses only, each with a bounded window of its
 // last events (a follower further behind reads the rest from the file), and per app the bytes its
 // response files take (D-27's quota counts them). An ended response is read from its file, and once
-// past D-36's hour from the past index: nothing of it stays in memory, and start-up reads the running
-// files and the hour's index, never what is older.
+// past D-36's hour from the past index for the look-up's retention (past-index.ts): nothing of it
+// stays in memory, and start-up reads the running files and the hour's index, never what is older.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { atFile, ResponseEventsExpired } from '../../core/errors.ts';
 import { SAFE_ID } from '../record.ts';
 import {
   RESPONSE_EVENTS_TTL_MS,
+  RESPONSE_LOOKUP_RETENTION_MS,
   TERMINAL_EVENTS,
   type LiveResponseStart,
   type LiveResponses,
@@ -21,16 +22,8 @@ import {
   type UnfinishedResponse,
 } from '../types.ts';
 import { syncDir } from './durable.ts';
-import {
-  EndedIndex,
-  type FileCursor,
-  findPast,
-  MINUTE_MS,
-  migrateLegacy,
-  readEvents,
-  readResponseFile,
-  ResponsePaths,
-} from './response-files.ts';
+import { EndedIndex, type FileCursor, MINUTE_MS, migrateLegacy, readEvents, readResponseFile, ResponsePaths } from './response-files.ts';
+import { PastIndex } from './past-index.ts';
 import { eventsOf, heldIn, type Live, newLive, trim } from './running-response.ts';
 import { holdWhole, settleAside, writeWhole } from './unwritten.ts';
 
@@ -44,6 +37,8 @@ const PENDING_BYTES = 256 * 1024;
 export interface ResponseLogOptions {
   dir: string;
   ttlMs?: number;
+  /** How long a look-up still finds a response after its end (default RESPONSE_LOOKUP_RETENTION_MS, D-93). */
+  retentionMs?: number;
   now?: () => number;
   warn?: (message: string) => void;
   /** Bytes of written events a running response keeps in memory (tests lower it). */
@@ -53,6 +48,7 @@ export interface ResponseLogOptions {
 export class ResponseLog implements LiveResponses {
   private readonly paths: ResponsePaths;
   private readonly ended: EndedIndex;
+  private readonly past: PastIndex;
   private readonly live = new Map<string, Live>();
   /** Per app, the bytes of its response files: running, and ended within the hour. */
   private readonly appBytes = new Map<string, number>();
@@ -66,18 +62,21 @@ export class ResponseLog implements LiveResponses {
 
   constructor(private readonly opts: ResponseLogOptions) {
     this.paths = new ResponsePaths(opts.dir);
-    this.ended = new EndedIndex(this.paths, opts.warn);
     this.ttl = opts.ttlMs ?? RESPONSE_EVENTS_TTL_MS;
     this.now = opts.now ?? Date.now;
+    this.past = new PastIndex(opts.dir, opts.retentionMs ?? RESPONSE_LOOKUP_RETENTION_MS, this.now);
+    this.ended = new EndedIndex(this.paths, this.past, opts.warn);
     this.windowBytes = opts.windowBytes ?? WINDOW_BYTES;
   }
 
   async open(): Promise<void> {
     await fs.mkdir(path.join(this.opts.dir, 'running'), { recursive: true });
     await this.ended.open();
-    await migrateLegacy(this.paths, this.ended);
+    await this.past.open();
+    await migrateLegacy(this.paths, this.ended, this.past);
     const running = await fs.readdir(path.join(this.opts.dir, 'running'));
-    for (const name of running) if (name.endsWith('.unwritten')) await settleAside(this.paths, name.slice(0, -'.unwritten'.length));
+    for (const name of running)
+      if (name.endsWith('.unwritten')) await settleAside(this.paths, this.past, name.slice(0, -'.unwritten'.length), this.now());
     for (const name of running) if (name.endsWith('.jsonl')) await this.reopen(path.join(this.opts.dir, 'running', name));
     // The hour's index, a minute at a time: the bytes each app's files take; older minutes dropped.
     for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
@@ -286,7 +285,7 @@ export class ResponseLog implements LiveResponses {
       if (read.mtimeMs <= this.now() - this.ttl) return { start: ref, events: null, ended: true };
       return { start: ref, events: read.events, ended: true };
     }
-    const past = await findPast(this.paths, id);
+    const past = await this.past.find(id);
     return past && { start: past, events: null, ended: true };
   }
 
@@ -359,7 +358,7 @@ export class ResponseLog implements LiveResponses {
   private async relist(l: Live): Promise<void> {
     if (l.unwritten && l.endedAt <= this.now() - this.ttl) {
       this.live.delete(l.ref.id);
-      await settleAside(this.paths, l.ref.id);
+      await settleAside(this.paths, this.past, l.ref.id, l.endedAt);
       return;
     }
     if (l.unwritten) this.resize(l, await writeWhole(this.paths, l, this.opts.warn));
@@ -368,7 +367,8 @@ export class ResponseLog implements LiveResponses {
 
   /**
    * D-36: drops the minutes ended more than the retention ago (their responses' lines go to the past
-   * index, their files are removed), and lists the ended responses a failed write left in memory.
+   * index, their files are removed), and the past index's days past the look-up's retention (D-93);
+   * lists the ended responses a failed write left in memory.
    */
   sweep(): Promise<void> {
     this.sweeping ??= (async () => {
@@ -379,6 +379,7 @@ export class ResponseLog implements LiveResponses {
           if (!this.pastRetention(minute)) break;
           await this.ended.drop(minute, (l) => this.count(l.a, -l.b));
         }
+        await this.past.sweep();
       } catch (err) {
         this.opts.warn?.(`the sweep of expired response events failed: ${(err as Error).message}`);
       } finally {

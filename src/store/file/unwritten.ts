@@ -6,7 +6,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { syncDir, writeDurably } from './durable.ts';
-import { appendPast, readResponseFile, type ResponsePaths } from './response-files.ts';
+import type { PastIndex } from './past-index.ts';
+import { readResponseFile, type ResponsePaths } from './response-files.ts';
 import type { Live } from './running-response.ts';
 
 /** The first `n` lines of a file, raw: a damaged response's file has its start line and the events before its window whole. */
@@ -83,7 +84,7 @@ export async function writeWhole(paths: ResponsePaths, l: Live, warn?: (message:
  * A response set aside and never written (start-up, or the sweep once its retention has passed): its
  * start goes to the past index, where a look-up finds it with no events (D-36), then the file goes.
  */
-export async function settleAside(paths: ResponsePaths, id: string): Promise<void> {
+export async function settleAside(paths: ResponsePaths, past: PastIndex, id: string, end: number): Promise<void> {
   const aside = paths.aside(id);
   const written = await fs.stat(paths.running(id)).then(
     () => true,
@@ -92,7 +93,9 @@ export async function settleAside(paths: ResponsePaths, id: string): Promise<voi
   const read = written ? undefined : await readResponseFile(aside);
   if (read) {
     const { start } = read;
-    await appendPast(paths, [{ id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at }]);
+    await past.append([
+      { ref: { id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at }, end },
+    ]);
   }
   await fs.rm(aside, { force: true });
 }

@@ -240,6 +240,16 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   WEBHOOKS_MIGRATION,
+  {
+    version: 9,
+    name: 'ended responses pruned',
+    sql: `
+      -- D-93: the prune reads these alone, a batch at a time from the oldest: the responses past D-36's
+      -- hour whose events and input are still there, and the ended ones (past the look-up's retention).
+      CREATE INDEX live_responses_kept ON live_responses (ended_at) WHERE input <> '';
+      CREATE INDEX live_responses_ended ON live_responses (ended_at) WHERE ended_at IS NOT NULL;
+    `,
+  },
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

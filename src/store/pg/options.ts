@@ -7,5 +7,7 @@ export interface PgStoreOptions {
   max?: number;
   /** D-36: how long a response's events stay resumable after its end. */
   responseEventsTtlMs?: number;
+  /** D-93: how long the look-up still finds a response after its end (tests shorten it). */
+  responseRetentionMs?: number;
   warn?: (message: string) => void;
 }

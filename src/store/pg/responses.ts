@@ -1,18 +1,29 @@
-// Resumable responses on PostgreSQL (docs/postgres.md, D-30…D-39, D-43, D-90, D-91): a response's
-// start and events are rows, so any instance can look one up, follow it or cancel it. Followers and
-// producers are told by LISTEN/NOTIFY (a notification is sent in the transaction that appends the
-// event, so it arrives after the event is readable); a follower also reads again every few seconds, in
-// case a notification was lost while the listening connection reconnected. A response's producer
-// renews a lease on it, and holds a session advisory lock named after itself for as long as it lives
-// (liveness.ts): a response whose lease expired, or whose producer's lock stays free (its connection,
-// so its process, is gone), is what `unfinished` hands to start-up and to the running instances'
-// sweep (D-38).
+// Resumable responses on PostgreSQL (docs/postgres.md, D-30…D-39, D-43, D-90, D-91, D-100): a response's
+// start and events are rows, so any instance can look one up, follow it or cancel it. A response's
+// events are written in batches, one statement and one notification each (D-100): an event is handed
+// to no reader before its batch is committed. Followers and producers are told by LISTEN/NOTIFY (sent
+// in the statement that writes a batch, so it arrives after the batch is readable); a follower also
+// reads again every few seconds, in case a notification was lost while the listening connection
+// reconnected. A response's producer renews a lease on it, and holds a session advisory lock named
+// after itself for as long as it lives (liveness.ts): a response whose lease expired, or whose
+// producer's lock stays free (its connection, so its process, is gone), is what `unfinished` hands to
+// start-up and to the running instances' sweep (D-38). Past D-36's hour a response keeps its row alone
+// (its events deleted, what it was asked emptied) for the look-up's retention, then the row goes
+// (D-93): pruned in bounded batches.
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { listenOn } from '../../core/listeners.ts';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired, StoreUnavailable } from '../../core/errors.ts';
-import { TERMINAL_EVENTS, type LiveResponseStart, type LiveResponses, type ResponseTrace, type UnfinishedResponse } from '../types.ts';
+import {
+  RESPONSE_LOOKUP_RETENTION_MS,
+  TERMINAL_EVENTS,
+  type LiveResponseStart,
+  type LiveResponses,
+  type ResponseRef,
+  type ResponseTrace,
+  type UnfinishedResponse,
+} from '../types.ts';
 import { CHANNELS, LEASE_MS, Liveness, LOCK_OF, RELOCK_GRACE_MS, RETRY_MS } from './liveness.ts';
 import { isConnectionLoss } from './rows.ts';
 
@@ -21,6 +32,19 @@ export { LEASE_MS };
 const RECHECK_MS = 5_000;
 /** D-91: a producer stops this long before the lease it last proved runs out. */
 const MARGIN_MS = 5_000;
+/** D-93: how often ended responses are pruned, and how many rows one statement touches at most. */
+const PRUNE_MS = 60_000;
+const PRUNE_BATCH = 1_000;
+/** Batches per prune and step: a backlog (a long outage, an upgrade) is worked off over several prunes. */
+const PRUNE_BATCHES = 20;
+/**
+ * D-100: an event waits at most this long for others to share its write (`response.created` and a
+ * terminal event do not wait), and a batch holds at most BATCH_MAX events. Figures: docs/benchmarks.md.
+ */
+export const BATCH_MS = 10;
+const BATCH_MAX = 100;
+/** The first event of a response: written at once, so that a look-up soon finds the response begun. */
+const CREATED = 'response.created';
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
@@ -29,28 +53,57 @@ interface Row {
   app_id: string;
   conversation_id: string;
   created_at: string;
-  input: string;
   ended_at: string | null;
 }
 
-const startOf = (r: Row): LiveResponseStart => ({
+/** An event appended and not yet written, with the promise its `append` returned. */
+interface Queued {
+  event: UnsequencedEvent;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** A response this instance produces (D-100: its events written in batches, one batch at a time, in order). */
+interface Producing {
+  /** The next event's sequence number: the number of events written. */
+  next: number;
+  /** Events appended, not yet written, oldest first. */
+  queue: Queued[];
+  /** Writes the queue BATCH_MS after its first event, unless a flush came first. */
+  timer: NodeJS.Timeout | undefined;
+  /** A write is chained that takes the whole queue when it starts. */
+  flushing: boolean;
+  /** The last write chained (the next one waits for it, whatever its outcome; close() too). */
+  writing: Promise<void>;
+}
+
+const producing = (next: number): Producing => ({ next, queue: [], timer: undefined, flushing: false, writing: Promise.resolve() });
+
+const refOf = (r: Row): ResponseRef => ({
   id: r.id,
   app_id: r.app_id,
   conversation_id: r.conversation_id,
   created_at: Number(r.created_at),
+});
+
+/** A running response's row, with what it was asked (emptied once the response is past D-36's hour). */
+const startOf = (r: Row & { input: string }): LiveResponseStart => ({
+  ...refOf(r),
   input: JSON.parse(r.input) as LiveResponseStart['input'],
 });
 
 export class PgResponses implements LiveResponses {
   /** This instance, as the owner of the responses it produces. */
   private readonly owner = randomUUID();
-  /** Responses produced here: the next event's sequence number, and the appends in order. */
-  private readonly producing = new Map<string, { next: number; writing: Promise<void> }>();
+  /** Responses produced here, with their events not yet written. */
+  private readonly producing = new Map<string, Producing>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly cancels = new Map<string, Set<() => void>>();
   /** D-90: the lock, LISTEN and the leases, on a connection of their own. */
   readonly liveness: Liveness;
   private closing = false;
+  private pruner: NodeJS.Timeout | undefined;
+  private pruning: Promise<unknown> | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -58,6 +111,8 @@ export class PgResponses implements LiveResponses {
     livenessConn: Sql,
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
+    /** D-93: how long the look-up still finds a response after its end. */
+    private readonly retentionMs: number = RESPONSE_LOOKUP_RETENTION_MS,
   ) {
     // A new session missed the notifications sent while there was none: every follower reads again.
     const wakeAll = () => {
@@ -74,10 +129,20 @@ export class PgResponses implements LiveResponses {
 
   async open(): Promise<void> {
     await this.liveness.open();
+    // Never at start-up (its work is the running rows only, D-93): a minute on, then every minute.
+    this.pruner = setInterval(() => {
+      this.pruning ??= this.prune()
+        .catch(() => {})
+        .finally(() => (this.pruning = undefined));
+    }, PRUNE_MS);
+    this.pruner.unref();
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.pruner);
+    await this.pruning;
+    for (const [id, p] of this.producing) this.flush(id, p);
     await this.liveness.close();
     await Promise.all([...this.producing.values()].map((p) => p.writing));
   }
@@ -90,7 +155,7 @@ export class PgResponses implements LiveResponses {
         VALUES (${start.id}, ${start.app_id}, ${start.conversation_id}, ${start.created_at}, ${JSON.stringify(start.input)}, ${this.owner}, ${this.now() + LEASE_MS})
         ON CONFLICT DO NOTHING RETURNING id`;
       if (made.length === 1) {
-        this.producing.set(start.id, { next: 0, writing: Promise.resolve() });
+        this.producing.set(start.id, producing(0));
         return {};
       }
       const [running] = await this.sql<
@@ -102,28 +167,57 @@ export class PgResponses implements LiveResponses {
     }
   }
 
+  /**
+   * D-100: resolves once the event is written, with the others of its batch. `response.created` and a
+   * terminal event are written at once (after the write under way, if any), with the events before them
+   * still waiting; any other waits at most BATCH_MS for more.
+   */
   append(id: string, event: UnsequencedEvent): Promise<void> {
     const p = this.producing.get(id);
     if (!p) return Promise.reject(new Error(`${id} is not a live response of this instance`));
-    const terminal = TERMINAL_EVENTS.has(event.event);
-    const run = async () => {
-      await this.write(id, p.next, event, terminal);
-      p.next++;
-      if (terminal) this.producing.delete(id);
-    };
-    const result = p.writing.then(run, run);
-    // The next append waits for this one, whatever its outcome; close() too.
-    p.writing = result.catch(() => {});
-    return result;
+    return new Promise<void>((resolve, reject) => {
+      p.queue.push({ event, resolve, reject });
+      if (event.event === CREATED || TERMINAL_EVENTS.has(event.event) || p.queue.length >= BATCH_MAX || this.closing) this.flush(id, p);
+      else p.timer ??= setTimeout(() => this.flush(id, p), BATCH_MS);
+    });
+  }
+
+  /** Chains a write of the queue, taken whole when the write before it is done. */
+  private flush(id: string, p: Producing): void {
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    if (p.flushing) return;
+    p.flushing = true;
+    p.writing = p.writing.then(async () => {
+      p.flushing = false;
+      clearTimeout(p.timer);
+      p.timer = undefined;
+      const batch = p.queue.splice(0);
+      if (batch.length === 0) return;
+      const events = batch.map((q) => q.event);
+      const terminal = TERMINAL_EVENTS.has(events.at(-1)!.event);
+      try {
+        await this.write(id, p.next, events, terminal);
+        p.next += batch.length;
+        if (terminal) this.producing.delete(id);
+      } catch (err) {
+        for (const q of batch) q.reject(err);
+        return;
+      }
+      for (const q of batch) q.resolve();
+    });
   }
 
   /**
-   * One event, in one statement (one transaction): the event, the response's end, and the notification;
-   * nothing once another instance took the response over (D-38: it thought this one dead). A lost
-   * connection is tried again (D-91): a terminal event until it is written, another while this instance
-   * can prove it lives (its lease), after which it throws StoreUnavailable and the reply stops.
+   * A batch of events in one statement (one transaction): the events, the response's end if the last
+   * is terminal, and one notification (D-100); nothing once another instance took the response over
+   * (D-38: it thought this one dead). A lost connection is tried again (D-91): a batch that ends the
+   * response until it is written, another while this instance can prove it lives (its lease), after
+   * which it throws StoreUnavailable and the reply stops.
    */
-  private async write(id: string, seq: number, event: UnsequencedEvent, terminal: boolean): Promise<void> {
+  private async write(id: string, first: number, events: UnsequencedEvent[], terminal: boolean): Promise<void> {
+    const bodies = events.map((e) => JSON.stringify(e));
+    const last = first + events.length - 1;
     for (let attempt = 0; ; attempt++) {
       if (!terminal && this.now() >= this.liveness.provenUntil - MARGIN_MS)
         throw new StoreUnavailable('this instance cannot prove it lives: its lease would run out');
@@ -131,13 +225,15 @@ export class PgResponses implements LiveResponses {
         const done = await this.sql`
           WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
                         WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
-          e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, ${seq}, ${JSON.stringify(event)} FROM mine)
+          e AS (INSERT INTO response_events (response_id, seq, body)
+                SELECT mine.id, ${first}::int + b.n::int - 1, b.body
+                FROM mine, unnest(${this.sql.array(bodies)}::text[]) WITH ORDINALITY AS b(body, n))
           SELECT pg_notify(${CHANNELS.events}, id) FROM mine`;
-        if (done.length > 0 || (attempt > 0 && (await this.written(id, seq)))) return;
+        if (done.length > 0 || (attempt > 0 && (await this.written(id, last)))) return;
         this.producing.delete(id);
         throw new Error(`${id} is no longer a live response of this instance (another took it over)`);
       } catch (err) {
-        // An attempt cut off after its commit: the event is there.
+        // An attempt cut off after its commit: the batch is there (it is one statement).
         if (attempt > 0 && (err as { code?: string }).code === '23505') return;
         if (!isConnectionLoss(err) || this.closing) throw err;
       }
@@ -160,21 +256,21 @@ export class PgResponses implements LiveResponses {
   private async state(
     id: string,
     from: number,
-  ): Promise<{ start: LiveResponseStart; events: UnsequencedEvent[] | null; ended: boolean } | undefined> {
-    const [row] = await this.sql<
-      Row[]
-    >`SELECT id, app_id, conversation_id, created_at, input, ended_at FROM live_responses WHERE id = ${id}`;
+  ): Promise<{ start: ResponseRef; events: UnsequencedEvent[] | null; ended: boolean } | undefined> {
+    const [row] = await this.sql<Row[]>`SELECT id, app_id, conversation_id, created_at, ended_at FROM live_responses WHERE id = ${id}`;
     if (!row) return undefined;
     const ended = row.ended_at !== null;
+    // D-93: past the look-up's retention, to the millisecond, whether or not the prune has removed it yet.
+    if (ended && Number(row.ended_at) <= this.now() - this.retentionMs) return undefined;
     if (ended && Number(row.ended_at) <= this.now() - this.ttlMs) {
       await this.sql`DELETE FROM response_events WHERE response_id = ${id}`;
-      return { start: startOf(row), events: null, ended };
+      return { start: refOf(row), events: null, ended };
     }
     // Read after the row: an event appended in between is read too, never an end without its event.
     const events = await this.sql<
       { body: string }[]
     >`SELECT body FROM response_events WHERE response_id = ${id} AND seq >= ${from} ORDER BY seq`;
-    return { start: startOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended };
+    return { start: refOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended };
   }
 
   async *follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
@@ -246,7 +342,7 @@ export class PgResponses implements LiveResponses {
     ).map((r) => r.id);
     if (suspects.length > 0) await pause(RELOCK_GRACE_MS);
     const now = this.now();
-    const taken = await this.sql.unsafe<Row[]>(
+    const taken = await this.sql.unsafe<(Row & { input: string })[]>(
       `UPDATE live_responses SET owner = $1, lease_until = $2
        WHERE ended_at IS NULL AND owner <> $1 AND (lease_until < $3 OR (id = ANY($4::text[]) AND ${lockFree}))
        RETURNING id, app_id, conversation_id, created_at, input, ended_at`,
@@ -255,8 +351,37 @@ export class PgResponses implements LiveResponses {
     const out: UnfinishedResponse[] = [];
     for (const row of taken) {
       const events = await this.sql<{ body: string }[]>`SELECT body FROM response_events WHERE response_id = ${row.id} ORDER BY seq`;
-      this.producing.set(row.id, { next: events.length, writing: Promise.resolve() });
+      this.producing.set(row.id, producing(events.length));
       out.push({ start: startOf(row), events: events.map((e) => JSON.parse(e.body) as UnsequencedEvent), ended: false });
+    }
+    return out;
+  }
+
+  /**
+   * D-93: ended responses pruned in bounded batches, each one statement: past D-36's hour, a response's
+   * events are deleted and what it was asked emptied (its row stays ~150 bytes, for the look-up); past
+   * the look-up's retention, its row goes. Rows another instance is pruning at the same moment are
+   * skipped (SKIP LOCKED), so instances pruning together neither wait for nor repeat each other's work.
+   * Resolves with how many rows each step touched.
+   */
+  async prune(): Promise<{ emptied: number; deleted: number }> {
+    const out = { emptied: 0, deleted: 0 };
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const rows = await this.sql`
+        WITH old AS (SELECT id FROM live_responses WHERE input <> '' AND ended_at <= ${this.now() - this.ttlMs}
+                     ORDER BY ended_at LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED),
+        gone AS (DELETE FROM response_events e USING old WHERE e.response_id = old.id)
+        UPDATE live_responses r SET input = '' FROM old WHERE r.id = old.id RETURNING 1`;
+      out.emptied += rows.length;
+      if (rows.length < PRUNE_BATCH) break;
+    }
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const rows = await this.sql`
+        DELETE FROM live_responses WHERE id IN (
+          SELECT id FROM live_responses WHERE ended_at <= ${this.now() - this.retentionMs}
+          ORDER BY ended_at LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED) RETURNING 1`;
+      out.deleted += rows.length;
+      if (rows.length < PRUNE_BATCH) break;
     }
     return out;
   }

@@ -3,7 +3,7 @@
 // the same transaction as its usage (its only save), as the file ledger writes both in one line.
 // D-74: the row carries its reply's debit (no balance row that every reply of a team would lock);
 // a team's balance and the per-day sums are queries over the rows (migration 6's indexes).
-import type { Sql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import type { UsageT } from '../../contract/index.ts';
 import { appUsage, type AppUsage, type Debit, type UsageDayRow, type UsageLedger } from '../shared.ts';
 import type { IdempotencyClaim } from '../../core/claims.ts';
@@ -23,16 +23,21 @@ export class PgUsageLedger implements UsageLedger {
     debit?: Debit,
   ): Promise<void> {
     const now = this.now();
+    // A save retried with the same id counts once (the file ledger keeps one line per record).
+    const entry = (sql: Sql | TransactionSql) => sql`
+      INSERT INTO usage_entries (app_id, kind, id, at, input_tokens, output_tokens, team_id, millicredits)
+      VALUES (${appId}, ${kind}, ${id}, ${Math.floor(now / 1000)}, ${usage.input_tokens}, ${usage.output_tokens},
+              ${debit?.team_id ?? null}, ${debit?.millicredits ?? 0})
+      ON CONFLICT (kind, id) DO NOTHING`;
+    // Alone, the row is its own transaction (BEGIN and COMMIT were 2 of a send's statements, D-100).
+    if (!claim) {
+      await entry(this.sql);
+      return;
+    }
     await this.sql.begin(async (tx) => {
-      // A save retried with the same id counts once (the file ledger keeps one line per record).
-      await tx`INSERT INTO usage_entries (app_id, kind, id, at, input_tokens, output_tokens, team_id, millicredits)
-               VALUES (${appId}, ${kind}, ${id}, ${Math.floor(now / 1000)}, ${usage.input_tokens}, ${usage.output_tokens},
-                       ${debit?.team_id ?? null}, ${debit?.millicredits ?? 0})
-               ON CONFLICT (kind, id) DO NOTHING`;
-      if (claim) {
-        await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${now})
-                 ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
-      }
+      await entry(tx);
+      await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${now})
+               ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
     });
   }
 

