@@ -11,6 +11,7 @@ import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { controlMarkdown, measureControl } from './control.ts';
 import { measureWebhooks, webhooksMarkdown } from './webhooks.ts';
+import { abArgs, runAb } from './ab.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
 import { measurePastStartup, type PastStartup } from './past-responses.ts';
 import { checkPages, LOG, PAGE, type RunBlock, writeRun } from './doc.ts';
@@ -28,8 +29,10 @@ const PG_ONLY = args.has('--pg');
 const CONTROL_ONLY = args.has('--control');
 /** Only issue 26's webhook figures (bench/webhooks.ts), a minute or so. */
 const WEBHOOKS_ONLY = args.has('--webhooks');
-const WITH_PG = !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY && !WEBHOOKS_ONLY;
-const WRITE = !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
+/** `--ab <ref>`: the main figures for the working tree and a commit side by side (bench/ab.ts). Writes nothing. */
+const AB = abArgs(process.argv.slice(2));
+const WITH_PG = !AB && !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY && !WEBHOOKS_ONLY;
+const WRITE = !AB && !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
 const CFG = QUICK
@@ -509,11 +512,14 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
       target: '≥ 0.6',
       ok: atLeast(g, 0.6),
     });
+    const l = ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps);
     record({
       name: `list (limit 20, cursor), ${n}`,
       parley: rps(tp.list[sc]),
       baseline: rps(tp.list.raw),
-      ratio: ratioOf(tp.list[sc]!.rps, tp.list.raw!.rps),
+      ratio: l,
+      target: '≥ 0.4',
+      ok: atLeast(l, 0.4),
     });
     const c = ratioOf(tp.create[sc]!.rps, tp.create.raw!.rps);
     record({
@@ -546,6 +552,19 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
     target: '≥ 0.5',
     ok: atLeast(lg, 0.5),
   });
+  for (const [what, t] of [
+    ['get conversation', tp.get],
+    ['list', tp.list],
+  ] as const) {
+    const r = ratioOf(t.large!.rps, t.small!.rps);
+    record({
+      name: `${what} at ${L} ÷ at ${S}`,
+      parley: `${Math.round(t.large!.rps)} ÷ ${Math.round(t.small!.rps)}`,
+      ratio: r,
+      target: '≥ 0.9',
+      ok: atLeast(r, 0.9),
+    });
+  }
   const cr = ratioOf(tp.create.large!.rps, tp.create.small!.rps);
   record({
     name: `create at ${L} ÷ at ${S}`,
@@ -829,8 +848,10 @@ try {
             : ['bench', 'bench-webhooks'];
     await checkPages(ROOT, blocks);
   }
-  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
-  if (OLLAMA_ONLY) {
+  const fixturesDir = AB ? '' : await benchFixtures(path.join(tmp, 'fixtures'));
+  if (AB) {
+    await runAb({ ...AB, tmp, log });
+  } else if (OLLAMA_ONLY) {
     settle();
     const proxy = await measureOllama(fixturesDir);
     if (proxy) reportProxy(proxy);

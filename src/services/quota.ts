@@ -58,8 +58,8 @@ export class StorageQuota {
     // D-92: the widget stores nothing more once the app's stored bytes reach its share, so that the
     // rest of the quota stays the team's own API's whatever the public key does.
     const share = widget && app?.widget ? Math.floor(quota * app.widget.limits.storage_share) : quota;
-    return (stored) => {
-      if (stored + adding <= share && stored < share) return;
+    return (stored, running = 0) => {
+      if (stored + running + adding <= share && stored + running < share) return;
       if (share < quota) {
         throw apiError(
           'storage_quota_exceeded',

@@ -75,9 +75,10 @@ export interface ConversationPage {
 /**
  * D-27: the storage quota's check, run by the store where the bytes are added (inside its transaction
  * on PostgreSQL, so that instances creating at once cannot all pass it): gets the app's stored bytes
- * as they are then, and throws to refuse.
+ * as they are then, and throws to refuse. `running`: the most that writes running at once, not yet in
+ * `storedBytes`, could add (D-101: PostgreSQL far from the quota; 0 otherwise).
  */
-export type QuotaAdmit = (storedBytes: number) => void;
+export type QuotaAdmit = (storedBytes: number, running?: number) => void;
 
 export interface AppCounters {
   conversations: number;

@@ -76,7 +76,8 @@ describe('the shared state on PostgreSQL', () => {
         assert.equal(h['x-ratelimit-remaining-requests'], String(5 - i));
         assert.equal(h['x-ratelimit-reset-requests'], '60s');
       }
-      const rows = await count('rate_events');
+      const window = () => sql`SELECT secs, counts, lasts, day, day_count FROM rate_windows WHERE scope = 'plan' AND key = ${limited.id}`;
+      const before = await window();
       const refused = await Promise.resolve(limiter.take(limited)).then(
         () => assert.fail('the sixth was admitted'),
         (err: { status: number; errorName: string; headers: Record<string, string> }) => err,
@@ -88,9 +89,14 @@ describe('the shared state on PostgreSQL', () => {
         refused.headers['retry-after'],
       );
       assert.equal(refused.headers['x-ratelimit-remaining-requests'], '0');
-      assert.equal(await count('rate_events'), rows, 'the refusal wrote nothing');
-      const [day] = await sql<{ count: number }[]>`SELECT count FROM rate_days WHERE scope = 'plan' AND key = ${limited.id}`;
-      assert.equal(day!.count, 5);
+      assert.deepEqual(await window(), before, 'the refusal wrote nothing');
+      // D-102: one row per key, its buckets holding the five.
+      assert.equal(before.length, 1);
+      assert.equal(before[0]!.day_count, 5);
+      assert.equal(
+        (before[0]!.counts as number[]).reduce((t, n) => t + n, 0),
+        5,
+      );
       // The widget budget of the same app is counted apart.
       assert.equal((await widget.take(limited))['x-ratelimit-remaining-requests'], '4');
     } finally {
@@ -99,28 +105,27 @@ describe('the shared state on PostgreSQL', () => {
     }
   });
 
-  test('D-23: the counts no window reads any more are pruned (by the key as it counts, and by the sweep)', async () => {
+  test('D-23, D-102: a key’s old buckets and day count for nothing; the sweep deletes the keys idle for a day', async () => {
     const counts = await new PgRateCounts(sql, 'prune').open();
     try {
       const old = Date.now() - 2 * 86_400_000;
-      await sql`INSERT INTO rate_events (scope, key, at) VALUES ('prune', 'a', ${old}), ('prune', 'b', ${old})`;
-      await sql`INSERT INTO rate_days (scope, key, day, count) VALUES ('prune', 'a', ${old - (old % 86_400_000)}, 9), ('prune', 'b', ${old - (old % 86_400_000)}, 9)`;
+      const sec = Math.floor(old / 1000);
+      const secs = Array.from({ length: 61 }, (_, i) => (i === sec % 61 ? sec : 0));
+      const nine = secs.map((x) => (x ? 9 : 0));
+      const lasts = secs.map((x) => (x ? old : 0));
+      for (const key of ['a', 'b'])
+        await sql`INSERT INTO rate_windows (scope, key, at, secs, counts, lasts, day, day_count)
+                  VALUES ('prune', ${key}, ${old}, ${secs}, ${nine}, ${lasts}, ${old - (old % 86_400_000)}, 9)`;
       const c = await counts.take('a', 5, 50);
       assert.deepEqual([c.taken, c.inMinute, c.dayCount], [true, 0, 0], 'yesterday’s count and an old request are not today’s');
-      assert.deepEqual(
-        (await sql`SELECT key FROM rate_events WHERE scope = 'prune' ORDER BY key`).map((r) => r.key),
-        ['a', 'b'],
-      );
-      assert.deepEqual(
-        (await sql`SELECT key, count FROM rate_days WHERE scope = 'prune' ORDER BY key`).map((r) => [r.key, r.count]),
-        [
-          ['a', 1],
-          ['b', 9],
-        ],
-      );
+      const rows = async () =>
+        (await sql`SELECT key, day_count FROM rate_windows WHERE scope = 'prune' ORDER BY key`).map((r) => [r.key, r.day_count]);
+      assert.deepEqual(await rows(), [
+        ['a', 1],
+        ['b', 9],
+      ]);
       await counts.sweep();
-      assert.equal(Number((await sql`SELECT count(*) AS n FROM rate_days WHERE scope = 'prune'`)[0]!.n), 1);
-      assert.equal(Number((await sql`SELECT count(*) AS n FROM rate_events WHERE scope = 'prune'`)[0]!.n), 1);
+      assert.deepEqual(await rows(), [['a', 1]], 'the idle key is deleted, the counting one kept');
     } finally {
       await counts.close();
     }
@@ -270,7 +275,7 @@ describe('the shared state on PostgreSQL', () => {
       const conv = await widgetCall(s, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
       assert.equal((await widgetCall(s, 'GET', `/apps/app_demo/conversations/${conv.body.id}`, { auth: v.token })).status, 200);
       const rows = async (q: string) => Number((await db.unsafe<{ n: string }[]>(`SELECT count(*) AS n FROM ${q}`))[0]!.n);
-      assert.equal(await rows(`rate_events WHERE scope = 'plan' AND key = '${limited}'`), 1);
+      assert.equal(await rows(`rate_windows WHERE scope = 'plan' AND key = '${limited}' AND day_count = 1`), 1);
       assert.equal(await rows(`usage_entries WHERE id = '${done.body.id}'`), 1);
       assert.equal(await rows(`idempotency_answers WHERE state = 'done'`), 1);
       assert.equal(await rows(`idempotency_claims`), 1, 'the completion’s claim, with its usage');

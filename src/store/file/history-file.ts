@@ -42,6 +42,8 @@ export class HistoryFile implements History {
   readonly responses: ResponseRecord[] = [];
   /** Bytes on disk: the legacy document, if any, plus the whole lines of the JSON-lines file. */
   bytes = 0;
+  /** Told of each change of `bytes` after the read (the cache's running total). */
+  onResize: ((delta: number) => void) | undefined;
   /** Bytes of whole lines in `<id>.jsonl`; anything after them is a write cut short by a crash. */
   private good = 0;
   /** Whether `<id>.jsonl` holds more than `good` bytes (cut back before the next append). */
@@ -127,6 +129,7 @@ export class HistoryFile implements History {
       }
       this.good += line.length;
       this.bytes += line.length;
+      this.onResize?.(line.length);
       this.add(part, this.file);
       return line.length;
     });
@@ -155,6 +158,7 @@ export class HistoryFile implements History {
       }
       this.good -= bytes;
       this.bytes -= bytes;
+      this.onResize?.(-bytes);
     });
     this.tail = run.then(
       () => {},

@@ -39,6 +39,8 @@ export interface Live {
   handle: fs.FileHandle | undefined;
   /** Writes in order; a failed write is logged once and the event stays in memory. */
   writing: Promise<void>;
+  /** Lines of events not yet handed to a write (they go in the next one, together). */
+  queue: string[];
   /** Followers waiting for the next event. */
   waiters: Set<() => void>;
 }
@@ -60,6 +62,7 @@ export function newLive(ref: ResponseRef, handle: fs.FileHandle | undefined): Li
     startLine: undefined,
     handle,
     writing: Promise.resolve(),
+    queue: [],
     waiters: new Set(),
   };
 }

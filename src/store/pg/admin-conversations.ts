@@ -5,6 +5,7 @@ import type { Sql } from 'postgres';
 import type { KeyedQueue } from '../../core/keyed-queue.ts';
 import type { AdminConversations, AdminPageQuery, AdminRecord, RestoreResult } from '../types.ts';
 import { type ConversationRow, pageAfter, recordOf } from './rows.ts';
+import { SLOT } from './app-stats.ts';
 
 interface Row extends ConversationRow {
   purged_at: string | null;
@@ -60,8 +61,8 @@ export class PgAdminConversations implements AdminConversations {
       const [row] = await this.sql.unsafe<Row[]>(
         `WITH c AS (UPDATE conversations SET deleted_at = NULL WHERE id = $1 AND deleted_at IS NOT NULL AND purged_at IS NULL
                     RETURNING ${COLUMNS}, ${KEPT_BYTES} AS bytes),
-              s AS (UPDATE app_stats SET bytes = app_stats.bytes + c.bytes, kept_bytes = app_stats.kept_bytes - c.bytes
-                    FROM c WHERE app_stats.app_id = c.app_id)
+              s AS (INSERT INTO app_stats AS s (app_id, slot, bytes, kept_bytes) SELECT c.app_id, ${SLOT}, c.bytes, -c.bytes FROM c
+                    ON CONFLICT (app_id, slot) DO UPDATE SET bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes)
          SELECT ${COLUMNS} FROM c`,
         [id],
       );
@@ -109,7 +110,7 @@ export class PgAdminConversations implements AdminConversations {
   }
 
   async keptBytes(appId: string): Promise<number> {
-    const [row] = await this.sql<{ bytes: string }[]>`SELECT kept_bytes AS bytes FROM app_stats WHERE app_id = ${appId}`;
+    const [row] = await this.sql<{ bytes: string | null }[]>`SELECT sum(kept_bytes) AS bytes FROM app_stats WHERE app_id = ${appId}`;
     return Number(row?.bytes ?? 0);
   }
 
@@ -122,7 +123,8 @@ export class PgAdminConversations implements AdminConversations {
     const rows = await this.sql.unsafe<{ id: string }[]>(
       `WITH v AS (${select}),
             b AS (SELECT app_id, sum(${KEPT_BYTES}) AS bytes FROM conversations WHERE id IN (SELECT id FROM v) GROUP BY app_id),
-            s AS (UPDATE app_stats SET kept_bytes = app_stats.kept_bytes - b.bytes FROM b WHERE app_stats.app_id = b.app_id),
+            s AS (INSERT INTO app_stats AS s (app_id, slot, kept_bytes) SELECT b.app_id, ${SLOT}, -b.bytes FROM b
+                  ON CONFLICT (app_id, slot) DO UPDATE SET kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes),
             i AS (DELETE FROM items WHERE conversation_id IN (SELECT id FROM v)),
             r AS (DELETE FROM responses WHERE conversation_id IN (SELECT id FROM v))
        UPDATE conversations SET purged_at = ${at}, metadata = '{}', history_bytes = 0, item_count = 0

@@ -4,6 +4,7 @@
 // Plain SQL that PostgreSQL 13 and later run.
 import type { Sql } from 'postgres';
 import { WEBHOOKS_MIGRATION } from './webhooks.ts';
+import { COUNTERS_MIGRATION } from './app-stats.ts';
 
 export interface Migration {
   version: number;
@@ -250,6 +251,7 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX live_responses_ended ON live_responses (ended_at) WHERE ended_at IS NOT NULL;
     `,
   },
+  COUNTERS_MIGRATION,
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

@@ -4,7 +4,7 @@
 // claim at once. No connection is held while a model runs: an exchange's transaction begins once the
 // response is produced and lasts one round of writes. Reads go to the database too (nothing is
 // mirrored in memory), so any number of instances can serve one database: lists by keyset pages,
-// seqs from a sequence, an app's counters and stored bytes from its `app_stats` row.
+// seqs from a sequence, an app's counters and stored bytes from its `app_stats` rows (app-stats.ts).
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
 import type { ChangeEvents } from '../types.ts';
@@ -14,6 +14,7 @@ import { migrate } from './migrate.ts';
 import { isConnectionLoss, pageAfter, recordOf, type ConversationRow } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
+import { AppStats, recountAppStats, SLOT } from './app-stats.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
@@ -49,23 +50,7 @@ function keptBytes(deletedAt: unknown, purgedAt: unknown, metadata: string, hist
   return deletedAt === null || purgedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
 }
 
-/**
- * Recomputes the `app_stats` rows of `appIds` (default: every app) from their conversations, as
- * migration 4 first did: for rows written by SQL rather than through this store (an import). The rows
- * are locked first, as a create locks its app's, so that creates running meanwhile wait for it.
- */
-export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readonly string[]): Promise<void> {
-  const only = appIds ?? null;
-  if (only) await sql`SELECT app_id FROM app_stats WHERE app_id = ANY(${only as string[]}) ORDER BY app_id FOR UPDATE`;
-  await sql`
-    INSERT INTO app_stats (app_id, conversations, messages, users, bytes, kept_bytes)
-    SELECT app_id, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
-           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0),
-           COALESCE(sum(CASE WHEN deleted_at IS NOT NULL AND purged_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
-    FROM conversations WHERE ${only === null} OR app_id = ANY(${(only ?? []) as string[]}) GROUP BY app_id
-    ON CONFLICT (app_id) DO UPDATE SET conversations = EXCLUDED.conversations, messages = EXCLUDED.messages,
-      users = EXCLUDED.users, bytes = EXCLUDED.bytes, kept_bytes = EXCLUDED.kept_bytes`;
-}
+export { recountAppStats };
 
 /**
  * D-90, D-91: how connections are made. A refused connection is tried again after at most half a second
@@ -99,6 +84,8 @@ export class PgStore implements Store {
   /** D-84: the webhook outbox; each change's events commit in its transaction. */
   readonly outbox: PgOutbox;
   changeEvents: ChangeEvents | undefined;
+  /** D-24's counters and D-27's quota, without a serialization point per app (D-101). */
+  private readonly stats: AppStats;
 
   constructor(opts: PgStoreOptions) {
     // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
@@ -122,11 +109,13 @@ export class PgStore implements Store {
     );
     this.admin = new PgAdminConversations(this.sql, this.turns);
     this.outbox = new PgOutbox(this.sql, opts.warn);
+    this.stats = new AppStats(this.sql);
   }
 
   async open(): Promise<void> {
     try {
       await migrate(this.sql);
+      await this.stats.open();
       await this.responses.open();
       await this.outbox.open();
     } catch (err) {
@@ -181,16 +170,12 @@ export class PgStore implements Store {
     return { records: rows.slice(0, q.limit).map(recordOf), hasMore };
   }
 
-  async appCounters(appId: string): Promise<AppCounters> {
-    const [row] = await this.sql<
-      { conversations: string; messages: string; users: string }[]
-    >`SELECT conversations, messages, users FROM app_stats WHERE app_id = ${appId}`;
-    return { conversations: Number(row?.conversations ?? 0), messages: Number(row?.messages ?? 0), users: Number(row?.users ?? 0) };
+  appCounters(appId: string): Promise<AppCounters> {
+    return this.stats.counters(appId);
   }
 
-  async storedBytes(appId: string): Promise<number> {
-    const [row] = await this.sql<{ bytes: string }[]>`SELECT bytes FROM app_stats WHERE app_id = ${appId}`;
-    return Number(row?.bytes ?? 0);
+  storedBytes(appId: string): Promise<number> {
+    return this.stats.storedBytes(appId);
   }
 
   async idempotencyClaims(since: number): Promise<KeptClaim[]> {
@@ -202,23 +187,20 @@ export class PgStore implements Store {
 
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     const metadata = JSON.stringify(record.metadata);
-    await this.outbox.begin(this.sql, async (tx, emit) => {
-      // The app's stats row, locked until commit: creates of one app take turns here, so the quota
-      // check (D-27) and "is this user new" (D-24) see every create committed before.
-      // D-7: a seq given rather than taken (an import) moves the sequence past it, so none is given twice.
-      const [stats] = await tx<{ bytes: string }[]>`
-        INSERT INTO app_stats (app_id) VALUES (${record.app_id})
-        ON CONFLICT (app_id) DO UPDATE SET app_id = EXCLUDED.app_id
-        RETURNING bytes, (SELECT setval('conversation_seq', ${record.seq}) FROM conversation_seq
-                          WHERE CASE WHEN is_called THEN last_value < ${record.seq} ELSE last_value <= ${record.seq} END) AS seq`;
-      admit?.(Number(stats!.bytes));
-      // One statement: its parts see one snapshot, so `fresh` looks at the conversations before this one.
-      await tx.unsafe(
-        `WITH fresh AS (SELECT ($5::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM conversations WHERE app_id = $2 AND external_user_id = $5))::int AS n),
+    const bytes = quotaBytes(record.deleted_at, metadata, 0);
+    // D-24: the user counts once however many creates bring it at once (app_users' key); the counters
+    // go to this backend's slot (D-101). The last SELECT sees the app's bytes committed before.
+    const statement = async (tx: TransactionSql) => {
+      const [row] = await tx.unsafe<{ stored: string | null }[]>(
+        `WITH fresh AS (INSERT INTO app_users (app_id, external_user_id) SELECT $2, $5::text WHERE $5::text IS NOT NULL
+                        ON CONFLICT DO NOTHING RETURNING 1),
          made AS (INSERT INTO conversations (id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count)
-                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10))
-         UPDATE app_stats SET conversations = conversations + 1, messages = messages + $10, users = users + (SELECT n FROM fresh), bytes = bytes + $11
-         WHERE app_id = $2`,
+                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)),
+         stats AS (INSERT INTO app_stats AS s (app_id, slot, conversations, messages, users, bytes)
+                   VALUES ($2, ${SLOT}, 1, $10, (SELECT count(*) FROM fresh), $11)
+                   ON CONFLICT (app_id, slot) DO UPDATE SET conversations = s.conversations + 1, messages = s.messages + EXCLUDED.messages,
+                     users = s.users + EXCLUDED.users, bytes = s.bytes + EXCLUDED.bytes)
+         SELECT sum(bytes) AS stored FROM app_stats WHERE app_id = $2`,
         [
           record.id,
           record.app_id,
@@ -230,12 +212,24 @@ export class PgStore implements Store {
           metadata,
           record.deleted_at,
           record.message_count,
-          quotaBytes(record.deleted_at, metadata, 0),
+          bytes,
         ],
       );
-      if (claim) await this.keepClaim(tx, claim, Date.now());
-      if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
-    });
+      return Number(row?.stored ?? 0);
+    };
+    await this.stats.create(
+      (run) =>
+        this.outbox.begin(this.sql, async (tx, emit) => {
+          await run(tx);
+          if (claim) await this.keepClaim(tx, claim, Date.now());
+          if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
+        }),
+      record.app_id,
+      record.seq,
+      bytes,
+      statement,
+      admit,
+    );
   }
 
   private async keepClaim(tx: TransactionSql, claim: IdempotencyClaim, at: number): Promise<void> {
@@ -267,16 +261,18 @@ export class PgStore implements Store {
     const bytes = Number(current.history_bytes) + (history?.bytes ?? 0);
     const items = current.item_count + (history?.items ?? 0);
     const lastAt = history ? history.lastAt : Number(current.last_item_at);
-    // D-24, D-27: the app's stats row changes in the same transaction (locked only when it changes:
-    // a rename leaves it alone).
+    // D-24, D-27: the app's counters change in the same transaction, in this backend's slot (D-101;
+    // a rename leaves them alone).
     const messages = count - was.message_count;
     const quota = quotaBytes(deleted, metadata, bytes) - quotaBytes(was.deleted_at, current.metadata, Number(current.history_bytes));
     const kept =
       keptBytes(deleted, current.purged_at, metadata, bytes) -
       keptBytes(was.deleted_at, current.purged_at, current.metadata, Number(current.history_bytes));
     const [row] = await tx.unsafe<Row[]>(
-      `WITH stats AS (UPDATE app_stats SET messages = messages + $10, bytes = bytes + $11, kept_bytes = kept_bytes + $13
-                      WHERE app_id = $12 AND ($10 <> 0 OR $11 <> 0 OR $13 <> 0))
+      `WITH stats AS (INSERT INTO app_stats AS s (app_id, slot, messages, bytes, kept_bytes)
+                      SELECT $12::text, ${SLOT}, $10::bigint, $11::bigint, $13::bigint WHERE $10::bigint <> 0 OR $11::bigint <> 0 OR $13::bigint <> 0
+                      ON CONFLICT (app_id, slot) DO UPDATE SET messages = s.messages + EXCLUDED.messages,
+                        bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes)
        UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
          history_bytes = $7, item_count = $8, last_item_at = $9 WHERE id = $1 RETURNING ${SELECT_ROW}`,
       [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id, kept],

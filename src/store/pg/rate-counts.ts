@@ -1,36 +1,83 @@
-// D-23's counts on PostgreSQL (docs/postgres.md), shared by every instance: a day's count per key
-// (`rate_days`) and the last minute's requests (`rate_events`). A count is one short transaction
-// that first takes a transaction-scoped advisory lock on its key: counts of one key take turns across
-// instances, and each reads what the one before it committed, so N instances admit exactly the
-// plan's requests. Times are the database's clock, one clock for every instance.
+// D-23's counts on PostgreSQL (docs/postgres.md), shared by every instance: one row per key
+// (`rate_windows`) with the day's count and the minute's requests in buckets of a second (D-102).
+// A count is one statement: an upsert whose row lock makes counts of one key take turns across
+// instances, each seeing the one before, and whose condition admits it only below both limits, so N
+// instances admit exactly the plan's requests; its cost is the row's, whatever the plan or the traffic.
+// Times are the database's clock, one clock for every instance.
 import type { Sql } from 'postgres';
 import type { MinuteWindows, RateCount, RateCounts } from '../shared.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
-/** The advisory locks' first key (two-key form: apart from the single-key locks of migrate.ts and pg-store.ts). */
-const RATE_LOCK_CLASS = 0x72617465;
-/** How often the counts of keys no longer counting are pruned (each key prunes its own as it counts). */
+/** D-102: buckets of a second, 61 of them: a second's requests count until the latest of them is a minute old. */
+const BUCKETS = 61;
+/** How often the rows of keys that stopped counting a day ago are deleted. */
 const SWEEP_MS = 3_600_000;
 
-interface Found {
-  now: string;
-  n: string;
-  newest: string | null;
-  frees: string | null;
-  day_count: number | null;
+interface Window {
+  at: string;
+  secs: string[];
+  counts: number[];
+  lasts: string[];
+  day: string;
+  day_count: number;
+}
+
+/** The buckets still counted at `now`, oldest first: [second, count, latest request]. */
+function counted(w: Window, now: number): [number, number, number][] {
+  const out: [number, number, number][] = [];
+  w.secs.forEach((s, i) => {
+    const n = w.counts[i]!;
+    if (n > 0 && Number(w.lasts[i]) > now - MINUTE) out.push([Number(s), n, Number(w.lasts[i])]);
+  });
+  return out.sort((x, y) => x[0] - y[0]);
+}
+
+/**
+ * D-23's RateCount from the row as the count left it (`taken`: this request, at `w.at`, is in it).
+ * D-102: a second's requests count until the latest of them leaves the minute.
+ */
+function countOf(w: Window, taken: boolean, perMinute: number): RateCount {
+  const now = Number(w.at);
+  const day = now - (now % DAY);
+  let buckets = counted(w, now);
+  if (taken) {
+    // The count before this request: its own second's bucket holds it.
+    const sec = Math.floor(now / 1000);
+    buckets = buckets.map((b) => (b[0] === sec ? ([b[0], b[1] - 1, b[2]] as [number, number, number]) : b)).filter((b) => b[1] > 0);
+  }
+  const inMinute = buckets.reduce((t, b) => t + b[1], 0);
+  const dayCount = Number(w.day) === day ? w.day_count - (taken ? 1 : 0) : 0;
+  const found: RateCount = { now, taken, inMinute, day, dayCount, newest: buckets.at(-1)?.[2] };
+  if (!taken && inMinute >= perMinute) {
+    // The bucket whose leaving brings the window below the limit.
+    let left = inMinute;
+    for (const [, n, last] of buckets) {
+      left -= n;
+      if (left < perMinute) {
+        found.freesAt = last;
+        break;
+      }
+    }
+  }
+  return found;
 }
 
 export class PgRateCounts implements RateCounts {
   private sweeper: NodeJS.Timeout | undefined;
 
-  /** `scope` tells the REST plans' counts from the widget's budgets (D-52), which are keyed by app too. */
+  /**
+   * `scope` tells the REST plans' counts from the widget's budgets (D-52), which are keyed by app too.
+   * `durable: true` waits for a count's WAL flush before its row is free again (bench/probe-pg-counts.ts
+   * measures it); by default a count does not (D-103).
+   */
   constructor(
     private readonly sql: Sql,
     private readonly scope: string,
+    private readonly opts: { durable?: boolean } = {},
   ) {}
 
-  /** Prunes what is left of keys that stopped counting, now and every hour. */
+  /** Deletes the rows of keys that stopped counting, now and every hour. */
   async open(): Promise<this> {
     await this.sweep();
     this.sweeper = setInterval(() => void this.sweep().catch(() => {}), SWEEP_MS);
@@ -40,59 +87,61 @@ export class PgRateCounts implements RateCounts {
 
   async take(key: string, perMinute: number, perDay: number): Promise<RateCount> {
     const scope = this.scope;
-    return this.sql.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(${RATE_LOCK_CLASS}, hashtext(${`${scope}:${key}`}))`;
-      // Read after the lock: every count committed before this one is seen (read committed). Only the
-      // newest perMinute are read, from the index: whether the window is full is all a count needs,
-      // so its cost is bounded by the plan, not by the traffic.
-      const [f] = await tx<Found[]>`
-        WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now),
-             w AS (SELECT at FROM rate_events, c WHERE scope = ${scope} AND key = ${key} AND at > c.now - ${MINUTE}
-                   ORDER BY at DESC LIMIT ${Math.max(1, perMinute)})
-        SELECT c.now,
-               (SELECT count(*) FROM w) AS n,
-               (SELECT max(at) FROM w) AS newest,
-               (SELECT CASE WHEN count(*) >= ${perMinute} THEN min(at) END FROM w) AS frees,
-               (SELECT count FROM rate_days d WHERE d.scope = ${scope} AND d.key = ${key} AND d.day = c.now - c.now % ${DAY}) AS day_count
-        FROM c`;
-      const now = Number(f!.now);
-      const inMinute = Number(f!.n);
-      const day = now - (now % DAY);
-      const dayCount = f!.day_count ?? 0;
-      const found = { now, inMinute, day, dayCount, newest: f!.newest === null ? undefined : Number(f!.newest) };
-      // A refusal writes nothing.
-      if (inMinute >= perMinute || dayCount >= perDay) {
-        return { ...found, taken: false, freesAt: inMinute >= perMinute && f!.frees !== null ? Number(f!.frees) : undefined };
-      }
-      // The count, and the key's own counts that no longer matter pruned, in one statement.
-      await tx`
-        WITH e AS (INSERT INTO rate_events (scope, key, at) VALUES (${scope}, ${key}, ${now})),
-             d AS (INSERT INTO rate_days (scope, key, day, count) VALUES (${scope}, ${key}, ${day}, 1)
-                   ON CONFLICT (scope, key, day) DO UPDATE SET count = rate_days.count + 1),
-             p AS (DELETE FROM rate_events WHERE scope = ${scope} AND key = ${key} AND at <= ${now - MINUTE}),
-             q AS (DELETE FROM rate_days WHERE scope = ${scope} AND key = ${key} AND day < ${day})
-        SELECT 1`;
-      return { ...found, taken: true };
-    });
+    // A refusal read after a bucket left the window finds room: counted again (at most twice more).
+    for (let tries = 0; ; tries++) {
+      // The new bucket replaces the one of 61 seconds before (sec % 61), which left the window; the
+      // condition reads the row as locked, after every count before it.
+      // D-103: the count's commit does not wait for its WAL flush, so the key's row is free again at
+      // once; the request's own durable write, after it, flushes it.
+      const commit = this.opts.durable ? 'on' : 'off';
+      const [w] = await this.sql<Window[]>`
+        WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now,
+                          set_config('synchronous_commit', ${commit}, true) AS commit)
+        INSERT INTO rate_windows AS w (scope, key, at, secs, counts, lasts, day, day_count)
+        SELECT ${scope}, ${key}, c.now,
+               ARRAY(SELECT CASE WHEN i = c.now / 1000 % ${BUCKETS} THEN c.now / 1000 ELSE 0 END FROM generate_series(0, ${BUCKETS - 1}) i ORDER BY i),
+               ARRAY(SELECT CASE WHEN i = c.now / 1000 % ${BUCKETS} THEN 1 ELSE 0 END FROM generate_series(0, ${BUCKETS - 1}) i ORDER BY i),
+               ARRAY(SELECT CASE WHEN i = c.now / 1000 % ${BUCKETS} THEN c.now ELSE 0 END FROM generate_series(0, ${BUCKETS - 1}) i ORDER BY i),
+               c.now - c.now % ${DAY}, 1
+        FROM c WHERE ${perMinute}::bigint > 0 AND ${perDay}::bigint > 0
+        ON CONFLICT (scope, key) DO UPDATE SET
+          at = EXCLUDED.at,
+          secs[EXCLUDED.at / 1000 % ${BUCKETS} + 1] = EXCLUDED.at / 1000,
+          counts[EXCLUDED.at / 1000 % ${BUCKETS} + 1] =
+            CASE WHEN w.secs[EXCLUDED.at / 1000 % ${BUCKETS} + 1] = EXCLUDED.at / 1000 THEN w.counts[EXCLUDED.at / 1000 % ${BUCKETS} + 1] + 1 ELSE 1 END,
+          lasts[EXCLUDED.at / 1000 % ${BUCKETS} + 1] =
+            CASE WHEN w.secs[EXCLUDED.at / 1000 % ${BUCKETS} + 1] = EXCLUDED.at / 1000 THEN greatest(w.lasts[EXCLUDED.at / 1000 % ${BUCKETS} + 1], EXCLUDED.at) ELSE EXCLUDED.at END,
+          day = EXCLUDED.day,
+          day_count = CASE WHEN w.day = EXCLUDED.day THEN w.day_count + 1 ELSE 1 END
+        WHERE (SELECT COALESCE(sum(n), 0) FROM unnest(w.counts, w.lasts) AS u(n, l) WHERE l > EXCLUDED.at - ${MINUTE}) < ${perMinute}::bigint
+          AND (CASE WHEN w.day = EXCLUDED.day THEN w.day_count ELSE 0 END) < ${perDay}::bigint
+        RETURNING at, secs, counts, lasts, day, day_count`;
+      if (w) return countOf(w, true, perMinute);
+      // Refused: nothing was written. The row as it is now says why, and until when.
+      const [r] = await this.sql<Window[]>`
+        SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS at, secs, counts, lasts, day, day_count
+        FROM rate_windows WHERE scope = ${scope} AND key = ${key}`;
+      const now = Date.now();
+      const found = r ? countOf(r, false, perMinute) : { now, taken: false, inMinute: 0, day: now - (now % DAY), dayCount: 0 };
+      if (found.inMinute >= perMinute || found.dayCount >= perDay || tries >= 2) return found;
+    }
   }
 
   async giveBack(key: string, at: number): Promise<void> {
-    const scope = this.scope;
-    await this.sql.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(${RATE_LOCK_CLASS}, hashtext(${`${scope}:${key}`}))`;
-      const gone =
-        await tx`DELETE FROM rate_events WHERE ctid = (SELECT ctid FROM rate_events WHERE scope = ${scope} AND key = ${key} AND at = ${at} LIMIT 1)`;
-      if (gone.count > 0)
-        await tx`UPDATE rate_days SET count = count - 1 WHERE scope = ${scope} AND key = ${key} AND day = ${at - (at % DAY)} AND count > 0`;
-    });
+    const sec = Math.floor(at / 1000);
+    const slot = (sec % BUCKETS) + 1;
+    await this.sql`
+      UPDATE rate_windows SET
+        counts[${slot}] = CASE WHEN secs[${slot}] = ${sec} AND counts[${slot}] > 0 THEN counts[${slot}] - 1 ELSE counts[${slot}] END,
+        day_count = CASE WHEN day = ${at - (at % DAY)} AND day_count > 0 THEN day_count - 1 ELSE day_count END
+      WHERE scope = ${this.scope} AND key = ${key}`;
   }
 
-  /** Deletes the requests out of every minute window and the days before today (no count reads them). */
+  /** Deletes the rows of keys that counted nothing today or in the last minute (no count reads them). */
   async sweep(): Promise<void> {
     await this.sql`
-      WITH c AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now),
-           p AS (DELETE FROM rate_events USING c WHERE scope = ${this.scope} AND at <= c.now - ${MINUTE})
-      DELETE FROM rate_days USING c WHERE scope = ${this.scope} AND day < c.now - c.now % ${DAY}`;
+      DELETE FROM rate_windows
+      WHERE scope = ${this.scope} AND at < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - ${DAY}`;
   }
 
   async close(): Promise<void> {
