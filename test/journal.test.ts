@@ -152,7 +152,7 @@ describe('journal reader', () => {
   });
 });
 
-describe('appendNow: written at once, fsynced later (the rate-limit counts)', () => {
+describe('appendNow: written at once, fsynced later (the rate-limit counts, the webhook outbox)', () => {
   /** Counts FileHandle.datasync calls (and can make them fail) for the duration of one test. */
   async function spyDatasync(fail = false) {
     const probe = await fs.open(path.join(await tempDir(), 'probe'), 'w');
@@ -199,6 +199,37 @@ describe('appendNow: written at once, fsynced later (the rate-limit counts)', ()
     assert.match((await failed).message, /EIO/);
     assert.equal(spy.calls, 1);
     assert.equal(await fs.readFile(file, 'utf8'), '{"n":1}\n', 'the line stays (it is in the OS cache)');
+  });
+
+  test('sync() brings the fsync forward: callers meanwhile share one; a line written during it gets another; nothing left, none', async (t) => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const spy = await spyDatasync();
+    t.after(spy.restore);
+    const journal = new Journal(file, { syncDelayMs: 3_600_000 });
+    t.after(() => journal.close());
+    await journal.open(() => {});
+    journal.appendNow({ n: 1 });
+    journal.appendNow({ n: 2 });
+    const first = journal.sync();
+    const same = journal.sync();
+    // Written while that fsync runs: it may not cover this line, so the next sync makes one that does.
+    journal.appendNow({ n: 3 });
+    const later = journal.sync();
+    await Promise.all([first, same, later]);
+    assert.equal(spy.calls, 2);
+    await journal.sync();
+    assert.equal(spy.calls, 2, 'every line already durable: no fsync');
+  });
+
+  test('sync() rejects when its fsync fails (an event that must be durable is not acknowledged)', async (t) => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const spy = await spyDatasync(true);
+    t.after(spy.restore);
+    const journal = new Journal(file, { syncDelayMs: 3_600_000 });
+    t.after(() => journal.close());
+    await journal.open(() => {});
+    journal.appendNow({ n: 1 });
+    await assert.rejects(journal.sync(), /EIO/);
   });
 
   test('a failed write leaves no partial line and throws', async () => {

@@ -6,13 +6,15 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import diagnostics from 'node:diagnostics_channel';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
 import { signatureOf, signedHeaders, signingKeyOf, verifySignature } from '../src/core/webhook-signature.ts';
 import { checkEndpointUrl, classifyAddress, type Resolver } from '../src/services/webhooks/addresses.ts';
-import { send } from '../src/services/webhooks/send.ts';
+import { Connections, send } from '../src/services/webhooks/send.ts';
 import { KEY } from './support/helpers.ts';
 
 /** docs/webhooks.md's test vector: the demo secret key's signing secret. */
@@ -170,9 +172,55 @@ describe('D-82: where webhooks may go', () => {
         },
       );
       assert.match(literal.error!, /address refused/);
+      // Through an endpoint's kept-alive connection (D-82, revised) a new connection is judged the same way.
+      const connections = new Connections();
+      const resolve: Resolver = async () => [{ address: '10.0.0.1', family: 4 }];
+      const viaAgent = await send(
+        'http://hooks.example.com/in',
+        '{}',
+        {},
+        { timeoutMs: 5_000, policy: { allowLoopback: true, allowPrivate: false }, resolve },
+        connections.agentFor('we_1', new URL('http://hooks.example.com/in')),
+      );
+      connections.close();
+      assert.match(viaAgent.error!, /address refused/);
       assert.deepEqual(attempts, []);
     } finally {
       diagnostics.unsubscribe('net.client.socket', watch);
+    }
+  });
+
+  test('an endpoint keeps its connection between attempts, another has its own; a kept one reset as a request goes out is tried once more on a new one', async () => {
+    let connections = 0;
+    let requests = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        // The third request: the receiver drops the kept connection instead of answering.
+        if (++requests === 3) return req.socket.destroy();
+        res.writeHead(204).end();
+      });
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/in`;
+    const kept = new Connections();
+    const o = { timeoutMs: 5_000, policy: { allowLoopback: true, allowPrivate: false }, resolve: async () => [] };
+    try {
+      const attempt = (endpoint: string) => send(url, '{}', {}, o, kept.agentFor(endpoint, new URL(url)));
+      assert.equal((await attempt('we_1')).status, 204);
+      assert.equal((await attempt('we_1')).status, 204);
+      assert.equal(connections, 1, 'the second attempt went over the first one’s connection');
+      const again = await attempt('we_1');
+      assert.equal(again.status, 204, again.error ?? '');
+      assert.equal(requests, 4);
+      assert.equal(connections, 2);
+      assert.equal((await attempt('we_2')).status, 204);
+      assert.equal(connections, 3, 'another endpoint, its own connection');
+    } finally {
+      kept.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
     }
   });
 });

@@ -53,7 +53,38 @@ export interface DeliveryQuery {
   limit: number;
 }
 
+/** D-88: the apps live listeners follow; their events are made even with no endpoint (D-83). */
+export interface AppFollows {
+  /** A listener here follows `appId` until the returned function is called. */
+  follow(appId: string): () => void;
+  /** Whether a listener follows `appId`: here, or (PostgreSQL) on another instance. */
+  has(appId: string): boolean;
+}
+
+/** The followers of one process (the file store's directory has one). */
+export class LocalFollows implements AppFollows {
+  private readonly counts = new Map<string, number>();
+
+  follow(appId: string): () => void {
+    this.counts.set(appId, (this.counts.get(appId) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const n = (this.counts.get(appId) ?? 1) - 1;
+      if (n === 0) this.counts.delete(appId);
+      else this.counts.set(appId, n);
+    };
+  }
+
+  has(appId: string): boolean {
+    return this.counts.has(appId);
+  }
+}
+
 export interface WebhookOutbox {
+  /** D-88: the apps live listeners follow, and (PostgreSQL) the events other instances record for them reach `onEvents`. */
+  readonly follows: AppFollows;
   /** Records events made outside a store change (completions, tests); durable when it resolves. */
   add(events: OutboxEvent[]): Promise<void>;
   /**
@@ -72,7 +103,10 @@ export interface WebhookOutbox {
   failingSince(endpointId: string): Promise<number | null>;
   /** Forgets events and attempts older than `before` (ms) whose deliveries are all finished (D-87). */
   prune(before: number): Promise<void>;
-  /** Told (in this process) of events recorded here, once durable: the worker and live listeners; returns the way to stop. */
+  /**
+   * Told (in this process) of events recorded here, once durable, and (PostgreSQL) of those another
+   * instance recorded for an app a listener here follows: the worker and live listeners; returns the way to stop.
+   */
   onEvents(fn: (events: OutboxEvent[]) => void): () => void;
   close(): Promise<void>;
 }

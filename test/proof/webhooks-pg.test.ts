@@ -126,12 +126,14 @@ test('the PostgreSQL outbox: one lease at a time across owners, settle, redelive
     await o.add([ev('evt_1'), ev('evt_2')]);
     const now = Date.now() + 1000;
     const [one, two] = await Promise.all([o.claim('w1', now, 10, 60_000, new Set()), o.claim('w2', now, 10, 60_000, new Set())]);
-    const keys = [...one, ...two].map((c) => `${c.event.id}/${c.delivery.endpoint_id}`);
+    // Claims made at once skip the rows the other has locked (SKIP LOCKED): what neither kept is claimed next.
+    const three = await o.claim('w3', now, 10, 60_000, new Set());
+    const keys = [...one, ...two, ...three].map((c) => `${c.event.id}/${c.delivery.endpoint_id}`);
     // Each delivery to one owner; each owner one delivery per endpoint.
     assert.equal(new Set(keys).size, keys.length);
     assert.equal(keys.length, 4);
-    for (const batch of [one, two]) assert.equal(new Set(batch.map((c) => c.delivery.endpoint_id)).size, batch.length);
-    assert.deepEqual(await o.claim('w3', now, 10, 60_000, new Set()), []);
+    for (const batch of [one, two, three]) assert.equal(new Set(batch.map((c) => c.delivery.endpoint_id)).size, batch.length);
+    assert.deepEqual(await o.claim('w4', now, 10, 60_000, new Set()), []);
     const attempt = (id: string, status: number) => ({
       id,
       event_id: 'evt_1',
@@ -142,7 +144,7 @@ test('the PostgreSQL outbox: one lease at a time across owners, settle, redelive
       response: 'r',
       error: null,
     });
-    const d = [...one, ...two].find((c) => c.event.id === 'evt_1' && c.delivery.endpoint_id === 'we_a')!.delivery;
+    const d = [...one, ...two, ...three].find((c) => c.event.id === 'evt_1' && c.delivery.endpoint_id === 'we_a')!.delivery;
     await o.settle(attempt('wa_1', 500), { ...d, attempts: 1, state: 'failed' });
     assert.equal(await o.failingSince('we_a'), at);
     assert.equal(await o.redeliver('evt_1', ['we_a'], Date.now()), 1);

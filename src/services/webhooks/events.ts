@@ -9,27 +9,26 @@ import { type EventType, wants } from '../../core/webhook-endpoint.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { ConversationRecord, ResponseSave } from '../../store/types.ts';
 import type { ChangeEvents } from '../../store/types.ts';
-import type { OutboxEvent } from '../../store/webhooks.ts';
+import { type AppFollows, LocalFollows, type OutboxEvent } from '../../store/webhooks.ts';
 import { toConversation } from '../conversations.ts';
 
 /** D-83: a payload whose compact JSON is longer is sent with `data` as `{ id, object, url }`. */
 export const MAX_PAYLOAD_BYTES = 20_480;
 
 export class WebhookEvents implements ChangeEvents {
-  /** Apps followed by a live listener in this process (D-88), with how many follow each. */
-  private readonly followed = new Map<string, number>();
-
   constructor(
     private readonly control: ControlPlane,
     /** The public origin (`http://host:port`): the base of `url` in a payload cut short. */
     private readonly origin: () => string,
+    /** D-88: the apps live listeners follow (on any instance: the store's outbox knows). */
+    private readonly follows: AppFollows = new LocalFollows(),
   ) {}
 
   /** The apps with an endpoint, per version of the control document (read on every change of a conversation). */
   private readonly withEndpoints = new WeakMap<object, Set<string>>();
 
   wants(appId: string): boolean {
-    if (this.followed.has(appId)) return true;
+    if (this.follows.has(appId)) return true;
     const doc = this.control.read();
     let apps = this.withEndpoints.get(doc);
     if (!apps) {
@@ -41,22 +40,14 @@ export class WebhookEvents implements ChangeEvents {
 
   /** D-88: a listener follows `appId` until the returned function is called. */
   follow(appId: string): () => void {
-    this.followed.set(appId, (this.followed.get(appId) ?? 0) + 1);
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const n = (this.followed.get(appId) ?? 1) - 1;
-      if (n === 0) this.followed.delete(appId);
-      else this.followed.set(appId, n);
-    };
+    return this.follows.follow(appId);
   }
 
   /** The event of `type` about `data` (none when nobody wants it); `path` locates the resource under /v1/apps/{app}. */
   make(appId: string, type: EventType, data: { id: string; object: string }, path: string): OutboxEvent[] {
     const doc = this.control.read();
     const endpoints = doc.webhook_endpoints.filter((e) => e.app_id === appId && wants(e, type));
-    if (endpoints.length === 0 && !this.followed.has(appId)) return [];
+    if (endpoints.length === 0 && !this.follows.has(appId)) return [];
     const teamId = doc.apps.find((a) => a.id === appId)?.team_id;
     if (!teamId) return [];
     const id = newId('event');

@@ -1,5 +1,6 @@
-// D-88: the live stream `parley webhooks listen` follows: each event of an app recorded by this
-// instance, with the `webhook-*` headers a delivery would carry (signed as one, D-80), as SSE events
+// D-88: the live stream `parley webhooks listen` follows: each event of an app, whichever instance
+// recorded it (the outbox tells those of the others, src/store/pg/webhook-follows.ts), with the
+// `webhook-*` headers a delivery would carry (signed as one, D-80), as SSE events
 // `webhook.event {event_id, type, headers, body}`. Live only: nothing is retried or recorded, and while
 // a listener follows an app its events are made even with no endpoint (D-83).
 import type { UnsequencedEvent } from '../../contract/index.ts';

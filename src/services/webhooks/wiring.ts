@@ -42,7 +42,7 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
   // D-88: live streams end when Parley starts closing (they never end by themselves).
   const closing = new AbortController();
   let origin = '';
-  const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''));
+  const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''), outbox.follows);
   store.changeEvents = events;
   const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate ?? false };
   const resolve = o.webhookResolver ?? systemResolver;

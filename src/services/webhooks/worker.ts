@@ -11,7 +11,7 @@ import { signedHeaders } from '../../core/webhook-signature.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { Claimed, Delivery, WebhookOutbox } from '../../store/webhooks.ts';
 import type { AddressPolicy, Resolver } from './addresses.ts';
-import { type SendResult, send } from './send.ts';
+import { Connections, type SendResult, send } from './send.ts';
 import { signingKeysOf } from './signing-keys.ts';
 
 /** D-85: Svix's schedule: the delays in seconds between the first attempt (at once) and each retry. */
@@ -45,6 +45,10 @@ export interface WorkerOptions {
 export class DeliveryWorker {
   private readonly owner = `w_${randomBytes(8).toString('hex')}`;
   private readonly busy = new Set<string>();
+  /** D-82: each endpoint's kept-alive connection. */
+  private readonly connections = new Connections();
+  /** The last headers signed (see headersOf). */
+  private signed: { event: string; at: number; doc: object; headers: Record<string, string> } | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -97,6 +101,7 @@ export class DeliveryWorker {
     if (now - this.lastPrune > 3_600_000) {
       this.lastPrune = now;
       await this.outbox.prune(now - this.o.retentionMs);
+      this.connections.keep(new Set(this.control.read().webhook_endpoints.map((e) => e.id)));
     }
     const free = this.o.concurrency - this.busy.size;
     if (free <= 0) return;
@@ -128,6 +133,7 @@ export class DeliveryWorker {
       response: r.response,
       error: r.error,
     });
+    if (!endpoint) this.connections.keep(new Set(this.control.read().webhook_endpoints.map((e) => e.id)));
     if (!endpoint?.enabled) {
       // D-86: a disabled (or deleted) endpoint gets nothing; redeliver sends it later.
       const state = endpoint ? 'skipped' : 'failed';
@@ -135,9 +141,8 @@ export class DeliveryWorker {
       await this.outbox.settle(attemptOf({ status: null, response: '', error: why, duration_ms: 0 }), { ...delivery, state });
       return;
     }
-    const keys = signingKeysOf(this.control.read(), event.team_id, Math.floor(started / 1000));
-    const headers = signedHeaders(keys, event.id, Math.floor(started / 1000), event.body);
-    const r = await send(endpoint.url, event.body, headers, this.o);
+    const headers = this.headersOf(event, Math.floor(started / 1000));
+    const r = await send(endpoint.url, event.body, headers, this.o, this.connections.agentFor(endpoint.id, new URL(endpoint.url)));
     const attempts = delivery.attempts + 1;
     const ok = r.status !== null && r.status >= 200 && r.status < 300;
     let next: Delivery;
@@ -155,6 +160,16 @@ export class DeliveryWorker {
       const since = await this.outbox.failingSince(endpoint.id);
       if (since !== null && this.now() - since * 1000 >= this.o.disableAfterMs) await this.disable(endpoint, 'failing');
     }
+  }
+
+  /** D-80's headers of an attempt at `at`; the attempts to an event's other endpoints in the same second share them. */
+  private headersOf(event: Claimed['event'], at: number): Record<string, string> {
+    const doc = this.control.read();
+    const last = this.signed;
+    if (last?.event === event.id && last.at === at && last.doc === doc) return last.headers;
+    const headers = signedHeaders(signingKeysOf(doc, event.team_id, at), event.id, at, event.body);
+    this.signed = { event: event.id, at, doc, headers };
+    return headers;
   }
 
   /** D-86: disabled by the service itself, audited as such. */
@@ -192,5 +207,6 @@ export class DeliveryWorker {
     const bound = new Promise<void>((r) => (timer = setTimeout(r, waitMs)));
     await Promise.race([Promise.all([...this.inFlight]), bound]);
     clearTimeout(timer);
+    this.connections.close();
   }
 }

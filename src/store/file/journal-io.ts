@@ -163,3 +163,38 @@ export function isJson(text: string): boolean {
     return false;
   }
 }
+
+/**
+ * A line to append (with what to do once it is durable, before anything else runs), a compaction (the
+ * journal replaced by a snapshot, in turn with the appends), or the swap that ends a compaction made
+ * while running (see `rewrite`).
+ */
+export type Pending = (
+  | { line: string; durable?: (where: LineAt) => void }
+  | { snapshot: () => unknown[] }
+  | { swap: () => Promise<void> }
+) & {
+  resolve: (where?: LineAt) => void;
+  reject: (err: Error) => void;
+};
+
+/** What `rewrite` writes the new file with: it appends a line and says where it went in the new file. */
+export type LineWriter = (line: string) => Promise<LineAt>;
+
+export interface JournalOptions {
+  /**
+   * Skip lines that are not JSON instead of refusing to start: for journals whose loss of one
+   * entry costs little (a rate-limit count) and where staying up matters more.
+   */
+  skipBadLines?: boolean;
+  /** Bytes read at a time at open (tests use small ones to cut lines across chunks). */
+  chunkBytes?: number;
+  /** Told when a background fsync of `appendNow` lines fails (the lines are still in the OS's cache). */
+  onSyncError?: (err: Error) => void;
+  /** How long after an `appendNow` line its fsync comes (one fsync for every line written meanwhile). */
+  syncDelayMs?: number;
+  /** Told when open() drops a torn last line (default: a process warning on stderr). */
+  warn?: (message: string) => void;
+  /** How open() parses a line (default JSON.parse); it throws on a line that is not JSON. */
+  parse?: (raw: string) => unknown;
+}

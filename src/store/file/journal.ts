@@ -6,38 +6,9 @@ import path from 'node:path';
 import { DataFileError, atFile, withFile } from '../../core/errors.ts';
 import { syncDir } from './durable.ts';
 import * as io from './journal-io.ts';
-import type { LineAt } from './journal-io.ts';
+import type { JournalOptions, LineAt, LineWriter, Pending } from './journal-io.ts';
 
-/**
- * A line to append (with what to do once it is durable, before anything else runs), a compaction (the
- * journal replaced by a snapshot, in turn with the appends), or the swap that ends a compaction made
- * while running (see `rewrite`).
- */
-type Pending = ({ line: string; durable?: (where: LineAt) => void } | { snapshot: () => unknown[] } | { swap: () => Promise<void> }) & {
-  resolve: (where?: LineAt) => void;
-  reject: (err: Error) => void;
-};
-
-/** What `rewrite` writes the new file with: it appends a line and says where it went in the new file. */
-export type LineWriter = (line: string) => Promise<LineAt>;
-
-export interface JournalOptions {
-  /**
-   * Skip lines that are not JSON instead of refusing to start: for journals whose loss of one
-   * entry costs little (a rate-limit count) and where staying up matters more.
-   */
-  skipBadLines?: boolean;
-  /** Bytes read at a time at open (tests use small ones to cut lines across chunks). */
-  chunkBytes?: number;
-  /** Told when a background fsync of `appendNow` lines fails (the lines are still in the OS's cache). */
-  onSyncError?: (err: Error) => void;
-  /** How long after an `appendNow` line its fsync comes (one fsync for every line written meanwhile). */
-  syncDelayMs?: number;
-  /** Told when open() drops a torn last line (default: a process warning on stderr). */
-  warn?: (message: string) => void;
-  /** How open() parses a line (default JSON.parse); it throws on a line that is not JSON. */
-  parse?: (raw: string) => unknown;
-}
+export type { JournalOptions, LineWriter } from './journal-io.ts';
 
 export class Journal {
   private handle: fs.FileHandle | undefined;
@@ -52,8 +23,11 @@ export class Journal {
   private replacing = false;
   /** Set by `appendNow`; the background fsync loop runs while it is. */
   private unsynced = false;
+  /** `appendNow` lines written since open, and how many of them an fsync (or a compaction) made durable. */
+  private written = 0;
+  private durableUpTo = 0;
   private syncTimer: NodeJS.Timeout | undefined;
-  private syncing: Promise<void> | undefined;
+  private syncing: Promise<Error | undefined> | undefined;
   /** Read-only descriptor of the current file, for `readAt` (swapped with the file by a rewrite). */
   private readFd: number | undefined;
 
@@ -153,11 +127,12 @@ export class Journal {
    * may lose the last second, as Redis's `appendfsync everysec` does. For entries on a request's
    * path whose loss costs little (a rate-limit count), where an fsync per request is too dear
    * (docs/benchmarks.md). Throws if the write fails, leaving no partial line. Not to be mixed with
-   * `append` on the same journal.
+   * `append` on the same journal; `sync` makes the lines written so far durable when one must be.
    */
   appendNow(entry: unknown): void {
     const line = `${JSON.stringify(entry)}\n`;
     this.writeNow(line);
+    this.written++;
     // During a compaction the line is also kept for the new file (see replace).
     if (this.replacing) this.held.push(line);
     this.syncSoon();
@@ -191,12 +166,33 @@ export class Journal {
     this.lines += text.split('\n').length - 1;
   }
 
-  private async syncInBackground(): Promise<void> {
-    try {
-      if (this.unsynced && this.handle) {
-        this.unsynced = false;
-        await this.handle.datasync().catch((err: Error) => this.opts.onSyncError?.(err));
+  /**
+   * Makes every `appendNow` line written before the call durable now, with one fsync for the callers
+   * meanwhile (the background one brought forward); rejects if that fsync fails.
+   */
+  async sync(): Promise<void> {
+    const need = this.written;
+    while (this.durableUpTo < need) {
+      // A running fsync may have begun before the last lines: wait for it, then make one that covers them.
+      if (!this.syncing) {
+        this.unsynced = true;
+        this.syncNow();
       }
+      const err = await this.syncing;
+      if (err && this.durableUpTo < need) throw withFile(err, this.file);
+    }
+  }
+
+  /** One fsync of the `appendNow` lines; resolves with its error, if it failed (told to onSyncError too). */
+  private async syncInBackground(): Promise<Error | undefined> {
+    try {
+      if (!this.unsynced || !this.handle) return undefined;
+      this.unsynced = false;
+      const upTo = this.written;
+      const err = (await this.handle.datasync().catch((e: Error) => e)) ?? undefined;
+      if (err) this.opts.onSyncError?.(err);
+      else this.durableUpTo = Math.max(this.durableUpTo, upTo);
+      return err;
     } finally {
       this.syncing = undefined;
       // Lines written while it ran wait for the next one.
@@ -270,6 +266,7 @@ export class Journal {
     this.replacing = true;
     let fh: fs.FileHandle | undefined;
     let old: fs.FileHandle;
+    let coveredUpTo = 0;
     try {
       fh = await fs.open(tmp, io.APPEND_NEW);
       await io.writeAll(fh, text).catch(atFile(tmp));
@@ -277,6 +274,8 @@ export class Journal {
       // From here to the swap nothing awaits: no appendNow can come between.
       const held = Buffer.from(this.held.join(''), 'utf8');
       io.writeSyncAll(fh.fd, held);
+      // Lines `sync` may have called durable in the old file stay so in the new one (rare: a compaction's few).
+      if (held.length > 0) fsSync.fdatasyncSync(fh.fd);
       fsSync.renameSync(tmp, this.file);
       old = this.handle;
       this.handle = fh;
@@ -285,8 +284,9 @@ export class Journal {
       fh = undefined;
       this.size = text.length + held.length;
       this.lines = entries.length + this.held.length;
-      // The held lines are the only ones not yet fsynced in the new file.
-      this.unsynced = held.length > 0;
+      // Every line is in the new file, synced: the snapshot holds those before it, then the held ones.
+      this.unsynced = false;
+      coveredUpTo = this.written;
     } finally {
       this.replacing = false;
       this.held = [];
@@ -300,6 +300,7 @@ export class Journal {
     await old.close();
     if (this.unsynced) this.syncSoon();
     await syncDir(path.dirname(this.file));
+    this.durableUpTo = Math.max(this.durableUpTo, coveredUpTo); // durable once the rename is
   }
 
   /**

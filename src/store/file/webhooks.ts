@@ -7,7 +7,15 @@
 import { Listeners } from '../../core/listeners.ts';
 import path from 'node:path';
 import { DataFileError } from '../../core/errors.ts';
-import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
+import {
+  type Attempt,
+  type Claimed,
+  type Delivery,
+  type DeliveryQuery,
+  LocalFollows,
+  type OutboxEvent,
+  type WebhookOutbox,
+} from '../webhooks.ts';
 import { Journal } from './journal.ts';
 
 export type { OutboxEvent };
@@ -27,9 +35,11 @@ export class FileOutbox implements WebhookOutbox {
   /** Unix seconds of each endpoint's first failed attempt since its last success (D-86). */
   private readonly failing = new Map<string, number>();
   private readonly listeners = new Listeners<OutboxEvent[]>();
+  /** D-88: one process owns the directory, so its listeners are all there are. */
+  readonly follows = new LocalFollows();
   private journal!: Journal;
-  /** Appends handed over by `adopt`, not yet durable here (a compaction of conversations.jsonl waits for them). */
-  private adopting: Promise<unknown> = Promise.resolve();
+  /** Events `adopt` could not write here (a full disk): written again by `settled`. */
+  private unwritten: OutboxEvent[] = [];
 
   /**
    * Opens `webhooks.jsonl` and adopts the events of `carried` (read from conversations.jsonl) it lacks:
@@ -126,24 +136,41 @@ export class FileOutbox implements WebhookOutbox {
 
   /**
    * Takes events already durable in a conversation's journal line: remembered at once (the worker
-   * may start on them) and written here in the background; `settled` waits for those writes.
+   * may start on them) and written here without waiting for an fsync (D-84: that line holds them
+   * until `settled` has made them durable here).
    */
   adopt(events: OutboxEvent[]): void {
     const fresh = events.filter((e) => !this.events.has(e.id));
     if (fresh.length === 0) return;
     for (const ev of fresh) this.remember(ev);
-    const written = Promise.all(fresh.map((ev) => this.journal.append({ e: ev })));
-    this.adopting = Promise.all([this.adopting, written]).catch(() => {});
+    this.write(fresh);
     this.tell(fresh);
   }
 
-  /** Every adopted event durable here (before conversations.jsonl is compacted without them). */
-  async settled(): Promise<void> {
-    let last: Promise<unknown> | undefined;
-    while (last !== this.adopting) {
-      last = this.adopting;
-      await last;
+  private write(events: OutboxEvent[]): void {
+    for (const [i, ev] of events.entries()) {
+      try {
+        this.journal.appendNow({ e: ev });
+      } catch {
+        // Still in memory and in conversations.jsonl: `settled` tries again before that journal lets it go.
+        this.unwritten.push(...events.slice(i));
+        return;
+      }
     }
+  }
+
+  /** Every adopted event durable here (before conversations.jsonl is compacted without them); rejects if one cannot be. */
+  async settled(): Promise<void> {
+    const retry = this.unwritten.splice(0);
+    for (const [i, ev] of retry.entries()) {
+      try {
+        this.journal.appendNow({ e: ev });
+      } catch (err) {
+        this.unwritten.unshift(...retry.slice(i));
+        throw err;
+      }
+    }
+    await this.journal.sync();
   }
 
   private tell(events: OutboxEvent[]): void {
@@ -156,7 +183,8 @@ export class FileOutbox implements WebhookOutbox {
 
   async add(events: OutboxEvent[]): Promise<void> {
     const fresh = events.filter((e) => !this.events.has(e.id));
-    await Promise.all(fresh.map((ev) => this.journal.append({ e: ev })));
+    for (const ev of fresh) this.journal.appendNow({ e: ev });
+    await this.journal.sync();
     for (const ev of fresh) this.remember(ev);
     this.tell(fresh);
   }
@@ -177,9 +205,14 @@ export class FileOutbox implements WebhookOutbox {
     return out;
   }
 
+  /**
+   * D-85 (revised): an attempt is a log line, written at once and fsynced in the background (within a
+   * second, one fsync for all meanwhile). A kill -9 loses none; a power cut may lose the last second's,
+   * and a delivery whose success is lost is attempted again: at least once allows it.
+   */
   async settle(attempt: Attempt, next: Delivery): Promise<void> {
     const k = keyOf(next.event_id, next.endpoint_id);
-    await this.journal.append({ a: attempt, d: next });
+    this.journal.appendNow({ a: attempt, d: next });
     this.put({ ...next });
     const list = this.attemptMap.get(k) ?? [];
     list.push(attempt);
@@ -191,7 +224,8 @@ export class FileOutbox implements WebhookOutbox {
   async redeliver(eventId: string, endpointIds: readonly string[], now: number): Promise<number> {
     const known = endpointIds.filter((ep) => this.deliveryMap.has(keyOf(eventId, ep)));
     if (known.length === 0) return 0;
-    await this.journal.append({ r: eventId, ep: known, at: now });
+    this.journal.appendNow({ r: eventId, ep: known, at: now });
+    await this.journal.sync();
     return this.reopen(eventId, known, now);
   }
 
@@ -243,7 +277,7 @@ export class FileOutbox implements WebhookOutbox {
   }
 
   async close(): Promise<void> {
-    await this.settled();
+    await this.settled().catch(() => {});
     await this.journal.close();
   }
 }

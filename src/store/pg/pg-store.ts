@@ -108,7 +108,7 @@ export class PgStore implements Store {
       opts.responseRetentionMs,
     );
     this.admin = new PgAdminConversations(this.sql, this.turns);
-    this.outbox = new PgOutbox(this.sql);
+    this.outbox = new PgOutbox(this.sql, opts.warn);
     this.stats = new AppStats(this.sql);
   }
 
@@ -117,7 +117,9 @@ export class PgStore implements Store {
       await migrate(this.sql);
       await this.stats.open();
       await this.responses.open();
+      await this.outbox.open();
     } catch (err) {
+      await this.outbox.close().catch(() => {});
       await this.responses.close().catch(() => {});
       await Promise.all([this.sql.end({ timeout: 1 }).catch(() => {}), this.livenessSql.end({ timeout: 1 }).catch(() => {})]);
       throw err;
@@ -126,6 +128,7 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     await this.turns.idle();
+    await this.outbox.close();
     await this.responses.close();
     await Promise.all([this.sql.end({ timeout: 5 }), this.livenessSql.end({ timeout: 1 })]);
   }

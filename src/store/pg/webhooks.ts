@@ -6,6 +6,7 @@
 import { Listeners } from '../../core/listeners.ts';
 import type { Sql, TransactionSql } from 'postgres';
 import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
+import { PgFollows } from './webhook-follows.ts';
 
 export const WEBHOOKS_MIGRATION = {
   version: 8,
@@ -85,11 +86,23 @@ const attemptOf = (r: Attempt & { created_at: string | number }): Attempt => ({ 
 
 export class PgOutbox implements WebhookOutbox {
   private readonly listeners = new Listeners<OutboxEvent[]>();
+  /** D-88: listeners' apps shared with the other instances, and their events read back from them. */
+  readonly follows: PgFollows;
 
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    log?: (message: string) => void,
+  ) {
+    this.follows = new PgFollows(sql, (events) => this.tell(events), log);
+  }
+
+  async open(): Promise<void> {
+    await this.follows.open();
+  }
 
   /** Writes `events` in `tx`: the event rows and a delivery row per endpoint. */
   private async write(tx: Sql | TransactionSql, events: OutboxEvent[]): Promise<void> {
+    this.follows.recorded(events);
     for (const ev of events) {
       await tx`INSERT INTO webhook_events (id, team_id, app_id, type, created_at, body, deliveries)
                VALUES (${ev.id}, ${ev.team_id}, ${ev.app_id}, ${ev.type}, ${ev.created_at}, ${ev.body}, ${tx.json(ev.deliveries as never)})
@@ -102,7 +115,8 @@ export class PgOutbox implements WebhookOutbox {
 
   /**
    * A transaction whose `emit`ted events commit with it (D-84); this instance's listeners are told
-   * once it has. Other instances find them by polling (PostgreSQL ≤ 18: a NOTIFY per commit is a global lock).
+   * once it has. Other instances find them by polling (PostgreSQL ≤ 18: a NOTIFY per commit is a global
+   * lock): their workers the deliveries, their listeners the events (webhook-follows.ts).
    */
   async begin<T>(sql: Sql, fn: (tx: TransactionSql, emit: Emit) => Promise<T>): Promise<T> {
     const made: OutboxEvent[] = [];
@@ -213,5 +227,7 @@ export class PgOutbox implements WebhookOutbox {
                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending')`;
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.follows.close();
+  }
 }
