@@ -95,16 +95,6 @@ export interface Balance {
   limit: 'soft' | 'hard';
   plans: { plan: string; apps: number; monthly_allowance: number; price_per_1k_tokens: number; limit: string }[];
 }
-/** D-83: the event types an endpoint may ask for (src/contract/admin-webhooks.ts's EVENT_TYPES; test/dashboard.test.ts keeps them equal). */
-export const EVENT_TYPES = [
-  'conversation.created',
-  'conversation.updated',
-  'conversation.deleted',
-  'response.completed',
-  'response.failed',
-  'completion.completed',
-  'completion.failed',
-] as const;
 export interface WebhookEndpoint {
   id: string;
   app_id: string;

@@ -6,7 +6,8 @@ import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
 import { field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
-import { EVENT_TYPES, type List, type WebhookEndpoint } from './types.ts';
+import { EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
+import type { List, WebhookEndpoint } from './types.ts';
 
 /** D-86: why an endpoint gets nothing. */
 export function endpointState(e: WebhookEndpoint): string {

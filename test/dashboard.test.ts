@@ -7,8 +7,6 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DASHBOARD_CSP, DASHBOARD_DIR, bundleDashboard } from '../src/api/dashboard-assets.ts';
 import { loadConfig } from '../src/config.ts';
-import { EVENT_TYPES } from '../src/contract/admin-webhooks.ts';
-import { EVENT_TYPES as DASHBOARD_EVENT_TYPES } from '../dashboard/types.ts';
 import { banner } from '../src/main.ts';
 import { FIXTURES_DIR, startTestServer, type TestServer } from './support/helpers.ts';
 
@@ -75,10 +73,6 @@ describe('the bundle (D-95, D-98)', () => {
     assert.ok(bytes > 5_000, `a bundle of ${bytes} bytes is not the dashboard`);
     assert.ok(bytes <= DASHBOARD_MAX_BYTES, `the dashboard's bundle is ${bytes} bytes, over ${DASHBOARD_MAX_BYTES}`);
     assert.ok(!js.includes('\n  '), 'minified');
-  });
-
-  test("offers the contract's event types on its webhook pages (D-83)", () => {
-    assert.deepEqual([...DASHBOARD_EVENT_TYPES], [...EVENT_TYPES]);
   });
 
   test('holds no credential, fetches nothing but /admin/v1, and never parses data as markup', () => {

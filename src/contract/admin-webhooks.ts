@@ -1,20 +1,11 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81…D-87): endpoints, events, deliveries and their
 // attempts, described once for the server and the CLI.
 import { z } from 'zod';
+import { EVENT_TYPES, type EventType } from './webhook-event-types.ts';
 
 const unixSeconds = z.number().int().nonnegative();
 
-/** D-83: every event type, in the order the docs list them. */
-export const EVENT_TYPES = [
-  'conversation.created',
-  'conversation.updated',
-  'conversation.deleted',
-  'response.completed',
-  'response.failed',
-  'completion.completed',
-  'completion.failed',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType };
 
 /** D-83: the types an endpoint may ask for: any of EVENT_TYPES, or `*` for all. */
 const EventTypeList = z

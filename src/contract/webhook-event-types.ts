@@ -1,0 +1,12 @@
+// D-83: every webhook event type, in the order the docs list them. A module of its own, importing
+// nothing, so that the dashboard's bundle takes the same list as the contract without zod.
+export const EVENT_TYPES = [
+  'conversation.created',
+  'conversation.updated',
+  'conversation.deleted',
+  'response.completed',
+  'response.failed',
+  'completion.completed',
+  'completion.failed',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
