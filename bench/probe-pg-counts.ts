@@ -7,6 +7,7 @@
 import { PgStore } from '../src/store/pg/pg-store.ts';
 import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
 import { StorageQuota } from '../src/services/quota.ts';
+import { closedLoopRate } from './measure.ts';
 import { startBenchPostgres } from './pg.ts';
 
 const [roundsText = '3', secondsText = '2', connectionsText = '10'] = process.argv.slice(2);
@@ -56,18 +57,7 @@ try {
       // Empty the app between create rounds so that both quotas see the same store.
       await store.sql`DELETE FROM conversations WHERE app_id = 'app_p'`;
       await store.sql`DELETE FROM app_stats WHERE app_id = 'app_p'`;
-      let done = 0;
-      const until = performance.now() + seconds * 1000;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: connections }, async () => {
-          while (performance.now() < until) {
-            await run();
-            done++;
-          }
-        }),
-      );
-      rates[i]!.push(done / ((performance.now() - t0) / 1000));
+      rates[i]!.push(await closedLoopRate(connections, seconds, run));
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
