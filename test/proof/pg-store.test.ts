@@ -17,6 +17,7 @@ import type { UsageLedger } from '../../src/store/shared.ts';
 import { PgStore, recountAppStats } from '../../src/store/pg/pg-store.ts';
 import type { LiveResponseStart } from '../../src/store/types.ts';
 import { walkIds } from '../support/list-walk.ts';
+import { until } from '../support/live-reply.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { record, save } from '../support/store-suite.ts';
 
@@ -276,7 +277,32 @@ test('D-24, D-27: two instances creating at once: a quota for exactly 10 creates
     const kept = await sums();
     await recountAppStats(a.sql);
     assert.deepEqual(await sums(), kept, 'a recount from the rows changes nothing');
-    assert.equal((await a.sql`SELECT slot FROM app_stats`).length, 1, 'one row after a recount');
+    // A write that commits while a recount runs (its conversation and its slot in one transaction,
+    // as the store writes) still counts: the recount adds what the rows missed, it overwrites nothing.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let writerPid = 0;
+    const writing = b.sql.begin(async (tx) => {
+      [{ pid: writerPid }] = await tx<[{ pid: number }]>`SELECT pg_backend_pid() AS pid`;
+      await tx`INSERT INTO conversations (id, app_id, seq, created_at) VALUES ('conv_mid_recount', 'app_demo', 999, 1)`;
+      await tx`UPDATE app_stats SET conversations = conversations + 1, bytes = bytes + 258 WHERE app_id = 'app_demo' AND slot = 0`;
+      await held;
+    });
+    await until('the writer holds slot 0', async () => writerPid !== 0);
+    const recounting = recountAppStats(a.sql);
+    // The recount has taken its snapshot and waits for the writer's row of slot 0.
+    await until(
+      'the recount waits for the writer',
+      async () => (await a.sql`SELECT 1 FROM pg_locks WHERE NOT granted AND ${writerPid} = ANY(pg_blocking_pids(pid))`).length > 0,
+    );
+    release();
+    await writing;
+    await recounting;
+    const [{ n, bytes }] = await a.sql<[{ n: string; bytes: string }]>`
+      SELECT count(*) AS n, sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END) AS bytes
+      FROM conversations WHERE app_id = 'app_demo'`;
+    assert.equal(await a.storedBytes('app_demo'), Number(bytes), 'the stored bytes count the write that committed meanwhile');
+    assert.equal((await a.appCounters('app_demo')).conversations, Number(n), 'and its conversation');
   } finally {
     await Promise.all([a.close(), b.close()]);
   }

@@ -84,9 +84,10 @@ export const COUNTERS_MIGRATION = {
 };
 
 /**
- * Recomputes the `app_stats` rows (and users) of `appIds` (default: every app) from their
- * conversations, for rows written by SQL rather than through the store (an import): the sums go to
- * slot 0, the other slots are deleted.
+ * Recomputes the `app_stats` counters (and users) of `appIds` (default: every app) from their
+ * conversations, for rows written by SQL rather than through the store (an import). What the rows
+ * miss (the truth less the slots' sum, both read in one snapshot) is added to slot 0, so a write that
+ * commits meanwhile, which changes its conversation and its slot together, still counts: no lock.
  */
 export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readonly string[]): Promise<void> {
   const only = appIds ?? null;
@@ -97,14 +98,24 @@ export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readon
     SELECT DISTINCT app_id, external_user_id FROM conversations
     WHERE external_user_id IS NOT NULL AND (${all} OR app_id = ANY(${ids})) ON CONFLICT DO NOTHING`;
   await sql`
-    WITH d AS (DELETE FROM app_stats WHERE slot <> 0 AND app_id IN (SELECT DISTINCT app_id FROM conversations WHERE ${all} OR app_id = ANY(${ids})))
-    INSERT INTO app_stats (app_id, slot, conversations, messages, users, bytes, kept_bytes)
-    SELECT app_id, 0, count(*), COALESCE(sum(message_count), 0), count(DISTINCT external_user_id),
-           COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0),
-           COALESCE(sum(CASE WHEN deleted_at IS NOT NULL AND purged_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0)
-    FROM conversations WHERE ${all} OR app_id = ANY(${ids}) GROUP BY app_id
-    ON CONFLICT (app_id, slot) DO UPDATE SET conversations = EXCLUDED.conversations, messages = EXCLUDED.messages,
-      users = EXCLUDED.users, bytes = EXCLUDED.bytes, kept_bytes = EXCLUDED.kept_bytes`;
+    WITH t AS (
+      SELECT app_id, count(*) AS conversations, COALESCE(sum(message_count), 0) AS messages,
+             count(DISTINCT external_user_id) AS users,
+             COALESCE(sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0) AS bytes,
+             COALESCE(sum(CASE WHEN deleted_at IS NOT NULL AND purged_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END), 0) AS kept_bytes
+      FROM conversations WHERE ${all} OR app_id = ANY(${ids}) GROUP BY app_id
+    ), k AS (
+      SELECT app_id, sum(conversations) AS conversations, sum(messages) AS messages, sum(users) AS users,
+             sum(bytes) AS bytes, sum(kept_bytes) AS kept_bytes
+      FROM app_stats WHERE app_id IN (SELECT app_id FROM t) GROUP BY app_id
+    )
+    INSERT INTO app_stats AS s (app_id, slot, conversations, messages, users, bytes, kept_bytes)
+    SELECT t.app_id, 0, t.conversations - COALESCE(k.conversations, 0), t.messages - COALESCE(k.messages, 0),
+           t.users - COALESCE(k.users, 0), t.bytes - COALESCE(k.bytes, 0), t.kept_bytes - COALESCE(k.kept_bytes, 0)
+    FROM t LEFT JOIN k USING (app_id)
+    ON CONFLICT (app_id, slot) DO UPDATE SET conversations = s.conversations + EXCLUDED.conversations,
+      messages = s.messages + EXCLUDED.messages, users = s.users + EXCLUDED.users,
+      bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes`;
 }
 
 /** A create's statement: the conversation, its user and its app's counters; returns the app's stored bytes before it. */
