@@ -4,7 +4,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Asset } from '../http/reply.ts';
-import { bundleScript } from './widget-assets.ts';
+import { builtOnce, bundleScript } from './widget-assets.ts';
 
 export const DASHBOARD_DIR = path.resolve(import.meta.dirname, '../../dashboard');
 export const DASHBOARD_PATH = '/dashboard';
@@ -32,20 +32,12 @@ export function bundleDashboard(): Promise<string> {
 /** The dashboard's pages by path, each built once on first request (none with --no-dashboard). */
 export function dashboardPages(enabled: boolean): Map<string, () => Promise<Asset>> {
   if (!enabled) return new Map();
-  const once = (make: () => Promise<Asset>) => {
-    let made: Promise<Asset> | undefined;
-    return () =>
-      (made ??= make().catch((err) => {
-        made = undefined; // a failed build is tried again on the next request
-        throw err;
-      }));
-  };
   const file = (name: string, type: string) =>
-    once(async () => new Asset(type, await fs.readFile(path.join(DASHBOARD_DIR, name)), HEADERS));
+    builtOnce(async () => new Asset(type, await fs.readFile(path.join(DASHBOARD_DIR, name)), HEADERS));
   return new Map([
     [DASHBOARD_PATH, file('index.html', 'text/html; charset=utf-8')],
     [`${DASHBOARD_PATH}/`, file('index.html', 'text/html; charset=utf-8')],
-    [`${DASHBOARD_PATH}/app.js`, once(async () => new Asset('text/javascript; charset=utf-8', await bundleDashboard(), HEADERS))],
+    [`${DASHBOARD_PATH}/app.js`, builtOnce(async () => new Asset('text/javascript; charset=utf-8', await bundleDashboard(), HEADERS))],
     [`${DASHBOARD_PATH}/app.css`, file('dashboard.css', 'text/css; charset=utf-8')],
   ]);
 }

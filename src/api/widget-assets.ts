@@ -29,6 +29,16 @@ export async function bundleScript(file: string): Promise<string> {
   return out.outputFiles[0]!.text;
 }
 
+/** An asset made on its first request and kept; a failed build is tried again on the next request. */
+export function builtOnce(make: () => Promise<Asset>): () => Promise<Asset> {
+  let made: Promise<Asset> | undefined;
+  return () =>
+    (made ??= make().catch((err) => {
+      made = undefined;
+      throw err;
+    }));
+}
+
 /** D-58: the playground's page may run nothing but its own files: a strict CSP, like a careful host's. */
 const PLAYGROUND_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -37,19 +47,11 @@ const SCRIPT = 'text/javascript; charset=utf-8';
 
 /** Pages by path, each built once on first request. */
 export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Map<string, () => Promise<Asset | NoContent>> {
-  const once = (make: () => Promise<Asset>) => {
-    let made: Promise<Asset> | undefined;
-    return () =>
-      (made ??= make().catch((err) => {
-        made = undefined; // a failed build is tried again on the next request
-        throw err;
-      }));
-  };
   const pages = new Map<string, () => Promise<Asset | NoContent>>([
     // Any page may load the script (CORP cross-origin); no-cache: a browser revalidates, so a new server's widget is picked up.
     [
       '/widget.js',
-      once(
+      builtOnce(
         async () =>
           new Asset(SCRIPT, await bundle('widget.ts'), { 'cache-control': 'no-cache', 'cross-origin-resource-policy': 'cross-origin' }),
       ),
@@ -61,15 +63,15 @@ export function widgetPages(opts: { tenants: Tenants; playground: boolean }): Ma
     const headers = { 'cache-control': 'no-cache', 'content-security-policy': PLAYGROUND_CSP };
     pages.set(
       '/',
-      once(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.tenants), headers)),
+      builtOnce(async () => new Asset('text/html; charset=utf-8', await playgroundHtml(opts.tenants), headers)),
     );
     pages.set(
       '/playground.js',
-      once(async () => new Asset(SCRIPT, await bundle('playground.ts'), headers)),
+      builtOnce(async () => new Asset(SCRIPT, await bundle('playground.ts'), headers)),
     );
     pages.set(
       '/playground.css',
-      once(async () => new Asset('text/css; charset=utf-8', await fs.readFile(path.join(WIDGET_DIR, 'playground.css')), headers)),
+      builtOnce(async () => new Asset('text/css; charset=utf-8', await fs.readFile(path.join(WIDGET_DIR, 'playground.css')), headers)),
     );
   }
   return pages;
