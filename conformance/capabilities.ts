@@ -123,7 +123,8 @@ export function unknownCapability(name: string): string {
   return `unknown capability ${JSON.stringify(name)}${near ? ` (did you mean ${near}?)` : ''}: capabilities name Parley's extensions only (${CAPABILITIES.join(', ')})`;
 }
 
-function editDistance(a: string, b: string): number {
+/** Levenshtein distance: a typo's hint (a capability here, a target key in target.ts). */
+export function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];

@@ -2,7 +2,7 @@
 // problem with it is a UsageError: one line, exit 2.
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import { CAPABILITIES, CAPABILITY_DEFS, claimsOf, unknownCapability, type Capability, type Claims } from './capabilities.ts';
+import { CAPABILITIES, CAPABILITY_DEFS, claimsOf, editDistance, unknownCapability, type Capability, type Claims } from './capabilities.ts';
 import { TARGET_FORMAT_VERSION } from './version.ts';
 
 export const APP_KEYS = [
@@ -174,16 +174,6 @@ function nearest(key: string): string | undefined {
     if (d <= 2 && (!best || d < best[1])) best = [k, d];
   }
   return best?.[0];
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length]!;
 }
 
 /** The keys a target gives a value (not null), nested ones as `apps.slow`, `widget.origin`. */
