@@ -33,8 +33,8 @@ export interface PastEntry {
   end: number;
 }
 
-/** Sharded by the id's last two characters, as conversations are. */
-const shard = (id: string) => id.slice(-2);
+/** Sharded by the id's last two characters, as conversations are: no folder holds a day's responses. */
+export const shard = (id: string) => id.slice(-2);
 const SHARD_FILE = /^[A-Za-z0-9_-]{1,2}\.jsonl$/;
 
 export class PastIndex {

@@ -11,7 +11,7 @@ import { DataFileError } from '../../core/errors.ts';
 import type { LiveResponseStart } from '../types.ts';
 import { Journal } from './journal.ts';
 import { readLines } from './journal-io.ts';
-import { type PastIndex, refOf } from './past-index.ts';
+import { type PastIndex, refOf, shard } from './past-index.ts';
 
 export const MINUTE_MS = 60_000;
 
@@ -24,9 +24,6 @@ export interface EndedLine {
   end: number;
   b: number;
 }
-
-/** Sharded by the id's last two characters, as conversations are: no folder holds a day's responses. */
-const shard = (id: string) => id.slice(-2);
 
 export class ResponsePaths {
   constructor(readonly dir: string) {}

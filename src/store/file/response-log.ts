@@ -203,11 +203,11 @@ export class ResponseLog implements LiveResponses {
   /** One write of the lines queued since the last; its events are then followed (a terminal one once durable, by `end`). */
   private async writeQueued(l: Live, id: string): Promise<void> {
     const lines = l.queue.splice(0);
-    const text = lines.join('');
-    const bytes = Buffer.byteLength(text);
+    const buf = Buffer.from(lines.join(''));
+    const bytes = buf.length;
     let ok = true;
     try {
-      await writeAll(l.handle!, Buffer.from(text));
+      await writeAll(l.handle!, buf);
     } catch (err) {
       if (!l.damaged)
         this.opts.warn?.(`response events of ${id} not written (${(err as Error).message}); its file is written whole at its end`);
