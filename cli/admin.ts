@@ -78,6 +78,14 @@ export function noteMore(session: Session, list: { has_more: boolean; last_id: s
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
+/** A comma-separated option (`--events a,b`, `--origins x,y`): its items, trimmed, empty ones dropped. */
+export function commaList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 /** `90s`, `30m`, `24h`, `7d`, or plain seconds: a duration in seconds, or a usage error naming the option. */
 export function parseDuration(text: string, option: string): number {
   const m = /^(\d{1,9})([smhd]?)$/.exec(text.trim());

@@ -3,7 +3,7 @@
 // with the contract's own schema before it is sent.
 import { Command } from 'commander';
 import { AdminApp, type AdminAppT, CreateAppRequest, listOf, UpdateAppRequest } from '../../src/contract/admin.ts';
-import { adminClient, checkedBody, show } from '../admin.ts';
+import { adminClient, checkedBody, commaList, show } from '../admin.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { table } from '../render.ts';
@@ -35,12 +35,6 @@ const FLAGS = {
   widget: '--origins/--no-widget',
 };
 
-const list = (text: string) =>
-  text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-
 /** The request body of the options given (undefined fields are not sent). */
 function bodyOf(o: AppOptions): Record<string, unknown> {
   const agent = {
@@ -58,7 +52,7 @@ function bodyOf(o: AppOptions): Record<string, unknown> {
     generative_ui: o.generativeUi,
     plan: o.plan,
     agent: Object.values(agent).some((v) => v !== undefined) ? agent : undefined,
-    widget: o.widget === false ? null : o.origins === undefined ? undefined : { origins: list(o.origins) },
+    widget: o.widget === false ? null : o.origins === undefined ? undefined : { origins: commaList(o.origins) },
   };
 }
 

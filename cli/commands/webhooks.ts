@@ -16,7 +16,7 @@ import {
   WebhookEndpointView,
   WebhookRedeliveryView,
 } from '../../src/contract/admin-webhooks.ts';
-import { adminClient, adminUrlOf, checkedBody, confirm, show } from '../admin.ts';
+import { adminClient, adminUrlOf, checkedBody, commaList, confirm, show } from '../admin.ts';
 import { ApiError, ConnectionError } from '../core/error.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
@@ -25,12 +25,6 @@ type EndpointT = z.infer<typeof WebhookEndpointView>;
 type DeliveryT = z.infer<typeof WebhookDeliveryView>;
 const EndpointList = listOf(WebhookEndpointView);
 const DeliveryList = listOf(WebhookDeliveryView);
-
-const events = (text: string) =>
-  text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 function endpointLine(e: EndpointT): string {
   const state = e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
@@ -91,7 +85,7 @@ Examples:
       if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
       const body = checkedBody(
         CreateWebhookEndpointRequest,
-        { app_id: g.app, url: o.url, events: events(o.events), description: o.description },
+        { app_id: g.app, url: o.url, events: commaList(o.events), description: o.description },
         { ...flags, app_id: '--app' },
       );
       const r = await admin.post('/webhook_endpoints', WebhookEndpointView, body);
@@ -112,7 +106,7 @@ Examples:
         const { admin, g } = adminClient(session, c);
         const given = {
           url: o.url,
-          events: o.events === undefined ? undefined : events(o.events),
+          events: o.events === undefined ? undefined : commaList(o.events),
           description: o.description,
           enabled: o.enable ? true : o.disable ? false : undefined,
         };
