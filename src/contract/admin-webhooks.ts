@@ -1,11 +1,9 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81…D-87): endpoints, events, deliveries and their
 // attempts, described once for the server and the CLI.
 import { z } from 'zod';
-import { EVENT_TYPES, type EventType } from './webhook-event-types.ts';
+import { EVENT_TYPES } from './webhook-event-types.ts';
 
 const unixSeconds = z.number().int().nonnegative();
-
-export { EVENT_TYPES, type EventType };
 
 /** D-83: the types an endpoint may ask for: any of EVENT_TYPES, or `*` for all. */
 const EventTypeList = z
