@@ -2,6 +2,7 @@
 // beside the report (`--out conformance.xml` → `conformance.summary.json`, `conformance.badge.svg`).
 // The badge is self-contained: no script, no link, no font or image fetched; it reads the same offline.
 import path from 'node:path';
+import { esc } from './html.ts';
 import type { RunResults, Score } from './results.ts';
 import { percent } from './score.ts';
 
@@ -46,8 +47,6 @@ function colour(score: Score): string {
   if (r >= 0.5) return '#fe7d37';
   return '#e05d44';
 }
-
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** Widths as Verdana 11px sets them, near enough for a badge (shields.io's look). */
 function textWidth(s: string): number {

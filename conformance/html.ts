@@ -6,7 +6,8 @@ import { sectionTitle } from './registry.ts';
 import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
 import { percent } from './score.ts';
 
-function esc(s: unknown): string {
+/** Text as HTML or XML (the report and the badge): &, <, > and " escaped. */
+export function esc(s: unknown): string {
   return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 

@@ -2,13 +2,12 @@
 // and a pass rate over all that count; in words for the reporters.
 import type { Claims } from './capabilities.ts';
 import { CAPABILITIES } from './capabilities.ts';
+import { summarize } from './outcomes.ts';
 import type { CaseResult, GroupScore, Score } from './results.ts';
 
 function group(results: readonly CaseResult[]): GroupScore {
-  const g: GroupScore = { passed: 0, failed: 0, flaky: 0, skipped: 0, errored: 0, total: results.length, passRate: null };
-  for (const r of results) g[r.status]++;
-  g.passRate = g.total > 0 ? g.passed / g.total : null;
-  return g;
+  const counts = summarize(results);
+  return { ...counts, total: results.length, passRate: results.length > 0 ? counts.passed / results.length : null };
 }
 
 export function scoreOf(results: readonly CaseResult[], claims: Claims): Score {
