@@ -9,7 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { test } from 'node:test';
-import { FIXTURES_DIR, tempDir } from '../support/helpers.ts';
+import { FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const HAS_MKFIFO = spawnSync('mkfifo', ['--version']).error === undefined;
@@ -97,7 +97,8 @@ test('a second SIGTERM ends the server at once, while a request would hold the f
     void exited.then(() => reject(new Error(`exited before listening: ${stderr}`)));
   });
   const { port } = new URL(url);
-  // A request in flight that never ends: its body never arrives in full.
+  // A request in flight that never ends: authenticated, so that its handler reads the body, which never
+  // arrives in full (without a key it is answered 401 at once, and nothing would hold the first shutdown).
   const socket = net.connect(Number(port), '127.0.0.1');
   try {
     await once(socket, 'connect');
@@ -107,7 +108,7 @@ test('a second SIGTERM ends the server at once, while a request would hold the f
       socket.setEncoding('utf8').on('data', (d: string) => d.includes('100 Continue') && resolve()),
     );
     socket.write(
-      `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`,
+      `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n`,
     );
     await continued;
     socket.write('{"ti');
