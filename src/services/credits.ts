@@ -193,10 +193,22 @@ const fmt = (mc: number) => creditsOf(mc).toLocaleString('en-US', { maximumFract
 
 /** D-74: the usage ledger with each reply's debit written in its usage record, the one write it makes. */
 class MeteredUsage implements UsageLedger {
+  /** D-104: the row handed to a store's save when the inner ledger can (PostgreSQL), with its debit. */
+  readonly recordWith?: UsageLedger['recordWith'];
+
   constructor(
     private readonly inner: UsageLedger,
     private readonly credits: CreditService,
-  ) {}
+  ) {
+    const recordWith = inner.recordWith?.bind(inner);
+    if (recordWith)
+      this.recordWith = async (appId, id, usage, step) => {
+        const debit = this.credits.debitOf(appId, usage);
+        const out = await recordWith(appId, id, usage, step, debit);
+        if (debit && debit.millicredits > 0) this.credits.debited(debit);
+        return out;
+      };
+  }
 
   async record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, claim?: IdempotencyClaim): Promise<void> {
     const debit = this.credits.debitOf(appId, usage);

@@ -8,10 +8,10 @@ import type { IdempotencyClaim } from '../core/claims.ts';
 import { unixNow } from '../core/clock.ts';
 import { newId } from '../core/ids.ts';
 import type { AppT } from '../core/tenants.ts';
-import type { ConversationChange, ResponseRecord, Store } from '../store/types.ts';
+import type { ConversationChange, ConversationRecord, ResponseRecord, SaveBase, Store } from '../store/types.ts';
 import type { AgentRuntime } from './agent.ts';
 import type { ResponseRun } from './response-runner.ts';
-import type { UsageLedger } from '../store/shared.ts';
+import type { UsageEntry, UsageLedger } from '../store/shared.ts';
 
 /** Generating a title must not hold the response for long. */
 const TITLE_TIMEOUT_MS = 30_000;
@@ -44,9 +44,11 @@ export class ExchangeWriter {
     input: ExchangeInput,
     claim: IdempotencyClaim | undefined,
     app?: AppT,
+    /** D-104: the record as read before the reply (the save may start from it). */
+    base?: SaveBase,
   ): Promise<void> {
     // The title may take a model call: made before the exchange is saved, not in the conversation's turn.
-    const first = (await this.store.getConversation(conversationId))!;
+    const first = base?.record ?? (await this.store.getConversation(conversationId))!;
     const title =
       app && run.status === 'completed' && first.title === null && Object.keys(first.generated_title).length === 0
         ? await this.title(app, input.content, run)
@@ -64,25 +66,24 @@ export class ExchangeWriter {
       // The code only: no message content at the default level.
       this.log.warn({ response_id: run.id, app_id: appId, code: run.error.code }, 'response failed');
     }
-    // Usage first: the tokens were spent whatever happens next (a save that fails and is retried
-    // spent them twice), and an exchange once saved is never reported as failed because its usage
-    // line could not be written.
-    await this.usage.record(appId, 'response', run.id, run.usage);
-    await this.store.saveResponse({
-      conversationId,
-      items,
-      response,
-      claim,
-      // Applied to the record as it is when the exchange lands (a rename may have landed meanwhile).
-      apply: (record) => {
-        const change: ConversationChange = { message_count: record.message_count + 1 + assistantMessages };
-        // D-9: an object replaces the snapshot; omitted or null keeps it.
-        if (input.metadata) change.metadata = input.metadata;
-        // D-8: titled after the first completed exchange, unless the caller chose a title.
-        if (title && record.title === null && Object.keys(record.generated_title).length === 0) change.generated_title = title;
-        return change;
-      },
-    });
+    // Applied to the record as it is when the exchange lands (a rename may have landed meanwhile).
+    const apply = (record: ConversationRecord): ConversationChange => {
+      const change: ConversationChange = { message_count: record.message_count + 1 + assistantMessages };
+      // D-9: an object replaces the snapshot; omitted or null keeps it.
+      if (input.metadata) change.metadata = input.metadata;
+      // D-8: titled after the first completed exchange, unless the caller chose a title.
+      if (title && record.title === null && Object.keys(record.generated_title).length === 0) change.generated_title = title;
+      return change;
+    };
+    // Usage first, or with the exchange: the tokens were spent whatever happens next (a save that
+    // fails and is retried spent them twice; one dropped as saved elsewhere keeps its usage row), and
+    // an exchange once saved is never reported as failed because its usage line could not be written.
+    const step = (usage?: UsageEntry) => this.store.saveResponse({ conversationId, items, response, claim, base, usage, apply });
+    if (this.store.savesUsage && this.usage.recordWith) await this.usage.recordWith(appId, run.id, run.usage, step);
+    else {
+      await this.usage.record(appId, 'response', run.id, run.usage);
+      await step();
+    }
     this.events.emit('persisted', { id: run.id, conversation_id: conversationId, status: response.status });
   }
 

@@ -142,11 +142,14 @@ export class ResponseService {
     const content = body.message.content;
     // D-9: an object replaces the snapshot; omitted or null keeps it.
     const metadata = body.metadata ?? record.metadata;
-    const file = await this.store.readHistory(record.id);
+    // D-104: read at once where the store can (with the record, for the save to start from).
+    const read = await this.store.readForReply?.(record.id, app.id);
+    const file = read ?? (await this.store.readHistory(record.id));
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
     checkHistory(record.id, file.bytes, this.quota?.historyBytes(app.id));
-    await this.quota?.check(app.id, 0, widget);
+    if (read) this.quota?.admit(app.id, 0, widget)(read.storedBytes);
+    else await this.quota?.check(app.id, 0, widget);
     const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
@@ -167,7 +170,7 @@ export class ResponseService {
     }
     const stop = new AbortController();
     const input = { content, metadata: body.metadata ?? null, createdAt };
-    const save = (r: ResponseRun) => this.exchanges.save(app.id, record.id, r, input, claim, app);
+    const save = (r: ResponseRun) => this.exchanges.save(app.id, record.id, r, input, claim, app, read?.base);
     const live = new LiveEvents();
     const run: ResponseRun = new ResponseRun({
       id,

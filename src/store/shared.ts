@@ -28,6 +28,18 @@ export interface Debit {
   millicredits: number;
 }
 
+/** One usage row (D-74: with its debit), for a store that writes it in an exchange's own step (D-104). */
+export interface UsageEntry {
+  app_id: string;
+  kind: 'response' | 'completion';
+  id: string;
+  /** Unix seconds. */
+  at: number;
+  input_tokens: number;
+  output_tokens: number;
+  debit?: Debit;
+}
+
 /** D-74: one app's usage on one UTC day. */
 export interface UsageDayRow {
   app_id: string;
@@ -47,6 +59,12 @@ export interface UsageLedger {
    * only save).
    */
   record(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, claim?: IdempotencyClaim, debit?: Debit): Promise<void>;
+  /**
+   * D-104: records a response's usage by handing its row to `step`, a store's save that writes it in
+   * its own atomic step (`Store.savesUsage`: the ledger's rows are in the store's database), instead of
+   * a step of its own; resolves with what `step` did. None: `record`, then the step.
+   */
+  recordWith?<T>(appId: string, id: string, usage: UsageT, step: (entry: UsageEntry) => Promise<T>, debit?: Debit): Promise<T>;
   /** The app's totals, as every instance sees them. */
   of(appId: string): Promise<AppUsage>;
   /** D-74: the millicredits debited to the team at or after `since` (Unix seconds), every instance's. */

@@ -9,6 +9,7 @@ import type { ItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contrac
 import type { IdempotencyClaim, KeptClaim } from '../core/claims.ts';
 import type { ConversationRecord } from './record.ts';
 import type { OutboxEvent, WebhookOutbox } from './webhooks.ts';
+import type { UsageEntry } from './shared.ts';
 
 /** A conversation as the store keeps it: its schema, type and fast check are in record.ts. */
 export type { ConversationRecord };
@@ -49,6 +50,30 @@ export interface ResponseSave {
    */
   apply(current: ConversationRecord): ConversationChange;
   claim?: IdempotencyClaim;
+  /** The record as read before the reply (`Store.readForReply`): a store may save in one step if it is unchanged (D-104). */
+  base?: SaveBase;
+  /** The reply's usage row, written in the save's own step (`Store.savesUsage`, D-104). */
+  usage?: UsageEntry;
+}
+
+/**
+ * D-104: a conversation's record as read before a reply, with the store's mark of the version read
+ * (PostgreSQL: its row and `xmin`; opaque to the services). A save that finds the row still at that
+ * version writes the exchange in one statement; otherwise it locks the row and applies `apply` to it.
+ */
+export interface SaveBase {
+  record: ConversationRecord;
+  mark?: unknown;
+}
+
+/** What send message reads before its reply, after its turn in line (D-37), in one step (D-104). */
+export interface ReplyStart extends History {
+  /** The history's size as stored (D-29). */
+  bytes: number;
+  /** D-27: the app's stored bytes, read with it. */
+  storedBytes: number;
+  /** The record as read (none: no such conversation). */
+  base: SaveBase | undefined;
 }
 
 /** One page of an app's live conversations in creation order (D-12), as a list asks for it. */
@@ -124,6 +149,13 @@ export interface Store {
   idempotencyClaims(since: number): Promise<KeptClaim[]>;
   /** A conversation's history, with `bytes`, its size as stored (D-29 limits it). */
   readHistory(id: string): Promise<History & { bytes: number }>;
+  /**
+   * D-104: what a reply needs before it starts, read at once: the history, the app's stored bytes and
+   * the record with its version for the save. None: `readHistory` and `storedBytes` apart.
+   */
+  readForReply?(id: string, appId: string): Promise<ReplyStart>;
+  /** D-104: `saveResponse` writes `save.usage` in the exchange's own step (the usage ledger is in the same database). */
+  readonly savesUsage?: boolean;
   /** D-24: an app's counters (soft-deleted conversations included). */
   appCounters(appId: string): Promise<AppCounters>;
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */

@@ -355,3 +355,84 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
     await Promise.all([b!.close(), c!.close()]);
   }
 });
+
+test("D-104: an exchange saved onto the row its reply's start read is one statement, usage included; after another instance's rename, delete or save of the same response, it is written onto the row as it is then, or dropped, its usage kept once", async () => {
+  const [a, b] = await two();
+  try {
+    await a.putConversation(record('conv_v1', { external_user_id: 'u' }));
+    // Transactions a opens: the one-statement save opens none.
+    let transactions = 0;
+    const begin = a.sql.begin.bind(a.sql);
+    a.sql.begin = ((...args: Parameters<typeof begin>) => {
+      transactions++;
+      return begin(...args);
+    }) as typeof begin;
+    const usage = (id: string) => ({ app_id: 'app_demo', kind: 'response' as const, id, at: 1, input_tokens: 1, output_tokens: 2 });
+    const usageRows = async (id: string) => (await a.sql`SELECT 1 FROM usage_entries WHERE kind = 'response' AND id = ${id}`).length;
+    const startOf = async () => {
+      const s = await a.readForReply('conv_v1', 'app_demo');
+      assert.equal(s.storedBytes, await a.storedBytes('app_demo'), "the app's stored bytes, read with it");
+      return s;
+    };
+    const first = await startOf();
+    assert.deepEqual([first.items, first.responses, first.bytes, first.base?.record.id], [[], [], 0, 'conv_v1']);
+    const one = await a.saveResponse({ ...save('conv_v1', 'resp_v1'), base: first.base, usage: usage('resp_v1') });
+    assert.deepEqual([one.message_count, transactions, await usageRows('resp_v1')], [2, 0, 1], 'one statement, no transaction');
+
+    // A rename on b after the read: the save is written onto the renamed row (apply gets it), nothing lost.
+    const second = await startOf();
+    assert.equal(second.bytes, (await a.readHistory('conv_v1')).bytes);
+    await b.updateConversation('conv_v1', (r) => ({ ...r!, title: 'from b' }));
+    const two_ = await a.saveResponse({ ...save('conv_v1', 'resp_v2'), base: second.base, usage: usage('resp_v2') });
+    assert.deepEqual([two_.title, two_.message_count, transactions, await usageRows('resp_v2')], ['from b', 4, 1, 1]);
+
+    // D-38: b took the reply over and saved it (as `interrupted`) after a's read, or before it: a's save is dropped, its claim kept.
+    for (const [n, readFirst] of [
+      [3, true],
+      [4, false],
+    ] as const) {
+      const id = `resp_v${n}`;
+      const before = readFirst ? await startOf() : undefined;
+      await b.saveResponse(save('conv_v1', id));
+      const base = (before ?? (await startOf())).base;
+      const dropped = await a.saveResponse({ ...save('conv_v1', id, { key: `k-${n}`, fingerprint: 'f' }), base, usage: usage(id) });
+      assert.equal(dropped.message_count, 2 * n, `${id}: saved once`);
+      assert.equal(await usageRows(id), 1, `${id}: its usage row kept`);
+      assert.ok(
+        (await a.idempotencyClaims(0)).some((c) => c.key === `k-${n}`),
+        `${id}: its claim kept`,
+      );
+    }
+    const file = await a.readHistory('conv_v1');
+    assert.deepEqual(
+      file.responses.map((r) => r.id),
+      ['resp_v1', 'resp_v2', 'resp_v3', 'resp_v4'],
+    );
+    assert.deepEqual(
+      file.items.map((i) => i.id),
+      file.responses.flatMap((r) => [`msg_u${r.id}`, `msg_a${r.id}`]),
+    );
+
+    // Deleted on b after the read: the history stays as it was at the delete (D-73); the usage row is kept.
+    const last = await startOf();
+    await b.updateConversation('conv_v1', (r) => ({ ...r!, deleted_at: 9 }));
+    const gone = await a.saveResponse({ ...save('conv_v1', 'resp_v5'), base: last.base, usage: usage('resp_v5') });
+    assert.deepEqual([gone.deleted_at, gone.message_count, await usageRows('resp_v5')], [9, 8, 1]);
+    assert.equal((await a.readHistory('conv_v1')).responses.length, 4);
+
+    // Counters and stored bytes exact: what the rows hold.
+    await a.putConversation(record('conv_v2', { seq: 2 }));
+    const bases = await Promise.all(Array.from({ length: 6 }, () => a.readForReply('conv_v2', 'app_demo')));
+    // Six saves from the same read, on both: the first lands in one statement, the others onto the row as it is then.
+    await Promise.all(bases.map((s, i) => (i % 2 ? a : b).saveResponse({ ...save('conv_v2', `resp_w${i}`), base: s.base })));
+    assert.equal((await a.readHistory('conv_v2')).responses.length, 6);
+    const [{ sum, m }] = await a.sql<[{ sum: string; m: string }]>`
+      SELECT sum(CASE WHEN deleted_at IS NULL THEN 256 + octet_length(metadata) + history_bytes ELSE 0 END) AS sum,
+             sum(message_count) AS m FROM conversations WHERE app_id = 'app_demo'`;
+    assert.equal(await b.storedBytes('app_demo'), Number(sum));
+    assert.deepEqual(await b.appCounters('app_demo'), { conversations: 2, messages: Number(m), users: 1 });
+    assert.equal(Number(m), 8 + 12);
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+});

@@ -11,10 +11,12 @@ import type { ChangeEvents } from '../types.ts';
 import { PgOutbox } from './webhooks.ts';
 import type { PgStoreOptions } from './options.ts';
 import { migrate } from './migrate.ts';
-import { isConnectionLoss, pageAfter, recordOf, type ConversationRow } from './rows.ts';
+import { isConnectionLoss, pageAfter, recordOf, type Row, SELECT_ROW } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
 import { AppStats, recountAppStats, SLOT } from './app-stats.ts';
+import { quotaBytes, readForReply, rowChange, type VersionedRow, writeExchange } from './exchange.ts';
+import { insertUsage } from './usage.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
@@ -24,6 +26,7 @@ import {
   type ConversationPageQuery,
   type ConversationRecord,
   type QuotaAdmit,
+  type ReplyStart,
   RESPONSE_EVENTS_TTL_MS,
   type ResponseRecord,
   type ResponseSave,
@@ -33,22 +36,6 @@ import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
 
 export type { PgStoreOptions };
-
-interface Row extends ConversationRow {
-  item_count: number;
-  last_item_at: string;
-  purged_at: string | null;
-}
-
-/** D-27: what a conversation counts in its app's quota: its record's overhead, its metadata and its history; nothing once deleted. */
-function quotaBytes(deletedAt: unknown, metadata: string, historyBytes: number): number {
-  return deletedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
-}
-
-/** D-73: what a deleted conversation keeps until its purge, counted as the quota counts a live one. */
-function keptBytes(deletedAt: unknown, purgedAt: unknown, metadata: string, historyBytes: number): number {
-  return deletedAt === null || purgedAt !== null ? 0 : 256 + Buffer.byteLength(metadata) + historyBytes;
-}
 
 export { recountAppStats };
 
@@ -62,9 +49,6 @@ const CONNECTING = {
   backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
   connect_timeout: 5,
 };
-
-export const SELECT_ROW =
-  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
 
 export class PgStore implements Store {
   readonly sql: Sql;
@@ -84,6 +68,8 @@ export class PgStore implements Store {
   /** D-84: the webhook outbox; each change's events commit in its transaction. */
   readonly outbox: PgOutbox;
   changeEvents: ChangeEvents | undefined;
+  /** D-104: an exchange's usage row is written in its save's statement (the usage ledger is this database's). */
+  readonly savesUsage = true;
   /** D-24's counters and D-27's quota, without a serialization point per app (D-101). */
   private readonly stats: AppStats;
 
@@ -239,35 +225,19 @@ export class PgStore implements Store {
   }
 
   /** The row of `id`, locked until the transaction ends: another instance's change waits for this one. */
-  private async locked(tx: TransactionSql, id: string): Promise<Row | undefined> {
-    const [row] = await tx.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1 FOR UPDATE`, [id]);
+  private async locked(tx: TransactionSql, id: string): Promise<VersionedRow | undefined> {
+    const [row] = await tx.unsafe<VersionedRow[]>(
+      `SELECT ${SELECT_ROW}, xmin::text AS version FROM conversations WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
     return row;
   }
 
   /** Writes the fields of `next` that differ from `current`; returns the row as it then is. */
-  private async write(
-    tx: TransactionSql,
-    current: Row,
-    next: ConversationChange,
-    history?: { bytes: number; items: number; lastAt: number },
-  ): Promise<Row> {
-    const was = recordOf(current);
-    const title = next.title !== undefined ? next.title : was.title;
-    const deleted = next.deleted_at !== undefined ? next.deleted_at : was.deleted_at;
-    const generated = next.generated_title !== undefined ? JSON.stringify(next.generated_title) : current.generated_title;
-    const metadata = Object.hasOwn(next, 'metadata') && next.metadata !== undefined ? JSON.stringify(next.metadata) : current.metadata;
-    const count = next.message_count ?? was.message_count;
-    // D-73 (revising D-27): a delete keeps the history, outside the quota, until it is purged (admin-conversations.ts).
-    const bytes = Number(current.history_bytes) + (history?.bytes ?? 0);
-    const items = current.item_count + (history?.items ?? 0);
-    const lastAt = history ? history.lastAt : Number(current.last_item_at);
+  private async write(tx: TransactionSql, current: Row, next: ConversationChange): Promise<Row> {
+    const c = rowChange(current, next);
     // D-24, D-27: the app's counters change in the same transaction, in this backend's slot (D-101;
     // a rename leaves them alone).
-    const messages = count - was.message_count;
-    const quota = quotaBytes(deleted, metadata, bytes) - quotaBytes(was.deleted_at, current.metadata, Number(current.history_bytes));
-    const kept =
-      keptBytes(deleted, current.purged_at, metadata, bytes) -
-      keptBytes(was.deleted_at, current.purged_at, current.metadata, Number(current.history_bytes));
     const [row] = await tx.unsafe<Row[]>(
       `WITH stats AS (INSERT INTO app_stats AS s (app_id, slot, messages, bytes, kept_bytes)
                       SELECT $12::text, ${SLOT}, $10::bigint, $11::bigint, $13::bigint WHERE $10::bigint <> 0 OR $11::bigint <> 0 OR $13::bigint <> 0
@@ -275,7 +245,21 @@ export class PgStore implements Store {
                         bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes)
        UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
          history_bytes = $7, item_count = $8, last_item_at = $9 WHERE id = $1 RETURNING ${SELECT_ROW}`,
-      [current.id, title, deleted, generated, metadata, count, bytes, items, lastAt, messages, quota, current.app_id, kept],
+      [
+        current.id,
+        c.title,
+        c.deleted,
+        c.generated,
+        c.metadata,
+        c.count,
+        c.bytes,
+        c.items,
+        c.lastAt,
+        c.messages,
+        c.quota,
+        current.app_id,
+        c.kept,
+      ],
     );
     return row!;
   }
@@ -298,22 +282,30 @@ export class PgStore implements Store {
   saveResponse(save: ResponseSave): Promise<ConversationRecord> {
     return this.turns.run(save.conversationId, async () => {
       const at = Date.now();
+      const exchange = (record: ConversationRecord) => ({ ...save, change: save.apply(record), at, once: true });
+      // D-104: onto the row as the reply's start read it, in one statement, if it is still that version
+      // (and no webhook event is wanted: those are written in the change's transaction).
+      const base = save.base?.mark as VersionedRow | undefined;
+      if (base?.version && base.deleted_at === null && !this.changeEvents?.wants(base.app_id)) {
+        const row = await writeExchange(this.sql, base, exchange(save.base!.record));
+        if (row) return recordOf(row);
+      }
       const row = await this.outbox.begin(this.sql, async (tx, emit) => {
         const current = await this.locked(tx, save.conversationId);
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
         // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
-        if (current.deleted_at !== null) return current;
+        if (current.deleted_at !== null) {
+          if (save.usage) await insertUsage(tx, save.usage);
+          return current;
+        }
         // D-38 across instances: an instance that only looked dead had its response taken over and
-        // saved `interrupted` by another; a response is saved once, by whichever save lands first.
-        const [saved] = await tx`SELECT 1 FROM responses WHERE conversation_id = ${current.id} AND id = ${save.response.id}`;
-        if (saved) {
+        // saved `interrupted` by another; a response is saved once, by whichever save lands first
+        // (`once`: the row is locked, so the statement sees every save committed before).
+        const row = await writeExchange(tx, current, exchange(recordOf(current)));
+        if (!row) {
           if (save.claim) await this.keepClaim(tx, save.claim, at);
           return current;
         }
-        const next = save.apply(recordOf(current));
-        const history = await this.appendHistory(tx, current, save.items, save.response);
-        if (save.claim) await this.keepClaim(tx, save.claim, at);
-        const row = await this.write(tx, current, next, history);
         if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));
         return row;
       });
@@ -328,43 +320,21 @@ export class PgStore implements Store {
         const current = await this.locked(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
         const now = recordOf(current);
-        const next: ConversationChange = {
+        const change: ConversationChange = {
           ...record,
           message_count: now.message_count + record.message_count - (base ?? now).message_count,
         };
         // Fields `record` changed from `base` win; the others keep what landed meanwhile.
-        if (base && base.title === record.title) delete next.title;
-        if (base && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title)) delete next.generated_title;
-        const history = await this.appendHistory(tx, current, items, response);
-        return this.write(tx, current, next, history);
+        if (base && base.title === record.title) delete change.title;
+        if (base && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title)) delete change.generated_title;
+        await writeExchange(tx, current, { items, response, change, at: Date.now(), once: false });
       });
     });
   }
 
-  /** Appends items and a response after the history's last ones; what it adds to the row's history fields. */
-  private async appendHistory(
-    tx: TransactionSql,
-    current: Row,
-    items: ItemT[],
-    response?: ResponseRecord,
-  ): Promise<{ bytes: number; items: number; lastAt: number }> {
-    // §4.3: the history is sorted chronologically. An exchange is stamped when its request started but
-    // lands when it is saved, so one that started earlier may land later: it takes the last item's time.
-    let last = Number(current.last_item_at);
-    for (const item of items) last = item.created_at = Math.max(item.created_at, last);
-    const bodies = items.map((i) => JSON.stringify(i));
-    const body = response ? JSON.stringify(response) : null;
-    let bytes = body === null ? 0 : Buffer.byteLength(body) + 1;
-    for (const b of bodies) bytes += Buffer.byteLength(b) + 1;
-    // One statement for the items and the response (a statement per row was 4 of a send's, D-100).
-    await tx`
-      WITH i AS (INSERT INTO items (conversation_id, pos, body)
-                 SELECT ${current.id}, ${current.item_count}::int + b.n::int - 1, b.body
-                 FROM unnest(${tx.array(bodies)}::text[]) WITH ORDINALITY AS b(body, n))
-      INSERT INTO responses (conversation_id, pos, id, body)
-      SELECT ${current.id}, (SELECT count(*) FROM responses WHERE conversation_id = ${current.id}), ${response?.id ?? null}::text, ${body}::text
-      WHERE ${body}::text IS NOT NULL`;
-    return { bytes, items: items.length, lastAt: last };
+  /** D-104: the history, the record with its version and the app's stored bytes, in one statement. */
+  readForReply(id: string, appId: string): Promise<ReplyStart> {
+    return readForReply(this.sql, id, appId);
   }
 
   async readHistory(id: string): Promise<History & { bytes: number }> {

@@ -17,6 +17,16 @@ export interface ConversationRow {
   history_bytes: string;
 }
 
+/** A conversation's row with its history's fields, as the store reads it (`SELECT_ROW`). */
+export interface Row extends ConversationRow {
+  item_count: number;
+  last_item_at: string;
+  purged_at: string | null;
+}
+
+export const SELECT_ROW =
+  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
+
 export function recordOf(r: ConversationRow): ConversationRecord {
   return {
     id: r.id,

@@ -5,8 +5,20 @@
 // a team's balance and the per-day sums are queries over the rows (migration 6's indexes).
 import type { Sql, TransactionSql } from 'postgres';
 import type { UsageT } from '../../contract/index.ts';
-import { appUsage, type AppUsage, type Debit, type UsageDayRow, type UsageLedger } from '../shared.ts';
+import { appUsage, type AppUsage, type Debit, type UsageDayRow, type UsageEntry, type UsageLedger } from '../shared.ts';
 import type { IdempotencyClaim } from '../../core/claims.ts';
+
+/**
+ * The insert of a usage row, alone or as a part of a larger statement (D-104: an exchange's save). A save
+ * retried with the same id counts once (the file ledger keeps one line per record).
+ */
+export function insertUsage(sql: Sql | TransactionSql, e: UsageEntry) {
+  return sql`
+    INSERT INTO usage_entries (app_id, kind, id, at, input_tokens, output_tokens, team_id, millicredits)
+    VALUES (${e.app_id}, ${e.kind}, ${e.id}, ${e.at}, ${e.input_tokens}, ${e.output_tokens},
+            ${e.debit?.team_id ?? null}, ${e.debit?.millicredits ?? 0})
+    ON CONFLICT (kind, id) DO NOTHING`;
+}
 
 export class PgUsageLedger implements UsageLedger {
   constructor(
@@ -22,23 +34,27 @@ export class PgUsageLedger implements UsageLedger {
     claim?: IdempotencyClaim,
     debit?: Debit,
   ): Promise<void> {
-    const now = this.now();
-    // A save retried with the same id counts once (the file ledger keeps one line per record).
-    const entry = (sql: Sql | TransactionSql) => sql`
-      INSERT INTO usage_entries (app_id, kind, id, at, input_tokens, output_tokens, team_id, millicredits)
-      VALUES (${appId}, ${kind}, ${id}, ${Math.floor(now / 1000)}, ${usage.input_tokens}, ${usage.output_tokens},
-              ${debit?.team_id ?? null}, ${debit?.millicredits ?? 0})
-      ON CONFLICT (kind, id) DO NOTHING`;
+    const row = this.entry(appId, kind, id, usage, debit);
     // Alone, the row is its own transaction (BEGIN and COMMIT were 2 of a send's statements, D-100).
     if (!claim) {
-      await entry(this.sql);
+      await insertUsage(this.sql, row);
       return;
     }
     await this.sql.begin(async (tx) => {
-      await entry(tx);
-      await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${now})
+      await insertUsage(tx, row);
+      await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${this.now()})
                ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
     });
+  }
+
+  /** D-104: a response's row, written by the store's save of its exchange, in the same statement (PgStore.savesUsage). */
+  recordWith<T>(appId: string, id: string, usage: UsageT, step: (entry: UsageEntry) => Promise<T>, debit?: Debit): Promise<T> {
+    return step(this.entry(appId, 'response', id, usage, debit));
+  }
+
+  private entry(appId: string, kind: 'response' | 'completion', id: string, usage: UsageT, debit?: Debit): UsageEntry {
+    const at = Math.floor(this.now() / 1000);
+    return { app_id: appId, kind, id, at, input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, debit };
   }
 
   async of(appId: string): Promise<AppUsage> {
