@@ -3,18 +3,7 @@
 import { ApiFailure, api } from './api.ts';
 import { field, h, notice, table } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { Balance, List } from './types.ts';
-
-export interface AdminApp {
-  id: string;
-  name: string;
-  active: boolean;
-  stream: boolean;
-  generative_ui: boolean;
-  plan: string;
-  agent: { active: boolean; name: string; model: string; knowledge_base: string | null };
-  widget: { origins: string[]; identity_secret_set: boolean; identity_secret_redacted?: string | null } | null;
-}
+import type { AdminApp, Balance, List } from './types.ts';
 
 const yes = (b: boolean) => (b ? 'yes' : 'no');
 
