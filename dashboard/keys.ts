@@ -111,7 +111,7 @@ export async function keysPage(c: PageContext): Promise<void> {
       { id: 'roll-grace' },
       ...ROLL_GRACE.map(([label, s]) => h('option', { value: s, selected: s === 86_400 }, label)),
     );
-    openDialog(
+    confirmDialog(
       `Roll ${k.name}`,
       [
         h(
@@ -121,30 +121,16 @@ export async function keysPage(c: PageContext): Promise<void> {
         ),
         field('The old key stops working', grace),
       ],
-      (dlg) => [
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'primary',
-            onclick: async () => {
-              try {
-                const created = await api<ApiKeyCreated>('POST', `/keys/${encodeURIComponent(k.id)}/roll`, {
-                  expires_in_seconds: Number(grace.value),
-                });
-                dlg.close();
-                status.replaceChildren(notice('ok', `${k.name} rolled.`));
-                showKey(`New key for ${k.name}`, created, document.getElementById('create-key'), () => void refresh().catch(fail));
-              } catch (err) {
-                dlg.close();
-                fail(err);
-              }
-            },
-          },
-          'Roll key',
-        ),
-        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
-      ],
+      'Roll key',
+      {
+        kind: 'primary',
+        act: () => api<ApiKeyCreated>('POST', `/keys/${encodeURIComponent(k.id)}/roll`, { expires_in_seconds: Number(grace.value) }),
+        done: (created) => {
+          status.replaceChildren(notice('ok', `${k.name} rolled.`));
+          showKey(`New key for ${k.name}`, created, document.getElementById('create-key'), () => void refresh().catch(fail));
+        },
+        fail,
+      },
       opener,
     );
   };
