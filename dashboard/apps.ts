@@ -1,7 +1,7 @@
 // Apps (D-71): the team's apps, and a settings form per app saved with PATCH /apps/:id (only what
 // changed is sent); a refusal names its field (D-1's `param`), shown beside that field, which gets focus.
 import { ApiFailure, api } from './api.ts';
-import { field, h, notice, table } from './dom.ts';
+import { errorNotice, field, h, notice, table } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { AdminApp, Balance, List } from './types.ts';
 
@@ -153,7 +153,7 @@ export async function appPage(c: PageContext): Promise<void> {
     } catch (err) {
       const f = err instanceof ApiFailure ? err : null;
       const target = f?.param ? (byParam[f.param] ?? byParam[f.param.split('.').slice(0, 2).join('.')]) : undefined;
-      status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
+      status.append(errorNotice(err));
       if (target) {
         target.setAttribute('aria-invalid', 'true');
         target.focus();

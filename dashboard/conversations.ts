@@ -2,7 +2,7 @@
 // conversation's whole history as text (D-97: content is never markup), restorable while kept.
 import { ApiFailure, api, qs } from './api.ts';
 import { confirmDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import { applyPatch, formOf, renderForm } from '../widget/form.ts';
 import type { Conversation, ConversationDetail, Item, List, UsageDay } from './types.ts';
@@ -66,7 +66,7 @@ export async function conversationsPage(c: PageContext): Promise<void> {
     );
   } catch (err) {
     return void main.append(
-      notice('error', err instanceof ApiFailure && err.status === 404 ? `No app ${appId} in your team.` : String((err as Error).message)),
+      err instanceof ApiFailure && err.status === 404 ? notice('error', `No app ${appId} in your team.`) : errorNotice(err),
     );
   }
   const rows = list.data.map((v) => [
@@ -175,7 +175,7 @@ export async function conversationPage(c: PageContext): Promise<void> {
             status.replaceChildren(notice('ok', 'Restored: the conversation is live again.'));
             document.querySelector<HTMLElement>('main h1')?.focus();
           },
-          fail: (err) => status.replaceChildren(notice('error', (err as Error).message)),
+          fail: (err) => status.replaceChildren(errorNotice(err)),
         },
         restore,
       ),

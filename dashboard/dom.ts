@@ -1,5 +1,6 @@
 // The dashboard's one way to make elements (D-97): text is always appended as text nodes, never parsed
 // as markup, so that a conversation's content, a key's name or an audit entry can never run.
+import { ApiFailure } from './api.ts';
 type Child = Node | string | number | null | undefined | false;
 type Props = Record<string, unknown>;
 
@@ -52,4 +53,10 @@ export const text = (s: unknown) => document.createTextNode(s === null || s === 
 /** A status line that screen readers announce (errors use role=alert). */
 export function notice(kind: 'error' | 'ok', message: string): HTMLElement {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, message);
+}
+
+/** A failure as every page says it: a refusal's field first when it names one (D-1's `param`), then its message. */
+export function errorNotice(err: unknown): HTMLElement {
+  if (!(err instanceof Error)) return notice('error', String(err));
+  return notice('error', err instanceof ApiFailure && err.param ? `${err.param}: ${err.message}` : err.message);
 }

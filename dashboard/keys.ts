@@ -1,8 +1,8 @@
 // Settings → API Keys (§5.3, D-70): the team's keys redacted; create and roll show the new key once, in a
 // dialog, and only there (D-98); revoke asks first, naming the key.
-import { ApiFailure, api } from './api.ts';
+import { api } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, ApiKeyCreated, List } from './types.ts';
 
@@ -102,8 +102,7 @@ export async function keysPage(c: PageContext): Promise<void> {
     );
     if (focusId) document.getElementById(focusId)?.focus();
   };
-  const fail = (err: unknown) =>
-    status.replaceChildren(notice('error', err instanceof ApiFailure || err instanceof Error ? err.message : String(err)));
+  const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
 
   const roll = (k: ApiKey, opener: Element) => {
     const grace = h(

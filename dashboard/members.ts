@@ -2,7 +2,7 @@
 // changes a role and removes a member after a confirmation that names them.
 import { ApiFailure, api } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { List, Member, MemberAdded } from './types.ts';
 
@@ -10,7 +10,7 @@ export async function membersPage(c: PageContext): Promise<void> {
   const { main } = c;
   const status = h('div', { class: 'status' });
   const listArea = h('div', {});
-  const fail = (err: unknown) => status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+  const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
   const refresh = async () => {
     const list = await api<List<Member>>('GET', '/members');
     const rows = list.data.map((m) => {

@@ -4,7 +4,7 @@
 import { ApiFailure, api, qs } from './api.ts';
 import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import { EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
 import type { List, WebhookEndpoint } from './types.ts';
@@ -67,7 +67,7 @@ export async function webhooksPage(c: PageContext): Promise<void> {
   const apps = await teamApps();
   const status = h('div', { class: 'status' });
   const listArea = h('div', {});
-  const fail = (err: unknown) => status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+  const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
 
   const filter = appChooser('wh-filter-app', apps, appId, 'All apps');
   const filterForm = h(
@@ -200,7 +200,7 @@ function createForm(
       await refresh();
     } catch (err) {
       const f = err instanceof ApiFailure ? err : null;
-      status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
+      status.append(errorNotice(err));
       const target = f?.param ? byParam[f.param.split('.')[0]!] : undefined;
       target?.setAttribute('aria-invalid', 'true');
       (target ?? add).focus();
