@@ -11,7 +11,7 @@ import { FileOutbox } from '../src/store/file/webhooks.ts';
 import type { ChangeEvents } from '../src/store/types.ts';
 import { LocalFollows, type OutboxEvent } from '../src/store/webhooks.ts';
 import { tempDir } from './support/helpers.ts';
-import { record } from './support/store-suite.ts';
+import { record } from './support/records.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
 
