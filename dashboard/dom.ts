@@ -60,3 +60,16 @@ export function errorNotice(err: unknown): HTMLElement {
   if (!(err instanceof Error)) return notice('error', String(err));
   return notice('error', err instanceof ApiFailure && err.param ? `${err.param}: ${err.message}` : err.message);
 }
+
+/**
+ * A form's refusal: its notice in `status`, and the field it names (D-1's `param`, or the nearest field
+ * its path is in: `agent.model`, `events` for `events.0`) marked invalid and focused; else `fallback`.
+ */
+export function showRefusal(status: HTMLElement, err: unknown, fields: Record<string, HTMLElement>, fallback?: HTMLElement): void {
+  status.append(errorNotice(err));
+  const parts = (err instanceof ApiFailure && err.param?.split('.')) || [];
+  let target: HTMLElement | undefined;
+  for (let n = parts.length; n > 0 && !target; n--) target = fields[parts.slice(0, n).join('.')];
+  target?.setAttribute('aria-invalid', 'true');
+  (target ?? fallback)?.focus();
+}
