@@ -10,6 +10,7 @@ import type { IdempotencyClaim } from '../../core/claims.ts';
 import type { UsageEntry } from '../shared.ts';
 import type { ConversationChange, ReplyStart, ResponseRecord } from '../types.ts';
 import { SLOT } from './app-stats.ts';
+import { claimUpsert } from './claims.ts';
 import { recordOf, type Row, SELECT_ROW } from './rows.ts';
 import { insertUsage } from './usage.ts';
 
@@ -114,6 +115,7 @@ export async function writeExchange(sql: Sql | TransactionSql, base: VersionedRo
   const c = rowChange(base, w.change, { bytes, items: w.items.length, lastAt: last });
   const id = base.id;
   const saved = w.once && w.response ? w.response.id : null;
+  const claim = w.claim ? sql`, k AS (${claimUpsert(sql, w.claim, w.at, sql`FROM cur`)})` : sql``;
   const usage = w.usage ? sql`, u AS (${insertUsage(sql, w.usage)})` : sql``;
   const [row] = await sql<Row[]>`
     WITH cur AS (UPDATE conversations SET title = ${c.title}::text, deleted_at = ${c.deleted}::bigint,
@@ -132,11 +134,8 @@ export async function writeExchange(sql: Sql | TransactionSql, base: VersionedRo
           SELECT cur.app_id, ${sql.unsafe(SLOT)}, ${c.messages}::bigint, ${c.quota}::bigint, ${c.kept}::bigint
           FROM cur WHERE ${c.messages}::bigint <> 0 OR ${c.quota}::bigint <> 0 OR ${c.kept}::bigint <> 0
           ON CONFLICT (app_id, slot) DO UPDATE SET messages = s.messages + EXCLUDED.messages,
-            bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes),
-    k AS (INSERT INTO idempotency_claims (key, fingerprint, at)
-          SELECT ${w.claim?.key ?? null}::text, ${w.claim?.fingerprint ?? null}::text, ${w.at}::bigint FROM cur WHERE ${w.claim?.key ?? null}::text IS NOT NULL
-          ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at)
-    ${usage}
+            bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes)
+    ${claim} ${usage}
     SELECT * FROM cur`;
   return row;
 }

@@ -34,6 +34,7 @@ import {
 } from '../types.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
+import { keepClaim } from './claims.ts';
 
 export type { PgStoreOptions };
 
@@ -207,7 +208,7 @@ export class PgStore implements Store {
       (run) =>
         this.outbox.begin(this.sql, async (tx, emit) => {
           await run(tx);
-          if (claim) await this.keepClaim(tx, claim, Date.now());
+          if (claim) await keepClaim(tx, claim, Date.now());
           if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
         }),
       record.app_id,
@@ -216,12 +217,6 @@ export class PgStore implements Store {
       statement,
       admit,
     );
-  }
-
-  private async keepClaim(tx: TransactionSql, claim: IdempotencyClaim, at: number): Promise<void> {
-    // A key past its retention may be used again: the newer claim replaces it.
-    await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${at})
-             ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
   }
 
   /** The row of `id`, locked until the transaction ends: another instance's change waits for this one. */
@@ -303,7 +298,7 @@ export class PgStore implements Store {
         // (`once`: the row is locked, so the statement sees every save committed before).
         const row = await writeExchange(tx, current, exchange(recordOf(current)));
         if (!row) {
-          if (save.claim) await this.keepClaim(tx, save.claim, at);
+          if (save.claim) await keepClaim(tx, save.claim, at);
           return current;
         }
         if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));

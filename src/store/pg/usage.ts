@@ -7,6 +7,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import type { UsageT } from '../../contract/index.ts';
 import { appUsage, type AppUsage, type Debit, type UsageDayRow, type UsageEntry, type UsageLedger } from '../shared.ts';
 import type { IdempotencyClaim } from '../../core/claims.ts';
+import { keepClaim } from './claims.ts';
 
 /**
  * The insert of a usage row, alone or as a part of a larger statement (D-104: an exchange's save). A save
@@ -42,8 +43,7 @@ export class PgUsageLedger implements UsageLedger {
     }
     await this.sql.begin(async (tx) => {
       await insertUsage(tx, row);
-      await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${this.now()})
-               ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
+      await keepClaim(tx, claim, this.now());
     });
   }
 
