@@ -14,7 +14,7 @@ import { migrate } from './migrate.ts';
 import { isConnectionLoss, pageAfter, recordOf, type Row, SELECT_ROW } from './rows.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
-import { AppStats, recountAppStats, SLOT } from './app-stats.ts';
+import { AppStats, PREPARED, recountAppStats, SLOT } from './app-stats.ts';
 import { quotaBytes, readForReply, rowChange, type VersionedRow, writeExchange } from './exchange.ts';
 import { insertUsage } from './usage.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
@@ -177,6 +177,7 @@ export class PgStore implements Store {
     const bytes = quotaBytes(record.deleted_at, metadata, 0);
     // D-24: the user counts once however many creates bring it at once (app_users' key); the counters
     // go to this backend's slot (D-101). The last SELECT sees the app's bytes committed before.
+    // Prepared (D-104): parsed and planned once per connection.
     const statement = async (tx: TransactionSql) => {
       const [row] = await tx.unsafe<{ stored: string | null }[]>(
         `WITH fresh AS (INSERT INTO app_users (app_id, external_user_id) SELECT $2, $5::text WHERE $5::text IS NOT NULL
@@ -201,6 +202,7 @@ export class PgStore implements Store {
           record.message_count,
           bytes,
         ],
+        PREPARED,
       );
       return Number(row?.stored ?? 0);
     };
