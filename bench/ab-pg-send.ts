@@ -1,8 +1,8 @@
-// A/B of send message on both stores: `node --import tsx bench/ab-pg-send.ts <otherTreeRoot> [conversations] [rounds] [seconds]`.
+// A/B of send message (or create) on both stores: `node --import tsx bench/ab-pg-send.ts <otherTreeRoot> [conversations] [rounds] [seconds] [send|create]`.
 // Parley from another checkout (A) and from this one (B), each on the file store and on PostgreSQL
 // (one embedded PostgreSQL, durable, a database each: bench/pg.ts), the same conversations seeded in
 // all four, in interleaved rounds (the order turned each round) of non-streamed sends (embedded
-// engine, 10 connections). Prints each round, then the ratios that compare on a busy machine: each
+// engine, 10 connections), or of creates. Prints each round, then the ratios that compare on a busy machine: each
 // checkout's PostgreSQL ÷ file store, paired by round, and B ÷ A on each store.
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -12,11 +12,17 @@ import { benchFixtures, seed } from './data.ts';
 import { load, percentile } from './measure.ts';
 import { seedPostgres, startBenchPostgres } from './pg.ts';
 
-const [other, countText = '2000', roundsText = '5', secondsText = '3'] = process.argv.slice(2);
-if (!other) throw new Error('usage: bench/ab-pg-send.ts <other checkout> [conversations] [rounds] [seconds]');
+const [other, countText = '2000', roundsText = '5', secondsText = '3', op = 'send'] = process.argv.slice(2);
+if (!other || (op !== 'send' && op !== 'create'))
+  throw new Error('usage: bench/ab-pg-send.ts <other checkout> [conversations] [rounds] [seconds] [send|create]');
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
-const MSG = JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false });
+const MSG =
+  op === 'send'
+    ? JSON.stringify({ message: { content: 'What are the opening hours of the Montreal office?' }, stream: false })
+    : JSON.stringify({ title: 'Created by the benchmark' });
+/** Where the requests go: a random conversation (send), or the app's list (create). */
+const target = (ids: string[]) => `/v1/apps/${APP}/conversations${op === 'send' ? `/${ids[Math.floor(Math.random() * ids.length)]}` : ''}`;
 const NAMES = ['A file', 'A pg', 'B file', 'B pg'] as const;
 type Name = (typeof NAMES)[number];
 
@@ -49,7 +55,7 @@ try {
     return load({
       port: c.ready.port,
       method: 'POST',
-      path: () => `/v1/apps/${APP}/conversations/${ids[Math.floor(Math.random() * ids.length)]}`,
+      path: () => target(ids),
       body: MSG,
       headers: AUTH,
       connections: 10,
@@ -58,12 +64,12 @@ try {
   };
   for (const name of NAMES) {
     const { c, ids } = servers[name];
-    const res = await fetch(`http://127.0.0.1:${c.ready.port}/v1/apps/${APP}/conversations/${ids[0]}`, {
+    const res = await fetch(`http://127.0.0.1:${c.ready.port}${target(ids)}`, {
       method: 'POST',
       headers: { ...AUTH, 'content-type': 'application/json' },
       body: MSG,
     });
-    if (!res.ok) throw new Error(`${name}: a send answered ${res.status} ${await res.text()}`);
+    if (!res.ok) throw new Error(`${name}: a ${op} answered ${res.status} ${await res.text()}`);
     await res.text();
   }
   for (const name of NAMES) await round(name, 1);

@@ -16,8 +16,8 @@ export const RECORD_MAX = 256 + LIMITS.metadataBytes;
 const QUOTA_LOCK_CLASS = 0x71756f74;
 
 /**
- * D-104: a statement given as text (`sql.unsafe`) is prepared too: postgres.js parses and plans such a
- * statement on every run unless told (a create's insert took ~0.4 ms of PostgreSQL's CPU for it).
+ * A statement given as text (`sql.unsafe`) is prepared too: postgres.js parses and plans such a
+ * statement on every run unless told (docs/benchmarks.md: about half of a create's PostgreSQL CPU).
  */
 export const PREPARED = { prepare: true } as const;
 

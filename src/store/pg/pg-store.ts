@@ -177,7 +177,7 @@ export class PgStore implements Store {
     const bytes = quotaBytes(record.deleted_at, metadata, 0);
     // D-24: the user counts once however many creates bring it at once (app_users' key); the counters
     // go to this backend's slot (D-101). The last SELECT sees the app's bytes committed before.
-    // Prepared (D-104): parsed and planned once per connection.
+    // Prepared: parsed and planned once per connection (docs/benchmarks.md).
     const statement = async (tx: TransactionSql) => {
       const [row] = await tx.unsafe<{ stored: string | null }[]>(
         `WITH fresh AS (INSERT INTO app_users (app_id, external_user_id) SELECT $2, $5::text WHERE $5::text IS NOT NULL
