@@ -31,7 +31,7 @@ try {
   const show = async (when: string) => {
     const s = await child.ask<Record<string, number>>('stats');
     console.log(
-      `${when.padEnd(28)} rss ${MB(s.rss)}, heap ${MB(s.heapUsed)} used of ${MB(s.heapTotal)}, old space ${MB(s.oldSpaceUsed)} used of ${MB(s.oldSpaceSize)}`,
+      `${when.padEnd(28)} rss ${MB(s.rss)}, heap ${MB(s.heapUsed)} used of ${MB(s.heapTotal)}, old space ${MB(s.oldSpaceUsed)} used of ${MB(s.oldSpaceSize)}, external ${MB(s.external)}`,
     );
   };
   console.log(
