@@ -48,7 +48,16 @@ try {
   ] as const;
   for (const [name, method, p, body] of loads) {
     const amount = requests && (name === 'send' ? Math.ceil(requests / 20) : requests);
-    const r = await load({ port: child.ready.port, method, path: p, body, headers: AUTH, connections: 10, seconds: Number(secondsText), amount });
+    const r = await load({
+      port: child.ready.port,
+      method,
+      path: p,
+      body,
+      headers: AUTH,
+      connections: 10,
+      seconds: Number(secondsText),
+      amount,
+    });
     await show(`after ${name} (${Math.round(r.rps)} req/s)`);
   }
   await child.stop();
