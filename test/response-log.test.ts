@@ -12,6 +12,7 @@ import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { ResponseEventsExpired } from '../src/core/errors.ts';
 import { PastIndex } from '../src/store/file/past-index.ts';
 import { ResponseLog } from '../src/store/file/response-log.ts';
+import { discard, SpareFiles } from '../src/store/file/spare-files.ts';
 import { type LiveResponseStart, RESPONSE_LOOKUP_RETENTION_MS } from '../src/store/types.ts';
 
 const DAY = 86_400_000;
@@ -383,4 +384,24 @@ test('D-35 (revised): a begin takes a file created ahead; start-up removes the s
     await log.close();
   }
   assert.deepEqual(await spares(), [], 'close removes the spares not taken');
+});
+
+test('D-35 (revised): spares that cannot be created leave each begin to create its own file, said once until they can', async () => {
+  const dir = path.join(await tempDir(), 'running');
+  const warnings: string[] = [];
+  const spares = new SpareFiles(dir, 2, (m) => warnings.push(m));
+  try {
+    await spares.fill();
+    assert.equal(spares.take(), undefined, 'no folder yet: no spare');
+    await spares.fill();
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    await fs.mkdir(dir);
+    await spares.fill();
+    const got = spares.take();
+    assert.ok(got && (await fs.stat(got.file)).size === 0);
+    await discard(got);
+  } finally {
+    await spares.close();
+  }
+  assert.deepEqual(await fs.readdir(dir), [], 'close removes the spares not taken');
 });

@@ -25,6 +25,8 @@ export class SpareFiles {
   private readonly ready: Spare[] = [];
   private filling: Promise<void> | undefined;
   private closed = false;
+  /** The last fill failed (a full disk): said once, not at every begin until one succeeds. */
+  private failing = false;
 
   /** `size` spares kept ready (0: none, every begin creates its file). */
   constructor(
@@ -53,10 +55,12 @@ export class SpareFiles {
         await syncDir(this.dir);
         if (this.closed) await Promise.all(made.map(discard));
         else this.ready.push(...made);
+        this.failing = false;
       } catch (err) {
         // Without spares each begin creates its own file, as before: slower, as durable.
         await Promise.all(made.map(discard));
-        this.warn?.(`response files could not be created ahead: ${(err as Error).message}`);
+        if (!this.failing) this.warn?.(`response files could not be created ahead: ${(err as Error).message}`);
+        this.failing = true;
       } finally {
         this.filling = undefined;
       }
