@@ -1,7 +1,8 @@
 // D-35 (revised) with real crashes: the response files created ahead (`responses/running/*.spare`)
 // lie around when a server is killed with SIGKILL. Start-up removes every spare never begun, finds a
 // begun response also when a crash undid its rename (its start line names it), and never takes an
-// empty or torn spare for a response; replies after the restart stream and are saved as before.
+// empty or torn spare for a response (the begun one is saved `interrupted`, D-38); replies after the
+// restart stream and are saved as before.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
