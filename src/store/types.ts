@@ -99,6 +99,11 @@ export interface Store {
    */
   getConversation(id: string): Promise<ConversationRecord | undefined>;
   /**
+   * A get (§4.3) in one read: the record and, unless it is soft-deleted, its history's items (read
+   * as one snapshot with it). Undefined when there is no such conversation.
+   */
+  readConversation(id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined>;
+  /**
    * One page of an app's live conversations (D-12); undefined when `cursor` is not a conversation of
    * this app. A store reads only the page (PostgreSQL: keyset pagination on (app_id, seq, id)).
    */
@@ -115,6 +120,11 @@ export interface Store {
    * Resolves with the new record once it is durable.
    */
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord>;
+  /**
+   * §4.4: `updateConversation` of the title alone, of a live conversation of `appId` (undefined, and
+   * nothing changed, when it is none): on PostgreSQL one statement (D-42, revised).
+   */
+  renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined>;
   /**
    * Saves an exchange in the conversation's turn, as one atomic step: its items, its response, the
    * record `save.apply` derives and the Idempotency-Key claim, all or nothing. Resolves once durable.
@@ -266,4 +276,23 @@ export interface ChangeEvents {
   created(record: ConversationRecord): OutboxEvent[];
   updated(before: ConversationRecord, after: ConversationRecord): OutboxEvent[];
   saved(record: ConversationRecord, save: ResponseSave): OutboxEvent[];
+}
+
+/** `renameConversation` by `updateConversation` (the file store's, and PostgreSQL's with change events, D-88). */
+export async function renameByUpdate(
+  store: Pick<Store, 'updateConversation'>,
+  appId: string,
+  id: string,
+  title: string | null,
+): Promise<ConversationRecord | undefined> {
+  const notLive = new Error('not a live conversation of the app');
+  try {
+    return await store.updateConversation(id, (r) => {
+      if (!r || r.app_id !== appId || r.deleted_at !== null) throw notLive;
+      return { ...r, title };
+    });
+  } catch (err) {
+    if (err === notLive) return undefined;
+    throw err;
+  }
 }

@@ -69,13 +69,15 @@ export async function pageAfter<R extends { id: string | null }>(
   cursor: string | undefined,
   up: boolean,
 ): Promise<R[] | undefined> {
-  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params);
+  // Prepared (conversation-reads.ts's PREPARED): one round trip, parsed and planned once per connection.
+  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params, { prepare: true });
   const k = `$${params.length + 1}`;
   // No row: the cursor is not this app's; one row of nulls: an empty page.
   const found = await sql.unsafe<(R & { cursor: string })[]>(
     `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
      LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
     [...params, cursor],
+    { prepare: true },
   );
   if (found.length === 0) return undefined;
   return found.filter((r) => r.id !== null);
