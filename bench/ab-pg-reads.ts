@@ -7,7 +7,9 @@
 // PostgreSQL, the database server's CPU per request (its processes; one server is loaded at a time).
 // Then a counted pass on each PostgreSQL side: the statements per request (pg_stat_statements, BEGIN
 // and COMMIT counted) and their execution time. Prints each checkout's PostgreSQL ÷ file store, paired
-// by round, and B ÷ A on each store, with the load average at the start and the end.
+// by round, and B ÷ A on each store, with the load average at the start and the end. AB_ENV_A and
+// AB_ENV_B (`K=V,K=V`) add environment to one side's servers: `AB_ENV_B=DATABASE_POOL_SIZE=4` with this
+// checkout on both sides compares two pool sizes.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,9 +45,17 @@ try {
   // Each seeding draws its own ids.
   const pgIds = { a: await seedPostgres(urls.a, APP, n), b: await seedPostgres(urls.b, APP, n) };
   const script = (tree: 'A' | 'B') => (tree === 'A' ? path.join(path.resolve(other), 'bench', 'parley-server.ts') : 'parley-server.ts');
+  const extra = (text = '') =>
+    Object.fromEntries(
+      text
+        .split(',')
+        .filter(Boolean)
+        .map((kv) => kv.split('=', 2) as [string, string]),
+    );
   const start = async (tree: 'A' | 'B', dir: string, databaseUrl: string) => {
     await fs.mkdir(path.join(tmp, dir), { recursive: true });
-    const c = await startChild(script(tree), [path.join(tmp, dir), fixtures], { env: { DATABASE_URL: databaseUrl } });
+    const env = { ...extra(process.env[`AB_ENV_${tree}`]), DATABASE_URL: databaseUrl };
+    const c = await startChild(script(tree), [path.join(tmp, dir), fixtures], { env });
     children.push(c);
     return c;
   };

@@ -8,6 +8,9 @@ import { type ConversationRow, pageAfter, recordOf } from './rows.ts';
 
 export const SELECT_ROW =
   'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
+/** What `recordOf` reads: a row's other columns are the history's and the purge's, which a read does not serve. */
+const RECORD = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count';
+type RecordRow = Omit<ConversationRow, 'history_bytes'>;
 
 /**
  * Prepared on each connection the first time it runs there (postgres.js's `unsafe` is not, unlike its
@@ -17,7 +20,7 @@ export const SELECT_ROW =
 export const PREPARED = { prepare: true } as const;
 
 export async function getConversation(sql: Sql, id: string): Promise<ConversationRecord | undefined> {
-  const [row] = await sql.unsafe<ConversationRow[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1`, [id], PREPARED);
+  const [row] = await sql.unsafe<RecordRow[]>(`SELECT ${RECORD} FROM conversations WHERE id = $1`, [id], PREPARED);
   return row && recordOf(row);
 }
 
@@ -27,8 +30,8 @@ export async function getConversation(sql: Sql, id: string): Promise<Conversatio
  * saved meanwhile is seen whole or not at all). The items come as one JSON array text, parsed once.
  */
 export async function getWithItems(sql: Sql, id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined> {
-  const [row] = await sql.unsafe<(ConversationRow & { items: string | null })[]>(
-    `SELECT ${SELECT_ROW}, CASE WHEN deleted_at IS NULL
+  const [row] = await sql.unsafe<(RecordRow & { items: string | null })[]>(
+    `SELECT ${RECORD}, CASE WHEN deleted_at IS NULL
        THEN (SELECT '[' || coalesce(string_agg(body, ',' ORDER BY pos), '') || ']' FROM items WHERE conversation_id = $1) END AS items
      FROM conversations WHERE id = $1`,
     [id],
@@ -48,8 +51,8 @@ export async function listConversations(sql: Sql, appId: string, q: Conversation
   const params: (string | number)[] = [appId, q.limit + 1];
   if (q.externalUserId !== undefined) params.push(q.externalUserId);
   const page = (after: string) =>
-    `SELECT ${SELECT_ROW} FROM conversations WHERE app_id = $1${user} AND deleted_at IS NULL${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;
-  const rows = await pageAfter<ConversationRow>(sql, page, params, q.cursor, up);
+    `SELECT ${RECORD} FROM conversations WHERE app_id = $1${user} AND deleted_at IS NULL${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;
+  const rows = await pageAfter<RecordRow>(sql, page, params, q.cursor, up);
   if (rows === undefined) return undefined;
   return { records: rows.slice(0, q.limit).map(recordOf), hasMore: rows.length > q.limit };
 }
@@ -61,8 +64,8 @@ export async function listConversations(sql: Sql, appId: string, q: Conversation
  * D-27), so nothing else changes. Undefined when there is no such live conversation.
  */
 export async function rename(sql: Sql, appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {
-  const [row] = await sql.unsafe<ConversationRow[]>(
-    `UPDATE conversations SET title = $3 WHERE id = $1 AND app_id = $2 AND deleted_at IS NULL RETURNING ${SELECT_ROW}`,
+  const [row] = await sql.unsafe<RecordRow[]>(
+    `UPDATE conversations SET title = $3 WHERE id = $1 AND app_id = $2 AND deleted_at IS NULL RETURNING ${RECORD}`,
     [id, appId, title],
     PREPARED,
   );

@@ -17,7 +17,7 @@ export interface ConversationRow {
   history_bytes: string;
 }
 
-export function recordOf(r: ConversationRow): ConversationRecord {
+export function recordOf(r: Omit<ConversationRow, 'history_bytes'>): ConversationRecord {
   return {
     id: r.id,
     app_id: r.app_id,
