@@ -59,7 +59,7 @@ export function isConnectionLoss(err: unknown): boolean {
 
 /**
  * One page of an app's conversations (D-12): `page` is its statement given the cursor's condition, `$1`
- * the app and `$2` the page's size. After (or, `up` false, before) `cursor` when one is given, found
+ * the app. After (or, `up` false, before) `cursor` when one is given, found
  * and paged in one statement; undefined when the cursor is not one of the app's conversations.
  */
 export async function pageAfter<R extends { id: string | null }>(
@@ -69,7 +69,7 @@ export async function pageAfter<R extends { id: string | null }>(
   cursor: string | undefined,
   up: boolean,
 ): Promise<R[] | undefined> {
-  // Prepared (conversation-reads.ts's PREPARED): one round trip, parsed and planned once per connection.
+  // Prepared (conversation-reads.ts's PREPARED): one round trip, parsed once per connection.
   if (cursor === undefined) return sql.unsafe<R[]>(page(''), params, { prepare: true });
   const k = `$${params.length + 1}`;
   // No row: the cursor is not this app's; one row of nulls: an empty page.
