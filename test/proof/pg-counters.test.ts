@@ -11,7 +11,7 @@ import { RECORD_MAX } from '../../src/store/pg/app-stats.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { PgRateCounts } from '../../src/store/pg/rate-counts.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
-import { record } from '../support/store-suite.ts';
+import { record } from '../support/records.ts';
 
 usePostgres();
 
