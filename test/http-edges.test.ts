@@ -106,6 +106,43 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     assert.equal(JSON.parse(r.received.slice(r.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
   });
 
+  test("node's request timeout during a linger leaves the connection to the linger: the rest of the body is taken in, no reset", async () => {
+    // This file's server times a request out at 600 ms, before the linger's 2 s is up: a client still
+    // sending the body of its 413 then (a loaded machine is enough) must not be reset.
+    const body = Buffer.alloc(2 * 1024 * 1024, 0x61);
+    // Half open: the server's FIN (its answer is out) must not end this side's body early.
+    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
+    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
+    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
+    await once(socket, 'connect');
+    const timedOut = new Promise<string | undefined>((resolve) => {
+      const onError = (err: NodeJS.ErrnoException, peer: net.Socket) => {
+        if (peer.remotePort !== socket.localPort) return;
+        s.http.server.off('clientError', onError);
+        resolve(err.code);
+      };
+      // First, to see the socket before any listener closes it.
+      s.http.server.prependListener('clientError', onError);
+    });
+    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
+    socket.write(
+      `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(body.subarray(0, 1024));
+    assert.equal(await timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
+    await new Promise<void>((resolve) =>
+      socket.write(body.subarray(1024), (err) => {
+        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
+        resolve();
+      }),
+    );
+    socket.end();
+    await once(socket, 'close');
+    assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
+    assert.match(out.received, /^HTTP\/1\.1 413 /);
+    assert.equal(JSON.parse(out.received.slice(out.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
+  });
+
   test('a body no handler reads, over the cap and chunked: drained, answered, then closed without a reset', async () => {
     const chunk = Buffer.alloc(64 * 1024, 0x61);
     const parts: Buffer[] = [];

@@ -5,10 +5,14 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { newRequestId } from '../core/ids.ts';
 import { ERRORS, errorBody } from './errors.ts';
+import { isLingering } from './linger.ts';
 
 /** The server's `clientError` listener; `answeredEarly` are sockets whose request was already answered. */
 export function answerClientError(log: Logger, answeredEarly: WeakSet<Socket>): (err: NodeJS.ErrnoException, socket: Socket) => void {
   return (err, socket) => {
+    // node's request timeout (the body still arriving) on a connection that lingers: the linger ends it
+    // within its own bounds; a destroy now would reset a client still sending (./linger.ts).
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && isLingering(socket)) return;
     // Nothing is ever written after a connection's answer but its close: a pipelining client would
     // take a late 408 for the answer to its next request.
     if (!socket.writable || answeredEarly.has(socket) || (err.code === 'ECONNRESET' && !socket.bytesWritten)) {
