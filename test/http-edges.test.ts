@@ -73,6 +73,19 @@ describe('nothing is written on a connection after its answer but its close', ()
 });
 
 describe('a connection closed with input unread: a lingering close, not a reset', () => {
+  /** The code of the server's next client error on `socket`'s connection (node's request timeout, here). */
+  function timeoutOf(socket: net.Socket): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const onError = (err: NodeJS.ErrnoException, peer: net.Socket) => {
+        if (peer.remotePort !== socket.localPort) return;
+        s.http.server.off('clientError', onError);
+        resolve(err.code);
+      };
+      // First, to see the socket before any listener closes it.
+      s.http.server.prependListener('clientError', onError);
+    });
+  }
+
   /** Sends `body` after the headers, reading nothing until the write is done (or failed). */
   async function sendWhole(head: string, body: Buffer): Promise<{ received: string; writeError?: string; readError?: string }> {
     const socket = net.connect(port(), '127.0.0.1');
@@ -115,15 +128,7 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     const out: { received: string; writeError?: string; readError?: string } = { received: '' };
     socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
     await once(socket, 'connect');
-    const timedOut = new Promise<string | undefined>((resolve) => {
-      const onError = (err: NodeJS.ErrnoException, peer: net.Socket) => {
-        if (peer.remotePort !== socket.localPort) return;
-        s.http.server.off('clientError', onError);
-        resolve(err.code);
-      };
-      // First, to see the socket before any listener closes it.
-      s.http.server.prependListener('clientError', onError);
-    });
+    const timedOut = timeoutOf(socket);
     socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
     socket.write(
       `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
@@ -141,6 +146,34 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
     assert.match(out.received, /^HTTP\/1\.1 413 /);
     assert.equal(JSON.parse(out.received.slice(out.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
+  });
+
+  test("node's request timeout while an answered request's body still drains: a lingering close, not a reset", async () => {
+    // A body no handler reads, of unknown length: drained after the answer up to the cap, then lingered
+    // on. The request times out (600 ms here) while it drains, as on a loaded machine.
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < 24; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
+    parts.push(Buffer.from('0\r\n\r\n'));
+    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
+    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
+    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
+    await once(socket, 'connect');
+    const timedOut = timeoutOf(socket);
+    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
+    socket.write(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    socket.write(parts[0]!);
+    assert.equal(await timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
+    await new Promise<void>((resolve) =>
+      socket.write(Buffer.concat(parts.slice(1)), (err) => {
+        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
+        resolve();
+      }),
+    );
+    socket.end();
+    await once(socket, 'close');
+    assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
+    assert.match(out.received, /^HTTP\/1\.1 200 /);
   });
 
   test('a body no handler reads, over the cap and chunked: drained, answered, then closed without a reset', async () => {

@@ -17,7 +17,7 @@ export function isLingering(socket: Socket): boolean {
 
 export function lingeringClose(req: IncomingMessage, limits = LINGER): void {
   const socket = req.socket;
-  if (socket.destroyed) return;
+  if (socket.destroyed || lingering.has(socket)) return;
   lingering.add(socket);
   const { ms, bytes } = limits;
   const start = socket.bytesRead;
