@@ -3,8 +3,8 @@
 // clause matrix with each case's outcome.
 import { clauseMatrix, howChecked, type MatrixRow } from './clauses.ts';
 import { sectionTitle } from './registry.ts';
-import type { CaseResult, EvidenceExchange, Outcome, RunResults } from './results.ts';
-import { percent } from './score.ts';
+import type { CaseResult, EvidenceExchange, GroupScore, Outcome, RunResults } from './results.ts';
+import { COUNTED, capabilityWords, percent } from './score.ts';
 
 /** Text as HTML or XML (the report and the badge): &, <, > and " escaped. */
 export function esc(s: unknown): string {
@@ -76,26 +76,17 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
 function scoreHtml(run: RunResults): string {
   if (!run.score) return '';
   const o = run.score.overall;
-  const cells = (g: {
-    passed: number;
-    failed: number;
-    flaky: number;
-    skipped: number;
-    errored: number;
-    total: number;
-    passRate: number | null;
-  }) =>
+  const cells = (g: GroupScore) =>
     `<td>${g.passed}</td><td>${g.failed}</td><td>${g.flaky}</td><td>${g.skipped}</td><td>${g.errored}</td><td><b>${esc(percent(g.passRate))}</b> <small>(${g.passed} of ${g.total})</small></td>`;
   const rows = [
     `<tr><td>interface</td><td>always</td>${cells(run.score.interface)}</tr>`,
-    ...run.score.capabilities.map((c) =>
-      c.claimed
-        ? `<tr><td>${esc(c.name)}</td><td>${esc(c.how)}</td>${c.cases ? cells(c) : '<td colspan="6">no case of it in this run</td>'}</tr>`
-        : `<tr><td>${esc(c.name)}</td><td>not claimed (${esc(c.how)})</td><td colspan="6">${c.cases} skipped, not counted</td></tr>`,
-    ),
+    ...run.score.capabilities.map((c) => {
+      const { how, unscored } = capabilityWords(c);
+      return `<tr><td>${esc(c.name)}</td><td>${esc(how)}</td>${unscored === null ? cells(c) : `<td colspan="6">${esc(unscored)}</td>`}</tr>`;
+    }),
   ];
   return `<h2 id="score">Score: ${esc(percent(o.passRate))}</h2>
-<p>${o.passed} of ${o.total} counted cases passed: the interface's cases and those of the capabilities the target claims; a case of a capability it does not claim is skipped and not counted.</p>
+<p>${o.passed} of ${o.total} counted cases passed: ${COUNTED}; a case of a capability it does not claim is skipped and not counted.</p>
 <table class="score"><thead><tr><th>cases of</th><th>claimed</th><th>passed</th><th>failed</th><th>flaky</th><th>skipped</th><th>errored</th><th>pass rate</th></tr></thead><tbody>
 ${rows.join('\n')}
 </tbody></table>`;

@@ -6,7 +6,7 @@ import { clauseMatrix, countsText, matrixSummary } from './clauses.ts';
 import { renderHtml } from './html.ts';
 import { CASES, sectionTitle } from './registry.ts';
 import type { CaseResult, RunResults, Summary } from './results.ts';
-import { percent, scoreLines } from './score.ts';
+import { COUNTED, capabilityWords, passedOf, percent, scoreLines } from './score.ts';
 
 export const REPORTERS = ['pretty', 'json', 'junit', 'tap', 'html'] as const;
 export type ReporterName = (typeof REPORTERS)[number];
@@ -136,10 +136,7 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
  */
 export function scoreText(run: Pick<RunResults, 'score'>): string[] {
   const o = run.score.overall;
-  return [
-    `score: ${o.passed} of ${o.total} counted cases passed (${percent(o.passRate)}): the interface's cases and those of the capabilities the target claims`,
-    ...scoreLines(run.score),
-  ];
+  return [`score: ${o.passed} of ${o.total} counted cases passed (${percent(o.passRate)}): ${COUNTED}`, ...scoreLines(run.score)];
 }
 
 /** One line on the clause matrix: of the checkable clauses this run's cases reached, how many a passing case covered. */
@@ -249,16 +246,14 @@ function renderJunit(run: RunResults): string {
 function scoreProperties(run: RunResults): Record<string, string> {
   if (!run.score) return {};
   const o = run.score.overall;
-  const rate = (g: { passed: number; total: number; passRate: number | null }) =>
-    `${g.passed} of ${g.total} passed (${percent(g.passRate)})`;
   return {
-    pass_rate: rate(o),
-    'capability.interface': rate(run.score.interface),
+    pass_rate: passedOf(o),
+    'capability.interface': passedOf(run.score.interface),
     ...Object.fromEntries(
-      run.score.capabilities.map((c) => [
-        `capability.${c.name}`,
-        c.claimed ? `${c.how}: ${c.cases ? rate(c) : 'no case in this run'}` : `not claimed (${c.how}): ${c.cases} skipped, not counted`,
-      ]),
+      run.score.capabilities.map((c) => {
+        const { how, unscored } = capabilityWords(c);
+        return [`capability.${c.name}`, `${how}: ${unscored ?? passedOf(c)}`];
+      }),
     ),
   };
 }

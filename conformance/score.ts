@@ -3,7 +3,7 @@
 import type { Claims } from './capabilities.ts';
 import { CAPABILITIES } from './capabilities.ts';
 import { summarize } from './outcomes.ts';
-import type { CaseResult, GroupScore, Score } from './results.ts';
+import type { CapabilityScore, CaseResult, GroupScore, Score } from './results.ts';
 
 function group(results: readonly CaseResult[]): GroupScore {
   const counts = summarize(results);
@@ -29,19 +29,35 @@ export function percent(rate: number | null): string {
   return `${Number.isInteger(tenths) ? tenths.toFixed(0) : tenths.toFixed(1)}%`;
 }
 
+/** What counts towards the score, as every reporter says it. */
+export const COUNTED = "the interface's cases and those of the capabilities the target claims";
+
+/** `3 of 4 passed (75%)` */
+export function passedOf(g: GroupScore): string {
+  return `${g.passed} of ${g.total} passed (${percent(g.passRate)})`;
+}
+
+/**
+ * A capability in every reporter's words: whether and how the target claims it, and, when its cases make
+ * no pass rate, why (`unscored`; null when the rate stands).
+ */
+export function capabilityWords(c: CapabilityScore): { how: string; unscored: string | null } {
+  if (!c.claimed) {
+    return {
+      how: c.how === 'declared' ? 'not declared' : 'not claimed (inferred)',
+      unscored: `${c.cases} case${c.cases === 1 ? '' : 's'} skipped, not counted`,
+    };
+  }
+  return { how: c.how, unscored: c.cases === 0 ? 'no case of it in this run' : null };
+}
+
 /** One line per group, as the pretty reporter ends and the docs show. */
 export function scoreLines(score: Score): string[] {
-  const rate = (g: GroupScore) =>
-    g.total === 0 ? 'no case counted' : `${g.passed} of ${g.total} passed (${percent(g.passRate)})${notPassed(g)}`;
+  const rate = (g: GroupScore) => (g.total === 0 ? 'no case counted' : `${passedOf(g)}${notPassed(g)}`);
   const rows: Array<[string, string, string]> = [['interface', 'always', rate(score.interface)]];
   for (const c of score.capabilities) {
-    const how = c.claimed ? c.how : c.how === 'declared' ? 'not declared' : 'not claimed (inferred)';
-    const what = !c.claimed
-      ? `${c.cases} case${c.cases === 1 ? '' : 's'} skipped, not counted`
-      : c.cases === 0
-        ? 'no case of it in this run'
-        : rate(c);
-    rows.push([c.name, how, what]);
+    const { how, unscored } = capabilityWords(c);
+    rows.push([c.name, how, unscored ?? rate(c)]);
   }
   const w0 = Math.max(...rows.map((r) => r[0].length));
   const w1 = Math.max(...rows.map((r) => r[1].length));

@@ -1,20 +1,9 @@
 // Apps (D-71): the team's apps, and a settings form per app saved with PATCH /apps/:id (only what
 // changed is sent); a refusal names its field (D-1's `param`), shown beside that field, which gets focus.
-import { ApiFailure, api } from './api.ts';
-import { field, h, notice, table } from './dom.ts';
+import { api } from './api.ts';
+import { field, h, notice, showRefusal, table } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { Balance, List } from './types.ts';
-
-export interface AdminApp {
-  id: string;
-  name: string;
-  active: boolean;
-  stream: boolean;
-  generative_ui: boolean;
-  plan: string;
-  agent: { active: boolean; name: string; model: string; knowledge_base: string | null };
-  widget: { origins: string[]; identity_secret_set: boolean; identity_secret_redacted?: string | null } | null;
-}
+import type { AdminApp, Balance, List } from './types.ts';
 
 const yes = (b: boolean) => (b ? 'yes' : 'no');
 
@@ -162,13 +151,7 @@ export async function appPage(c: PageContext): Promise<void> {
       status.append(notice('ok', 'Saved. The next request to the app uses these settings.'));
       save.focus();
     } catch (err) {
-      const f = err instanceof ApiFailure ? err : null;
-      const target = f?.param ? (byParam[f.param] ?? byParam[f.param.split('.').slice(0, 2).join('.')]) : undefined;
-      status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
-      if (target) {
-        target.setAttribute('aria-invalid', 'true');
-        target.focus();
-      }
+      showRefusal(status, err, byParam);
     }
   });
   c.main.append(h('p', {}, h('a', { href: '#/apps' }, 'Back to the apps')), form);

@@ -1,8 +1,8 @@
 // Conversations as the team sees them (D-73): a list per app with q search and the deleted filter, and a
 // conversation's whole history as text (D-97: content is never markup), restorable while kept.
 import { ApiFailure, api, qs } from './api.ts';
-import { openDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { confirmDialog } from './dialog.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import { applyPatch, formOf, renderForm } from '../widget/form.ts';
 import type { Conversation, ConversationDetail, Item, List, UsageDay } from './types.ts';
@@ -66,7 +66,7 @@ export async function conversationsPage(c: PageContext): Promise<void> {
     );
   } catch (err) {
     return void main.append(
-      notice('error', err instanceof ApiFailure && err.status === 404 ? `No app ${appId} in your team.` : String((err as Error).message)),
+      err instanceof ApiFailure && err.status === 404 ? notice('error', `No app ${appId} in your team.`) : errorNotice(err),
     );
   }
   const rows = list.data.map((v) => [
@@ -163,32 +163,20 @@ export async function conversationPage(c: PageContext): Promise<void> {
   if (c.canWrite && v.deleted_at && v.history === 'kept') {
     const restore = h('button', { type: 'button', class: 'primary' }, 'Restore conversation');
     restore.addEventListener('click', () =>
-      openDialog(
+      confirmDialog(
         'Restore this conversation?',
-        [h('p', {}, `${v.title || v.id} becomes live again on /v1, with its history.`)],
-        (dlg) => [
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'primary',
-              onclick: async () => {
-                try {
-                  await api('POST', `${path}/restore`);
-                  dlg.close();
-                  restore.remove();
-                  status.replaceChildren(notice('ok', 'Restored: the conversation is live again.'));
-                  (document.querySelector('main h1') as HTMLElement | null)?.focus();
-                } catch (err) {
-                  dlg.close();
-                  status.replaceChildren(notice('error', (err as Error).message));
-                }
-              },
-            },
-            'Restore',
-          ),
-          h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
-        ],
+        `${v.title || v.id} becomes live again on /v1, with its history.`,
+        'Restore',
+        {
+          kind: 'primary',
+          act: () => api('POST', `${path}/restore`).then(() => {}),
+          done: () => {
+            restore.remove();
+            status.replaceChildren(notice('ok', 'Restored: the conversation is live again.'));
+            document.querySelector<HTMLElement>('main h1')?.focus();
+          },
+          fail: (err) => status.replaceChildren(errorNotice(err)),
+        },
         restore,
       ),
     );

@@ -46,31 +46,37 @@ export function openDialog(
 }
 
 /**
- * A confirmation of a destructive action: `label` runs `act` (the request), closes the dialog, then runs
- * `done` (the page redrawn, focus placed) once the dialog is gone; a failure of either closes it and goes to `fail`.
+ * A dialog that asks before a request (a revoke, a restore, a roll): `label` runs `act` (the request),
+ * closes the dialog, then runs `done` with what `act` answered (the page redrawn, focus placed) once the
+ * dialog is gone; a failure of either closes it and goes to `fail`. The button is `danger` unless `kind` says.
  */
-export function confirmDialog(
+export function confirmDialog<T = void>(
   title: string,
-  text: string,
+  body: string | Node[],
   label: string,
-  o: { act: () => Promise<void>; done: () => Promise<void>; fail: (err: unknown) => void },
+  o: {
+    act: () => Promise<T>;
+    done: (answer: T) => Promise<void> | void;
+    fail: (err: unknown) => void;
+    kind?: 'danger' | 'primary';
+  },
   opener: Element,
 ): DialogHandle {
   return openDialog(
     title,
-    [h('p', {}, text)],
+    typeof body === 'string' ? [h('p', {}, body)] : body,
     (dlg) => [
       h(
         'button',
         {
           type: 'button',
-          class: 'danger',
+          class: o.kind ?? 'danger',
           onclick: async () => {
             // `done` runs once the dialog has given focus back, so that the focus it places stays.
             try {
-              await o.act();
+              const answer = await o.act();
               await dlg.closed();
-              await o.done();
+              await o.done(answer);
             } catch (err) {
               await dlg.closed();
               o.fail(err);

@@ -1,5 +1,6 @@
 // The dashboard's one way to make elements (D-97): text is always appended as text nodes, never parsed
 // as markup, so that a conversation's content, a key's name or an audit entry can never run.
+import { ApiFailure } from './api.ts';
 type Child = Node | string | number | null | undefined | false;
 type Props = Record<string, unknown>;
 
@@ -52,4 +53,23 @@ export const text = (s: unknown) => document.createTextNode(s === null || s === 
 /** A status line that screen readers announce (errors use role=alert). */
 export function notice(kind: 'error' | 'ok', message: string): HTMLElement {
   return h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, message);
+}
+
+/** A failure as every page says it: a refusal's field first when it names one (D-1's `param`), then its message. */
+export function errorNotice(err: unknown): HTMLElement {
+  if (!(err instanceof Error)) return notice('error', String(err));
+  return notice('error', err instanceof ApiFailure && err.param ? `${err.param}: ${err.message}` : err.message);
+}
+
+/**
+ * A form's refusal: its notice in `status`, and the field it names (D-1's `param`, or the nearest field
+ * its path is in: `agent.model`, `events` for `events.0`) marked invalid and focused; else `fallback`.
+ */
+export function showRefusal(status: HTMLElement, err: unknown, fields: Record<string, HTMLElement>, fallback?: HTMLElement): void {
+  status.append(errorNotice(err));
+  const parts = (err instanceof ApiFailure && err.param?.split('.')) || [];
+  let target: HTMLElement | undefined;
+  for (let n = parts.length; n > 0 && !target; n--) target = fields[parts.slice(0, n).join('.')];
+  target?.setAttribute('aria-invalid', 'true');
+  (target ?? fallback)?.focus();
 }

@@ -1,8 +1,8 @@
 // Settings → API Keys (§5.3, D-70): the team's keys redacted; create and roll show the new key once, in a
 // dialog, and only there (D-98); revoke asks first, naming the key.
-import { ApiFailure, api } from './api.ts';
+import { api } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, ApiKeyCreated, List } from './types.ts';
 
@@ -102,8 +102,7 @@ export async function keysPage(c: PageContext): Promise<void> {
     );
     if (focusId) document.getElementById(focusId)?.focus();
   };
-  const fail = (err: unknown) =>
-    status.replaceChildren(notice('error', err instanceof ApiFailure || err instanceof Error ? err.message : String(err)));
+  const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
 
   const roll = (k: ApiKey, opener: Element) => {
     const grace = h(
@@ -111,7 +110,7 @@ export async function keysPage(c: PageContext): Promise<void> {
       { id: 'roll-grace' },
       ...ROLL_GRACE.map(([label, s]) => h('option', { value: s, selected: s === 86_400 }, label)),
     );
-    openDialog(
+    confirmDialog(
       `Roll ${k.name}`,
       [
         h(
@@ -121,30 +120,16 @@ export async function keysPage(c: PageContext): Promise<void> {
         ),
         field('The old key stops working', grace),
       ],
-      (dlg) => [
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'primary',
-            onclick: async () => {
-              try {
-                const created = await api<ApiKeyCreated>('POST', `/keys/${encodeURIComponent(k.id)}/roll`, {
-                  expires_in_seconds: Number(grace.value),
-                });
-                dlg.close();
-                status.replaceChildren(notice('ok', `${k.name} rolled.`));
-                showKey(`New key for ${k.name}`, created, document.getElementById('create-key'), () => void refresh().catch(fail));
-              } catch (err) {
-                dlg.close();
-                fail(err);
-              }
-            },
-          },
-          'Roll key',
-        ),
-        h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
-      ],
+      'Roll key',
+      {
+        kind: 'primary',
+        act: () => api<ApiKeyCreated>('POST', `/keys/${encodeURIComponent(k.id)}/roll`, { expires_in_seconds: Number(grace.value) }),
+        done: (created) => {
+          status.replaceChildren(notice('ok', `${k.name} rolled.`));
+          showKey(`New key for ${k.name}`, created, document.getElementById('create-key'), () => void refresh().catch(fail));
+        },
+        fail,
+      },
       opener,
     );
   };

@@ -4,7 +4,7 @@ import { ApiFailure, api, onExpired, setCsrf } from './api.ts';
 import { appPage, appsPage } from './apps.ts';
 import { auditPage } from './audit.ts';
 import { conversationPage, conversationsPage } from './conversations.ts';
-import { h, notice } from './dom.ts';
+import { errorNotice, h, notice } from './dom.ts';
 import { keysPage } from './keys.ts';
 import { membersPage } from './members.ts';
 import type { Session } from './types.ts';
@@ -280,7 +280,7 @@ async function render(): Promise<void> {
   try {
     await page.render({ session: s, main: region, params: new URLSearchParams(query), rest, canWrite: s.member.role === 'admin' });
   } catch (err) {
-    if (session) region.append(notice('error', err instanceof Error ? err.message : String(err)));
+    if (session) region.append(errorNotice(err));
   }
   region.setAttribute('aria-busy', 'false');
 }

@@ -2,29 +2,17 @@
 // changes a role and removes a member after a confirmation that names them.
 import { ApiFailure, api } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { List } from './types.ts';
-
-interface TeamMember {
-  id: string;
-  email: string;
-  name: string | null;
-  role: 'admin' | 'viewer';
-  password_set: boolean;
-  last_sign_in_at: number | null;
-}
-interface Added extends TeamMember {
-  invite?: { token: string; accept_url: string; expires_at: number } | null;
-}
+import type { List, Member, MemberAdded } from './types.ts';
 
 export async function membersPage(c: PageContext): Promise<void> {
   const { main } = c;
   const status = h('div', { class: 'status' });
   const listArea = h('div', {});
-  const fail = (err: unknown) => status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+  const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
   const refresh = async () => {
-    const list = await api<List<TeamMember>>('GET', '/members');
+    const list = await api<List<Member>>('GET', '/members');
     const rows = list.data.map((m) => {
       const self = m.id === c.session.member.id;
       const role = h(
@@ -63,7 +51,7 @@ export async function membersPage(c: PageContext): Promise<void> {
     });
     listArea.replaceChildren(table(['Email', 'Name', 'Role', 'Last sign-in', 'Actions'], rows, 'Members'));
   };
-  const remove = (m: TeamMember, opener: Element) =>
+  const remove = (m: Member, opener: Element) =>
     confirmDialog(
       `Remove ${m.email}?`,
       `${m.email} loses access at once: their sessions end and their personal access tokens are revoked.`,
@@ -95,7 +83,7 @@ export async function membersPage(c: PageContext): Promise<void> {
       ev.preventDefault();
       status.replaceChildren();
       try {
-        const added = await api<Added>('POST', '/members', { email: email.value.trim(), role: role.value });
+        const added = await api<MemberAdded>('POST', '/members', { email: email.value.trim(), role: role.value });
         email.value = '';
         await refresh();
         if (added.invite) {

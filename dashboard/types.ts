@@ -1,135 +1,37 @@
-// The admin surface's answers as the dashboard reads them (src/contract/admin.ts is the source).
-export interface Member {
-  id: string;
-  email: string;
-  name: string | null;
-  role: 'admin' | 'viewer';
-}
-export interface Session {
-  member: Member;
-  team: { id: string; name: string };
-  csrf_token: string;
-  expires_at: number;
-}
-export interface List<T> {
-  data: T[];
-  first_id: string | null;
-  last_id: string | null;
-  has_more: boolean;
-}
-export interface ApiKey {
-  id: string;
-  type: 'secret' | 'publishable';
-  name: string;
-  redacted: string;
-  created_at: number;
-  created_by: { email: string } | null;
-  last_used_at: number | null;
-  expires_at: number | null;
-  revoked_at: number | null;
-  rolled_to: string | null;
-}
-export interface ApiKeyCreated extends ApiKey {
-  key: string;
-}
-export interface Conversation {
-  id: string;
-  title: string | null;
-  external_user_id: string | null;
-  created_at: number;
-  updated_at?: number;
-  message_count: number;
-  deleted_at: number | null;
-  history: 'live' | 'kept' | 'purged';
-  history_purge_at?: number | null;
-  history_purged_at?: number | null;
-  metadata?: Record<string, unknown>;
-}
-export interface Item {
-  id: string;
-  type: string;
-  created_at: number;
-  role?: string | null;
-  content?: { type?: string; text?: string }[] | null;
-  name?: string | null;
-  arguments?: string | null;
-  data?: unknown;
-  status?: string;
-  response_id?: string;
-}
-export interface ResponseRecord {
-  id: string;
-  created_at: number;
-  status: string;
-  error: { code?: string; message?: string } | null;
-  usage: { input_tokens?: number; output_tokens?: number; total_tokens?: number } | null;
-}
-export interface ConversationDetail extends Conversation {
-  items: Item[];
-  responses: ResponseRecord[];
-}
-export interface AuditEntry {
-  id: string;
-  created_at: number;
-  action: string;
-  actor: { type: string; email: string | null };
-  address: string | null;
-  target: { type: string; id: string } | null;
-  changes: Record<string, [unknown, unknown]>;
-}
-export interface UsageDay {
-  app_id: string;
-  date: string;
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  credits: number;
-}
-export interface Balance {
-  credits: number;
-  allowance: number;
-  used: number;
-  period_start: number;
-  period_end: number;
-  limit: 'soft' | 'hard';
-  plans: { plan: string; apps: number; monthly_allowance: number; price_per_1k_tokens: number; limit: string }[];
-}
-export interface WebhookEndpoint {
-  id: string;
-  app_id: string;
-  url: string;
-  events: string[];
-  description: string;
-  enabled: boolean;
-  disabled_reason: 'manual' | 'gone' | 'failing' | null;
-  created_at: number;
-  updated_at: number;
-}
-export interface WebhookAttempt {
-  id: string;
-  created_at: number;
-  status: number | null;
-  duration_ms: number;
-  response: string;
-  error: string | null;
-}
-export interface WebhookDelivery {
-  id: string;
-  event_id: string;
-  event_type: string;
-  endpoint_id: string;
-  state: 'pending' | 'succeeded' | 'failed' | 'skipped';
-  attempts: number;
-  next_attempt_at: number | null;
-  created_at: number;
-  last_attempt: WebhookAttempt | null;
-  attempt_log: WebhookAttempt[];
-}
-export interface WebhookEvent {
-  id: string;
-  type: string;
-  created_at: number;
-  app_id: string;
-  data: Record<string, unknown>;
-}
+// The admin surface's answers as the dashboard reads them: the contract's own types (src/contract/),
+// imported as types only, so that no field is described twice and no zod reaches the bundle.
+import type { z } from 'zod';
+import type {
+  AdminApp as AdminAppSchema,
+  AdminMember,
+  AdminMemberAdded,
+  AdminSession,
+  ApiKey as ApiKeySchema,
+  ApiKeyCreated as ApiKeyCreatedSchema,
+  AuditEntry as AuditEntrySchema,
+  CreditBalance,
+  listOf,
+  UsageDay as UsageDaySchema,
+} from '../src/contract/admin.ts';
+import type { AdminConversation, AdminConversationDetail } from '../src/contract/admin-conversations.ts';
+import type { WebhookAttemptView, WebhookDeliveryView, WebhookEndpointView, WebhookEventView } from '../src/contract/admin-webhooks.ts';
+import type { Item as ItemSchema } from '../src/contract/resources.ts';
+
+/** An admin list (§4.2, D-75) of `T`. */
+export type List<T> = Omit<z.infer<ReturnType<typeof listOf>>, 'data'> & { data: T[] };
+export type Session = z.infer<typeof AdminSession>;
+export type Member = z.infer<typeof AdminMember>;
+export type MemberAdded = z.infer<typeof AdminMemberAdded>;
+export type AdminApp = z.infer<typeof AdminAppSchema>;
+export type ApiKey = z.infer<typeof ApiKeySchema>;
+export type ApiKeyCreated = z.infer<typeof ApiKeyCreatedSchema>;
+export type Conversation = z.infer<typeof AdminConversation>;
+export type ConversationDetail = z.infer<typeof AdminConversationDetail>;
+export type Item = z.infer<typeof ItemSchema>;
+export type AuditEntry = z.infer<typeof AuditEntrySchema>;
+export type UsageDay = z.infer<typeof UsageDaySchema>;
+export type Balance = z.infer<typeof CreditBalance>;
+export type WebhookEndpoint = z.infer<typeof WebhookEndpointView>;
+export type WebhookAttempt = z.infer<typeof WebhookAttemptView>;
+export type WebhookDelivery = z.infer<typeof WebhookDeliveryView>;
+export type WebhookEvent = z.infer<typeof WebhookEventView>;

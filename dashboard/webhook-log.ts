@@ -1,8 +1,8 @@
 // An endpoint's page (its settings and its delivery log) and an event's page (its payload as sent and
 // its deliveries to every endpoint): each delivery with its state, its attempts with status and timing
 // (D-87), and redeliver for an admin. Payloads and answers are text (D-97).
-import { ApiFailure, api, qs } from './api.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { api, qs } from './api.ts';
+import { errorNotice, field, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
 import { endpointName, endpointState, eventsFieldset, eventsText, signingExplained } from './webhooks.ts';
@@ -97,12 +97,12 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
       o.status.replaceChildren(notice('ok', `${d.event_id} is sent again to ${d.endpoint_id}; Refresh shows how it went.`));
       await refresh(id);
     } catch (err) {
-      o.status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+      o.status.replaceChildren(errorNotice(err));
       document.getElementById(id)?.focus();
     }
   };
   const again = h('button', { type: 'button', id: 'log-refresh' }, 'Refresh');
-  again.addEventListener('click', () => void refresh('log-refresh').catch((err) => o.status.replaceChildren(notice('error', String(err)))));
+  again.addEventListener('click', () => void refresh('log-refresh').catch((err) => o.status.replaceChildren(errorNotice(err))));
   const el = h(
     'section',
     { 'aria-labelledby': 'log-title' },
@@ -180,11 +180,7 @@ function settingsForm(e: WebhookEndpoint, path: string, status: HTMLElement, red
       status.append(notice('ok', `Saved: ${endpointState(e).toLowerCase()}.`));
       save.focus();
     } catch (err) {
-      const f = err instanceof ApiFailure ? err : null;
-      status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
-      const target = f?.param ? byParam[f.param.split('.')[0]!] : undefined;
-      target?.setAttribute('aria-invalid', 'true');
-      (target ?? save).focus();
+      showRefusal(status, err, byParam, save);
     }
   });
   return form;
@@ -220,7 +216,7 @@ export async function eventPage(c: PageContext): Promise<void> {
         );
         await log.refresh();
       } catch (err) {
-        status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+        status.replaceChildren(errorNotice(err));
       }
       all.focus();
     });

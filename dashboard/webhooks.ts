@@ -1,10 +1,10 @@
 // Webhooks (docs/webhooks.md, D-80…D-87): a team's endpoints per app, with their events and state (and why
 // one is disabled); an admin adds, enables, disables and deletes them (a confirmation naming the endpoint).
 // The signing secret's derivation is explained, never shown: the page holds no key to derive it from (D-98).
-import { ApiFailure, api, qs } from './api.ts';
+import { api, qs } from './api.ts';
 import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
-import { field, h, notice, table, when } from './dom.ts';
+import { errorNotice, field, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import { EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
 import type { List, WebhookEndpoint } from './types.ts';
@@ -67,7 +67,7 @@ export async function webhooksPage(c: PageContext): Promise<void> {
   const apps = await teamApps();
   const status = h('div', { class: 'status' });
   const listArea = h('div', {});
-  const fail = (err: unknown) => status.replaceChildren(notice('error', err instanceof Error ? err.message : String(err)));
+  const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
 
   const filter = appChooser('wh-filter-app', apps, appId, 'All apps');
   const filterForm = h(
@@ -199,11 +199,7 @@ function createForm(
       add.focus();
       await refresh();
     } catch (err) {
-      const f = err instanceof ApiFailure ? err : null;
-      status.append(notice('error', f ? `${f.param ? `${f.param}: ` : ''}${f.message}` : String(err)));
-      const target = f?.param ? byParam[f.param.split('.')[0]!] : undefined;
-      target?.setAttribute('aria-invalid', 'true');
-      (target ?? add).focus();
+      showRefusal(status, err, byParam, add);
     }
   });
   return form;

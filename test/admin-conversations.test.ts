@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { adminConversationsSuite, adminHarness, exportKeepsWhatIsKept } from './support/admin-conversations-suite.ts';
 import { tempDir } from './support/helpers.ts';
-import { record, save } from './support/store-suite.ts';
+import { record, save } from './support/records.ts';
 
 adminConversationsSuite('file store', (o) => adminHarness(o));
 

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { procStat } from '../src/store/file/dir-lock.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
+import { record } from './support/records.ts';
 import { runCli } from './support/cli-helpers.ts';
 import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
 
@@ -15,19 +16,8 @@ async function seeded(): Promise<string> {
   const dir = await tempDir();
   const store = new FileStore({ dataDir: dir });
   await store.open();
-  const rec = async (id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> => ({
-    id,
-    app_id: 'app_demo',
-    seq: await store.nextSeq(),
-    created_at: 1_700_000_000,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  });
+  const rec = async (id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> =>
+    record(id, { seq: await store.nextSeq(), ...over });
   await store.putConversation(await rec('conv_cli1', { title: 'First' }));
   await store.putConversation(await rec('conv_cli2', { metadata: { k: 'v' } }));
   await store.saveResponse({

@@ -241,7 +241,7 @@ describe('a run scores what the target claims', () => {
     assert.equal(percent(null), 'n/a');
   });
 
-  test('every reporter states the score by capability', () => {
+  test('every reporter states the score by capability, in the same words (capabilityWords, score.ts)', () => {
     assert.match(
       render(run, 'pretty'),
       /\nscore: 3 of 3 counted cases passed \(100%\)[^\n]*\n {2}interface +always +2 of 2 passed \(100%\)\n/,
@@ -255,7 +255,7 @@ describe('a run scores what the target claims', () => {
     assert.equal(json.results.find((c) => c.id === 'S4.6-response-lookup')!.capability, 'resumable');
     const junit = render(run, 'junit');
     assert.match(junit, /<property name="pass_rate" value="3 of 3 passed \(100%\)"\/>/);
-    assert.match(junit, /<property name="capability\.resumable" value="not claimed \(declared\): 1 skipped, not counted"\/>/);
+    assert.match(junit, /<property name="capability\.resumable" value="not declared: 1 case skipped, not counted"\/>/);
     assert.match(junit, /<property name="capability\.widget" value="declared: 1 of 1 passed \(100%\)"\/>/);
     assert.match(junit, /<skipped message="the target does not declare capability resumable \(its capabilities: widget\)"\/>/);
     const tap = render(run, 'tap');
@@ -264,7 +264,7 @@ describe('a run scores what the target claims', () => {
     assert.match(tap, /\n# resumable +not declared +1 case skipped, not counted/);
     const html = render(run, 'html');
     assert.match(html, /<h2 id="score">Score: 100%<\/h2>/);
-    assert.match(html, /<tr><td>resumable<\/td><td>not claimed \(declared\)<\/td><td colspan="6">1 skipped, not counted<\/td><\/tr>/);
+    assert.match(html, /<tr><td>resumable<\/td><td>not declared<\/td><td colspan="6">1 case skipped, not counted<\/td><\/tr>/);
   });
 });
 

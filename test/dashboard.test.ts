@@ -74,6 +74,8 @@ describe('the bundle (D-95, D-98)', () => {
     assert.ok(bytes > 5_000, `a bundle of ${bytes} bytes is not the dashboard`);
     assert.ok(bytes <= DASHBOARD_MAX_BYTES, `the dashboard's bundle is ${bytes} bytes, over ${DASHBOARD_MAX_BYTES}`);
     assert.ok(!js.includes('\n  '), 'minified');
+    // dashboard/types.ts takes the contract's types, as types only: none of zod's code comes with them.
+    assert.doesNotMatch(js, /ZodError|\$ZodType|invalid_type/, 'no zod in the bundle');
   });
 
   test('holds no credential, fetches nothing but /admin/v1, and never parses data as markup', () => {

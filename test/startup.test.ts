@@ -9,35 +9,14 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { currentHolder, procStat } from '../src/store/file/dir-lock.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
-import type { ConversationRecord } from '../src/store/types.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { FIXTURES_DIR, startTestServer, tempDir } from './support/helpers.ts';
+import { exchange, record } from './support/records.ts';
 
 const _ROOT = path.resolve(import.meta.dirname, '..');
 const LINUX = fsSync.existsSync('/proc/self/stat');
 const journalOf = (dir: string) => path.join(dir, 'conversations.jsonl');
 const fileOf = (dir: string, id: string) => path.join(dir, 'conversations', id.slice(-2), `${id}.jsonl`);
-
-function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return {
-    id,
-    app_id: 'app_demo',
-    seq: 1,
-    created_at: 1,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  };
-}
-const exchange = (p: string) =>
-  [
-    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
-    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
-  ] as any[];
 
 async function open(dataDir: string, warnings: string[] = []): Promise<FileStore> {
   // Compaction as soon as the journal outgrows twice its live records (the default adds 4 MiB, D-28).

@@ -6,36 +6,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
-import type { ConversationRecord, ResponseSave } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
-
-function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return {
-    id,
-    app_id: 'app_demo',
-    seq: 1,
-    created_at: 1,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  };
-}
-const exchange = (p: string) =>
-  [
-    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
-    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
-  ] as any[];
-const save = (id: string, p: string, claim?: ResponseSave['claim']): ResponseSave => ({
-  conversationId: id,
-  items: exchange(p),
-  response: { id: p, created_at: 1, status: 'completed' },
-  apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
-  claim,
-});
+import { exchange, record, save } from './support/records.ts';
 
 test('concurrent exchanges, a rename and a delete of one conversation each apply to the record as it is then', async () => {
   const dir = await tempDir();

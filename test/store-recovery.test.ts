@@ -5,29 +5,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
-import type { ConversationRecord } from '../src/store/types.ts';
 import { tempDir } from './support/helpers.ts';
-
-function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return {
-    id,
-    app_id: 'app_demo',
-    seq: 1,
-    created_at: 1,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  };
-}
-const exchange = (p: string) =>
-  [
-    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: 1, response_id: p },
-    { id: `msg_a${p}`, type: 'message', role: 'assistant', content: [{ type: 'text', text: 'hello' }], created_at: 1, response_id: p },
-  ] as any[];
+import { exchange, record } from './support/records.ts';
 
 test('an intent whose file write never happened is forgotten; one whose file landed is completed', async () => {
   const dir = await tempDir();

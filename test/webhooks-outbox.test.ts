@@ -9,10 +9,10 @@ import { describe, test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { FileOutbox } from '../src/store/file/webhooks.ts';
 import type { ChangeEvents } from '../src/store/types.ts';
-import type { OutboxEvent } from '../src/store/webhooks.ts';
+import { LocalFollows, type OutboxEvent } from '../src/store/webhooks.ts';
 import { injectDiskFault } from './support/faulty-fs.ts';
 import { tempDir } from './support/helpers.ts';
-import { record } from './support/store-suite.ts';
+import { record } from './support/records.ts';
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -177,4 +177,18 @@ describe('the outbox journal (D-85…D-87)', () => {
     assert.ok(await again.event('evt_new'));
     await again.close();
   });
+});
+
+test("D-88: an app's listeners are counted, each release once; its first and last are told (PgFollows announces them)", () => {
+  const told: string[] = [];
+  const follows = new LocalFollows({ first: (a) => void told.push(`first ${a}`), last: (a) => void told.push(`last ${a}`) });
+  const one = follows.follow('app_a');
+  const two = follows.follow('app_a');
+  assert.deepEqual([follows.has('app_a'), follows.has('app_b'), follows.size], [true, false, 1]);
+  one();
+  one();
+  assert.ok(follows.has('app_a'), 'a second release of the same listener counts once');
+  two();
+  assert.deepEqual([follows.has('app_a'), follows.apps()], [false, []]);
+  assert.deepEqual(told, ['first app_a', 'last app_a']);
 });

@@ -138,8 +138,3 @@ export function scanJson(value: unknown, stopAt = Infinity): JsonScan {
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
-
-/** Byte size of `metadata` as D-9 defines it. Only call on a depth-bounded value. */
-export function metadataBytes(v: Record<string, unknown>): number {
-  return Buffer.byteLength(JSON.stringify(v), 'utf8');
-}

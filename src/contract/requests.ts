@@ -1,7 +1,15 @@
 // Requests (§4) with the D-n rules the server enforces: what a client may send, and in what words a
 // refusal is explained (each custom issue carries its D-1 code).
 import { z } from 'zod';
-import { LIMITS, charLength, isPlainObject, jsonDepth, metadataBytes } from './limits.ts';
+import { LIMITS, charLength, isPlainObject, jsonDepth } from './limits.ts';
+
+/**
+ * Byte size of `metadata` as D-9 defines it. Only call on a depth-bounded value. Here, not in limits.ts,
+ * so that the resources' types stay free of Node for the dashboard, which imports them (dashboard/types.ts).
+ */
+export function metadataBytes(v: Record<string, unknown>): number {
+  return Buffer.byteLength(JSON.stringify(v), 'utf8');
+}
 
 /**
  * A custom issue's `params.apiCode` carries the D-1 error code, so that the HTTP layer maps

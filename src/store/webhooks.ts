@@ -61,24 +61,45 @@ export interface AppFollows {
   has(appId: string): boolean;
 }
 
-/** The followers of one process (the file store's directory has one). */
+/**
+ * The followers of one process, counted per app; a release counts once. The file store's directory has
+ * one; PostgreSQL's PgFollows (pg/webhook-follows.ts) counts its own listeners with one and hears of an
+ * app's first listener and of its last through `edges`, to tell the other instances.
+ */
 export class LocalFollows implements AppFollows {
   private readonly counts = new Map<string, number>();
 
+  constructor(private readonly edges: { first?(appId: string): void; last?(appId: string): void } = {}) {}
+
   follow(appId: string): () => void {
-    this.counts.set(appId, (this.counts.get(appId) ?? 0) + 1);
+    const n = this.counts.get(appId) ?? 0;
+    this.counts.set(appId, n + 1);
+    if (n === 0) this.edges.first?.(appId);
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      const n = (this.counts.get(appId) ?? 1) - 1;
-      if (n === 0) this.counts.delete(appId);
-      else this.counts.set(appId, n);
+      const left = (this.counts.get(appId) ?? 1) - 1;
+      if (left > 0) {
+        this.counts.set(appId, left);
+        return;
+      }
+      this.counts.delete(appId);
+      this.edges.last?.(appId);
     };
   }
 
   has(appId: string): boolean {
     return this.counts.has(appId);
+  }
+
+  /** The apps followed here. */
+  apps(): string[] {
+    return [...this.counts.keys()];
+  }
+
+  get size(): number {
+    return this.counts.size;
   }
 }
 

@@ -15,6 +15,7 @@ import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { MIGRATIONS } from '../../src/store/pg/migrate.ts';
 import { FilePort, ImportError, openDataPort, type DataPort, type LineSource } from '../../src/store/port/index.ts';
 import type { ConversationRecord, Store } from '../../src/store/types.ts';
+import { record as recordOf } from '../support/records.ts';
 import { tempDir } from '../support/helpers.ts';
 import { walk, walkIds } from '../support/list-walk.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
@@ -27,19 +28,7 @@ const DELETED = ['conv_gone'];
 
 /** A new record (nextSeq awaited: it may read the database). */
 async function record(store: Store, id: string, over: Partial<ConversationRecord> = {}): Promise<ConversationRecord> {
-  return {
-    id,
-    app_id: 'app_demo',
-    seq: await store.nextSeq(),
-    created_at: SECOND,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  };
+  return recordOf(id, { seq: await store.nextSeq(), created_at: SECOND, ...over });
 }
 
 const message = (id: string, role: 'user' | 'assistant', text: string, at: number, responseId?: string) =>

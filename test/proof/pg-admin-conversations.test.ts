@@ -9,7 +9,7 @@ import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { adminConversationsSuite, adminHarness, exportKeepsWhatIsKept } from '../support/admin-conversations-suite.ts';
 import { tempDir } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
-import { record, save } from '../support/store-suite.ts';
+import { record, save } from '../support/records.ts';
 
 usePostgres();
 

@@ -12,7 +12,7 @@ import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { PgRateCounts } from '../../src/store/pg/rate-counts.ts';
 import { until } from '../support/live-reply.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
-import { record } from '../support/store-suite.ts';
+import { record } from '../support/records.ts';
 
 usePostgres();
 

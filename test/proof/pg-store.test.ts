@@ -19,7 +19,7 @@ import type { LiveResponseStart } from '../../src/store/types.ts';
 import { walkIds } from '../support/list-walk.ts';
 import { until } from '../support/live-reply.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
-import { record, save } from '../support/store-suite.ts';
+import { record, save } from '../support/records.ts';
 
 usePostgres();
 

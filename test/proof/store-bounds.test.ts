@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import { LIMITS, type ItemT } from '../../src/contract/index.ts';
 import { FileStore } from '../../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../../src/store/types.ts';
+import { record as recordOf } from '../support/records.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir } from '../support/helpers.ts';
 
 const conv = `/apps/${APP}/conversations`;
@@ -21,21 +22,8 @@ function metadataOf(bytes: number): Record<string, unknown> {
 }
 const FULL = metadataOf(LIMITS.metadataBytes - 100);
 
-function record(id: string, seq: number, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return {
-    id,
-    app_id: 'app_demo',
-    seq,
-    created_at: 1,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  };
-}
+const record = (id: string, seq: number, over: Partial<ConversationRecord> = {}): ConversationRecord =>
+  recordOf(id, { seq, created_at: 1, ...over });
 
 /**
  * What the store keeps in memory for one conversation, in bytes of its own data: every own property,

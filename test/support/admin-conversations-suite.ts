@@ -12,7 +12,7 @@ import { openDataPort } from '../../src/store/port/index.ts';
 import type { Store } from '../../src/store/types.ts';
 import { draft } from './control-suite.ts';
 import { APP, startTestServer, type TestServer, tempDir } from './helpers.ts';
-import { record, save } from './store-suite.ts';
+import { record, save } from './records.ts';
 
 interface Answer {
   status: number;

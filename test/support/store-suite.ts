@@ -3,10 +3,10 @@
 // tests (journal lines, corrupt files, migrations) stay beside it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ItemT } from '../../src/contract/index.ts';
 import type { UnsequencedEvent } from '../../src/contract/index.ts';
-import type { AdminPageQuery, ConversationRecord, LiveResponseStart, ResponseSave, Store } from '../../src/store/types.ts';
+import type { AdminPageQuery, ConversationRecord, LiveResponseStart, Store } from '../../src/store/types.ts';
 import { walkIds } from './list-walk.ts';
+import { record, save } from './records.ts';
 
 export interface StoreHarness {
   /** A store over new, empty data (not yet opened). */
@@ -18,43 +18,6 @@ export interface StoreUnderTest {
   /** A new store over the same data (the old one closed first). */
   reopen(): Store;
 }
-
-export function record(id: string, over: Partial<ConversationRecord> = {}): ConversationRecord {
-  return {
-    id,
-    app_id: 'app_demo',
-    seq: 1,
-    created_at: 1_700_000_000,
-    external_user_id: null,
-    title: null,
-    generated_title: {},
-    metadata: {},
-    deleted_at: null,
-    message_count: 0,
-    ...over,
-  };
-}
-
-const exchange = (p: string, createdAt = 1): ItemT[] =>
-  [
-    { id: `msg_u${p}`, type: 'message', role: 'user', content: [{ type: 'text', text: 'hi' }], created_at: createdAt, response_id: p },
-    {
-      id: `msg_a${p}`,
-      type: 'message',
-      role: 'assistant',
-      content: [{ type: 'text', text: 'hello' }],
-      created_at: createdAt,
-      response_id: p,
-    },
-  ] as unknown as ItemT[];
-
-export const save = (id: string, p: string, claim?: ResponseSave['claim'], createdAt = 1): ResponseSave => ({
-  conversationId: id,
-  items: exchange(p, createdAt),
-  response: { id: p, created_at: createdAt, status: 'completed', usage: { input_tokens: 1, output_tokens: 2, total_tokens: 3 } as never },
-  apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
-  claim,
-});
 
 /** Opens a fresh store, runs `fn`, and closes whatever store is open at the end. */
 async function withStore(h: StoreHarness, fn: (s: { store: Store; restart(): Promise<Store> }) => Promise<void>): Promise<void> {

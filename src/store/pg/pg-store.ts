@@ -31,6 +31,7 @@ import {
 } from '../types.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
+import { keepClaim } from './claims.ts';
 
 export type { PgStoreOptions };
 
@@ -221,7 +222,7 @@ export class PgStore implements Store {
       (run) =>
         this.outbox.begin(this.sql, async (tx, emit) => {
           await run(tx);
-          if (claim) await this.keepClaim(tx, claim, Date.now());
+          if (claim) await keepClaim(tx, claim, Date.now());
           if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
         }),
       record.app_id,
@@ -230,12 +231,6 @@ export class PgStore implements Store {
       statement,
       admit,
     );
-  }
-
-  private async keepClaim(tx: TransactionSql, claim: IdempotencyClaim, at: number): Promise<void> {
-    // A key past its retention may be used again: the newer claim replaces it.
-    await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${at})
-             ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
   }
 
   /** The row of `id`, locked until the transaction ends: another instance's change waits for this one. */
@@ -307,12 +302,12 @@ export class PgStore implements Store {
         // saved `interrupted` by another; a response is saved once, by whichever save lands first.
         const [saved] = await tx`SELECT 1 FROM responses WHERE conversation_id = ${current.id} AND id = ${save.response.id}`;
         if (saved) {
-          if (save.claim) await this.keepClaim(tx, save.claim, at);
+          if (save.claim) await keepClaim(tx, save.claim, at);
           return current;
         }
         const next = save.apply(recordOf(current));
         const history = await this.appendHistory(tx, current, save.items, save.response);
-        if (save.claim) await this.keepClaim(tx, save.claim, at);
+        if (save.claim) await keepClaim(tx, save.claim, at);
         const row = await this.write(tx, current, next, history);
         if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));
         return row;

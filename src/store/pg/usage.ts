@@ -7,6 +7,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import type { UsageT } from '../../contract/index.ts';
 import { appUsage, type AppUsage, type Debit, type UsageDayRow, type UsageLedger } from '../shared.ts';
 import type { IdempotencyClaim } from '../../core/claims.ts';
+import { keepClaim } from './claims.ts';
 
 export class PgUsageLedger implements UsageLedger {
   constructor(
@@ -36,8 +37,7 @@ export class PgUsageLedger implements UsageLedger {
     }
     await this.sql.begin(async (tx) => {
       await entry(tx);
-      await tx`INSERT INTO idempotency_claims (key, fingerprint, at) VALUES (${claim.key}, ${claim.fingerprint}, ${now})
-               ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, at = EXCLUDED.at`;
+      await keepClaim(tx, claim, now);
     });
   }
 

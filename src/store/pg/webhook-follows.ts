@@ -10,7 +10,7 @@
 //   transaction not yet committed is a gap, read again until it appears or GAP_MS have passed.
 import { randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
-import type { AppFollows, OutboxEvent } from '../webhooks.ts';
+import { type AppFollows, LocalFollows, type OutboxEvent } from '../webhooks.ts';
 
 export const FOLLOWS_CHANNEL = 'parley_webhook_follows';
 /** How often an instance with listeners announces their apps again. */
@@ -51,8 +51,8 @@ interface Row {
 
 export class PgFollows implements AppFollows {
   private readonly instance = `i_${randomBytes(8).toString('hex')}`;
-  /** This instance's listeners per app. */
-  private readonly local = new Map<string, number>();
+  /** This instance's listeners per app: an app's first is announced, and its last. */
+  private readonly local = new LocalFollows({ first: (appId) => this.firstListener(appId), last: (appId) => this.lastListener(appId) });
   /** Apps other instances follow: app → instance → until (ms). */
   private readonly remote = new Map<string, Map<string, number>>();
   private unlisten: (() => Promise<void>) | undefined;
@@ -90,7 +90,7 @@ export class PgFollows implements AppFollows {
     clearInterval(this.renewer);
     clearInterval(this.poller);
     await this.polling;
-    if (this.local.size > 0) await this.notify({ i: this.instance, gone: [...this.local.keys()] });
+    if (this.local.size > 0) await this.notify({ i: this.instance, gone: this.local.apps() });
     await this.unlisten?.().catch(() => {});
   }
 
@@ -108,28 +108,20 @@ export class PgFollows implements AppFollows {
   }
 
   follow(appId: string): () => void {
-    const n = this.local.get(appId) ?? 0;
-    this.local.set(appId, n + 1);
-    if (n === 0) {
-      this.started();
-      // Announced once the cursor is read: an event the others make for it from then on is after the cursor.
-      void this.cursor()
-        .catch((err: Error) => this.log(`webhook listeners: the outbox could not be read (${err.message})`))
-        .finally(() => this.notify({ i: this.instance, apps: [appId] }));
-    }
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const left = (this.local.get(appId) ?? 1) - 1;
-      if (left > 0) {
-        this.local.set(appId, left);
-        return;
-      }
-      this.local.delete(appId);
-      void this.notify({ i: this.instance, gone: [appId] });
-      if (this.local.size === 0) this.stopped();
-    };
+    return this.local.follow(appId);
+  }
+
+  private firstListener(appId: string): void {
+    this.started();
+    // Announced once the cursor is read: an event the others make for it from then on is after the cursor.
+    void this.cursor()
+      .catch((err: Error) => this.log(`webhook listeners: the outbox could not be read (${err.message})`))
+      .finally(() => this.notify({ i: this.instance, apps: [appId] }));
+  }
+
+  private lastListener(appId: string): void {
+    void this.notify({ i: this.instance, gone: [appId] });
+    if (this.local.size === 0) this.stopped();
   }
 
   /** Events this instance is recording (in their transaction) and tells its listeners itself: the poll skips them. */
@@ -179,7 +171,7 @@ export class PgFollows implements AppFollows {
   }
 
   private announce(): void {
-    const apps = [...this.local.keys()];
+    const apps = this.local.apps();
     for (let i = 0; i < apps.length; i += APPS_PER_NOTICE) void this.notify({ i: this.instance, apps: apps.slice(i, i + APPS_PER_NOTICE) });
   }
 
@@ -217,7 +209,7 @@ export class PgFollows implements AppFollows {
   /** Reads the rows after `hi` and those of the gaps still open; tells the followed apps' events recorded elsewhere. */
   private async poll(): Promise<void> {
     if (this.hi === undefined) return this.cursor();
-    const apps = [...this.local.keys()];
+    const apps = this.local.apps();
     const gaps = [...this.gaps.keys()];
     const rows = await this.sql<Row[]>`
       SELECT seq, id, team_id, app_id, type, created_at, CASE WHEN app_id = ANY(${apps}::text[]) THEN body END AS body
