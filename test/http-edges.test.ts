@@ -9,8 +9,25 @@ import { KEY, startTestServer, type TestServer } from './support/helpers.ts';
 import { rawRequest } from './support/raw-http.ts';
 
 let s: TestServer;
-before(async () => (s = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 600 })));
+before(async () => {
+  // Started with short timeouts, for node's check of them every 150 ms; then the defaults, but for
+  // the tests that wait them out (shortTimeouts): an ordinary request on a loaded machine can pause
+  // past 300 ms (one here was answered 408 during a loaded npm test).
+  s = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
+  setTimeouts(10_000, 30_000);
+});
 after(() => s.close());
+
+function setTimeouts(headersMs: number, requestMs: number): void {
+  s.http.server.headersTimeout = headersMs;
+  s.http.server.requestTimeout = requestMs;
+}
+
+/** 300 ms for the headers and 600 ms for the whole request, for the tests of a describe that wait them out. */
+function shortTimeouts(): void {
+  before(() => setTimeouts(300, 600));
+  after(() => setTimeouts(10_000, 30_000));
+}
 
 const port = () => new URL(s.baseUrl).port as unknown as number;
 
@@ -46,6 +63,8 @@ describe('two Authorization headers', () => {
 });
 
 describe('nothing is written on a connection after its answer but its close', () => {
+  shortTimeouts();
+
   test('a GET whose chunked body trickles gets its 200, then the connection closes without an unrequested 408', async () => {
     const socket = net.connect(port(), '127.0.0.1');
     await once(socket, 'connect');
@@ -73,6 +92,8 @@ describe('nothing is written on a connection after its answer but its close', ()
 });
 
 describe('a connection closed with input unread: a lingering close, not a reset', () => {
+  shortTimeouts();
+
   /** The code of the server's next client error on `socket`'s connection (node's request timeout, here). */
   function timeoutOf(socket: net.Socket): Promise<string | undefined> {
     return new Promise((resolve) => {
@@ -120,7 +141,7 @@ describe('a connection closed with input unread: a lingering close, not a reset'
   });
 
   test("node's request timeout during a linger leaves the connection to the linger: the rest of the body is taken in, no reset", async () => {
-    // This file's server times a request out at 600 ms, before the linger's 2 s is up: a client still
+    // The server times a request out at 600 ms here, before the linger's 2 s is up: a client still
     // sending the body of its 413 then (a loaded machine is enough) must not be reset.
     const body = Buffer.alloc(2 * 1024 * 1024, 0x61);
     // Half open: the server's FIN (its answer is out) must not end this side's body early.
