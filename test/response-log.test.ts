@@ -13,6 +13,7 @@ import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { ResponseEventsExpired } from '../src/core/errors.ts';
 import { PastIndex } from '../src/store/file/past-index.ts';
 import { ResponseLog } from '../src/store/file/response-log.ts';
+import { discard, SpareFiles } from '../src/store/file/spare-files.ts';
 import { type LiveResponseStart, RESPONSE_LOOKUP_RETENTION_MS } from '../src/store/types.ts';
 
 const DAY = 86_400_000;
@@ -98,11 +99,11 @@ async function collect(events: AsyncIterable<UnsequencedEvent>): Promise<Unseque
   return out;
 }
 
-/** Files under `dir`, relative, sorted. */
+/** Files under `dir`, relative, sorted; the empty response files created ahead (`*.spare`, D-35) left out. */
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const e of await fs.readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) out.push(path.relative(dir, path.join(e.parentPath, e.name)));
+    if (e.isFile() && !e.name.endsWith('.spare')) out.push(path.relative(dir, path.join(e.parentPath, e.name)));
   }
   return out.sort();
 }
@@ -352,4 +353,65 @@ test("D-93: the earlier release's layout is moved once: its index to the past in
       await log.close();
     }
   }
+});
+
+test('D-35 (revised): a begin takes a file created ahead; start-up removes the spares never begun and names a begun one after its id', async () => {
+  const dir = await tempDir();
+  const running = path.join(dir, 'running');
+  const spares = async () => (await fs.readdir(running)).filter((n) => n.endsWith('.spare')).sort();
+  const first = new ResponseLog({ dir, spares: 3 });
+  await first.open();
+  const ready = await spares();
+  assert.equal(ready.length, 3, 'created at start-up');
+  await first.begin(start('resp_taken'));
+  const after = await spares();
+  assert.equal(ready.filter((n) => !after.includes(n)).length, 1, 'one spare is now the response');
+  await first.append('resp_taken', created('resp_taken'));
+  // Followed once written, and written once the file is named after the response.
+  for await (const _ of first.follow('resp_taken', -1)) break;
+  assert.ok((await fs.readdir(running)).includes('resp_taken.jsonl'));
+  // A crash: the process's spares stay, and one begun response's rename was undone (never synced).
+  const left = await spares();
+  assert.ok(left.length > 0);
+  await fs.rename(path.join(running, 'resp_taken.jsonl'), path.join(running, 'undone-rename.spare'));
+  // A spare whose start line a crash tore: nothing was sent for it.
+  await fs.writeFile(path.join(running, 'torn.spare'), JSON.stringify(start('resp_torn')).slice(0, 40));
+  const log = new ResponseLog({ dir, spares: 2 });
+  await log.open();
+  try {
+    assert.deepEqual(
+      (await log.unfinished()).map((t) => [t.start.id, t.events!.length]),
+      [['resp_taken', 1]],
+      'only the begun response is found; an empty or torn spare is never a response',
+    );
+    const now = await spares();
+    assert.equal(now.length, 2);
+    assert.ok(!now.some((n) => left.includes(n) || n === 'torn.spare' || n === 'undone-rename.spare'), now.join(', '));
+    assert.ok((await fs.readdir(running)).includes('resp_taken.jsonl'));
+    assert.equal(await log.trace('resp_torn'), undefined);
+    for (const n of now) assert.equal((await fs.stat(path.join(running, n))).size, 0);
+  } finally {
+    await log.close();
+  }
+  assert.deepEqual(await spares(), [], 'close removes the spares not taken');
+});
+
+test('D-35 (revised): spares that cannot be created leave each begin to create its own file, said once until they can', async () => {
+  const dir = path.join(await tempDir(), 'running');
+  const warnings: string[] = [];
+  const spares = new SpareFiles(dir, 2, (m) => warnings.push(m));
+  try {
+    await spares.fill();
+    assert.equal(spares.take(), undefined, 'no folder yet: no spare');
+    await spares.fill();
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    await fs.mkdir(dir);
+    await spares.fill();
+    const got = spares.take();
+    assert.ok(got && (await fs.stat(got.file)).size === 0);
+    await discard(got);
+  } finally {
+    await spares.close();
+  }
+  assert.deepEqual(await fs.readdir(dir), [], 'close removes the spares not taken');
 });
