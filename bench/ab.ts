@@ -31,6 +31,8 @@ export interface AbOptions {
   streams: number;
   /** `--only get,list,rename,send,create,first`: some of the figures (the first word of each name). */
   only?: string[];
+  /** `--node-b "<flags>"`: Node flags for B's server only (the same code with and without a flag: `--ab HEAD --node-b "--max-semi-space-size=8"`). */
+  nodeB?: string[];
   tmp: string;
   log: (line: string) => void;
 }
@@ -61,6 +63,7 @@ export function abArgs(argv: string[]): Omit<AbOptions, 'tmp' | 'log'> | undefin
     creates: num('--creates', 2_000),
     streams: num('--streams', 30),
     only: argv.includes('--only') ? argv[argv.indexOf('--only') + 1]!.split(',') : undefined,
+    nodeB: argv.includes('--node-b') ? argv[argv.indexOf('--node-b') + 1]!.split(' ').filter(Boolean) : undefined,
   };
 }
 
@@ -127,7 +130,7 @@ export async function runAb(o: AbOptions): Promise<void> {
   };
   const b: Side = {
     name: 'B',
-    child: await startChild('parley-server.ts', [seededB.dataDir, seededB.fixtures], { env: PARLEY_ENV }),
+    child: await startChild('parley-server.ts', [seededB.dataDir, seededB.fixtures], { env: PARLEY_ENV, execArgv: o.nodeB }),
     ids: seededB.ids,
     streamIds: seededB.streamIds,
   };

@@ -88,7 +88,7 @@ export async function startChild(
 export function serveIpc(stop: () => Promise<void>): void {
   process.on('message', (m: { type: string }) => {
     if (m?.type === 'stats') {
-      const { rss, heapUsed, heapTotal } = process.memoryUsage();
+      const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
       const old = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'old_space');
       const cpu = process.cpuUsage();
       process.send!({
@@ -96,6 +96,7 @@ export function serveIpc(stop: () => Promise<void>): void {
         rss,
         heapUsed,
         heapTotal,
+        external,
         oldSpaceSize: old?.space_size,
         oldSpaceUsed: old?.space_used_size,
         cpuUs: cpu.user + cpu.system,

@@ -1,5 +1,7 @@
 // Where Parley's resident memory goes with many conversations:
-// `node --import tsx bench/memory.ts [conversations] [seconds per load] [-- node flags for Parley]`.
+// `node --import tsx bench/memory.ts [conversations] [seconds per load] [--requests N] [-- node flags for Parley]`
+// (--requests: each load by count instead, N gets, lists and renames and N/20 sends, so that runs on a
+// busy machine allocate as much as on a quiet one).
 // Seeds a temporary store, starts Parley as the benchmark does, then prints RSS, heap and V8's old
 // space (allocated / live) after start-up and after each load (get, list, rename, send). Old space
 // far above its live part is garbage V8 has not collected yet: the heap grows by a factor of the live
@@ -14,6 +16,8 @@ import { load } from './measure.ts';
 const sep = process.argv.indexOf('--');
 const args = sep === -1 ? process.argv.slice(2) : process.argv.slice(2, sep);
 const nodeFlags = sep === -1 ? [] : process.argv.slice(sep + 1);
+const byCount = args.indexOf('--requests');
+const requests = byCount === -1 ? 0 : Number(args.splice(byCount, 2)[1]);
 const [countText = '100000', secondsText = '4'] = args;
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
@@ -27,7 +31,7 @@ try {
   const show = async (when: string) => {
     const s = await child.ask<Record<string, number>>('stats');
     console.log(
-      `${when.padEnd(28)} rss ${MB(s.rss)}, heap ${MB(s.heapUsed)} used of ${MB(s.heapTotal)}, old space ${MB(s.oldSpaceUsed)} used of ${MB(s.oldSpaceSize)}`,
+      `${when.padEnd(28)} rss ${MB(s.rss)}, heap ${MB(s.heapUsed)} used of ${MB(s.heapTotal)}, old space ${MB(s.oldSpaceUsed)} used of ${MB(s.oldSpaceSize)}, external ${MB(s.external)}`,
     );
   };
   console.log(
@@ -43,7 +47,17 @@ try {
     ['send', 'POST', () => `${base}/${any()}`, JSON.stringify({ message: { content: 'Hello' }, stream: false })],
   ] as const;
   for (const [name, method, p, body] of loads) {
-    const r = await load({ port: child.ready.port, method, path: p, body, headers: AUTH, connections: 10, seconds: Number(secondsText) });
+    const amount = requests && (name === 'send' ? Math.ceil(requests / 20) : requests);
+    const r = await load({
+      port: child.ready.port,
+      method,
+      path: p,
+      body,
+      headers: AUTH,
+      connections: 10,
+      seconds: Number(secondsText),
+      amount,
+    });
     await show(`after ${name} (${Math.round(r.rps)} req/s)`);
   }
   await child.stop();

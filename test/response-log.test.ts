@@ -1,6 +1,7 @@
-// The file store's response log (src/store/file/response-log.ts): a follower gets an event only once it is
-// written, so that no client sees an event that a kill -9 would then lose (D-38 rebuilds an
-// interrupted response from what its file holds; test/proof/resumable-crash.test.ts is the crash).
+// The file store's response log (src/store/file/response-log.ts): a follower gets an event, and its append
+// resolves, only once it is written, so that no client sees an event that a kill -9 would then lose
+// (D-38 rebuilds an interrupted response from what its file holds; test/proof/resumable-crash.test.ts
+// is the crash).
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import type { UnsequencedEvent } from '../src/contract/index.ts';
 import { ResponseEventsExpired } from '../src/core/errors.ts';
 import { PastIndex } from '../src/store/file/past-index.ts';
 import { ResponseLog } from '../src/store/file/response-log.ts';
+import { discard, SpareFiles } from '../src/store/file/spare-files.ts';
 import { type LiveResponseStart, RESPONSE_LOOKUP_RETENTION_MS } from '../src/store/types.ts';
 
 const DAY = 86_400_000;
@@ -19,7 +21,7 @@ import { tempDir } from './support/helpers.ts';
 
 type AnyFn = (...args: any[]) => any;
 
-test('an event is followed (and traced) only once it is written to its file', async () => {
+test('an event is followed (and traced), and its append resolves, only once it is written to its file', async () => {
   const probe = await fs.open(path.join(os.tmpdir(), `parley-rl-probe-${process.pid}`), 'w');
   const proto = Object.getPrototypeOf(probe) as Record<string, AnyFn>;
   await probe.close();
@@ -46,10 +48,16 @@ test('an event is followed (and traced) only once it is written to its file', as
     holding = true;
     const follower = log.follow('resp_w', -1)[Symbol.asyncIterator]();
     const first = follower.next();
-    await log.append('resp_w', { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
-    // In memory, not yet on disk: neither a trace nor a follower shows it.
+    let kept = false;
+    const appended = log
+      .append('resp_w', { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } })
+      .then(() => (kept = true));
+    // In memory, not yet on disk: neither a trace nor a follower shows it, and its append has not
+    // resolved (the producer's own answer takes an event once its append resolves: KeptEvents).
     assert.deepEqual((await log.trace('resp_w'))!.events, []);
+    assert.equal(kept, false, 'append resolved before its write');
     release();
+    await appended;
     assert.deepEqual((await first).value, { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
     assert.equal((await log.trace('resp_w'))!.events!.length, 1);
     holding = false;
@@ -91,11 +99,11 @@ async function collect(events: AsyncIterable<UnsequencedEvent>): Promise<Unseque
   return out;
 }
 
-/** Files under `dir`, relative, sorted. */
+/** Files under `dir`, relative, sorted; the empty response files created ahead (`*.spare`, D-35) left out. */
 async function filesUnder(dir: string): Promise<string[]> {
   const out: string[] = [];
   for (const e of await fs.readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) out.push(path.relative(dir, path.join(e.parentPath, e.name)));
+    if (e.isFile() && !e.name.endsWith('.spare')) out.push(path.relative(dir, path.join(e.parentPath, e.name)));
   }
   return out.sort();
 }
@@ -103,7 +111,8 @@ async function filesUnder(dir: string): Promise<string[]> {
 test('D-93: nothing of an ended response stays in memory: neither what it was asked nor its events', async () => {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
-  const log = new ResponseLog({ dir: await tempDir() });
+  const dir = await tempDir();
+  const log = new ResponseLog({ dir });
   await log.open();
   const refs: WeakRef<object>[] = [];
   try {
@@ -114,7 +123,10 @@ test('D-93: nothing of an ended response stays in memory: neither what it was as
       return produce(log, start(`resp_m${i}`, { content: `message ${i}`, metadata }), 30);
     };
     for (let i = 0; i < 20; i++) await one(i);
-    assert.deepEqual(log.held(), { running: 0, events: 0, eventBytes: 0, apps: 1, minutes: 1 });
+    // A minute of the hour's index per minute of the files' ends: these may straddle a minute's turn.
+    const minutes = (await fs.readdir(path.join(dir, 'ended'))).length;
+    assert.ok(minutes === 1 || minutes === 2, `${minutes} minutes`);
+    assert.deepEqual(log.held(), { running: 0, events: 0, eventBytes: 0, apps: 1, minutes });
     await new Promise(setImmediate);
     gc();
     assert.deepEqual(
@@ -139,9 +151,8 @@ test('D-93: a running response keeps a window of its last events; followers behi
     await log.begin(s);
     await log.append(s.id, created(s.id));
     const early = collect(log.follow(s.id, -1));
+    // Each append resolves once written: the window is then what memory holds.
     for (let n = 0; n < 200; n++) await log.append(s.id, delta(n));
-    // Wait for the writes (a follower is woken by each): the window is then what memory holds.
-    while ((await log.trace(s.id))!.events!.length < 201) await new Promise(setImmediate);
     const held = log.held();
     assert.equal(held.running, 1);
     assert.ok(held.eventBytes <= 300 + 100, `${held.eventBytes} bytes of events held`);
@@ -342,4 +353,65 @@ test("D-93: the earlier release's layout is moved once: its index to the past in
       await log.close();
     }
   }
+});
+
+test('D-35 (revised): a begin takes a file created ahead; start-up removes the spares never begun and names a begun one after its id', async () => {
+  const dir = await tempDir();
+  const running = path.join(dir, 'running');
+  const spares = async () => (await fs.readdir(running)).filter((n) => n.endsWith('.spare')).sort();
+  const first = new ResponseLog({ dir, spares: 3 });
+  await first.open();
+  const ready = await spares();
+  assert.equal(ready.length, 3, 'created at start-up');
+  await first.begin(start('resp_taken'));
+  const after = await spares();
+  assert.equal(ready.filter((n) => !after.includes(n)).length, 1, 'one spare is now the response');
+  await first.append('resp_taken', created('resp_taken'));
+  // Followed once written, and written once the file is named after the response.
+  for await (const _ of first.follow('resp_taken', -1)) break;
+  assert.ok((await fs.readdir(running)).includes('resp_taken.jsonl'));
+  // A crash: the process's spares stay, and one begun response's rename was undone (never synced).
+  const left = await spares();
+  assert.ok(left.length > 0);
+  await fs.rename(path.join(running, 'resp_taken.jsonl'), path.join(running, 'undone-rename.spare'));
+  // A spare whose start line a crash tore: nothing was sent for it.
+  await fs.writeFile(path.join(running, 'torn.spare'), JSON.stringify(start('resp_torn')).slice(0, 40));
+  const log = new ResponseLog({ dir, spares: 2 });
+  await log.open();
+  try {
+    assert.deepEqual(
+      (await log.unfinished()).map((t) => [t.start.id, t.events!.length]),
+      [['resp_taken', 1]],
+      'only the begun response is found; an empty or torn spare is never a response',
+    );
+    const now = await spares();
+    assert.equal(now.length, 2);
+    assert.ok(!now.some((n) => left.includes(n) || n === 'torn.spare' || n === 'undone-rename.spare'), now.join(', '));
+    assert.ok((await fs.readdir(running)).includes('resp_taken.jsonl'));
+    assert.equal(await log.trace('resp_torn'), undefined);
+    for (const n of now) assert.equal((await fs.stat(path.join(running, n))).size, 0);
+  } finally {
+    await log.close();
+  }
+  assert.deepEqual(await spares(), [], 'close removes the spares not taken');
+});
+
+test('D-35 (revised): spares that cannot be created leave each begin to create its own file, said once until they can', async () => {
+  const dir = path.join(await tempDir(), 'running');
+  const warnings: string[] = [];
+  const spares = new SpareFiles(dir, 2, (m) => warnings.push(m));
+  try {
+    await spares.fill();
+    assert.equal(spares.take(), undefined, 'no folder yet: no spare');
+    await spares.fill();
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    await fs.mkdir(dir);
+    await spares.fill();
+    const got = spares.take();
+    assert.ok(got && (await fs.stat(got.file)).size === 0);
+    await discard(got);
+  } finally {
+    await spares.close();
+  }
+  assert.deepEqual(await fs.readdir(dir), [], 'close removes the spares not taken');
 });

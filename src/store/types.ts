@@ -212,7 +212,11 @@ export interface LiveResponses {
    * conversation already has one: then nothing is begun and the running one's id is returned.
    */
   begin(start: LiveResponseStart): Promise<{ running?: string }>;
-  /** Appends the next event (its sequence number is its position, D-16); a terminal event ends the response. */
+  /**
+   * Appends the next event (its sequence number is its position, D-16); a terminal event ends the response.
+   * Resolves once the event is kept (a trace sees it, and start-up after a kill -9 finds it, D-38): the
+   * producer's answer hands it out then (KeptEvents).
+   */
   append(id: string, event: UnsequencedEvent): Promise<void>;
   /** What is known of a response: live, ended with its events, or ended and past D-36's retention. */
   trace(id: string): Promise<ResponseTrace | undefined>;

@@ -341,7 +341,11 @@ export function storeSuite(name: string, h: StoreHarness): void {
         await asked;
         off();
         assert.equal(cancelled, 1);
-        for (let n = 1; n < 4; n++) await s.store.responses.append('resp_a', ev('response.output_text.delta', n));
+        for (let n = 1; n < 4; n++) {
+          await s.store.responses.append('resp_a', ev('response.output_text.delta', n));
+          // Kept once append resolves, as the producer's answer takes it then: a trace sees it (and start-up after a kill -9, D-38).
+          assert.equal((await s.store.responses.trace('resp_a'))!.events!.length, n + 1, `event ${n} kept`);
+        }
         await s.store.responses.append('resp_a', ev('response.completed', 4));
         assert.deepEqual(await early, [0, 1, 2, 3, 4]);
         assert.deepEqual(await late, [2, 3, 4]);

@@ -4,7 +4,6 @@
 // response files take (D-27's quota counts them). An ended response is read from its file, and once
 // past D-36's hour from the past index for the look-up's retention (past-index.ts): nothing of it
 // stays in memory, and start-up reads the running files and the hour's index, never what is older.
-import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { listenOn } from '../../core/listeners.ts';
@@ -21,19 +20,19 @@ import {
   type ResponseTrace,
   type UnfinishedResponse,
 } from '../types.ts';
-import { syncDir } from './durable.ts';
 import { writeAll } from './journal-io.ts';
 import { EndedIndex, type FileCursor, MINUTE_MS, migrateLegacy, readEvents, readResponseFile, ResponsePaths } from './response-files.ts';
 import { PastIndex } from './past-index.ts';
 import { eventsOf, heldIn, type Live, newLive, trim } from './running-response.ts';
+import { beginFile, settleSpares, SpareFiles } from './spare-files.ts';
 import { holdWhole, settleAside, writeWhole } from './unwritten.ts';
 
 /** How often the minutes past the retention are dropped. */
 const SWEEP_MS = 60_000;
 /** Bytes of written events a running response keeps in memory (at least its last one). */
 const WINDOW_BYTES = 64 * 1024;
-/** Bytes of events not yet written past which the producer waits for the disk. */
-const PENDING_BYTES = 256 * 1024;
+/** Response files created ahead (D-35 revised, spare-files.ts): more begins at once than this create their own. */
+const SPARES = 8;
 
 export interface ResponseLogOptions {
   dir: string;
@@ -44,6 +43,8 @@ export interface ResponseLogOptions {
   warn?: (message: string) => void;
   /** Bytes of written events a running response keeps in memory (tests lower it). */
   windowBytes?: number;
+  /** Response files created ahead (D-35 revised; default SPARES, 0: each begin creates its own). */
+  spares?: number;
 }
 
 export class ResponseLog implements LiveResponses {
@@ -60,6 +61,7 @@ export class ResponseLog implements LiveResponses {
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private leftRunning: UnfinishedResponse[] = [];
+  private readonly spares: SpareFiles;
 
   constructor(private readonly opts: ResponseLogOptions) {
     this.paths = new ResponsePaths(opts.dir);
@@ -68,6 +70,7 @@ export class ResponseLog implements LiveResponses {
     this.past = new PastIndex(opts.dir, opts.retentionMs ?? RESPONSE_LOOKUP_RETENTION_MS, this.now);
     this.ended = new EndedIndex(this.paths, this.past, opts.warn);
     this.windowBytes = opts.windowBytes ?? WINDOW_BYTES;
+    this.spares = new SpareFiles(path.join(opts.dir, 'running'), opts.spares ?? SPARES, opts.warn);
   }
 
   async open(): Promise<void> {
@@ -75,6 +78,7 @@ export class ResponseLog implements LiveResponses {
     await this.ended.open();
     await this.past.open();
     await migrateLegacy(this.paths, this.ended, this.past);
+    await settleSpares(path.join(this.opts.dir, 'running'), this.paths);
     const running = await fs.readdir(path.join(this.opts.dir, 'running'));
     for (const name of running)
       if (name.endsWith('.unwritten')) await settleAside(this.paths, this.past, name.slice(0, -'.unwritten'.length), this.now());
@@ -86,6 +90,7 @@ export class ResponseLog implements LiveResponses {
     }
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
     this.sweeper.unref();
+    await this.spares.fill();
   }
 
   /** A file `running/` still holds at start-up: a response live when the last process stopped, or one it ended but had not yet moved. */
@@ -116,6 +121,7 @@ export class ResponseLog implements LiveResponses {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     await this.sweeping;
+    await this.spares.close();
     for (const l of this.live.values()) {
       await l.writing;
       await l.handle?.close().catch(() => {});
@@ -156,24 +162,15 @@ export class ResponseLog implements LiveResponses {
     const ref: ResponseRef = { id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at };
     const live = newLive(ref, undefined);
     this.live.set(start.id, live);
-    const file = this.paths.running(start.id);
-    try {
-      live.handle = await fs.open(file, fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
-      const line = `${JSON.stringify(start)}\n`;
-      await live.handle.write(line);
-      live.bytes = Buffer.byteLength(line);
-      this.count(ref.app_id, live.bytes);
-      // Durable before the first byte goes out: a crash from here on leaves a response start-up finds.
-      // The file's data and its folder's entry are synced at once (two threads), not one after the other.
-      const synced = await Promise.allSettled([live.handle.datasync(), syncDir(path.dirname(file))]);
-      for (const r of synced) if (r.status === 'rejected') throw r.reason;
-    } catch (err) {
+    const line = `${JSON.stringify(start)}\n`;
+    // The file is named after the response before any event is written to it, so before its end.
+    const begun = await beginFile(this.spares, this.paths.running(start.id), line, this.opts.warn).catch((err: unknown) => {
       this.live.delete(start.id);
-      this.count(ref.app_id, -live.bytes);
-      await live.handle?.close().catch(() => {});
-      await fs.rm(file, { force: true }).catch(() => {});
       throw err;
-    }
+    });
+    [live.handle, live.writing] = [begun.handle, begun.named];
+    live.bytes = Buffer.byteLength(line);
+    this.count(ref.app_id, live.bytes);
     return {};
   }
 
@@ -187,17 +184,13 @@ export class ResponseLog implements LiveResponses {
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) l.ended = true;
     // Written without an fsync each (a kill -9 loses nothing written, a power cut what the response's
-    // save has), those that come during a write together in the next one. Followed once written, so
-    // that no client sees an event that start-up's `interrupted` save (D-38) would not find.
+    // save has), those that come during a write together in the next one. Followed, and resolved (the
+    // producer's answer takes it then, KeptEvents), once written: no client sees an event that
+    // start-up's `interrupted` save (D-38) would not find.
     l.queue.push(line);
     if (l.queue.length === 1) l.writing = l.writing.then(() => this.writeQueued(l, id));
-    // The producer waits for a slow disk rather than memory filling with its events.
-    if (!terminal) {
-      if (l.pendingBytes > PENDING_BYTES) await l.writing;
-      return;
-    }
     await l.writing;
-    await this.end(l, () => this.publish(l, 1));
+    if (terminal) await this.end(l, () => this.publish(l, 1));
   }
 
   /** One write of the lines queued since the last; its events are then followed (a terminal one once durable, by `end`). */

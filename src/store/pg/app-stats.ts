@@ -13,7 +13,7 @@ export const SLOT = `(pg_backend_pid() % ${SLOTS})`;
 /** The most one create adds to its app's stored bytes on the fast path: its record and the largest metadata (D-9). */
 export const RECORD_MAX = 256 + LIMITS.metadataBytes;
 /** The advisory locks' first key for an app's quota (two-key form, apart from the other advisory locks). */
-const QUOTA_LOCK_CLASS = 0x71756f74;
+export const QUOTA_LOCK_CLASS = 0x71756f74;
 
 /** A create that found its app within the margin: run again on the exact path. */
 class NearQuota extends Error {}
