@@ -1,5 +1,5 @@
-// Profiles Parley under one kind of load: `node --import tsx bench/profile.ts <get|list|create|rename|send|stream|get1> [conversations] [seconds]`
-// (stream and get1: one request at a time, for latency).
+// Profiles Parley under one kind of load: `node --import tsx bench/profile.ts <get|list|create|rename|send|stream|get1> [conversations] [seconds] [--pg]`
+// (stream and get1: one request at a time, for latency; --pg: on PostgreSQL, bench/pg.ts, seeded by SQL).
 // Seeds a temporary store, runs Parley with --cpu-prof, loads it, then prints where the CPU time went
 // (self time by function, and inclusive time of Parley's own functions). The .cpuprofile is kept in
 // bench/profiles/ for Chrome DevTools.
@@ -9,20 +9,33 @@ import path from 'node:path';
 import { startChild } from './child.ts';
 import { benchFixtures, seed } from './data.ts';
 import { load, percentile, timed } from './measure.ts';
+import { type BenchPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
 
-const [op = 'get', countText = '1000', secondsText = '5'] = process.argv.slice(2);
+const onPg = process.argv.includes('--pg');
+const [op = 'get', countText = '1000', secondsText = '5'] = process.argv.slice(2).filter((a) => a !== '--pg');
 const ROOT = path.resolve(import.meta.dirname, '..');
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-profile-'));
 const profDir = path.join(ROOT, 'bench', 'profiles');
+let pg: BenchPostgres | undefined;
 try {
   const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
   const dataDir = path.join(tmp, 'data');
-  const ids = await seed(dataDir, APP, Number(countText));
+  let ids: string[];
+  let databaseUrl = '';
+  if (onPg) {
+    pg = await startBenchPostgres();
+    databaseUrl = await pg.database('profile');
+    ids = await seedPostgres(databaseUrl, APP, Number(countText));
+    await fs.mkdir(dataDir, { recursive: true });
+  } else ids = await seed(dataDir, APP, Number(countText));
   // One profile per thread (tsx's loader runs in a worker): the main thread's is `CPU.*.<pid>.0.*`.
-  const runDir = path.join(profDir, `${op}-${countText}-${Date.now()}`);
-  const child = await startChild('parley-server.ts', [dataDir, fixtures], { execArgv: ['--cpu-prof', `--cpu-prof-dir=${runDir}`] });
+  const runDir = path.join(profDir, `${op}-${countText}${onPg ? '-pg' : ''}-${Date.now()}`);
+  const child = await startChild('parley-server.ts', [dataDir, fixtures], {
+    execArgv: ['--cpu-prof', `--cpu-prof-dir=${runDir}`],
+    env: { DATABASE_URL: databaseUrl },
+  });
   const any = () => ids[Math.floor(Math.random() * ids.length)]!;
   const base = `/v1/apps/${APP}/conversations`;
   const specs = {
@@ -56,6 +69,7 @@ try {
   summarise(JSON.parse(await fs.readFile(path.join(runDir, main), 'utf8')) as Profile);
   console.log(`profile: ${path.relative(ROOT, path.join(runDir, main))}`);
 } finally {
+  await pg?.stop();
   await fs.rm(tmp, { recursive: true, force: true });
 }
 

@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import { DASHBOARD_CSP, DASHBOARD_DIR, bundleDashboard } from '../src/api/dashboard-assets.ts';
 import { loadConfig } from '../src/config.ts';
 import { banner } from '../src/main.ts';
-import { FIXTURES_DIR, startTestServer, type TestServer } from './support/helpers.ts';
+import { runCli } from './support/cli-helpers.ts';
+import { FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
 /** D-95: the stated bound on the minified bundle (the widget's test holds its own). */
 const DASHBOARD_MAX_BYTES = 150 * 1024;
@@ -103,7 +104,7 @@ describe('the bundle (D-95, D-98)', () => {
 });
 
 describe('--no-dashboard (D-95)', () => {
-  test('serves no dashboard, and the admin surface stays', async () => {
+  test('serves no dashboard, and the admin surface stays; an invitation names the route, and the CLI prints the token beside it (D-72)', async () => {
     const bare = await startTestServer({ dashboard: false });
     try {
       assert.equal(bare.dashboardUrl, null);
@@ -130,6 +131,26 @@ describe('--no-dashboard (D-95)', () => {
         ((await added.json()) as { invite: { accept_url: string } }).invite.accept_url,
         `${originOf(bare)}/admin/v1/invites/accept`,
       );
+      // `parley members add` prints that route and, beside it, the token to send there (no link carries it).
+      const env = { PARLEY_BASE_URL: bare.baseUrl, XDG_CONFIG_HOME: await tempDir('parley-cli-no-dashboard-') };
+      const login = await runCli(['admin', 'login', '--email', 'admin@demo.example', '--password-stdin'], {
+        env,
+        input: 'parley-demo-admin\n',
+      });
+      assert.equal(login.code, 0, login.stderr);
+      const cli = await runCli(['members', 'add', '--email', 'cli-no-dashboard@demo.example', '--role', 'viewer'], { env });
+      assert.equal(cli.code, 0, cli.stderr);
+      const printed = /^(\S+)\ntoken: ([A-Za-z0-9_-]{43})\n$/.exec(cli.stdout);
+      assert.ok(printed, cli.stdout);
+      assert.equal(printed[1], `${originOf(bare)}/admin/v1/invites/accept`);
+      // The token printed is the new member's: sent to that route, it sets their password.
+      const accepted = await fetch(printed[1]!, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token: printed[2], password: 'a long enough password' }),
+      });
+      assert.equal(accepted.status, 200);
+      assert.equal(((await accepted.json()) as { email: string }).email, 'cli-no-dashboard@demo.example');
     } finally {
       await bare.close();
     }

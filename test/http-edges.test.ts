@@ -9,8 +9,25 @@ import { KEY, startTestServer, type TestServer } from './support/helpers.ts';
 import { rawRequest } from './support/raw-http.ts';
 
 let s: TestServer;
-before(async () => (s = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 600 })));
+before(async () => {
+  // Started with short timeouts, for node's check of them every 150 ms; then the defaults, but for
+  // the tests that wait them out (shortTimeouts): an ordinary request on a loaded machine can pause
+  // past 300 ms (one here was answered 408 during a loaded npm test).
+  s = await startTestServer({ headersTimeoutMs: 300, requestTimeoutMs: 600 });
+  setTimeouts(10_000, 30_000);
+});
 after(() => s.close());
+
+function setTimeouts(headersMs: number, requestMs: number): void {
+  s.http.server.headersTimeout = headersMs;
+  s.http.server.requestTimeout = requestMs;
+}
+
+/** 300 ms for the headers and 600 ms for the whole request, for the tests of a describe that wait them out. */
+function shortTimeouts(): void {
+  before(() => setTimeouts(300, 600));
+  after(() => setTimeouts(10_000, 30_000));
+}
 
 const port = () => new URL(s.baseUrl).port as unknown as number;
 
@@ -46,6 +63,8 @@ describe('two Authorization headers', () => {
 });
 
 describe('nothing is written on a connection after its answer but its close', () => {
+  shortTimeouts();
+
   test('a GET whose chunked body trickles gets its 200, then the connection closes without an unrequested 408', async () => {
     const socket = net.connect(port(), '127.0.0.1');
     await once(socket, 'connect');
@@ -73,6 +92,21 @@ describe('nothing is written on a connection after its answer but its close', ()
 });
 
 describe('a connection closed with input unread: a lingering close, not a reset', () => {
+  shortTimeouts();
+
+  /** The code of the server's next client error on `socket`'s connection (node's request timeout, here). */
+  function timeoutOf(socket: net.Socket): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const onError = (err: NodeJS.ErrnoException, peer: net.Socket) => {
+        if (peer.remotePort !== socket.localPort) return;
+        s.http.server.off('clientError', onError);
+        resolve(err.code);
+      };
+      // First, to see the socket before any listener closes it.
+      s.http.server.prependListener('clientError', onError);
+    });
+  }
+
   /** Sends `body` after the headers, reading nothing until the write is done (or failed). */
   async function sendWhole(head: string, body: Buffer): Promise<{ received: string; writeError?: string; readError?: string }> {
     const socket = net.connect(port(), '127.0.0.1');
@@ -104,6 +138,63 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     assert.match(r.received, /^HTTP\/1\.1 413 /);
     assert.match(r.received, /\r\nconnection: close\r\n/i);
     assert.equal(JSON.parse(r.received.slice(r.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
+  });
+
+  test("node's request timeout during a linger leaves the connection to the linger: the rest of the body is taken in, no reset", async () => {
+    // The server times a request out at 600 ms here, before the linger's 2 s is up: a client still
+    // sending the body of its 413 then (a loaded machine is enough) must not be reset.
+    const body = Buffer.alloc(2 * 1024 * 1024, 0x61);
+    // Half open: the server's FIN (its answer is out) must not end this side's body early.
+    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
+    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
+    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
+    await once(socket, 'connect');
+    const timedOut = timeoutOf(socket);
+    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
+    socket.write(
+      `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(body.subarray(0, 1024));
+    assert.equal(await timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
+    await new Promise<void>((resolve) =>
+      socket.write(body.subarray(1024), (err) => {
+        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
+        resolve();
+      }),
+    );
+    socket.end();
+    await once(socket, 'close');
+    assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
+    assert.match(out.received, /^HTTP\/1\.1 413 /);
+    assert.equal(JSON.parse(out.received.slice(out.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
+  });
+
+  test("node's request timeout while an answered request's body still drains: a lingering close, not a reset", async () => {
+    // A body no handler reads, of unknown length: drained after the answer up to the cap, then lingered
+    // on. The request times out (600 ms here) while it drains, as on a loaded machine.
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < 24; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
+    parts.push(Buffer.from('0\r\n\r\n'));
+    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
+    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
+    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
+    await once(socket, 'connect');
+    const timedOut = timeoutOf(socket);
+    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
+    socket.write(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    socket.write(parts[0]!);
+    assert.equal(await timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
+    await new Promise<void>((resolve) =>
+      socket.write(Buffer.concat(parts.slice(1)), (err) => {
+        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
+        resolve();
+      }),
+    );
+    socket.end();
+    await once(socket, 'close');
+    assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
+    assert.match(out.received, /^HTTP\/1\.1 200 /);
   });
 
   test('a body no handler reads, over the cap and chunked: drained, answered, then closed without a reset', async () => {

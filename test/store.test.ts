@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import { ReferenceConversationList, type ItemT } from '../src/contract/index.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
+import { HistoryCache } from '../src/store/file/history-cache.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { APP, fixturesWithoutSeeds, startTestServer as startWithSeeds, tempDir, type TestServer } from './support/helpers.ts';
 import { startParley } from '../src/app.ts';
@@ -414,5 +415,51 @@ describe('the data directory', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('the history cache (D-29: capped by count and by bytes)', () => {
+  test('a history let go (forget, drop) leaves the byte total: the others stay held, up to the cap', async () => {
+    const dir = await tempDir();
+    const ids = ['conv_hc_a1', 'conv_hc_b2', 'conv_hc_c3', 'conv_hc_d4', 'conv_hc_e5'];
+    // Five histories of the same size on disk, the cap three of them.
+    let size = 0;
+    for (const id of ids) {
+      const line = `${JSON.stringify({ items: [userMessage(`msg_${id.slice(-2)}`, 'y'.repeat(4000))], responses: [] })}\n`;
+      const file = path.join(dir, 'conversations', id.slice(-2), `${id}.jsonl`);
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      await fs.writeFile(file, line);
+      size = Buffer.byteLength(line);
+    }
+    const cache = new HistoryCache(dir, 3 * size);
+    const [a, b, c, d, e] = ids as [string, string, string, string, string];
+    for (const id of [a, b, c]) assert.equal((await cache.get(id)).bytes, size);
+    assert.deepEqual(
+      [a, b, c].map((id) => cache.has(id)),
+      [true, true, true],
+      'three fit',
+    );
+    cache.forget(a);
+    await cache.get(d);
+    // Had a's bytes stayed in the total, d would have pushed it over the cap and b (the oldest) out.
+    assert.deepEqual(
+      [b, c, d].map((id) => cache.has(id)),
+      [true, true, true],
+      'after a forget',
+    );
+    await cache.drop(c);
+    await cache.get(e);
+    assert.deepEqual(
+      [b, d, e].map((id) => cache.has(id)),
+      [true, true, true],
+      'after a drop',
+    );
+    // The cap still holds: a sixth read pushes the oldest out.
+    await cache.get(a);
+    assert.deepEqual(
+      [b, d, e, a].map((id) => cache.has(id)),
+      [false, true, true, true],
+      'over the cap',
+    );
   });
 });

@@ -10,6 +10,7 @@ import { FileStore } from '../src/store/file/file-store.ts';
 import { FileOutbox } from '../src/store/file/webhooks.ts';
 import type { ChangeEvents } from '../src/store/types.ts';
 import { LocalFollows, type OutboxEvent } from '../src/store/webhooks.ts';
+import { injectDiskFault } from './support/faulty-fs.ts';
 import { tempDir } from './support/helpers.ts';
 import { record } from './support/records.ts';
 
@@ -133,6 +134,29 @@ describe('the outbox journal (D-85…D-87)', () => {
     await again.settle(attempt('wa_2', 200), { ...log[0]!.delivery, attempts: 2, state: 'succeeded' });
     assert.equal(await again.failingSince('we_a'), null);
     await again.close();
+  });
+
+  test('D-84: events adopt could not write (a full disk) are written by settled once the disk takes them, and survive a reopen', async () => {
+    const dataDir = await tempDir();
+    const o = await FileOutbox.open(dataDir);
+    const fault = await injectDiskFault();
+    try {
+      fault.full = true;
+      o.adopt([event('evt_a1'), event('evt_a2')]);
+      assert.ok(fault.refused > 0, 'the write was refused');
+      // Remembered at once (the worker may start on them); not durable here, which settled says.
+      assert.ok(await o.event('evt_a2'));
+      await assert.rejects(o.settled(), { code: 'ENOSPC' });
+      fault.full = false;
+      await o.settled();
+    } finally {
+      fault.restore();
+    }
+    // Read back from the file alone, without close's own settle.
+    const again = await FileOutbox.open(dataDir);
+    assert.deepEqual([!!(await again.event('evt_a1')), !!(await again.event('evt_a2'))], [true, true]);
+    await again.close();
+    await o.close();
   });
 
   test('retention drops finished events with their attempts and keeps pending ones', async () => {

@@ -1,14 +1,25 @@
 // node:http answers malformed requests, over-long headers and slow requests by itself, with an empty
 // body; this answers them with the error object and a request id, as every other answer.
-import http from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { newRequestId } from '../core/ids.ts';
 import { ERRORS, errorBody } from './errors.ts';
+import { isLingering, lingeringClose } from './linger.ts';
 
-/** The server's `clientError` listener; `answeredEarly` are sockets whose request was already answered. */
-export function answerClientError(log: Logger, answeredEarly: WeakSet<Socket>): (err: NodeJS.ErrnoException, socket: Socket) => void {
+/** The server's `clientError` listener; `answeredEarly`: sockets whose request was answered before its body was all in, and that request. */
+export function answerClientError(
+  log: Logger,
+  answeredEarly: WeakMap<Socket, IncomingMessage>,
+): (err: NodeJS.ErrnoException, socket: Socket) => void {
   return (err, socket) => {
+    // node's request timeout while an answered request's body still arrives: closed in stages, as a
+    // lingering close (its own bounds); a destroy now would reset a client still sending (./linger.ts).
+    const answered = answeredEarly.get(socket);
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && (answered || isLingering(socket))) {
+      if (answered) lingeringClose(answered);
+      return;
+    }
     // Nothing is ever written after a connection's answer but its close: a pipelining client would
     // take a late 408 for the answer to its next request.
     if (!socket.writable || answeredEarly.has(socket) || (err.code === 'ECONNRESET' && !socket.bytesWritten)) {

@@ -2,13 +2,23 @@
 // side first (FIN, once the answer is out), then what still arrives is read and dropped for a while,
 // so that the client's stack never gets a reset that could destroy the answer it has not read yet.
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 
 /** How long, and how much, a closing connection keeps reading what its client still sends. */
 const LINGER = { ms: 2_000, bytes: 16 * 1024 * 1024 };
 
+/** Sockets closing by lingeringClose: their end is its to make, within its bounds. */
+const lingering = new WeakSet<Socket>();
+
+/** Whether `socket` is closing by lingeringClose. */
+export function isLingering(socket: Socket): boolean {
+  return lingering.has(socket);
+}
+
 export function lingeringClose(req: IncomingMessage, limits = LINGER): void {
   const socket = req.socket;
-  if (socket.destroyed) return;
+  if (socket.destroyed || lingering.has(socket)) return;
+  lingering.add(socket);
   const { ms, bytes } = limits;
   const start = socket.bytesRead;
   // node ends a closing answer with destroySoon(): end(), then destroy() once the end is flushed. That

@@ -50,7 +50,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
   /** Requests whose Expect header node does not handle itself (anything but 100-continue). */
   const unmetExpectations = new WeakSet<IncomingMessage>();
   /** Sockets whose request was answered while its body still arrived (see ./client-error.ts). */
-  const answeredEarly = new WeakSet<Socket>();
+  const answeredEarly = new WeakMap<Socket, IncomingMessage>();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -75,7 +75,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
       // Answered before its body was all in: node's request timeout must not answer it a second time.
       if (res.writableFinished && !req.complete) {
         const socket = req.socket;
-        answeredEarly.add(socket);
+        answeredEarly.set(socket, req);
         req.once('end', () => answeredEarly.delete(socket));
       }
       if (!res.writableFinished) ctx.clientLeft();

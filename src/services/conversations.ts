@@ -1,5 +1,6 @@
 // The rules of conversations (§4.1–4.5, D-7–D-14): create, list with cursors, read, rename, soft delete.
 import type {
+  ItemT,
   ConversationListT,
   ConversationT,
   ConversationWithItemsT,
@@ -101,15 +102,20 @@ export class ConversationService {
   }
 
   async get(appId: string, id: string): Promise<ConversationWithItemsT> {
-    const record = await this.find(appId, id);
-    const file = await this.store.readHistory(id);
-    return { ...toConversation(record), items: file.items };
+    const { record, items } = await this.read(appId, id);
+    return { ...toConversation(record), items };
+  }
+
+  /** A live conversation of this app with its items (one read: on PostgreSQL one statement), or 404. */
+  private async read(appId: string, id: string): Promise<{ record: ConversationRecord; items: ItemT[] }> {
+    const found = await this.store.readConversation(id);
+    const record = live(appId, id, found?.record);
+    return { record, items: found!.items! };
   }
 
   /** `get` as the bytes of the response, kept while the conversation and its file are unchanged. */
   async getJson(appId: string, id: string): Promise<JsonText> {
-    const record = await this.find(appId, id);
-    const { items } = await this.store.readHistory(id);
+    const { record, items } = await this.read(appId, id);
     let cached = this.bodies.get(items);
     if (!cached || cached.length !== items.length || cached.record !== record) {
       const head = JSON.stringify(toConversation(record));
@@ -122,7 +128,7 @@ export class ConversationService {
   // A change is applied by the store in the conversation's turn, to the record as it is then: a
   // rename and a delete (or a new message) never start from the same record and undo each other.
   async update(appId: string, id: string, body: UpdateConversationRequestT): Promise<ConversationT> {
-    return toConversation(await this.store.updateConversation(id, (r) => ({ ...live(appId, id, r), title: body.title })));
+    return toConversation(live(appId, id, await this.store.renameConversation(appId, id, body.title)));
   }
 
   /** D-73 (revising D-27): the history is kept for the retention period, within the app's bound. */

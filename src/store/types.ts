@@ -124,6 +124,11 @@ export interface Store {
    */
   getConversation(id: string): Promise<ConversationRecord | undefined>;
   /**
+   * A get (§4.3) in one read: the record and, unless it is soft-deleted, its history's items (read
+   * as one snapshot with it). Undefined when there is no such conversation.
+   */
+  readConversation(id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined>;
+  /**
    * One page of an app's live conversations (D-12); undefined when `cursor` is not a conversation of
    * this app. A store reads only the page (PostgreSQL: keyset pagination on (app_id, seq, id)).
    */
@@ -140,6 +145,11 @@ export interface Store {
    * Resolves with the new record once it is durable.
    */
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord>;
+  /**
+   * §4.4: `updateConversation` of the title alone, of a live conversation of `appId` (undefined, and
+   * nothing changed, when it is none): on PostgreSQL one statement (D-42, revised).
+   */
+  renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined>;
   /**
    * Saves an exchange in the conversation's turn, as one atomic step: its items, its response, the
    * record `save.apply` derives and the Idempotency-Key claim, all or nothing. Resolves once durable.
@@ -234,7 +244,11 @@ export interface LiveResponses {
    * conversation already has one: then nothing is begun and the running one's id is returned.
    */
   begin(start: LiveResponseStart): Promise<{ running?: string }>;
-  /** Appends the next event (its sequence number is its position, D-16); a terminal event ends the response. */
+  /**
+   * Appends the next event (its sequence number is its position, D-16); a terminal event ends the response.
+   * Resolves once the event is kept (a trace sees it, and start-up after a kill -9 finds it, D-38): the
+   * producer's answer hands it out then (KeptEvents).
+   */
   append(id: string, event: UnsequencedEvent): Promise<void>;
   /** What is known of a response: live, ended with its events, or ended and past D-36's retention. */
   trace(id: string): Promise<ResponseTrace | undefined>;
@@ -298,4 +312,23 @@ export interface ChangeEvents {
   created(record: ConversationRecord): OutboxEvent[];
   updated(before: ConversationRecord, after: ConversationRecord): OutboxEvent[];
   saved(record: ConversationRecord, save: ResponseSave): OutboxEvent[];
+}
+
+/** `renameConversation` by `updateConversation` (the file store's, and PostgreSQL's with change events, D-88). */
+export async function renameByUpdate(
+  store: Pick<Store, 'updateConversation'>,
+  appId: string,
+  id: string,
+  title: string | null,
+): Promise<ConversationRecord | undefined> {
+  const notLive = new Error('not a live conversation of the app');
+  try {
+    return await store.updateConversation(id, (r) => {
+      if (!r || r.app_id !== appId || r.deleted_at !== null) throw notLive;
+      return { ...r, title };
+    });
+  } catch (err) {
+    if (err === notLive) return undefined;
+    throw err;
+  }
 }

@@ -163,27 +163,8 @@ describe('npm start (src/main.ts)', () => {
     const answered: string[] = [];
     let signalled = false;
     let refusedAfterSignal = 0;
-    // A request that is certainly under way at SIGTERM: a slow stream (app_slow, 150 ms a chunk)
-    // whose first event has arrived. Whether any of the burst's creates is still under way when the
-    // signal lands is a matter of timing; this one is not.
-    const slowConv = (
-      (await (
-        await fetch(`${url}/apps/app_slow/conversations`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-          body: '{}',
-        })
-      ).json()) as { id: string }
-    ).id;
-    let streamOpen!: () => void;
-    const opened = new Promise<void>((resolve) => (streamOpen = resolve));
-    const slow = postSse(
-      url,
-      `/apps/app_slow/conversations/${slowConv}`,
-      { message: { content: 'thanks' }, stream: true },
-      { onEvent: (e) => e.event === 'response.created' && streamOpen() },
-    );
-    await opened;
+    let sixty!: () => void;
+    const reachedSixty = new Promise<void>((resolve) => (sixty = resolve));
     const worker = async () => {
       for (;;) {
         let res: Response;
@@ -204,13 +185,35 @@ describe('npm start (src/main.ts)', () => {
           continue;
         }
         answered.push(body.id);
-        if (answered.length === 60 && !signalled) {
-          signalled = true;
-          child.proc.kill('SIGTERM');
-        }
+        if (answered.length === 60) sixty();
       }
     };
-    await Promise.all(Array.from({ length: 8 }, worker));
+    const burst = Promise.all(Array.from({ length: 8 }, worker));
+    await reachedSixty;
+    // A request that is certainly under way at SIGTERM: a slow stream (app_slow, 150 ms a chunk) whose
+    // first event has arrived, with its ten chunks still to come; the signal is sent then, the burst
+    // still running. (Had the stream opened before the burst, a slow burst could outlast it.)
+    const slowConv = (
+      (await (
+        await fetch(`${url}/apps/app_slow/conversations`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+          body: '{}',
+        })
+      ).json()) as { id: string }
+    ).id;
+    let streamOpen!: () => void;
+    const opened = new Promise<void>((resolve) => (streamOpen = resolve));
+    const slow = postSse(
+      url,
+      `/apps/app_slow/conversations/${slowConv}`,
+      { message: { content: 'thanks' }, stream: true },
+      { onEvent: (e) => e.event === 'response.created' && streamOpen() },
+    );
+    await opened;
+    signalled = true;
+    child.proc.kill('SIGTERM');
+    await burst;
     assert.equal(await child.exit, 0, child.stderr);
     assert.equal(refusedAfterSignal, 0, 'nothing answered with an error');
     assert.ok(answered.length >= 60);

@@ -7,9 +7,10 @@ import { test } from 'node:test';
 import postgres from 'postgres';
 import { LIMITS } from '../../src/contract/index.ts';
 import { StorageQuota } from '../../src/services/quota.ts';
-import { RECORD_MAX } from '../../src/store/pg/app-stats.ts';
+import { QUOTA_LOCK_CLASS, RECORD_MAX } from '../../src/store/pg/app-stats.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { PgRateCounts } from '../../src/store/pg/rate-counts.ts';
+import { until } from '../support/live-reply.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { record } from '../support/records.ts';
 
@@ -114,5 +115,52 @@ test('D-23, D-102: the day limit across two pools admits exactly its count; a re
   } finally {
     await store.close();
     await Promise.all(pools.map((p) => p.end()));
+  }
+});
+
+test('D-101: an app found near its quota creates on the exact path (its lock exclusive) until one finds it far again (space freed), then on the shared path', async () => {
+  const url = await freshDatabase();
+  const store = new PgStore({ url, max: 4 });
+  await store.open();
+  // A session of its own holds the app's quota lock shared: a create on the exact path waits for it, one on the shared path does not.
+  const holder = postgres(url, { max: 1, onnotice: () => {} });
+  const hold = () => holder`SELECT pg_advisory_lock_shared(${QUOTA_LOCK_CLASS}, hashtext('app_demo'))`;
+  const release = () => holder`SELECT pg_advisory_unlock_shared(${QUOTA_LOCK_CLASS}, hashtext('app_demo'))`;
+  const waiting = async () => (await holder`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).length > 0;
+  try {
+    const [{ n }] = await store.sql<[{ n: string }]>`SELECT current_setting('max_connections') AS n`;
+    // Room for the margin and three records: the fourth create finds the app within the margin.
+    const quota = new StorageQuota(store, {
+      apps: new Map([['app_demo', { plan: 'p' }]]),
+      plans: new Map([['p', { storage_bytes: Number(n) * RECORD_MAX + 3 * RECORD_MAX }]]),
+    } as never);
+    const create = async (i: number) => {
+      const r = record(`conv_n${i}`, { seq: await store.nextSeq(), metadata: BIG });
+      await store.putConversation(r, undefined, quota.admit('app_demo', RECORD_MAX));
+    };
+    for (let i = 1; i <= 4; i++) await create(i);
+    // Near: the next create takes the lock exclusive, so it waits for the holder.
+    await hold();
+    const fifth = create(5);
+    await until('the create near the quota waits for the lock', waiting);
+    await release();
+    await fifth;
+    // Space freed: the next create, still on the exact path, finds the app far from its quota again.
+    for (let i = 1; i <= 5; i++) await store.updateConversation(`conv_n${i}`, (x) => ({ ...x!, deleted_at: 9 }));
+    await create(6);
+    await hold();
+    let done = false;
+    const seventh = create(7).finally(() => (done = true));
+    try {
+      await until('the create ends or waits for the lock', async () => done || (await waiting()));
+      assert.equal(done, true, 'far from its quota again, a create takes the lock shared (it waited for the holder)');
+    } finally {
+      await release();
+      await seventh;
+    }
+    assert.equal(await store.storedBytes('app_demo'), 2 * RECORD_MAX);
+  } finally {
+    await holder.end();
+    await store.close();
   }
 });

@@ -243,6 +243,41 @@ export function storeSuite(name: string, h: StoreHarness): void {
       });
     });
 
+    test('a get reads the record with its items in order; a rename changes a live conversation of its app only, also beside exchanges', async () => {
+      await withStore(h, async (s) => {
+        await s.store.putConversation(record('conv_g1', { metadata: { k: 'v' } }));
+        const fresh = (await s.store.readConversation('conv_g1'))!;
+        assert.deepEqual([fresh.record.id, fresh.record.metadata, fresh.items], ['conv_g1', { k: 'v' }, []]);
+        await s.store.saveResponse(save('conv_g1', 'resp_1'));
+        await s.store.saveResponse(save('conv_g1', 'resp_2'));
+        const got = (await s.store.readConversation('conv_g1'))!;
+        assert.deepEqual(got.record.message_count, 4);
+        assert.deepEqual(got.items, (await s.store.readHistory('conv_g1')).items);
+        assert.deepEqual(
+          got.items!.map((i) => i.id),
+          ['msg_uresp_1', 'msg_aresp_1', 'msg_uresp_2', 'msg_aresp_2'],
+        );
+        assert.equal(await s.store.readConversation('conv_none'), undefined);
+        // §4.4: renamed beside exchanges of the same conversation, neither undoing the other.
+        const [renamed] = await Promise.all([
+          s.store.renameConversation('app_demo', 'conv_g1', 'Renamed'),
+          s.store.saveResponse(save('conv_g1', 'resp_3')),
+        ]);
+        assert.equal(renamed!.title, 'Renamed');
+        const after = (await s.store.getConversation('conv_g1'))!;
+        assert.deepEqual([after.title, after.message_count, after.metadata], ['Renamed', 6, { k: 'v' }]);
+        assert.deepEqual(await s.store.appCounters('app_demo'), { conversations: 1, messages: 6, users: 0 });
+        // Another app's, a missing or a soft-deleted conversation: nothing renamed.
+        assert.equal(await s.store.renameConversation('app_other', 'conv_g1', 'Theirs'), undefined);
+        assert.equal(await s.store.renameConversation('app_demo', 'conv_none', 'None'), undefined);
+        assert.equal((await s.store.renameConversation('app_demo', 'conv_g1', null))!.title, null);
+        await s.store.updateConversation('conv_g1', (r) => ({ ...r!, deleted_at: 7 }));
+        assert.equal(await s.store.renameConversation('app_demo', 'conv_g1', 'Late'), undefined);
+        const gone = (await s.store.readConversation('conv_g1'))!;
+        assert.deepEqual([gone.record.title, gone.record.deleted_at, gone.items], [null, 7, undefined]);
+      });
+    });
+
     test('metadata, titles and generated titles change and survive a restart', async () => {
       await withStore(h, async (s) => {
         await s.store.putConversation(record('conv_t1'));
@@ -306,7 +341,11 @@ export function storeSuite(name: string, h: StoreHarness): void {
         await asked;
         off();
         assert.equal(cancelled, 1);
-        for (let n = 1; n < 4; n++) await s.store.responses.append('resp_a', ev('response.output_text.delta', n));
+        for (let n = 1; n < 4; n++) {
+          await s.store.responses.append('resp_a', ev('response.output_text.delta', n));
+          // Kept once append resolves, as the producer's answer takes it then: a trace sees it (and start-up after a kill -9, D-38).
+          assert.equal((await s.store.responses.trace('resp_a'))!.events!.length, n + 1, `event ${n} kept`);
+        }
         await s.store.responses.append('resp_a', ev('response.completed', 4));
         assert.deepEqual(await early, [0, 1, 2, 3, 4]);
         assert.deepEqual(await late, [2, 3, 4]);

@@ -32,7 +32,7 @@ import { Journal } from './journal.ts';
 import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
-import type { ChangeEvents } from '../types.ts';
+import { type ChangeEvents, renameByUpdate } from '../types.ts';
 import { FileOutbox, type OutboxEvent, withEvents } from './webhooks.ts';
 import type { FileStoreOptions } from './options.ts';
 
@@ -147,6 +147,16 @@ export class FileStore implements Store {
 
   getConversation(id: string): Promise<ConversationRecord | undefined> {
     return Promise.resolve(this.index.records.get(id));
+  }
+
+  async readConversation(id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined> {
+    const record = this.index.records.get(id);
+    if (!record || record.deleted_at !== null) return record && { record };
+    return { record, items: (await this.histories.get(id)).items };
+  }
+
+  renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {
+    return renameByUpdate(this, appId, id, title);
   }
 
   /** The apps that have conversations, sorted (for exports: src/store/port). */

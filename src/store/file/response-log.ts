@@ -31,8 +31,6 @@ import { holdWhole, settleAside, writeWhole } from './unwritten.ts';
 const SWEEP_MS = 60_000;
 /** Bytes of written events a running response keeps in memory (at least its last one). */
 const WINDOW_BYTES = 64 * 1024;
-/** Bytes of events not yet written past which the producer waits for the disk. */
-const PENDING_BYTES = 256 * 1024;
 /** Response files created ahead (D-35 revised, spare-files.ts): more begins at once than this create their own. */
 const SPARES = 8;
 
@@ -186,17 +184,13 @@ export class ResponseLog implements LiveResponses {
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) l.ended = true;
     // Written without an fsync each (a kill -9 loses nothing written, a power cut what the response's
-    // save has), those that come during a write together in the next one. Followed once written, so
-    // that no client sees an event that start-up's `interrupted` save (D-38) would not find.
+    // save has), those that come during a write together in the next one. Followed, and resolved (the
+    // producer's answer takes it then, KeptEvents), once written: no client sees an event that
+    // start-up's `interrupted` save (D-38) would not find.
     l.queue.push(line);
     if (l.queue.length === 1) l.writing = l.writing.then(() => this.writeQueued(l, id));
-    // The producer waits for a slow disk rather than memory filling with its events.
-    if (!terminal) {
-      if (l.pendingBytes > PENDING_BYTES) await l.writing;
-      return;
-    }
     await l.writing;
-    await this.end(l, () => this.publish(l, 1));
+    if (terminal) await this.end(l, () => this.publish(l, 1));
   }
 
   /** One write of the lines queued since the last; its events are then followed (a terminal one once durable, by `end`). */

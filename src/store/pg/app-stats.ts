@@ -5,6 +5,7 @@
 import type { Sql, TransactionSql } from 'postgres';
 import { LIMITS } from '../../contract/index.ts';
 import type { AppCounters, QuotaAdmit } from '../types.ts';
+import { PREPARED } from './conversation-reads.ts';
 
 /** How many rows an app's counters are spread over: more than the connections writing at once, usually. */
 export const SLOTS = 16;
@@ -13,13 +14,7 @@ export const SLOT = `(pg_backend_pid() % ${SLOTS})`;
 /** The most one create adds to its app's stored bytes on the fast path: its record and the largest metadata (D-9). */
 export const RECORD_MAX = 256 + LIMITS.metadataBytes;
 /** The advisory locks' first key for an app's quota (two-key form, apart from the other advisory locks). */
-const QUOTA_LOCK_CLASS = 0x71756f74;
-
-/**
- * A statement given as text (`sql.unsafe`) is prepared too: postgres.js parses and plans such a
- * statement on every run unless told (docs/benchmarks.md: about half of a create's PostgreSQL CPU).
- */
-export const PREPARED = { prepare: true } as const;
+export const QUOTA_LOCK_CLASS = 0x71756f74;
 
 /** A create that found its app within the margin: run again on the exact path. */
 class NearQuota extends Error {}
@@ -187,7 +182,7 @@ export class AppStats {
   ) {
     const lock = exact ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
     // A statement of its own: the next one's snapshot is taken once the lock is held, so it sees every
-    // create that held it exclusive before.
+    // create that held it exclusive before. Prepared, as the insert (docs/benchmarks.md).
     await tx.unsafe(
       `SELECT ${lock}($1, hashtext($2)),
               (SELECT setval('conversation_seq', $3) FROM conversation_seq

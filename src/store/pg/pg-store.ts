@@ -11,10 +11,11 @@ import type { ChangeEvents } from '../types.ts';
 import { PgOutbox } from './webhooks.ts';
 import type { PgStoreOptions } from './options.ts';
 import { migrate } from './migrate.ts';
-import { isConnectionLoss, pageAfter, recordOf, type Row, SELECT_ROW } from './rows.ts';
+import { isConnectionLoss, recordOf, type Row } from './rows.ts';
+import { getConversation, getWithItems, listConversations, PREPARED, rename, SELECT_ROW } from './conversation-reads.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
-import { AppStats, PREPARED, recountAppStats, SLOT } from './app-stats.ts';
+import { AppStats, recountAppStats, SLOT } from './app-stats.ts';
 import { quotaBytes, readForReply, rowChange, type VersionedRow, writeExchange } from './exchange.ts';
 import { insertUsage } from './usage.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
@@ -31,6 +32,7 @@ import {
   type ResponseRecord,
   type ResponseSave,
   type Store,
+  renameByUpdate,
 } from '../types.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
@@ -136,25 +138,22 @@ export class PgStore implements Store {
     return Number(row!.n);
   }
 
-  async getConversation(id: string): Promise<ConversationRecord | undefined> {
-    const [row] = await this.sql.unsafe<Row[]>(`SELECT ${SELECT_ROW} FROM conversations WHERE id = $1`, [id]);
-    return row && recordOf(row);
+  getConversation(id: string): Promise<ConversationRecord | undefined> {
+    return getConversation(this.sql, id);
   }
 
-  async listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined> {
-    // Keyset pagination (D-12): one page and one more row (has_more), read by index on (app_id, seq,
-    // id), however long the list. A soft-deleted cursor keeps its row, so it keeps its place (D-11).
-    const up = q.direction === 'up';
-    const dir = up ? 'ASC' : 'DESC';
-    const user = q.externalUserId === undefined ? '' : ' AND external_user_id = $3';
-    const params: (string | number)[] = [appId, q.limit + 1];
-    if (q.externalUserId !== undefined) params.push(q.externalUserId);
-    const page = (after: string) =>
-      `SELECT ${SELECT_ROW} FROM conversations WHERE app_id = $1${user} AND deleted_at IS NULL${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;
-    const rows = await pageAfter<Row>(this.sql, page, params, q.cursor, up);
-    if (rows === undefined) return undefined;
-    const hasMore = rows.length > q.limit;
-    return { records: rows.slice(0, q.limit).map(recordOf), hasMore };
+  readConversation(id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined> {
+    return getWithItems(this.sql, id);
+  }
+
+  listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined> {
+    return listConversations(this.sql, appId, q);
+  }
+
+  renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {
+    // D-88: a rename that makes change events writes them in its transaction (updateConversation's).
+    if (this.changeEvents?.wants(appId)) return renameByUpdate(this, appId, id, title);
+    return this.turns.run(id, () => rename(this.sql, appId, id, title));
   }
 
   appCounters(appId: string): Promise<AppCounters> {

@@ -17,17 +17,14 @@ export interface ConversationRow {
   history_bytes: string;
 }
 
-/** A conversation's row with its history's fields, as the store reads it (`SELECT_ROW`). */
+/** A conversation's row with its history's fields, as the store reads it to change it (`SELECT_ROW`). */
 export interface Row extends ConversationRow {
   item_count: number;
   last_item_at: string;
   purged_at: string | null;
 }
 
-export const SELECT_ROW =
-  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
-
-export function recordOf(r: ConversationRow): ConversationRecord {
+export function recordOf(r: Omit<ConversationRow, 'history_bytes'>): ConversationRecord {
   return {
     id: r.id,
     app_id: r.app_id,
@@ -69,7 +66,7 @@ export function isConnectionLoss(err: unknown): boolean {
 
 /**
  * One page of an app's conversations (D-12): `page` is its statement given the cursor's condition, `$1`
- * the app and `$2` the page's size. After (or, `up` false, before) `cursor` when one is given, found
+ * the app. After (or, `up` false, before) `cursor` when one is given, found
  * and paged in one statement; undefined when the cursor is not one of the app's conversations.
  */
 export async function pageAfter<R extends { id: string | null }>(
@@ -79,13 +76,15 @@ export async function pageAfter<R extends { id: string | null }>(
   cursor: string | undefined,
   up: boolean,
 ): Promise<R[] | undefined> {
-  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params);
+  // Prepared (conversation-reads.ts's PREPARED): one round trip, parsed once per connection.
+  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params, { prepare: true });
   const k = `$${params.length + 1}`;
   // No row: the cursor is not this app's; one row of nulls: an empty page.
   const found = await sql.unsafe<(R & { cursor: string })[]>(
     `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
      LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
     [...params, cursor],
+    { prepare: true },
   );
   if (found.length === 0) return undefined;
   return found.filter((r) => r.id !== null);
