@@ -12,26 +12,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { APP, KEY, TARGET_JSON } from '../test/support/helpers.ts';
+import { APP, KEY } from '../test/support/helpers.ts';
 import { type Child, startChild } from './child.ts';
 import { benchFixtures } from './data.ts';
 import { percentile } from './measure.ts';
+import { ADMIN, call } from './webhooks.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const apart = process.argv.includes('--receiver-apart');
 const [other, roundsText = '6', sendsText = '60'] = args;
-const ADMIN = TARGET_JSON.admin as { email: string; password: string };
-
-async function call(base: string, method: string, p: string, headers: Record<string, string>, body?: unknown) {
-  const res = await fetch(base + p, {
-    method,
-    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return { body: JSON.parse(text) as Record<string, any>, headers: res.headers };
-}
 
 async function receiverHere(): Promise<{ url: string; received: () => number; stop: () => void }> {
   let n = 0;

@@ -25,9 +25,10 @@ export interface WebhookFigures {
   with: number[];
 }
 
-const ADMIN = TARGET_JSON.admin as { email: string; password: string };
+export const ADMIN = TARGET_JSON.admin as { email: string; password: string };
 
-async function call(base: string, method: string, p: string, headers: Record<string, string>, body?: unknown) {
+/** One JSON call that must answer 200 (the benches' own set-up calls). */
+export async function call(base: string, method: string, p: string, headers: Record<string, string>, body?: unknown) {
   const res = await fetch(base + p, {
     method,
     headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
