@@ -222,9 +222,16 @@ export class PgResponses implements LiveResponses {
       if (!terminal && this.now() >= this.liveness.provenUntil - MARGIN_MS)
         throw new StoreUnavailable('this instance cannot prove it lives: its lease would run out');
       try {
+        // A batch that does not end the response locks its row rather than updating it: the same wait
+        // for a takeover's update, and no dead row version per batch for autovacuum to clear (they
+        // slowed this statement tenfold between its rounds: docs/benchmarks-log.md, D-104's section).
+        const mine = terminal
+          ? this.sql`UPDATE live_responses SET ended_at = ${this.now()}::bigint
+                     WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id`
+          : this.sql`SELECT id FROM live_responses
+                     WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL FOR NO KEY UPDATE`;
         const done = await this.sql`
-          WITH mine AS (UPDATE live_responses SET ended_at = ${terminal ? this.now() : null}::bigint
-                        WHERE id = ${id} AND owner = ${this.owner} AND ended_at IS NULL RETURNING id),
+          WITH mine AS (${mine}),
           e AS (INSERT INTO response_events (response_id, seq, body)
                 SELECT mine.id, ${first}::int + b.n::int - 1, b.body
                 FROM mine, unnest(${this.sql.array(bodies)}::text[]) WITH ORDINALITY AS b(body, n))
