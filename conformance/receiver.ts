@@ -90,17 +90,20 @@ export async function startReceiver(prefix: string, publicUrl?: string): Promise
     answer: (name, a) => answerers.set(name, a),
     waitFor(pred, ms, signal) {
       return new Promise((resolve) => {
-        const check = () => {
-          const hit = deliveries.find(pred);
-          if (!hit && Date.now() < deadline && !signal?.aborted) return;
+        const finish = () => {
           waiters.delete(check);
           clearTimeout(timer);
-          signal?.removeEventListener('abort', check);
-          resolve(hit);
+          signal?.removeEventListener('abort', finish);
+          resolve(deliveries.find(pred));
         };
-        const deadline = Date.now() + ms;
-        const timer = setTimeout(check, ms);
-        signal?.addEventListener('abort', check, { once: true });
+        const check = () => {
+          if (deliveries.some(pred)) finish();
+        };
+        // The timer itself ends the wait: node may run it a millisecond before Date.now() reaches
+        // the deadline, and a wait that then compared clocks stayed open for good (CI saw two cases hang).
+        const timer = setTimeout(finish, ms);
+        signal?.addEventListener('abort', finish, { once: true });
+        if (signal?.aborted) return finish();
         waiters.add(check);
         check();
       });

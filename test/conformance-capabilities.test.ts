@@ -13,7 +13,7 @@ import { CASES, exitCode, render, runConformance, selectCases, type RunResults }
 import { parseTarget, type Target } from '../conformance/target.ts';
 import { CaseContext, CaseSkip, type RunState } from '../conformance/context.ts';
 import { HttpClient } from '../conformance/http.ts';
-import { checkSignature, isLoopbackUrl, signingSecret } from '../conformance/receiver.ts';
+import { checkSignature, isLoopbackUrl, signingSecret, startReceiver } from '../conformance/receiver.ts';
 import { startTestServer, tempDir, type TestServer, TARGET_JSON as targetJson } from './support/helpers.ts';
 
 let s: TestServer;
@@ -369,6 +369,21 @@ describe('the command writes a JSON summary and an SVG badge beside the report',
 });
 
 describe('the webhook cases (capability webhooks, D-80, D-109 extended)', () => {
+  test("the receiver's wait ends at its timer even when the wall clock has not reached the deadline", { timeout: 10_000 }, async (t) => {
+    const receiver = await startReceiver('hooks');
+    try {
+      // Node may run a timer a millisecond before Date.now() reaches it; a frozen clock makes that certain.
+      const now = Date.now();
+      t.mock.method(Date, 'now', () => now);
+      assert.equal(await receiver.waitFor(() => false, 20), undefined);
+      const aborted = new AbortController();
+      aborted.abort();
+      assert.equal(await receiver.waitFor(() => false, 60_000, aborted.signal), undefined);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   test("the suite's own D-80 check verifies docs/webhooks.md's test vector, and nothing else", () => {
     const key = 'sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
     assert.equal(signingSecret(key), 'whsec_4iizSz75DhkFrCp5nX6dFb/dmAG7dfkIoXOhVGk9a+E=');
