@@ -94,6 +94,7 @@ async function withEndpoint(
   const endpoint = ctx.ok(ex, WebhookEndpointView, 'register the receiver as a webhook endpoint (D-81)');
   ctx.webhooks.endpoints.push(endpoint.id);
   ctx.check(endpoint.enabled, `a new endpoint is enabled (D-81), got ${show(endpoint)}`, ex);
+  // D-78: answered, the endpoint is in effect on every instance, so a change made next through any of them sends its event.
   await fn({ endpoint, path: new URL(url).pathname, receiver });
   const del = await admin(ctx, 'DELETE', `/webhook_endpoints/${encodeURIComponent(endpoint.id)}`);
   ctx.check(del.status === 200, `deleting the endpoint the case registered: expected HTTP 200, got ${del.status} (D-81)`, del);

@@ -156,6 +156,6 @@ async function openPg(o: BackendOptions, url: string, keep: Keep, control: Contr
     widgetOwners: keep(new PgWidgetOwners(sql)),
     // One secret for every instance of a database.
     widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await pgWidgetSecret(sql),
-    control: keep(await PgControlPlane.open(sql, control)),
+    control: keep(await PgControlPlane.open(sql, control, store.responses.owner)),
   };
 }

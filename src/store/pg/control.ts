@@ -2,7 +2,9 @@
 // its row lock (a change derives from the row as it is then, whichever instance made the last one) with
 // its audit rows in the same transaction, and a NOTIFY parley_control. Every instance LISTENs (the
 // client listens again after a reconnect) and also polls the version every second, reloading when it
-// moved: a change is effective everywhere within 2 s. The file backend's twin: src/store/file/control.ts.
+// moved. Each records in control_seen the version it holds; a change is answered once every live
+// instance holds it (SETTLE_MS at most), so that what an admin did is in effect on every instance by
+// the time the admin hears of it. The file backend's twin: src/store/file/control.ts.
 import type { Sql } from 'postgres';
 import { checkReferences, ControlDoc, type ControlDocT } from '../../core/control.ts';
 import {
@@ -17,10 +19,37 @@ import {
   seedDoc,
 } from '../control.ts';
 import { PgAuditLog, PgFailureCounts, PgKeyUse, PgSessions } from './control-tables.ts';
+import { LOCK_OF } from './liveness.ts';
 
 /** D-78: how often each instance reads the version (LISTEN usually tells it sooner). */
 export const CONTROL_POLL_MS = 1000;
 export const CONTROL_CHANNEL = 'parley_control';
+/**
+ * D-78: a change is answered once every live instance holds it, or after this long at most (an
+ * instance that does not answer, stuck or cut off, takes it in by its poll when it can).
+ */
+export const SETTLE_MS = 2_000;
+/** The notice an instance sends on CONTROL_CHANNEL once it has recorded the version it holds. */
+const SEEN = 'seen';
+/** A change waiting for the others reads control_seen again this often when no notice came. */
+const SETTLE_POLL_MS = 100;
+
+/** The control_seen rows of live instances (D-90's liveness lock held) other than $1 that hold a version below $2. */
+const BEHIND = `SELECT count(*)::int AS behind FROM control_seen s WHERE s.instance <> $1 AND s.version < $2
+  AND EXISTS (SELECT 1 FROM pg_locks l WHERE ${LOCK_OF('s.instance')})`;
+
+export const CONTROL_SEEN_MIGRATION = {
+  version: 11,
+  name: 'control versions held',
+  sql: `
+    -- D-78: the version of the control document each instance holds (its liveness owner, D-90): a
+    -- change is answered once every live instance holds it.
+    CREATE TABLE control_seen (
+      instance text PRIMARY KEY,
+      version bigint NOT NULL
+    );
+  `,
+};
 
 function parseDoc(body: string): ControlDocT {
   const doc = ControlDoc.parse(JSON.parse(body));
@@ -41,10 +70,15 @@ export class PgControlPlane implements ControlPlane {
   private refreshing: Promise<void> | undefined;
   private again = false;
   private closed = false;
+  /** Changes waiting for the other instances: woken by each SEEN notice. */
+  private readonly settling = new Set<() => void>();
+  private recording: Promise<void> | undefined;
 
   private constructor(
     private readonly sql: Sql,
     private readonly o: ControlOptions,
+    /** This instance's liveness owner (D-90); without one (a tool on the database) nothing is recorded. */
+    private readonly instance: string | undefined,
   ) {
     const now = o.now ?? Date.now;
     this.audit = new PgAuditLog(sql, now);
@@ -54,8 +88,8 @@ export class PgControlPlane implements ControlPlane {
   }
 
   /** Seeds a new database from the fixtures (D-77; the first of several instances starting at once wins), merges, listens. */
-  static async open(sql: Sql, o: ControlOptions): Promise<PgControlPlane> {
-    const c = new PgControlPlane(sql, o);
+  static async open(sql: Sql, o: ControlOptions, instance?: string): Promise<PgControlPlane> {
+    const c = new PgControlPlane(sql, o, instance);
     try {
       await c.load();
     } catch (err) {
@@ -80,10 +114,13 @@ export class PgControlPlane implements ControlPlane {
     if (probe.added.length) this.o.log?.(`control plane: added from the fixtures: ${probe.added.join(', ')}`);
     if (probe.differs.length)
       this.o.log?.(`control plane: differ from the fixtures and were left as they are: ${probe.differs.join(', ')}`);
-    const listening = await this.sql.listen(CONTROL_CHANNEL, () => void this.refresh());
+    const listening = await this.sql.listen(CONTROL_CHANNEL, (payload) => (payload === SEEN ? this.woken() : void this.refresh()));
     this.unlisten = listening.unlisten;
     this.poller = setInterval(() => void this.refresh(), CONTROL_POLL_MS);
     this.poller.unref();
+    // Rows of instances gone (their lock free) are dropped; this one's is written from the document it holds.
+    await this.sql.unsafe(`DELETE FROM control_seen s WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${LOCK_OF('s.instance')})`);
+    await this.record();
   }
 
   read(): ControlDocT {
@@ -100,7 +137,62 @@ export class PgControlPlane implements ControlPlane {
       return next;
     });
     this.take(next);
+    await this.settle(next.version);
     return this.doc;
+  }
+
+  /** D-78: waits until no live instance holds a version below `version`, SETTLE_MS at most. */
+  private async settle(version: number): Promise<void> {
+    const now = this.o.now ?? Date.now;
+    const deadline = now() + SETTLE_MS;
+    let behind = 0;
+    try {
+      for (;;) {
+        // Listening before reading: a notice sent while the read runs wakes the wait after it.
+        let wake!: () => void;
+        const woken = new Promise<void>((resolve) => (wake = resolve));
+        this.settling.add(wake);
+        try {
+          const [row] = await this.sql.unsafe<{ behind: number }[]>(BEHIND, [this.instance ?? '', version]);
+          behind = row!.behind;
+          const left = deadline - now();
+          if (behind === 0 || left <= 0 || this.closed) break;
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(left, SETTLE_POLL_MS))))]);
+          clearTimeout(timer);
+        } finally {
+          this.settling.delete(wake);
+        }
+      }
+    } catch (err) {
+      // The change is made: only the wait is cut short.
+      if (!this.closed) this.o.log?.(`control plane: cannot read which instances hold version ${version} (${(err as Error).message})`);
+      return;
+    }
+    if (behind > 0) this.o.log?.(`control plane: ${behind} instance(s) did not take in version ${version} within ${SETTLE_MS} ms`);
+  }
+
+  /** A SEEN notice: the changes waiting read control_seen again. */
+  private woken(): void {
+    for (const wake of this.settling) wake();
+  }
+
+  /** Records the version this instance holds, then tells the waiting changes; one write at a time, the last version last. */
+  private record(): Promise<void> {
+    const instance = this.instance;
+    if (!instance || this.closed) return Promise.resolve();
+    const recorded = (async () => {
+      await this.recording;
+      const version = this.doc.version;
+      await this.sql`WITH s AS (INSERT INTO control_seen (instance, version) VALUES (${instance}, ${version})
+                       ON CONFLICT (instance) DO UPDATE SET version = GREATEST(control_seen.version, EXCLUDED.version))
+                     SELECT pg_notify(${CONTROL_CHANNEL}, ${SEEN})`;
+    })();
+    const settled = recorded.catch((err: Error) => {
+      if (!this.closed) this.o.log?.(`control plane: the version held was not recorded (${err.message})`);
+    });
+    this.recording = settled;
+    return settled;
   }
 
   onChange(fn: (doc: ControlDocT) => void): void {
@@ -137,12 +229,16 @@ export class PgControlPlane implements ControlPlane {
     if (doc.version <= this.doc.version) return;
     this.doc = doc;
     for (const fn of this.listeners) fn(doc);
+    void this.record();
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.poller) clearInterval(this.poller);
+    this.woken();
     await this.refreshing;
+    await this.recording;
+    if (this.instance) await this.sql`DELETE FROM control_seen WHERE instance = ${this.instance}`.catch(() => {});
     await this.unlisten?.().catch(() => {});
     await this.keyUse.close();
   }

@@ -5,6 +5,7 @@
 import type { Sql } from 'postgres';
 import { WEBHOOKS_MIGRATION } from './webhooks.ts';
 import { COUNTERS_MIGRATION } from './app-stats.ts';
+import { CONTROL_SEEN_MIGRATION } from './control.ts';
 
 export interface Migration {
   version: number;
@@ -252,6 +253,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   COUNTERS_MIGRATION,
+  CONTROL_SEEN_MIGRATION,
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

@@ -93,8 +93,8 @@ const startOf = (r: Row & { input: string }): LiveResponseStart => ({
 });
 
 export class PgResponses implements LiveResponses {
-  /** This instance, as the owner of the responses it produces. */
-  private readonly owner = randomUUID();
+  /** This instance, as the owner of the responses it produces (and of its liveness lock, D-90). */
+  readonly owner = randomUUID();
   /** Responses produced here, with their events not yet written. */
   private readonly producing = new Map<string, Producing>();
   private readonly waiters = new Map<string, Set<() => void>>();
