@@ -1,11 +1,12 @@
 // The latency three webhook endpoints add to a send, A/B: `node --import tsx bench/ab-webhooks.ts
-// <otherTreeRoot> [rounds=6] [sends=60] [--receiver-apart]`.
+// <otherTreeRoot> [rounds=6] [sends=60] [--receiver-apart] [--disabled]`.
 // Parley from another checkout (A) and from this one (B), each in its own process on the file store,
 // measured as `npm run bench -- --webhooks` does (sends one at a time, without and with three endpoints
 // subscribed to every event, a receiver answering 204), in alternating rounds A, B, B, A, … so that the
 // machine's other work lands on both. Prints, per side, the median latency without and with the
 // endpoints, the server's CPU per send (process.cpuUsage: every thread of the process) and its main
-// thread's alone (/proc/<pid>/task/<pid>/schedstat, Linux), without and with them. `--receiver-apart` runs the receiver in a process of its own instead of this one.
+// thread's alone (/proc/<pid>/task/<pid>/schedstat, Linux), without and with them. `--receiver-apart` runs the receiver in a process of its own instead of this one;
+// `--disabled` disables the three endpoints: their events are made and recorded, nothing is sent.
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -20,6 +21,7 @@ import { ADMIN, call } from './webhooks.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const apart = process.argv.includes('--receiver-apart');
+const disabled = process.argv.includes('--disabled');
 const [other, roundsText = '6', sendsText = '60'] = args;
 
 async function receiverHere(): Promise<{ url: string; received: () => number; stop: () => void }> {
@@ -121,6 +123,8 @@ try {
       const ids: string[] = [];
       for (let e = 0; e < 3; e++)
         ids.push((await s.admin('POST', '/webhook_endpoints', { app_id: APP, url: hook, events: ['*'] })).body.id);
+      // Disabled, the endpoints still have their events made and recorded (as skipped, D-86): the send's own share.
+      if (disabled) for (const id of ids) await s.admin('POST', `/webhook_endpoints/${id}`, { enabled: false });
       await run(s, 'with');
       for (const id of ids) await s.admin('DELETE', `/webhook_endpoints/${id}`);
       const added = p50(s.lat.with.slice(n.with)) - p50(s.lat.without.slice(n.without));

@@ -1,5 +1,5 @@
 // The admin surface's apps (docs/control-plane.md, D-71): the team's apps listed, read, created and
-// changed; a change is served by the next request to this instance (D-78), by the others within 2 s.
+// changed; a change is answered once every live instance holds it, so the next request to any serves it (D-78).
 import { CreateAppRequest, UpdateAppRequest } from '../contract/admin.ts';
 import { parseBody } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';

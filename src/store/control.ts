@@ -93,7 +93,7 @@ export interface FailureCounts {
 export type ControlChange = (draft: ControlDocT) => AuditDraft[];
 
 export interface ControlPlane {
-  /** The document as this instance last saw it (D-78: within 2 s of any instance's change). */
+  /** The document as this instance last saw it (D-78: a change is answered once every live instance holds it). */
   read(): ControlDocT;
   /** Applies `change` to the latest document with its audit entries, atomically; durable when it resolves. */
   apply(change: ControlChange): Promise<ControlDocT>;
