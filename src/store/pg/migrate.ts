@@ -254,6 +254,16 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   COUNTERS_MIGRATION,
   CONTROL_SEEN_MIGRATION,
+  {
+    version: 12,
+    name: 'response events without a foreign key',
+    sql: `
+      -- D-114: the foreign key checked the response's row once per event written (a query a row, whose
+      -- plan each connection keeps); the statement that writes a batch takes that row itself (D-100), and
+      -- the prune deletes a response's events with its row (responses.ts).
+      ALTER TABLE response_events DROP CONSTRAINT IF EXISTS response_events_response_id_fkey;
+    `,
+  },
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */

@@ -16,6 +16,7 @@ import { getConversation, getWithItems, listConversations, PREPARED, rename, SEL
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
 import { AppStats, recountAppStats, SLOT } from './app-stats.ts';
+import { PlanStats } from './plan-stats.ts';
 import { quotaBytes, readForReply, rowChange, type VersionedRow, writeExchange } from './exchange.ts';
 import { insertUsage } from './usage.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
@@ -75,6 +76,8 @@ export class PgStore implements Store {
   readonly savesUsage = true;
   /** D-24's counters and D-27's quota, without a serialization point per app (D-101). */
   private readonly stats: AppStats;
+  /** D-114: the statistics of the tables a send grows, kept up with them (the plans cached on them follow). */
+  readonly planStats: PlanStats;
 
   constructor(opts: PgStoreOptions) {
     // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
@@ -99,6 +102,7 @@ export class PgStore implements Store {
     this.admin = new PgAdminConversations(this.sql, this.turns);
     this.outbox = new PgOutbox(this.sql, opts.warn);
     this.stats = new AppStats(this.sql);
+    this.planStats = new PlanStats(this.sql);
   }
 
   async open(): Promise<void> {
@@ -107,6 +111,7 @@ export class PgStore implements Store {
       await this.stats.open();
       await this.responses.open();
       await this.outbox.open();
+      this.planStats.open();
     } catch (err) {
       await this.outbox.close().catch(() => {});
       await this.responses.close().catch(() => {});
@@ -117,6 +122,7 @@ export class PgStore implements Store {
 
   async close(): Promise<void> {
     await this.turns.idle();
+    await this.planStats.close();
     await this.outbox.close();
     await this.responses.close();
     await Promise.all([this.sql.end({ timeout: 5 }), this.livenessSql.end({ timeout: 1 })]);
