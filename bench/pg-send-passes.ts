@@ -15,8 +15,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import { benchFixtures } from './data.ts';
-import { explainAll, seedPostgres, startBenchPostgres } from './pg.ts';
+import { explainAll, parleyOnPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
 
 const [passesText = '6', sendsText = '1000', connectionsText = '10', conversationsText = '200'] = process.argv.slice(2);
 const PASSES = Number(passesText);
@@ -39,14 +38,7 @@ try {
   if (process.env.PASSES_SQL) await db.unsafe(process.env.PASSES_SQL);
   await admin.unsafe(`ALTER SYSTEM SET pg_stat_statements.track = '${process.env.PASSES_TRACK ?? 'top'}'`);
   await admin`SELECT pg_reload_conf()`;
-  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
-  const { startParley } = await import('../src/app.ts');
-  const { loadConfig } = await import('../src/config.ts');
-  const config = loadConfig(
-    ['--data-dir', path.join(tmp, 'data'), '--fixtures', fixturesDir, '--host', '127.0.0.1', '--port', '0', '--database-url', url],
-    { LOG_LEVEL: 'silent' },
-  );
-  const parley = await startParley(config);
+  const parley = await parleyOnPostgres(url, tmp);
   try {
     let next = 0;
     const base = `http://127.0.0.1:${parley.port}/v1/apps/${APP}`;

@@ -8,8 +8,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { benchFixtures } from './data.ts';
-import { accounting, notifies, seedPostgres, startBenchPostgres } from './pg.ts';
+import { accounting, notifies, parleyOnPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
 
 const [sendsText = '100', connectionsText = '1'] = process.argv.slice(2);
 const SENDS = Number(sendsText);
@@ -22,14 +21,7 @@ const pg = await startBenchPostgres();
 try {
   const url = await pg.database('probe_send');
   const ids = await seedPostgres(url, APP, 200);
-  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
-  const { startParley } = await import('../src/app.ts');
-  const { loadConfig } = await import('../src/config.ts');
-  const config = loadConfig(
-    ['--data-dir', path.join(tmp, 'data'), '--fixtures', fixturesDir, '--host', '127.0.0.1', '--port', '0', '--database-url', url],
-    { LOG_LEVEL: 'silent' },
-  );
-  const parley = await startParley(config);
+  const parley = await parleyOnPostgres(url, tmp);
   try {
     let next = 0;
     const base = `http://127.0.0.1:${parley.port}/v1/apps/${APP}`;

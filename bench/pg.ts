@@ -9,7 +9,7 @@ import postgres, { type Sql } from 'postgres';
 import { recountAppStats } from '../src/store/pg/pg-store.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../test/support/embedded-postgres.ts';
-import { sampleConversation } from './data.ts';
+import { benchFixtures, sampleConversation } from './data.ts';
 
 export interface BenchPostgres extends EmbeddedPostgres {
   /** A new migrated database; its URL. */
@@ -233,3 +233,16 @@ export async function explainAll(adminUrl: string, minMs: number | null): Promis
 }
 
 export type { Sql };
+
+/** Parley in this process on the database `url`, with the bench's fixtures and data directory under `tmp`. */
+export async function parleyOnPostgres(url: string, tmp: string) {
+  const fixturesDir = await benchFixtures(path.join(tmp, 'fixtures'));
+  // Imported here, once the bench has set up its environment.
+  const { startParley } = await import('../src/app.ts');
+  const { loadConfig } = await import('../src/config.ts');
+  const config = loadConfig(
+    ['--data-dir', path.join(tmp, 'data'), '--fixtures', fixturesDir, '--host', '127.0.0.1', '--port', '0', '--database-url', url],
+    { LOG_LEVEL: 'silent' },
+  );
+  return startParley(config);
+}

@@ -11,7 +11,7 @@ import { migrate } from '../../src/store/pg/migrate.ts';
 import { PlanStats } from '../../src/store/pg/plan-stats.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
 import type { UnsequencedEvent } from '../../src/contract/index.ts';
-import { freshDatabase, usePostgres } from '../support/postgres.ts';
+import { freshDatabase, liveResponsesRead, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 
@@ -49,32 +49,12 @@ test('D-114: a plan cached while live_responses was empty (a sequential scan) is
   }
 });
 
-/** Rows of live_responses read so far (sequential and index scans), once every other session has ended. */
-async function rowsRead(url: string): Promise<number> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    // A session's counts reach the statistics when it ends: wait for the others to be gone.
-    for (;;) {
-      const [a] = await sql<
-        { n: number }[]
-      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
-      if (a!.n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const [row] = await sql<{ n: string }[]>`
-      SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n FROM pg_stat_user_tables WHERE relname = 'live_responses'`;
-    return Number(row!.n);
-  } finally {
-    await sql.end();
-  }
-}
-
 test('D-114: a response of 300 events, written in batches, reads its row once a batch, not once per event', async (t) => {
   const url = await freshDatabase();
   const first = new PgStore({ url, max: 2 });
   await first.open();
   await first.close();
-  const before = await rowsRead(url);
+  const before = await liveResponsesRead(url);
   const store = new PgStore({ url, max: 2 });
   await store.open();
   try {
@@ -94,7 +74,7 @@ test('D-114: a response of 300 events, written in batches, reads its row once a 
   } finally {
     await store.close();
   }
-  const read = (await rowsRead(url)) - before;
+  const read = (await liveResponsesRead(url)) - before;
   t.diagnostic(`302 events in batches of at most 100 read ${read} rows of live_responses`);
   assert.ok(read <= 20, `${read} rows of live_responses read for 302 events`);
 });

@@ -17,7 +17,7 @@ import { seedPastResponses } from '../../bench/past-responses.ts';
 import { ResponseLog } from '../../src/store/file/response-log.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
 import { tempDir } from '../support/helpers.ts';
-import { freshDatabase, usePostgres } from '../support/postgres.ts';
+import { freshDatabase, liveResponsesRead, usePostgres } from '../support/postgres.ts';
 
 usePostgres();
 
@@ -89,26 +89,6 @@ test(`D-93: start-up over ${PAST.toLocaleString('en-US')} past responses reads a
   }
 });
 
-/** Tuples of live_responses read so far (by sequential and index scans), once every other session has ended. */
-async function tuplesRead(url: string): Promise<number> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    // A session's counts reach the statistics when it ends: wait for the others to be gone.
-    for (;;) {
-      const [a] = await sql<
-        { n: number }[]
-      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
-      if (a!.n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const [row] = await sql<{ n: string }[]>`
-      SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n FROM pg_stat_user_tables WHERE relname = 'live_responses'`;
-    return Number(row!.n);
-  } finally {
-    await sql.end();
-  }
-}
-
 test(`D-93 on PostgreSQL: start-up over ${PAST.toLocaleString('en-US')} past responses reads the running ones only`, {
   timeout: 600_000,
 }, async (t) => {
@@ -133,7 +113,7 @@ test(`D-93 on PostgreSQL: start-up over ${PAST.toLocaleString('en-US')} past res
   } finally {
     await sql.end();
   }
-  const before = await tuplesRead(url);
+  const before = await liveResponsesRead(url);
   const store = new PgStore({ url, max: 2 });
   await store.open();
   let taken: string[];
@@ -142,7 +122,7 @@ test(`D-93 on PostgreSQL: start-up over ${PAST.toLocaleString('en-US')} past res
   } finally {
     await store.close();
   }
-  const read = (await tuplesRead(url)) - before;
+  const read = (await liveResponsesRead(url)) - before;
   t.diagnostic(`start-up read ${read} rows of live_responses`);
   assert.deepEqual(taken, ['resp_run1', 'resp_run2']);
   assert.ok(read <= 100, `start-up read ${read} rows of live_responses (${PAST.toLocaleString('en-US')} there)`);

@@ -66,3 +66,23 @@ export function usePostgres(): void {
   });
   after(stopPostgres);
 }
+
+/** Rows of live_responses read so far (sequential and index scans), once every other session of the database has ended. */
+export async function liveResponsesRead(url: string): Promise<number> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    // A session's counts reach the statistics when it ends: wait for the others to be gone.
+    for (;;) {
+      const [a] = await sql<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
+      if (a!.n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const [row] = await sql<{ n: string }[]>`
+      SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) AS n FROM pg_stat_user_tables WHERE relname = 'live_responses'`;
+    return Number(row!.n);
+  } finally {
+    await sql.end();
+  }
+}
