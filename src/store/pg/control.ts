@@ -118,6 +118,8 @@ export class PgControlPlane implements ControlPlane {
     this.unlisten = listening.unlisten;
     this.poller = setInterval(() => void this.refresh(), CONTROL_POLL_MS);
     this.poller.unref();
+    // A change committed between the read above and LISTEN sent its notice to no one here: read again.
+    await this.refresh();
     // Rows of instances gone (their lock free) are dropped; this one's is written from the document it holds.
     await this.sql.unsafe(`DELETE FROM control_seen s WHERE NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${LOCK_OF('s.instance')})`);
     await this.record();
