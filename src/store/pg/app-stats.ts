@@ -5,7 +5,7 @@
 import type { Sql, TransactionSql } from 'postgres';
 import { LIMITS } from '../../contract/index.ts';
 import type { AppCounters, QuotaAdmit } from '../types.ts';
-import { PREPARED } from './conversation-reads.ts';
+import { PREPARED } from './rows.ts';
 
 /** How many rows an app's counters are spread over: more than the connections writing at once, usually. */
 export const SLOTS = 16;

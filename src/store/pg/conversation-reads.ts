@@ -4,20 +4,9 @@
 import type { Sql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
 import type { ConversationPage, ConversationPageQuery, ConversationRecord } from '../types.ts';
-import { type ConversationRow, pageAfter, recordOf } from './rows.ts';
+import { type ConversationRow, pageAfter, PREPARED, RECORD, recordOf } from './rows.ts';
 
-export const SELECT_ROW =
-  'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count, history_bytes, item_count, last_item_at, purged_at';
-/** What `recordOf` reads: a row's other columns are the history's and the purge's, which a read does not serve. */
-const RECORD = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count';
 type RecordRow = Omit<ConversationRow, 'history_bytes'>;
-
-/**
- * Prepared on each connection the first time it runs there (postgres.js's `unsafe` is not, unlike its
- * tagged templates): parsed and planned once, and then one round trip (unprepared, it was two: the
- * statement described, then run).
- */
-export const PREPARED = { prepare: true } as const;
 
 export async function getConversation(sql: Sql, id: string): Promise<ConversationRecord | undefined> {
   const [row] = await sql.unsafe<RecordRow[]>(`SELECT ${RECORD} FROM conversations WHERE id = $1`, [id], PREPARED);

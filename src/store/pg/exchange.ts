@@ -11,8 +11,7 @@ import type { UsageEntry } from '../shared.ts';
 import type { ConversationChange, ReplyStart, ResponseRecord } from '../types.ts';
 import { SLOT } from './app-stats.ts';
 import { claimUpsert } from './claims.ts';
-import { SELECT_ROW } from './conversation-reads.ts';
-import { recordOf, type Row } from './rows.ts';
+import { recordOf, type Row, SELECT_ROW } from './rows.ts';
 import { insertUsage } from './usage.ts';
 
 /** A row with its version: `xmin`, the transaction that wrote it (an UPDATE writes a new one, even of the same values). */

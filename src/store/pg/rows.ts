@@ -17,6 +17,17 @@ export interface ConversationRow {
   history_bytes: string;
 }
 
+/** What `recordOf` reads: a row's other columns are the history's and the purge's, which a read does not serve. */
+export const RECORD = 'id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count';
+export const SELECT_ROW = `${RECORD}, history_bytes, item_count, last_item_at, purged_at`;
+
+/**
+ * Prepared on each connection the first time it runs there (postgres.js's `unsafe` is not, unlike its
+ * tagged templates): parsed and planned once, and then one round trip (unprepared, it was two: the
+ * statement described, then run).
+ */
+export const PREPARED = { prepare: true } as const;
+
 /** A conversation's row with its history's fields, as the store reads it to change it (`SELECT_ROW`). */
 export interface Row extends ConversationRow {
   item_count: number;
@@ -76,15 +87,14 @@ export async function pageAfter<R extends { id: string | null }>(
   cursor: string | undefined,
   up: boolean,
 ): Promise<R[] | undefined> {
-  // Prepared (conversation-reads.ts's PREPARED): one round trip, parsed once per connection.
-  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params, { prepare: true });
+  if (cursor === undefined) return sql.unsafe<R[]>(page(''), params, PREPARED);
   const k = `$${params.length + 1}`;
   // No row: the cursor is not this app's; one row of nulls: an empty page.
   const found = await sql.unsafe<(R & { cursor: string })[]>(
     `SELECT k.id AS cursor, p.* FROM (SELECT seq, id FROM conversations WHERE id = ${k} AND app_id = $1) k
      LEFT JOIN LATERAL (${page(` AND (seq, id) ${up ? '>' : '<'} (k.seq, k.id)`)}) p ON true`,
     [...params, cursor],
-    { prepare: true },
+    PREPARED,
   );
   if (found.length === 0) return undefined;
   return found.filter((r) => r.id !== null);
