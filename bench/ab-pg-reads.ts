@@ -14,9 +14,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from './child.ts';
-import { benchFixtures, seed } from './data.ts';
 import { type LoadSpec, load, percentile } from './measure.ts';
-import { accounting, seedPostgres, startBenchPostgres } from './pg.ts';
+import { accounting, seedBoth, startBenchPostgres } from './pg.ts';
 
 const [other, countText = '1000', roundsText = '5', secondsText = '3', opsText = 'get,list,rename'] = process.argv.slice(2);
 if (!other) throw new Error('usage: bench/ab-pg-reads.ts <other checkout> [conversations] [rounds] [seconds] [get,list,rename]');
@@ -37,13 +36,8 @@ const pg = await startBenchPostgres();
 const children: Child[] = [];
 try {
   console.log(`load average at the start: ${loadavg()}`);
-  const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
   const n = Number(countText);
-  const fileIds = await seed(path.join(tmp, 'a-file'), APP, n);
-  await fs.cp(path.join(tmp, 'a-file'), path.join(tmp, 'b-file'), { recursive: true });
-  const urls = { a: await pg.database('ab_a'), b: await pg.database('ab_b') };
-  // Each seeding draws its own ids.
-  const pgIds = { a: await seedPostgres(urls.a, APP, n), b: await seedPostgres(urls.b, APP, n) };
+  const { fixtures, fileIds, urls, pgIds } = await seedBoth(pg, tmp, APP, n);
   const script = (tree: 'A' | 'B') => (tree === 'A' ? path.join(path.resolve(other), 'bench', 'parley-server.ts') : 'parley-server.ts');
   const extra = (text = '') =>
     Object.fromEntries(

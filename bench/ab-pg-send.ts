@@ -8,9 +8,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild, type Child } from './child.ts';
-import { benchFixtures, seed } from './data.ts';
 import { load, percentile } from './measure.ts';
-import { seedPostgres, startBenchPostgres } from './pg.ts';
+import { seedBoth, startBenchPostgres } from './pg.ts';
 
 const [other, countText = '2000', roundsText = '5', secondsText = '3', op = 'send'] = process.argv.slice(2);
 if (!other || (op !== 'send' && op !== 'create'))
@@ -30,13 +29,7 @@ const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-ab-pg-'));
 const pg = await startBenchPostgres();
 const children: Child[] = [];
 try {
-  const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
-  const n = Number(countText);
-  const fileIds = await seed(path.join(tmp, 'a-file'), APP, n);
-  await fs.cp(path.join(tmp, 'a-file'), path.join(tmp, 'b-file'), { recursive: true });
-  const urls = { a: await pg.database('ab_a'), b: await pg.database('ab_b') };
-  // Each seeding draws its own ids.
-  const pgIds = { a: await seedPostgres(urls.a, APP, n), b: await seedPostgres(urls.b, APP, n) };
+  const { fixtures, fileIds, urls, pgIds } = await seedBoth(pg, tmp, APP, Number(countText));
   const script = (tree: 'A' | 'B') => (tree === 'A' ? path.join(path.resolve(other), 'bench', 'parley-server.ts') : 'parley-server.ts');
   const start = async (tree: 'A' | 'B', dir: string, databaseUrl: string) => {
     await fs.mkdir(path.join(tmp, dir), { recursive: true });

@@ -13,11 +13,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { APP, KEY } from '../test/support/helpers.ts';
+import { APP } from '../test/support/helpers.ts';
 import { type Child, startChild } from './child.ts';
 import { benchFixtures } from './data.ts';
 import { percentile } from './measure.ts';
-import { ADMIN, call } from './webhooks.ts';
+import { clientsOf } from './webhooks.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const apart = process.argv.includes('--receiver-apart');
@@ -45,11 +45,9 @@ async function receiverHere(): Promise<{ url: string; received: () => number; st
   };
 }
 
-interface Side {
+interface Side extends Awaited<ReturnType<typeof clientsOf>> {
   name: string;
   child: Child;
-  v1: (method: string, p: string, body?: unknown) => ReturnType<typeof call>;
-  admin: (method: string, p: string, body?: unknown) => ReturnType<typeof call>;
   lat: { without: number[]; with: number[] };
   cpu: { without: number[]; with: number[] };
   main: { without: number[]; with: number[] };
@@ -60,14 +58,7 @@ async function side(name: string, root: string, dataDir: string, fixtures: strin
   const child = await startChild(path.join(root, 'bench', 'parley-server.ts'), [dataDir, fixtures], {
     env: { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'silent', DATABASE_URL: '' },
   });
-  const origin = `http://127.0.0.1:${child.ready.port}`;
-  const v1 = (method: string, p: string, body?: unknown) => call(`${origin}/v1`, method, p, { authorization: `Bearer ${KEY}` }, body);
-  const session = await call(`${origin}/admin/v1`, 'POST', '/sessions', {}, ADMIN);
-  const cookie = session.headers.get('set-cookie')!.split(';')[0]!;
-  const csrf = { cookie, 'x-csrf-token': session.body.csrf_token as string };
-  const token = (await call(`${origin}/admin/v1`, 'POST', '/tokens', csrf, { name: 'bench' })).body.token as string;
-  const admin = (method: string, p: string, body?: unknown) =>
-    call(`${origin}/admin/v1`, method, p, { authorization: `Bearer ${token}` }, body);
+  const { v1, admin } = await clientsOf(`http://127.0.0.1:${child.ready.port}`);
   return { name, child, v1, admin, lat: { without: [], with: [] }, cpu: { without: [], with: [] }, main: { without: [], with: [] } };
 }
 

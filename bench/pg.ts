@@ -9,7 +9,7 @@ import postgres, { type Sql } from 'postgres';
 import { recountAppStats } from '../src/store/pg/pg-store.ts';
 import { migrate } from '../src/store/pg/migrate.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../test/support/embedded-postgres.ts';
-import { benchFixtures, sampleConversation } from './data.ts';
+import { benchFixtures, sampleConversation, seed } from './data.ts';
 
 export interface BenchPostgres extends EmbeddedPostgres {
   /** A new migrated database; its URL. */
@@ -245,4 +245,17 @@ export async function parleyOnPostgres(url: string, tmp: string) {
     { LOG_LEVEL: 'silent' },
   );
   return startParley(config);
+}
+
+/**
+ * The A/B benches' data: `n` conversations of `appId` in a file store (`a-file`, copied to `b-file`)
+ * and in two databases (`ab_a`, `ab_b`, each seeding drawing its own ids), and the fixtures.
+ */
+export async function seedBoth(pg: BenchPostgres, tmp: string, appId: string, n: number) {
+  const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
+  const fileIds = await seed(path.join(tmp, 'a-file'), appId, n);
+  await fs.cp(path.join(tmp, 'a-file'), path.join(tmp, 'b-file'), { recursive: true });
+  const urls = { a: await pg.database('ab_a'), b: await pg.database('ab_b') };
+  const pgIds = { a: await seedPostgres(urls.a, appId, n), b: await seedPostgres(urls.b, appId, n) };
+  return { fixtures, fileIds, urls, pgIds };
 }

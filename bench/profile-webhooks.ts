@@ -10,18 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { APP, KEY, TARGET_JSON } from '../test/support/helpers.ts';
 import { startChild } from './child.ts';
+import { type Profile, profileTimes } from './cpu-profile.ts';
 import { benchFixtures } from './data.ts';
 
 const [rootArg = '.', sendsText = '500'] = process.argv.slice(2);
 const root = path.resolve(rootArg);
 const sends = Number(sendsText);
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-profwh-'));
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
 
 const json = (o: string, method: string, p: string, headers: Record<string, string>, body?: unknown) =>
   fetch(o + p, {
@@ -66,27 +61,8 @@ try {
   receiver.close();
   const pattern = /webhook|worker_threads|internal\/worker|_http_client|_http_agent|journal|outbox/i;
   for (const f of (await fs.readdir(dir)).sort()) {
-    const p = JSON.parse(await fs.readFile(path.join(dir, f), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
-    const self = new Map<number, number>();
-    for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
-    const byId = new Map(p.nodes.map((n) => [n.id, n]));
-    const label = (n: ProfileNode) =>
-      `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules|src)\//, '$1/').slice(0, 80)}:${n.callFrame.lineNumber + 1}`;
-    const incl = new Map<string, number>();
-    const walk = (id: number, onPath: Set<string>): number => {
-      const n = byId.get(id)!;
-      let t = self.get(id) ?? 0;
-      const key = label(n);
-      const fresh = !onPath.has(key);
-      if (fresh) onPath.add(key);
-      for (const c of n.children ?? []) t += walk(c, onPath);
-      if (fresh) {
-        onPath.delete(key);
-        incl.set(key, (incl.get(key) ?? 0) + t);
-      }
-      return t;
-    };
-    walk(p.nodes[0]!.id, new Set());
+    const p = JSON.parse(await fs.readFile(path.join(dir, f), 'utf8')) as Profile;
+    const { self, byId, incl } = profileTimes(p);
     let busy = 0;
     for (const [id, t] of self) if (!/^\((idle|program|garbage collector)\)$/.test(byId.get(id)!.callFrame.functionName)) busy += t;
     const per = (t: number) => `${(t / 1000 / sends).toFixed(3)} ms`;

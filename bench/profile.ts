@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild } from './child.ts';
+import { type Profile, profileTimes } from './cpu-profile.ts';
 import { benchFixtures, seed } from './data.ts';
 import { load, percentile, timed } from './measure.ts';
 import { type BenchPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
@@ -73,45 +74,9 @@ try {
   await fs.rm(tmp, { recursive: true, force: true });
 }
 
-interface Node {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface Profile {
-  nodes: Node[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
 function summarise(p: Profile): void {
-  const self = new Map<number, number>();
-  for (let i = 0; i < p.samples.length; i++) self.set(p.samples[i]!, (self.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
+  const { self, selfBy, incl } = profileTimes(p);
   const total = [...self.values()].reduce((a, b) => a + b, 0);
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const label = (n: Node) =>
-    `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules|src)\//, '$1/').replace(/^file:\/\//, '')}:${n.callFrame.lineNumber + 1}`;
-  const selfBy = new Map<string, number>();
-  for (const [id, t] of self) {
-    const key = label(byId.get(id)!);
-    selfBy.set(key, (selfBy.get(key) ?? 0) + t);
-  }
-  // Inclusive time: a node's self time plus its descendants', counted once per label on each path.
-  const incl = new Map<string, number>();
-  const walk = (id: number, onPath: Set<string>): number => {
-    const n = byId.get(id)!;
-    let t = self.get(id) ?? 0;
-    const key = label(n);
-    const fresh = !onPath.has(key);
-    if (fresh) onPath.add(key);
-    for (const c of n.children ?? []) t += walk(c, onPath);
-    if (fresh) {
-      onPath.delete(key);
-      incl.set(key, (incl.get(key) ?? 0) + t);
-    }
-    return t;
-  };
-  walk(p.nodes[0]!.id, new Set());
   const pct = (t: number) => `${((100 * t) / total).toFixed(1).padStart(5)}%`;
   console.log('\nself time, top 25');
   for (const [k, t] of [...selfBy].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${pct(t)}  ${k}`);

@@ -39,6 +39,18 @@ export async function call(base: string, method: string, p: string, headers: Rec
   return { body: JSON.parse(text) as Record<string, any>, headers: res.headers };
 }
 
+/** Calls to Parley at `origin`: `/v1` with the demo key, `/admin/v1` with a token the demo admin makes. */
+export async function clientsOf(origin: string) {
+  const v1 = (method: string, p: string, body?: unknown) => call(`${origin}/v1`, method, p, { authorization: `Bearer ${KEY}` }, body);
+  const session = await call(`${origin}/admin/v1`, 'POST', '/sessions', {}, ADMIN);
+  const cookie = session.headers.get('set-cookie')!.split(';')[0]!;
+  const csrf = { cookie, 'x-csrf-token': session.body.csrf_token as string };
+  const token = (await call(`${origin}/admin/v1`, 'POST', '/tokens', csrf, { name: 'bench' })).body.token as string;
+  const admin = (method: string, p: string, body?: unknown) =>
+    call(`${origin}/admin/v1`, method, p, { authorization: `Bearer ${token}` }, body);
+  return { v1, admin };
+}
+
 export async function measureWebhooks(fixturesDir: string, tmp: string, quick: boolean, log: (l: string) => void): Promise<WebhookFigures> {
   let received = 0;
   let lastAt = 0;
@@ -60,14 +72,7 @@ export async function measureWebhooks(fixturesDir: string, tmp: string, quick: b
     parley = await startChild('parley-server.ts', [dataDir, fixturesDir], {
       env: { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'silent', DATABASE_URL: '' },
     });
-    const origin = `http://127.0.0.1:${parley.ready.port}`;
-    const v1 = (method: string, p: string, body?: unknown) => call(`${origin}/v1`, method, p, { authorization: `Bearer ${KEY}` }, body);
-    const session = await call(`${origin}/admin/v1`, 'POST', '/sessions', {}, ADMIN);
-    const cookie = session.headers.get('set-cookie')!.split(';')[0]!;
-    const csrf = { cookie, 'x-csrf-token': session.body.csrf_token as string };
-    const token = (await call(`${origin}/admin/v1`, 'POST', '/tokens', csrf, { name: 'bench' })).body.token as string;
-    const admin = (method: string, p: string, body?: unknown) =>
-      call(`${origin}/admin/v1`, method, p, { authorization: `Bearer ${token}` }, body);
+    const { v1, admin } = await clientsOf(`http://127.0.0.1:${parley.ready.port}`);
 
     // Events a second to one endpoint.
     const events = quick ? 300 : 2000;
