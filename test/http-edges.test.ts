@@ -128,6 +128,40 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     return out;
   }
 
+  /**
+   * Sends the headers and `first`, waits for node's request timeout on the socket, then sends `rest`
+   * and ends; half open, so that the server's FIN (its answer is out) does not end this side's body early.
+   */
+  async function sendAcrossTimeout(head: string, first: Buffer, rest: Buffer) {
+    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
+    const out: { received: string; writeError?: string; readError?: string; timedOut?: string } = { received: '' };
+    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
+    await once(socket, 'connect');
+    const timedOut = timeoutOf(socket);
+    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
+    socket.write(head);
+    socket.write(first);
+    out.timedOut = await timedOut;
+    await new Promise<void>((resolve) =>
+      socket.write(rest, (err) => {
+        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
+        resolve();
+      }),
+    );
+    socket.end();
+    await once(socket, 'close');
+    return out;
+  }
+
+  /** A chunked body of `n` chunks of 64 KiB, with its last chunk. */
+  function chunkedBody(n: number): Buffer[] {
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < n; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
+    parts.push(Buffer.from('0\r\n\r\n'));
+    return parts;
+  }
+
   test('a 413 while the client is still sending: its whole body is taken in, then a clean end with the answer intact', async () => {
     const body = Buffer.alloc(4 * 1024 * 1024, 0x61);
     const r = await sendWhole(
@@ -144,26 +178,12 @@ describe('a connection closed with input unread: a lingering close, not a reset'
     // The server times a request out at 600 ms here, before the linger's 2 s is up: a client still
     // sending the body of its 413 then (a loaded machine is enough) must not be reset.
     const body = Buffer.alloc(2 * 1024 * 1024, 0x61);
-    // Half open: the server's FIN (its answer is out) must not end this side's body early.
-    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
-    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
-    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
-    await once(socket, 'connect');
-    const timedOut = timeoutOf(socket);
-    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
-    socket.write(
+    const out = await sendAcrossTimeout(
       `POST /v1/apps/app_demo/conversations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      body.subarray(0, 1024),
+      body.subarray(1024),
     );
-    socket.write(body.subarray(0, 1024));
-    assert.equal(await timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
-    await new Promise<void>((resolve) =>
-      socket.write(body.subarray(1024), (err) => {
-        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
-        resolve();
-      }),
-    );
-    socket.end();
-    await once(socket, 'close');
+    assert.equal(out.timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
     assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
     assert.match(out.received, /^HTTP\/1\.1 413 /);
     assert.equal(JSON.parse(out.received.slice(out.received.indexOf('\r\n\r\n') + 4)).error.code, 'body_too_large');
@@ -172,36 +192,19 @@ describe('a connection closed with input unread: a lingering close, not a reset'
   test("node's request timeout while an answered request's body still drains: a lingering close, not a reset", async () => {
     // A body no handler reads, of unknown length: drained after the answer up to the cap, then lingered
     // on. The request times out (600 ms here) while it drains, as on a loaded machine.
-    const chunk = Buffer.alloc(64 * 1024, 0x61);
-    const parts: Buffer[] = [];
-    for (let i = 0; i < 24; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
-    parts.push(Buffer.from('0\r\n\r\n'));
-    const socket = net.connect({ port: port(), host: '127.0.0.1', allowHalfOpen: true });
-    const out: { received: string; writeError?: string; readError?: string } = { received: '' };
-    socket.on('error', (e: NodeJS.ErrnoException) => (out.readError ??= e.code));
-    await once(socket, 'connect');
-    const timedOut = timeoutOf(socket);
-    socket.setEncoding('utf8').on('data', (d: string) => (out.received += d));
-    socket.write(`GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`);
-    socket.write(parts[0]!);
-    assert.equal(await timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
-    await new Promise<void>((resolve) =>
-      socket.write(Buffer.concat(parts.slice(1)), (err) => {
-        if (err) out.writeError = (err as NodeJS.ErrnoException).code;
-        resolve();
-      }),
+    const parts = chunkedBody(24);
+    const out = await sendAcrossTimeout(
+      `GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      parts[0]!,
+      Buffer.concat(parts.slice(1)),
     );
-    socket.end();
-    await once(socket, 'close');
+    assert.equal(out.timedOut, 'ERR_HTTP_REQUEST_TIMEOUT');
     assert.deepEqual([out.writeError, out.readError], [undefined, undefined], 'no reset');
     assert.match(out.received, /^HTTP\/1\.1 200 /);
   });
 
   test('a body no handler reads, over the cap and chunked: drained, answered, then closed without a reset', async () => {
-    const chunk = Buffer.alloc(64 * 1024, 0x61);
-    const parts: Buffer[] = [];
-    for (let i = 0; i < 40; i++) parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
-    parts.push(Buffer.from('0\r\n\r\n'));
+    const parts = chunkedBody(40);
     const r = await sendWhole(
       `GET /v1/apps/app_demo/config HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nTransfer-Encoding: chunked\r\n\r\n`,
       Buffer.concat(parts),

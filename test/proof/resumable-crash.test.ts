@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { test } from 'node:test';
 import { FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
-import { listening } from '../support/server-process.ts';
+import { listening, replyUnderWay } from '../support/server-process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -30,20 +30,12 @@ test('kill -9 during a streamed reply: start-up saves it interrupted with its pa
   const first = await spawnServer(dataDir);
   let id = '';
   let conv = '';
-  let seen = '';
   try {
     conv = (
       (await (await fetch(`${first.base}/apps/app_slow/conversations`, { method: 'POST', headers, body: '{}' })).json()) as { id: string }
     ).id;
-    const res = await fetch(`${first.base}/apps/app_slow/conversations/${conv}`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' } }),
-    });
-    id = res.headers.get('parley-response-id')!;
-    const reader = res.body!.getReader();
-    // Two deltas in: the reply is certainly under way, its events on disk up to there.
-    while ((seen.match(/output_text\.delta/g) ?? []).length < 2) seen += new TextDecoder().decode((await reader.read()).value);
+    const { reader, ...under } = await replyUnderWay(first.base, headers, conv);
+    id = under.id;
     first.child.kill('SIGKILL');
     await first.exited;
     await reader.cancel().catch(() => {});

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { FIXTURES_DIR, KEY, tempDir } from '../support/helpers.ts';
-import { listening } from '../support/server-process.ts';
+import { listening, replyUnderWay } from '../support/server-process.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -57,15 +57,8 @@ test('kill -9 with response files created ahead lying around: start-up removes t
       'the last process’s spares were removed',
     );
     conv = (await json(first.base, '/apps/app_slow/conversations', { method: 'POST', body: '{}' })).id;
-    const res = await fetch(`${first.base}/apps/app_slow/conversations/${conv}`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' } }),
-    });
-    id = res.headers.get('parley-response-id')!;
-    const reader = res.body!.getReader();
-    let seen = '';
-    while ((seen.match(/output_text\.delta/g) ?? []).length < 2) seen += new TextDecoder().decode((await reader.read()).value);
+    const { reader, ...under } = await replyUnderWay(first.base, headers, conv);
+    id = under.id;
     await kill(first);
     await reader.cancel().catch(() => {});
   } finally {

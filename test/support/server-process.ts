@@ -25,3 +25,20 @@ export function listening(child: ChildProcess): Listening {
   });
   return { base, exited, stderr: () => err };
 }
+
+/**
+ * A streamed send of a long reply on app_slow (`base`: a live server's /v1), read until two text
+ * deltas are in: the reply is certainly under way, its events on disk up to there. Its response's id
+ * and the stream, left open for a kill.
+ */
+export async function replyUnderWay(base: string, headers: Record<string, string>, conv: string) {
+  const res = await fetch(`${base}/apps/app_slow/conversations/${conv}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' } }),
+  });
+  const reader = res.body!.getReader();
+  let seen = '';
+  while ((seen.match(/output_text\.delta/g) ?? []).length < 2) seen += new TextDecoder().decode((await reader.read()).value);
+  return { id: res.headers.get('parley-response-id')!, reader };
+}
