@@ -1,12 +1,14 @@
 // The latency three webhook endpoints add to a send, A/B: `node --import tsx bench/ab-webhooks.ts
-// <otherTreeRoot> [rounds=6] [sends=60] [--receiver-apart] [--disabled]`.
+// <otherTreeRoot> [rounds=6] [sends=60] [--receiver-apart | --receiver-raw] [--disabled]`.
 // Parley from another checkout (A) and from this one (B), each in its own process on the file store,
 // measured as `npm run bench -- --webhooks` does (sends one at a time, without and with three endpoints
 // subscribed to every event, a receiver answering 204), in alternating rounds A, B, B, A, … so that the
 // machine's other work lands on both. Prints, per side, the median latency without and with the
 // endpoints, the server's CPU per send (process.cpuUsage: every thread of the process) and its main
-// thread's alone (/proc/<pid>/task/<pid>/schedstat, Linux), without and with them. `--receiver-apart` runs the receiver in a process of its own instead of this one;
-// `--disabled` disables the three endpoints: their events are made and recorded, nothing is sent.
+// thread's alone (/proc/<pid>/task/<pid>/schedstat, Linux), without and with them. `--receiver-apart`
+// runs the receiver in a process of its own instead of this one, `--receiver-raw` one there that answers
+// without an HTTP parser (bench/raw-receiver.ts); `--disabled` disables the three endpoints: their events
+// are made and recorded, nothing is sent.
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import http from 'node:http';
@@ -20,7 +22,8 @@ import { percentile } from './measure.ts';
 import { clientsOf } from './webhooks.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const apart = process.argv.includes('--receiver-apart');
+const raw = process.argv.includes('--receiver-raw');
+const apart = raw || process.argv.includes('--receiver-apart');
 const disabled = process.argv.includes('--disabled');
 const [other, roundsText = '6', sendsText = '60'] = args;
 
@@ -70,7 +73,7 @@ try {
   const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
   let hook: string;
   if (apart) {
-    receiverChild = await startChild('receiver-server.ts');
+    receiverChild = await startChild(raw ? 'raw-receiver.ts' : 'receiver-server.ts');
     hook = `http://127.0.0.1:${receiverChild.ready.port}/hook`;
   } else {
     const r = await receiverHere();

@@ -223,4 +223,51 @@ describe('D-82: where webhooks may go', () => {
       await new Promise((r) => server.close(r));
     }
   });
+  test('an answer: a 3xx is a failed attempt and not followed; only its first 1,024 bytes are kept; Retry-After read on 429 and 503 only', async () => {
+    let followed = 0;
+    const elsewhere = http.createServer((_req, res) => {
+      followed++;
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
+    const there = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/`;
+    const big = 'x'.repeat(200_000);
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/moved') res.writeHead(307, { location: there }).end('moved');
+        else if (req.url === '/big') res.writeHead(200).end(big);
+        else if (req.url === '/busy') res.writeHead(503, { 'retry-after': '7' }).end();
+        else if (req.url === '/slow-down') res.writeHead(429, { 'retry-after': new Date(Date.now() + 60_000).toUTCString() }).end();
+        else res.writeHead(500, { 'retry-after': '7' }).end('no');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const o = { timeoutMs: 5_000, policy: { allowLoopback: true, allowPrivate: false }, resolve: async () => [] };
+    const kept = new Connections();
+    try {
+      const attempt = (p: string) => send(base + p, '{}', {}, o, kept.agentFor('we_1', new URL(base)));
+      const moved = await attempt('/moved');
+      assert.equal(moved.status, 307);
+      assert.equal(moved.response, 'moved');
+      assert.equal(followed, 0, 'the redirect was not followed');
+      const large = await attempt('/big');
+      assert.equal(large.status, 200);
+      assert.equal(large.response, 'x'.repeat(1024));
+      const busy = await attempt('/busy');
+      assert.deepEqual([busy.status, busy.retryAfterS], [503, 7]);
+      const slow = await attempt('/slow-down');
+      assert.equal(slow.status, 429);
+      assert.ok(slow.retryAfterS! >= 58 && slow.retryAfterS! <= 60, String(slow.retryAfterS));
+      const failed = await attempt('/fails');
+      assert.deepEqual([failed.status, failed.retryAfterS, failed.response], [500, null, 'no']);
+    } finally {
+      kept.close();
+      for (const s of [server, elsewhere]) {
+        s.closeAllConnections();
+        await new Promise((r) => s.close(r));
+      }
+    }
+  });
 });
