@@ -223,7 +223,8 @@ describe('D-82: where webhooks may go', () => {
       await new Promise((r) => server.close(r));
     }
   });
-  test('an answer: a 3xx is a failed attempt and not followed; only its first 1,024 bytes are kept; Retry-After read on 429 and 503 only', async () => {
+
+  test('D-85, D-87: an answer: a 3xx is a failed attempt and not followed; only its first 1,024 bytes are kept; Retry-After read on 429 and 503 only', async () => {
     let followed = 0;
     const elsewhere = http.createServer((_req, res) => {
       followed++;
