@@ -2,14 +2,14 @@
 // the responses a process left live (a kill -9) are saved `failed`, code `interrupted`, with the output
 // their stored events show (folded by the runner's reducer).
 import type { Logger } from 'pino';
+import { Periodic } from '../core/periodic.ts';
 import type { Store } from '../store/types.ts';
 import type { ExchangeWriter, Outcome } from './exchange.ts';
 import { foldEvents } from './response-fold.ts';
 import { STOPS } from './stops.ts';
 
 export class ResponseRecovery {
-  private sweeper: NodeJS.Timeout | undefined;
-  private sweeping: Promise<unknown> | undefined;
+  private sweeper: Periodic | undefined;
 
   constructor(
     private readonly store: Store,
@@ -62,18 +62,18 @@ export class ResponseRecovery {
    * are saved `interrupted` by `recover`, start-up's path (the store hands each to one instance only).
    */
   sweep(ms: number): void {
-    this.sweeper = setInterval(() => {
-      this.sweeping ??= this.recover()
-        .then((n) => n > 0 && this.log.warn({ count: n }, 'responses left running by a stopped instance saved as interrupted'))
-        .catch((err: Error) => this.log.warn({ err: err.message }, 'the sweep of interrupted responses failed; it runs again later'))
-        .finally(() => (this.sweeping = undefined));
-    }, ms);
-    this.sweeper.unref();
+    this.sweeper = new Periodic(
+      async () => {
+        const n = await this.recover();
+        if (n > 0) this.log.warn({ count: n }, 'responses left running by a stopped instance saved as interrupted');
+      },
+      ms,
+      (err) => this.log.warn({ err: err.message }, 'the sweep of interrupted responses failed; it runs again later'),
+    );
   }
 
   /** Stops the sweep, once the one under way (if any) has finished. */
   async stopSweeping(): Promise<void> {
-    clearInterval(this.sweeper);
-    await this.sweeping;
+    await this.sweeper?.stop();
   }
 }

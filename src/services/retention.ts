@@ -4,6 +4,7 @@
 // delete passes it, so that an app's conversations take at most twice its quota on disk. The sweep
 // runs at start and every 10 minutes, on every instance (the stores purge each conversation once).
 import { unixNow } from '../core/clock.ts';
+import { Periodic } from '../core/periodic.ts';
 import type { Store } from '../store/types.ts';
 import type { StorageQuota } from './quota.ts';
 
@@ -11,8 +12,7 @@ export const DEFAULT_DELETED_RETENTION_DAYS = 30;
 export const DELETED_SWEEP_MS = 10 * 60_000;
 
 export class DeletedRetention {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private sweeps: Periodic | undefined;
 
   constructor(
     private readonly store: Pick<Store, 'admin'>,
@@ -45,20 +45,12 @@ export class DeletedRetention {
   /** Sweeps now (awaited: start-up), then every `everyMs`; a failed sweep is told to `onError` and the next one tries again. */
   async start(onError: (err: Error) => void, everyMs = DELETED_SWEEP_MS): Promise<number> {
     const n = await this.sweep();
-    this.timer = setInterval(() => {
-      this.running ??= this.sweep()
-        .catch(onError)
-        .finally(() => {
-          this.running = undefined;
-        });
-    }, everyMs);
-    this.timer.unref();
+    this.sweeps = new Periodic(() => this.sweep(), everyMs, onError);
     return n;
   }
 
   /** Stops the periodic sweep, waiting for one under way. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.sweeps?.stop();
   }
 }

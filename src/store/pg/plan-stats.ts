@@ -8,6 +8,7 @@
 // table's size. A grown table is analyzed about log2(its size) times in its life, autovacuum's own
 // analyses (every tenth grown) keeping it from doubling once it is large.
 import type { Sql } from 'postgres';
+import { Periodic } from '../../core/periodic.ts';
 
 /** The tables a send reads or writes by key, growing with every send. */
 export const GROWING = ['conversations', 'items', 'responses', 'live_responses', 'response_events'] as const;
@@ -17,8 +18,7 @@ export const PLAN_STATS_MS = 3_000;
 const MIN_PAGES = 8;
 
 export class PlanStats {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private looking: Periodic | undefined;
   /** The size at which this instance last asked for each table's analysis: one refused (not the owner) is asked again at twice the size only. */
   private readonly asked = new Map<string, number>();
 
@@ -28,17 +28,11 @@ export class PlanStats {
   ) {}
 
   open(): void {
-    this.timer = setInterval(() => {
-      this.running ??= this.check()
-        .catch(() => {})
-        .finally(() => (this.running = undefined));
-    }, PLAN_STATS_MS);
-    this.timer.unref();
+    this.looking = new Periodic(() => this.check(), PLAN_STATS_MS);
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.looking?.stop();
   }
 
   /** One look: analyzes the tables grown to twice their analyzed size (MIN_PAGES at least); resolves with their names. */

@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { listenOn } from '../../core/listeners.ts';
+import { Periodic } from '../../core/periodic.ts';
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { ResponseEventsExpired, StoreUnavailable } from '../../core/errors.ts';
 import {
@@ -102,8 +103,7 @@ export class PgResponses implements LiveResponses {
   /** D-90: the lock, LISTEN and the leases, on a connection of their own. */
   readonly liveness: Liveness;
   private closing = false;
-  private pruner: NodeJS.Timeout | undefined;
-  private pruning: Promise<unknown> | undefined;
+  private pruner: Periodic | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -130,18 +130,12 @@ export class PgResponses implements LiveResponses {
   async open(): Promise<void> {
     await this.liveness.open();
     // Never at start-up (its work is the running rows only, D-93): a minute on, then every minute.
-    this.pruner = setInterval(() => {
-      this.pruning ??= this.prune()
-        .catch(() => {})
-        .finally(() => (this.pruning = undefined));
-    }, PRUNE_MS);
-    this.pruner.unref();
+    this.pruner = new Periodic(() => this.prune(), PRUNE_MS);
   }
 
   async close(): Promise<void> {
     this.closing = true;
-    clearInterval(this.pruner);
-    await this.pruning;
+    await this.pruner?.stop();
     for (const [id, p] of this.producing) this.flush(id, p);
     await this.liveness.close();
     await Promise.all([...this.producing.values()].map((p) => p.writing));
