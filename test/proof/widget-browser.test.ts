@@ -216,6 +216,8 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Full name').evaluate((e) => (e as HTMLInputElement).required), true);
     assert.equal(await form.getByLabel('Phone').evaluate((e) => (e as HTMLInputElement).required), false);
     assert.equal(await form.locator('.req').count(), 3);
+    // The form shows before the reply ends; until then the composer's button is "Stop".
+    await idle(page);
     // The form's submit button and the composer's are told apart by name: one "Send" (the form's label), one "Send message".
     assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Send', 'Send message']);
     // A required field left empty: nothing is sent.
@@ -295,6 +297,7 @@ describe('the widget in Chromium', { skip }, () => {
     await openPanel(page, 'Form Builder');
     await say(page, 'I want to book an appointment');
     await panel(page).locator('form.gen-form').getByRole('button', { name: 'Submit form', exact: true }).waitFor();
+    await idle(page);
     assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Submit form', 'Send message']);
     assert.deepEqual(page.violations, []);
   });
