@@ -276,6 +276,7 @@ describe('the widget in Chromium', { skip }, () => {
     await say(page, 'show me the markup form');
     const form = page.locator('.parley-widget-host').locator('form.gen-form');
     await form.getByRole('button', { name: '<u>Go</u>' }).waitFor();
+    await idle(page);
     assert.ok((await agentTexts(page).first().textContent())!.includes(HTML_TITLE));
     assert.equal(await form.locator('h3').textContent(), HTML_TITLE);
     assert.ok(await form.getByLabel('<em>label</em>').isVisible());
