@@ -1,7 +1,6 @@
 // Abusive stream clients: a cap on open streams per app, many disconnects mid-stream, and a client that
 // stops reading (backpressure keeps the server's buffer bounded whatever the stream's length).
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +22,22 @@ before(async () => {
   s = await startTestServer({ maxStreamsPerApp: CAP });
 });
 after(() => s.close());
+
+/**
+ * Resolves once `n` responses more have been saved. (`n` calls of `once` would all resolve on the
+ * first one: each registers its own listener on the same emit.)
+ */
+function persistedCount(n: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const on = () => {
+      if (++seen < n) return;
+      s.responses.events.off('persisted', on);
+      resolve();
+    };
+    s.responses.events.on('persisted', on);
+  });
+}
 
 /**
  * Opens a stream on `app` and resolves once it answered 200 and sent response.created; anything else
@@ -63,13 +78,15 @@ describe('open streams per app', () => {
     assert.equal(other.events.at(-1)?.event, 'response.completed');
 
     // Closing the streams frees their places.
-    const persisted = Promise.all(open.map(() => once(s.responses.events, 'persisted')));
+    const persisted = persistedCount(open.length);
     for (const o of open) o.stop();
     await Promise.all(open.map((o) => o.done));
     await persisted;
+    const againSaved = persistedCount(1);
     const again = await openStream(SLOW);
     again.stop();
     await again.done;
+    await againSaved;
   });
 
   test('many clients disconnecting mid-stream: each response is saved as failed, and the server stays responsive', async () => {
@@ -78,7 +95,7 @@ describe('open streams per app', () => {
     const convs: string[] = [];
     for (let round = 0; round < N / CAP; round++) {
       const batch = await Promise.all(Array.from({ length: CAP }, () => openStream(SLOW)));
-      const saved = Promise.all(batch.map(() => once(s.responses.events, 'persisted')));
+      const saved = persistedCount(batch.length);
       for (const b of batch) b.stop();
       await Promise.all(batch.map((b) => b.done));
       persisted.push(saved);
