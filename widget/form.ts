@@ -149,8 +149,18 @@ export function renderForm(form: FormSpec, onSubmit: (values: Record<string, str
   return el;
 }
 
+/**
+ * D-59: while a reply streams the panel takes no new turn, a form's submission included; its submit
+ * button is disabled meanwhile rather than ignoring a click.
+ */
+export function holdSubmit(el: HTMLFormElement, held: boolean): void {
+  const button = el.querySelector<HTMLButtonElement>('button[type="submit"]');
+  if (button && !el.classList.contains('sent')) button.disabled = held;
+}
+
 /** A submitted form stays visible as a record, no longer editable. */
 export function markSubmitted(el: HTMLFormElement): void {
+  el.classList.add('sent');
   for (const c of Array.from(el.elements)) (c as HTMLInputElement).disabled = true;
   const done = document.createElement('p');
   done.className = 'gen-note';

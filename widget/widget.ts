@@ -4,7 +4,7 @@
 // replies, shows tool calls as a status line, renders generative-UI forms, and keeps the visitor's
 // conversation across reloads. Everything the agent says is set as text, never parsed as HTML.
 import { WidgetApiError, WidgetClient, type AppConfig, type Item, type StreamEvent } from './client.ts';
-import { applyPatch, formOf, markSubmitted, renderForm, submissionText, SUBMISSION_HEADER, type FormSpec } from './form.ts';
+import { applyPatch, formOf, holdSubmit, markSubmitted, renderForm, submissionText, SUBMISSION_HEADER, type FormSpec } from './form.ts';
 import { BASE_CSS, sheet, themeCss } from './styles.ts';
 
 export interface MountOptions {
@@ -247,6 +247,7 @@ class Widget implements MountedWidget {
     this.sendButton.hidden = true;
     this.stopButton.hidden = false;
     this.log.setAttribute('aria-busy', 'true');
+    this.holdForms(true);
     let failure: string | undefined;
     let cancelled = false;
     let status: HTMLElement | undefined;
@@ -275,6 +276,7 @@ class Widget implements MountedWidget {
       this.sendButton.hidden = false;
       this.stopButton.hidden = true;
       this.log.removeAttribute('aria-busy');
+      this.holdForms(false);
     }
     if (cancelled || failure)
       this.failed(reply ?? this.bubble('agent', ''), cancelled ? 'Reply cancelled.' : `Reply failed: ${failure}`, text);
@@ -312,9 +314,15 @@ class Widget implements MountedWidget {
     const form = formOf(this.doc);
     if (!form) return;
     const next = renderForm(form, (values) => this.submit(form, values, next));
+    if (this.busy) holdSubmit(next, true);
     if (this.liveForm?.isConnected) this.liveForm.replaceWith(next);
     else this.log.append(next);
     this.liveForm = next;
+  }
+
+  /** The forms not yet sent, their submit held while a reply streams (D-59). */
+  private holdForms(held: boolean): void {
+    for (const f of this.log.querySelectorAll<HTMLFormElement>('form.gen-form')) holdSubmit(f, held);
   }
 
   private submit(form: FormSpec, values: Record<string, string>, el: HTMLFormElement): void {

@@ -206,6 +206,16 @@ describe('the widget in Chromium', { skip }, () => {
     const page = await open(await visitorContext(), 'app_genui');
     await openPanel(page, 'Form Builder');
     assert.equal(await launcher(page).evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(130, 80, 223)');
+    // D-59: the form's submit button, seen at each event of the reply once the form shows.
+    await page.evaluate(() => {
+      const seen: boolean[] = [];
+      (window as unknown as { __submitDisabled: boolean[] }).__submitDisabled = seen;
+      document.addEventListener('parley:event', () => {
+        const root = document.querySelector('.parley-widget-host')?.shadowRoot;
+        const button = root?.querySelector<HTMLButtonElement>('form.gen-form button[type="submit"]');
+        if (button) seen.push(button.disabled);
+      });
+    });
     await say(page, 'I would like someone to contact me');
     const form = page.locator('.parley-widget-host').locator('form.gen-form');
     await form.getByRole('button', { name: 'Send' }).waitFor();
@@ -216,8 +226,12 @@ describe('the widget in Chromium', { skip }, () => {
     assert.equal(await form.getByLabel('Full name').evaluate((e) => (e as HTMLInputElement).required), true);
     assert.equal(await form.getByLabel('Phone').evaluate((e) => (e as HTMLInputElement).required), false);
     assert.equal(await form.locator('.req').count(), 3);
-    // The form shows before the reply ends; until then the composer's button is "Stop".
+    // The form shows before the reply ends; until then the composer's button is "Stop" and the form's
+    // submit is disabled (D-59: one turn at a time, the click not silently ignored).
     await idle(page);
+    const whileStreaming = await page.evaluate(() => (window as unknown as { __submitDisabled: boolean[] }).__submitDisabled);
+    assert.ok(whileStreaming.length > 0 && whileStreaming.every(Boolean), `disabled while the reply streamed: ${whileStreaming}`);
+    assert.equal(await form.getByRole('button', { name: 'Send' }).isDisabled(), false, 'enabled once the reply ended');
     // The form's submit button and the composer's are told apart by name: one "Send" (the form's label), one "Send message".
     assert.deepEqual(await buttonNames(page), ['New chat', 'Close chat', 'Send', 'Send message']);
     // A required field left empty: nothing is sent.
