@@ -270,7 +270,7 @@ describe('the widget in Chromium', { skip }, () => {
     const form = page.locator('.parley-widget-host').locator('form.gen-form');
     await form.getByRole('button', { name: 'Submit' }).waitFor();
     // The form shows at its first patch, before its fields and before the reply ends: until then a patch
-    // draws it again (emptying what was typed) and a submission is ignored, whatever the browser's check says.
+    // draws it again (emptying what was typed) and its submit button is disabled (D-59).
     await idle(page);
     // The required field left empty: the browser's own check still runs, and nothing is sent.
     await form.getByRole('button', { name: 'Submit' }).click();
@@ -435,7 +435,7 @@ describe('the widget in Chromium', { skip }, () => {
     const form = page.locator('.parley-widget-host').locator('form.gen-form');
     await form.getByRole('button', { name: 'Send' }).waitFor();
     // The form shows at its first patch, before the reply ends: until then a later patch draws it again
-    // (the focus and what was typed go with it) and a submission is ignored.
+    // (the focus and what was typed go with it) and its submit button is disabled (D-59).
     await idle(page);
     const box = (await panel(page).boundingBox())!;
     assert.ok(box.x >= 0 && box.x + box.width <= 360, `panel at ${box.x}..${box.x + box.width}`);
