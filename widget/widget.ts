@@ -244,10 +244,7 @@ class Widget implements MountedWidget {
     };
     const busy = new AbortController();
     this.busy = busy;
-    this.sendButton.hidden = true;
-    this.stopButton.hidden = false;
-    this.log.setAttribute('aria-busy', 'true');
-    this.holdForms(true);
+    this.showBusy(true);
     let failure: string | undefined;
     let cancelled = false;
     let status: HTMLElement | undefined;
@@ -273,10 +270,7 @@ class Widget implements MountedWidget {
       else failure = messageOf(err);
     } finally {
       this.busy = undefined;
-      this.sendButton.hidden = false;
-      this.stopButton.hidden = true;
-      this.log.removeAttribute('aria-busy');
-      this.holdForms(false);
+      this.showBusy(false);
     }
     if (cancelled || failure)
       this.failed(reply ?? this.bubble('agent', ''), cancelled ? 'Reply cancelled.' : `Reply failed: ${failure}`, text);
@@ -320,9 +314,16 @@ class Widget implements MountedWidget {
     this.liveForm = next;
   }
 
-  /** The forms not yet sent, their submit held while a reply streams (D-59). */
-  private holdForms(held: boolean): void {
-    for (const f of this.log.querySelectorAll<HTMLFormElement>('form.gen-form')) holdSubmit(f, held);
+  /**
+   * What the panel shows while a reply streams, and undoes when it ends: Stop in place of Send, the log
+   * marked busy, and the submit buttons of the forms not yet sent held (D-59).
+   */
+  private showBusy(busy: boolean): void {
+    this.sendButton.hidden = busy;
+    this.stopButton.hidden = !busy;
+    if (busy) this.log.setAttribute('aria-busy', 'true');
+    else this.log.removeAttribute('aria-busy');
+    for (const f of this.log.querySelectorAll<HTMLFormElement>('form.gen-form')) holdSubmit(f, busy);
   }
 
   private submit(form: FormSpec, values: Record<string, string>, el: HTMLFormElement): void {

@@ -147,6 +147,38 @@ async function buttonNames(page: Page): Promise<string[]> {
   return [...(await panel(page).ariaSnapshot()).matchAll(/- button "([^"]*)"/g)].map((m) => m[1]!);
 }
 
+interface SubmitSeen {
+  events: string[];
+  disabled: boolean[];
+}
+
+/**
+ * D-59: from now on, each stream event the widget dispatches, and at each one once a form shows, whether
+ * the panel's first form's submit button is disabled; `submitSeen` reads them once the reply has ended.
+ */
+async function watchSubmit(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const seen: SubmitSeen = { events: [], disabled: [] };
+    (window as unknown as { __submitSeen: SubmitSeen }).__submitSeen = seen;
+    document.addEventListener('parley:event', (e) => {
+      seen.events.push((e as CustomEvent<{ event: string }>).detail.event);
+      const root = document.querySelector('.parley-widget-host')?.shadowRoot;
+      const button = root?.querySelector<HTMLButtonElement>('form.gen-form button[type="submit"]');
+      if (button) seen.disabled.push(button.disabled);
+    });
+  });
+}
+
+async function submitSeen(page: Page): Promise<boolean[]> {
+  await page.waitForFunction(() =>
+    (window as unknown as { __submitSeen: SubmitSeen }).__submitSeen.events.some(
+      (e) => e === 'response.completed' || e === 'response.failed',
+    ),
+  );
+  await idle(page);
+  return page.evaluate(() => (window as unknown as { __submitSeen: SubmitSeen }).__submitSeen.disabled);
+}
+
 /** The stored conversation id of `app` in this browser (localStorage of the page's origin). */
 async function storedConversation(page: Page, app: string): Promise<string> {
   return page.evaluate(
@@ -206,16 +238,7 @@ describe('the widget in Chromium', { skip }, () => {
     const page = await open(await visitorContext(), 'app_genui');
     await openPanel(page, 'Form Builder');
     assert.equal(await launcher(page).evaluate((b) => getComputedStyle(b).backgroundColor), 'rgb(130, 80, 223)');
-    // D-59: the form's submit button, seen at each event of the reply once the form shows.
-    await page.evaluate(() => {
-      const seen: boolean[] = [];
-      (window as unknown as { __submitDisabled: boolean[] }).__submitDisabled = seen;
-      document.addEventListener('parley:event', () => {
-        const root = document.querySelector('.parley-widget-host')?.shadowRoot;
-        const button = root?.querySelector<HTMLButtonElement>('form.gen-form button[type="submit"]');
-        if (button) seen.push(button.disabled);
-      });
-    });
+    await watchSubmit(page);
     await say(page, 'I would like someone to contact me');
     const form = page.locator('.parley-widget-host').locator('form.gen-form');
     await form.getByRole('button', { name: 'Send' }).waitFor();
@@ -229,7 +252,7 @@ describe('the widget in Chromium', { skip }, () => {
     // The form shows before the reply ends; until then the composer's button is "Stop" and the form's
     // submit is disabled (D-59: one turn at a time, the click not silently ignored).
     await idle(page);
-    const whileStreaming = await page.evaluate(() => (window as unknown as { __submitDisabled: boolean[] }).__submitDisabled);
+    const whileStreaming = await submitSeen(page);
     assert.ok(whileStreaming.length > 0 && whileStreaming.every(Boolean), `disabled while the reply streamed: ${whileStreaming}`);
     assert.equal(await form.getByRole('button', { name: 'Send' }).isDisabled(), false, 'enabled once the reply ended');
     // The form's submit button and the composer's are told apart by name: one "Send" (the form's label), one "Send message".
@@ -243,6 +266,7 @@ describe('the widget in Chromium', { skip }, () => {
     await form.getByRole('button', { name: 'Send' }).click();
     await page.getByText('Thank you! I received the “Contact us” form with 3 answers.').waitFor();
     await idle(page);
+    assert.equal(await form.getByRole('button', { name: 'Send' }).isDisabled(), true, 'a sent form stays sent once the next reply ends');
     await panel(page).screenshot({ path: path.join(ARTIFACTS, 'widget-form.png') });
     const id = await storedConversation(page, 'app_genui');
     const rest = await parley.call('GET', `/apps/app_genui/conversations/${id}`);
@@ -300,6 +324,12 @@ describe('the widget in Chromium', { skip }, () => {
     const root = page.locator('.parley-widget-host');
     assert.equal(await root.locator('img, b, i, u, em').count(), 0, "no element was made from the agent's text");
     assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    // D-59: a form not sent is held while a later reply streams too, and offered again when it ends.
+    await watchSubmit(page);
+    await say(page, 'hello');
+    const later = await submitSeen(page);
+    assert.ok(later.length > 0 && later.every(Boolean), `held while the next reply streamed: ${later}`);
+    assert.equal(await form.getByRole('button', { name: '<u>Go</u>' }).isDisabled(), false);
   });
 
   test('a form without a submit label gets a submit button named "Submit form"', async () => {
