@@ -38,7 +38,13 @@ export async function replyUnderWay(base: string, headers: Record<string, string
     body: JSON.stringify({ message: { content: 'Tell me a long story about the sea' } }),
   });
   const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
   let seen = '';
-  while ((seen.match(/output_text\.delta/g) ?? []).length < 2) seen += new TextDecoder().decode((await reader.read()).value);
+  while ((seen.match(/output_text\.delta/g) ?? []).length < 2) {
+    const { done, value } = await reader.read();
+    // A stream that ends first would otherwise be read again for ever: fail with what it said.
+    if (done) throw new Error(`the reply ended before two text deltas (${res.status}): ${seen.slice(0, 500)}`);
+    seen += decoder.decode(value, { stream: true });
+  }
   return { id: res.headers.get('parley-response-id')!, reader };
 }
