@@ -1,6 +1,7 @@
 // `parley db migrate` / `parley db status`: the PostgreSQL schema (docs/postgres.md, D-41), explicitly.
 // The server also migrates at start; these are for a deploy step that migrates before rolling out.
 import { Command } from 'commander';
+import { withDriver } from '../../src/store/pg/driver.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 
@@ -19,8 +20,8 @@ function databaseUrl(session: Session, flag: string | undefined): string {
 }
 
 async function withDatabase<T>(url: string, fn: (sql: import('postgres').Sql) => Promise<T>): Promise<T> {
-  // Loaded on demand: the other commands need no database client.
-  const { default: postgres } = await import('postgres');
+  // Loaded on demand: the other commands need no database client, which may not be installed (D-151).
+  const { default: postgres } = await withDriver(() => import('postgres'));
   const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
   try {
     return await fn(sql);

@@ -19,7 +19,8 @@ import { FileUsageLedger } from './file/usage.ts';
 import { FileWidgetOwners } from './file/widget-owners.ts';
 import { loadWidgetSecret } from './file/widget-secret.ts';
 import { PgIdempotencyAnswers } from './pg/idempotency.ts';
-import { PgStore } from './pg/pg-store.ts';
+import type { PgStore } from './pg/pg-store.ts';
+import { withDriver } from './pg/driver.ts';
 import { driverPatched, UNPATCHED_WARNING } from './pg/driver-patch.ts';
 import { PgMinuteWindows, PgRateCounts } from './pg/rate-counts.ts';
 import { PgUsageLedger } from './pg/usage.ts';
@@ -139,6 +140,8 @@ async function openFiles(o: BackendOptions, keep: Keep, control: ControlOptions)
 
 async function openPg(o: BackendOptions, url: string, keep: Keep, control: ControlOptions): Promise<Concerns> {
   const warn = (message: string) => o.logger.warn(message);
+  // D-151: the driver is loaded only here, so that the file store runs where it did not install.
+  const { PgStore } = await withDriver(() => import('./pg/pg-store.ts'));
   // Its schema is migrated by open().
   const store = new PgStore({ url, max: o.databasePoolSize, warn, responseEventsTtlMs: o.responseEventsTtlMs });
   await store.open();
