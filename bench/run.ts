@@ -1,7 +1,7 @@
 // `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama] [-- --pg | --no-pg]`: Parley beside a raw
 // node:http baseline, at 1,000 and 100,000 conversations, on the file store and (bench/stores.ts) on
 // PostgreSQL; prints every figure and ratio and writes the latest into docs/benchmarks.md, moving the
-// figures they replace to docs/benchmarks-log.md (bench/doc.ts).
+// figures they replace to bench/log.md (bench/doc.ts).
 // Everything runs on loopback, in a temporary folder, and is stopped at the end.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';

@@ -1,5 +1,6 @@
 // Regenerates the generated parts of docs/ (`npm run docs`): the field tables of docs/interface.md,
-// drawn from the zod contract through its OpenAPI document, and the index of docs/decisions.md, where
+// drawn from the zod contract through its OpenAPI document, and in docs/decisions.md each decision's
+// rule in one line (read from where it is written, scripts/decision-rules.ts) and the index of where
 // each decision id is cited in src/, cli/, conformance/ and test/. Generated parts sit between
 // `<!-- generated:NAME -->` and `<!-- /generated:NAME -->`; the rest of each file is written by hand.
 // test/docs.test.ts fails when a committed file differs from what this produces.
@@ -7,6 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildOpenApiDocument } from '../src/contract/openapi.ts';
+import { decisionRules, readDocs, rulesTable } from './decision-rules.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -139,9 +141,11 @@ export function fillBlocks(text: string, render: (name: string, current: string)
 export async function renderDocs(): Promise<Map<string, string>> {
   const schemas = buildOpenApiDocument().components as Json;
   const cited = decisionIndex(await decisionCitations());
+  const rules = rulesTable(decisionRules(await readDocs(ROOT)));
   const out = new Map<string, string>();
   const render = (name: string): string => {
     if (name === 'decision-index') return cited;
+    if (name === 'decision-rules') return rules;
     const m = /^schema (\w+)$/.exec(name);
     if (m) return schemaTable(m[1]!, schemas.schemas);
     throw new Error(`unknown generated block ${name}`);

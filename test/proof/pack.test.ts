@@ -43,6 +43,7 @@ test('the package holds the CLI, the suite, the reference server and its docs; n
     'src/contract/index.ts',
     'fixtures/target.json',
     'docs/conformance.md',
+    'docs/conformance-reference.md',
   ])
     assert.ok(files.includes(f), `${f} is missing`);
   assert.deepEqual(

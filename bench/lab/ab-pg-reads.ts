@@ -1,4 +1,4 @@
-// A/B of get, list and rename on both stores: `node --import tsx bench/ab-pg-reads.ts <otherTreeRoot>
+// A/B of get, list and rename on both stores: `node --import tsx bench/lab/ab-pg-reads.ts <otherTreeRoot>
 // [conversations] [rounds] [seconds] [ops]` (ops: a comma list of get,list,rename; all by default).
 // Parley from another checkout (A) and from this one (B), each on the file store and on PostgreSQL
 // (one embedded PostgreSQL, durable, a database each: bench/pg.ts), the same conversations seeded in
@@ -13,12 +13,12 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild, type Child } from './child.ts';
-import { type LoadSpec, load, percentile } from './measure.ts';
-import { accounting, seedBoth, startBenchPostgres } from './pg.ts';
+import { startChild, type Child } from '../child.ts';
+import { type LoadSpec, load, percentile } from '../measure.ts';
+import { accounting, seedBoth, startBenchPostgres } from '../pg.ts';
 
 const [other, countText = '1000', roundsText = '5', secondsText = '3', opsText = 'get,list,rename'] = process.argv.slice(2);
-if (!other) throw new Error('usage: bench/ab-pg-reads.ts <other checkout> [conversations] [rounds] [seconds] [get,list,rename]');
+if (!other) throw new Error('usage: bench/lab/ab-pg-reads.ts <other checkout> [conversations] [rounds] [seconds] [get,list,rename]');
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
 const NAMES = ['A file', 'A pg', 'B file', 'B pg'] as const;

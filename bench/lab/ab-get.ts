@@ -1,12 +1,12 @@
-// A/B of get conversation: `node --import tsx bench/ab-get.ts <otherTreeRoot> [conversations] [rounds] [seconds]`.
+// A/B of get conversation: `node --import tsx bench/lab/ab-get.ts <otherTreeRoot> [conversations] [rounds] [seconds]`.
 // Runs the raw baseline, Parley from another checkout (A) and Parley from this one (B) on the same
 // data, in interleaved rounds, and prints each round and the medians (get req/s and the ratio to raw).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild } from './child.ts';
-import { benchFixtures, seed } from './data.ts';
-import { load, percentile, timed } from './measure.ts';
+import { startChild } from '../child.ts';
+import { benchFixtures, seed } from '../data.ts';
+import { load, percentile, timed } from '../measure.ts';
 
 const [other, countText = '1000', roundsText = '3', secondsText = '3'] = process.argv.slice(2);
 const APP = 'app_demo';

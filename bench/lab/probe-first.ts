@@ -1,13 +1,13 @@
 // Probe: a stream's first event one request at a time, client-side and server-side (request event →
 // first write), with the rate limiter as configured or, with --no-limit, none. Parley and the client
 // share this process, so compare runs of the probe with each other, not with `npm run bench`.
-// `node --import tsx bench/probe-first.ts [--no-limit]`
+// `node --import tsx bench/lab/probe-first.ts [--no-limit]`
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { startParley } from '../src/app.ts';
+import { startParley } from '../../src/app.ts';
 
 const noLimit = process.argv.includes('--no-limit');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'probe-'));

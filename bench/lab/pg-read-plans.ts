@@ -1,12 +1,12 @@
-// PostgreSQL's own time for the reads and the rename: `node --import tsx bench/pg-read-plans.ts [conversations]`.
+// PostgreSQL's own time for the reads and the rename: `node --import tsx bench/lab/pg-read-plans.ts [conversations]`.
 // One app of N conversations (bench/pg.ts, seeded by SQL) on the benchmark's PostgreSQL; each statement
 // of src/store/pg/conversation-reads.ts, caught as the store sends it (postgres.js `debug`), prepared by
 // name and executed 10 times, so that PostgreSQL has chosen its plan for later executions (custom or
 // generic, as it does for the store's prepared statements), then EXPLAIN (ANALYZE, BUFFERS) of one more.
 // The rename runs in a transaction rolled back.
 import postgres from 'postgres';
-import { getWithItems, listConversations, rename } from '../src/store/pg/conversation-reads.ts';
-import { seedPostgres, startBenchPostgres } from './pg.ts';
+import { getWithItems, listConversations, rename } from '../../src/store/pg/conversation-reads.ts';
+import { seedPostgres, startBenchPostgres } from '../pg.ts';
 
 const n = Number(process.argv[2] ?? '100000');
 const APP = 'app_demo';

@@ -1,16 +1,16 @@
 // Probe: where the Ollama proxy's time to first token goes. Marks (ms after the request event, p50
 // of 80 requests) at each step inside Parley, which runs in this process with the client; the fake
-// Ollama runs in a child. `node --import tsx bench/probe-ollama.ts`
+// Ollama runs in a child. `node --import tsx bench/lab/probe-ollama.ts`
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { startParley } from '../src/app.ts';
-import { patientFetch } from '../src/engines/ollama-fetch.ts';
-import { startChild } from './child.ts';
-import { RateLimitService } from '../src/pipeline/rate-limit.ts';
-import { ConversationService } from '../src/services/conversations.ts';
+import { startParley } from '../../src/app.ts';
+import { patientFetch } from '../../src/engines/ollama-fetch.ts';
+import { startChild } from '../child.ts';
+import { RateLimitService } from '../../src/pipeline/rate-limit.ts';
+import { ConversationService } from '../../src/services/conversations.ts';
 
 const origTake = RateLimitService.prototype.take;
 RateLimitService.prototype.take = function (this: RateLimitService, app) {

@@ -6,14 +6,14 @@
 // comparison, /dev/shm (tmpfs, where a sync is free).
 // Then `ResponseLog.begin` itself, with its spares and without (`spares: 0`), in alternation; a
 // response begun is ended at once (not timed), so that each begin is alone.
-// `node --import tsx bench/probe-begin.ts [count=300]`
+// `node --import tsx bench/lab/probe-begin.ts [count=300]`
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { syncDir } from '../src/store/file/durable.ts';
-import { ResponseLog } from '../src/store/file/response-log.ts';
-import { percentile } from './measure.ts';
+import { syncDir } from '../../src/store/file/durable.ts';
+import { ResponseLog } from '../../src/store/file/response-log.ts';
+import { percentile } from '../measure.ts';
 
 const count = Number(process.argv[2] ?? 300);
 const FLAGS = fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND;

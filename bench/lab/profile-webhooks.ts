@@ -1,5 +1,5 @@
 // Where the main thread's time goes when a send has three webhook endpoints: `node --import tsx
-// bench/profile-webhooks.ts [treeRoot=.] [sends=500]`. Parley (from this checkout or another) runs
+// bench/lab/profile-webhooks.ts [treeRoot=.] [sends=500]`. Parley (from this checkout or another) runs
 // with --cpu-prof; sends one at a time with three endpoints subscribed to every event, a receiver in this
 // process answering 204; then prints, per thread, its busy time per send and the inclusive time per send
 // of the webhook code (and of node's HTTP client, worker messaging and the journal) on it.
@@ -8,10 +8,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { APP, KEY, TARGET_JSON } from '../test/support/helpers.ts';
-import { startChild } from './child.ts';
+import { APP, KEY, TARGET_JSON } from '../../test/support/helpers.ts';
+import { startChild } from '../child.ts';
 import { type Profile, profileTimes } from './cpu-profile.ts';
-import { benchFixtures } from './data.ts';
+import { benchFixtures } from '../data.ts';
 
 const [rootArg = '.', sendsText = '500'] = process.argv.slice(2);
 const root = path.resolve(rootArg);

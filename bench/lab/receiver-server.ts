@@ -1,7 +1,7 @@
-// A webhook receiver in a process of its own (bench/ab-webhooks.ts --receiver-apart): answers 204 to
+// A webhook receiver in a process of its own (bench/lab/ab-webhooks.ts --receiver-apart): answers 204 to
 // every request once its body has arrived.
 import http from 'node:http';
-import { listenAsChild } from './child.ts';
+import { listenAsChild } from '../child.ts';
 
 const server = http.createServer((req, res) => {
   req.resume();

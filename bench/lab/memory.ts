@@ -1,5 +1,5 @@
 // Where Parley's resident memory goes with many conversations:
-// `node --import tsx bench/memory.ts [conversations] [seconds per load] [--requests N] [-- node flags for Parley]`
+// `node --import tsx bench/lab/memory.ts [conversations] [seconds per load] [--requests N] [-- node flags for Parley]`
 // (--requests: each load by count instead, N gets, lists and renames and N/20 sends, so that runs on a
 // busy machine allocate as much as on a quiet one).
 // Seeds a temporary store, starts Parley as the benchmark does, then prints RSS, heap and V8's old
@@ -9,9 +9,9 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild } from './child.ts';
-import { benchFixtures, seed } from './data.ts';
-import { load } from './measure.ts';
+import { startChild } from '../child.ts';
+import { benchFixtures, seed } from '../data.ts';
+import { load } from '../measure.ts';
 
 const sep = process.argv.indexOf('--');
 const args = sep === -1 ? process.argv.slice(2) : process.argv.slice(2, sep);

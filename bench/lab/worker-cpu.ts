@@ -1,4 +1,4 @@
-// The delivery worker's own CPU, apart from any server: `node --import tsx bench/worker-cpu.ts
+// The delivery worker's own CPU, apart from any server: `node --import tsx bench/lab/worker-cpu.ts
 // [treeRoot=.] [events=1500]`. A FileOutbox and a DeliveryWorker from that checkout, in this process,
 // with three endpoints on a receiver in a process of its own (answering 204); events adopted one at a
 // time, as sends one at a time make them, the next once the last one's three attempts are recorded.
@@ -7,10 +7,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import type { ControlDocT } from '../src/core/control.ts';
-import type { FileOutbox as FileOutboxT } from '../src/store/file/webhooks.ts';
-import type { Attempt, Delivery } from '../src/store/webhooks.ts';
-import { startChild } from './child.ts';
+import type { ControlDocT } from '../../src/core/control.ts';
+import type { FileOutbox as FileOutboxT } from '../../src/store/file/webhooks.ts';
+import type { Attempt, Delivery } from '../../src/store/webhooks.ts';
+import { startChild } from '../child.ts';
 
 const [rootArg = '.', eventsText = '1500'] = process.argv.slice(2);
 const root = path.resolve(rootArg);
@@ -18,9 +18,9 @@ const events = Number(eventsText);
 const { FileOutbox } = (await import(path.join(root, 'src/store/file/webhooks.ts'))) as { FileOutbox: typeof FileOutboxT };
 const { DeliveryWorker } = (await import(
   path.join(root, 'src/services/webhooks/worker.ts')
-)) as typeof import('../src/services/webhooks/worker.ts');
+)) as typeof import('../../src/services/webhooks/worker.ts');
 
-const receiver = await startChild('receiver-server.ts');
+const receiver = await startChild('lab/receiver-server.ts');
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-worker-cpu-'));
 try {
   const url = `http://127.0.0.1:${receiver.ready.port}/hook`;

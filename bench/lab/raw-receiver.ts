@@ -1,8 +1,8 @@
-// A webhook receiver that costs next to nothing (bench/ab-webhooks.ts --receiver-raw): a TCP server
+// A webhook receiver that costs next to nothing (bench/lab/ab-webhooks.ts --receiver-raw): a TCP server
 // answering each request with a canned `204` once its head and `content-length` bytes have come, no
 // HTTP parser. It tells what a send pays for the receiver's own CPU on the shared cores.
 import net from 'node:net';
-import { listenAsChild } from './child.ts';
+import { listenAsChild } from '../child.ts';
 
 const ANSWER = Buffer.from('HTTP/1.1 204 No Content\r\nKeep-Alive: timeout=5\r\n\r\n');
 const sockets = new Set<net.Socket>();

