@@ -102,6 +102,24 @@ export function parseSince(text: string, nowMs = Date.now()): string {
   return text;
 }
 
+/**
+ * D-152: the app a team-wide listing (`usage`, `webhooks list`) is narrowed to: the `--app` flag only. The
+ * profile's or PARLEY_APP_ID's app is a default for commands that act on one app; a listing of the team's
+ * records narrowed by it would silently hide the other apps' records.
+ */
+export function narrowingApp(g: Globals): string | undefined {
+  return g.appSource === '--app' ? g.app : undefined;
+}
+
+/**
+ * A first day for a query by UTC day (`usage --since`): a duration means the day that long ago, as
+ * `audit list --since 24h` means that long ago; a date is passed as it is, for the server to check.
+ */
+export function parseSinceDay(text: string, nowMs = Date.now()): string {
+  if (!/^\d{1,9}[smhd]$/.test(text.trim())) return text;
+  return new Date(nowMs - parseDuration(text, '--since') * 1000).toISOString().slice(0, 10);
+}
+
 /** A request body checked with the contract's own schema before it is sent: a refusal is exit 2 naming the field. */
 export function checkedBody<S extends z.ZodType>(schema: S, body: unknown, options: Record<string, string>): z.infer<S> {
   const parsed = schema.safeParse(body);

@@ -236,6 +236,13 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     assert.deepEqual(team.data, report.data);
     const narrowed = JSON.parse((await run(['usage', '--app', 'app_genui', '--json'])).stdout);
     assert.ok(narrowed.data.every((d: { app_id: string }) => d.app_id === 'app_genui'));
+    // --since takes a duration as `audit list --since 24h` does: the UTC day that long ago.
+    const dayAgo = () => new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const days = [dayAgo()];
+    const since = await run(['usage', '--since', '24h', '--json']);
+    days.push(dayAgo());
+    assert.equal(since.code, 0, since.stderr);
+    assert.ok(days.includes(JSON.parse(since.stdout).since), since.stdout);
     const bad = await run(['usage', '--since', '2026-02-30']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--since: must be a date that exists/);
