@@ -183,6 +183,8 @@ export class Session {
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
       // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
       onDeviation: (message) => this.out.note(`warning: ${message}`),
+      // D-74: a soft plan past its credits runs the reply; the user is told on stderr, never on stdout.
+      onWarning: (message) => this.out.note(`warning: ${message}`),
       // D-32: a dropped stream comes back by itself; the user is told.
       onResume: (id, after) => this.out.note(`(the stream dropped; resuming ${id} after event ${after})`),
       signal: this.out.closedSignal,
