@@ -62,6 +62,14 @@ export function adminClient(session: Session, cmd: Command): { admin: AdminClien
       `parley admin login${g.profile === 'default' ? '' : ` --profile ${g.profile}`}`,
     );
   refuseMistyped(g.adminToken, 'the admin token');
+  // D-153: a profile's token goes only to the server it was made on; another address signs in again.
+  if (g.adminTokenServer !== undefined && new URL(g.adminTokenServer).origin !== new URL(g.baseUrl).origin)
+    throw withHint(
+      new UsageError(
+        `the admin login of profile ${g.profile} is for ${g.adminTokenServer}, not ${g.baseUrl}: its token is not sent to another address`,
+      ),
+      `parley admin login${g.profile === 'default' ? '' : ` --profile ${g.profile}`} (the profile then follows ${g.baseUrl})`,
+    );
   return { admin: new AdminClient(session.newClient(g, adminUrlOf(g.baseUrl), g.adminToken)), g };
 }
 
