@@ -2,7 +2,7 @@
 // a bad value is a clear configuration error naming the setting.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig, USAGE } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 
 const webhookSettings = (argv: string[], env: Record<string, string>) => {
   const c = loadConfig(argv, env);
@@ -16,11 +16,6 @@ const webhookSettings = (argv: string[], env: Record<string, string>) => {
 };
 
 describe('webhook settings', () => {
-  test('each is listed by --help with its variable (the defaults are pinned with the others in test/main.test.ts)', () => {
-    for (const name of ['RETRY_SCHEDULE', 'TIMEOUT_MS', 'ALLOW_PRIVATE=1', 'DISABLE_AFTER_DAYS', 'RETENTION_DAYS'])
-      assert.match(USAGE, new RegExp(`\\n  --webhook-${name.split('=')[0]!.toLowerCase().replace(/_/g, '-')} [^]*?\\[WEBHOOK_${name}\\]`));
-  });
-
   test('from the environment, decimals allowed; flags win', () => {
     const env = {
       WEBHOOK_RETRY_SCHEDULE: '0.3,0.6,1',
