@@ -39,7 +39,7 @@ const text = (t: string): string => t;
 /** Switches read from the environment: `1`, `true` or `yes` (any case) is on, anything else off. */
 const yes = (t: string): boolean => /^(1|true|yes)$/i.test(t);
 
-/** A number within [min, max]: whole unless `decimals` (those read as the webhook settings always did, spaces around allowed). */
+/** A number within [min, max]: a whole one, or with `decimals` a decimal one that may have spaces around it. */
 function number(min: number, max: number, o: { unit?: string; decimals?: boolean } = {}) {
   return (t: string, name: string): number => {
     const n = Number(t);
