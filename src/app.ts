@@ -45,7 +45,7 @@ import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
 import { DeletedRetention } from './services/retention.ts';
 
-export interface ParleyOptions extends Partial<Config>, Omit<WebhookOptions, 'publicUrl'> {
+export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'webhookResolver' | 'webhookPollMs'> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
@@ -97,7 +97,7 @@ export interface Parley {
 
 /** Loads tenants and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
-  // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
+  // The defaults are the settings table's (src/settings.ts: what `npm start` and the README say).
   const opts = { ...DEFAULTS, ...definedOnly(given) };
   assertHashCost(opts.passwordHashCost, process.env);
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
@@ -112,6 +112,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     auditRetentionDays: opts.auditRetentionDays,
     widgetSecret: opts.widgetSecret,
     responseEventsTtlMs: opts.responseEventsTtlMs,
+    webhookRetentionMs: opts.webhookRetentionMs,
     logger,
   });
   const { tenants, store, usage } = backend;
@@ -256,13 +257,7 @@ async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions,
   const metered = credits.meter();
   const responses = new ResponseService(store, agent, metered, logger, quota);
   // docs/webhooks.md: events written with their changes, delivered from the outbox.
-  const webhooks = startWebhooks(
-    store,
-    backend.control,
-    { ...opts.webhooks, ...opts, publicUrl: opts.publicUrl ?? undefined },
-    logger,
-    opts.host,
-  );
+  const webhooks = startWebhooks(store, backend.control, { ...opts, publicUrl: opts.publicUrl ?? undefined }, logger, opts.host);
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });

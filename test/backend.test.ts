@@ -7,6 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import pino from 'pino';
+import { DEFAULTS } from '../src/config.ts';
 import { DataFileError } from '../src/core/errors.ts';
 import { type BackendOptions, openBackend } from '../src/store/backend.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
@@ -17,6 +18,9 @@ const options = (dataDir: string): BackendOptions => ({
   databaseUrl: null,
   fixturesDir: FIXTURES_DIR,
   widgetSecret: null,
+  databasePoolSize: DEFAULTS.databasePoolSize,
+  auditRetentionDays: DEFAULTS.auditRetentionDays,
+  webhookRetentionMs: DEFAULTS.webhookRetentionMs,
   logger: pino({ level: 'silent' }),
 });
 

@@ -1,4 +1,4 @@
-// The repository stands on its own: the generated parts of docs/ are current (npm run docs), no file
+// The repository stands on its own: the generated parts of docs/ and the README are current (npm run docs), no file
 // refers to a path outside the repository, every relative link of a document leads to a file of it,
 // and docs/target.md describes every key the conformance suite reads from a target.
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ async function projectFiles(): Promise<string[]> {
   return out;
 }
 
-test('the generated parts of docs/ are current (run `npm run docs` after changing the contract or a D-id citation)', async () => {
+test('the generated parts of docs/ and the README are current (run `npm run docs` after changing the contract, a D-id citation or a setting)', async () => {
   for (const [file, expected] of await renderDocs()) {
     const committed = await fs.readFile(path.join(ROOT, file), 'utf8');
     assert.ok(committed === expected, `${file} is stale: run npm run docs`);

@@ -177,6 +177,17 @@ describe('the outbox journal (D-85…D-87)', () => {
     assert.ok(await again.event('evt_new'));
     await again.close();
   });
+
+  test('D-87: at start-up, carried events older than the retention given (WEBHOOK_RETENTION_DAYS) are not brought back; with none given, all are', async () => {
+    const carried = [event('evt_old', ['we_a'], now() - 3 * 86_400), event('evt_new')];
+    const kept = await FileOutbox.open(await tempDir(), carried, 2 * 86_400_000);
+    assert.equal(await kept.event('evt_old'), undefined);
+    assert.ok(await kept.event('evt_new'));
+    await kept.close();
+    const all = await FileOutbox.open(await tempDir(), carried);
+    assert.ok(await all.event('evt_old'));
+    await all.close();
+  });
 });
 
 test("D-88: an app's listeners are counted, each release once; its first and last are told (PgFollows announces them)", () => {

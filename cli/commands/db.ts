@@ -4,13 +4,17 @@ import { Command } from 'commander';
 import { withDriver } from '../../src/store/pg/driver.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
+import { SETTINGS } from '../../src/settings.ts';
 
-/** The URL from the flag, else DATABASE_URL, if any; checked as the server checks it (src/config.ts). */
+/** The URL from the flag, else DATABASE_URL, if any; checked by the server's own parser (src/settings.ts). */
 export function databaseUrlFrom(session: Session, flag: string | undefined): string | undefined {
   const url = flag ?? (session.io.env.DATABASE_URL || undefined);
-  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url))
-    throw new UsageError('the database URL must start with postgres:// or postgresql://');
-  return url;
+  if (url === undefined) return undefined;
+  try {
+    return SETTINGS.databaseUrl.parse(url, 'the database URL', session.io.env);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 function databaseUrl(session: Session, flag: string | undefined): string {

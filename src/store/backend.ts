@@ -40,16 +40,18 @@ export interface BackendOptions {
   dataDir: string;
   /** postgres://… selects PostgreSQL for every concern; null keeps the data directory. */
   databaseUrl: string | null;
-  /** The PostgreSQL connections of this instance (default 10). */
-  databasePoolSize?: number;
+  /** The PostgreSQL connections of this instance. */
+  databasePoolSize: number;
   /** Where `fixtures.json` is: the seed of the control plane (D-77), and the knowledge bases. */
   fixturesDir: string;
-  /** D-75: how long audit entries are kept (default 365 days). */
-  auditRetentionDays?: number;
+  /** D-75: how long audit entries are kept. */
+  auditRetentionDays: number;
   /** PARLEY_WIDGET_SECRET: when set, D-49's secret for every backend. */
   widgetSecret: string | null;
   /** D-36: how long a response's events stay resumable after its end. */
   responseEventsTtlMs?: number;
+  /** D-87: the file store brings back no webhook event older than this from its journal at start-up. */
+  webhookRetentionMs: number;
   logger: Logger;
 }
 
@@ -109,7 +111,7 @@ async function closeAll(closes: Array<() => Promise<void>>): Promise<void> {
 async function openFiles(o: BackendOptions, keep: Keep, control: ControlOptions): Promise<Concerns> {
   const dir = o.dataDir;
   const warn = (message: string) => o.logger.warn(message);
-  const store = new FileStore({ dataDir: dir, warn, responseEventsTtlMs: o.responseEventsTtlMs });
+  const store = new FileStore({ dataDir: dir, warn, responseEventsTtlMs: o.responseEventsTtlMs, webhookRetentionMs: o.webhookRetentionMs });
   await store.open();
   keep(store);
   const usage = keep(await FileUsageLedger.open(dir));

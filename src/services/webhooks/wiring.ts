@@ -1,6 +1,6 @@
 // Webhooks put together (docs/webhooks.md): the events the store writes with each change, the
 // completions' events, the delivery worker over the store's outbox and the endpoints' service for the
-// admin surface. The settings are D-85's and D-86's, from flags and environment (src/config.ts).
+// admin surface. The settings are D-82's and D-85…D-87's, from the settings' table (src/settings.ts).
 import type { Logger } from 'pino';
 import type { CompletionT } from '../../contract/index.ts';
 import type { ControlPlane } from '../../store/control.ts';
@@ -9,19 +9,19 @@ import type { WebhookOutbox } from '../../store/webhooks.ts';
 import { listensOnLoopback, type Resolver, systemResolver } from './addresses.ts';
 import { EndpointService } from './endpoints.ts';
 import { WebhookEvents } from './events.ts';
-import { DEFAULT_DISABLE_AFTER_MS, DEFAULT_RETRY_SCHEDULE_S, DEFAULT_TIMEOUT_MS, DeliveryWorker } from './worker.ts';
+import { DeliveryWorker } from './worker.ts';
 
 export interface WebhookOptions {
   /** D-85: delays in seconds between the first attempt and each retry (`--webhook-retry-schedule`). */
-  webhookRetrySchedule?: number[];
-  /** D-85: an attempt's bound (`--webhook-timeout-ms`, default 15000). */
-  webhookTimeoutMs?: number;
+  webhookRetrySchedule: number[];
+  /** D-85: an attempt's bound (`--webhook-timeout-ms`). */
+  webhookTimeoutMs: number;
   /** D-82: every non-public address allowed (`--webhook-allow-private`). */
-  webhookAllowPrivate?: boolean;
-  /** D-86: an endpoint failing this long is disabled (default 5 days). */
-  webhookDisableAfterMs?: number;
-  /** D-87: finished events and their attempts are kept this long (default 7 days). */
-  webhookRetentionMs?: number;
+  webhookAllowPrivate: boolean;
+  /** D-86: an endpoint failing this long is disabled (`--webhook-disable-after-days`). */
+  webhookDisableAfterMs: number;
+  /** D-87: finished events and their attempts are kept this long (`--webhook-retention-days`). */
+  webhookRetentionMs: number;
   /** D-82: tests inject a resolver (a name mapped to a refused address, no socket opened). */
   webhookResolver?: Resolver;
   /** How often an instance looks for due deliveries besides its own wake-ups (default 1 s). */
@@ -44,19 +44,17 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
   let origin = '';
   const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''), outbox.follows);
   store.changeEvents = events;
-  const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate ?? false };
+  const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate };
   const resolve = o.webhookResolver ?? systemResolver;
-  const timeoutMs = o.webhookTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const retentionMs = o.webhookRetentionMs ?? 7 * 86_400_000;
   const worker = new DeliveryWorker(outbox, control, {
-    scheduleS: o.webhookRetrySchedule ?? DEFAULT_RETRY_SCHEDULE_S,
-    timeoutMs,
-    disableAfterMs: o.webhookDisableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
+    scheduleS: o.webhookRetrySchedule,
+    timeoutMs: o.webhookTimeoutMs,
+    disableAfterMs: o.webhookDisableAfterMs,
     policy,
     resolve,
     concurrency: 16,
     pollMs: o.webhookPollMs ?? 1000,
-    retentionMs,
+    retentionMs: o.webhookRetentionMs,
     log,
   });
   const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());

@@ -3,7 +3,7 @@
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
   url: string;
-  /** Connections in the pool (default 10). */
+  /** Connections in the pool (the settings' DATABASE_POOL_SIZE; none given: the driver's own). */
   max?: number;
   /** D-36: how long a response's events stay resumable after its end. */
   responseEventsTtlMs?: number;

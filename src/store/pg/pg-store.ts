@@ -81,7 +81,7 @@ export class PgStore implements Store {
 
   constructor(opts: PgStoreOptions) {
     // bigint columns come back as strings: ids of time (ms) fit in a double, converted where read.
-    this.sql = postgres(opts.url, { max: opts.max ?? 10, ...CONNECTING });
+    this.sql = postgres(opts.url, { ...(opts.max === undefined ? {} : { max: opts.max }), ...CONNECTING });
     // D-90: the liveness lock and LISTEN on a connection of their own, never recycled (the lock goes with it).
     this.livenessSql = postgres(opts.url, {
       ...CONNECTING,
