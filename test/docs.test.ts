@@ -49,12 +49,16 @@ test('the decision index sees every decision D-1…D-24 cited somewhere', async 
   for (let id = 1; id <= 24; id++) assert.ok(cited.get(id)?.length, `D-${id} is cited nowhere`);
 });
 
-test('every decision cited in the sources, and every id up to the highest, has its one-line rule in docs/', async () => {
+// D-1…D-114 were numbered one after another; from D-115 each issue has its own range (architecture
+// D-115…, scenarios D-120…, papercuts D-150…), so a gap past D-114 is a number not yet used.
+const CONTIGUOUS_UNTIL = 114;
+
+test('every decision cited in the sources, and every id up to D-114, has its one-line rule in docs/', async () => {
   const rules = decisionRules(await readDocs(ROOT));
   const cited = await decisionCitations();
-  const highest = Math.max(...rules.keys(), ...cited.keys());
+  const ids = new Set([...Array.from({ length: CONTIGUOUS_UNTIL }, (_, i) => i + 1), ...cited.keys()]);
   const missing: string[] = [];
-  for (let id = 1; id <= highest; id++) if (!rules.get(id)?.rule) missing.push(`D-${id}`);
+  for (const id of [...ids].sort((a, b) => a - b)) if (!rules.get(id)?.rule) missing.push(`D-${id}`);
   assert.deepEqual(missing, [], 'write each as **D-n Rule.** in the page of its subject');
 });
 
