@@ -6,8 +6,8 @@ import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/surface.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import { answerOf } from '../services/response-runner.ts';
-import type { ResponseService } from '../services/responses.ts';
+import { answerOf } from '../services/send/response-runner.ts';
+import type { ResponseService } from '../services/send/responses.ts';
 
 export interface ResponseRouteOptions {
   conversations: ConversationService;

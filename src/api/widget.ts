@@ -10,7 +10,7 @@ import type { Route } from '../http/surface.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import type { ResponseService } from '../services/responses.ts';
+import type { ResponseService } from '../services/send/responses.ts';
 import type { WidgetOwners } from '../store/shared.ts';
 import type { ConversationRecord } from '../store/types.ts';
 

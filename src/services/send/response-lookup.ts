@@ -1,11 +1,11 @@
 // A response as the API reads it, whichever instance produces it (D-35): looked up (D-32, from its
 // stored events while they are kept, then from the conversation, D-36), its events resumed (D-32),
 // cancelled (D-33).
-import type { LiveResponseT, OutputItemT } from '../contract/index.ts';
-import { ResponseEventsExpired } from '../core/errors.ts';
-import { apiError, notFound } from '../http/errors.ts';
-import { EventStream } from '../http/reply.ts';
-import type { ResponseTrace, Store } from '../store/types.ts';
+import type { LiveResponseT, OutputItemT } from '../../contract/index.ts';
+import { ResponseEventsExpired } from '../../core/errors.ts';
+import { apiError, notFound } from '../../http/errors.ts';
+import { EventStream } from '../../http/reply.ts';
+import type { ResponseTrace, Store } from '../../store/types.ts';
 import { foldEvents } from './response-fold.ts';
 import { STOPS } from './stops.ts';
 

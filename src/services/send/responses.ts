@@ -12,16 +12,16 @@ import {
   type ResponseT,
   type SendMessageRequestT,
   type UnsequencedEvent,
-} from '../contract/index.ts';
-import type { IdempotencyClaim } from '../core/claims.ts';
-import { unixNow } from '../core/clock.ts';
-import { newId } from '../core/ids.ts';
-import type { AppT } from '../core/tenants.ts';
-import type { ChatMessage } from '../engines/types.ts';
-import { apiError } from '../http/errors.ts';
-import type { EventStream } from '../http/reply.ts';
-import { TERMINAL_EVENTS, type ConversationRecord, type Store } from '../store/types.ts';
-import type { AgentRuntime } from './agent.ts';
+} from '../../contract/index.ts';
+import type { IdempotencyClaim } from '../../core/claims.ts';
+import { unixNow } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { AppT } from '../../core/tenants.ts';
+import type { ChatMessage } from '../../engines/types.ts';
+import { apiError } from '../../http/errors.ts';
+import type { EventStream } from '../../http/reply.ts';
+import { TERMINAL_EVENTS, type ConversationRecord, type Store } from '../../store/types.ts';
+import type { AgentRuntime } from '../agent.ts';
 import { ExchangeWriter } from './exchange.ts';
 import { ResponseLine, RunningElsewhere } from './response-line.ts';
 import { ResponseLookup } from './response-lookup.ts';
@@ -30,8 +30,8 @@ import { answerOf, ResponseRun } from './response-runner.ts';
 import { KeptEvents } from './kept-events.ts';
 import { LiveEvents } from './live-events.ts';
 import { STOPS, StopReason } from './stops.ts';
-import { checkHistory, type StorageQuota } from './quota.ts';
-import type { UsageLedger } from '../store/shared.ts';
+import { checkHistory, type StorageQuota } from '../quota.ts';
+import type { UsageLedger } from '../../store/shared.ts';
 
 /** The key of an app's detached replies, or its widget's (D-92). */
 function detachedPool(appId: string, widget: boolean): string {
