@@ -26,6 +26,7 @@ import { ExchangeWriter } from './exchange.ts';
 import { ResponseLine, RunningElsewhere } from './response-line.ts';
 import { ResponseLookup } from './response-lookup.ts';
 import { ResponseRecovery } from './response-recovery.ts';
+import { responseOf } from './response-resource.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
 import { KeptEvents } from './kept-events.ts';
 import { LiveEvents } from './live-events.ts';
@@ -184,16 +185,9 @@ export class ResponseService {
       finish: (r) => this.finish(r, stop.signal, save),
     });
     const done = this.produce(app, record.id, run, stop, requestSignal, leave, widget, { live, save });
-    const toResponse = (): ResponseT => ({
-      id,
-      object: 'response',
-      created_at: createdAt,
-      conversation_id: record.id,
-      output: run.output,
-      status: run.status === 'failed' ? 'failed' : 'completed',
-      ...(run.error ? { error: run.error } : {}),
-      usage: run.usage,
-    });
+    const head = { id, created_at: createdAt, conversation_id: record.id };
+    const toResponse = (): ResponseT =>
+      responseOf(head, run.output, { status: run.status === 'failed' ? 'failed' : 'completed', error: run.error, usage: run.usage });
     // The answer reads the events as this process hands them out (live-events.ts): the request that
     // started the reply and a keyed retry of it (D-30) see the same events, with the same numbers as
     // in the store, and the terminal one also while the store is out of reach (D-91).
