@@ -54,6 +54,14 @@ export interface StartedResponse {
   answer(stream: boolean, requestId: string): Promise<unknown>;
 }
 
+/** Who a reply is for, beside its app and conversation. */
+export interface StartOptions {
+  /** The request's Idempotency-Key, saved with the exchange (D-30). */
+  claim?: IdempotencyClaim;
+  /** A widget visitor's, within the widget's share of the quota and its own cap of detached replies (D-92). */
+  widget?: boolean;
+}
+
 /** A response this process produces. */
 interface Producing {
   run: ResponseRun;
@@ -103,22 +111,20 @@ export class ResponseService {
 
   /**
    * Begins a response (D-35: in the store, before anything is sent; D-37: after the conversation's
-   * running reply, in line) and runs it to its end whatever becomes of the request (D-34). `widget`:
-   * a widget visitor's, within the widget's share of the quota and its own cap of detached replies (D-92).
+   * running reply, in line) and runs it to its end whatever becomes of the request (D-34).
    */
   async start(
     app: AppT,
     record: ConversationRecord,
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
-    claim?: IdempotencyClaim,
-    widget = false,
+    how: StartOptions = {},
   ): Promise<StartedResponse> {
     const leave = await this.line.enter(record.id, requestSignal);
     try {
       for (;;) {
         try {
-          return await this.begin(app, record, body, requestSignal, { claim, widget }, leave);
+          return await this.begin(app, record, body, requestSignal, how, leave);
         } catch (err) {
           if (!(err instanceof RunningElsewhere)) throw err;
           await this.line.awaitElsewhere(record.id, err, requestSignal, app.responses.max_duration_seconds * 1000);
@@ -135,7 +141,7 @@ export class ResponseService {
     record: ConversationRecord,
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
-    { claim, widget }: { claim: IdempotencyClaim | undefined; widget: boolean },
+    { claim, widget = false }: StartOptions,
     leave: () => void,
   ): Promise<StartedResponse> {
     const id = newId('response');
