@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestServer, type TestServer } from './support/helpers.ts';
-import { visitor, widgetCall } from './support/widget.ts';
+import { visitorReply, widgetCall } from './support/widget.ts';
 
 let server: TestServer;
 before(async () => {
@@ -14,13 +14,7 @@ after(() => server?.close());
 const blocks = (body: unknown) => String(body).split('\n\n').filter(Boolean);
 
 test('D-116: the widget resumes from Last-Event-ID as /v1 does, the header winning over the query; bad cursors are 400', async () => {
-  const v = await visitor(server, 'app_demo');
-  const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: v.token, body: {} });
-  const sent = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
-    auth: v.token,
-    body: { message: { content: 'Hello' } },
-  });
-  const id = sent.headers.get('parley-response-id')!;
+  const { visitor: v, sent, responseId: id } = await visitorReply(server, 'app_demo', 'Hello');
   const path = `/apps/app_demo/responses/${id}/events?starting_after=0`;
   const all = blocks(sent.body);
   assert.ok(all.length > 3, 'a reply of several events');

@@ -2,7 +2,8 @@
 // (D-32) and the `response.completed` webhook (D-83), on whichever store the server runs. The proofs
 // on both stores (test/response-resource.test.ts, test/proof/pg-response-resource.test.ts) share it.
 import assert from 'node:assert/strict';
-import { KEY } from './helpers.ts';
+import { after, before, test } from 'node:test';
+import { KEY, type TestServer } from './helpers.ts';
 import { createEndpoint, demoAdminToken, startReceiver } from './webhook-receiver.ts';
 
 export interface ThreeReadings {
@@ -70,4 +71,19 @@ export async function proveOneResponse(baseUrl: string): Promise<Set<string>> {
     }
   }
   return types;
+}
+
+/** Registers the proof on the server `start` gives (one per store), stopped after. */
+export function oneResponseEverywhere(store: string, start: () => Promise<TestServer>): void {
+  let server: TestServer | undefined;
+  before(async () => {
+    server = await start();
+  });
+  after(() => server?.close());
+  test(`D-83, D-32 on ${store}: the same response reads the same in the send answer, the look-up and the webhook, items in §2.4 shape`, {
+    timeout: 120_000,
+  }, async () => {
+    const types = await proveOneResponse(server!.baseUrl);
+    assert.deepEqual([...types].sort(), ['data_spec', 'function_call', 'message']);
+  });
 }
