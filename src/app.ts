@@ -25,7 +25,7 @@ import { RateLimitService } from './pipeline/rate-limit.ts';
 import { IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
-import { ResponseService } from './services/responses.ts';
+import { ResponseService } from './services/send/responses.ts';
 import { type Backend, openBackend, type BackendStore } from './store/backend.ts';
 import { checkListenable } from './http/port.ts';
 import type { Store } from './store/types.ts';

@@ -11,7 +11,7 @@ import { loadKnowledgeBases, parseDocument } from '../src/engines/knowledge.ts';
 import { LocalEngine } from '../src/engines/local.ts';
 import { OllamaEngine } from '../src/engines/ollama.ts';
 import type { ModelEngine, ModelEvent, ModelRequest } from '../src/engines/types.ts';
-import { ResponseRun } from '../src/services/response-runner.ts';
+import { ResponseRun } from '../src/services/send/response-runner.ts';
 import { knowledgeSearchSpec, runTool } from '../src/services/tools.ts';
 import type { AppT } from '../src/core/tenants.ts';
 import { FIXTURES_DIR, startTestServer } from './support/helpers.ts';

@@ -1,13 +1,13 @@
 // Handlers of §4.6 (send message) and §4.7 (completions): JSON or SSE from the same event stream.
-import { CreateCompletionRequest, RESPONSE_ID_HEADER, ResumeEventsQuery, SendMessageRequest } from '../contract/index.ts';
-import { parseBody, parseQuery, type RequestContext } from '../http/context.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { CreateCompletionRequest, RESPONSE_ID_HEADER, SendMessageRequest } from '../contract/index.ts';
+import { parseBody, type RequestContext } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/surface.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import { answerOf } from '../services/response-runner.ts';
-import type { ResponseService } from '../services/responses.ts';
+import { answerOf } from '../services/send/response-runner.ts';
+import type { ResponseService } from '../services/send/responses.ts';
+import { resumeEvents, sendMessage } from './send.ts';
 
 export interface ResponseRouteOptions {
   conversations: ConversationService;
@@ -42,24 +42,15 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
         needsAgent: true,
         counted: true,
         idempotent: true,
-        handle: async (ctx) => {
-          // D-4: body validation, then the conversation lookup (404, D-11), then the first event (D-17).
-          const body = await parseBody(ctx, SendMessageRequest);
-          const record = await o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
-          const stream = body.stream ?? ctx.app.stream;
-          // The stream cap is checked before anything is saved, so its 429 changes nothing.
-          if (stream) ctx.beginStream?.();
-          const started = await o.responses.start(ctx.app, record, body, ctx.signal, ctx.claim);
-          // D-31: the response's id before the body, in both modes.
-          ctx.headers[RESPONSE_ID_HEADER] = started.id;
-          // D-30: a retry with the same Idempotency-Key joins this response while it runs.
-          ctx.joinable?.(async (retry) => {
-            retry.headers[RESPONSE_ID_HEADER] = started.id;
-            if (stream) retry.beginStream?.();
-            return started.answer(stream, retry.requestId);
-          }, started.id);
-          return started.answer(stream, ctx.requestId);
-        },
+        handle: sendMessage(o.responses, {
+          read: async (ctx) => {
+            // D-4: body validation, then the conversation lookup (404, D-11).
+            const body = await parseBody(ctx, SendMessageRequest);
+            const record = await o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
+            return { body: { ...body, stream: body.stream ?? ctx.app.stream }, record };
+          },
+          widget: false,
+        }),
       },
     },
     // Resumable responses (docs/responses.md, D-30…D-39): counted against the plan like the rest.
@@ -73,12 +64,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
       pattern: '/apps/:app_id/responses/:response_id/events',
       route: {
         counted: true,
-        handle: async (ctx) => {
-          const after = startingAfter(ctx);
-          const stream = await o.responses.resume(ctx.app.id, ctx.params.response_id!, after, ctx.signal);
-          ctx.beginStream?.();
-          return stream;
-        },
+        handle: resumeEvents(o.responses, async (ctx) => ctx.params.response_id!),
       },
     },
     {
@@ -102,24 +88,4 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
       },
     },
   ];
-}
-
-/**
- * D-32: where a resume starts: the `Last-Event-ID` an EventSource sends on reconnecting wins over the
- * query's `starting_after` (the URL it reconnects to is the first one); neither: every event.
- */
-function startingAfter(ctx: RequestContext): number {
-  const q = parseQuery(ctx, ResumeEventsQuery);
-  const raw = ctx.req.headers['last-event-id'];
-  const last = Array.isArray(raw) ? raw[0] : raw;
-  if (last !== undefined) {
-    if (!/^(-1|0|[1-9][0-9]{0,8})$/.test(last.trim()))
-      throw invalidRequest(
-        'Last-Event-ID must be the sequence number of an event (an integer of -1 or more).',
-        'Last-Event-ID',
-        'invalid_value',
-      );
-    return Number(last.trim());
-  }
-  return q.starting_after === undefined ? -1 : Number(q.starting_after);
 }

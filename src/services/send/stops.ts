@@ -1,8 +1,8 @@
 // The ways a reply stops short of completing, each with the error its response (or completion) then
 // carries: one table, read by the runner, the response service and the idempotency stage's replay.
 // A model's own failure carries the model's code instead (D-17).
-import type { ResponseErrorT } from '../contract/index.ts';
-import { ModelError } from '../engines/types.ts';
+import type { ResponseErrorT } from '../../contract/index.ts';
+import { ModelError } from '../../engines/types.ts';
 
 /** docs/responses.md "Error codes of a stopped response" and docs/agent.md. */
 export const STOPS = {

@@ -2,8 +2,8 @@
 // the responses a process left live (a kill -9) are saved `failed`, code `interrupted`, with the output
 // their stored events show (folded by the runner's reducer).
 import type { Logger } from 'pino';
-import { Periodic } from '../core/periodic.ts';
-import type { Store } from '../store/types.ts';
+import { Periodic } from '../../core/periodic.ts';
+import type { Store } from '../../store/types.ts';
 import type { ExchangeWriter, Outcome } from './exchange.ts';
 import { foldEvents } from './response-fold.ts';
 import { STOPS } from './stops.ts';

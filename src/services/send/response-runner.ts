@@ -2,15 +2,15 @@
 // events (unsequenced), folding each one into the output as it hands it out (`foldEvent`, the
 // reducer the look-up and recovery use too), so that the SSE stream and the JSON body can never
 // disagree (§6 rule 4).
-import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
-import { internalError } from '../http/errors.ts';
-import { EventStream } from '../http/reply.ts';
-import { countTokens, estimateInputTokens } from '../engines/text.ts';
-import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../engines/types.ts';
-import { newId } from '../core/ids.ts';
+import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../../contract/index.ts';
+import { internalError } from '../../http/errors.ts';
+import { EventStream } from '../../http/reply.ts';
+import { countTokens, estimateInputTokens } from '../../engines/text.ts';
+import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../../engines/types.ts';
+import { newId } from '../../core/ids.ts';
 import { emptyResponse, foldEvent } from './response-fold.ts';
 import { STOPS, stopError } from './stops.ts';
-import { runTool, type ToolBox } from './tools.ts';
+import { runTool, type ToolBox } from '../tools.ts';
 
 /** At most this many model turns per response: a model that keeps calling tools must then answer. */
 const MAX_TOOL_ROUNDS = 4;

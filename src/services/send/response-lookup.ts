@@ -1,12 +1,13 @@
 // A response as the API reads it, whichever instance produces it (D-35): looked up (D-32, from its
 // stored events while they are kept, then from the conversation, D-36), its events resumed (D-32),
 // cancelled (D-33).
-import type { LiveResponseT, OutputItemT } from '../contract/index.ts';
-import { ResponseEventsExpired } from '../core/errors.ts';
-import { apiError, notFound } from '../http/errors.ts';
-import { EventStream } from '../http/reply.ts';
-import type { ResponseTrace, Store } from '../store/types.ts';
+import type { LiveResponseT } from '../../contract/index.ts';
+import { ResponseEventsExpired } from '../../core/errors.ts';
+import { apiError, notFound } from '../../http/errors.ts';
+import { EventStream } from '../../http/reply.ts';
+import type { ResponseTrace, Store } from '../../store/types.ts';
 import { foldEvents } from './response-fold.ts';
+import { outputOf, responseOf } from './response-resource.ts';
 import { STOPS } from './stops.ts';
 
 export class ResponseLookup {
@@ -22,32 +23,16 @@ export class ResponseLookup {
   /** D-32: the Response as it is now: `in_progress` with the output so far, then as it ended. */
   async lookup(appId: string, id: string): Promise<LiveResponseT> {
     const trace = await this.traceOf(appId, id);
-    const base = { id, object: 'response' as const, created_at: trace.start.created_at, conversation_id: trace.start.conversation_id };
+    const head = { id, created_at: trace.start.created_at, conversation_id: trace.start.conversation_id };
     if (trace.events) {
       const r = foldEvents(trace.events);
-      if (!trace.ended || r.status === 'in_progress') return { ...base, output: r.output, status: 'in_progress' };
-      return {
-        ...base,
-        output: r.output,
-        status: r.status,
-        ...(r.error ? { error: r.error } : {}),
-        ...(r.usage ? { usage: r.usage } : {}),
-      };
+      if (!trace.ended || r.status === 'in_progress') return responseOf(head, r.output, { status: 'in_progress' });
+      return responseOf(head, r.output, r);
     }
     // D-36: past the events' retention, the conversation holds the response as it was saved.
     const file = await this.store.readHistory(trace.start.conversation_id);
     const saved = file.responses.find((r) => r.id === id);
-    const output = file.items
-      .filter((i) => i.response_id === id && !(i.type === 'message' && i.role === 'user'))
-      .map(({ id: _id, created_at: _c, response_id: _r, status: _s, ...item }) => item as OutputItemT);
-    if (!saved) return { ...base, output, status: 'failed', error: STOPS.interrupted };
-    return {
-      ...base,
-      output,
-      status: saved.status,
-      ...(saved.error ? { error: saved.error } : {}),
-      ...(saved.usage ? { usage: saved.usage } : {}),
-    };
+    return responseOf(head, outputOf(file.items, id), saved ?? { status: 'failed', error: STOPS.interrupted });
   }
 
   /**

@@ -2,11 +2,11 @@
 // before it. Within an instance the line is the shared keyed queue; across instances, the first of a
 // line waits for the reply another instance runs, whose end the store tells.
 import type { EventEmitter } from 'node:events';
-import { RESPONSE_ID_HEADER } from '../contract/index.ts';
-import { ResponseEventsExpired } from '../core/errors.ts';
-import { KeyedQueue } from '../core/keyed-queue.ts';
-import { apiError } from '../http/errors.ts';
-import type { Store } from '../store/types.ts';
+import { RESPONSE_ID_HEADER } from '../../contract/index.ts';
+import { ResponseEventsExpired } from '../../core/errors.ts';
+import { KeyedQueue } from '../../core/keyed-queue.ts';
+import { apiError } from '../../http/errors.ts';
+import type { Store } from '../../store/types.ts';
 
 /** D-37: messages that may wait in line behind a conversation's running reply; one more gets a 409. */
 export const MAX_IN_LINE = 8;

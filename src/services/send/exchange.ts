@@ -3,15 +3,15 @@
 // whether the reply completed or not; the usage is recorded first.
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { ItemT } from '../contract/index.ts';
-import type { IdempotencyClaim } from '../core/claims.ts';
-import { unixNow } from '../core/clock.ts';
-import { newId } from '../core/ids.ts';
-import type { AppT } from '../core/tenants.ts';
-import type { ConversationChange, ConversationRecord, ResponseRecord, SaveBase, Store } from '../store/types.ts';
-import type { AgentRuntime } from './agent.ts';
+import type { ItemT } from '../../contract/index.ts';
+import type { IdempotencyClaim } from '../../core/claims.ts';
+import { unixNow } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { AppT } from '../../core/tenants.ts';
+import type { ConversationChange, ConversationRecord, ResponseRecord, SaveBase, Store } from '../../store/types.ts';
+import type { AgentRuntime } from '../agent.ts';
 import type { ResponseRun } from './response-runner.ts';
-import type { UsageEntry, UsageLedger } from '../store/shared.ts';
+import type { UsageEntry, UsageLedger } from '../../store/shared.ts';
 
 /** Generating a title must not hold the response for long. */
 const TITLE_TIMEOUT_MS = 30_000;

@@ -1,7 +1,7 @@
 // D-100: a reply's events are handed to the store as they come, without waiting for each to be kept
 // (PostgreSQL writes them in batches), and to the answer (LiveEvents) once kept, in their order: every
 // reader, the requesting connection included, still sees only stored events (D-30, D-35).
-import type { UnsequencedEvent } from '../contract/index.ts';
+import type { UnsequencedEvent } from '../../contract/index.ts';
 import type { LiveEvents } from './live-events.ts';
 
 export interface KeptEventsOptions {

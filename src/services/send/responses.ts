@@ -12,26 +12,27 @@ import {
   type ResponseT,
   type SendMessageRequestT,
   type UnsequencedEvent,
-} from '../contract/index.ts';
-import type { IdempotencyClaim } from '../core/claims.ts';
-import { unixNow } from '../core/clock.ts';
-import { newId } from '../core/ids.ts';
-import type { AppT } from '../core/tenants.ts';
-import type { ChatMessage } from '../engines/types.ts';
-import { apiError } from '../http/errors.ts';
-import type { EventStream } from '../http/reply.ts';
-import { TERMINAL_EVENTS, type ConversationRecord, type Store } from '../store/types.ts';
-import type { AgentRuntime } from './agent.ts';
+} from '../../contract/index.ts';
+import type { IdempotencyClaim } from '../../core/claims.ts';
+import { unixNow } from '../../core/clock.ts';
+import { newId } from '../../core/ids.ts';
+import type { AppT } from '../../core/tenants.ts';
+import type { ChatMessage } from '../../engines/types.ts';
+import { apiError } from '../../http/errors.ts';
+import type { EventStream } from '../../http/reply.ts';
+import { TERMINAL_EVENTS, type ConversationRecord, type Store } from '../../store/types.ts';
+import type { AgentRuntime } from '../agent.ts';
 import { ExchangeWriter } from './exchange.ts';
 import { ResponseLine, RunningElsewhere } from './response-line.ts';
 import { ResponseLookup } from './response-lookup.ts';
 import { ResponseRecovery } from './response-recovery.ts';
+import { responseOf } from './response-resource.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
 import { KeptEvents } from './kept-events.ts';
 import { LiveEvents } from './live-events.ts';
 import { STOPS, StopReason } from './stops.ts';
-import { checkHistory, type StorageQuota } from './quota.ts';
-import type { UsageLedger } from '../store/shared.ts';
+import { checkHistory, type StorageQuota } from '../quota.ts';
+import type { UsageLedger } from '../../store/shared.ts';
 
 /** The key of an app's detached replies, or its widget's (D-92). */
 function detachedPool(appId: string, widget: boolean): string {
@@ -51,6 +52,14 @@ export interface StartedResponse {
   createdAt: number;
   /** The answer to send message: the events from the first (a stream), or the Response once it ended (JSON). */
   answer(stream: boolean, requestId: string): Promise<unknown>;
+}
+
+/** Who a reply is for, beside its app and conversation. */
+export interface StartOptions {
+  /** The request's Idempotency-Key, saved with the exchange (D-30). */
+  claim?: IdempotencyClaim;
+  /** A widget visitor's, within the widget's share of the quota and its own cap of detached replies (D-92). */
+  widget?: boolean;
 }
 
 /** A response this process produces. */
@@ -102,22 +111,20 @@ export class ResponseService {
 
   /**
    * Begins a response (D-35: in the store, before anything is sent; D-37: after the conversation's
-   * running reply, in line) and runs it to its end whatever becomes of the request (D-34). `widget`:
-   * a widget visitor's, within the widget's share of the quota and its own cap of detached replies (D-92).
+   * running reply, in line) and runs it to its end whatever becomes of the request (D-34).
    */
   async start(
     app: AppT,
     record: ConversationRecord,
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
-    claim?: IdempotencyClaim,
-    widget = false,
+    how: StartOptions = {},
   ): Promise<StartedResponse> {
     const leave = await this.line.enter(record.id, requestSignal);
     try {
       for (;;) {
         try {
-          return await this.begin(app, record, body, requestSignal, { claim, widget }, leave);
+          return await this.begin(app, record, body, requestSignal, how, leave);
         } catch (err) {
           if (!(err instanceof RunningElsewhere)) throw err;
           await this.line.awaitElsewhere(record.id, err, requestSignal, app.responses.max_duration_seconds * 1000);
@@ -134,7 +141,7 @@ export class ResponseService {
     record: ConversationRecord,
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
-    { claim, widget }: { claim: IdempotencyClaim | undefined; widget: boolean },
+    { claim, widget = false }: StartOptions,
     leave: () => void,
   ): Promise<StartedResponse> {
     const id = newId('response');
@@ -184,16 +191,9 @@ export class ResponseService {
       finish: (r) => this.finish(r, stop.signal, save),
     });
     const done = this.produce(app, record.id, run, stop, requestSignal, leave, widget, { live, save });
-    const toResponse = (): ResponseT => ({
-      id,
-      object: 'response',
-      created_at: createdAt,
-      conversation_id: record.id,
-      output: run.output,
-      status: run.status === 'failed' ? 'failed' : 'completed',
-      ...(run.error ? { error: run.error } : {}),
-      usage: run.usage,
-    });
+    const head = { id, created_at: createdAt, conversation_id: record.id };
+    const toResponse = (): ResponseT =>
+      responseOf(head, run.output, { status: run.status === 'failed' ? 'failed' : 'completed', error: run.error, usage: run.usage });
     // The answer reads the events as this process hands them out (live-events.ts): the request that
     // started the reply and a keyed retry of it (D-30) see the same events, with the same numbers as
     // in the store, and the terminal one also while the store is out of reach (D-91).

@@ -1,7 +1,7 @@
 // The one reducer from §6 events to a response: the runner builds its output with it as it hands out
 // each event, the look-up of a running response (D-32) and crash recovery (D-38) rebuild theirs from
 // the stored events with it, so the stream and the JSON body can never disagree (§6 rule 4).
-import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../contract/index.ts';
+import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../../contract/index.ts';
 
 /** A response as its events so far describe it. */
 export interface FoldedResponse {

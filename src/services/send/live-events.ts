@@ -3,7 +3,7 @@
 // rather than from the store, so that its client gets its terminal event also while the store is out
 // of reach (D-91). An event is added once the store kept it (the terminal one also when it could not be).
 // Kept while the reply runs and its answers are read.
-import type { UnsequencedEvent } from '../contract/index.ts';
+import type { UnsequencedEvent } from '../../contract/index.ts';
 
 export class LiveEvents {
   private readonly list: UnsequencedEvent[] = [];
