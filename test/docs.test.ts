@@ -49,8 +49,9 @@ test('the decision index sees every decision D-1…D-24 cited somewhere', async 
   for (let id = 1; id <= 24; id++) assert.ok(cited.get(id)?.length, `D-${id} is cited nowhere`);
 });
 
-// D-1…D-114 were numbered one after another; from D-115 each issue has its own range (architecture
-// D-115…, scenarios D-120…, papercuts D-150…), so a gap past D-114 is a number not yet used.
+// Decisions 1 to 114 were numbered one after another; from 115 on each issue has its own range of
+// numbers (architecture from 115, scenarios from 120, papercuts from 150), so a gap past 114 is a
+// number not yet used.
 const CONTIGUOUS_UNTIL = 114;
 
 test('every decision cited in the sources, and every id up to D-114, has its one-line rule in docs/', async () => {
