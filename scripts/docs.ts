@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildOpenApiDocument } from '../src/contract/openapi.ts';
+import { publishedDocuments } from '../src/api/routes.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -137,7 +137,7 @@ export function fillBlocks(text: string, render: (name: string, current: string)
 
 /** The generated docs: file (relative to the root) → its expected content. */
 export async function renderDocs(): Promise<Map<string, string>> {
-  const schemas = buildOpenApiDocument().components as Json;
+  const schemas = publishedDocuments().data.components as Json;
   const cited = decisionIndex(await decisionCitations());
   const out = new Map<string, string>();
   const render = (name: string): string => {
