@@ -105,7 +105,13 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
     const hookPath = `/webhook_endpoints/${hook.body.id}`;
     const off = await client.call('PATCH', hookPath, { enabled: false }, admin);
     conforms('PATCH', '/webhook_endpoints/{endpoint_id}', 200, off.body);
-    // D-115: POST, the deprecated alias, answers as PATCH does.
+    // D-115: POST, the deprecated alias, answers as PATCH does, and the document says it is deprecated.
+    const item = doc.paths['/webhook_endpoints/{endpoint_id}'];
+    assert.deepEqual([item.patch.deprecated, item.post.deprecated], [undefined, true]);
+    assert.equal(
+      item.post.requestBody.content['application/json'].schema.$ref,
+      item.patch.requestBody.content['application/json'].schema.$ref,
+    );
     const alias = await client.call('POST', hookPath, { enabled: false }, admin);
     conforms('POST', '/webhook_endpoints/{endpoint_id}', 200, alias.body);
     assert.deepEqual(alias.body, { ...off.body, updated_at: alias.body.updated_at });
