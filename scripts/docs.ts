@@ -8,8 +8,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { publishedDocuments } from '../src/api/routes.ts';
 import { settingsTable } from '../src/config.ts';
-import { buildOpenApiDocument } from '../src/contract/openapi.ts';
 import { decisionRules, readDocs, rulesTable } from './decision-rules.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
@@ -141,7 +141,7 @@ export function fillBlocks(text: string, render: (name: string, current: string)
 
 /** The generated docs: file (relative to the root) → its expected content. */
 export async function renderDocs(): Promise<Map<string, string>> {
-  const schemas = buildOpenApiDocument().components as Json;
+  const schemas = publishedDocuments().data.components as Json;
   const cited = decisionIndex(await decisionCitations());
   const rules = rulesTable(decisionRules(await readDocs(ROOT)));
   const out = new Map<string, string>();

@@ -2,9 +2,8 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
-import { appRoutes } from './api/apps.ts';
-import { conversationRoutes } from './api/conversations.ts';
-import { followRunning, responseRoutes } from './api/responses.ts';
+import { followRunning } from './api/responses.ts';
+import { openApiPages, restRoutes } from './api/routes.ts';
 import { widgetRoutes } from './api/widget.ts';
 import { DASHBOARD_PATH, dashboardPages } from './api/dashboard-assets.ts';
 import { widgetPages } from './api/widget-assets.ts';
@@ -12,8 +11,6 @@ import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate } from './pipeline/widget-gate.ts';
 import { VisitorTokens } from './pipeline/widget-tokens.ts';
 import { type Config, DEFAULTS } from './config.ts';
-import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
-import { ADMIN_OPENAPI_PATH, adminOpenApiDocument } from './contract/admin-openapi.ts';
 import { createHttpServer } from './api/surfaces.ts';
 import { TrustedProxies } from './http/client-address.ts';
 import type { ParleyHttpServer } from './http/server.ts';
@@ -32,13 +29,14 @@ import type { Store } from './store/types.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
-import { type AdminRouteOptions, adminRoutes } from './api/admin.ts';
-import { adminConversationRoutes } from './api/admin-conversations.ts';
-import { webhookRoutes } from './api/admin-webhooks.ts';
+import { adminRoutes } from './api/admin/index.ts';
+import type { WebhookAdmin } from './api/admin/webhooks.ts';
 import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { AppAdminService } from './services/admin/apps.ts';
+import { AuditService } from './services/admin/audit.ts';
+import { UsageService } from './services/admin/usage.ts';
 import { MemberService } from './services/admin/members.ts';
 import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
@@ -133,11 +131,12 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       credits,
       new AdminConversationService(store, backend.control, retention),
       opts,
-      webhooks.endpoints && webhookRoutes(webhooks.endpoints, webhooks.live!),
+      webhooks.endpoints && { endpoints: webhooks.endpoints, live: webhooks.live! },
     );
+    const routes = restRoutes({ conversations, responses, completions, store });
     const http = createHttpServer({
       store: bound,
-      routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
+      routes,
       admin,
       credits,
       widget: {
@@ -158,8 +157,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
         ...dashboardPages(opts.dashboard),
-        [OPENAPI_PATH, async () => openApiDocument()],
-        [ADMIN_OPENAPI_PATH, async () => adminOpenApiDocument()],
+        ...openApiPages(routes, admin.routes),
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
       ]),
       auth,
@@ -271,25 +269,20 @@ function adminSurface(
   credits: CreditService,
   conversations: AdminConversationService,
   o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'>,
-  webhooks?: AdminRouteOptions['webhooks'],
+  webhooks?: WebhookAdmin,
 ) {
   const accounts = new AccountService(control, o.passwordHashCost);
-  const routes = [
-    ...adminRoutes({
-      control,
-      accounts,
-      keys: new KeyService(control),
-      credits,
-      apps: new AppAdminService(control, agent),
-      members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard }),
-      publicUrl: o.publicUrl,
-      // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
-      secureCookies: o.publicUrl?.startsWith('https:') ?? false,
-      webhooks,
-    }),
-    // D-73: the team's conversations (their own file: it imports admin.ts's route type and origin).
-    ...adminConversationRoutes(conversations),
-  ];
+  const routes = adminRoutes({
+    accounts,
+    keys: new KeyService(control),
+    audit: new AuditService(control),
+    usage: new UsageService(control, credits),
+    apps: new AppAdminService(control, agent),
+    conversations,
+    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard }),
+    webhooks,
+    publicUrl: o.publicUrl,
+  });
   return { routes, accounts };
 }
 

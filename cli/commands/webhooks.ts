@@ -132,7 +132,8 @@ Examples:
           enabled: o.enable ? true : o.disable ? false : undefined,
         };
         const body = checkedBody(UpdateWebhookEndpointRequest, given, flags);
-        const r = await admin.post(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView, body);
+        // D-115: an endpoint is changed with PATCH.
+        const r = await admin.patch(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView, body);
         show(session, g, r, () => `${endpointLine(r.data)}\n`);
       },
     );

@@ -85,15 +85,19 @@ async function withEndpoint(
   const receiver = await receiverOf(ctx);
   if (answer) receiver.answer(name, answer);
   const url = receiver.urlFor(name);
-  const ex = await admin(ctx, 'POST', '/webhook_endpoints', {
-    app_id: ctx.target.appId,
-    url,
-    events,
-    description: `conformance run ${ctx.runId}: ${ctx.caseDef.id}`,
-  });
-  const endpoint = ctx.ok(ex, WebhookEndpointView, 'register the receiver as a webhook endpoint (D-81)');
-  ctx.webhooks.endpoints.push(endpoint.id);
-  ctx.check(endpoint.enabled, `a new endpoint is enabled (D-81), got ${show(endpoint)}`, ex);
+  const ex = await admin(ctx, 'POST', '/webhook_endpoints', { app_id: ctx.target.appId, url, events, description: ctx.runId });
+  const made = ctx.ok(ex, WebhookEndpointView, 'register the receiver as a webhook endpoint (D-81)');
+  ctx.webhooks.endpoints.push(made.id);
+  ctx.check(made.enabled, `a new endpoint is enabled (D-81), got ${show(made)}`, ex);
+  // D-115: an endpoint is changed with PATCH; its answer is the endpoint as changed.
+  const description = `conformance run ${ctx.runId}: ${ctx.caseDef.id}`;
+  const patched = await admin(ctx, 'PATCH', `/webhook_endpoints/${encodeURIComponent(made.id)}`, { description });
+  const endpoint = ctx.ok(patched, WebhookEndpointView, 'describe the endpoint with PATCH (D-115)');
+  ctx.check(
+    endpoint.id === made.id && endpoint.description === description,
+    `PATCH changes the endpoint's description (D-115), got ${show(endpoint)}`,
+    patched,
+  );
   // D-78: answered, the endpoint is in effect on every instance, so a change made next through any of them sends its event.
   await fn({ endpoint, path: new URL(url).pathname, receiver });
   const del = await admin(ctx, 'DELETE', `/webhook_endpoints/${encodeURIComponent(endpoint.id)}`);

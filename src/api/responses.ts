@@ -1,12 +1,13 @@
 // Handlers of §4.6 (send message) and §4.7 (completions): JSON or SSE from the same event stream.
 import { CreateCompletionRequest, RESPONSE_ID_HEADER, SendMessageRequest } from '../contract/index.ts';
+import { CREDITS_WARNING_HEADER_DOC, RESPONSE_ID_HEADER_DOC, RESUME_EVENTS_PARAMETERS } from '../contract/openapi.ts';
 import { parseBody, type RequestContext } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/surface.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import { answerOf } from '../services/send/response-runner.ts';
 import type { ResponseService } from '../services/send/responses.ts';
+import type { RestRoute } from './rows.ts';
 import { resumeEvents, sendMessage } from './send.ts';
 
 export interface ResponseRouteOptions {
@@ -33,12 +34,19 @@ export function followRunning(responses: ResponseService): (retry: RequestContex
   };
 }
 
-export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
+export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
   return [
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations/:conversation_id',
       route: {
+        operationId: 'sendMessage',
+        summary: '§4.6 Send a message; the reply is JSON or an event stream (§6)',
+        body: 'SendMessageRequest',
+        ok: 'Response',
+        stream: true,
+        extraStatuses: ['409'],
+        okHeaders: { ...RESPONSE_ID_HEADER_DOC, ...CREDITS_WARNING_HEADER_DOC },
         needsAgent: true,
         counted: true,
         idempotent: true,
@@ -57,12 +65,25 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
     {
       method: 'GET',
       pattern: '/apps/:app_id/responses/:response_id',
-      route: { counted: true, handle: (ctx) => o.responses.lookup(ctx.app.id, ctx.params.response_id!) },
+      route: {
+        operationId: 'getResponse',
+        summary: 'D-32 Look up a response: `in_progress` while it runs, then as it ended',
+        ok: 'LiveResponse',
+        counted: true,
+        handle: (ctx) => o.responses.lookup(ctx.app.id, ctx.params.response_id!),
+      },
     },
     {
       method: 'GET',
       pattern: '/apps/:app_id/responses/:response_id/events',
       route: {
+        operationId: 'resumeResponseEvents',
+        summary:
+          'D-32 The events after `starting_after` (or `Last-Event-ID`) as first sent, then the live ones to the terminal one; each with an `id:` line',
+        query: RESUME_EVENTS_PARAMETERS,
+        ok: 'LiveResponse',
+        sseOnly: true,
+        extraStatuses: ['410'],
         counted: true,
         handle: resumeEvents(o.responses, async (ctx) => ctx.params.response_id!),
       },
@@ -70,12 +91,24 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<Route>[] {
     {
       method: 'POST',
       pattern: '/apps/:app_id/responses/:response_id/cancel',
-      route: { counted: true, handle: (ctx) => o.responses.cancel(ctx.app.id, ctx.params.response_id!) },
+      route: {
+        operationId: 'cancelResponse',
+        summary: 'D-33 Cancel a running response (it ends failed, code `cancelled`); a finished one is returned unchanged',
+        ok: 'LiveResponse',
+        counted: true,
+        handle: (ctx) => o.responses.cancel(ctx.app.id, ctx.params.response_id!),
+      },
     },
     {
       method: 'POST',
       pattern: '/apps/:app_id/completions',
       route: {
+        operationId: 'createCompletion',
+        summary: '§4.7 Create a one-shot completion; JSON or an event stream (§6)',
+        body: 'CreateCompletionRequest',
+        ok: 'Completion',
+        stream: true,
+        okHeaders: CREDITS_WARNING_HEADER_DOC,
         needsAgent: true,
         counted: true,
         idempotent: true,

@@ -59,7 +59,7 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
   });
   const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());
   return {
-    /** For the admin surface's routes (src/api/admin-webhooks.ts): endpoints, and the live stream's sources. */
+    /** For the admin surface's routes (src/api/admin/webhooks.ts): endpoints, and the live stream's sources. */
     endpoints,
     live: { outbox, events, control, closing: closing.signal },
     /** D-83: a completion's event, written once its usage is saved. */
