@@ -8,7 +8,6 @@ import { isPlainObject, type ItemT } from '../../contract/index.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { DataFileError } from '../../core/errors.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
-import { SAFE_ID } from '../record.ts';
 import type {
   AppCounters,
   ConversationChange,
@@ -17,6 +16,7 @@ import type {
   ConversationRecord,
   History,
   QuotaAdmit,
+  ReplyStart,
   ResponseRecord,
   ResponseSave,
   Store,
@@ -25,14 +25,14 @@ import { FileAdminConversations } from './admin-conversations.ts';
 import { ClaimLog } from './claims.ts';
 import { compactJournal } from './compaction.ts';
 import { ConversationIndex, StoredConversation } from './conversations.ts';
+import { importInto } from './bulk-import.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
-import { syncDir, writeDurably } from './durable.ts';
 import { HistoryCache } from './history-cache.ts';
 import { Journal } from './journal.ts';
 import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
-import { type ChangeEvents, renameByUpdate } from '../types.ts';
+import { type ChangeEvents, NO_CHANGE_EVENTS, renameByUpdate } from '../types.ts';
 import { FileOutbox, type OutboxEvent, withEvents } from './webhooks.ts';
 import type { FileStoreOptions } from './options.ts';
 
@@ -62,12 +62,14 @@ export class FileStore implements Store {
   /** Resumable responses (D-30…D-39), kept apart: src/store/file/response-log.ts. */
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
-  readonly sweepMs = undefined;
+  readonly sweepMs = null;
+  /** The usage ledger is a file of its own (usage.jsonl): it records a reply's usage before the save. */
+  readonly savesUsage = false;
   /** D-73: the team's view of the conversations, and the purge of deleted histories. */
   readonly admin: FileAdminConversations;
-  /** D-84: the webhook outbox (`webhooks.jsonl`, opened with the store), and what makes each change's events. */
+  /** D-84: the webhook outbox (`webhooks.jsonl`, opened with the store), and what each change's events are. */
   outbox!: FileOutbox;
-  changeEvents: ChangeEvents | undefined;
+  private events: ChangeEvents = NO_CHANGE_EVENTS;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -116,6 +118,7 @@ export class FileStore implements Store {
     const carried: OutboxEvent[] = [];
     const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => carried.push(...w));
     this.outbox = await FileOutbox.open(this.dataDir, carried, this.opts.webhookRetentionMs);
+    if (this.opts.changeEvents) this.events = this.opts.changeEvents(this.outbox);
     await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {
       journal: this.journal,
@@ -138,6 +141,15 @@ export class FileStore implements Store {
     await this.outbox?.close();
     await this.journal.close();
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
+  }
+
+  /** D-91: the directory is this process's own: never out of reach. */
+  available(): boolean {
+    return true;
+  }
+
+  isUnavailable(): boolean {
+    return false;
   }
 
   // The reads answer from the in-memory index: resolved promises, no other work.
@@ -204,10 +216,17 @@ export class FileStore implements Store {
     return { items: h.items, responses: h.responses, bytes: h.bytes };
   }
 
+  /** D-104: the history, then the app's bytes and the record as they are once it is read (the save starts from the record as it is then). */
+  async readForReply(id: string, appId: string): Promise<ReplyStart> {
+    const history = await this.readHistory(id);
+    const record = this.index.records.get(id);
+    return { ...history, storedBytes: this.bytesOf(appId), base: record && { record } };
+  }
+
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     admit?.(this.bytesOf(record.app_id));
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
-    const w = this.changeEvents?.wants(record.app_id) ? this.changeEvents.created(record) : [];
+    const w = this.events.wants(record.app_id) ? this.events.created(record) : [];
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
     await this.journal.append(withEvents(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, w), (where) => {
       if (w.length > 0) this.outbox.adopt(w);
@@ -226,7 +245,7 @@ export class FileStore implements Store {
       if (Object.keys(f).length === 0) return current;
       // D-73 (revising D-27): a delete keeps the history until it is purged (file/admin-conversations.ts).
       if (f.deleted_at != null) f.purged_at = current.deleted_at === null ? null : current.purged_at;
-      const w = this.changeEvents?.wants(current.app_id) ? this.changeEvents.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
+      const w = this.events.wants(current.app_id) ? this.events.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
         if (w.length > 0) this.outbox.adopt(w);
@@ -244,8 +263,9 @@ export class FileStore implements Store {
       // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
       if (current.deleted_at !== null) return current;
       const { f, n } = diffOf(current, save.apply(current));
-      const events = this.changeEvents?.wants(current.app_id) ? this.changeEvents : undefined;
-      const w = events?.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save) ?? [];
+      const w = this.events.wants(current.app_id)
+        ? this.events.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save)
+        : [];
       await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
       return this.index.records.get(save.conversationId)!;
     });
@@ -322,48 +342,9 @@ export class FileStore implements Store {
     this.compactIfDue();
   }
 
-  /**
-   * The bulk path (seeding, imports): many new conversations with their histories, at the cost of
-   * one fsync per file instead of a write and a folder sync each. Every file is written
-   * temp → fsync → rename, the folders are synced once, and only then are the records appended to
-   * the journal in one group commit, which is the commit point: a crash before it leaves at most
-   * files that no record points to. Resolves once everything is durable; nothing is indexed before.
-   */
+  /** The bulk path (seeding, imports): many new conversations with their histories (bulk-import.ts). */
   async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file?: History }>, concurrency = 16): Promise<void> {
-    const ids = new Set<string>();
-    for (const { record } of entries) {
-      if (!SAFE_ID.test(record.id)) throw new Error(`importConversations: ${JSON.stringify(record.id)} cannot name a file`);
-      if (this.index.records.has(record.id) || ids.has(record.id))
-        throw new Error(`importConversations: conversation ${record.id} already exists`);
-      ids.add(record.id);
-    }
-    const dirs = new Set<string>();
-    const sizes = new Map<string, number>();
-    let next = 0;
-    const worker = async () => {
-      while (next < entries.length) {
-        const { record, file } = entries[next++]!;
-        // A conversation without history has no file, as one created and never used.
-        if (!file) continue;
-        const target = this.histories.path(record.id);
-        dirs.add(path.dirname(target));
-        const text = `${JSON.stringify(file)}\n`;
-        sizes.set(record.id, Buffer.byteLength(text));
-        await writeDurably(target, text);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, entries.length) }, worker));
-    await Promise.all([...dirs].map(syncDir));
-    await Promise.all(
-      entries.map(({ record }) => {
-        const b = sizes.get(record.id) ?? 0;
-        // D-73: a deleted conversation imported with its history keeps it; without one it reads as purged.
-        const kept = b > 0 && record.deleted_at !== null ? { purged_at: null } : {};
-        return this.journal.append(b > 0 ? { t: 'conv', v: record, b, ...kept } : { t: 'conv', v: record }, (where) =>
-          this.index.add(this.index.fromRecord(record, where, b, b > 0 ? null : undefined)),
-        );
-      }),
-    );
+    await importInto({ index: this.index, journal: this.journal, histories: this.histories }, entries, concurrency);
     this.compactIfDue();
   }
 

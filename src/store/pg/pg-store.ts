@@ -7,7 +7,6 @@
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` rows (app-stats.ts).
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
-import type { ChangeEvents } from '../types.ts';
 import { PgOutbox } from './webhooks.ts';
 import type { PgStoreOptions } from './options.ts';
 import { migrate } from './migrate.ts';
@@ -22,6 +21,7 @@ import { insertUsage } from './usage.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
+  type ChangeEvents,
   type ConversationChange,
   type History,
   type ConversationPage,
@@ -32,6 +32,7 @@ import {
   RESPONSE_EVENTS_TTL_MS,
   type ResponseRecord,
   type ResponseSave,
+  NO_CHANGE_EVENTS,
   type Store,
   renameByUpdate,
 } from '../types.ts';
@@ -71,7 +72,8 @@ export class PgStore implements Store {
   readonly sweepMs = LEASE_MS;
   /** D-84: the webhook outbox; each change's events commit in its transaction. */
   readonly outbox: PgOutbox;
-  changeEvents: ChangeEvents | undefined;
+  /** D-84: what each change's events are, as the store was opened with (none by default). */
+  private readonly events: ChangeEvents;
   /** D-104: an exchange's usage row is written in its save's statement (the usage ledger is this database's). */
   readonly savesUsage = true;
   /** D-24's counters and D-27's quota, without a serialization point per app (D-101). */
@@ -101,6 +103,7 @@ export class PgStore implements Store {
     );
     this.admin = new PgAdminConversations(this.sql, this.turns);
     this.outbox = new PgOutbox(this.sql, opts.warn);
+    this.events = (opts.changeEvents ?? (() => NO_CHANGE_EVENTS))(this.outbox);
     this.stats = new AppStats(this.sql);
     this.planStats = new PlanStats(this.sql);
   }
@@ -158,7 +161,7 @@ export class PgStore implements Store {
 
   renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {
     // D-88: a rename that makes change events writes them in its transaction (updateConversation's).
-    if (this.changeEvents?.wants(appId)) return renameByUpdate(this, appId, id, title);
+    if (this.events.wants(appId)) return renameByUpdate(this, appId, id, title);
     return this.turns.run(id, () => rename(this.sql, appId, id, title));
   }
 
@@ -216,7 +219,7 @@ export class PgStore implements Store {
         this.outbox.begin(this.sql, async (tx, emit) => {
           await run(tx);
           if (claim) await keepClaim(tx, claim, Date.now());
-          if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
+          if (this.events.wants(record.app_id)) await emit(this.events.created(record));
         }),
       record.app_id,
       record.seq,
@@ -273,8 +276,8 @@ export class PgStore implements Store {
         const next = change(current && recordOf(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
         const row = await this.write(tx, current, next);
-        if ((row.title !== current.title || row.deleted_at !== current.deleted_at) && this.changeEvents?.wants(current.app_id))
-          await emit(this.changeEvents.updated(recordOf(current), recordOf(row)));
+        if ((row.title !== current.title || row.deleted_at !== current.deleted_at) && this.events.wants(current.app_id))
+          await emit(this.events.updated(recordOf(current), recordOf(row)));
         return row;
       });
       return recordOf(row);
@@ -288,7 +291,7 @@ export class PgStore implements Store {
       // D-104: onto the row as the reply's start read it, in one statement, if it is still that version
       // (and no webhook event is wanted: those are written in the change's transaction).
       const base = save.base?.mark as VersionedRow | undefined;
-      if (base?.version && base.deleted_at === null && !this.changeEvents?.wants(base.app_id)) {
+      if (base?.version && base.deleted_at === null && !this.events.wants(base.app_id)) {
         const row = await writeExchange(this.sql, base, exchange(save.base!.record));
         if (row) return recordOf(row);
       }
@@ -308,7 +311,7 @@ export class PgStore implements Store {
           if (save.claim) await keepClaim(tx, save.claim, at);
           return current;
         }
-        if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));
+        if (this.events.wants(current.app_id)) await emit(this.events.saved(recordOf(row), save));
         return row;
       });
       return recordOf(row);
