@@ -139,7 +139,8 @@ export class ConversationIndex {
 
   /**
    * The in-memory form of a whole record whose line is at `where`. D-73: `purgedAt` as its line says;
-   * absent, a deleted one was purged as it was deleted (before D-73).
+   * absent, a deleted one was purged as it was deleted (the earlier release's delete, D-117, or an
+   * import's of a deleted conversation without history).
    */
   fromRecord(v: ConversationRecord, where: LineAt, fileBytes: number, purgedAt?: number | null): StoredConversation {
     const s = new this.Stored();
@@ -166,8 +167,8 @@ export class ConversationIndex {
     if (f.title !== undefined) s.title = f.title;
     if (f.deleted_at !== undefined) {
       s.deleted_at = f.deleted_at;
-      // D-73: a delete before D-73 (no purged_at) purged the history as it deleted.
-      s.purged_at = f.deleted_at === null ? null : f.purged_at === undefined ? f.deleted_at : f.purged_at;
+      // D-73: a delete's line says whether its history is kept (null) or purged (lines.ts checks it holds one).
+      s.purged_at = f.deleted_at === null ? null : (f.purged_at ?? null);
     } else if (f.purged_at !== undefined) s.purged_at = f.purged_at;
     if (f.generated_title !== undefined) s.generated_title = f.generated_title;
     if (f.metadata !== undefined) s.meta = metaRef(f.metadata, where);
