@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import type { ChangeEvents, ChangeEventsOf, Store } from '../../src/store/types.ts';
 import type { Attempt, OutboxEvent, WebhookOutbox } from '../../src/store/webhooks.ts';
 import { record, save } from './records.ts';
+import { withStore } from './store-suite.ts';
 
 export interface OutboxHarness {
   /** New, empty data: `make` builds a store over it (not yet opened), opened with `changeEvents` when given. */
@@ -51,33 +52,27 @@ const attempt = (id: string, eventId: string, endpointId: string, status: number
   error: status === null ? 'refused' : null,
 });
 
-/** Opens a store over fresh data, runs `fn`, and closes whatever store is open at the end. */
-async function withStore(
+/** Opens a store over fresh data with `changeEvents` (store-suite.ts's withStore; a restart opens one without). */
+function withOutbox(
   h: OutboxHarness,
   changeEvents: ChangeEventsOf | undefined,
   fn: (s: { store: Store; outbox: WebhookOutbox; restart(): Promise<WebhookOutbox> }) => Promise<void>,
 ): Promise<void> {
-  const { make } = await h.fresh();
-  let store = make(changeEvents);
-  await store.open();
-  try {
-    await fn({
+  const fresh = async () => {
+    const { make } = await h.fresh();
+    return { store: make(changeEvents), reopen: () => make() };
+  };
+  return withStore({ fresh }, (s) =>
+    fn({
       get store() {
-        return store;
+        return s.store;
       },
       get outbox() {
-        return store.outbox;
+        return s.store.outbox;
       },
-      async restart() {
-        await store.close();
-        store = make();
-        await store.open();
-        return store.outbox;
-      },
-    });
-  } finally {
-    await store.close();
-  }
+      restart: async () => (await s.restart()).outbox,
+    }),
+  );
 }
 
 export function outboxSuite(name: string, h: OutboxHarness): void {
@@ -88,7 +83,7 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
         given = outbox;
         return numberedEvents();
       };
-      await withStore(h, events, async (s) => {
+      await withOutbox(h, events, async (s) => {
         assert.equal(given, s.outbox, 'the change events are made from the outbox the store writes to');
         await s.store.putConversation(record('conv_w1'));
         await s.store.putConversation(record('conv_o1', { seq: 2, app_id: 'app_other' }));
@@ -107,7 +102,7 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
     });
 
     test('D-84: a store opened without change events records none', async () => {
-      await withStore(h, undefined, async (s) => {
+      await withOutbox(h, undefined, async (s) => {
         await s.store.putConversation(record('conv_n1'));
         await s.store.updateConversation('conv_n1', () => ({ title: 'Renamed' }));
         assert.deepEqual(await s.outbox.deliveries({ team_id: 'team_demo', limit: 10 }), []);
@@ -115,7 +110,7 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
     });
 
     test('D-85: a claim leases each due delivery to one owner, at most one per endpoint and none to a busy one; a lease ends by settle, or by time', async () => {
-      await withStore(h, undefined, async ({ outbox: o }) => {
+      await withOutbox(h, undefined, async ({ outbox: o }) => {
         await o.add([outboxEvent('evt_1', ['we_a', 'we_b']), outboxEvent('evt_2', ['we_a', 'we_b'])]);
         const t = Date.now() + 1000;
         const key = (c: { event: OutboxEvent; delivery: { endpoint_id: string } }) => `${c.event.id}/${c.delivery.endpoint_id}`;
@@ -136,7 +131,7 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
     });
 
     test('D-86, D-87: settle records each attempt (newest first, per team); the failing clock runs from the first failure to the next success; redeliver makes a finished delivery due; a restart keeps it all', async () => {
-      await withStore(h, undefined, async (s) => {
+      await withOutbox(h, undefined, async (s) => {
         const o = s.outbox;
         await o.add([outboxEvent('evt_1', ['we_a', 'we_b'])]);
         const [c] = await o.claim('w1', Date.now() + 1000, 1, 60_000, new Set(['we_b']));
@@ -166,7 +161,7 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
     });
 
     test('D-87: retention forgets old events whose deliveries are all finished, with their attempts, and keeps the others; a restart agrees', async () => {
-      await withStore(h, undefined, async (s) => {
+      await withOutbox(h, undefined, async (s) => {
         const o = s.outbox;
         const old = now() - 10 * 86_400;
         await o.add([outboxEvent('evt_old', ['we_a'], old), outboxEvent('evt_pending', ['we_a'], old), outboxEvent('evt_new', ['we_a'])]);
@@ -186,7 +181,7 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
     });
 
     test('D-88: onEvents hears the events recorded here, once they are kept, until stopped; follows counts listeners per app', async () => {
-      await withStore(h, numberedEvents, async (s) => {
+      await withOutbox(h, numberedEvents, async (s) => {
         const heard: string[] = [];
         const stop = s.outbox.onEvents((events) => {
           for (const e of events) heard.push(e.id);
