@@ -1,7 +1,10 @@
 // The file store's in-memory index (D-28): every conversation's record without its metadata, by id,
 // by app in creation order and by user, with each app's counters and stored bytes; rebuilt from the
 // journal at start-up, changed only once a line is durable.
+import { isPlainObject } from '../../contract/index.ts';
+import { DataFileError } from '../../core/errors.ts';
 import type { AppCounters, ConversationPageQuery, ConversationRecord } from '../types.ts';
+import type { Journal } from './journal.ts';
 import type { LineAt } from './journal-io.ts';
 import { type FieldsT, INLINE_LINE_BYTES } from './lines.ts';
 
@@ -267,4 +270,21 @@ export function metaRef(metadata: Record<string, unknown>, where: LineAt | undef
   // The common case, and every deleted conversation after a compaction: nothing to read.
   if (Object.keys(metadata).length === 0) return EMPTY_META;
   return { text: JSON.stringify(metadata), at: -1, len: 0 };
+}
+
+/** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
+export function metadataIn(
+  journal: Pick<Journal, 'readAt' | 'file'>,
+  index: ConversationIndex,
+  h: StoredConversation,
+): Record<string, unknown> {
+  const { text, at, len } = h.meta;
+  if (text !== null) return JSON.parse(text) as Record<string, unknown>;
+  const e = JSON.parse(journal.readAt({ at, len })) as { id?: string; v?: ConversationRecord; f?: FieldsT };
+  const metadata = e.v?.metadata ?? e.f?.metadata;
+  if ((e.v?.id ?? e.id) === h.id && isPlainObject(metadata)) return metadata;
+  // A version of the record kept past a compaction that moved its line: the current one's.
+  const current = index.records.get(h.id);
+  if (current && current !== h && current.meta !== h.meta) return metadataIn(journal, index, current);
+  throw new DataFileError(journal.file, `byte ${at}: not the metadata of ${h.id}`);
 }

@@ -4,7 +4,7 @@
 // journal before memory shows it. One process serves the directory (its LOCK, D-25).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { isPlainObject, type ItemT } from '../../contract/index.ts';
+import type { ItemT } from '../../contract/index.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { DataFileError } from '../../core/errors.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
@@ -23,8 +23,8 @@ import type {
 } from '../types.ts';
 import { FileAdminConversations } from './admin-conversations.ts';
 import { ClaimLog } from './claims.ts';
-import { compactJournal } from './compaction.ts';
-import { ConversationIndex, StoredConversation } from './conversations.ts';
+import { Compactor } from './compaction.ts';
+import { ConversationIndex, metadataIn, StoredConversation } from './conversations.ts';
 import { importInto } from './bulk-import.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryCache } from './history-cache.ts';
@@ -56,9 +56,8 @@ export class FileStore implements Store {
   private readonly claims = new ClaimLog();
   /** Intents journaled whose `done` is not (a failed write): a compaction keeps them for start-up to settle. */
   private readonly openIntents = new Map<string, Exchange>();
-  private compacting: Promise<void> | undefined;
-  /** The journal's size right after the last compaction. */
-  private compactedBytes = 0;
+  /** D-28: the journal compacted at start-up and while running (compaction.ts). */
+  private readonly compactor: Compactor;
   /** Resumable responses (D-30…D-39), kept apart: src/store/file/response-log.ts. */
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
@@ -80,14 +79,15 @@ export class FileStore implements Store {
     this.index = new ConversationIndex(
       class extends StoredConversation {
         get metadata(): Record<string, unknown> {
-          return store.metadataOf(this);
+          return metadataIn(store.journal, store.index, this);
         }
       },
     );
     this.histories = new HistoryCache(this.dataDir, opts.historyCacheBytes);
     this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
-    const { index, journal, turns, histories } = this;
-    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactIfDue() });
+    const { index, journal, turns, histories, claims, openIntents } = this;
+    this.compactor = new Compactor({ journal, index, claims, openIntents, outboxSettled: () => this.outbox.settled() }, opts);
+    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactor.ifDue() });
   }
 
   async open(): Promise<void> {
@@ -129,11 +129,11 @@ export class FileStore implements Store {
       warn: this.opts.warn ?? ((m: string) => process.emitWarning(m)),
     });
     // Compact when most of the journal is superseded: start-up time follows live data, not history.
-    if (this.compactionDue()) await this.compact();
+    if (this.compactor.due()) await this.compactor.run();
   }
 
   async close(): Promise<void> {
-    while (this.compacting) await this.compacting;
+    await this.compactor.idle();
     // Every write was awaited by its request; only those still under way need waiting for.
     await this.turns.idle();
     await this.histories.idle();
@@ -198,19 +198,6 @@ export class FileStore implements Store {
     return this.index.bytes(appId) + this.responses.bytesOf(appId);
   }
 
-  /** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
-  private metadataOf(h: StoredConversation): Record<string, unknown> {
-    const { text, at, len } = h.meta;
-    if (text !== null) return JSON.parse(text) as Record<string, unknown>;
-    const e = JSON.parse(this.journal.readAt({ at, len })) as { id?: string; v?: ConversationRecord; f?: FieldsT };
-    const metadata = e.v?.metadata ?? e.f?.metadata;
-    if ((e.v?.id ?? e.id) === h.id && isPlainObject(metadata)) return metadata;
-    // A version of the record kept past a compaction that moved its line: the current one's.
-    const current = this.index.records.get(h.id);
-    if (current && current !== h && current.meta !== h.meta) return this.metadataOf(current);
-    throw new DataFileError(this.journal.file, `byte ${at}: not the metadata of ${h.id}`);
-  }
-
   async readHistory(id: string): Promise<History & { bytes: number }> {
     const h = await this.histories.get(id);
     return { items: h.items, responses: h.responses, bytes: h.bytes };
@@ -233,7 +220,7 @@ export class FileStore implements Store {
       if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
       this.index.add(this.index.fromRecord(record, where, this.index.records.get(record.id)?.file_bytes ?? 0));
     });
-    this.compactIfDue();
+    this.compactor.ifDue();
   }
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
@@ -251,7 +238,7 @@ export class FileStore implements Store {
         if (w.length > 0) this.outbox.adopt(w);
         this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where));
       });
-      this.compactIfDue();
+      this.compactor.ifDue();
       return this.index.records.get(id)!;
     });
   }
@@ -339,38 +326,12 @@ export class FileStore implements Store {
       this.histories.forget(id);
       throw err;
     }
-    this.compactIfDue();
+    this.compactor.ifDue();
   }
 
   /** The bulk path (seeding, imports): many new conversations with their histories (bulk-import.ts). */
   async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file?: History }>, concurrency = 16): Promise<void> {
     await importInto({ index: this.index, journal: this.journal, histories: this.histories }, entries, concurrency);
-    this.compactIfDue();
-  }
-
-  private compactionDue(): boolean {
-    const factor = this.opts.compaction?.factor ?? 2;
-    const slack = this.opts.compaction?.slackBytes ?? 4 * 2 ** 20;
-    // Never below what the last compaction wrote (as Redis rewrites its AOF): an estimate that falls
-    // short cannot make compactions follow one another.
-    return this.journal.bytes > factor * Math.max(this.index.liveBytes, this.compactedBytes) + slack;
-  }
-
-  /** D-28: compaction while running, once the journal passes its multiple of the live records. */
-  private compactIfDue(): void {
-    if (this.compacting || !this.compactionDue()) return;
-    this.compacting = this.compact()
-      .catch((err: Error) => this.opts.onCompactionError?.(err))
-      .finally(() => {
-        this.compacting = undefined;
-      });
-  }
-
-  private async compact(): Promise<void> {
-    // D-84: the events of the lines a compaction drops are in the outbox before the new file takes their place.
-    await compactJournal(this.journal, this.index, this.claims, this.openIntents, () =>
-      this.outbox.settled().then(this.opts.holdCompaction),
-    );
-    this.compactedBytes = this.journal.bytes;
+    this.compactor.ifDue();
   }
 }
