@@ -17,7 +17,7 @@ export const MAX_PAYLOAD_BYTES = 20_480;
 
 export class WebhookEvents implements ChangeEvents {
   constructor(
-    private readonly control: ControlPlane,
+    private readonly control: Pick<ControlPlane, 'read'>,
     /** The public origin (`http://host:port`): the base of `url` in a payload cut short. */
     private readonly origin: () => string,
     /** D-88: the apps live listeners follow (on any instance: the store's outbox knows). */
