@@ -134,7 +134,7 @@ export function admit(gate: SurfaceGate, route: Route): Stage<Exchange> {
 }
 
 /** What D-91's bound needs of the store (src/store/types.ts `Store`). */
-export type StoreHealth = Pick<Store, 'available' | 'isUnavailable'>;
+export type StoreHealth = Pick<Store, 'reachable' | 'available' | 'isUnavailable'>;
 
 /** After the bound, a request still at work is looked at this often (a long reply with the store up is normal). */
 const LOOK_AGAIN_MS = 1_000;
@@ -144,7 +144,9 @@ const LOOK_AGAIN_MS = 1_000;
  * `store_unavailable` (its work then stops as if its client had left). An error that says the store
  * is out of reach is that 503 too, whenever it comes.
  */
-export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> {
+export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> | undefined {
+  // A store that is never out of reach (the file store): no stage, nothing spent per request.
+  if (store.reachable === 'always') return undefined;
   const available = store.available.bind(store);
   const unavailable = store.isUnavailable.bind(store);
   const refusal = () => apiError('store_unavailable', 'The database is out of reach for now; retry in a moment.');

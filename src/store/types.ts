@@ -189,6 +189,11 @@ export interface Store {
    */
   readonly sweepMs: number | null;
   /**
+   * D-91: whether the store can be out of reach at all: a database across a connection can, a data
+   * directory that is the process's own cannot (its requests then pass no bound, at no cost).
+   */
+  readonly reachable: 'always' | 'connected';
+  /**
    * D-91: whether the store can serve now (PostgreSQL: the database answered this instance's last look
    * and it holds its liveness lock; the file store, the process's own: always).
    */

@@ -144,6 +144,8 @@ export class FileStore implements Store {
   }
 
   /** D-91: the directory is this process's own: never out of reach. */
+  readonly reachable = 'always';
+
   available(): boolean {
     return true;
   }

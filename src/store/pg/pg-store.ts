@@ -133,6 +133,9 @@ export class PgStore implements Store {
   }
 
   /** D-91: the database answered this instance's last look (RENEW_MS ago at most), and it holds its liveness lock. */
+  /** D-91: the database is across a connection that can be lost. */
+  readonly reachable = 'connected';
+
   available(): boolean {
     return this.responses.liveness.available;
   }
