@@ -10,11 +10,11 @@ import { storeBound } from '../src/pipeline/stages.ts';
 import type { Tenants } from '../src/core/tenants.ts';
 import { compose, type Stage } from '../src/http/compose.ts';
 import { parseBody } from '../src/http/context.ts';
-import { apiError, invalidRequest, notFound } from '../src/http/errors.ts';
+import { apiError, invalidRequest, notFound } from '../src/core/api-errors.ts';
 import type { ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import type { RateLimiter } from '../src/pipeline/stages.ts';
-import { loadTenants } from '../src/store/tenants.ts';
+import { loadTenants } from '../src/store/fixtures.ts';
 import { FIXTURES_DIR, KEY, TARGET } from './support/helpers.ts';
 import { rawRequest } from './support/raw-http.ts';
 

@@ -29,7 +29,7 @@ import { PgUsageLedger } from './pg/usage.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
 import { pgWidgetSecret } from './pg/widget-secret.ts';
 import type { IdempotencyAnswers, MinuteWindows, RateCounts, UsageLedger, WidgetOwners } from './shared.ts';
-import { loadFixtures } from './tenants.ts';
+import { loadFixtures } from './fixtures.ts';
 import type { ControlOptions, ControlPlane } from './control.ts';
 import { FileControlPlane } from './file/control.ts';
 import { PgControlPlane } from './pg/control.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ControlDocT, FixturesT } from '../../src/core/control.ts';
 import type { AuditDraft, ControlPlane } from '../../src/store/control.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { FIXTURES_DIR } from './helpers.ts';
 
 export interface ControlHarness {

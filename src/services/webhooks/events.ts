@@ -4,7 +4,7 @@
 // (`parley webhooks listen`) follows the app; otherwise nothing is written.
 import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
-import { type EventType, wants } from '../../core/webhook-endpoint.ts';
+import { type WebhookEventType, wants } from '../../core/webhook-endpoint.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { ConversationRecord, ResponseSave } from '../../store/types.ts';
 import type { ChangeEvents } from '../../store/types.ts';
@@ -44,7 +44,7 @@ export class WebhookEvents implements ChangeEvents {
   }
 
   /** The event of `type` about `data` (none when nobody wants it); `path` locates the resource under /v1/apps/{app}. */
-  make(appId: string, type: EventType, data: { id: string; object: string }, path: string): OutboxEvent[] {
+  make(appId: string, type: WebhookEventType, data: { id: string; object: string }, path: string): OutboxEvent[] {
     const doc = this.control.read();
     const endpoints = doc.webhook_endpoints.filter((e) => e.app_id === appId && wants(e, type));
     if (endpoints.length === 0 && !this.follows.has(appId)) return [];
