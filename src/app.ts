@@ -61,6 +61,8 @@ export interface ParleyOptions extends Partial<Config>, Omit<WebhookOptions, 'pu
   shutdownGraceMs?: number;
   /** D-36: how long a response's events stay resumable after its end (tests shorten it). */
   responseEventsTtlMs?: number;
+  /** The clock of sign-ins and password changes (D-165); tests stop it so that a burst's back-off cannot run out mid-burst. */
+  adminClock?: () => number;
 }
 
 export interface Parley {
@@ -275,10 +277,10 @@ function adminSurface(
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
-  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'>,
+  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'> & Pick<ParleyOptions, 'adminClock'>,
   webhooks?: AdminRouteOptions['webhooks'],
 ) {
-  const accounts = new AccountService(control, o.passwordHashCost);
+  const accounts = new AccountService(control, o.passwordHashCost, o.adminClock);
   const routes = [
     ...adminRoutes({
       control,
@@ -286,7 +288,7 @@ function adminSurface(
       keys: new KeyService(control),
       credits,
       apps: new AppAdminService(control, agent),
-      members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard }),
+      members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
       publicUrl: o.publicUrl,
       // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
       secureCookies: o.publicUrl?.startsWith('https:') ?? false,

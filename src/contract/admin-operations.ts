@@ -75,7 +75,7 @@ export const REQUESTS = {
   ...WEBHOOK_REQUESTS,
 } as const;
 
-export type Status = '400' | '401' | '403' | '404' | '409' | '429';
+export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';
 
 /** What each error status means on this surface (D-65; every error in §7's shape). */
 export const STATUSES: Record<Status, string> = {
@@ -86,7 +86,9 @@ export const STATUSES: Record<Status, string> = {
   '404': "No such resource in the caller's team (another team's id too).",
   '409':
     'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).',
-  '429': 'D-69: too many failed sign-ins from this address (`sign_in_throttled`); `Retry-After` says when to try again.',
+  '429':
+    'D-69, D-165: too many failed sign-ins from this address, or wrong current passwords from this session or for this member (`sign_in_throttled`); `Retry-After` says when to try again.',
+  '503': 'D-166: too many passwords are being checked at once (`sign_in_busy`); nothing was checked or changed: retry after `Retry-After`.',
 };
 
 export interface AdminOperation {
@@ -117,7 +119,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
     body: 'SignInRequest',
     ok: 'Session',
     open: true,
-    extra: ['429'],
+    extra: ['429', '503'],
   },
   {
     method: 'get',
@@ -304,7 +306,7 @@ export const ADMIN_OPERATIONS: AdminOperation[] = [
     summary: "D-67 Change the caller's password; their other sessions end",
     body: 'ChangePasswordRequest',
     ok: 'Member',
-    extra: ['429'],
+    extra: ['429', '503'],
   },
   ...WEBHOOK_OPERATIONS,
 ];
