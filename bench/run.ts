@@ -808,34 +808,46 @@ async function runStores(fixturesDir: string): Promise<void> {
   await writeStores(r, sectionStart);
 }
 
-/** D-78's 2 s: a change on one instance in effect on another (bench/control.ts). */
-async function runControl(): Promise<void> {
+/** A measurement of its own: its figures printed, then written into the page's block `block`. */
+async function runBlock<F>(
+  block: RunBlock,
+  title: string,
+  measure: () => Promise<F>,
+  markdown: (f: F, when: string, machine: string) => string,
+): Promise<void> {
   const started = Date.now();
-  log('the control plane across two instances on PostgreSQL');
-  const f = await measureControl(QUICK ? 5 : 20, log);
-  const body = controlMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
+  log(title);
+  const body = markdown(await measure(), new Date(started).toISOString(), `${machine()}. ${loadText()}`);
   log(body);
-  if (WRITE) await writeRun(ROOT, 'bench-control', body);
+  if (WRITE) await writeRun(ROOT, block, body);
 }
+
+/** D-78's 2 s: a change on one instance in effect on another (bench/control.ts). */
+const runControl = () =>
+  runBlock(
+    'bench-control',
+    'the control plane across two instances on PostgreSQL',
+    () => measureControl(QUICK ? 5 : 20, log),
+    controlMarkdown,
+  );
 
 /** Issue 26: events a second to one endpoint, and a send's latency with three endpoints (bench/webhooks.ts). */
-async function runWebhooks(fixturesDir: string): Promise<void> {
-  const started = Date.now();
-  log('webhooks: events delivered a second, and the latency they add to a send');
-  const f = await measureWebhooks(fixturesDir, tmp, QUICK, log);
-  const body = webhooksMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
-  log(body);
-  if (WRITE) await writeRun(ROOT, 'bench-webhooks', body);
-}
+const runWebhooks = (fixturesDir: string) =>
+  runBlock(
+    'bench-webhooks',
+    'webhooks: events delivered a second, and the latency they add to a send',
+    () => measureWebhooks(fixturesDir, tmp, QUICK, log),
+    webhooksMarkdown,
+  );
 
-async function runSignInBurst(fixturesDir: string): Promise<void> {
-  const started = Date.now();
-  log('a burst of sign-ins at the production hash cost: /v1 creates idle and during it (D-166)');
-  const f = await measureSignInBurst(fixturesDir, tmp, QUICK, log);
-  const body = signInBurstMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
-  log(body);
-  if (WRITE) await writeRun(ROOT, 'bench-sign-in', body);
-}
+/** D-166: /v1's creates idle and during a burst of sign-ins at the production hash cost (bench/sign-in-burst.ts). */
+const runSignInBurst = (fixturesDir: string) =>
+  runBlock(
+    'bench-sign-in',
+    'a burst of sign-ins at the production hash cost: /v1 creates idle and during it (D-166)',
+    () => measureSignInBurst(fixturesDir, tmp, QUICK, log),
+    signInBurstMarkdown,
+  );
 
 // Ctrl-C: stop the servers and remove the temporary folder before leaving.
 process.once('SIGINT', () => {

@@ -1,6 +1,12 @@
 // Throttles that hold in a burst (D-165) and password hashing in its own bounded pool (D-166), on the
 // file store; two PostgreSQL instances: test/proof/pg-sign-in-burst.test.ts.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { HASH_POOL_SIZE, HashPool, hashPool } from '../src/services/admin/hashing.ts';
 import { PAIR_FREE_FAILURES } from '../src/services/admin/throttle.ts';
@@ -74,6 +80,26 @@ describe('password hashing in its own bounded pool (D-166)', () => {
     for (let i = 0; i < PAIR_FREE_FAILURES; i++)
       assert.equal((await client.call('POST', '/sessions', { ...DEMO_ADMIN, password: 'wrong' })).status, 401);
     assert.equal((await client.call('POST', '/sessions', { ...DEMO_ADMIN, password: 'wrong' })).status, 429);
+  });
+
+  test("a hash is done while every thread of libuv's pool is held: hashing does not wait behind the data plane's I/O", async () => {
+    // Opening a FIFO for reading holds a libuv thread until a writer comes: a stand-in for slow disk I/O.
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'parley-fifo-'));
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+    const held = Array.from({ length: threads }, () => open(fifo, 'r'));
+    try {
+      const hashed = hashPool.hash('a new password', TEST_HASH_COST).then((h) => hashPool.verify('a new password', h, TEST_HASH_COST));
+      // A bound on the wait so that a failure releases the threads below, rather than hanging the file.
+      const outcome = await Promise.race([hashed, sleep(30_000, 'still waiting behind the held threads', { ref: false })]);
+      assert.equal(outcome, true);
+    } finally {
+      // Each synchronous open for writing meets a waiting reader and lets its thread go.
+      for (let i = 0; i < threads; i++) closeSync(openSync(fifo, 'w'));
+      await Promise.all(held.map(async (h) => (await h).close()));
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('hashing never ran more than the pool size at once through the bursts', () => {
