@@ -1,12 +1,12 @@
 // Where `npm run bench` writes: the latest figures into docs/benchmarks.md (its generated blocks, as
-// scripts/docs.ts fills docs/interface.md), and the figures a run replaces into docs/benchmarks-log.md,
+// scripts/docs.ts fills docs/interface.md), and the figures a run replaces into bench/log.md,
 // newest first, so that the page holds only the latest run and no run is lost.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fillBlocks } from '../scripts/docs.ts';
 
 export const PAGE = 'docs/benchmarks.md';
-export const LOG = 'docs/benchmarks-log.md';
+export const LOG = 'bench/log.md';
 /** The line of the log below which replaced runs are added. */
 export const LOG_MARK = '<!-- npm run bench adds the runs it replaces on docs/benchmarks.md below this line, newest first -->';
 

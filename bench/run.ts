@@ -1,7 +1,7 @@
 // `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama] [-- --pg | --no-pg] [-- --sign-in-burst]`: Parley beside a raw
 // node:http baseline, at 1,000 and 100,000 conversations, on the file store and (bench/stores.ts) on
 // PostgreSQL; prints every figure and ratio and writes the latest into docs/benchmarks.md, moving the
-// figures they replace to docs/benchmarks-log.md (bench/doc.ts).
+// figures they replace to bench/log.md (bench/doc.ts).
 // Everything runs on loopback, in a temporary folder, and is stopped at the end.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -678,7 +678,7 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
   });
 }
 
-/** D-93: start-up over a long history of responses, the first (which moves the earlier index once) and later ones. */
+/** D-93: start-up over a long history of responses (the median of the starts after a first one). */
 function reportPast(p: PastStartup): void {
   const n = p.past.toLocaleString('en-US');
   record({
@@ -686,10 +686,6 @@ function reportPast(p: PastStartup): void {
     parley: `${ms(p.laterMs)}, RSS ${(p.laterRss / 2 ** 20).toFixed(0)} MB`,
     target: '≤ 2 s',
     ok: p.laterMs <= 2_000,
-  });
-  record({
-    name: `for comparison: the one start-up that moves the earlier release's index (${(p.indexBytes / 2 ** 20).toFixed(0)} MB, ${n} lines)`,
-    parley: ms(p.firstMs),
   });
 }
 

@@ -338,7 +338,7 @@ const rpsOf = (r: StoresResult, op: Operation, t: StoreTarget) => r.throughput[o
 const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
 
 /**
- * The targets, set from what was measured on the project's 2-core machine (docs/benchmarks-log.md,
+ * The targets, set from what was measured on the project's 2-core machine (bench/log.md,
  * "The PostgreSQL store"): each holds today with a margin for that machine's noise, so that a change that
  * costs a round trip or a serialization shows at once. Ratios from the same run (they mean the same on
  * another machine) and statements per request (which do not depend on the machine at all).

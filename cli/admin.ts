@@ -62,6 +62,14 @@ export function adminClient(session: Session, cmd: Command): { admin: AdminClien
       `parley admin login${g.profile === 'default' ? '' : ` --profile ${g.profile}`}`,
     );
   refuseMistyped(g.adminToken, 'the admin token');
+  // D-153: a profile's token goes only to the server it was made on; another address signs in again.
+  if (g.adminTokenServer !== undefined && new URL(g.adminTokenServer).origin !== new URL(g.baseUrl).origin)
+    throw withHint(
+      new UsageError(
+        `the admin login of profile ${g.profile} is for ${g.adminTokenServer}, not ${g.baseUrl}: its token is not sent to another address`,
+      ),
+      `parley admin login${g.profile === 'default' ? '' : ` --profile ${g.profile}`} (the profile then follows ${g.baseUrl})`,
+    );
   return { admin: new AdminClient(session.newClient(g, adminUrlOf(g.baseUrl), g.adminToken)), g };
 }
 
@@ -100,6 +108,24 @@ export function parseDuration(text: string, option: string): number {
 export function parseSince(text: string, nowMs = Date.now()): string {
   if (/^\d{1,9}[smhd]$/.test(text.trim())) return String(Math.floor(nowMs / 1000) - parseDuration(text, 'a time'));
   return text;
+}
+
+/**
+ * D-152: the app a team-wide listing (`usage`, `webhooks list`) is narrowed to: the `--app` flag only. The
+ * profile's or PARLEY_APP_ID's app is a default for commands that act on one app; a listing of the team's
+ * records narrowed by it would silently hide the other apps' records.
+ */
+export function narrowingApp(g: Globals): string | undefined {
+  return g.appSource === '--app' ? g.app : undefined;
+}
+
+/**
+ * A first day for a query by UTC day (`usage --since`): a duration means the day that long ago, as
+ * `audit list --since 24h` means that long ago; a date is passed as it is, for the server to check.
+ */
+export function parseSinceDay(text: string, nowMs = Date.now()): string {
+  if (!/^\d{1,9}[smhd]$/.test(text.trim())) return text;
+  return new Date(nowMs - parseDuration(text, '--since') * 1000).toISOString().slice(0, 10);
 }
 
 /** A request body checked with the contract's own schema before it is sent: a refusal is exit 2 naming the field. */

@@ -28,6 +28,8 @@ import {
 } from './core/error.ts';
 import { Deadline, flattenHeaders, isEventStream, readBody, type SentResponse } from './core/response.ts';
 import { EventStream, type Resumer } from './core/streaming.ts';
+import { USER_AGENT } from './version.ts';
+import { CREDITS_WARNING_HEADER } from '../src/contract/admin.ts';
 
 // The error family and the stream live in core/ (as in openai-node); importers of the client get them here too.
 export { AbortedError, ApiError, ConnectionError, InvalidResponseError, ParleyError, TimeoutError } from './core/error.ts';
@@ -77,6 +79,11 @@ export interface ClientOptions {
   onTrace?: (line: string) => void;
   /** Called (once per distinct message) when an answer is usable but does not match the interface. */
   onDeviation?: (message: string) => void;
+  /**
+   * Told (once per distinct text) of a warning the server sends beside a usable answer: D-74's
+   * `parley-credits-warning` when a soft plan's credits are used up and the reply runs all the same.
+   */
+  onWarning?: (message: string) => void;
   /** Told when a dropped stream resumes by itself (D-32), e.g. to say so on stderr. */
   onResume?: Resumer['onResume'];
   /** Aborts every request of this client (the CLI: its output was closed). */
@@ -151,6 +158,7 @@ export class ParleyClient {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #deviations = new Set<string>();
+  readonly #warnings = new Set<string>();
 
   constructor(options: ClientOptions) {
     this.#options = options;
@@ -407,6 +415,7 @@ export class ParleyClient {
       accept: 'application/json, text/event-stream',
       ...req.headers,
     };
+    if (!Object.keys(headers).some((k) => k.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT;
     // Signing in to the admin surface (D-79) is the one request sent without a credential.
     if (this.#apiKey !== '') headers.authorization = `Bearer ${this.#apiKey}`;
     let payload: string | undefined;
@@ -447,6 +456,11 @@ export class ParleyClient {
     if (trace && flat[C.RESPONSE_ID_HEADER]) trace(`< ${C.RESPONSE_ID_HEADER}: ${flat[C.RESPONSE_ID_HEADER]}`);
     const sent: SentResponse = { url, method: req.method, status: res.statusCode, headers: flat, body: res.body, deadline, networkError };
     if (res.statusCode < 200 || res.statusCode >= 300) throw ApiError.fromBody(sent.status, await readBody(sent), sent.headers);
+    const warning = flat[CREDITS_WARNING_HEADER];
+    if (warning && !this.#warnings.has(warning)) {
+      this.#warnings.add(warning);
+      this.#options.onWarning?.(warning);
+    }
     return sent;
   }
 

@@ -20,6 +20,8 @@ export interface Globals {
   retries: number;
   /** D-79: the admin surface's personal access token (PARLEY_ADMIN_TOKEN, else the profile's). */
   adminToken: string | undefined;
+  /** D-153: the base URL the profile's admin token was made on; undefined for PARLEY_ADMIN_TOKEN, which names no server. */
+  adminTokenServer: string | undefined;
   /** The active profile's name, for the words of a hint. */
   profile: string;
 }
@@ -118,6 +120,7 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
     verbose: merged.verbose === true,
     retries: Number(retryText),
     adminToken: env.PARLEY_ADMIN_TOKEN || profile?.admin_token || undefined,
+    adminTokenServer: env.PARLEY_ADMIN_TOKEN ? undefined : profile?.admin_token ? profile.base_url : undefined,
     profile: profileName(merged.profile as string | undefined, env).name,
   };
 }
@@ -183,6 +186,8 @@ export class Session {
       onTrace: g.verbose ? (line) => this.out.note(line) : undefined,
       // An answer that departs from the interface but can be shown is shown, with a warning (exit 0).
       onDeviation: (message) => this.out.note(`warning: ${message}`),
+      // D-74: a soft plan past its credits runs the reply; the user is told on stderr, never on stdout.
+      onWarning: (message) => this.out.note(`warning: ${message}`),
       // D-32: a dropped stream comes back by itself; the user is told.
       onResume: (id, after) => this.out.note(`(the stream dropped; resuming ${id} after event ${after})`),
       signal: this.out.closedSignal,

@@ -1,6 +1,4 @@
 // The `parley` command line: builds the command tree, runs it, and turns every outcome into an exit code.
-import fs from 'node:fs';
-import path from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { adminCommand } from './commands/admin.ts';
 import { apiCommand } from './commands/api.ts';
@@ -23,8 +21,7 @@ import { usageCommand } from './commands/usage.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { addGlobalOptions, Session } from './context.ts';
 import { EXIT, Output, processIo, reportError, type CliIo } from './io.ts';
-
-const VERSION = (JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../package.json'), 'utf8')) as { version: string }).version;
+import { VERSION } from './version.ts';
 
 const OVERVIEW = `
 Configuration (flags win over the environment):

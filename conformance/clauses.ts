@@ -1,5 +1,5 @@
 // The clause → case matrix: every clause of the interface (interface-clauses.ts) with the cases that
-// name it and, after a run, how each ended. docs/conformance.md and every report render it.
+// name it and, after a run, how each ended. docs/conformance-reference.md and every report render it.
 import type { Level } from './context.ts';
 import { CLAUSES, type CheckKind, type Clause } from './interface-clauses.ts';
 import { CASES } from './registry.ts';

@@ -1,7 +1,8 @@
-// The generated parts of docs/conformance.md: the reference server's target file, the broken
+// The generated parts of the conformance pages: in the guide (docs/conformance.md) the reference server's
+// target file and the capabilities, in the reference (docs/conformance-reference.md) the broken
 // implementations and variants that prove the suite, the clause matrix and the case list, drawn from the
-// case registry and test/support/mutants.ts (`npm run conformance:docs`; `-- --check` exits 1 when the
-// committed page is stale, and a test runs it). The rest of the page is written by hand; the generated
+// case registry and test/support/mutants.ts (`npm run conformance:docs`; `-- --check` exits 1 when a
+// committed page is stale, and a test runs it). The rest of each page is written by hand; the generated
 // parts sit between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->`, as scripts/docs.ts keeps them.
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -12,11 +13,14 @@ import { clauseMatrix, countsText, howChecked, matrixSummary, type MatrixRow } f
 import { CASES, sectionTitle } from './registry.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const DOCS = path.join(ROOT, 'docs/conformance.md');
 const TARGET_JSON = await fs.readFile(path.join(ROOT, 'fixtures/target.json'), 'utf8');
 
-/** The page's generated blocks, each once. */
-export const BLOCKS = ['target', 'capabilities', 'mutants', 'variants', 'clause-matrix', 'cases'] as const;
+/** The generated pages, and the blocks each holds, each once. */
+export const PAGES = {
+  'docs/conformance.md': ['target', 'capabilities'],
+  'docs/conformance-reference.md': ['mutants', 'variants', 'clause-matrix', 'cases'],
+} as const;
+export type Page = keyof typeof PAGES;
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 const where = (section: string) => (/^D-/.test(section) ? section : `§${section}`);
@@ -52,20 +56,21 @@ function renderBlock(name: string, targetJson: string): string {
     case 'cases':
       return renderCases();
     default:
-      throw new Error(`docs/conformance.md: unknown generated block ${name}`);
+      throw new Error(`unknown generated block ${name}`);
   }
 }
 
-/** The page with its generated blocks filled in; throws when a block is missing or unknown. */
-export function generateDocs(page: string, targetJson = TARGET_JSON): string {
+/** The page `file` with its generated blocks filled in; throws when one of its blocks is missing, repeated or another page's. */
+export function generateDocs(file: Page, page: string, targetJson = TARGET_JSON): string {
   const seen: string[] = [];
   const out = fillBlocks(page, (name) => {
     seen.push(name);
+    if (!(PAGES[file] as readonly string[]).includes(name)) throw new Error(`${file}: the generated block ${name} belongs to another page`);
     return renderBlock(name, targetJson);
   });
-  for (const name of BLOCKS) {
+  for (const name of PAGES[file]) {
     const n = seen.filter((s) => s === name).length;
-    if (n !== 1) throw new Error(`docs/conformance.md: the generated block ${name} appears ${n} times (once expected)`);
+    if (n !== 1) throw new Error(`${file}: the generated block ${name} appears ${n} times (once expected)`);
   }
   return out;
 }
@@ -174,16 +179,19 @@ function renderMatrix(rows: readonly MatrixRow[]): string {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
-  const committed = await fs.readFile(DOCS, 'utf8');
-  const expected = generateDocs(committed);
-  if (process.argv.includes('--check')) {
-    if (committed !== expected) {
-      console.error('docs/conformance.md is stale: run npm run conformance:docs');
-      process.exit(1);
-    }
-    console.log('docs/conformance.md is up to date');
-  } else {
-    await fs.writeFile(DOCS, expected);
-    console.log(`docs/conformance.md: ${CASES.length} cases, ${MUTANTS.length} broken implementations, ${VARIANTS.length} variants`);
+  for (const file of Object.keys(PAGES) as Page[]) {
+    const committed = await fs.readFile(path.join(ROOT, file), 'utf8');
+    const expected = generateDocs(file, committed);
+    if (process.argv.includes('--check')) {
+      if (committed !== expected) {
+        console.error(`${file} is stale: run npm run conformance:docs`);
+        process.exitCode = 1;
+      } else console.log(`${file} is up to date`);
+    } else await fs.writeFile(path.join(ROOT, file), expected);
+  }
+  if (!process.argv.includes('--check')) {
+    console.log(
+      `${Object.keys(PAGES).join(', ')}: ${CASES.length} cases, ${MUTANTS.length} broken implementations, ${VARIANTS.length} variants`,
+    );
   }
 }

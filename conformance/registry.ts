@@ -1,5 +1,5 @@
 // Every case of the suite, in the order of the interface's sections; --list, the runner and
-// docs/conformance.md all read this one table.
+// the conformance reference page all read this one table.
 import type { CaseDef, Profile } from './context.ts';
 import { appErrors, auth } from './cases/auth.ts';
 import { config, metricsCases, versioning } from './cases/apps.ts';

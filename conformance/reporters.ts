@@ -69,7 +69,7 @@ function failureBlock(r: CaseResult): string {
   if (f.curl) parts.push('    sent:', indent(f.curl));
   if (f.response) parts.push('    got:', indent(f.response));
   const clauses = CASES.find((c) => c.id === r.id)?.clauses;
-  if (clauses?.length) parts.push(`    clauses: ${clauses.join(', ')} (docs/conformance.md, clause matrix)`);
+  if (clauses?.length) parts.push(`    clauses: ${clauses.join(', ')} (docs/conformance-reference.md, clause matrix)`);
   return parts.join('\n');
 }
 
@@ -144,7 +144,7 @@ export function clauseLine(run: Pick<RunResults, 'results'>): string {
   const m = matrixSummary(clauseMatrix(run.results));
   const failed = m.failed ? `, ${m.failed} hit by a failing case` : '';
   const unreached = m.exact + m.weak - (m.reached ?? 0);
-  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${countsText(m)}; see docs/conformance.md)`;
+  return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${countsText(m)}; see docs/conformance-reference.md)`;
 }
 
 export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion'>): string {
@@ -299,7 +299,7 @@ function renderTap(run: RunResults): string {
 export function render(run: RunResults, reporter: ReporterName): string {
   switch (reporter) {
     case 'json':
-      // The clause → case matrix with this run's outcomes (docs/conformance.md has it without them).
+      // The clause → case matrix with this run's outcomes (docs/conformance-reference.md has it without them).
       return JSON.stringify({ ...run, matrix: clauseMatrix(run.results) }, null, 2);
     case 'junit':
       return renderJunit(run);

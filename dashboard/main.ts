@@ -7,6 +7,7 @@ import { conversationPage, conversationsPage } from './conversations.ts';
 import { errorNotice, h, notice } from './dom.ts';
 import { keysPage } from './keys.ts';
 import { membersPage } from './members.ts';
+import { tokensPage } from './tokens.ts';
 import type { Session } from './types.ts';
 import { usagePage } from './usage.ts';
 import { endpointPage, eventPage } from './webhook-log.ts';
@@ -32,16 +33,19 @@ interface PageDef {
   render: (c: PageContext) => Promise<void>;
   /** A route of the admin surface the page needs, asked once after sign-in: a server without it shows no link. */
   needs?: string;
+  /** Under Settings in the navigation (§5.3: keys "are created and found in the dashboard under Settings, then API Keys"). */
+  settings?: true;
 }
 
 const ALL_PAGES: PageDef[] = [
-  { path: 'keys', label: 'API keys', render: keysPage },
   { path: 'apps', label: 'Apps', render: appsPage, needs: '/apps' },
   { path: 'conversations', label: 'Conversations', render: conversationsPage },
   { path: 'usage', label: 'Usage and credits', render: usagePage },
-  { path: 'webhooks', label: 'Webhooks', render: webhooksPage, needs: '/webhook_endpoints' },
-  { path: 'members', label: 'Members', render: membersPage, needs: '/members' },
   { path: 'audit', label: 'Audit log', render: auditPage },
+  { path: 'keys', label: 'API keys', render: keysPage, settings: true },
+  { path: 'tokens', label: 'Access tokens', render: tokensPage, settings: true },
+  { path: 'members', label: 'Members', render: membersPage, needs: '/members', settings: true },
+  { path: 'webhooks', label: 'Webhooks', render: webhooksPage, needs: '/webhook_endpoints', settings: true },
 ];
 let PAGES = ALL_PAGES.filter((p) => !p.needs);
 /** Pages under a navigation entry (`#/<name>/<id>`), shown when that entry is. */
@@ -235,13 +239,21 @@ async function signOut(): Promise<void> {
 }
 
 function shell(s: Session, current: string): HTMLElement {
+  const link = (p: PageDef) =>
+    h('li', {}, h('a', { href: `#/${p.path}`, 'aria-current': p.path === current ? 'page' : undefined }, p.label));
   const nav = h(
     'nav',
     { 'aria-label': 'Dashboard' },
     h(
       'ul',
       {},
-      ...PAGES.map((p) => h('li', {}, h('a', { href: `#/${p.path}`, 'aria-current': p.path === current ? 'page' : undefined }, p.label))),
+      ...PAGES.filter((p) => !p.settings).map(link),
+      h(
+        'li',
+        { class: 'nav-group' },
+        h('span', { id: 'nav-settings', class: 'nav-group-label' }, 'Settings'),
+        h('ul', { 'aria-labelledby': 'nav-settings' }, ...PAGES.filter((p) => p.settings).map(link)),
+      ),
     ),
   );
   return h(

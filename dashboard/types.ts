@@ -2,6 +2,7 @@
 // imported as types only, so that no field is described twice and no zod reaches the bundle.
 import type { z } from 'zod';
 import type {
+  AccessToken as AccessTokenSchema,
   AdminApp as AdminAppSchema,
   AdminMember,
   AdminMemberAdded,
@@ -23,6 +24,7 @@ export type Session = z.infer<typeof AdminSession>;
 export type Member = z.infer<typeof AdminMember>;
 export type MemberAdded = z.infer<typeof AdminMemberAdded>;
 export type AdminApp = z.infer<typeof AdminAppSchema>;
+export type AccessToken = z.infer<typeof AccessTokenSchema>;
 export type ApiKey = z.infer<typeof ApiKeySchema>;
 export type ApiKeyCreated = z.infer<typeof ApiKeyCreatedSchema>;
 export type Conversation = z.infer<typeof AdminConversation>;

@@ -174,7 +174,7 @@ function settingsForm(e: WebhookEndpoint, path: string, status: HTMLElement, red
     if (enabled.checked !== e.enabled) change.enabled = enabled.checked;
     if (Object.keys(change).length === 0) return void status.append(notice('ok', 'Nothing changed.'));
     try {
-      Object.assign(e, await api<WebhookEndpoint>('POST', path, change));
+      Object.assign(e, await api<WebhookEndpoint>('PATCH', path, change));
       redraw();
       enabled.checked = e.enabled;
       status.append(notice('ok', `Saved: ${endpointState(e).toLowerCase()}.`));

@@ -121,7 +121,7 @@ export async function webhooksPage(c: PageContext): Promise<void> {
   const toggle = async (e: WebhookEndpoint) => {
     const id = `wh-toggle-${e.id}`;
     try {
-      const now = await api<WebhookEndpoint>('POST', `/webhook_endpoints/${encodeURIComponent(e.id)}`, { enabled: !e.enabled });
+      const now = await api<WebhookEndpoint>('PATCH', `/webhook_endpoints/${encodeURIComponent(e.id)}`, { enabled: !e.enabled });
       status.replaceChildren(notice('ok', `${endpointName(now)}: ${endpointState(now).toLowerCase()}.`));
       await refresh(id);
     } catch (err) {

@@ -1,12 +1,16 @@
-// Regenerates the generated parts of docs/ (`npm run docs`): the field tables of docs/interface.md,
-// drawn from the zod contract through its OpenAPI document, and the index of docs/decisions.md, where
-// each decision id is cited in src/, cli/, conformance/ and test/. Generated parts sit between
+// Regenerates the generated parts of docs/ and the README (`npm run docs`): the field tables of
+// docs/interface.md, drawn from the zod contract through its OpenAPI document; in docs/decisions.md each
+// decision's rule in one line (read from where it is written, scripts/decision-rules.ts) and the index of
+// where each decision id is cited in src/, cli/, conformance/ and test/; and the README's configuration
+// table, drawn from the settings' table (src/settings.ts). Generated parts sit between
 // `<!-- generated:NAME -->` and `<!-- /generated:NAME -->`; the rest of each file is written by hand.
 // test/docs.test.ts fails when a committed file differs from what this produces.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildOpenApiDocument } from '../src/contract/openapi.ts';
+import { publishedDocuments } from '../src/api/routes.ts';
+import { settingsTable } from '../src/config.ts';
+import { decisionRules, readDocs, rulesTable } from './decision-rules.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -137,16 +141,19 @@ export function fillBlocks(text: string, render: (name: string, current: string)
 
 /** The generated docs: file (relative to the root) → its expected content. */
 export async function renderDocs(): Promise<Map<string, string>> {
-  const schemas = buildOpenApiDocument().components as Json;
+  const schemas = publishedDocuments().data.components as Json;
   const cited = decisionIndex(await decisionCitations());
+  const rules = rulesTable(decisionRules(await readDocs(ROOT)));
   const out = new Map<string, string>();
   const render = (name: string): string => {
     if (name === 'decision-index') return cited;
+    if (name === 'decision-rules') return rules;
+    if (name === 'settings') return settingsTable();
     const m = /^schema (\w+)$/.exec(name);
     if (m) return schemaTable(m[1]!, schemas.schemas);
     throw new Error(`unknown generated block ${name}`);
   };
-  for (const file of ['docs/interface.md', 'docs/decisions.md']) {
+  for (const file of ['docs/interface.md', 'docs/decisions.md', 'README.md']) {
     out.set(file, fillBlocks(await fs.readFile(path.join(ROOT, file), 'utf8'), render));
   }
   return out;

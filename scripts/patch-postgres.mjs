@@ -1,15 +1,23 @@
-// postinstall: patches postgres.js 3.4.9 where a connection that dies under a transaction ends the
-// process (docs/reliability.md, D-90: porsager/postgres#1208, the fixes of its pull requests #1168,
-// #1209 and #1215, unreleased). Both entry points are patched, ESM (src/) and CommonJS (cjs/src/).
-// Each edit must match its text exactly once; any other version of the driver, or text not found,
-// fails the install with the reason, so that the patch is never silently skipped. Running it again
-// on a patched copy changes nothing. Usage: node scripts/patch-postgres.mjs [postgres package folder]
+// postinstall: patches postgres.js where a connection that dies under a transaction ends the process
+// (docs/reliability.md, D-90: porsager/postgres#1208, the fixes of its pull requests #1168, #1209 and
+// #1215, unreleased). Both entry points are patched, ESM (src/) and CommonJS (cjs/src/). Each edit
+// must match its text exactly once, and running it again on a patched copy changes nothing.
+// D-151: the driver is an optional dependency pinned to the version the edits are written for, and
+// only Parley's own copy is patched: the one Parley imports, if it lies in Parley's node_modules (a
+// project's hoisted copy is that project's). An install never fails here: what cannot or need not be
+// patched is said in one line, and start-up on PostgreSQL warns of an unpatched driver.
+// Usage: node scripts/patch-postgres.mjs [postgres package folder] (a folder named is patched, or
+// the reason it cannot be is an exit 1).
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const PATCHED_VERSION = '3.4.9';
+/** Parley's package folder: the one this script's folder is in. */
+export const PARLEY_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The version the edits below are written for: the one package.json pins (D-151). */
+export const PATCHED_VERSION = JSON.parse(fs.readFileSync(path.join(PARLEY_ROOT, 'package.json'), 'utf8')).optionalDependencies.postgres;
 export const MARKER = '// Patched by parley (scripts/patch-postgres.mjs): porsager/postgres#1208';
 
 /** The edits, by file: what is replaced (found exactly once) and by what. */
@@ -121,29 +129,65 @@ export function patchPackage(dir) {
   return changed;
 }
 
-/** The installed package's folder, as this package resolves it (hoisted or nested alike). */
-function installedDir() {
-  const main = createRequire(import.meta.url).resolve('postgres');
+/**
+ * The folder of the `postgres` that Parley (in `root`) imports, hoisted or nested alike; null when
+ * none resolves (the optional dependency was not installed).
+ */
+export function installedDir(root = PARLEY_ROOT) {
+  let main;
+  try {
+    main = createRequire(path.join(root, 'package.json')).resolve('postgres');
+  } catch {
+    return null;
+  }
   for (let dir = path.dirname(main); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const file = path.join(dir, 'package.json');
     if (fs.existsSync(file) && JSON.parse(fs.readFileSync(file, 'utf8')).name === 'postgres') return dir;
   }
-  throw new Error(`no package.json of postgres above ${main}`);
+  return null;
+}
+
+/** Why the copy in `dir` is not Parley's (in `root`) to patch, or null when it is. */
+export function notOurs(dir, root = PARLEY_ROOT) {
+  const own = path.join(fs.realpathSync(root), 'node_modules') + path.sep;
+  if (!fs.realpathSync(dir).startsWith(own)) return `${dir} is not in ${own}: that copy is the project's, left as it is`;
+  const { version } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  if (version !== PATCHED_VERSION) return `${dir} is postgres@${version}, not the pinned ${PATCHED_VERSION}`;
+  return null;
+}
+
+/** Patches the package in `dir`, and says so in a line; throws the reason it cannot. */
+function patchedLine(dir) {
+  return patchPackage(dir).length > 0
+    ? `patched postgres@${PATCHED_VERSION} (porsager/postgres#1208) in ${dir}`
+    : `postgres@${PATCHED_VERSION} in ${dir} is already patched`;
+}
+
+/** What the postinstall does for Parley in `root`: the one line it prints. It never throws. */
+export function postinstall(root = PARLEY_ROOT) {
+  const prefix = 'parley: postgres.js not patched';
+  try {
+    const dir = installedDir(root);
+    if (dir === null) return `${prefix}: not installed (an optional dependency, needed only by the PostgreSQL store)`;
+    const why = notOurs(dir, root);
+    if (why !== null) return `${prefix}: ${why}`;
+    return patchedLine(dir);
+  } catch (err) {
+    return `${prefix}: ${String(err.message).split('\n')[0]}`;
+  }
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  try {
+  const dir = process.argv[2];
+  if (dir === undefined) {
     // `npm install --package-lock-only` runs this too, with nothing installed: there is nothing to patch.
-    if (process.env.npm_config_package_lock_only === 'true') process.exit(0);
-    const dir = process.argv[2] ?? installedDir();
-    const changed = patchPackage(dir);
-    console.log(
-      changed.length > 0
-        ? `patched postgres@${PATCHED_VERSION} (porsager/postgres#1208) in ${dir}`
-        : `postgres@${PATCHED_VERSION} in ${dir} is already patched`,
-    );
-  } catch (err) {
-    console.error(`parley: cannot patch postgres.js: ${err.message}`);
-    process.exit(1);
+    if (process.env.npm_config_package_lock_only !== 'true') console.log(postinstall());
+  } else {
+    try {
+      console.log(patchedLine(dir));
+    } catch (err) {
+      console.error(`parley: cannot patch postgres.js: ${err.message}`);
+      process.exit(1);
+    }
   }
 }

@@ -2,9 +2,8 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
-import { appRoutes } from './api/apps.ts';
-import { conversationRoutes } from './api/conversations.ts';
-import { followRunning, responseRoutes } from './api/responses.ts';
+import { followRunning } from './api/responses.ts';
+import { openApiPages, restRoutes } from './api/routes.ts';
 import { widgetRoutes } from './api/widget.ts';
 import { DASHBOARD_PATH, dashboardPages } from './api/dashboard-assets.ts';
 import { widgetPages } from './api/widget-assets.ts';
@@ -12,8 +11,6 @@ import { HEALTH_PATH, health } from './api/health.ts';
 import { WidgetGate } from './pipeline/widget-gate.ts';
 import { VisitorTokens } from './pipeline/widget-tokens.ts';
 import { type Config, DEFAULTS } from './config.ts';
-import { OPENAPI_PATH, openApiDocument } from './contract/openapi.ts';
-import { ADMIN_OPENAPI_PATH, adminOpenApiDocument } from './contract/admin-openapi.ts';
 import { createHttpServer } from './api/surfaces.ts';
 import { TrustedProxies } from './http/client-address.ts';
 import type { ParleyHttpServer } from './http/server.ts';
@@ -25,27 +22,29 @@ import { RateLimitService } from './pipeline/rate-limit.ts';
 import { IdempotencyService } from './pipeline/idempotency.ts';
 import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
-import { ResponseService } from './services/responses.ts';
+import { ResponseService } from './services/send/responses.ts';
 import { type Backend, openBackend, type BackendStore } from './store/backend.ts';
 import { checkListenable } from './http/port.ts';
 import type { Store } from './store/types.ts';
 import type { UsageLedger } from './store/shared.ts';
 import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
-import { type AdminRouteOptions, adminRoutes } from './api/admin.ts';
-import { adminConversationRoutes } from './api/admin-conversations.ts';
-import { webhookRoutes } from './api/admin-webhooks.ts';
-import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
+import { adminRoutes } from './api/admin/index.ts';
+import type { WebhookAdmin } from './api/admin/webhooks.ts';
+import type { WebhookEvents } from './services/webhooks/events.ts';
+import { type PublicOrigin, startWebhooks, type WebhookOptions, webhookEvents } from './services/webhooks/wiring.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { AppAdminService } from './services/admin/apps.ts';
+import { AuditService } from './services/admin/audit.ts';
+import { UsageService } from './services/admin/usage.ts';
 import { MemberService } from './services/admin/members.ts';
 import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
 import { DeletedRetention } from './services/retention.ts';
 
-export interface ParleyOptions extends Partial<Config>, Omit<WebhookOptions, 'publicUrl'> {
+export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'webhookResolver' | 'webhookPollMs'> {
   logger?: Logger;
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
@@ -99,12 +98,14 @@ export interface Parley {
 
 /** Loads tenants and data, then listens. Nothing is served until the store is fully read. */
 export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
-  // The defaults are config.ts's, the one table of them (what `npm start` and the README say).
+  // The defaults are the settings table's (src/settings.ts: what `npm start` and the README say).
   const opts = { ...DEFAULTS, ...definedOnly(given) };
   assertHashCost(opts.passwordHashCost, process.env);
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
   // D-113: a start that cannot listen leaves nothing behind; the server itself listens only once the store is open.
   await checkListenable(opts.port, opts.host);
+  // D-83: where payload URLs point, known once Parley listens (unless --public-url says).
+  const origin: PublicOrigin = { at: '' };
   // Every concern kept beside conversations, from the data directory or from PostgreSQL (DATABASE_URL).
   const backend = await openBackend({
     dataDir: opts.dataDir,
@@ -114,7 +115,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     auditRetentionDays: opts.auditRetentionDays,
     widgetSecret: opts.widgetSecret,
     responseEventsTtlMs: opts.responseEventsTtlMs,
+    webhookRetentionMs: opts.webhookRetentionMs,
     logger,
+    changeEvents: webhookEvents({ publicUrl: opts.publicUrl ?? undefined }, origin),
   });
   const { tenants, store, usage } = backend;
   try {
@@ -122,23 +125,21 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       backend,
       opts,
       logger,
+      origin,
     );
     const playground = opts.playground;
     await beforeServing(backend, { responses, conversations, retention }, logger);
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
-    const admin = adminSurface(
-      backend.control,
-      agent,
-      credits,
-      new AdminConversationService(store, backend.control, retention),
-      opts,
-      webhooks.endpoints && webhookRoutes(webhooks.endpoints, webhooks.live!),
-    );
+    const admin = adminSurface(backend.control, agent, credits, new AdminConversationService(store, backend.control, retention), opts, {
+      endpoints: webhooks.endpoints,
+      live: webhooks.live,
+    });
+    const routes = restRoutes({ conversations, responses, completions, store });
     const http = createHttpServer({
       store: bound,
-      routes: [...conversationRoutes(conversations), ...appRoutes(store), ...responseRoutes({ conversations, responses, completions })],
+      routes,
       admin,
       credits,
       widget: {
@@ -159,8 +160,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
         ...dashboardPages(opts.dashboard),
-        [OPENAPI_PATH, async () => openApiDocument()],
-        [ADMIN_OPENAPI_PATH, async () => adminOpenApiDocument()],
+        ...openApiPages(routes, admin.routes),
         [HEALTH_PATH, () => health(store, () => closing !== undefined)],
       ]),
       auth,
@@ -222,7 +222,7 @@ async function beforeServing(
 ): Promise<void> {
   const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
   if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
-  if (store.sweepMs) responses.sweep(store.sweepMs);
+  if (store.sweepMs !== null) responses.sweep(store.sweepMs);
   const purged = await retention.start((err) =>
     logger.warn({ err: err.message }, 'the sweep of deleted histories failed; the next one tries again'),
   );
@@ -243,7 +243,7 @@ async function listenOn(server: Server, port: number, hostName: string): Promise
 }
 
 /** The services over the backend's stores: the rules each route and stage applies. */
-async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions, logger: Logger) {
+async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS & ParleyOptions, logger: Logger, origin: PublicOrigin) {
   const { tenants, store, usage } = backend;
   const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
   // D-70: a key's last use is recorded in memory, written off the request path.
@@ -258,13 +258,7 @@ async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions,
   const metered = credits.meter();
   const responses = new ResponseService(store, agent, metered, logger, quota);
   // docs/webhooks.md: events written with their changes, delivered from the outbox.
-  const webhooks = startWebhooks(
-    store,
-    backend.control,
-    { ...opts.webhooks, ...opts, publicUrl: opts.publicUrl ?? undefined },
-    logger,
-    opts.host,
-  );
+  const webhooks = startWebhooks(backend, origin, { ...opts, publicUrl: opts.publicUrl ?? undefined }, logger, opts.host);
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
@@ -278,25 +272,20 @@ function adminSurface(
   credits: CreditService,
   conversations: AdminConversationService,
   o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'> & Pick<ParleyOptions, 'adminClock'>,
-  webhooks?: AdminRouteOptions['webhooks'],
+  webhooks?: WebhookAdmin,
 ) {
   const accounts = new AccountService(control, o.passwordHashCost, o.adminClock);
-  const routes = [
-    ...adminRoutes({
-      control,
-      accounts,
-      keys: new KeyService(control),
-      credits,
-      apps: new AppAdminService(control, agent),
-      members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
-      publicUrl: o.publicUrl,
-      // D-65, D-67: behind a TLS-terminating proxy the socket is plain; the public URL says https.
-      secureCookies: o.publicUrl?.startsWith('https:') ?? false,
-      webhooks,
-    }),
-    // D-73: the team's conversations (their own file: it imports admin.ts's route type and origin).
-    ...adminConversationRoutes(conversations),
-  ];
+  const routes = adminRoutes({
+    accounts,
+    keys: new KeyService(control),
+    audit: new AuditService(control),
+    usage: new UsageService(control, credits),
+    apps: new AppAdminService(control, agent),
+    conversations,
+    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
+    webhooks,
+    publicUrl: o.publicUrl,
+  });
   return { routes, accounts };
 }
 

@@ -1,7 +1,8 @@
-// Who may do what on the admin surface (issue 25 item 12; D-65): ONE table of every route of /admin/v1.
-// A viewer's write is 403 admin_role_required; another team's keys, apps, members, tokens and audit
-// entries are 404 (or absent from a list); neither changes anything. A route added to the admin surface
-// fails the first test until it has its row here.
+// Who may do what on the admin surface (D-65), for every route of /admin/v1 that takes a credential:
+// a viewer calling a route its row marks `adminOnly` (src/api/admin/*.ts) is 403 admin_role_required,
+// any other is served; another team's keys, apps, members, tokens and audit entries are 404 (or absent
+// from a list); neither changes anything. The table holds only the requests that probe each route; a
+// route added to the admin surface fails the first test until it has its probes here.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { adminClient, bearer, DEMO_ADMIN, seedMember, TEST_HASH_COST } from './support/admin-client.ts';
@@ -9,10 +10,8 @@ import { draft } from './support/control-suite.ts';
 import { OTHER_TEAM_KEY, startTestServer, type TestServer } from './support/helpers.ts';
 
 interface Row {
-  /** Signing in, accepting an invitation: no credential, so neither check applies. */
-  open?: boolean;
-  /** Called by a viewer (a valid request): `403` for a change only an admin may make, else anything but 403. */
-  viewer?: { path: string; body?: unknown; expect: 403 | 'allowed' };
+  /** Called by a viewer (a valid request): 403 when the route is `adminOnly`, else anything but 403. */
+  viewer?: { path: string; body?: unknown };
   /** The same route naming another team's resource, called by this team's admin: 404 naming `param`. */
   otherTeam?: { path: string; body?: unknown; param: string };
   /** A list: none of these ids (another team's) appears in it. */
@@ -36,35 +35,34 @@ let otherEvent = '';
 const filled = (path: string) => path.replace(OTHER_CONV, otherConv).replace(DEMO_EVENT, demoEvent).replace(OTHER_EVENT, otherEvent);
 const endpoint = { url: 'https://hooks.example/in', events: ['conversation.created'] };
 
-/** Every route of /admin/v1, by `METHOD pattern`. */
+/** Every route of /admin/v1 that takes a credential (the open ones, signing in and accepting an invitation, have none to check), by `METHOD pattern`. */
 const ROUTES: Record<string, Row> = {
-  'POST /sessions': { open: true },
-  'GET /session': { viewer: { path: '/session', expect: 'allowed' } },
-  'DELETE /sessions/current': { viewer: { path: '/sessions/current', expect: 'allowed' } },
+  'GET /session': { viewer: { path: '/session' } },
+  'DELETE /sessions/current': { viewer: { path: '/sessions/current' } },
   'GET /tokens': { lists: { path: '/tokens', never: [OTHER_TOKEN] } },
-  'POST /tokens': { viewer: { path: '/tokens', body: { name: 'viewer' }, expect: 'allowed' } },
+  'POST /tokens': { viewer: { path: '/tokens', body: { name: 'viewer' } } },
   'DELETE /tokens/:token_id': { otherTeam: { path: `/tokens/${OTHER_TOKEN}`, param: 'token_id' } },
   'GET /keys': { lists: { path: '/keys', never: ['key_other_secret'] } },
-  'POST /keys': { viewer: { path: '/keys', body: { type: 'secret', name: 'x' }, expect: 403 } },
+  'POST /keys': { viewer: { path: '/keys', body: { type: 'secret', name: 'x' } } },
   'POST /keys/:key_id/roll': {
-    viewer: { path: '/keys/key_demo_secret/roll', body: {}, expect: 403 },
+    viewer: { path: '/keys/key_demo_secret/roll', body: {} },
     otherTeam: { path: '/keys/key_other_secret/roll', body: {}, param: 'key_id' },
   },
   'POST /keys/:key_id/revoke': {
-    viewer: { path: '/keys/key_demo_secret/revoke', expect: 403 },
+    viewer: { path: '/keys/key_demo_secret/revoke' },
     otherTeam: { path: '/keys/key_other_secret/revoke', param: 'key_id' },
   },
   'GET /audit': { lists: { path: '/audit?limit=100', never: ['other.team.action'] } },
-  'GET /credits': { viewer: { path: '/credits', expect: 'allowed' } },
+  'GET /credits': { viewer: { path: '/credits' } },
   'GET /usage': {
-    viewer: { path: '/usage', expect: 'allowed' },
+    viewer: { path: '/usage' },
     otherTeam: { path: '/usage?app_id=app_other', param: 'app_id' },
   },
   'GET /apps': { lists: { path: '/apps', never: ['app_other'] } },
-  'POST /apps': { viewer: { path: '/apps', body: { name: 'x' }, expect: 403 } },
+  'POST /apps': { viewer: { path: '/apps', body: { name: 'x' } } },
   'GET /apps/:app_id': { otherTeam: { path: '/apps/app_other', param: 'app_id' } },
   'PATCH /apps/:app_id': {
-    viewer: { path: '/apps/app_demo', body: { name: 'x' }, expect: 403 },
+    viewer: { path: '/apps/app_demo', body: { name: 'x' } },
     otherTeam: { path: '/apps/app_other', body: { name: 'x' }, param: 'app_id' },
   },
   'GET /apps/:app_id/conversations': {
@@ -75,42 +73,46 @@ const ROUTES: Record<string, Row> = {
     otherTeam: { path: `/apps/app_demo/conversations/${OTHER_CONV}`, param: 'conversation_id' },
   },
   'POST /apps/:app_id/conversations/:conversation_id/restore': {
-    viewer: { path: `/apps/app_inactive/conversations/${SEEDED_CONV}/restore`, expect: 403 },
+    viewer: { path: `/apps/app_inactive/conversations/${SEEDED_CONV}/restore` },
     otherTeam: { path: `/apps/app_other/conversations/${OTHER_CONV}/restore`, param: 'app_id' },
   },
   'GET /members': { lists: { path: '/members', never: ['mem_other_boss'] } },
-  'POST /members': { viewer: { path: '/members', body: { email: 'x@demo.example', role: 'admin' }, expect: 403 } },
+  'POST /members': { viewer: { path: '/members', body: { email: 'x@demo.example', role: 'admin' } } },
   'PATCH /members/:member_id': {
-    viewer: { path: '/members/mem_demo_admin', body: { role: 'viewer' }, expect: 403 },
+    viewer: { path: '/members/mem_demo_admin', body: { role: 'viewer' } },
     otherTeam: { path: '/members/mem_other_boss', body: { role: 'viewer' }, param: 'member_id' },
   },
   'DELETE /members/:member_id': {
-    viewer: { path: '/members/mem_demo_admin', expect: 403 },
+    viewer: { path: '/members/mem_demo_admin' },
     otherTeam: { path: '/members/mem_other_boss', param: 'member_id' },
   },
   'POST /members/:member_id/invite': {
-    viewer: { path: '/members/mem_demo_admin/invite', expect: 403 },
+    viewer: { path: '/members/mem_demo_admin/invite' },
     otherTeam: { path: '/members/mem_other_boss/invite', param: 'member_id' },
   },
-  'POST /invites/accept': { open: true },
   // A wrong body: the route is open to a viewer (their own password), and nothing changes.
-  'POST /password': { viewer: { path: '/password', body: {}, expect: 'allowed' } },
+  'POST /password': { viewer: { path: '/password', body: {} } },
   // Webhooks (docs/webhooks.md, D-81, D-87, D-88): an admin changes them and listens, a viewer reads.
   'GET /webhook_endpoints': { lists: { path: '/webhook_endpoints', never: [OTHER_ENDPOINT] } },
   'POST /webhook_endpoints': {
-    viewer: { path: '/webhook_endpoints', body: { app_id: 'app_demo', ...endpoint }, expect: 403 },
+    viewer: { path: '/webhook_endpoints', body: { app_id: 'app_demo', ...endpoint } },
     otherTeam: { path: '/webhook_endpoints', body: { app_id: 'app_other', ...endpoint }, param: 'app_id' },
   },
   'GET /webhook_endpoints/:endpoint_id': {
-    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, expect: 'allowed' },
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}` },
     otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, param: 'endpoint_id' },
   },
+  'PATCH /webhook_endpoints/:endpoint_id': {
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, body: { enabled: true } },
+    otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, body: { description: 'x' }, param: 'endpoint_id' },
+  },
+  // D-115: the deprecated alias of PATCH.
   'POST /webhook_endpoints/:endpoint_id': {
-    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, body: { enabled: true }, expect: 403 },
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, body: { enabled: true } },
     otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, body: { description: 'x' }, param: 'endpoint_id' },
   },
   'DELETE /webhook_endpoints/:endpoint_id': {
-    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}`, expect: 403 },
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}` },
     otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, param: 'endpoint_id' },
   },
   'GET /webhook_deliveries': {
@@ -118,15 +120,15 @@ const ROUTES: Record<string, Row> = {
     otherTeam: { path: `/webhook_deliveries?endpoint_id=${OTHER_ENDPOINT}`, param: 'endpoint_id' },
   },
   'GET /events/:event_id': {
-    viewer: { path: `/events/${DEMO_EVENT}`, expect: 'allowed' },
+    viewer: { path: `/events/${DEMO_EVENT}` },
     otherTeam: { path: `/events/${OTHER_EVENT}`, param: 'event_id' },
   },
   'POST /events/:event_id/redeliver': {
-    viewer: { path: `/events/${DEMO_EVENT}/redeliver`, body: {}, expect: 403 },
+    viewer: { path: `/events/${DEMO_EVENT}/redeliver`, body: {} },
     otherTeam: { path: `/events/${OTHER_EVENT}/redeliver`, body: {}, param: 'event_id' },
   },
   'GET /webhook_events/stream': {
-    viewer: { path: '/webhook_events/stream?app_id=app_demo', expect: 403 },
+    viewer: { path: '/webhook_events/stream?app_id=app_demo' },
     otherTeam: { path: '/webhook_events/stream?app_id=app_other', param: 'app_id' },
   },
 };
@@ -141,6 +143,8 @@ async function eventOf(auth: Record<string, string>, endpointId: string): Promis
 }
 
 let server: TestServer;
+/** Whether the route's row marks it `adminOnly`, as the server mounted it. */
+const adminOnly = (route: string) => server.adminRoutes.find((r) => `${r.method} ${r.pattern}` === route)!.adminOnly;
 let client: ReturnType<typeof adminClient>;
 let admin: Record<string, string>;
 let viewer: Record<string, string>;
@@ -188,11 +192,13 @@ before(async () => {
 after(() => server.close());
 
 describe('every admin route, by role and by team (D-65)', () => {
-  test('the table has one row per route of /admin/v1, and each row checks something', () => {
-    const routes = server.adminRoutes.map((r) => `${r.method} ${r.pattern}`);
+  test('the table has one row per route of /admin/v1 that takes a credential, and each row checks something', () => {
+    const routes = server.adminRoutes.filter((r) => !r.open).map((r) => `${r.method} ${r.pattern}`);
     assert.deepEqual([...routes].sort(), Object.keys(ROUTES).sort(), 'a new admin route needs its row in ROUTES');
-    for (const [route, row] of Object.entries(ROUTES))
-      assert.ok(row.open || row.viewer || row.otherTeam || row.lists, `${route}: checks nothing`);
+    for (const [route, row] of Object.entries(ROUTES)) assert.ok(row.viewer || row.otherTeam || row.lists, `${route}: checks nothing`);
+    // Both branches of the viewer's check run.
+    const probed = Object.entries(ROUTES).filter(([, row]) => row.viewer);
+    assert.ok(probed.some(([route]) => adminOnly(route)) && probed.some(([route]) => !adminOnly(route)));
   });
 
   test("a viewer's write is 403 admin_role_required and changes nothing; a viewer's read is served", async () => {
@@ -201,7 +207,7 @@ describe('every admin route, by role and by team (D-65)', () => {
       const method = route.split(' ')[0]!;
       const version = server.control.read().version;
       const r = await client.call(method, filled(row.viewer.path), row.viewer.body, viewer);
-      if (row.viewer.expect === 403) {
+      if (adminOnly(route)) {
         assert.deepEqual([r.status, r.body.error.type, r.body.error.code], [403, 'access_denied', 'admin_role_required'], route);
         assert.equal(server.control.read().version, version, `${route}: the refusal changed nothing`);
       } else assert.notEqual(r.status, 403, `${route}: a viewer may (${JSON.stringify(r.body)})`);

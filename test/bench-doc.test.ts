@@ -1,5 +1,5 @@
 // Where `npm run bench` writes (bench/doc.ts): the latest run into the generated blocks of
-// docs/benchmarks.md, the run it replaces to the top of docs/benchmarks-log.md, and nothing else.
+// docs/benchmarks.md, the run it replaces to the top of bench/log.md, and nothing else.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -69,7 +69,7 @@ test('an empty block moves nothing to the log', () => {
 
 test('a page without the block, or a log without its line, is refused before anything is written', () => {
   assert.throws(() => replaceRun('# no blocks\n', log, 'bench', 'x'), /docs\/benchmarks\.md has no generated block bench/);
-  assert.throws(() => replaceRun(page, '# Log\n', 'bench', 'x'), /docs\/benchmarks-log\.md has no line/);
+  assert.throws(() => replaceRun(page, '# Log\n', 'bench', 'x'), /bench\/log\.md has no line/);
 });
 
 test('the committed benchmarks page and log have the blocks and the line npm run bench writes to', async () => {

@@ -70,7 +70,7 @@ describe('without an admin login (D-79)', () => {
     assert.equal(keys.stderr.includes(token), false);
   });
 
-  test('parley login keeps the admin login of the same server, and a profile of one server refuses to sign in to another', async () => {
+  test('parley login keeps the admin login of the same server', async () => {
     const home = await tempDir();
     const e = { XDG_CONFIG_HOME: home };
     assert.equal((await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], { input: ADMIN.password, env: e })).code, 0);
@@ -82,12 +82,69 @@ describe('without an admin login (D-79)', () => {
       (({ api_key, admin_token }) => ({ api_key, admin_token }))(JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default),
       { api_key: KEY, admin_token: token },
     );
-    const other = await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin', '--base-url', 'http://127.0.0.1:2/v1'], {
+  });
+
+  test('D-153: a server on another address: its token is not sent there; admin login moves the profile with a notice', async () => {
+    const home = await tempDir();
+    const e = { XDG_CONFIG_HOME: home };
+    const file = path.join(home, 'parley', 'config.json');
+    assert.equal((await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], { input: ADMIN.password, env: e })).code, 0);
+    const first = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default;
+    // The same team's server, now on another address (a restart on another port).
+    const moved = await startTestServer({ passwordHashCost: 10 });
+    const elsewhere = await startFakeApi();
+    try {
+      const refused = await run(['keys', 'list'], { env: { ...e, PARLEY_BASE_URL: elsewhere.baseUrl } });
+      assert.equal(refused.code, 2);
+      assert.match(
+        refused.stderr,
+        /the admin login of profile default is for http:\/\/127\.0\.0\.1:\d+\/v1, not http:\/\/127\.0\.0\.1:\d+\/v1/,
+      );
+      assert.match(refused.stderr, /hint: parley admin login \(the profile then follows/);
+      assert.equal(elsewhere.requests.length, 0, 'nothing was sent to the other address');
+      const again = await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], {
+        input: ADMIN.password,
+        env: { ...e, PARLEY_BASE_URL: moved.baseUrl },
+      });
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(
+        again.stderr,
+        new RegExp(
+          `profile default now follows ${moved.baseUrl.replace(/[.]/g, '\\.')} \\(it was ${server.baseUrl.replace(/[.]/g, '\\.')}\\)`,
+        ),
+      );
+      assert.match(again.stderr, new RegExp(`the admin token ${first.admin_token_id} made there was forgotten, not sent here`));
+      const now = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default;
+      assert.equal(now.base_url, moved.baseUrl);
+      assert.notEqual(now.admin_token, first.admin_token);
+      const keys = await run(['keys', 'list', '--json'], { env: { ...e, PARLEY_BASE_URL: moved.baseUrl } });
+      assert.equal(keys.code, 0, keys.stderr);
+      // The profile's address is now the default: no flag or variable needed.
+      const followed = await run(['keys', 'list', '--json'], { env: { XDG_CONFIG_HOME: home, PARLEY_BASE_URL: '' } });
+      assert.equal(followed.code, 0, followed.stderr);
+    } finally {
+      await moved.close();
+      await elsewhere.close();
+    }
+  });
+
+  test('D-153: logout with the server out of reach forgets the token and says plainly it could not revoke it (exit 1)', async () => {
+    const home = await tempDir();
+    const e = { XDG_CONFIG_HOME: home };
+    const file = path.join(home, 'parley', 'config.json');
+    const gone = await startTestServer({ passwordHashCost: 10 });
+    const login = await run(['admin', 'login', '--email', ADMIN.email, '--password-stdin'], {
       input: ADMIN.password,
-      env: e,
+      env: { ...e, PARLEY_BASE_URL: gone.baseUrl },
     });
-    assert.equal(other.code, 2);
-    assert.match(other.stderr, /profile default is for http:\/\/127\.0\.0\.1:\d+\/v1, not http:\/\/127\.0\.0\.1:2\/v1/);
+    assert.equal(login.code, 0, login.stderr);
+    const id = JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.admin_token_id;
+    await gone.close();
+    const r = await run(['admin', 'logout'], { env: e });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, new RegExp(`could not revoke the admin token ${id} of profile default: .*connection refused`));
+    assert.match(r.stderr, new RegExp(`parley admin tokens revoke ${id}`));
+    assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).profiles.default.admin_token, undefined, 'forgotten here');
   });
 
   test('--password-stdin needs --email', async () => {
@@ -236,6 +293,13 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     assert.deepEqual(team.data, report.data);
     const narrowed = JSON.parse((await run(['usage', '--app', 'app_genui', '--json'])).stdout);
     assert.ok(narrowed.data.every((d: { app_id: string }) => d.app_id === 'app_genui'));
+    // --since takes a duration as `audit list --since 24h` does: the UTC day that long ago.
+    const dayAgo = () => new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const days = [dayAgo()];
+    const since = await run(['usage', '--since', '24h', '--json']);
+    days.push(dayAgo());
+    assert.equal(since.code, 0, since.stderr);
+    assert.ok(days.includes(JSON.parse(since.stdout).since), since.stdout);
     const bad = await run(['usage', '--since', '2026-02-30']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--since: must be a date that exists/);
@@ -283,6 +347,31 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     });
     assert.equal(noLogin.code, 2);
     assert.match(noLogin.stderr, /hint: parley admin login/);
+  });
+
+  test("admin tokens list shows the member's tokens with their last use, the CLI's own marked; revoke ends one", async () => {
+    const list = await run(['admin', 'tokens', 'list']);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /^ID +NAME +TOKEN +CREATED +LAST USED +EXPIRES\n/);
+    const own = profile().admin_token_id;
+    // The CLI's own token has been used by the commands above.
+    assert.match(
+      list.stdout,
+      new RegExp(`${own} +parley CLI on .* \\(this CLI\\) +\\S+ +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +(just now|\\d+ \\w+ ago)`),
+    );
+    // Another token of the same member, made on the admin API, revoked from the CLI.
+    const other = await fetch(`${new URL(server.baseUrl).origin}/admin/v1/tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ci', expires_in_days: 1 }),
+    }).then((r) => r.json() as Promise<{ id: string; token: string }>);
+    const revoked = await run(['admin', 'tokens', 'revoke', other.id]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.equal(revoked.stdout, `revoked ${other.id}\n`);
+    const refused = await fetch(`${new URL(server.baseUrl).origin}/admin/v1/keys`, { headers: { authorization: `Bearer ${other.token}` } });
+    assert.equal(refused.status, 401);
+    const ids = JSON.parse((await run(['admin', 'tokens', 'list', '--json'])).stdout).data.map((t: { id: string }) => t.id);
+    assert.ok(ids.includes(own) && !ids.includes(other.id));
   });
 
   test('admin logout revokes the token and forgets it; the commands then need a login again', async () => {

@@ -51,6 +51,28 @@ describe('answers the interface allows', { concurrency: false }, () => {
     assert.equal(h.stderr, '[completed r1]\n');
   });
 
+  test('D-74: a credits warning beside a usable answer is said once on stderr; stdout is the answer alone', async () => {
+    const said = "credits exhausted for 2026-11 (balance -0.5 of 10 credits); the plan's limit is soft, so this reply runs";
+    api.handle((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'parley-credits-warning': said });
+      res.end(DEFAULTS_ONLY);
+    });
+    const j = await run(['send', 'c1', 'hi', '--json']);
+    assert.equal(j.code, 0, j.stderr);
+    assert.equal(j.stdout, `${DEFAULTS_ONLY}\n`);
+    assert.equal(j.stderr, `warning: ${said}\n`);
+    const h = await run(['send', 'c1', 'hi']);
+    assert.equal(h.stderr, `warning: ${said}\n[completed r1]\n`);
+  });
+
+  test('every request says what sent it: User-Agent parley-cli/<version> node/<version>', async () => {
+    api.handle((_req, res) => sendJson(res, DEFAULTS_ONLY));
+    const before = api.requests.length;
+    assert.equal((await run(['send', 'c1', 'hi', '--json'])).code, 0);
+    const version = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../package.json'), 'utf8')).version;
+    assert.equal(api.requests[before]!.headers['user-agent'], `parley-cli/${version} node/${process.versions.node}`);
+  });
+
   test('an unknown item type and a message without role: shown, with a warning on stderr, exit 0', async () => {
     api.handle((_req, res) => sendJson(res, ODD_ITEMS));
     const j = await run(['send', 'c1', 'hi', '--json']);

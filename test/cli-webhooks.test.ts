@@ -4,6 +4,7 @@
 // event with headers that verify.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
@@ -13,6 +14,15 @@ import { checksumOf } from '../src/core/api-keys.ts';
 import { atTerminal, runCli, serverEnv, startCli, waitFor } from './support/cli-helpers.ts';
 import { APP, KEY, startTestServer, TARGET_JSON, tempDir, type TestServer } from './support/helpers.ts';
 import { type Receiver, startReceiver } from './support/webhook-receiver.ts';
+
+/** A loopback port nothing listens on: one the system gave, then closed. */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
 
 const ADMIN = TARGET_JSON.admin as { email: string; password: string };
 
@@ -48,14 +58,25 @@ describe('parley webhooks: endpoints and deliveries (the admin login, D-79)', ()
     assert.equal(made.code, 0, made.stderr);
     const id = JSON.parse(made.stdout).id as string;
     const list = await runCli(['webhooks', 'list'], { env });
-    assert.match(list.stdout, new RegExp(`${id}  ${APP}  enabled  ${rx.url.replace(/[.]/g, '\\.')}`));
+    // A table with its header, as `keys list`, and the endpoint's creation time to the second.
+    assert.match(list.stdout, /^ID +APP +STATE +URL +EVENTS +CREATED +DESCRIPTION\n/);
+    assert.match(
+      list.stdout,
+      new RegExp(
+        `${id} +${APP} +enabled +${rx.url.replace(/[.]/g, '\\.')} +conversation\\.created +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +cli`,
+      ),
+    );
     await server.call('POST', `/apps/${APP}/conversations`, {});
     await rx.waitFor((r) => r.length >= 1);
     const evt = rx.received[0]!.headers['webhook-id']!;
     let log = await runCli(['webhooks', 'deliveries', '--endpoint', id], { env });
     for (let i = 0; !/succeeded/.test(log.stdout) && i < 200; i++)
       log = await runCli(['webhooks', 'deliveries', '--endpoint', id], { env });
-    assert.match(log.stdout, new RegExp(`${evt}  conversation\\.created  → ${id}  succeeded  1 attempt\\(s\\) last 200`));
+    assert.match(log.stdout, /^EVENT +TYPE +ENDPOINT +STATE +ATTEMPTS +LAST ATTEMPT +ANSWER\n/);
+    assert.match(
+      log.stdout,
+      new RegExp(`${evt} +conversation\\.created +${id} +succeeded +1 +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +200\\n`),
+    );
     const again = await runCli(['webhooks', 'redeliver', evt], { env });
     assert.equal(again.code, 0, again.stderr);
     await rx.waitFor((r) => r.length >= 2);
@@ -95,6 +116,38 @@ describe('parley webhooks: endpoints and deliveries (the admin login, D-79)', ()
   );
 });
 
+describe('parley webhooks list: one rule with usage for the app (D-152)', () => {
+  test("PARLEY_APP_ID does not narrow the team's endpoints; the --app flag does", T, async () => {
+    const made: string[] = [];
+    for (const app of [APP, 'app_genui']) {
+      const r = await runCli(['webhooks', 'create', '--app', app, '--url', rx.url, '--events', '*', '--json'], { env });
+      assert.equal(r.code, 0, r.stderr);
+      made.push(JSON.parse(r.stdout).id);
+    }
+    try {
+      const ids = async (args: string[], extra: Record<string, string> = {}) =>
+        (
+          JSON.parse((await runCli(['webhooks', 'list', '--json', ...args], { env: { ...env, ...extra } })).stdout).data as Array<{
+            id: string;
+          }>
+        ).map((e) => e.id);
+      // env holds PARLEY_APP_ID=app_demo: both apps' endpoints are listed all the same.
+      assert.equal(env.PARLEY_APP_ID, APP);
+      const all = await ids([]);
+      assert.ok(
+        made.every((id) => all.includes(id)),
+        `both endpoints listed: ${all}`,
+      );
+      assert.deepEqual(
+        (await ids(['--app', 'app_genui'])).filter((id) => made.includes(id)),
+        [made[1]],
+      );
+    } finally {
+      for (const id of made) await runCli(['webhooks', 'delete', id, '--yes'], { env });
+    }
+  });
+});
+
 describe('parley webhooks secret and verify (computed locally)', () => {
   test('secret prints the key in use signing secret and sends nothing', T, async () => {
     const r = await runCli(['webhooks', 'secret'], { env: { PARLEY_API_KEY: KEY, PARLEY_BASE_URL: 'http://127.0.0.1:2/v1' } });
@@ -128,6 +181,16 @@ describe('parley webhooks secret and verify (computed locally)', () => {
 });
 
 describe('parley webhooks listen --forward-to (D-88)', () => {
+  test('a Parley that is not there is said as a refused connection, not "fetch failed"', T, async () => {
+    const closed = await closedPort();
+    const r = await runCli(['webhooks', 'listen', '--forward-to', rx.url], {
+      env: { ...env, PARLEY_BASE_URL: `http://127.0.0.1:${closed}/v1`, PARLEY_ADMIN_TOKEN: token },
+    });
+    assert.equal(r.code, 3, r.stderr);
+    assert.match(r.stderr, /connection refused/);
+    assert.doesNotMatch(r.stderr, /fetch failed/);
+  });
+
   test('events are forwarded live with headers that verify; a line per event with the status', T, async () => {
     const local = await startReceiver();
     const run = startCli(['webhooks', 'listen', '--forward-to', local.url], { env });

@@ -1,5 +1,5 @@
 // The conformance suite judged against the reference server: it passes in both profiles, its command
-// keeps its exit-code and output contract, its reporters render, and docs/conformance.md is current.
+// keeps its exit-code and output contract, its reporters render, and the conformance pages are current.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { CASES, render, runConformance, selectCases, type RunResults } from '../conformance/run.ts';
 import { parseTarget, type Target } from '../conformance/target.ts';
-import { BLOCKS, generateDocs } from '../conformance/docs.ts';
+import { generateDocs, PAGES, type Page } from '../conformance/docs.ts';
 import { describeResponse } from '../conformance/evidence.ts';
 import type { Exchange } from '../conformance/http.ts';
 import { lookalike } from '../conformance/cases/common.ts';
@@ -267,25 +267,32 @@ describe('reporters', () => {
     const text = render(result, 'pretty');
     assert.match(
       text,
-      /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500\n {4}clauses: §4\.5\.success, §2\.7\.id, §2\.7\.object, §2\.7\.deleted \(docs\/conformance\.md, clause matrix\)/,
+      /✗ S4\.5-delete-shape \[MUST, §4\.5 Delete conversation\]\n {4}expected <1> & "2"\n {4}sent:\n {6}curl -X GET 'x'\n {4}got:\n {6}HTTP 500\n {4}clauses: §4\.5\.success, §2\.7\.id, §2\.7\.object, §2\.7\.deleted \(docs\/conformance-reference\.md, clause matrix\)/,
     );
   });
 });
 
-test('docs/conformance.md is generated from the registry and up to date (npm run conformance:docs)', async () => {
-  const committed = await fs.readFile(path.join(ROOT, 'docs/conformance.md'), 'utf8');
-  assert.equal(committed, generateDocs(committed), 'docs/conformance.md is stale: run npm run conformance:docs');
+test('the conformance guide and reference are generated from the registry and up to date (npm run conformance:docs)', async () => {
+  for (const file of Object.keys(PAGES) as Page[]) {
+    const committed = await fs.readFile(path.join(ROOT, file), 'utf8');
+    assert.equal(committed, generateDocs(file, committed), `${file} is stale: run npm run conformance:docs`);
+  }
   // test/proof/conformance-cli.test.ts runs the same check as a command (`npm run conformance:docs -- --check`).
 });
 
-test('docs/conformance.md keeps its prose and refuses a page that lost a generated block', () => {
-  const page = '# Title\n\nHand-written.\n\n<!-- generated:cases -->\nold\n<!-- /generated:cases -->\n';
-  assert.throws(() => generateDocs(page), /generated block target appears 0 times/);
-  const all = BLOCKS.map((b) => `<!-- generated:${b} -->\n<!-- /generated:${b} -->`).join('\n\nprose between\n\n');
-  const out = generateDocs(`# Title\n\n${all}\n`, '{"version": 2}');
+test('a conformance page keeps its prose and refuses a page that lost a generated block or holds one of the other page', () => {
+  const page = '# Title\n\nHand-written.\n\n<!-- generated:capabilities -->\nold\n<!-- /generated:capabilities -->\n';
+  assert.throws(() => generateDocs('docs/conformance.md', page), /generated block target appears 0 times/);
+  const blocks = (file: Page) => PAGES[file].map((b) => `<!-- generated:${b} -->\n<!-- /generated:${b} -->`).join('\n\nprose between\n\n');
+  assert.throws(
+    () => generateDocs('docs/conformance.md', `${blocks('docs/conformance.md')}\n${blocks('docs/conformance-reference.md')}\n`),
+    /docs\/conformance\.md: the generated block mutants belongs to another page/,
+  );
+  const guide = generateDocs('docs/conformance.md', `# Title\n\n${blocks('docs/conformance.md')}\n`, '{"version": 2}');
   assert.match(
-    out,
+    guide,
     /^# Title\n\n<!-- generated:target -->\n```json\n\{"version": 2\}\n```\n<!-- \/generated:target -->\n\nprose between\n/,
   );
-  assert.match(out, /<!-- generated:cases -->\n\d+ cases: /);
+  const reference = generateDocs('docs/conformance-reference.md', `# Title\n\n${blocks('docs/conformance-reference.md')}\n`);
+  assert.match(reference, /<!-- generated:cases -->\n\d+ cases: /);
 });

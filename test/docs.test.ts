@@ -1,4 +1,4 @@
-// The repository stands on its own: the generated parts of docs/ are current (npm run docs), no file
+// The repository stands on its own: the generated parts of docs/ and the README are current (npm run docs), no file
 // refers to a path outside the repository, every relative link of a document leads to a file of it,
 // and docs/target.md describes every key the conformance suite reads from a target.
 import assert from 'node:assert/strict';
@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { APP_KEYS } from '../conformance/target.ts';
+import { decisionRules, firstSentence, readDocs } from '../scripts/decision-rules.ts';
 import { ROOT, decisionCitations, fillBlocks, renderDocs } from '../scripts/docs.ts';
 
 /** Every text file of the project that a person or a tool reads. */
@@ -22,7 +23,7 @@ async function projectFiles(): Promise<string[]> {
   return out;
 }
 
-test('the generated parts of docs/ are current (run `npm run docs` after changing the contract or a D-id citation)', async () => {
+test('the generated parts of docs/ and the README are current (run `npm run docs` after changing the contract, a D-id citation or a setting)', async () => {
   for (const [file, expected] of await renderDocs()) {
     const committed = await fs.readFile(path.join(ROOT, file), 'utf8');
     assert.ok(committed === expected, `${file} is stale: run npm run docs`);
@@ -46,6 +47,59 @@ test('fillBlocks replaces exactly the generated blocks and keeps the hand-writte
 test('the decision index sees every decision D-1…D-24 cited somewhere', async () => {
   const cited = await decisionCitations();
   for (let id = 1; id <= 24; id++) assert.ok(cited.get(id)?.length, `D-${id} is cited nowhere`);
+});
+
+// Decisions 1 to 114 were numbered one after another; from 115 on each issue has its own range of
+// numbers (architecture from 115, scenarios from 120, papercuts from 150), so a gap past 114 is a
+// number not yet used.
+const CONTIGUOUS_UNTIL = 114;
+
+test('every decision cited in the sources, and every id up to D-114, has its one-line rule in docs/', async () => {
+  const rules = decisionRules(await readDocs(ROOT));
+  const cited = await decisionCitations();
+  const ids = new Set([...Array.from({ length: CONTIGUOUS_UNTIL }, (_, i) => i + 1), ...cited.keys()]);
+  const missing: string[] = [];
+  for (const id of [...ids].sort((a, b) => a - b)) if (!rules.get(id)?.rule) missing.push(`D-${id}`);
+  assert.deepEqual(missing, [], 'write each as **D-n Rule.** in the page of its subject');
+});
+
+test("a decision's rule is read where it is written: its bold lead, else its first sentence, else below its heading", () => {
+  const page = [
+    '- **X-1 One rule in bold.** Details. More.',
+    '- **X-2** (revised by X-5, [x](x.md)) The first sentence, e.g. this one. The second.',
+    '  Its continuation.',
+    '',
+    '- **X-2 (revised): a later rule.** Why.',
+    '- **X-1 (2) A part.** Not a rule.',
+    '- **X-3** Three. Why.',
+    '- **X-3, extended: more cases.** Why.',
+    '',
+    '**X-4 Widens X-2 (revises X-1 and X-3).** In a paragraph.',
+    '',
+    '## X-5 A heading',
+    '',
+    'What it says (see X-1). Then more.',
+    '',
+    "- **X-1's secret** is not a decision of its own.",
+    '```',
+    '- **X-9** in a code block is not one either.',
+    '```',
+  ]
+    .join('\n')
+    // Written as X-n so that this file cites no decision in the index.
+    .replaceAll('X-', 'D-');
+  const rules = decisionRules(new Map([['a.md', page]]));
+  assert.deepEqual(
+    [...rules.values()].map((r) => [r.id, r.file, r.rule.replaceAll('D-', 'X-'), r.amendments, r.revisedBy]),
+    [
+      [1, 'a.md', 'One rule in bold.', [], [4]],
+      [2, 'a.md', 'The first sentence, e.g. this one.', ['Revised: a later rule.'], [5]],
+      [3, 'a.md', 'Three.', ['Extended: more cases.'], [4]],
+      [4, 'a.md', 'Widens X-2 (revises X-1 and X-3).', [], []],
+      [5, 'a.md', 'What it says (see X-1).', [], []],
+    ],
+  );
+  assert.equal(firstSentence('A `x. y` (b. c) rule. Then'), 'A `x. y` (b. c) rule.');
 });
 
 test('no file refers to a path outside the repository, and relative links of documents resolve inside it', async () => {

@@ -11,7 +11,7 @@ import { loadKnowledgeBases, parseDocument } from '../src/engines/knowledge.ts';
 import { LocalEngine } from '../src/engines/local.ts';
 import { OllamaEngine } from '../src/engines/ollama.ts';
 import type { ModelEngine, ModelEvent, ModelRequest } from '../src/engines/types.ts';
-import { ResponseRun } from '../src/services/response-runner.ts';
+import { ResponseRun } from '../src/services/send/response-runner.ts';
 import { knowledgeSearchSpec, runTool } from '../src/services/tools.ts';
 import type { AppT } from '../src/core/tenants.ts';
 import { FIXTURES_DIR, startTestServer } from './support/helpers.ts';
@@ -118,17 +118,18 @@ describe('embedded engine', () => {
 });
 
 describe('engine selection', () => {
+  const OLLAMA = 'http://127.0.0.1:11434';
   const app = (model: string, testing?: unknown) => ({ id: 'app_x', agent: { model, forms: [], testing } }) as unknown as AppT;
 
   test('local, ollama:<model>, PARLEY_MODEL override, mistakes', () => {
     assert.deepEqual(parseModelSpec('ollama:qwen3:4b'), { kind: 'ollama', model: 'qwen3:4b' });
     assert.throws(() => parseModelSpec('gpt-4'), ModelSpecError);
     assert.throws(() => parseModelSpec('ollama:'), ModelSpecError);
-    assert.ok(createEngine(app('local'), { forms }) instanceof LocalEngine);
-    const o = createEngine(app('local'), { forms, override: 'ollama:llama3.2' });
+    assert.ok(createEngine(app('local'), { forms, ollamaHost: OLLAMA }) instanceof LocalEngine);
+    const o = createEngine(app('local'), { forms, override: 'ollama:llama3.2', ollamaHost: OLLAMA });
     assert.ok(o instanceof OllamaEngine);
     assert.equal(o.id, 'ollama:llama3.2');
-    assert.throws(() => createEngine(app('local', { latency_ms: -1 }), { forms }), /agent\.testing\.latency_ms/);
+    assert.throws(() => createEngine(app('local', { latency_ms: -1 }), { forms, ollamaHost: OLLAMA }), /agent\.testing\.latency_ms/);
   });
 
   test('a bad model in the fixtures stops start-up with a clear message', async () => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { IDEMPOTENCY_KEY_SYNTAX, ReferenceErrorBody } from '../src/contract/index.ts';
-import { openApiDocument } from '../src/contract/openapi.ts';
+import { publishedDocuments } from '../src/api/routes.ts';
 import { createHttpServer } from '../src/api/surfaces.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
@@ -48,8 +48,8 @@ describe('Idempotency-Key syntax', () => {
     const flat = (t: string) => t.replace(/\s+/g, ' ');
     const docs = flat(await fs.readFile(path.join(import.meta.dirname, '../docs/reliability.md'), 'utf8'));
     assert.ok(docs.includes(`the key ${sentence};`), 'docs/reliability.md says the sentence');
-    const header = (openApiDocument() as { components: { parameters: { IdempotencyKey: { description: string } } } }).components.parameters
-      .IdempotencyKey;
+    const header = (publishedDocuments().data as { components: { parameters: { IdempotencyKey: { description: string } } } }).components
+      .parameters.IdempotencyKey;
     assert.ok(header.description.includes(IDEMPOTENCY_KEY_SYNTAX), '/openapi.json says it');
     // What the sentence allows is accepted: quoted (with its escapes) or bare, 1 to 255 characters.
     const accepted: Array<[string, string]> = [

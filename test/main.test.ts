@@ -2,9 +2,21 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import path from 'node:path';
-import { ConfigError, DEFAULTS, HelpRequested, loadConfig, USAGE } from '../src/config.ts';
+import { ConfigError, HelpRequested, loadConfig, USAGE } from '../src/config.ts';
 import { banner } from '../src/main.ts';
 import { FIXTURES_DIR, KEY, TARGET } from './support/helpers.ts';
+
+/** The webhooks' defaults (docs/webhooks.md). */
+const WEBHOOK_DEFAULTS = {
+  // D-85: Svix's schedule, and an attempt's bound.
+  webhookRetrySchedule: [5, 300, 1800, 7200, 18000, 36000, 36000],
+  webhookTimeoutMs: 15_000,
+  // D-82: no private address unless asked for.
+  webhookAllowPrivate: false,
+  // D-86: an endpoint failing five days is disabled; D-87: seven days kept.
+  webhookDisableAfterMs: 5 * 86_400_000,
+  webhookRetentionMs: 7 * 86_400_000,
+};
 
 describe('configuration (flags, then environment, then defaults)', () => {
   test('defaults', () => {
@@ -27,8 +39,8 @@ describe('configuration (flags, then environment, then defaults)', () => {
       passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
+      ...WEBHOOK_DEFAULTS,
     });
-    assert.deepEqual(loadConfig([], {}), DEFAULTS);
   });
 
   test('environment', () => {
@@ -61,6 +73,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
+      ...WEBHOOK_DEFAULTS,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -103,6 +116,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
+      ...WEBHOOK_DEFAULTS,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);

@@ -5,30 +5,17 @@
 // type, its code and its headers. test/openapi.test.ts checks real answers against the document.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { appRoutes } from '../src/api/apps.ts';
-import { conversationRoutes } from '../src/api/conversations.ts';
-import { responseRoutes } from '../src/api/responses.ts';
-import { ERROR_STATUSES, METHOD_NOT_ALLOWED, OPENAPI_PATH, buildOpenApiDocument } from '../src/contract/openapi.ts';
+import { describedRoutes, publishedDocuments } from '../src/api/routes.ts';
+import { ERROR_STATUSES, METHOD_NOT_ALLOWED, OPENAPI_PATH } from '../src/contract/openapi.ts';
 import { ERRORS, type ErrorName } from '../src/http/errors.ts';
 import type { RouteDef } from '../src/http/router.ts';
 import type { Route } from '../src/http/surface.ts';
+import type { RestRoute } from '../src/api/rows.ts';
 
-const doc = buildOpenApiDocument() as any;
+const doc = publishedDocuments().data as any;
 
-/** Services a handler never reaches here: each probe ends at the body or before. */
-const unreached: any = new Proxy(
-  {},
-  {
-    get: () => () => {
-      throw new Error('a service was reached');
-    },
-  },
-);
-const ROUTES: RouteDef<Route>[] = [
-  ...conversationRoutes(unreached),
-  ...appRoutes(unreached),
-  ...responseRoutes({ conversations: unreached, responses: unreached, completions: unreached }),
-];
+/** The rows over services a handler never reaches here: each probe ends at the body or before. */
+const ROUTES: RouteDef<RestRoute>[] = describedRoutes().rest;
 
 /** Whether a handler reads a JSON body: run with a body that cannot be read, it stops there. */
 async function readsBody(route: Route): Promise<boolean> {
@@ -55,7 +42,8 @@ const BEFORE_ROUTING = ['400', '408', '417', '431', '500'];
 const AUTH = ['401', '403', '404'];
 /** D-91: the store out of reach (the bound stage, first on every route). */
 const STORE = ['503'];
-/** What a handler raises beyond the stages, by route. */
+
+/** What a handler raises beyond the stages, by route: what the probes cannot see, so that a row that leaves one out fails. */
 const RAISED_BY_HANDLER: Record<string, string[]> = {
   // D-37: too many messages wait for the conversation's running reply.
   'POST /apps/:app_id/conversations/:conversation_id': ['409'],
@@ -64,7 +52,7 @@ const RAISED_BY_HANDLER: Record<string, string[]> = {
 };
 
 /** The statuses the server can answer on a route, from its stages and its handler. */
-async function statusesOf(def: RouteDef<Route>): Promise<string[]> {
+async function statusesOf(def: RouteDef<RestRoute>): Promise<string[]> {
   const out = new Set([...BEFORE_ROUTING, ...AUTH, ...STORE]);
   // D-23, D-110: a counted request past the plan (and, on a route that streams, past the cap of open streams; D-27: past the storage quota).
   if (def.route.counted) out.add('429');

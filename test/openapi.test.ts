@@ -8,11 +8,12 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { createParser } from 'eventsource-parser';
-import { buildOpenApiDocument, errorStatusesOf, eventSchemaId, METHOD_NOT_ALLOWED } from '../src/contract/openapi.ts';
+import { publishedDocuments } from '../src/api/routes.ts';
+import { errorStatusesOf, eventSchemaId, METHOD_NOT_ALLOWED } from '../src/contract/openapi.ts';
 import { EVENT_TYPES } from '../src/contract/index.ts';
 import { KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
 
-const doc = buildOpenApiDocument() as any;
+const doc = publishedDocuments().data as any;
 const DOC_ID = 'https://parley.invalid/openapi.json';
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addSchema({ ...doc, $id: DOC_ID });

@@ -1,4 +1,4 @@
-// One reducer from events to a response (src/services/response-fold.ts): the runner builds its output
+// One reducer from events to a response (src/services/send/response-fold.ts): the runner builds its output
 // with it, the look-up and recovery rebuild theirs with it. Proved on runs of every fixture app that
 // replies (text, tool calls, data_spec forms, model failures) and on replies cut short (cancelled, a
 // client gone): the JSON body, the look-up and the saved conversation are what a client folding the
@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
-import { foldEvents } from '../src/services/response-fold.ts';
+import { foldEvents } from '../src/services/send/response-fold.ts';
 import { FIXTURES_DIR, KEY, OTHER_TEAM_KEY, startTestServer, type TestServer } from './support/helpers.ts';
 import { outputFromEvents, postSse } from './support/sse-client.ts';
 

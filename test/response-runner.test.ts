@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ModelEngine, ModelEvent } from '../src/engines/types.ts';
 import type { UnsequencedEvent } from '../src/contract/index.ts';
-import { KeptEvents } from '../src/services/kept-events.ts';
-import { LiveEvents } from '../src/services/live-events.ts';
-import { ResponseRun } from '../src/services/response-runner.ts';
+import { KeptEvents } from '../src/services/send/kept-events.ts';
+import { LiveEvents } from '../src/services/send/live-events.ts';
+import { ResponseRun } from '../src/services/send/response-runner.ts';
 
 /** An engine that records when its generation starts and whether it was ended. */
 function recordingEngine(events: ModelEvent[], hold?: Promise<void>) {

@@ -77,7 +77,7 @@ describe('endpoints on the admin surface (D-81, D-82)', () => {
       list.body.data.map((e: any) => e.id),
       [id],
     );
-    const changed = await admin('POST', `/webhook_endpoints/${id}`, { events: ['*'], enabled: false });
+    const changed = await admin('PATCH', `/webhook_endpoints/${id}`, { events: ['*'], enabled: false });
     assert.equal(changed.status, 200);
     assert.deepEqual(changed.body.events, ['*']);
     assert.equal(changed.body.enabled, false);

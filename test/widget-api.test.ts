@@ -11,7 +11,18 @@ import { signJwt, verifyJwt } from '../src/pipeline/widget-tokens.ts';
 import { KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';
 import { submissionText } from '../widget/form.ts';
-import { PK, SHOP, identitySecret, originOf, serverSecret, signIdentity, visitor, widgetCall, type WidgetCall } from './support/widget.ts';
+import {
+  PK,
+  SHOP,
+  identitySecret,
+  originOf,
+  serverSecret,
+  signIdentity,
+  visitor,
+  visitorReply,
+  widgetCall,
+  type WidgetCall,
+} from './support/widget.ts';
 
 const GENUI = TARGET.apps.generative_ui!;
 
@@ -122,13 +133,7 @@ describe('visitor sessions (D-48, D-49)', () => {
   });
 
   test("resumable responses for a visitor: their own reply resumed from an event and cancelled; another visitor's is 404", async () => {
-    const first = await visitor(server, 'app_demo');
-    const conv = await widgetCall(server, 'POST', '/apps/app_demo/conversations', { auth: first.token, body: {} });
-    const sent = await widgetCall(server, 'POST', `/apps/app_demo/conversations/${conv.body.id}`, {
-      auth: first.token,
-      body: { message: { content: 'Hello' } },
-    });
-    const id = sent.headers.get('parley-response-id')!;
+    const { visitor: first, sent, responseId: id } = await visitorReply(server, 'app_demo', 'Hello');
     assert.match(id, /^resp_/);
     // The browser may read the header (CORS).
     assert.match(sent.headers.get('access-control-expose-headers') ?? '', /parley-response-id/);

@@ -1,15 +1,20 @@
 // `parley db migrate` / `parley db status`: the PostgreSQL schema (docs/postgres.md, D-41), explicitly.
 // The server also migrates at start; these are for a deploy step that migrates before rolling out.
 import { Command } from 'commander';
+import { withDriver } from '../../src/store/pg/driver.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
+import { SETTINGS } from '../../src/settings.ts';
 
-/** The URL from the flag, else DATABASE_URL, if any; checked as the server checks it (src/config.ts). */
+/** The URL from the flag, else DATABASE_URL, if any; checked by the server's own parser (src/settings.ts). */
 export function databaseUrlFrom(session: Session, flag: string | undefined): string | undefined {
   const url = flag ?? (session.io.env.DATABASE_URL || undefined);
-  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url))
-    throw new UsageError('the database URL must start with postgres:// or postgresql://');
-  return url;
+  if (url === undefined) return undefined;
+  try {
+    return SETTINGS.databaseUrl.parse(url, 'the database URL', session.io.env);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }
 
 function databaseUrl(session: Session, flag: string | undefined): string {
@@ -19,8 +24,8 @@ function databaseUrl(session: Session, flag: string | undefined): string {
 }
 
 async function withDatabase<T>(url: string, fn: (sql: import('postgres').Sql) => Promise<T>): Promise<T> {
-  // Loaded on demand: the other commands need no database client.
-  const { default: postgres } = await import('postgres');
+  // Loaded on demand: the other commands need no database client, which may not be installed (D-151).
+  const { default: postgres } = await withDriver(() => import('postgres'));
   const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
   try {
     return await fn(sql);

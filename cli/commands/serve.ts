@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
+import { SETTINGS, type Setting } from '../../src/settings.ts';
 
 const PACKAGE_FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 
@@ -33,15 +34,20 @@ export function defaultDataDir(cwd: string, env: NodeJS.ProcessEnv): { dir: stri
   return { dir, note: `data directory: ${dir} (this folder is not a Parley checkout, so not ./data; choose with --data-dir or DATA_DIR)` };
 }
 
+/** A setting's line in `parley serve --help`, from the server's table; `defaultHere` when serve's own differs. */
+function serveOption(s: Setting<unknown, string | null>, defaultHere = s.default): [string, string] {
+  return [s.flag!, `${s.help} (env ${s.env}${defaultHere === null ? '' : `, default ${defaultHere}`})`];
+}
+
 export function serveCommand(session: Session): Command {
   return new Command('serve')
     .description('start the Parley server (the same options and environment as npm start)')
-    .option('--port <port>', 'port to listen on, 0 for any free one (env PORT, default 8787)')
-    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
-    .option('--data-dir <dir>', 'where conversations are stored (env DATA_DIR; default ./data in a checkout, else ~/.local/share/parley)')
-    .option('--database-url <url>', 'postgres://…: store conversations in PostgreSQL (env DATABASE_URL)')
-    .option('--fixtures <dir>', "teams, keys, plans and apps (env FIXTURES, default ./fixtures, else the package's own)")
-    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env LOG_LEVEL, default info)')
+    .option(...serveOption(SETTINGS.port))
+    .option(...serveOption(SETTINGS.host))
+    .option(...serveOption(SETTINGS.dataDir, './data in a checkout, else ~/.local/share/parley'))
+    .option(...serveOption(SETTINGS.databaseUrl))
+    .option(...serveOption(SETTINGS.fixturesDir, "./fixtures, else the package's own"))
+    .option(...serveOption(SETTINGS.logLevel))
     .addHelpText(
       'after',
       '\nThe model comes from the environment, as with npm start: PARLEY_MODEL (local, or ollama:<model>) and OLLAMA_HOST.\n\nExamples:\n  parley serve --port 8787 --data-dir ./data\n  PARLEY_MODEL=ollama:llama3.2 parley serve\n',

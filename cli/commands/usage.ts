@@ -3,7 +3,7 @@
 import { Command } from 'commander';
 import { type UsageReportT, UsageQuery } from '../../src/contract/admin.ts';
 import { UsageReport } from '../../src/contract/admin.ts';
-import { adminClient, checkedBody, show } from '../admin.ts';
+import { adminClient, checkedBody, narrowingApp, parseSinceDay, show } from '../admin.ts';
 import type { Session } from '../context.ts';
 import { table, time } from '../render.ts';
 
@@ -27,27 +27,27 @@ function render(r: UsageReportT): string {
 export function usageCommand(session: Session): Command {
   return new Command('usage')
     .description("the team's usage per app and UTC day, and its credits this month (needs parley admin login)")
-    .option('--since <date>', 'first day, such as 2026-11-01 (default: the first of this month, UTC)')
+    .option('--since <date>', 'first day, such as 2026-11-01, or that long ago, such as 24h or 7d (default: the first of this month, UTC)')
     .option('--until <date>', 'last day, inclusive (default: today, UTC)')
     .addHelpText(
       'after',
       `
---app filters by one app when given as a flag (the profile's or PARLEY_APP_ID's app does not: usage is the team's).
+--app filters by one app when given as a flag (the profile's or PARLEY_APP_ID's app does not: usage is the team's; D-152).
 
 Examples:
   parley usage
+  parley usage --since 7d
   parley usage --app app_demo --since 2026-11-01 --until 2026-11-15 --json | jq .balance.credits
 `,
     )
     .action(async (opts: { since?: string; until?: string }, cmd: Command) => {
-      // The flag only: the active app of a profile would silently narrow the team's figures.
-      const app = (cmd.optsWithGlobals() as { app?: string }).app;
+      const { admin, g } = adminClient(session, cmd);
+      const since = opts.since === undefined ? undefined : parseSinceDay(opts.since);
       const query = checkedBody(
         UsageQuery,
-        { app_id: app, since: opts.since, until: opts.until },
+        { app_id: narrowingApp(g), since, until: opts.until },
         { app_id: '--app', since: '--since', until: '--until' },
       );
-      const { admin, g } = adminClient(session, cmd);
       const res = await admin.get('/usage', UsageReport, query);
       show(session, g, res, () => render(res.data));
     });

@@ -16,20 +16,41 @@ import {
   WebhookEndpointView,
   WebhookRedeliveryView,
 } from '../../src/contract/admin-webhooks.ts';
-import { adminClient, adminUrlOf, checkedBody, commaList, confirm, show } from '../admin.ts';
-import { ApiError, ConnectionError } from '../core/error.ts';
+import { adminClient, adminUrlOf, checkedBody, commaList, confirm, narrowingApp, show } from '../admin.ts';
+import { ApiError, ConnectionError, describeNetworkError } from '../core/error.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
+import { table, time } from '../render.ts';
 
 type EndpointT = z.infer<typeof WebhookEndpointView>;
 type DeliveryT = z.infer<typeof WebhookDeliveryView>;
 const EndpointList = listOf(WebhookEndpointView);
 const DeliveryList = listOf(WebhookDeliveryView);
 
-function endpointLine(e: EndpointT): string {
-  const state = e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
-  return `${e.id}  ${e.app_id}  ${state}  ${e.url}  [${e.events.join(',')}]${e.description ? `  ${e.description}` : ''}`;
+function endpointState(e: EndpointT): string {
+  return e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
 }
+
+/** One endpoint after a create or an update: its fields on one line. */
+function endpointLine(e: EndpointT): string {
+  return `${e.id}  ${e.app_id}  ${endpointState(e)}  ${e.url}  [${e.events.join(',')}]${e.description ? `  ${e.description}` : ''}`;
+}
+
+const ENDPOINT_HEADER = ['ID', 'APP', 'STATE', 'URL', 'EVENTS', 'CREATED', 'DESCRIPTION'];
+const endpointRows = (list: EndpointT[]) =>
+  list.map((e) => [e.id, e.app_id, endpointState(e), e.url, e.events.join(','), time(e.created_at), e.description || '-']);
+
+const DELIVERY_HEADER = ['EVENT', 'TYPE', 'ENDPOINT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'ANSWER'];
+const deliveryRows = (list: DeliveryT[]) =>
+  list.map((d) => [
+    d.event_id,
+    d.event_type,
+    d.endpoint_id,
+    d.state,
+    String(d.attempts),
+    d.last_attempt ? time(d.last_attempt.created_at) : '-',
+    d.last_attempt ? String(d.last_attempt.status ?? d.last_attempt.error) : '-',
+  ]);
 
 /** `5m`, `30s`, `1h` or seconds: the tolerance of `verify`. */
 function toleranceSeconds(text: string): number {
@@ -64,11 +85,11 @@ Examples:
   cmd
     .command('list')
     .addHelpText('after', `\nExample:\n  parley webhooks list --app app_demo --json\n`)
-    .description("the team's endpoints (of --app when given)")
+    .description("the team's endpoints (of one app with the --app flag; the profile's or PARLEY_APP_ID's app does not narrow it, D-152)")
     .action(async (_o: unknown, c: Command) => {
       const { admin, g } = adminClient(session, c);
-      const r = await admin.get('/webhook_endpoints', EndpointList, { app_id: g.app });
-      show(session, g, r, () => `${r.data.data.length ? r.data.data.map(endpointLine).join('\n') : '(no endpoints)'}\n`);
+      const r = await admin.get('/webhook_endpoints', EndpointList, { app_id: narrowingApp(g) });
+      show(session, g, r, () => (r.data.data.length ? table(endpointRows(r.data.data), ENDPOINT_HEADER) : '(no endpoints)\n'));
     });
   cmd
     .command('create')
@@ -111,7 +132,8 @@ Examples:
           enabled: o.enable ? true : o.disable ? false : undefined,
         };
         const body = checkedBody(UpdateWebhookEndpointRequest, given, flags);
-        const r = await admin.post(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView, body);
+        // D-115: an endpoint is changed with PATCH.
+        const r = await admin.patch(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView, body);
         show(session, g, r, () => `${endpointLine(r.data)}\n`);
       },
     );
@@ -137,22 +159,7 @@ Examples:
     .action(async (o: { endpoint?: string; event?: string }, c: Command) => {
       const { admin, g } = adminClient(session, c);
       const r = await admin.get('/webhook_deliveries', DeliveryList, { endpoint_id: o.endpoint, event_id: o.event });
-      show(
-        session,
-        g,
-        r,
-        () =>
-          `${
-            r.data.data.length
-              ? r.data.data
-                  .map((d: DeliveryT) => {
-                    const last = d.last_attempt ? ` last ${d.last_attempt.status ?? d.last_attempt.error}` : '';
-                    return `${d.event_id}  ${d.event_type}  → ${d.endpoint_id}  ${d.state}  ${d.attempts} attempt(s)${last}`;
-                  })
-                  .join('\n')
-              : '(no deliveries)'
-          }\n`,
-      );
+      show(session, g, r, () => (r.data.data.length ? table(deliveryRows(r.data.data), DELIVERY_HEADER) : '(no deliveries)\n'));
     });
   cmd
     .command('redeliver')
@@ -239,7 +246,7 @@ async function listen(session: Session, c: Command, forwardTo: string): Promise<
       signal: out.closedSignal,
     });
   } catch (err) {
-    throw new ConnectionError(url('/webhook_events/stream'), `cannot reach ${url('/webhook_events/stream')}: ${(err as Error).message}`);
+    throw new ConnectionError(url('/webhook_events/stream'), `cannot reach ${url('/webhook_events/stream')}: ${describeNetworkError(err)}`);
   }
   if (!res.ok || !res.body) throw ApiError.fromBody(res.status, await res.text(), Object.fromEntries(res.headers));
   // Forwarded one at a time, in the order received.
@@ -265,7 +272,7 @@ async function listen(session: Session, c: Command, forwardTo: string): Promise<
           await r.arrayBuffer().catch(() => {});
           status = String(r.status);
         } catch (err) {
-          status = `failed (${(err as Error).message})`;
+          status = `failed (${describeNetworkError(err)})`;
         }
         if (g.json) out.line(JSON.stringify({ event_id: data.event_id, type: data.event_type, status }));
         else out.out(`${new Date().toISOString()}  --> ${data.event_type} [${data.event_id}]  <-- ${status}\n`);
@@ -276,7 +283,8 @@ async function listen(session: Session, c: Command, forwardTo: string): Promise<
   try {
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
   } catch (err) {
-    if (!out.closedSignal.aborted) throw new ConnectionError(url('/webhook_events/stream'), `the stream ended: ${(err as Error).message}`);
+    if (!out.closedSignal.aborted)
+      throw new ConnectionError(url('/webhook_events/stream'), `the stream ended: ${describeNetworkError(err)}`);
   }
   await chain;
   // The stream never ends by itself: Parley went away (exit 3, as any lost connection).

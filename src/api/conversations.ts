@@ -2,10 +2,11 @@
 import { CreateConversationRequest, ListConversationsQuery, UpdateConversationRequest } from '../contract/index.ts';
 import { parseBody, parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/surface.ts';
+import { listConversationsQuery } from '../contract/openapi.ts';
 import type { ConversationService } from '../services/conversations.ts';
+import type { RestRoute } from './rows.ts';
 
-export function conversationRoutes(conversations: ConversationService): RouteDef<Route>[] {
+export function conversationRoutes(conversations: ConversationService): RouteDef<RestRoute>[] {
   return [
     {
       method: 'POST',
@@ -13,6 +14,11 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
       // D-110 (revises D-23), for D-27's reason: a create stores a new record, so it counts against the
       // plan's rate limits (a rename or a delete changes one that exists, and does not).
       route: {
+        operationId: 'createConversation',
+        summary: '§4.1 Create a conversation',
+        body: 'CreateConversationRequest',
+        bodyOptional: true,
+        ok: 'Conversation',
         counted: true,
         idempotent: true,
         handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest), ctx.claim),
@@ -21,17 +27,32 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'GET',
       pattern: '/apps/:app_id/conversations',
-      route: { handle: async (ctx) => conversations.list(ctx.app.id, parseQuery(ctx, ListConversationsQuery)) },
+      route: {
+        operationId: 'listConversations',
+        summary: '§4.2 List conversations',
+        query: listConversationsQuery(),
+        ok: 'ConversationList',
+        handle: async (ctx) => conversations.list(ctx.app.id, parseQuery(ctx, ListConversationsQuery)),
+      },
     },
     {
       method: 'GET',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: { handle: (ctx) => conversations.getJson(ctx.app.id, ctx.params.conversation_id!) },
+      route: {
+        operationId: 'getConversation',
+        summary: '§4.3 Get a conversation with its items',
+        ok: 'ConversationWithItems',
+        handle: (ctx) => conversations.getJson(ctx.app.id, ctx.params.conversation_id!),
+      },
     },
     {
       method: 'PATCH',
       pattern: '/apps/:app_id/conversations/:conversation_id',
       route: {
+        operationId: 'updateConversation',
+        summary: '§4.4 Rename a conversation (D-13)',
+        body: 'UpdateConversationRequest',
+        ok: 'Conversation',
         handle: async (ctx) => {
           // D-4: the body is validated before the conversation is looked up.
           const body = await parseBody(ctx, UpdateConversationRequest);
@@ -42,7 +63,12 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'DELETE',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: { handle: (ctx) => conversations.delete(ctx.app.id, ctx.params.conversation_id!) },
+      route: {
+        operationId: 'deleteConversation',
+        summary: '§4.5 Soft-delete a conversation (D-11)',
+        ok: 'DeletionResult',
+        handle: (ctx) => conversations.delete(ctx.app.id, ctx.params.conversation_id!),
+      },
     },
   ];
 }

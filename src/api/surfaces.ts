@@ -24,7 +24,8 @@ import {
 import { adminCredential } from '../pipeline/admin-auth.ts';
 import { type CreditCheck, credits } from '../pipeline/credits.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
-import { ADMIN_BASE_PATH, type AdminContext, type AdminRoute } from './admin.ts';
+import { ADMIN_BASE_PATH } from './admin/index.ts';
+import type { AdminContext, AdminRoute } from './rows.ts';
 import { WIDGET_BASE_PATH } from './widget.ts';
 
 export interface RestApiOptions {

@@ -1,18 +1,19 @@
 // The widget API's handlers (docs/widget.md), under /widget/v1: a visitor session for the publishable
 // key, then the visitor's own conversations (D-48, D-51). The gate (src/pipeline/widget-gate.ts) has
 // checked the origin, the credential and the limits before any of these runs.
-import { RESPONSE_ID_HEADER, ResumeEventsQuery, type ConversationT } from '../contract/index.ts';
+import type { ConversationT } from '../contract/index.ts';
 import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest, type VisitorSessionT } from '../contract/widget.ts';
-import { parseBody, parseQuery, type RequestContext } from '../http/context.ts';
+import { parseBody, type RequestContext } from '../http/context.ts';
 import { notFound } from '../http/errors.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/surface.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import type { ResponseService } from '../services/responses.ts';
+import type { ResponseService } from '../services/send/responses.ts';
 import type { WidgetOwners } from '../store/shared.ts';
 import type { ConversationRecord } from '../store/types.ts';
+import { resumeEvents, sendMessage } from './send.ts';
 
 export const WIDGET_BASE_PATH = '/widget/v1';
 
@@ -96,26 +97,17 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
       route: {
         needsAgent: true,
         counted: true,
-        handle: async (ctx) => {
-          // D-4's order: the body, then the conversation (404), then the first event (D-17).
-          const body = await parseBody(ctx, WidgetMessageRequest);
-          const record = await own(ctx);
-          const stream = body.stream ?? true;
-          if (stream) ctx.beginStream?.();
-          // D-50: the agent's metadata is the signed identity's, never the browser's.
-          const metadata = ctx.visitor!.metadata ?? undefined;
-          // D-34: the reply runs on if the page goes away; the widget resumes it or cancels it below.
-          const started = await o.responses.start(
-            ctx.app,
-            record,
-            { message: body.message, stream, metadata },
-            ctx.signal,
-            undefined,
-            true,
-          );
-          ctx.headers[RESPONSE_ID_HEADER] = started.id;
-          return started.answer(stream, ctx.requestId);
-        },
+        handle: sendMessage(o.responses, {
+          read: async (ctx) => {
+            // D-4's order: the body, then the conversation (404).
+            const body = await parseBody(ctx, WidgetMessageRequest);
+            const record = await own(ctx);
+            // D-50: the agent's metadata is the signed identity's, never the browser's.
+            const metadata = ctx.visitor!.metadata ?? undefined;
+            return { body: { message: body.message, stream: body.stream ?? true, metadata }, record };
+          },
+          widget: true,
+        }),
       },
     },
     // Resumable responses (docs/responses.md) for a visitor: the replies of their own conversations only.
@@ -123,13 +115,8 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
       method: 'GET',
       pattern: '/apps/:app_id/responses/:response_id/events',
       route: {
-        handle: async (ctx) => {
-          const id = await ownResponse(ctx);
-          const after = Number(parseQuery(ctx, ResumeEventsQuery).starting_after ?? -1);
-          const stream = await o.responses.resume(ctx.app.id, id, after, ctx.signal);
-          ctx.beginStream?.();
-          return stream;
-        },
+        // D-116: where it starts is read as /v1 reads it, Last-Event-ID first.
+        handle: resumeEvents(o.responses, ownResponse),
       },
     },
     {

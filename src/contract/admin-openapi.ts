@@ -1,9 +1,10 @@
 // The admin surface's own OpenAPI document (docs/control-plane.md, D-65), served at
 // `GET /admin/v1/openapi.json`: one operation per route of `/admin/v1`, every schema from the zod
-// contract (admin.ts) through z.toJSONSchema. `/openapi.json` stays the data plane's (`servers: /v1`),
-// which generated clients use. test/admin-openapi.test.ts checks it against the router's routes; the rows are in admin-operations.ts.
+// contract (admin.ts) through z.toJSONSchema, every operation from its route row (src/api/admin/*.ts).
+// `/openapi.json` stays the data plane's (`servers: /v1`), which generated clients use.
 import { z } from 'zod';
-import { ADMIN_OPERATIONS, type AdminOperation, REQUESTS, RESPONSES, STATUSES, type Status } from './admin-operations.ts';
+import { type AdminOperation, REQUESTS, RESPONSES, STATUSES, type Status } from './admin-components.ts';
+import type { DescribedRoute } from './openapi.ts';
 import { INTERFACE_VERSION } from './limits.ts';
 
 type Json = Record<string, unknown>;
@@ -49,12 +50,12 @@ function eventStreamOf(events: Record<string, string>): Json {
   };
 }
 
-function operationObject(op: AdminOperation): Json {
-  const params = [...op.pattern.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+function operationObject(method: string, pattern: string, op: AdminOperation): Json {
+  const params = [...pattern.matchAll(/:(\w+)/g)].map((m) => m[1]!);
   const statuses = new Set<Status>(op.extra);
   if (op.body || op.query) statuses.add('400');
   if (!op.open) statuses.add('401');
-  if (op.adminOnly || (!op.open && op.method !== 'get')) statuses.add('403');
+  if (op.adminOnly || (!op.open && method !== 'GET')) statuses.add('403');
   if (params.length > 0) statuses.add('404');
   const content = op.stream ? { 'text/event-stream': eventStreamOf(op.stream) } : { 'application/json': { schema: ref(op.ok) } };
   const responses: Json = { '200': { description: 'Success.', content } };
@@ -66,6 +67,7 @@ function operationObject(op: AdminOperation): Json {
   return {
     operationId: op.operationId,
     summary: op.summary,
+    ...(op.deprecated ? { deprecated: true } : {}),
     ...(op.open ? { security: [] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } } : {}),
@@ -73,12 +75,12 @@ function operationObject(op: AdminOperation): Json {
   };
 }
 
-/** The document; `/openapi.json`'s conventions (OpenAPI 3.2, JSON Schema 2020-12). */
-export function buildAdminOpenApiDocument(): Json {
+/** The document from the surface's route rows, in their order; `/openapi.json`'s conventions (OpenAPI 3.2, JSON Schema 2020-12). */
+export function buildAdminOpenApiDocument(routes: readonly DescribedRoute<AdminOperation>[]): Json {
   const paths: Record<string, Json> = {};
-  for (const op of ADMIN_OPERATIONS) {
-    const item = (paths[op.pattern.replace(/:(\w+)/g, '{$1}')] ??= {});
-    item[op.method] = operationObject(op);
+  for (const { method, pattern, route } of routes) {
+    const item = (paths[pattern.replace(/:(\w+)/g, '{$1}')] ??= {});
+    item[method.toLowerCase()] = operationObject(method, pattern, route);
   }
   paths['/openapi.json'] = {
     get: {
@@ -123,10 +125,4 @@ export function buildAdminOpenApiDocument(): Json {
       },
     },
   };
-}
-
-let cached: Json | undefined;
-/** The document as served (it depends on nothing but the contract). */
-export function adminOpenApiDocument(): Json {
-  return (cached ??= buildAdminOpenApiDocument());
 }

@@ -33,6 +33,11 @@ export function listOf<T extends z.ZodType>(item: T) {
   });
 }
 
+/** A list in that shape: how every admin list answers (D-75); `has_more` is false for a list given whole. */
+export function listPage<T extends { id: string }>(data: T[], has_more = false) {
+  return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Resources
 // ---------------------------------------------------------------------------------------------

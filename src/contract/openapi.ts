@@ -1,8 +1,9 @@
-// The published contract: an OpenAPI 3.2 document generated from the zod schemas of this module's
-// contract, served at `GET /openapi.json`. Nothing here restates a field: every schema comes from
-// z.toJSONSchema (openapi-schemas.ts), every error answer from one table (openapi-errors.ts), and
-// test/openapi.test.ts checks the document with an OpenAPI validator, against the server's routes and
-// error catalogue, and against the server's own answers, so that it cannot drift from what the server does.
+// The published contract: an OpenAPI 3.2 document served at `GET /openapi.json`, generated from the REST
+// API's route rows (src/api/*.ts: each says its operation, schemas and traits) and the zod schemas of
+// this module. Nothing here restates a field or a route: every schema comes from z.toJSONSchema
+// (openapi-schemas.ts), every error answer from one table (openapi-errors.ts), every operation from its
+// row; test/openapi.test.ts checks the served document with an OpenAPI validator and against the
+// server's own answers.
 import { IDEMPOTENCY_KEY_SYNTAX, INTERFACE_VERSION, LIMITS, ListConversationsQuery, RESPONSE_ID_HEADER } from './index.ts';
 import {
   ERROR_STATUSES,
@@ -23,60 +24,70 @@ export { STREAM_EVENT_SCHEMA, eventSchemaId } from './openapi-schemas.ts';
 type Json = Record<string, unknown>;
 
 // ---------------------------------------------------------------------------------------------
-// Operations
+// Operations: each is described by its route row (src/api/*.ts), with the traits its stages read.
 // ---------------------------------------------------------------------------------------------
 
-interface Operation extends ErrorTraits {
-  method: 'get' | 'post' | 'patch' | 'delete';
-  path: string;
+/** What a route row of the REST API says of itself for the document, beside its method and pattern. */
+export interface RestOperation extends ErrorTraits {
   operationId: string;
   summary: string;
+  /** The request body's component id (openapi-schemas.ts). */
   body?: string;
+  /** The body may be left out (create conversation: every field has a default). */
+  bodyOptional?: boolean;
   query?: Json[];
   /** The success answer: a component schema id; `stream` adds the SSE alternative. */
   ok: string;
   stream?: boolean;
-  /** D-4: send message and completion need the app's agent. */
-  needsAgent?: boolean;
   /** Answers an event stream only (the resume endpoint, D-32). */
   sseOnly?: boolean;
   /** Headers of the 200 beyond the rate-limit ones. */
   okHeaders?: Record<string, Json>;
 }
 
-const appId = { name: 'app_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'The app (§4).' };
-const responseId = {
-  name: 'response_id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string', minLength: 1 },
-  description: 'A response of the app (`resp_…`, D-31: named by `Parley-Response-Id`).',
+/** A route row as the document reads it: `:name` segments in the pattern, below the base path. */
+export interface DescribedRoute<O> {
+  method: string;
+  pattern: string;
+  route: O;
+}
+
+/** The path parameters of the REST API, by name: a path item lists those its pattern has. */
+const PATH_PARAMETERS: Record<string, Json> = {
+  app_id: { name: 'app_id', in: 'path', required: true, schema: { type: 'string', minLength: 1 }, description: 'The app (§4).' },
+  conversation_id: {
+    name: 'conversation_id',
+    in: 'path',
+    required: true,
+    schema: { type: 'string', minLength: 1 },
+    description: 'A conversation of the app (D-7: `conv_…`).',
+  },
+  response_id: {
+    name: 'response_id',
+    in: 'path',
+    required: true,
+    schema: { type: 'string', minLength: 1 },
+    description: 'A response of the app (`resp_…`, D-31: named by `Parley-Response-Id`).',
+  },
 };
 /** D-31: send message names its response before the body. */
-const responseIdHeader = {
+export const RESPONSE_ID_HEADER_DOC = {
   [RESPONSE_ID_HEADER]: {
     description: 'D-31 (resumable responses): the id of the response this request produces, before the body, in both modes.',
     schema: { type: 'string' },
   },
 };
 /** D-74: a reply let through on a soft-limit plan whose team has used its month's credits. */
-const creditsWarningHeader = {
+export const CREDITS_WARNING_HEADER_DOC = {
   [CREDITS_WARNING_HEADER]: {
     description:
       "D-74: present only when the team's credits for the month are used up and the app's plan has a soft limit: the reply runs, and this says so.",
     schema: { type: 'string' },
   },
 };
-const conversationId = {
-  name: 'conversation_id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string', minLength: 1 },
-  description: 'A conversation of the app (D-7: `conv_…`).',
-};
 
 /** §4.2, D-10, D-12: the list's query parameters, one per key of ListConversationsQuery. */
-function listQuery(): Json[] {
+export function listConversationsQuery(): Json[] {
   const described: Record<string, Json> = {
     limit: {
       schema: { type: 'integer', minimum: LIMITS.listLimitMin, maximum: LIMITS.listLimitMax, default: LIMITS.listLimitDefault },
@@ -99,132 +110,21 @@ function listQuery(): Json[] {
   return Object.keys(ListConversationsQuery.shape).map((name) => ({ name, in: 'query', required: false, ...described[name] }));
 }
 
-const OPERATIONS: Operation[] = [
+/** D-32: where a resume starts, as the query and as an EventSource's reconnecting header. */
+export const RESUME_EVENTS_PARAMETERS: Json[] = [
   {
-    method: 'post',
-    path: '/apps/{app_id}/conversations',
-    operationId: 'createConversation',
-    summary: '§4.1 Create a conversation',
-    body: 'CreateConversationRequest',
-    ok: 'Conversation',
-    // D-110 (revises D-23): a create counts against the plan; D-27: it may meet the storage quota.
-    counted: true,
-    idempotent: true,
+    name: 'starting_after',
+    in: 'query',
+    required: false,
+    schema: { type: 'integer', minimum: -1, default: -1 },
+    description: 'D-32: the last sequence number seen; -1 for every event.',
   },
   {
-    method: 'get',
-    path: '/apps/{app_id}/conversations',
-    operationId: 'listConversations',
-    summary: '§4.2 List conversations',
-    query: listQuery(),
-    ok: 'ConversationList',
-  },
-  {
-    method: 'get',
-    path: '/apps/{app_id}/conversations/{conversation_id}',
-    operationId: 'getConversation',
-    summary: '§4.3 Get a conversation with its items',
-    ok: 'ConversationWithItems',
-  },
-  {
-    method: 'patch',
-    path: '/apps/{app_id}/conversations/{conversation_id}',
-    operationId: 'updateConversation',
-    summary: '§4.4 Rename a conversation (D-13)',
-    body: 'UpdateConversationRequest',
-    ok: 'Conversation',
-  },
-  {
-    method: 'delete',
-    path: '/apps/{app_id}/conversations/{conversation_id}',
-    operationId: 'deleteConversation',
-    summary: '§4.5 Soft-delete a conversation (D-11)',
-    ok: 'DeletionResult',
-  },
-  {
-    method: 'post',
-    path: '/apps/{app_id}/conversations/{conversation_id}',
-    operationId: 'sendMessage',
-    summary: '§4.6 Send a message; the reply is JSON or an event stream (§6)',
-    body: 'SendMessageRequest',
-    ok: 'Response',
-    stream: true,
-    needsAgent: true,
-    counted: true,
-    idempotent: true,
-    extraStatuses: ['409'],
-    okHeaders: { ...responseIdHeader, ...creditsWarningHeader },
-  },
-  // Resumable responses (an extension, docs/responses.md, D-30…D-39).
-  {
-    method: 'get',
-    path: '/apps/{app_id}/responses/{response_id}',
-    operationId: 'getResponse',
-    summary: 'D-32 Look up a response: `in_progress` while it runs, then as it ended',
-    ok: 'LiveResponse',
-    counted: true,
-  },
-  {
-    method: 'get',
-    path: '/apps/{app_id}/responses/{response_id}/events',
-    operationId: 'resumeResponseEvents',
-    summary:
-      'D-32 The events after `starting_after` (or `Last-Event-ID`) as first sent, then the live ones to the terminal one; each with an `id:` line',
-    query: [
-      {
-        name: 'starting_after',
-        in: 'query',
-        required: false,
-        schema: { type: 'integer', minimum: -1, default: -1 },
-        description: 'D-32: the last sequence number seen; -1 for every event.',
-      },
-      {
-        name: 'Last-Event-ID',
-        in: 'header',
-        required: false,
-        schema: { type: 'integer', minimum: -1 },
-        description: 'D-32: as an EventSource sends it on reconnecting; wins over `starting_after`.',
-      },
-    ],
-    ok: 'LiveResponse',
-    sseOnly: true,
-    counted: true,
-    extraStatuses: ['410'],
-  },
-  {
-    method: 'post',
-    path: '/apps/{app_id}/responses/{response_id}/cancel',
-    operationId: 'cancelResponse',
-    summary: 'D-33 Cancel a running response (it ends failed, code `cancelled`); a finished one is returned unchanged',
-    ok: 'LiveResponse',
-    counted: true,
-  },
-  {
-    method: 'post',
-    path: '/apps/{app_id}/completions',
-    operationId: 'createCompletion',
-    summary: '§4.7 Create a one-shot completion; JSON or an event stream (§6)',
-    body: 'CreateCompletionRequest',
-    ok: 'Completion',
-    stream: true,
-    needsAgent: true,
-    counted: true,
-    idempotent: true,
-    okHeaders: creditsWarningHeader,
-  },
-  {
-    method: 'get',
-    path: '/apps/{app_id}/config',
-    operationId: 'getAppConfig',
-    summary: "§4.8 Get the app's configuration",
-    ok: 'AppConfig',
-  },
-  {
-    method: 'get',
-    path: '/apps/{app_id}/metrics',
-    operationId: 'getAppMetrics',
-    summary: "§4.9 Get the app's metrics (D-24)",
-    ok: 'AppMetrics',
+    name: 'Last-Event-ID',
+    in: 'header',
+    required: false,
+    schema: { type: 'integer', minimum: -1 },
+    description: 'D-32: as an EventSource sends it on reconnecting; wins over `starting_after`.',
   },
 ];
 
@@ -240,7 +140,7 @@ const STREAM_CHOICE =
 
 const errorRef = (status: ErrorStatusCode): Json => ({ $ref: `#/components/responses/Error${status}` });
 
-function operationObject(op: Operation): Json {
+function operationObject(op: RestOperation): Json {
   const counted = op.counted || op.okHeaders ? { ...(op.counted ? headerObjects(RATE_LIMIT_HEADERS) : {}), ...op.okHeaders } : undefined;
   const responses: Json = {
     '200': {
@@ -268,7 +168,7 @@ function operationObject(op: Operation): Json {
     ...(op.body
       ? {
           requestBody: {
-            required: op.body !== 'CreateConversationRequest',
+            required: !op.bodyOptional,
             content: { 'application/json': { schema: schemaRef(op.body) } },
           },
         }
@@ -280,18 +180,13 @@ function operationObject(op: Operation): Json {
 /** Where the document is served, outside the versioned API and without a key. */
 export const OPENAPI_PATH = '/openapi.json';
 
-/** Builds the document; `servers` defaults to the reference server's default address. */
-export function buildOpenApiDocument(): Json {
+/** Builds the document from the REST API's route rows, in their order. */
+export function buildOpenApiDocument(routes: readonly DescribedRoute<RestOperation>[]): Json {
   const paths: Record<string, Json> = {};
-  for (const op of OPERATIONS) {
-    const item = (paths[op.path] ??= {
-      parameters: op.path.includes('{conversation_id}')
-        ? [appId, conversationId]
-        : op.path.includes('{response_id}')
-          ? [appId, responseId]
-          : [appId],
-    });
-    item[op.method] = operationObject(op);
+  for (const { method, pattern, route } of routes) {
+    const names = [...pattern.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+    const item = (paths[pattern.replace(/:(\w+)/g, '{$1}')] ??= { parameters: names.map((name) => PATH_PARAMETERS[name]) });
+    item[method.toLowerCase()] = operationObject(route);
   }
   const documentResponses: Json = {
     '200': {
@@ -339,10 +234,4 @@ export function buildOpenApiDocument(): Json {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '§5, D-6: a secret key `sk_live_…`.' } },
     },
   };
-}
-
-let cached: Json | undefined;
-/** The document as served (built once: it depends on nothing but the contract). */
-export function openApiDocument(): Json {
-  return (cached ??= buildOpenApiDocument());
 }

@@ -36,6 +36,20 @@ export function atFile(file: string): (err: unknown) => never {
   };
 }
 
+/**
+ * D-151: what the configuration chose needs a package that is not installed (an optional dependency
+ * that did not install): the message names what to install, or what to choose instead.
+ */
+export class MissingDependency extends Error {
+  constructor(
+    readonly pkg: string,
+    detail: string,
+  ) {
+    super(detail);
+    this.name = 'MissingDependency';
+  }
+}
+
 /** Why a file could not be written, in the operator's words, by errno code. */
 const WRITE_FAULTS: Record<string, string> = {
   ENOSPC: 'no space left on the device (ENOSPC); free some space, or choose another --data-dir',
@@ -44,11 +58,11 @@ const WRITE_FAULTS: Record<string, string> = {
 
 /**
  * The one-line reason a start-up failure gives for what the operator must fix (a bad data directory
- * or fixtures file, a full disk, a port in use), naming the file when there is one; undefined for
+ * or fixtures file, a full disk, a port in use, a driver not installed), naming the file when there is one; undefined for
  * anything else (a bug, which keeps its stack trace).
  */
 export function startupReason(err: unknown): string | undefined {
-  if (err instanceof DataFileError) return err.message;
+  if (err instanceof DataFileError || err instanceof MissingDependency) return err.message;
   const e = err as NodeJS.ErrnoException;
   if (typeof e?.code !== 'string') return undefined;
   const fault = WRITE_FAULTS[e.code];

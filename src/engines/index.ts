@@ -6,12 +6,11 @@ import { LocalEngine, LocalTesting } from './local.ts';
 import { OllamaEngine, type OllamaEngineOptions } from './ollama.ts';
 import type { ModelEngine } from './types.ts';
 
-export const DEFAULT_OLLAMA_HOST = 'http://127.0.0.1:11434';
-
 export interface EngineOptions {
   /** PARLEY_MODEL: replaces every app's `agent.model`. */
   override?: string | null;
-  ollamaHost?: string;
+  /** OLLAMA_HOST: where Ollama listens (its default is the settings', src/settings.ts). */
+  ollamaHost: string;
   /** Injectable for tests (msw intercepts the global fetch); the default has no time limits. */
   ollamaFetch?: OllamaEngineOptions['fetch'];
   forms: Map<string, FormTemplateT>;
@@ -30,7 +29,7 @@ export function parseModelSpec(spec: string): { kind: 'local' } | { kind: 'ollam
 export function createEngine(app: AppT, opts: EngineOptions): ModelEngine {
   const spec = parseModelSpec(opts.override || app.agent.model);
   if (spec.kind === 'ollama') {
-    return new OllamaEngine({ host: opts.ollamaHost ?? DEFAULT_OLLAMA_HOST, model: spec.model, fetch: opts.ollamaFetch });
+    return new OllamaEngine({ host: opts.ollamaHost, model: spec.model, fetch: opts.ollamaFetch });
   }
   const testing = LocalTesting.safeParse(app.agent.testing ?? {});
   if (!testing.success) {

@@ -91,7 +91,7 @@ export function admitted(ctx: Exchange): RequestContext {
 
 /**
  * The Exchange of a request the server (./server.ts) serves. Its query, log and abort signal are made on
- * first use: most requests never ask for them, and each showed in the per-request profile (bench/profile.ts).
+ * first use: most requests never ask for them, and each showed in the per-request profile (bench/lab/profile.ts).
  */
 export class HttpExchange implements Exchange {
   params: Record<string, string> = {};

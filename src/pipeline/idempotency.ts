@@ -15,7 +15,7 @@ import { apiError, invalidRequest } from '../http/errors.ts';
 import { EventStream } from '../http/reply.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
 import type { IdempotencyAnswers, KeptAnswer } from '../store/shared.ts';
-import { STOPS } from '../services/stops.ts';
+import { STOPS } from '../services/send/stops.ts';
 
 /** A recorded answer larger than this is not kept for replay (a retry is then told so, never re-run). */
 const REPLAY_MAX_BYTES = 4 * 1024 * 1024;

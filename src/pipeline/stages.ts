@@ -144,11 +144,9 @@ const LOOK_AGAIN_MS = 1_000;
  * `store_unavailable` (its work then stops as if its client had left). An error that says the store
  * is out of reach is that 503 too, whenever it comes.
  */
-export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> | undefined {
-  const available = store.available?.bind(store);
-  const unavailable = store.isUnavailable?.bind(store);
-  // A store that is never out of reach (the file store): no stage, nothing spent per request.
-  if (!available || !unavailable) return undefined;
+export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> {
+  const available = store.available.bind(store);
+  const unavailable = store.isUnavailable.bind(store);
   const refusal = () => apiError('store_unavailable', 'The database is out of reach for now; retry in a moment.');
   return async (ctx, next) => {
     const work = next().catch((err: unknown) => {

@@ -61,7 +61,8 @@ export class WidgetGate implements SurfaceGate {
   preflight(_req: IncomingMessage, allow: HttpMethod[]): Record<string, string> {
     return {
       'access-control-allow-methods': allow.join(', '),
-      'access-control-allow-headers': 'authorization, content-type',
+      // D-116: a resume may say where it starts in Last-Event-ID, as an EventSource does on /v1 (D-32).
+      'access-control-allow-headers': 'authorization, content-type, last-event-id',
       'access-control-max-age': '600',
     };
   }

@@ -40,7 +40,7 @@ export class AgentRuntime {
    * Parley runs may name any of them, D-71) and makes each app's engine, so that a bad setting stops
    * the start rather than a request.
    */
-  static async load(tenants: Tenants, opts: AgentEngineOptions = {}): Promise<AgentRuntime> {
+  static async load(tenants: Tenants, opts: AgentEngineOptions): Promise<AgentRuntime> {
     const apps = [...tenants.apps.values()];
     const knowledge = await loadKnowledgeBases(tenants.dir, [
       ...apps.flatMap((a) => (a.agent.knowledge_base ? [a.agent.knowledge_base] : [])),

@@ -7,7 +7,7 @@ import type { IdempotencyClaim } from '../core/claims.ts';
 import type { AgentRuntime } from './agent.ts';
 import { newId } from '../core/ids.ts';
 import { unixNow } from '../core/clock.ts';
-import { ResponseRun } from './response-runner.ts';
+import { ResponseRun } from './send/response-runner.ts';
 import type { UsageLedger } from '../store/shared.ts';
 
 export interface StartedCompletion {

@@ -114,14 +114,13 @@ export interface ControlPlane {
 export interface ControlOptions {
   /** The seed of a new control plane, merged into an existing one by D-77's rule. */
   fixtures: FixturesT;
-  /** D-75: how long audit entries are kept (default 365 days). */
+  /** D-75: how long audit entries are kept (the settings' AUDIT_RETENTION_DAYS); none given: all are. */
   auditRetentionDays?: number;
   /** Told what D-77's merge added and what differs and was left. */
   log?: (message: string) => void;
   now?: () => number;
 }
 
-export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
 /** D-67: a session's absolute expiry (and its idle one): no session outlives it, so a store may forget older ones. */
 export const SESSION_MAX_AGE_MS = 7 * 86_400_000;
 export const SESSION_IDLE_MS = 12 * 3_600_000;

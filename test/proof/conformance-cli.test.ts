@@ -185,7 +185,8 @@ describe('the command as a process', () => {
   });
 });
 
-test('docs/conformance.md is up to date by the command CI can run: npm run conformance:docs -- --check', async () => {
+test('the conformance guide and reference are up to date by the command CI can run: npm run conformance:docs -- --check', async () => {
   const { stdout } = await exec(process.execPath, ['--import', 'tsx', 'conformance/docs.ts', '--check'], { cwd: ROOT });
   assert.match(stdout, /^docs\/conformance\.md is up to date$/m);
+  assert.match(stdout, /^docs\/conformance-reference\.md is up to date$/m);
 });

@@ -160,7 +160,7 @@ describe('what the interface allows passes profile spec', () => {
 });
 
 after(() => {
-  // Reported in the test output and in docs/conformance.md.
+  // Reported in the test output and in docs/conformance-reference.md.
   console.log(
     `conformance mutants: ${caught.length} of ${MUTANTS.length} broken implementations caught by the case that should catch them, for the reason it should; ` +
       `${allowed.size} of ${MUTANTS.filter((m) => m.profile === 'reference').length + VARIANTS.length} reference-level mutants and variants pass profile spec`,

@@ -5,6 +5,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
+import { adminGet, adminToken } from '../support/admin-token.ts';
 import { chromiumMissing, launch } from '../support/browser.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
 import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
@@ -189,6 +190,7 @@ const everyPage = () => [
   `#/app/${APP}`,
   '#/members',
   '#/keys',
+  '#/tokens',
   `#/conversations?app=${APP}&deleted=include`,
   `#/conversation/${APP}/${deletedId}`,
   '#/usage',
@@ -449,6 +451,26 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await page.getByLabel('App', { exact: true }).selectOption('');
     await page.getByRole('button', { name: 'Show' }).click();
     await region.getByRole('cell', { name: APP, exact: true }).first().waitFor();
+  });
+
+  test("Settings holds API keys, access tokens, members and webhooks (§5.3); a member's token shows its last use and is revoked after a confirmation naming it (D-153)", async () => {
+    const settings = page.getByRole('navigation', { name: 'Dashboard' }).getByRole('list', { name: 'Settings' });
+    const links = await settings.getByRole('link').allTextContents();
+    assert.deepEqual(links, ['API keys', 'Access tokens', 'Members', 'Webhooks']);
+    // A token made the way the CLI's `parley admin login` makes one, then used once.
+    const token = await adminToken(parley.baseUrl);
+    assert.equal((await adminGet(parley.baseUrl, token, '/keys')).status, 200);
+    await settings.getByRole('link', { name: 'Access tokens' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Access tokens' }).waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'tests' });
+    const cells = await row.getByRole('cell').allTextContents();
+    assert.match(cells[3]!, /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/, `last used: ${cells}`);
+    await row.getByRole('button', { name: 'Revoke tests' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke tests?' });
+    await dialog.getByRole('button', { name: 'Revoke tests' }).click();
+    await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
+    assert.equal((await adminGet(parley.baseUrl, token, '/keys')).status, 401, 'refused at once');
+    assert.deepEqual(page.problems, []);
   });
 
   test('webhooks: add an endpoint by keyboard; its log shows status and timing; redeliver; disable; a 410 says why; delete names it (D-80…D-87)', async () => {

@@ -2,7 +2,7 @@
 // key created, rolled and revoked through one instance, and an app changed through the control
 // document by a third party, are in effect on the other instance by the time the change is answered,
 // including a revoked key refused by the instance that served it a moment before. The time a change
-// takes to reach the others is measured in `npm run bench` (bench/control-propagation.ts), not here.
+// takes to reach the others is measured in `npm run bench` (bench/control.ts), not here.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';

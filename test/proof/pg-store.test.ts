@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { UnsequencedEvent } from '../../src/contract/index.ts';
 import type { AgentRuntime } from '../../src/services/agent.ts';
 import { StorageQuota } from '../../src/services/quota.ts';
-import { ResponseService } from '../../src/services/responses.ts';
+import { ResponseService } from '../../src/services/send/responses.ts';
 import type { UsageLedger } from '../../src/store/shared.ts';
 import { PgStore, recountAppStats } from '../../src/store/pg/pg-store.ts';
 import type { LiveResponseStart } from '../../src/store/types.ts';

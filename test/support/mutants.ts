@@ -1,7 +1,7 @@
 // The broken implementations that prove the conformance suite: each breaks one rule of the interface
 // (or of a D-n decision, judged in profile `reference`) behind a loopback proxy, and names the case
 // that must catch it and why. The variants do what the interface leaves open another way, which
-// profile spec must accept. test/conformance-mutants.test.ts runs both; docs/conformance.md lists them.
+// profile spec must accept. test/conformance-mutants.test.ts runs both; docs/conformance-reference.md lists them.
 import type { Profile } from '../../conformance/context.ts';
 import { OTHER_TEAM_KEY, TARGET } from './helpers.ts';
 import { serializeSse, type MutantHooks, type ProxyRequest, type ProxyResponse } from './mutant-proxy.ts';

@@ -182,6 +182,22 @@ export const WEBHOOK_MUTANTS: Mutant[] = [
     }),
   },
   {
+    id: 'webhook-items-stored',
+    breaks: "a response event's output items carry the stored item's id and created_at, which the API's never have",
+    section: 'D-83',
+    profile: 'reference',
+    caughtBy: 'S5.5-webhook-events',
+    because: /the response\.completed event: data\.output is the API's \(D-83\)/,
+    hooks: relay({
+      out(d) {
+        rewrite(d, (e) => {
+          if (e.type !== 'response.completed') return;
+          for (const item of e.data.output) Object.assign(item, { id: 'msg_stored', created_at: e.data.created_at });
+        });
+      },
+    }),
+  },
+  {
     id: 'webhook-filter-ignored',
     breaks: 'an endpoint gets every event type, whatever it asked for',
     section: 'D-81',

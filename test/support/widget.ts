@@ -77,3 +77,18 @@ export async function visitor(
   if (r.status !== 200) throw new Error(`visitor session: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }
+
+/** A new visitor of `appId` sends `content` to a conversation of their own: the visitor and the streamed answer. */
+export async function visitorReply(
+  server: TestServer,
+  appId: string,
+  content: string,
+): Promise<{ visitor: Awaited<ReturnType<typeof visitor>>; sent: WidgetCall; responseId: string }> {
+  const v = await visitor(server, appId);
+  const conv = await widgetCall(server, 'POST', `/apps/${appId}/conversations`, { auth: v.token, body: {} });
+  const sent = await widgetCall(server, 'POST', `/apps/${appId}/conversations/${conv.body.id}`, {
+    auth: v.token,
+    body: { message: { content } },
+  });
+  return { visitor: v, sent, responseId: sent.headers.get('parley-response-id')! };
+}

@@ -9,6 +9,7 @@ import type { AdminCaller } from '../../http/context.ts';
 import { apiError } from '../../http/errors.ts';
 import { type AuditDraft, type ControlPlane, SESSION_IDLE_MS, SESSION_MAX_AGE_MS, sessionSecret } from '../../store/control.ts';
 import { hashPool } from './hashing.ts';
+import { teamRecord } from './team.ts';
 import { SignInThrottle, signInRules } from './throttle.ts';
 
 /** Where a request came from, for the audit log (D-75) and the throttle (D-69). */
@@ -173,6 +174,18 @@ export class AccountService {
     return this.control.sessions.get(sessionId);
   }
 
+  /** D-67: the answer of a sign-in and of `GET /session`: the member, their team and the session's CSRF token. */
+  session(c: Pick<AdminCaller, 'member_id' | 'team_id'>, csrf: string, expiresAtMs: number) {
+    const doc = this.control.read();
+    return {
+      object: 'session',
+      member: memberView(doc.members.find((m) => m.id === c.member_id)!),
+      team: this.team(doc, c.team_id),
+      csrf_token: csrf,
+      expires_at: Math.floor(expiresAtMs / 1000),
+    };
+  }
+
   async signOut(c: AdminCaller, origin: Origin): Promise<void> {
     if (c.session_id) await this.control.sessions.end(c.session_id);
     await this.control.audit.append([auditOf(origin, c.team_id, 'session.ended', actorOf(c), { type: 'member', id: c.member_id })]);
@@ -209,8 +222,14 @@ export class AccountService {
 
   async revokeToken(c: AdminCaller, id: string, origin: Origin): Promise<void> {
     await this.control.apply((d) => {
-      const t = d.tokens.find((x) => x.id === id && x.member_id === c.member_id && x.revoked_at === null);
-      if (!t) throw apiError('not_found', `Access token ${JSON.stringify(id)} not found.`, { param: 'token_id' });
+      // A token is its member's own: another member's (of the team too) is 404 as another team's is.
+      const t = teamRecord(
+        d.tokens,
+        c,
+        id,
+        { what: 'Access token', param: 'token_id' },
+        (x) => x.member_id === c.member_id && x.revoked_at === null,
+      );
       t.revoked_at = Math.floor(this.now() / 1000);
       return [auditOf(origin, c.team_id, 'token.revoked', actorOf(c), { type: 'access_token', id })];
     });

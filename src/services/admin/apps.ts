@@ -6,9 +6,10 @@ import type { ControlDocT } from '../../core/control.ts';
 import { newId } from '../../core/ids.ts';
 import { type AppT, Widget } from '../../core/tenants.ts';
 import type { AdminCaller } from '../../http/context.ts';
-import { apiError, invalidRequest } from '../../http/errors.ts';
+import { invalidRequest } from '../../http/errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
+import { teamApp } from './team.ts';
 
 /** What the apps service checks a change against: the knowledge bases there are, and whether an agent's settings make an engine. */
 export interface AgentCatalogue {
@@ -158,9 +159,7 @@ export class AppAdminService {
 
   /** An app of the caller's team, or 404 (another team's too: D-65). */
   private own(doc: ControlDocT, c: AdminCaller, id: string): AppT {
-    const app = doc.apps.find((a) => a.id === id && a.team_id === c.team_id);
-    if (!app) throw apiError('not_found', `App ${JSON.stringify(id)} not found.`, { param: 'app_id' });
-    return app;
+    return teamApp(doc, c, id);
   }
 
   /** Applies `req` to `app` (in the draft `d`), checking what the contract cannot: the plan, the knowledge base, the engine. */

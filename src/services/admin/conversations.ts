@@ -3,7 +3,7 @@
 // kept (audited). Only the caller's team's apps: another team's app or conversation is 404 (D-65).
 import type { AdminConversationDetailT, AdminConversationT } from '../../contract/admin-conversations.ts';
 import type { z } from 'zod';
-import type { AdminConversationsQuery } from '../../contract/admin.ts';
+import { type AdminConversationsQuery, listPage } from '../../contract/admin.ts';
 import { LIMITS } from '../../contract/index.ts';
 import type { AdminCaller } from '../../http/context.ts';
 import { apiError, invalidRequest, notFound } from '../../http/errors.ts';
@@ -12,6 +12,7 @@ import type { AdminRecord, Store } from '../../store/types.ts';
 import { toConversation } from '../conversations.ts';
 import type { DeletedRetention } from '../retention.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
+import { teamApp } from './team.ts';
 
 type Query = z.infer<typeof AdminConversationsQuery>;
 
@@ -44,7 +45,7 @@ export class AdminConversationService {
       throw invalidRequest(`${cursorParam} is not a conversation of this app: ${JSON.stringify(cursor)}.`, cursorParam, 'invalid_cursor');
     if (cursorParam === 'before') page.records.reverse();
     const data = page.records.map((r) => this.view(r));
-    return { object: 'list' as const, data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: page.hasMore };
+    return listPage(data, page.hasMore);
   }
 
   /** One conversation, deleted or not, with its history (empty, and `history: "purged"`, once purged). */
@@ -102,8 +103,7 @@ export class AdminConversationService {
 
   /** D-65: an app of the caller's team, or 404 as if it did not exist. */
   private appOf(c: AdminCaller, appId: string): void {
-    if (!this.control.read().apps.some((a) => a.id === appId && a.team_id === c.team_id))
-      throw notFound(`App ${JSON.stringify(appId)}`, 'app_id');
+    teamApp(this.control.read(), c, appId);
   }
 
   private view(r: AdminRecord): AdminConversationT {

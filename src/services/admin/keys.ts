@@ -5,9 +5,9 @@ import { newSecret, redacted, sha256Hex, webhookSigningKey } from '../../core/ap
 import { newId } from '../../core/ids.ts';
 import type { KeyT } from '../../core/tenants.ts';
 import type { AdminCaller } from '../../http/context.ts';
-import { apiError } from '../../http/errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
+import { teamRecord } from './team.ts';
 
 /** D-70: a rolled key keeps working this long unless told otherwise. */
 export const DEFAULT_ROLL_GRACE_S = 86_400;
@@ -72,9 +72,7 @@ export class KeyService {
 
   /** A key of the caller's team that is not revoked, or 404 (another team's key too, D-65). */
   private own(keys: KeyT[], c: AdminCaller, id: string): KeyT {
-    const k = keys.find((x) => x.id === id && x.team_id === c.team_id && x.revoked_at === null);
-    if (!k) throw apiError('not_found', `API key ${JSON.stringify(id)} not found.`, { param: 'key_id' });
-    return k;
+    return teamRecord(keys, c, id, { what: 'API key', param: 'key_id' }, (k) => k.revoked_at === null);
   }
 
   async roll(c: AdminCaller, id: string, graceSeconds: number | undefined, origin: Origin) {

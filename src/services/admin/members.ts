@@ -11,6 +11,7 @@ import { apiError, invalidRequest } from '../../http/errors.ts';
 import { type ControlPlane, sessionSecret } from '../../store/control.ts';
 import { actorOf, auditOf, memberView, type Origin, throttled } from './accounts.ts';
 import { hashPool } from './hashing.ts';
+import { teamRecord } from './team.ts';
 import { passwordChangeRules, SignInThrottle } from './throttle.ts';
 
 /** D-72: a set-password link works this long, once. */
@@ -200,9 +201,7 @@ export class MemberService {
 
   /** A member of the caller's team, or 404 (another team's too: D-65). */
   private own(d: ControlDocT, c: AdminCaller, id: string): MemberT {
-    const m = d.members.find((x) => x.id === id && x.team_id === c.team_id);
-    if (!m) throw apiError('not_found', `Member ${JSON.stringify(id)} not found.`, { param: 'member_id' });
-    return m;
+    return teamRecord(d.members, c, id, { what: 'Member', param: 'member_id' });
   }
 
   /** D-72: 409 when `m` is its team's only admin. */

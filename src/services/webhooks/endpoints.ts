@@ -9,6 +9,7 @@ import { apiError, invalidRequest } from '../../http/errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { Attempt, Delivery, OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
 import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';
+import { ownedBy, teamApp, teamRecord } from '../admin/team.ts';
 import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
 
 export function endpointView(e: WebhookEndpointT) {
@@ -68,9 +69,7 @@ export class EndpointService {
 
   /** An endpoint of the caller's team, or 404 (another team's too, D-72). */
   private own(all: WebhookEndpointT[], c: AdminCaller, id: string): WebhookEndpointT {
-    const e = all.find((x) => x.id === id && x.team_id === c.team_id);
-    if (!e) throw apiError('not_found', `Webhook endpoint ${JSON.stringify(id)} not found.`, { param: 'endpoint_id' });
-    return e;
+    return teamRecord(all, c, id, { what: 'Webhook endpoint', param: 'endpoint_id' });
   }
 
   private async checkUrl(url: string): Promise<void> {
@@ -79,8 +78,7 @@ export class EndpointService {
   }
 
   async create(c: AdminCaller, req: { app_id: string; url: string; events: string[]; description?: string }, origin: Origin) {
-    const app = this.control.read().apps.find((a) => a.id === req.app_id && a.team_id === c.team_id);
-    if (!app) throw apiError('not_found', `App ${JSON.stringify(req.app_id)} not found.`, { param: 'app_id' });
+    teamApp(this.control.read(), c, req.app_id);
     await this.checkUrl(req.url);
     const now = unixNow();
     const e: WebhookEndpointT = {
@@ -155,9 +153,7 @@ export class EndpointService {
   }
 
   async event(c: AdminCaller, id: string): Promise<OutboxEvent> {
-    const ev = await this.outbox.event(id);
-    if (!ev || ev.team_id !== c.team_id) throw apiError('not_found', `Event ${JSON.stringify(id)} not found.`, { param: 'event_id' });
-    return ev;
+    return ownedBy(await this.outbox.event(id), c, id, { what: 'Event', param: 'event_id' });
   }
 
   /** D-87: sends an event again to its endpoints (or one of them), as a new series of attempts, audited. */

@@ -2,7 +2,6 @@
 // atomic step (the store asks, ChangeEvents), or by a service for what no store change records (a
 // completion). An event is made only when an endpoint of its app wants its type, or a live listener
 // (`parley webhooks listen`) follows the app; otherwise nothing is written.
-import type { ItemT } from '../../contract/index.ts';
 import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import { type EventType, wants } from '../../core/webhook-endpoint.ts';
@@ -11,13 +10,14 @@ import type { ConversationRecord, ResponseSave } from '../../store/types.ts';
 import type { ChangeEvents } from '../../store/types.ts';
 import { type AppFollows, LocalFollows, type OutboxEvent } from '../../store/webhooks.ts';
 import { toConversation } from '../conversations.ts';
+import { outputOf, responseOf } from '../send/response-resource.ts';
 
 /** D-83: a payload whose compact JSON is longer is sent with `data` as `{ id, object, url }`. */
 export const MAX_PAYLOAD_BYTES = 20_480;
 
 export class WebhookEvents implements ChangeEvents {
   constructor(
-    private readonly control: ControlPlane,
+    private readonly control: Pick<ControlPlane, 'read'>,
     /** The public origin (`http://host:port`): the base of `url` in a payload cut short. */
     private readonly origin: () => string,
     /** D-88: the apps live listeners follow (on any instance: the store's outbox knows). */
@@ -79,16 +79,8 @@ export class WebhookEvents implements ChangeEvents {
   /** An exchange saved: its response, and the conversation when its title or metadata changed with it. */
   saved(after: ConversationRecord, save: ResponseSave): OutboxEvent[] {
     const r = save.response;
-    const response = {
-      id: r.id,
-      object: 'response',
-      created_at: r.created_at,
-      conversation_id: after.id,
-      output: save.items.slice(1).map(({ response_id: _, ...item }) => item as Omit<ItemT, 'response_id'>),
-      status: r.status,
-      ...(r.error ? { error: r.error } : {}),
-      ...(r.usage ? { usage: r.usage } : {}),
-    };
+    // D-83: the Response as the API answers it (send message, the look-up), items in §2.4's shape.
+    const response = responseOf({ id: r.id, created_at: r.created_at, conversation_id: after.id }, outputOf(save.items, r.id), r);
     const type = r.status === 'completed' ? 'response.completed' : 'response.failed';
     return this.make(after.app_id, type, response, `/responses/${r.id}`);
   }

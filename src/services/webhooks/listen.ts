@@ -5,10 +5,31 @@
 // a listener follows an app its events are made even with no endpoint (D-83).
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { signedHeaders } from '../../core/webhook-signature.ts';
+import type { AdminCaller } from '../../http/context.ts';
+import { EventStream } from '../../http/reply.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
 import type { WebhookEvents } from './events.ts';
 import { signingKeysOf } from './signing-keys.ts';
+import { teamApp } from '../admin/team.ts';
+
+/** What the live stream reads. */
+export interface ListenSource {
+  outbox: WebhookOutbox;
+  events: WebhookEvents;
+  control: ControlPlane;
+  /** Aborted when Parley starts closing: every live stream ends. */
+  closing: AbortSignal;
+}
+
+/**
+ * The live stream of an app of the caller's team (another team's is 404 before anything is sent,
+ * D-65); it ends with its request or when Parley starts closing.
+ */
+export function listen(o: ListenSource, c: AdminCaller, appId: string, request: AbortSignal): EventStream {
+  teamApp(o.control.read(), c, appId);
+  return new EventStream(liveEvents(o, c.team_id, appId, AbortSignal.any([request, o.closing])), () => ({ saved: true }));
+}
 
 export async function* liveEvents(
   o: { outbox: WebhookOutbox; events: WebhookEvents; control: ControlPlane },

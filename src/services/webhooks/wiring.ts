@@ -1,27 +1,27 @@
 // Webhooks put together (docs/webhooks.md): the events the store writes with each change, the
 // completions' events, the delivery worker over the store's outbox and the endpoints' service for the
-// admin surface. The settings are D-85's and D-86's, from flags and environment (src/config.ts).
+// admin surface. The settings are D-82's and D-85…D-87's, from the settings' table (src/settings.ts).
 import type { Logger } from 'pino';
 import type { CompletionT } from '../../contract/index.ts';
+import type { ChangeSources } from '../../store/backend.ts';
 import type { ControlPlane } from '../../store/control.ts';
-import type { ChangeEvents } from '../../store/types.ts';
 import type { WebhookOutbox } from '../../store/webhooks.ts';
 import { listensOnLoopback, type Resolver, systemResolver } from './addresses.ts';
 import { EndpointService } from './endpoints.ts';
 import { WebhookEvents } from './events.ts';
-import { DEFAULT_DISABLE_AFTER_MS, DEFAULT_RETRY_SCHEDULE_S, DEFAULT_TIMEOUT_MS, DeliveryWorker } from './worker.ts';
+import { DeliveryWorker } from './worker.ts';
 
 export interface WebhookOptions {
   /** D-85: delays in seconds between the first attempt and each retry (`--webhook-retry-schedule`). */
-  webhookRetrySchedule?: number[];
-  /** D-85: an attempt's bound (`--webhook-timeout-ms`, default 15000). */
-  webhookTimeoutMs?: number;
+  webhookRetrySchedule: number[];
+  /** D-85: an attempt's bound (`--webhook-timeout-ms`). */
+  webhookTimeoutMs: number;
   /** D-82: every non-public address allowed (`--webhook-allow-private`). */
-  webhookAllowPrivate?: boolean;
-  /** D-86: an endpoint failing this long is disabled (default 5 days). */
-  webhookDisableAfterMs?: number;
-  /** D-87: finished events and their attempts are kept this long (default 7 days). */
-  webhookRetentionMs?: number;
+  webhookAllowPrivate: boolean;
+  /** D-86: an endpoint failing this long is disabled (`--webhook-disable-after-days`). */
+  webhookDisableAfterMs: number;
+  /** D-87: finished events and their attempts are kept this long (`--webhook-retention-days`). */
+  webhookRetentionMs: number;
   /** D-82: tests inject a resolver (a name mapped to a refused address, no socket opened). */
   webhookResolver?: Resolver;
   /** How often an instance looks for due deliveries besides its own wake-ups (default 1 s). */
@@ -30,38 +30,49 @@ export interface WebhookOptions {
   publicUrl?: string;
 }
 
-/** What a store that has an outbox offers (both backends do). */
-interface OutboxStore {
-  outbox?: WebhookOutbox;
-  changeEvents: ChangeEvents | undefined;
+/** Where payload URLs point (D-83): `--public-url`, else where Parley listens, once it does. */
+export interface PublicOrigin {
+  at: string;
 }
 
-export function startWebhooks(store: OutboxStore, control: ControlPlane, o: WebhookOptions, log: Logger, host: string) {
-  const outbox = store.outbox;
-  if (!outbox) return { completed: undefined, endpoints: undefined, live: undefined, listening() {}, closing() {}, stop: async () => {} };
+/** D-84: the events of each change, made as the store opens (openBackend's `changeEvents`). */
+export function webhookEvents(o: Pick<WebhookOptions, 'publicUrl'>, origin: PublicOrigin) {
+  return ({ outbox, control }: ChangeSources) =>
+    new WebhookEvents(control, () => (o.publicUrl ?? origin.at).replace(/\/$/, ''), outbox.follows);
+}
+
+/** The backend's parts webhooks run on: its outbox, the events its store makes, the endpoints. */
+interface WebhookBackend {
+  outbox: WebhookOutbox;
+  changeEvents: WebhookEvents;
+  control: ControlPlane;
+}
+
+export function startWebhooks(
+  { outbox, changeEvents: events, control }: WebhookBackend,
+  origin: PublicOrigin,
+  o: WebhookOptions,
+  log: Logger,
+  host: string,
+) {
   // D-88: live streams end when Parley starts closing (they never end by themselves).
   const closing = new AbortController();
-  let origin = '';
-  const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''), outbox.follows);
-  store.changeEvents = events;
-  const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate ?? false };
+  const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate };
   const resolve = o.webhookResolver ?? systemResolver;
-  const timeoutMs = o.webhookTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const retentionMs = o.webhookRetentionMs ?? 7 * 86_400_000;
   const worker = new DeliveryWorker(outbox, control, {
-    scheduleS: o.webhookRetrySchedule ?? DEFAULT_RETRY_SCHEDULE_S,
-    timeoutMs,
-    disableAfterMs: o.webhookDisableAfterMs ?? DEFAULT_DISABLE_AFTER_MS,
+    scheduleS: o.webhookRetrySchedule,
+    timeoutMs: o.webhookTimeoutMs,
+    disableAfterMs: o.webhookDisableAfterMs,
     policy,
     resolve,
     concurrency: 16,
     pollMs: o.webhookPollMs ?? 1000,
-    retentionMs,
+    retentionMs: o.webhookRetentionMs,
     log,
   });
   const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());
   return {
-    /** For the admin surface's routes (src/api/admin-webhooks.ts): endpoints, and the live stream's sources. */
+    /** For the admin surface's routes (src/api/admin/webhooks.ts): endpoints, and the live stream's sources. */
     endpoints,
     live: { outbox, events, control, closing: closing.signal },
     /** D-83: a completion's event, written once its usage is saved. */
@@ -73,7 +84,7 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
     },
     /** Parley listens at `at` (`http://host:port`): the origin of payload URLs; delivery starts. */
     listening(at: string) {
-      origin = at;
+      origin.at = at;
       worker.start();
     },
     /** Ends the live streams, so that a shutdown does not wait for them. */

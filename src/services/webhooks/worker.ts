@@ -14,11 +14,6 @@ import type { AddressPolicy, Resolver } from './addresses.ts';
 import { Connections, type SendResult, send } from './send.ts';
 import { signingKeysOf } from './signing-keys.ts';
 
-/** D-85: Svix's schedule: the delays in seconds between the first attempt (at once) and each retry. */
-export const DEFAULT_RETRY_SCHEDULE_S = [5, 300, 1800, 7200, 18000, 36000, 36000];
-export const DEFAULT_TIMEOUT_MS = 15_000;
-/** D-86: an endpoint failing this long (with no success since) is disabled. */
-export const DEFAULT_DISABLE_AFTER_MS = 5 * 86_400_000;
 /** D-85: Retry-After is honoured up to this. */
 export const MAX_RETRY_AFTER_S = 86_400;
 /** D-85: a lease lasts the timeout plus this: a dead instance's deliveries go to the others then. */
@@ -27,8 +22,10 @@ export const LEASE_SLACK_MS = 5_000;
 const STOP_WAIT_MS = 2_000;
 
 export interface WorkerOptions {
+  /** D-85: the delays in seconds between the first attempt (at once) and each retry. */
   scheduleS: readonly number[];
   timeoutMs: number;
+  /** D-86: an endpoint failing this long (with no success since) is disabled. */
   disableAfterMs: number;
   policy: AddressPolicy;
   resolve: Resolver;

@@ -20,7 +20,6 @@ import {
   type ControlOptions,
   type ControlPlane,
   changed,
-  DEFAULT_AUDIT_RETENTION_DAYS,
   KeyUseRecorder,
   mergeAudit,
   mergeFixtures,
@@ -72,8 +71,8 @@ export class FileAuditLog implements AuditLog {
 
   constructor(private readonly now: () => number) {}
 
-  /** Reads the journal; entries of versions past `version` are voided; entries older than the retention are compacted away. */
-  async open(file: string, version: number, retentionDays: number): Promise<void> {
+  /** Reads the journal; entries of versions past `version` are voided; entries older than the retention (if any) are compacted away. */
+  async open(file: string, version: number, retentionDays: number | undefined): Promise<void> {
     this.journal = new Journal(file);
     const read: Array<{ v: number | null; a: AuditRecord }> = [];
     const { lines } = await this.journal.open((e, line) => {
@@ -85,7 +84,7 @@ export class FileAuditLog implements AuditLog {
     });
     const lost = read.some((r) => r.v !== null && r.v > version);
     if (lost) await this.journal.append({ void: version + 1 });
-    const since = Math.floor(this.now() / 1000) - retentionDays * 86_400;
+    const since = retentionDays === undefined ? -Infinity : Math.floor(this.now() / 1000) - retentionDays * 86_400;
     for (const r of read) if ((r.v === null || r.v <= version) && r.a.created_at >= since) this.entries.push(r.a);
     if (this.entries.length < lines) await this.journal.compact(() => this.entries.map((a) => ({ v: null, a })));
   }
@@ -169,7 +168,7 @@ export class FileControlPlane implements ControlPlane {
       this.o.log?.('control plane: a new control.json seeded from the fixtures');
     }
     this.doc = this.low.data;
-    await this.audit.open(path.join(dir, 'audit.jsonl'), this.doc.version, this.o.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS);
+    await this.audit.open(path.join(dir, 'audit.jsonl'), this.doc.version, this.o.auditRetentionDays);
     this.sessions = await FileSessions.open(dir, now);
     this.signInFailures = await FileFailureCounts.open(dir, now);
     this.keyUseFile = await FileKeyUse.open(dir);

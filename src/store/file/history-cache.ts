@@ -100,7 +100,7 @@ export class HistoryCache {
   /**
    * Drops the least recently used histories beyond the count or the bytes; one being written is kept.
    * From the oldest, and only as far as needed: at 100,000 conversations nearly every get reads a
-   * history, and adding up all 1,000 held ones each time was 7 % of a get's CPU (bench/profile.ts).
+   * history, and adding up all 1,000 held ones each time was 7 % of a get's CPU (bench/lab/profile.ts).
    */
   private evict(): void {
     const over = () => this.files.size > CACHE_SIZE || this.bytes > this.maxBytes;

@@ -19,7 +19,7 @@ const PartSchema = z.object({
 
 /**
  * PartSchema's rules without zod's copy of the whole part (reads of uncached conversations showed
- * zod's copy as GC time, bench/profile.ts get); zod still words the error when this says no.
+ * zod's copy as GC time, bench/lab/profile.ts get); zod still words the error when this says no.
  */
 function isPart(data: unknown): data is History {
   if (!isPlainObject(data) || !Array.isArray(data.items) || !Array.isArray(data.responses)) return false;

@@ -44,11 +44,11 @@ export class FileOutbox implements WebhookOutbox {
   /**
    * Opens `webhooks.jsonl` and adopts the events of `carried` (read from conversations.jsonl) it lacks:
    * their change is durable, and the process ended before they reached the outbox. Those older than
-   * the retention (D-87, default 7 days) are not brought back.
+   * the retention (D-87, the settings' WEBHOOK_RETENTION_DAYS) are not brought back; with none given, all are.
    */
-  static async open(dataDir: string, carried: OutboxEvent[] = [], retentionMs = 7 * 86_400_000): Promise<FileOutbox> {
+  static async open(dataDir: string, carried: OutboxEvent[] = [], retentionMs?: number): Promise<FileOutbox> {
     const o = await FileOutbox.read(dataDir);
-    const since = (Date.now() - retentionMs) / 1000;
+    const since = retentionMs === undefined ? -Infinity : (Date.now() - retentionMs) / 1000;
     o.adopt(carried.filter((e) => e.created_at >= since));
     await o.settled();
     return o;

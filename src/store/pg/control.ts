@@ -12,7 +12,6 @@ import {
   type ControlOptions,
   type ControlPlane,
   changed,
-  DEFAULT_AUDIT_RETENTION_DAYS,
   KeyUseRecorder,
   mergeAudit,
   mergeFixtures,
@@ -107,7 +106,7 @@ export class PgControlPlane implements ControlPlane {
     if (made.length) this.o.log?.('control plane: a new control document seeded from the fixtures');
     const [row] = await this.sql<{ body: string }[]>`SELECT body::text AS body FROM control_document WHERE id = 1`;
     this.doc = parseDoc(row!.body);
-    await this.audit.prune(this.o.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS);
+    if (this.o.auditRetentionDays !== undefined) await this.audit.prune(this.o.auditRetentionDays);
     const probe = mergeFixtures(structuredClone(this.doc), this.o.fixtures);
     // Several instances may merge at once: each merge adds only what the locked row still lacks.
     if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures).added));

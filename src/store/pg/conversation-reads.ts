@@ -1,6 +1,6 @@
 // The conversation reads of the PostgreSQL store and its rename, each one prepared statement (D-42,
 // revised: docs/postgres.md): a round trip is most of what a read costs here, on both sides of the
-// socket (docs/benchmarks-log.md, "PostgreSQL: get, list and rename in one round trip each").
+// socket (bench/log.md, "PostgreSQL: get, list and rename in one round trip each").
 import type { Sql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
 import type { ConversationPage, ConversationPageQuery, ConversationRecord } from '../types.ts';

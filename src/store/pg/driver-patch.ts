@@ -17,5 +17,7 @@ export function driverPatched(): boolean {
   }
 }
 
+// D-151: the install patches only the copy in Parley's own node_modules; a project's hoisted copy is
+// patched only when its folder is named.
 export const UNPATCHED_WARNING =
-  'postgres.js is not patched (scripts/patch-postgres.mjs did not run at install): a connection that dies under a transaction can end this process; run `node node_modules/parley/scripts/patch-postgres.mjs` or `npm rebuild parley`';
+  "postgres.js is not patched (the install patches only the copy in Parley's own node_modules): a connection that dies under a transaction can end this process; run `npm rebuild parley`, or `node node_modules/parley/scripts/patch-postgres.mjs FOLDER` to patch the copy in FOLDER";

@@ -68,7 +68,7 @@ export class PgRateCounts implements RateCounts {
 
   /**
    * `scope` tells the REST plans' counts from the widget's budgets (D-52), which are keyed by app too.
-   * `durable: true` waits for a count's WAL flush before its row is free again (bench/probe-pg-counts.ts
+   * `durable: true` waits for a count's WAL flush before its row is free again (bench/lab/probe-pg-counts.ts
    * measures it); by default a count does not (D-103).
    */
   constructor(

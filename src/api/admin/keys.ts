@@ -1,0 +1,61 @@
+// The team's API keys on the admin surface (docs/control-plane.md, D-70): listed redacted, created
+// and rolled (each shown once), revoked; changes are an admin's.
+import { CreateKeyRequest, listPage, RollKeyRequest } from '../../contract/admin.ts';
+import { parseBody } from '../../http/context.ts';
+import type { RouteDef } from '../../http/router.ts';
+import type { KeyService } from '../../services/admin/keys.ts';
+import type { AdminRoute } from '../rows.ts';
+import { originOf } from './common.ts';
+
+export function keyRoutes(keys: KeyService): RouteDef<AdminRoute>[] {
+  return [
+    {
+      method: 'GET',
+      pattern: '/keys',
+      route: {
+        operationId: 'listKeys',
+        summary: "D-70 The team's API keys, redacted, with their last use",
+        ok: 'ApiKeyList',
+        handle: async (ctx) => listPage(await keys.list(ctx.admin)),
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/keys',
+      route: {
+        operationId: 'createKey',
+        summary: 'D-70 A new API key, shown once',
+        body: 'CreateKeyRequest',
+        ok: 'ApiKeyCreated',
+        adminOnly: true,
+        handle: async (ctx) => keys.create(ctx.admin, await parseBody(ctx, CreateKeyRequest), originOf(ctx)),
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/keys/:key_id/roll',
+      route: {
+        operationId: 'rollKey',
+        summary: 'D-70 A new key at once; the old one until its grace ends',
+        body: 'RollKeyRequest',
+        ok: 'ApiKeyCreated',
+        adminOnly: true,
+        handle: async (ctx) => {
+          const body = await parseBody(ctx, RollKeyRequest);
+          return keys.roll(ctx.admin, ctx.params.key_id!, body.expires_in_seconds, originOf(ctx));
+        },
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/keys/:key_id/revoke',
+      route: {
+        operationId: 'revokeKey',
+        summary: 'D-70 Revoke a key: refused at once',
+        ok: 'ApiKey',
+        adminOnly: true,
+        handle: async (ctx) => keys.revoke(ctx.admin, ctx.params.key_id!, originOf(ctx)),
+      },
+    },
+  ];
+}
