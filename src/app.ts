@@ -60,6 +60,8 @@ export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'we
   shutdownGraceMs?: number;
   /** D-36: how long a response's events stay resumable after its end (tests shorten it). */
   responseEventsTtlMs?: number;
+  /** The clock of sign-ins and password changes (D-165); tests stop it so that a burst's back-off cannot run out mid-burst. */
+  adminClock?: () => number;
 }
 
 export interface Parley {
@@ -269,10 +271,10 @@ function adminSurface(
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
-  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'>,
+  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'> & Pick<ParleyOptions, 'adminClock'>,
   webhooks?: WebhookAdmin,
 ) {
-  const accounts = new AccountService(control, o.passwordHashCost);
+  const accounts = new AccountService(control, o.passwordHashCost, o.adminClock);
   const routes = adminRoutes({
     accounts,
     keys: new KeyService(control),
@@ -280,7 +282,7 @@ function adminSurface(
     usage: new UsageService(control, credits),
     apps: new AppAdminService(control, agent),
     conversations,
-    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard }),
+    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
     webhooks,
     publicUrl: o.publicUrl,
   });

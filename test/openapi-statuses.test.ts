@@ -125,6 +125,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'admin_role_required',
       'csrf_failed',
       'sign_in_throttled',
+      'sign_in_busy',
       'last_admin',
       'email_taken',
       'conversation_not_restorable',

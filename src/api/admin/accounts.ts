@@ -25,7 +25,7 @@ export function accountRoutes(accounts: AccountService, secureCookies: boolean):
         body: 'SignInRequest',
         ok: 'Session',
         open: true,
-        extra: ['429'],
+        extra: ['429', '503'],
         handle: async (ctx) => {
           const body = await parseBody(ctx, SignInRequest);
           const { cookie: value, session, member } = await accounts.signIn(body.email, body.password, originOf(ctx));
