@@ -214,7 +214,8 @@ export function junitElement(r: CaseResult): { kind: JunitKind; xml: string } {
   }
   if (r.status === 'failed') {
     const f = r.failure ?? { message: 'failed' };
-    return { kind: 'failure', xml: `<failure message="${xml(f.message)}" type="${r.level}">${xml(evidenceText(f))}</failure>` };
+    const clauses = r.clauses ? `\n\nclauses: ${r.clauses.join(', ')}` : '';
+    return { kind: 'failure', xml: `<failure message="${xml(f.message)}" type="${r.level}">${xml(evidenceText(f) + clauses)}</failure>` };
   }
   return { kind: 'none', xml: '' };
 }
@@ -302,6 +303,7 @@ function renderTap(run: RunResults): string {
       const f = r.failure ?? { message: r.stale ?? 'failed' };
       lines.push(`not ok ${i + 1} - ${name}${todo}`, '  ---', ...yamlBlock('message', f.message), `    level: ${r.level}`);
       if (r.stale) lines.push(...yamlBlock('stale', r.stale));
+      if (r.clauses) lines.push(...yamlBlock('clauses', r.clauses.join(', ')));
       if (f.curl) lines.push(...yamlBlock('sent', f.curl));
       if (f.response) lines.push(...yamlBlock('got', f.response));
       if (f.reproduction) lines.push(...yamlBlock('reproduce', f.reproduction));

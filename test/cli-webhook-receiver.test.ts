@@ -122,7 +122,7 @@ describe('parley webhooks check-receiver (D-175)', () => {
     test(`D-175: a receiver that ${name === 'good' ? 'uses standardwebhooks' : name} ${fails.length ? `fails ${fails.join(', ')}` : 'passes every case'}`, async () => {
       const rx = await serve(rule());
       try {
-        const r = await check(rx.url, '--reporter', 'json');
+        const r = await check(rx.url, '--json');
         const run = JSON.parse(r.stdout.slice(0, r.stdout.lastIndexOf('\ncheck-receiver:'))) as RunResults;
         assert.deepEqual(failedIds(run), fails, r.stdout);
         assert.equal(r.code, fails.length ? 1 : 0);
@@ -150,8 +150,11 @@ describe('parley webhooks check-receiver (D-175)', () => {
   test('D-175: a delivery to accept is an event of D-83 that standardwebhooks verifies; the secret never shows', async () => {
     const rx = await serve(RECEIVERS.good!.rule());
     try {
-      const r = await check(rx.url, '--app', 'app_demo');
+      const r = await check(rx.url, '--app', 'app_demo', '--reporter', 'json');
       assert.equal(r.code, 0, r.stdout);
+      const run = JSON.parse(r.stdout.slice(0, r.stdout.lastIndexOf('\ncheck-receiver:'))) as RunResults & { matrix?: unknown };
+      assert.equal(run.subject, 'receiver');
+      assert.equal(run.matrix, undefined, 'a receiver has no clause matrix');
       const first = rx.received[0]!;
       const event = wh.verify(first.body, first.headers) as {
         id: string;
@@ -225,9 +228,11 @@ describe('parley webhooks check-receiver (D-175)', () => {
         /<testcase classname="check-receiver" name="R-duplicate-id: [^"]*"[^>]*>\s*<failure message="request 2 of the case answered 500/,
       );
       assert.match(junit, /reproduce:\n#!\/bin\/sh/);
+      assert.match(junit, /clauses: Standard Webhooks 1\.0: Verifying signatures \(webhook-id as an idempotency key\), D-85/);
       const tap = await fs.readFile(path.join(dir, files.tap), 'utf8');
       assert.match(tap, /^not ok 3 - R-duplicate-id/m);
       assert.doesNotMatch(tap, /# score/);
+      assert.match(tap, /clauses: \|-\n\s+Standard Webhooks 1\.0: Verifying signatures \(webhook-id as an idempotency key\), D-85/);
       const html = await fs.readFile(path.join(dir, files.html), 'utf8');
       assert.match(html, /<h1>Webhook receiver report<\/h1>/);
       assert.doesNotMatch(html, /Clause matrix/);
@@ -243,6 +248,7 @@ describe('parley webhooks check-receiver (D-175)', () => {
         ['--url', 'ftp://127.0.0.1/x', '--secret', SECRET],
         ['--url', rx.url, '--secret', 'whsec_short'],
         ['--url', rx.url, '--secret', SECRET, '--reporter', 'xml'],
+        ['--url', rx.url, '--secret', SECRET, '--reporter', 'tap', '--json'],
         ['--url', rx.url],
       ]) {
         const r = await runCli(['webhooks', 'check-receiver', ...args], { env: { XDG_CONFIG_HOME: configHome } });

@@ -71,7 +71,10 @@ Examples:
         import('../../conformance/reporters.ts'),
         import('../../conformance/run.ts'),
       ]);
-      const reporter = reporters.REPORTERS.find((r) => r === o.reporter);
+      // parley's --json, as every command reads it, asks for the json reporter.
+      const reporterGiven = c.getOptionValueSource('reporter') !== 'default';
+      if (g.json && reporterGiven && o.reporter !== 'json') throw new UsageError('--json and --reporter name two reports: give one');
+      const reporter = reporters.REPORTERS.find((r) => r === (g.json ? 'json' : o.reporter));
       if (!reporter)
         throw new UsageError(`--reporter must be one of ${reporters.REPORTERS.join(', ')} (got ${JSON.stringify(o.reporter)})`);
       const timeoutMs = timeoutGiven(c, session.io.env) ? g.timeoutMs : DEFAULT_TIMEOUT_S * 1000;
