@@ -74,23 +74,28 @@ function post(url: URL, headers: Record<string, string>, body: string, timeoutMs
   return new Promise((resolve) => {
     // A new connection per request (no agent): nothing is kept open once the run ends.
     const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: request.headers, agent: false });
-    const timer = setTimeout(() => req.destroy(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
-    req.on('error', (err) => {
+    let settled = false;
+    const settle = (ex: Exchange) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      resolve(exchange(0, `(${err.message})`));
-    });
+      req.destroy();
+      resolve(ex);
+    };
+    const timer = setTimeout(() => settle(exchange(0, `(timed out after ${timeoutMs} ms)`)), timeoutMs);
+    req.on('error', (err) => settle(exchange(0, `(${err.message})`)));
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
+      const answer = () => exchange(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8').slice(0, ANSWER_BYTES), res.headers);
       res.on('data', (c: Buffer) => {
-        if (size < ANSWER_BYTES) chunks.push(c);
+        chunks.push(c);
         size += c.length;
+        // The status is known and the rest would only be shown cut: a receiver that streams is not waited for.
+        if (size >= ANSWER_BYTES) settle(answer());
       });
-      res.on('end', () => {
-        clearTimeout(timer);
-        resolve(exchange(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8').slice(0, ANSWER_BYTES), res.headers));
-      });
-      res.on('error', () => undefined);
+      res.on('end', () => settle(answer()));
+      res.on('error', (err) => settle(exchange(0, `(the answer was cut short: ${err.message})`)));
     });
     req.end(body);
   });

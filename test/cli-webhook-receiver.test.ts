@@ -193,23 +193,50 @@ describe('parley webhooks check-receiver (D-175)', () => {
     assert.match(r.stdout, /no answer: .*ECONNREFUSED/);
   });
 
-  test('D-175: a receiver that never answers fails each case at --timeout, each request sent once', async () => {
-    let requests = 0;
-    const server = http.createServer(() => {
-      requests++;
-    });
+  /** A loopback server whose handler may leave a request unanswered; its open connections are cut at close. */
+  async function rawServer(handler: http.RequestListener, run: (url: string) => Promise<void>): Promise<void> {
+    const server = http.createServer(handler);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const r = await check(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, '--timeout', '0.2', '--reporter', 'tap');
-      assert.equal(r.code, 1);
-      assert.equal((r.stdout.match(/^not ok /gm) ?? []).length, ALL.length);
-      assert.match(r.stdout, /message: \|-\n\s+no answer: timed out after 200 ms/);
-      // The duplicate's second request is not sent once its first went unanswered; nothing is retried.
-      assert.equal(requests, ALL.length);
+      await run(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  }
+
+  test('D-175: a receiver that never answers fails each case at --timeout, each request sent once', async () => {
+    let requests = 0;
+    await rawServer(
+      () => {
+        requests++;
+      },
+      async (url) => {
+        const r = await check(url, '--timeout', '0.2', '--reporter', 'tap');
+        assert.equal(r.code, 1);
+        assert.equal((r.stdout.match(/^not ok /gm) ?? []).length, ALL.length);
+        assert.match(r.stdout, /message: \|-\n\s+no answer: timed out after 200 ms/);
+        // The duplicate's second request is not sent once its first went unanswered; nothing is retried.
+        assert.equal(requests, ALL.length);
+      },
+    );
+  });
+
+  test('D-175: an answer whose body never ends is judged by its status once 16 KiB of it came', { timeout: 60_000 }, async () => {
+    await rawServer(
+      (req, res) => {
+        req.resume();
+        res.writeHead(400, { 'content-type': 'text/plain' });
+        res.write('x'.repeat(64 * 1024));
+      },
+      async (url) => {
+        const r = await check(url, '--json');
+        const run = JSON.parse(r.stdout.slice(0, r.stdout.lastIndexOf('\ncheck-receiver:'))) as RunResults;
+        assert.deepEqual(failedIds(run), ['R-signed', 'R-key-roll', 'R-duplicate-id']);
+        const shown = run.results[0]!.failure!.exchanges![0]!.response.body as string;
+        assert.equal(shown.length, 16 * 1024);
+      },
+    );
   });
 
   test('D-175: --reporter junit|tap|html with --out writes the report; the duplicate case replays its two requests', async () => {
