@@ -6,6 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { badgeSvg, besideReport, summaryJson } from './badge.ts';
 import { baselineText, loadBaseline, type Baseline } from './baseline.ts';
 import { parseRate } from './pace.ts';
+import { DEFAULT_WINDOW_WAIT_MS } from './context.ts';
 import { sectionTitle, selectCases } from './registry.ts';
 import { REPORTERS, prettyHeader, prettyLine, render, renderPretty, summaryLine, type ReporterName } from './reporters.ts';
 import {
@@ -33,6 +34,7 @@ interface Opts {
   out?: string;
   timeout: number;
   settleTimeout: number;
+  windowWait: number;
   bail?: boolean;
   repeat: number;
   retryFailed: number;
@@ -119,6 +121,12 @@ export function conformanceCommand(io: Io = processIo): Command {
       'how long to read again what may settle after an answer (aggregated metrics, the generated title), in milliseconds',
       positiveInt('--settle-timeout'),
       30_000,
+    )
+    .option(
+      '--window-wait <ms>',
+      "how long a case's set-up waits out a rate-limit window an earlier run left full, in milliseconds; past it the case is errored, not failed (D-176)",
+      positiveInt('--window-wait'),
+      DEFAULT_WINDOW_WAIT_MS,
     )
     .option('--bail', 'stop at the first failure')
     .option(
@@ -241,6 +249,8 @@ export async function conformanceAction(o: Opts, io: Io = processIo): Promise<nu
       skip: o.skip,
       timeoutMs: o.timeout,
       settleTimeoutMs: o.settleTimeout,
+      windowWaitMs: o.windowWait,
+      onWait: progress ? (id, ms, why) => io.out(`  … ${id}: waiting ${(ms / 1000).toFixed(ms % 1000 ? 1 : 0)} s for ${why}`) : undefined,
       bail: o.bail,
       repeat: o.repeat,
       retryFailed: o.retryFailed,

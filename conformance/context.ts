@@ -58,6 +58,18 @@ export class PreconditionFailure extends CaseFailure {
   }
 }
 
+/**
+ * D-176: a case's set-up met a state an earlier run left the implementation in (a rate-limit window
+ * still full past --window-wait): nothing was judged, so the case is errored, never failed; its
+ * message names the flag that would have let it wait.
+ */
+export class SetupUnmet extends CaseFailure {
+  override name = 'SetupUnmet';
+}
+
+/** D-176: how long a case's set-up waits out a full window by default: a minute, the longest a plan's is. */
+export const DEFAULT_WINDOW_WAIT_MS = 60_000;
+
 /** The case cannot judge this target (e.g. the agent never called a function); never a pass. */
 export class CaseSkip extends Error {
   override name = 'CaseSkip';
@@ -91,6 +103,9 @@ export interface RunState {
   timeoutMs: number;
   /** The run's --settle-timeout: how long a case waits for what an implementation may settle after it answered. */
   settleTimeoutMs: number;
+  /** D-176: the run's --window-wait: how long a case's set-up waits out a window an earlier run left full. */
+  windowWaitMs: number;
+  onWait?: (caseId: string, ms: number, why: string) => void;
   /** Conversations to delete at the end: [app_id, conversation_id, the key that created it when not the target's]. */
   created: Array<[string, string, string?]>;
   /** The webhook cases' receiver, admin session and endpoints, shared by a run's tries and undone at its end (D-109, extended). */
@@ -237,6 +252,17 @@ export class CaseContext {
   /** Waits `ms` (a Retry-After), or less if the run is stopped meanwhile. */
   wait(ms: number): Promise<void> {
     return sleep(ms, this.run.http.opts.signal);
+  }
+
+  /** D-176: the run's --window-wait, in milliseconds. */
+  get windowWaitMs(): number {
+    return this.run.windowWaitMs;
+  }
+
+  /** D-176: waits `ms` for `why` in a case's set-up, said in the progress lines first. */
+  async setupWait(ms: number, why: string): Promise<void> {
+    this.run.onWait?.(this.caseDef.id, ms, why);
+    await this.wait(ms);
   }
 
   /** The run's --settle-timeout, in milliseconds. */

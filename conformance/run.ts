@@ -4,7 +4,17 @@ import { randomBytes } from 'node:crypto';
 import { applyBaseline, type Baseline } from './baseline.ts';
 import { scoreOf } from './score.ts';
 import { afterRetry, mergeResult, summarize } from './outcomes.ts';
-import { CaseContext, CaseFailure, CaseSkip, PreconditionFailure, type CaseDef, type Profile, type RunState } from './context.ts';
+import {
+  CaseContext,
+  CaseFailure,
+  CaseSkip,
+  DEFAULT_WINDOW_WAIT_MS,
+  PreconditionFailure,
+  SetupUnmet,
+  type CaseDef,
+  type Profile,
+  type RunState,
+} from './context.ts';
 import { describeResponse, exchangeCurl, reproduction, toEvidence, type KeyName } from './evidence.ts';
 import { HttpClient, type Exchange } from './http.ts';
 import { Pacer } from './pace.ts';
@@ -53,6 +63,13 @@ export interface RunOptions {
    * (aggregated metrics, the generated title). Default 30 s; separate from the request timeout.
    */
   settleTimeoutMs?: number;
+  /**
+   * D-176: how long a case's set-up waits out a window an earlier run left full (a 429 with
+   * Retry-After on the conversation it needs); past it the case is errored, not failed. Default 60 s.
+   */
+  windowWaitMs?: number;
+  /** Told when a case's set-up waits (the pretty reporter says so in the progress lines). */
+  onWait?: (caseId: string, ms: number, why: string) => void;
   /** Stop at the first failure; the remaining cases are reported as skipped. */
   bail?: boolean;
   /** Run the selection N times; a case passes only if it passed every time, and is flaky if it passed only some. */
@@ -104,6 +121,7 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
   const profileName = `${profile}-${INTERFACE_VERSION}`;
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const settleTimeoutMs = opts.settleTimeoutMs ?? 30_000;
+  const windowWaitMs = opts.windowWaitMs ?? DEFAULT_WINDOW_WAIT_MS;
   // A typo in CI must not turn into a green run of nothing.
   const unmatched = unmatchedPatterns(opts.only, profile);
   if (unmatched.length > 0)
@@ -175,6 +193,8 @@ export async function runConformance(opts: RunOptions): Promise<RunResults> {
         memo: new Map(),
         timeoutMs,
         settleTimeoutMs,
+        windowWaitMs,
+        onWait: opts.onWait,
         created: [],
         webhooks: { ...(opts.receiverUrl ? { receiverUrl: opts.receiverUrl } : {}), endpoints: [] },
       };
@@ -330,7 +350,7 @@ async function judged(run: CaseRun, ctx: CaseContext, preconditions: Map<string,
   const base = caseBase(c);
   let timer: NodeJS.Timeout | undefined;
   // A case is bounded as a whole too (each request is bounded by the client).
-  const caseLimit = timeoutMs * 20 + state.settleTimeoutMs * 4;
+  const caseLimit = timeoutMs * 20 + state.settleTimeoutMs * 4 + state.windowWaitMs;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new CaseFailure(`the case did not finish within ${caseLimit} ms`)), caseLimit);
   });
@@ -345,6 +365,15 @@ async function judged(run: CaseRun, ctx: CaseContext, preconditions: Map<string,
   } catch (err) {
     const ms = Math.round(performance.now() - started);
     if (err instanceof CaseSkip) return { ...base, status: 'skipped', reason: err.message, ms };
+    // D-176: the set-up met what an earlier run left (a full window): nothing was judged.
+    if (err instanceof SetupUnmet)
+      return {
+        ...base,
+        status: 'errored',
+        reason: err.message,
+        failure: failureDetail(err.message, err.exchange ?? ctx.exchanges.at(-1), ctx.exchanges, keys, state.target.baseUrl, c),
+        ms,
+      };
     if (err instanceof PreconditionFailure) {
       const shared = preconditions.get(err.precondition) ?? {
         name: err.precondition,

@@ -738,7 +738,7 @@ describe('hosted servers', () => {
     }
   });
 
-  test("the rate-limit case's set-up meets an earlier run's window: it waits out the Retry-After within --settle-timeout, then checks the limit; past it, it fails", async () => {
+  test("D-176: the rate-limit case's set-up waits out an earlier run's window up to --window-wait, whatever --settle-timeout, saying so; past it, errored, not failed, naming the flag", async () => {
     const limited = `/apps/${targetJson.apps.rate_limited}/conversations`;
     let messages = 0;
     const refusing = (times: number, retryAfter: string): MutantHooks => {
@@ -757,15 +757,24 @@ describe('hosted servers', () => {
         },
       };
     };
-    const waited = await throughProxy(refusing(1, '1'), { only: 'S8-rate-limit-429', settleTimeoutMs: 5_000 });
+    const waits: string[] = [];
+    // A settle timeout shorter than the Retry-After no longer matters: the window wait is its own bound.
+    const waited = await throughProxy(refusing(1, '2'), {
+      only: 'S8-rate-limit-429',
+      settleTimeoutMs: 500,
+      onWait: (id, ms, why) => void waits.push(`${id} ${ms} ${why}`),
+    });
     assert.equal(waited.run.results[0]!.status, 'passed', waited.run.results[0]!.failure?.message);
     assert.ok(messages >= 6, `the case sent ${messages} messages after its set-up's 429: it did not check the limit`);
-    const refused = await throughProxy(refusing(99, '120'), { only: 'S8-rate-limit-429', settleTimeoutMs: 1_000 });
-    assert.equal(refused.run.results[0]!.status, 'failed');
+    assert.deepEqual(waits, [`S8-rate-limit-429 2000 the rate-limited app's window (429, Retry-After "2")`]);
+    const refused = await throughProxy(refusing(99, '120'), { only: 'S8-rate-limit-429', windowWaitMs: 1_000 });
+    const r = refused.run.results[0]!;
+    assert.equal(r.status, 'errored');
     assert.match(
-      refused.run.results[0]!.failure!.message,
-      /refused with 429 \(Retry-After "120"\), and its window does not free within --settle-timeout \(1000 ms\); the rules of send message past the limit went unchecked/,
+      r.reason!,
+      /^set-up: .*refused with 429 \(Retry-After "120"\), a window an earlier run left full that does not free within --window-wait \(1000 ms\); nothing was judged: run again once it is free, or with --window-wait 121000$/,
     );
+    assert.ok(r.failure?.curl, 'the evidence of the refused create is kept');
   });
 
   test('a deletion that times out is tried again: what the run created is deleted even from a slow server', async () => {
@@ -794,6 +803,7 @@ describe('hosted servers', () => {
       memo: new Map(),
       timeoutMs: 5000,
       settleTimeoutMs: 5000,
+      windowWaitMs: 5000,
       webhooks: { endpoints: [] },
       created: [],
     };

@@ -1,7 +1,7 @@
 // §8 limits at and just past their boundary: metadata (16KB) on the three endpoints that take it,
 // prompt length, message content (D-15), and the rate limit (D-23).
 import { rows } from '../interface-clauses.ts';
-import { defineCases, type CaseContext, type CaseDef } from '../context.ts';
+import { defineCases, SetupUnmet, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange, OutgoingRequest } from '../http.ts';
 import { retryAfterMs } from '../pace.ts';
 import {
@@ -149,7 +149,7 @@ export const limits: CaseDef[] = [
       needs: ['apps.rate_limited'],
       noRetry: "a retry would meet the rate limit its first try used up, and judge the app's window instead of the case",
       description:
-        "send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 on creating the conversation it needs (an earlier run used the window) is waited out, by its Retry-After, within --settle-timeout (reference: create, send and completion count, D-110; Retry-After in seconds, no later than the window's reset; x-ratelimit-* on every counted request, the create included, and on the 429, the limit constant, remaining down by one a request and 0 on the 429; a create past the limit is 429 too; nothing changes, D-23, D-27; a malformed message past the limit is 429 too, D-4)",
+        "send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 on creating the conversation it needs (an earlier run used the window) is waited out, by its Retry-After, up to --window-wait (60 s by default; longer: errored, not failed, D-176) (reference: create, send and completion count, D-110; Retry-After in seconds, no later than the window's reset; x-ratelimit-* on every counted request, the create included, and on the 429, the limit constant, remaining down by one a request and 0 on the 429; a create past the limit is 429 too; nothing changes, D-23, D-27; a malformed message past the limit is 429 too, D-4)",
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
         const created = await createPastTheWindow(ctx, app);
@@ -293,7 +293,8 @@ export const limits: CaseDef[] = [
  * run this one starts; past it the case fails, since they went unchecked (D-109).
  */
 async function createPastTheWindow(ctx: CaseContext, app: string): Promise<Exchange> {
-  const deadline = Date.now() + ctx.settleTimeoutMs;
+  // D-176: the window an earlier run left full is waited out, up to --window-wait, whatever --settle-timeout says.
+  const deadline = Date.now() + ctx.windowWaitMs;
   for (let attempt = 0; ; attempt++) {
     const ex = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
     if (ex.status !== 429) return ex;
@@ -302,11 +303,11 @@ async function createPastTheWindow(ctx: CaseContext, app: string): Promise<Excha
     const header = ex.headers.get('retry-after');
     const wait = retryAfterMs(header) ?? 1000 * 2 ** attempt;
     if (Date.now() + wait > deadline)
-      return ctx.fail(
-        `the conversation this case needs could not be created on the rate-limited app: refused with 429 (Retry-After ${JSON.stringify(header)}), and its window does not free within --settle-timeout (${ctx.settleTimeoutMs} ms); the rules of send message past the limit went unchecked: run again once the window is free, or with a longer --settle-timeout`,
+      throw new SetupUnmet(
+        `set-up: the conversation this case needs could not be created on the rate-limited app: refused with 429 (Retry-After ${JSON.stringify(header)}), a window an earlier run left full that does not free within --window-wait (${ctx.windowWaitMs} ms); nothing was judged: run again once it is free, or with --window-wait ${Math.ceil((wait + 1000) / 1000) * 1000}`,
         ex,
       );
-    await ctx.wait(wait);
+    await ctx.setupWait(wait, `the rate-limited app's window (429, Retry-After ${JSON.stringify(header)})`);
   }
 }
 
