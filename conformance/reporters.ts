@@ -203,7 +203,8 @@ export function junitElement(r: CaseResult): { kind: JunitKind; xml: string } {
   const excuse = excused(r);
   if (excuse !== undefined) return { kind: 'skipped', xml: `<skipped message="${xml(excuse)}"/>` };
   if (r.status === 'skipped') return { kind: 'skipped', xml: `<skipped message="${xml(r.reason ?? '')}"/>` };
-  if (r.status === 'errored') return { kind: 'error', xml: `<error message="${xml(r.reason ?? '')}" type="${r.blockedBy ? 'precondition' : 'set-up'}"/>` };
+  if (r.status === 'errored')
+    return { kind: 'error', xml: `<error message="${xml(r.reason ?? '')}" type="${r.blockedBy ? 'precondition' : 'set-up'}"/>` };
   if (r.status === 'flaky') {
     const f = r.failure;
     const message = `flaky: ${r.reason ?? ''}${r.expectedFlaky !== undefined ? ` (listed flaky: ${r.expectedFlaky})` : ''}`;
