@@ -6,9 +6,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { adminGet, adminToken } from '../support/admin-token.ts';
-import { chromiumMissing, launch } from '../support/browser.ts';
+import { chromiumMissing, editedFixtures, launch } from '../support/browser.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
-import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
 import { axe, focused, signIn, tabThrough } from '../support/dashboard-page.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
@@ -39,29 +39,26 @@ let goneEvent = '';
 
 before(async () => {
   if (skip) return;
-  const fixturesDir = await tempDir('parley-fixtures-');
-  await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
-  const file = path.join(fixturesDir, 'fixtures.json');
-  const f = JSON.parse(await fs.readFile(file, 'utf8'));
-  f.members.push(
-    {
-      id: 'mem_viewer',
-      team_id: 'team_demo',
-      email: VIEWER.email,
-      name: 'Viewer',
-      role: 'viewer',
-      password_hash: await hashPassword(VIEWER.password, 10),
-    },
-    {
-      id: 'mem_other',
-      team_id: 'team_other',
-      email: OTHER.email,
-      name: 'Other',
-      role: 'admin',
-      password_hash: await hashPassword(OTHER.password, 10),
-    },
+  const fixturesDir = await editedFixtures(async (f) =>
+    f.members.push(
+      {
+        id: 'mem_viewer',
+        team_id: 'team_demo',
+        email: VIEWER.email,
+        name: 'Viewer',
+        role: 'viewer',
+        password_hash: await hashPassword(VIEWER.password, 10),
+      },
+      {
+        id: 'mem_other',
+        team_id: 'team_other',
+        email: OTHER.email,
+        name: 'Other',
+        role: 'admin',
+        password_hash: await hashPassword(OTHER.password, 10),
+      },
+    ),
   );
-  await fs.writeFile(file, JSON.stringify(f, null, 2));
   parley = await startTestServer({ fixturesDir, webhookPollMs: 50 });
   rx = await startReceiver();
   gone = await startReceiver();

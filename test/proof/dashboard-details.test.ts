@@ -3,14 +3,13 @@
 // at a phone's width, the usage chart's axes, the delivery log to the second, an invitation link opened
 // while signed in, and the credits banner. Its own server: fixtures whose credits run out in a few calls.
 import assert from 'node:assert/strict';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { adminToken } from '../support/admin-token.ts';
-import { chromiumMissing, launch } from '../support/browser.ts';
+import { chromiumMissing, editedFixtures, launch } from '../support/browser.ts';
 import { axe, focused, signIn } from '../support/dashboard-page.ts';
-import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const skip = chromiumMissing();
@@ -26,17 +25,14 @@ let page: Page;
 
 before(async () => {
   if (skip) return;
-  const fixturesDir = await tempDir('parley-fixtures-');
-  await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
-  const file = path.join(fixturesDir, 'fixtures.json');
-  const f = JSON.parse(await fs.readFile(file, 'utf8'));
-  for (const p of f.plans) {
-    p.credits.monthly_allowance = ALLOWANCE;
-    p.credits.price_per_1k_tokens = 0.05;
-  }
-  // One plan refuses at zero, so that the page says both rules (app_limited is on it).
-  f.plans.find((p: { id: string }) => p.id === 'limited').credits.limit = 'hard';
-  await fs.writeFile(file, JSON.stringify(f, null, 2));
+  const fixturesDir = await editedFixtures((f) => {
+    for (const p of f.plans) {
+      p.credits.monthly_allowance = ALLOWANCE;
+      p.credits.price_per_1k_tokens = 0.05;
+    }
+    // One plan refuses at zero, so that the page says both rules (app_limited is on it).
+    f.plans.find((p: { id: string }) => p.id === 'limited').credits.limit = 'hard';
+  });
   parley = await startTestServer({ fixturesDir, webhookPollMs: 50, webhookRetrySchedule: [1.2], passwordHashCost: 10 });
   origin = new URL(parley.baseUrl).origin;
   token = await adminToken(parley.baseUrl);
