@@ -16,6 +16,7 @@ export const RUN_BLOCKS = {
   'bench-stores': 'The two stores side by side',
   'bench-control': 'The control plane across instances',
   'bench-webhooks': 'Webhooks',
+  'bench-sign-in': 'A burst of sign-ins beside /v1',
 } as const;
 export type RunBlock = keyof typeof RUN_BLOCKS;
 

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama] [-- --pg | --no-pg]`: Parley beside a raw
+// `npm run bench [-- --quick] [-- --profile] [-- --no-write] [-- --ollama] [-- --pg | --no-pg] [-- --sign-in-burst]`: Parley beside a raw
 // node:http baseline, at 1,000 and 100,000 conversations, on the file store and (bench/stores.ts) on
 // PostgreSQL; prints every figure and ratio and writes the latest into docs/benchmarks.md, moving the
 // figures they replace to bench/log.md (bench/doc.ts).
@@ -10,6 +10,7 @@ import path from 'node:path';
 import { startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { controlMarkdown, measureControl } from './control.ts';
+import { measureSignInBurst, signInBurstMarkdown } from './sign-in-burst.ts';
 import { measureWebhooks, webhooksMarkdown } from './webhooks.ts';
 import { abArgs, runAb } from './ab.ts';
 import { benchFixtures, seed, STREAM_APP } from './data.ts';
@@ -29,9 +30,11 @@ const PG_ONLY = args.has('--pg');
 const CONTROL_ONLY = args.has('--control');
 /** Only issue 26's webhook figures (bench/webhooks.ts), a minute or so. */
 const WEBHOOKS_ONLY = args.has('--webhooks');
+/** Only /v1's latency during a burst of sign-ins at the production hash cost (bench/sign-in-burst.ts, D-166), a minute or so. */
+const SIGN_IN_ONLY = args.has('--sign-in-burst');
 /** `--ab <ref>`: the main figures for the working tree and a commit side by side (bench/ab.ts). Writes nothing. */
 const AB = abArgs(process.argv.slice(2));
-const WITH_PG = !AB && !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY && !WEBHOOKS_ONLY;
+const WITH_PG = !AB && !args.has('--no-pg') && !PROFILE && !OLLAMA_ONLY && !CONTROL_ONLY && !WEBHOOKS_ONLY && !SIGN_IN_ONLY;
 const WRITE = !AB && !args.has('--no-write') && !PROFILE && !OLLAMA_ONLY;
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -675,7 +678,7 @@ function report(tp: Throughput, lat: Latency, startups: Startup[], rssAfterLoad:
   });
 }
 
-/** D-93: start-up over a long history of responses, the first (which moves the earlier index once) and later ones. */
+/** D-93: start-up over a long history of responses (the median of the starts after a first one). */
 function reportPast(p: PastStartup): void {
   const n = p.past.toLocaleString('en-US');
   record({
@@ -683,10 +686,6 @@ function reportPast(p: PastStartup): void {
     parley: `${ms(p.laterMs)}, RSS ${(p.laterRss / 2 ** 20).toFixed(0)} MB`,
     target: '≤ 2 s',
     ok: p.laterMs <= 2_000,
-  });
-  record({
-    name: `for comparison: the one start-up that moves the earlier release's index (${(p.indexBytes / 2 ** 20).toFixed(0)} MB, ${n} lines)`,
-    parley: ms(p.firstMs),
   });
 }
 
@@ -805,25 +804,46 @@ async function runStores(fixturesDir: string): Promise<void> {
   await writeStores(r, sectionStart);
 }
 
-/** D-78's 2 s: a change on one instance in effect on another (bench/control.ts). */
-async function runControl(): Promise<void> {
+/** A measurement of its own: its figures printed, then written into the page's block `block`. */
+async function runBlock<F>(
+  block: RunBlock,
+  title: string,
+  measure: () => Promise<F>,
+  markdown: (f: F, when: string, machine: string) => string,
+): Promise<void> {
   const started = Date.now();
-  log('the control plane across two instances on PostgreSQL');
-  const f = await measureControl(QUICK ? 5 : 20, log);
-  const body = controlMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
+  log(title);
+  const body = markdown(await measure(), new Date(started).toISOString(), `${machine()}. ${loadText()}`);
   log(body);
-  if (WRITE) await writeRun(ROOT, 'bench-control', body);
+  if (WRITE) await writeRun(ROOT, block, body);
 }
 
+/** D-78's 2 s: a change on one instance in effect on another (bench/control.ts). */
+const runControl = () =>
+  runBlock(
+    'bench-control',
+    'the control plane across two instances on PostgreSQL',
+    () => measureControl(QUICK ? 5 : 20, log),
+    controlMarkdown,
+  );
+
 /** Issue 26: events a second to one endpoint, and a send's latency with three endpoints (bench/webhooks.ts). */
-async function runWebhooks(fixturesDir: string): Promise<void> {
-  const started = Date.now();
-  log('webhooks: events delivered a second, and the latency they add to a send');
-  const f = await measureWebhooks(fixturesDir, tmp, QUICK, log);
-  const body = webhooksMarkdown(f, new Date(started).toISOString(), `${machine()}. ${loadText()}`);
-  log(body);
-  if (WRITE) await writeRun(ROOT, 'bench-webhooks', body);
-}
+const runWebhooks = (fixturesDir: string) =>
+  runBlock(
+    'bench-webhooks',
+    'webhooks: events delivered a second, and the latency they add to a send',
+    () => measureWebhooks(fixturesDir, tmp, QUICK, log),
+    webhooksMarkdown,
+  );
+
+/** D-166: /v1's creates idle and during a burst of sign-ins at the production hash cost (bench/sign-in-burst.ts). */
+const runSignInBurst = (fixturesDir: string) =>
+  runBlock(
+    'bench-sign-in',
+    'a burst of sign-ins at the production hash cost: /v1 creates idle and during it (D-166)',
+    () => measureSignInBurst(fixturesDir, tmp, QUICK, log),
+    signInBurstMarkdown,
+  );
 
 // Ctrl-C: stop the servers and remove the temporary folder before leaving.
 process.once('SIGINT', () => {
@@ -837,15 +857,17 @@ try {
     `Parley benchmark${QUICK ? ' (quick)' : ''}: ${os.cpus().length} cores, Node ${process.version}, load average ${loadBefore.map((v) => v.toFixed(1)).join(' ')}, data in ${tmp}`,
   );
   if (WRITE) {
-    const blocks: RunBlock[] = WEBHOOKS_ONLY
-      ? ['bench-webhooks']
-      : CONTROL_ONLY
-        ? ['bench-control']
-        : PG_ONLY
-          ? ['bench-stores']
-          : WITH_PG
-            ? ['bench', 'bench-stores', 'bench-control', 'bench-webhooks']
-            : ['bench', 'bench-webhooks'];
+    const blocks: RunBlock[] = SIGN_IN_ONLY
+      ? ['bench-sign-in']
+      : WEBHOOKS_ONLY
+        ? ['bench-webhooks']
+        : CONTROL_ONLY
+          ? ['bench-control']
+          : PG_ONLY
+            ? ['bench-stores']
+            : WITH_PG
+              ? ['bench', 'bench-stores', 'bench-control', 'bench-webhooks', 'bench-sign-in']
+              : ['bench', 'bench-webhooks', 'bench-sign-in'];
     await checkPages(ROOT, blocks);
   }
   const fixturesDir = AB ? '' : await benchFixtures(path.join(tmp, 'fixtures'));
@@ -861,6 +883,8 @@ try {
     await runControl();
   } else if (WEBHOOKS_ONLY) {
     await runWebhooks(fixturesDir);
+  } else if (SIGN_IN_ONLY) {
+    await runSignInBurst(fixturesDir);
   } else {
     const seeded: Record<'small' | 'large', string[]> = { small: [], large: [] };
     const streamIds: Record<'small' | 'large', string[]> = { small: [], large: [] };
@@ -943,6 +967,7 @@ try {
       await runControl();
     }
     await runWebhooks(fixturesDir);
+    await runSignInBurst(fixturesDir);
   }
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 } finally {

@@ -76,7 +76,7 @@ function schemasFor(profile: Profile) {
     config: C.AppConfig,
     metrics: C.AppMetrics,
     error: ref ? C.ReferenceErrorBody : C.ErrorBody,
-    events: (ref ? C.ReferenceEventPayload : C.SpecEventPayload) as Record<C.EventType, z.ZodType>,
+    events: (ref ? C.ReferenceEventPayload : C.SpecEventPayload) as Record<C.StreamEventType, z.ZodType>,
   };
 }
 export type Schemas = ReturnType<typeof schemasFor>;

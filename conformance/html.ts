@@ -53,7 +53,7 @@ function failureHtml(r: CaseResult): string {
     r.expectedFlaky !== undefined ? `Listed flaky (baseline): ${esc(r.expectedFlaky)}` : '',
   ].filter(Boolean);
   return `<section class="failure" id="${anchor(r.id)}"><h3>${badge(r.status)} ${esc(r.id)} <small>[${esc(r.level)}, ${esc(sectionTitle(r.section))}]</small></h3>
-<p>${esc(r.description)}</p>${notes.map((n) => `<p>${n}</p>`).join('')}<p class="msg">${esc(f.message)}</p>
+<p>${esc(r.description)}</p>${r.clauses ? `<p>clauses: ${esc(r.clauses.join(', '))}</p>` : ''}${notes.map((n) => `<p>${n}</p>`).join('')}<p class="msg">${esc(f.message)}</p>
 ${f.curl ? `<h4>the request that showed it</h4><pre>${esc(f.curl)}</pre>` : ''}${f.response ? `<h4>what came back</h4><pre>${esc(f.response)}</pre>` : ''}
 ${exchanges.length ? `<h4>every request of the case (${exchanges.length})</h4>${exchanges.map(exchangeHtml).join('\n')}` : ''}
 ${f.reproduction ? `<h4>reproduce</h4><pre>${esc(f.reproduction)}</pre>` : ''}</section>`;
@@ -74,7 +74,7 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
 
 /** The score by capability (D-105, extended): which extensions the target claims, and each one's pass rate. */
 function scoreHtml(run: RunResults): string {
-  if (!run.score) return '';
+  if (!run.score || run.subject === 'receiver') return '';
   const o = run.score.overall;
   const cells = (g: GroupScore) =>
     `<td>${g.passed}</td><td>${g.failed}</td><td>${g.flaky}</td><td>${g.skipped}</td><td>${g.errored}</td><td><b>${esc(percent(g.passRate))}</b> <small>(${g.passed} of ${g.total})</small></td>`;
@@ -106,6 +106,8 @@ td.exact,td.weak,td.none{background:none}a{text-decoration:none}.msg{font-weight
  */
 export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run.results)): string {
   const s = run.summary;
+  // D-175: a webhook receiver's run judges no clause of the interface and deletes nothing.
+  const receiver = run.subject === 'receiver';
   const failed = run.results.filter((r) => r.status === 'failed' && r.failure);
   const flaky = run.results.filter((r) => r.status === 'flaky');
   const stale = run.results.filter((r) => r.stale !== undefined && !(r.status === 'failed' && r.failure) && r.status !== 'flaky');
@@ -117,7 +119,7 @@ export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run
       return `<tr><th colspan="3">${esc(sectionTitle(sec))}</th></tr>${rs
         .map(
           (r) =>
-            `<tr${shownAbove(r) ? '' : ` id="${anchor(r.id)}"`}><td>${shownAbove(r) ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}${r.expectedFlaky !== undefined ? `<br><small>baseline, flaky: ${esc(r.expectedFlaky)}</small>` : ''}${r.stale !== undefined ? `<br><small><b>stale baseline entry</b>: ${esc(r.stale)}</small>` : ''}</td></tr>`,
+            `<tr${shownAbove(r) ? '' : ` id="${anchor(r.id)}"`}><td>${shownAbove(r) ? `<a href="#${anchor(r.id)}">${badge(r.status)}</a>` : badge(r.status)}</td><td><code>${esc(r.id)}</code> <small>${esc(r.level)}</small></td><td>${esc(r.description)}${r.answered ? `<br><small>answered: ${esc(r.answered)}</small>` : ''}${r.reason ? `<br><small>${esc(r.reason)}</small>` : ''}${r.expectedFailure !== undefined ? `<br><small>baseline: ${esc(r.expectedFailure)}</small>` : ''}${r.expectedFlaky !== undefined ? `<br><small>baseline, flaky: ${esc(r.expectedFlaky)}</small>` : ''}${r.stale !== undefined ? `<br><small><b>stale baseline entry</b>: ${esc(r.stale)}</small>` : ''}</td></tr>`,
         )
         .join('')}`;
     })
@@ -133,13 +135,13 @@ export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run
     flaky.length ? link('flaky', `Flaky (${flaky.length})`) : '',
     run.score ? link('score', 'Score') : '',
     link('cases', 'Cases'),
-    link('clause-matrix', 'Clause matrix'),
+    receiver ? '' : link('clause-matrix', 'Clause matrix'),
   ].filter(Boolean);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Conformance: ${esc(run.baseUrl)}: ${s.passed} passed, ${s.failed} failed${s.flaky ? `, ${s.flaky} flaky` : ''}</title><style>${CSS}</style></head><body>
-<h1>Conformance report</h1>
-<p>${esc(run.suite.name)} ${esc(run.suite.version)} judging interface ${esc(run.interfaceVersion)}, profile <b>${esc(run.profile)}</b>, against <code>${esc(run.baseUrl)}</code> (app <code>${esc(run.appId)}</code>); run ${esc(run.runId)}, started ${esc(run.startedAt)}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests.</p>
+<title>${receiver ? 'Webhook receiver' : 'Conformance'}: ${esc(run.baseUrl)}: ${s.passed} passed, ${s.failed} failed${s.flaky ? `, ${s.flaky} flaky` : ''}</title><style>${CSS}</style></head><body>
+<h1>${receiver ? 'Webhook receiver report' : 'Conformance report'}</h1>
+<p>${esc(run.suite.name)} ${esc(run.suite.version)} judging ${receiver ? '' : 'interface '}${esc(run.interfaceVersion)}, profile <b>${esc(run.profile)}</b>, against <code>${esc(run.baseUrl)}</code> (app <code>${esc(run.appId)}</code>); run ${esc(run.runId)}, started ${esc(run.startedAt)}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests.</p>
 <h2>Summary</h2>
 <p>${count('passed')} ${count('failed', 'failures')} ${count('flaky', 'flaky')} ${count('skipped')} ${count('errored')}${run.interrupted ? ` — interrupted (${esc(run.interrupted)})` : ''}</p>
 <p>${contents.join(' · ')}</p>
@@ -147,14 +149,13 @@ ${scoreHtml(run)}
 ${run.baseline ? `<p>Baseline <code>${esc(run.baseline.file)}</code>: ${run.baseline.expected} expected failures${run.baseline.flaky ? `, ${run.baseline.flaky} listed flaky` : ''}${run.baseline.stale.length ? `; <b>stale</b> (they fail the run): ${run.baseline.stale.map((id) => `<a href="#${anchor(id)}"><code>${esc(id)}</code></a>`).join(', ')}` : ''}</p>` : ''}
 ${run.warnings.length ? `<h3>Warnings</h3><ul>${run.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>` : ''}
 ${pre.length ? `<h3>Failed preconditions</h3><ul>${pre.map((p) => `<li><b>${esc(p.name)}</b> (shown by <a href="#${anchor(p.shownBy)}">${esc(p.shownBy)}</a>): ${esc(p.message)}<br>blocked ${p.blocked.length}: ${p.blocked.map((id) => `<code>${esc(id)}</code>`).join(', ')}</li>`).join('')}</ul>` : ''}
-${run.cleanup.failed.length ? `<p>Cleanup could not delete: ${esc(run.cleanup.failed.join('; '))}</p>` : `<p>${run.cleanup.deleted} conversations the run created were deleted at its end.</p>`}
+${receiver ? '' : run.cleanup.failed.length ? `<p>Cleanup could not delete: ${esc(run.cleanup.failed.join('; '))}</p>` : `<p>${run.cleanup.deleted} conversations the run created were deleted at its end.</p>`}
 <h2 id="failures">Failures (${failed.length})</h2>
 ${failed.map(failureHtml).join('\n') || '<p>None.</p>'}
 ${flaky.length ? `<h2 id="flaky">Flaky (${flaky.length}): passed on a retry or in some runs only</h2>\n${flaky.map(failureHtml).join('\n')}` : ''}
 ${stale.length ? `<p>Stale baseline entries of cases that passed: ${stale.map((r) => `<code>${esc(r.id)}</code> (${esc(r.stale!)})`).join('; ')}</p>` : ''}
 <h2 id="cases">Cases</h2>
 <table class="cases">${caseRows}</table>
-<h2 id="clause-matrix">Clause matrix</h2>
-${matrixHtml(run, rows)}
+${receiver ? '' : `<h2 id="clause-matrix">Clause matrix</h2>\n${matrixHtml(run, rows)}`}
 </body></html>`;
 }

@@ -34,7 +34,9 @@ const SECTION_TITLES: Record<string, string> = {
   '9': 'Versioning',
 };
 
+/** `§4.6 Send message`; a section that is no number of the interface (check-receiver's, D-175) as it is. */
 export function sectionTitle(section: string): string {
+  if (!/^\d/.test(section)) return section;
   return `§${section} ${SECTION_TITLES[section] ?? ''}`.trim();
 }
 

@@ -11,8 +11,9 @@ import { COUNTED, capabilityWords, passedOf, percent, scoreLines } from './score
 export const REPORTERS = ['pretty', 'json', 'junit', 'tap', 'html'] as const;
 export type ReporterName = (typeof REPORTERS)[number];
 
-export function summaryLine(s: Summary, baseline?: RunResults['baseline']): string {
-  const line = `conformance: ${s.passed} passed, ${s.failed} failed, ${s.flaky} flaky, ${s.skipped} skipped, ${s.errored} errored`;
+/** The run's last line; `name` is `check-receiver` for a receiver's run (D-175). */
+export function summaryLine(s: Summary, baseline?: RunResults['baseline'], name = 'conformance'): string {
+  const line = `${name}: ${s.passed} passed, ${s.failed} failed, ${s.flaky} flaky, ${s.skipped} skipped, ${s.errored} errored`;
   if (!baseline) return line;
   const flaky = baseline.flaky ? `, ${baseline.flaky} listed flaky` : '';
   return `${line} (baseline: ${baseline.expected} expected failure${baseline.expected === 1 ? '' : 's'}${flaky}, ${baseline.stale.length} stale)`;
@@ -34,7 +35,8 @@ export function prettyLine(r: CaseResult): string {
           : r.status === 'failed' && (r.runs || r.tries)
             ? `  (failed${runs}${tries})`
             : '';
-  return `  ${MARK[r.status]} ${r.id}  ${r.description}${extra}${baselineMark(r)}`;
+  const answer = r.answered ? `  → ${r.answered}` : '';
+  return `  ${MARK[r.status]} ${r.id}  ${r.description}${answer}${extra}${baselineMark(r)}`;
 }
 
 /** What the baseline says of a result that ran, as the pretty line ends. */
@@ -68,8 +70,9 @@ function failureBlock(r: CaseResult): string {
     );
   if (f.curl) parts.push('    sent:', indent(f.curl));
   if (f.response) parts.push('    got:', indent(f.response));
+  if (r.clauses) parts.push(`    clauses: ${r.clauses.join(', ')}`);
   const clauses = CASES.find((c) => c.id === r.id)?.clauses;
-  if (clauses?.length) parts.push(`    clauses: ${clauses.join(', ')} (docs/conformance-reference.md, clause matrix)`);
+  if (!r.clauses && clauses?.length) parts.push(`    clauses: ${clauses.join(', ')} (docs/conformance-reference.md, clause matrix)`);
   return parts.join('\n');
 }
 
@@ -120,6 +123,13 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (missing.length > 0) out.push('', `Skipped for lack of target keys: ${missing.join(', ')}`);
   if (run.interrupted) out.push('', `Interrupted (${run.interrupted}): the cases not run are reported as skipped.`);
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
+  if (run.subject === 'receiver') {
+    out.push(
+      '',
+      `run ${run.runId}, ${run.suite.name} ${run.suite.version}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests`,
+    );
+    return out.join('\n');
+  }
   out.push('', clauseLine(run));
   if (run.score) out.push('', ...scoreText(run));
   const retried = run.requests.retried429 ? `, ${run.requests.retried429} sent again after a 429` : '';
@@ -147,7 +157,11 @@ export function clauseLine(run: Pick<RunResults, 'results'>): string {
   return `clauses: ${m.covered} of the ${m.reached} checkable clauses this run's cases reached are covered by a passing case${failed}${unreached ? `; ${unreached} not reached by the selected cases` : ''} (${m.clauses} clauses: ${countsText(m)}; see docs/conformance-reference.md)`;
 }
 
-export function prettyHeader(run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion'>): string {
+export function prettyHeader(
+  run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion' | 'subject'>,
+): string {
+  if (run.subject === 'receiver')
+    return `Parley check-receiver: ${run.baseUrl}, judged by ${run.interfaceVersion} and D-175, run ${run.runId} (${run.suite.name} ${run.suite.version})`;
   return `Parley conformance: ${run.baseUrl} (app ${run.appId}), profile ${run.profile}, run ${run.runId} (suite ${run.suite.version}, interface ${run.interfaceVersion})`;
 }
 
@@ -200,7 +214,8 @@ export function junitElement(r: CaseResult): { kind: JunitKind; xml: string } {
   }
   if (r.status === 'failed') {
     const f = r.failure ?? { message: 'failed' };
-    return { kind: 'failure', xml: `<failure message="${xml(f.message)}" type="${r.level}">${xml(evidenceText(f))}</failure>` };
+    const clauses = r.clauses ? `\n\nclauses: ${r.clauses.join(', ')}` : '';
+    return { kind: 'failure', xml: `<failure message="${xml(f.message)}" type="${r.level}">${xml(evidenceText(f) + clauses)}</failure>` };
   }
   return { kind: 'none', xml: '' };
 }
@@ -212,7 +227,7 @@ function renderJunit(run: RunResults): string {
   const n = (els: Array<{ kind: JunitKind }>, kind: JunitKind) => els.filter((e) => e.kind === kind).length;
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="conformance" tests="${run.results.length}" failures="${n(all, 'failure')}" errors="${n(all, 'error')}" skipped="${n(all, 'skipped')}" time="${(run.ms / 1000).toFixed(3)}">`,
+    `<testsuites name="${run.subject === 'receiver' ? 'check-receiver' : 'conformance'}" tests="${run.results.length}" failures="${n(all, 'failure')}" errors="${n(all, 'error')}" skipped="${n(all, 'skipped')}" time="${(run.ms / 1000).toFixed(3)}">`,
   ];
   for (const [section, rs] of bySection) {
     const els = rs.map(junitElement);
@@ -232,7 +247,8 @@ function renderJunit(run: RunResults): string {
       '    </properties>',
     );
     rs.forEach((r, i) => {
-      const open = `    <testcase classname="conformance.S${xml(section)}" name="${xml(`${r.id}: ${r.description}`)}" time="${(r.ms / 1000).toFixed(3)}"`;
+      const classname = run.subject === 'receiver' ? 'check-receiver' : `conformance.S${section}`;
+      const open = `    <testcase classname="${xml(classname)}" name="${xml(`${r.id}: ${r.description}`)}" time="${(r.ms / 1000).toFixed(3)}"`;
       const el = els[i]!;
       lines.push(el.kind === 'none' ? `${open}/>` : `${open}>\n      ${el.xml}\n    </testcase>`);
     });
@@ -246,6 +262,7 @@ function renderJunit(run: RunResults): string {
 function scoreProperties(run: RunResults): Record<string, string> {
   if (!run.score) return {};
   const o = run.score.overall;
+  if (run.subject === 'receiver') return { pass_rate: passedOf(o) };
   return {
     pass_rate: passedOf(o),
     'capability.interface': passedOf(run.score.interface),
@@ -286,13 +303,14 @@ function renderTap(run: RunResults): string {
       const f = r.failure ?? { message: r.stale ?? 'failed' };
       lines.push(`not ok ${i + 1} - ${name}${todo}`, '  ---', ...yamlBlock('message', f.message), `    level: ${r.level}`);
       if (r.stale) lines.push(...yamlBlock('stale', r.stale));
+      if (r.clauses) lines.push(...yamlBlock('clauses', r.clauses.join(', ')));
       if (f.curl) lines.push(...yamlBlock('sent', f.curl));
       if (f.response) lines.push(...yamlBlock('got', f.response));
       if (f.reproduction) lines.push(...yamlBlock('reproduce', f.reproduction));
       lines.push('  ...');
     }
   });
-  if (run.score) lines.push(...scoreText(run).map((l) => `# ${l.trim()}`));
+  if (run.score && run.subject !== 'receiver') lines.push(...scoreText(run).map((l) => `# ${l.trim()}`));
   return lines.join('\n');
 }
 
@@ -300,7 +318,7 @@ export function render(run: RunResults, reporter: ReporterName): string {
   switch (reporter) {
     case 'json':
       // The clause → case matrix with this run's outcomes (docs/conformance-reference.md has it without them).
-      return JSON.stringify({ ...run, matrix: clauseMatrix(run.results) }, null, 2);
+      return JSON.stringify(run.subject === 'receiver' ? run : { ...run, matrix: clauseMatrix(run.results) }, null, 2);
     case 'junit':
       return renderJunit(run);
     case 'tap':

@@ -60,6 +60,10 @@ export interface CaseResult {
   /** Target keys it needs that the target lacks. */
   missing?: string[];
   failure?: FailureDetail;
+  /** The clauses it checks, for a case of no registry (check-receiver's, D-175); the registry says the suite's. */
+  clauses?: string[];
+  /** What the other side answered, in a line, whatever the outcome (check-receiver's cases, D-175). */
+  answered?: string;
   /** Errored: the precondition that failed (its failure is in `RunResults.preconditions`). */
   blockedBy?: string;
   /** Listed in the --expected-failures file as failing, with this reason. */
@@ -95,6 +99,11 @@ export interface PreconditionResult {
 export type Summary = Record<Outcome, number>;
 
 export interface RunResults {
+  /**
+   * What the run judged: an implementation of the interface (absent), or a webhook receiver
+   * (`parley webhooks check-receiver`, D-175), whose report has no clause matrix, score or clean-up.
+   */
+  subject?: 'receiver';
   suite: { name: string; version: string };
   /** The interface version the cases judge. */
   interfaceVersion: string;

@@ -70,7 +70,7 @@ export async function conversationsPage(c: PageContext): Promise<void> {
     );
   }
   const rows = list.data.map((v) => [
-    h('a', { href: `#/conversation/${encodeURIComponent(appId)}/${encodeURIComponent(v.id)}` }, v.title || v.id),
+    h('a', { href: `#/conversation/${encodeURIComponent(appId)}/${encodeURIComponent(v.id)}` }, titleOf(v)),
     h('span', {}, v.external_user_id ?? '—'),
     h('span', {}, when(v.created_at)),
     h('span', {}, String(v.message_count)),
@@ -136,12 +136,25 @@ function itemView(
   return h('li', { class: `item form${cls}` }, meta(it.type), h('pre', {}, JSON.stringify(it.data ?? it, null, 2)));
 }
 
+/**
+ * D-158: the name a person knows a conversation by: its title, else the title the agent generated (in
+ * the page's language when there is one, marked as generated, as the CLI shows it), else its id.
+ */
+function titleOf(v: Pick<Conversation, 'id' | 'title' | 'generated_title'>): string {
+  if (v.title) return v.title;
+  const generated = v.generated_title ?? {};
+  const lang = document.documentElement.lang.toLowerCase();
+  const t =
+    generated[lang] ?? Object.entries(generated).find(([k]) => k.split('-')[0] === lang.split('-')[0])?.[1] ?? Object.values(generated)[0];
+  return t ? `${t} (generated)` : v.id;
+}
+
 export async function conversationPage(c: PageContext): Promise<void> {
   const [appId = '', id = ''] = c.rest;
   const { main } = c;
   const path = `/apps/${encodeURIComponent(appId)}/conversations/${encodeURIComponent(id)}`;
   const v = await api<ConversationDetail>('GET', path);
-  document.querySelector('main h1')!.textContent = v.title || v.id;
+  document.querySelector('main h1')!.textContent = titleOf(v);
   const status = h('div', { class: 'status' });
   const facts: [string, string][] = [
     ['Id', v.id],
@@ -165,7 +178,7 @@ export async function conversationPage(c: PageContext): Promise<void> {
     restore.addEventListener('click', () =>
       confirmDialog(
         'Restore this conversation?',
-        `${v.title || v.id} becomes live again on /v1, with its history.`,
+        `${titleOf(v)} becomes live again on /v1, with its history.`,
         'Restore',
         {
           kind: 'primary',

@@ -6,7 +6,7 @@ import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
 import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
-import { EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
+import { WEBHOOK_EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
 import type { List, WebhookEndpoint } from './types.ts';
 
 /**
@@ -31,7 +31,7 @@ export const endpointName = (e: WebhookEndpoint) => e.description || e.url;
 
 /** The event types as checkboxes ("all" among them); `value()` is the list the admin surface takes. */
 export function eventsFieldset(prefix: string, selected: string[]): { el: HTMLElement; value: () => string[]; first: HTMLInputElement } {
-  const boxes = ['*', ...EVENT_TYPES].map((t) =>
+  const boxes = ['*', ...WEBHOOK_EVENT_TYPES].map((t) =>
     h('input', { type: 'checkbox', id: `${prefix}-${t === '*' ? 'all' : t.replace('.', '-')}`, value: t, checked: selected.includes(t) }),
   );
   const el = h(

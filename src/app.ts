@@ -31,7 +31,8 @@ import type { Tenants } from './core/tenants.ts';
 import type { ControlPlane } from './store/control.ts';
 import { adminRoutes } from './api/admin/index.ts';
 import type { WebhookAdmin } from './api/admin/webhooks.ts';
-import { startWebhooks, type WebhookOptions } from './services/webhooks/wiring.ts';
+import type { WebhookEvents } from './services/webhooks/events.ts';
+import { type PublicOrigin, startWebhooks, type WebhookOptions, webhookEvents } from './services/webhooks/wiring.ts';
 import { AccountService } from './services/admin/accounts.ts';
 import { KeyService } from './services/admin/keys.ts';
 import { AppAdminService } from './services/admin/apps.ts';
@@ -59,6 +60,8 @@ export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'we
   shutdownGraceMs?: number;
   /** D-36: how long a response's events stay resumable after its end (tests shorten it). */
   responseEventsTtlMs?: number;
+  /** The clock of sign-ins and password changes (D-165); tests stop it so that a burst's back-off cannot run out mid-burst. */
+  adminClock?: () => number;
 }
 
 export interface Parley {
@@ -101,6 +104,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   const { logger, flushLog, abandonLog } = given.logger ? borrowedLog(given.logger) : ownLog(opts.logLevel);
   // D-113: a start that cannot listen leaves nothing behind; the server itself listens only once the store is open.
   await checkListenable(opts.port, opts.host);
+  // D-83: where payload URLs point, known once Parley listens (unless --public-url says).
+  const origin: PublicOrigin = { at: '' };
   // Every concern kept beside conversations, from the data directory or from PostgreSQL (DATABASE_URL).
   const backend = await openBackend({
     dataDir: opts.dataDir,
@@ -112,6 +117,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     responseEventsTtlMs: opts.responseEventsTtlMs,
     webhookRetentionMs: opts.webhookRetentionMs,
     logger,
+    changeEvents: webhookEvents({ publicUrl: opts.publicUrl ?? undefined }, origin),
   });
   const { tenants, store, usage } = backend;
   try {
@@ -119,20 +125,17 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       backend,
       opts,
       logger,
+      origin,
     );
     const playground = opts.playground;
     await beforeServing(backend, { responses, conversations, retention }, logger);
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
-    const admin = adminSurface(
-      backend.control,
-      agent,
-      credits,
-      new AdminConversationService(store, backend.control, retention),
-      opts,
-      webhooks.endpoints && { endpoints: webhooks.endpoints, live: webhooks.live! },
-    );
+    const admin = adminSurface(backend.control, agent, credits, new AdminConversationService(store, backend.control, retention), opts, {
+      endpoints: webhooks.endpoints,
+      live: webhooks.live,
+    });
     const routes = restRoutes({ conversations, responses, completions, store });
     const http = createHttpServer({
       store: bound,
@@ -219,7 +222,7 @@ async function beforeServing(
 ): Promise<void> {
   const [interrupted] = await Promise.all([responses.recover(), conversations.seed(tenants.conversations ?? [])]);
   if (interrupted > 0) logger.warn({ count: interrupted }, 'responses left running by the last process saved as interrupted');
-  if (store.sweepMs) responses.sweep(store.sweepMs);
+  if (store.sweepMs !== null) responses.sweep(store.sweepMs);
   const purged = await retention.start((err) =>
     logger.warn({ err: err.message }, 'the sweep of deleted histories failed; the next one tries again'),
   );
@@ -240,7 +243,7 @@ async function listenOn(server: Server, port: number, hostName: string): Promise
 }
 
 /** The services over the backend's stores: the rules each route and stage applies. */
-async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions, logger: Logger) {
+async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS & ParleyOptions, logger: Logger, origin: PublicOrigin) {
   const { tenants, store, usage } = backend;
   const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
   // D-70: a key's last use is recorded in memory, written off the request path.
@@ -255,7 +258,7 @@ async function services(backend: Backend, opts: typeof DEFAULTS & ParleyOptions,
   const metered = credits.meter();
   const responses = new ResponseService(store, agent, metered, logger, quota);
   // docs/webhooks.md: events written with their changes, delivered from the outbox.
-  const webhooks = startWebhooks(store, backend.control, { ...opts, publicUrl: opts.publicUrl ?? undefined }, logger, opts.host);
+  const webhooks = startWebhooks(backend, origin, { ...opts, publicUrl: opts.publicUrl ?? undefined }, logger, opts.host);
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
@@ -268,10 +271,10 @@ function adminSurface(
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
-  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'>,
+  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'> & Pick<ParleyOptions, 'adminClock'>,
   webhooks?: WebhookAdmin,
 ) {
-  const accounts = new AccountService(control, o.passwordHashCost);
+  const accounts = new AccountService(control, o.passwordHashCost, o.adminClock);
   const routes = adminRoutes({
     accounts,
     keys: new KeyService(control),
@@ -279,7 +282,7 @@ function adminSurface(
     usage: new UsageService(control, credits),
     apps: new AppAdminService(control, agent),
     conversations,
-    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard }),
+    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
     webhooks,
     publicUrl: o.publicUrl,
   });

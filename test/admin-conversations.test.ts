@@ -1,6 +1,6 @@
 // D-73 on the file store: the admin surface's conversations (test/support/admin-conversations-suite.ts),
-// and what only the file store does: a journal written before D-73 (a delete without `purged_at`)
-// reads as purged; a compaction keeps a kept history and its metadata; a history file left by a crash
+// and what only the file store does: the earlier release's delete (a whole record without `purged_at`)
+// reads as purged, and a `set` delete without it, a line no release wrote, is refused (D-117); a compaction keeps a kept history and its metadata; a history file left by a crash
 // after its purge's journal line is removed at start; an export carries a kept history, not a purged one.
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
@@ -13,11 +13,9 @@ import { record, save } from './support/records.ts';
 
 adminConversationsSuite('file store', (o) => adminHarness(o));
 
-test('D-73: a delete journaled before D-73 reads as purged at its deletion; one journaled since as kept', async () => {
+test("D-73, D-117: the earlier release's delete (a whole record) reads as purged at its deletion; one journaled since as kept", async () => {
   const dataDir = await tempDir();
   const lines = [
-    { t: 'conv', v: record('conv_old1', { seq: 1, metadata: { k: 'v' } }) },
-    { t: 'set', id: 'conv_old1', f: { deleted_at: 1_600_000_000 } },
     { t: 'conv', v: record('conv_old2', { seq: 2, deleted_at: 1_600_000_100 }) },
     { t: 'conv', v: record('conv_new1', { seq: 3 }) },
     { t: 'set', id: 'conv_new1', f: { deleted_at: 1_700_000_000, purged_at: null } },
@@ -26,13 +24,27 @@ test('D-73: a delete journaled before D-73 reads as purged at its deletion; one 
   const store = new FileStore({ dataDir });
   await store.open();
   try {
-    assert.equal((await store.admin.get('conv_old1'))!.purgedAt, 1_600_000_000);
     assert.equal((await store.admin.get('conv_old2'))!.purgedAt, 1_600_000_100);
     assert.equal((await store.admin.get('conv_new1'))!.purgedAt, null);
-    assert.deepEqual(await store.admin.restore('conv_old1'), { refused: 'purged' });
+    assert.deepEqual(await store.admin.restore('conv_old2'), { refused: 'purged' });
   } finally {
     await store.close();
   }
+});
+
+test('D-117: a delete line without purged_at, a format no release wrote, stops start-up naming its line', async () => {
+  const dataDir = await tempDir();
+  const lines = [
+    { t: 'conv', v: record('conv_old1', { seq: 1 }) },
+    { t: 'set', id: 'conv_old1', f: { deleted_at: 1_600_000_000 } },
+  ];
+  await fs.writeFile(path.join(dataDir, 'conversations.jsonl'), lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+  const store = new FileStore({ dataDir });
+  await assert.rejects(store.open(), (err: Error) => {
+    assert.match(err.message, /line 2: f\.purged_at: a delete says whether its history is kept/);
+    assert.equal(err.name, 'DataFileError');
+    return true;
+  });
 });
 
 test('D-73: a compaction keeps a kept history, its metadata and its state; a purged one keeps neither', async () => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FileControlPlane } from '../src/store/file/control.ts';
-import { loadFixtures } from '../src/store/tenants.ts';
+import { loadFixtures } from '../src/store/fixtures.ts';
 import { actionsAfterStart, writeOld } from './support/audit-retention.ts';
 import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
 

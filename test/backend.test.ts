@@ -9,9 +9,12 @@ import { describe, test } from 'node:test';
 import pino from 'pino';
 import { DEFAULTS } from '../src/config.ts';
 import { DataFileError } from '../src/core/errors.ts';
-import { type BackendOptions, openBackend } from '../src/store/backend.ts';
+import { type BackendOptions, type ChangeSources, openBackend } from '../src/store/backend.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
+import { type ChangeEvents, NO_CHANGE_EVENTS } from '../src/store/types.ts';
 import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
+import { outboxEvent } from './support/outbox-suite.ts';
+import { record } from './support/records.ts';
 
 const options = (dataDir: string): BackendOptions => ({
   dataDir,
@@ -22,6 +25,7 @@ const options = (dataDir: string): BackendOptions => ({
   auditRetentionDays: DEFAULTS.auditRetentionDays,
   webhookRetentionMs: DEFAULTS.webhookRetentionMs,
   logger: pino({ level: 'silent' }),
+  changeEvents: () => NO_CHANGE_EVENTS,
 });
 
 describe('openBackend on the data directory', () => {
@@ -66,6 +70,25 @@ describe('openBackend on the data directory', () => {
       assert.equal(again.widgetSecret.toString(), 'a configured secret of 32 characters!', 'PARLEY_WIDGET_SECRET wins');
     } finally {
       await again.close();
+    }
+  });
+
+  test('D-84: the change events are made as the store opens, from its outbox and the control plane, and the store asks them at each change', async () => {
+    let sources: ChangeSources | undefined;
+    const changeEvents = (s: ChangeSources): ChangeEvents => {
+      sources = s;
+      // The endpoints' team, read from the control plane's document when the change is made.
+      const teamOf = (appId: string) => s.control.read().apps.find((a) => a.id === appId)?.team_id ?? 'none';
+      return { ...NO_CHANGE_EVENTS, wants: () => true, created: (r) => [{ ...outboxEvent(`evt_${r.id}`), team_id: teamOf(r.app_id) }] };
+    };
+    const backend = await openBackend({ ...options(await tempDir()), changeEvents });
+    try {
+      assert.equal(sources?.outbox, backend.store.outbox);
+      assert.equal(backend.outbox, backend.store.outbox);
+      await backend.store.putConversation(record('conv_e1'));
+      assert.equal((await backend.outbox.event('evt_conv_e1'))?.team_id, 'team_demo');
+    } finally {
+      await backend.close();
     }
   });
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { ReferenceCompletion, ReferenceErrorBody, ReferenceEventPayload, type EventType } from '../src/contract/index.ts';
+import { ReferenceCompletion, ReferenceErrorBody, ReferenceEventPayload, type StreamEventType } from '../src/contract/index.ts';
 import { countTokens, estimateInputTokens } from '../src/engines/text.ts';
 import { ON_POSTGRES, startTestServer, type TestServer } from './support/helpers.ts';
 import { postSse, shape } from './support/sse-client.ts';
@@ -37,7 +37,7 @@ describe('create completion (§4.7)', () => {
     ]);
     r.events.forEach((e, i) => {
       assert.equal(e.data.sequence_number, i);
-      ReferenceEventPayload[e.event as EventType].parse(e.data);
+      ReferenceEventPayload[e.event as StreamEventType].parse(e.data);
     });
     const created = r.events[0]!.data;
     assert.deepEqual(created, {

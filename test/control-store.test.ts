@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import type { ControlDocT } from '../src/core/control.ts';
 import { FileControlPlane } from '../src/store/file/control.ts';
 import { verifyPassword } from '../src/services/admin/passwords.ts';
-import { loadFixtures } from '../src/store/tenants.ts';
+import { loadFixtures } from '../src/store/fixtures.ts';
 import { controlSuite, draft } from './support/control-suite.ts';
 import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
 

@@ -30,6 +30,17 @@ test('the generated parts of docs/ and the README are current (run `npm run docs
   }
 });
 
+test('the pages hold the generated blocks they are read for (a block lost in a merge is never filled again)', async () => {
+  const needs: Record<string, string[]> = {
+    'docs/decisions.md': ['decision-rules', 'decision-index'],
+    'README.md': ['settings'],
+  };
+  for (const [file, blocks] of Object.entries(needs)) {
+    const text = await fs.readFile(path.join(ROOT, file), 'utf8');
+    for (const b of blocks) assert.ok(text.includes(`<!-- generated:${b} -->`), `${file} lost its generated block ${b}`);
+  }
+});
+
 test('fillBlocks replaces exactly the generated blocks and keeps the hand-written text', () => {
   const text = 'intro\n<!-- generated:a -->\nold\n<!-- /generated:a -->\nmiddle\n<!-- generated:b -->\n<!-- /generated:b -->\nend\n';
   assert.equal(

@@ -14,7 +14,7 @@ import { createHttpServer } from '../src/api/surfaces.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { IdempotencyService, canonicalJson, parseIdempotencyKey } from '../src/pipeline/idempotency.ts';
 import { FileAnswers, type FileAnswersOptions } from '../src/store/file/idempotency.ts';
-import { loadTenants } from '../src/store/tenants.ts';
+import { loadTenants } from '../src/store/fixtures.ts';
 import { APP, FIXTURES_DIR, KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 
 const conv = `/apps/${APP}/conversations`;

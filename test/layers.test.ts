@@ -9,17 +9,19 @@ import { describe, test } from 'node:test';
 import ts from 'typescript';
 
 /**
- * The layer order, top first. A file may import files of its own layer or of a layer below it,
- * never one above. `contract` is the bottom: the schemas everything else speaks.
+ * The layer order, top first, as a request flows: the edge (the surfaces, their stages, the transport),
+ * then the rules, then what they keep and call. A file may import files of its own layer or of a layer
+ * below it, never one above. `core` holds the vocabulary the services speak (errors, answers, callers),
+ * so that no service depends on the transport; `contract` is the bottom: the schemas everything speaks.
  */
 export const LAYERS: ReadonlyArray<{ name: string; holds: readonly string[] }> = [
   { name: 'main', holds: ['main.ts'] },
   { name: 'app', holds: ['app.ts', 'config.ts', 'heap.ts', 'settings.ts'] },
   { name: 'api', holds: ['api/'] },
   { name: 'pipeline', holds: ['pipeline/'] },
+  { name: 'http', holds: ['http/'] },
   { name: 'services', holds: ['services/'] },
   { name: 'store', holds: ['store/'] },
-  { name: 'http', holds: ['http/'] },
   { name: 'engines', holds: ['engines/'] },
   { name: 'core', holds: ['core/'] },
   { name: 'contract', holds: ['contract/'] },

@@ -1,13 +1,13 @@
 // The error answers /openapi.json lists agree with the server: for each route of the REST API, the
 // statuses its stages (src/http/server.ts: before routing, auth, the count, idempotency, the body) and
 // its handler can answer are exactly those the document lists; and every error of the server's
-// catalogue (src/http/errors.ts) that the REST API can answer is described under its status, with its
+// catalogue (src/core/api-errors.ts) that the REST API can answer is described under its status, with its
 // type, its code and its headers. test/openapi.test.ts checks real answers against the document.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { describedRoutes, publishedDocuments } from '../src/api/routes.ts';
 import { ERROR_STATUSES, METHOD_NOT_ALLOWED, OPENAPI_PATH } from '../src/contract/openapi.ts';
-import { ERRORS, type ErrorName } from '../src/http/errors.ts';
+import { ERRORS, type ErrorName } from '../src/core/api-errors.ts';
 import type { RouteDef } from '../src/http/router.ts';
 import type { Route } from '../src/http/surface.ts';
 import type { RestRoute } from '../src/api/rows.ts';
@@ -125,6 +125,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'admin_role_required',
       'csrf_failed',
       'sign_in_throttled',
+      'sign_in_busy',
       'last_admin',
       'email_taken',
       'conversation_not_restorable',

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { createParser } from 'eventsource-parser';
 import { publishedDocuments } from '../src/api/routes.ts';
 import { errorStatusesOf, eventSchemaId, METHOD_NOT_ALLOWED } from '../src/contract/openapi.ts';
-import { EVENT_TYPES } from '../src/contract/index.ts';
+import { STREAM_EVENT_TYPES } from '../src/contract/index.ts';
 import { KEY, OTHER_TEAM_KEY, TARGET, startTestServer, type TestServer } from './support/helpers.ts';
 
 const doc = publishedDocuments().data as any;
@@ -152,13 +152,13 @@ describe('GET /openapi.json: the published contract', () => {
   });
 
   test('it documents every event of §6 and an error answer for every status an operation can give', () => {
-    for (const type of EVENT_TYPES) assert.ok(doc.components.schemas[eventSchemaId(type)], type);
+    for (const type of STREAM_EVENT_TYPES) assert.ok(doc.components.schemas[eventSchemaId(type)], type);
     const send = doc.paths['/apps/{app_id}/conversations/{conversation_id}'].post;
     assert.deepEqual(
       Object.keys(send.responses).sort(),
       ['200', ...errorStatusesOf({ body: 'x', counted: true, idempotent: true })].sort(),
     );
-    assert.ok(send.responses['200'].content['text/event-stream'].itemSchema.oneOf.length === EVENT_TYPES.length);
+    assert.ok(send.responses['200'].content['text/event-stream'].itemSchema.oneOf.length === STREAM_EVENT_TYPES.length);
   });
 
   test('served outside /v1, without a key, as built; other methods are 405', async () => {

@@ -6,14 +6,15 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { z } from 'zod';
 import { createHttpServer } from '../src/api/surfaces.ts';
+import { storeBound } from '../src/pipeline/stages.ts';
 import type { Tenants } from '../src/core/tenants.ts';
 import { compose, type Stage } from '../src/http/compose.ts';
 import { parseBody } from '../src/http/context.ts';
-import { apiError, invalidRequest, notFound } from '../src/http/errors.ts';
+import { apiError, invalidRequest, notFound } from '../src/core/api-errors.ts';
 import type { ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import type { RateLimiter } from '../src/pipeline/stages.ts';
-import { loadTenants } from '../src/store/tenants.ts';
+import { loadTenants } from '../src/store/fixtures.ts';
 import { FIXTURES_DIR, KEY, TARGET } from './support/helpers.ts';
 import { rawRequest } from './support/raw-http.ts';
 
@@ -199,4 +200,10 @@ describe('the REST API runs its stages in D-4 order (src/api/surfaces.ts)', () =
     assert.equal(handled, 2);
     for (const r of [keyed, body, missing]) assert.equal(r.headers['x-ratelimit-remaining-requests'], '99');
   });
+});
+
+test('D-91: a store that is never out of reach (the file store) gets no bound stage; one across a connection does', () => {
+  const health = (reachable: 'always' | 'connected') => ({ reachable, available: () => true, isUnavailable: () => false });
+  assert.equal(storeBound(health('always'), 5000), undefined);
+  assert.equal(typeof storeBound(health('connected'), 5000), 'function');
 });

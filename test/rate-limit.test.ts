@@ -12,7 +12,7 @@ import type { ParleyHttpServer } from '../src/http/server.ts';
 import { AuthService } from '../src/pipeline/auth.ts';
 import { RateLimitService } from '../src/pipeline/rate-limit.ts';
 import { FileRateCounts, type FileRateCountsOptions } from '../src/store/file/rate-counts.ts';
-import { loadTenants } from '../src/store/tenants.ts';
+import { loadTenants } from '../src/store/fixtures.ts';
 import type { Tenants } from '../src/core/tenants.ts';
 import { FIXTURES_DIR, KEY, ON_POSTGRES, TARGET, tempDir } from './support/helpers.ts';
 

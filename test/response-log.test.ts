@@ -223,18 +223,12 @@ test('D-93: files by state, the hour listed by minute; a minute past the retenti
   }
 });
 
-test('D-93: the past index is bounded: a look-up finds a response for RESPONSE_LOOKUP_RETENTION_MS after its end (to the millisecond), then not, and its day is dropped; a flat past index of the release before is adopted', async () => {
+test('D-93: the past index is bounded: a look-up finds a response for RESPONSE_LOOKUP_RETENTION_MS after its end (to the millisecond), then not, and its day is dropped', async () => {
   const dir = await tempDir();
   let now = Date.UTC(2026, 0, 1, 23, 30);
-  // A flat shard of the release before (ends unknown): adopted whole into the day of the upgrade.
-  await fs.mkdir(path.join(dir, 'past'), { recursive: true });
-  const oldLine = { id: 'resp_0ld0000000000000000000cd', a: 'app_demo', c: 'conv_old', at: 1 };
-  await fs.writeFile(path.join(dir, 'past', 'cd.jsonl'), `${JSON.stringify(oldLine)}\n`);
   const log = new ResponseLog({ dir, ttlMs: 3_600_000, now: () => now });
   await log.open();
   try {
-    assert.deepEqual(await filesUnder(dir), [`past/${Math.floor(now / DAY)}/cd.jsonl`]);
-    assert.equal((await log.trace(oldLine.id))?.start.conversation_id, 'conv_old');
     const id = 'resp_0123456789abcdef0123450a';
     await produce(log, start(id), 1);
     const [listed] = (await filesUnder(dir)).filter((f) => f.startsWith('ended/'));
@@ -250,7 +244,6 @@ test('D-93: the past index is bounded: a look-up finds a response for RESPONSE_L
     now = end + RESPONSE_LOOKUP_RETENTION_MS + DAY;
     await log.sweep();
     assert.deepEqual(await filesUnder(dir), [], 'every day dropped: the index holds the retention, not the history');
-    assert.equal(await log.trace(oldLine.id), undefined);
   } finally {
     await log.close();
   }
@@ -297,8 +290,9 @@ test('D-93: start-up reads the running files and the hour, never the past index'
     [cut, created(''), done('resp_cut')].map((l) => `${JSON.stringify(l)}\n`).join(''),
   );
   // A past index too damaged to read: start-up does not open it.
-  await fs.mkdir(path.join(dir, 'past'), { recursive: true });
-  await fs.writeFile(path.join(dir, 'past', 'e1.jsonl'), 'not json\n');
+  const today = String(Math.floor(Date.now() / DAY));
+  await fs.mkdir(path.join(dir, 'past', today), { recursive: true });
+  await fs.writeFile(path.join(dir, 'past', today, 'e1.jsonl'), 'not json\n');
   for (let round = 0; round < 2; round++) {
     const log = new ResponseLog({ dir });
     await log.open();
@@ -322,33 +316,6 @@ test('D-93: start-up reads the running files and the hour, never the past index'
         await Promise.all(files.filter((f) => f.startsWith('ended/')).map((f) => fs.readFile(path.join(dir, f), 'utf8')))
       ).join('');
       assert.equal(listed.split('\n').filter((l) => l.includes('"resp_cut"')).length, 1, 'listed once, whatever the restarts');
-    } finally {
-      await log.close();
-    }
-  }
-});
-
-test("D-93: the earlier release's layout is moved once: its index to the past index, each file where it belongs", async () => {
-  const dir = await tempDir();
-  const line = (id: string) => `${JSON.stringify({ id, a: 'app_demo', c: `conv_${id.slice(5)}`, at: 1 })}\n`;
-  await fs.writeFile(path.join(dir, 'index.jsonl'), line('resp_old') + line('resp_hour') + line('resp_live'));
-  const file = (s: LiveResponseStart, events: UnsequencedEvent[]) => [s, ...events].map((l) => `${JSON.stringify(l)}\n`).join('');
-  await fs.writeFile(path.join(dir, 'resp_hour.jsonl'), file(start('resp_hour'), [created(''), done('resp_hour')]));
-  await fs.writeFile(path.join(dir, 'resp_live.jsonl'), file(start('resp_live'), [created('')]));
-  for (let round = 0; round < 2; round++) {
-    const log = new ResponseLog({ dir });
-    await log.open();
-    try {
-      assert.deepEqual((await log.trace('resp_old'))!.events, null);
-      assert.equal((await log.trace('resp_old'))!.start.conversation_id, 'conv_old');
-      assert.equal((await log.trace('resp_hour'))!.events!.length, 2);
-      assert.deepEqual(
-        (await log.unfinished()).map((t) => t.start.id),
-        ['resp_live'],
-      );
-      const files = await filesUnder(dir);
-      assert.ok(!files.includes('index.jsonl') && !files.some((f) => /^resp_/.test(f)), files.join(', '));
-      assert.ok(files.includes('events/ur/resp_hour.jsonl') && files.includes('running/resp_live.jsonl'), files.join(', '));
     } finally {
       await log.close();
     }

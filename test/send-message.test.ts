@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import jsonpatch from 'fast-json-patch';
 import {
-  EVENT_TYPES,
+  STREAM_EVENT_TYPES,
   ReferenceConversationWithItems,
   ReferenceErrorBody,
   ReferenceEventPayload,
   ReferenceResponse,
-  type EventType,
+  type StreamEventType,
 } from '../src/contract/index.ts';
 import { countTokens, estimateInputTokens } from '../src/engines/text.ts';
 import { startTestServer, type TestServer } from './support/helpers.ts';
@@ -35,10 +35,10 @@ async function newConversation(app: string, body: Record<string, unknown> = {}):
 /** D-16: every payload has `type` = its event name and a gapless sequence number; each matches the contract. */
 function assertWellFormed(events: ParsedEvent[]): void {
   events.forEach((e, i) => {
-    assert.ok((EVENT_TYPES as readonly string[]).includes(e.event), `unknown event ${e.event}`);
+    assert.ok((STREAM_EVENT_TYPES as readonly string[]).includes(e.event), `unknown event ${e.event}`);
     assert.equal(e.data.type, e.event);
     assert.equal(e.data.sequence_number, i);
-    ReferenceEventPayload[e.event as EventType].parse(e.data);
+    ReferenceEventPayload[e.event as StreamEventType].parse(e.data);
   });
 }
 

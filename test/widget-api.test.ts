@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { ReferenceErrorBody } from '../src/contract/index.ts';
 import { VisitorSession } from '../src/contract/widget.ts';
-import { ERRORS } from '../src/http/errors.ts';
+import { ERRORS } from '../src/core/api-errors.ts';
 import { signJwt, verifyJwt } from '../src/pipeline/widget-tokens.ts';
 import { KEY, TARGET, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { postSse } from './support/sse-client.ts';

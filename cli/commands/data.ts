@@ -24,7 +24,7 @@ const FIXTURES_HELP = "the store's teams and apps, as parley serve reads them (e
 
 /** D-94: the apps of the store's fixtures, id → team id: an export names them, an import checks against them. */
 async function appsOf(session: Session, opts: StoreOptions): Promise<Map<string, string>> {
-  const { loadTenants } = await import('../../src/store/tenants.ts');
+  const { loadTenants } = await import('../../src/store/fixtures.ts');
   const tenants = await loadTenants(fixturesDirOf(session, opts.fixtures));
   return new Map([...tenants.apps.values()].map((a) => [a.id, a.team_id]));
 }

@@ -21,6 +21,7 @@ import { ApiError, ConnectionError, describeNetworkError } from '../core/error.t
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { table, time } from '../render.ts';
+import { checkReceiverCommand } from './webhook-receiver.ts';
 
 type EndpointT = z.infer<typeof WebhookEndpointView>;
 type DeliveryT = z.infer<typeof WebhookDeliveryView>;
@@ -62,17 +63,18 @@ function toleranceSeconds(text: string): number {
 export function webhooksCommand(session: Session): Command {
   const out = session.out;
   const cmd = new Command('webhooks')
-    .description('webhook endpoints, deliveries, the signing secret, verify and listen (docs/webhooks.md)')
+    .description('webhook endpoints, deliveries, the signing secret, verify, listen and check-receiver (docs/webhooks.md)')
     .addHelpText(
       'after',
       `
-The admin commands need an admin login (parley admin login, or PARLEY_ADMIN_TOKEN); secret and verify use the API key in use.
+The admin commands need an admin login (parley admin login, or PARLEY_ADMIN_TOKEN); secret, verify and check-receiver use the API key in use (or --secret).
 
 Examples:
   parley webhooks create --url https://example.com/hooks --events response.completed,response.failed
   parley webhooks listen --forward-to http://127.0.0.1:3000/hooks
   parley webhooks secret
   parley webhooks verify --payload body.json --header 'webhook-id: evt_…' --header 'webhook-timestamp: …' --header 'webhook-signature: v1,…'
+  parley webhooks check-receiver --url http://127.0.0.1:3000/hooks --secret whsec_…
 `,
     );
   const flags = {
@@ -228,6 +230,7 @@ Examples:
     .description("receive the app's events live and forward each, body and webhook-* headers unchanged (not retried, not recorded)")
     .requiredOption('--forward-to <url>', 'where to POST each event (your local receiver)')
     .action(async (o: { forwardTo: string }, c: Command) => listen(session, c, o.forwardTo));
+  cmd.addCommand(checkReceiverCommand(session));
   return cmd;
 }
 

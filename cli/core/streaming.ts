@@ -3,7 +3,13 @@
 // `spec` one, the stream's deadline restarted by every chunk.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { z } from 'zod';
-import { EVENT_TYPES, LenientEventPayload, SpecEventPayload, type EventPayload, type EventType } from '../../src/contract/index.ts';
+import {
+  STREAM_EVENT_TYPES,
+  LenientEventPayload,
+  SpecEventPayload,
+  type EventPayload,
+  type StreamEventType,
+} from '../../src/contract/index.ts';
 import { RESPONSE_ID_HEADER } from '../../src/contract/index.ts';
 import { ConnectionError, InvalidResponseError, ParleyError, TimeoutError, describeIssues } from './error.ts';
 import type { SentResponse } from './response.ts';
@@ -25,13 +31,13 @@ export interface Resumer {
  * lenient payload was required: anything else may be missing with other servers.
  */
 export type ClientStreamEvent = {
-  [T in EventType]: { event: T; data: Partial<EventPayload<T>> & z.infer<(typeof LenientEventPayload)[T]>; raw: string };
-}[EventType];
+  [T in StreamEventType]: { event: T; data: Partial<EventPayload<T>> & z.infer<(typeof LenientEventPayload)[T]>; raw: string };
+}[StreamEventType];
 
 /** An event whose name the interface does not list; only `EventStream.all()` yields them. */
 export type UnknownStreamEvent = { event: string; data: undefined; raw: string; unknown: true };
 
-const KNOWN_EVENTS = new Set<string>(EVENT_TYPES);
+const KNOWN_EVENTS = new Set<string>(STREAM_EVENT_TYPES);
 
 /**
  * The events of one SSE response (§6), in order, as an async iterator. Unknown event names and SSE
@@ -163,10 +169,10 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
       throw new InvalidResponseError(this.url, `the data of a ${name} event is not JSON`, m.data, name);
     }
     if (this.#validate) {
-      const usable = LenientEventPayload[name as EventType].safeParse(data);
+      const usable = LenientEventPayload[name as StreamEventType].safeParse(data);
       if (!usable.success)
         throw new InvalidResponseError(this.url, `a ${name} event is not usable: ${describeIssues(usable.error.issues)}`, m.data, name);
-      const spec = SpecEventPayload[name as EventType].safeParse(data);
+      const spec = SpecEventPayload[name as StreamEventType].safeParse(data);
       if (!spec.success)
         this.#onDeviation(`a ${name} event of ${this.url} does not match the interface: ${describeIssues(spec.error.issues)}`);
       data = usable.data;

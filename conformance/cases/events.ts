@@ -1,7 +1,7 @@
 // §6 events: the conversation and completion streams, their framing, order and payloads (D-16,
 // D-18, D-20), data_spec patches (D-22), function calls (D-21), and agreement with persisted items.
 import jsonpatch from 'fast-json-patch';
-import { EVENT_TYPES, type EventType } from '../../src/contract/index.ts';
+import { STREAM_EVENT_TYPES, type StreamEventType } from '../../src/contract/index.ts';
 import { deepEqual, defineCases, CaseSkip, type CaseContext, type CaseDef } from '../context.ts';
 import type { Exchange } from '../http.ts';
 import {
@@ -77,9 +77,9 @@ export function checkStartEnd(ctx: CaseContext, ex: Exchange, object: 'response'
 /** §6 lists the events a stream carries: a type outside its table (a misspelt one) is no event of the interface. */
 function checkPayloads(ctx: CaseContext, ex: Exchange): void {
   ex.sse!.events.forEach((e, i) => {
-    if (!(EVENT_TYPES as readonly string[]).includes(e.event))
+    if (!(STREAM_EVENT_TYPES as readonly string[]).includes(e.event))
       ctx.fail(`event #${i} has a type outside §6: ${JSON.stringify(e.event)}`, ex);
-    ctx.shape(e.json, ctx.schemas.events[e.event as EventType], `event #${i} (${e.event}) payload`, ex);
+    ctx.shape(e.json, ctx.schemas.events[e.event as StreamEventType], `event #${i} (${e.event}) payload`, ex);
   });
 }
 

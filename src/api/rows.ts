@@ -4,14 +4,15 @@
 // description of a route: the router mounts them and src/api/documents.ts generates the documents from them.
 import type { AdminOperation } from '../contract/admin-components.ts';
 import type { RestOperation } from '../contract/openapi.ts';
-import type { AdminCaller, Exchange } from '../http/context.ts';
+import type { Call } from '../http/context.ts';
+import type { AdminCaller } from '../core/callers.ts';
 import type { Route } from '../http/surface.ts';
 
 /** A route of the REST API (/v1). */
 export type RestRoute = Route & RestOperation;
 
 /** A request on the admin surface once its credential is known (none for signing in). */
-export type AdminContext = Omit<Exchange, 'key' | 'app'> & { admin: AdminCaller };
+export type AdminContext = Omit<Call, 'key' | 'app'> & { admin: AdminCaller };
 
 /** A route of the admin surface (/admin/v1): `open` and `adminOnly` are the traits its credential stage reads (D-65). */
 export type AdminRoute = Route<AdminContext> & AdminOperation;

@@ -4,7 +4,7 @@
 // follows, and where a resume starts, is the same for both (D-116).
 import { RESPONSE_ID_HEADER, ResumeEventsQuery, SequenceNumber, type SendMessageRequestT } from '../contract/index.ts';
 import { parseQuery, type RequestContext } from '../http/context.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { invalidRequest } from '../core/api-errors.ts';
 import type { ResponseService } from '../services/send/responses.ts';
 import type { ConversationRecord } from '../store/types.ts';
 

@@ -4,7 +4,7 @@
 import type { ConversationT } from '../contract/index.ts';
 import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest, type VisitorSessionT } from '../contract/widget.ts';
 import { parseBody, type RequestContext } from '../http/context.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../core/api-errors.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { Route } from '../http/surface.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';

@@ -92,7 +92,7 @@ export const REQUESTS = {
   RedeliverRequest,
 } as const;
 
-export type Status = '400' | '401' | '403' | '404' | '409' | '429';
+export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';
 
 /** What each error status means on this surface (D-65; every error in §7's shape). */
 export const STATUSES: Record<Status, string> = {
@@ -103,7 +103,9 @@ export const STATUSES: Record<Status, string> = {
   '404': "No such resource in the caller's team (another team's id too).",
   '409':
     'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).',
-  '429': 'D-69: too many failed sign-ins from this address (`sign_in_throttled`); `Retry-After` says when to try again.',
+  '429':
+    'D-69, D-165: too many failed sign-ins from this address, or wrong current passwords from this session or for this member (`sign_in_throttled`); `Retry-After` says when to try again.',
+  '503': 'D-166: too many passwords are being checked at once (`sign_in_busy`); nothing was checked or changed: retry after `Retry-After`.',
 };
 
 /** What a route row of /admin/v1 says of itself for the document, beside its method and pattern. */

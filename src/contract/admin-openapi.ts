@@ -94,7 +94,7 @@ export function buildAdminOpenApiDocument(routes: readonly DescribedRoute<AdminO
   for (const [s, description] of Object.entries(STATUSES))
     responses[`Error${s}`] = {
       description,
-      ...(s === '429' ? { headers: { 'Retry-After': { schema: { type: 'string', pattern: '^[0-9]+$' } } } } : {}),
+      ...(s === '429' || s === '503' ? { headers: { 'Retry-After': { schema: { type: 'string', pattern: '^[0-9]+$' } } } } : {}),
       content: { 'application/json': { schema: ref('Error') } },
     };
   return {

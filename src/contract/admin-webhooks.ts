@@ -1,15 +1,15 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81…D-87): endpoints, events, deliveries and their
 // attempts, described once for the server and the CLI.
 import { z } from 'zod';
-import { EVENT_TYPES } from './webhook-event-types.ts';
+import { WEBHOOK_EVENT_TYPES } from './webhook-event-types.ts';
 
 const unixSeconds = z.number().int().nonnegative();
 
-/** D-83: the types an endpoint may ask for: any of EVENT_TYPES, or `*` for all. */
+/** D-83: the types an endpoint may ask for: any of WEBHOOK_EVENT_TYPES, or `*` for all. */
 const EventTypeList = z
-  .array(z.enum([...EVENT_TYPES, '*'], { error: `must be one of ${EVENT_TYPES.join(', ')} or *` }))
+  .array(z.enum([...WEBHOOK_EVENT_TYPES, '*'], { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')} or *` }))
   .min(1)
-  .max(EVENT_TYPES.length + 1)
+  .max(WEBHOOK_EVENT_TYPES.length + 1)
   .transform((a) => [...new Set(a)]);
 const Url = z.string().trim().min(1).max(2048);
 const Description = z.string().max(500);
@@ -85,7 +85,7 @@ export const WebhookDeliveryView = z.object({
 export const WebhookEventView = z.object({
   id: z.string(),
   object: z.literal('event'),
-  type: z.enum(EVENT_TYPES),
+  type: z.enum(WEBHOOK_EVENT_TYPES),
   created_at: unixSeconds,
   app_id: z.string(),
   /** The resource as the API shows it; over 20,480 bytes, only `{id, object, url}`. */
@@ -105,7 +105,7 @@ export const WebhookListening = z.object({ app_id: z.string() });
 /** D-88: an event of the stream, signed as a delivery would be; `body` is the event's JSON, as sent. */
 export const WebhookStreamEvent = z.object({
   event_id: z.string(),
-  event_type: z.enum(EVENT_TYPES),
+  event_type: z.enum(WEBHOOK_EVENT_TYPES),
   headers: z.record(z.string(), z.string()),
   body: z.string(),
 });

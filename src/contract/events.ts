@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { DataSpec, ResponseError, Usage } from './resources.ts';
 
-export const EVENT_TYPES = [
+export const STREAM_EVENT_TYPES = [
   'response.created',
   'response.output_text.delta',
   'response.output_text.done',
@@ -13,7 +13,7 @@ export const EVENT_TYPES = [
   'response.completed',
   'response.failed',
 ] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export type StreamEventType = (typeof STREAM_EVENT_TYPES)[number];
 
 /** §6 payloads as the interface states them; "not shown" payloads are any object. */
 export const SpecEventPayload = {
@@ -45,10 +45,10 @@ export const SpecEventPayload = {
   }),
   'response.completed': z.looseObject({ id: z.string().min(1), status: z.literal('completed') }),
   'response.failed': z.looseObject({}),
-} satisfies Record<EventType, z.ZodType>;
+} satisfies Record<StreamEventType, z.ZodType>;
 
 /** D-16: what the reference adds to each payload. */
-const sequenced = <T extends EventType>(type: T) => ({ type: z.literal(type), sequence_number: z.number().int().nonnegative() });
+const sequenced = <T extends StreamEventType>(type: T) => ({ type: z.literal(type), sequence_number: z.number().int().nonnegative() });
 
 export const ReferenceEventPayload = {
   'response.created': SpecEventPayload['response.created'].extend(sequenced('response.created')),
@@ -82,14 +82,14 @@ export const ReferenceEventPayload = {
     error: ResponseError,
     usage: Usage.optional(),
   }),
-} satisfies Record<EventType, z.ZodType>;
+} satisfies Record<StreamEventType, z.ZodType>;
 
-export type EventPayload<T extends EventType> = z.infer<(typeof ReferenceEventPayload)[T]>;
+export type EventPayload<T extends StreamEventType> = z.infer<(typeof ReferenceEventPayload)[T]>;
 /** One SSE event as the reference server emits it: `event: <type>` then `data: <payload>`. */
-export type StreamEvent = { [T in EventType]: { event: T; data: EventPayload<T> } }[EventType];
+export type StreamEvent = { [T in StreamEventType]: { event: T; data: EventPayload<T> } }[StreamEventType];
 /** An event before the writer stamps `type` and `sequence_number` on it. */
 export type UnsequencedEvent = {
-  [T in EventType]: { event: T; data: Unsequenced<EventPayload<T>> };
-}[EventType];
+  [T in StreamEventType]: { event: T; data: Unsequenced<EventPayload<T>> };
+}[StreamEventType];
 /** `Omit` would keep only the index signature of a loose object; this keeps its named fields too. */
 type Unsequenced<P> = { [K in keyof P as K extends 'type' | 'sequence_number' ? never : K]: P[K] };

@@ -11,7 +11,7 @@
 // (a function call); it is restated where a client accepts more than the interface's types (any string
 // where the interface fixes a literal, any number where it says a non-negative integer).
 import { z } from 'zod';
-import type { EventType } from './events.ts';
+import type { StreamEventType } from './events.ts';
 import { FunctionCallOutputItem } from './resources.ts';
 
 const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
@@ -99,4 +99,4 @@ export const LenientEventPayload = {
   'response.data_spec': z.looseObject({}),
   'response.completed': z.looseObject({ id: z.string().optional() }),
   'response.failed': z.looseObject({}),
-} satisfies Record<EventType, z.ZodType>;
+} satisfies Record<StreamEventType, z.ZodType>;

@@ -1,7 +1,7 @@
 // The error answers of the published contract (openapi.ts): which statuses an operation can give, the
 // `type` and `code` each carries, and the headers that come with them (§7, D-1…D-5, D-23, D-27, D-110
 // and the Idempotency-Key extension). test/openapi.test.ts checks this table against the server's
-// error catalogue (src/http/errors.ts) and its routes, and every answer the server gives against it.
+// error catalogue (src/core/api-errors.ts) and its routes, and every answer the server gives against it.
 
 type Json = Record<string, unknown>;
 
@@ -49,7 +49,7 @@ interface ErrorStatus {
 
 /**
  * Every error status the REST API answers, with the types and codes each carries. The server's
- * catalogue (src/http/errors.ts) sits above this layer, so test/openapi.test.ts compares the two.
+ * catalogue (src/core/api-errors.ts) sits above this layer, so test/openapi.test.ts compares the two.
  */
 export const ERROR_STATUSES = {
   '400': {

@@ -12,7 +12,7 @@ import {
   CreateCompletionRequest,
   CreateConversationRequest,
   DeletionResult,
-  EVENT_TYPES,
+  STREAM_EVENT_TYPES,
   Item,
   LIMITS,
   LiveResponse,
@@ -29,7 +29,7 @@ import {
   SendMessageRequest,
   UpdateConversationRequest,
   Usage,
-  type EventType,
+  type StreamEventType,
 } from './index.ts';
 
 type Json = Record<string, unknown>;
@@ -37,7 +37,7 @@ type Json = Record<string, unknown>;
 export const schemaRef = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 
 /** `response.output_text.delta` → `ResponseOutputTextDeltaEvent`. */
-export function eventSchemaId(type: EventType): string {
+export function eventSchemaId(type: StreamEventType): string {
   return `${type
     .split(/[._]/)
     .map((w) => w[0]!.toUpperCase() + w.slice(1))
@@ -69,7 +69,7 @@ function namedSchemas(): Map<string, z.ZodType> {
     ['SendMessageRequest', SendMessageRequest],
     ['CreateCompletionRequest', CreateCompletionRequest],
   ]);
-  for (const type of EVENT_TYPES) named.set(eventSchemaId(type), ReferenceEventPayload[type]);
+  for (const type of STREAM_EVENT_TYPES) named.set(eventSchemaId(type), ReferenceEventPayload[type]);
   return named;
 }
 
@@ -102,10 +102,10 @@ export function componentSchemas(): Record<string, Json> {
   }
   out[STREAM_EVENT_SCHEMA] = {
     description: "D-16: the payload of any §6 event (an SSE event's `data`); its `type` is the event's name.",
-    oneOf: EVENT_TYPES.map((type) => schemaRef(eventSchemaId(type))),
+    oneOf: STREAM_EVENT_TYPES.map((type) => schemaRef(eventSchemaId(type))),
     discriminator: {
       propertyName: 'type',
-      mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${eventSchemaId(type)}`])),
+      mapping: Object.fromEntries(STREAM_EVENT_TYPES.map((type) => [type, `#/components/schemas/${eventSchemaId(type)}`])),
     },
   };
   return out;
@@ -121,12 +121,12 @@ export function eventStream(): Json {
       type: 'object',
       required: ['event', 'data'],
       properties: {
-        event: { type: 'string', enum: [...EVENT_TYPES] },
+        event: { type: 'string', enum: [...STREAM_EVENT_TYPES] },
         data: { type: 'string', contentMediaType: 'application/json', contentSchema: schemaRef(STREAM_EVENT_SCHEMA) },
         id: { type: 'string' },
         retry: { type: 'integer' },
       },
-      oneOf: EVENT_TYPES.map((type) => ({
+      oneOf: STREAM_EVENT_TYPES.map((type) => ({
         type: 'object',
         required: ['event', 'data'],
         properties: {

@@ -1,6 +1,6 @@
 // D-83: every webhook event type, in the order the docs list them. A module of its own, importing
 // nothing, so that the dashboard's bundle takes the same list as the contract without zod.
-export const EVENT_TYPES = [
+export const WEBHOOK_EVENT_TYPES = [
   'conversation.created',
   'conversation.updated',
   'conversation.deleted',
@@ -9,4 +9,4 @@ export const EVENT_TYPES = [
   'completion.completed',
   'completion.failed',
 ] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];

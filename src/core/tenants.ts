@@ -1,5 +1,5 @@
 // The tenants: teams, keys (SHA-256 hashes only), plans and apps, and the registry every layer reads
-// them from. Where they are kept is the store's concern (src/store/tenants.ts reads them from fixtures.json).
+// them from. Where they are kept is the store's concern (src/store/fixtures.ts reads them from fixtures.json).
 import { z } from 'zod';
 import { LIMITS } from '../contract/index.ts';
 

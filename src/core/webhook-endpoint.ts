@@ -2,7 +2,7 @@
 // Parley sends (D-83). Kept in core: the document (control.ts), the services and the CLI read them.
 import { z } from 'zod';
 
-export { EVENT_TYPES, type EventType } from '../contract/webhook-event-types.ts';
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../contract/webhook-event-types.ts';
 
 /** D-81: why an endpoint is disabled: by a member, by a 410 answer, or after failing too long. */
 export const DisabledReason = z.enum(['manual', 'gone', 'failing']);

@@ -1,7 +1,7 @@
 // Reading a JSON request body: the 1 MiB cap and the content-type check of D-2, D-1's invalid_json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LIMITS, scanJson } from '../contract/index.ts';
-import { ApiError, apiError, invalidRequest } from './errors.ts';
+import { ApiError, apiError, invalidRequest } from '../core/api-errors.ts';
 import { lingeringClose } from './linger.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

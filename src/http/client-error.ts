@@ -4,7 +4,7 @@ import http, { type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { newRequestId } from '../core/ids.ts';
-import { ERRORS, errorBody } from './errors.ts';
+import { ERRORS, errorBody } from '../core/api-errors.ts';
 import { isLingering, lingeringClose } from './linger.ts';
 
 /** The server's `clientError` listener; `answeredEarly`: sockets whose request was answered before its body was all in, and that request. */

@@ -4,31 +4,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { AppT, KeyT } from '../core/tenants.ts';
+import type { AdminCaller, Visitor } from '../core/callers.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 import { readJsonBody } from './body.ts';
-import { fromZodError, invalidRequest } from './errors.ts';
+import { fromZodError, invalidRequest } from '../core/api-errors.ts';
 import type { HttpMethod } from './router.ts';
 import type { StreamGate, StreamPool } from './stream-gate.ts';
-
-/** A widget visitor (docs/widget.md, D-48): whose conversations a widget request may reach. */
-export interface Visitor {
-  id: string;
-  /** D-50: set by a verified identity only. */
-  external_user_id: string | null;
-  /** D-50: the agent's context, from inside the signed identity only (never from the browser). */
-  metadata: Record<string, unknown> | null;
-}
-
-/** D-65: who calls the admin surface: a member, by their session cookie or a personal access token. */
-export interface AdminCaller {
-  member_id: string;
-  team_id: string;
-  email: string;
-  role: 'admin' | 'viewer';
-  /** The session's id (the SHA-256 of its cookie), when signed in with one. */
-  session_id: string | null;
-  token_id: string | null;
-}
 
 export interface RequestContext {
   req: IncomingMessage;
@@ -44,7 +25,7 @@ export interface RequestContext {
   admin?: AdminCaller;
   /** Aborted when the client goes away before the answer is complete (D-19; a reply may then run on, D-34). */
   signal: AbortSignal;
-  /** Headers of the answer if it succeeds (the response's id, a replay's mark); see Exchange.answerHeaders. */
+  /** Headers of the answer if it succeeds (the response's id, a replay's mark); see Call.answerHeaders. */
   headers: Record<string, string>;
   /** Call before a stream starts: admits it under the app's cap of open streams, or throws 429. */
   beginStream?: () => void;
@@ -67,10 +48,10 @@ export interface RequestContext {
 }
 
 /**
- * A request on its way through its surface's stages (src/http/compose.ts): they say who calls (`key`,
+ * A call: a request on its way through its surface's stages (src/http/compose.ts): they say who calls (`key`,
  * `app`, `visitor`) and add the headers of every answer; the handler then takes it as a RequestContext.
  */
-export interface Exchange extends Omit<RequestContext, 'key' | 'app'> {
+export interface Call extends Omit<RequestContext, 'key' | 'app'> {
   key?: KeyT;
   app?: AppT;
   /** The methods the path takes, when the request's method is not one of them (a 405, a CORS preflight). */
@@ -83,17 +64,17 @@ export interface Exchange extends Omit<RequestContext, 'key' | 'app'> {
   abandon?(): void;
 }
 
-/** The exchange as a handler takes it, once a stage has said who calls (a surface whose stages never do is a bug). */
-export function admitted(ctx: Exchange): RequestContext {
+/** The call as a handler takes it, once a stage has said who calls (a surface whose stages never do is a bug). */
+export function admitted(ctx: Call): RequestContext {
   if (ctx.key === undefined || ctx.app === undefined) throw new Error('no stage of this surface said who calls');
   return ctx as RequestContext;
 }
 
 /**
- * The Exchange of a request the server (./server.ts) serves. Its query, log and abort signal are made on
+^ * The Call of a request the server (./server.ts) serves. Its query, log and abort signal are made on
  * first use: most requests never ask for them, and each showed in the per-request profile (bench/lab/profile.ts).
  */
-export class HttpExchange implements Exchange {
+export class HttpCall implements Call {
   params: Record<string, string> = {};
   allow: HttpMethod[] = [];
   key?: KeyT;
@@ -101,7 +82,7 @@ export class HttpExchange implements Exchange {
   visitor?: Visitor;
   admin?: AdminCaller;
   claim?: IdempotencyClaim;
-  joinable?: Exchange['joinable'];
+  joinable?: Call['joinable'];
   streamPools?: readonly StreamPool[];
   readonly answerHeaders: Record<string, string> = {};
   readonly headers: Record<string, string> = {};

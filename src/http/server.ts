@@ -6,8 +6,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { newRequestId } from '../core/ids.ts';
 import { answerClientError } from './client-error.ts';
-import { HttpExchange } from './context.ts';
-import { ApiError, apiError, internalError, invalidRequest } from './errors.ts';
+import { HttpCall } from './context.ts';
+import { ApiError, apiError, internalError, invalidRequest } from '../core/api-errors.ts';
 import { StreamGate } from './stream-gate.ts';
 import { type Mounted, route } from './surface.ts';
 import { sendBounded, writeReply } from './write.ts';
@@ -62,7 +62,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
-    const ctx = new HttpExchange(req, res, requestId, log, streams);
+    const ctx = new HttpCall(req, res, requestId, log, streams);
     let appId: string | undefined;
     let closed = false;
     /** The error answered, for the log line: its type and code say why, its message is not logged. */

@@ -3,7 +3,7 @@
 // surface may count its streams in pools of its own (D-92: the widget's, and each visitor's, apart
 // from the REST API's), each with its own cap.
 import type { ServerResponse } from 'node:http';
-import { type ApiError, apiError } from './errors.ts';
+import { type ApiError, apiError } from '../core/api-errors.ts';
 
 /** Concurrent streams per app (documented in docs/reliability.md). */
 export const MAX_STREAMS_PER_APP = 64;

@@ -2,8 +2,8 @@
 // a request to it passes before its route's handler. The stage lists are declared in one place,
 // src/api/surfaces.ts; here they are composed, once per route at start, for the server to run.
 import { compose, type Stage } from './compose.ts';
-import type { Exchange, RequestContext } from './context.ts';
-import { apiError } from './errors.ts';
+import type { Call, RequestContext } from './context.ts';
+import { apiError } from '../core/api-errors.ts';
 import { Router, type RouteDef } from './router.ts';
 
 export interface Route<C = RequestContext> {
@@ -28,15 +28,15 @@ export interface Surface<C = RequestContext> {
    * Stages of every request to a known path, whatever its method: their headers go on a 405 too, and
    * one may answer a method no route takes (a CORS preflight). D-3's 405 comes right after them.
    */
-  enter?: Stage<Exchange>[];
+  enter?: Stage<Call>[];
   /** A route's stages, in the order they run, its handler last; `false` is a stage the route does not take. */
-  stages(route: Route<C>): Array<Stage<Exchange> | false | undefined>;
-  /** The exchange as the handlers take it, once the stages have said who calls; throws if they have not. */
-  admitted(ctx: Exchange): C;
+  stages(route: Route<C>): Array<Stage<Call> | false | undefined>;
+  /** The call as the handlers take it, once the stages have said who calls; throws if they have not. */
+  admitted(ctx: Call): C;
 }
 
 /** A request's way through a surface: its stages, then its handler's answer. */
-export type Run = (ctx: Exchange) => Promise<unknown>;
+export type Run = (ctx: Call) => Promise<unknown>;
 
 /** A surface ready to serve: each route's stages and handler composed into one Run. */
 export interface Mounted {

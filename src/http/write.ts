@@ -3,7 +3,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { boundUnreadBody } from './body.ts';
 import { lingeringClose } from './linger.ts';
-import { Asset, EventStream, NoContent, sendJson } from './reply.ts';
+import { Asset, NoContent, sendJson } from './reply.ts';
+import { EventStream } from '../core/answers.ts';
 import { streamSse } from './sse.ts';
 
 /** Writes a reply with `headers` (a 200, or the reply's own status); an EventStream is written as it comes (D-18's keep-alive). */

@@ -2,11 +2,12 @@
 // access token or the session cookie (with its CSRF token on a write), and whether their role may make
 // the change the route makes (a viewer's write is 403).
 import type { Stage } from '../http/compose.ts';
-import type { AdminCaller, Exchange } from '../http/context.ts';
-import { apiError } from '../http/errors.ts';
+import type { Call } from '../http/context.ts';
+import type { AdminCaller } from '../core/callers.ts';
+import { apiError } from '../core/api-errors.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 
-export function adminCredential(accounts: AccountService, route: { open?: boolean; adminOnly?: boolean }): Stage<Exchange> {
+export function adminCredential(accounts: AccountService, route: { open?: boolean; adminOnly?: boolean }): Stage<Call> {
   return async (ctx, next) => {
     if (route.open) {
       ctx.admin = { member_id: '', team_id: '', email: '', role: 'viewer', session_id: null, token_id: null } satisfies AdminCaller;

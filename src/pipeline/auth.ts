@@ -1,7 +1,7 @@
 // Authentication and app access (§5, D-4, D-6): who is calling, and may they use this app.
 import { hash, timingSafeEqual } from 'node:crypto';
 import { checkFormat } from '../core/api-keys.ts';
-import { apiError } from '../http/errors.ts';
+import { apiError } from '../core/api-errors.ts';
 import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
 
 function hashKey(key: string): Buffer {

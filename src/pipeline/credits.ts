@@ -3,14 +3,14 @@
 // saved; a soft one's answer carries the warning header. The policy is src/services/credits.ts.
 import type { AppT } from '../core/tenants.ts';
 import type { Stage } from '../http/compose.ts';
-import type { Exchange } from '../http/context.ts';
+import type { Call } from '../http/context.ts';
 
 export interface CreditCheck {
   /** The headers of the reply's answer, or throws 429 `credits_exhausted`. */
   admit(app: AppT): Record<string, string> | Promise<Record<string, string>>;
 }
 
-export function credits(check: CreditCheck): Stage<Exchange> {
+export function credits(check: CreditCheck): Stage<Call> {
   // Not async: with the team's balance cached (nearly always), the check costs no promise of its own.
   return (ctx, next) => {
     if (!ctx.app) throw new Error('credits runs once the app is known');

@@ -11,8 +11,8 @@
 import { createHash } from 'node:crypto';
 import { ID_PREFIX, IDEMPOTENCY_KEY_SYNTAX, LIMITS, RESPONSE_ID_HEADER, type UnsequencedEvent } from '../contract/index.ts';
 import type { RequestContext } from '../http/context.ts';
-import { apiError, invalidRequest } from '../http/errors.ts';
-import { EventStream } from '../http/reply.ts';
+import { apiError, invalidRequest } from '../core/api-errors.ts';
+import { EventStream } from '../core/answers.ts';
 import { eventsOfSseText, sseText } from '../http/sse.ts';
 import type { IdempotencyAnswers, KeptAnswer } from '../store/shared.ts';
 import { STOPS } from '../services/send/stops.ts';

@@ -1,7 +1,7 @@
 // D-23 rate limits: a sliding one-minute window and a UTC-day count per app, as its plan allows. The
 // policy is here (which plan, the answer and its headers); the counts are the backend's (RateCounts:
 // the data directory's journal for one process, or PostgreSQL's rows for every instance).
-import { apiError } from '../http/errors.ts';
+import { apiError } from '../core/api-errors.ts';
 import type { RateLimiter } from './stages.ts';
 import type { AppT, PlanT } from '../core/tenants.ts';
 import type { RateCount, RateCounts } from '../store/shared.ts';

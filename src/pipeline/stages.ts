@@ -3,8 +3,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { AppT, KeyT } from '../core/tenants.ts';
 import type { Stage } from '../http/compose.ts';
-import { admitted, type Exchange, type RequestContext, type Visitor } from '../http/context.ts';
-import { ApiError, apiError, invalidRequest } from '../http/errors.ts';
+import { admitted, type Call, type RequestContext } from '../http/context.ts';
+import type { Visitor } from '../core/callers.ts';
+import { ApiError, apiError, invalidRequest } from '../core/api-errors.ts';
 import { NoContent } from '../http/reply.ts';
 import type { HttpMethod } from '../http/router.ts';
 import type { StreamPool } from '../http/stream-gate.ts';
@@ -59,7 +60,7 @@ export interface SurfaceGate {
 }
 
 /** node keeps the first of two Authorization headers and drops the rest: an ambiguous request is a 400. */
-export const singleAuthorization: Stage<Exchange> = (ctx, next) => {
+export const singleAuthorization: Stage<Call> = (ctx, next) => {
   let n = 0;
   const raw = ctx.req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === 'authorization') n++;
@@ -68,7 +69,7 @@ export const singleAuthorization: Stage<Exchange> = (ctx, next) => {
 };
 
 /** D-6: the secret key (401). */
-export function authenticate(auth: Authenticator): Stage<Exchange> {
+export function authenticate(auth: Authenticator): Stage<Call> {
   return (ctx, next) => {
     ctx.key = auth.authenticate(ctx.req.headers.authorization);
     return next();
@@ -76,7 +77,7 @@ export function authenticate(auth: Authenticator): Stage<Exchange> {
 }
 
 /** D-4: the app exists and the key may use it (404, 403), is active (403), has an agent if the route needs one (403). */
-export function authorizeApp(auth: Authenticator, route: Route): Stage<Exchange> {
+export function authorizeApp(auth: Authenticator, route: Route): Stage<Call> {
   const needsAgent = route.needsAgent ?? false;
   return (ctx, next) => {
     if (!ctx.key) throw new Error('authorizeApp runs after authenticate');
@@ -86,7 +87,7 @@ export function authorizeApp(auth: Authenticator, route: Route): Stage<Exchange>
 }
 
 /** D-23: the app's plan (429); its headers go on every answer of a counted request, an error's too. */
-export function rateLimit(limiter: RateLimiter): Stage<Exchange> {
+export function rateLimit(limiter: RateLimiter): Stage<Call> {
   return async (ctx, next) => {
     if (!ctx.app) throw new Error('rateLimit runs after authorizeApp');
     Object.assign(ctx.answerHeaders, await limiter.take(ctx.app));
@@ -95,12 +96,12 @@ export function rateLimit(limiter: RateLimiter): Stage<Exchange> {
 }
 
 /** Idempotency-Key: runs the rest once per key, or answers for it (src/pipeline/idempotency.ts). */
-export function idempotency(hook: IdempotencyHook): Stage<Exchange> {
+export function idempotency(hook: IdempotencyHook): Stage<Call> {
   return (ctx, next) => hook.run(admitted(ctx), next);
 }
 
 /** D-47, D-53: the app and its widget (404, 403), the origin (403); the CORS headers go on every answer. */
-export function cors(gate: SurfaceGate): Stage<Exchange> {
+export function cors(gate: SurfaceGate): Stage<Call> {
   return (ctx, next) => {
     Object.assign(ctx.answerHeaders, gate.enter(ctx.req, ctx.params));
     return next();
@@ -108,13 +109,13 @@ export function cors(gate: SurfaceGate): Stage<Exchange> {
 }
 
 /** D-53: a CORS preflight (OPTIONS, which no route takes) is a 204 with the methods of its path. */
-export function preflight(gate: SurfaceGate): Stage<Exchange> {
+export function preflight(gate: SurfaceGate): Stage<Call> {
   return async (ctx, next) =>
     ctx.req.method === 'OPTIONS' && ctx.allow.length > 0 ? new NoContent(gate.preflight(ctx.req, ctx.allow)) : next();
 }
 
 /** D-54: the credential (401), the key's team (403), the app active with its agent (403), the limits (429). */
-export function admit(gate: SurfaceGate, route: Route): Stage<Exchange> {
+export function admit(gate: SurfaceGate, route: Route): Stage<Call> {
   return async (ctx, next) => {
     const admission = await gate.admit(ctx.req, ctx.params, route);
     ctx.key = admission.key;
@@ -134,7 +135,7 @@ export function admit(gate: SurfaceGate, route: Route): Stage<Exchange> {
 }
 
 /** What D-91's bound needs of the store (src/store/types.ts `Store`). */
-export type StoreHealth = Pick<Store, 'available' | 'isUnavailable'>;
+export type StoreHealth = Pick<Store, 'reachable' | 'available' | 'isUnavailable'>;
 
 /** After the bound, a request still at work is looked at this often (a long reply with the store up is normal). */
 const LOOK_AGAIN_MS = 1_000;
@@ -144,11 +145,11 @@ const LOOK_AGAIN_MS = 1_000;
  * `store_unavailable` (its work then stops as if its client had left). An error that says the store
  * is out of reach is that 503 too, whenever it comes.
  */
-export function storeBound(store: StoreHealth, ms: number): Stage<Exchange> | undefined {
-  const available = store.available?.bind(store);
-  const unavailable = store.isUnavailable?.bind(store);
+export function storeBound(store: StoreHealth, ms: number): Stage<Call> | undefined {
   // A store that is never out of reach (the file store): no stage, nothing spent per request.
-  if (!available || !unavailable) return undefined;
+  if (store.reachable === 'always') return undefined;
+  const available = store.available.bind(store);
+  const unavailable = store.isUnavailable.bind(store);
   const refusal = () => apiError('store_unavailable', 'The database is out of reach for now; retry in a moment.');
   return async (ctx, next) => {
     const work = next().catch((err: unknown) => {

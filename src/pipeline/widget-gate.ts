@@ -4,7 +4,7 @@
 // (401) → key's team (403) → app active, agent (403) → limits (429) → body (400) → resource (404).
 import type { IncomingMessage } from 'node:http';
 import type { TrustedProxies } from '../http/client-address.ts';
-import { apiError } from '../http/errors.ts';
+import { apiError } from '../core/api-errors.ts';
 import type { HttpMethod } from '../http/router.ts';
 import type { StreamPool } from '../http/stream-gate.ts';
 import type { Route } from '../http/surface.ts';

@@ -4,8 +4,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isPlainObject, metadataBytes } from '../contract/index.ts';
 import { WIDGET_LIMITS } from '../contract/widget.ts';
-import { apiError } from '../http/errors.ts';
-import type { Visitor } from '../http/context.ts';
+import { apiError } from '../core/api-errors.ts';
+import type { Visitor } from '../core/callers.ts';
 import type { AppT, KeyT } from '../core/tenants.ts';
 
 /** An HS256 JWT of `claims`. */

@@ -10,8 +10,8 @@ import type {
   UpdateConversationRequestT,
 } from '../contract/index.ts';
 import { LIMITS } from '../contract/index.ts';
-import { invalidRequest, notFound } from '../http/errors.ts';
-import { JsonText } from '../http/reply.ts';
+import { invalidRequest, notFound } from '../core/api-errors.ts';
+import { JsonText } from '../core/answers.ts';
 import type { ConversationRecord, Store } from '../store/types.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 import type { SeedConversationT } from '../core/tenants.ts';

@@ -10,7 +10,7 @@ import type { UsageT } from '../contract/index.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
 import { allowanceOf, creditsOf, dateOf, millicreditsOf, monthOf, type TeamAllowance } from '../core/credits.ts';
 import type { AppT, Tenants } from '../core/tenants.ts';
-import { apiError } from '../http/errors.ts';
+import { apiError } from '../core/api-errors.ts';
 import type { Debit, UsageLedger } from '../store/shared.ts';
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});

@@ -3,7 +3,7 @@
 // pass the quota; a send message once the quota is reached (an exchange's size is known only after
 // it ran, so an app may end at most one exchange past its quota). D-92: the widget's writes stop at its
 // share of the quota.
-import { apiError } from '../http/errors.ts';
+import { apiError } from '../core/api-errors.ts';
 import { LIMITS } from '../contract/index.ts';
 import { DEFAULT_STORAGE_BYTES, type Tenants } from '../core/tenants.ts';
 import type { QuotaAdmit, Store } from '../store/types.ts';

@@ -3,10 +3,12 @@
 // any number of instances; DATABASE_URL, docs/postgres.md), behind the interfaces of types.ts and
 // shared.ts. The stages and services hold only their policy over these interfaces.
 //
-// A new concern (the control plane's tables and document, a webhook outbox) slots in the same way: its
-// interface in src/store/, a file backend in file/ and a PostgreSQL one in pg/ (its tables a migration
-// of pg/migrate.ts), a field of `Backend`, and one line in each of `openFiles` and `openPg`, opened
-// through `keep` so that `close()` closes it.
+// A new concern (the control plane's tables and document) slots in the same way: its interface in
+// src/store/, a file backend in file/ and a PostgreSQL one in pg/ (its tables a migration of
+// pg/migrate.ts), a field of `Backend`, and one line in each of `openFiles` and `openPg`, opened
+// through `keep` so that `close()` closes it. A concern written in the same atomic step as a
+// conversation's change (the webhook outbox, D-84) is a member of the Store instead, opened and
+// closed by it, and a field of `Backend` from there.
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { CLAIM_TTL_MS } from '../core/claims.ts';
@@ -27,15 +29,28 @@ import { PgUsageLedger } from './pg/usage.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
 import { pgWidgetSecret } from './pg/widget-secret.ts';
 import type { IdempotencyAnswers, MinuteWindows, RateCounts, UsageLedger, WidgetOwners } from './shared.ts';
-import { loadFixtures } from './tenants.ts';
+import { loadFixtures } from './fixtures.ts';
 import type { ControlOptions, ControlPlane } from './control.ts';
 import { FileControlPlane } from './file/control.ts';
 import { PgControlPlane } from './pg/control.ts';
+import type { ChangeEvents } from './types.ts';
+import type { WebhookOutbox } from './webhooks.ts';
 
 /** Either store: the Store interface, plus the direct history writes that imports and tests use. */
 export type BackendStore = FileStore | PgStore;
 
-export interface BackendOptions {
+/**
+ * What a change's events are made from (D-83): the store's outbox (its follows, D-88) and the control
+ * plane's document (the endpoints). The control plane opens after the store (its files are under the
+ * store's LOCK, its tables in the store's database), so `control` reads it once both are open: a
+ * change is made only then.
+ */
+export interface ChangeSources {
+  outbox: WebhookOutbox;
+  control: Pick<ControlPlane, 'read'>;
+}
+
+export interface BackendOptions<E extends ChangeEvents = ChangeEvents> {
   /** The data directory: the file backend's (PostgreSQL's keeps nothing there). */
   dataDir: string;
   /** postgres://… selects PostgreSQL for every concern; null keeps the data directory. */
@@ -53,15 +68,21 @@ export interface BackendOptions {
   /** D-87: the file store brings back no webhook event older than this from its journal at start-up. */
   webhookRetentionMs: number;
   logger: Logger;
+  /** D-84: the events each change makes, given to the store as it opens (the webhooks' wiring). */
+  changeEvents: (sources: ChangeSources) => E;
 }
 
 /** Every concern kept beside conversations, from one backend, and the one close of them all. */
-export interface Backend {
+export interface Backend<E extends ChangeEvents = ChangeEvents> {
   /** The tenant registry (teams, keys, plans, apps): the control plane's document, live (D-78). */
   tenants: TenantRegistry;
   /** D-76: the control plane's document and what is written beside it. */
   control: ControlPlane;
   store: BackendStore;
+  /** D-84: the webhook outbox, the store's (written in its changes' atomic steps, closed with it). */
+  outbox: WebhookOutbox;
+  /** D-84: the events the store makes at each change, as `changeEvents` made them. */
+  changeEvents: E;
   usage: UsageLedger;
   /** D-23's counts, one kind per limit: the REST plans, and D-52's widget budgets apart from them. */
   rateCounts: { plan: RateCounts; widget: RateCounts };
@@ -75,12 +96,14 @@ export interface Backend {
   close(): Promise<void>;
 }
 
-type Concerns = Omit<Backend, 'tenants' | 'close'>;
+type Concerns = Omit<Backend, 'tenants' | 'close' | 'changeEvents'>;
+/** The store's open option: the change events, made once the store's outbox is open. */
+type Events = (outbox: WebhookOutbox) => ChangeEvents;
 /** Lists what was opened, for `close()` (and for a failed start, which closes what it opened). */
 type Keep = <T extends { close(): Promise<void> }>(opened: T) => T;
 
 /** Opens the backend that `o.databaseUrl` names; nothing is left open if any concern fails to open. */
-export async function openBackend(o: BackendOptions): Promise<Backend> {
+export async function openBackend<E extends ChangeEvents>(o: BackendOptions<E>): Promise<Backend<E>> {
   const fixtures = await loadFixtures(o.fixturesDir);
   const control: ControlOptions = { fixtures, auditRetentionDays: o.auditRetentionDays, log: (m) => o.logger.info(m) };
   const closes: Array<() => Promise<void>> = [];
@@ -90,11 +113,21 @@ export async function openBackend(o: BackendOptions): Promise<Backend> {
   };
   let closing: Promise<void> | undefined;
   const close = () => (closing ??= closeAll(closes));
+  let opened: ControlPlane | undefined;
+  const doc = {
+    read: () => {
+      if (!opened) throw new Error('a change was made before the control plane was open');
+      return opened.read();
+    },
+  };
+  let changeEvents: E | undefined;
+  const events: Events = (outbox) => (changeEvents = o.changeEvents({ outbox, control: doc }));
   try {
-    const concerns = o.databaseUrl ? await openPg(o, o.databaseUrl, keep, control) : await openFiles(o, keep, control);
+    const concerns = o.databaseUrl ? await openPg(o, o.databaseUrl, keep, control, events) : await openFiles(o, keep, control, events);
+    opened = concerns.control;
     const tenants = new TenantRegistry(path.resolve(o.fixturesDir), concerns.control.read(), fixtures.conversations);
     concerns.control.onChange((doc) => tenants.replace(doc));
-    return { tenants, ...concerns, close };
+    return { tenants, ...concerns, changeEvents: changeEvents!, close };
   } catch (err) {
     await close().catch(() => {});
     throw err;
@@ -108,10 +141,16 @@ async function closeAll(closes: Array<() => Promise<void>>): Promise<void> {
   if (failed !== undefined) throw failed;
 }
 
-async function openFiles(o: BackendOptions, keep: Keep, control: ControlOptions): Promise<Concerns> {
+async function openFiles(o: BackendOptions<ChangeEvents>, keep: Keep, control: ControlOptions, changeEvents: Events): Promise<Concerns> {
   const dir = o.dataDir;
   const warn = (message: string) => o.logger.warn(message);
-  const store = new FileStore({ dataDir: dir, warn, responseEventsTtlMs: o.responseEventsTtlMs, webhookRetentionMs: o.webhookRetentionMs });
+  const store = new FileStore({
+    dataDir: dir,
+    warn,
+    responseEventsTtlMs: o.responseEventsTtlMs,
+    webhookRetentionMs: o.webhookRetentionMs,
+    changeEvents,
+  });
   await store.open();
   keep(store);
   const usage = keep(await FileUsageLedger.open(dir));
@@ -120,6 +159,7 @@ async function openFiles(o: BackendOptions, keep: Keep, control: ControlOptions)
   const claims = [...(await store.idempotencyClaims(since)), ...usage.idempotencyClaims(since)];
   return {
     store,
+    outbox: store.outbox,
     usage,
     rateCounts: {
       // D-23: day counts live beside the data so that a restart keeps them.
@@ -140,18 +180,25 @@ async function openFiles(o: BackendOptions, keep: Keep, control: ControlOptions)
   };
 }
 
-async function openPg(o: BackendOptions, url: string, keep: Keep, control: ControlOptions): Promise<Concerns> {
+async function openPg(
+  o: BackendOptions<ChangeEvents>,
+  url: string,
+  keep: Keep,
+  control: ControlOptions,
+  changeEvents: Events,
+): Promise<Concerns> {
   const warn = (message: string) => o.logger.warn(message);
   // D-151: the driver is loaded only here, so that the file store runs where it did not install.
   const { PgStore } = await withDriver(() => import('./pg/pg-store.ts'));
   // Its schema is migrated by open().
-  const store = new PgStore({ url, max: o.databasePoolSize, warn, responseEventsTtlMs: o.responseEventsTtlMs });
+  const store = new PgStore({ url, max: o.databasePoolSize, warn, responseEventsTtlMs: o.responseEventsTtlMs, changeEvents });
   await store.open();
   keep(store);
   if (!driverPatched()) warn(UNPATCHED_WARNING);
   const sql = store.sql;
   return {
     store,
+    outbox: store.outbox,
     usage: keep(new PgUsageLedger(sql)),
     // D-23 and D-52 exact across instances.
     rateCounts: { plan: keep(await new PgRateCounts(sql, 'plan').open()), widget: keep(await new PgRateCounts(sql, 'widget').open()) },

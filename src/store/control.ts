@@ -81,10 +81,14 @@ export interface KeyUse {
 
 /** D-69: where failed sign-ins are counted (services/admin/throttle.ts holds the policy). */
 export interface FailureCounts {
-  /** Failures of `key` at or after `since` (ms), oldest first. */
-  recent(key: string, since: number): Promise<number[]>;
-  /** Counts one failure of `key` at `at`. */
-  add(key: string, at: number): Promise<void>;
+  /**
+   * D-165: one at a time for the same keys, with every instance: reads each key's failures at or after
+   * `since` (ms, oldest first, one list per key) and, when `admit` answers 0, counts one failure of
+   * every key at `at` before resolving (a reservation). Resolves with `admit`'s answer.
+   */
+  reserve(keys: readonly string[], since: number, at: number, admit: (failures: number[][]) => number): Promise<number>;
+  /** Takes back one failure of `key` counted at `at` (the reservation of a password that was right). */
+  release(key: string, at: number): Promise<void>;
   /** Forgets `key`'s failures (a correct password). */
   clear(key: string): Promise<void>;
 }

@@ -161,11 +161,14 @@ export interface Store {
   readHistory(id: string): Promise<History & { bytes: number }>;
   /**
    * D-104: what a reply needs before it starts, read at once: the history, the app's stored bytes and
-   * the record with its version for the save. None: `readHistory` and `storedBytes` apart.
+   * the record with its version for the save (the file store: from memory and the history's cache).
    */
-  readForReply?(id: string, appId: string): Promise<ReplyStart>;
-  /** D-104: `saveResponse` writes `save.usage` in the exchange's own step (the usage ledger is in the same database). */
-  readonly savesUsage?: boolean;
+  readForReply(id: string, appId: string): Promise<ReplyStart>;
+  /**
+   * D-104: `saveResponse` writes `save.usage` in the exchange's own step (PostgreSQL: the usage ledger
+   * is in the same database); false: the usage ledger records it in a step of its own first.
+   */
+  readonly savesUsage: boolean;
   /** D-24: an app's counters (soft-deleted conversations included). */
   appCounters(appId: string): Promise<AppCounters>;
   /** D-27: bytes of an app's stored conversations (soft-deleted ones excluded), for its plan's quota. */
@@ -182,20 +185,26 @@ export interface Store {
   readonly responses: LiveResponses;
   /**
    * How often a running instance looks for responses whose instance died (D-38, by
-   * `responses.unfinished`); none when one process owns the data (the file store: start-up only).
+   * `responses.unfinished`); null when one process owns the data (the file store: start-up only).
    */
-  readonly sweepMs?: number;
+  readonly sweepMs: number | null;
+  /**
+   * D-91: whether the store can be out of reach at all: a database across a connection can, a data
+   * directory that is the process's own cannot (its requests then pass no bound, at no cost).
+   */
+  readonly reachable: 'always' | 'connected';
   /**
    * D-91: whether the store can serve now (PostgreSQL: the database answered this instance's last look
-   * and it holds its liveness lock). None: always (the file store is the process's own).
+   * and it holds its liveness lock; the file store, the process's own: always).
    */
-  available?(): boolean;
+  available(): boolean;
   /** D-91: whether `err` says the store is out of reach for now (a lost connection), not that the work failed. */
-  isUnavailable?(err: unknown): boolean;
-  /** D-84: the webhook outbox, written in the same atomic step as each change's events. */
-  readonly outbox?: WebhookOutbox;
-  /** D-84: asked for the events of each change (set by the webhooks' wiring; none: no events). */
-  changeEvents?: ChangeEvents;
+  isUnavailable(err: unknown): boolean;
+  /**
+   * D-84: the webhook outbox, written in the same atomic step as each change's events (those of the
+   * `changeEvents` the store was opened with: file/options.ts, pg/options.ts).
+   */
+  readonly outbox: WebhookOutbox;
 }
 
 /** D-73: what the store keeps of a conversation beyond its record: whether a deleted one's history was purged. */
@@ -314,7 +323,21 @@ export interface ChangeEvents {
   saved(record: ConversationRecord, save: ResponseSave): OutboxEvent[];
 }
 
-/** `renameConversation` by `updateConversation` (the file store's, and PostgreSQL's with change events, D-88). */
+/** The change events of a store opened without webhooks (tools, tests): no event is ever wanted. */
+export const NO_CHANGE_EVENTS: ChangeEvents = {
+  wants: () => false,
+  created: () => [],
+  updated: () => [],
+  saved: () => [],
+};
+
+/**
+ * What a store is opened with to make its changes' events: given its outbox (whose follows say which
+ * apps live listeners want, D-88), the events it asks at each change. Default: NO_CHANGE_EVENTS.
+ */
+export type ChangeEventsOf = (outbox: WebhookOutbox) => ChangeEvents;
+
+/** `renameConversation` by `updateConversation` (the file store's, and PostgreSQL's when an event is wanted, D-88). */
 export async function renameByUpdate(
   store: Pick<Store, 'updateConversation'>,
   appId: string,

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ControlDoc } from '../../src/core/control.ts';
 import { FileControlPlane } from '../../src/store/file/control.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { FIXTURES_DIR, NO_COVERAGE, tempDir } from '../support/helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -228,6 +228,21 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     assert.deepEqual(page.problems, []);
   });
 
+  test('D-158: an untitled conversation shows the title the agent generated, marked so, and q finds it by that title', async () => {
+    const base = `/apps/${APP}/conversations`;
+    const id = (await parley.call('POST', base, {})).body.id as string;
+    assert.equal((await parley.call('POST', `${base}/${id}`, { message: { content: 'Hello there' }, stream: false })).status, 200);
+    const generated = Object.values((await parley.call('GET', `${base}/${id}`)).body.generated_title as Record<string, string>)[0]!;
+    assert.ok(generated, 'the agent generated a title');
+    await page.goto(`${origin}/dashboard#/conversations?app=${APP}&q=${encodeURIComponent(generated.slice(0, 4).toLowerCase())}`);
+    await page.locator('main .page[aria-busy="false"]').waitFor();
+    const link = page.getByRole('link', { name: `${generated} (generated)` });
+    assert.equal(await link.getAttribute('href'), `#/conversation/${APP}/${id}`);
+    await link.click();
+    await page.getByRole('heading', { level: 1, name: `${generated} (generated)` }).waitFor();
+    assert.deepEqual(page.problems, []);
+  });
+
   test("a reply's form is drawn as the widget draws it, labelled and disabled", async () => {
     await page.goto(`${origin}/dashboard#/conversation/app_genui/${formConversation}`);
     const form = page.locator('ol.history form.gen-form');

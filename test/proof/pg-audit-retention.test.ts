@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PgControlPlane } from '../../src/store/pg/control.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { actionsAfterStart, writeOld } from '../support/audit-retention.ts';
 import { FIXTURES_DIR, tempDir } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';

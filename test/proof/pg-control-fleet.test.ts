@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { PgControlPlane } from '../../src/store/pg/control.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { draft } from '../support/control-suite.ts';
 import { startFleet, type Fleet, type Instance } from '../support/fleet.ts';
 import { APP, FIXTURES_DIR, KEY, TARGET_JSON } from '../support/helpers.ts';

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import type { ControlDocT, FixturesT } from '../../src/core/control.ts';
 import { PgControlPlane } from '../../src/store/pg/control.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { controlSuite, draft } from '../support/control-suite.ts';
 import { FIXTURES_DIR } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';

@@ -16,7 +16,7 @@ import type { ParleyHttpServer } from '../../src/http/server.ts';
 import { AuthService } from '../../src/pipeline/auth.ts';
 import { IdempotencyService } from '../../src/pipeline/idempotency.ts';
 import { RateLimitService } from '../../src/pipeline/rate-limit.ts';
-import { loadTenants } from '../../src/store/tenants.ts';
+import { loadTenants } from '../../src/store/fixtures.ts';
 import type { Tenants } from '../../src/core/tenants.ts';
 import { migrate } from '../../src/store/pg/migrate.ts';
 import { PgIdempotencyAnswers } from '../../src/store/pg/idempotency.ts';

@@ -1,7 +1,6 @@
 // D-93: start-up work and memory do not depend on the history past D-36's hour. A million past
-// responses, written directly as index lines (the earlier release's index, read whole at every start),
-// beside a thousand ended within the hour: after the one start that moves that layout, a start-up reads
-// the hour's index only (bytes read from the disk, measured by the kernel in /proc/self/io), keeps a
+// responses, written directly as lines of the past index, beside a thousand ended within the hour
+// (bench/past-responses.ts): a start-up reads the hour's index only (bytes read from the disk, measured by the kernel in /proc/self/io), keeps a
 // count per minute and per app (entries), and its heap does not grow with the million. A past
 // response is still found (D-36's look-up) by reading one shard of the past index. On PostgreSQL, a
 // million rows of past responses: start-up's take-over of unfinished ones (D-38) reads the running
@@ -44,11 +43,6 @@ test(`D-93: start-up over ${PAST.toLocaleString('en-US')} past responses reads a
   const dataDir = await tempDir();
   const dir = path.join(dataDir, 'responses');
   const seeded = await seedPastResponses(dataDir, 'app_demo', PAST, HOUR);
-  // The one start that moves the earlier layout (it streams the index, a line at a time).
-  const first = new ResponseLog({ dir });
-  await first.open();
-  await first.close();
-  await assert.rejects(fs.access(path.join(dir, 'index.jsonl')), 'the earlier index is gone once moved');
   const hourIndex = (await fs.readdir(path.join(dir, 'ended'))).map((f) => path.join(dir, 'ended', f));
   let hourIndexBytes = 0;
   for (const f of hourIndex) hourIndexBytes += (await fs.stat(f)).size;
@@ -71,7 +65,7 @@ test(`D-93: start-up over ${PAST.toLocaleString('en-US')} past responses reads a
     // Entries: per minute of the hour and per app, not per response.
     assert.deepEqual({ running: held.running, events: held.events, apps: held.apps }, { running: 0, events: 0, apps: 1 });
     assert.ok(held.minutes >= 1 && held.minutes <= 61, `${held.minutes} minutes held`);
-    // Heap: a few MB at most, whatever the million (the earlier index alone took hundreds).
+    // Heap: a few MB at most, whatever the million (the index of the million alone would take hundreds).
     assert.ok(kept <= 8 * 2 ** 20, `start-up kept ${mb(kept)} of heap`);
     assert.ok(log.bytesOf('app_demo') >= seeded.hourBytes, "D-27: the hour's files count in the quota");
 

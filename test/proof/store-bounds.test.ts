@@ -166,7 +166,7 @@ describe('journal growth (D-28)', () => {
       // Renames of a conversation with large metadata: cheap lines now, but the journal grows past 2 × live + 64 KiB.
       // Written until the compaction begins (the store starts it as a write lands), then no more: what
       // the loop writes after the snapshot would be appended to the compacted journal, however busy the machine.
-      const compacting = () => (store as unknown as { compacting?: Promise<void> }).compacting !== undefined;
+      const compacting = () => (store as unknown as { compactor: { compacting?: Promise<void> } }).compactor.compacting !== undefined;
       let i = 0;
       while (!compacting()) {
         // Whole records, as the earlier release wrote them, make the journal grow fast.
@@ -190,7 +190,7 @@ describe('journal growth (D-28)', () => {
       });
       assert.equal(holds, 1, 'the compaction is still held');
       release();
-      await (store as unknown as { compacting?: Promise<void> }).compacting;
+      await (store as unknown as { compactor: { compacting?: Promise<void> } }).compactor.compacting;
       const lines = (await fs.readFile(journal, 'utf8')).trimEnd().split('\n');
       // One line per conversation, then the lines appended since the snapshot (those above, a few renames).
       assert.ok(linesAtHold > 20 && lines.length < linesAtHold / 2, `${lines.length} lines after the compaction, ${linesAtHold} before`);

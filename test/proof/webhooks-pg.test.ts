@@ -15,7 +15,7 @@ import { APP, KEY } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { createEndpoint, demoAdminToken } from '../support/webhook-receiver.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
-import type { OutboxEvent } from '../../src/store/webhooks.ts';
+import { outboxEvent } from '../support/outbox-suite.ts';
 
 usePostgres();
 
@@ -103,78 +103,25 @@ test('two instances deliver every event; one killed mid-delivery, the other fini
   assert.ok(duplicates <= 16, `${duplicates} events received twice`);
 });
 
-test('the PostgreSQL outbox: one lease at a time across owners, settle, redeliver, the log newest first, failing clock, retention', {
+// The outbox's contract (settle, redeliver, the log, the failing clock, retention) is the outbox suite's
+// (test/proof/pg-outbox-contract.test.ts); here, what only PostgreSQL does: claims made at once.
+test('the PostgreSQL outbox: claims made at once skip the rows another has locked; each delivery to one owner, one per endpoint in each', {
   timeout: 120_000,
 }, async () => {
   const store = new PgStore({ url: await freshDatabase() });
   await store.open();
   try {
     const o = store.outbox;
-    const at = Math.floor(Date.now() / 1000);
-    const ev = (id: string, created = at): OutboxEvent => ({
-      id,
-      team_id: 'team_demo',
-      app_id: APP,
-      type: 'conversation.created',
-      created_at: created,
-      body: JSON.stringify({ id }),
-      deliveries: [
-        { endpoint_id: 'we_a', state: 'pending' },
-        { endpoint_id: 'we_b', state: 'pending' },
-      ],
-    });
-    await o.add([ev('evt_1'), ev('evt_2')]);
+    await o.add([outboxEvent('evt_1', ['we_a', 'we_b']), outboxEvent('evt_2', ['we_a', 'we_b'])]);
     const now = Date.now() + 1000;
     const [one, two] = await Promise.all([o.claim('w1', now, 10, 60_000, new Set()), o.claim('w2', now, 10, 60_000, new Set())]);
     // Claims made at once skip the rows the other has locked (SKIP LOCKED): what neither kept is claimed next.
     const three = await o.claim('w3', now, 10, 60_000, new Set());
     const keys = [...one, ...two, ...three].map((c) => `${c.event.id}/${c.delivery.endpoint_id}`);
-    // Each delivery to one owner; each owner one delivery per endpoint.
     assert.equal(new Set(keys).size, keys.length);
     assert.equal(keys.length, 4);
     for (const batch of [one, two, three]) assert.equal(new Set(batch.map((c) => c.delivery.endpoint_id)).size, batch.length);
     assert.deepEqual(await o.claim('w4', now, 10, 60_000, new Set()), []);
-    const attempt = (id: string, status: number) => ({
-      id,
-      event_id: 'evt_1',
-      endpoint_id: 'we_a',
-      created_at: at,
-      status,
-      duration_ms: 2,
-      response: 'r',
-      error: null,
-    });
-    const d = [...one, ...two, ...three].find((c) => c.event.id === 'evt_1' && c.delivery.endpoint_id === 'we_a')!.delivery;
-    await o.settle(attempt('wa_1', 500), { ...d, attempts: 1, state: 'failed' });
-    assert.equal(await o.failingSince('we_a'), at);
-    assert.equal(await o.redeliver('evt_1', ['we_a'], Date.now()), 1);
-    const again = await o.claim('w1', Date.now() + 1000, 10, 60_000, new Set());
-    assert.deepEqual(
-      again.map((c) => `${c.event.id}/${c.delivery.endpoint_id}`),
-      ['evt_1/we_a'],
-    );
-    await o.settle(attempt('wa_2', 200), { ...again[0]!.delivery, attempts: 2, state: 'succeeded' });
-    assert.equal(await o.failingSince('we_a'), null);
-    const log = await o.deliveries({ team_id: 'team_demo', event_id: 'evt_1', endpoint_id: 'we_a', limit: 5 });
-    assert.deepEqual(
-      log[0]!.attempts.map((a) => a.status),
-      [200, 500],
-    );
-    assert.equal((await o.deliveries({ team_id: 'team_other', limit: 5 })).length, 0);
-    await o.add([ev('evt_old', at - 30 * 86_400)]);
-    await o.settle(
-      { ...attempt('wa_3', 200), event_id: 'evt_old', created_at: at - 30 * 86_400 },
-      { event_id: 'evt_old', endpoint_id: 'we_a', state: 'succeeded', attempts: 1, next_at: 0 },
-    );
-    // evt_old still has a pending delivery to we_b: kept until it ends.
-    await o.prune(Date.now() - 7 * 86_400_000);
-    assert.ok(await o.event('evt_old'));
-    await o.settle(
-      { ...attempt('wa_4', 200), event_id: 'evt_old', endpoint_id: 'we_b' },
-      { event_id: 'evt_old', endpoint_id: 'we_b', state: 'succeeded', attempts: 1, next_at: 0 },
-    );
-    await o.prune(Date.now() - 7 * 86_400_000);
-    assert.equal(await o.event('evt_old'), undefined);
   } finally {
     await store.close();
   }

@@ -145,6 +145,20 @@ export function adminConversationsSuite(
       assert.equal((await h.server.call('GET', `${base}/${kept}`)).status, 404);
     });
 
+    test('D-158: q matches a generated title too, in any of its locales, never its locale keys', async () => {
+      const untitled = await create({});
+      await send(untitled, 'Hello there');
+      const generated = (await h.server.call('GET', `${base}/${untitled}`)).body.generated_title as Record<string, string>;
+      const [locale, title] = Object.entries(generated)[0] ?? [];
+      assert.ok(locale && title, `a generated title: ${JSON.stringify(generated)}`);
+      const found = async (q: string) =>
+        ((await h.admin('GET', `${base}?deleted=include&limit=100&q=${encodeURIComponent(q)}`, h.tokens.viewer)).body.data as any[]).map(
+          (r) => r.id,
+        );
+      assert.ok((await found(title.slice(0, 5).toUpperCase())).includes(untitled), `q=${title.slice(0, 5)} finds "${title}"`);
+      assert.ok(!(await found(locale)).includes(untitled), 'the locale key is not searched');
+    });
+
     test("the list pages in §4.2's shape: first_id, last_id, has_more, limit and after", async () => {
       const seen: string[] = [];
       let after: string | null = null;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ControlDocT, FixturesT } from '../../src/core/control.ts';
 import type { AuditDraft, ControlPlane } from '../../src/store/control.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { FIXTURES_DIR } from './helpers.ts';
 
 export interface ControlHarness {
@@ -170,9 +170,11 @@ export function controlSuite(name: string, h: ControlHarness): void {
         await c.sessions.create({ id: 's3', ...base, member_id: 'mem_other' });
         await c.sessions.touch('s1', now + 5);
         await c.sessions.endMember('mem_demo_admin', 's1');
-        await c.signInFailures.add('pair:a', now - 10);
-        await c.signInFailures.add('pair:a', now - 5);
-        await c.signInFailures.add('pair:b', now - 5);
+        const admitAll = () => 0;
+        await c.signInFailures.reserve(['pair:a'], 0, now - 10, admitAll);
+        await c.signInFailures.reserve(['pair:a', 'pair:b'], 0, now - 5, admitAll);
+        await c.signInFailures.reserve(['pair:a'], 0, now - 4, admitAll);
+        await c.signInFailures.release('pair:a', now - 4);
         await c.signInFailures.clear('pair:b');
         c.keyUse.record('key_demo_secret', now);
         assert.deepEqual([...(await c.keyUse.lastUsed(['key_demo_secret', 'key_x']))], [['key_demo_secret', Math.floor(now / 1000)]]);
@@ -186,8 +188,12 @@ export function controlSuite(name: string, h: ControlHarness): void {
         assert.equal((await again.sessions.get('s3'))?.member_id, 'mem_other');
         await again.sessions.end('s3');
         assert.equal(await again.sessions.get('s3'), undefined);
-        assert.deepEqual(await again.signInFailures.recent('pair:a', now - 7), [now - 5]);
-        assert.deepEqual(await again.signInFailures.recent('pair:b', 0), []);
+        let seen: number[][] = [];
+        const refused = await again.signInFailures.reserve(['pair:a', 'pair:b'], now - 7, now, (failures) => {
+          seen = failures;
+          return 1;
+        });
+        assert.deepEqual([refused, seen], [1, [[now - 5], []]], 'the window, the release and the clear outlived the reopen');
         assert.equal((await again.keyUse.lastUsed(['key_demo_secret'])).get('key_demo_secret'), Math.floor(now / 1000), 'flushed at close');
       } finally {
         await again.close();

@@ -3,7 +3,7 @@
 // `v<version>` with one audit entry; after each change is durable it writes `acked <version>` on stdout.
 // The parent kills it with SIGKILL at a moment of its choosing.
 import { FileControlPlane } from '../../src/store/file/control.ts';
-import { loadFixtures } from '../../src/store/tenants.ts';
+import { loadFixtures } from '../../src/store/fixtures.ts';
 import { draft } from './control-suite.ts';
 import { FIXTURES_DIR } from './helpers.ts';
 

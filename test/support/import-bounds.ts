@@ -3,7 +3,7 @@
 // on the file store by test/import-bounds.test.ts and on PostgreSQL by test/proof/pg-import-bounds.test.ts.
 import assert from 'node:assert/strict';
 import { openDataPort, ImportError, type DataPort, type LineSource } from '../../src/store/port/index.ts';
-import { loadTenants } from '../../src/store/tenants.ts';
+import { loadTenants } from '../../src/store/fixtures.ts';
 import { FIXTURES_DIR } from './helpers.ts';
 
 const AT = 1_700_000_000;

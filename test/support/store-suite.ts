@@ -19,8 +19,8 @@ export interface StoreUnderTest {
   reopen(): Store;
 }
 
-/** Opens a fresh store, runs `fn`, and closes whatever store is open at the end. */
-async function withStore(h: StoreHarness, fn: (s: { store: Store; restart(): Promise<Store> }) => Promise<void>): Promise<void> {
+/** Opens a fresh store, runs `fn`, and closes whatever store is open at the end (the outbox suite's too). */
+export async function withStore(h: StoreHarness, fn: (s: { store: Store; restart(): Promise<Store> }) => Promise<void>): Promise<void> {
   const t = await h.fresh();
   let store = t.store;
   await store.open();

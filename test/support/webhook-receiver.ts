@@ -25,7 +25,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(): Promise<Receiver> {
+/** `rule`: the answer to each request that no scripted answer is left for (else 200). */
+export async function startReceiver(rule?: (r: Received) => Answer): Promise<Receiver> {
   const received: Received[] = [];
   const answers: Answer[] = [];
   const waiters: Array<() => void> = [];
@@ -42,7 +43,7 @@ export async function startReceiver(): Promise<Receiver> {
         json = undefined;
       }
       received.push({ headers, body, json });
-      const a = answers.shift() ?? { status: 200, body: 'ok' };
+      const a = answers.shift() ?? rule?.({ headers, body, json }) ?? { status: 200, body: 'ok' };
       res.writeHead(a.status, a.headers ?? {});
       res.end(a.body ?? '');
       for (const w of waiters.splice(0)) w();

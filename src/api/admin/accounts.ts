@@ -2,7 +2,7 @@
 // session, sign out, and their personal access tokens.
 import { CreateAccessTokenRequest, listPage, SignInRequest } from '../../contract/admin.ts';
 import { parseBody } from '../../http/context.ts';
-import { apiError } from '../../http/errors.ts';
+import { apiError } from '../../core/api-errors.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { AccountService } from '../../services/admin/accounts.ts';
 import { SESSION_MAX_AGE_MS } from '../../store/control.ts';
@@ -25,7 +25,7 @@ export function accountRoutes(accounts: AccountService, secureCookies: boolean):
         body: 'SignInRequest',
         ok: 'Session',
         open: true,
-        extra: ['429'],
+        extra: ['429', '503'],
         handle: async (ctx) => {
           const body = await parseBody(ctx, SignInRequest);
           const { cookie: value, session, member } = await accounts.signIn(body.email, body.password, originOf(ctx));

@@ -1,9 +1,9 @@
 // What the route files of the admin surface (docs/control-plane.md) share: where a request came from
 // (the audit's origin) and where links point.
-import type { Exchange } from '../../http/context.ts';
+import type { Call } from '../../http/context.ts';
 import type { Origin } from '../../services/admin/accounts.ts';
 
-export function originOf(ctx: Pick<Exchange, 'req' | 'requestId'>): Origin {
+export function originOf(ctx: Pick<Call, 'req' | 'requestId'>): Origin {
   return {
     address: ctx.req.socket.remoteAddress ?? 'unknown',
     user_agent: ctx.req.headers['user-agent'] ?? null,
@@ -15,7 +15,7 @@ export function originOf(ctx: Pick<Exchange, 'req' | 'requestId'>): Origin {
  * Where links point (D-65): the public URL when one is set, else the address this request reached
  * (seen only by the admin who made it).
  */
-export function publicBase(ctx: Pick<Exchange, 'req'>, publicUrl: string | null): string {
+export function publicBase(ctx: Pick<Call, 'req'>, publicUrl: string | null): string {
   if (publicUrl) return publicUrl;
   const scheme = 'encrypted' in ctx.req.socket ? 'https' : 'http';
   return `${scheme}://${ctx.req.headers.host ?? 'localhost'}`;

@@ -93,7 +93,7 @@ export function memberRoutes(members: MemberService, publicUrl: string | null): 
         summary: "D-67 Change the caller's password; their other sessions end",
         body: 'ChangePasswordRequest',
         ok: 'Member',
-        extra: ['429'],
+        extra: ['429', '503'],
         handle: async (ctx) => {
           const body = await parseBody(ctx, ChangePasswordRequest);
           return members.changePassword(ctx.admin, body.current_password, body.new_password, originOf(ctx));

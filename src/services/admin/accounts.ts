@@ -5,12 +5,12 @@ import { timingSafeEqual } from 'node:crypto';
 import { checkFormat, newSecret, redacted, sha256Hex } from '../../core/api-keys.ts';
 import type { AccessTokenRecordT, ControlDocT, MemberT } from '../../core/control.ts';
 import { newId } from '../../core/ids.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { apiError } from '../../http/errors.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { apiError } from '../../core/api-errors.ts';
 import { type AuditDraft, type ControlPlane, SESSION_IDLE_MS, SESSION_MAX_AGE_MS, sessionSecret } from '../../store/control.ts';
-import { verifyNobody, verifyPassword } from './passwords.ts';
+import { hashPool } from './hashing.ts';
 import { teamRecord } from './team.ts';
-import { SignInThrottle } from './throttle.ts';
+import { SignInThrottle, signInRules } from './throttle.ts';
 
 /** Where a request came from, for the audit log (D-75) and the throttle (D-69). */
 export interface Origin {
@@ -83,23 +83,18 @@ export class AccountService {
 
   /** D-67, D-69: a new session for a right password, or 401 (the same words for an unknown email) or 429. */
   async signIn(email: string, password: string, origin: Origin) {
-    const wait = await this.throttle.waitMs(email, origin.address);
-    if (wait > 0) {
-      const seconds = Math.ceil(wait / 1000);
-      throw apiError('sign_in_throttled', `Too many failed sign-ins from this address: try again in ${seconds} s.`, {
-        headers: { 'retry-after': String(seconds) },
-      });
-    }
     const member = this.control.read().members.find((m) => m.email === email);
-    const ok = member?.password_hash ? await verifyPassword(password, member.password_hash) : await verifyNobody(password, this.hashCost);
-    if (!ok || !member) {
-      await this.throttle.failed(email, origin.address);
+    // D-165: the failure is counted before the password is checked; D-166: the check waits in the hashing pool.
+    const checked = await this.throttle.check(signInRules(email, origin.address), () =>
+      hashPool.verify(password, member?.password_hash ?? null, this.hashCost),
+    );
+    if (checked.wait > 0) throw throttled(checked.wait, 'Too many failed sign-ins from this address');
+    if (!checked.ok || !member) {
       await this.control.audit.append([
         auditOf(origin, member?.team_id ?? null, 'session.failed', null, member ? { type: 'member', id: member.id } : null),
       ]);
       throw apiError('invalid_admin_credential', 'Wrong email or password.');
     }
-    await this.throttle.succeeded(email, origin.address);
     const cookie = sessionSecret();
     const now = this.now();
     const session = {
@@ -244,6 +239,12 @@ export class AccountService {
     const t = doc.teams.find((x) => x.id === id)!;
     return { id: t.id, object: 'team' as const, name: t.name };
   }
+}
+
+/** D-69: the 429 of a check refused for `waitMs`, its Retry-After in whole seconds. */
+export function throttled(waitMs: number, what: string) {
+  const seconds = Math.ceil(waitMs / 1000);
+  return apiError('sign_in_throttled', `${what}: try again in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
 }
 
 /** Constant-time equality of two strings (a different length is unequal at once: lengths are not secret here). */

@@ -1,7 +1,7 @@
 // D-75: the team's audit log as the admin surface reads it, newest first, a page at a time.
 import type { z } from 'zod';
 import { type AuditQuery, listPage } from '../../contract/admin.ts';
-import type { AdminCaller } from '../../http/context.ts';
+import type { AdminCaller } from '../../core/callers.ts';
 import type { ControlPlane } from '../../store/control.ts';
 
 /** A page's size when the query names none. */

@@ -5,8 +5,8 @@ import type { AdminConversationDetailT, AdminConversationT } from '../../contrac
 import type { z } from 'zod';
 import { type AdminConversationsQuery, listPage } from '../../contract/admin.ts';
 import { LIMITS } from '../../contract/index.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { apiError, invalidRequest, notFound } from '../../http/errors.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { apiError, invalidRequest, notFound } from '../../core/api-errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { AdminRecord, Store } from '../../store/types.ts';
 import { toConversation } from '../conversations.ts';

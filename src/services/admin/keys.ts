@@ -4,7 +4,7 @@
 import { newSecret, redacted, sha256Hex, webhookSigningKey } from '../../core/api-keys.ts';
 import { newId } from '../../core/ids.ts';
 import type { KeyT } from '../../core/tenants.ts';
-import type { AdminCaller } from '../../http/context.ts';
+import type { AdminCaller } from '../../core/callers.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
 import { teamRecord } from './team.ts';

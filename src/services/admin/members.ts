@@ -6,13 +6,13 @@ import type { AdminMemberAddedT } from '../../contract/admin.ts';
 import { sha256Hex } from '../../core/api-keys.ts';
 import type { ControlDocT, MemberT } from '../../core/control.ts';
 import { newId } from '../../core/ids.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { apiError, invalidRequest } from '../../http/errors.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { apiError, invalidRequest } from '../../core/api-errors.ts';
 import { type ControlPlane, sessionSecret } from '../../store/control.ts';
-import { actorOf, auditOf, memberView, type Origin } from './accounts.ts';
-import { hashPassword, verifyPassword } from './passwords.ts';
+import { actorOf, auditOf, memberView, type Origin, throttled } from './accounts.ts';
+import { hashPool } from './hashing.ts';
 import { teamRecord } from './team.ts';
-import { SignInThrottle } from './throttle.ts';
+import { passwordChangeRules, SignInThrottle } from './throttle.ts';
 
 /** D-72: a set-password link works this long, once. */
 export const INVITE_TTL_S = 7 * 86_400;
@@ -58,7 +58,7 @@ export class MemberService {
     origin: Origin,
   ): Promise<AdminMemberAddedT> {
     const nowS = Math.floor(this.now() / 1000);
-    const hash = req.password === undefined ? null : await hashPassword(req.password, this.o.hashCost);
+    const hash = req.password === undefined ? null : await hashPool.hash(req.password, this.o.hashCost);
     const token = hash === null ? sessionSecret() : null;
     const member: MemberT = {
       id: newId('member'),
@@ -125,7 +125,7 @@ export class MemberService {
       return m;
     };
     const id = invited(this.control.read()).id;
-    const hash = await hashPassword(password, this.o.hashCost);
+    const hash = await hashPool.hash(password, this.o.hashCost);
     const doc = await this.control.apply((d) => {
       const m = invited(d);
       m.password_hash = hash;
@@ -176,24 +176,19 @@ export class MemberService {
   }
 
   /**
-   * D-67, D-69: the caller's own password, given the current one (checked behind the sign-in throttle);
+   * D-67, D-165: the caller's own password, given the current one (checked behind its own throttle);
    * every other session of the member ends. Personal access tokens stay (each is revoked on its own).
    */
   async changePassword(c: AdminCaller, current: string, next: string, origin: Origin) {
-    const wait = await this.throttle.waitMs(c.email, origin.address);
-    if (wait > 0) {
-      const seconds = Math.ceil(wait / 1000);
-      throw apiError('sign_in_throttled', `Too many wrong passwords from this address: try again in ${seconds} s.`, {
-        headers: { 'retry-after': String(seconds) },
-      });
-    }
     const member = this.control.read().members.find((m) => m.id === c.member_id);
-    if (!member?.password_hash || !(await verifyPassword(current, member.password_hash))) {
-      await this.throttle.failed(c.email, origin.address);
-      throw invalidRequest('The current password is wrong.', 'current_password', 'invalid_value');
-    }
-    await this.throttle.succeeded(c.email, origin.address);
-    const hash = await hashPassword(next, this.o.hashCost);
+    // D-165: counted per session (or token) and per member before the current password is checked.
+    const rules = passwordChangeRules(c.member_id, c.session_id ?? c.token_id ?? c.member_id);
+    const checked = await this.throttle.check(rules, async () =>
+      member?.password_hash ? hashPool.verify(current, member.password_hash, this.o.hashCost) : false,
+    );
+    if (checked.wait > 0) throw throttled(checked.wait, 'Too many wrong passwords');
+    if (!checked.ok) throw invalidRequest('The current password is wrong.', 'current_password', 'invalid_value');
+    const hash = await hashPool.hash(next, this.o.hashCost);
     await this.control.apply((d) => {
       const m = d.members.find((x) => x.id === c.member_id);
       if (!m) throw apiError('invalid_admin_credential', 'The session has ended: sign in again.');

@@ -1,6 +1,6 @@
 // Members' passwords (D-66): scrypt from node:crypto, salted, stored with its parameters so that a later
 // cost applies to new hashes while old ones still verify. Never kept or logged in clear.
-import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
 
 /** log2 of scrypt's N in production (OWASP: N = 2^17 with r = 8 is the floor for new systems; 2^15 is ~50 ms here). */
 export const PRODUCTION_COST = 15;
@@ -29,27 +29,31 @@ export function assertHashCost(cost: number, env: Readonly<Record<string, string
   if (refusal) throw new Error(refusal);
 }
 
-function derive(password: string, salt: Buffer, logN: number, r: number, p: number): Promise<Buffer> {
+/** scrypt of `password` (NFC) with these parameters: on libuv's pool by default, D-166's worker in the server. */
+export type Derive = (password: string, salt: Buffer, keyBytes: number, options: ScryptOptions) => Promise<Buffer>;
+
+const onLibuv: Derive = (password, salt, keyBytes, options) =>
+  new Promise((resolve, reject) => scrypt(password, salt, keyBytes, options, (err, key) => (err ? reject(err) : resolve(key))));
+
+function derive(password: string, salt: Buffer, logN: number, r: number, p: number, via: Derive): Promise<Buffer> {
   // scrypt needs 128·N·r bytes; node's default ceiling (32 MiB) is exactly 2^15 × 8 × 128.
   const maxmem = 256 * 2 ** logN * r;
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N: 2 ** logN, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
-  );
+  return via(password.normalize('NFC'), salt, KEY_BYTES, { N: 2 ** logN, r, p, maxmem });
 }
 
 /** `scrypt$<logN>$<r>$<p>$<salt>$<hash>` (base64url). */
-export async function hashPassword(password: string, logN: number): Promise<string> {
+export async function hashPassword(password: string, logN: number, via: Derive = onLibuv): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, logN, R, P);
+  const key = await derive(password, salt, logN, R, P, via);
   return ['scrypt', logN, R, P, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 /** Whether `password` matches `stored`; a malformed record matches nothing. */
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+export async function verifyPassword(password: string, stored: string, via: Derive = onLibuv): Promise<boolean> {
   const [kind, logN, r, p, salt, hash] = stored.split('$');
   if (kind !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64url');
-  const key = await derive(password, Buffer.from(salt, 'base64url'), Number(logN), Number(r), Number(p));
+  const key = await derive(password, Buffer.from(salt, 'base64url'), Number(logN), Number(r), Number(p), via);
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
 
@@ -57,7 +61,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
  * The work of a verification for an email nobody has (D-66): the same cost as a real one, so that the
  * time of an answer does not tell which emails have accounts.
  */
-export async function verifyNobody(password: string, logN: number): Promise<false> {
-  await derive(password, randomBytes(16), logN, R, P);
+export async function verifyNobody(password: string, logN: number, via: Derive = onLibuv): Promise<false> {
+  await derive(password, randomBytes(16), logN, R, P, via);
   return false;
 }

@@ -1,8 +1,8 @@
 // D-65: the admin surface answers only its caller's team. A record of another team is answered as one
 // that does not exist (404 naming the parameter), so an id tells nothing of other teams.
 import type { ControlDocT } from '../../core/control.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { apiError } from '../../http/errors.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { apiError } from '../../core/api-errors.ts';
 
 /** `what` names the record in the message (`App`), `param` the request's field that named it (`app_id`). */
 export interface Named {

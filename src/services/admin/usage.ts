@@ -3,8 +3,8 @@
 import type { z } from 'zod';
 import type { CreditBalanceT, UsageQuery, UsageReportT } from '../../contract/admin.ts';
 import { creditsOf, dateOf, dayOf, dayOfDate, monthOf } from '../../core/credits.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { invalidRequest } from '../../http/errors.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { invalidRequest } from '../../core/api-errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { CreditService } from '../credits.ts';
 import { teamApp } from './team.ts';

@@ -5,7 +5,7 @@ import type { EventEmitter } from 'node:events';
 import { RESPONSE_ID_HEADER } from '../../contract/index.ts';
 import { ResponseEventsExpired } from '../../core/errors.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
-import { apiError } from '../../http/errors.ts';
+import { apiError } from '../../core/api-errors.ts';
 import type { Store } from '../../store/types.ts';
 
 /** D-37: messages that may wait in line behind a conversation's running reply; one more gets a 409. */

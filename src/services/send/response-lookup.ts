@@ -3,8 +3,8 @@
 // cancelled (D-33).
 import type { LiveResponseT } from '../../contract/index.ts';
 import { ResponseEventsExpired } from '../../core/errors.ts';
-import { apiError, notFound } from '../../http/errors.ts';
-import { EventStream } from '../../http/reply.ts';
+import { apiError, notFound } from '../../core/api-errors.ts';
+import { EventStream } from '../../core/answers.ts';
 import type { ResponseTrace, Store } from '../../store/types.ts';
 import { foldEvents } from './response-fold.ts';
 import { outputOf, responseOf } from './response-resource.ts';

@@ -3,8 +3,8 @@
 // reducer the look-up and recovery use too), so that the SSE stream and the JSON body can never
 // disagree (§6 rule 4).
 import type { OutputItemT, ResponseErrorT, UnsequencedEvent, UsageT } from '../../contract/index.ts';
-import { internalError } from '../../http/errors.ts';
-import { EventStream } from '../../http/reply.ts';
+import { internalError } from '../../core/api-errors.ts';
+import { EventStream } from '../../core/answers.ts';
 import { countTokens, estimateInputTokens } from '../../engines/text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../../engines/types.ts';
 import { newId } from '../../core/ids.ts';

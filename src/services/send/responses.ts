@@ -18,8 +18,8 @@ import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { AppT } from '../../core/tenants.ts';
 import type { ChatMessage } from '../../engines/types.ts';
-import { apiError } from '../../http/errors.ts';
-import type { EventStream } from '../../http/reply.ts';
+import { apiError } from '../../core/api-errors.ts';
+import type { EventStream } from '../../core/answers.ts';
 import { TERMINAL_EVENTS, type ConversationRecord, type Store } from '../../store/types.ts';
 import type { AgentRuntime } from '../agent.ts';
 import { ExchangeWriter } from './exchange.ts';
@@ -149,15 +149,13 @@ export class ResponseService {
     const content = body.message.content;
     // D-9: an object replaces the snapshot; omitted or null keeps it.
     const metadata = body.metadata ?? record.metadata;
-    // D-104: read at once where the store can (with the record, for the save to start from).
-    const read = await this.store.readForReply?.(record.id, app.id);
-    const file = read ?? (await this.store.readHistory(record.id));
+    // D-104: read at once (with the record, for the save to start from).
+    const read = await this.store.readForReply(record.id, app.id);
     // D-29: a conversation's history is bounded; D-27: so is what an app stores. Refused before the
     // run, so nothing is spent or saved.
-    checkHistory(record.id, file.bytes, this.quota?.historyBytes(app.id));
-    if (read) this.quota?.admit(app.id, 0, widget)(read.storedBytes);
-    else await this.quota?.check(app.id, 0, widget);
-    const messages: ChatMessage[] = [...historyOf(file.items), { role: 'user', content }];
+    checkHistory(record.id, read.bytes, this.quota?.historyBytes(app.id));
+    this.quota?.admit(app.id, 0, widget)(read.storedBytes);
+    const messages: ChatMessage[] = [...historyOf(read.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
     const begun = await this.store.responses.begin({
@@ -177,7 +175,7 @@ export class ResponseService {
     }
     const stop = new AbortController();
     const input = { content, metadata: body.metadata ?? null, createdAt };
-    const save = (r: ResponseRun) => this.exchanges.save(app.id, record.id, r, input, claim, app, read?.base);
+    const save = (r: ResponseRun) => this.exchanges.save(app.id, record.id, r, input, claim, app, read.base);
     const live = new LiveEvents();
     const run: ResponseRun = new ResponseRun({
       id,
@@ -230,7 +228,7 @@ export class ResponseService {
     const kept = new KeptEvents({
       append: (e) => this.store.responses.append(id, e),
       live,
-      unavailable: (err) => this.store.isUnavailable?.(err) ?? false,
+      unavailable: (err) => this.store.isUnavailable(err),
       onUnavailable: () => stop.abort(new StopReason(STOPS.storeUnavailable)),
     });
     const done = (async () => {
@@ -288,7 +286,7 @@ export class ResponseService {
       try {
         return await save(run);
       } catch (err) {
-        if (!this.store.isUnavailable?.(err)) throw err;
+        if (!this.store.isUnavailable(err)) throw err;
       }
     }
     run.status = 'failed';
@@ -303,7 +301,7 @@ export class ResponseService {
           await save();
           break;
         } catch (err) {
-          if (this.stopping || !this.store.isUnavailable?.(err)) throw err;
+          if (this.stopping || !this.store.isUnavailable(err)) throw err;
         }
         await pause(SAVE_RETRY_MS);
       }

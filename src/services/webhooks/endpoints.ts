@@ -4,8 +4,8 @@
 import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { WebhookEndpointT } from '../../core/webhook-endpoint.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { apiError, invalidRequest } from '../../http/errors.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { apiError, invalidRequest } from '../../core/api-errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { Attempt, Delivery, OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
 import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';

@@ -4,7 +4,7 @@
 // (`parley webhooks listen`) follows the app; otherwise nothing is written.
 import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
-import { type EventType, wants } from '../../core/webhook-endpoint.ts';
+import { type WebhookEventType, wants } from '../../core/webhook-endpoint.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { ConversationRecord, ResponseSave } from '../../store/types.ts';
 import type { ChangeEvents } from '../../store/types.ts';
@@ -17,7 +17,7 @@ export const MAX_PAYLOAD_BYTES = 20_480;
 
 export class WebhookEvents implements ChangeEvents {
   constructor(
-    private readonly control: ControlPlane,
+    private readonly control: Pick<ControlPlane, 'read'>,
     /** The public origin (`http://host:port`): the base of `url` in a payload cut short. */
     private readonly origin: () => string,
     /** D-88: the apps live listeners follow (on any instance: the store's outbox knows). */
@@ -44,7 +44,7 @@ export class WebhookEvents implements ChangeEvents {
   }
 
   /** The event of `type` about `data` (none when nobody wants it); `path` locates the resource under /v1/apps/{app}. */
-  make(appId: string, type: EventType, data: { id: string; object: string }, path: string): OutboxEvent[] {
+  make(appId: string, type: WebhookEventType, data: { id: string; object: string }, path: string): OutboxEvent[] {
     const doc = this.control.read();
     const endpoints = doc.webhook_endpoints.filter((e) => e.app_id === appId && wants(e, type));
     if (endpoints.length === 0 && !this.follows.has(appId)) return [];

@@ -5,8 +5,8 @@
 // a listener follows an app its events are made even with no endpoint (D-83).
 import type { UnsequencedEvent } from '../../contract/index.ts';
 import { signedHeaders } from '../../core/webhook-signature.ts';
-import type { AdminCaller } from '../../http/context.ts';
-import { EventStream } from '../../http/reply.ts';
+import type { AdminCaller } from '../../core/callers.ts';
+import { EventStream } from '../../core/answers.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
 import type { WebhookEvents } from './events.ts';

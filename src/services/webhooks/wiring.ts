@@ -3,8 +3,8 @@
 // admin surface. The settings are D-82's and D-85…D-87's, from the settings' table (src/settings.ts).
 import type { Logger } from 'pino';
 import type { CompletionT } from '../../contract/index.ts';
+import type { ChangeSources } from '../../store/backend.ts';
 import type { ControlPlane } from '../../store/control.ts';
-import type { ChangeEvents } from '../../store/types.ts';
 import type { WebhookOutbox } from '../../store/webhooks.ts';
 import { listensOnLoopback, type Resolver, systemResolver } from './addresses.ts';
 import { EndpointService } from './endpoints.ts';
@@ -30,20 +30,33 @@ export interface WebhookOptions {
   publicUrl?: string;
 }
 
-/** What a store that has an outbox offers (both backends do). */
-interface OutboxStore {
-  outbox?: WebhookOutbox;
-  changeEvents: ChangeEvents | undefined;
+/** Where payload URLs point (D-83): `--public-url`, else where Parley listens, once it does. */
+export interface PublicOrigin {
+  at: string;
 }
 
-export function startWebhooks(store: OutboxStore, control: ControlPlane, o: WebhookOptions, log: Logger, host: string) {
-  const outbox = store.outbox;
-  if (!outbox) return { completed: undefined, endpoints: undefined, live: undefined, listening() {}, closing() {}, stop: async () => {} };
+/** D-84: the events of each change, made as the store opens (openBackend's `changeEvents`). */
+export function webhookEvents(o: Pick<WebhookOptions, 'publicUrl'>, origin: PublicOrigin) {
+  return ({ outbox, control }: ChangeSources) =>
+    new WebhookEvents(control, () => (o.publicUrl ?? origin.at).replace(/\/$/, ''), outbox.follows);
+}
+
+/** The backend's parts webhooks run on: its outbox, the events its store makes, the endpoints. */
+interface WebhookBackend {
+  outbox: WebhookOutbox;
+  changeEvents: WebhookEvents;
+  control: ControlPlane;
+}
+
+export function startWebhooks(
+  { outbox, changeEvents: events, control }: WebhookBackend,
+  origin: PublicOrigin,
+  o: WebhookOptions,
+  log: Logger,
+  host: string,
+) {
   // D-88: live streams end when Parley starts closing (they never end by themselves).
   const closing = new AbortController();
-  let origin = '';
-  const events = new WebhookEvents(control, () => (o.publicUrl ?? origin).replace(/\/$/, ''), outbox.follows);
-  store.changeEvents = events;
   const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate };
   const resolve = o.webhookResolver ?? systemResolver;
   const worker = new DeliveryWorker(outbox, control, {
@@ -71,7 +84,7 @@ export function startWebhooks(store: OutboxStore, control: ControlPlane, o: Webh
     },
     /** Parley listens at `at` (`http://host:port`): the origin of payload URLs; delivery starts. */
     listening(at: string) {
-      origin = at;
+      origin.at = at;
       worker.start();
     },
     /** Ends the live streams, so that a shutdown does not wait for them. */

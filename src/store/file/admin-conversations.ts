@@ -27,7 +27,10 @@ export class FileAdminConversations implements AdminConversations {
     const text = q.text?.toLowerCase();
     const keep = (r: StoredConversation) =>
       (q.deleted === 'include' || (r.deleted_at === null) === (q.deleted === 'exclude')) &&
-      (text === undefined || !!r.title?.toLowerCase().includes(text) || !!r.external_user_id?.toLowerCase().includes(text));
+      (text === undefined ||
+        !!r.title?.toLowerCase().includes(text) ||
+        Object.values(r.generated_title).some((t) => t.toLowerCase().includes(text)) ||
+        !!r.external_user_id?.toLowerCase().includes(text));
     const page = this.s.index.page(appId, q, keep);
     return Promise.resolve(page && { records: page.records.map(view), hasMore: page.hasMore });
   }

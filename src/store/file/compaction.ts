@@ -8,6 +8,60 @@ import { type ConversationIndex, EMPTY_META, type MetaRef, type StoredConversati
 import type { Journal } from './journal.ts';
 import type { LineAt } from './journal-io.ts';
 import type { Exchange } from './lines.ts';
+import type { FileStoreOptions } from './options.ts';
+
+/** What of the store a compaction reads and rewrites. */
+export interface CompactionTarget {
+  journal: Journal;
+  index: ConversationIndex;
+  claims: ClaimLog;
+  /** The store's open intents (FileStore's): a compaction keeps their lines. */
+  openIntents: ReadonlyMap<string, Exchange>;
+  /** D-84: resolves once the outbox holds the events of every line so far (a compaction drops those lines). */
+  outboxSettled(): Promise<void>;
+}
+
+/** D-28: when the file store's journal is compacted (at start-up and while running), and one compaction at a time. */
+export class Compactor {
+  private compacting: Promise<void> | undefined;
+  /** The journal's size right after the last compaction. */
+  private compactedBytes = 0;
+
+  constructor(
+    private readonly target: CompactionTarget,
+    private readonly opts: Pick<FileStoreOptions, 'compaction' | 'holdCompaction' | 'onCompactionError'>,
+  ) {}
+
+  due(): boolean {
+    const factor = this.opts.compaction?.factor ?? 2;
+    const slack = this.opts.compaction?.slackBytes ?? 4 * 2 ** 20;
+    // Never below what the last compaction wrote (as Redis rewrites its AOF): an estimate that falls
+    // short cannot make compactions follow one another.
+    return this.target.journal.bytes > factor * Math.max(this.target.index.liveBytes, this.compactedBytes) + slack;
+  }
+
+  /** Compaction while running, once the journal passes its multiple of the live records. */
+  ifDue(): void {
+    if (this.compacting || !this.due()) return;
+    this.compacting = this.run()
+      .catch((err: Error) => this.opts.onCompactionError?.(err))
+      .finally(() => {
+        this.compacting = undefined;
+      });
+  }
+
+  /** Waits for the compaction under way, if any. */
+  async idle(): Promise<void> {
+    while (this.compacting) await this.compacting;
+  }
+
+  async run(): Promise<void> {
+    const { journal, index, claims, openIntents } = this.target;
+    // D-84: the events of the lines a compaction drops are in the outbox before the new file takes their place.
+    await compactJournal(journal, index, claims, openIntents, () => this.target.outboxSettled().then(this.opts.holdCompaction));
+    this.compactedBytes = journal.bytes;
+  }
+}
 
 /**
  * Rewrites the journal as one `conv` line per conversation (purged ones without metadata), the

@@ -80,7 +80,10 @@ export class FileSessions implements Sessions {
   }
 }
 
-/** D-69: `sign-in-failures.jsonl`, lines `{k, at}` and `{k, clear: true}`; failures older than a day are dropped at open. */
+/**
+ * D-69: `sign-in-failures.jsonl`, lines `{k, at}`, `{k, at, release: true}` and `{k, clear: true}`;
+ * failures older than a day are dropped at open.
+ */
 export class FileFailureCounts implements FailureCounts {
   private readonly map = new Map<string, number[]>();
   private journal!: Journal;
@@ -92,6 +95,7 @@ export class FileFailureCounts implements FailureCounts {
       (e) => {
         if (typeof e.k !== 'string') return;
         if (e.clear) f.map.delete(e.k);
+        else if (e.release) f.takeBack(e.k, Number(e.at));
         else f.map.set(e.k, [...(f.map.get(e.k) ?? []), Number(e.at)]);
       },
       () => {
@@ -108,19 +112,36 @@ export class FileFailureCounts implements FailureCounts {
     return f;
   }
 
-  async recent(key: string, since: number): Promise<number[]> {
-    return (this.map.get(key) ?? []).filter((t) => t >= since);
+  async reserve(keys: readonly string[], since: number, at: number, admit: (failures: number[][]) => number): Promise<number> {
+    // D-165: one data directory has one process (D-76's lock), so reading and counting with no await
+    // between them is the whole of "one at a time": the next request sees this reservation.
+    const wait = admit(keys.map((k) => (this.map.get(k) ?? []).filter((t) => t >= since)));
+    if (wait > 0) return wait;
+    for (const k of keys) this.map.set(k, [...(this.map.get(k) ?? []), at]);
+    // Queued together: the journal's group commit makes them one write and one fsync.
+    await Promise.all(keys.map((k) => this.journal.append({ k, at })));
+    return 0;
   }
 
-  async add(key: string, at: number): Promise<void> {
-    await this.journal.append({ k: key, at });
-    this.map.set(key, [...(this.map.get(key) ?? []), at]);
+  async release(key: string, at: number): Promise<void> {
+    if (!this.takeBack(key, at)) return;
+    await this.journal.append({ k: key, at, release: true });
   }
 
   async clear(key: string): Promise<void> {
     if (!this.map.has(key)) return;
     await this.journal.append({ k: key, clear: true });
     this.map.delete(key);
+  }
+
+  /** Removes one failure of `key` at `at`; whether there was one. */
+  private takeBack(key: string, at: number): boolean {
+    const list = this.map.get(key);
+    const i = list?.indexOf(at) ?? -1;
+    if (!list || i < 0) return false;
+    list.splice(i, 1);
+    if (!list.length) this.map.delete(key);
+    return true;
   }
 
   close(): Promise<void> {

@@ -1,7 +1,10 @@
 // The file store's in-memory index (D-28): every conversation's record without its metadata, by id,
 // by app in creation order and by user, with each app's counters and stored bytes; rebuilt from the
 // journal at start-up, changed only once a line is durable.
+import { isPlainObject } from '../../contract/index.ts';
+import { DataFileError } from '../../core/errors.ts';
 import type { AppCounters, ConversationPageQuery, ConversationRecord } from '../types.ts';
+import type { Journal } from './journal.ts';
 import type { LineAt } from './journal-io.ts';
 import { type FieldsT, INLINE_LINE_BYTES } from './lines.ts';
 
@@ -139,7 +142,8 @@ export class ConversationIndex {
 
   /**
    * The in-memory form of a whole record whose line is at `where`. D-73: `purgedAt` as its line says;
-   * absent, a deleted one was purged as it was deleted (before D-73).
+   * absent, a deleted one was purged as it was deleted (the earlier release's delete, D-117, or an
+   * import's of a deleted conversation without history).
    */
   fromRecord(v: ConversationRecord, where: LineAt, fileBytes: number, purgedAt?: number | null): StoredConversation {
     const s = new this.Stored();
@@ -166,8 +170,8 @@ export class ConversationIndex {
     if (f.title !== undefined) s.title = f.title;
     if (f.deleted_at !== undefined) {
       s.deleted_at = f.deleted_at;
-      // D-73: a delete before D-73 (no purged_at) purged the history as it deleted.
-      s.purged_at = f.deleted_at === null ? null : f.purged_at === undefined ? f.deleted_at : f.purged_at;
+      // D-73: a delete's line says whether its history is kept (null) or purged (lines.ts checks it holds one).
+      s.purged_at = f.deleted_at === null ? null : (f.purged_at ?? null);
     } else if (f.purged_at !== undefined) s.purged_at = f.purged_at;
     if (f.generated_title !== undefined) s.generated_title = f.generated_title;
     if (f.metadata !== undefined) s.meta = metaRef(f.metadata, where);
@@ -266,4 +270,21 @@ export function metaRef(metadata: Record<string, unknown>, where: LineAt | undef
   // The common case, and every deleted conversation after a compaction: nothing to read.
   if (Object.keys(metadata).length === 0) return EMPTY_META;
   return { text: JSON.stringify(metadata), at: -1, len: 0 };
+}
+
+/** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
+export function metadataIn(
+  journal: Pick<Journal, 'readAt' | 'file'>,
+  index: ConversationIndex,
+  h: StoredConversation,
+): Record<string, unknown> {
+  const { text, at, len } = h.meta;
+  if (text !== null) return JSON.parse(text) as Record<string, unknown>;
+  const e = JSON.parse(journal.readAt({ at, len })) as { id?: string; v?: ConversationRecord; f?: FieldsT };
+  const metadata = e.v?.metadata ?? e.f?.metadata;
+  if ((e.v?.id ?? e.id) === h.id && isPlainObject(metadata)) return metadata;
+  // A version of the record kept past a compaction that moved its line: the current one's.
+  const current = index.records.get(h.id);
+  if (current && current !== h && current.meta !== h.meta) return metadataIn(journal, index, current);
+  throw new DataFileError(journal.file, `byte ${at}: not the metadata of ${h.id}`);
 }

@@ -4,11 +4,10 @@
 // journal before memory shows it. One process serves the directory (its LOCK, D-25).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { isPlainObject, type ItemT } from '../../contract/index.ts';
+import type { ItemT } from '../../contract/index.ts';
 import type { IdempotencyClaim, KeptClaim } from '../../core/claims.ts';
 import { DataFileError } from '../../core/errors.ts';
 import { KeyedQueue } from '../../core/keyed-queue.ts';
-import { SAFE_ID } from '../record.ts';
 import type {
   AppCounters,
   ConversationChange,
@@ -17,22 +16,23 @@ import type {
   ConversationRecord,
   History,
   QuotaAdmit,
+  ReplyStart,
   ResponseRecord,
   ResponseSave,
   Store,
 } from '../types.ts';
 import { FileAdminConversations } from './admin-conversations.ts';
 import { ClaimLog } from './claims.ts';
-import { compactJournal } from './compaction.ts';
-import { ConversationIndex, StoredConversation } from './conversations.ts';
+import { Compactor } from './compaction.ts';
+import { ConversationIndex, metadataIn, StoredConversation } from './conversations.ts';
+import { importInto } from './bulk-import.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
-import { syncDir, writeDurably } from './durable.ts';
 import { HistoryCache } from './history-cache.ts';
 import { Journal } from './journal.ts';
 import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
-import { type ChangeEvents, renameByUpdate } from '../types.ts';
+import { type ChangeEvents, NO_CHANGE_EVENTS, renameByUpdate } from '../types.ts';
 import { FileOutbox, type OutboxEvent, withEvents } from './webhooks.ts';
 import type { FileStoreOptions } from './options.ts';
 
@@ -56,18 +56,19 @@ export class FileStore implements Store {
   private readonly claims = new ClaimLog();
   /** Intents journaled whose `done` is not (a failed write): a compaction keeps them for start-up to settle. */
   private readonly openIntents = new Map<string, Exchange>();
-  private compacting: Promise<void> | undefined;
-  /** The journal's size right after the last compaction. */
-  private compactedBytes = 0;
+  /** D-28: the journal compacted at start-up and while running (compaction.ts). */
+  private readonly compactor: Compactor;
   /** Resumable responses (D-30…D-39), kept apart: src/store/file/response-log.ts. */
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
-  readonly sweepMs = undefined;
+  readonly sweepMs = null;
+  /** The usage ledger is a file of its own (usage.jsonl): it records a reply's usage before the save. */
+  readonly savesUsage = false;
   /** D-73: the team's view of the conversations, and the purge of deleted histories. */
   readonly admin: FileAdminConversations;
-  /** D-84: the webhook outbox (`webhooks.jsonl`, opened with the store), and what makes each change's events. */
+  /** D-84: the webhook outbox (`webhooks.jsonl`, opened with the store), and what each change's events are. */
   outbox!: FileOutbox;
-  changeEvents: ChangeEvents | undefined;
+  private events: ChangeEvents = NO_CHANGE_EVENTS;
 
   constructor(private readonly opts: FileStoreOptions) {
     this.dataDir = path.resolve(opts.dataDir);
@@ -78,14 +79,15 @@ export class FileStore implements Store {
     this.index = new ConversationIndex(
       class extends StoredConversation {
         get metadata(): Record<string, unknown> {
-          return store.metadataOf(this);
+          return metadataIn(store.journal, store.index, this);
         }
       },
     );
     this.histories = new HistoryCache(this.dataDir, opts.historyCacheBytes);
     this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
-    const { index, journal, turns, histories } = this;
-    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactIfDue() });
+    const { index, journal, turns, histories, claims, openIntents } = this;
+    this.compactor = new Compactor({ journal, index, claims, openIntents, outboxSettled: () => this.outbox.settled() }, opts);
+    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactor.ifDue() });
   }
 
   async open(): Promise<void> {
@@ -116,6 +118,7 @@ export class FileStore implements Store {
     const carried: OutboxEvent[] = [];
     const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => carried.push(...w));
     this.outbox = await FileOutbox.open(this.dataDir, carried, this.opts.webhookRetentionMs);
+    if (this.opts.changeEvents) this.events = this.opts.changeEvents(this.outbox);
     await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {
       journal: this.journal,
@@ -126,11 +129,11 @@ export class FileStore implements Store {
       warn: this.opts.warn ?? ((m: string) => process.emitWarning(m)),
     });
     // Compact when most of the journal is superseded: start-up time follows live data, not history.
-    if (this.compactionDue()) await this.compact();
+    if (this.compactor.due()) await this.compactor.run();
   }
 
   async close(): Promise<void> {
-    while (this.compacting) await this.compacting;
+    await this.compactor.idle();
     // Every write was awaited by its request; only those still under way need waiting for.
     await this.turns.idle();
     await this.histories.idle();
@@ -138,6 +141,17 @@ export class FileStore implements Store {
     await this.outbox?.close();
     await this.journal.close();
     if (this.lockText !== undefined) await releaseLock(this.lockFile, this.lockText);
+  }
+
+  /** D-91: the directory is this process's own: never out of reach. */
+  readonly reachable = 'always';
+
+  available(): boolean {
+    return true;
+  }
+
+  isUnavailable(): boolean {
+    return false;
   }
 
   // The reads answer from the in-memory index: resolved promises, no other work.
@@ -186,35 +200,29 @@ export class FileStore implements Store {
     return this.index.bytes(appId) + this.responses.bytesOf(appId);
   }
 
-  /** D-28: a conversation's metadata, read from where it is (memory if short, else its journal line). */
-  private metadataOf(h: StoredConversation): Record<string, unknown> {
-    const { text, at, len } = h.meta;
-    if (text !== null) return JSON.parse(text) as Record<string, unknown>;
-    const e = JSON.parse(this.journal.readAt({ at, len })) as { id?: string; v?: ConversationRecord; f?: FieldsT };
-    const metadata = e.v?.metadata ?? e.f?.metadata;
-    if ((e.v?.id ?? e.id) === h.id && isPlainObject(metadata)) return metadata;
-    // A version of the record kept past a compaction that moved its line: the current one's.
-    const current = this.index.records.get(h.id);
-    if (current && current !== h && current.meta !== h.meta) return this.metadataOf(current);
-    throw new DataFileError(this.journal.file, `byte ${at}: not the metadata of ${h.id}`);
-  }
-
   async readHistory(id: string): Promise<History & { bytes: number }> {
     const h = await this.histories.get(id);
     return { items: h.items, responses: h.responses, bytes: h.bytes };
   }
 
+  /** D-104: the history, then the app's bytes and the record as they are once it is read (the save starts from the record as it is then). */
+  async readForReply(id: string, appId: string): Promise<ReplyStart> {
+    const history = await this.readHistory(id);
+    const record = this.index.records.get(id);
+    return { ...history, storedBytes: this.bytesOf(appId), base: record && { record } };
+  }
+
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     admit?.(this.bytesOf(record.app_id));
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
-    const w = this.changeEvents?.wants(record.app_id) ? this.changeEvents.created(record) : [];
+    const w = this.events.wants(record.app_id) ? this.events.created(record) : [];
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
     await this.journal.append(withEvents(c ? { t: 'conv', v: record, c } : { t: 'conv', v: record }, w), (where) => {
       if (w.length > 0) this.outbox.adopt(w);
       if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
       this.index.add(this.index.fromRecord(record, where, this.index.records.get(record.id)?.file_bytes ?? 0));
     });
-    this.compactIfDue();
+    this.compactor.ifDue();
   }
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
@@ -226,13 +234,13 @@ export class FileStore implements Store {
       if (Object.keys(f).length === 0) return current;
       // D-73 (revising D-27): a delete keeps the history until it is purged (file/admin-conversations.ts).
       if (f.deleted_at != null) f.purged_at = current.deleted_at === null ? null : current.purged_at;
-      const w = this.changeEvents?.wants(current.app_id) ? this.changeEvents.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
+      const w = this.events.wants(current.app_id) ? this.events.updated(current.toJSON(), { ...current.toJSON(), ...f }) : [];
       // D-28: only what changed is appended (a rename is its title, not the 16 KB record).
       await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
         if (w.length > 0) this.outbox.adopt(w);
         this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where));
       });
-      this.compactIfDue();
+      this.compactor.ifDue();
       return this.index.records.get(id)!;
     });
   }
@@ -244,8 +252,9 @@ export class FileStore implements Store {
       // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
       if (current.deleted_at !== null) return current;
       const { f, n } = diffOf(current, save.apply(current));
-      const events = this.changeEvents?.wants(current.app_id) ? this.changeEvents : undefined;
-      const w = events?.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save) ?? [];
+      const w = this.events.wants(current.app_id)
+        ? this.events.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save)
+        : [];
       await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
       return this.index.records.get(save.conversationId)!;
     });
@@ -319,77 +328,12 @@ export class FileStore implements Store {
       this.histories.forget(id);
       throw err;
     }
-    this.compactIfDue();
+    this.compactor.ifDue();
   }
 
-  /**
-   * The bulk path (seeding, imports): many new conversations with their histories, at the cost of
-   * one fsync per file instead of a write and a folder sync each. Every file is written
-   * temp → fsync → rename, the folders are synced once, and only then are the records appended to
-   * the journal in one group commit, which is the commit point: a crash before it leaves at most
-   * files that no record points to. Resolves once everything is durable; nothing is indexed before.
-   */
+  /** The bulk path (seeding, imports): many new conversations with their histories (bulk-import.ts). */
   async importConversations(entries: ReadonlyArray<{ record: ConversationRecord; file?: History }>, concurrency = 16): Promise<void> {
-    const ids = new Set<string>();
-    for (const { record } of entries) {
-      if (!SAFE_ID.test(record.id)) throw new Error(`importConversations: ${JSON.stringify(record.id)} cannot name a file`);
-      if (this.index.records.has(record.id) || ids.has(record.id))
-        throw new Error(`importConversations: conversation ${record.id} already exists`);
-      ids.add(record.id);
-    }
-    const dirs = new Set<string>();
-    const sizes = new Map<string, number>();
-    let next = 0;
-    const worker = async () => {
-      while (next < entries.length) {
-        const { record, file } = entries[next++]!;
-        // A conversation without history has no file, as one created and never used.
-        if (!file) continue;
-        const target = this.histories.path(record.id);
-        dirs.add(path.dirname(target));
-        const text = `${JSON.stringify(file)}\n`;
-        sizes.set(record.id, Buffer.byteLength(text));
-        await writeDurably(target, text);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, entries.length) }, worker));
-    await Promise.all([...dirs].map(syncDir));
-    await Promise.all(
-      entries.map(({ record }) => {
-        const b = sizes.get(record.id) ?? 0;
-        // D-73: a deleted conversation imported with its history keeps it; without one it reads as purged.
-        const kept = b > 0 && record.deleted_at !== null ? { purged_at: null } : {};
-        return this.journal.append(b > 0 ? { t: 'conv', v: record, b, ...kept } : { t: 'conv', v: record }, (where) =>
-          this.index.add(this.index.fromRecord(record, where, b, b > 0 ? null : undefined)),
-        );
-      }),
-    );
-    this.compactIfDue();
-  }
-
-  private compactionDue(): boolean {
-    const factor = this.opts.compaction?.factor ?? 2;
-    const slack = this.opts.compaction?.slackBytes ?? 4 * 2 ** 20;
-    // Never below what the last compaction wrote (as Redis rewrites its AOF): an estimate that falls
-    // short cannot make compactions follow one another.
-    return this.journal.bytes > factor * Math.max(this.index.liveBytes, this.compactedBytes) + slack;
-  }
-
-  /** D-28: compaction while running, once the journal passes its multiple of the live records. */
-  private compactIfDue(): void {
-    if (this.compacting || !this.compactionDue()) return;
-    this.compacting = this.compact()
-      .catch((err: Error) => this.opts.onCompactionError?.(err))
-      .finally(() => {
-        this.compacting = undefined;
-      });
-  }
-
-  private async compact(): Promise<void> {
-    // D-84: the events of the lines a compaction drops are in the outbox before the new file takes their place.
-    await compactJournal(this.journal, this.index, this.claims, this.openIntents, () =>
-      this.outbox.settled().then(this.opts.holdCompaction),
-    );
-    this.compactedBytes = this.journal.bytes;
+    await importInto({ index: this.index, journal: this.journal, histories: this.histories }, entries, concurrency);
+    this.compactor.ifDue();
   }
 }

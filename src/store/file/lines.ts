@@ -15,7 +15,7 @@ const Fields = z.strictObject({
   deleted_at: z.number().int().nullable().optional(),
   generated_title: z.record(z.string(), z.string()).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
-  /** D-73: null with a delete (its history is kept), a time once purged; absent on a delete before D-73 (purged then). */
+  /** D-73: null with a delete (its history is kept), a time once purged; a delete always says which (D-117). */
   purged_at: z.number().int().nullable().optional(),
 });
 /**
@@ -24,9 +24,11 @@ const Fields = z.strictObject({
  * completes. `set`: the fields a rename or a delete changes. `intent`: what an exchange will change
  * (`f`, `n` messages, `b` history bytes), written before the history file; `done` completes it. An
  * intent with no `done` was cut by a crash, and start-up checks the history file to see whether the
- * exchange landed. Before D-28 an intent held the whole record (`v`). D-73: a deleted conversation's
- * `purged_at` (a `conv` line's, or a `set` line's field) is null while its history is kept; absent,
- * it was purged as it was deleted (before D-73). `claim`: an Idempotency-Key
+ * exchange landed. The earlier release's intent held the whole record (`v`, D-117: still read). D-73:
+ * a deleted conversation's `purged_at` (a `conv` line's, or a `set` line's field) is null while its
+ * history is kept; a `conv` line without it was purged as it was deleted (the earlier release's
+ * deletes, and an import's of a deleted conversation without history); a `set` line that deletes
+ * always holds it (D-117: no release wrote one without). `claim`: an Idempotency-Key
  * claim kept by a compaction. The claim `c` rides in both lines of an exchange: it holds exactly when
  * the exchange does.
  */
@@ -39,7 +41,10 @@ export const Entries = {
     c: Claim.optional(),
     purged_at: z.number().int().nullable().optional(),
   }),
-  set: z.object({ t: z.literal('set'), id: Id, f: Fields }),
+  set: z.object({ t: z.literal('set'), id: Id, f: Fields }).refine((e) => e.f.deleted_at == null || e.f.purged_at !== undefined, {
+    path: ['f', 'purged_at'],
+    message: 'a delete says whether its history is kept (null) or purged (D-73); no release wrote one without it (D-117)',
+  }),
   intent: z.object({
     t: z.literal('intent'),
     id: Id,

@@ -1,4 +1,5 @@
 // What the file store (file-store.ts) is opened with.
+import type { ChangeEventsOf } from '../types.ts';
 
 export interface FileStoreOptions {
   dataDir: string;
@@ -19,4 +20,6 @@ export interface FileStoreOptions {
   responseEventsTtlMs?: number;
   /** D-87: webhook events older than this are not brought back from the journal at start-up (none given: all are). */
   webhookRetentionMs?: number;
+  /** D-84: the events each change makes, asked of its outbox once it is open (default: none). */
+  changeEvents?: ChangeEventsOf;
 }

@@ -4,25 +4,22 @@
 // last two characters); a day is dropped whole once its last end is past the look-up's retention
 // (RESPONSE_LOOKUP_RETENTION_MS), so that the index holds that retention's responses, not the whole
 // history, and nothing is ever rewritten. Start-up lists the folders and never reads a line.
-import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import readline from 'node:readline';
-import { DataFileError } from '../../core/errors.ts';
 import type { ResponseRef } from '../types.ts';
 import { syncDir } from './durable.ts';
 import { writeAll } from './journal-io.ts';
 
 export const DAY_MS = 86_400_000;
 
-/** A response past the hour: a line of `past/<day>/<xx>.jsonl` (and of the earlier releases' index). */
+/** A response past the hour: a line of `past/<day>/<xx>.jsonl`. */
 export interface PastLine {
   id: string;
   a: string;
   c: string;
   at: number;
-  /** When it ended (ms); absent on a line of an earlier release. */
-  end?: number;
+  /** When it ended (ms). */
+  end: number;
 }
 
 export const refOf = (l: PastLine): ResponseRef => ({ id: l.id, app_id: l.a, conversation_id: l.c, created_at: l.at });
@@ -35,7 +32,6 @@ export interface PastEntry {
 
 /** Sharded by the id's last two characters, as conversations are: no folder holds a day's responses. */
 export const shard = (id: string) => id.slice(-2);
-const SHARD_FILE = /^[A-Za-z0-9_-]{1,2}\.jsonl$/;
 
 export class PastIndex {
   private readonly root: string;
@@ -54,34 +50,10 @@ export class PastIndex {
     return path.join(this.root, String(day), `${shard(id)}.jsonl`);
   }
 
-  /**
-   * Lists the day folders. The shards of the release before days (`past/<xx>.jsonl`, ends unknown)
-   * are moved whole into today's folder: kept one retention from the upgrade.
-   */
+  /** Lists the day folders (start-up reads no line). */
   async open(): Promise<void> {
     await fs.mkdir(this.root, { recursive: true });
-    const today = Math.floor(this.now() / DAY_MS);
-    for (const name of await fs.readdir(this.root)) {
-      if (/^\d+$/.test(name)) this.days.add(Number(name));
-      else if (SHARD_FILE.test(name)) await this.adopt(path.join(this.root, name), today);
-    }
-  }
-
-  private async adopt(file: string, day: number): Promise<void> {
-    const target = path.join(this.root, String(day), path.basename(file));
-    await fs.mkdir(path.dirname(target), { recursive: true });
-    this.days.add(day);
-    // A target already there (a crash after appends to it): the old lines go after its own.
-    if (
-      await fs.stat(target).then(
-        () => true,
-        () => false,
-      )
-    )
-      await fs.appendFile(target, await fs.readFile(file));
-    else await fs.rename(file, target);
-    await fs.rm(file, { force: true });
-    await syncDir(path.dirname(target));
+    for (const name of await fs.readdir(this.root)) if (/^\d+$/.test(name)) this.days.add(Number(name));
   }
 
   /** Appends lines, grouped by day and shard: each file's lines in one write, each file durable. */
@@ -120,7 +92,7 @@ export class PastIndex {
     for (const day of [...this.days].sort((a, b) => b - a)) {
       if ((day + 1) * DAY_MS <= cutoff) break;
       const l = await findIn(this.file(day, id), id);
-      if (l) return l.end !== undefined && l.end <= cutoff ? undefined : refOf(l);
+      if (l) return l.end <= cutoff ? undefined : refOf(l);
     }
     return undefined;
   }
@@ -133,61 +105,6 @@ export class PastIndex {
       await fs.rm(path.join(this.root, String(day)), { recursive: true, force: true });
       this.days.delete(day);
     }
-  }
-
-  /**
-   * Copies an earlier release's index (`responses/index.jsonl`, a line per response ever begun) into
-   * today's folder, a line at a time and a shard at a time in chunks, each file synced once.
-   */
-  async adoptIndex(index: string): Promise<void> {
-    const day = Math.floor(this.now() / DAY_MS);
-    await fs.mkdir(path.join(this.root, String(day)), { recursive: true });
-    this.days.add(day);
-    const handles = new Map<string, fs.FileHandle>();
-    const buffered = new Map<string, string[]>();
-    let bytes = 0;
-    const flush = async () => {
-      for (const [f, lines] of buffered) {
-        let fh = handles.get(f);
-        if (!fh) handles.set(f, (fh = await fs.open(f, 'a')));
-        await writeAll(fh, Buffer.from(lines.join(''), 'utf8'));
-      }
-      buffered.clear();
-      bytes = 0;
-    };
-    try {
-      let n = 0;
-      let torn = 0;
-      const lines = readline.createInterface({ input: fsSync.createReadStream(index), crlfDelay: Number.POSITIVE_INFINITY });
-      for await (const raw of lines) {
-        n++;
-        if (raw.trim() === '') continue;
-        // A torn last line was never acknowledged (the journal's own rule); one elsewhere is damage.
-        if (torn) throw new DataFileError(index, `line ${torn} is not valid JSON; restore the file from a backup or remove that line`);
-        let l: PastLine;
-        try {
-          l = JSON.parse(raw) as PastLine;
-        } catch {
-          torn = n;
-          continue;
-        }
-        if (typeof l?.id !== 'string' || typeof l.a !== 'string' || typeof l.c !== 'string')
-          throw new DataFileError(index, `line ${n} lacks id, a or c`);
-        const f = this.file(day, l.id);
-        const group = buffered.get(f) ?? [];
-        group.push(`${JSON.stringify({ id: l.id, a: l.a, c: l.c, at: l.at })}\n`);
-        buffered.set(f, group);
-        bytes += raw.length;
-        if (bytes >= 4 << 20) await flush();
-      }
-      await flush();
-      for (const fh of handles.values()) await fh.datasync();
-    } finally {
-      for (const fh of handles.values()) await fh.close().catch(() => {});
-    }
-    await syncDir(path.join(this.root, String(day)));
-    await syncDir(this.root);
-    await fs.rm(index);
   }
 }
 

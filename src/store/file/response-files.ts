@@ -237,32 +237,3 @@ export class EndedIndex {
     await this.closeBefore(Number.POSITIVE_INFINITY);
   }
 }
-
-/**
- * The earlier release's layout: `responses/<id>.jsonl` beside `index.jsonl` (a line per response ever
- * begun, read whole at every start). Each file goes where it belongs now (an ended one with its line in
- * the index of the hour), then the index's lines go to the past index, once. A crash meanwhile
- * leaves files still to move and the index still there: the next start goes on, and a line the
- * past index then holds twice is found the same.
- */
-export async function migrateLegacy(paths: ResponsePaths, ended: EndedIndex, past: PastIndex): Promise<void> {
-  const names = await fs.readdir(paths.dir);
-  for (const name of names) {
-    if (!/^resp_[A-Za-z0-9_-]+\.jsonl$/.test(name)) continue;
-    const file = path.join(paths.dir, name);
-    const read = await readResponseFile(file);
-    if (!read) continue;
-    const { start, events } = read;
-    const last = events.at(-1)?.event;
-    if (last === 'response.completed' || last === 'response.failed') {
-      const { size } = await fs.stat(file);
-      const end = read.mtimeMs;
-      await ended.append({ id: start.id, a: start.app_id, c: start.conversation_id, at: start.created_at, end, b: size });
-      await fs.mkdir(path.dirname(paths.kept(start.id)), { recursive: true });
-      await fs.rename(file, paths.kept(start.id));
-    } else {
-      await fs.rename(file, paths.running(start.id));
-    }
-  }
-  if (names.includes('index.jsonl')) await past.adoptIndex(path.join(paths.dir, 'index.jsonl'));
-}

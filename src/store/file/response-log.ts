@@ -21,7 +21,7 @@ import {
   type UnfinishedResponse,
 } from '../types.ts';
 import { writeAll } from './journal-io.ts';
-import { EndedIndex, type FileCursor, MINUTE_MS, migrateLegacy, readEvents, readResponseFile, ResponsePaths } from './response-files.ts';
+import { EndedIndex, type FileCursor, MINUTE_MS, readEvents, readResponseFile, ResponsePaths } from './response-files.ts';
 import { PastIndex } from './past-index.ts';
 import { eventsOf, heldIn, type Live, newLive, trim } from './running-response.ts';
 import { beginFile, settleSpares, SpareFiles } from './spare-files.ts';
@@ -77,7 +77,6 @@ export class ResponseLog implements LiveResponses {
     await fs.mkdir(path.join(this.opts.dir, 'running'), { recursive: true });
     await this.ended.open();
     await this.past.open();
-    await migrateLegacy(this.paths, this.ended, this.past);
     await settleSpares(path.join(this.opts.dir, 'running'), this.paths);
     const running = await fs.readdir(path.join(this.opts.dir, 'running'));
     for (const name of running)

@@ -41,7 +41,10 @@ export class PgAdminConversations implements AdminConversations {
       // strpos, not LIKE: the text is matched as it is, `%` and `_` included.
       params.push(q.text.toLowerCase());
       const k = `$${params.length}`;
-      where += ` AND (strpos(lower(title), ${k}) > 0 OR strpos(lower(external_user_id), ${k}) > 0)`;
+      // A generated title (D-158) is matched by its values, each locale's, never by its keys.
+      where +=
+        ` AND (strpos(lower(title), ${k}) > 0 OR strpos(lower(external_user_id), ${k}) > 0` +
+        ` OR EXISTS (SELECT 1 FROM json_each_text(generated_title::json) g WHERE strpos(lower(g.value), ${k}) > 0))`;
     }
     const page = (after: string) =>
       `SELECT ${COLUMNS} FROM conversations WHERE app_id = $1${where}${after} ORDER BY seq ${dir}, id ${dir} LIMIT $2`;

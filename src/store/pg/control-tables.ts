@@ -14,6 +14,9 @@ import {
   type Sessions,
 } from '../control.ts';
 
+/** The advisory locks' first key for the sign-in throttle (two-key form, apart from the other advisory locks). */
+export const THROTTLE_LOCK_CLASS = 0x74687274;
+
 /** D-75: newest first by `seq`; entries of a change are written in that change's transaction. */
 export class PgAuditLog implements AuditLog {
   constructor(
@@ -100,15 +103,25 @@ export class PgFailureCounts implements FailureCounts {
     private readonly now: () => number,
   ) {}
 
-  async recent(key: string, since: number): Promise<number[]> {
-    const rows = await this.sql<{ at: string }[]>`SELECT at FROM sign_in_failures WHERE key = ${key} AND at >= ${since} ORDER BY at`;
-    return rows.map((r) => Number(r.at));
+  async reserve(keys: readonly string[], since: number, at: number, admit: (failures: number[][]) => number): Promise<number> {
+    return this.sql.begin(async (tx) => {
+      // D-165: a transaction lock per key, taken in one order so two sets never wait for each other:
+      // the next reservation of a key, on any instance, reads once this one is committed.
+      for (const k of [...keys].sort()) await tx`SELECT pg_advisory_xact_lock(${THROTTLE_LOCK_CLASS}, hashtext(${k}))`;
+      const rows = await tx<{ key: string; at: string }[]>`
+        SELECT key, at FROM sign_in_failures WHERE key = ANY(${keys as string[]}) AND at >= ${since} ORDER BY at`;
+      const wait = admit(keys.map((k) => rows.filter((r) => r.key === k).map((r) => Number(r.at))));
+      if (wait > 0) return wait;
+      // Each key prunes its own older than a day, so the table holds only what a window may read.
+      await tx`DELETE FROM sign_in_failures WHERE key = ANY(${keys as string[]}) AND at < ${this.now() - 86_400_000}`;
+      await tx`INSERT INTO sign_in_failures (key, at) SELECT unnest(${keys as string[]}::text[]), ${at}`;
+      return 0;
+    });
   }
 
-  async add(key: string, at: number): Promise<void> {
-    // Each key prunes its own older than a day, so the table holds only what a window may read.
-    await this.sql`DELETE FROM sign_in_failures WHERE key = ${key} AND at < ${this.now() - 86_400_000}`;
-    await this.sql`INSERT INTO sign_in_failures (key, at) VALUES (${key}, ${at})`;
+  async release(key: string, at: number): Promise<void> {
+    await this
+      .sql`DELETE FROM sign_in_failures WHERE ctid IN (SELECT ctid FROM sign_in_failures WHERE key = ${key} AND at = ${at} LIMIT 1)`;
   }
 
   async clear(key: string): Promise<void> {

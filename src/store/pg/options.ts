@@ -1,4 +1,5 @@
 // What the PostgreSQL store (pg-store.ts) is opened with.
+import type { ChangeEventsOf } from '../types.ts';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -10,4 +11,6 @@ export interface PgStoreOptions {
   /** D-93: how long the look-up still finds a response after its end (tests shorten it). */
   responseRetentionMs?: number;
   warn?: (message: string) => void;
+  /** D-84: the events each change makes, asked of its outbox (default: none). */
+  changeEvents?: ChangeEventsOf;
 }

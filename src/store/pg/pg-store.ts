@@ -7,21 +7,22 @@
 // seqs from a sequence, an app's counters and stored bytes from its `app_stats` rows (app-stats.ts).
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import type { ItemT } from '../../contract/index.ts';
-import type { ChangeEvents } from '../types.ts';
 import { PgOutbox } from './webhooks.ts';
 import type { PgStoreOptions } from './options.ts';
 import { migrate } from './migrate.ts';
-import { isConnectionLoss, PREPARED, recordOf, type Row, SELECT_ROW } from './rows.ts';
+import { isConnectionLoss, recordOf } from './rows.ts';
 import { getConversation, getWithItems, listConversations, rename } from './conversation-reads.ts';
 import { LEASE_MS, PgResponses } from './responses.ts';
 import { PgAdminConversations } from './admin-conversations.ts';
-import { AppStats, recountAppStats, SLOT } from './app-stats.ts';
+import { AppStats, recountAppStats } from './app-stats.ts';
 import { PlanStats } from './plan-stats.ts';
-import { quotaBytes, readForReply, rowChange, type VersionedRow, writeExchange } from './exchange.ts';
+import { quotaBytes, readForReply, type VersionedRow, writeExchange } from './exchange.ts';
+import { insertConversation, lockRow, writeChange } from './conversation-writes.ts';
 import { insertUsage } from './usage.ts';
 import { StoreUnavailable } from '../../core/errors.ts';
 import {
   type AppCounters,
+  type ChangeEvents,
   type ConversationChange,
   type History,
   type ConversationPage,
@@ -32,6 +33,7 @@ import {
   RESPONSE_EVENTS_TTL_MS,
   type ResponseRecord,
   type ResponseSave,
+  NO_CHANGE_EVENTS,
   type Store,
   renameByUpdate,
 } from '../types.ts';
@@ -71,7 +73,8 @@ export class PgStore implements Store {
   readonly sweepMs = LEASE_MS;
   /** D-84: the webhook outbox; each change's events commit in its transaction. */
   readonly outbox: PgOutbox;
-  changeEvents: ChangeEvents | undefined;
+  /** D-84: what each change's events are, as the store was opened with (none by default). */
+  private readonly events: ChangeEvents;
   /** D-104: an exchange's usage row is written in its save's statement (the usage ledger is this database's). */
   readonly savesUsage = true;
   /** D-24's counters and D-27's quota, without a serialization point per app (D-101). */
@@ -101,6 +104,7 @@ export class PgStore implements Store {
     );
     this.admin = new PgAdminConversations(this.sql, this.turns);
     this.outbox = new PgOutbox(this.sql, opts.warn);
+    this.events = (opts.changeEvents ?? (() => NO_CHANGE_EVENTS))(this.outbox);
     this.stats = new AppStats(this.sql);
     this.planStats = new PlanStats(this.sql);
   }
@@ -129,6 +133,9 @@ export class PgStore implements Store {
   }
 
   /** D-91: the database answered this instance's last look (RENEW_MS ago at most), and it holds its liveness lock. */
+  /** D-91: the database is across a connection that can be lost. */
+  readonly reachable = 'connected';
+
   available(): boolean {
     return this.responses.liveness.available;
   }
@@ -158,7 +165,7 @@ export class PgStore implements Store {
 
   renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {
     // D-88: a rename that makes change events writes them in its transaction (updateConversation's).
-    if (this.changeEvents?.wants(appId)) return renameByUpdate(this, appId, id, title);
+    if (this.events.wants(appId)) return renameByUpdate(this, appId, id, title);
     return this.turns.run(id, () => rename(this.sql, appId, id, title));
   }
 
@@ -180,43 +187,13 @@ export class PgStore implements Store {
   async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
     const metadata = JSON.stringify(record.metadata);
     const bytes = quotaBytes(record.deleted_at, metadata, 0);
-    // D-24: the user counts once however many creates bring it at once (app_users' key); the counters
-    // go to this backend's slot (D-101). The last SELECT sees the app's bytes committed before.
-    // Prepared: parsed and planned once per connection (docs/benchmarks.md).
-    const statement = async (tx: TransactionSql) => {
-      const [row] = await tx.unsafe<{ stored: string | null }[]>(
-        `WITH fresh AS (INSERT INTO app_users (app_id, external_user_id) SELECT $2, $5::text WHERE $5::text IS NOT NULL
-                        ON CONFLICT DO NOTHING RETURNING 1),
-         made AS (INSERT INTO conversations (id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count)
-                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)),
-         stats AS (INSERT INTO app_stats AS s (app_id, slot, conversations, messages, users, bytes)
-                   VALUES ($2, ${SLOT}, 1, $10, (SELECT count(*) FROM fresh), $11)
-                   ON CONFLICT (app_id, slot) DO UPDATE SET conversations = s.conversations + 1, messages = s.messages + EXCLUDED.messages,
-                     users = s.users + EXCLUDED.users, bytes = s.bytes + EXCLUDED.bytes)
-         SELECT sum(bytes) AS stored FROM app_stats WHERE app_id = $2`,
-        [
-          record.id,
-          record.app_id,
-          record.seq,
-          record.created_at,
-          record.external_user_id,
-          record.title,
-          JSON.stringify(record.generated_title),
-          metadata,
-          record.deleted_at,
-          record.message_count,
-          bytes,
-        ],
-        PREPARED,
-      );
-      return Number(row?.stored ?? 0);
-    };
+    const statement = (tx: TransactionSql) => insertConversation(tx, record, metadata, bytes);
     await this.stats.create(
       (run) =>
         this.outbox.begin(this.sql, async (tx, emit) => {
           await run(tx);
           if (claim) await keepClaim(tx, claim, Date.now());
-          if (this.changeEvents?.wants(record.app_id)) await emit(this.changeEvents.created(record));
+          if (this.events.wants(record.app_id)) await emit(this.events.created(record));
         }),
       record.app_id,
       record.seq,
@@ -226,55 +203,15 @@ export class PgStore implements Store {
     );
   }
 
-  /** The row of `id`, locked until the transaction ends: another instance's change waits for this one. */
-  private async locked(tx: TransactionSql, id: string): Promise<VersionedRow | undefined> {
-    const [row] = await tx.unsafe<VersionedRow[]>(
-      `SELECT ${SELECT_ROW}, xmin::text AS version FROM conversations WHERE id = $1 FOR UPDATE`,
-      [id],
-    );
-    return row;
-  }
-
-  /** Writes the fields of `next` that differ from `current`; returns the row as it then is. */
-  private async write(tx: TransactionSql, current: Row, next: ConversationChange): Promise<Row> {
-    const c = rowChange(current, next);
-    // D-24, D-27: the app's counters change in the same transaction, in this backend's slot (D-101;
-    // a rename leaves them alone).
-    const [row] = await tx.unsafe<Row[]>(
-      `WITH stats AS (INSERT INTO app_stats AS s (app_id, slot, messages, bytes, kept_bytes)
-                      SELECT $12::text, ${SLOT}, $10::bigint, $11::bigint, $13::bigint WHERE $10::bigint <> 0 OR $11::bigint <> 0 OR $13::bigint <> 0
-                      ON CONFLICT (app_id, slot) DO UPDATE SET messages = s.messages + EXCLUDED.messages,
-                        bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes)
-       UPDATE conversations SET title = $2, deleted_at = $3, generated_title = $4, metadata = $5, message_count = $6,
-         history_bytes = $7, item_count = $8, last_item_at = $9 WHERE id = $1 RETURNING ${SELECT_ROW}`,
-      [
-        current.id,
-        c.title,
-        c.deleted,
-        c.generated,
-        c.metadata,
-        c.count,
-        c.bytes,
-        c.items,
-        c.lastAt,
-        c.messages,
-        c.quota,
-        current.app_id,
-        c.kept,
-      ],
-    );
-    return row!;
-  }
-
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
     return this.turns.run(id, async () => {
       const row = await this.outbox.begin(this.sql, async (tx, emit) => {
-        const current = await this.locked(tx, id);
+        const current = await lockRow(tx, id);
         const next = change(current && recordOf(current));
         if (!current) throw new Error(`updateConversation: no conversation ${id}`);
-        const row = await this.write(tx, current, next);
-        if ((row.title !== current.title || row.deleted_at !== current.deleted_at) && this.changeEvents?.wants(current.app_id))
-          await emit(this.changeEvents.updated(recordOf(current), recordOf(row)));
+        const row = await writeChange(tx, current, next);
+        if ((row.title !== current.title || row.deleted_at !== current.deleted_at) && this.events.wants(current.app_id))
+          await emit(this.events.updated(recordOf(current), recordOf(row)));
         return row;
       });
       return recordOf(row);
@@ -288,12 +225,12 @@ export class PgStore implements Store {
       // D-104: onto the row as the reply's start read it, in one statement, if it is still that version
       // (and no webhook event is wanted: those are written in the change's transaction).
       const base = save.base?.mark as VersionedRow | undefined;
-      if (base?.version && base.deleted_at === null && !this.changeEvents?.wants(base.app_id)) {
+      if (base?.version && base.deleted_at === null && !this.events.wants(base.app_id)) {
         const row = await writeExchange(this.sql, base, exchange(save.base!.record));
         if (row) return recordOf(row);
       }
       const row = await this.outbox.begin(this.sql, async (tx, emit) => {
-        const current = await this.locked(tx, save.conversationId);
+        const current = await lockRow(tx, save.conversationId);
         if (!current) throw new Error(`saveResponse: no conversation ${save.conversationId}`);
         // Deleted while the response ran: its history is kept as it was at the delete (D-73), not added to.
         if (current.deleted_at !== null) {
@@ -308,7 +245,7 @@ export class PgStore implements Store {
           if (save.claim) await keepClaim(tx, save.claim, at);
           return current;
         }
-        if (this.changeEvents?.wants(current.app_id)) await emit(this.changeEvents.saved(recordOf(row), save));
+        if (this.events.wants(current.app_id)) await emit(this.events.saved(recordOf(row), save));
         return row;
       });
       return recordOf(row);
@@ -319,7 +256,7 @@ export class PgStore implements Store {
   appendToConversation(record: ConversationRecord, items: ItemT[], response?: ResponseRecord, base?: ConversationRecord): Promise<void> {
     return this.turns.run(record.id, async () => {
       await this.sql.begin(async (tx) => {
-        const current = await this.locked(tx, record.id);
+        const current = await lockRow(tx, record.id);
         if (!current) throw new Error(`appendToConversation: no conversation ${record.id}`);
         const now = recordOf(current);
         const change: ConversationChange = {

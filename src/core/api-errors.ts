@@ -90,6 +90,8 @@ export const ERRORS = {
    * not finished within the bound (`--store-timeout`); retry it in a moment.
    */
   store_unavailable: { status: 503, type: 'service_unavailable', code: 'store_unavailable', headers: { 'retry-after': '1' } },
+  /** D-166: the password hashing pool's queue is full (a burst of sign-ins); no password was checked. */
+  sign_in_busy: { status: 503, type: 'service_unavailable', code: 'sign_in_busy', headers: { 'retry-after': '1' } },
 
   // 400 (D-1): the body, the query or a header breaks a rule.
   invalid_json: bad(400, 'invalid_json'),
