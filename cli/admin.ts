@@ -128,13 +128,39 @@ export function parseSinceDay(text: string, nowMs = Date.now()): string {
   return new Date(nowMs - parseDuration(text, '--since') * 1000).toISOString().slice(0, 10);
 }
 
-/** A request body checked with the contract's own schema before it is sent: a refusal is exit 2 naming the field. */
-export function checkedBody<S extends z.ZodType>(schema: S, body: unknown, options: Record<string, string>): z.infer<S> {
+/** Seconds in the largest unit that divides them (604800 → `7d`), as a duration flag is given. */
+function durationText(seconds: number): string {
+  for (const [unit, size] of [...Object.entries(UNIT_SECONDS)].reverse()) if (seconds % size === 0) return `${seconds / size}${unit}`;
+  return `${seconds}s`;
+}
+
+/** A body field's flag; a duration flag (`--expires-in 8d`) has its bounds said in its own units, not in seconds. */
+export type FlagOf = string | { flag: string; duration: true };
+
+/**
+ * A request body checked with the contract's own schema before it is sent: a refusal is exit 2 naming the
+ * one flag at fault, found by the longest prefix of the issue's path that has one (`agent.model` is
+ * `--model`, `widget.origins.0` is `--origins`).
+ */
+export function checkedBody<S extends z.ZodType>(schema: S, body: unknown, options: Record<string, FlagOf>): z.infer<S> {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  const field = String(issue.path[0] ?? '');
-  throw new UsageError(`${options[field] ?? field}: ${issue.message}`);
+  const path = issue.path.map(String);
+  let named: FlagOf | undefined;
+  for (let n = path.length; n > 0 && named === undefined; n--) named = options[path.slice(0, n).join('.')];
+  if (named === undefined) throw new UsageError(`${path.join('.')}: ${issue.message}`);
+  if (typeof named === 'string') throw new UsageError(`${named}: ${issue.message}`);
+  throw new UsageError(`${named.flag}: ${durationIssue(issue) ?? issue.message}`);
+}
+
+/** A bound of a duration in seconds, said as a duration (`must be at most 7d`); other issues as zod says them. */
+function durationIssue(issue: z.core.$ZodIssue): string | undefined {
+  if (issue.code === 'too_big' && typeof issue.maximum === 'number')
+    return `must be at most ${durationText(issue.maximum)}${issue.inclusive === false ? ' (exclusive)' : ''}`;
+  if (issue.code === 'too_small' && typeof issue.minimum === 'number')
+    return `must be at least ${durationText(issue.minimum)}${issue.inclusive === false ? ' (exclusive)' : ''}`;
+  return undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 // Apps (D-71): the team's apps, and a settings form per app saved with PATCH /apps/:id (only what
 // changed is sent); a refusal names its field (D-1's `param`), shown beside that field, which gets focus.
 import { api } from './api.ts';
-import { field, h, notice, showRefusal, table } from './dom.ts';
+import { clearFieldErrors, field, h, notice, showRefusal, table } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { AdminApp, Balance, List } from './types.ts';
 
@@ -120,7 +120,7 @@ export async function appPage(c: PageContext): Promise<void> {
   );
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    for (const el of Object.values(byParam)) el.removeAttribute('aria-invalid');
+    clearFieldErrors(form);
     status.replaceChildren();
     const change: Record<string, unknown> = {};
     if (name.value !== app.name) change.name = name.value;

@@ -48,7 +48,9 @@ export function openDialog(
 /**
  * A dialog that asks before a request (a revoke, a restore, a roll): `label` runs `act` (the request),
  * closes the dialog, then runs `done` with what `act` answered (the page redrawn, focus placed) once the
- * dialog is gone; a failure of either closes it and goes to `fail`. The button is `danger` unless `kind` says.
+ * dialog is gone; a failure of either closes it and goes to `fail`. The button is `danger` unless `kind` says;
+ * a `danger` one opens with focus on Cancel (D-155), so that Enter, Enter never revokes or removes; `cancelled`
+ * runs when it closes without acting.
  */
 export function confirmDialog<T = void>(
   title: string,
@@ -59,10 +61,13 @@ export function confirmDialog<T = void>(
     done: (answer: T) => Promise<void> | void;
     fail: (err: unknown) => void;
     kind?: 'danger' | 'primary';
+    cancelled?: () => void;
   },
   opener: Element,
 ): DialogHandle {
-  return openDialog(
+  const danger = (o.kind ?? 'danger') === 'danger';
+  let acted = false;
+  const dialog = openDialog(
     title,
     typeof body === 'string' ? [h('p', {}, body)] : body,
     (dlg) => [
@@ -72,6 +77,7 @@ export function confirmDialog<T = void>(
           type: 'button',
           class: o.kind ?? 'danger',
           onclick: async () => {
+            acted = true;
             // `done` runs once the dialog has given focus back, so that the focus it places stays.
             try {
               const answer = await o.act();
@@ -85,8 +91,13 @@ export function confirmDialog<T = void>(
         },
         label,
       ),
-      h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel'),
+      // showModal focuses the dialog's `autofocus` control, else its first one (the action).
+      h('button', { type: 'button', autofocus: danger, onclick: () => dlg.close() }, 'Cancel'),
     ],
     opener,
   );
+  dialog.el.addEventListener('close', () => {
+    if (!acted) o.cancelled?.();
+  });
+  return dialog;
 }

@@ -2,7 +2,7 @@
 // dialog, and only there (D-98); revoke asks first, naming the key.
 import { api } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
-import { errorNotice, field, h, notice, table, when } from './dom.ts';
+import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, ApiKeyCreated, List } from './types.ts';
 
@@ -21,6 +21,17 @@ function state(k: ApiKey, now: number): string {
   return 'Active';
 }
 
+/**
+ * A roll's two keys share a name: each says which it is, by the other's redacted key (the only part of a
+ * key a person sees), "replaced by …" on the old one, "replaces …" on the new one.
+ */
+function lineage(k: ApiKey, all: ApiKey[]): string | null {
+  const next = k.rolled_to ? all.find((o) => o.id === k.rolled_to) : undefined;
+  const prev = all.find((o) => o.rolled_to === k.id);
+  const said = [next ? `replaced by ${next.redacted}` : null, prev ? `replaces ${prev.redacted}` : null].filter(Boolean);
+  return said.length ? said.join('; ') : null;
+}
+
 /** The one place a key is shown whole: closing the dialog removes it from the page. */
 function showKey(title: string, created: ApiKeyCreated, opener: Element | null, done: () => void): void {
   const value = h('input', {
@@ -34,11 +45,13 @@ function showKey(title: string, created: ApiKeyCreated, opener: Element | null, 
   const copied = h('span', { role: 'status', class: 'hint' });
   const copy = h('button', { type: 'button', class: 'primary' }, 'Copy key');
   copy.addEventListener('click', async () => {
-    value.select();
     try {
       await navigator.clipboard.writeText(value.value);
+      // Focus stays on Copy (D-155): selecting the field would move it there.
       copied.textContent = 'Copied to the clipboard.';
     } catch {
+      // Only here does focus go to the key: Ctrl+C needs it selected.
+      value.select();
       copied.textContent = 'The browser did not allow copying: the key is selected, press Ctrl+C (⌘C).';
     }
   });
@@ -91,13 +104,14 @@ export async function keysPage(c: PageContext): Promise<void> {
         h('code', {}, k.redacted),
         h('span', {}, when(k.created_at)),
         h('span', {}, when(k.last_used_at)),
-        h('span', {}, state(k, now)),
+        h('span', {}, state(k, now), ...(lineage(k, list.data) ? [h('br'), h('span', { class: 'lineage' }, lineage(k, list.data))] : [])),
         actions,
       ];
     });
+    // At a phone's width each key is a card (D-154): its Roll and Revoke are in view, not past the table's edge.
     listArea.replaceChildren(
       rows.length
-        ? table(['Name', 'Type', 'Key', 'Created', 'Last used', 'Status', 'Actions'], rows, 'API keys')
+        ? table(['Name', 'Type', 'Key', 'Created', 'Last used', 'Status', 'Actions'], rows, 'API keys', 'cards')
         : h('p', {}, 'No keys yet.'),
     );
     if (focusId) document.getElementById(focusId)?.focus();
@@ -171,16 +185,14 @@ export async function keysPage(c: PageContext): Promise<void> {
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       status.replaceChildren();
-      if (!name.value.trim()) {
-        status.append(notice('error', 'Give the key a name (where it is used, for example “checkout server”).'));
-        return name.focus();
-      }
+      clearFieldErrors(form);
+      if (!name.value.trim()) return fieldError(name, 'Give the key a name (where it is used, for example “checkout server”).');
       try {
         const created = await api<ApiKeyCreated>('POST', '/keys', { type: type.value, name: name.value.trim() });
         name.value = '';
         showKey('Your new key', created, submit, () => void refresh().catch(fail));
       } catch (err) {
-        fail(err);
+        showRefusal(status, err, { name, type }, submit);
       }
     });
     main.append(h('h2', {}, 'Create a key'), form);

@@ -8,8 +8,8 @@ import { errorNotice, h, notice } from './dom.ts';
 import { keysPage } from './keys.ts';
 import { membersPage } from './members.ts';
 import { tokensPage } from './tokens.ts';
-import type { Session } from './types.ts';
-import { usagePage } from './usage.ts';
+import type { Balance, Session } from './types.ts';
+import { creditsBanner, usagePage } from './usage.ts';
 import { endpointPage, eventPage } from './webhook-log.ts';
 import { webhooksPage } from './webhooks.ts';
 
@@ -285,6 +285,12 @@ async function render(): Promise<void> {
   const heading = h('h1', { tabindex: -1 }, page?.label ?? 'Not found');
   const region = h('div', { class: 'page', 'aria-busy': 'true', 'data-route': location.hash });
   const main = h('main', { id: 'main', tabindex: -1 }, heading, region);
+  // D-154: spent or nearly spent credits are said on every page, above its heading (a server without
+  // `GET /credits` shows none).
+  const banner = api<Balance>('GET', '/credits').then(
+    (b) => b && creditsBanner(b),
+    () => null,
+  );
   root.replaceChildren(shell(s, page?.path ?? ''), main);
   document.title = `${page?.label ?? 'Not found'} · Parley dashboard`;
   heading.focus();
@@ -294,11 +300,52 @@ async function render(): Promise<void> {
   } catch (err) {
     if (session) region.append(errorNotice(err));
   }
+  const said = await banner;
+  if (said && session === s) main.prepend(said);
   region.setAttribute('aria-busy', 'false');
 }
 
+/**
+ * An invitation link opened in a tab that is signed in (D-72): the link is for the person invited, so the
+ * page says who is signed in and offers to sign out and accept it; the token is held as at load (D-98).
+ */
+function invitedWhileSignedIn(s: Session, token: string | null): void {
+  const accept = h('button', { type: 'button', class: 'primary', id: 'invite-sign-out' }, 'Sign out and accept the invitation');
+  accept.addEventListener('click', async () => {
+    try {
+      await api('DELETE', '/sessions/current');
+    } catch {
+      // Signed out already: the invitation form is where this goes either way.
+    }
+    session = null;
+    setCsrf(null);
+    acceptInvite(token);
+  });
+  const heading = h('h1', { tabindex: -1 }, 'An invitation');
+  const region = h(
+    'div',
+    { class: 'page', 'aria-busy': 'false', 'data-route': '#/invite' },
+    h(
+      'p',
+      {},
+      `You are signed in as ${s.member.email}. An invitation link is for the person invited: to accept it, sign out first; it then asks for their new password.`,
+    ),
+    h('div', { class: 'row-actions' }, accept, h('a', { href: '#/keys' }, `Stay signed in as ${s.member.email}`)),
+  );
+  root.replaceChildren(shell(s, ''), h('main', { id: 'main', tabindex: -1 }, heading, region));
+  document.title = 'An invitation · Parley dashboard';
+  heading.focus();
+}
+
 onExpired(() => signIn('Your session has ended. Sign in again to continue.'));
-window.addEventListener('hashchange', () => void render());
+window.addEventListener('hashchange', () => {
+  // A link pasted into the address bar of an open dashboard arrives here, not at load.
+  if (/^#\/invite(\/|$)/.test(location.hash)) {
+    const token = takeInviteToken();
+    return session ? invitedWhileSignedIn(session, token) : acceptInvite(token);
+  }
+  void render();
+});
 
 const invitation = takeInviteToken();
 (async () => {

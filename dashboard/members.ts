@@ -1,8 +1,8 @@
 // Members (D-72): the team's members; an admin adds one (an invitation shown once, in a dialog, D-98),
-// changes a role and removes a member after a confirmation that names them.
-import { ApiFailure, api } from './api.ts';
+// changes a role and removes a member, each after a confirmation that names them (D-155).
+import { api } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
-import { errorNotice, field, h, notice, table, when } from './dom.ts';
+import { clearFieldErrors, errorNotice, field, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { List, Member, MemberAdded } from './types.ts';
 
@@ -21,16 +21,7 @@ export async function membersPage(c: PageContext): Promise<void> {
         h('option', { value: 'admin', selected: m.role === 'admin' }, 'admin'),
         h('option', { value: 'viewer', selected: m.role === 'viewer' }, 'viewer'),
       );
-      role.addEventListener('change', async () => {
-        try {
-          await api('PATCH', `/members/${encodeURIComponent(m.id)}`, { role: role.value });
-          status.replaceChildren(notice('ok', `${m.email} is now ${role.value}.`));
-        } catch (err) {
-          role.value = m.role;
-          fail(err);
-        }
-        role.focus();
-      });
+      role.addEventListener('change', () => changeRole(m, role));
       const actions = h('div', { class: 'row-actions' });
       if (c.canWrite && !self)
         actions.append(
@@ -50,6 +41,28 @@ export async function membersPage(c: PageContext): Promise<void> {
       ];
     });
     listArea.replaceChildren(table(['Email', 'Name', 'Role', 'Last sign-in', 'Actions'], rows, 'Members'));
+  };
+  // D-155: a change of privilege is asked first, as a removal is; the select shows the old role until it is made.
+  const changeRole = (m: Member, select: HTMLSelectElement) => {
+    const wanted = select.value as Member['role'];
+    select.value = m.role;
+    confirmDialog(
+      `Make ${m.email} ${wanted === 'admin' ? 'an admin' : 'a viewer'}?`,
+      wanted === 'admin'
+        ? `${m.email} becomes an admin: they can make and revoke keys, change apps and webhooks, and add and remove members.`
+        : `${m.email} becomes a viewer: they keep reading the team's pages and can no longer change anything.`,
+      `Make ${m.email} ${wanted}`,
+      {
+        act: () => api('PATCH', `/members/${encodeURIComponent(m.id)}`, { role: wanted }).then(() => {}),
+        done: async () => {
+          status.replaceChildren(notice('ok', `${m.email} is now ${wanted}.`));
+          await refresh();
+          document.getElementById(`role-${m.id}`)?.focus();
+        },
+        fail,
+      },
+      select,
+    );
   };
   const remove = (m: Member, opener: Element) =>
     confirmDialog(
@@ -82,6 +95,7 @@ export async function membersPage(c: PageContext): Promise<void> {
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
       status.replaceChildren();
+      clearFieldErrors(form);
       try {
         const added = await api<MemberAdded>('POST', '/members', { email: email.value.trim(), role: role.value });
         email.value = '';
@@ -107,8 +121,7 @@ export async function membersPage(c: PageContext): Promise<void> {
           );
         } else status.append(notice('ok', `${added.email} added.`));
       } catch (err) {
-        fail(err);
-        if (err instanceof ApiFailure && err.param === 'email') email.focus();
+        showRefusal(status, err, { email, role }, add);
       }
     });
     main.append(h('h2', {}, 'Add a member'), form);

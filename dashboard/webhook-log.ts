@@ -2,7 +2,7 @@
 // its deliveries to every endpoint): each delivery with its state, its attempts with status and timing
 // (D-87), and redeliver for an admin. Payloads and answers are text (D-97).
 import { api, qs } from './api.ts';
-import { errorNotice, field, h, notice, showRefusal, table, when } from './dom.ts';
+import { clearFieldErrors, errorNotice, field, h, notice, showRefusal, table, when, whenToSecond } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
 import { endpointName, endpointState, eventsFieldset, eventsText, signingExplained } from './webhooks.ts';
@@ -15,12 +15,25 @@ function answer(a: WebhookAttempt | null): string {
 }
 
 function deliveryState(d: WebhookDelivery): string {
-  if (d.state === 'pending') return d.next_attempt_at ? `Pending: next attempt ${when(d.next_attempt_at)}` : 'Pending';
+  if (d.state === 'pending') return d.next_attempt_at ? `Pending: next attempt ${whenToSecond(d.next_attempt_at)}` : 'Pending';
   if (d.state === 'skipped') return 'Skipped: the endpoint was disabled';
   return d.state === 'succeeded' ? 'Succeeded' : 'Failed';
 }
 
-/** Every attempt, newest first, behind a disclosure (keyboard: Enter or Space on its summary). */
+/** Seconds as a person reads a delay between attempts: `12 s`, `5 min 0 s`, `2 h 0 min`. */
+export function delayText(s: number): string {
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** D-154: a delivery the "failed only" filter keeps: it failed, or its last attempt failed and it waits to retry. */
+const failing = (d: WebhookDelivery) => d.state === 'failed' || (d.state === 'pending' && d.attempts > 0);
+
+/**
+ * Every attempt, newest first, behind a disclosure (keyboard: Enter or Space on its summary); each to the
+ * second, with the delay since the attempt before it (D-154: retries a few seconds apart read apart).
+ */
 function attemptLog(d: WebhookDelivery): HTMLElement {
   if (d.attempt_log.length === 0) return h('span', {}, '0');
   return h(
@@ -30,14 +43,16 @@ function attemptLog(d: WebhookDelivery): HTMLElement {
     h(
       'ol',
       { class: 'attempts' },
-      ...d.attempt_log.map((a) =>
-        h(
+      ...d.attempt_log.map((a, i) => {
+        const before = d.attempt_log[i + 1];
+        const after = before ? `, ${delayText(a.created_at - before.created_at)} after the attempt before` : ', the first attempt';
+        return h(
           'li',
           {},
-          `${when(a.created_at)}: ${answer(a)}, ${a.duration_ms} ms`,
+          `${whenToSecond(a.created_at)}: ${answer(a)}, ${a.duration_ms} ms${after}`,
           a.response ? h('pre', { class: 'answer' }, a.response) : null,
-        ),
-      ),
+        );
+      }),
     ),
   );
 }
@@ -53,9 +68,15 @@ interface LogOptions {
 function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: string) => Promise<void> } {
   const area = h('div', {});
   const perEvent = o.query.event_id !== undefined;
+  const failedOnly = h('input', { type: 'checkbox', id: 'log-failed-only' });
+  let shown: WebhookDelivery[] = [];
   const refresh = async (focusId?: string) => {
-    const list = await api<List<WebhookDelivery>>('GET', `/webhook_deliveries${qs({ ...o.query, limit: LOG_LIMIT })}`);
-    const rows = list.data.map((d) => {
+    shown = (await api<List<WebhookDelivery>>('GET', `/webhook_deliveries${qs({ ...o.query, limit: LOG_LIMIT })}`)).data;
+    draw(focusId);
+  };
+  const draw = (focusId?: string) => {
+    const kept = failedOnly.checked ? shown.filter(failing) : shown;
+    const rows = kept.map((d) => {
       const actions = h('div', { class: 'row-actions' });
       if (o.canWrite)
         actions.append(
@@ -73,7 +94,7 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
         h('span', {}, d.event_type),
         h('span', {}, deliveryState(d)),
         attemptLog(d),
-        h('span', {}, when(d.last_attempt?.created_at)),
+        h('span', {}, whenToSecond(d.last_attempt?.created_at)),
         h('span', {}, answer(d.last_attempt)),
         h('span', {}, d.last_attempt ? `${d.last_attempt.duration_ms} ms` : '—'),
         actions,
@@ -86,10 +107,12 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
             rows,
             'Deliveries',
           )
-        : h('p', {}, 'No deliveries yet.'),
+        : h('p', {}, shown.length ? 'No failed deliveries among these.' : 'No deliveries yet.'),
     );
     if (focusId) document.getElementById(focusId)?.focus();
   };
+  // The filter is of the deliveries shown (the admin surface filters by endpoint and event only).
+  failedOnly.addEventListener('change', () => draw());
   const redeliver = async (d: WebhookDelivery) => {
     const id = `redeliver-${d.id}`;
     try {
@@ -107,7 +130,12 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
     'section',
     { 'aria-labelledby': 'log-title' },
     h('h2', { id: 'log-title' }, `Delivery log (the ${LOG_LIMIT} newest)`),
-    h('div', { class: 'row-actions' }, again),
+    h(
+      'div',
+      { class: 'row-actions' },
+      again,
+      h('div', { class: 'check' }, failedOnly, h('label', { for: 'log-failed-only' }, 'Failed only (failed, or retrying after a failure)')),
+    ),
     area,
   );
   return { el, refresh };
@@ -164,7 +192,7 @@ function settingsForm(e: WebhookEndpoint, path: string, status: HTMLElement, red
   );
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    for (const el of Object.values(byParam)) el.removeAttribute('aria-invalid');
+    clearFieldErrors(form);
     status.replaceChildren();
     const change: Record<string, unknown> = {};
     if (url.value.trim() !== e.url) change.url = url.value.trim();
@@ -201,7 +229,7 @@ export async function eventPage(c: PageContext): Promise<void> {
         [
           ['Type', event.type],
           ['App', event.app_id],
-          ['Made', when(event.created_at)],
+          ['Made', whenToSecond(event.created_at)],
         ] as [string, string][]
       ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
     ),

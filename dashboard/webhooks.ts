@@ -4,10 +4,17 @@
 import { api, qs } from './api.ts';
 import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
-import { errorNotice, field, h, notice, showRefusal, table, when } from './dom.ts';
+import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import { WEBHOOK_EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
 import type { List, WebhookEndpoint } from './types.ts';
+
+/**
+ * D-82's rule for an endpoint's address, as its field says it: loopback is accepted by default while Parley
+ * itself listens on loopback (local development), other private addresses only with the setting.
+ */
+const URL_HINT =
+  'Such as https://hooks.shop.example/parley. Private and special addresses (10/8, 192.168/16, 169.254/16, …) are refused unless Parley runs with --webhook-allow-private; loopback (127.0.0.1, localhost) is accepted while Parley itself listens on loopback.';
 
 /** D-86: why an endpoint gets nothing. */
 export function endpointState(e: WebhookEndpoint): string {
@@ -170,22 +177,18 @@ function createForm(
     'form',
     { class: 'settings', 'aria-label': 'Add an endpoint', novalidate: true },
     field('App', app),
-    field('URL', url, 'Such as https://hooks.shop.example/parley. Private and loopback addresses are refused unless Parley allows them.'),
+    field('URL', url, URL_HINT),
     events.el,
     field('Description (optional)', description),
     add,
   );
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    for (const el of Object.values(byParam)) el.removeAttribute('aria-invalid');
+    clearFieldErrors(form);
     status.replaceChildren();
     const chosen = events.value();
-    const missing = !url.value.trim() ? url : chosen.length === 0 ? events.first : null;
-    if (missing) {
-      status.append(notice('error', missing === url ? 'Give the URL the events go to.' : 'Choose at least one event.'));
-      missing.setAttribute('aria-invalid', 'true');
-      return missing.focus();
-    }
+    if (!url.value.trim()) return fieldError(url, 'Give the URL the events go to.');
+    if (chosen.length === 0) return fieldError(events.first, 'Choose at least one event.');
     try {
       const made = await api<WebhookEndpoint>('POST', '/webhook_endpoints', {
         app_id: app.value.trim(),

@@ -213,7 +213,8 @@ describe('admin login, keys, audit, logout (D-79)', () => {
       [['keys', 'create', '--type', 'secret', '--name', '   '], /--name:/],
       [['keys', 'create', '--type', 'secret', '--name', 'x', '--expires-in', 'soon'], /--expires-in must be a duration/],
       [['keys', 'create', '--type', 'other', '--name', 'x'], /argument 'other' is invalid/],
-      [['keys', 'roll', 'key_x', '--expires-in', '8d'], /--expires-in:/],
+      // The flag is given in days: its bound is said in days too, never as 604800 seconds.
+      [['keys', 'roll', 'key_x', '--expires-in', '8d'], /^error: --expires-in: must be at most 7d\n/],
     ] as const) {
       const r = await run([...args]);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);

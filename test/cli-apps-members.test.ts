@@ -61,7 +61,9 @@ describe('parley apps (D-71)', () => {
     const version = server.control.read().version;
     const badModel = await run(['apps', 'update', made.id, '--model', 'gpt-9']);
     assert.equal(badModel.code, 2);
-    assert.match(badModel.stderr, /--model.*local or ollama:<model>/s);
+    // The one flag at fault, not every option of the agent group.
+    assert.match(badModel.stderr, /^error: --model: .*local or ollama:<model>/s);
+    assert.doesNotMatch(badModel.stderr, /--agent-name|--instructions/);
     const nothing = await run(['apps', 'update', made.id]);
     assert.equal(nothing.code, 2);
     assert.match(nothing.stderr, /nothing to change/);

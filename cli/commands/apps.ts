@@ -25,14 +25,19 @@ interface AppOptions {
   widget?: boolean;
 }
 
+/** Each field's one flag (D-71's body): a refusal of `agent.model` names `--model`, not the whole agent group. */
 const FLAGS = {
   name: '--name',
   active: '--active/--inactive',
   stream: '--stream/--no-stream',
   generative_ui: '--generative-ui/--no-generative-ui',
   plan: '--plan',
-  agent: '--agent-name, --agent-active/--agent-inactive, --model, --instructions or --knowledge-base',
-  widget: '--origins/--no-widget',
+  'agent.name': '--agent-name',
+  'agent.active': '--agent-active/--agent-inactive',
+  'agent.model': '--model',
+  'agent.instructions': '--instructions',
+  'agent.knowledge_base': '--knowledge-base',
+  widget: '--origins',
 };
 
 /** The request body of the options given (undefined fields are not sent). */

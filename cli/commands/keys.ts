@@ -64,7 +64,7 @@ export function keysCommand(session: Session): Command {
           name: opts.name,
           expires_in_seconds: opts.expiresIn === undefined ? undefined : parseDuration(opts.expiresIn, '--expires-in'),
         },
-        { name: '--name', type: '--type', expires_in_seconds: '--expires-in' },
+        { name: '--name', type: '--type', expires_in_seconds: { flag: '--expires-in', duration: true } },
       );
       const { admin, g } = adminClient(session, cmd);
       const res = await admin.post('/keys', ApiKeyCreated, body);
@@ -82,7 +82,7 @@ export function keysCommand(session: Session): Command {
       const body = checkedBody(
         RollKeyRequest,
         { expires_in_seconds: opts.expiresIn === undefined ? undefined : parseDuration(opts.expiresIn, '--expires-in') },
-        { expires_in_seconds: '--expires-in' },
+        { expires_in_seconds: { flag: '--expires-in', duration: true } },
       );
       const { admin, g } = adminClient(session, cmd);
       const res = await admin.post(`/keys/${encodeURIComponent(id)}/roll`, ApiKeyCreated, body);

@@ -6,17 +6,16 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { adminGet, adminToken } from '../support/admin-token.ts';
-import { chromiumMissing, launch } from '../support/browser.ts';
+import { chromiumMissing, editedFixtures, launch } from '../support/browser.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
-import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from '../support/helpers.ts';
+import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
+import { axe, focused, signIn, tabThrough } from '../support/dashboard-page.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const skip = chromiumMissing();
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** Test artifacts (gitignored); docs/images/ keeps one of each page for docs/dashboard.md. */
 const ARTIFACTS = path.join(ROOT, 'test-artifacts');
-const AXE = await fs.readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
-const ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
 /** D-97: a message that would run if it were ever parsed as markup. */
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><b>not bold</b> where is my order?';
 const DELETED_TITLE = 'Refund for order 1042';
@@ -40,29 +39,26 @@ let goneEvent = '';
 
 before(async () => {
   if (skip) return;
-  const fixturesDir = await tempDir('parley-fixtures-');
-  await fs.cp(FIXTURES_DIR, fixturesDir, { recursive: true });
-  const file = path.join(fixturesDir, 'fixtures.json');
-  const f = JSON.parse(await fs.readFile(file, 'utf8'));
-  f.members.push(
-    {
-      id: 'mem_viewer',
-      team_id: 'team_demo',
-      email: VIEWER.email,
-      name: 'Viewer',
-      role: 'viewer',
-      password_hash: await hashPassword(VIEWER.password, 10),
-    },
-    {
-      id: 'mem_other',
-      team_id: 'team_other',
-      email: OTHER.email,
-      name: 'Other',
-      role: 'admin',
-      password_hash: await hashPassword(OTHER.password, 10),
-    },
+  const fixturesDir = await editedFixtures(async (f) =>
+    f.members.push(
+      {
+        id: 'mem_viewer',
+        team_id: 'team_demo',
+        email: VIEWER.email,
+        name: 'Viewer',
+        role: 'viewer',
+        password_hash: await hashPassword(VIEWER.password, 10),
+      },
+      {
+        id: 'mem_other',
+        team_id: 'team_other',
+        email: OTHER.email,
+        name: 'Other',
+        role: 'admin',
+        password_hash: await hashPassword(OTHER.password, 10),
+      },
+    ),
   );
-  await fs.writeFile(file, JSON.stringify(f, null, 2));
   parley = await startTestServer({ fixturesDir, webhookPollMs: 50 });
   rx = await startReceiver();
   gone = await startReceiver();
@@ -104,12 +100,6 @@ async function open(c: BrowserContext, hash = ''): Promise<Page & { problems: st
   return page;
 }
 
-async function signIn(page: Page, password = ADMIN.password, email = ADMIN.email): Promise<void> {
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
-
 /** /v1 with a key: the app's config (200), or the status of its refusal. */
 async function v1Status(key: string): Promise<number> {
   const res = await fetch(`${parley.baseUrl}/apps/${APP}/config`, { headers: { authorization: `Bearer ${key}` } });
@@ -124,63 +114,6 @@ async function assertNoStoredCredential(page: Page, secret?: string): Promise<vo
   assert.equal(stored.session, 0);
   if (secret) assert.ok(!stored.url.includes(secret));
   assert.doesNotMatch(stored.url, /csrf|password|sk_live|pk_live/i);
-}
-
-/** D-99: the focused element, named for a message; `focusId` its id. */
-const focused = (page: Page) =>
-  page.evaluate(() => {
-    const el = document.activeElement;
-    return { id: el?.id ?? '', tag: el?.tagName ?? '', text: (el?.textContent ?? '').trim() };
-  });
-
-/**
- * D-99: Tab from where focus is, round the page: every control that takes focus is reached, and each shows
- * its focus (an outline of 2 px or more). Controls are marked first, then Tab is pressed
- * until all are reached (at most twice their number, so a trap or a skipped control fails).
- */
-async function tabThrough(page: Page): Promise<{ missed: string[]; unseen: string[]; stops: number }> {
-  const controls = await page.evaluate(() => {
-    const all = [...document.querySelectorAll<HTMLElement>('a[href], button, input, select, textarea, summary, [tabindex]')].filter(
-      (el) =>
-        el.tabIndex >= 0 &&
-        !(el as HTMLButtonElement).disabled &&
-        el.getClientRects().length > 0 &&
-        getComputedStyle(el).visibility !== 'hidden',
-    );
-    return all.map((el, i) => {
-      el.dataset.tab = String(i);
-      return `${el.tagName.toLowerCase()}#${el.id} “${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}”`;
-    });
-  });
-  const reached = new Set<number>();
-  const unseen: string[] = [];
-  for (let i = 0; i < controls.length * 2 + 4 && reached.size < controls.length; i++) {
-    await page.keyboard.press('Tab');
-    const at = await page.evaluate(() => {
-      const el = document.activeElement as HTMLElement | null;
-      if (!el || el === document.body || el.dataset.tab === undefined) return null;
-      const cs = getComputedStyle(el);
-      return { n: Number(el.dataset.tab), ring: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2 };
-    });
-    if (!at) continue;
-    reached.add(at.n);
-    if (!at.ring) unseen.push(controls[at.n]!);
-  }
-  return { missed: controls.filter((_, i) => !reached.has(i)), unseen: [...new Set(unseen)], stops: controls.length };
-}
-
-/** axe-core's serious and critical violations (WCAG 2.1 A and AA). */
-async function axe(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol, which the page's CSP does not govern.
-  await page.evaluate(AXE);
-  return page.evaluate(async () => {
-    type Result = { id: string; impact: string; nodes: Array<{ target: unknown }> };
-    const axe = (window as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Result[] }> } }).axe;
-    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return r.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.impact} ${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
-  });
 }
 
 /** Every page of the dashboard, as hash routes (D-95), once the tests before have made their data. */
@@ -334,7 +267,8 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     assert.equal((await parley.call('GET', `/apps/${APP}/config`)).body.stream, !before);
     await page.getByLabel('Model').fill('not-an-engine');
     await page.getByRole('button', { name: 'Save changes' }).click();
-    await page.getByRole('alert').filter({ hasText: 'agent.model' }).waitFor();
+    // D-154: the refusal is at its field (whose label names it), not in the form's status.
+    await page.locator('#app-agent-model-error[role="alert"]').waitFor();
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'app-agent-model');
     assert.equal(await page.getByLabel('Model').getAttribute('aria-invalid'), 'true');
     assert.equal((await parley.call('GET', `/apps/${APP}/config`)).body.stream, !before, 'a refused save changes nothing');
@@ -500,12 +434,22 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     const url = page.getByLabel('URL', { exact: true });
     await url.fill('http://10.0.0.1/hook');
     await page.getByRole('button', { name: 'Add endpoint' }).click();
-    await page
-      .getByRole('alert')
-      .filter({ hasText: /^url: / })
-      .waitFor();
+    // D-154: the message is under its field, in view at 1280×800, joined to it by aria-describedby, and
+    // says the field's name at most once (its label names it).
+    const urlError = page.locator('#wh-url-error[role="alert"]');
+    await urlError.waitFor();
     assert.equal((await focused(page)).id, 'wh-url');
     assert.equal(await url.getAttribute('aria-invalid'), 'true');
+    assert.deepEqual((await url.getAttribute('aria-describedby'))?.split(' '), ['wh-url-hint', 'wh-url-error']);
+    assert.doesNotMatch((await urlError.textContent()) ?? '', /url: /);
+    const [fieldBox, errorBox] = [await url.boundingBox(), await urlError.boundingBox()];
+    assert.ok(fieldBox && errorBox && errorBox.y + errorBox.height <= 800, `the error is in view: ${JSON.stringify(errorBox)}`);
+    assert.ok(errorBox.y - (fieldBox.y + fieldBox.height) < 80, 'the error is next to its field');
+    // D-82's rule, as the field's hint says it: loopback is accepted while Parley listens on loopback.
+    assert.match(
+      (await page.locator('#wh-url-hint').textContent()) ?? '',
+      /loopback \(127\.0\.0\.1, localhost\) is accepted while Parley itself listens on loopback/,
+    );
     // By keyboard: the URL, one event instead of all, a description, Enter.
     await url.fill('');
     await page.keyboard.type(rx.url);

@@ -69,14 +69,21 @@ export async function startHost(page: (url: URL) => string, csp: (origin: string
   return host;
 }
 
-/** The fixtures, copied, with `origin` added to every widget's origins and `edit` applied. */
-export async function fixturesAllowing(origin: string, edit: (f: any) => void = () => {}): Promise<string> {
+/** The fixtures, copied to a directory of their own, with `edit` applied to fixtures.json. */
+export async function editedFixtures(edit: (f: any) => void | Promise<void>): Promise<string> {
   const dir = await tempDir('parley-fixtures-');
   await fsp.cp(FIXTURES_DIR, dir, { recursive: true });
   const file = path.join(dir, 'fixtures.json');
   const f = JSON.parse(await fsp.readFile(file, 'utf8'));
-  for (const app of f.apps) if (app.widget) app.widget.origins.push(origin);
-  edit(f);
+  await edit(f);
   await fsp.writeFile(file, JSON.stringify(f, null, 2));
   return dir;
+}
+
+/** The fixtures, copied, with `origin` added to every widget's origins and `edit` applied. */
+export function fixturesAllowing(origin: string, edit: (f: any) => void = () => {}): Promise<string> {
+  return editedFixtures((f) => {
+    for (const app of f.apps) if (app.widget) app.widget.origins.push(origin);
+    edit(f);
+  });
 }
