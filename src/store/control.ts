@@ -131,17 +131,39 @@ export function auditRecord(d: AuditDraft, now: number): AuditRecord {
   return { id: newId('audit'), created_at: Math.floor(now / 1000), ...d };
 }
 
-/** A new document from the fixtures (D-77). */
-export function seedDoc(f: FixturesT): ControlDocT {
-  return ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [], webhook_endpoints: [] });
+/** A new document from the fixtures (D-77), seeded at `nowMs`: the date of the records that name none. */
+export function seedDoc(f: FixturesT, nowMs: number): ControlDocT {
+  const doc = ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [], webhook_endpoints: [] });
+  for (const name of COLLECTIONS) for (const r of doc[name] as object[]) seededAt(r, nowMs);
+  return doc;
+}
+
+/**
+ * D-77: a fixture record that names no `created_at` (its schema's default, 0) is dated when it is
+ * seeded, so that the demo's members and keys do not read as made in 1970. Mutates and returns `r`.
+ */
+function seededAt<T extends object>(r: T, nowMs: number): T {
+  const dated = r as { created_at?: unknown };
+  if (dated.created_at === 0) dated.created_at = Math.floor(nowMs / 1000);
+  return r;
+}
+
+/**
+ * What a start compares of an existing record with its fixture (D-77): neither what a sign-in writes
+ * (`last_sign_in_at`) nor the seeding's date of a fixture that names none, which are no change of the record.
+ */
+function comparable(r: object, fixture: object): unknown {
+  const { last_sign_in_at: _signIn, ...rest } = r as Record<string, unknown>;
+  if ((fixture as { created_at?: unknown }).created_at === 0) delete rest.created_at;
+  return sorted(rest);
 }
 
 /**
  * D-77's rule for a control plane that exists: records of the fixtures whose ids it does not have yet
- * are added; nothing existing is changed or removed. Mutates `draft`; says what it added and which
- * existing records differ from the fixtures (left as they are).
+ * are added (dated `nowMs` when they name no date); nothing existing is changed or removed. Mutates
+ * `draft`; says what it added and which existing records differ from the fixtures (left as they are).
  */
-export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string[]; differs: string[] } {
+export function mergeFixtures(draft: ControlDocT, f: FixturesT, nowMs: number): { added: string[]; differs: string[] } {
   const added: string[] = [];
   const differs: string[] = [];
   for (const name of COLLECTIONS) {
@@ -150,9 +172,9 @@ export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string
     for (const r of f[name] as Array<{ id: string }>) {
       const own = have.get(r.id);
       if (!own) {
-        (draft[name] as unknown[]).push(structuredClone(r));
+        (draft[name] as unknown[]).push(seededAt(structuredClone(r), nowMs));
         added.push(`${name}/${r.id}`);
-      } else if (JSON.stringify(sorted(own)) !== JSON.stringify(sorted(r))) differs.push(`${name}/${r.id}`);
+      } else if (JSON.stringify(comparable(own, r)) !== JSON.stringify(comparable(r, r))) differs.push(`${name}/${r.id}`);
     }
   }
   return { added, differs };
