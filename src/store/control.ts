@@ -3,12 +3,13 @@
 // and what is written per request or attempt beside it (audit, sessions, sign-in failures, key use).
 // Backends: src/store/file/control*.ts (lowdb document and journals) and src/store/pg/control*.ts.
 import { randomBytes } from 'node:crypto';
+import type { ActorType, AuditAction } from '../contract/audit-actions.ts';
 import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, type FixturesT } from '../core/control.ts';
 import { newId } from '../core/ids.ts';
 
 /** D-75: who did a change. */
 export interface AuditActor {
-  type: 'member' | 'token' | 'system';
+  type: ActorType;
   id: string | null;
   email: string | null;
 }
@@ -17,7 +18,7 @@ export interface AuditActor {
 export interface AuditDraft {
   /** The team it belongs to (whose members may read it); null for the service's own (a plan seeded). */
   team_id: string | null;
-  action: string;
+  action: AuditAction;
   actor: AuditActor;
   address: string | null;
   user_agent: string | null;
@@ -26,7 +27,9 @@ export interface AuditDraft {
   changes: Record<string, [unknown, unknown]>;
 }
 
-export interface AuditRecord extends AuditDraft {
+/** An entry as stored: its action read back as written (an import may carry any). */
+export interface AuditRecord extends Omit<AuditDraft, 'action'> {
+  action: string;
   id: string;
   /** Unix seconds. */
   created_at: number;

@@ -2,6 +2,7 @@
 // them: one suite, run against the data directory's files and PostgreSQL by test/control-store.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { AuditAction } from '../../src/contract/audit-actions.ts';
 import type { ControlDocT, FixturesT } from '../../src/core/control.ts';
 import type { AuditDraft, ControlPlane } from '../../src/store/control.ts';
 import { loadFixtures } from '../../src/store/fixtures.ts';
@@ -12,9 +13,10 @@ export interface ControlHarness {
   fresh(): Promise<{ open(fixtures: FixturesT, log?: (m: string) => void, now?: () => number): Promise<ControlPlane> }>;
 }
 
+/** An entry to store; the stores keep any action, so tests name their own (`test.…`) beside D-75's. */
 export const draft = (team: string, action: string, over: Partial<AuditDraft> = {}): AuditDraft => ({
   team_id: team,
-  action,
+  action: action as AuditAction,
   actor: { type: 'member', id: 'mem_demo_admin', email: 'admin@demo.example' },
   address: '127.0.0.1',
   user_agent: 'test',
