@@ -197,7 +197,7 @@ export function controlSuite(name: string, h: ControlHarness): void {
       }
     });
 
-    test('D-77: what a sign-in writes is no difference from the fixtures; a real change of the record still is', async () => {
+    test('D-77: what a sign-in writes is no difference from the fixtures; a real change of the record (its role) still is', async () => {
       const s = await h.fresh();
       const fixtures = await loadFixtures(FIXTURES_DIR);
       const c = await s.open(fixtures);
@@ -214,7 +214,7 @@ export function controlSuite(name: string, h: ControlHarness): void {
       try {
         assert.ok(!logged.some((m) => /differ from the fixtures/.test(m)), logged.join(' | '));
         await signedIn.apply((d) => {
-          d.members.find((m) => m.id === 'mem_demo_admin')!.name = 'Renamed admin';
+          d.members.find((m) => m.id === 'mem_demo_admin')!.role = 'viewer';
           return [draft('team_demo', 'member.updated', { target: { type: 'member', id: 'mem_demo_admin' } })];
         });
       } finally {
