@@ -1,5 +1,5 @@
 // D-75: an audit log a person can read: a new key's entry names the key, a failed sign-in's actor is
-// nobody proven (its address says where from), and the known actions are one list that the admin
+// nobody proven (its address says where from, in the CLI too), and the known actions are one list that the admin
 // API's filter and the CLI's --action both check, a mistyped action refused with the list.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -11,10 +11,12 @@ import { startTestServer, tempDir, type TestServer } from './support/helpers.ts'
 let server: TestServer;
 let admin: ReturnType<typeof adminClient>;
 let auth: Record<string, string>;
+let token: string;
 before(async () => {
   server = await startTestServer({ passwordHashCost: TEST_HASH_COST });
   admin = adminClient(new URL(server.baseUrl).origin);
-  auth = bearer(await admin.token(DEMO_ADMIN.email, DEMO_ADMIN.password));
+  token = await admin.token(DEMO_ADMIN.email, DEMO_ADMIN.password);
+  auth = bearer(token);
 });
 after(() => server.close());
 
@@ -48,6 +50,10 @@ test("D-75: a failed sign-in's actor is anonymous, not the service; its address 
   assert.deepEqual(e?.actor, { type: 'anonymous', id: null, email: null });
   assert.equal(e?.address, '127.0.0.1');
   assert.deepEqual(e?.target, { type: 'member', id: 'mem_demo_admin' });
+  const env = { PARLEY_BASE_URL: server.baseUrl, PARLEY_ADMIN_TOKEN: token, XDG_CONFIG_HOME: await tempDir('parley-cli-audit-') };
+  const cli = await runCli(['audit', 'list', '--action', 'session.failed'], { env });
+  assert.equal(cli.code, 0, cli.stderr);
+  assert.match(cli.stdout, /session\.failed\s+anonymous from 127\.0\.0\.1\s+mem_demo_admin/);
 });
 
 test('D-75: the filter takes the known actions only; a mistyped one is 400 naming them, not an empty page', async () => {
