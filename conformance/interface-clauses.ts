@@ -757,7 +757,7 @@ function webhookDecisionClauses(): Clause[] {
       83,
       'events {id evt_ = webhook-id, object, type, created_at, app_id, data}: data the resource as the API shows it, cut to {id, object, url} past 20,480 bytes',
       'weak',
-      'response.failed and completion.failed need a failure the target cannot be asked for, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types',
+      'response.failed and completion.failed need a failure the target cannot be asked for, conversation.restored a restore on the admin surface, which the interface does not have, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types',
     ],
     [84, 'an event is written with the change it reports, never lost by a crash', 'none', 'the suite cannot stop the target'],
     [

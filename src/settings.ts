@@ -222,8 +222,9 @@ export const SETTINGS = {
       const delay = number(0, 86_400, { decimals: true });
       return t.trim() === '' ? [] : t.split(',').map((s) => delay(s.trim(), `${name} (each delay)`));
     },
-    help: 'delays in seconds between the first attempt and each retry, decimals allowed',
-    meaning: "delays in seconds between a webhook's first attempt and each retry ([docs/webhooks.md](docs/webhooks.md), D-85)",
+    help: 'delays in seconds before each retry, each from the end of the attempt before it; decimals allowed',
+    meaning:
+      'delays in seconds before each retry of a webhook, each counted from the end of the attempt before it; the first attempt is made at once ([docs/webhooks.md](docs/webhooks.md), D-85)',
   }),
   webhookTimeoutMs: row({
     flag: '--webhook-timeout-ms <n>',

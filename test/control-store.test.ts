@@ -15,7 +15,7 @@ import { FIXTURES_DIR, tempDir } from './support/helpers.ts';
 controlSuite('data directory', {
   async fresh() {
     const dir = await tempDir();
-    return { open: (fixtures, log) => FileControlPlane.open(dir, { fixtures, log }) };
+    return { open: (fixtures, log, now) => FileControlPlane.open(dir, { fixtures, log, now }) };
   },
 });
 

@@ -5,8 +5,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { adminGet, adminToken } from './support/admin-token.ts';
 import { ROOT } from './support/cli-helpers.ts';
-import { startTestServer, TARGET_JSON, type TestServer } from './support/helpers.ts';
+import { startTestServer, TARGET_JSON, type TestServer, tempDir } from './support/helpers.ts';
 
 const ADMIN = TARGET_JSON.admin as { email: string; password: string; base_url?: string };
 /** Folders that are not the project's own text: dependencies, the repository, the tests (which read the target) and their build. */
@@ -46,4 +48,32 @@ test("the target's admin signs in to the reference server at base_url's origin +
   });
   assert.equal(res.status, 200);
   assert.equal(((await res.json()) as { member: { role: string } }).member.role, 'admin');
+});
+
+test('D-77: the demo records are dated at their seeding; a sign-in then a restart: no "differ from the fixtures" warning, same dates', async () => {
+  const dataDir = await tempDir();
+  const lines: string[] = [];
+  const logger = () => pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+  const before = Math.floor(Date.now() / 1000);
+  const first = await startTestServer({ passwordHashCost: 10, dataDir, logger: logger() });
+  let keys: Array<{ id: string; created_at: number }>;
+  try {
+    const token = await adminToken(first.baseUrl);
+    keys = (await adminGet(first.baseUrl, token, '/keys')).body.data;
+    const demo = keys.find((k) => k.id === 'key_demo_secret');
+    assert.ok(demo && demo.created_at >= before, `the demo key is dated at its seeding: ${demo?.created_at}`);
+  } finally {
+    await first.close();
+  }
+  lines.length = 0;
+  const second = await startTestServer({ passwordHashCost: 10, dataDir, logger: logger() });
+  try {
+    assert.ok(!lines.some((l) => l.includes('differ from the fixtures')), lines.join('\n'));
+    const token = await adminToken(second.baseUrl);
+    const again = (await adminGet(second.baseUrl, token, '/keys')).body.data as typeof keys;
+    const dates = (ks: typeof keys) => ks.filter((k) => k.id.startsWith('key_demo')).map((k) => [k.id, k.created_at]);
+    assert.deepEqual(dates(again), dates(keys), 'not re-dated by the restart');
+  } finally {
+    await second.close();
+  }
 });

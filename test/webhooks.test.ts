@@ -158,6 +158,27 @@ describe('events delivered, signed with the secret key (D-80, D-83, D-85)', () =
   });
 });
 
+describe('a restore on the admin surface (D-73, D-83, D-84)', () => {
+  test('restoring a deleted conversation sends conversation.restored, the conversation as it is again, signed', T, async () => {
+    const rx = await receiver();
+    const id = await endpoint(rx.url, ['conversation.deleted', 'conversation.restored']);
+    const conv = (await server.call('POST', `/apps/${APP}/conversations`, { title: 'Back again' })).body.id;
+    await server.call('DELETE', `/apps/${APP}/conversations/${conv}`);
+    const restored = await admin('POST', `/apps/${APP}/conversations/${conv}/restore`);
+    assert.equal(restored.status, 200, JSON.stringify(restored.body));
+    await rx.waitFor((r) => r.some((x) => x.json?.type === 'conversation.restored'));
+    await rx.waitFor((r) => r.length >= 2);
+    // D-85 promises no order between the two.
+    assert.deepEqual(rx.received.map((x) => x.json.type).sort(), ['conversation.deleted', 'conversation.restored']);
+    const ev = verified(rx.received.find((x) => x.json.type === 'conversation.restored')!);
+    assert.equal(ev.data.id, conv);
+    assert.equal(ev.data.object, 'conversation');
+    assert.equal(ev.data.title, 'Back again');
+    assert.equal(ev.data.deleted, undefined, 'the conversation as the API shows it again, not marked deleted');
+    await admin('DELETE', `/webhook_endpoints/${id}`);
+  });
+});
+
 describe('retries, Retry-After, 410, redeliver and the delivery log (D-85…D-87)', () => {
   test('a failing endpoint is retried with the same webhook-id and a fresh signature; the log keeps each attempt', T, async () => {
     const rx = await receiver();

@@ -1,5 +1,6 @@
 // `parley audit list` (D-79, D-75): the team's audit log, newest first, filtered by action and time.
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { AUDIT_ACTIONS } from '../../src/contract/audit-actions.ts';
 import { AuditEntry, type AuditEntryT, listOf } from '../../src/contract/admin.ts';
 import { adminClient, noteMore, parseSince, show } from '../admin.ts';
 import type { Session } from '../context.ts';
@@ -11,7 +12,8 @@ function rows(entries: AuditEntryT[]): string[][] {
   return entries.map((e) => [
     time(e.created_at),
     e.action,
-    e.actor.email ?? e.actor.type,
+    // D-75: a failed sign-in's actor is nobody proven; where it came from is what a reader needs.
+    e.actor.email ?? (e.actor.type === 'anonymous' ? `anonymous from ${e.address ?? '?'}` : e.actor.type),
     e.target ? e.target.id : '-',
     truncate(
       Object.entries(e.changes)
@@ -30,7 +32,7 @@ export function auditCommand(session: Session): Command {
     .command('list')
     .alias('ls')
     .description('list entries, newest first')
-    .option('--action <action>', 'only this action (key.created, key.rolled, key.revoked, session.created, …)')
+    .addOption(new Option('--action <action>', 'only this action').choices(AUDIT_ACTIONS))
     .option('--since <time>', 'from this time: ISO 8601, Unix seconds, or a duration ago (24h, 7d)')
     .option('--until <time>', 'up to this time, in the same forms')
     .option('--limit <n>', 'page size, 1 to 100 (default 20)')

@@ -2,6 +2,7 @@
 // control plane, described once for the server, the CLI, the dashboard and `/admin/v1/openapi.json`.
 // Every field a client may send is checked here; a refusal names its field (D-1).
 import { z } from 'zod';
+import { ACTOR_TYPES, AUDIT_ACTIONS } from './audit-actions.ts';
 
 const unixSeconds = z.number().int().nonnegative();
 const nullableTime = unixSeconds.nullable();
@@ -146,8 +147,9 @@ export const AuditEntry = z.object({
   id: z.string(),
   object: z.literal('audit_entry'),
   created_at: unixSeconds,
+  /** One of AUDIT_ACTIONS; a string here, so that a client reads an action it does not know yet. */
   action: z.string(),
-  actor: z.object({ type: z.enum(['member', 'token', 'system']), id: z.string().nullable(), email: z.string().nullable() }),
+  actor: z.object({ type: z.enum(ACTOR_TYPES), id: z.string().nullable(), email: z.string().nullable() }),
   address: z.string().nullable(),
   user_agent: z.string().nullable(),
   request_id: z.string().nullable(),
@@ -281,7 +283,8 @@ const limitParam = z
   .refine((n) => n <= 100, 'must be an integer from 1 to 100');
 
 export const AuditQuery = z.strictObject({
-  action: z.string().max(100).optional(),
+  /** D-75: a known action; a mistyped one is refused, naming them, rather than matching nothing. */
+  action: z.enum(AUDIT_ACTIONS, { error: `must be one of ${AUDIT_ACTIONS.join(', ')}` }).optional(),
   since: timeParam.optional(),
   until: timeParam.optional(),
   limit: limitParam.optional(),

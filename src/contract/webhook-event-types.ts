@@ -4,6 +4,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'conversation.created',
   'conversation.updated',
   'conversation.deleted',
+  'conversation.restored',
   'response.completed',
   'response.failed',
   'completion.completed',

@@ -3,12 +3,13 @@
 // and what is written per request or attempt beside it (audit, sessions, sign-in failures, key use).
 // Backends: src/store/file/control*.ts (lowdb document and journals) and src/store/pg/control*.ts.
 import { randomBytes } from 'node:crypto';
+import type { ActorType, AuditAction } from '../contract/audit-actions.ts';
 import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, type FixturesT } from '../core/control.ts';
 import { newId } from '../core/ids.ts';
 
 /** D-75: who did a change. */
 export interface AuditActor {
-  type: 'member' | 'token' | 'system';
+  type: ActorType;
   id: string | null;
   email: string | null;
 }
@@ -17,7 +18,7 @@ export interface AuditActor {
 export interface AuditDraft {
   /** The team it belongs to (whose members may read it); null for the service's own (a plan seeded). */
   team_id: string | null;
-  action: string;
+  action: AuditAction;
   actor: AuditActor;
   address: string | null;
   user_agent: string | null;
@@ -26,7 +27,9 @@ export interface AuditDraft {
   changes: Record<string, [unknown, unknown]>;
 }
 
-export interface AuditRecord extends AuditDraft {
+/** An entry as stored: its action read back as written (an import may carry any). */
+export interface AuditRecord extends Omit<AuditDraft, 'action'> {
+  action: string;
   id: string;
   /** Unix seconds. */
   created_at: number;
@@ -131,17 +134,39 @@ export function auditRecord(d: AuditDraft, now: number): AuditRecord {
   return { id: newId('audit'), created_at: Math.floor(now / 1000), ...d };
 }
 
-/** A new document from the fixtures (D-77). */
-export function seedDoc(f: FixturesT): ControlDocT {
-  return ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [], webhook_endpoints: [] });
+/** A new document from the fixtures (D-77), seeded at `nowMs`: the date of the records that name none. */
+export function seedDoc(f: FixturesT, nowMs: number): ControlDocT {
+  const doc = ControlDoc.parse({ ...structuredClone(f), version: 1, tokens: [], webhook_endpoints: [] });
+  for (const name of COLLECTIONS) for (const r of doc[name] as object[]) seededAt(r, nowMs);
+  return doc;
+}
+
+/**
+ * D-77: a fixture record that names no `created_at` (its schema's default, 0) is dated when it is
+ * seeded, so that the demo's members and keys do not read as made in 1970. Mutates and returns `r`.
+ */
+function seededAt<T extends object>(r: T, nowMs: number): T {
+  const dated = r as { created_at?: unknown };
+  if (dated.created_at === 0) dated.created_at = Math.floor(nowMs / 1000);
+  return r;
+}
+
+/**
+ * What a start compares of an existing record with its fixture (D-77): neither what a sign-in writes
+ * (`last_sign_in_at`) nor the seeding's date of a fixture that names none, which are no change of the record.
+ */
+function comparable(r: object, fixture: object): unknown {
+  const { last_sign_in_at: _signIn, ...rest } = r as Record<string, unknown>;
+  if ((fixture as { created_at?: unknown }).created_at === 0) delete rest.created_at;
+  return sorted(rest);
 }
 
 /**
  * D-77's rule for a control plane that exists: records of the fixtures whose ids it does not have yet
- * are added; nothing existing is changed or removed. Mutates `draft`; says what it added and which
- * existing records differ from the fixtures (left as they are).
+ * are added (dated `nowMs` when they name no date); nothing existing is changed or removed. Mutates
+ * `draft`; says what it added and which existing records differ from the fixtures (left as they are).
  */
-export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string[]; differs: string[] } {
+export function mergeFixtures(draft: ControlDocT, f: FixturesT, nowMs: number): { added: string[]; differs: string[] } {
   const added: string[] = [];
   const differs: string[] = [];
   for (const name of COLLECTIONS) {
@@ -150,9 +175,9 @@ export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string
     for (const r of f[name] as Array<{ id: string }>) {
       const own = have.get(r.id);
       if (!own) {
-        (draft[name] as unknown[]).push(structuredClone(r));
+        (draft[name] as unknown[]).push(seededAt(structuredClone(r), nowMs));
         added.push(`${name}/${r.id}`);
-      } else if (JSON.stringify(sorted(own)) !== JSON.stringify(sorted(r))) differs.push(`${name}/${r.id}`);
+      } else if (JSON.stringify(comparable(own, r)) !== JSON.stringify(comparable(r, r))) differs.push(`${name}/${r.id}`);
     }
   }
   return { added, differs };

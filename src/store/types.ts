@@ -320,6 +320,8 @@ export interface ChangeEvents {
   wants(appId: string): boolean;
   created(record: ConversationRecord): OutboxEvent[];
   updated(before: ConversationRecord, after: ConversationRecord): OutboxEvent[];
+  /** A deleted conversation restored on the admin surface (D-73), as it is now. */
+  restored(record: ConversationRecord): OutboxEvent[];
   saved(record: ConversationRecord, save: ResponseSave): OutboxEvent[];
 }
 
@@ -328,6 +330,7 @@ export const NO_CHANGE_EVENTS: ChangeEvents = {
   wants: () => false,
   created: () => [],
   updated: () => [],
+  restored: () => [],
   saved: () => [],
 };
 

@@ -21,12 +21,12 @@ async function pgStorage() {
 }
 
 /** A control plane over its own pool; closing it closes the pool (so does a failed open). */
-async function openPg(url: string, fixtures: FixturesT, log?: (m: string) => void): Promise<PgControlPlane> {
+async function openPg(url: string, fixtures: FixturesT, log?: (m: string) => void, now?: () => number): Promise<PgControlPlane> {
   const store = new PgStore({ url, max: 3 });
   await store.open();
   let c: PgControlPlane;
   try {
-    c = await PgControlPlane.open(store.sql, { fixtures, log });
+    c = await PgControlPlane.open(store.sql, { fixtures, log, now });
   } catch (err) {
     await store.close();
     throw err;
@@ -43,7 +43,7 @@ controlSuite('PostgreSQL', {
   async fresh() {
     const url = await freshDatabase();
     return {
-      open: (fixtures, log) => openPg(url, fixtures, log),
+      open: (fixtures, log, now) => openPg(url, fixtures, log, now),
     };
   },
 });

@@ -2,6 +2,7 @@
 // them: one suite, run against the data directory's files and PostgreSQL by test/control-store.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { AuditAction } from '../../src/contract/audit-actions.ts';
 import type { ControlDocT, FixturesT } from '../../src/core/control.ts';
 import type { AuditDraft, ControlPlane } from '../../src/store/control.ts';
 import { loadFixtures } from '../../src/store/fixtures.ts';
@@ -9,12 +10,13 @@ import { FIXTURES_DIR } from './helpers.ts';
 
 export interface ControlHarness {
   /** New, empty storage; `open` opens a control plane over it (each open a new instance). */
-  fresh(): Promise<{ open(fixtures: FixturesT, log?: (m: string) => void): Promise<ControlPlane> }>;
+  fresh(): Promise<{ open(fixtures: FixturesT, log?: (m: string) => void, now?: () => number): Promise<ControlPlane> }>;
 }
 
+/** An entry to store; the stores keep any action, so tests name their own (`test.…`) beside D-75's. */
 export const draft = (team: string, action: string, over: Partial<AuditDraft> = {}): AuditDraft => ({
   team_id: team,
-  action,
+  action: action as AuditAction,
   actor: { type: 'member', id: 'mem_demo_admin', email: 'admin@demo.example' },
   address: '127.0.0.1',
   user_agent: 'test',
@@ -156,6 +158,74 @@ export function controlSuite(name: string, h: ControlHarness): void {
       const again = await s.open(changedFixtures);
       assert.equal(again.read().version, 2, 'nothing left to add: no change');
       await again.close();
+    });
+
+    test('D-77: the records the fixtures give no date are dated when seeded, and keep that date at every later start', async () => {
+      const s = await h.fresh();
+      const fixtures = await loadFixtures(FIXTURES_DIR);
+      const seededMs = Date.UTC(2026, 10, 1, 12);
+      const seeded = Math.floor(seededMs / 1000);
+      const dates = (doc: ControlDocT) => [...doc.members, ...doc.keys].map((r) => [r.id, r.created_at]);
+      const first = await s.open(fixtures, undefined, () => seededMs);
+      const atSeed = dates(first.read());
+      await first.close();
+      assert.ok(atSeed.length >= 2);
+      for (const [id, at] of atSeed) assert.equal(at, seeded, `${id} is dated at its seeding, not 1970`);
+      const later = structuredClone(fixtures);
+      later.keys.push({ ...structuredClone(fixtures.keys[0]!), id: 'key_added_later', sha256: 'a'.repeat(64) });
+      const logged: string[] = [];
+      const again = await s.open(
+        later,
+        (m) => logged.push(m),
+        () => seededMs + 86_400_000,
+      );
+      try {
+        const doc = again.read();
+        assert.deepEqual(
+          dates(doc).filter(([id]) => id !== 'key_added_later'),
+          atSeed,
+          'a restart does not re-date them',
+        );
+        assert.equal(
+          doc.keys.find((k) => k.id === 'key_added_later')!.created_at,
+          seeded + 86_400,
+          'a record merged later: the time of its merge',
+        );
+        assert.ok(!logged.some((m) => /differ from the fixtures/.test(m)), `the seeding's date is no difference: ${logged.join(' | ')}`);
+      } finally {
+        await again.close();
+      }
+    });
+
+    test('D-77: what a sign-in writes is no difference from the fixtures; a real change of the record (its role) still is', async () => {
+      const s = await h.fresh();
+      const fixtures = await loadFixtures(FIXTURES_DIR);
+      const c = await s.open(fixtures);
+      try {
+        await c.apply((d) => {
+          d.members.find((m) => m.id === 'mem_demo_admin')!.last_sign_in_at = 1_800_000_000;
+          return [draft('team_demo', 'session.created', { target: { type: 'member', id: 'mem_demo_admin' } })];
+        });
+      } finally {
+        await c.close();
+      }
+      const logged: string[] = [];
+      const signedIn = await s.open(fixtures, (m) => logged.push(m));
+      try {
+        assert.ok(!logged.some((m) => /differ from the fixtures/.test(m)), logged.join(' | '));
+        await signedIn.apply((d) => {
+          d.members.find((m) => m.id === 'mem_demo_admin')!.role = 'viewer';
+          return [draft('team_demo', 'member.updated', { target: { type: 'member', id: 'mem_demo_admin' } })];
+        });
+      } finally {
+        await signedIn.close();
+      }
+      const changed: string[] = [];
+      await (await s.open(fixtures, (m) => changed.push(m))).close();
+      assert.ok(
+        changed.some((m) => /differ from the fixtures.*members\/mem_demo_admin/.test(m)),
+        changed.join(' | '),
+      );
     });
 
     test('D-67, D-69, D-70: sessions, sign-in failures and key use outlive a reopen', async () => {

@@ -37,6 +37,7 @@ export function numberedEvents(): ChangeEvents {
     wants: (appId) => appId === 'app_demo',
     created: () => [outboxEvent(`evt_c${++n}`)],
     updated: () => [outboxEvent(`evt_u${++n}`)],
+    restored: () => [outboxEvent(`evt_r${++n}`)],
     saved: () => [outboxEvent(`evt_s${++n}`)],
   };
 }

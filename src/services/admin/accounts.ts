@@ -2,6 +2,7 @@
 // for a session cookie (the dashboard) or use a personal access token (the CLI, scripts). Sessions and
 // tokens are kept only as their SHA-256; a password is checked only after the sign-in throttle allows it.
 import { timingSafeEqual } from 'node:crypto';
+import type { AuditAction } from '../../contract/audit-actions.ts';
 import { checkFormat, newSecret, redacted, sha256Hex } from '../../core/api-keys.ts';
 import type { AccessTokenRecordT, ControlDocT, MemberT } from '../../core/control.ts';
 import { newId } from '../../core/ids.ts';
@@ -46,11 +47,11 @@ export function tokenView(t: AccessTokenRecordT, lastUsed: number | null) {
   };
 }
 
-/** An audit entry of `caller` (or of nobody yet, a sign-in) from `origin`. */
+/** An audit entry of `caller` (or of nobody proven, a failed sign-in) from `origin`. */
 export function auditOf(
   origin: Origin,
   team: string | null,
-  action: string,
+  action: AuditAction,
   actor: { id: string; email: string } | null,
   target: AuditDraft['target'],
   changes: AuditDraft['changes'] = {},
@@ -58,7 +59,8 @@ export function auditOf(
   return {
     team_id: team,
     action,
-    actor: actor ? { type: 'member', id: actor.id, email: actor.email } : { type: 'system', id: null, email: null },
+    // D-75: no actor is nobody proven (a failed sign-in): the entry's address says where it came from.
+    actor: actor ? { type: 'member', id: actor.id, email: actor.email } : { type: 'anonymous', id: null, email: null },
     address: origin.address,
     user_agent: origin.user_agent,
     request_id: origin.request_id,

@@ -5,9 +5,12 @@ import { newSecret, redacted, sha256Hex, webhookSigningKey } from '../../core/ap
 import { newId } from '../../core/ids.ts';
 import type { KeyT } from '../../core/tenants.ts';
 import type { AdminCaller } from '../../core/callers.ts';
-import type { ControlPlane } from '../../store/control.ts';
+import type { AuditDraft, ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
 import { teamRecord } from './team.ts';
+
+/** D-75: a new key's entry names it (its name and type), the key itself by its redacted form only. */
+const created = (k: KeyT) => ({ name: [null, k.name], type: [null, k.type], redacted: [null, k.redacted] }) satisfies AuditDraft['changes'];
 
 /** D-70: a rolled key keeps working this long unless told otherwise. */
 export const DEFAULT_ROLL_GRACE_S = 86_400;
@@ -65,7 +68,7 @@ export class KeyService {
     const { key, text } = this.make(c, req.type, req.name, req.expires_in_seconds ? now + req.expires_in_seconds : null);
     await this.control.apply((d) => {
       d.keys.push(key);
-      return [auditOf(origin, c.team_id, 'key.created', actorOf(c), { type: 'api_key', id: key.id }, { redacted: [null, key.redacted] })];
+      return [auditOf(origin, c.team_id, 'key.created', actorOf(c), { type: 'api_key', id: key.id }, created(key))];
     });
     return { ...keyView(key, null), key: text };
   }
@@ -96,14 +99,7 @@ export class KeyService {
           { type: 'api_key', id },
           { expires_at: [before, old.expires_at], rolled_to: [null, made.key.id] },
         ),
-        auditOf(
-          origin,
-          c.team_id,
-          'key.created',
-          actorOf(c),
-          { type: 'api_key', id: made.key.id },
-          { redacted: [null, made.key.redacted] },
-        ),
+        auditOf(origin, c.team_id, 'key.created', actorOf(c), { type: 'api_key', id: made.key.id }, created(made.key)),
       ];
     });
     return { ...keyView(made!.key, null), key: made!.text };

@@ -76,6 +76,10 @@ export class WebhookEvents implements ChangeEvents {
     return this.make(after.app_id, 'conversation.updated', toConversation(after), `/conversations/${after.id}`);
   }
 
+  restored(r: ConversationRecord): OutboxEvent[] {
+    return this.make(r.app_id, 'conversation.restored', toConversation(r), `/conversations/${r.id}`);
+  }
+
   /** An exchange saved: its response, and the conversation when its title or metadata changed with it. */
   saved(after: ConversationRecord, save: ResponseSave): OutboxEvent[] {
     const r = save.response;

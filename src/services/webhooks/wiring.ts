@@ -12,7 +12,7 @@ import { WebhookEvents } from './events.ts';
 import { DeliveryWorker } from './worker.ts';
 
 export interface WebhookOptions {
-  /** D-85: delays in seconds between the first attempt and each retry (`--webhook-retry-schedule`). */
+  /** D-85: delays in seconds before each retry, each from the end of the attempt before it (`--webhook-retry-schedule`). */
   webhookRetrySchedule: number[];
   /** D-85: an attempt's bound (`--webhook-timeout-ms`). */
   webhookTimeoutMs: number;

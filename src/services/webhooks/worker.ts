@@ -22,7 +22,7 @@ export const LEASE_SLACK_MS = 5_000;
 const STOP_WAIT_MS = 2_000;
 
 export interface WorkerOptions {
-  /** D-85: the delays in seconds between the first attempt (at once) and each retry. */
+  /** D-85: the delays in seconds before each retry, each from the end of the attempt before it (the first is at once). */
   scheduleS: readonly number[];
   timeoutMs: number;
   /** D-86: an endpoint failing this long (with no success since) is disabled. */

@@ -2,10 +2,11 @@
 // the in-memory index), restore, and the purge of deleted histories (a `set` line with `purged_at`,
 // then the history file goes: a crash between the two leaves a file that start-up removes).
 import type { KeyedQueue } from '../../core/keyed-queue.ts';
-import type { AdminConversations, AdminPageQuery, AdminRecord, RestoreResult } from '../types.ts';
+import type { AdminConversations, AdminPageQuery, AdminRecord, ChangeEvents, RestoreResult } from '../types.ts';
 import type { ConversationIndex, StoredConversation } from './conversations.ts';
 import type { HistoryCache } from './history-cache.ts';
 import type { Journal } from './journal.ts';
+import { type OutboxEvent, withEvents } from './webhooks.ts';
 
 /** What the file store lends its admin view: its index, journal, turns and histories. */
 export interface FileStoreParts {
@@ -15,6 +16,9 @@ export interface FileStoreParts {
   histories: HistoryCache;
   /** Told after lines were appended (the journal may be due for compaction, D-28). */
   appended(): void;
+  /** D-84: what makes a change's events, and the outbox that takes them once their line is durable. */
+  changeEvents(): ChangeEvents;
+  adopt(events: OutboxEvent[]): void;
 }
 
 const view = (r: StoredConversation): AdminRecord => ({ record: r, purgedAt: r.purged_at });
@@ -47,9 +51,13 @@ export class FileAdminConversations implements AdminConversations {
       if (r.deleted_at === null) return { refused: 'live' };
       if (r.purged_at !== null) return { refused: 'purged' };
       const f = { deleted_at: null };
-      await this.s.journal.append({ t: 'set', id, f }, () =>
-        this.s.index.add(this.s.index.changed(this.s.index.records.get(id)!, f, 0, 0)),
-      );
+      const events = this.s.changeEvents();
+      // D-84: the restore's event rides in its line.
+      const w = events.wants(r.app_id) ? events.restored({ ...r.toJSON(), deleted_at: null }) : [];
+      await this.s.journal.append(withEvents({ t: 'set', id, f }, w), () => {
+        if (w.length > 0) this.s.adopt(w);
+        this.s.index.add(this.s.index.changed(this.s.index.records.get(id)!, f, 0, 0));
+      });
       this.s.appended();
       return { restored: view(this.s.index.records.get(id)!) };
     });

@@ -163,7 +163,7 @@ export class FileControlPlane implements ControlPlane {
     this.low = new Low(new DurableJsonFile(path.join(this.dataDir, 'control.json')), null);
     await this.low.read();
     if (this.low.data === null) {
-      this.low.data = seedDoc(this.o.fixtures);
+      this.low.data = seedDoc(this.o.fixtures, now);
       await this.low.write();
       this.o.log?.('control plane: a new control.json seeded from the fixtures');
     }
@@ -173,8 +173,8 @@ export class FileControlPlane implements ControlPlane {
     this.signInFailures = await FileFailureCounts.open(dir, now);
     this.keyUseFile = await FileKeyUse.open(dir);
     this.keyUse = new KeyUseRecorder(this.keyUseFile, (err) => this.o.log?.(`control plane: key use not written (${err.message})`));
-    const probe = mergeFixtures(structuredClone(this.doc), this.o.fixtures);
-    if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures).added));
+    const probe = mergeFixtures(structuredClone(this.doc), this.o.fixtures, now);
+    if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures, now).added));
     if (probe.added.length) this.o.log?.(`control plane: added from the fixtures: ${probe.added.join(', ')}`);
     if (probe.differs.length)
       this.o.log?.(`control plane: differ from the fixtures and were left as they are: ${probe.differs.join(', ')}`);

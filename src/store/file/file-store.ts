@@ -87,7 +87,15 @@ export class FileStore implements Store {
     this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
     const { index, journal, turns, histories, claims, openIntents } = this;
     this.compactor = new Compactor({ journal, index, claims, openIntents, outboxSettled: () => this.outbox.settled() }, opts);
-    this.admin = new FileAdminConversations({ index, journal, turns, histories, appended: () => this.compactor.ifDue() });
+    this.admin = new FileAdminConversations({
+      index,
+      journal,
+      turns,
+      histories,
+      appended: () => this.compactor.ifDue(),
+      changeEvents: () => this.events,
+      adopt: (w) => this.outbox.adopt(w),
+    });
   }
 
   async open(): Promise<void> {

@@ -3,9 +3,16 @@
 // that locks the rows it changes, so that instances sweeping at once purge each conversation once.
 import type { Sql } from 'postgres';
 import type { KeyedQueue } from '../../core/keyed-queue.ts';
-import type { AdminConversations, AdminPageQuery, AdminRecord, RestoreResult } from '../types.ts';
+import type { AdminConversations, AdminPageQuery, AdminRecord, ChangeEvents, RestoreResult } from '../types.ts';
 import { type ConversationRow, pageAfter, recordOf } from './rows.ts';
 import { SLOT } from './app-stats.ts';
+import type { PgOutbox } from './webhooks.ts';
+
+/** D-84: where a restore's event goes (the store's outbox, in the restore's transaction), read when it happens. */
+export interface RestoreEvents {
+  outbox(): Pick<PgOutbox, 'begin'>;
+  changeEvents(): ChangeEvents;
+}
 
 interface Row extends ConversationRow {
   purged_at: string | null;
@@ -25,6 +32,7 @@ export class PgAdminConversations implements AdminConversations {
     private readonly sql: Sql,
     /** The store's turns per conversation (a restore waits for this instance's other changes of it). */
     private readonly turns: KeyedQueue,
+    private readonly events: RestoreEvents,
   ) {}
 
   async page(appId: string, q: AdminPageQuery): Promise<{ records: AdminRecord[]; hasMore: boolean } | undefined> {
@@ -60,15 +68,21 @@ export class PgAdminConversations implements AdminConversations {
 
   restore(id: string): Promise<RestoreResult> {
     return this.turns.run(id, async (): Promise<RestoreResult> => {
-      // One statement: the row is locked by its update, and its app's stored bytes (D-27) count it again.
-      const [row] = await this.sql.unsafe<Row[]>(
-        `WITH c AS (UPDATE conversations SET deleted_at = NULL WHERE id = $1 AND deleted_at IS NOT NULL AND purged_at IS NULL
+      // One statement: the row is locked by its update, and its app's stored bytes (D-27) count it again;
+      // its event (D-84) is written in the same transaction.
+      const row = await this.events.outbox().begin(this.sql, async (tx, emit) => {
+        const [r] = await tx.unsafe<Row[]>(
+          `WITH c AS (UPDATE conversations SET deleted_at = NULL WHERE id = $1 AND deleted_at IS NOT NULL AND purged_at IS NULL
                     RETURNING ${COLUMNS}, ${KEPT_BYTES} AS bytes),
               s AS (INSERT INTO app_stats AS s (app_id, slot, bytes, kept_bytes) SELECT c.app_id, ${SLOT}, c.bytes, -c.bytes FROM c
                     ON CONFLICT (app_id, slot) DO UPDATE SET bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes)
          SELECT ${COLUMNS} FROM c`,
-        [id],
-      );
+          [id],
+        );
+        const changes = this.events.changeEvents();
+        if (r && changes.wants(r.app_id)) await emit(changes.restored(recordOf(r)));
+        return r;
+      });
       if (row) return { restored: view(row) };
       const now = await this.get(id);
       return { refused: !now ? 'missing' : now.record.deleted_at === null ? 'live' : 'purged' };

@@ -99,7 +99,8 @@ export class PgControlPlane implements ControlPlane {
   }
 
   private async load(): Promise<void> {
-    const seed = seedDoc(this.o.fixtures);
+    const now = (this.o.now ?? Date.now)();
+    const seed = seedDoc(this.o.fixtures, now);
     const made = await this
       .sql`INSERT INTO control_document (id, version, body) VALUES (1, ${seed.version}, ${JSON.stringify(seed)}::text::jsonb)
                                 ON CONFLICT (id) DO NOTHING RETURNING id`;
@@ -107,9 +108,9 @@ export class PgControlPlane implements ControlPlane {
     const [row] = await this.sql<{ body: string }[]>`SELECT body::text AS body FROM control_document WHERE id = 1`;
     this.doc = parseDoc(row!.body);
     if (this.o.auditRetentionDays !== undefined) await this.audit.prune(this.o.auditRetentionDays);
-    const probe = mergeFixtures(structuredClone(this.doc), this.o.fixtures);
+    const probe = mergeFixtures(structuredClone(this.doc), this.o.fixtures, now);
     // Several instances may merge at once: each merge adds only what the locked row still lacks.
-    if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures).added));
+    if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures, now).added));
     if (probe.added.length) this.o.log?.(`control plane: added from the fixtures: ${probe.added.join(', ')}`);
     if (probe.differs.length)
       this.o.log?.(`control plane: differ from the fixtures and were left as they are: ${probe.differs.join(', ')}`);

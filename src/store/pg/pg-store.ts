@@ -102,7 +102,7 @@ export class PgStore implements Store {
       Date.now,
       opts.responseRetentionMs,
     );
-    this.admin = new PgAdminConversations(this.sql, this.turns);
+    this.admin = new PgAdminConversations(this.sql, this.turns, { outbox: () => this.outbox, changeEvents: () => this.events });
     this.outbox = new PgOutbox(this.sql, opts.warn);
     this.events = (opts.changeEvents ?? (() => NO_CHANGE_EVENTS))(this.outbox);
     this.stats = new AppStats(this.sql);

@@ -5,6 +5,7 @@
 // the store it came from (written 0600). One `audit` line per entry of the audit log, oldest first.
 // Sessions, sign-in failure counts and last-use times are not carried: members sign in again.
 import { z } from 'zod';
+import { ACTOR_TYPES } from '../../contract/audit-actions.ts';
 import { checkReferences, ControlDoc, type ControlDocT } from '../../core/control.ts';
 import type { AuditRecord } from '../control.ts';
 
@@ -13,7 +14,7 @@ export const AuditRecordSchema = z.object({
   created_at: z.number().int().nonnegative(),
   team_id: z.string().nullable(),
   action: z.string().min(1).max(100),
-  actor: z.object({ type: z.enum(['member', 'token', 'system']), id: z.string().nullable(), email: z.string().nullable() }),
+  actor: z.object({ type: z.enum(ACTOR_TYPES), id: z.string().nullable(), email: z.string().nullable() }),
   address: z.string().nullable(),
   user_agent: z.string().nullable(),
   request_id: z.string().nullable(),
