@@ -2,7 +2,8 @@
 // D-17, D-19, D-24), whether it completed or failed, whatever becomes of the request (D-34). The rest
 // of a response's life has its own room: the line of messages (response-line.ts, D-37), the look-up,
 // resume and cancel (response-lookup.ts, D-32, D-33), recovery (response-recovery.ts, D-38), the save
-// (exchange.ts), the events' reducer (response-fold.ts) and the ways a reply stops (stops.ts).
+// (exchange.ts), a save while the store is out of reach (outage-saves.ts, D-91), the events' reducer
+// (response-fold.ts) and the ways a reply stops (stops.ts).
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import {
@@ -25,6 +26,7 @@ import type { AgentRuntime } from '../agent.ts';
 import { ExchangeWriter } from './exchange.ts';
 import { ResponseLine, RunningElsewhere } from './response-line.ts';
 import { ResponseLookup } from './response-lookup.ts';
+import { OutageSaves } from './outage-saves.ts';
 import { ResponseRecovery } from './response-recovery.ts';
 import { responseOf } from './response-resource.ts';
 import { answerOf, ResponseRun } from './response-runner.ts';
@@ -41,11 +43,6 @@ function detachedPool(appId: string, widget: boolean): string {
 
 /** The model sees at most this many earlier messages: enough context, bounded cost. */
 const HISTORY_MESSAGES = 40;
-/** D-91: how often a save waiting for the store is tried again. */
-const SAVE_RETRY_MS = 1_000;
-
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
-
 export interface StartedResponse {
   id: string;
   conversationId: string;
@@ -91,9 +88,8 @@ export class ResponseService {
   private readonly lookups: ResponseLookup;
   private readonly exchanges: ExchangeWriter;
   private readonly recovery: ResponseRecovery;
-  /** D-91: saves waiting for the store to come back; they stop trying once shutdown begins. */
-  private readonly waitingSaves = new Set<Promise<void>>();
-  private stopping = false;
+  /** D-91: the saves of replies the store's outage stopped (outage-saves.ts). */
+  private readonly saves: OutageSaves;
 
   constructor(
     private readonly store: Store,
@@ -107,6 +103,7 @@ export class ResponseService {
     this.line = new ResponseLine(store, this.events, (conversationId) => this.runningIn(conversationId));
     this.lookups = new ResponseLookup(store);
     this.recovery = new ResponseRecovery(store, this.exchanges, log);
+    this.saves = new OutageSaves(store, log);
   }
 
   /**
@@ -186,7 +183,7 @@ export class ResponseService {
       tools,
       signal: stop.signal,
       onUnexpected: (err) => this.log.error({ err, response_id: id }, 'response failed unexpectedly'),
-      finish: (r) => this.finish(r, stop.signal, save),
+      finish: (r) => this.saves.finish(r, stop.signal, save),
     });
     const done = this.produce(app, record.id, run, stop, requestSignal, leave, widget, { live, save });
     const head = { id, created_at: createdAt, conversation_id: record.id };
@@ -240,7 +237,7 @@ export class ResponseService {
             // D-91: the client is told now; the exchange is saved, then this event appended, once the store is back.
             await kept.settled();
             live.add(e, true);
-            this.saveWhenBack(id, () => save(run), e);
+            this.saves.saveWhenBack(id, () => save(run), e);
             break;
           }
           kept.add(e, terminal);
@@ -274,42 +271,6 @@ export class ResponseService {
     else requestSignal.addEventListener('abort', onLeave, { once: true });
     void done.finally(() => requestSignal.removeEventListener('abort', onLeave));
     return done;
-  }
-
-  /**
-   * D-91: the run's save. A run stopped because the store is out of reach saves nothing now, and one
-   * whose save finds it out of reach ends failed the same way; both are saved by `saveWhenBack`.
-   */
-  private async finish(run: ResponseRun, signal: AbortSignal, save: (r: ResponseRun) => Promise<void>): Promise<void> {
-    const lost = signal.reason instanceof StopReason && signal.reason.error === STOPS.storeUnavailable;
-    if (!lost) {
-      try {
-        return await save(run);
-      } catch (err) {
-        if (!this.store.isUnavailable(err)) throw err;
-      }
-    }
-    run.status = 'failed';
-    run.error = STOPS.storeUnavailable;
-  }
-
-  /** D-91: saves the exchange (failed, `store_unavailable`), then appends its terminal event, as soon as the store is back. */
-  private saveWhenBack(id: string, save: () => Promise<void>, terminal: UnsequencedEvent): void {
-    const task = (async () => {
-      for (;;) {
-        try {
-          await save();
-          break;
-        } catch (err) {
-          if (this.stopping || !this.store.isUnavailable(err)) throw err;
-        }
-        await pause(SAVE_RETRY_MS);
-      }
-      // Tried again by the store while the connection is lost.
-      await this.store.responses.append(id, terminal);
-    })().catch((err: unknown) => this.log.error({ err, response_id: id }, 'response not saved'));
-    this.waitingSaves.add(task);
-    void task.finally(() => this.waitingSaves.delete(task));
   }
 
   /** The answer's events: this process's (live-events.ts), then the store's if another instance took the reply over. */
@@ -361,7 +322,7 @@ export class ResponseService {
 
   /** D-38: a graceful shutdown, after its grace period: the replies still running end `interrupted`. */
   async interruptAll(): Promise<void> {
-    this.stopping = true;
+    this.saves.stop();
     const running = [...this.producing.values()];
     for (const p of running) p.stop.abort(new StopReason(STOPS.interrupted));
     await Promise.allSettled(running.map((p) => p.done));

@@ -1,12 +1,15 @@
 // An append-only JSON-lines journal: group commit (one write + fsync for every line queued meanwhile)
-// so that each acknowledged append is on disk without paying one fsync per request.
+// so that each acknowledged append is on disk without paying one fsync per request. Its start-up read
+// is journal-open.ts, the background fsync of `appendNow` lines journal-sync.ts.
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { DataFileError, atFile, withFile } from '../../core/errors.ts';
+import { atFile, withFile } from '../../core/errors.ts';
 import { syncDir } from './durable.ts';
 import * as io from './journal-io.ts';
 import type { JournalOptions, LineAt, LineWriter, Pending } from './journal-io.ts';
+import { openJournal } from './journal-open.ts';
+import { BackgroundSync } from './journal-sync.ts';
 
 export type { JournalOptions, LineWriter } from './journal-io.ts';
 
@@ -21,78 +24,26 @@ export class Journal {
   /** `appendNow` lines written to the old file during a compaction: they belong in the new file too. */
   private held: string[] = [];
   private replacing = false;
-  /** Set by `appendNow`; the background fsync loop runs while it is. */
-  private unsynced = false;
-  /** `appendNow` lines written since open, and how many of them an fsync (or a compaction) made durable. */
-  private written = 0;
-  private durableUpTo = 0;
-  private syncTimer: NodeJS.Timeout | undefined;
-  private syncing: Promise<Error | undefined> | undefined;
+  /** The fsync of `appendNow` lines. */
+  private readonly background: BackgroundSync;
   /** Read-only descriptor of the current file, for `readAt` (swapped with the file by a rewrite). */
   private readFd: number | undefined;
 
   constructor(
     readonly file: string,
     private readonly opts: JournalOptions = {},
-  ) {}
-
-  /**
-   * Reads every entry, in order. A last line without its newline is kept (the newline is added) if
-   * it is JSON and `onEntry` accepts it: a hand edit can lose a final newline, and cutting a whole
-   * record would lose data. One that is not JSON was cut short by a crash, so it was never
-   * acknowledged: it is dropped, with a warning naming the file and the bytes. A bad line anywhere
-   * else is damage and stops start-up. Read in chunks, one line decoded at a time (journal-io.ts).
-   */
-  async open(onEntry: (entry: unknown, line: number, where: LineAt) => void): Promise<{ lines: number; dropped: boolean }> {
-    let lineNo = 0;
-    const read = await io.readLines(this.file, this.opts.chunkBytes ?? 1 << 20, (raw, where) =>
-      this.parseLine(raw, ++lineNo, onEntry, where),
-    );
-    /** Bytes of whole lines (newline included). */
-    const whole = read?.whole ?? 0;
-    /** The last line, if it has no newline, and whether it is kept. */
-    const tail = read?.tail;
-    let keepTail = false;
-    if (tail) {
-      const text = tail.toString('utf8');
-      // Whole JSON (or blank) is a line that only lacks its newline; onEntry may still refuse it.
-      keepTail = text.trim() === '' || io.isJson(text);
-      if (keepTail) this.parseLine(text, ++lineNo, onEntry, { at: whole, len: tail.length });
-      else lineNo++;
-    }
-    try {
-      this.handle = await fs.open(this.file, 'a');
-    } catch (err) {
-      throw new DataFileError(this.file, `cannot be opened for writing (${(err as NodeJS.ErrnoException).code})`);
-    }
-    this.readFd = fsSync.openSync(this.file, 'r');
-    this.size = whole;
-    const dropped = tail !== undefined && !keepTail;
-    const named = atFile(this.file);
-    if (dropped) {
-      await this.handle.truncate(whole).catch(named);
-      (this.opts.warn ?? ((m: string) => process.emitWarning(m)))(
-        `${this.file}: dropped the last ${tail!.length} bytes (line ${lineNo}: not JSON and no final newline, a write cut short by a crash and never acknowledged)`,
-      );
-    } else if (tail !== undefined) {
-      await io.writeAll(this.handle, Buffer.from('\n')).catch(named);
-      await this.handle.datasync().catch(named);
-      this.size = whole + tail.length + 1;
-    }
-    return { lines: lineNo, dropped };
+  ) {
+    this.background = new BackgroundSync(file, () => this.handle, opts.syncDelayMs, opts.onSyncError);
   }
 
-  private parseLine(raw: string, lineNo: number, onEntry: (entry: unknown, line: number, where: LineAt) => void, where: LineAt): void {
-    if (raw.trim() === '') return;
-    let entry: unknown;
-    try {
-      entry = this.opts.parse ? this.opts.parse(raw) : JSON.parse(raw);
-    } catch {
-      if (this.opts.skipBadLines) return;
-      throw new DataFileError(this.file, `line ${lineNo} is not valid JSON; restore the file from a backup or remove that line`);
-    }
-    onEntry(entry, lineNo, where);
-    this.lines++;
+  /** Reads every entry, in order, and repairs a last line a crash cut short (journal-open.ts). */
+  async open(onEntry: (entry: unknown, line: number, where: LineAt) => void): Promise<{ lines: number; dropped: boolean }> {
+    const opened = await openJournal(this.file, this.opts, onEntry);
+    this.handle = opened.handle;
+    this.readFd = opened.readFd;
+    this.size = opened.size;
+    this.lines += opened.entries;
+    return { lines: opened.lines, dropped: opened.dropped };
   }
 
   /** Bytes of whole lines in the file. */
@@ -132,30 +83,9 @@ export class Journal {
   appendNow(entry: unknown): void {
     const line = `${JSON.stringify(entry)}\n`;
     this.writeNow(line);
-    this.written++;
     // During a compaction the line is also kept for the new file (see replace).
     if (this.replacing) this.held.push(line);
-    this.syncSoon();
-  }
-
-  private syncSoon(): void {
-    this.unsynced = true;
-    if (this.syncTimer || this.syncing) return;
-    this.syncTimer = setTimeout(() => {
-      this.syncTimer = undefined;
-      this.syncing ??= this.syncInBackground();
-    }, this.opts.syncDelayMs ?? 1_000);
-    // A pending fsync does not keep the process alive; close() makes it at once.
-    this.syncTimer.unref();
-  }
-
-  /** Starts the fsync that `syncSoon` scheduled, now. */
-  private syncNow(): void {
-    if (this.syncTimer) {
-      clearTimeout(this.syncTimer);
-      this.syncTimer = undefined;
-    }
-    if (this.unsynced) this.syncing ??= this.syncInBackground();
+    this.background.wrote();
   }
 
   private writeNow(text: string): void {
@@ -170,34 +100,8 @@ export class Journal {
    * Makes every `appendNow` line written before the call durable now, with one fsync for the callers
    * meanwhile (the background one brought forward); rejects if that fsync fails.
    */
-  async sync(): Promise<void> {
-    const need = this.written;
-    while (this.durableUpTo < need) {
-      // A running fsync may have begun before the last lines: wait for it, then make one that covers them.
-      if (!this.syncing) {
-        this.unsynced = true;
-        this.syncNow();
-      }
-      const err = await this.syncing;
-      if (err && this.durableUpTo < need) throw withFile(err, this.file);
-    }
-  }
-
-  /** One fsync of the `appendNow` lines; resolves with its error, if it failed (told to onSyncError too). */
-  private async syncInBackground(): Promise<Error | undefined> {
-    try {
-      if (!this.unsynced || !this.handle) return undefined;
-      this.unsynced = false;
-      const upTo = this.written;
-      const err = (await this.handle.datasync().catch((e: Error) => e)) ?? undefined;
-      if (err) this.opts.onSyncError?.(err);
-      else this.durableUpTo = Math.max(this.durableUpTo, upTo);
-      return err;
-    } finally {
-      this.syncing = undefined;
-      // Lines written while it ran wait for the next one.
-      if (this.unsynced) this.syncSoon();
-    }
+  sync(): Promise<void> {
+    return this.background.sync();
   }
 
   /**
@@ -285,8 +189,7 @@ export class Journal {
       this.size = text.length + held.length;
       this.lines = entries.length + this.held.length;
       // Every line is in the new file, synced: the snapshot holds those before it, then the held ones.
-      this.unsynced = false;
-      coveredUpTo = this.written;
+      coveredUpTo = this.background.coverAll();
     } finally {
       this.replacing = false;
       this.held = [];
@@ -296,11 +199,12 @@ export class Journal {
       }
     }
     // A background fsync may still be running on the old file.
-    await this.syncing;
+    await this.background.running;
     await old.close();
-    if (this.unsynced) this.syncSoon();
+    this.background.resume();
     await syncDir(path.dirname(this.file));
-    this.durableUpTo = Math.max(this.durableUpTo, coveredUpTo); // durable once the rename is
+    // Durable once the rename is.
+    this.background.covered(coveredUpTo);
   }
 
   /**
@@ -382,10 +286,10 @@ export class Journal {
   /** Waits until everything appended so far is durable (or failed). */
   async drain(): Promise<void> {
     for (;;) {
-      this.syncNow();
-      if (!this.flushing && !this.syncing) return;
+      this.background.syncNow();
+      if (!this.flushing && !this.background.running) return;
       await this.flushing;
-      await this.syncing;
+      await this.background.running;
     }
   }
 

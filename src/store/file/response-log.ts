@@ -4,12 +4,12 @@
 // response files take (D-27's quota counts them). An ended response is read from its file, and once
 // past D-36's hour from the past index for the look-up's retention (past-index.ts): nothing of it
 // stays in memory, and start-up reads the running files and the hour's index, never what is older.
+// This file writes; a response is read back (a trace, a follower) by response-reads.ts.
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { listenOn } from '../../core/listeners.ts';
 import type { UnsequencedEvent } from '../../contract/index.ts';
-import { atFile, ResponseEventsExpired } from '../../core/errors.ts';
-import { SAFE_ID } from '../record.ts';
+import { atFile } from '../../core/errors.ts';
 import {
   RESPONSE_EVENTS_TTL_MS,
   RESPONSE_LOOKUP_RETENTION_MS,
@@ -21,9 +21,10 @@ import {
   type UnfinishedResponse,
 } from '../types.ts';
 import { writeAll } from './journal-io.ts';
-import { EndedIndex, type FileCursor, MINUTE_MS, readEvents, readResponseFile, ResponsePaths } from './response-files.ts';
+import { EndedIndex, MINUTE_MS, readResponseFile, ResponsePaths } from './response-files.ts';
+import { ResponseReader } from './response-reads.ts';
 import { PastIndex } from './past-index.ts';
-import { eventsOf, heldIn, type Live, newLive, trim } from './running-response.ts';
+import { heldIn, type Live, newLive, trim } from './running-response.ts';
 import { beginFile, settleSpares, SpareFiles } from './spare-files.ts';
 import { holdWhole, settleAside, writeWhole } from './unwritten.ts';
 
@@ -62,6 +63,7 @@ export class ResponseLog implements LiveResponses {
   private sweeping: Promise<void> | undefined;
   private leftRunning: UnfinishedResponse[] = [];
   private readonly spares: SpareFiles;
+  private readonly reader: ResponseReader;
 
   constructor(private readonly opts: ResponseLogOptions) {
     this.paths = new ResponsePaths(opts.dir);
@@ -71,6 +73,7 @@ export class ResponseLog implements LiveResponses {
     this.ended = new EndedIndex(this.paths, this.past, opts.warn);
     this.windowBytes = opts.windowBytes ?? WINDOW_BYTES;
     this.spares = new SpareFiles(path.join(opts.dir, 'running'), opts.spares ?? SPARES, opts.warn);
+    this.reader = new ResponseReader(this.live, this.paths, this.past, this.ttl, this.now);
   }
 
   async open(): Promise<void> {
@@ -182,10 +185,10 @@ export class ResponseLog implements LiveResponses {
     l.pendingBytes += bytes;
     const terminal = TERMINAL_EVENTS.has(event.event);
     if (terminal) l.ended = true;
-    // Written without an fsync each (a kill -9 loses nothing written, a power cut what the response's
-    // save has), those that come during a write together in the next one. Followed, and resolved (the
-    // producer's answer takes it then, KeptEvents), once written: no client sees an event that
-    // start-up's `interrupted` save (D-38) would not find.
+    // Events are written without an fsync each (a kill -9 loses nothing written, a power cut what the
+    // response's save has), those that come while a write is under way together in the next one. An
+    // event is followed, and its append resolved (the producer's answer takes it then, KeptEvents), once
+    // it is written, so that no client sees one that start-up's `interrupted` save (D-38) would not find.
     l.queue.push(line);
     if (l.queue.length === 1) l.writing = l.writing.then(() => this.writeQueued(l, id));
     await l.writing;
@@ -207,9 +210,10 @@ export class ResponseLog implements LiveResponses {
     }
     l.pendingBytes -= bytes;
     l.heldBytes += bytes;
-    if (ok) this.count(l.ref.app_id, bytes);
-    l.bytes += ok ? bytes : 0;
-    l.damaged ||= !ok;
+    if (ok) {
+      l.bytes += bytes;
+      this.count(l.ref.app_id, bytes);
+    } else l.damaged = true;
     this.publish(l, l.ended && l.queue.length === 0 ? lines.length - 1 : lines.length);
   }
 
@@ -272,68 +276,14 @@ export class ResponseLog implements LiveResponses {
     }
   }
 
-  async trace(id: string): Promise<ResponseTrace | undefined> {
-    if (!SAFE_ID.test(id)) return undefined;
-    const l = this.live.get(id);
-    if (l) {
-      const upTo = l.written;
-      return { start: l.ref, events: await eventsOf(this.paths, l, upTo), ended: l.ended && upTo === l.first + l.held.length };
-    }
-    const read = await readResponseFile(this.paths.kept(id));
-    if (read) {
-      const { input: _input, ...ref } = read.start;
-      // Past the retention, expired now rather than when its minute is dropped: the documented time holds exactly.
-      if (read.mtimeMs <= this.now() - this.ttl) return { start: ref, events: null, ended: true };
-      return { start: ref, events: read.events, ended: true };
-    }
-    const past = await this.past.find(id);
-    return past && { start: past, events: null, ended: true };
+  /** A response's start and events, from memory, its file or the past index (response-reads.ts). */
+  trace(id: string): Promise<ResponseTrace | undefined> {
+    return this.reader.trace(id);
   }
 
-  async *follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
-    let n = after + 1;
-    /** Where this follower is in the file, when it falls behind the window. */
-    const cursor: FileCursor = { offset: 0, next: -1 };
-    for (;;) {
-      const l = this.live.get(id);
-      if (!l) {
-        const t = await this.trace(id);
-        if (!t) return;
-        if (!t.events) throw new ResponseEventsExpired(id);
-        for (; n < t.events.length; n++) yield t.events[n]!;
-        return;
-      }
-      if (n < l.first) {
-        // Behind the window: from the file, where this follower's cursor is.
-        if (cursor.next > n) Object.assign(cursor, { offset: 0, next: -1 });
-        const files = [this.paths.running(id), this.paths.kept(id)];
-        const got = await readEvents(files, cursor, l.first);
-        if (cursor.next <= n) throw new Error(`the file of ${id} ends before event ${n}`);
-        for (const e of got.slice(got.length - (cursor.next - n))) {
-          yield e;
-          n++;
-          if (signal?.aborted) return;
-        }
-        continue;
-      }
-      while (n >= l.first && n < l.written) {
-        yield l.held[n - l.first]!.event;
-        n++;
-        if (signal?.aborted) return;
-      }
-      if (n < l.first) continue;
-      if (l.ended && n >= l.first + l.held.length) return;
-      if (signal?.aborted) return;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          signal?.removeEventListener('abort', done);
-          l.waiters.delete(done);
-          resolve();
-        };
-        l.waiters.add(done);
-        signal?.addEventListener('abort', done, { once: true });
-      });
-    }
+  /** The events after `after`, then each as it is written, until its end (response-reads.ts). */
+  follow(id: string, after: number, signal?: AbortSignal): AsyncGenerator<UnsequencedEvent> {
+    return this.reader.follow(id, after, signal);
   }
 
   runningIn(conversationId: string): string | undefined {

@@ -9,7 +9,7 @@
 // producer's lock stays free (its connection, so its process, is gone), is what `unfinished` hands to
 // start-up and to the running instances' sweep (D-38). Past D-36's hour a response keeps its row alone
 // (its events deleted, what it was asked emptied) for the look-up's retention, then the row goes
-// (D-93): pruned in bounded batches.
+// (D-93): pruned in bounded batches (response-prune.ts).
 import { randomUUID } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { listenOn } from '../../core/listeners.ts';
@@ -26,6 +26,7 @@ import {
   type UnfinishedResponse,
 } from '../types.ts';
 import { CHANNELS, LEASE_MS, Liveness, LOCK_OF, RELOCK_GRACE_MS, RETRY_MS } from './liveness.ts';
+import { pruneResponses } from './response-prune.ts';
 import { isConnectionLoss } from './rows.ts';
 
 export { LEASE_MS };
@@ -33,11 +34,8 @@ export { LEASE_MS };
 const RECHECK_MS = 5_000;
 /** D-91: a producer stops this long before the lease it last proved runs out. */
 const MARGIN_MS = 5_000;
-/** D-93: how often ended responses are pruned, and how many rows one statement touches at most. */
+/** D-93: how often ended responses are pruned (response-prune.ts). */
 const PRUNE_MS = 60_000;
-const PRUNE_BATCH = 1_000;
-/** Batches per prune and step: a backlog (a long outage, an upgrade) is worked off over several prunes. */
-const PRUNE_BATCHES = 20;
 /**
  * D-100: an event waits at most this long for others to share its write (`response.created` and a
  * terminal event do not wait), and a batch holds at most BATCH_MAX events. Figures: docs/benchmarks.md.
@@ -358,35 +356,8 @@ export class PgResponses implements LiveResponses {
     return out;
   }
 
-  /**
-   * D-93: ended responses pruned in bounded batches, each one statement: past D-36's hour, a response's
-   * events are deleted and what it was asked emptied (its row stays ~150 bytes, for the look-up); past
-   * the look-up's retention, its row goes. Rows another instance is pruning at the same moment are
-   * skipped (SKIP LOCKED), so instances pruning together neither wait for nor repeat each other's work.
-   * Resolves with how many rows each step touched.
-   */
-  async prune(): Promise<{ emptied: number; deleted: number }> {
-    const out = { emptied: 0, deleted: 0 };
-    for (let i = 0; i < PRUNE_BATCHES; i++) {
-      const rows = await this.sql`
-        WITH old AS (SELECT id FROM live_responses WHERE input <> '' AND ended_at <= ${this.now() - this.ttlMs}
-                     ORDER BY ended_at LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED),
-        gone AS (DELETE FROM response_events e USING old WHERE e.response_id = old.id)
-        UPDATE live_responses r SET input = '' FROM old WHERE r.id = old.id RETURNING 1`;
-      out.emptied += rows.length;
-      if (rows.length < PRUNE_BATCH) break;
-    }
-    for (let i = 0; i < PRUNE_BATCHES; i++) {
-      // D-114: a row not yet emptied (another instance held it, or D-36's hour outlasts the retention) takes its events along.
-      const rows = await this.sql`
-        WITH gone AS (DELETE FROM live_responses WHERE id IN (
-          SELECT id FROM live_responses WHERE ended_at <= ${this.now() - this.retentionMs}
-          ORDER BY ended_at LIMIT ${PRUNE_BATCH} FOR UPDATE SKIP LOCKED) RETURNING id, input),
-        e AS (DELETE FROM response_events e USING gone WHERE e.response_id = gone.id AND gone.input <> '')
-        SELECT 1 FROM gone`;
-      out.deleted += rows.length;
-      if (rows.length < PRUNE_BATCH) break;
-    }
-    return out;
+  /** D-93: ended responses pruned in bounded batches (response-prune.ts); how many rows each step touched. */
+  prune(): Promise<{ emptied: number; deleted: number }> {
+    return pruneResponses(this.sql, this.now, this.ttlMs, this.retentionMs);
   }
 }
