@@ -29,7 +29,8 @@ import { importInto } from './bulk-import.ts';
 import { acquireLock, releaseLock } from './dir-lock.ts';
 import { HistoryCache } from './history-cache.ts';
 import { Journal } from './journal.ts';
-import { diffOf, type Exchange, type FieldsT, parseLine } from './lines.ts';
+import { ExchangeWriter } from './exchange-writer.ts';
+import { diffOf, type Exchange, parseLine } from './lines.ts';
 import { ResponseLog } from './response-log.ts';
 import { replayJournal, settleExchanges, sweepDataDir } from './startup.ts';
 import { type ChangeEvents, NO_CHANGE_EVENTS, renameByUpdate } from '../types.ts';
@@ -58,6 +59,8 @@ export class FileStore implements Store {
   private readonly openIntents = new Map<string, Exchange>();
   /** D-28: the journal compacted at start-up and while running (compaction.ts). */
   private readonly compactor: Compactor;
+  /** D-28, D-94: an exchange's intent, history and `done` line, in that order (exchange-writer.ts). */
+  private readonly exchanges: ExchangeWriter;
   /** Resumable responses (D-30…D-39), kept apart: src/store/file/response-log.ts. */
   readonly responses: ResponseLog;
   /** One process owns the directory (its LOCK): start-up saves what the last one left, no sweep. */
@@ -87,6 +90,16 @@ export class FileStore implements Store {
     this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
     const { index, journal, turns, histories, claims, openIntents } = this;
     this.compactor = new Compactor({ journal, index, claims, openIntents, outboxSettled: () => this.outbox.settled() }, opts);
+    this.exchanges = new ExchangeWriter({
+      journal,
+      index,
+      histories,
+      claims,
+      openIntents,
+      adopt: (w) => this.outbox.adopt(w),
+      appended: () => this.compactor.ifDue(),
+      warn: opts.warn,
+    });
     this.admin = new FileAdminConversations({
       index,
       journal,
@@ -263,7 +276,7 @@ export class FileStore implements Store {
       const w = this.events.wants(current.app_id)
         ? this.events.saved({ ...current.toJSON(), ...f, message_count: current.message_count + n }, save)
         : [];
-      await this.appendExchange(current.id, f, n, save.items, save.response, save.claim, w);
+      await this.exchanges.write(current.id, f, n, save.items, save.response, save.claim, w);
       return this.index.records.get(save.conversationId)!;
     });
   }
@@ -283,60 +296,7 @@ export class FileStore implements Store {
       if (f.generated_title !== undefined && JSON.stringify(base.generated_title) === JSON.stringify(record.generated_title))
         delete f.generated_title;
     }
-    return this.appendExchange(record.id, f, record.message_count - (base ?? current).message_count, items, response);
-  }
-
-  private async appendExchange(
-    id: string,
-    f: FieldsT,
-    n: number,
-    items: ItemT[],
-    response?: ResponseRecord,
-    claim?: IdempotencyClaim,
-    w: OutboxEvent[] = [],
-  ): Promise<void> {
-    const p = response?.id ?? items[0]?.id ?? `x_${Date.now()}`;
-    // Read first: a damaged history refuses the exchange before anything is written.
-    const h = await this.histories.get(id);
-    // §4.3: the history is sorted chronologically. An exchange is stamped when its request started but
-    // lands when it is saved, so one that started earlier may land later: it takes the last item's time.
-    let last = h.items.at(-1)?.created_at ?? 0;
-    for (const item of items) last = item.created_at = Math.max(item.created_at, last);
-    const part: History = { items, responses: response ? [response] : [] };
-    const b = Buffer.byteLength(JSON.stringify(part)) + 1;
-    // The claim rides in both journal lines of the exchange: it holds exactly when the exchange does.
-    const c = claim ? { k: claim.key, f: claim.fingerprint, at: Date.now() } : undefined;
-    const intent = { t: 'intent', id, p, f, n, b, ...(c ? { c } : {}) };
-    // The intent is durable before the history changes: after a crash, start-up knows which file to check.
-    const where = await this.journal.append(intent);
-    const x: Exchange = { id, p, f, n, b, c, where };
-    this.openIntents.set(p, x);
-    let written: number;
-    try {
-      written = await h.append(part);
-    } catch (err) {
-      // Nothing acknowledged: the history is read again from disk when next needed.
-      this.histories.forget(id);
-      this.openIntents.delete(p);
-      throw err;
-    }
-    try {
-      // D-84: the events ride in the line that makes the exchange durable.
-      await this.journal.append(withEvents(c ? { t: 'done', id, p, c } : { t: 'done', id, p }, w), () => {
-        if (w.length > 0) this.outbox.adopt(w);
-        this.openIntents.delete(p);
-        if (c) this.claims.add({ key: c.k, fingerprint: c.f, at: c.at });
-        this.index.add(this.index.changed(this.index.records.get(id)!, f, n, b, where));
-      });
-    } catch (err) {
-      // D-94: the exchange is reported failed, so its line goes too: start-up settles the intent by
-      // that line (an exchange found there landed), and a client told it was not saved must never
-      // find it later. The intent stays open, for start-up to settle as not landed.
-      await h.retract(written).catch((e: Error) => this.opts.warn?.(`${h.file}: the exchange ${p} could not be taken back (${e.message})`));
-      this.histories.forget(id);
-      throw err;
-    }
-    this.compactor.ifDue();
+    return this.exchanges.write(record.id, f, record.message_count - (base ?? current).message_count, items, response);
   }
 
   /** The bulk path (seeding, imports): many new conversations with their histories (bulk-import.ts). */
