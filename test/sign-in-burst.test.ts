@@ -2,7 +2,7 @@
 // file store; two PostgreSQL instances: test/proof/pg-sign-in-burst.test.ts.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -95,9 +95,15 @@ describe('password hashing in its own bounded pool (D-166)', () => {
       const outcome = await Promise.race([hashed, sleep(30_000, 'still waiting behind the held threads', { ref: false })]);
       assert.equal(outcome, true);
     } finally {
-      // Each synchronous open for writing meets a waiting reader and lets its thread go.
-      for (let i = 0; i < threads; i++) closeSync(openSync(fifo, 'w'));
-      await Promise.all(held.map(async (h) => (await h).close()));
+      // An end held open for writing lets every reader's open return, those still queued behind other
+      // I/O too. O_RDWR never blocks on Linux, where a blocking open for writing would wait for ever if no
+      // reader had started yet, and a reader that started after the writers left would hang the file.
+      const writer = openSync(fifo, constants.O_RDWR);
+      try {
+        await Promise.all(held.map(async (h) => (await h).close()));
+      } finally {
+        closeSync(writer);
+      }
       await rm(dir, { recursive: true, force: true });
     }
   });
