@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, type FixturesT } from '../core/control.ts';
 import { newId } from '../core/ids.ts';
+import { defaultSigningKey } from '../core/endpoint-signing.ts';
 
 /** D-75: who did a change. */
 export interface AuditActor {
@@ -156,6 +157,32 @@ export function mergeFixtures(draft: ControlDocT, f: FixturesT): { added: string
     }
   }
   return { added, differs };
+}
+
+/**
+ * D-150: an endpoint saved before endpoints named their signing key is assigned D-150's default (the
+ * team's oldest working secret key, the demo key on the demo team), audited with the service as actor.
+ * Both backends run it at open in one change, which makes it the migration of either; an endpoint of a
+ * team without such a key keeps none (`missing`: disabled at its next delivery). Mutates `draft`.
+ */
+export function assignSigningKeys(draft: ControlDocT, nowS: number): AuditDraft[] {
+  const entries: AuditDraft[] = [];
+  for (const e of draft.webhook_endpoints) {
+    const k = e.signing_key_id === null ? defaultSigningKey(draft.keys, e.team_id, nowS) : undefined;
+    if (!k) continue;
+    e.signing_key_id = k.id;
+    entries.push({
+      team_id: e.team_id,
+      action: 'webhook_endpoint.updated',
+      actor: { type: 'system', id: null, email: null },
+      address: null,
+      user_agent: null,
+      request_id: null,
+      target: { type: 'webhook_endpoint', id: e.id },
+      changes: { signing_key_id: [null, k.id] },
+    });
+  }
+  return entries;
 }
 
 /** A JSON value with its object keys sorted (PostgreSQL's jsonb does not keep their order). */
