@@ -8,6 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
 import { runCli, serverEnv } from './support/cli-helpers.ts';
 import { APP, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { adminClient, bearer } from './support/admin-client.ts';
 import { demoAdminToken, type Receiver, type Received, startReceiver } from './support/webhook-receiver.ts';
 
 const T = { timeout: 60_000 };
@@ -18,14 +19,8 @@ let origin: string;
 let token: string;
 const receivers: Receiver[] = [];
 
-async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${origin}/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-}
+/** The demo admin's call to the admin surface, with a personal access token. */
+const admin = (method: string, path: string, body?: unknown) => adminClient(origin).call(method, path, body, bearer(token));
 
 async function newKey(name: string): Promise<{ id: string; key: string }> {
   const r = await admin('POST', '/keys', { type: 'secret', name });

@@ -171,16 +171,7 @@ export function assignSigningKeys(draft: ControlDocT, nowS: number): AuditDraft[
     const k = e.signing_key_id === null ? defaultSigningKey(draft.keys, e.team_id, nowS) : undefined;
     if (!k) continue;
     e.signing_key_id = k.id;
-    entries.push({
-      team_id: e.team_id,
-      action: 'webhook_endpoint.updated',
-      actor: { type: 'system', id: null, email: null },
-      address: null,
-      user_agent: null,
-      request_id: null,
-      target: { type: 'webhook_endpoint', id: e.id },
-      changes: { signing_key_id: [null, k.id] },
-    });
+    entries.push(bySystem(e.team_id, 'webhook_endpoint.updated', { type: 'webhook_endpoint', id: e.id }, { signing_key_id: [null, k.id] }));
   }
   return entries;
 }
@@ -201,17 +192,21 @@ function sorted(v: unknown): unknown {
 export function mergeAudit(added: string[]): AuditDraft[] {
   return added.map((what) => {
     const [type, id] = what.split('/') as [string, string];
-    return {
-      team_id: null,
-      action: 'fixtures.merged',
-      actor: { type: 'system', id: null, email: null },
-      address: null,
-      user_agent: null,
-      request_id: null,
-      target: { type, id },
-      changes: {},
-    };
+    return bySystem(null, 'fixtures.merged', { type, id });
   });
+}
+
+/** D-75: who made a change the service made itself: no member, no request. */
+const SYSTEM = { actor: { type: 'system', id: null, email: null }, address: null, user_agent: null, request_id: null } as const;
+
+/** D-75: an entry of a change the service made itself. */
+export function bySystem(
+  team: string | null,
+  action: string,
+  target: AuditDraft['target'],
+  changes: AuditDraft['changes'] = {},
+): AuditDraft {
+  return { team_id: team, action, target, changes, ...SYSTEM, actor: { ...SYSTEM.actor } };
 }
 
 /** Applies `change` to a copy of `doc` and checks the result: the next document and its audit entries, or a throw. */

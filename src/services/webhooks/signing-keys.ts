@@ -7,7 +7,7 @@ import { invalidRequest } from '../../core/api-errors.ts';
 import { defaultSigningKey, signingKeyState, signsNow } from '../../core/endpoint-signing.ts';
 import type { KeyT } from '../../core/tenants.ts';
 import type { WebhookEndpointT } from '../../core/webhook-endpoint.ts';
-import type { AuditDraft } from '../../store/control.ts';
+import { type AuditDraft, bySystem } from '../../store/control.ts';
 import { teamRecord } from '../admin/team.ts';
 
 /**
@@ -53,14 +53,6 @@ export function disabledBySystem(
   e.enabled = false;
   e.disabled_reason = reason;
   e.updated_at = nowS;
-  return {
-    team_id: e.team_id,
-    action: 'webhook_endpoint.disabled',
-    actor: { type: 'system', id: null, email: null },
-    address: null,
-    user_agent: null,
-    request_id: null,
-    target: { type: 'webhook_endpoint', id: e.id },
-    changes: { enabled: [true, false], disabled_reason: [null, reason], ...more },
-  };
+  const changes = { enabled: [true, false], disabled_reason: [null, reason], ...more } as AuditDraft['changes'];
+  return bySystem(e.team_id, 'webhook_endpoint.disabled', { type: 'webhook_endpoint', id: e.id }, changes);
 }
