@@ -739,7 +739,7 @@ function webhookDecisionClauses(): Clause[] {
       80,
       'a delivery is a POST of the event with webhook-id, webhook-timestamp and webhook-signature: v1 signatures under the secret derived from the secret key',
       'weak',
-      "the signatures of the team's other keys (rolled, at most 10) need keys the target does not give: the one of api_key only",
+      "a rolled key's successor's signature needs a roll the target does not allow: the one of api_key only",
     ],
     [
       81,
@@ -780,6 +780,12 @@ function webhookDecisionClauses(): Clause[] {
     ],
     [88, 'the CLI manages endpoints and listens', 'none', 'the CLI is not part of an implementation'],
     [89, 'the CLI prints the signing secret and verifies a saved delivery', 'none', 'the CLI is not part of an implementation'],
+    [
+      150,
+      'an endpoint is signed with the key it was registered for (signing_key_id, shown with its state), whatever keys are made later; a revoked or expired key disables it',
+      'weak',
+      'revoking or rolling needs keys the target does not give: the endpoint registered for api_key shows it and is signed with it',
+    ],
   ];
   return d.map(decisionClause);
 }

@@ -4,8 +4,17 @@
 import { api, qs } from './api.ts';
 import { clearFieldErrors, errorNotice, field, h, notice, showRefusal, table, when, whenToSecond } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
-import { endpointName, endpointState, eventsFieldset, eventsText, signingExplained } from './webhooks.ts';
+import type { ApiKey, List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
+import {
+  endpointName,
+  endpointState,
+  eventsFieldset,
+  eventsText,
+  signingExplained,
+  signingKeySelect,
+  signingKeyText,
+  teamKeys,
+} from './webhooks.ts';
 
 const LOG_LIMIT = 50;
 
@@ -144,7 +153,7 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
 export async function endpointPage(c: PageContext): Promise<void> {
   const [id = ''] = c.rest;
   const path = `/webhook_endpoints/${encodeURIComponent(id)}`;
-  const e = await api<WebhookEndpoint>('GET', path);
+  const [e, keys] = await Promise.all([api<WebhookEndpoint>('GET', path), teamKeys()]);
   document.querySelector('main h1')!.textContent = `Endpoint ${endpointName(e)}`;
   const status = h('div', { class: 'status' });
   const facts = h('dl', { class: 'facts' });
@@ -157,31 +166,40 @@ export async function endpointPage(c: PageContext): Promise<void> {
           ['App', e.app_id],
           ['Events', eventsText(e.events)],
           ['State', endpointState(e)],
+          ['Signing key', signingKeyText(e, keys)],
           ['Changed', when(e.updated_at)],
         ] as [string, string][]
       ).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
     );
   showFacts();
   c.main.append(h('p', {}, h('a', { href: `#/webhooks${qs({ app: e.app_id })}` }, 'Back to the endpoints')), facts);
-  if (c.canWrite) c.main.append(h('h2', {}, 'Settings'), settingsForm(e, path, status, showFacts));
+  if (c.canWrite) c.main.append(h('h2', {}, 'Settings'), settingsForm(e, keys, path, status, showFacts));
   const log = deliveryLog({ query: { endpoint_id: e.id }, canWrite: c.canWrite, status });
   c.main.append(status, log.el, signingExplained());
   await log.refresh();
 }
 
-function settingsForm(e: WebhookEndpoint, path: string, status: HTMLElement, redraw: () => void): HTMLFormElement {
+function settingsForm(e: WebhookEndpoint, keys: ApiKey[], path: string, status: HTMLElement, redraw: () => void): HTMLFormElement {
   const url = h('input', { type: 'url', id: 'wh-edit-url', value: e.url, required: true, maxlength: 2048 });
   const description = h('input', { type: 'text', id: 'wh-edit-description', value: e.description, maxlength: 500 });
   const events = eventsFieldset('wh-edit', e.events);
   const enabled = h('input', { type: 'checkbox', id: 'wh-edit-enabled', checked: e.enabled });
+  // D-150: a key that no longer works is not offered: choosing a working one also resumes the endpoint.
+  const signingKey = signingKeySelect(
+    'wh-edit-signing-key',
+    keys,
+    e.signing_key_id,
+    e.signing_key_state === 'active' ? undefined : 'Choose a working key',
+  );
   const save = h('button', { type: 'submit', class: 'primary', id: 'wh-save' }, 'Save changes');
-  const byParam: Record<string, HTMLElement> = { url, description, events: events.first, enabled };
+  const byParam: Record<string, HTMLElement> = { url, description, events: events.first, enabled, signing_key_id: signingKey };
   const form = h(
     'form',
     { class: 'settings', 'aria-label': 'Endpoint settings', novalidate: true },
     field('URL', url),
     events.el,
     field('Description', description),
+    field('Signing key', signingKey, 'Its receiver verifies deliveries with this key’s signing secret.'),
     h(
       'div',
       { class: 'check' },
@@ -200,6 +218,7 @@ function settingsForm(e: WebhookEndpoint, path: string, status: HTMLElement, red
     const chosen = events.value();
     if (chosen.join() !== e.events.join()) change.events = chosen;
     if (enabled.checked !== e.enabled) change.enabled = enabled.checked;
+    if (signingKey.value && signingKey.value !== e.signing_key_id) change.signing_key_id = signingKey.value;
     if (Object.keys(change).length === 0) return void status.append(notice('ok', 'Nothing changed.'));
     try {
       Object.assign(e, await api<WebhookEndpoint>('PATCH', path, change));

@@ -7,7 +7,27 @@ import { confirmDialog } from './dialog.ts';
 import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import { WEBHOOK_EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
-import type { List, WebhookEndpoint } from './types.ts';
+import type { ApiKey, List, WebhookEndpoint } from './types.ts';
+
+/** D-150: the team's keys, to name an endpoint's signing key and to choose one. */
+export const teamKeys = () => api<List<ApiKey>>('GET', '/keys').then((l) => l.data);
+
+/** D-150: the key an endpoint is signed with, by its name and listed form, and what its state asks of the owner. */
+export function signingKeyText(e: WebhookEndpoint, keys: ApiKey[]): string {
+  const k = keys.find((x) => x.id === e.signing_key_id);
+  const name = k ? `${k.name || k.id} (${k.redacted})` : (e.signing_key_id ?? 'none');
+  if (e.signing_key_state === 'rolled') return `${name}, rolled: its successor signs too; move the endpoint to it before the grace ends`;
+  if (e.signing_key_state !== 'active') return `${name}, ${e.signing_key_state}: nothing is sent until another key is chosen`;
+  return name;
+}
+
+/** D-150: a choice among the team's secret keys that sign now; `none` labels the server's default. */
+export function signingKeySelect(id: string, keys: ApiKey[], selected: string | null, none?: string): HTMLSelectElement {
+  const now = Date.now() / 1000;
+  const working = keys.filter((k) => k.type === 'secret' && k.revoked_at === null && (k.expires_at === null || k.expires_at > now));
+  const options = working.map((k) => h('option', { value: k.id, selected: k.id === selected }, `${k.name || k.id} (${k.redacted})`));
+  return h('select', { id }, ...(none ? [h('option', { value: '' }, none)] : []), ...options);
+}
 
 /**
  * D-82's rule for an endpoint's address, as its field says it: loopback is accepted by default while Parley
@@ -21,6 +41,7 @@ export function endpointState(e: WebhookEndpoint): string {
   if (e.enabled) return 'Enabled';
   if (e.disabled_reason === 'gone') return 'Disabled: it answered 410 Gone';
   if (e.disabled_reason === 'failing') return 'Disabled: its deliveries failed for too long';
+  if (e.disabled_reason === 'signing_key') return 'Disabled: its signing key no longer works';
   return 'Disabled by an admin';
 }
 
@@ -55,14 +76,15 @@ export function signingExplained(): HTMLElement {
       'p',
       {},
       'Each delivery is a POST of the event’s JSON with the headers webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks). ' +
-        'It is signed with every working secret key of your team, a rolled key until it stops working, so the receiver verifies it with the key it already holds.',
+        'It is signed with the secret key chosen for its endpoint (by default the team’s oldest working one), and while that key is in a roll’s grace with its successor too, so new keys never change what a receiver verifies with. ' +
+        'When the key is revoked or its grace ends, the endpoint is disabled and says so; choose another key in its settings to resume.',
     ),
     h(
       'p',
       {},
       'A key’s signing secret is derived from the key: whsec_ followed by the base64 of HMAC-SHA256, keyed with the whole secret key (sk_live_ included), of the text “parley webhook signing v1”. ',
       'Compute it where the key is kept, or run ',
-      h('code', {}, 'parley webhooks secret'),
+      h('code', {}, 'parley webhooks secret --endpoint ID'),
       ' there. The dashboard never shows a signing secret: it holds no key to derive one from.',
     ),
   );
@@ -71,7 +93,7 @@ export function signingExplained(): HTMLElement {
 export async function webhooksPage(c: PageContext): Promise<void> {
   const { main, params } = c;
   const appId = params.get('app') ?? '';
-  const apps = await teamApps();
+  const [apps, keys] = await Promise.all([teamApps(), teamKeys()]);
   const status = h('div', { class: 'status' });
   const listArea = h('div', {});
   const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
@@ -113,13 +135,18 @@ export async function webhooksPage(c: PageContext): Promise<void> {
         h('code', {}, e.app_id),
         h('span', {}, eventsText(e.events)),
         h('span', {}, endpointState(e)),
+        h('span', {}, signingKeyText(e, keys)),
         h('span', {}, when(e.created_at)),
         actions,
       ];
     });
     listArea.replaceChildren(
       rows.length
-        ? table(['URL (its delivery log)', 'Description', 'App', 'Events', 'State', 'Created', 'Actions'], rows, 'Webhook endpoints')
+        ? table(
+            ['URL (its delivery log)', 'Description', 'App', 'Events', 'State', 'Signing key', 'Created', 'Actions'],
+            rows,
+            'Webhook endpoints',
+          )
         : h('p', {}, appId ? 'This app has no endpoints yet.' : 'No endpoints yet.'),
     );
     if (focusId) document.getElementById(focusId)?.focus();
@@ -155,7 +182,7 @@ export async function webhooksPage(c: PageContext): Promise<void> {
     );
 
   main.append(filterForm);
-  if (c.canWrite) main.append(h('h2', {}, 'Add an endpoint'), createForm(apps, appId, status, refresh));
+  if (c.canWrite) main.append(h('h2', {}, 'Add an endpoint'), createForm(apps, keys, appId, status, refresh));
   else main.append(h('p', {}, 'You are a viewer: endpoints are added, changed and deleted by the team’s admins.'));
   main.append(status, h('h2', {}, 'Endpoints'), listArea, signingExplained());
   await refresh();
@@ -163,6 +190,7 @@ export async function webhooksPage(c: PageContext): Promise<void> {
 
 function createForm(
   apps: { id: string; name: string }[] | null,
+  keys: ApiKey[],
   appId: string,
   status: HTMLElement,
   refresh: (focusId?: string) => Promise<void>,
@@ -171,8 +199,9 @@ function createForm(
   const url = h('input', { type: 'url', id: 'wh-url', required: true, autocomplete: 'off', maxlength: 2048 });
   const description = h('input', { type: 'text', id: 'wh-description', maxlength: 500, autocomplete: 'off' });
   const events = eventsFieldset('wh-new', ['*']);
+  const signingKey = signingKeySelect('wh-signing-key', keys, null, 'The team’s oldest working key');
   const add = h('button', { type: 'submit', class: 'primary', id: 'wh-add' }, 'Add endpoint');
-  const byParam: Record<string, HTMLElement> = { app_id: app, url, events: events.first, description };
+  const byParam: Record<string, HTMLElement> = { app_id: app, url, events: events.first, description, signing_key_id: signingKey };
   const form = h(
     'form',
     { class: 'settings', 'aria-label': 'Add an endpoint', novalidate: true },
@@ -180,6 +209,7 @@ function createForm(
     field('URL', url, URL_HINT),
     events.el,
     field('Description (optional)', description),
+    field('Signing key', signingKey, 'Its receiver verifies deliveries with this key’s signing secret.'),
     add,
   );
   form.addEventListener('submit', async (ev) => {
@@ -195,6 +225,7 @@ function createForm(
         url: url.value.trim(),
         events: chosen,
         ...(description.value.trim() ? { description: description.value.trim() } : {}),
+        ...(signingKey.value ? { signing_key_id: signingKey.value } : {}),
       });
       url.value = '';
       description.value = '';

@@ -173,7 +173,15 @@ before(async () => {
       expires_at: 4_000_000_000,
       revoked_at: null,
     });
-    const seeded = { ...endpoint, description: '', enabled: false, disabled_reason: 'manual' as const, created_at: 0, updated_at: 0 };
+    const seeded = {
+      ...endpoint,
+      description: '',
+      enabled: false,
+      disabled_reason: 'manual' as const,
+      signing_key_id: null,
+      created_at: 0,
+      updated_at: 0,
+    };
     d.webhook_endpoints.push(
       { ...seeded, id: DEMO_ENDPOINT, team_id: 'team_demo', app_id: 'app_demo' },
       { ...seeded, id: OTHER_ENDPOINT, team_id: 'team_other', app_id: 'app_other' },

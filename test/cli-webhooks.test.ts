@@ -59,11 +59,11 @@ describe('parley webhooks: endpoints and deliveries (the admin login, D-79)', ()
     const id = JSON.parse(made.stdout).id as string;
     const list = await runCli(['webhooks', 'list'], { env });
     // A table with its header, as `keys list`, and the endpoint's creation time to the second.
-    assert.match(list.stdout, /^ID +APP +STATE +URL +EVENTS +CREATED +DESCRIPTION\n/);
+    assert.match(list.stdout, /^ID +APP +STATE +URL +EVENTS +SIGNING KEY +CREATED +DESCRIPTION\n/);
     assert.match(
       list.stdout,
       new RegExp(
-        `${id} +${APP} +enabled +${rx.url.replace(/[.]/g, '\\.')} +conversation\\.created +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +cli`,
+        `${id} +${APP} +enabled +${rx.url.replace(/[.]/g, '\\.')} +conversation\\.created +key_demo_secret +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\dZ +cli`,
       ),
     );
     await server.call('POST', `/apps/${APP}/conversations`, {});

@@ -38,6 +38,7 @@ test('D-85: each delay of the schedule runs from the end of the attempt before i
     url,
     events: ['*'],
     description: '',
+    signing_key_id: 'key_demo_secret',
     enabled: true,
     disabled_reason: null,
     created_at: at,

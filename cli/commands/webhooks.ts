@@ -4,10 +4,10 @@
 import fs from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { createParser } from 'eventsource-parser';
-import { webhookSecretText, webhookSigningKey } from '../../src/core/api-keys.ts';
+import { redacted, webhookSecretText, webhookSigningKey } from '../../src/core/api-keys.ts';
 import { signingKeyOf, verifySignature } from '../../src/core/webhook-signature.ts';
 import type { z } from 'zod';
-import { AdminDeletion, listOf } from '../../src/contract/admin.ts';
+import { AdminDeletion, ApiKey, listOf } from '../../src/contract/admin.ts';
 import {
   CreateWebhookEndpointRequest,
   RedeliverRequest,
@@ -32,14 +32,20 @@ function endpointState(e: EndpointT): string {
   return e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
 }
 
-/** One endpoint after a create or an update: its fields on one line. */
-function endpointLine(e: EndpointT): string {
-  return `${e.id}  ${e.app_id}  ${endpointState(e)}  ${e.url}  [${e.events.join(',')}]${e.description ? `  ${e.description}` : ''}`;
+/** D-150: the key an endpoint is signed with, and its state unless it simply works. */
+function signingKey(e: EndpointT): string {
+  return `${e.signing_key_id ?? '(none)'}${e.signing_key_state === 'active' ? '' : ` (${e.signing_key_state})`}`;
 }
 
-const ENDPOINT_HEADER = ['ID', 'APP', 'STATE', 'URL', 'EVENTS', 'CREATED', 'DESCRIPTION'];
+/** One endpoint after a create or an update: its fields on one line. */
+function endpointLine(e: EndpointT): string {
+  const fields = [e.id, e.app_id, endpointState(e), e.url, `[${e.events.join(',')}]`, `signed with ${signingKey(e)}`];
+  return `${fields.join('  ')}${e.description ? `  ${e.description}` : ''}`;
+}
+
+const ENDPOINT_HEADER = ['ID', 'APP', 'STATE', 'URL', 'EVENTS', 'SIGNING KEY', 'CREATED', 'DESCRIPTION'];
 const endpointRows = (list: EndpointT[]) =>
-  list.map((e) => [e.id, e.app_id, endpointState(e), e.url, e.events.join(','), time(e.created_at), e.description || '-']);
+  list.map((e) => [e.id, e.app_id, endpointState(e), e.url, e.events.join(','), signingKey(e), time(e.created_at), e.description || '-']);
 
 const DELIVERY_HEADER = ['EVENT', 'TYPE', 'ENDPOINT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'ANSWER'];
 const deliveryRows = (list: DeliveryT[]) =>
@@ -83,6 +89,7 @@ Examples:
     description: '--description',
     enabled: '--enable/--disable',
     endpoint_id: '--endpoint',
+    signing_key_id: '--signing-key',
   };
   cmd
     .command('list')
@@ -103,12 +110,13 @@ Examples:
     .requiredOption('--url <url>', 'where events are sent')
     .requiredOption('--events <types>', 'comma-separated event types, or *')
     .option('--description <text>', 'what it is for')
-    .action(async (o: { url: string; events: string; description?: string }, c: Command) => {
+    .option('--signing-key <key_id>', "the secret key whose secret signs its deliveries (default: the team's oldest working one, D-150)")
+    .action(async (o: { url: string; events: string; description?: string; signingKey?: string }, c: Command) => {
       const { admin, g } = adminClient(session, c);
       if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
       const body = checkedBody(
         CreateWebhookEndpointRequest,
-        { app_id: g.app, url: o.url, events: commaList(o.events), description: o.description },
+        { app_id: g.app, url: o.url, events: commaList(o.events), description: o.description, signing_key_id: o.signingKey },
         { ...flags, app_id: '--app' },
       );
       const r = await admin.post('/webhook_endpoints', WebhookEndpointView, body);
@@ -124,14 +132,20 @@ Examples:
     .option('--description <text>')
     .addOption(new Option('--enable', 'send it events again').conflicts('disable'))
     .option('--disable', 'send it nothing (events meanwhile are skipped; redeliver sends them)')
+    .option('--signing-key <key_id>', 'sign it with this secret key from now on (and enable it if its old key stopped working, D-150)')
     .action(
-      async (id: string, o: { url?: string; events?: string; description?: string; enable?: boolean; disable?: boolean }, c: Command) => {
+      async (
+        id: string,
+        o: { url?: string; events?: string; description?: string; enable?: boolean; disable?: boolean; signingKey?: string },
+        c: Command,
+      ) => {
         const { admin, g } = adminClient(session, c);
         const given = {
           url: o.url,
           events: o.events === undefined ? undefined : commaList(o.events),
           description: o.description,
           enabled: o.enable ? true : o.disable ? false : undefined,
+          signing_key_id: o.signingKey,
         };
         const body = checkedBody(UpdateWebhookEndpointRequest, given, flags);
         // D-115: an endpoint is changed with PATCH.
@@ -177,11 +191,13 @@ Examples:
     });
   cmd
     .command('secret')
-    .addHelpText('after', `\nExample:\n  parley webhooks secret\n`)
-    .description('the signing secret (whsec_…) of the secret key in use, computed here: nothing is sent')
-    .action((_o: unknown, c: Command) => {
+    .addHelpText('after', `\nExample:\n  parley webhooks secret --endpoint we_abc123\n`)
+    .description('the signing secret (whsec_…) of the secret key in use, computed here: the secret is never sent')
+    .option('--endpoint <endpoint_id>', 'first check that the endpoint is signed with the key in use (D-150; needs the admin login)')
+    .action(async (o: { endpoint?: string }, c: Command) => {
       const g = session.globals(c);
       if (!g.apiKey?.startsWith('sk_')) throw new UsageError('no secret key: pass --api-key, set PARLEY_API_KEY or run parley login');
+      if (o.endpoint) await checkSigningKey(session, c, o.endpoint, g.apiKey);
       const secret = webhookSecretText(webhookSigningKey(g.apiKey));
       if (g.json) out.line(JSON.stringify({ object: 'webhook_secret', secret }));
       else out.out(`${secret}\n`);
@@ -229,13 +245,39 @@ Examples:
     .addHelpText('after', `\nExample:\n  parley webhooks listen --forward-to http://127.0.0.1:3000/hooks\n`)
     .description("receive the app's events live and forward each, body and webhook-* headers unchanged (not retried, not recorded)")
     .requiredOption('--forward-to <url>', 'where to POST each event (your local receiver)')
-    .action(async (o: { forwardTo: string }, c: Command) => listen(session, c, o.forwardTo));
+    .option('--signing-key <key_id>', "the secret key whose secret signs the events (default: the team's oldest working one, D-150)")
+    .action(async (o: { forwardTo: string; signingKey?: string }, c: Command) => listen(session, c, o.forwardTo, o.signingKey));
   cmd.addCommand(checkReceiverCommand(session));
   return cmd;
 }
 
+/**
+ * D-150: refuses unless `apiKey` is the key endpoint `id` is signed with (or, in a roll's grace, its
+ * successor), known by its listed form (prefix and last four): the server never holds the secret itself.
+ */
+async function checkSigningKey(session: Session, c: Command, id: string, apiKey: string): Promise<void> {
+  const { admin } = adminClient(session, c);
+  const e = (await admin.get(`/webhook_endpoints/${encodeURIComponent(id)}`, WebhookEndpointView)).data;
+  const keys = (await admin.get('/keys', listOf(ApiKey))).data.data;
+  const own = keys.find((k) => k.id === e.signing_key_id);
+  const next = own?.rolled_to ? keys.find((k) => k.id === own.rolled_to) : undefined;
+  const held = [own, e.signing_key_state === 'rolled' ? next : undefined].some((k) => k?.redacted === redacted(apiKey));
+  if (e.signing_key_state !== 'active' && e.signing_key_state !== 'rolled')
+    throw new UsageError(
+      `endpoint ${id} is signed with ${e.signing_key_id ?? 'no key'}, which is ${e.signing_key_state}: nothing is sent to it. Name a working key: parley webhooks update ${id} --signing-key KEY_ID`,
+    );
+  if (!held)
+    throw new UsageError(
+      `endpoint ${id} is signed with ${own?.id} (${own?.redacted}${next && e.signing_key_state === 'rolled' ? `, and during its grace ${next.id} ${next.redacted}` : ''}), not with the key in use (${redacted(apiKey)}): pass that key with --api-key, or sign the endpoint with yours (parley webhooks update ${id} --signing-key KEY_ID)`,
+    );
+  if (e.signing_key_state === 'rolled')
+    session.out.note(
+      `key ${own?.id} was rolled to ${next?.id}: move the endpoint to it before the grace ends (parley webhooks update ${id} --signing-key ${next?.id})`,
+    );
+}
+
 /** D-88: follows the admin surface's live stream and forwards each event until interrupted. */
-async function listen(session: Session, c: Command, forwardTo: string): Promise<void> {
+async function listen(session: Session, c: Command, forwardTo: string, signingKey?: string): Promise<void> {
   const out = session.out;
   // The admin login's token (D-79: the hint, the checksum); the stream is read here, event by event.
   const { g } = adminClient(session, c);
@@ -244,7 +286,8 @@ async function listen(session: Session, c: Command, forwardTo: string): Promise<
   if (!g.app) throw new UsageError('no app: pass --app or set PARLEY_APP_ID');
   let res: Response;
   try {
-    res = await fetch(url(`/webhook_events/stream?app_id=${encodeURIComponent(g.app)}`), {
+    const key = signingKey ? `&signing_key_id=${encodeURIComponent(signingKey)}` : '';
+    res = await fetch(url(`/webhook_events/stream?app_id=${encodeURIComponent(g.app)}${key}`), {
       headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
       signal: out.closedSignal,
     });

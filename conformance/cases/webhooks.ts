@@ -64,6 +64,29 @@ async function admin(ctx: CaseContext, method: string, path: string, body?: unkn
   return ctx.send({ method, path, body, key: null, baseUrl: ctx.target.admin!.baseUrl, headers }, hideSecrets);
 }
 
+const KeyList = z.object({
+  data: z.array(z.looseObject({ id: z.string(), type: z.string(), redacted: z.string(), revoked_at: z.unknown() })),
+});
+
+/**
+ * D-150: the id of api_key among the team's keys (`GET /admin/v1/keys`), known by its listed form (D-70:
+ * its prefix, an ellipsis, its last four characters): the endpoints the suite registers are signed with it.
+ */
+async function ownKeyId(ctx: CaseContext): Promise<string> {
+  const key = ctx.target.apiKey;
+  const listed = `${key.slice(0, key.indexOf('_', 3) + 1)}…${key.slice(-4)}`;
+  const ex = await admin(ctx, 'GET', '/keys');
+  const found = ctx
+    .ok(ex, KeyList, "list the team's keys (D-70)")
+    .data.filter((k) => k.type === 'secret' && k.redacted === listed && k.revoked_at === null);
+  if (found.length !== 1)
+    ctx.fail(
+      `api_key (${listed}) is ${found.length === 0 ? 'not' : 'more than once'} among the working secret keys of the admin's team (D-150 signs an endpoint with one named key)`,
+      ex,
+    );
+  return found[0]!.id;
+}
+
 interface Hook {
   endpoint: Endpoint;
   /** The receiver's path of this endpoint. */
@@ -85,10 +108,22 @@ async function withEndpoint(
   const receiver = await receiverOf(ctx);
   if (answer) receiver.answer(name, answer);
   const url = receiver.urlFor(name);
-  const ex = await admin(ctx, 'POST', '/webhook_endpoints', { app_id: ctx.target.appId, url, events, description: ctx.runId });
+  const signing_key_id = await ownKeyId(ctx);
+  const ex = await admin(ctx, 'POST', '/webhook_endpoints', {
+    app_id: ctx.target.appId,
+    url,
+    events,
+    description: ctx.runId,
+    signing_key_id,
+  });
   const made = ctx.ok(ex, WebhookEndpointView, 'register the receiver as a webhook endpoint (D-81)');
   ctx.webhooks.endpoints.push(made.id);
   ctx.check(made.enabled, `a new endpoint is enabled (D-81), got ${show(made)}`, ex);
+  ctx.check(
+    made.signing_key_id === signing_key_id && made.signing_key_state === 'active',
+    `a new endpoint is signed with the key it names (D-150: signing_key_id ${signing_key_id}, active), got ${show(made)}`,
+    ex,
+  );
   // D-115: an endpoint is changed with PATCH; its answer is the endpoint as changed.
   const description = `conformance run ${ctx.runId}: ${ctx.caseDef.id}`;
   const patched = await admin(ctx, 'PATCH', `/webhook_endpoints/${encodeURIComponent(made.id)}`, { description });
@@ -183,8 +218,8 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
     capability: 'webhooks',
     needs: ['admin'],
     description:
-      'D-80: a delivery (conversation.created, to an endpoint the suite registers) is a POST of the event\'s JSON with webhook-id (the event\'s id), webhook-timestamp (whole seconds, now) and webhook-signature, one of whose "v1," signatures is the HMAC-SHA256 of "{id}.{timestamp}.{body}" under the secret derived from api_key',
-    clauses: ['D-80', 'D-81'],
+      'D-80: a delivery (conversation.created, to an endpoint the suite registers) is a POST of the event\'s JSON with webhook-id (the event\'s id), webhook-timestamp (whole seconds, now) and webhook-signature, one of whose "v1," signatures is the HMAC-SHA256 of "{id}.{timestamp}.{body}" under the secret derived from api_key; D-150: the endpoint, registered for api_key\'s key (signing_key_id, found in GET /admin/v1/keys by its listed form), shows that key, active',
+    clauses: ['D-80', 'D-81', 'D-150'],
     async run(ctx) {
       await withEndpoint(ctx, 'signature', ['conversation.created'], undefined, async (h) => {
         const { conv } = await createConversation(ctx);

@@ -13,18 +13,23 @@ const EventTypeList = z
   .transform((a) => [...new Set(a)]);
 const Url = z.string().trim().min(1).max(2048);
 const Description = z.string().max(500);
+/** D-150: the secret key whose secret signs an endpoint's deliveries. */
+const SigningKeyId = z.string().min(1).max(200);
 
 export const CreateWebhookEndpointRequest = z.strictObject({
   app_id: z.string().min(1).max(200),
   url: Url,
   events: EventTypeList,
   description: Description.optional(),
+  /** D-150: default, the team's oldest working secret key. */
+  signing_key_id: SigningKeyId.optional(),
 });
 export const UpdateWebhookEndpointRequest = z.strictObject({
   url: Url.optional(),
   events: EventTypeList.optional(),
   description: Description.optional(),
   enabled: z.boolean().optional(),
+  signing_key_id: SigningKeyId.optional(),
 });
 export const DeliveriesQuery = z.strictObject({
   endpoint_id: z.string().max(200).optional(),
@@ -34,7 +39,18 @@ export const DeliveriesQuery = z.strictObject({
 export const RedeliverRequest = z.strictObject({ endpoint_id: z.string().max(200).optional() });
 export const WebhookEndpointsQuery = z.strictObject({ app_id: z.string().max(200).optional() });
 /** D-88: the live stream follows one app of the caller's team. */
-export const WebhookListenQuery = z.strictObject({ app_id: z.string().min(1).max(200) });
+export const WebhookListenQuery = z.strictObject({
+  app_id: z.string().min(1).max(200),
+  /** D-150: the key whose secret signs the stream's events, as an endpoint's; default as an endpoint's. */
+  signing_key_id: SigningKeyId.optional(),
+});
+
+/**
+ * D-150: an endpoint's signing key now: `active`; `rolled` (in a roll's grace: signed with its successor
+ * too, which the endpoint should be moved to); `revoked`, `expired` or `missing` (nothing is sent: the
+ * endpoint is disabled with `signing_key` until another key is named).
+ */
+export const SigningKeyState = z.enum(['active', 'rolled', 'revoked', 'expired', 'missing']);
 
 export const WebhookEndpointView = z.object({
   id: z.string(),
@@ -44,8 +60,14 @@ export const WebhookEndpointView = z.object({
   events: z.array(z.string()),
   description: z.string(),
   enabled: z.boolean(),
-  /** D-86: `manual`, `gone` (it answered 410) or `failing` (it failed longer than the limit). */
-  disabled_reason: z.enum(['manual', 'gone', 'failing']).nullable(),
+  /**
+   * D-86: `manual`, `gone` (it answered 410) or `failing` (it failed longer than the limit); D-150:
+   * `signing_key` (its signing key was revoked or expired: name another with `signing_key_id`).
+   */
+  disabled_reason: z.enum(['manual', 'gone', 'failing', 'signing_key']).nullable(),
+  /** D-150: the secret key whose secret signs its deliveries (null: none could be assigned). */
+  signing_key_id: z.string().nullable(),
+  signing_key_state: SigningKeyState,
   created_at: unixSeconds,
   updated_at: unixSeconds,
 });

@@ -4,8 +4,11 @@ import { z } from 'zod';
 
 export { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../contract/webhook-event-types.ts';
 
-/** D-81: why an endpoint is disabled: by a member, by a 410 answer, or after failing too long. */
-export const DisabledReason = z.enum(['manual', 'gone', 'failing']);
+/**
+ * D-81: why an endpoint is disabled: by a member, by a 410 answer, after failing too long, or (D-150)
+ * because the key it is signed with was revoked or expired.
+ */
+export const DisabledReason = z.enum(['manual', 'gone', 'failing', 'signing_key']);
 
 export const WebhookEndpoint = z.object({
   id: z.string().min(1),
@@ -17,6 +20,8 @@ export const WebhookEndpoint = z.object({
   description: z.string().default(''),
   enabled: z.boolean().default(true),
   disabled_reason: DisabledReason.nullable().default(null),
+  /** D-150: the secret key whose secret signs its deliveries; null only until a store assigns one at open. */
+  signing_key_id: z.string().nullable().default(null),
   created_at: z.number().int().nonnegative(),
   updated_at: z.number().int().nonnegative(),
 });

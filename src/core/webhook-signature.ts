@@ -3,8 +3,6 @@
 // the CLI's `webhooks verify` and the tests share one implementation.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** D-80: a delivery carries at most this many signatures (the team's live secret keys, newest first). */
-export const MAX_SIGNATURES = 10;
 /** Standard Webhooks' default tolerance of a timestamp, either way. */
 export const DEFAULT_TOLERANCE_S = 300;
 
@@ -14,7 +12,7 @@ export function signatureOf(signingKey: Buffer, id: string, timestamp: number, b
   return `v1,${mac}`;
 }
 
-/** The `webhook-*` headers of one attempt: every key's signature, space-separated (at most MAX_SIGNATURES). */
+/** The `webhook-*` headers of one attempt: every key's signature, space-separated (D-150 says which keys). */
 export function signedHeaders(
   signingKeys: readonly Buffer[],
   id: string,
@@ -24,10 +22,7 @@ export function signedHeaders(
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signingKeys
-      .slice(0, MAX_SIGNATURES)
-      .map((k) => signatureOf(k, id, timestamp, body))
-      .join(' '),
+    'webhook-signature': signingKeys.map((k) => signatureOf(k, id, timestamp, body)).join(' '),
   };
 }
 

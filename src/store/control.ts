@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { ActorType, AuditAction } from '../contract/audit-actions.ts';
 import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, type FixturesT } from '../core/control.ts';
 import { newId } from '../core/ids.ts';
+import { defaultSigningKey } from '../core/endpoint-signing.ts';
 
 /** D-75: who did a change. */
 export interface AuditActor {
@@ -183,6 +184,23 @@ export function mergeFixtures(draft: ControlDocT, f: FixturesT, nowMs: number): 
   return { added, differs };
 }
 
+/**
+ * D-150: an endpoint saved before endpoints named their signing key is assigned D-150's default (the
+ * team's oldest working secret key, the demo key on the demo team), audited with the service as actor.
+ * Both backends run it at open in one change, which makes it the migration of either; an endpoint of a
+ * team without such a key keeps none (`missing`: disabled at its next delivery). Mutates `draft`.
+ */
+export function assignSigningKeys(draft: ControlDocT, nowS: number): AuditDraft[] {
+  const entries: AuditDraft[] = [];
+  for (const e of draft.webhook_endpoints) {
+    const k = e.signing_key_id === null ? defaultSigningKey(draft.keys, e.team_id, nowS) : undefined;
+    if (!k) continue;
+    e.signing_key_id = k.id;
+    entries.push(bySystem(e.team_id, 'webhook_endpoint.updated', { type: 'webhook_endpoint', id: e.id }, { signing_key_id: [null, k.id] }));
+  }
+  return entries;
+}
+
 /** A JSON value with its object keys sorted (PostgreSQL's jsonb does not keep their order). */
 function sorted(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sorted);
@@ -199,17 +217,21 @@ function sorted(v: unknown): unknown {
 export function mergeAudit(added: string[]): AuditDraft[] {
   return added.map((what) => {
     const [type, id] = what.split('/') as [string, string];
-    return {
-      team_id: null,
-      action: 'fixtures.merged',
-      actor: { type: 'system', id: null, email: null },
-      address: null,
-      user_agent: null,
-      request_id: null,
-      target: { type, id },
-      changes: {},
-    };
+    return bySystem(null, 'fixtures.merged', { type, id });
   });
+}
+
+/** D-75: who made a change the service made itself: no member, no request. */
+const SYSTEM = { actor: { type: 'system', id: null, email: null }, address: null, user_agent: null, request_id: null } as const;
+
+/** D-75: an entry of a change the service made itself. */
+export function bySystem(
+  team: string | null,
+  action: AuditAction,
+  target: AuditDraft['target'],
+  changes: AuditDraft['changes'] = {},
+): AuditDraft {
+  return { team_id: team, action, target, changes, ...SYSTEM, actor: { ...SYSTEM.actor } };
 }
 
 /** Applies `change` to a copy of `doc` and checks the result: the next document and its audit entries, or a throw. */

@@ -10,7 +10,7 @@ import { chromiumMissing, editedFixtures, launch } from '../support/browser.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
 import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
 import { axe, focused, signIn, tabThrough } from '../support/dashboard-page.ts';
-import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
+import { demoAdminToken, type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const skip = chromiumMissing();
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -551,6 +551,48 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
       (await (await fetch('/admin/v1/webhook_endpoints')).json()).data.map((e: { id: string }) => e.id),
     );
     assert.deepEqual(left, [goneEndpoint]);
+    assert.deepEqual(page.problems, []);
+  });
+
+  test('D-150: the page states the signing rule; an endpoint shows the key chosen for it, and says so when that key is revoked', async () => {
+    const token = await demoAdminToken(origin);
+    const call = async (method: string, p: string, body?: unknown) =>
+      (
+        await fetch(`${origin}/admin/v1${p}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        })
+      ).json() as Promise<any>;
+    const key = await call('POST', '/keys', { type: 'secret', name: 'Receiver key' });
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    await page.locator('main .page[aria-busy="false"]').waitFor();
+    const rule = (await page.getByRole('region', { name: 'How deliveries are signed' }).textContent()) ?? '';
+    assert.match(rule, /signed with the secret key chosen for its endpoint .* new keys never change what a receiver verifies with/);
+    assert.match(rule, /revoked or its grace ends, the endpoint is disabled and says so/);
+    await page.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9/keyed');
+    await page.getByLabel('Description (optional)').fill('keyed');
+    await page.getByLabel('Signing key', { exact: true }).selectOption(key.id);
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByRole('status').filter({ hasText: 'Endpoint http://127.0.0.1:9/keyed added' }).waitFor();
+    const row = page.getByRole('region', { name: 'Webhook endpoints' }).getByRole('row').filter({ hasText: 'keyed' });
+    await row.getByRole('cell', { name: `Receiver key (${key.redacted})`, exact: true }).waitFor();
+    await call('POST', `/keys/${key.id}/revoke`);
+    await Promise.all([page.waitForResponse((r) => r.url().includes('/admin/v1/webhook_endpoints')), page.reload()]);
+    await page.locator('main .page[aria-busy="false"]').waitFor();
+    await row.getByRole('cell', { name: 'Disabled: its signing key no longer works' }).waitFor();
+    assert.match((await row.textContent()) ?? '', /Receiver key \(sk_live_…\w{4}\), revoked: nothing is sent until another key is chosen/);
+    // Its page says so too, and choosing a working key there resumes it.
+    await row.getByRole('link', { name: 'http://127.0.0.1:9/keyed' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Endpoint keyed' }).waitFor();
+    assert.match((await page.locator('dl.facts').textContent()) ?? '', /Signing keyReceiver key .*revoked/);
+    await page.getByLabel('Signing key', { exact: true }).selectOption('key_demo_secret');
+    await page.getByRole('button', { name: 'Save changes' }).press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Saved: enabled' }).waitFor();
+    assert.match((await page.locator('dl.facts').textContent()) ?? '', /Signing keyDemo secret key \(sk_live_…C9P3\)Changed/);
+    const endpointId = decodeURIComponent(page.url().split('/').pop()!);
+    await call('DELETE', `/webhook_endpoints/${encodeURIComponent(endpointId)}`);
     assert.deepEqual(page.problems, []);
   });
 

@@ -228,6 +228,50 @@ export function controlSuite(name: string, h: ControlHarness): void {
       );
     });
 
+    test("D-150: an endpoint's signing key outlives a reopen; one saved without is given the team's oldest working key, audited", async () => {
+      const s = await h.fresh();
+      const fixtures = await loadFixtures(FIXTURES_DIR);
+      const c = await s.open(fixtures);
+      const endpoint = (id: string, signing_key_id: string | null) => ({
+        id,
+        team_id: 'team_demo',
+        app_id: 'app_demo',
+        url: 'https://hooks.example/x',
+        events: ['*'],
+        description: '',
+        enabled: true,
+        disabled_reason: null,
+        signing_key_id,
+        created_at: 1,
+        updated_at: 1,
+      });
+      try {
+        await c.apply((d) => {
+          const demo = d.keys.find((k) => k.id === 'key_demo_secret')!;
+          d.keys.push({ ...demo, id: 'key_later', sha256: 'f'.repeat(64), created_at: 100 });
+          d.webhook_endpoints.push(endpoint('we_named', 'key_later'), endpoint('we_before', null));
+          return [draft('team_demo', 'test.endpoints')];
+        });
+      } finally {
+        await c.close();
+      }
+      const again = await s.open(fixtures);
+      try {
+        const byId = new Map(again.read().webhook_endpoints.map((e) => [e.id, e.signing_key_id]));
+        assert.deepEqual([byId.get('we_named'), byId.get('we_before')], ['key_later', 'key_demo_secret']);
+        const audit = await again.audit.list({ team_id: 'team_demo', action: 'webhook_endpoint.updated', limit: 10 });
+        assert.deepEqual(
+          audit.data.map((a) => [a.target?.id, a.actor.type, a.changes.signing_key_id]),
+          [['we_before', 'system', [null, 'key_demo_secret']]],
+        );
+      } finally {
+        await again.close();
+      }
+      const third = await s.open(fixtures);
+      assert.equal(third.read().version, 3, 'assigned once: a later open changes nothing');
+      await third.close();
+    });
+
     test('D-67, D-69, D-70: sessions, sign-in failures and key use outlive a reopen', async () => {
       const s = await h.fresh();
       const fixtures = await loadFixtures(FIXTURES_DIR);

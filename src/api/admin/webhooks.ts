@@ -38,7 +38,7 @@ export function webhookRoutes({ endpoints, live }: WebhookAdmin): RouteDef<Admin
         // D-88: an admin's, as creating an endpoint is (the stream carries every event's data).
         adminOnly: true,
         extra: ['404'],
-        handle: async (ctx) => listen(live, ctx.admin, parseQuery(ctx, WebhookListenQuery).app_id, ctx.signal),
+        handle: async (ctx) => listen(live, ctx.admin, parseQuery(ctx, WebhookListenQuery), ctx.signal),
       },
     },
     ...endpointRoutes(endpoints),

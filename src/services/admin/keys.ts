@@ -8,6 +8,7 @@ import type { AdminCaller } from '../../core/callers.ts';
 import type { AuditDraft, ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
 import { teamRecord } from './team.ts';
+import { disableUnsigned } from '../webhooks/signing-keys.ts';
 
 /** D-75: a new key's entry names it (its name and type), the key itself by its redacted form only. */
 const created = (k: KeyT) => ({ name: [null, k.name], type: [null, k.type], redacted: [null, k.redacted] }) satisfies AuditDraft['changes'];
@@ -100,6 +101,8 @@ export class KeyService {
           { expires_at: [before, old.expires_at], rolled_to: [null, made.key.id] },
         ),
         auditOf(origin, c.team_id, 'key.created', actorOf(c), { type: 'api_key', id: made.key.id }, created(made.key)),
+        // D-150: a roll without grace ends the old key's signing at once.
+        ...disableUnsigned(d, c.team_id, now),
       ];
     });
     return { ...keyView(made!.key, null), key: made!.text };
@@ -109,7 +112,11 @@ export class KeyService {
     const doc = await this.control.apply((d) => {
       const k = this.own(d.keys, c, id);
       k.revoked_at = Math.floor(this.now() / 1000);
-      return [auditOf(origin, c.team_id, 'key.revoked', actorOf(c), { type: 'api_key', id }, { revoked_at: [null, k.revoked_at] })];
+      return [
+        auditOf(origin, c.team_id, 'key.revoked', actorOf(c), { type: 'api_key', id }, { revoked_at: [null, k.revoked_at] }),
+        // D-150: the endpoints signed with it stop in the same change, and say so.
+        ...disableUnsigned(d, c.team_id, k.revoked_at),
+      ];
     });
     return keyView(doc.keys.find((k) => k.id === id)!, null);
   }

@@ -4,6 +4,8 @@
 import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { WebhookEndpointT } from '../../core/webhook-endpoint.ts';
+import { endpointSigningKeys, signingKeyState } from '../../core/endpoint-signing.ts';
+import type { KeyT } from '../../core/tenants.ts';
 import type { AdminCaller } from '../../core/callers.ts';
 import { apiError, invalidRequest } from '../../core/api-errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
@@ -11,8 +13,10 @@ import type { Attempt, Delivery, OutboxEvent, WebhookOutbox } from '../../store/
 import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';
 import { ownedBy, teamApp, teamRecord } from '../admin/team.ts';
 import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
+import { chosenSigningKey } from './signing-keys.ts';
 
-export function endpointView(e: WebhookEndpointT) {
+/** The endpoint as the admin surface shows it; `keys` and `nowS` say its signing key's state (D-150). */
+export function endpointView(e: WebhookEndpointT, keys: readonly KeyT[], nowS: number) {
   return {
     id: e.id,
     object: 'webhook_endpoint' as const,
@@ -22,6 +26,8 @@ export function endpointView(e: WebhookEndpointT) {
     description: e.description,
     enabled: e.enabled,
     disabled_reason: e.disabled_reason,
+    signing_key_id: e.signing_key_id,
+    signing_key_state: signingKeyState(keys, e.team_id, e.signing_key_id, nowS),
     created_at: e.created_at,
     updated_at: e.updated_at,
   };
@@ -57,14 +63,16 @@ export class EndpointService {
   ) {}
 
   list(c: AdminCaller, appId?: string) {
-    return this.control
-      .read()
-      .webhook_endpoints.filter((e) => e.team_id === c.team_id && (!appId || e.app_id === appId))
-      .map(endpointView);
+    const doc = this.control.read();
+    const now = unixNow();
+    return doc.webhook_endpoints
+      .filter((e) => e.team_id === c.team_id && (!appId || e.app_id === appId))
+      .map((e) => endpointView(e, doc.keys, now));
   }
 
   get(c: AdminCaller, id: string) {
-    return endpointView(this.own(this.control.read().webhook_endpoints, c, id));
+    const doc = this.control.read();
+    return endpointView(this.own(doc.webhook_endpoints, c, id), doc.keys, unixNow());
   }
 
   /** An endpoint of the caller's team, or 404 (another team's too, D-72). */
@@ -77,10 +85,15 @@ export class EndpointService {
     if (why) throw invalidRequest(`url ${why}.`, 'url', 'invalid_webhook_url');
   }
 
-  async create(c: AdminCaller, req: { app_id: string; url: string; events: string[]; description?: string }, origin: Origin) {
-    teamApp(this.control.read(), c, req.app_id);
-    await this.checkUrl(req.url);
+  async create(
+    c: AdminCaller,
+    req: { app_id: string; url: string; events: string[]; description?: string; signing_key_id?: string },
+    origin: Origin,
+  ) {
     const now = unixNow();
+    teamApp(this.control.read(), c, req.app_id);
+    chosenSigningKey(this.control.read(), c, req.signing_key_id, now);
+    await this.checkUrl(req.url);
     const e: WebhookEndpointT = {
       id: newId('endpoint'),
       team_id: c.team_id,
@@ -90,29 +103,37 @@ export class EndpointService {
       description: req.description ?? '',
       enabled: true,
       disabled_reason: null,
+      signing_key_id: null,
       created_at: now,
       updated_at: now,
     };
-    await this.control.apply((d) => {
+    const doc = await this.control.apply((d) => {
+      // Chosen again on the latest document: a key revoked meanwhile is refused, never registered.
+      e.signing_key_id = chosenSigningKey(d, c, req.signing_key_id, now).id;
       d.webhook_endpoints.push(e);
-      const changes = { url: [null, e.url], events: [null, e.events] } as Record<string, [unknown, unknown]>;
+      const changes = { url: [null, e.url], events: [null, e.events], signing_key_id: [null, e.signing_key_id] } as Record<
+        string,
+        [unknown, unknown]
+      >;
       return [auditOf(origin, c.team_id, 'webhook_endpoint.created', actorOf(c), { type: 'webhook_endpoint', id: e.id }, changes)];
     });
-    return endpointView(e);
+    return endpointView(e, doc.keys, now);
   }
 
   async update(
     c: AdminCaller,
     id: string,
-    req: { url?: string; events?: string[]; description?: string; enabled?: boolean },
+    req: { url?: string; events?: string[]; description?: string; enabled?: boolean; signing_key_id?: string },
     origin: Origin,
   ) {
+    const now = unixNow();
     this.own(this.control.read().webhook_endpoints, c, id);
+    if (req.signing_key_id !== undefined) chosenSigningKey(this.control.read(), c, req.signing_key_id, now);
     if (req.url !== undefined) await this.checkUrl(req.url);
     const doc = await this.control.apply((d) => {
       const e = this.own(d.webhook_endpoints, c, id);
       const changes: Record<string, [unknown, unknown]> = {};
-      const set = <K extends 'url' | 'events' | 'description' | 'enabled'>(k: K, v: WebhookEndpointT[K] | undefined) => {
+      const set = <K extends 'url' | 'events' | 'description' | 'enabled' | 'signing_key_id'>(k: K, v: WebhookEndpointT[K] | undefined) => {
         if (v === undefined || JSON.stringify(v) === JSON.stringify(e[k])) return;
         changes[k] = [e[k], v];
         e[k] = v;
@@ -120,16 +141,25 @@ export class EndpointService {
       set('url', req.url);
       set('events', req.events);
       set('description', req.description);
-      set('enabled', req.enabled);
+      if (req.signing_key_id !== undefined) set('signing_key_id', chosenSigningKey(d, c, req.signing_key_id, now).id);
+      // D-150: a working key ends a `signing_key` disablement; enabling one whose key does not sign is refused.
+      const cured = e.disabled_reason === 'signing_key' && changes.signing_key_id !== undefined && req.enabled !== false;
+      set('enabled', cured ? true : req.enabled);
+      if (changes.enabled && e.enabled && endpointSigningKeys(d.keys, e.team_id, e.signing_key_id, now).length === 0)
+        throw invalidRequest(
+          `Endpoint ${id} cannot be enabled: its signing key ${e.signing_key_id} no longer works. Name another with signing_key_id.`,
+          'signing_key_id',
+          'invalid_value',
+        );
       if (changes.enabled) {
         changes.disabled_reason = [e.disabled_reason, e.enabled ? null : 'manual'];
         e.disabled_reason = e.enabled ? null : 'manual';
       }
       if (Object.keys(changes).length === 0) return [];
-      e.updated_at = unixNow();
+      e.updated_at = now;
       return [auditOf(origin, c.team_id, 'webhook_endpoint.updated', actorOf(c), { type: 'webhook_endpoint', id }, changes)];
     });
-    return endpointView(doc.webhook_endpoints.find((e) => e.id === id)!);
+    return endpointView(doc.webhook_endpoints.find((e) => e.id === id)!, doc.keys, now);
   }
 
   async delete(c: AdminCaller, id: string, origin: Origin) {

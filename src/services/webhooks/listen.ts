@@ -10,7 +10,8 @@ import { EventStream } from '../../core/answers.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { OutboxEvent, WebhookOutbox } from '../../store/webhooks.ts';
 import type { WebhookEvents } from './events.ts';
-import { signingKeysOf } from './signing-keys.ts';
+import { chosenSigningKey } from './signing-keys.ts';
+import { endpointSigningKeys } from '../../core/endpoint-signing.ts';
 import { teamApp } from '../admin/team.ts';
 
 /** What the live stream reads. */
@@ -26,15 +27,18 @@ export interface ListenSource {
  * The live stream of an app of the caller's team (another team's is 404 before anything is sent,
  * D-65); it ends with its request or when Parley starts closing.
  */
-export function listen(o: ListenSource, c: AdminCaller, appId: string, request: AbortSignal): EventStream {
-  teamApp(o.control.read(), c, appId);
-  return new EventStream(liveEvents(o, c.team_id, appId, AbortSignal.any([request, o.closing])), () => ({ saved: true }));
+export function listen(o: ListenSource, c: AdminCaller, q: { app_id: string; signing_key_id?: string }, request: AbortSignal): EventStream {
+  teamApp(o.control.read(), c, q.app_id);
+  // D-150: signed as an endpoint registered for that key would be (the same default).
+  const key = chosenSigningKey(o.control.read(), c, q.signing_key_id, Math.floor(Date.now() / 1000)).id;
+  return new EventStream(liveEvents(o, c.team_id, q.app_id, key, AbortSignal.any([request, o.closing])), () => ({ saved: true }));
 }
 
 export async function* liveEvents(
   o: { outbox: WebhookOutbox; events: WebhookEvents; control: ControlPlane },
   teamId: string,
   appId: string,
+  signingKeyId: string,
   signal: AbortSignal,
 ): AsyncGenerator<UnsequencedEvent> {
   const queue: OutboxEvent[] = [];
@@ -57,7 +61,10 @@ export async function* liveEvents(
         continue;
       }
       const now = Math.floor(Date.now() / 1000);
-      const headers = signedHeaders(signingKeysOf(o.control.read(), teamId, now), ev.id, now, ev.body);
+      const keys = endpointSigningKeys(o.control.read().keys, teamId, signingKeyId, now);
+      // D-150: once the key no longer signs, the stream ends rather than send what nobody verifies.
+      if (keys.length === 0) return;
+      const headers = signedHeaders(keys, ev.id, now, ev.body);
       yield {
         event: 'webhook.event',
         data: { event_id: ev.id, event_type: ev.type, headers, body: ev.body },

@@ -12,7 +12,8 @@ import type { ControlPlane } from '../../store/control.ts';
 import type { Claimed, Delivery, WebhookOutbox } from '../../store/webhooks.ts';
 import type { AddressPolicy, Resolver } from './addresses.ts';
 import { Connections, type SendResult, send } from './send.ts';
-import { signingKeysOf } from './signing-keys.ts';
+import { endpointSigningKeys } from '../../core/endpoint-signing.ts';
+import { disabledBySystem, disableUnsigned } from './signing-keys.ts';
 
 /** D-85: Retry-After is honoured up to this. */
 export const MAX_RETRY_AFTER_S = 86_400;
@@ -45,7 +46,7 @@ export class DeliveryWorker {
   /** D-82: each endpoint's kept-alive connection. */
   private readonly connections = new Connections();
   /** The last headers signed (see headersOf). */
-  private signed: { event: string; at: number; doc: object; headers: Record<string, string> } | undefined;
+  private signed: { event: string; at: number; doc: object; key: string | null; headers: Record<string, string> } | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -138,7 +139,15 @@ export class DeliveryWorker {
       await this.outbox.settle(attemptOf({ status: null, response: '', error: why, duration_ms: 0 }), { ...delivery, state });
       return;
     }
-    const headers = this.headersOf(event, Math.floor(started / 1000));
+    const headers = this.headersOf(event, endpoint, Math.floor(started / 1000));
+    if (!headers) {
+      // D-150: its key no longer signs: the endpoint is disabled and says why; the event waits for redeliver.
+      await this.control.apply((d) => disableUnsigned(d, endpoint.team_id, Math.floor(started / 1000)));
+      this.o.log.warn({ endpoint_id: endpoint.id, reason: 'signing_key' }, 'webhook endpoint disabled');
+      const error = 'endpoint disabled: its signing key no longer works';
+      await this.outbox.settle(attemptOf({ status: null, response: '', error, duration_ms: 0 }), { ...delivery, state: 'skipped' });
+      return;
+    }
     const r = await send(endpoint.url, event.body, headers, this.o, this.connections.agentFor(endpoint.id, new URL(endpoint.url)));
     const attempts = delivery.attempts + 1;
     const ok = r.status !== null && r.status >= 200 && r.status < 300;
@@ -159,13 +168,19 @@ export class DeliveryWorker {
     }
   }
 
-  /** D-80's headers of an attempt at `at`; the attempts to an event's other endpoints in the same second share them. */
-  private headersOf(event: Claimed['event'], at: number): Record<string, string> {
+  /**
+   * D-80's headers of an attempt at `at`, signed with the endpoint's keys (D-150), or undefined when its
+   * key no longer signs; the attempts to an event's endpoints of the same key in the same second share them.
+   */
+  private headersOf(event: Claimed['event'], endpoint: WebhookEndpointT, at: number): Record<string, string> | undefined {
     const doc = this.control.read();
     const last = this.signed;
-    if (last?.event === event.id && last.at === at && last.doc === doc) return last.headers;
-    const headers = signedHeaders(signingKeysOf(doc, event.team_id, at), event.id, at, event.body);
-    this.signed = { event: event.id, at, doc, headers };
+    const key = endpoint.signing_key_id;
+    if (last?.event === event.id && last.at === at && last.doc === doc && last.key === key) return last.headers;
+    const keys = endpointSigningKeys(doc.keys, endpoint.team_id, key, at);
+    if (keys.length === 0) return undefined;
+    const headers = signedHeaders(keys, event.id, at, event.body);
+    this.signed = { event: event.id, at, doc, key, headers };
     return headers;
   }
 
@@ -173,22 +188,7 @@ export class DeliveryWorker {
   private async disable(endpoint: WebhookEndpointT, reason: 'gone' | 'failing'): Promise<void> {
     await this.control.apply((d) => {
       const e = d.webhook_endpoints.find((x) => x.id === endpoint.id);
-      if (!e?.enabled) return [];
-      e.enabled = false;
-      e.disabled_reason = reason;
-      e.updated_at = Math.floor(this.now() / 1000);
-      return [
-        {
-          team_id: e.team_id,
-          action: 'webhook_endpoint.disabled',
-          actor: { type: 'system', id: null, email: null },
-          address: null,
-          user_agent: null,
-          request_id: null,
-          target: { type: 'webhook_endpoint', id: e.id },
-          changes: { enabled: [true, false], disabled_reason: [null, reason] },
-        },
-      ];
+      return e?.enabled ? [disabledBySystem(e, reason, Math.floor(this.now() / 1000))] : [];
     });
     this.o.log.warn({ endpoint_id: endpoint.id, reason }, 'webhook endpoint disabled');
   }

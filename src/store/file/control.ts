@@ -22,6 +22,7 @@ import {
   changed,
   KeyUseRecorder,
   mergeAudit,
+  assignSigningKeys,
   mergeFixtures,
   seedDoc,
 } from '../control.ts';
@@ -176,6 +177,8 @@ export class FileControlPlane implements ControlPlane {
     const probe = mergeFixtures(structuredClone(this.doc), this.o.fixtures, now);
     if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures, now).added));
     if (probe.added.length) this.o.log?.(`control plane: added from the fixtures: ${probe.added.join(', ')}`);
+    const nowS = Math.floor((this.o.now ?? Date.now)() / 1000);
+    if (assignSigningKeys(structuredClone(this.doc), nowS).length > 0) await this.apply((draft) => assignSigningKeys(draft, nowS));
     if (probe.differs.length)
       this.o.log?.(`control plane: differ from the fixtures and were left as they are: ${probe.differs.join(', ')}`);
   }

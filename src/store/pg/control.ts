@@ -14,6 +14,7 @@ import {
   changed,
   KeyUseRecorder,
   mergeAudit,
+  assignSigningKeys,
   mergeFixtures,
   seedDoc,
 } from '../control.ts';
@@ -112,6 +113,8 @@ export class PgControlPlane implements ControlPlane {
     // Several instances may merge at once: each merge adds only what the locked row still lacks.
     if (probe.added.length > 0) await this.apply((draft) => mergeAudit(mergeFixtures(draft, this.o.fixtures, now).added));
     if (probe.added.length) this.o.log?.(`control plane: added from the fixtures: ${probe.added.join(', ')}`);
+    const nowS = Math.floor((this.o.now ?? Date.now)() / 1000);
+    if (assignSigningKeys(structuredClone(this.doc), nowS).length > 0) await this.apply((draft) => assignSigningKeys(draft, nowS));
     if (probe.differs.length)
       this.o.log?.(`control plane: differ from the fixtures and were left as they are: ${probe.differs.join(', ')}`);
     const listening = await this.sql.listen(CONTROL_CHANNEL, (payload) => (payload === SEEN ? this.woken() : void this.refresh()));
