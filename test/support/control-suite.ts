@@ -248,7 +248,8 @@ export function controlSuite(name: string, h: ControlHarness): void {
       try {
         await c.apply((d) => {
           const demo = d.keys.find((k) => k.id === 'key_demo_secret')!;
-          d.keys.push({ ...demo, id: 'key_later', sha256: 'f'.repeat(64), created_at: 100 });
+          // Made after the demo key (dated at its seeding, D-77): the demo key stays the oldest.
+          d.keys.push({ ...demo, id: 'key_later', sha256: 'f'.repeat(64), created_at: demo.created_at + 100 });
           d.webhook_endpoints.push(endpoint('we_named', 'key_later'), endpoint('we_before', null));
           return [draft('team_demo', 'test.endpoints')];
         });
