@@ -16,6 +16,8 @@ export interface FileStoreParts {
   histories: HistoryCache;
   /** Told after lines were appended (the journal may be due for compaction, D-28). */
   appended(): void;
+  /** D-176: a restored conversation's kept response files count against its app's quota again. */
+  restored(id: string): void;
   /** D-84: what makes a change's events, and the outbox that takes them once their line is durable. */
   changeEvents(): ChangeEvents;
   adopt(events: OutboxEvent[]): void;
@@ -57,6 +59,7 @@ export class FileAdminConversations implements AdminConversations {
       await this.s.journal.append(withEvents({ t: 'set', id, f }, w), () => {
         if (w.length > 0) this.s.adopt(w);
         this.s.index.add(this.s.index.changed(this.s.index.records.get(id)!, f, 0, 0));
+        this.s.restored(id);
       });
       this.s.appended();
       return { restored: view(this.s.index.records.get(id)!) };

@@ -87,7 +87,13 @@ export class FileStore implements Store {
       },
     );
     this.histories = new HistoryCache(this.dataDir, opts.historyCacheBytes);
-    this.responses = new ResponseLog({ dir: path.join(this.dataDir, 'responses'), ttlMs: opts.responseEventsTtlMs, warn: opts.warn });
+    this.responses = new ResponseLog({
+      dir: path.join(this.dataDir, 'responses'),
+      ttlMs: opts.responseEventsTtlMs,
+      warn: opts.warn,
+      // D-176: a deleted conversation's kept responses are outside the quota, as its history is (D-73).
+      counted: (id) => (this.index.records.get(id)?.deleted_at ?? null) === null,
+    });
     const { index, journal, turns, histories, claims, openIntents } = this;
     this.compactor = new Compactor({ journal, index, claims, openIntents, outboxSettled: () => this.outbox.settled() }, opts);
     this.exchanges = new ExchangeWriter({
@@ -106,6 +112,7 @@ export class FileStore implements Store {
       turns,
       histories,
       appended: () => this.compactor.ifDue(),
+      restored: (id) => this.responses.recount(id, true),
       changeEvents: () => this.events,
       adopt: (w) => this.outbox.adopt(w),
     });
@@ -260,6 +267,7 @@ export class FileStore implements Store {
       await this.journal.append(withEvents({ t: 'set', id, f }, w), (where) => {
         if (w.length > 0) this.outbox.adopt(w);
         this.index.add(this.index.changed(this.index.records.get(id)!, f, 0, 0, where));
+        if (f.deleted_at !== undefined) this.responses.recount(id, f.deleted_at === null);
       });
       this.compactor.ifDue();
       return this.index.records.get(id)!;

@@ -5,6 +5,7 @@
 // past D-36's hour from the past index for the look-up's retention (past-index.ts): nothing of it
 // stays in memory, and start-up reads the running files and the hour's index, never what is older.
 // This file writes; a response is read back (a trace, a follower) by response-reads.ts.
+import { ResponseBytes } from './response-bytes.ts';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { listenOn } from '../../core/listeners.ts';
@@ -46,6 +47,8 @@ export interface ResponseLogOptions {
   windowBytes?: number;
   /** Response files created ahead (D-35 revised; default SPARES, 0: each begin creates its own). */
   spares?: number;
+  /** D-176: whether a conversation's response files count against its app's quota when first seen (not a deleted one's); all by default. */
+  counted?: (conversationId: string) => boolean;
 }
 
 export class ResponseLog implements LiveResponses {
@@ -53,8 +56,8 @@ export class ResponseLog implements LiveResponses {
   private readonly ended: EndedIndex;
   private readonly past: PastIndex;
   private readonly live = new Map<string, Live>();
-  /** Per app, the bytes of its response files: running, and ended within the hour. */
-  private readonly appBytes = new Map<string, number>();
+  /** Per app, the bytes of its counted response files: running, and ended within the hour. */
+  private readonly bytes: ResponseBytes;
   private readonly cancels = new Map<string, Set<() => void>>();
   private readonly ttl: number;
   private readonly now: () => number;
@@ -72,6 +75,7 @@ export class ResponseLog implements LiveResponses {
     this.past = new PastIndex(opts.dir, opts.retentionMs ?? RESPONSE_LOOKUP_RETENTION_MS, this.now);
     this.ended = new EndedIndex(this.paths, this.past, opts.warn);
     this.windowBytes = opts.windowBytes ?? WINDOW_BYTES;
+    this.bytes = new ResponseBytes(opts.counted ?? (() => true));
     this.spares = new SpareFiles(path.join(opts.dir, 'running'), opts.spares ?? SPARES, opts.warn);
     this.reader = new ResponseReader(this.live, this.paths, this.past, this.ttl, this.now);
   }
@@ -88,7 +92,7 @@ export class ResponseLog implements LiveResponses {
     // The hour's index, a minute at a time: the bytes each app's files take; older minutes dropped.
     for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
       if (this.pastRetention(minute)) await this.ended.drop(minute, () => {});
-      else await this.ended.read(minute, (l) => this.count(l.a, l.b));
+      else await this.ended.read(minute, (l) => this.bytes.add(l.a, l.c, l.b));
     }
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
     this.sweeper.unref();
@@ -115,7 +119,7 @@ export class ResponseLog implements LiveResponses {
     live.first = events.length;
     live.written = events.length;
     live.bytes = Buffer.byteLength(text);
-    this.count(ref.app_id, live.bytes);
+    this.bytes.add(ref.app_id, ref.conversation_id, live.bytes);
     this.live.set(ref.id, live);
     this.leftRunning.push({ start, events, ended: false });
   }
@@ -134,20 +138,19 @@ export class ResponseLog implements LiveResponses {
     await this.ended.close();
   }
 
-  /** D-27: bytes of the app's response files (running, and ended less than D-36's hour ago). */
+  /** D-27: bytes of the app's response files (running, and ended less than D-36's hour ago), its deleted conversations' left out. */
   bytesOf(appId: string): number {
-    return this.appBytes.get(appId) ?? 0;
+    return this.bytes.of(appId);
+  }
+
+  /** D-176: a conversation was deleted (false) or restored (true): its kept response files leave or rejoin the count. */
+  recount(conversationId: string, counted: boolean): void {
+    this.bytes.recount(conversationId, counted);
   }
 
   /** What memory holds (tests of the bounds): running responses, events held, apps counted. */
   held(): { running: number; events: number; eventBytes: number; apps: number; minutes: number } {
-    return { ...heldIn(this.live.values()), running: this.live.size, apps: this.appBytes.size, minutes: this.ended.minutes.size };
-  }
-
-  private count(appId: string, bytes: number): void {
-    const n = (this.appBytes.get(appId) ?? 0) + bytes;
-    if (n > 0) this.appBytes.set(appId, n);
-    else this.appBytes.delete(appId);
+    return { ...heldIn(this.live.values()), running: this.live.size, apps: this.bytes.size, minutes: this.ended.minutes.size };
   }
 
   /**
@@ -172,7 +175,7 @@ export class ResponseLog implements LiveResponses {
     });
     [live.handle, live.writing] = [begun.handle, begun.named];
     live.bytes = Buffer.byteLength(line);
-    this.count(ref.app_id, live.bytes);
+    this.bytes.add(ref.app_id, ref.conversation_id, live.bytes);
     return {};
   }
 
@@ -212,7 +215,7 @@ export class ResponseLog implements LiveResponses {
     l.heldBytes += bytes;
     if (ok) {
       l.bytes += bytes;
-      this.count(l.ref.app_id, bytes);
+      this.bytes.add(l.ref.app_id, l.ref.conversation_id, bytes);
     } else l.damaged = true;
     this.publish(l, l.ended && l.queue.length === 0 ? lines.length - 1 : lines.length);
   }
@@ -238,7 +241,7 @@ export class ResponseLog implements LiveResponses {
       l.handle = undefined;
       if (st) {
         l.endedAt = st.mtimeMs;
-        this.count(l.ref.app_id, st.size - l.bytes);
+        this.bytes.add(l.ref.app_id, l.ref.conversation_id, st.size - l.bytes);
         l.bytes = st.size;
       }
     }
@@ -258,7 +261,7 @@ export class ResponseLog implements LiveResponses {
 
   /** D-27: the bytes of a response's file once written whole (none while it is set aside). */
   private resize(l: Live, size: number | undefined): void {
-    this.count(l.ref.app_id, (size ?? 0) - l.bytes);
+    this.bytes.add(l.ref.app_id, l.ref.conversation_id, (size ?? 0) - l.bytes);
     l.bytes = size ?? 0;
   }
 
@@ -328,7 +331,7 @@ export class ResponseLog implements LiveResponses {
         await this.ended.closeBefore(Math.floor(this.now() / MINUTE_MS) - 1);
         for (const minute of [...this.ended.minutes].sort((a, b) => a - b)) {
           if (!this.pastRetention(minute)) break;
-          await this.ended.drop(minute, (l) => this.count(l.a, -l.b));
+          await this.ended.drop(minute, (l) => this.bytes.add(l.a, l.c, -l.b));
         }
         await this.past.sweep();
       } catch (err) {
