@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
+import { defaultSigningKey } from '../src/core/endpoint-signing.ts';
+import { Key } from '../src/core/tenants.ts';
 import { runCli, serverEnv } from './support/cli-helpers.ts';
 import { APP, KEY, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { adminClient, bearer } from './support/admin-client.ts';
@@ -200,4 +202,12 @@ describe('D-150 in the CLI: the key chosen, shown, and checked by `webhooks secr
     assert.match(back.stdout, /enabled .*signed with key_demo_secret\b/);
     assert.equal((await runCli(['webhooks', 'secret', '--endpoint', id], { env })).stdout.trim(), secretOf(KEY));
   });
+});
+
+test("D-150: the default key is the team's oldest; keys made in the same second keep the order they were made in", () => {
+  const key = (id: string) =>
+    Key.parse({ id, team_id: 'team_demo', type: 'secret', sha256: '0'.repeat(64), created_at: 1_800_000_000, signing_key: 'AA==' });
+  // The fixtures' key first (dated at its seeding, D-77), then one made in that second whose id sorts before it.
+  assert.equal(defaultSigningKey([key('key_demo_secret'), key('key_0made_later')], 'team_demo', 1_800_000_001)?.id, 'key_demo_secret');
+  assert.equal(defaultSigningKey([key('key_b'), key('key_a')], 'team_demo', 1_800_000_001)?.id, 'key_b');
 });

@@ -20,9 +20,11 @@ export function signsNow(k: KeyT, nowS: number): boolean {
  * the team has none.
  */
 export function defaultSigningKey(keys: readonly KeyT[], teamId: string, nowS: number): KeyT | undefined {
+  // Keys made in the same second keep the document's order, the order they were made in (a stable sort):
+  // the fixtures' keys, dated at their seeding (D-77), stay older than keys made in that second.
   return keys
     .filter((k) => k.team_id === teamId && k.rolled_to === null && signsNow(k, nowS))
-    .sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id))[0];
+    .sort((a, b) => a.created_at - b.created_at)[0];
 }
 
 /** The state of the key `keyId` of `teamId`: `rolled` while it still signs after a roll. */
