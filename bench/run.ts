@@ -28,7 +28,7 @@ const OLLAMA_ONLY = args.has('--ollama');
 const PG_ONLY = args.has('--pg');
 /** Only the control plane's change-to-effect across two instances (bench/control.ts, D-78), a minute or so. */
 const CONTROL_ONLY = args.has('--control');
-/** Only issue 26's webhook figures (bench/webhooks.ts), a minute or so. */
+/** Only the webhook figures (bench/webhooks.ts: events delivered a second, the latency endpoints add to a send), a minute or so. */
 const WEBHOOKS_ONLY = args.has('--webhooks');
 /** Only /v1's latency during a burst of sign-ins at the production hash cost (bench/sign-in-burst.ts, D-166), a minute or so. */
 const SIGN_IN_ONLY = args.has('--sign-in-burst');

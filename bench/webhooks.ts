@@ -1,4 +1,4 @@
-// `npm run bench -- --webhooks`: issue 26's two figures. Parley as `npm start` runs it (its own process,
+// `npm run bench -- --webhooks`: the webhooks' two figures. Parley as `npm start` runs it (its own process,
 // the file store) and a receiver on loopback that answers 204 at once:
 // - events delivered a second: conversations created 10 at a time, one endpoint subscribed to
 //   conversation.created; from the first create to the receiver's last event (D-85 sends one attempt at

@@ -758,7 +758,7 @@ describe('hosted servers', () => {
       };
     };
     const waits: string[] = [];
-    // A settle timeout shorter than the Retry-After no longer matters: the window wait is its own bound.
+    // A settle timeout shorter than the Retry-After does not bound the wait: --window-wait does.
     const waited = await throughProxy(refusing(1, '2'), {
       only: 'S8-rate-limit-429',
       settleTimeoutMs: 500,
