@@ -6,6 +6,7 @@ import { configCommand, metricsCommand } from './commands/app.ts';
 import { chatCommand } from './commands/chat.ts';
 import { complete, completionAction, completionCommand } from './commands/completion.ts';
 import { auditCommand } from './commands/audit.ts';
+import { benchCommand } from './commands/bench.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { dataCommand } from './commands/data.ts';
@@ -94,6 +95,7 @@ export function buildProgram(out: Output, session: Session): Command {
   program.addCommand(completionCommand().action((shell: string) => completionAction(session, shell)));
   program.addCommand(dbCommand(session));
   program.addCommand(dataCommand(session));
+  program.addCommand(benchCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 

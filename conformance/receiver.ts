@@ -15,6 +15,8 @@ export interface Delivery {
   json: unknown;
   /** When it arrived (ms since the epoch). */
   at: number;
+  /** When it arrived, on the clock of performance.now() (the bench times deliveries with it). */
+  arrived: number;
   /** The status the receiver answered. */
   answered: number;
 }
@@ -57,7 +59,7 @@ export async function startReceiver(prefix: string, publicUrl?: string): Promise
         json = undefined;
       }
       const path = (req.url ?? '/').split('?')[0]!;
-      const d = { path, method: req.method ?? '', headers, body, json, at: Date.now() };
+      const d = { path, method: req.method ?? '', headers, body, json, at: Date.now(), arrived: performance.now() };
       const name = path.startsWith(`${basePath}/`) ? path.slice(basePath.length + 1) : '';
       const answerer = answerers.get(name);
       const answered = answerer
