@@ -3,6 +3,7 @@
 // stale, or (--fail-on-skip) a case was skipped; 2 usage error, or a target that the preflight refuses.
 import fs from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { clientCommand } from './client/command.ts';
 import { badgeSvg, besideReport, summaryJson } from './badge.ts';
 import { baselineText, loadBaseline, type Baseline } from './baseline.ts';
 import { parseRate } from './pace.ts';
@@ -22,6 +23,8 @@ import {
 } from './run.ts';
 import { loadTarget, targetValue, UsageError, type Target } from './target.ts';
 import { INTERFACE_VERSION, SUITE_NAME, SUITE_VERSION } from './version.ts';
+
+export { clientAction } from './client/command.ts';
 
 interface Opts {
   target?: string;
@@ -166,6 +169,9 @@ export function conformanceCommand(io: Io = processIo): Command {
     .action(async (o: Opts) => {
       process.exitCode = await conformanceAction(o, io);
     });
+  // The client kit (docs/client-kit.md): judges a client instead of an implementation.
+  // Its options are its own (several share a name with the suite's): the suite's are read before `client` only.
+  cmd.enablePositionalOptions().addCommand(clientCommand(io));
   return cmd;
 }
 

@@ -10,7 +10,7 @@ import { targetValue, type Target, type TargetKey } from './target.ts';
 import { HOSTILE_TEXT } from './text.ts';
 
 export type Profile = 'spec' | 'reference';
-export type Level = 'MUST' | 'REFERENCE';
+export type Level = 'MUST' | 'REFERENCE' | 'SHOULD';
 
 export interface CaseDef {
   /** Stable: `S<section>-<slug>`. */

@@ -116,7 +116,7 @@ function globRegExp(p: string): RegExp {
 }
 
 /** `*` matches any run of characters, `?` one; several patterns separated by commas. */
-function globMatcher(patterns: string | string[] | undefined): ((id: string) => boolean) | undefined {
+export function globMatcher(patterns: string | string[] | undefined): ((id: string) => boolean) | undefined {
   const res = patternList(patterns).map(globRegExp);
   if (res.length === 0) return undefined;
   return (id) => res.some((re) => re.test(id));

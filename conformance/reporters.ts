@@ -160,6 +160,7 @@ export function clauseLine(run: Pick<RunResults, 'results'>): string {
 export function prettyHeader(
   run: Pick<RunResults, 'runId' | 'profile' | 'baseUrl' | 'appId' | 'suite' | 'interfaceVersion' | 'subject'>,
 ): string {
+  if (run.subject === 'client') return `Parley client kit: ${run.baseUrl}, judged against a Parley of its own, run ${run.runId}`;
   if (run.subject === 'receiver')
     return `Parley check-receiver: ${run.baseUrl}, judged by ${run.interfaceVersion} and D-175, run ${run.runId} (${run.suite.name} ${run.suite.version})`;
   return `Parley conformance: ${run.baseUrl} (app ${run.appId}), profile ${run.profile}, run ${run.runId} (suite ${run.suite.version}, interface ${run.interfaceVersion})`;

@@ -103,7 +103,7 @@ export interface RunResults {
    * What the run judged: an implementation of the interface (absent), or a webhook receiver
    * (`parley webhooks check-receiver`, D-175), whose report has no clause matrix, score or clean-up.
    */
-  subject?: 'receiver';
+  subject?: 'receiver' | 'client';
   suite: { name: string; version: string };
   /** The interface version the cases judge. */
   interfaceVersion: string;

@@ -148,7 +148,11 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     .addHelpText('after', '\nExample:\n  parley conformance --help\n');
   placeholder.action(async (_args: string[], _opts: unknown, cmd: Command) => {
     type Io = { out(line: string): void; err(line: string): void };
-    let mod: { conformanceCommand?: (io?: Io) => Command; conformanceAction?: (opts: Record<string, unknown>, io?: Io) => Promise<number> };
+    let mod: {
+      conformanceCommand?: (io?: Io) => Command;
+      conformanceAction?: (opts: Record<string, unknown>, io?: Io) => Promise<number>;
+      clientAction?: (opts: Record<string, unknown>, io: Io) => Promise<number>;
+    };
     try {
       mod = (await import('../../conformance/command.ts')) as unknown as typeof mod;
     } catch (err) {
@@ -170,6 +174,13 @@ export function conformanceCommand(configure: (cmd: Command, parent: Command) =>
     real.action(async (opts: Record<string, unknown>) => {
       session.exitCode = await conformanceAction(opts, io);
     });
+    // The client kit (`parley conformance client`) likewise.
+    const { clientAction } = mod;
+    real.commands
+      .find((c) => c.name() === 'client')
+      ?.action(async (opts: Record<string, unknown>) => {
+        session.exitCode = await clientAction!(opts, io);
+      });
     // The suite's command stands in for this placeholder: same parent (for global options), same settings.
     const parent = cmd.parent!;
     configure(real, parent);

@@ -1,0 +1,43 @@
+// The client kit (docs/client-kit.md) on a few cases in the everyday tier: the loop from a key's
+// script to the verdict, with the reference client; the command's list and usage errors. Every case,
+// and the broken clients, are proved in test/proof/client-kit.test.ts.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CLIENT_CASES, runClientKit } from '../conformance/client/kit.ts';
+import { REFERENCE_CLIENT } from './support/client-mutants.ts';
+import { runCli } from './support/cli-helpers.ts';
+
+test('the reference client passes a clean create and a stream cut after 3 events, resumed from event 2 (D-32)', { timeout: 120_000 }, async () => {
+  const cases = CLIENT_CASES.filter((c) => c.id === 'K-create' || c.id === 'K-stream-drop');
+  const r = await runClientKit({ cmd: `node --import tsx ${REFERENCE_CLIENT}`, cases, timeoutMs: 60_000 });
+  assert.deepEqual(
+    r.results.map((c) => [c.id, c.status, c.failure?.message]),
+    [
+      ['K-create', 'passed', undefined],
+      ['K-stream-drop', 'passed', undefined],
+      ['K-stream-drop/should', 'passed', undefined],
+    ],
+  );
+});
+
+test('a client that prints nothing fails, with what it printed as the evidence', { timeout: 60_000 }, async () => {
+  const cases = CLIENT_CASES.filter((c) => c.id === 'K-create');
+  const r = await runClientKit({ cmd: 'echo not json', cases, timeoutMs: 30_000 });
+  assert.equal(r.results[0]!.status, 'failed');
+  assert.match(r.results[0]!.failure!.message, /no JSON object as its last line/);
+});
+
+test('a client that does not do a task has its cases skipped, never passed (D-132)', { timeout: 60_000 }, async () => {
+  const cases = CLIENT_CASES.filter((c) => c.id === 'K-json');
+  const r = await runClientKit({ cmd: `echo '{"unsupported": true}'`, cases, timeoutMs: 30_000 });
+  assert.equal(r.results[0]!.status, 'skipped');
+});
+
+test('parley conformance client: --list names every case; no --cmd is a usage error', async () => {
+  const list = await runCli(['conformance', 'client', '--list']);
+  assert.equal(list.code, 0, list.stderr);
+  for (const c of CLIENT_CASES) assert.match(list.stdout, new RegExp(`^${c.id} `, 'm'));
+  const bare = await runCli(['conformance', 'client']);
+  assert.equal(bare.code, 2);
+  assert.match(bare.stderr, /--cmd "<command>" is required/);
+});
