@@ -54,7 +54,7 @@ interface ErrorStatus {
 export const ERROR_STATUSES = {
   '400': {
     description:
-      'D-1: a malformed or invalid request (body, query, a missing Host header, a bad Idempotency-Key, or a request that is not valid HTTP); D-29: a conversation whose history is full.',
+      'D-1: a malformed or invalid request (body, query, a missing Host header, a bad Idempotency-Key, or a request that is not valid HTTP); D-29: a conversation whose history is full; D-120, D-122: a bad `Parley-Scenario`, or one (or `Parley-Test-Id`) sent to a server whose scenarios are off.',
     types: ['invalid_request_error'],
     codes: [
       'invalid_json',
@@ -66,6 +66,7 @@ export const ERROR_STATUSES = {
       'invalid_cursor',
       'conversation_too_large',
       'malformed_request',
+      'scenarios_disabled',
     ],
   },
   '401': { description: '§5, D-6: a missing or unknown secret key.', types: ['invalid_api_key'] },
