@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isScenarioError, parseScenario } from '../src/core/scenario.ts';
 import { scenariosOn } from '../src/pipeline/scenario.ts';
+import { publishedDocuments } from '../src/api/routes.ts';
+import { banner } from '../src/main.ts';
 import { APP, startTestServer, type TestServer } from './support/helpers.ts';
 import { PK, visitor, widgetCall } from './support/widget.ts';
 
@@ -113,5 +115,27 @@ describe('D-120 a scenario on a server that plays them', () => {
     const bad = await widgetCall(server, 'GET', `/apps/${APP}/config?scenario=nope`, { auth: PK });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.param, 'scenario');
+  });
+
+  it('D-120 the OpenAPI document names both headers on every operation; the playground has a scenario field', async () => {
+    const doc = publishedDocuments().data as any;
+    for (const [template, item] of Object.entries<any>(doc.paths)) {
+      if (template === '/openapi.json') continue;
+      for (const m of ['get', 'post', 'patch', 'delete']) {
+        if (!item[m]) continue;
+        const refs = (item[m].parameters ?? []).map((p: any) => p.$ref);
+        assert.ok(refs.includes('#/components/parameters/ParleyScenario'), `${m} ${template}`);
+        assert.ok(refs.includes('#/components/parameters/ParleyTestId'), `${m} ${template}`);
+      }
+    }
+    assert.equal(doc.components.parameters.ParleyScenario.name, 'Parley-Scenario');
+    const page = await (await fetch(server.playgroundUrl!)).text();
+    assert.match(page, /<input id="scenario"/);
+  });
+
+  it('D-122 the banner says whether scenarios are on', () => {
+    const base = { baseUrl: 'http://127.0.0.1:1/v1', fixturesDir: '/nonexistent', playgroundUrl: null, dataDir: 'd', databaseUrl: null };
+    assert.match(banner({ ...base, scenarios: true }), /scenarios: +on/);
+    assert.match(banner({ ...base, scenarios: false }), /scenarios: +off/);
   });
 });
