@@ -91,6 +91,8 @@ export interface ClientOptions {
   dispatcher?: Dispatcher;
   /** Retries of a refused (429) or unreachable request (D-62); none by default. */
   retry?: RetryPolicy;
+  /** Headers of every request the command makes (`--scenario`, `--test-id`: D-120), not of the resumes the client makes itself. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -123,6 +125,8 @@ export interface RawRequest extends RequestOptions {
   /** A body sent as is (`parley api --input`), instead of `body` as JSON. */
   rawBody?: string;
   headers?: Record<string, string>;
+  /** A resume the client makes by itself (D-32): sent without the command's own headers (its scenario). */
+  bare?: boolean;
 }
 
 type Schema<T> = {
@@ -281,7 +285,7 @@ export class ParleyClient {
 
   #resumer(opts: RequestOptions & { onResume?: Resumer['onResume'] }): Resumer {
     return {
-      resume: (id, after) => this.#send(this.#resumeRequest(id, after, opts)),
+      resume: (id, after) => this.#send({ ...this.#resumeRequest(id, after, opts), bare: true }),
       onResume: (id, after, cause) => {
         this.#options.onTrace?.(`* stream dropped (${cause.message}); resuming ${id} after event ${after}`);
         this.#options.onResume?.(id, after, cause);
@@ -413,6 +417,7 @@ export class ParleyClient {
     const url = this.#url(req);
     const headers: Record<string, string> = {
       accept: 'application/json, text/event-stream',
+      ...(req.bare ? {} : this.#options.headers),
       ...req.headers,
     };
     if (!Object.keys(headers).some((k) => k.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT;

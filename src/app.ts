@@ -20,6 +20,7 @@ import { AuthService } from './pipeline/auth.ts';
 import { CompletionService } from './services/completions.ts';
 import { RateLimitService } from './pipeline/rate-limit.ts';
 import { IdempotencyService } from './pipeline/idempotency.ts';
+import { scenarioOptions } from './pipeline/scenario.ts';
 import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/send/responses.ts';
@@ -81,6 +82,8 @@ export interface Parley {
   usage: UsageLedger;
   /** Idempotency-Key records (tests wait on `settled`). */
   idempotency: IdempotencyService;
+  /** D-122: the server plays the scenarios of requests that carry one. */
+  scenarios: boolean;
   /** The playground's URL (docs/widget.md), or null with --no-playground. */
   playgroundUrl: string | null;
   /** The dashboard's URL (docs/dashboard.md), or null with --no-dashboard. */
@@ -137,6 +140,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       live: webhooks.live,
     });
     const routes = restRoutes({ conversations, responses, completions, store });
+    const scenarios = scenarioOptions(opts, tenants);
     const http = createHttpServer({
       store: bound,
       routes,
@@ -146,6 +150,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
         credits,
+        scenarios,
         gate: new WidgetGate({
           tenants,
           auth,
@@ -167,6 +172,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       logger,
       rateLimiter: opts.rateLimiter ?? new RateLimitService(backend.rateCounts.plan, tenants),
       idempotency,
+      scenarios,
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
       maxStreamsPerApp: opts.maxStreamsPerApp,
@@ -191,6 +197,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       responses,
       usage,
       idempotency,
+      scenarios: scenarios.enabled,
       playgroundUrl: playground ? `http://${host}:${addr.port}/` : null,
       dashboardUrl: opts.dashboard ? `http://${host}:${addr.port}${DASHBOARD_PATH}` : null,
       flushLog,

@@ -200,6 +200,19 @@ export const SETTINGS = {
     meaning:
       "Parley's own address behind a proxy, e.g. `https://parley.example.com`: the banner shows it, links start with it (invitations; a webhook payload cut short, D-83), and the admin session cookie is `Secure` when it is https ([docs/control-plane.md](docs/control-plane.md), D-65)",
   }),
+  scenarios: row({
+    flag: '--scenarios <on|off>',
+    env: 'SCENARIOS',
+    default: null,
+    shown: 'on when listening on loopback without a public URL',
+    parse: (t, name) => {
+      if (t !== 'on' && t !== 'off') throw new ConfigError(`${name} must be on or off (got ${JSON.stringify(t)})`);
+      return t === 'on';
+    },
+    help: 'serve the Parley-Scenario and Parley-Test-Id headers (a testing tool); default: on only on loopback without --public-url',
+    meaning:
+      'serve the `Parley-Scenario` and `Parley-Test-Id` headers, a testing tool; by default on only when Parley listens on loopback without `--public-url` ([docs/scenarios.md](docs/scenarios.md), D-122)',
+  }),
   passwordHashCost: row({
     flag: '--password-hash-cost <n>',
     env: 'PASSWORD_HASH_COST',

@@ -102,6 +102,8 @@ export const ERRORS = {
   /** A string or collection over its LIMITS (the contract's schemas raise it). */
   too_large: bad(400, 'too_large'),
   invalid_cursor: bad(400, 'invalid_cursor'),
+  /** D-122: a request with `Parley-Scenario` or `Parley-Test-Id` to a server whose scenarios are off. */
+  scenarios_disabled: bad(400, 'scenarios_disabled'),
   /** D-82: a webhook endpoint's URL that may not be reached (its address refused, not http(s)). */
   invalid_webhook_url: bad(400, 'invalid_webhook_url'),
   /** D-29: the conversation's stored history has reached its limit; a new conversation is needed. */

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import type { AppT, KeyT } from '../core/tenants.ts';
 import type { AdminCaller, Visitor } from '../core/callers.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
+import type { Scenario } from '../core/scenario.ts';
 import { readJsonBody } from './body.ts';
 import { fromZodError, invalidRequest } from '../core/api-errors.ts';
 import type { HttpMethod } from './router.ts';
@@ -45,6 +46,8 @@ export interface RequestContext {
    * the response it produces, which a retry on another instance follows from the store.
    */
   joinable?: (join: (retry: RequestContext) => Promise<unknown>, responseId?: string) => void;
+  /** The request's scenario (D-120), set by the scenario stage when it carries one. */
+  scenario?: Scenario;
 }
 
 /**
@@ -83,6 +86,7 @@ export class HttpCall implements Call {
   admin?: AdminCaller;
   claim?: IdempotencyClaim;
   joinable?: Call['joinable'];
+  scenario?: Scenario;
   streamPools?: readonly StreamPool[];
   readonly answerHeaders: Record<string, string> = {};
   readonly headers: Record<string, string> = {};

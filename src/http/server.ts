@@ -9,6 +9,8 @@ import { answerClientError } from './client-error.ts';
 import { HttpCall } from './context.ts';
 import { ApiError, apiError, internalError, invalidRequest } from '../core/api-errors.ts';
 import { StreamGate } from './stream-gate.ts';
+import type { WireScenario } from './sse-scenario.ts';
+import { shapesWire } from '../core/scenario.ts';
 import { type Mounted, route } from './surface.ts';
 import { sendBounded, writeReply } from './write.ts';
 
@@ -117,7 +119,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
       else ctx.allow = match.allow;
       const reply = await (match.kind === 'found' ? match.route(ctx) : surface.wrongMethod(ctx));
       if (reply === undefined) throw new Error(`${req.method} ${path}: the handler answered nothing`);
-      await writeReply(req, res, reply, { ...ctx.answerHeaders, ...ctx.headers }, opts.keepAliveMs);
+      await writeReply(req, res, reply, { ...ctx.answerHeaders, ...ctx.headers }, opts.keepAliveMs, wireOf(ctx));
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
       // A client that went away mid-body is not a server fault.
@@ -155,6 +157,13 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
   }
 
   return { server, close };
+}
+
+/** D-124: the wire's directives of a request's scenario, a stall bounded by its app's maximum reply duration. */
+function wireOf(ctx: HttpCall): WireScenario | undefined {
+  const s = ctx.scenario;
+  if (!s || !shapesWire(s)) return undefined;
+  return { scenario: s, boundMs: (ctx.app?.responses.max_duration_seconds ?? 0) * 1000 };
 }
 
 function serverOptions(opts: HttpServerOptions): http.ServerOptions {

@@ -61,8 +61,9 @@ export class WidgetGate implements SurfaceGate {
   preflight(_req: IncomingMessage, allow: HttpMethod[]): Record<string, string> {
     return {
       'access-control-allow-methods': allow.join(', '),
-      // D-116: a resume may say where it starts in Last-Event-ID, as an EventSource does on /v1 (D-32).
-      'access-control-allow-headers': 'authorization, content-type, last-event-id',
+      // D-116: a resume may say where it starts in Last-Event-ID, as an EventSource does on /v1 (D-32);
+      // D-120: a page's test may send a scenario and a test id.
+      'access-control-allow-headers': 'authorization, content-type, last-event-id, parley-scenario, parley-test-id',
       'access-control-max-age': '600',
     };
   }
