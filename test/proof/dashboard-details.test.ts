@@ -268,6 +268,23 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     await spent.getByRole('link', { name: 'Usage and credits' }).waitFor();
   });
 
+  test('an invitation link opened in a new tab of a signed-in browser (a fresh load) says who is signed in, not "Not found" (D-72)', async () => {
+    const made = await admin('POST', '/members', { email: 'fresh@demo.example', role: 'viewer' });
+    const fresh = await context.newPage();
+    try {
+      await fresh.goto(made.invite.accept_url as string);
+      await fresh.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+      assert.match((await fresh.locator('main').textContent()) ?? '', /You are signed in as admin@demo\.example/);
+      assert.equal(fresh.url(), `${origin}/dashboard#/invite`, 'the token left the URL (D-98)');
+      // Loaded again, the link (its token gone) still says so; the navigation is the signed-in one.
+      await fresh.reload();
+      await fresh.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+      await fresh.getByRole('link', { name: 'Usage and credits' }).waitFor();
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test('an invitation link opened while signed in says who is signed in, and signs out to accept it (D-72)', async () => {
     const made = await admin('POST', '/members', { email: 'later@demo.example', role: 'viewer' });
     const link = made.invite.accept_url as string;
