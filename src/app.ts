@@ -158,7 +158,6 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           // D-52: the widget's budgets, counted apart from the REST plans.
           budget: backend.rateCounts.widget,
           windows: backend.widgetWindows,
-          proxies: opts.trustProxy === null ? TrustedProxies.none : TrustedProxies.parse(opts.trustProxy),
           allowOwnOrigin: playground,
         }),
       },
@@ -177,6 +176,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       requestTimeoutMs: opts.requestTimeoutMs,
       maxStreamsPerApp: opts.maxStreamsPerApp,
       keepAliveMs: opts.keepAliveMs,
+      proxies: opts.trustProxy === null ? TrustedProxies.none : TrustedProxies.parse(opts.trustProxy),
     });
     const { addr, host } = await listenOn(http.server, opts.port, opts.host);
     webhooks.listening(`http://${host}:${addr.port}`);

@@ -187,9 +187,9 @@ export const SETTINGS = {
       }
       return t;
     },
-    help: "proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's address for per-address limits",
+    help: "proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's address for per-address limits, the sign-in throttle and the audit",
     meaning:
-      "proxies (CIDRs or addresses, comma-separated) whose `X-Forwarded-For` names the client's address for per-address limits ([docs/reliability.md](docs/reliability.md), D-92); without it, the socket's address",
+      "proxies (CIDRs or addresses, comma-separated) whose `X-Forwarded-For` names the client's address for per-address limits, the sign-in throttle and the audit ([docs/reliability.md](docs/reliability.md), D-92, D-168); without it, the socket's address",
   }),
   publicUrl: row({
     flag: '--public-url <url>',

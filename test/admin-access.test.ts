@@ -119,6 +119,10 @@ const ROUTES: Record<string, Row> = {
     lists: { path: '/webhook_deliveries', never: [OTHER_EVENT, OTHER_ENDPOINT] },
     otherTeam: { path: `/webhook_deliveries?endpoint_id=${OTHER_ENDPOINT}`, param: 'endpoint_id' },
   },
+  'POST /webhook_deliveries/redeliver': {
+    viewer: { path: '/webhook_deliveries/redeliver', body: { since: 0 } },
+    otherTeam: { path: '/webhook_deliveries/redeliver', body: { since: 0, endpoint_id: OTHER_ENDPOINT }, param: 'endpoint_id' },
+  },
   'GET /events/:event_id': {
     viewer: { path: `/events/${DEMO_EVENT}` },
     otherTeam: { path: `/events/${OTHER_EVENT}`, param: 'event_id' },

@@ -8,25 +8,17 @@ import { redacted, webhookSecretText, webhookSigningKey } from '../../src/core/a
 import { signingKeyOf, verifySignature } from '../../src/core/webhook-signature.ts';
 import type { z } from 'zod';
 import { AdminDeletion, ApiKey, listOf } from '../../src/contract/admin.ts';
-import {
-  CreateWebhookEndpointRequest,
-  RedeliverRequest,
-  UpdateWebhookEndpointRequest,
-  WebhookDeliveryView,
-  WebhookEndpointView,
-  WebhookRedeliveryView,
-} from '../../src/contract/admin-webhooks.ts';
+import { CreateWebhookEndpointRequest, UpdateWebhookEndpointRequest, WebhookEndpointView } from '../../src/contract/admin-webhooks.ts';
 import { adminClient, adminUrlOf, checkedBody, commaList, confirm, narrowingApp, show } from '../admin.ts';
 import { ApiError, ConnectionError, describeNetworkError } from '../core/error.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { table, time } from '../render.ts';
+import { deliveryCommands } from './webhook-deliveries.ts';
 import { checkReceiverCommand } from './webhook-receiver.ts';
 
 type EndpointT = z.infer<typeof WebhookEndpointView>;
-type DeliveryT = z.infer<typeof WebhookDeliveryView>;
 const EndpointList = listOf(WebhookEndpointView);
-const DeliveryList = listOf(WebhookDeliveryView);
 
 function endpointState(e: EndpointT): string {
   return e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
@@ -46,18 +38,6 @@ function endpointLine(e: EndpointT): string {
 const ENDPOINT_HEADER = ['ID', 'APP', 'STATE', 'URL', 'EVENTS', 'SIGNING KEY', 'CREATED', 'DESCRIPTION'];
 const endpointRows = (list: EndpointT[]) =>
   list.map((e) => [e.id, e.app_id, endpointState(e), e.url, e.events.join(','), signingKey(e), time(e.created_at), e.description || '-']);
-
-const DELIVERY_HEADER = ['EVENT', 'TYPE', 'ENDPOINT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'ANSWER'];
-const deliveryRows = (list: DeliveryT[]) =>
-  list.map((d) => [
-    d.event_id,
-    d.event_type,
-    d.endpoint_id,
-    d.state,
-    String(d.attempts),
-    d.last_attempt ? time(d.last_attempt.created_at) : '-',
-    d.last_attempt ? String(d.last_attempt.status ?? d.last_attempt.error) : '-',
-  ]);
 
 /** `5m`, `30s`, `1h` or seconds: the tolerance of `verify`. */
 function toleranceSeconds(text: string): number {
@@ -166,29 +146,7 @@ Examples:
       const r = await admin.delete(`/webhook_endpoints/${encodeURIComponent(id)}`, AdminDeletion);
       show(session, g, r, () => `deleted ${id}\n`);
     });
-  cmd
-    .command('deliveries')
-    .addHelpText('after', `\nExample:\n  parley webhooks deliveries --endpoint we_abc123\n`)
-    .description('the delivery log, newest first, with the last attempt of each')
-    .option('--endpoint <endpoint_id>')
-    .option('--event <event_id>')
-    .action(async (o: { endpoint?: string; event?: string }, c: Command) => {
-      const { admin, g } = adminClient(session, c);
-      const r = await admin.get('/webhook_deliveries', DeliveryList, { endpoint_id: o.endpoint, event_id: o.event });
-      show(session, g, r, () => (r.data.data.length ? table(deliveryRows(r.data.data), DELIVERY_HEADER) : '(no deliveries)\n'));
-    });
-  cmd
-    .command('redeliver')
-    .addHelpText('after', `\nExample:\n  parley webhooks redeliver evt_abc123 --endpoint we_abc123\n`)
-    .description('send an event again to its endpoints (or one of them)')
-    .argument('<event_id>')
-    .option('--endpoint <endpoint_id>')
-    .action(async (id: string, o: { endpoint?: string }, c: Command) => {
-      const { admin, g } = adminClient(session, c);
-      const body = checkedBody(RedeliverRequest, { endpoint_id: o.endpoint }, flags);
-      const r = await admin.post(`/events/${encodeURIComponent(id)}/redeliver`, WebhookRedeliveryView, body);
-      show(session, g, r, () => `redelivering ${id} to ${r.data.endpoints.join(', ')}\n`);
-    });
+  deliveryCommands(session, cmd);
   cmd
     .command('secret')
     .addHelpText('after', `\nExample:\n  parley webhooks secret --endpoint we_abc123\n`)

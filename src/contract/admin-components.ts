@@ -32,12 +32,14 @@ import {
 import { AdminConversation, AdminConversationDetail } from './admin-conversations.ts';
 import {
   CreateWebhookEndpointRequest,
+  RedeliverFailedRequest,
   RedeliverRequest,
   UpdateWebhookEndpointRequest,
   WebhookDeliveryView,
   WebhookEndpointView,
   WebhookEventView,
   WebhookListening,
+  WebhookRedeliveryBatch,
   WebhookRedeliveryView,
   WebhookStreamEvent,
 } from './admin-webhooks.ts';
@@ -72,6 +74,7 @@ export const RESPONSES = {
   WebhookDeliveryList: listOf(WebhookDeliveryView),
   WebhookEvent: WebhookEventView,
   WebhookRedelivery: WebhookRedeliveryView,
+  WebhookRedeliveryBatch,
   WebhookListening,
   WebhookStreamEvent,
   Error: ReferenceErrorBody,
@@ -90,6 +93,7 @@ export const REQUESTS = {
   CreateWebhookEndpointRequest,
   UpdateWebhookEndpointRequest,
   RedeliverRequest,
+  RedeliverFailedRequest,
 } as const;
 
 export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';

@@ -1,6 +1,7 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81…D-87): endpoints, events, deliveries and their
 // attempts, described once for the server and the CLI.
 import { z } from 'zod';
+import { timeParam } from './admin.ts';
 import { WEBHOOK_EVENT_TYPES } from './webhook-event-types.ts';
 
 const unixSeconds = z.number().int().nonnegative();
@@ -35,8 +36,19 @@ export const DeliveriesQuery = z.strictObject({
   endpoint_id: z.string().max(200).optional(),
   event_id: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(100).optional(),
+  /** D-156: only the deliveries that failed: ended `failed`, or waiting to retry after a failed attempt. */
+  failed: z.enum(['true'], { error: 'must be true (leave it out for every delivery)' }).optional(),
+  /** D-156: only events made at or after this time: Unix seconds or an ISO 8601 date/time. */
+  since: timeParam.optional(),
 });
 export const RedeliverRequest = z.strictObject({ endpoint_id: z.string().max(200).optional() });
+/** D-156: every delivery that ended `failed`, of events made at or after `since`, sent again. */
+export const RedeliverFailedRequest = z.strictObject({
+  /** Unix seconds. */
+  since: unixSeconds,
+  /** One endpoint's only; by default the team's. */
+  endpoint_id: z.string().max(200).optional(),
+});
 export const WebhookEndpointsQuery = z.strictObject({ app_id: z.string().max(200).optional() });
 /** D-88: the live stream follows one app of the caller's team. */
 export const WebhookListenQuery = z.strictObject({
@@ -120,6 +132,14 @@ export const WebhookRedeliveryView = z.object({
   event_id: z.string(),
   endpoints: z.array(z.string()),
   deliveries: z.number().int().nonnegative(),
+});
+
+/** D-156: what one call of "redeliver every failed since …" sent again; `has_more`: call again for the rest. */
+export const WebhookRedeliveryBatch = z.object({
+  object: z.literal('webhook_redelivery_batch'),
+  events: z.number().int().nonnegative(),
+  deliveries: z.number().int().nonnegative(),
+  has_more: z.boolean(),
 });
 
 /** D-88: the live stream's first event: it follows the app from now on. */

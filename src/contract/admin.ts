@@ -272,7 +272,7 @@ export const AddMemberRequest = z.strictObject({ email: Email, role: Role, name:
 export const UpdateMemberRequest = z.strictObject({ role: Role });
 
 /** Query values arrive as strings: times are Unix seconds or ISO 8601 dates. */
-const timeParam = z
+export const timeParam = z
   .string()
   .refine((s) => /^\d{1,12}$/.test(s) || !Number.isNaN(Date.parse(s)), 'must be Unix seconds or an ISO 8601 date/time')
   .transform((s) => (/^\d+$/.test(s) ? Number(s) : Math.floor(Date.parse(s) / 1000)));

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { newRequestId } from '../core/ids.ts';
 import { answerClientError } from './client-error.ts';
 import { HttpCall } from './context.ts';
+import { TrustedProxies } from './client-address.ts';
 import { ApiError, apiError, internalError, invalidRequest } from '../core/api-errors.ts';
 import { StreamGate } from './stream-gate.ts';
 import type { WireScenario } from './sse-scenario.ts';
@@ -30,6 +31,8 @@ export interface HttpServerOptions {
   maxStreamsPerApp?: number;
   /** D-18: interval of `: keep-alive` comments on silent streams. */
   keepAliveMs?: number;
+  /** D-92, D-168: whose X-Forwarded-For names a request's client (`--trust-proxy`); default none. */
+  proxies?: TrustedProxies;
 }
 
 /** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
@@ -46,6 +49,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
   const streams = new StreamGate(opts.maxStreamsPerApp);
+  const proxies = opts.proxies ?? TrustedProxies.none;
   /** Responses not yet started, so that a close can tell their clients not to come back. */
   const pending = new Set<ServerResponse>();
   let closing = false;
@@ -64,7 +68,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
-    const ctx = new HttpCall(req, res, requestId, log, streams);
+    const ctx = new HttpCall(req, res, requestId, log, streams, proxies);
     let appId: string | undefined;
     let closed = false;
     /** The error answered, for the log line: its type and code say why, its message is not logged. */

@@ -50,7 +50,22 @@ export interface DeliveryQuery {
   team_id: string;
   endpoint_id?: string;
   event_id?: string;
+  /** D-156: only deliveries that failed (see `failedAs`). */
+  failed?: FailedFilter;
+  /** D-156: only events made at or after this (Unix seconds). */
+  since?: number;
   limit: number;
+}
+
+/**
+ * D-156: what a failed delivery is. `ended`: it ended `failed` (what "redeliver every failed" sends again);
+ * `or-retrying`: that, or `pending` after a failed attempt, waiting for its retry (the delivery log's filter).
+ */
+export type FailedFilter = 'ended' | 'or-retrying';
+
+/** D-156: whether a delivery is failed as `filter` says (PostgreSQL's twin is its `deliveries` query). */
+export function failedAs(d: Pick<Delivery, 'state' | 'attempts'>, filter: FailedFilter): boolean {
+  return d.state === 'failed' || (filter === 'or-retrying' && d.state === 'pending' && d.attempts > 0);
 }
 
 /** D-88: the apps live listeners follow; their events are made even with no endpoint (D-83). */

@@ -189,7 +189,7 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.doesNotMatch(said, /^agent\.model:/);
   });
 
-  test('D-154: the delivery log reads to the second, with the delay since the attempt before; "Failed only" keeps the failed', async () => {
+  test('D-154, D-156: the delivery log reads to the second, with the delay since the attempt before; "Failed only" asks the server; "Redeliver every failed" sends them again', async () => {
     const endpoint = await admin('POST', '/webhook_endpoints', { app_id: APP, url: rx.url, events: ['conversation.created'] });
     rx.script({ status: 500, body: 'down' }, { status: 500, body: 'still down' });
     const failed = (await parley.call('POST', `/apps/${APP}/conversations`, { title: 'Fails twice' })).body.id as string;
@@ -211,11 +211,23 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.match(attempts, /\d\d:\d\d:\d\d UTC: HTTP 500, \d+ ms, the first attempt/);
     assert.match((await failedRow.textContent()) ?? '', /\d\d:\d\d:\d\d UTC/);
     assert.equal(await log.getByRole('row').filter({ hasText: 'Succeeded' }).count(), 1);
+    // D-156: the filter is the server's (the newest failed, not the failed among the newest shown).
+    const asked = page.waitForRequest((r) => r.url().includes('/webhook_deliveries?') && r.url().includes('failed=true'));
     await page.getByLabel(/^Failed only/).press('Space');
-    assert.equal(await log.getByRole('row').filter({ hasText: 'Succeeded' }).count(), 0);
+    await asked;
+    await log.getByRole('row').filter({ hasText: 'Succeeded' }).waitFor({ state: 'detached' });
     assert.equal(await log.getByRole('row').filter({ hasText: 'Failed' }).count(), 1);
     assert.equal((await focused(page)).id, 'log-failed-only');
     assert.deepEqual(await axe(page), []);
+
+    // D-156: "Redeliver every failed" of the span chosen sends the failed delivery again (the receiver is up now).
+    await page.getByLabel('Failed since').selectOption({ label: '1 hour' });
+    await page.getByRole('button', { name: 'Redeliver every failed' }).click();
+    await page.getByText('1 failed delivery is sent again; Refresh shows how it went.').waitFor();
+    assert.equal((await focused(page)).id, 'redeliver-failed');
+    await rx.waitFor((r) => r.filter((x) => x.json?.data?.id === failed).length >= 3);
+    const audit = await admin('GET', '/audit?action=webhook_event.redelivered&limit=1');
+    assert.equal(audit.data[0].actor.email, 'admin@demo.example');
   });
 
   test('D-154: the credits banner on every page at 80 % used and at zero, and what happens at zero per plan', async () => {
@@ -266,6 +278,23 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.match((await spent.textContent()) ?? '', /This month's credits are spent: -?[\d.]+ left of/);
     assert.match((await spent.textContent()) ?? '', /Now: replies are refused for the 1 app on a hard plan/);
     await spent.getByRole('link', { name: 'Usage and credits' }).waitFor();
+  });
+
+  test('an invitation link opened in a new tab of a signed-in browser (a fresh load) says who is signed in, not "Not found" (D-72)', async () => {
+    const made = await admin('POST', '/members', { email: 'fresh@demo.example', role: 'viewer' });
+    const fresh = await context.newPage();
+    try {
+      await fresh.goto(made.invite.accept_url as string);
+      await fresh.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+      assert.match((await fresh.locator('main').textContent()) ?? '', /You are signed in as admin@demo\.example/);
+      assert.equal(fresh.url(), `${origin}/dashboard#/invite`, 'the token left the URL (D-98)');
+      // Loaded again, the link (its token gone) still says so; the navigation is the signed-in one.
+      await fresh.reload();
+      await fresh.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+      await fresh.getByRole('link', { name: 'Usage and credits' }).waitFor();
+    } finally {
+      await fresh.close();
+    }
   });
 
   test('an invitation link opened while signed in says who is signed in, and signs out to accept it (D-72)', async () => {

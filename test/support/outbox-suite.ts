@@ -161,6 +161,37 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
       });
     });
 
+    test('D-156: `failed` and `since` filter the delivery log before its limit: ended failed, or waiting to retry after a failure; events since a time', async () => {
+      await withOutbox(h, undefined, async ({ outbox: o }) => {
+        const t = now();
+        await o.add([
+          outboxEvent('evt_f', ['we_a'], t - 7200),
+          outboxEvent('evt_r', ['we_b'], t - 100),
+          outboxEvent('evt_ok', ['we_c'], t - 50),
+          outboxEvent('evt_p', ['we_d'], t - 10),
+        ]);
+        const leased = await o.claim('w1', Date.now() + 1000, 10, 60_000, new Set(['we_d']));
+        const of = (id: string) => leased.find((c) => c.event.id === id)!.delivery;
+        await o.settle(attempt('wa_f', 'evt_f', 'we_a', 500), { ...of('evt_f'), attempts: 1, state: 'failed' });
+        await o.settle(attempt('wa_r', 'evt_r', 'we_b', null), {
+          ...of('evt_r'),
+          attempts: 1,
+          state: 'pending',
+          next_at: Date.now() + 60_000,
+        });
+        await o.settle(attempt('wa_ok', 'evt_ok', 'we_c', 200), { ...of('evt_ok'), attempts: 1, state: 'succeeded' });
+        const ids = async (q: Partial<Parameters<WebhookOutbox['deliveries']>[0]>) =>
+          (await o.deliveries({ team_id: 'team_demo', limit: 10, ...q })).map((d) => d.event.id);
+        // The newest delivery (evt_p) is not failed: a filter of the first page would find nothing.
+        assert.deepEqual(await ids({ failed: 'or-retrying', limit: 1 }), ['evt_r']);
+        assert.deepEqual(await ids({ failed: 'or-retrying' }), ['evt_r', 'evt_f']);
+        assert.deepEqual(await ids({ failed: 'ended' }), ['evt_f']);
+        assert.deepEqual(await ids({ failed: 'or-retrying', since: t - 1000 }), ['evt_r']);
+        assert.deepEqual(await ids({ since: t - 1000 }), ['evt_p', 'evt_ok', 'evt_r']);
+        assert.deepEqual(await ids({ failed: 'ended', team_id: 'team_other' }), []);
+      });
+    });
+
     test('D-87: retention forgets old events whose deliveries are all finished, with their attempts, and keeps the others; a restart agrees', async () => {
       await withOutbox(h, undefined, async (s) => {
         const o = s.outbox;

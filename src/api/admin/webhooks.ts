@@ -5,6 +5,7 @@ import { listPage } from '../../contract/admin.ts';
 import {
   CreateWebhookEndpointRequest,
   DeliveriesQuery,
+  RedeliverFailedRequest,
   RedeliverRequest,
   UpdateWebhookEndpointRequest,
   WebhookEndpointsQuery,
@@ -12,7 +13,7 @@ import {
 } from '../../contract/admin-webhooks.ts';
 import { parseBody, parseQuery } from '../../http/context.ts';
 import type { RouteDef } from '../../http/router.ts';
-import type { EndpointService } from '../../services/webhooks/endpoints.ts';
+import { type EndpointService, REDELIVER_BATCH } from '../../services/webhooks/endpoints.ts';
 import { type ListenSource, listen } from '../../services/webhooks/listen.ts';
 import type { AdminContext, AdminRoute } from '../rows.ts';
 import { originOf } from './common.ts';
@@ -134,11 +135,25 @@ function deliveryRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
       pattern: '/webhook_deliveries',
       route: {
         operationId: 'listWebhookDeliveries',
-        summary: 'D-87 The delivery log, newest first, each delivery with its attempts',
+        summary:
+          'D-87 The delivery log, newest first, each delivery with its attempts; D-156: `failed=true` keeps the failed ones, `since` the recent ones',
         query: DeliveriesQuery,
         ok: 'WebhookDeliveryList',
         extra: ['404'],
         handle: async (ctx) => listPage(await hooks.deliveries(ctx.admin, parseQuery(ctx, DeliveriesQuery))),
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/webhook_deliveries/redeliver',
+      route: {
+        operationId: 'redeliverFailedWebhookDeliveries',
+        summary: `D-156 Send again every delivery that ended failed since a time (at most ${REDELIVER_BATCH} a call; \`has_more\`: call again)`,
+        body: 'RedeliverFailedRequest',
+        ok: 'WebhookRedeliveryBatch',
+        adminOnly: true,
+        extra: ['404'],
+        handle: async (ctx) => hooks.redeliverFailed(ctx.admin, await parseBody(ctx, RedeliverFailedRequest), originOf(ctx)),
       },
     },
     {

@@ -52,6 +52,9 @@ export function deliveryView(event: OutboxEvent, d: Delivery, attempts: Attempt[
   };
 }
 
+/** D-156: the deliveries one "redeliver every failed" call sends again at most (a list's page). */
+export const REDELIVER_BATCH = 100;
+
 export class EndpointService {
   constructor(
     private readonly control: ControlPlane,
@@ -171,12 +174,15 @@ export class EndpointService {
     return { id, object: 'webhook_endpoint' as const, deleted: true as const };
   }
 
-  async deliveries(c: AdminCaller, q: { endpoint_id?: string; event_id?: string; limit?: number }) {
+  async deliveries(c: AdminCaller, q: { endpoint_id?: string; event_id?: string; limit?: number; failed?: 'true'; since?: number }) {
     if (q.endpoint_id) this.own(this.control.read().webhook_endpoints, c, q.endpoint_id);
     const rows = await this.outbox.deliveries({
       team_id: c.team_id,
       endpoint_id: q.endpoint_id,
       event_id: q.event_id,
+      // D-156: the log's filter counts a delivery waiting to retry after a failure as failed.
+      failed: q.failed ? 'or-retrying' : undefined,
+      since: q.since,
       limit: q.limit ?? 20,
     });
     return rows.map((r) => ({ ...deliveryView(r.event, r.delivery, r.attempts), attempt_log: r.attempts.map(attemptView) }));
@@ -198,5 +204,33 @@ export class EndpointService {
     ]);
     this.kick();
     return { object: 'webhook_redelivery', event_id: eventId, endpoints: targets, deliveries: n };
+  }
+
+  /**
+   * D-156: every delivery that ended `failed`, of events made at or after `since` (of one endpoint, or the
+   * team's), sent again as D-87's redeliver does, each event audited; at most REDELIVER_BATCH a call, the
+   * oldest last: a redelivered one is pending, so the next call goes on with the rest.
+   */
+  async redeliverFailed(c: AdminCaller, q: { since: number; endpoint_id?: string }, origin: Origin) {
+    if (q.endpoint_id) this.own(this.control.read().webhook_endpoints, c, q.endpoint_id);
+    const rows = await this.outbox.deliveries({
+      team_id: c.team_id,
+      endpoint_id: q.endpoint_id,
+      failed: 'ended',
+      since: q.since,
+      limit: REDELIVER_BATCH + 1,
+    });
+    const byEvent = new Map<string, string[]>();
+    for (const r of rows.slice(0, REDELIVER_BATCH)) byEvent.set(r.event.id, [...(byEvent.get(r.event.id) ?? []), r.delivery.endpoint_id]);
+    const now = Date.now();
+    let deliveries = 0;
+    for (const [eventId, targets] of byEvent) deliveries += await this.outbox.redeliver(eventId, targets, now);
+    await this.control.audit.append(
+      [...byEvent].map(([eventId, targets]) =>
+        auditOf(origin, c.team_id, 'webhook_event.redelivered', actorOf(c), { type: 'event', id: eventId }, { endpoints: [null, targets] }),
+      ),
+    );
+    if (deliveries > 0) this.kick();
+    return { object: 'webhook_redelivery_batch' as const, events: byEvent.size, deliveries, has_more: rows.length > REDELIVER_BATCH };
   }
 }

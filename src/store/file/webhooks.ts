@@ -12,6 +12,7 @@ import {
   type Claimed,
   type Delivery,
   type DeliveryQuery,
+  failedAs,
   LocalFollows,
   type OutboxEvent,
   type WebhookOutbox,
@@ -235,13 +236,17 @@ export class FileOutbox implements WebhookOutbox {
 
   async deliveries(q: DeliveryQuery) {
     const out: Array<{ event: OutboxEvent; delivery: Delivery; attempts: Attempt[] }> = [];
-    const events = [...this.events.values()].filter((e) => e.team_id === q.team_id && (!q.event_id || e.id === q.event_id));
+    const events = [...this.events.values()].filter(
+      (e) => e.team_id === q.team_id && (!q.event_id || e.id === q.event_id) && (q.since === undefined || e.created_at >= q.since),
+    );
     for (let i = events.length - 1; i >= 0 && out.length < q.limit; i--) {
       const ev = events[i]!;
       for (const d of ev.deliveries) {
         if (q.endpoint_id && d.endpoint_id !== q.endpoint_id) continue;
         const k = keyOf(ev.id, d.endpoint_id);
-        out.push({ event: ev, delivery: { ...this.deliveryMap.get(k)! }, attempts: [...(this.attemptMap.get(k) ?? [])].reverse() });
+        const delivery = this.deliveryMap.get(k)!;
+        if (q.failed && !failedAs(delivery, q.failed)) continue;
+        out.push({ event: ev, delivery: { ...delivery }, attempts: [...(this.attemptMap.get(k) ?? [])].reverse() });
         if (out.length >= q.limit) break;
       }
     }

@@ -195,6 +195,7 @@ export class PgOutbox implements WebhookOutbox {
     return row && eventOf(row);
   }
 
+  /** D-156: `failed` as `failedAs` (src/store/webhooks.ts) says, in SQL. */
   async deliveries(q: DeliveryQuery) {
     const rows = await this.sql<Array<DeliveryRow & { ev: EventRow }>>`
       SELECT d.event_id, d.endpoint_id, d.state, d.attempts, d.next_at, row_to_json(e.*) AS ev
@@ -202,6 +203,9 @@ export class PgOutbox implements WebhookOutbox {
       WHERE e.team_id = ${q.team_id}
         AND (${q.endpoint_id ?? null}::text IS NULL OR d.endpoint_id = ${q.endpoint_id ?? null})
         AND (${q.event_id ?? null}::text IS NULL OR d.event_id = ${q.event_id ?? null})
+        AND (${q.since ?? null}::bigint IS NULL OR e.created_at >= ${q.since ?? null})
+        AND (${q.failed ?? null}::text IS NULL OR d.state = 'failed'
+             OR (${q.failed ?? null} = 'or-retrying' AND d.state = 'pending' AND d.attempts > 0))
       ORDER BY e.seq DESC, d.endpoint_id LIMIT ${q.limit}`;
     const out = [];
     for (const r of rows) {
