@@ -1,7 +1,7 @@
 // Webhooks (docs/webhooks.md, D-80…D-87): a team's endpoints per app, with their events and state (and why
 // one is disabled); an admin adds, enables, disables and deletes them (a confirmation naming the endpoint).
 // The signing secret's derivation is explained, never shown: the page holds no key to derive it from (D-98).
-import { api, qs } from './api.ts';
+import { api, listAll, qs } from './api.ts';
 import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
 import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
@@ -10,7 +10,7 @@ import { WEBHOOK_EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
 import type { ApiKey, List, WebhookEndpoint } from './types.ts';
 
 /** D-150: the team's keys, to name an endpoint's signing key and to choose one. */
-export const teamKeys = () => api<List<ApiKey>>('GET', '/keys').then((l) => l.data);
+export const teamKeys = () => listAll<ApiKey>('/keys').then((l) => l.data);
 
 /** D-150: the key an endpoint is signed with, by its name and listed form, and what its state asks of the owner. */
 export function signingKeyText(e: WebhookEndpoint, keys: ApiKey[]): string {

@@ -40,6 +40,7 @@ import { AppAdminService } from './services/admin/apps.ts';
 import { AuditService } from './services/admin/audit.ts';
 import { UsageService } from './services/admin/usage.ts';
 import { MemberService } from './services/admin/members.ts';
+import type { TeamCaps } from './services/admin/caps.ts';
 import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
@@ -265,11 +266,28 @@ async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS &
   const metered = credits.meter();
   const responses = new ResponseService(store, agent, metered, logger, quota);
   // docs/webhooks.md: events written with their changes, delivered from the outbox.
-  const webhooks = startWebhooks(backend, origin, { ...opts, publicUrl: opts.publicUrl ?? undefined }, logger, opts.host);
+  const webhooks = startWebhooks(
+    backend,
+    origin,
+    { ...opts, publicUrl: opts.publicUrl ?? undefined, teamCaps: teamCaps(opts) },
+    logger,
+    opts.host,
+  );
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
   return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks };
+}
+
+/** D-173: the caps of each team's records, from their settings. */
+function teamCaps(o: Config): TeamCaps {
+  return {
+    keys: o.teamMaxKeys,
+    tokens: o.teamMaxTokens,
+    webhookEndpoints: o.teamMaxWebhookEndpoints,
+    apps: o.teamMaxApps,
+    members: o.teamMaxMembers,
+  };
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
@@ -278,18 +296,19 @@ function adminSurface(
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
-  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'> & Pick<ParleyOptions, 'adminClock'>,
+  o: Config & Pick<ParleyOptions, 'adminClock'>,
   webhooks?: WebhookAdmin,
 ) {
-  const accounts = new AccountService(control, o.passwordHashCost, o.adminClock);
+  const caps = teamCaps(o);
+  const accounts = new AccountService(control, o.passwordHashCost, caps, o.adminClock);
   const routes = adminRoutes({
     accounts,
-    keys: new KeyService(control),
+    keys: new KeyService(control, caps),
     audit: new AuditService(control),
     usage: new UsageService(control, credits),
-    apps: new AppAdminService(control, agent),
+    apps: new AppAdminService(control, agent, caps),
     conversations,
-    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
+    members: new MemberService(control, { hashCost: o.passwordHashCost, caps, dashboard: o.dashboard, now: o.adminClock }),
     webhooks,
     publicUrl: o.publicUrl,
   });

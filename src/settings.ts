@@ -59,6 +59,17 @@ const daysInMs = (min: number, max: number) => {
   return (t: string, name: string) => days(t, name) * DAY_MS;
 };
 
+/** D-173: a cap of a team's records (`what`, as the refusal counts them), 1 to 100,000. */
+const teamCap = (kind: string, env: string, dflt: string, what: string) =>
+  row({
+    flag: `--team-max-${kind} <n>`,
+    env,
+    default: dflt,
+    parse: number(1, 100_000),
+    help: `the most ${what} a team may have (one more is 409 limit_reached)`,
+    meaning: `the most ${what} a team may have; one more is \`409 limit_reached\` ([docs/control-plane.md](docs/control-plane.md), D-173)`,
+  });
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export const SETTINGS = {
@@ -274,6 +285,11 @@ export const SETTINGS = {
     help: 'keep finished webhook events and attempts',
     meaning: 'finished webhook events and their attempts are kept this long (D-87)',
   }),
+  teamMaxKeys: teamCap('keys', 'TEAM_MAX_KEYS', '200', 'working API keys (neither revoked nor expired)'),
+  teamMaxTokens: teamCap('tokens', 'TEAM_MAX_TOKENS', '200', 'working personal access tokens, of all its members'),
+  teamMaxWebhookEndpoints: teamCap('webhook-endpoints', 'TEAM_MAX_WEBHOOK_ENDPOINTS', '100', 'webhook endpoints'),
+  teamMaxApps: teamCap('apps', 'TEAM_MAX_APPS', '100', 'apps'),
+  teamMaxMembers: teamCap('members', 'TEAM_MAX_MEMBERS', '500', 'members, invited ones too'),
   widgetSecret: row({
     env: 'PARLEY_WIDGET_SECRET',
     default: null,

@@ -18,6 +18,15 @@ const WEBHOOK_DEFAULTS = {
   webhookRetentionMs: 7 * 86_400_000,
 };
 
+/** D-173: the caps of a team's records. */
+const CAP_DEFAULTS = {
+  teamMaxKeys: 200,
+  teamMaxTokens: 200,
+  teamMaxWebhookEndpoints: 100,
+  teamMaxApps: 100,
+  teamMaxMembers: 500,
+};
+
 describe('configuration (flags, then environment, then defaults)', () => {
   test('defaults', () => {
     assert.deepEqual(loadConfig([], {}), {
@@ -41,6 +50,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
       ...WEBHOOK_DEFAULTS,
+      ...CAP_DEFAULTS,
     });
   });
 
@@ -76,6 +86,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
       ...WEBHOOK_DEFAULTS,
+      ...CAP_DEFAULTS,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -120,6 +131,7 @@ describe('configuration (flags, then environment, then defaults)', () => {
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
       ...WEBHOOK_DEFAULTS,
+      ...CAP_DEFAULTS,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);

@@ -130,6 +130,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'sign_in_busy',
       'last_admin',
       'email_taken',
+      'limit_reached',
       'conversation_not_restorable',
       // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
       'invalid_webhook_url',

@@ -66,6 +66,8 @@ async function admin(ctx: CaseContext, method: string, path: string, body?: unkn
 
 const KeyList = z.object({
   data: z.array(z.looseObject({ id: z.string(), type: z.string(), redacted: z.string(), revoked_at: z.unknown() })),
+  has_more: z.boolean().optional(),
+  last_id: z.string().nullable().optional(),
 });
 
 /**
@@ -75,10 +77,16 @@ const KeyList = z.object({
 async function ownKeyId(ctx: CaseContext): Promise<string> {
   const key = ctx.target.apiKey;
   const listed = `${key.slice(0, key.indexOf('_', 3) + 1)}…${key.slice(-4)}`;
-  const ex = await admin(ctx, 'GET', '/keys');
-  const found = ctx
-    .ok(ex, KeyList, "list the team's keys (D-70)")
-    .data.filter((k) => k.type === 'secret' && k.redacted === listed && k.revoked_at === null);
+  // D-173: the list comes a page at a time; every page is read (a cursor seen twice ends the walk).
+  const found: z.infer<typeof KeyList>['data'] = [];
+  let ex: Exchange;
+  for (let after: string | undefined; ; ) {
+    ex = await admin(ctx, 'GET', after === undefined ? '/keys' : `/keys?after=${encodeURIComponent(after)}`);
+    const page = ctx.ok(ex, KeyList, "list the team's keys (D-70, D-173)");
+    found.push(...page.data.filter((k) => k.type === 'secret' && k.redacted === listed && k.revoked_at === null));
+    if (!page.has_more || !page.last_id || page.last_id === after) break;
+    after = page.last_id;
+  }
   if (found.length !== 1)
     ctx.fail(
       `api_key (${listed}) is ${found.length === 0 ? 'not' : 'more than once'} among the working secret keys of the admin's team (D-150 signs an endpoint with one named key)`,

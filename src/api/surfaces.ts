@@ -11,6 +11,7 @@ import {
   authorizeApp,
   cors,
   idempotency,
+  noStore,
   preflight,
   rateLimit,
   singleAuthorization,
@@ -56,6 +57,7 @@ export function restApi(o: RestApiOptions): Surface {
   return {
     basePath: o.basePath ?? '/v1',
     routes: o.routes,
+    enter: [noStore],
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
@@ -96,7 +98,7 @@ export function widgetApi(o: WidgetApiOptions): Surface {
   return {
     basePath: WIDGET_BASE_PATH,
     routes: o.routes,
-    enter: [cors(o.gate), preflight(o.gate)],
+    enter: [noStore, cors(o.gate), preflight(o.gate)],
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
@@ -124,6 +126,7 @@ export function adminApi(o: AdminApiOptions): Surface<AdminContext> {
   return {
     basePath: ADMIN_BASE_PATH,
     routes: o.routes,
+    enter: [noStore],
     stages: (route) => [singleAuthorization, adminCredential(o.accounts, route as AdminRoute)],
     admitted: (ctx) => {
       if (!ctx.admin) throw new Error('no stage of the admin surface said who calls');

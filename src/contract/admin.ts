@@ -10,13 +10,25 @@ const nullableTime = unixSeconds.nullable();
 /** A name a person gives (a key's, a token's, an app's): 1 to 100 characters, not only spaces. */
 const label = z.string().trim().min(1).max(100);
 
-/** D-66: emails are compared lower-cased; a bounded, plain shape (the address is never mailed offline). */
+/**
+ * D-172: the one form of an email that is kept and compared: Unicode NFKC (a full-width or ligature
+ * lookalike is its plain letters), then lower case (NFKC again: lowering may leave a composable pair).
+ */
+export function emailKey(email: string): string {
+  return email.normalize('NFKC').toLowerCase().normalize('NFKC');
+}
+
+/** D-172: control characters (a NUL byte), format ones (zero-width, bidi marks) and line separators. */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** D-66, D-172: a bounded, plain shape (the address is never mailed offline), kept as its `emailKey`. */
 export const Email = z
   .string()
   .trim()
   .max(254)
-  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an email address such as ada@example.com')
-  .transform((s) => s.toLowerCase());
+  .refine((s) => !INVISIBLE.test(s), 'email must not contain control or invisible characters (a NUL byte, a zero-width space).')
+  .transform(emailKey)
+  .refine((s) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s), 'email must be an email address such as ada@example.com.');
 
 /** D-66: 8 to 256 characters, anything else allowed (NIST SP 800-63B: length, no composition rules). */
 export const Password = z.string().min(8).max(256);
@@ -226,15 +238,12 @@ export const CreateAccessTokenRequest = z.strictObject({
 
 /** D-70: a key's lifetime, in seconds (a roll's grace period at most 7 days). */
 const SEVEN_DAYS = 7 * 86_400;
+/** D-70, D-174: the bounds of a key's lifetime, given at creation or inherited by a rolled key's successor. */
+export const KEY_LIFETIME_S = { min: 60, max: 10 * 365 * 86_400 };
 export const CreateKeyRequest = z.strictObject({
   type: z.enum(['secret', 'publishable']),
   name: label,
-  expires_in_seconds: z
-    .number()
-    .int()
-    .min(60)
-    .max(10 * 365 * 86_400)
-    .optional(),
+  expires_in_seconds: z.number().int().min(KEY_LIFETIME_S.min).max(KEY_LIFETIME_S.max).optional(),
 });
 export const RollKeyRequest = z.strictObject({
   expires_in_seconds: z.number().int().min(0).max(SEVEN_DAYS).optional(),
@@ -282,6 +291,12 @@ const limitParam = z
   .transform(Number)
   .refine((n) => n <= 100, 'must be an integer from 1 to 100');
 
+/** D-173: a page of a list given in the order its records were made (keys, tokens): `after` an id of it. */
+export const PageQuery = z.strictObject({
+  limit: limitParam.optional(),
+  after: z.string().min(1).max(100).optional(),
+});
+
 export const AuditQuery = z.strictObject({
   /** D-75: a known action; a mistyped one is refused, naming them, rather than matching nothing. */
   action: z.enum(AUDIT_ACTIONS, { error: `must be one of ${AUDIT_ACTIONS.join(', ')}` }).optional(),
@@ -316,6 +331,7 @@ export const AdminConversationsQuery = z.strictObject({
 });
 
 export type AdminMemberT = z.infer<typeof AdminMember>;
+export type PageQueryT = z.infer<typeof PageQuery>;
 export type AdminAppT = z.infer<typeof AdminApp>;
 export type AdminMemberAddedT = z.infer<typeof AdminMemberAdded>;
 export type UpdateAppRequestT = z.infer<typeof UpdateAppRequest>;

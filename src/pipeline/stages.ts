@@ -62,6 +62,16 @@ export interface SurfaceGate {
   admit(req: IncomingMessage, params: Record<string, string>, route: Route, address: string): Admission | Promise<Admission>;
 }
 
+/**
+ * D-171: every answer of a surface (a success, an error, a 405, a preflight) says `Cache-Control:
+ * no-store`: it carries a caller's data, which no browser or proxy may keep. A stream keeps D-18's
+ * `no-cache`, which its own head sets after these headers.
+ */
+export const noStore: Stage<Call> = (ctx, next) => {
+  ctx.answerHeaders['cache-control'] = 'no-store';
+  return next();
+};
+
 /** node keeps the first of two Authorization headers and drops the rest: an ambiguous request is a 400. */
 export const singleAuthorization: Stage<Call> = (ctx, next) => {
   let n = 0;

@@ -14,6 +14,7 @@ import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';
 import { ownedBy, teamApp, teamRecord } from '../admin/team.ts';
 import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
 import { chosenSigningKey } from './signing-keys.ts';
+import { type TeamCaps, checkCap } from '../admin/caps.ts';
 
 /** The endpoint as the admin surface shows it; `keys` and `nowS` say its signing key's state (D-150). */
 export function endpointView(e: WebhookEndpointT, keys: readonly KeyT[], nowS: number) {
@@ -61,6 +62,8 @@ export class EndpointService {
     private readonly outbox: WebhookOutbox,
     private readonly policy: AddressPolicy,
     private readonly resolve: Resolver,
+    /** D-173 */
+    private readonly caps: TeamCaps,
     /** Told of a redeliver, so that the worker looks at once. */
     private readonly kick: () => void = () => {},
   ) {}
@@ -112,6 +115,7 @@ export class EndpointService {
     };
     const doc = await this.control.apply((d) => {
       // Chosen again on the latest document: a key revoked meanwhile is refused, never registered.
+      checkCap(d, this.caps, 'webhookEndpoints', c.team_id, now);
       e.signing_key_id = chosenSigningKey(d, c, req.signing_key_id, now).id;
       d.webhook_endpoints.push(e);
       const changes = { url: [null, e.url], events: [null, e.events], signing_key_id: [null, e.signing_key_id] } as Record<

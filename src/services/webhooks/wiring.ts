@@ -10,6 +10,7 @@ import { listensOnLoopback, type Resolver, systemResolver } from './addresses.ts
 import { EndpointService } from './endpoints.ts';
 import { WebhookEvents } from './events.ts';
 import { DeliveryWorker } from './worker.ts';
+import type { TeamCaps } from '../admin/caps.ts';
 
 export interface WebhookOptions {
   /** D-85: delays in seconds before each retry, each from the end of the attempt before it (`--webhook-retry-schedule`). */
@@ -28,6 +29,8 @@ export interface WebhookOptions {
   webhookPollMs?: number;
   /** D-83: the public origin of `url` in a payload cut short (default: where Parley listens). */
   publicUrl?: string;
+  /** D-173: the caps of each team's records (its webhook endpoints'). */
+  teamCaps: TeamCaps;
 }
 
 /** Where payload URLs point (D-83): `--public-url`, else where Parley listens, once it does. */
@@ -70,7 +73,7 @@ export function startWebhooks(
     retentionMs: o.webhookRetentionMs,
     log,
   });
-  const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());
+  const endpoints = new EndpointService(control, outbox, policy, resolve, o.teamCaps, () => worker.kick());
   return {
     /** For the admin surface's routes (src/api/admin/webhooks.ts): endpoints, and the live stream's sources. */
     endpoints,
