@@ -5,8 +5,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { parseTape, tapeKey, type Tape } from '../src/engines/tapes.ts';
-import { type FakeOpenAI, sse, startFakeOpenAI, textChunks, toolChunks } from './support/fake-openai.ts';
+import { patientFetch } from '../src/engines/ollama-fetch.ts';
+import { OpenAIEngine } from '../src/engines/openai.ts';
+import { parseTape, recordingFetch, replayingFetch, tapeKey, type Tape } from '../src/engines/tapes.ts';
+import type { ModelEvent } from '../src/engines/types.ts';
+import { chunk, type FakeOpenAI, refusal, sse, startFakeOpenAI, textChunks, toolChunks } from './support/fake-openai.ts';
+import { collect, failure, request } from './support/model-events.ts';
 import { runCli } from './support/cli-helpers.ts';
 import { startTestServer, tempDir } from './support/helpers.ts';
 import { maskCallIds, outputFromEvents, postSse, shape, type ParsedEvent, TOOL_THEN_TEXT } from './support/sse-client.ts';
@@ -158,3 +162,61 @@ function byRequest(body: any) {
     return sse(textChunks(changedAnswers ? ['Keys cannot be rotated; contact support to reset every credential.'] : ANSWER));
   return sse(toolChunks('knowledge_search', { query: 'rotate API key' }));
 }
+
+describe('the tape layer under one engine', () => {
+  const engineOn = (f: typeof fetch) => new OpenAIEngine({ baseUrl: fake.url, model: 'fake-model', fetch: f });
+  const layers = async () => {
+    const own = await tempDir('parley-tape-layer-');
+    const warnings: string[] = [];
+    return {
+      own,
+      warnings,
+      record: engineOn(recordingFetch(patientFetch(), 'openai', own, (w) => warnings.push(w))),
+      replay: engineOn(replayingFetch('openai', own, 'fast')),
+    };
+  };
+
+  test('a failure replays as the same failure: a refusal with its Retry-After, a cut stream', async () => {
+    const { record, replay } = await layers();
+    fake.script(refusal(429, 'Rate limit reached', { 'retry-after': '17' }));
+    const recorded = await failure(collect(record.generate(request(), new AbortController().signal)));
+    const replayed = await failure(collect(replay.generate(request(), new AbortController().signal)));
+    assert.deepEqual([replayed.code, replayed.message], [recorded.code, recorded.message]);
+    assert.match(replayed.message, /retry after 17 s/);
+
+    const cut = request({ messages: [{ role: 'user', content: 'cut me off' }] });
+    fake.script(sse([chunk.role(), chunk.text('Part')], { cut: true, gapMs: 5 }));
+    assert.equal((await failure(collect(record.generate(cut, new AbortController().signal)))).code, 'model_error');
+    const seen: ModelEvent[] = [];
+    const err = await failure(
+      (async () => {
+        for await (const e of replay.generate(cut, new AbortController().signal)) seen.push(e);
+      })(),
+    );
+    assert.deepEqual(seen, [{ type: 'text', delta: 'Part' }]);
+    assert.deepEqual(
+      [err.code, err.message],
+      ['model_error', `The connection to the server at ${fake.url} was lost during the generation; try again`],
+    );
+  });
+
+  test('a call aborted before its answer was whole leaves no tape; one whose tape cannot be written is answered all the same', async () => {
+    const { own, record } = await layers();
+    fake.script(sse([chunk.role(), chunk.text('first')], { hang: true }));
+    const ctrl = new AbortController();
+    await assert.rejects(async () => {
+      for await (const _ of record.generate(request(), ctrl.signal)) ctrl.abort(new Error('cancelled'));
+    });
+    assert.deepEqual(await fs.readdir(own), []);
+    // A directory that is a file: the reply is the model's, and the tape a warning.
+    const blocked = path.join(own, 'blocked');
+    await fs.writeFile(blocked, '');
+    const warnings: string[] = [];
+    const unwritable = engineOn(recordingFetch(patientFetch(), 'openai', blocked, (w) => warnings.push(w)));
+    fake.script(sse(textChunks(['Still here.'])));
+    const events = await collect(unwritable.generate(request(), new AbortController().signal));
+    assert.deepEqual(events[0], { type: 'text', delta: 'Still here.' });
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /^tape [0-9a-f]{64} not written \((EEXIST|ENOTDIR)\)$/);
+  });
+});
