@@ -112,6 +112,9 @@ export interface RunState {
   webhooks: WebhookRun;
 }
 
+/** D-146: the run id a replayed model is given on every run. */
+export const REPLAY_RUN = 'replay';
+
 /** What the webhook cases set up once a run, and what the runner undoes (cases/webhooks.ts). */
 export interface WebhookRun {
   /** --receiver-url: where the implementation can reach the suite's receiver (else loopback). */
@@ -157,9 +160,12 @@ export class CaseContext {
     return `conformance-${this.runId}`;
   }
 
-  /** Metadata that tags what this run creates, with a string that must come back byte for byte (cases/common.ts, HOSTILE_TEXT). */
+  /**
+   * Metadata that tags what this run creates, with a string that must come back byte for byte (cases/common.ts, HOSTILE_TEXT).
+   * It reaches the model (as data): on a replayed model (D-146) its run is the fixed `replay`, so that every run asks the same.
+   */
   get tagMetadata(): Record<string, string> {
-    return { conformance_run: this.runId, conformance_text: HOSTILE_TEXT };
+    return { conformance_run: this.target.replay ? REPLAY_RUN : this.runId, conformance_text: HOSTILE_TEXT };
   }
 
   /** The value of a target key; a missing one skips the case with the key it needs. */

@@ -51,6 +51,8 @@ export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'we
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
   ollamaFetch?: typeof fetch;
+  /** How long the OpenAI-compatible engine waits for its server's first byte; tests shorten it. */
+  openaiTimeoutMs?: number;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
   /** Slow-client limits (see createHttpServer); tests shorten them. */
@@ -253,7 +255,21 @@ async function listenOn(server: Server, port: number, hostName: string): Promise
 /** The services over the backend's stores: the rules each route and stage applies. */
 async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS & ParleyOptions, logger: Logger, origin: PublicOrigin) {
   const { tenants, store, usage } = backend;
-  const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
+  const agent = await AgentRuntime.load(tenants, {
+    override: opts.model,
+    ollamaHost: opts.ollamaHost,
+    ollamaFetch: opts.ollamaFetch,
+    openaiBaseUrl: opts.openaiBaseUrl,
+    openaiApiKey: opts.openaiApiKey,
+    openaiTimeoutMs: opts.openaiTimeoutMs,
+    tapes: opts.replayTapes
+      ? { replay: opts.replayTapes, timing: opts.tapeTiming }
+      : opts.recordTapes
+        ? { record: opts.recordTapes }
+        : null,
+    // The key names the call, never its content (no message content in logs).
+    warn: (message) => logger.warn(message),
+  });
   // D-70: a key's last use is recorded in memory, written off the request path.
   const auth = new AuthService(tenants, (id, at) => backend.control.keyUse.record(id, at));
   const tokens = new VisitorTokens(backend.widgetSecret);

@@ -79,10 +79,14 @@ export async function serve(argv: string[]): Promise<void> {
       scenarios: parley.scenarios,
     }),
   );
-  if (config.model)
-    process.stdout.write(
-      `  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`,
-    );
+  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${modelWhere(config)}\n`);
+}
+
+/** Where the model is reached (or the tapes it is replayed from, D-140); never the key. */
+function modelWhere(c: Config): string {
+  if (c.replayTapes) return ` replayed from ${c.replayTapes} (${c.tapeTiming} timing)`;
+  const at = c.model!.startsWith('ollama:') ? ` at ${c.ollamaHost}` : c.model!.startsWith('openai:') ? ` at ${c.openaiBaseUrl}` : '';
+  return c.recordTapes ? `${at}, recording tapes in ${c.recordTapes}` : at;
 }
 
 /** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */

@@ -307,8 +307,8 @@ export const SETTINGS = {
     default: null,
     shown: "each app's own",
     parse: text,
-    help: "local (the offline engine) or ollama:<model>; replaces every app's agent.model",
-    meaning: '`local` or `ollama:<model>` for every app ([Ollama](#running-on-a-real-llm-with-ollama))',
+    help: "local (the offline engine), ollama:<model> or openai:<model>; replaces every app's agent.model",
+    meaning: '`local`, `ollama:<model>` or `openai:<model>` for every app ([running on a real model](#running-on-a-real-model))',
   }),
   ollamaHost: row({
     env: 'OLLAMA_HOST',
@@ -317,6 +317,51 @@ export const SETTINGS = {
     parse: (t) => normalizeOllamaHost(t),
     help: 'where Ollama listens: host, host:port or a URL',
     meaning: 'where Ollama listens: `host`, `host:port` or a URL',
+  }),
+  openaiBaseUrl: row({
+    env: 'OPENAI_BASE_URL',
+    // D-143: none, so that no model call leaves the machine unless told where to go.
+    default: null,
+    parse: (t, name) => parseModelUrl(t, name),
+    help: 'the OpenAI-compatible server of openai:<model>, e.g. http://127.0.0.1:8080/v1',
+    meaning:
+      'the OpenAI-compatible server of `openai:<model>` (Chat Completions), e.g. `http://127.0.0.1:8080/v1`; required for it ([docs/agent.md](docs/agent.md), D-143)',
+  }),
+  openaiApiKey: row({
+    env: 'OPENAI_API_KEY',
+    default: null,
+    shown: 'none (no Authorization header)',
+    parse: text,
+    help: 'the key sent to that server, if it needs one; never logged, taped or shown',
+    meaning: 'the key sent to that server, if it needs one; never logged, written in a tape or shown in an error (D-144)',
+  }),
+  recordTapes: row({
+    flag: '--record-tapes <dir>',
+    env: 'PARLEY_RECORD_TAPES',
+    default: null,
+    parse: text,
+    help: 'record each model call (Ollama, OpenAI-compatible) as a tape in this directory',
+    meaning:
+      'record each model call of the Ollama and OpenAI-compatible engines as a tape in this directory ([docs/agent.md](docs/agent.md#tapes), D-140)',
+  }),
+  replayTapes: row({
+    flag: '--replay-tapes <dir>',
+    env: 'PARLEY_REPLAY_TAPES',
+    default: null,
+    parse: text,
+    help: 'answer every model call from the tapes in this directory, without any model',
+    meaning: 'answer every model call from the tapes in this directory, with no model; a call without a tape fails `tape_missing` (D-142)',
+  }),
+  tapeTiming: row({
+    flag: '--tape-timing <t>',
+    env: 'PARLEY_TAPE_TIMING',
+    default: 'recorded',
+    parse: (t, name) => {
+      if (t !== 'recorded' && t !== 'fast') throw new ConfigError(`${name} must be recorded or fast (got ${JSON.stringify(t)})`);
+      return t as 'recorded' | 'fast';
+    },
+    help: 'recorded (each chunk at its recorded offset) or fast (at once)',
+    meaning: 'a replay sends each chunk at its recorded offset (`recorded`) or at once (`fast`)',
   }),
 };
 
@@ -351,4 +396,17 @@ export function normalizeOllamaHost(v: string): string {
   if (!url.port && !/^https?:\/\/[^/]+:\d+/.test(withScheme))
     url.port = url.protocol === 'https:' ? '443' : new URL(SETTINGS.ollamaHost.default).port;
   return url.origin;
+}
+
+/** D-143: an http(s) URL without credentials in it (the key is OPENAI_API_KEY's, never part of an address that is shown). */
+export function parseModelUrl(text: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http:// or https:// URL (got ${JSON.stringify(text)})`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(`${name} must be an http:// or https:// URL`);
+  if (url.username || url.password) throw new ConfigError(`${name} must not hold a user name or password: put the key in OPENAI_API_KEY`);
+  return url.href.replace(/\/+$/, '');
 }

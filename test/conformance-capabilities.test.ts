@@ -97,7 +97,7 @@ describe('the target declares its capabilities', () => {
   });
 
   test('a target of a newer format: a capability this suite does not know is named and ignored', () => {
-    const t = parseTarget({ ...targetJson, version: 5, capabilities: ['resumable', 'voice'] });
+    const t = parseTarget({ ...targetJson, version: 6, capabilities: ['resumable', 'voice'] });
     assert.deepEqual(t.capabilities, ['resumable']);
     assert.deepEqual(t.ignoredKeys, ['capabilities: voice']);
   });

@@ -72,14 +72,14 @@ describe('the target file', () => {
 
   test('a target of a newer format version: its unknown keys are named and ignored', async () => {
     const t = parseTarget(
-      { ...targetJson, version: 5, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
+      { ...targetJson, version: 6, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
       { baseUrl: s.baseUrl },
     );
     assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
     const warnings: string[] = [];
     const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
     assert.equal(r.summary.passed, 1);
-    assert.match(r.warnings[0]!, /newer format .*version 4\); ignored: region, apps\.voice$/);
+    assert.match(r.warnings[0]!, /newer format .*version 5\); ignored: region, apps\.voice$/);
     assert.deepEqual(warnings, r.warnings);
   });
 

@@ -255,7 +255,7 @@ const AppAgentChange = z.strictObject({
   name: label.optional(),
   model: z
     .string()
-    .regex(/^(local|ollama:[A-Za-z0-9._:/-]{1,100})$/, 'must be local or ollama:<model>')
+    .regex(/^(local|(ollama|openai):[A-Za-z0-9._:/-]{1,100})$/, 'must be local, ollama:<model> or openai:<model>')
     .optional(),
   instructions: z.string().max(20_000).optional(),
   knowledge_base: z.string().min(1).max(200).nullable().optional(),
