@@ -607,9 +607,9 @@ function decisionClauses(): Clause[] {
     [18, 'keep-alive comments; Cache-Control: no-cache', 'exact'],
     [
       19,
-      'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only)',
-      'none',
-      'the cap is a fixture the suite does not know; D-34 is checked instead',
+      'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only, and completions)',
+      'weak',
+      'the cap is a fixture the suite does not know (D-34 is checked instead): a completion whose client left, seen stopped by its completion.failed event',
     ],
     [20, 'output_index and content_index', 'exact'],
     [21, 'the service runs function calls; knowledge_search {"query"}', 'exact'],
@@ -655,7 +655,7 @@ function decisionClauses(): Clause[] {
     ],
     [
       33,
-      'cancel: failed with code cancelled, partial output kept, open streams end with response.failed; a finished one unchanged',
+      'cancel: failed with code cancelled, partial output kept, saved before the answer; after it no text, and open streams end with response.failed within 2 s; a finished one unchanged',
       'exact',
     ],
     [
@@ -757,7 +757,7 @@ function webhookDecisionClauses(): Clause[] {
       83,
       'events {id evt_ = webhook-id, object, type, created_at, app_id, data}: data the resource as the API shows it, cut to {id, object, url} past 20,480 bytes',
       'weak',
-      'response.failed and completion.failed need a failure the target cannot be asked for, conversation.restored a restore on the admin surface, which the interface does not have, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types',
+      "response.failed needs a failure the target cannot be asked for, conversation.restored a restore on the admin surface, which the interface does not have, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types, each with exactly the API's fields and one event per change, and completion.failed of a completion whose client left",
     ],
     [84, 'an event is written with the change it reports, never lost by a crash', 'none', 'the suite cannot stop the target'],
     [
@@ -779,6 +779,18 @@ function webhookDecisionClauses(): Clause[] {
       'redelivery and retention are not exercised: the log of a retried, a skipped and a filtered delivery',
     ],
     [88, 'the CLI manages endpoints and listens', 'none', 'the CLI is not part of an implementation'],
+    [
+      67,
+      'a sign-in answers the member, the team and a CSRF token and sets the session cookie HttpOnly, SameSite=Strict, Path=/ (Secure over TLS); sign-out ends the session',
+      'weak',
+      "the idle and 7-day expiries cannot pass in a run, and the audit needs the audit log's reader: the sign-in, its cookie, the session read and refused after sign-out",
+    ],
+    [
+      115,
+      'an endpoint is changed with PATCH, which answers it as changed; POST on its path is a deprecated alias',
+      'weak',
+      'the deprecated alias is left alone: PATCH of the description and of the events',
+    ],
     [89, 'the CLI prints the signing secret and verifies a saved delivery', 'none', 'the CLI is not part of an implementation'],
     [
       150,

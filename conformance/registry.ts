@@ -10,6 +10,7 @@ import { idempotentCompletion, idempotentCreate, idempotentSend } from './cases/
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
+import { completionLeft, webhookReads } from './cases/webhook-reads.ts';
 import { webhooks } from './cases/webhooks.ts';
 import { widget } from './cases/widget.ts';
 import { resumable, resumableCorners } from './cases/resumable.ts';
@@ -62,12 +63,14 @@ const ALL: CaseDef[] = [
   ...completions,
   ...unicodeCompletion,
   ...idempotentCompletion,
+  ...completionLeft,
   ...config,
   ...metricsCases,
   ...messageMetrics,
   ...auth,
   ...widget,
   ...webhooks,
+  ...webhookReads,
   ...conversationStreamCases,
   ...completionStreamCases,
   ...dataSpecCases,

@@ -68,7 +68,7 @@ export class ResponseLookup {
     if (!trace.ended && trace.events) {
       const seen = trace.events.length - 1;
       await this.store.responses.requestCancel(id);
-      // Waits for the terminal event, wherever the response is produced.
+      // Waits for the terminal event, wherever the response is produced: once answered, no text follows (D-33).
       for await (const _ of this.store.responses.follow(id, seen));
     }
     return this.lookup(appId, id);
