@@ -120,6 +120,17 @@ describe('D-167: the outbox holds bodies and attempts in webhooks.jsonl, memory 
     next_at: 0,
   });
 
+  /** Opened again: the same log, and a claim at `at` leases the deliveries of `due`. */
+  async function agrees(dataDir: string, log: string, at: number, due: string[]) {
+    const again = await FileOutbox.open(dataDir);
+    assert.equal(await view(again), log);
+    assert.deepEqual(
+      (await again.claim('w', at, 5, 1000, new Set())).map((c) => c.event.id),
+      due,
+    );
+    await again.close();
+  }
+
   test('a body and an attempt are read from the file when claimed or when the log is read, after a restart too', async () => {
     const dataDir = await tempDir();
     const file = path.join(dataDir, 'webhooks.jsonl');
@@ -164,13 +175,7 @@ describe('D-167: the outbox holds bodies and attempts in webhooks.jsonl, memory 
     assert.equal(await view(compacted), kept, 'the redelivered delivery keeps its state and its attempt');
     await compacted.close();
     assert.ok(!(await fs.readFile(file, 'utf8')).includes('evt_old'));
-    const last = await FileOutbox.open(dataDir);
-    assert.equal(await view(last), kept);
-    assert.deepEqual(
-      (await last.claim('w', Date.now() + 61_000, 5, 1000, new Set())).map((c) => c.event.id),
-      ['evt_new'],
-    );
-    await last.close();
+    await agrees(dataDir, kept, Date.now() + 61_000, ['evt_new']);
   });
 
   test('a compaction while running moves what memory points at, with the lines written while it runs; a restart agrees', async () => {
@@ -195,12 +200,40 @@ describe('D-167: the outbox holds bodies and attempts in webhooks.jsonl, memory 
     await o.settle(tried('wa_k3', 'evt_k3', 200, 'third'), done('evt_k3', 'succeeded'));
     const after = await view(o);
     await o.close();
-    const again = await FileOutbox.open(dataDir);
-    assert.equal(await view(again), after);
+    await agrees(dataDir, after, Date.now() + 1000, ['evt_k1']);
+  });
+
+  test('a compaction that fails (a full disk) is told to warn and loses nothing; the next prune compacts', async () => {
+    const dataDir = await tempDir();
+    const warned: string[] = [];
+    const opts = { compaction: { factor: 1, slackBytes: 0 }, warn: (m: string) => void warned.push(m) };
+    const old = Math.floor(Date.now() / 1000) - 10 * 86_400;
+    const o = await FileOutbox.open(dataDir, [], opts);
+    await o.add([event('evt_o1', ['we_a'], old), event('evt_o2', ['we_a'], old + 60), event('evt_k')]);
+    await o.settle(tried('wa_1', 'evt_o1', 200, 'ok', old), done('evt_o1', 'succeeded'));
+    await o.settle(tried('wa_2', 'evt_o2', 200, 'ok', old), done('evt_o2', 'succeeded'));
+    const fault = await injectDiskFault();
+    try {
+      fault.only = (file) => file.endsWith('.tmp');
+      fault.full = true;
+      await o.prune((old + 30) * 1000);
+      await o.idle();
+    } finally {
+      fault.restore();
+    }
+    assert.equal(warned.length, 1);
+    assert.match(warned[0]!, /webhooks\.jsonl not compacted: .*ENOSPC/);
+    const kept = await view(o);
+    await o.prune((old + 90) * 1000);
+    await o.idle();
+    assert.ok(!(await fs.readFile(path.join(dataDir, 'webhooks.jsonl'), 'utf8')).includes('evt_o'), 'compacted');
     assert.deepEqual(
-      (await again.claim('w', Date.now() + 1000, 5, 1000, new Set())).map((c) => c.event.id),
-      ['evt_k1'],
+      JSON.parse(kept).map((d: { event: { id: string } }) => d.event.id),
+      ['evt_k', 'evt_o2'],
+      'the first prune kept the rest',
     );
-    await again.close();
+    const after = await view(o);
+    await o.close();
+    await agrees(dataDir, after, Date.now() + 1000, ['evt_k']);
   });
 });

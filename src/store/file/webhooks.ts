@@ -31,7 +31,7 @@ export type { OutboxEvent };
 export const withEvents = <T extends object>(line: T, w: OutboxEvent[]) => (w.length > 0 ? { ...line, w } : line);
 
 /** What the outbox is opened with: the store's (FileStoreOptions). */
-export type OutboxOptions = Pick<FileStoreOptions, 'compaction' | 'onCompactionError' | 'webhookRetentionMs'>;
+export type OutboxOptions = Pick<FileStoreOptions, 'compaction' | 'onCompactionError' | 'warn' | 'webhookRetentionMs'>;
 
 export class FileOutbox implements WebhookOutbox {
   private readonly index = new OutboxIndex();
@@ -61,9 +61,14 @@ export class FileOutbox implements WebhookOutbox {
       if (!e || typeof e !== 'object') throw new DataFileError(file, `line ${line}: not an object`);
       o.index.replay(e as Record<string, unknown>, where);
     });
-    if (o.due()) await o.compact();
-    o.adopt(carried.filter((e) => o.lacks(e)));
-    await o.settled();
+    try {
+      if (o.due()) await o.compact();
+      o.adopt(carried.filter((e) => o.lacks(e)));
+      await o.settled();
+    } catch (err) {
+      await o.journal.close().catch(() => {});
+      throw err;
+    }
     return o;
   }
 
@@ -213,8 +218,8 @@ export class FileOutbox implements WebhookOutbox {
   }
 
   /**
-   * D-87: a prune line, then the events it forgets let go; the file is compacted once they make up
-   * most of it (compactionDue), in the background: deliveries go on meanwhile.
+   * D-87: the events past `before` let go, and a line saying so; the file is compacted once they made
+   * up most of it (compactionDue), in the background: deliveries go on meanwhile.
    */
   async prune(before: number): Promise<void> {
     if (this.index.prune(before) === 0) return;
@@ -223,7 +228,10 @@ export class FileOutbox implements WebhookOutbox {
     for (const k of this.leases.keys()) if (!this.index.deliveries.has(k)) this.leases.delete(k);
     if (this.due() && !this.compacting)
       this.compacting = this.compact()
-        .catch((err: Error) => this.opts.onCompactionError?.(err))
+        // The longer file still holds everything; the next prune tries again.
+        .catch((err: Error) =>
+          (this.opts.onCompactionError ?? ((e) => this.opts.warn?.(`webhooks.jsonl not compacted: ${e.message}`)))(err),
+        )
         .finally(() => {
           this.compacting = undefined;
         });
