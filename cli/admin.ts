@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import type { z } from 'zod';
 import { listOf } from '../src/contract/admin.ts';
 import { type ApiResponse, InvalidResponseError, type ParleyClient } from './client.ts';
-import { describeIssues } from './core/error.ts';
+import { describeIssues, FollowedCursors } from './core/error.ts';
 import { type Globals, refuseMistyped, type Session } from './context.ts';
 import { oneLine, UsageError, withHint } from './io.ts';
 import { canAsk, Prompter } from './prompt.ts';
@@ -36,7 +36,7 @@ export class AdminClient {
   ): Promise<ApiResponse<{ object: 'list'; data: T[]; first_id: string | null; last_id: string | null; has_more: false }>> {
     const schema = listOf(item);
     const data: T[] = [];
-    const followed = new Set<string>();
+    const followed = new FollowedCursors();
     for (let after: string | undefined; ; ) {
       const page = await this.get(path, schema, { after });
       data.push(...(page.data.data as T[]));
@@ -51,14 +51,7 @@ export class AdminClient {
         };
         return { ...page, data: list, raw: JSON.stringify(list) };
       }
-      if (followed.has(next))
-        throw new InvalidResponseError(
-          page.url,
-          `has_more is true but the cursor ${next} was followed already: the list would never end`,
-          '',
-        );
-      followed.add(next);
-      after = next;
+      after = followed.follow(next, page.url);
     }
   }
 

@@ -20,6 +20,7 @@ import {
   AbortedError,
   ApiError,
   ConnectionError,
+  FollowedCursors,
   InvalidResponseError,
   ParleyError,
   TimeoutError,
@@ -204,22 +205,14 @@ export class ParleyClient {
   async *listAllConversations(query: ListQuery = {}, opts: RequestOptions = {}): AsyncGenerator<ApiResponse<ConversationList>> {
     let q = { ...query };
     const backwards = q.before !== undefined;
-    const followed = new Set([backwards ? q.before : q.after]);
+    const followed = new FollowedCursors(backwards ? q.before : q.after);
     for (;;) {
       const page = await this.listConversations(q, opts);
       yield page;
       const { has_more, data } = page.data;
       if (!has_more || data.length === 0) return;
-      const cursor = backwards ? (page.data.first_id ?? data[0]!.id) : (page.data.last_id ?? data.at(-1)!.id);
-      if (followed.has(cursor)) {
-        // The page itself was yielded already: nothing more to show with the error.
-        throw new InvalidResponseError(
-          page.url,
-          `has_more is true but the cursor ${cursor} was followed already: the list would never end`,
-          '',
-        );
-      }
-      followed.add(cursor);
+      // The page itself was yielded already: the error has nothing more to show.
+      const cursor = followed.follow(backwards ? (page.data.first_id ?? data[0]!.id) : (page.data.last_id ?? data.at(-1)!.id), page.url);
       q = backwards ? { ...q, before: cursor } : { ...q, after: cursor };
     }
   }
