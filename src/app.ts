@@ -138,7 +138,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
-    const admin = adminSurface(backend.control, agent, credits, new AdminConversationService(store, backend.control, retention), opts, {
+    const admin = adminSurface(backend, agent, credits, new AdminConversationService(store, backend.control, retention), opts, {
       endpoints: webhooks.endpoints,
       live: webhooks.live,
     });
@@ -180,6 +180,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       maxStreamsPerApp: opts.maxStreamsPerApp,
       keepAliveMs: opts.keepAliveMs,
       proxies: opts.trustProxy === null ? TrustedProxies.none : TrustedProxies.parse(opts.trustProxy),
+      refusals: backend.refusals,
     });
     const { addr, host } = await listenOn(http.server, opts.port, opts.host);
     webhooks.listening(`http://${host}:${addr.port}`);
@@ -308,7 +309,7 @@ function teamCaps(o: Config): TeamCaps {
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
 function adminSurface(
-  control: ControlPlane,
+  { control, refusals }: Pick<Backend, 'control' | 'refusals'>,
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
@@ -321,7 +322,7 @@ function adminSurface(
     accounts,
     keys: new KeyService(control, caps),
     audit: new AuditService(control),
-    usage: new UsageService(control, credits),
+    usage: new UsageService(control, credits, refusals),
     apps: new AppAdminService(control, agent, caps),
     conversations,
     members: new MemberService(control, { hashCost: o.passwordHashCost, caps, dashboard: o.dashboard, now: o.adminClock }),

@@ -186,6 +186,16 @@ export const UsageDay = z.object({
   /** Credits debited (usage recorded before D-74 carries none). */
   credits: z.number(),
 });
+/** D-157: why a request was refused, as the usage report counts it. */
+export const RefusalReason = z.enum(['credits', 'rate_limit', 'storage_quota']);
+/** D-157: one app's refused requests on one UTC day for one reason (days without any are absent). */
+export const RefusedDay = z.object({
+  app_id: z.string(),
+  date: z.string(),
+  /** `credits`: a hard plan at zero (D-74); `rate_limit`: any other 429 (D-23, D-52); `storage_quota`: D-27. */
+  reason: RefusalReason,
+  requests: z.number().int(),
+});
 /** D-74: a plan the team's apps are on, as it bills them. */
 export const CreditPlan = z.object({
   plan: z.string(),
@@ -216,6 +226,8 @@ export const UsageReport = z.object({
   since: z.string(),
   until: z.string(),
   data: z.array(UsageDay),
+  /** D-157: the requests refused for credits, a rate limit or the storage quota, per app, day and reason. */
+  refused: z.array(RefusedDay),
   balance: CreditBalance,
 });
 
@@ -341,3 +353,4 @@ export type AccessTokenT = z.infer<typeof AccessToken>;
 export type UsageDayT = z.infer<typeof UsageDay>;
 export type CreditBalanceT = z.infer<typeof CreditBalance>;
 export type UsageReportT = z.infer<typeof UsageReport>;
+export type RefusedDayT = z.infer<typeof RefusedDay>;

@@ -8,6 +8,7 @@ import { newRequestId } from '../core/ids.ts';
 import { answerClientError } from './client-error.ts';
 import { HttpCall } from './context.ts';
 import { TrustedProxies } from './client-address.ts';
+import { type RefusalLedger, refusalOf } from '../store/refusals.ts';
 import { ApiError, apiError, internalError, invalidRequest } from '../core/api-errors.ts';
 import { StreamGate } from './stream-gate.ts';
 import type { WireScenario } from './sse-scenario.ts';
@@ -33,6 +34,8 @@ export interface HttpServerOptions {
   keepAliveMs?: number;
   /** D-92, D-168: whose X-Forwarded-For names a request's client (`--trust-proxy`); default none. */
   proxies?: TrustedProxies;
+  /** D-157: where an app's requests refused for credits, a rate limit or the storage quota are counted. */
+  refusals?: Pick<RefusalLedger, 'count'>;
 }
 
 /** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
@@ -129,6 +132,8 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
       // A client that went away mid-body is not a server fault.
       const clientGone = closed && !res.writableFinished;
       if (err instanceof ApiError || !clientGone) failure = apiErr;
+      const refused = appId === undefined ? null : refusalOf(apiErr.status, apiErr.code);
+      if (refused) opts.refusals?.count(appId!, refused);
       if (!(err instanceof ApiError) && !clientGone) ctx.log.error({ err }, 'unexpected error');
       if (res.headersSent || res.destroyed) {
         // Too late for an error object: end the response so the client sees it cut short.

@@ -338,8 +338,11 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await assertNoStoredCredential(p, token);
     assert.deepEqual(p.problems, []);
 
-    // The same link again: used, and said so; the form then takes a token pasted by hand.
+    // The same link again, in the browser now signed in as the invited member (a fresh load, D-72): it says
+    // who is signed in; signed out, the token is used, and said so; the form then takes one pasted by hand.
     const again = await open(c, link.slice(`${origin}/dashboard`.length));
+    await again.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+    await again.getByRole('button', { name: 'Sign out and accept the invitation' }).click();
     await again.getByLabel('New password (8 characters or more)').fill('another-password-1');
     await again.getByRole('button', { name: 'Set password and sign in' }).click();
     await again.getByRole('alert').filter({ hasText: 'unknown, used or expired' }).waitFor();

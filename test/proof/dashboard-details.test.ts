@@ -278,6 +278,13 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.match((await spent.textContent()) ?? '', /This month's credits are spent: -?[\d.]+ left of/);
     assert.match((await spent.textContent()) ?? '', /Now: replies are refused for the 1 app on a hard plan/);
     await spent.getByRole('link', { name: 'Usage and credits' }).waitFor();
+    // D-157: a reply refused at zero on the hard plan shows on the usage page, with why.
+    const refused = await parley.call('POST', '/apps/app_limited/completions', { prompt: 'Summarise billing' });
+    assert.deepEqual([refused.status, refused.body.error.code], [429, 'credits_exhausted']);
+    await go('#/usage');
+    const row = page.getByRole('region', { name: 'Refused requests per app per day' }).getByRole('row').filter({ hasText: 'app_limited' });
+    assert.match((await row.textContent()) ?? '', /app_limited\s*Credits spent on a hard plan\s*1/);
+    assert.deepEqual(await axe(page), []);
   });
 
   test('an invitation link opened in a new tab of a signed-in browser (a fresh load) says who is signed in, not "Not found" (D-72)', async () => {
