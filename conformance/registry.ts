@@ -13,6 +13,7 @@ import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.
 import { webhooks } from './cases/webhooks.ts';
 import { widget } from './cases/widget.ts';
 import { resumable, resumableCorners } from './cases/resumable.ts';
+import { scenarios } from './cases/scenarios.ts';
 import { unicodeCompletion, unicodeCreate, unicodeSend, unicodeUpdate } from './cases/unicode.ts';
 
 const SECTION_TITLES: Record<string, string> = {
@@ -58,6 +59,7 @@ const ALL: CaseDef[] = [
   ...severalExchanges,
   ...resumable,
   ...resumableCorners,
+  ...scenarios,
   ...idempotentSend,
   ...completions,
   ...unicodeCompletion,
