@@ -43,12 +43,15 @@ export class ScenarioPlay {
       return;
     }
     for (const piece of cut(delta, p.chunk)) {
-      if (p.tps) {
-        const jitter = p.jitterMs ? (this.random() * 2 - 1) * p.jitterMs : 0;
-        await sleep(Math.max(0, Math.round(1000 / p.tps + jitter)), undefined, { signal });
-      }
+      if (p.tps) await sleep(this.nextWaitMs(p.tps, p.jitterMs), undefined, { signal });
       yield piece;
     }
+  }
+
+  /** The wait before the next delta: 1000 / tps ms, ± up to `jitterMs`, drawn from the seed. */
+  nextWaitMs(tps: number, jitterMs: number): number {
+    const jitter = jitterMs ? (this.random() * 2 - 1) * jitterMs : 0;
+    return Math.max(0, Math.round(1000 / tps + jitter));
   }
 
   /** Counts an event handed out; throws the scripted fault once `fail-after`'s event is out. */
