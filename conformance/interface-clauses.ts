@@ -550,6 +550,8 @@ export const CLAUSES: readonly Clause[] = [
   ...widgetDecisionClauses(),
   // The webhooks' decisions (docs/webhooks.md, Parley's extension), with target key admin.
   ...webhookDecisionClauses(),
+  // The scenarios' decisions (docs/scenarios.md, Parley's extension), capability scenarios.
+  ...scenarioDecisionClauses(),
 ];
 
 /** A decision's clause: checked exactly, or weakly because the target cannot provoke the rest (`why`), or not at all (`none`). */
@@ -797,6 +799,37 @@ function webhookDecisionClauses(): Clause[] {
       'an endpoint is signed with the key it was registered for (signing_key_id, shown with its state), whatever keys are made later; a revoked or expired key disables it',
       'weak',
       'revoking or rolling needs keys the target does not give: the endpoint registered for api_key shows it and is signed with it',
+    ],
+  ];
+  return d.map(decisionClause);
+}
+
+function scenarioDecisionClauses(): Clause[] {
+  const d: DecisionRow[] = [
+    [
+      120,
+      'a Parley-Scenario header shapes only the request that carries it; an unknown directive or a bad value is 400 invalid_value naming it',
+      'weak',
+      "the suite sends one directive, drop-after, to cut a stream; the grammar and its refusals are checked by Parley's own tests",
+    ],
+    [
+      121,
+      'a scripted status is answered before anything is counted, charged or stored',
+      'none',
+      'counts and credits are not readable by a target',
+    ],
+    [
+      122,
+      'scenarios are on by default only on loopback without a public URL; off, a scenario is 400 scenarios_disabled',
+      'none',
+      'depends on how the target was started',
+    ],
+    [123, 'a directive where it cannot act is 400 invalid_value', 'none', 'the suite sends a scenario only where it acts'],
+    [
+      124,
+      'drop-after cuts the connection after the n-th event; the reply runs on, and a resume from the last event seen gives the rest exactly once',
+      'weak',
+      "drop-after only: the other directives (reset, stall, malformed, duplicate, pacing, fail-after) are checked by Parley's own tests",
     ],
   ];
   return d.map(decisionClause);

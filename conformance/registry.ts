@@ -14,6 +14,7 @@ import { completionLeft, webhookReads } from './cases/webhook-reads.ts';
 import { webhooks } from './cases/webhooks.ts';
 import { widget } from './cases/widget.ts';
 import { resumable, resumableCorners } from './cases/resumable.ts';
+import { scenarios } from './cases/scenarios.ts';
 import { unicodeCompletion, unicodeCreate, unicodeSend, unicodeUpdate } from './cases/unicode.ts';
 
 const SECTION_TITLES: Record<string, string> = {
@@ -59,6 +60,7 @@ const ALL: CaseDef[] = [
   ...severalExchanges,
   ...resumable,
   ...resumableCorners,
+  ...scenarios,
   ...idempotentSend,
   ...completions,
   ...unicodeCompletion,

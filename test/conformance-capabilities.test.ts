@@ -32,12 +32,18 @@ const v3 = (() => {
 })();
 
 describe('the target declares its capabilities', () => {
-  test("Parley's own target declares all four, webhooks included (the S5.5-webhook-* cases)", () => {
+  test("Parley's own target declares all five, webhooks (the S5.5-webhook-* cases) and scenarios included", () => {
     const t = parseTarget(targetJson);
-    assert.deepEqual(t.capabilities, ['resumable', 'idempotency', 'widget', 'webhooks']);
+    assert.deepEqual(t.capabilities, ['resumable', 'idempotency', 'widget', 'webhooks', 'scenarios']);
     assert.deepEqual(
       Object.entries(t.claims).map(([c, v]) => `${c}: ${v.claimed} (${v.how})`),
-      ['resumable: true (declared)', 'idempotency: true (declared)', 'widget: true (declared)', 'webhooks: true (declared)'],
+      [
+        'resumable: true (declared)',
+        'idempotency: true (declared)',
+        'widget: true (declared)',
+        'webhooks: true (declared)',
+        'scenarios: true (declared)',
+      ],
     );
   });
 
@@ -46,7 +52,13 @@ describe('the target declares its capabilities', () => {
     assert.equal(full.capabilities, undefined);
     assert.deepEqual(
       Object.entries(full.claims).map(([c, v]) => `${c}: ${v.claimed} (${v.how})`),
-      ['resumable: true (inferred)', 'idempotency: true (inferred)', 'widget: true (inferred)', 'webhooks: false (inferred)'],
+      [
+        'resumable: true (inferred)',
+        'idempotency: true (inferred)',
+        'widget: true (inferred)',
+        'webhooks: false (inferred)',
+        'scenarios: false (inferred)',
+      ],
     );
     const { widget: _w, ...bare } = v3;
     const v1 = parseTarget({ ...bare, version: 1, admin: undefined });
@@ -68,7 +80,7 @@ describe('the target declares its capabilities', () => {
     assert.throws(bad(['widgets']), /did you mean widget\?/);
     assert.throws(
       bad(['resumable', 'streaming']),
-      /^UsageError: t\.json: capabilities: "streaming" is part of the interface, not a capability: every implementation owes it; capabilities name Parley's extensions only \(resumable, idempotency, widget, webhooks\)$/,
+      /^UsageError: t\.json: capabilities: "streaming" is part of the interface, not a capability: every implementation owes it; capabilities name Parley's extensions only \(resumable, idempotency, widget, webhooks, scenarios\)$/,
     );
     assert.throws(bad([42]), /^UsageError: t\.json: capabilities\.0: /);
     assert.throws(() => parseTarget({ ...targetJson, capabilities: 'widget' }, {}, 't.json'), /^UsageError: t\.json: capabilities: /);
@@ -303,6 +315,7 @@ describe('the command writes a JSON summary and an SVG badge beside the report',
       idempotency: true,
       widget: true,
       webhooks: true,
+      scenarios: true,
     });
     assert.equal(summary.capabilities.widget.passed, 1);
     const svg = await fs.readFile(path.join(dir, 'conformance.badge.svg'), 'utf8');

@@ -39,6 +39,13 @@ function answered(ctx: CaseContext): Promise<{ ex: Exchange; body: Json; convers
   });
 }
 
+/** The text of a stream's deltas, in order. */
+export const deltasOf = (ex: Exchange) =>
+  ex
+    .sse!.events.filter((e) => e.event === 'response.output_text.delta')
+    .map((e) => String((e.json as Json).delta))
+    .join('');
+
 const eventsOf = (ex: Exchange) => ex.sse!.events.map((e) => ({ event: e.event, data: e.json }));
 
 export const resumable = defineCases('4.6', [
@@ -190,10 +197,14 @@ export const resumable = defineCases('4.6', [
   },
 ]);
 
-/** A reply of apps.slow, streamed, with `onEvent` told of each event (to cancel it, or to leave it). */
+/**
+ * A reply of apps.slow, streamed, with `onEvent` told of each event (to cancel it, or to leave it);
+ * `scenario`: sent as `Parley-Scenario` (D-120), for the server to cut the stream itself.
+ */
 async function slowReply(
   ctx: CaseContext,
   onEvent: (e: { event: string; json: unknown }, i: number, id: string) => 'leave' | undefined,
+  scenario?: string,
 ): Promise<{ ex: Exchange; app: string; id: string; conversationId: string }> {
   const app = ctx.app('apps.slow');
   const { conv } = await createConversation(ctx, undefined, app);
@@ -203,6 +214,7 @@ async function slowReply(
     path: convPath(app, conv.id),
     // A greeting: a short reply, so that a slow app ends it within a second or two.
     body: { message: { content: 'Hi 🧪 שלום' }, stream: true },
+    ...(scenario ? { headers: { 'parley-scenario': scenario } } : {}),
     onEvent: (e, i) => {
       if (i === 0) id = String((e.json as Json | undefined)?.id ?? '');
       return onEvent(e, i, id);
@@ -325,20 +337,32 @@ export const resumableCorners = defineCases('4.6', [
     clauses: ['D-34', 'D-32'],
     needs: ['apps.slow'],
     description:
-      'D-34: a client that leaves a stream of apps.slow mid-reply does not stop it: resumed after the last event it saw, the reply goes on to response.completed, and the look-up says completed',
+      'D-34: a client that leaves a stream of apps.slow mid-reply does not stop it: resumed after the last event it saw, the reply goes on to response.completed, and the look-up says completed, its text the one the two streams carried; a target with scenarios cuts the stream itself (drop-after=2, docs/scenarios.md) instead of the suite racing the reply',
     async run(ctx) {
-      const r = await slowReply(ctx, (e) => (e.event === 'response.output_text.delta' ? 'leave' : undefined));
-      ctx.check(r.ex.sse?.left !== undefined, 'the stream ended before the suite could leave it mid-reply', r.ex);
+      // With scenarios the server cuts the stream after its 2nd event; without, the suite leaves at the first delta it sees.
+      const byServer = ctx.target.claims.scenarios.claimed;
+      const r = byServer
+        ? await slowReply(ctx, () => undefined, 'drop-after=2')
+        : await slowReply(ctx, (e) => (e.event === 'response.output_text.delta' ? 'leave' : undefined));
+      if (byServer)
+        ctx.check(
+          r.ex.sse?.ended === false && r.ex.sse.events.length === 2,
+          'drop-after=2 did not cut the stream after its 2nd event',
+          r.ex,
+        );
+      else ctx.check(r.ex.sse?.left !== undefined, 'the stream ended before the suite could leave it mid-reply', r.ex);
       const seen = r.ex.sse!.events.length;
       const rest = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id, `/events?starting_after=${seen - 1}`) });
       expectStream(ctx, rest, 'the resume after the client left');
       ctx.equal(rest.sse!.events.at(-1)?.event, 'response.completed', 'last event of the reply the client left (D-34: it runs on)', rest);
       const look = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id) });
+      const ended = ctx.ok(look, LiveResponse, 'look-up of the reply the client left') as Json;
+      ctx.equal(ended.status, 'completed', 'status of the reply the client left', look);
       ctx.equal(
-        (ctx.ok(look, LiveResponse, 'look-up of the reply the client left') as Json).status,
-        'completed',
-        'status of the reply the client left',
-        look,
+        deltasOf(r.ex) + deltasOf(rest),
+        ((ended.output as Json[]) ?? []).map(textOf).join(''),
+        'the text of the two streams, against the look-up (each delta once)',
+        rest,
       );
     },
   },

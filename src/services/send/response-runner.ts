@@ -183,6 +183,7 @@ export class ResponseRun {
           if (!this.play) yield this.textDelta(e.delta);
           else for await (const piece of this.play.paced(e.delta, o.signal)) yield this.textDelta(piece);
         } else if (e.type === 'tool_call') {
+          yield* this.heldText();
           const call = { call_id: newId('call'), name: e.call.name, arguments: e.call.arguments };
           calls.push(call);
           turn.calls += call.arguments;
@@ -196,11 +197,18 @@ export class ResponseRun {
           throw new ModelError(e.code, e.message);
         }
       }
+      yield* this.heldText();
       if (calls.length === 0) return;
       // The assistant's turn goes before its tool results, as chat models expect.
       const firstTool = messages.length - calls.length;
       messages.splice(firstTool, 0, { role: 'assistant', content: turn.said, tool_calls: calls });
     }
+  }
+
+  /** D-124: the text a scenario's `chunk` still holds back, before anything but text follows. */
+  private *heldText(): Generator<UnsequencedEvent> {
+    const rest = this.play?.rest();
+    if (rest) yield this.textDelta(rest);
   }
 
   // The events are made one at a time, each once the one before is folded into `output`: an item's

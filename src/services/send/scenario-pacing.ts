@@ -24,6 +24,8 @@ export class ScenarioPlay {
   private readonly random: () => number;
   /** Events handed out so far, `response.created` the first. */
   private handed = 0;
+  /** Text short of a whole `chunk`, held for the next delta (or `rest`). */
+  private held = '';
 
   constructor(private readonly s: Scenario) {
     this.pacing = s.pacing;
@@ -35,20 +37,35 @@ export class ScenarioPlay {
     if (this.s.ttftMs) await sleep(this.s.ttftMs, undefined, { signal });
   }
 
-  /** A text delta cut to `chunk` characters (whole code points), each piece after its paced wait. */
+  /**
+   * Text deltas re-cut to `chunk` characters (whole code points), each piece after its paced wait; what
+   * falls short of a chunk is held for the next delta, and given by `rest` when the text ends.
+   */
   async *paced(delta: string, signal: AbortSignal): AsyncGenerator<string> {
     const p = this.pacing;
     if (!p) {
       yield delta;
       return;
     }
-    for (const piece of cut(delta, p.chunk)) {
-      if (p.tps) {
-        const jitter = p.jitterMs ? (this.random() * 2 - 1) * p.jitterMs : 0;
-        await sleep(Math.max(0, Math.round(1000 / p.tps + jitter)), undefined, { signal });
-      }
+    const pieces = cut(this.held + delta, p.chunk);
+    this.held = p.chunk && pieces.length > 0 && Array.from(pieces.at(-1)!).length < p.chunk ? pieces.pop()! : '';
+    for (const piece of pieces) {
+      if (p.tps) await sleep(this.nextWaitMs(p.tps, p.jitterMs), undefined, { signal });
       yield piece;
     }
+  }
+
+  /** The text held short of a chunk, given once: the model's turn ended, or something else follows. */
+  rest(): string {
+    const held = this.held;
+    this.held = '';
+    return held;
+  }
+
+  /** The wait before the next delta: 1000 / tps ms, ± up to `jitterMs`, drawn from the seed. */
+  nextWaitMs(tps: number, jitterMs: number): number {
+    const jitter = jitterMs ? (this.random() * 2 - 1) * jitterMs : 0;
+    return Math.max(0, Math.round(1000 / tps + jitter));
   }
 
   /** Counts an event handed out; throws the scripted fault once `fail-after`'s event is out. */
