@@ -4,8 +4,7 @@
 // whose client left, seen stopped by its event (D-19, D-83). REFERENCE cases of capability `webhooks`.
 import { z } from 'zod';
 import { WebhookEndpointView } from '../../src/contract/admin-webhooks.ts';
-import { defineCases, show, type CaseContext, type CaseDef } from '../context.ts';
-import type { Exchange } from '../http.ts';
+import { defineCases, show, type CaseDef } from '../context.ts';
 import type { Answerer } from '../receiver.ts';
 import { appPath, createConversation, type Json } from './common.ts';
 import {
@@ -19,6 +18,7 @@ import {
   hideSecrets,
   registerEndpoint,
   showDelivery,
+  signIn,
   withEndpoint,
 } from './webhook-support.ts';
 
@@ -29,20 +29,6 @@ const endpointPath = (id: string) => `/webhook_endpoints/${encodeURIComponent(id
 const LONG_ANSWER = Array.from({ length: 400 }, (_, i) => String(i).padStart(5, '0')).join('');
 /** How long the receiver takes over a 200 in the log case: the attempt's duration is at least this. */
 const ANSWER_AFTER_MS = 300;
-
-/** D-67: a sign-in of the target's admin of the case's own, its cookie as Set-Cookie gave it. */
-async function signIn(ctx: CaseContext): Promise<{ ex: Exchange; setCookie: string | undefined }> {
-  const a = ctx.target.admin!;
-  let setCookie: string | undefined;
-  const ex = await ctx.send(
-    { method: 'POST', path: '/sessions', baseUrl: a.baseUrl, key: null, body: { email: a.email, password: a.password } },
-    (sent) => {
-      setCookie = sent.headers.getSetCookie().find((c) => c.startsWith('parley_session='));
-      return hideSecrets(sent);
-    },
-  );
-  return { ex, setCookie };
-}
 
 const SignedIn = z.looseObject({
   member: z.looseObject({ id: z.string().min(1), object: z.literal('member'), email: z.string() }),

@@ -36,21 +36,31 @@ export function hideSecrets(ex: Exchange): Exchange {
   return { ...ex, request: { ...req, headers, ...(body !== undefined ? { body } : {}) }, headers: answered };
 }
 
+/** D-67: a sign-in of the target's admin, its cookie as Set-Cookie gave it (the report shows neither). */
+export async function signIn(ctx: CaseContext): Promise<{ ex: Exchange; setCookie: string | undefined }> {
+  const admin = ctx.target.admin;
+  if (!admin) throw new CaseSkip('needs target key admin');
+  let setCookie: string | undefined;
+  const ex = await ctx.send(
+    { method: 'POST', path: '/sessions', baseUrl: admin.baseUrl, key: null, body: { email: admin.email, password: admin.password } },
+    (sent) => {
+      setCookie = sent.headers.getSetCookie().find((c) => c.startsWith('parley_session='));
+      return hideSecrets(sent);
+    },
+  );
+  return { ex, setCookie };
+}
+
 /** D-67: the target's admin signs in once a run; the runner signs out at its end. */
 export async function adminSession(ctx: CaseContext): Promise<Record<string, string>> {
   const w = ctx.webhooks;
   if (w.session) return w.session;
-  const admin = ctx.target.admin;
-  if (!admin) throw new CaseSkip('needs target key admin');
-  let cookie: string | undefined;
-  const ex = await ctx.send(
-    { method: 'POST', path: '/sessions', baseUrl: admin.baseUrl, key: null, body: { email: admin.email, password: admin.password } },
-    (sent) => {
-      cookie = sent.headers.getSetCookie().find((c) => c.startsWith('parley_session='));
-      return hideSecrets(sent);
-    },
+  const { ex, setCookie: cookie } = await signIn(ctx);
+  const body = ctx.ok(
+    ex,
+    z.looseObject({ csrf_token: z.string().min(1) }),
+    `sign-in of the target's admin ${ctx.target.admin!.email} (D-67)`,
   );
-  const body = ctx.ok(ex, z.looseObject({ csrf_token: z.string().min(1) }), `sign-in of the target's admin ${admin.email} (D-67)`);
   if (!cookie) ctx.fail("sign-in of the target's admin: no parley_session cookie was set (D-67)", ex);
   w.session = { cookie: cookie.split(';')[0]!, 'x-csrf-token': body.csrf_token };
   return w.session;

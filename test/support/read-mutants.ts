@@ -266,7 +266,10 @@ const stopMutants: Mutant[] = [
       async request(r, tools) {
         if (!cancelled(r)) return undefined;
         const now = await tools.forward({ ...r, method: 'GET', path: r.path.replace(/\/cancel$/, ''), body: '', json: undefined });
-        void wait(1000).then(() => tools.forward(r));
+        // The run may be over, and the server stopped, by the time the cancel goes out.
+        void wait(1000)
+          .then(() => tools.forward(r))
+          .catch(() => undefined);
         return json({ ...now.json, status: 'failed', error: { type: 'request_aborted', code: 'cancelled', message: 'cancelled' } });
       },
     }),
