@@ -149,21 +149,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       routes,
       admin,
       credits,
-      widget: {
-        store: bound,
-        routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
-        credits,
-        scenarios,
-        gate: new WidgetGate({
-          tenants,
-          auth,
-          tokens,
-          // D-52: the widget's budgets, counted apart from the REST plans.
-          budget: backend.rateCounts.widget,
-          windows: backend.widgetWindows,
-          allowOwnOrigin: playground,
-        }),
-      },
+      widget: widgetSurface(backend, { tokens, auth, conversations, responses, credits, scenarios, bound, playground }),
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
         ...dashboardPages(opts.dashboard),
@@ -223,6 +209,32 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** The widget API's surface (docs/widget.md): its routes, its gate and what it shares with /v1. */
+function widgetSurface(
+  backend: Backend,
+  o: Pick<Awaited<ReturnType<typeof services>>, 'tokens' | 'auth' | 'conversations' | 'responses' | 'credits'> & {
+    scenarios: ReturnType<typeof scenarioOptions>;
+    bound: { health: Store; timeoutMs: number };
+    playground: boolean;
+  },
+) {
+  return {
+    store: o.bound,
+    routes: widgetRoutes({ tokens: o.tokens, owners: backend.widgetOwners, conversations: o.conversations, responses: o.responses }),
+    credits: o.credits,
+    scenarios: o.scenarios,
+    gate: new WidgetGate({
+      tenants: backend.tenants,
+      auth: o.auth,
+      tokens: o.tokens,
+      // D-52: the widget's budgets, counted apart from the REST plans.
+      budget: backend.rateCounts.widget,
+      windows: backend.widgetWindows,
+      allowOwnOrigin: o.playground,
+    }),
+  };
 }
 
 /** Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations; D-73, the deleted histories past their retention. */
