@@ -1,7 +1,7 @@
 // Tapes (D-140): each model call of a model engine recorded at the wire seam (the fetch its client
 // consumes), one JSONL file per call, and served back from the files without any model. One layer
 // under both engines, so that Ollama and OpenAI-compatible calls are taped the same way.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { ModelError } from './types.ts';
@@ -170,7 +170,8 @@ export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: stri
       if (written) return Promise.resolve();
       written = true;
       const file = tapeFile(dir, key);
-      const tmp = `${file}.${process.pid}.tmp`;
+      // Its own temporary name: the same call made twice at once is written twice, the last rename wins.
+      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
       return fs
         .mkdir(dir, { recursive: true })
         .then(() => fs.writeFile(tmp, serializeTape({ head, chunks, end: { end, ms: since() } })))
