@@ -138,7 +138,15 @@ export function parseTape(text: string): Tape {
  * stream ends or is cut, and a tape that cannot be written is a warning, never a failed reply. A
  * call the caller aborted before its answer was whole is not written: it is not an answer to replay.
  */
-export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: string, warn: (message: string) => void): typeof fetch {
+export function recordingFetch(
+  base: typeof fetch,
+  engine: TapeEngine,
+  dir: string,
+  warn: (message: string) => void,
+  secret?: string | null,
+): typeof fetch {
+  // D-144: a server may echo the key in an answer (a 401's message): the tape keeps it out.
+  const redact = (text: string) => (secret ? text.split(secret).join('[OPENAI_API_KEY]') : text);
   return (async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
     const body = bodyOf(init);
     if (!body) return base(input, init);
@@ -174,7 +182,7 @@ export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: stri
       const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
       return fs
         .mkdir(dir, { recursive: true })
-        .then(() => fs.writeFile(tmp, serializeTape({ head, chunks, end: { end, ms: since() } })))
+        .then(() => fs.writeFile(tmp, redact(serializeTape({ head, chunks, end: { end, ms: since() } }))))
         .then(() => fs.rename(tmp, file))
         .catch((err: NodeJS.ErrnoException) => warn(`tape ${key} not written (${err.code ?? err.message})`));
     };
