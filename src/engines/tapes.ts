@@ -192,6 +192,8 @@ export function recordingFetch(
     }
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
+    /** The end of the answer so far: enough to hold its last message, without joining every chunk again. */
+    let tail = '';
     const taped = new ReadableStream<Uint8Array>(
       {
         async pull(ctrl) {
@@ -204,8 +206,10 @@ export function recordingFetch(
               ctrl.close();
               return;
             }
-            chunks.push({ ms: since(), chunk: decoder.decode(r.value, { stream: true }) });
-            if (answered(engine, chunks)) await write('done');
+            const chunk = decoder.decode(r.value, { stream: true });
+            chunks.push({ ms: since(), chunk });
+            tail = (tail + chunk).slice(-TAIL_CHARS);
+            if (answered(engine, tail)) await write('done');
             ctrl.enqueue(r.value);
           } catch (err) {
             if (!init?.signal?.aborted) await write('cut');
@@ -222,9 +226,11 @@ export function recordingFetch(
   }) as typeof fetch;
 }
 
-/** Whether the chunks hold a whole answer: Ollama's last line is `done`, an OpenAI-compatible stream's `[DONE]`. */
-function answered(engine: TapeEngine, chunks: TapeChunk[]): boolean {
-  const body = chunks.map((c) => c.chunk).join('');
+/** Longer than any stream's last message (Ollama's `done` line with its counts). */
+const TAIL_CHARS = 8192;
+
+/** Whether the answer's end says it is whole: Ollama's last line is `done`, an OpenAI-compatible stream's `[DONE]`. */
+function answered(engine: TapeEngine, body: string): boolean {
   if (engine === 'openai') return /^data: \[DONE\]\s*$/m.test(body);
   const last = body.trimEnd().split('\n').at(-1) ?? '';
   try {
