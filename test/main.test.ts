@@ -192,6 +192,26 @@ describe('configuration (flags, then environment, then defaults)', () => {
     // The model's settings are environment-only, so --help is the one place a user can find them.
     assert.match(USAGE, /PARLEY_MODEL .*ollama:<model>/);
     assert.match(USAGE, /OLLAMA_HOST /);
+    assert.match(USAGE, /OPENAI_BASE_URL /);
+  });
+
+  test('D-140, D-143: the tapes and the OpenAI-compatible server', () => {
+    const c = loadConfig(['--replay-tapes', 'tapes', '--tape-timing', 'fast'], { OPENAI_BASE_URL: 'http://127.0.0.1:8080/v1/' });
+    assert.deepEqual([c.replayTapes, c.tapeTiming, c.openaiBaseUrl], ['tapes', 'fast', 'http://127.0.0.1:8080/v1']);
+    assert.equal(loadConfig([], { PARLEY_RECORD_TAPES: 'rec' }).recordTapes, 'rec');
+    assert.throws(() => loadConfig(['--record-tapes', 'a', '--replay-tapes', 'b'], {}), /cannot be used together/);
+    assert.throws(() => loadConfig(['--tape-timing', 'slow'], {}), /must be recorded or fast/);
+    // The key belongs in OPENAI_API_KEY, never in an address that a banner or an error shows.
+    const err = (() => {
+      try {
+        loadConfig([], { OPENAI_BASE_URL: 'https://me:sk-secret@llm.example/v1' });
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    assert.ok(err instanceof ConfigError);
+    assert.doesNotMatch(err.message, /sk-secret/);
+    assert.throws(() => loadConfig([], { OPENAI_BASE_URL: 'llm.example' }), /absolute http/);
   });
 });
 

@@ -150,6 +150,11 @@ describe('tapes on the OpenAI-compatible engine', () => {
     assert.equal(drifted.code, 1, drifted.stdout + drifted.stderr);
     assert.match(drifted.stdout, /drift {2}[0-9a-f]{64}: text changed \d+% \(threshold 20%\)/);
     assert.ok(!(drifted.stdout + drifted.stderr).includes(SECRET));
+    const closed = await startFakeOpenAI();
+    await closed.close();
+    const unreachable = await runCli(['tapes', 'check', dir], { env: { ...env, OPENAI_BASE_URL: closed.url } });
+    assert.equal(unreachable.code, 3, 'a live model out of reach is a network error, not drift');
+    assert.match(unreachable.stderr, /^error: cannot reach http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: connection refused/);
   });
 });
 

@@ -7,6 +7,7 @@ import { answerOf, driftOf, type TapeAnswer } from '../../src/engines/tape-answe
 import { parseTape, tapeHeads, type Tape } from '../../src/engines/tapes.ts';
 import { ConfigError, SETTINGS } from '../../src/settings.ts';
 import type { Session } from '../context.ts';
+import { ConnectionError, describeNetworkError, TimeoutError } from '../core/error.ts';
 import { UsageError } from '../io.ts';
 
 async function readTapes(dir: string): Promise<Array<{ file: string; tape: Tape }>> {
@@ -89,6 +90,27 @@ function liveEngine(session: Session, model: string | undefined) {
   }
 }
 
+/** One request to the live model, read whole; a network failure or a timeout exits 3 naming the URL. */
+async function ask(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  seconds: number,
+): Promise<{ status: number; text: string }> {
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(seconds * 1000),
+    });
+    return { status: res.status, text: await res.text() };
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') throw new TimeoutError(url, `no whole answer within ${seconds} s`, { cause: err });
+    throw new ConnectionError(url, describeNetworkError(err), { cause: err });
+  }
+}
+
 export function tapesCommand(session: Session): Command {
   const tapes = new Command('tapes')
     .description('model tapes recorded with --record-tapes: list, show, check against the live model (docs/agent.md#tapes)')
@@ -133,10 +155,14 @@ export function tapesCommand(session: Session): Command {
     .option('--model <model>', 'the live model, openai:<model> or ollama:<model> (env PARLEY_MODEL)')
     .addHelpText('after', '\nExample:\n  parley tapes check tapes/ --model openai:qwen3 --threshold 0.3\n')
     .addOption(new Option('--threshold <share>', 'the share of words a text may change, 0 to 1').default('0.2'))
-    .action(async (dir: string, opts: { model?: string; threshold: string }) => {
+    .addOption(new Option('--timeout <s>', "seconds each answer may take (the openai client's own bound)").default('600'))
+    .action(async (dir: string, opts: { model?: string; threshold: string; timeout: string }) => {
       const threshold = Number(opts.threshold);
       if (!/^\d+(\.\d+)?$/.test(opts.threshold) || threshold > 1)
         throw new UsageError(`--threshold must be a number from 0 to 1 (got ${opts.threshold})`);
+      const seconds = Number(opts.timeout);
+      if (!/^\d+$/.test(opts.timeout) || seconds < 1)
+        throw new UsageError(`--timeout must be a whole number of seconds (got ${opts.timeout})`);
       const live = liveEngine(session, opts.model);
       let drifted = 0;
       let checked = 0;
@@ -146,11 +172,7 @@ export function tapesCommand(session: Session): Command {
           session.out.line(`skip   ${h.key}  recorded from ${h.engine}, the live engine is ${live.kind}`);
           continue;
         }
-        const res = await fetch(live.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...live.headers },
-          body: JSON.stringify({ ...h.request, model: live.model }),
-        });
+        const res = await ask(live.url, live.headers, { ...h.request, model: live.model }, seconds);
         const reasons =
           res.status !== h.status
             ? [`HTTP ${res.status}, recorded ${h.status}`]
@@ -159,7 +181,7 @@ export function tapesCommand(session: Session): Command {
                   h.engine,
                   tape.chunks.map((c) => c.chunk),
                 ),
-                answerOf(h.engine, [await res.text()]),
+                answerOf(h.engine, [res.text]),
                 threshold,
               );
         checked++;

@@ -47,7 +47,7 @@ function wireFetch(engine: TapeEngine, base: typeof fetch | undefined, opts: Eng
   const tapes = opts.tapes;
   if (tapes && 'replay' in tapes) return replayingFetch(engine, tapes.replay, tapes.timing);
   const network = base ?? patientFetch();
-  if (tapes && 'record' in tapes) return recordingFetch(network, engine, tapes.record, opts.warn ?? (() => {}));
+  if (tapes && 'record' in tapes) return recordingFetch(network, engine, tapes.record, opts.warn ?? (() => {}), opts.openaiApiKey);
   return network;
 }
 

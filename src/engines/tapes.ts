@@ -1,7 +1,7 @@
 // Tapes (D-140): each model call of a model engine recorded at the wire seam (the fetch its client
 // consumes), one JSONL file per call, and served back from the files without any model. One layer
 // under both engines, so that Ollama and OpenAI-compatible calls are taped the same way.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { ModelError } from './types.ts';
@@ -138,7 +138,15 @@ export function parseTape(text: string): Tape {
  * stream ends or is cut, and a tape that cannot be written is a warning, never a failed reply. A
  * call the caller aborted before its answer was whole is not written: it is not an answer to replay.
  */
-export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: string, warn: (message: string) => void): typeof fetch {
+export function recordingFetch(
+  base: typeof fetch,
+  engine: TapeEngine,
+  dir: string,
+  warn: (message: string) => void,
+  secret?: string | null,
+): typeof fetch {
+  // D-144: a server may echo the key in an answer (a 401's message): the tape keeps it out.
+  const redact = (text: string) => (secret ? text.split(secret).join('[OPENAI_API_KEY]') : text);
   return (async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
     const body = bodyOf(init);
     if (!body) return base(input, init);
@@ -170,10 +178,11 @@ export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: stri
       if (written) return Promise.resolve();
       written = true;
       const file = tapeFile(dir, key);
-      const tmp = `${file}.${process.pid}.tmp`;
+      // Its own temporary name: the same call made twice at once is written twice, the last rename wins.
+      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
       return fs
         .mkdir(dir, { recursive: true })
-        .then(() => fs.writeFile(tmp, serializeTape({ head, chunks, end: { end, ms: since() } })))
+        .then(() => fs.writeFile(tmp, redact(serializeTape({ head, chunks, end: { end, ms: since() } }))))
         .then(() => fs.rename(tmp, file))
         .catch((err: NodeJS.ErrnoException) => warn(`tape ${key} not written (${err.code ?? err.message})`));
     };
@@ -183,6 +192,8 @@ export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: stri
     }
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
+    /** The end of the answer so far: enough to hold its last message, without joining every chunk again. */
+    let tail = '';
     const taped = new ReadableStream<Uint8Array>(
       {
         async pull(ctrl) {
@@ -195,8 +206,10 @@ export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: stri
               ctrl.close();
               return;
             }
-            chunks.push({ ms: since(), chunk: decoder.decode(r.value, { stream: true }) });
-            if (answered(engine, chunks)) await write('done');
+            const chunk = decoder.decode(r.value, { stream: true });
+            chunks.push({ ms: since(), chunk });
+            tail = (tail + chunk).slice(-TAIL_CHARS);
+            if (answered(engine, tail)) await write('done');
             ctrl.enqueue(r.value);
           } catch (err) {
             if (!init?.signal?.aborted) await write('cut');
@@ -213,9 +226,11 @@ export function recordingFetch(base: typeof fetch, engine: TapeEngine, dir: stri
   }) as typeof fetch;
 }
 
-/** Whether the chunks hold a whole answer: Ollama's last line is `done`, an OpenAI-compatible stream's `[DONE]`. */
-function answered(engine: TapeEngine, chunks: TapeChunk[]): boolean {
-  const body = chunks.map((c) => c.chunk).join('');
+/** Longer than any stream's last message (Ollama's `done` line with its counts). */
+const TAIL_CHARS = 8192;
+
+/** Whether the answer's end says it is whole: Ollama's last line is `done`, an OpenAI-compatible stream's `[DONE]`. */
+function answered(engine: TapeEngine, body: string): boolean {
   if (engine === 'openai') return /^data: \[DONE\]\s*$/m.test(body);
   const last = body.trimEnd().split('\n').at(-1) ?? '';
   try {
