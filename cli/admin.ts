@@ -87,6 +87,9 @@ export class AdminClient {
  */
 export function adminClient(session: Session, cmd: Command): { admin: AdminClient; g: Globals } {
   const g = session.globals(cmd);
+  // D-120: a scenario is the API's (/v1, /widget/v1); the control plane would not play it.
+  if (Object.keys(g.scenarioHeaders).length > 0)
+    throw new UsageError("--scenario and --test-id apply to the API's requests (/v1), not to the control plane's (/admin/v1)");
   if (!g.adminToken)
     throw withHint(
       new UsageError(`not signed in to the admin API (no admin token in profile ${g.profile}, no PARLEY_ADMIN_TOKEN)`),

@@ -186,11 +186,14 @@ export class Session {
     if (!g.apiKey) throw new UsageError('no API key: run parley login, pass --api-key or set PARLEY_API_KEY');
     if (!g.app && needApp) throw new UsageError('no app: run parley login, pass --app or set PARLEY_APP_ID');
     refuseMistyped(g.apiKey, 'the API key');
-    return { client: this.newClient(g, g.baseUrl, g.apiKey, g.app ?? ''), g };
+    return { client: this.newClient(g, g.baseUrl, g.apiKey, g.app ?? '', g.scenarioHeaders), g };
   }
 
-  /** A client of the interface's plumbing for `baseUrl` with the credential `secret` ('' for none), closed with the session. */
-  newClient(g: Globals, baseUrl: string, secret: string, appId = ''): ParleyClient {
+  /**
+   * A client of the interface's plumbing for `baseUrl` with the credential `secret` ('' for none), closed
+   * with the session; `headers` go on each of its requests (the API's: `--scenario`, `--test-id`).
+   */
+  newClient(g: Globals, baseUrl: string, secret: string, appId = '', headers: Record<string, string> = {}): ParleyClient {
     const client = new ParleyClient({
       baseUrl,
       apiKey: secret,
@@ -205,7 +208,7 @@ export class Session {
       onResume: (id, after) => this.out.note(`(the stream dropped; resuming ${id} after event ${after})`),
       signal: this.out.closedSignal,
       retry: g.retries > 0 ? { retries: g.retries, maxWaitMs: MAX_RETRY_WAIT_MS, onRetry: (m) => this.out.note(m) } : undefined,
-      headers: g.scenarioHeaders,
+      headers,
     });
     this.#clients.push(client);
     return client;

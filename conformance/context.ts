@@ -28,6 +28,11 @@ export interface CaseDef {
    * claim it, and scored under it (D-105, extended). Only REFERENCE cases have one.
    */
   capability?: Capability;
+  /**
+   * Other extensions its requests reach, only where the target claims them: a resumable case cuts its
+   * stream with a scenario (D-124), a scenario case resumes what it cut. Not scored under them.
+   */
+  uses?: Capability[];
   /** Never run again by --retry-failed, and why: a retry would meet what the first try used up (a rate limit). */
   noRetry?: string;
   run(ctx: CaseContext): Promise<void>;

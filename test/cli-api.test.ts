@@ -167,6 +167,10 @@ describe('parley api', () => {
     const sent = await run(['send', c, 'Hello', '--stream', '--scenario', 'drop-after=3', '--verbose']);
     assert.equal(sent.code, 0, sent.stderr);
     assert.match(sent.stderr, /stream dropped/);
+    // The control plane plays no scenario: a command of it refuses the flags before any request.
+    const admin = await run(['apps', 'list', '--scenario', 'status=503']);
+    assert.equal(admin.code, 2);
+    assert.match(admin.stderr, /--scenario and --test-id apply to the API's requests/);
   });
 
   test('setField nests objects and arrays as gh api does', () => {

@@ -334,6 +334,7 @@ export const resumableCorners = defineCases('4.6', [
     id: 'S4.6-left-reply-runs-on',
     level: 'REFERENCE',
     capability: 'resumable',
+    uses: ['scenarios'],
     clauses: ['D-34', 'D-32'],
     needs: ['apps.slow'],
     description:

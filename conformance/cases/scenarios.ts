@@ -2,7 +2,7 @@
 // declares the capability. The server cuts a stream on purpose, so that a resume is tested on a real cut
 // rather than on one the suite races to make.
 import { LiveResponse } from '../../src/contract/index.ts';
-import { defineCases } from '../context.ts';
+import { CaseSkip, defineCases } from '../context.ts';
 import { convPath, createConversation, expectStream, textOf, type Json } from './common.ts';
 import { deltasOf } from './resumable.ts';
 
@@ -11,10 +11,13 @@ export const scenarios = defineCases('4.6', [
     id: 'S4.6-scenario-drop-resumes-once',
     level: 'REFERENCE',
     capability: 'scenarios',
+    uses: ['resumable'],
     clauses: ['D-124', 'D-120'],
     description:
       'D-124: `Parley-Scenario: drop-after=3` cuts the stream after its 3rd event; the reply runs on, and a resume with Last-Event-ID set to the last sequence number seen (D-32) gives the rest: the two carry the text of the look-up exactly once',
     async run(ctx) {
+      if (!ctx.target.claims.resumable.claimed)
+        throw new CaseSkip('a cut is resumed by a resumable response: the target does not claim resumable');
       const { conv } = await createConversation(ctx);
       const cut = await ctx.send({
         method: 'POST',
