@@ -129,6 +129,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'last_admin',
       'email_taken',
       'conversation_not_restorable',
+      'limit_reached',
       // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
       'invalid_webhook_url',
     ]);

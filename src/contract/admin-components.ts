@@ -102,7 +102,7 @@ export const STATUSES: Record<Status, string> = {
     'D-65, D-67: a viewer asked for a change (`admin_role_required`), or a cookie-authenticated write came without its `X-CSRF-Token` (`csrf_failed`).',
   '404': "No such resource in the caller's team (another team's id too).",
   '409':
-    'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).',
+    'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`); D-169: a cap is reached, the message naming it (`limit_reached`).',
   '429':
     'D-69, D-165: too many failed sign-ins from this address, or wrong current passwords from this session or for this member (`sign_in_throttled`); `Retry-After` says when to try again.',
   '503': 'D-166: too many passwords are being checked at once (`sign_in_busy`); nothing was checked or changed: retry after `Retry-After`.',

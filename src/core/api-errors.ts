@@ -47,6 +47,8 @@ export const ERRORS = {
   sign_in_throttled: s7('rate_limit_exceeded', 'sign_in_throttled'),
   last_admin: bad(409, 'last_admin'),
   email_taken: bad(409, 'email_taken'),
+  /** A team's or an app's cap on what it keeps (D-169: webhook endpoints per app); the message names the cap. */
+  limit_reached: bad(409, 'limit_reached'),
   /** D-73: a restore of a conversation that is not deleted, or whose history was purged. */
   conversation_not_restorable: bad(409, 'conversation_not_restorable'),
   // The widget API (docs/widget.md, D-45…D-59).

@@ -68,11 +68,11 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
       pattern: '/webhook_endpoints',
       route: {
         operationId: 'createWebhookEndpoint',
-        summary: 'D-81 A new endpoint of an app; its URL checked by D-82',
+        summary: 'D-81 A new endpoint of an app; its URL checked by D-82; at most `--webhook-endpoints-per-app` (D-169)',
         body: 'CreateWebhookEndpointRequest',
         ok: 'WebhookEndpoint',
         adminOnly: true,
-        extra: ['404'],
+        extra: ['404', '409'],
         handle: async (ctx) => hooks.create(ctx.admin, await parseBody(ctx, CreateWebhookEndpointRequest), originOf(ctx)),
       },
     },

@@ -59,7 +59,9 @@ export class EndpointService {
     private readonly policy: AddressPolicy,
     private readonly resolve: Resolver,
     /** Told of a redeliver, so that the worker looks at once. */
-    private readonly kick: () => void = () => {},
+    private readonly kick: () => void,
+    /** D-169: the most endpoints an app may have (`--webhook-endpoints-per-app`). */
+    private readonly perApp: number,
   ) {}
 
   list(c: AdminCaller, appId?: string) {
@@ -110,6 +112,13 @@ export class EndpointService {
     const doc = await this.control.apply((d) => {
       // Chosen again on the latest document: a key revoked meanwhile is refused, never registered.
       e.signing_key_id = chosenSigningKey(d, c, req.signing_key_id, now).id;
+      // D-169: counted inside the change, so that endpoints created at once cannot pass the cap together.
+      if (d.webhook_endpoints.filter((x) => x.app_id === req.app_id).length >= this.perApp)
+        throw apiError(
+          'limit_reached',
+          `App ${req.app_id} has ${this.perApp} webhook endpoints, the most an app may have (--webhook-endpoints-per-app, WEBHOOK_ENDPOINTS_PER_APP). Delete one first.`,
+          { param: 'app_id' },
+        );
       d.webhook_endpoints.push(e);
       const changes = { url: [null, e.url], events: [null, e.events], signing_key_id: [null, e.signing_key_id] } as Record<
         string,

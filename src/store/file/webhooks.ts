@@ -12,6 +12,7 @@ import {
   type Claimed,
   type Delivery,
   type DeliveryQuery,
+  type Due,
   LocalFollows,
   type OutboxEvent,
   type WebhookOutbox,
@@ -189,18 +190,25 @@ export class FileOutbox implements WebhookOutbox {
     this.tell(fresh);
   }
 
-  async claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]> {
-    const out: Claimed[] = [];
-    const taken = new Set(busy);
+  async claim(owner: string, now: number, leaseMs: number, pick: (due: Due[]) => Due[]): Promise<Claimed[]> {
+    const oldest = new Map<string, Delivery>();
     for (const k of this.pending) {
       const d = this.deliveryMap.get(k)!;
-      if (out.length >= limit) break;
-      if (d.state !== 'pending' || d.next_at > now || taken.has(d.endpoint_id)) continue;
+      if (d.state !== 'pending' || d.next_at > now) continue;
       const lease = this.leases.get(k);
       if (lease && lease.until > now) continue;
+      const held = oldest.get(d.endpoint_id);
+      if (!held || d.next_at < held.next_at) oldest.set(d.endpoint_id, d);
+    }
+    const due = [...oldest.values()].map((d) => ({ delivery: { ...d }, team_id: this.events.get(d.event_id)!.team_id }));
+    const out: Claimed[] = [];
+    for (const { delivery: d } of pick(due)) {
+      const k = keyOf(d.event_id, d.endpoint_id);
+      // Only what was offered: a pick is never a way to lease a delivery that is not due.
+      const lease = this.leases.get(k);
+      if (oldest.get(d.endpoint_id) !== this.deliveryMap.get(k) || (lease && lease.until > now)) continue;
       this.leases.set(k, { owner, until: now + leaseMs });
-      taken.add(d.endpoint_id);
-      out.push({ delivery: { ...d }, event: this.events.get(d.event_id)! });
+      out.push({ delivery: d, event: this.events.get(d.event_id)! });
     }
     return out;
   }
