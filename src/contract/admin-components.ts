@@ -33,6 +33,7 @@ import { AdminConversation, AdminConversationDetail } from './admin-conversation
 import {
   CreateWebhookEndpointRequest,
   RedeliverRequest,
+  TestWebhookRequest,
   UpdateWebhookEndpointRequest,
   WebhookDeliveryView,
   WebhookEndpointView,
@@ -40,6 +41,7 @@ import {
   WebhookListening,
   WebhookRedeliveryView,
   WebhookStreamEvent,
+  WebhookTestView,
 } from './admin-webhooks.ts';
 import { ReferenceErrorBody } from './errors.ts';
 
@@ -72,6 +74,7 @@ export const RESPONSES = {
   WebhookDeliveryList: listOf(WebhookDeliveryView),
   WebhookEvent: WebhookEventView,
   WebhookRedelivery: WebhookRedeliveryView,
+  WebhookTest: WebhookTestView,
   WebhookListening,
   WebhookStreamEvent,
   Error: ReferenceErrorBody,
@@ -90,6 +93,7 @@ export const REQUESTS = {
   CreateWebhookEndpointRequest,
   UpdateWebhookEndpointRequest,
   RedeliverRequest,
+  TestWebhookRequest,
 } as const;
 
 export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';

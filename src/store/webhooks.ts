@@ -13,8 +13,12 @@ export interface OutboxEvent {
   created_at: number;
   /** The compact JSON payload (D-83). */
   body: string;
-  /** The endpoints subscribed when it happened: `pending`, or `skipped` for a disabled one (D-86). */
-  deliveries: Array<{ endpoint_id: string; state: 'pending' | 'skipped' }>;
+  /**
+   * The endpoints subscribed when it happened: `pending`, or `skipped` for a disabled one (D-86). A test
+   * event's (D-129) may be due later than it was made (`due_at`, ms) and sent again at once after each
+   * 2xx until it has had `sends` attempts.
+   */
+  deliveries: Array<{ endpoint_id: string; state: 'pending' | 'skipped'; due_at?: number; sends?: number }>;
 }
 
 export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'skipped';

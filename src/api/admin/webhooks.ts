@@ -6,6 +6,7 @@ import {
   CreateWebhookEndpointRequest,
   DeliveriesQuery,
   RedeliverRequest,
+  TestWebhookRequest,
   UpdateWebhookEndpointRequest,
   WebhookEndpointsQuery,
   WebhookListenQuery,
@@ -110,6 +111,19 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
         adminOnly: true,
         deprecated: true,
         handle: update,
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/webhook_endpoints/:endpoint_id/test',
+      route: {
+        operationId: 'testWebhookEndpoint',
+        summary:
+          'D-129 Send the endpoint a synthetic, signed test event (`"test": true`), optionally twice with one `webhook-id`, two out of order, or later',
+        body: 'TestWebhookRequest',
+        ok: 'WebhookTest',
+        adminOnly: true,
+        handle: async (ctx) => hooks.test(ctx.admin, ctx.params.endpoint_id!, await parseBody(ctx, TestWebhookRequest), originOf(ctx)),
       },
     },
     {

@@ -14,6 +14,7 @@ import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';
 import { ownedBy, teamApp, teamRecord } from '../admin/team.ts';
 import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
 import { chosenSigningKey } from './signing-keys.ts';
+import { type TestRequest, testEvents } from './test-events.ts';
 
 /** The endpoint as the admin surface shows it; `keys` and `nowS` say its signing key's state (D-150). */
 export function endpointView(e: WebhookEndpointT, keys: readonly KeyT[], nowS: number) {
@@ -193,6 +194,32 @@ export class EndpointService {
 
   async event(c: AdminCaller, id: string): Promise<OutboxEvent> {
     return ownedBy(await this.outbox.event(id), c, id, { what: 'Event', param: 'event_id' });
+  }
+
+  /**
+   * D-129: synthetic test events sent to the endpoint alone (whatever types it asked for; a disabled one
+   * records them `skipped`, D-86), audited; the worker signs and sends them as any other.
+   */
+  async test(c: AdminCaller, id: string, req: TestRequest, origin: Origin) {
+    const endpoint = this.own(this.control.read().webhook_endpoints, c, id);
+    const now = Date.now();
+    const events = testEvents(endpoint, req, now);
+    await this.outbox.add(events);
+    const ids = events.map((e) => e.id);
+    const changes = { type: [null, req.type], events: [null, ids] } as Record<string, [unknown, unknown]>;
+    await this.control.audit.append([
+      auditOf(origin, c.team_id, 'webhook_endpoint.tested', actorOf(c), { type: 'webhook_endpoint', id }, changes),
+    ]);
+    this.kick();
+    const sends = req.duplicate ? 2 : 1;
+    return {
+      object: 'webhook_test' as const,
+      endpoint_id: id,
+      type: req.type,
+      event_ids: ids,
+      sends,
+      due_at: Math.ceil((now + (req.delay_s ?? 0) * 1000) / 1000),
+    };
   }
 
   /** D-87: sends an event again to its endpoints (or one of them), as a new series of attempts, audited. */

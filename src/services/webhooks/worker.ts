@@ -163,8 +163,11 @@ export class DeliveryWorker {
     const r = await send(endpoint.url, event.body, headers, this.o, this.connections.agentFor(endpoint.id, new URL(endpoint.url)));
     const attempts = delivery.attempts + 1;
     const ok = r.status !== null && r.status >= 200 && r.status < 300;
+    // D-129: a test event's duplicate is sent at once after a 2xx, with the same webhook-id.
+    const sends = event.deliveries.find((d) => d.endpoint_id === delivery.endpoint_id)?.sends ?? 1;
     let next: Delivery;
-    if (ok) next = { ...delivery, attempts, state: 'succeeded' };
+    if (ok && attempts < sends) next = { ...delivery, attempts, state: 'pending', next_at: this.now() };
+    else if (ok) next = { ...delivery, attempts, state: 'succeeded' };
     else if (r.status === 410 || attempts > this.o.scheduleS.length) next = { ...delivery, attempts, state: 'failed' };
     else {
       const delayS = r.retryAfterS !== null ? Math.min(r.retryAfterS, MAX_RETRY_AFTER_S) : this.o.scheduleS[attempts - 1]!;

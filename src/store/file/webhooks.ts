@@ -84,7 +84,7 @@ export class FileOutbox implements WebhookOutbox {
     if (this.events.has(ev.id)) return;
     this.events.set(ev.id, ev);
     for (const d of ev.deliveries)
-      this.put({ event_id: ev.id, endpoint_id: d.endpoint_id, state: d.state, attempts: 0, next_at: ev.created_at * 1000 });
+      this.put({ event_id: ev.id, endpoint_id: d.endpoint_id, state: d.state, attempts: 0, next_at: d.due_at ?? ev.created_at * 1000 });
   }
 
   private put(d: Delivery): void {
@@ -123,7 +123,7 @@ export class FileOutbox implements WebhookOutbox {
         // Each attempt line carries the delivery's state as it is now: the last one replayed sets it.
         for (const a of attempts) out.push({ a, d: delivery });
         // A redelivered one with no attempt since keeps its state in a line of its own.
-        if (attempts.length === 0 && (delivery.state !== d.state || delivery.next_at !== ev.created_at * 1000))
+        if (attempts.length === 0 && (delivery.state !== d.state || delivery.next_at !== (d.due_at ?? ev.created_at * 1000)))
           out.push({ r: ev.id, ep: [d.endpoint_id], at: delivery.next_at });
       }
     }

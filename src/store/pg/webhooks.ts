@@ -109,7 +109,7 @@ export class PgOutbox implements WebhookOutbox {
                ON CONFLICT (id) DO NOTHING`;
       for (const d of ev.deliveries)
         await tx`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
-                 VALUES (${ev.id}, ${d.endpoint_id}, ${d.state}, ${ev.created_at * 1000}) ON CONFLICT DO NOTHING`;
+                 VALUES (${ev.id}, ${d.endpoint_id}, ${d.state}, ${d.due_at ?? ev.created_at * 1000}) ON CONFLICT DO NOTHING`;
     }
   }
 
