@@ -168,6 +168,21 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
       });
     });
 
+    test('D-129: a delivery given due_at is offered from then on, not before, also after a restart', async () => {
+      await withOutbox(h, undefined, async (s) => {
+        const later = Date.now() + 3_600_000;
+        const ev = outboxEvent('evt_later', ['we_a']);
+        await s.outbox.add([{ ...ev, deliveries: [{ endpoint_id: 'we_a', state: 'pending', due_at: later, sends: 2 }] }]);
+        const offered = async (o: WebhookOutbox, at: number) => (await o.claim('w', at, 1, upTo(10))).map((c) => c.event.id);
+        assert.deepEqual(await offered(s.outbox, Date.now() + 1000), [], 'not due yet');
+        const o2 = await s.restart();
+        assert.deepEqual(await offered(o2, later - 1), []);
+        assert.deepEqual(await offered(o2, later), ['evt_later']);
+        const [d] = await o2.deliveries({ team_id: 'team_demo', event_id: 'evt_later', limit: 1 });
+        assert.deepEqual(d!.event.deliveries, [{ endpoint_id: 'we_a', state: 'pending', due_at: later, sends: 2 }], 'kept with the event');
+      });
+    });
+
     test('D-86, D-87: settle records each attempt (newest first, per team); the failing clock runs from the first failure to the next success; redeliver makes a finished delivery due; a restart keeps it all', async () => {
       await withOutbox(h, undefined, async (s) => {
         const o = s.outbox;
