@@ -751,7 +751,7 @@ function webhookDecisionClauses(): Clause[] {
     ],
     [
       82,
-      "an endpoint may not point into Parley's own network (loopback only while Parley listens on loopback)",
+      "an endpoint may not point into Parley's own network (loopback only in local development, D-170)",
       'none',
       'a refusal would need an address the suite must not connect to, and the policy depends on where the target listens',
     ],

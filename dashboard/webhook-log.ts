@@ -1,10 +1,11 @@
 // An endpoint's page (its settings and its delivery log) and an event's page (its payload as sent and
 // its deliveries to every endpoint): each delivery with its state, its attempts with status and timing
-// (D-87), and redeliver for an admin. Payloads and answers are text (D-97).
+// (D-87), redeliver and a test event (D-129) for an admin. Payloads and answers are text (D-97).
 import { api, qs } from './api.ts';
 import { clearFieldErrors, errorNotice, field, h, notice, showRefusal, table, when, whenToSecond } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
+import { testEventForm } from './webhook-test.ts';
 import {
   endpointName,
   endpointState,
@@ -215,6 +216,12 @@ export async function endpointPage(c: PageContext): Promise<void> {
   c.main.append(h('p', {}, h('a', { href: `#/webhooks${qs({ app: e.app_id })}` }, 'Back to the endpoints')), facts);
   if (c.canWrite) c.main.append(h('h2', {}, 'Settings'), settingsForm(e, keys, path, status, showFacts));
   const log = deliveryLog({ query: { endpoint_id: e.id }, canWrite: c.canWrite, status });
+  // D-129: an admin's, as the API's route is.
+  if (c.canWrite)
+    c.main.append(
+      h('h2', {}, 'Send test event'),
+      testEventForm(e, status, () => log.refresh()),
+    );
   c.main.append(status, log.el, signingExplained());
   await log.refresh();
 }

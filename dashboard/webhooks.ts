@@ -30,11 +30,11 @@ export function signingKeySelect(id: string, keys: ApiKey[], selected: string | 
 }
 
 /**
- * D-82's rule for an endpoint's address, as its field says it: loopback is accepted by default while Parley
- * itself listens on loopback (local development), other private addresses only with the setting.
+ * D-82's rule for an endpoint's address, as its field says it: loopback is accepted in local development
+ * only (D-170), other private addresses only with the setting.
  */
 const URL_HINT =
-  'Such as https://hooks.shop.example/parley. Private and special addresses (10/8, 192.168/16, 169.254/16, …) are refused unless Parley runs with --webhook-allow-private; loopback (127.0.0.1, localhost) is accepted while Parley itself listens on loopback.';
+  'Such as https://hooks.shop.example/parley. Private and special addresses (10/8, 192.168/16, 169.254/16, …) are refused unless Parley runs with --webhook-allow-private; loopback (127.0.0.1, localhost) is accepted only in local development: Parley itself on loopback, without --public-url.';
 
 /** D-86: why an endpoint gets nothing. */
 export function endpointState(e: WebhookEndpoint): string {

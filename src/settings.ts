@@ -226,9 +226,9 @@ export const SETTINGS = {
     default: 'no',
     shown: 'off',
     parse: yes,
-    help: 'allow webhook endpoints on loopback, private, link-local and metadata addresses (otherwise loopback only while Parley listens on loopback)',
+    help: 'allow webhook endpoints on loopback, private, link-local and metadata addresses (otherwise loopback only in local development: on loopback, without --public-url)',
     meaning:
-      'webhook endpoints on loopback, private, link-local and metadata addresses; loopback alone is allowed while Parley listens on loopback (D-82)',
+      'webhook endpoints on loopback, private, link-local and metadata addresses; without it loopback alone is allowed, in local development only: Parley listening on loopback without `--public-url` (D-82, D-170)',
   }),
   webhookDisableAfterMs: row({
     flag: '--webhook-disable-after-days <n>',
@@ -251,6 +251,14 @@ export const SETTINGS = {
   teamMaxWebhookEndpoints: teamCap('webhook-endpoints', 'TEAM_MAX_WEBHOOK_ENDPOINTS', '100', 'webhook endpoints'),
   teamMaxApps: teamCap('apps', 'TEAM_MAX_APPS', '100', 'apps'),
   teamMaxMembers: teamCap('members', 'TEAM_MAX_MEMBERS', '500', 'members, invited ones too'),
+  webhookEndpointsPerApp: row({
+    flag: '--webhook-endpoints-per-app <n>',
+    env: 'WEBHOOK_ENDPOINTS_PER_APP',
+    default: '20',
+    parse: number(1, 1000),
+    help: 'the most webhook endpoints an app may have',
+    meaning: 'the most webhook endpoints an app may have; one more is `409 limit_reached` (D-169)',
+  }),
   widgetSecret: row({
     env: 'PARLEY_WIDGET_SECRET',
     default: null,

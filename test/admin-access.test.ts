@@ -115,6 +115,11 @@ const ROUTES: Record<string, Row> = {
     viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}` },
     otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, param: 'endpoint_id' },
   },
+  // D-129: a test event is an admin's, as a redeliver is.
+  'POST /webhook_endpoints/:endpoint_id/test': {
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}/test`, body: { type: 'conversation.created' } },
+    otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}/test`, body: { type: 'conversation.created' }, param: 'endpoint_id' },
+  },
   'GET /webhook_deliveries': {
     lists: { path: '/webhook_deliveries', never: [OTHER_EVENT, OTHER_ENDPOINT] },
     otherTeam: { path: `/webhook_deliveries?endpoint_id=${OTHER_ENDPOINT}`, param: 'endpoint_id' },

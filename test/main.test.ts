@@ -16,6 +16,8 @@ const WEBHOOK_DEFAULTS = {
   // D-86: an endpoint failing five days is disabled; D-87: seven days kept.
   webhookDisableAfterMs: 5 * 86_400_000,
   webhookRetentionMs: 7 * 86_400_000,
+  // D-169: an app's endpoints.
+  webhookEndpointsPerApp: 20,
 };
 
 /** D-173: the caps of a team's records. */

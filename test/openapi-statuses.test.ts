@@ -132,6 +132,7 @@ describe("/openapi.json's error answers agree with the server", () => {
       'email_taken',
       'limit_reached',
       'conversation_not_restorable',
+      'limit_reached',
       // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
       'invalid_webhook_url',
     ]);

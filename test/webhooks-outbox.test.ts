@@ -11,7 +11,7 @@ import { FileOutbox } from '../src/store/file/webhooks.ts';
 import { LocalFollows } from '../src/store/webhooks.ts';
 import { injectDiskFault } from './support/faulty-fs.ts';
 import { tempDir } from './support/helpers.ts';
-import { numberedEvents, outboxEvent as event } from './support/outbox-suite.ts';
+import { numberedEvents, outboxEvent as event, upTo } from './support/outbox-suite.ts';
 import { record } from './support/records.ts';
 
 describe('D-84: events written with their change (file store)', () => {
@@ -28,7 +28,7 @@ describe('D-84: events written with their change (file store)', () => {
     await again.open();
     assert.ok(await again.outbox.event('evt_c1'));
     assert.ok(await again.outbox.event('evt_u2'));
-    const due = await again.outbox.claim('w', Date.now() + 1000, 10, 1000, new Set());
+    const due = await again.outbox.claim('w', Date.now() + 1000, 1000, upTo(10, new Set()));
     assert.deepEqual(due.map((c) => c.event.id).sort(), ['evt_c1']);
     await again.close();
   });
@@ -125,7 +125,7 @@ describe('D-167: the outbox holds bodies and attempts in webhooks.jsonl, memory 
     const again = await FileOutbox.open(dataDir);
     assert.equal(await view(again), log);
     assert.deepEqual(
-      (await again.claim('w', at, 5, 1000, new Set())).map((c) => c.event.id),
+      (await again.claim('w', at, 1000, upTo(5))).map((c) => c.event.id),
       due,
     );
     await again.close();
@@ -143,7 +143,7 @@ describe('D-167: the outbox holds bodies and attempts in webhooks.jsonl, memory 
     const text = await fs.readFile(file, 'utf8');
     await fs.writeFile(file, text.replace('A'.repeat(64), 'B'.repeat(64)).replace('R'.repeat(16), 'S'.repeat(16)));
     assert.equal((await o.event('evt_b1'))?.body, JSON.stringify({ text: 'B'.repeat(64) }));
-    const [c] = await o.claim('w', Date.now() + 1000, 1, 1000, new Set());
+    const [c] = await o.claim('w', Date.now() + 1000, 1000, upTo(1));
     assert.equal(c?.event.body, JSON.stringify({ text: 'B'.repeat(64) }));
     const [log] = await o.deliveries(team);
     assert.deepEqual(

@@ -16,6 +16,7 @@ import { UsageError } from '../io.ts';
 import { table, time } from '../render.ts';
 import { deliveryCommands } from './webhook-deliveries.ts';
 import { checkReceiverCommand } from './webhook-receiver.ts';
+import { triggerCommand } from './webhook-trigger.ts';
 
 type EndpointT = z.infer<typeof WebhookEndpointView>;
 const EndpointList = listOf(WebhookEndpointView);
@@ -49,7 +50,7 @@ function toleranceSeconds(text: string): number {
 export function webhooksCommand(session: Session): Command {
   const out = session.out;
   const cmd = new Command('webhooks')
-    .description('webhook endpoints, deliveries, the signing secret, verify, listen and check-receiver (docs/webhooks.md)')
+    .description('webhook endpoints, deliveries, test events, the signing secret, verify, listen and check-receiver (docs/webhooks.md)')
     .addHelpText(
       'after',
       `
@@ -58,6 +59,7 @@ The admin commands need an admin login (parley admin login, or PARLEY_ADMIN_TOKE
 Examples:
   parley webhooks create --url https://example.com/hooks --events response.completed,response.failed
   parley webhooks listen --forward-to http://127.0.0.1:3000/hooks
+  parley webhooks trigger conversation.created --duplicate
   parley webhooks secret
   parley webhooks verify --payload body.json --header 'webhook-id: evt_…' --header 'webhook-timestamp: …' --header 'webhook-signature: v1,…'
   parley webhooks check-receiver --url http://127.0.0.1:3000/hooks --secret whsec_…
@@ -205,6 +207,7 @@ Examples:
     .requiredOption('--forward-to <url>', 'where to POST each event (your local receiver)')
     .option('--signing-key <key_id>', "the secret key whose secret signs the events (default: the team's oldest working one, D-150)")
     .action(async (o: { forwardTo: string; signingKey?: string }, c: Command) => listen(session, c, o.forwardTo, o.signingKey));
+  cmd.addCommand(triggerCommand(session));
   cmd.addCommand(checkReceiverCommand(session));
   return cmd;
 }

@@ -34,6 +34,7 @@ import {
   CreateWebhookEndpointRequest,
   RedeliverFailedRequest,
   RedeliverRequest,
+  TestWebhookRequest,
   UpdateWebhookEndpointRequest,
   WebhookDeliveryView,
   WebhookEndpointView,
@@ -42,6 +43,7 @@ import {
   WebhookRedeliveryBatch,
   WebhookRedeliveryView,
   WebhookStreamEvent,
+  WebhookTestView,
 } from './admin-webhooks.ts';
 import { ReferenceErrorBody } from './errors.ts';
 
@@ -75,6 +77,7 @@ export const RESPONSES = {
   WebhookEvent: WebhookEventView,
   WebhookRedelivery: WebhookRedeliveryView,
   WebhookRedeliveryBatch,
+  WebhookTest: WebhookTestView,
   WebhookListening,
   WebhookStreamEvent,
   Error: ReferenceErrorBody,
@@ -94,6 +97,7 @@ export const REQUESTS = {
   UpdateWebhookEndpointRequest,
   RedeliverRequest,
   RedeliverFailedRequest,
+  TestWebhookRequest,
 } as const;
 
 export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';
@@ -106,7 +110,7 @@ export const STATUSES: Record<Status, string> = {
     'D-65, D-67: a viewer asked for a change (`admin_role_required`), or a cookie-authenticated write came without its `X-CSRF-Token` (`csrf_failed`).',
   '404': "No such resource in the caller's team (another team's id too).",
   '409':
-    "D-72, D-172: the email is taken in the team or by an account (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-173: a cap of the team's records is reached (`limit_reached`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).",
+    "D-72, D-172: the email is taken in the team or by an account (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-173: a cap of the team's records is reached, or (D-169) of an app's webhook endpoints, the message naming it (`limit_reached`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).",
   '429':
     'D-69, D-165: too many failed sign-ins from this address, or wrong current passwords from this session or for this member (`sign_in_throttled`); `Retry-After` says when to try again.',
   '503': 'D-166: too many passwords are being checked at once (`sign_in_busy`); nothing was checked or changed: retry after `Retry-After`.',

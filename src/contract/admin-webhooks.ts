@@ -49,6 +49,18 @@ export const RedeliverFailedRequest = z.strictObject({
   /** One endpoint's only; by default the team's. */
   endpoint_id: z.string().max(200).optional(),
 });
+/** D-129: the longest a test event may wait before it is sent. */
+export const MAX_TEST_DELAY_S = 3600;
+/** D-129: a synthetic test event of `type` for one endpoint, with the misbehaviours a receiver must survive. */
+export const TestWebhookRequest = z.strictObject({
+  type: z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }),
+  /** Sent twice, with one `webhook-id` (a receiver must de-duplicate). */
+  duplicate: z.boolean().optional(),
+  /** Two events about one resource, the later one delivered first. */
+  out_of_order: z.boolean().optional(),
+  /** Sent this many seconds from now. */
+  delay_s: z.number().int().min(0).max(MAX_TEST_DELAY_S).optional(),
+});
 export const WebhookEndpointsQuery = z.strictObject({ app_id: z.string().max(200).optional() });
 /** D-88: the live stream follows one app of the caller's team. */
 export const WebhookListenQuery = z.strictObject({
@@ -124,6 +136,20 @@ export const WebhookEventView = z.object({
   app_id: z.string(),
   /** The resource as the API shows it; over 20,480 bytes, only `{id, object, url}`. */
   data: z.looseObject({ id: z.string(), object: z.string() }),
+  /** D-129: present (true) only on a test event, whose `data` is made up. */
+  test: z.literal(true).optional(),
+});
+
+/** D-129: the test events made for an endpoint, in the order they were made. */
+export const WebhookTestView = z.object({
+  object: z.literal('webhook_test'),
+  endpoint_id: z.string(),
+  type: z.enum(WEBHOOK_EVENT_TYPES),
+  event_ids: z.array(z.string()),
+  /** How many times each is sent when answered 2xx (2 with `duplicate`). */
+  sends: z.number().int().positive(),
+  /** When they are due, Unix seconds. */
+  due_at: unixSeconds,
 });
 
 /** D-87: what `POST /events/:id/redeliver` put back to pending. */

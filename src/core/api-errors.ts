@@ -47,7 +47,7 @@ export const ERRORS = {
   sign_in_throttled: s7('rate_limit_exceeded', 'sign_in_throttled'),
   last_admin: bad(409, 'last_admin'),
   email_taken: bad(409, 'email_taken'),
-  /** A cap of the records a team (or an app) may have is reached (D-173); the message names it. */
+  /** A cap of the records a team (D-173) or an app (D-169: webhook endpoints per app) may have is reached; the message names it. */
   limit_reached: bad(409, 'limit_reached'),
   /** D-73: a restore of a conversation that is not deleted, or whose history was purged. */
   conversation_not_restorable: bad(409, 'conversation_not_restorable'),

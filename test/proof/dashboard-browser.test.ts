@@ -448,10 +448,10 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     const [fieldBox, errorBox] = [await url.boundingBox(), await urlError.boundingBox()];
     assert.ok(fieldBox && errorBox && errorBox.y + errorBox.height <= 800, `the error is in view: ${JSON.stringify(errorBox)}`);
     assert.ok(errorBox.y - (fieldBox.y + fieldBox.height) < 80, 'the error is next to its field');
-    // D-82's rule, as the field's hint says it: loopback is accepted while Parley listens on loopback.
+    // D-170's rule, as the field's hint says it: loopback is accepted in local development only.
     assert.match(
       (await page.locator('#wh-url-hint').textContent()) ?? '',
-      /loopback \(127\.0\.0\.1, localhost\) is accepted while Parley itself listens on loopback/,
+      /loopback \(127\.0\.0\.1, localhost\) is accepted only in local development: Parley itself on loopback, without --public-url/,
     );
     // By keyboard: the URL, one event instead of all, a description, Enter.
     await url.fill('');

@@ -1,7 +1,7 @@
 // The dashboard's details in Chromium (docs/dashboard.md, D-154, D-155): confirmations that open on Cancel,
 // a role change asked first, errors at their fields, rolled keys that say which replaced which, the keys
-// at a phone's width, the usage chart's axes, the delivery log to the second, an invitation link opened
-// while signed in, and the credits banner. Its own server: fixtures whose credits run out in a few calls.
+// at a phone's width, the usage chart's axes, the delivery log to the second, a test event sent (D-129),
+// an invitation link opened while signed in, and the credits banner. Its own server: fixtures whose credits run out in a few calls.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -9,7 +9,9 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { adminToken } from '../support/admin-token.ts';
 import { chromiumMissing, editedFixtures, launch } from '../support/browser.ts';
 import { axe, focused, signIn } from '../support/dashboard-page.ts';
-import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
+import { Webhook } from 'standardwebhooks';
+import { webhookSecretText, webhookSigningKey } from '../../src/core/api-keys.ts';
+import { APP, KEY, startTestServer, type TestServer } from '../support/helpers.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const skip = chromiumMissing();
@@ -228,6 +230,39 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     await rx.waitFor((r) => r.filter((x) => x.json?.data?.id === failed).length >= 3);
     const audit = await admin('GET', '/audit?action=webhook_event.redelivered&limit=1');
     assert.equal(audit.data[0].actor.email, 'admin@demo.example');
+  });
+
+  test('D-129: "Send test event" on an endpoint’s page: the receiver gets a signed test event twice with one webhook-id; the log shows it', async () => {
+    const receiver = await startReceiver();
+    try {
+      const endpoint = await admin('POST', '/webhook_endpoints', {
+        app_id: 'app_knowledge',
+        url: receiver.url,
+        events: ['response.completed'],
+      });
+      await go(`#/webhook/${endpoint.id}`);
+      await page.getByLabel('Event type').selectOption('conversation.created');
+      await page.getByLabel(/^Send it twice/).check();
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await receiver.waitFor((r) => r.length >= 2);
+      const wh = new Webhook(webhookSecretText(webhookSigningKey(KEY)));
+      const events = receiver.received.map((r) => wh.verify(r.body, r.headers) as { id: string; type: string; test: boolean });
+      assert.equal(events[0]!.id, events[1]!.id, 'one webhook-id');
+      assert.deepEqual([events[0]!.type, events[0]!.test], ['conversation.created', true]);
+      await page.getByText(`Test event ${events[0]!.id} is on its way`).waitFor();
+      assert.equal((await focused(page)).id, 'wh-test-send');
+      // The log, read again once both attempts are recorded (bounded), shows the delivery.
+      let done = false;
+      for (let i = 0; i < 500 && !done; i++)
+        done = (await admin('GET', `/webhook_deliveries?event_id=${events[0]!.id}`)).data[0]?.attempts === 2;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      const row = page.getByRole('region', { name: 'Deliveries' }).getByRole('row').filter({ hasText: events[0]!.id });
+      await row.filter({ hasText: 'Succeeded' }).waitFor();
+      assert.match((await row.textContent()) ?? '', /conversation\.created/);
+      assert.deepEqual(await axe(page), []);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('D-154: the credits banner on every page at 80 % used and at zero, and what happens at zero per plan', async () => {

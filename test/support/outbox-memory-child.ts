@@ -59,7 +59,7 @@ async function deliverAll(o: FileOutbox, url: string, total: number, added: () =
   let delivered = 0;
   let sampled = false;
   while (delivered < total) {
-    const [c] = await o.claim('w', Date.now(), 1, 60_000, new Set());
+    const [c] = await o.claim('w', Date.now(), 60_000, (due) => due.slice(0, 1));
     if (!c) {
       await new Promise((r) => setImmediate(r));
       continue;
@@ -109,7 +109,7 @@ async function reopen(total: number): Promise<void> {
   const o = await FileOutbox.open(dataDir!, [], { webhookRetentionMs: RETENTION_MS });
   let known = 0;
   for (let i = 0; i < total; i++) if (o.has(idOf(i))) known++;
-  const due = (await o.claim('w', Date.now() + 1000, 10, 60_000, new Set())).length;
+  const due = (await o.claim('w', Date.now() + 1000, 60_000, (due) => due)).length;
   const last = await o.event(idOf(total - 1));
   sample('reopened', { known, due, lastBody: last?.body.length ?? 0 });
   // Two days later: the events dated 6 days back are past the retention.

@@ -7,6 +7,7 @@ import {
   DeliveriesQuery,
   RedeliverFailedRequest,
   RedeliverRequest,
+  TestWebhookRequest,
   UpdateWebhookEndpointRequest,
   WebhookEndpointsQuery,
   WebhookListenQuery,
@@ -69,11 +70,11 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
       pattern: '/webhook_endpoints',
       route: {
         operationId: 'createWebhookEndpoint',
-        summary: 'D-81 A new endpoint of an app; its URL checked by D-82',
+        summary: 'D-81 A new endpoint of an app; its URL checked by D-82; at most `--webhook-endpoints-per-app` (D-169)',
         body: 'CreateWebhookEndpointRequest',
         ok: 'WebhookEndpoint',
         adminOnly: true,
-        extra: ['404'],
+        extra: ['404', '409'],
         handle: async (ctx) => hooks.create(ctx.admin, await parseBody(ctx, CreateWebhookEndpointRequest), originOf(ctx)),
       },
     },
@@ -111,6 +112,19 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
         adminOnly: true,
         deprecated: true,
         handle: update,
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/webhook_endpoints/:endpoint_id/test',
+      route: {
+        operationId: 'testWebhookEndpoint',
+        summary:
+          'D-129 Send the endpoint a synthetic, signed test event (`"test": true`), optionally twice with one `webhook-id`, two out of order, or later',
+        body: 'TestWebhookRequest',
+        ok: 'WebhookTest',
+        adminOnly: true,
+        handle: async (ctx) => hooks.test(ctx.admin, ctx.params.endpoint_id!, await parseBody(ctx, TestWebhookRequest), originOf(ctx)),
       },
     },
     {

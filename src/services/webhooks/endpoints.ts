@@ -15,6 +15,7 @@ import { ownedBy, teamApp, teamRecord } from '../admin/team.ts';
 import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
 import { chosenSigningKey } from './signing-keys.ts';
 import { type TeamCaps, checkCap } from '../admin/caps.ts';
+import { type TestRequest, testEvents } from './test-events.ts';
 
 /** The endpoint as the admin surface shows it; `keys` and `nowS` say its signing key's state (D-150). */
 export function endpointView(e: WebhookEndpointT, keys: readonly KeyT[], nowS: number) {
@@ -65,7 +66,9 @@ export class EndpointService {
     /** D-173 */
     private readonly caps: TeamCaps,
     /** Told of a redeliver, so that the worker looks at once. */
-    private readonly kick: () => void = () => {},
+    private readonly kick: () => void,
+    /** D-169: the most endpoints an app may have (`--webhook-endpoints-per-app`). */
+    private readonly perApp: number,
   ) {}
 
   list(c: AdminCaller, appId?: string) {
@@ -117,6 +120,13 @@ export class EndpointService {
       // Chosen again on the latest document: a key revoked meanwhile is refused, never registered.
       checkCap(d, this.caps, 'webhookEndpoints', c.team_id, now);
       e.signing_key_id = chosenSigningKey(d, c, req.signing_key_id, now).id;
+      // D-169: counted inside the change, so that endpoints created at once cannot pass the cap together.
+      if (d.webhook_endpoints.filter((x) => x.app_id === req.app_id).length >= this.perApp)
+        throw apiError(
+          'limit_reached',
+          `App ${req.app_id} has ${this.perApp} webhook endpoints, the most an app may have (--webhook-endpoints-per-app, WEBHOOK_ENDPOINTS_PER_APP). Delete one first.`,
+          { param: 'app_id' },
+        );
       d.webhook_endpoints.push(e);
       const changes = { url: [null, e.url], events: [null, e.events], signing_key_id: [null, e.signing_key_id] } as Record<
         string,
@@ -194,6 +204,32 @@ export class EndpointService {
 
   async event(c: AdminCaller, id: string): Promise<OutboxEvent> {
     return ownedBy(await this.outbox.event(id), c, id, { what: 'Event', param: 'event_id' });
+  }
+
+  /**
+   * D-129: synthetic test events sent to the endpoint alone (whatever types it asked for; a disabled one
+   * records them `skipped`, D-86), audited; the worker signs and sends them as any other.
+   */
+  async test(c: AdminCaller, id: string, req: TestRequest, origin: Origin) {
+    const endpoint = this.own(this.control.read().webhook_endpoints, c, id);
+    const now = Date.now();
+    const events = testEvents(endpoint, req, now);
+    await this.outbox.add(events);
+    const ids = events.map((e) => e.id);
+    const changes = { type: [null, req.type], events: [null, ids] } as Record<string, [unknown, unknown]>;
+    await this.control.audit.append([
+      auditOf(origin, c.team_id, 'webhook_endpoint.tested', actorOf(c), { type: 'webhook_endpoint', id }, changes),
+    ]);
+    this.kick();
+    const sends = req.duplicate ? 2 : 1;
+    return {
+      object: 'webhook_test' as const,
+      endpoint_id: id,
+      type: req.type,
+      event_ids: ids,
+      sends,
+      due_at: Math.ceil((now + (req.delay_s ?? 0) * 1000) / 1000),
+    };
   }
 
   /** D-87: sends an event again to its endpoints (or one of them), as a new series of attempts, audited. */

@@ -4,7 +4,7 @@
 import type { Attempt, Delivery, OutboxEvent } from '../webhooks.ts';
 import type { Journal } from './journal.ts';
 import type { LineAt } from './journal-io.ts';
-import { type EventRef, type OutboxIndex, keyOf } from './outbox-index.ts';
+import { type EventRef, type OutboxIndex, firstDue, keyOf } from './outbox-index.ts';
 
 /** An event as the compaction's snapshot holds it: what was kept when it began. */
 interface Kept {
@@ -77,6 +77,6 @@ async function writeDelivery(
     moved.set(w, await out(last ? JSON.stringify({ a: (JSON.parse(raw) as { a: Attempt }).a, d: x.d }) : raw));
   }
   // A redelivered one with no attempt since keeps its state in a line of its own.
-  if (x.lines.length === 0 && (x.d.state !== x.first.state || x.d.next_at !== k.ref.created_at * 1000))
+  if (x.lines.length === 0 && (x.d.state !== x.first.state || x.d.next_at !== firstDue(k.ref, x.first)))
     await out(JSON.stringify({ r: k.ref.id, ep: [x.first.endpoint_id], at: x.d.next_at }));
 }

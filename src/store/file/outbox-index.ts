@@ -7,6 +7,9 @@ import type { LineAt } from './journal-io.ts';
 
 export const keyOf = (eventId: string, endpointId: string) => `${eventId} ${endpointId}`;
 
+/** When a delivery is first due (ms): when its event was made, or a test event's `due_at` (D-129). */
+export const firstDue = (ev: Pick<OutboxEvent, 'created_at'>, d: OutboxEvent['deliveries'][number]) => d.due_at ?? ev.created_at * 1000;
+
 /** An event as memory keeps it. */
 export interface EventRef {
   id: string;
@@ -60,7 +63,7 @@ export class OutboxIndex {
     this.events.set(ev.id, ref);
     if (where) this.liveBytes += where.len + 1;
     for (const d of ev.deliveries)
-      this.put({ event_id: ev.id, endpoint_id: d.endpoint_id, state: d.state, attempts: 0, next_at: ev.created_at * 1000 }, []);
+      this.put({ event_id: ev.id, endpoint_id: d.endpoint_id, state: d.state, attempts: 0, next_at: firstDue(ev, d) }, []);
     return ref;
   }
 

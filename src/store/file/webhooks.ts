@@ -14,6 +14,7 @@ import {
   type Claimed,
   type Delivery,
   type DeliveryQuery,
+  type Due,
   failedAs,
   LocalFollows,
   type OutboxEvent,
@@ -152,17 +153,26 @@ export class FileOutbox implements WebhookOutbox {
     return ev;
   }
 
-  async claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]> {
-    const out: Claimed[] = [];
-    const taken = new Set(busy);
+  async claim(owner: string, now: number, leaseMs: number, pick: (due: Due[]) => Due[]): Promise<Claimed[]> {
+    // D-169: the oldest due delivery of each endpoint, offered with its event's team (kept in the index).
+    const oldest = new Map<string, Delivery>();
     for (const k of this.index.pending) {
-      if (out.length >= limit) break;
       const { d } = this.index.deliveries.get(k)!;
-      if (d.next_at > now || taken.has(d.endpoint_id)) continue;
+      if (d.next_at > now) continue;
       const lease = this.leases.get(k);
       if (lease && lease.until > now) continue;
+      const held = oldest.get(d.endpoint_id);
+      if (!held || d.next_at < held.next_at) oldest.set(d.endpoint_id, d);
+    }
+    const due = [...oldest.values()].map((d) => ({ delivery: { ...d }, team_id: this.index.events.get(d.event_id)!.team_id }));
+    const out: Claimed[] = [];
+    for (const { delivery: d } of pick(due)) {
+      const k = keyOf(d.event_id, d.endpoint_id);
+      // Only what was offered: a pick is never a way to lease a delivery that is not due.
+      const lease = this.leases.get(k);
+      if (oldest.get(d.endpoint_id) !== this.index.deliveries.get(k)?.d || (lease && lease.until > now)) continue;
       this.leases.set(k, { owner, until: now + leaseMs });
-      taken.add(d.endpoint_id);
+      // Only a leased delivery's body is read from the file (D-167).
       out.push({ delivery: { ...d }, event: this.read(this.index.events.get(d.event_id)!) });
     }
     return out;
