@@ -6,7 +6,6 @@ import { TrustedProxies } from './http/client-address.ts';
 import { hashCostRefusal, MAX_COST, MIN_COST, PRODUCTION_COST } from './services/admin/passwords.ts';
 import {
   ConfigError,
-  DAY_MS,
   daysInMs,
   type Env,
   number,
