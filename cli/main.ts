@@ -18,6 +18,7 @@ import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
+import { tapesCommand } from './commands/tapes.ts';
 import { usageCommand } from './commands/usage.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { addGlobalOptions, Session } from './context.ts';
@@ -96,6 +97,7 @@ export function buildProgram(out: Output, session: Session): Command {
   program.addCommand(dbCommand(session));
   program.addCommand(dataCommand(session));
   program.addCommand(benchCommand(session));
+  program.addCommand(tapesCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 

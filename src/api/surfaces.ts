@@ -11,6 +11,7 @@ import {
   authorizeApp,
   cors,
   idempotency,
+  noStore,
   preflight,
   rateLimit,
   singleAuthorization,
@@ -23,6 +24,7 @@ import {
 } from '../pipeline/stages.ts';
 import { adminCredential } from '../pipeline/admin-auth.ts';
 import { type CreditCheck, credits } from '../pipeline/credits.ts';
+import { scenario, type ScenarioOptions } from '../pipeline/scenario.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 import { ADMIN_BASE_PATH } from './admin/index.ts';
 import type { AdminContext, AdminRoute } from './rows.ts';
@@ -40,23 +42,28 @@ export interface RestApiOptions {
   basePath?: string;
   /** D-91: the store, and how long a request may wait for it while it is out of reach. */
   store?: { health: StoreHealth; timeoutMs: number };
+  /** D-120, D-122: the scenarios of requests that carry one; without it they are off. */
+  scenarios?: ScenarioOptions;
 }
 
 /**
  * The REST API, in D-4's order: one Authorization header (400) → the key (401) → the app exists and the
  * key may use it (404, 403) → the app is active (403) → its agent, for send message and completion (403)
- * → their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the
- * body (400) and the resource (404).
+ * → a scenario (400, or its scripted status, D-121: before anything is counted or charged) → their team's
+ * credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the body (400) and
+ * the resource (404).
  */
 export function restApi(o: RestApiOptions): Surface {
   return {
     basePath: o.basePath ?? '/v1',
     routes: o.routes,
+    enter: [noStore],
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
       authenticate(o.auth),
       authorizeApp(o.auth, route),
+      scenario(o.scenarios ?? OFF, route.scenario),
       route.needsAgent && o.credits && credits(o.credits),
       route.counted && o.rateLimiter && rateLimit(o.rateLimiter),
       route.idempotent && o.idempotency && idempotency(o.idempotency),
@@ -73,12 +80,17 @@ export interface WidgetApiOptions {
   store?: RestApiOptions['store'];
   /** D-74, as the REST API's (after the gate, whose charge a refusal gives back). */
   credits?: CreditCheck;
+  /** D-120, as the REST API's, also as the `scenario` query parameter. */
+  scenarios?: ScenarioOptions;
 }
+
+/** Scenarios off: a request that carries one is refused (D-122). */
+const OFF: ScenarioOptions = { enabled: false };
 
 /**
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
- * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
- * credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
+ * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → a scenario
+ * (400, or its scripted status, D-121) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
  * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
@@ -86,10 +98,12 @@ export function widgetApi(o: WidgetApiOptions): Surface {
   return {
     basePath: WIDGET_BASE_PATH,
     routes: o.routes,
-    enter: [cors(o.gate), preflight(o.gate)],
+    enter: [noStore, cors(o.gate), preflight(o.gate)],
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
+      // Before the gate, whose limits would count a scripted status (D-121).
+      scenario({ ...(o.scenarios ?? OFF), query: true }, route.scenario),
       admit(o.gate, route),
       route.needsAgent && o.credits && credits(o.credits),
     ],
@@ -112,6 +126,7 @@ export function adminApi(o: AdminApiOptions): Surface<AdminContext> {
   return {
     basePath: ADMIN_BASE_PATH,
     routes: o.routes,
+    enter: [noStore],
     stages: (route) => [singleAuthorization, adminCredential(o.accounts, route as AdminRoute)],
     admitted: (ctx) => {
       if (!ctx.admin) throw new Error('no stage of the admin surface said who calls');
