@@ -43,6 +43,8 @@ import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
 import { DeletedRetention } from './services/retention.ts';
+import { TestRunService } from './services/test-runs.ts';
+import { loadScriptBook } from './store/fixtures.ts';
 
 export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'webhookResolver' | 'webhookPollMs'> {
   logger?: Logger;
@@ -136,7 +138,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       endpoints: webhooks.endpoints,
       live: webhooks.live,
     });
-    const routes = restRoutes({ conversations, responses, completions, store });
+    // D-126: the named scripts, checked before anything is served.
+    const testRuns = new TestRunService(backend.testRuns, await loadScriptBook(opts.fixturesDir));
+    const routes = restRoutes({ conversations, responses, completions, store, testRuns });
     const http = createHttpServer({
       store: bound,
       routes,
@@ -146,6 +150,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
         store: bound,
         routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
         credits,
+        testRuns,
         gate: new WidgetGate({
           tenants,
           auth,
@@ -167,6 +172,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       logger,
       rateLimiter: opts.rateLimiter ?? new RateLimitService(backend.rateCounts.plan, tenants),
       idempotency,
+      testRuns,
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
       maxStreamsPerApp: opts.maxStreamsPerApp,

@@ -23,6 +23,8 @@ import {
 } from '../pipeline/stages.ts';
 import { adminCredential } from '../pipeline/admin-auth.ts';
 import { type CreditCheck, credits } from '../pipeline/credits.ts';
+import { testRun } from '../pipeline/test-runs.ts';
+import type { TestRunService } from '../services/test-runs.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 import { ADMIN_BASE_PATH } from './admin/index.ts';
 import type { AdminContext, AdminRoute } from './rows.ts';
@@ -40,12 +42,15 @@ export interface RestApiOptions {
   basePath?: string;
   /** D-91: the store, and how long a request may wait for it while it is out of reach. */
   store?: { health: StoreHealth; timeoutMs: number };
+  /** D-125: the test runs, and the scripts their requests follow; without it no request takes part. */
+  testRuns?: TestRunService;
 }
 
 /**
  * The REST API, in D-4's order: one Authorization header (400) → the key (401) → the app exists and the
  * key may use it (404, 403) → the app is active (403) → its agent, for send message and completion (403)
- * → their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the
+ * → the request's turn in its test run (400 for a bad script, D-125, D-126; listed once answered) →
+ * their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the
  * body (400) and the resource (404).
  */
 export function restApi(o: RestApiOptions): Surface {
@@ -57,6 +62,7 @@ export function restApi(o: RestApiOptions): Surface {
       singleAuthorization,
       authenticate(o.auth),
       authorizeApp(o.auth, route),
+      o.testRuns && testRun(o.testRuns),
       route.needsAgent && o.credits && credits(o.credits),
       route.counted && o.rateLimiter && rateLimit(o.rateLimiter),
       route.idempotent && o.idempotency && idempotency(o.idempotency),
@@ -73,12 +79,14 @@ export interface WidgetApiOptions {
   store?: RestApiOptions['store'];
   /** D-74, as the REST API's (after the gate, whose charge a refusal gives back). */
   credits?: CreditCheck;
+  /** D-125, as the REST API's. */
+  testRuns?: TestRunService;
 }
 
 /**
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
  * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
- * credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
+ * request's turn in its test run (D-125, the app the path's) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
  * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
@@ -90,6 +98,7 @@ export function widgetApi(o: WidgetApiOptions): Surface {
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
+      o.testRuns && testRun(o.testRuns),
       admit(o.gate, route),
       route.needsAgent && o.credits && credits(o.credits),
     ],

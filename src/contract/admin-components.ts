@@ -42,6 +42,7 @@ import {
   WebhookStreamEvent,
 } from './admin-webhooks.ts';
 import { ReferenceErrorBody } from './errors.ts';
+import { KeyScenario, SetKeyScenarioRequest } from './scenarios.ts';
 
 /** The resources and requests of the document, by component id. */
 export const RESPONSES = {
@@ -56,6 +57,7 @@ export const RESPONSES = {
   ApiKey,
   ApiKeyCreated,
   ApiKeyList: listOf(ApiKey),
+  KeyScenario,
   App: AdminApp,
   AppList: listOf(AdminApp),
   AuditEntry,
@@ -83,6 +85,7 @@ export const REQUESTS = {
   CreateAccessTokenRequest,
   CreateKeyRequest,
   RollKeyRequest,
+  SetKeyScenarioRequest,
   CreateAppRequest,
   UpdateAppRequest,
   AddMemberRequest,
