@@ -123,12 +123,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   });
   const { tenants, store, usage } = backend;
   try {
-    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency, webhooks } = await services(
-      backend,
-      opts,
-      logger,
-      origin,
-    );
+    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency, webhooks, testRuns } =
+      await services(backend, opts, logger, origin);
     const playground = opts.playground;
     await beforeServing(backend, { responses, conversations, retention }, logger);
     let closing: Promise<void> | undefined;
@@ -138,8 +134,6 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       endpoints: webhooks.endpoints,
       live: webhooks.live,
     });
-    // D-126: the named scripts, checked before anything is served.
-    const testRuns = new TestRunService(backend.testRuns, await loadScriptBook(opts.fixturesDir));
     const routes = restRoutes({ conversations, responses, completions, store, testRuns });
     const http = createHttpServer({
       store: bound,
@@ -162,12 +156,9 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
           allowOwnOrigin: playground,
         }),
       },
-      pages: new Map<string, () => Promise<unknown>>([
-        ...widgetPages({ tenants, playground }),
-        ...dashboardPages(opts.dashboard),
-        ...openApiPages(routes, admin.routes),
-        [HEALTH_PATH, () => health(store, () => closing !== undefined)],
-      ]),
+      pages: pagesOf({ tenants, playground, dashboard: opts.dashboard, routes, admin: admin.routes }, () =>
+        health(store, () => closing !== undefined),
+      ),
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? new RateLimitService(backend.rateCounts.plan, tenants),
@@ -268,7 +259,28 @@ async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS &
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
-  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks };
+  // D-126: the named scripts, checked before anything is served.
+  const testRuns = new TestRunService(backend.testRuns, await loadScriptBook(opts.fixturesDir));
+  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks, testRuns };
+}
+
+/** What is served by exact path outside the surfaces: the widget's pages, the dashboard's, the two OpenAPI documents, the health check. */
+function pagesOf(
+  o: {
+    tenants: Tenants;
+    playground: boolean;
+    dashboard: boolean;
+    routes: Parameters<typeof openApiPages>[0];
+    admin: Parameters<typeof openApiPages>[1];
+  },
+  check: () => Promise<unknown>,
+): Map<string, () => Promise<unknown>> {
+  return new Map<string, () => Promise<unknown>>([
+    ...widgetPages({ tenants: o.tenants, playground: o.playground }),
+    ...dashboardPages(o.dashboard),
+    ...openApiPages(o.routes, o.admin),
+    [HEALTH_PATH, check],
+  ]);
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */

@@ -97,10 +97,11 @@ test('D-126: a script needs a test id and a name scenarios.json has; a bad test 
 test("D-127: a key's script applies to every request made with it, its id the test id; set again it starts anew; removed, it stops", async () => {
   const made = await admin('POST', '/keys', { type: 'secret', name: 'client under test' });
   assert.equal(made.status, 200);
-  const set = await admin('PUT', `/keys/${made.body.id}/scenario`, { script: ['', 'drop-after=3'] });
+  const set = await admin('PUT', `/keys/${made.body.id}/scenario`, { script: ['', 'status=500'] });
   assert.equal(set.status, 200, JSON.stringify(set.body));
-  assert.deepEqual(set.body, { object: 'key_scenario', key_id: made.body.id, script: ['', 'drop-after=3'] });
-  for (let i = 0; i < 3; i++) assert.equal((await list({}, made.body.key)).status, 200);
+  assert.deepEqual(set.body, { object: 'key_scenario', key_id: made.body.id, script: ['', 'status=500'] });
+  // What each step does is the scenario stage's to play; here, which step each request gets.
+  for (let i = 0; i < 3; i++) await list({}, made.body.key);
   // A request with a test id of its own is in its own run, not the key's.
   await list({ 'parley-test-id': 'own-1' }, made.body.key);
   const steps = async () => (await run(made.body.id)).body.requests.map((q: { step: number }) => q.step);
@@ -113,7 +114,7 @@ test("D-127: a key's script applies to every request made with it, its id the te
   await list({}, made.body.key);
   assert.deepEqual(await steps(), [1], 'removed: its requests are in no run; the run stays readable');
   const audit = await admin('GET', '/audit?action=key.scenario_set');
-  assert.deepEqual(audit.body.data[0].changes.scenario, [['', 'drop-after=3'], ['status=503']]);
+  assert.deepEqual(audit.body.data[0].changes.scenario, [['', 'status=500'], ['status=503']]);
   assert.equal((await admin('GET', '/audit?action=key.scenario_cleared')).body.data[0].target.id, made.body.id);
 });
 
