@@ -11,7 +11,7 @@ import { type RunTurn, TEST_RUN_MAX_REQUESTS, TEST_RUN_TTL_MS, type TestRuns } f
 const SWEEP_MS = 600_000;
 
 export const TEST_RUNS_MIGRATION = {
-  version: 13,
+  version: 14,
   name: 'test runs',
   sql: `
     -- D-125: a run's step counter and what it follows, one row per app and test id; started_at names
