@@ -3,8 +3,9 @@
 // against the admin contract, `--json` printing, durations, lists and the confirmation question.
 import type { Command } from 'commander';
 import type { z } from 'zod';
+import { listOf } from '../src/contract/admin.ts';
 import { type ApiResponse, InvalidResponseError, type ParleyClient } from './client.ts';
-import { describeIssues } from './core/error.ts';
+import { describeIssues, FollowedCursors } from './core/error.ts';
 import { type Globals, refuseMistyped, type Session } from './context.ts';
 import { oneLine, UsageError, withHint } from './io.ts';
 import { canAsk, Prompter } from './prompt.ts';
@@ -22,6 +23,36 @@ export class AdminClient {
 
   get<S extends z.ZodType>(path: string, schema: S, query?: Query): Promise<ApiResponse<z.infer<S>>> {
     return this.call('GET', path, schema, { query });
+  }
+
+  /**
+   * D-173: every page of a list (the §4.2 shape), `last_id` as `after`, as one list whose `raw` is
+   * that list (what `--json` prints). A server answering `has_more` with a cursor followed already
+   * would loop forever: that is an InvalidResponseError.
+   */
+  async getAll<T extends { id: string }>(
+    path: string,
+    item: z.ZodType<T>,
+  ): Promise<ApiResponse<{ object: 'list'; data: T[]; first_id: string | null; last_id: string | null; has_more: false }>> {
+    const schema = listOf(item);
+    const data: T[] = [];
+    const followed = new FollowedCursors();
+    for (let after: string | undefined; ; ) {
+      const page = await this.get(path, schema, { after });
+      data.push(...(page.data.data as T[]));
+      const next = page.data.last_id;
+      if (!page.data.has_more || next === null) {
+        const list = {
+          object: 'list' as const,
+          data,
+          first_id: data[0]?.id ?? null,
+          last_id: data.at(-1)?.id ?? null,
+          has_more: false as const,
+        };
+        return { ...page, data: list, raw: JSON.stringify(list) };
+      }
+      after = followed.follow(next, page.url);
+    }
   }
 
   post<S extends z.ZodType>(path: string, schema: S, body: unknown = {}): Promise<ApiResponse<z.infer<S>>> {
@@ -60,6 +91,9 @@ export class AdminClient {
  */
 export function adminClient(session: Session, cmd: Command): { admin: AdminClient; g: Globals } {
   const g = session.globals(cmd);
+  // D-120: a scenario is the API's (/v1, /widget/v1); the control plane would not play it.
+  if (Object.keys(g.scenarioHeaders).length > 0)
+    throw new UsageError("--scenario and --test-id apply to the API's requests (/v1), not to the control plane's (/admin/v1)");
   if (!g.adminToken)
     throw withHint(
       new UsageError(`not signed in to the admin API (no admin token in profile ${g.profile}, no PARLEY_ADMIN_TOKEN)`),

@@ -20,6 +20,7 @@ import {
   AbortedError,
   ApiError,
   ConnectionError,
+  FollowedCursors,
   InvalidResponseError,
   ParleyError,
   TimeoutError,
@@ -91,6 +92,8 @@ export interface ClientOptions {
   dispatcher?: Dispatcher;
   /** Retries of a refused (429) or unreachable request (D-62); none by default. */
   retry?: RetryPolicy;
+  /** Headers of every request the command makes (`--scenario`, `--test-id`: D-120), not of the resumes the client makes itself. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -123,6 +126,8 @@ export interface RawRequest extends RequestOptions {
   /** A body sent as is (`parley api --input`), instead of `body` as JSON. */
   rawBody?: string;
   headers?: Record<string, string>;
+  /** A resume the client makes by itself (D-32): sent without the command's own headers (its scenario). */
+  bare?: boolean;
 }
 
 type Schema<T> = {
@@ -200,22 +205,14 @@ export class ParleyClient {
   async *listAllConversations(query: ListQuery = {}, opts: RequestOptions = {}): AsyncGenerator<ApiResponse<ConversationList>> {
     let q = { ...query };
     const backwards = q.before !== undefined;
-    const followed = new Set([backwards ? q.before : q.after]);
+    const followed = new FollowedCursors(backwards ? q.before : q.after);
     for (;;) {
       const page = await this.listConversations(q, opts);
       yield page;
       const { has_more, data } = page.data;
       if (!has_more || data.length === 0) return;
-      const cursor = backwards ? (page.data.first_id ?? data[0]!.id) : (page.data.last_id ?? data.at(-1)!.id);
-      if (followed.has(cursor)) {
-        // The page itself was yielded already: nothing more to show with the error.
-        throw new InvalidResponseError(
-          page.url,
-          `has_more is true but the cursor ${cursor} was followed already: the list would never end`,
-          '',
-        );
-      }
-      followed.add(cursor);
+      // The page itself was yielded already: the error has nothing more to show.
+      const cursor = followed.follow(backwards ? (page.data.first_id ?? data[0]!.id) : (page.data.last_id ?? data.at(-1)!.id), page.url);
       q = backwards ? { ...q, before: cursor } : { ...q, after: cursor };
     }
   }
@@ -281,7 +278,7 @@ export class ParleyClient {
 
   #resumer(opts: RequestOptions & { onResume?: Resumer['onResume'] }): Resumer {
     return {
-      resume: (id, after) => this.#send(this.#resumeRequest(id, after, opts)),
+      resume: (id, after) => this.#send({ ...this.#resumeRequest(id, after, opts), bare: true }),
       onResume: (id, after, cause) => {
         this.#options.onTrace?.(`* stream dropped (${cause.message}); resuming ${id} after event ${after}`);
         this.#options.onResume?.(id, after, cause);
@@ -413,6 +410,7 @@ export class ParleyClient {
     const url = this.#url(req);
     const headers: Record<string, string> = {
       accept: 'application/json, text/event-stream',
+      ...(req.bare ? {} : this.#options.headers),
       ...req.headers,
     };
     if (!Object.keys(headers).some((k) => k.toLowerCase() === 'user-agent')) headers['user-agent'] = USER_AGENT;

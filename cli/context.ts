@@ -24,6 +24,8 @@ export interface Globals {
   adminTokenServer: string | undefined;
   /** The active profile's name, for the words of a hint. */
   profile: string;
+  /** D-120: `Parley-Scenario` and `Parley-Test-Id` of the command's requests (`--scenario`, `--test-id`). */
+  scenarioHeaders: Record<string, string>;
 }
 
 /** D-62: the longest Retry-After that --retry waits for; a longer one (a day's limit) is reported instead. */
@@ -54,6 +56,13 @@ export function addGlobalOptions(cmd: Command): Command {
       ),
     )
     .addOption(new Option('--json', "print the API's JSON exactly (NDJSON, one event per line, for streams)"))
+    .addOption(
+      new Option(
+        '--scenario <directives>',
+        'send Parley-Scenario: make the server fail as a test asks, e.g. drop-after=3 (docs/scenarios.md)',
+      ),
+    )
+    .addOption(new Option('--test-id <id>', 'send Parley-Test-Id: the test run the requests belong to (docs/scenarios.md)'))
     .addOption(new Option('--verbose', 'log requests and responses to stderr (the key is redacted)'));
 }
 
@@ -122,6 +131,10 @@ export function resolveGlobals(cmd: Command, env: NodeJS.ProcessEnv): Globals {
     adminToken: env.PARLEY_ADMIN_TOKEN || profile?.admin_token || undefined,
     adminTokenServer: env.PARLEY_ADMIN_TOKEN ? undefined : profile?.admin_token ? profile.base_url : undefined,
     profile: profileName(merged.profile as string | undefined, env).name,
+    scenarioHeaders: {
+      ...(merged.scenario === undefined ? {} : { 'parley-scenario': String(merged.scenario) }),
+      ...(merged.testId === undefined ? {} : { 'parley-test-id': String(merged.testId) }),
+    },
   };
 }
 
@@ -173,11 +186,14 @@ export class Session {
     if (!g.apiKey) throw new UsageError('no API key: run parley login, pass --api-key or set PARLEY_API_KEY');
     if (!g.app && needApp) throw new UsageError('no app: run parley login, pass --app or set PARLEY_APP_ID');
     refuseMistyped(g.apiKey, 'the API key');
-    return { client: this.newClient(g, g.baseUrl, g.apiKey, g.app ?? ''), g };
+    return { client: this.newClient(g, g.baseUrl, g.apiKey, g.app ?? '', g.scenarioHeaders), g };
   }
 
-  /** A client of the interface's plumbing for `baseUrl` with the credential `secret` ('' for none), closed with the session. */
-  newClient(g: Globals, baseUrl: string, secret: string, appId = ''): ParleyClient {
+  /**
+   * A client of the interface's plumbing for `baseUrl` with the credential `secret` ('' for none), closed
+   * with the session; `headers` go on each of its requests (the API's: `--scenario`, `--test-id`).
+   */
+  newClient(g: Globals, baseUrl: string, secret: string, appId = '', headers: Record<string, string> = {}): ParleyClient {
     const client = new ParleyClient({
       baseUrl,
       apiKey: secret,
@@ -192,6 +208,7 @@ export class Session {
       onResume: (id, after) => this.out.note(`(the stream dropped; resuming ${id} after event ${after})`),
       signal: this.out.closedSignal,
       retry: g.retries > 0 ? { retries: g.retries, maxWaitMs: MAX_RETRY_WAIT_MS, onRetry: (m) => this.out.note(m) } : undefined,
+      headers,
     });
     this.#clients.push(client);
     return client;

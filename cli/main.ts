@@ -6,6 +6,7 @@ import { configCommand, metricsCommand } from './commands/app.ts';
 import { chatCommand } from './commands/chat.ts';
 import { complete, completionAction, completionCommand } from './commands/completion.ts';
 import { auditCommand } from './commands/audit.ts';
+import { benchCommand } from './commands/bench.ts';
 import { conformanceCommand } from './commands/conformance.ts';
 import { conversationsCommand } from './commands/conversations.ts';
 import { dataCommand } from './commands/data.ts';
@@ -17,6 +18,7 @@ import { completeCommand, sendCommand } from './commands/messages.ts';
 import { responsesCommand } from './commands/responses.ts';
 import { loginCommand, logoutCommand } from './commands/login.ts';
 import { serveCommand } from './commands/serve.ts';
+import { tapesCommand } from './commands/tapes.ts';
 import { usageCommand } from './commands/usage.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
 import { addGlobalOptions, Session } from './context.ts';
@@ -94,6 +96,8 @@ export function buildProgram(out: Output, session: Session): Command {
   program.addCommand(completionCommand().action((shell: string) => completionAction(session, shell)));
   program.addCommand(dbCommand(session));
   program.addCommand(dataCommand(session));
+  program.addCommand(benchCommand(session));
+  program.addCommand(tapesCommand(session));
   const conformance = conformanceCommand((real, parent) => configure(real, parent, out, false), session);
   program.addCommand(conformance);
 

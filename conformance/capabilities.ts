@@ -3,7 +3,7 @@
 // owes them. One table: the target parser, the runner, the reporters and docs/conformance.md read it;
 // the score is score.ts's. This module imports nothing, so that the results' types can name capabilities.
 
-export const CAPABILITIES = ['resumable', 'idempotency', 'widget', 'webhooks'] as const;
+export const CAPABILITIES = ['resumable', 'idempotency', 'widget', 'webhooks', 'scenarios'] as const;
 export type Capability = (typeof CAPABILITIES)[number];
 
 export interface CapabilityDef {
@@ -50,6 +50,12 @@ export const CAPABILITY_DEFS: Record<Capability, CapabilityDef> = {
     keys: ['admin'],
     decisions: range(80, 89),
     request: (r) => r.under('admin') && /\/webhook/.test(r.url.pathname),
+  },
+  scenarios: {
+    title: 'scenarios: the Parley-Scenario header makes a request fail on purpose, e.g. cuts its stream (docs/scenarios.md)',
+    keys: [],
+    decisions: range(120, 124),
+    request: (r) => r.headers.has('parley-scenario'),
   },
 };
 
@@ -108,7 +114,14 @@ export type Claims = Record<Capability, CapabilityClaim>;
  * `admin`. A declared list claims exactly what it lists.
  */
 export function claimsOf(declared: readonly Capability[] | undefined, present: { widget: boolean; admin: boolean }): Claims {
-  const inferred: Record<Capability, boolean> = { resumable: true, idempotency: true, widget: present.widget, webhooks: present.admin };
+  // Scenarios came after capabilities: a target has them only if it declares them.
+  const inferred: Record<Capability, boolean> = {
+    resumable: true,
+    idempotency: true,
+    widget: present.widget,
+    webhooks: present.admin,
+    scenarios: false,
+  };
   return Object.fromEntries(
     CAPABILITIES.map((c) => [c, declared ? { claimed: declared.includes(c), how: 'declared' } : { claimed: inferred[c], how: 'inferred' }]),
   ) as Claims;

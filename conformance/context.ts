@@ -28,6 +28,11 @@ export interface CaseDef {
    * claim it, and scored under it (D-105, extended). Only REFERENCE cases have one.
    */
   capability?: Capability;
+  /**
+   * Other extensions its requests reach, only where the target claims them: a resumable case cuts its
+   * stream with a scenario (D-124), a scenario case resumes what it cut. Not scored under them.
+   */
+  uses?: Capability[];
   /** Never run again by --retry-failed, and why: a retry would meet what the first try used up (a rate limit). */
   noRetry?: string;
   run(ctx: CaseContext): Promise<void>;
@@ -112,6 +117,9 @@ export interface RunState {
   webhooks: WebhookRun;
 }
 
+/** D-146: the run id a replayed model is given on every run. */
+export const REPLAY_RUN = 'replay';
+
 /** What the webhook cases set up once a run, and what the runner undoes (cases/webhooks.ts). */
 export interface WebhookRun {
   /** --receiver-url: where the implementation can reach the suite's receiver (else loopback). */
@@ -157,9 +165,12 @@ export class CaseContext {
     return `conformance-${this.runId}`;
   }
 
-  /** Metadata that tags what this run creates, with a string that must come back byte for byte (cases/common.ts, HOSTILE_TEXT). */
+  /**
+   * Metadata that tags what this run creates, with a string that must come back byte for byte (cases/common.ts, HOSTILE_TEXT).
+   * It reaches the model (as data): on a replayed model (D-146) its run is the fixed `replay`, so that every run asks the same.
+   */
   get tagMetadata(): Record<string, string> {
-    return { conformance_run: this.runId, conformance_text: HOSTILE_TEXT };
+    return { conformance_run: this.target.replay ? REPLAY_RUN : this.runId, conformance_text: HOSTILE_TEXT };
   }
 
   /** The value of a target key; a missing one skips the case with the key it needs. */

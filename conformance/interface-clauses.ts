@@ -550,6 +550,8 @@ export const CLAUSES: readonly Clause[] = [
   ...widgetDecisionClauses(),
   // The webhooks' decisions (docs/webhooks.md, Parley's extension), with target key admin.
   ...webhookDecisionClauses(),
+  // The scenarios' decisions (docs/scenarios.md, Parley's extension), capability scenarios.
+  ...scenarioDecisionClauses(),
 ];
 
 /** A decision's clause: checked exactly, or weakly because the target cannot provoke the rest (`why`), or not at all (`none`). */
@@ -607,9 +609,9 @@ function decisionClauses(): Clause[] {
     [18, 'keep-alive comments; Cache-Control: no-cache', 'exact'],
     [
       19,
-      'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only)',
-      'none',
-      'the cap is a fixture the suite does not know; D-34 is checked instead',
+      'a disconnect aborts the reply, kept as failed (revised by D-34: past the cap of detached replies only, and completions)',
+      'weak',
+      'the cap is a fixture the suite does not know (D-34 is checked instead): a completion whose client left, seen stopped by its completion.failed event',
     ],
     [20, 'output_index and content_index', 'exact'],
     [21, 'the service runs function calls; knowledge_search {"query"}', 'exact'],
@@ -655,7 +657,7 @@ function decisionClauses(): Clause[] {
     ],
     [
       33,
-      'cancel: failed with code cancelled, partial output kept, open streams end with response.failed; a finished one unchanged',
+      'cancel: failed with code cancelled, partial output kept, saved before the answer; after it no text, and open streams end with response.failed within 2 s; a finished one unchanged',
       'exact',
     ],
     [
@@ -749,7 +751,7 @@ function webhookDecisionClauses(): Clause[] {
     ],
     [
       82,
-      "an endpoint may not point into Parley's own network (loopback only while Parley listens on loopback)",
+      "an endpoint may not point into Parley's own network (loopback only in local development, D-170)",
       'none',
       'a refusal would need an address the suite must not connect to, and the policy depends on where the target listens',
     ],
@@ -757,7 +759,7 @@ function webhookDecisionClauses(): Clause[] {
       83,
       'events {id evt_ = webhook-id, object, type, created_at, app_id, data}: data the resource as the API shows it, cut to {id, object, url} past 20,480 bytes',
       'weak',
-      'response.failed and completion.failed need a failure the target cannot be asked for, conversation.restored a restore on the admin surface, which the interface does not have, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types',
+      "response.failed needs a failure the target cannot be asked for, conversation.restored a restore on the admin surface, which the interface does not have, and a payload past 20,480 bytes a resource larger than the limits allow: the five other types, each with exactly the API's fields and one event per change, and completion.failed of a completion whose client left",
     ],
     [84, 'an event is written with the change it reports, never lost by a crash', 'none', 'the suite cannot stop the target'],
     [
@@ -779,12 +781,55 @@ function webhookDecisionClauses(): Clause[] {
       'redelivery and retention are not exercised: the log of a retried, a skipped and a filtered delivery',
     ],
     [88, 'the CLI manages endpoints and listens', 'none', 'the CLI is not part of an implementation'],
+    [
+      67,
+      'a sign-in answers the member, the team and a CSRF token and sets the session cookie HttpOnly, SameSite=Strict, Path=/ (Secure over TLS); sign-out ends the session',
+      'weak',
+      "the idle and 7-day expiries cannot pass in a run, and the audit needs the audit log's reader: the sign-in, its cookie, the session read and refused after sign-out",
+    ],
+    [
+      115,
+      'an endpoint is changed with PATCH, which answers it as changed; POST on its path is a deprecated alias',
+      'weak',
+      'the deprecated alias is left alone: PATCH of the description and of the events',
+    ],
     [89, 'the CLI prints the signing secret and verifies a saved delivery', 'none', 'the CLI is not part of an implementation'],
     [
       150,
       'an endpoint is signed with the key it was registered for (signing_key_id, shown with its state), whatever keys are made later; a revoked or expired key disables it',
       'weak',
       'revoking or rolling needs keys the target does not give: the endpoint registered for api_key shows it and is signed with it',
+    ],
+  ];
+  return d.map(decisionClause);
+}
+
+function scenarioDecisionClauses(): Clause[] {
+  const d: DecisionRow[] = [
+    [
+      120,
+      'a Parley-Scenario header shapes only the request that carries it; an unknown directive or a bad value is 400 invalid_value naming it',
+      'weak',
+      "the suite sends one directive, drop-after, to cut a stream; the grammar and its refusals are checked by Parley's own tests",
+    ],
+    [
+      121,
+      'a scripted status is answered before anything is counted, charged or stored',
+      'none',
+      'counts and credits are not readable by a target',
+    ],
+    [
+      122,
+      'scenarios are on by default only on loopback without a public URL; off, a scenario is 400 scenarios_disabled',
+      'none',
+      'depends on how the target was started',
+    ],
+    [123, 'a directive where it cannot act is 400 invalid_value', 'none', 'the suite sends a scenario only where it acts'],
+    [
+      124,
+      'drop-after cuts the connection after the n-th event; the reply runs on, and a resume from the last event seen gives the rest exactly once',
+      'weak',
+      "drop-after only: the other directives (reset, stall, malformed, duplicate, pacing, fail-after) are checked by Parley's own tests",
     ],
   ];
   return d.map(decisionClause);

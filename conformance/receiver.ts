@@ -15,12 +15,21 @@ export interface Delivery {
   json: unknown;
   /** When it arrived (ms since the epoch). */
   at: number;
-  /** The status the receiver answered. */
-  answered: number;
+  /** When it arrived, on the clock of performance.now() (the bench times deliveries with it). */
+  arrived: number;
+  /** The status the receiver answered; null when it hung up without an answer. */
+  answered: number | null;
 }
 
-/** The status to answer a delivery with, given the deliveries of the same path before it. */
-export type Answerer = (d: Omit<Delivery, 'answered'>, before: readonly Delivery[]) => number;
+/**
+ * How to answer a delivery: a status; or a status with a body of its own and a delay before it (a
+ * delivery log reads the body's first bytes, D-87; a retry's time follows the answer's, D-85); or
+ * `hang-up`: the connection closed with no answer at all (an attempt whose status is null).
+ */
+export type Answer = number | { status: number; body?: string; afterMs?: number } | 'hang-up';
+
+/** How to answer a delivery, given the deliveries of the same path before it. */
+export type Answerer = (d: Omit<Delivery, 'answered'>, before: readonly Delivery[]) => Answer;
 
 export interface Receiver {
   /** The URL an endpoint named `name` is registered with. */
@@ -57,10 +66,10 @@ export async function startReceiver(prefix: string, publicUrl?: string): Promise
         json = undefined;
       }
       const path = (req.url ?? '/').split('?')[0]!;
-      const d = { path, method: req.method ?? '', headers, body, json, at: Date.now() };
+      const d = { path, method: req.method ?? '', headers, body, json, at: Date.now(), arrived: performance.now() };
       const name = path.startsWith(`${basePath}/`) ? path.slice(basePath.length + 1) : '';
       const answerer = answerers.get(name);
-      const answered = answerer
+      const answer: Answer = answerer
         ? answerer(
             d,
             deliveries.filter((x) => x.path === path),
@@ -68,10 +77,19 @@ export async function startReceiver(prefix: string, publicUrl?: string): Promise
         : name
           ? 200
           : 404;
-      deliveries.push({ ...d, answered });
-      res.writeHead(answered, { 'content-type': 'text/plain' });
-      res.end(answered < 300 ? 'ok' : 'conformance receiver');
+      const spec = typeof answer === 'number' ? { status: answer } : answer;
+      deliveries.push({ ...d, answered: spec === 'hang-up' ? null : spec.status });
       for (const w of [...waiters]) w();
+      if (spec === 'hang-up') {
+        req.socket.destroy();
+        return;
+      }
+      const reply = () => {
+        res.writeHead(spec.status, { 'content-type': 'text/plain' });
+        res.end(spec.body ?? (spec.status < 300 ? 'ok' : 'conformance receiver'));
+      };
+      if (spec.afterMs) setTimeout(reply, spec.afterMs);
+      else reply();
     });
   });
   const host = base ? (/^[\d.]+$|^\[/.test(base.hostname) ? base.hostname.replace(/^\[|\]$/g, '') : '::') : '127.0.0.1';
@@ -128,7 +146,9 @@ export function signingSecret(apiKey: string): string {
 
 /**
  * D-80: whether one of the space-separated `v1,<base64>` signatures is the HMAC-SHA256 of
- * `{id}.{timestamp}.{body}` under S; a problem in words otherwise.
+ * `{id}.{timestamp}.{body}` under S; a problem in words otherwise. Compared as text, as Standard
+ * Webhooks libraries compare it: standard base64 with its padding, never decoded leniently (Node's
+ * decoder also takes the URL-safe alphabet and a missing `=`, which those libraries refuse).
  */
 export function checkSignature(apiKey: string, headers: Record<string, string>, body: string): string | undefined {
   const id = headers['webhook-id'];
@@ -139,12 +159,14 @@ export function checkSignature(apiKey: string, headers: Record<string, string>, 
   const found = sig.split(' ').filter(Boolean);
   const v1 = found.filter((s) => s.startsWith('v1,'));
   if (v1.length === 0) return `no v1 signature in webhook-signature ${JSON.stringify(sig)}`;
-  const ok = v1.some((s) => {
+  const expected = Buffer.from(`v1,${mine.toString('base64')}`);
+  if (v1.some((s) => Buffer.byteLength(s) === expected.length && timingSafeEqual(Buffer.from(s), expected))) return undefined;
+  const loose = v1.find((s) => {
     const b = Buffer.from(s.slice(3), 'base64');
     return b.length === mine.length && timingSafeEqual(b, mine);
   });
-  return ok
-    ? undefined
+  return loose
+    ? `signature ${JSON.stringify(loose)} carries the right HMAC but is not written as "v1," + its standard base64 with padding (RFC 4648 §4), ${JSON.stringify(expected.toString())}: Standard Webhooks libraries compare the text and refuse it`
     : `none of the ${v1.length} v1 signature(s) verifies with the signing secret derived from api_key (${signingSecret(apiKey).slice(0, 12)}…): HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{raw body}" under S`;
 }
 

@@ -10,9 +10,11 @@ import { idempotentCompletion, idempotentCreate, idempotentSend } from './cases/
 import { limits } from './cases/limits.ts';
 import { list, listLimits } from './cases/list.ts';
 import { messageMetrics, sendMessage, severalExchanges } from './cases/messages.ts';
+import { completionLeft, webhookReads } from './cases/webhook-reads.ts';
 import { webhooks } from './cases/webhooks.ts';
 import { widget } from './cases/widget.ts';
 import { resumable, resumableCorners } from './cases/resumable.ts';
+import { scenarios } from './cases/scenarios.ts';
 import { unicodeCompletion, unicodeCreate, unicodeSend, unicodeUpdate } from './cases/unicode.ts';
 
 const SECTION_TITLES: Record<string, string> = {
@@ -58,16 +60,19 @@ const ALL: CaseDef[] = [
   ...severalExchanges,
   ...resumable,
   ...resumableCorners,
+  ...scenarios,
   ...idempotentSend,
   ...completions,
   ...unicodeCompletion,
   ...idempotentCompletion,
+  ...completionLeft,
   ...config,
   ...metricsCases,
   ...messageMetrics,
   ...auth,
   ...widget,
   ...webhooks,
+  ...webhookReads,
   ...conversationStreamCases,
   ...completionStreamCases,
   ...dataSpecCases,

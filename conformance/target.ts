@@ -39,6 +39,7 @@ const TOP_KEYS = [
   'other_team_api_key',
   'widget',
   'admin',
+  'model',
 ] as const;
 const WIDGET_KEYS = ['base_url', 'origin', 'identity_secret', 'short_token_app'] as const;
 const ADMIN_KEYS = ['base_url', 'email', 'password'] as const;
@@ -51,6 +52,7 @@ const SINCE: Record<string, number> = {
   'apps.small_storage': 4,
   'widget.short_token_app': 4,
   capabilities: 4,
+  model: 5,
 };
 
 const nonEmpty = z.string().min(1);
@@ -83,6 +85,8 @@ const TargetFile = z.looseObject({
     })
     .nullable()
     .optional(),
+  /** Version 5: `replay` when the agent's model is served from tapes (D-146), `live` (the default) otherwise. */
+  model: z.enum(['live', 'replay']).optional(),
   /** Version 3: an administrator's sign-in on the control plane (docs/target.md), for the webhook cases (D-80…D-89). */
   admin: z
     .looseObject({
@@ -129,6 +133,8 @@ export interface Target {
   claims: Claims;
   /** Keys of a target written for a newer format version, which this suite ignores (named in the report). */
   ignoredKeys?: string[];
+  /** D-146: the agent's model is a replay, so what reaches it must be the same on every run. */
+  replay?: boolean;
 }
 
 export class UsageError extends Error {
@@ -252,6 +258,7 @@ export function parseTarget(json: unknown, overrides: TargetOverrides = {}, sour
     ...(capabilities ? { capabilities } : {}),
     claims: claimsOf(capabilities, { widget: widget !== undefined, admin: admin !== undefined }),
     ...(unknown.length > 0 ? { ignoredKeys: unknown } : {}),
+    ...(t.model === 'replay' ? { replay: true } : {}),
   };
 }
 

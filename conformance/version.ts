@@ -9,4 +9,4 @@ export const SUITE_VERSION = (
 ).version;
 export const INTERFACE_VERSION = '1.0.0';
 /** The target-file format this suite knows (`"version"` in a target; 1 when absent). */
-export const TARGET_FORMAT_VERSION = 4;
+export const TARGET_FORMAT_VERSION = 5;

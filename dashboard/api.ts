@@ -66,3 +66,17 @@ export const qs = (params: Record<string, string | number | undefined | null>) =
   const s = u.toString();
   return s ? `?${s}` : '';
 };
+
+/**
+ * D-173: every item of a paginated list (keys, tokens): its pages read one after another, `last_id` as
+ * `after`, until `has_more` is false (a page that would not move on ends the walk).
+ */
+export async function listAll<T extends { id: string }>(path: string): Promise<{ data: T[] }> {
+  const data: T[] = [];
+  for (let after: string | null = null; ; ) {
+    const page: { data: T[]; has_more: boolean; last_id: string | null } = await api('GET', path + qs({ limit: 100, after }));
+    data.push(...page.data);
+    if (!page.has_more || page.last_id === null || page.last_id === after) return { data };
+    after = page.last_id;
+  }
+}

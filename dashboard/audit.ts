@@ -1,7 +1,7 @@
 // The audit log (D-75): newest first, filtered by action and dates, each entry's changes on demand,
 // its times as dates and a key by the name the keys page shows.
 import { AUDIT_ACTIONS } from '../src/contract/audit-actions.ts';
-import { api, qs } from './api.ts';
+import { api, listAll, qs } from './api.ts';
 import { field, h, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, AuditEntry, List } from './types.ts';
@@ -60,7 +60,7 @@ export async function auditPage(c: PageContext): Promise<void> {
       'GET',
       `/audit${qs({ action: params.get('action'), since: params.get('since'), until: untilTs, after: params.get('after'), limit: 50 })}`,
     ),
-    api<List<ApiKey>>('GET', '/keys'),
+    listAll<ApiKey>('/keys'),
   ]);
   const keyNames = new Map(keys.data.filter((k) => k.name).map((k) => [k.id, k.name]));
   const rows = list.data.map((e) => [

@@ -1,10 +1,10 @@
 // Settings → API Keys (§5.3, D-70): the team's keys redacted; create and roll show the new key once, in a
 // dialog, and only there (D-98); revoke asks first, naming the key.
-import { api } from './api.ts';
+import { api, listAll } from './api.ts';
 import { confirmDialog, openDialog } from './dialog.ts';
 import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { ApiKey, ApiKeyCreated, List } from './types.ts';
+import type { ApiKey, ApiKeyCreated } from './types.ts';
 
 const ROLL_GRACE: [string, number][] = [
   ['At once', 0],
@@ -78,7 +78,7 @@ export async function keysPage(c: PageContext): Promise<void> {
   const status = h('div', { class: 'status' });
   const listArea = h('div', {});
   const refresh = async (focusId?: string) => {
-    const list = await api<List<ApiKey>>('GET', '/keys');
+    const list = await listAll<ApiKey>('/keys');
     const now = Date.now() / 1000;
     const rows = list.data.map((k) => {
       const actions = h('div', { class: 'row-actions' });

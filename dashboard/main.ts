@@ -348,10 +348,21 @@ window.addEventListener('hashchange', () => {
 });
 
 const invitation = takeInviteToken();
+const invited = invitation !== null || location.hash === '#/invite';
 (async () => {
-  if (invitation !== null || location.hash === '#/invite') return acceptInvite(invitation);
+  let s: Session;
   try {
-    await start(await api<Session>('GET', '/session'));
+    s = await api<Session>('GET', '/session');
+  } catch {
+    return invited ? acceptInvite(invitation) : signIn();
+  }
+  try {
+    if (!invited) return await start(s);
+    // A link opened in a new tab of a signed-in browser: as when pasted into an open dashboard.
+    session = s;
+    setCsrf(s.csrf_token);
+    await discover();
+    invitedWhileSignedIn(s, invitation);
   } catch {
     signIn();
   }

@@ -1,10 +1,10 @@
 // Settings → Access tokens (D-68, D-153): the signed-in member's personal access tokens (the CLI's
 // `parley admin login` makes one), with their last use; revoking one asks first, naming it.
-import { api } from './api.ts';
+import { api, listAll } from './api.ts';
 import { confirmDialog } from './dialog.ts';
 import { errorNotice, h, notice, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { AccessToken, List } from './types.ts';
+import type { AccessToken } from './types.ts';
 
 export async function tokensPage(c: PageContext): Promise<void> {
   const { main } = c;
@@ -12,7 +12,7 @@ export async function tokensPage(c: PageContext): Promise<void> {
   const listArea = h('div', {});
   const fail = (err: unknown) => status.replaceChildren(errorNotice(err));
   const refresh = async () => {
-    const list = await api<List<AccessToken>>('GET', '/tokens');
+    const list = await listAll<AccessToken>('/tokens');
     const rows = list.data.map((t) => [
       h('span', {}, t.name),
       h('code', {}, t.redacted),

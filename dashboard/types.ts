@@ -13,6 +13,7 @@ import type {
   CreditBalance,
   listOf,
   UsageDay as UsageDaySchema,
+  UsageReport as UsageReportSchema,
 } from '../src/contract/admin.ts';
 import type { AdminConversation, AdminConversationDetail } from '../src/contract/admin-conversations.ts';
 import type { WebhookAttemptView, WebhookDeliveryView, WebhookEndpointView, WebhookEventView } from '../src/contract/admin-webhooks.ts';
@@ -32,6 +33,7 @@ export type ConversationDetail = z.infer<typeof AdminConversationDetail>;
 export type Item = z.infer<typeof ItemSchema>;
 export type AuditEntry = z.infer<typeof AuditEntrySchema>;
 export type UsageDay = z.infer<typeof UsageDaySchema>;
+export type UsageReport = z.infer<typeof UsageReportSchema>;
 export type Balance = z.infer<typeof CreditBalance>;
 export type WebhookEndpoint = z.infer<typeof WebhookEndpointView>;
 export type WebhookAttempt = z.infer<typeof WebhookAttemptView>;

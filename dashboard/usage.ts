@@ -3,7 +3,7 @@ import { api, qs } from './api.ts';
 import { appChooser, teamApps } from './apps.ts';
 import { field, h, table, when } from './dom.ts';
 import type { PageContext } from './main.ts';
-import type { Balance, UsageDay } from './types.ts';
+import type { Balance, UsageDay, UsageReport } from './types.ts';
 
 const n = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 3 });
 
@@ -117,7 +117,7 @@ export async function usagePage(c: PageContext): Promise<void> {
   });
   const [balance, usage] = await Promise.all([
     api<Balance>('GET', '/credits'),
-    api<{ since: string; until: string; data: UsageDay[] }>(
+    api<Pick<UsageReport, 'since' | 'until' | 'data' | 'refused'>>(
       'GET',
       `/usage${qs({ app_id: appId, since: params.get('since'), until: params.get('until') })}`,
     ),
@@ -167,5 +167,26 @@ export async function usagePage(c: PageContext): Promise<void> {
     rows.length
       ? table(['Day (UTC)', 'App', 'Requests', 'Input tokens', 'Output tokens', 'Credits'], rows, 'Usage per app per day')
       : h('p', {}, appId ? 'No usage of this app in this period.' : 'No usage in this period.'),
+    h('h2', {}, 'Refused requests'),
+    // D-157: what the team's clients were refused, and why (a server before it answers no `refused`).
+    (usage.refused ?? []).length
+      ? table(
+          ['Day (UTC)', 'App', 'Why', 'Refused'],
+          usage.refused.map((r) => [
+            h('span', {}, r.date),
+            h('span', {}, r.app_id),
+            h('span', {}, REFUSED_WHY[r.reason]),
+            h('span', {}, n(r.requests)),
+          ]),
+          'Refused requests per app per day',
+        )
+      : h('p', {}, 'No request was refused for credits, a rate limit or the storage quota in this period.'),
   );
 }
+
+/** D-157's reasons, as the page says them. */
+const REFUSED_WHY: Record<UsageReport['refused'][number]['reason'], string> = {
+  credits: 'Credits spent on a hard plan',
+  rate_limit: 'Rate limit (429)',
+  storage_quota: 'Storage quota full',
+};

@@ -1,10 +1,11 @@
 // An endpoint's page (its settings and its delivery log) and an event's page (its payload as sent and
 // its deliveries to every endpoint): each delivery with its state, its attempts with status and timing
-// (D-87), and redeliver for an admin. Payloads and answers are text (D-97).
+// (D-87), redeliver and a test event (D-129) for an admin. Payloads and answers are text (D-97).
 import { api, qs } from './api.ts';
 import { clearFieldErrors, errorNotice, field, h, notice, showRefusal, table, when, whenToSecond } from './dom.ts';
 import type { PageContext } from './main.ts';
 import type { ApiKey, List, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent } from './types.ts';
+import { testEventForm } from './webhook-test.ts';
 import {
   endpointName,
   endpointState,
@@ -35,9 +36,6 @@ export function delayText(s: number): string {
   if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
-
-/** D-154: a delivery the "failed only" filter keeps: it failed, or its last attempt failed and it waits to retry. */
-const failing = (d: WebhookDelivery) => d.state === 'failed' || (d.state === 'pending' && d.attempts > 0);
 
 /**
  * Every attempt, newest first, behind a disclosure (keyboard: Enter or Space on its summary); each to the
@@ -79,13 +77,14 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
   const perEvent = o.query.event_id !== undefined;
   const failedOnly = h('input', { type: 'checkbox', id: 'log-failed-only' });
   let shown: WebhookDelivery[] = [];
+  // D-156: "Failed only" asks the server for the failed ones (the 50 newest failed, not those among the 50 newest).
   const refresh = async (focusId?: string) => {
-    shown = (await api<List<WebhookDelivery>>('GET', `/webhook_deliveries${qs({ ...o.query, limit: LOG_LIMIT })}`)).data;
+    const failed = failedOnly.checked ? 'true' : undefined;
+    shown = (await api<List<WebhookDelivery>>('GET', `/webhook_deliveries${qs({ ...o.query, failed, limit: LOG_LIMIT })}`)).data;
     draw(focusId);
   };
   const draw = (focusId?: string) => {
-    const kept = failedOnly.checked ? shown.filter(failing) : shown;
-    const rows = kept.map((d) => {
+    const rows = shown.map((d) => {
       const actions = h('div', { class: 'row-actions' });
       if (o.canWrite)
         actions.append(
@@ -116,12 +115,11 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
             rows,
             'Deliveries',
           )
-        : h('p', {}, shown.length ? 'No failed deliveries among these.' : 'No deliveries yet.'),
+        : h('p', {}, failedOnly.checked ? 'No failed deliveries.' : 'No deliveries yet.'),
     );
     if (focusId) document.getElementById(focusId)?.focus();
   };
-  // The filter is of the deliveries shown (the admin surface filters by endpoint and event only).
-  failedOnly.addEventListener('change', () => draw());
+  failedOnly.addEventListener('change', () => void refresh().catch((err) => o.status.replaceChildren(errorNotice(err))));
   const redeliver = async (d: WebhookDelivery) => {
     const id = `redeliver-${d.id}`;
     try {
@@ -145,9 +143,52 @@ function deliveryLog(o: LogOptions): { el: HTMLElement; refresh: (focusId?: stri
       again,
       h('div', { class: 'check' }, failedOnly, h('label', { for: 'log-failed-only' }, 'Failed only (failed, or retrying after a failure)')),
     ),
+    o.canWrite && o.query.endpoint_id !== undefined ? redeliverFailed(o.query.endpoint_id, o.status, refresh) : null,
     area,
   );
   return { el, refresh };
+}
+
+/** The spans "Redeliver every failed since …" offers, in seconds ago. */
+const SPANS: [string, number][] = [
+  ['1 hour', 3600],
+  ['24 hours', 86_400],
+  ['7 days', 7 * 86_400],
+];
+
+/**
+ * D-156: every delivery of the endpoint that ended failed, of events since the span chosen, sent again by
+ * the server (`POST /webhook_deliveries/redeliver`, called again while it says `has_more`).
+ */
+function redeliverFailed(endpointId: string, status: HTMLElement, refresh: (focusId?: string) => Promise<void>): HTMLElement {
+  const span = h('select', { id: 'redeliver-failed-since' }, ...SPANS.map(([label, s]) => h('option', { value: String(s) }, label)));
+  span.value = '86400';
+  const button = h('button', { type: 'button', id: 'redeliver-failed' }, 'Redeliver every failed');
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    const since = Math.floor(Date.now() / 1000) - Number(span.value);
+    let sent = 0;
+    try {
+      for (;;) {
+        const r = await api<{ deliveries: number; has_more: boolean }>('POST', '/webhook_deliveries/redeliver', {
+          since,
+          endpoint_id: endpointId,
+        });
+        sent += r.deliveries;
+        if (!r.has_more || r.deliveries === 0) break;
+      }
+      const text = sent
+        ? `${sent} failed deliver${sent === 1 ? 'y is' : 'ies are'} sent again; Refresh shows how it went.`
+        : 'No delivery failed in that span.';
+      status.replaceChildren(notice('ok', text));
+      await refresh();
+    } catch (err) {
+      status.replaceChildren(errorNotice(err));
+    }
+    button.disabled = false;
+    button.focus();
+  });
+  return h('div', { class: 'row-actions' }, h('label', { for: 'redeliver-failed-since' }, 'Failed since'), span, button);
 }
 
 export async function endpointPage(c: PageContext): Promise<void> {
@@ -175,6 +216,12 @@ export async function endpointPage(c: PageContext): Promise<void> {
   c.main.append(h('p', {}, h('a', { href: `#/webhooks${qs({ app: e.app_id })}` }, 'Back to the endpoints')), facts);
   if (c.canWrite) c.main.append(h('h2', {}, 'Settings'), settingsForm(e, keys, path, status, showFacts));
   const log = deliveryLog({ query: { endpoint_id: e.id }, canWrite: c.canWrite, status });
+  // D-129: an admin's, as the API's route is.
+  if (c.canWrite)
+    c.main.append(
+      h('h2', {}, 'Send test event'),
+      testEventForm(e, status, () => log.refresh()),
+    );
   c.main.append(status, log.el, signingExplained());
   await log.refresh();
 }

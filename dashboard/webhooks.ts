@@ -1,7 +1,7 @@
 // Webhooks (docs/webhooks.md, D-80…D-87): a team's endpoints per app, with their events and state (and why
 // one is disabled); an admin adds, enables, disables and deletes them (a confirmation naming the endpoint).
 // The signing secret's derivation is explained, never shown: the page holds no key to derive it from (D-98).
-import { api, qs } from './api.ts';
+import { api, listAll, qs } from './api.ts';
 import { appChooser, teamApps } from './apps.ts';
 import { confirmDialog } from './dialog.ts';
 import { clearFieldErrors, errorNotice, field, fieldError, h, notice, showRefusal, table, when } from './dom.ts';
@@ -10,7 +10,7 @@ import { WEBHOOK_EVENT_TYPES } from '../src/contract/webhook-event-types.ts';
 import type { ApiKey, List, WebhookEndpoint } from './types.ts';
 
 /** D-150: the team's keys, to name an endpoint's signing key and to choose one. */
-export const teamKeys = () => api<List<ApiKey>>('GET', '/keys').then((l) => l.data);
+export const teamKeys = () => listAll<ApiKey>('/keys').then((l) => l.data);
 
 /** D-150: the key an endpoint is signed with, by its name and listed form, and what its state asks of the owner. */
 export function signingKeyText(e: WebhookEndpoint, keys: ApiKey[]): string {
@@ -30,11 +30,11 @@ export function signingKeySelect(id: string, keys: ApiKey[], selected: string | 
 }
 
 /**
- * D-82's rule for an endpoint's address, as its field says it: loopback is accepted by default while Parley
- * itself listens on loopback (local development), other private addresses only with the setting.
+ * D-82's rule for an endpoint's address, as its field says it: loopback is accepted in local development
+ * only (D-170), other private addresses only with the setting.
  */
 const URL_HINT =
-  'Such as https://hooks.shop.example/parley. Private and special addresses (10/8, 192.168/16, 169.254/16, …) are refused unless Parley runs with --webhook-allow-private; loopback (127.0.0.1, localhost) is accepted while Parley itself listens on loopback.';
+  'Such as https://hooks.shop.example/parley. Private and special addresses (10/8, 192.168/16, 169.254/16, …) are refused unless Parley runs with --webhook-allow-private; loopback (127.0.0.1, localhost) is accepted only in local development: Parley itself on loopback, without --public-url.';
 
 /** D-86: why an endpoint gets nothing. */
 export function endpointState(e: WebhookEndpoint): string {

@@ -20,6 +20,7 @@ import { AuthService } from './pipeline/auth.ts';
 import { CompletionService } from './services/completions.ts';
 import { RateLimitService } from './pipeline/rate-limit.ts';
 import { IdempotencyService } from './pipeline/idempotency.ts';
+import { scenarioOptions } from './pipeline/scenario.ts';
 import { ConversationService } from './services/conversations.ts';
 import { StorageQuota } from './services/quota.ts';
 import { ResponseService } from './services/send/responses.ts';
@@ -39,6 +40,7 @@ import { AppAdminService } from './services/admin/apps.ts';
 import { AuditService } from './services/admin/audit.ts';
 import { UsageService } from './services/admin/usage.ts';
 import { MemberService } from './services/admin/members.ts';
+import type { TeamCaps } from './services/admin/caps.ts';
 import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
@@ -51,6 +53,8 @@ export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'we
   rateLimiter?: RateLimiter;
   /** Ollama's fetch; tests pass the global one so that msw sees the calls. */
   ollamaFetch?: typeof fetch;
+  /** How long the OpenAI-compatible engine waits for its server's first byte; tests shorten it. */
+  openaiTimeoutMs?: number;
   /** D-18: interval of keep-alive comments on silent streams. */
   keepAliveMs?: number;
   /** Slow-client limits (see createHttpServer); tests shorten them. */
@@ -83,6 +87,8 @@ export interface Parley {
   usage: UsageLedger;
   /** Idempotency-Key records (tests wait on `settled`). */
   idempotency: IdempotencyService;
+  /** D-122: the server plays the scenarios of requests that carry one. */
+  scenarios: boolean;
   /** The playground's URL (docs/widget.md), or null with --no-playground. */
   playgroundUrl: string | null;
   /** The dashboard's URL (docs/dashboard.md), or null with --no-dashboard. */
@@ -130,44 +136,37 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     let closing: Promise<void> | undefined;
     // D-91: a request waits at most this for a store out of reach.
     const bound = { health: store as Store, timeoutMs: opts.storeTimeoutSeconds * 1000 };
-    const admin = adminSurface(backend.control, agent, credits, new AdminConversationService(store, backend.control, retention), opts, {
+    const admin = adminSurface(backend, agent, credits, new AdminConversationService(store, backend.control, retention), opts, {
       endpoints: webhooks.endpoints,
       live: webhooks.live,
     });
     const routes = restRoutes({ conversations, responses, completions, store, testRuns });
+    const scenarios = scenarioOptions(opts, tenants);
     const http = createHttpServer({
       store: bound,
       routes,
       admin,
       credits,
-      widget: {
-        store: bound,
-        routes: widgetRoutes({ tokens, owners: backend.widgetOwners, conversations, responses }),
-        credits,
-        testRuns,
-        gate: new WidgetGate({
-          tenants,
-          auth,
-          tokens,
-          // D-52: the widget's budgets, counted apart from the REST plans.
-          budget: backend.rateCounts.widget,
-          windows: backend.widgetWindows,
-          proxies: opts.trustProxy === null ? TrustedProxies.none : TrustedProxies.parse(opts.trustProxy),
-          allowOwnOrigin: playground,
-        }),
-      },
-      pages: pagesOf({ tenants, playground, dashboard: opts.dashboard, routes, admin: admin.routes }, () =>
-        health(store, () => closing !== undefined),
-      ),
+      widget: widgetSurface(backend, { tokens, auth, conversations, responses, credits, scenarios, bound, playground, testRuns }),
+      pages: new Map<string, () => Promise<unknown>>([
+        ...widgetPages({ tenants, playground }),
+        ...dashboardPages(opts.dashboard),
+        ...openApiPages(routes, admin.routes),
+        [HEALTH_PATH, () => health(store, () => closing !== undefined)],
+      ]),
       auth,
       logger,
       rateLimiter: opts.rateLimiter ?? new RateLimitService(backend.rateCounts.plan, tenants),
       idempotency,
-      testRuns,
+      // D-122: requests are counted in test runs only where scenarios are on.
+      testRuns: scenarios.enabled ? testRuns : undefined,
+      scenarios,
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
       maxStreamsPerApp: opts.maxStreamsPerApp,
       keepAliveMs: opts.keepAliveMs,
+      proxies: opts.trustProxy === null ? TrustedProxies.none : TrustedProxies.parse(opts.trustProxy),
+      refusals: backend.refusals,
     });
     const { addr, host } = await listenOn(http.server, opts.port, opts.host);
     webhooks.listening(`http://${host}:${addr.port}`);
@@ -188,6 +187,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       responses,
       usage,
       idempotency,
+      scenarios: scenarios.enabled,
       playgroundUrl: playground ? `http://${host}:${addr.port}/` : null,
       dashboardUrl: opts.dashboard ? `http://${host}:${addr.port}${DASHBOARD_PATH}` : null,
       flushLog,
@@ -209,6 +209,34 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
     await backend.close();
     throw err;
   }
+}
+
+/** The widget API's surface (docs/widget.md): its routes, its gate and what it shares with /v1. */
+function widgetSurface(
+  backend: Backend,
+  o: Pick<Awaited<ReturnType<typeof services>>, 'tokens' | 'auth' | 'conversations' | 'responses' | 'credits' | 'testRuns'> & {
+    scenarios: ReturnType<typeof scenarioOptions>;
+    bound: { health: Store; timeoutMs: number };
+    playground: boolean;
+  },
+) {
+  return {
+    store: o.bound,
+    routes: widgetRoutes({ tokens: o.tokens, owners: backend.widgetOwners, conversations: o.conversations, responses: o.responses }),
+    credits: o.credits,
+    scenarios: o.scenarios,
+    // D-122: requests are counted in test runs only where scenarios are on.
+    testRuns: o.scenarios.enabled ? o.testRuns : undefined,
+    gate: new WidgetGate({
+      tenants: backend.tenants,
+      auth: o.auth,
+      tokens: o.tokens,
+      // D-52: the widget's budgets, counted apart from the REST plans.
+      budget: backend.rateCounts.widget,
+      windows: backend.widgetWindows,
+      allowOwnOrigin: o.playground,
+    }),
+  };
 }
 
 /** Before anything is served: D-38, the replies a killed process left running are saved `interrupted`; D-107, the fixtures' conversations; D-73, the deleted histories past their retention. */
@@ -242,7 +270,21 @@ async function listenOn(server: Server, port: number, hostName: string): Promise
 /** The services over the backend's stores: the rules each route and stage applies. */
 async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS & ParleyOptions, logger: Logger, origin: PublicOrigin) {
   const { tenants, store, usage } = backend;
-  const agent = await AgentRuntime.load(tenants, { override: opts.model, ollamaHost: opts.ollamaHost, ollamaFetch: opts.ollamaFetch });
+  const agent = await AgentRuntime.load(tenants, {
+    override: opts.model,
+    ollamaHost: opts.ollamaHost,
+    ollamaFetch: opts.ollamaFetch,
+    openaiBaseUrl: opts.openaiBaseUrl,
+    openaiApiKey: opts.openaiApiKey,
+    openaiTimeoutMs: opts.openaiTimeoutMs,
+    tapes: opts.replayTapes
+      ? { replay: opts.replayTapes, timing: opts.tapeTiming }
+      : opts.recordTapes
+        ? { record: opts.recordTapes }
+        : null,
+    // The key names the call, never its content (no message content in logs).
+    warn: (message) => logger.warn(message),
+  });
   // D-70: a key's last use is recorded in memory, written off the request path.
   const auth = new AuthService(tenants, (id, at) => backend.control.keyUse.record(id, at));
   const tokens = new VisitorTokens(backend.widgetSecret);
@@ -255,7 +297,13 @@ async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS &
   const metered = credits.meter();
   const responses = new ResponseService(store, agent, metered, logger, quota);
   // docs/webhooks.md: events written with their changes, delivered from the outbox.
-  const webhooks = startWebhooks(backend, origin, { ...opts, publicUrl: opts.publicUrl ?? undefined }, logger, opts.host);
+  const webhooks = startWebhooks(
+    backend,
+    origin,
+    { ...opts, publicUrl: opts.publicUrl ?? undefined, teamCaps: teamCaps(opts) },
+    logger,
+    opts.host,
+  );
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
@@ -264,43 +312,36 @@ async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS &
   return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks, testRuns };
 }
 
-/** What is served by exact path outside the surfaces: the widget's pages, the dashboard's, the two OpenAPI documents, the health check. */
-function pagesOf(
-  o: {
-    tenants: Tenants;
-    playground: boolean;
-    dashboard: boolean;
-    routes: Parameters<typeof openApiPages>[0];
-    admin: Parameters<typeof openApiPages>[1];
-  },
-  check: () => Promise<unknown>,
-): Map<string, () => Promise<unknown>> {
-  return new Map<string, () => Promise<unknown>>([
-    ...widgetPages({ tenants: o.tenants, playground: o.playground }),
-    ...dashboardPages(o.dashboard),
-    ...openApiPages(o.routes, o.admin),
-    [HEALTH_PATH, check],
-  ]);
+/** D-173: the caps of each team's records, from their settings. */
+function teamCaps(o: Config): TeamCaps {
+  return {
+    keys: o.teamMaxKeys,
+    tokens: o.teamMaxTokens,
+    webhookEndpoints: o.teamMaxWebhookEndpoints,
+    apps: o.teamMaxApps,
+    members: o.teamMaxMembers,
+  };
 }
 
 /** The admin surface (docs/control-plane.md) over the control plane. */
 function adminSurface(
-  control: ControlPlane,
+  { control, refusals }: Pick<Backend, 'control' | 'refusals'>,
   agent: AgentRuntime,
   credits: CreditService,
   conversations: AdminConversationService,
-  o: Pick<Config, 'passwordHashCost' | 'publicUrl' | 'dashboard'> & Pick<ParleyOptions, 'adminClock'>,
+  o: Config & Pick<ParleyOptions, 'adminClock'>,
   webhooks?: WebhookAdmin,
 ) {
-  const accounts = new AccountService(control, o.passwordHashCost, o.adminClock);
+  const caps = teamCaps(o);
+  const accounts = new AccountService(control, o.passwordHashCost, caps, o.adminClock);
   const routes = adminRoutes({
     accounts,
-    keys: new KeyService(control),
+    keys: new KeyService(control, caps),
     audit: new AuditService(control),
-    usage: new UsageService(control, credits),
-    apps: new AppAdminService(control, agent),
+    usage: new UsageService(control, credits, refusals),
+    apps: new AppAdminService(control, agent, caps),
     conversations,
-    members: new MemberService(control, { hashCost: o.passwordHashCost, dashboard: o.dashboard, now: o.adminClock }),
+    members: new MemberService(control, { hashCost: o.passwordHashCost, caps, dashboard: o.dashboard, now: o.adminClock }),
     webhooks,
     publicUrl: o.publicUrl,
   });

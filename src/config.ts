@@ -41,6 +41,8 @@ export function loadConfig(argv: string[], env: Env): Config {
     const text = (given as string | undefined) ?? fromEnv ?? s.default;
     config[key] = text === null ? null : s.parse(text, s.name ?? s.env ?? flagName(s)!, env);
   }
+  // D-140: a replay makes no model call, so there would be nothing to record.
+  if (config.recordTapes && config.replayTapes) throw new ConfigError('--record-tapes and --replay-tapes cannot be used together');
   return config as Config;
 }
 

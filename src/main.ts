@@ -71,12 +71,22 @@ export async function serve(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // Announced only once a signal would be handled: one sent as soon as the banner is read stops gracefully.
   process.stdout.write(
-    banner({ ...config, baseUrl: parley.baseUrl, playgroundUrl: parley.playgroundUrl, dashboardUrl: parley.dashboardUrl }),
+    banner({
+      ...config,
+      baseUrl: parley.baseUrl,
+      playgroundUrl: parley.playgroundUrl,
+      dashboardUrl: parley.dashboardUrl,
+      scenarios: parley.scenarios,
+    }),
   );
-  if (config.model)
-    process.stdout.write(
-      `  model (PARLEY_MODEL): ${config.model}${config.model.startsWith('ollama:') ? ` at ${config.ollamaHost}` : ''}\n`,
-    );
+  if (config.model) process.stdout.write(`  model (PARLEY_MODEL): ${config.model}${modelWhere(config)}\n`);
+}
+
+/** Where the model is reached (or the tapes it is replayed from, D-140); never the key. */
+function modelWhere(c: Config): string {
+  if (c.replayTapes) return ` replayed from ${c.replayTapes} (${c.tapeTiming} timing)`;
+  const at = c.model!.startsWith('ollama:') ? ` at ${c.ollamaHost}` : c.model!.startsWith('openai:') ? ` at ${c.openaiBaseUrl}` : '';
+  return c.recordTapes ? `${at}, recording tapes in ${c.recordTapes}` : at;
 }
 
 /** The whole shutdown: in-flight requests get the HTTP server's 10 s grace, then the stores close. */
@@ -93,6 +103,8 @@ export interface BannerOf {
   databaseUrl: string | null;
   /** D-65: where Parley is reached behind a proxy. */
   publicUrl?: string | null;
+  /** D-122: whether the scenarios of requests are played. */
+  scenarios?: boolean;
 }
 
 /**
@@ -107,6 +119,8 @@ export function banner(o: BannerOf): string {
     const db = new URL(o.databaseUrl);
     lines.push(`  database:        PostgreSQL at ${db.host}${db.pathname}`);
   } else lines.push(`  data directory:  ${path.resolve(o.dataDir)}`);
+  if (o.scenarios !== undefined)
+    lines.push(`  scenarios:       ${o.scenarios ? 'on (Parley-Scenario, docs/scenarios.md; --scenarios off to refuse them)' : 'off'}`);
   if (o.playgroundUrl) lines.push(`  widget playground: ${o.playgroundUrl}`);
   if (o.dashboardUrl) lines.push(`  dashboard:       ${o.dashboardUrl} (sign in as a member; the demo admin is in README.md)`);
   try {

@@ -4,60 +4,20 @@
 // (src/config.ts, scripts/docs.ts), so adding a setting is one row here plus its use.
 import { TrustedProxies } from './http/client-address.ts';
 import { hashCostRefusal, MAX_COST, MIN_COST, PRODUCTION_COST } from './services/admin/passwords.ts';
+import { ConfigError, daysInMs, type Env, number, parseModelUrl, parsePublicUrl, row, type Setting, text, yes } from './setting-values.ts';
 
-export class ConfigError extends Error {}
+export { ConfigError, type Env, parseModelUrl, parsePublicUrl, type Setting };
 
-export type Env = Readonly<Record<string, string | undefined>>;
-
-/** One setting whose value is of type T; D is its default's type (null: none, the value is then null). */
-export interface Setting<T, D extends string | null> {
-  /** `--name <arg>` for a value, `--name` alone for a switch (which gives `switched`). */
-  flag?: string;
-  /** The environment variable read when the flag is not given (an empty one counts as unset). */
-  env?: string;
-  /** What error messages call it, when not its environment variable. */
-  name?: string;
-  /** The default as a user would write it (parsed like a given value); null: none. */
-  default: D;
-  /** The default as the docs show it (markdown), when it is not `default` itself: none, or a switch's. */
-  shown?: string;
-  /** The value a switch flag gives. */
-  switched?: T;
-  /** The value of a given text; throws a ConfigError that names the setting (`name`) and what it allows. */
-  parse: (text: string, name: string, env: Env) => T;
-  /** `npm start -- --help`'s description. */
-  help: string;
-  /** The README's description, with its links. */
-  meaning: string;
-}
-
-/** Keeps the types of each row (T and D) for `Config`. */
-const row = <T, D extends string | null>(s: Setting<T, D>): Setting<T, D> => s;
-
-const text = (t: string): string => t;
-
-/** Switches read from the environment: `1`, `true` or `yes` (any case) is on, anything else off. */
-const yes = (t: string): boolean => /^(1|true|yes)$/i.test(t);
-
-/** A number within [min, max]: a whole one, or with `decimals` a decimal one that may have spaces around it. */
-function number(min: number, max: number, o: { unit?: string; decimals?: boolean } = {}) {
-  return (t: string, name: string): number => {
-    const n = Number(t);
-    const form = o.decimals ? /^\d+(\.\d+)?$/.test(t.trim()) : /^\d+$/.test(t);
-    if (!form || n < min || n > max)
-      throw new ConfigError(
-        `${name} must be ${o.decimals ? 'a number' : 'an integer'} from ${min} to ${max}${o.unit ?? ''} (got ${JSON.stringify(t)})`,
-      );
-    return n;
-  };
-}
-
-const DAY_MS = 86_400_000;
-/** Days, decimals allowed, kept in milliseconds (what the webhook worker counts in). */
-const daysInMs = (min: number, max: number) => {
-  const days = number(min, max, { decimals: true });
-  return (t: string, name: string) => days(t, name) * DAY_MS;
-};
+/** D-173: a cap of a team's records (`what`, as the refusal counts them), 1 to 100,000. */
+const teamCap = (kind: string, env: string, dflt: string, what: string) =>
+  row({
+    flag: `--team-max-${kind} <n>`,
+    env,
+    default: dflt,
+    parse: number(1, 100_000),
+    help: `the most ${what} a team may have (one more is 409 limit_reached)`,
+    meaning: `the most ${what} a team may have; one more is \`409 limit_reached\` ([docs/control-plane.md](docs/control-plane.md), D-173)`,
+  });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -187,9 +147,9 @@ export const SETTINGS = {
       }
       return t;
     },
-    help: "proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's address for per-address limits",
+    help: "proxies (CIDRs, comma-separated) whose X-Forwarded-For gives the client's address for per-address limits, the sign-in throttle and the audit",
     meaning:
-      "proxies (CIDRs or addresses, comma-separated) whose `X-Forwarded-For` names the client's address for per-address limits ([docs/reliability.md](docs/reliability.md), D-92); without it, the socket's address",
+      "proxies (CIDRs or addresses, comma-separated) whose `X-Forwarded-For` names the client's address for per-address limits, the sign-in throttle and the audit ([docs/reliability.md](docs/reliability.md), D-92, D-168); without it, the socket's address",
   }),
   publicUrl: row({
     flag: '--public-url <url>',
@@ -199,6 +159,19 @@ export const SETTINGS = {
     help: "Parley's own address behind a proxy, e.g. https://parley.example.com: links it gives, the banner, and Secure cookies when https",
     meaning:
       "Parley's own address behind a proxy, e.g. `https://parley.example.com`: the banner shows it, links start with it (invitations; a webhook payload cut short, D-83), and the admin session cookie is `Secure` when it is https ([docs/control-plane.md](docs/control-plane.md), D-65)",
+  }),
+  scenarios: row({
+    flag: '--scenarios <on|off>',
+    env: 'SCENARIOS',
+    default: null,
+    shown: 'on when listening on loopback without a public URL',
+    parse: (t, name) => {
+      if (t !== 'on' && t !== 'off') throw new ConfigError(`${name} must be on or off (got ${JSON.stringify(t)})`);
+      return t === 'on';
+    },
+    help: 'serve the Parley-Scenario and Parley-Test-Id headers (a testing tool); default: on only on loopback without --public-url',
+    meaning:
+      'serve the `Parley-Scenario` and `Parley-Test-Id` headers, a testing tool; by default on only when Parley listens on loopback without `--public-url` ([docs/scenarios.md](docs/scenarios.md), D-122)',
   }),
   passwordHashCost: row({
     flag: '--password-hash-cost <n>',
@@ -241,9 +214,9 @@ export const SETTINGS = {
     default: 'no',
     shown: 'off',
     parse: yes,
-    help: 'allow webhook endpoints on loopback, private, link-local and metadata addresses (otherwise loopback only while Parley listens on loopback)',
+    help: 'allow webhook endpoints on loopback, private, link-local and metadata addresses (otherwise loopback only in local development: on loopback, without --public-url)',
     meaning:
-      'webhook endpoints on loopback, private, link-local and metadata addresses; loopback alone is allowed while Parley listens on loopback (D-82)',
+      'webhook endpoints on loopback, private, link-local and metadata addresses; without it loopback alone is allowed, in local development only: Parley listening on loopback without `--public-url` (D-82, D-170)',
   }),
   webhookDisableAfterMs: row({
     flag: '--webhook-disable-after-days <n>',
@@ -260,6 +233,19 @@ export const SETTINGS = {
     parse: daysInMs(1, 365),
     help: 'keep finished webhook events and attempts',
     meaning: 'finished webhook events and their attempts are kept this long (D-87)',
+  }),
+  teamMaxKeys: teamCap('keys', 'TEAM_MAX_KEYS', '200', 'working API keys (neither revoked nor expired)'),
+  teamMaxTokens: teamCap('tokens', 'TEAM_MAX_TOKENS', '200', 'working personal access tokens, of all its members'),
+  teamMaxWebhookEndpoints: teamCap('webhook-endpoints', 'TEAM_MAX_WEBHOOK_ENDPOINTS', '100', 'webhook endpoints'),
+  teamMaxApps: teamCap('apps', 'TEAM_MAX_APPS', '100', 'apps'),
+  teamMaxMembers: teamCap('members', 'TEAM_MAX_MEMBERS', '500', 'members, invited ones too'),
+  webhookEndpointsPerApp: row({
+    flag: '--webhook-endpoints-per-app <n>',
+    env: 'WEBHOOK_ENDPOINTS_PER_APP',
+    default: '20',
+    parse: number(1, 1000),
+    help: 'the most webhook endpoints an app may have',
+    meaning: 'the most webhook endpoints an app may have; one more is `409 limit_reached` (D-169)',
   }),
   widgetSecret: row({
     env: 'PARLEY_WIDGET_SECRET',
@@ -278,8 +264,8 @@ export const SETTINGS = {
     default: null,
     shown: "each app's own",
     parse: text,
-    help: "local (the offline engine) or ollama:<model>; replaces every app's agent.model",
-    meaning: '`local` or `ollama:<model>` for every app ([Ollama](#running-on-a-real-llm-with-ollama))',
+    help: "local (the offline engine), ollama:<model> or openai:<model>; replaces every app's agent.model",
+    meaning: '`local`, `ollama:<model>` or `openai:<model>` for every app ([running on a real model](#running-on-a-real-model))',
   }),
   ollamaHost: row({
     env: 'OLLAMA_HOST',
@@ -289,31 +275,57 @@ export const SETTINGS = {
     help: 'where Ollama listens: host, host:port or a URL',
     meaning: 'where Ollama listens: `host`, `host:port` or a URL',
   }),
+  openaiBaseUrl: row({
+    env: 'OPENAI_BASE_URL',
+    // D-143: none, so that no model call leaves the machine unless told where to go.
+    default: null,
+    parse: (t, name) => parseModelUrl(t, name),
+    help: 'the OpenAI-compatible server of openai:<model>, e.g. http://127.0.0.1:8080/v1',
+    meaning:
+      'the OpenAI-compatible server of `openai:<model>` (Chat Completions), e.g. `http://127.0.0.1:8080/v1`; required for it ([docs/agent.md](docs/agent.md), D-143)',
+  }),
+  openaiApiKey: row({
+    env: 'OPENAI_API_KEY',
+    default: null,
+    shown: 'none (no Authorization header)',
+    parse: text,
+    help: 'the key sent to that server, if it needs one; never logged, taped or shown',
+    meaning: 'the key sent to that server, if it needs one; never logged, written in a tape or shown in an error (D-144)',
+  }),
+  recordTapes: row({
+    flag: '--record-tapes <dir>',
+    env: 'PARLEY_RECORD_TAPES',
+    default: null,
+    parse: text,
+    help: 'record each model call (Ollama, OpenAI-compatible) as a tape in this directory',
+    meaning:
+      'record each model call of the Ollama and OpenAI-compatible engines as a tape in this directory ([docs/agent.md](docs/agent.md#tapes), D-140)',
+  }),
+  replayTapes: row({
+    flag: '--replay-tapes <dir>',
+    env: 'PARLEY_REPLAY_TAPES',
+    default: null,
+    parse: text,
+    help: 'answer every model call from the tapes in this directory, without any model',
+    meaning: 'answer every model call from the tapes in this directory, with no model; a call without a tape fails `tape_missing` (D-142)',
+  }),
+  tapeTiming: row({
+    flag: '--tape-timing <t>',
+    env: 'PARLEY_TAPE_TIMING',
+    default: 'recorded',
+    parse: (t, name) => {
+      if (t !== 'recorded' && t !== 'fast') throw new ConfigError(`${name} must be recorded or fast (got ${JSON.stringify(t)})`);
+      return t as 'recorded' | 'fast';
+    },
+    help: 'recorded (each chunk at its recorded offset) or fast (at once)',
+    meaning: 'a replay sends each chunk at its recorded offset (`recorded`) or at once (`fast`)',
+  }),
 };
 
 type ValueOf<S> = S extends Setting<infer T, infer D> ? (null extends D ? T | null : T) : never;
 
 /** The settings' values, by the names of SETTINGS. */
 export type Config = { [K in keyof typeof SETTINGS]: ValueOf<(typeof SETTINGS)[K]> };
-
-/**
- * D-65: PUBLIC_URL is an absolute http(s) URL with no credentials, query or fragment (a path is kept,
- * for a proxy that serves Parley under one); returned without its trailing slash.
- */
-export function parsePublicUrl(text: string): string {
-  const fail = (why: string) =>
-    new ConfigError(`PUBLIC_URL must be ${why}, such as https://parley.example.com (got ${JSON.stringify(text)})`);
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw fail('an absolute URL');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw fail('an http:// or https:// URL');
-  if (url.username || url.password) throw fail('a URL without a user name or password');
-  if (url.search || url.hash || text.includes('?') || text.includes('#')) throw fail('a URL without a query or fragment');
-  return url.href.replace(/\/+$/, '');
-}
 
 /** OLLAMA_HOST as Ollama's own CLI accepts it: `host`, `host:port` or a URL. */
 export function normalizeOllamaHost(v: string): string {

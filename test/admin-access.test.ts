@@ -123,9 +123,18 @@ const ROUTES: Record<string, Row> = {
     viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}` },
     otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}`, param: 'endpoint_id' },
   },
+  // D-129: a test event is an admin's, as a redeliver is.
+  'POST /webhook_endpoints/:endpoint_id/test': {
+    viewer: { path: `/webhook_endpoints/${DEMO_ENDPOINT}/test`, body: { type: 'conversation.created' } },
+    otherTeam: { path: `/webhook_endpoints/${OTHER_ENDPOINT}/test`, body: { type: 'conversation.created' }, param: 'endpoint_id' },
+  },
   'GET /webhook_deliveries': {
     lists: { path: '/webhook_deliveries', never: [OTHER_EVENT, OTHER_ENDPOINT] },
     otherTeam: { path: `/webhook_deliveries?endpoint_id=${OTHER_ENDPOINT}`, param: 'endpoint_id' },
+  },
+  'POST /webhook_deliveries/redeliver': {
+    viewer: { path: '/webhook_deliveries/redeliver', body: { since: 0 } },
+    otherTeam: { path: '/webhook_deliveries/redeliver', body: { since: 0, endpoint_id: OTHER_ENDPOINT }, param: 'endpoint_id' },
   },
   'GET /events/:event_id': {
     viewer: { path: `/events/${DEMO_EVENT}` },

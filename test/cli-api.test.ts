@@ -156,6 +156,23 @@ describe('parley api', () => {
     assert.match(noApp.stderr, /no app/);
   });
 
+  test('D-120 --scenario and --test-id go on the request as Parley-Scenario and Parley-Test-Id', async () => {
+    const r = await run(['api', 'GET', '/apps/{app}/config', '--scenario', 'status=503', '--test-id', 't-cli', '--json']);
+    assert.equal(r.code, 1);
+    assert.equal(JSON.parse(r.stdout).error.code, 'store_unavailable');
+    const bad = await run(['api', 'GET', '/apps/{app}/config', '--scenario', 'nope', '--json']);
+    assert.equal(JSON.parse(bad.stdout).error.code, 'invalid_value');
+    // A request command too: a send whose stream is cut after its 3rd event, resumed by the client itself.
+    const c = JSON.parse((await run(['api', 'POST', '/apps/{app}/conversations'])).stdout).id as string;
+    const sent = await run(['send', c, 'Hello', '--stream', '--scenario', 'drop-after=3', '--verbose']);
+    assert.equal(sent.code, 0, sent.stderr);
+    assert.match(sent.stderr, /stream dropped/);
+    // The control plane plays no scenario: a command of it refuses the flags before any request.
+    const admin = await run(['apps', 'list', '--scenario', 'status=503']);
+    assert.equal(admin.code, 2);
+    assert.match(admin.stderr, /--scenario and --test-id apply to the API's requests/);
+  });
+
   test('setField nests objects and arrays as gh api does', () => {
     const o: Record<string, unknown> = {};
     setField(o, 'a[b][c]', 1);

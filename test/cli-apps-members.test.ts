@@ -62,7 +62,7 @@ describe('parley apps (D-71)', () => {
     const badModel = await run(['apps', 'update', made.id, '--model', 'gpt-9']);
     assert.equal(badModel.code, 2);
     // The one flag at fault, not every option of the agent group.
-    assert.match(badModel.stderr, /^error: --model: .*local or ollama:<model>/s);
+    assert.match(badModel.stderr, /^error: --model: .*local, ollama:<model> or openai:<model>/s);
     assert.doesNotMatch(badModel.stderr, /--agent-name|--instructions/);
     const nothing = await run(['apps', 'update', made.id]);
     assert.equal(nothing.code, 2);

@@ -32,12 +32,18 @@ const v3 = (() => {
 })();
 
 describe('the target declares its capabilities', () => {
-  test("Parley's own target declares all four, webhooks included (the S5.5-webhook-* cases)", () => {
+  test("Parley's own target declares all five, webhooks (the S5.5-webhook-* cases) and scenarios included", () => {
     const t = parseTarget(targetJson);
-    assert.deepEqual(t.capabilities, ['resumable', 'idempotency', 'widget', 'webhooks']);
+    assert.deepEqual(t.capabilities, ['resumable', 'idempotency', 'widget', 'webhooks', 'scenarios']);
     assert.deepEqual(
       Object.entries(t.claims).map(([c, v]) => `${c}: ${v.claimed} (${v.how})`),
-      ['resumable: true (declared)', 'idempotency: true (declared)', 'widget: true (declared)', 'webhooks: true (declared)'],
+      [
+        'resumable: true (declared)',
+        'idempotency: true (declared)',
+        'widget: true (declared)',
+        'webhooks: true (declared)',
+        'scenarios: true (declared)',
+      ],
     );
   });
 
@@ -46,7 +52,13 @@ describe('the target declares its capabilities', () => {
     assert.equal(full.capabilities, undefined);
     assert.deepEqual(
       Object.entries(full.claims).map(([c, v]) => `${c}: ${v.claimed} (${v.how})`),
-      ['resumable: true (inferred)', 'idempotency: true (inferred)', 'widget: true (inferred)', 'webhooks: false (inferred)'],
+      [
+        'resumable: true (inferred)',
+        'idempotency: true (inferred)',
+        'widget: true (inferred)',
+        'webhooks: false (inferred)',
+        'scenarios: false (inferred)',
+      ],
     );
     const { widget: _w, ...bare } = v3;
     const v1 = parseTarget({ ...bare, version: 1, admin: undefined });
@@ -68,7 +80,7 @@ describe('the target declares its capabilities', () => {
     assert.throws(bad(['widgets']), /did you mean widget\?/);
     assert.throws(
       bad(['resumable', 'streaming']),
-      /^UsageError: t\.json: capabilities: "streaming" is part of the interface, not a capability: every implementation owes it; capabilities name Parley's extensions only \(resumable, idempotency, widget, webhooks\)$/,
+      /^UsageError: t\.json: capabilities: "streaming" is part of the interface, not a capability: every implementation owes it; capabilities name Parley's extensions only \(resumable, idempotency, widget, webhooks, scenarios\)$/,
     );
     assert.throws(bad([42]), /^UsageError: t\.json: capabilities\.0: /);
     assert.throws(() => parseTarget({ ...targetJson, capabilities: 'widget' }, {}, 't.json'), /^UsageError: t\.json: capabilities: /);
@@ -97,7 +109,7 @@ describe('the target declares its capabilities', () => {
   });
 
   test('a target of a newer format: a capability this suite does not know is named and ignored', () => {
-    const t = parseTarget({ ...targetJson, version: 5, capabilities: ['resumable', 'voice'] });
+    const t = parseTarget({ ...targetJson, version: 6, capabilities: ['resumable', 'voice'] });
     assert.deepEqual(t.capabilities, ['resumable']);
     assert.deepEqual(t.ignoredKeys, ['capabilities: voice']);
   });
@@ -303,6 +315,7 @@ describe('the command writes a JSON summary and an SVG badge beside the report',
       idempotency: true,
       widget: true,
       webhooks: true,
+      scenarios: true,
     });
     assert.equal(summary.capabilities.widget.passed, 1);
     const svg = await fs.readFile(path.join(dir, 'conformance.badge.svg'), 'utf8');
@@ -407,11 +420,18 @@ describe('the webhook cases (capability webhooks, D-80, D-109 extended)', () => 
     assert.match(checkSignature(key, { ...headers, 'webhook-timestamp': '1764215401' }, body)!, /none of the 1/);
     assert.match(checkSignature(`${key}x`, headers, body)!, /none of the 1/);
     assert.match(checkSignature(key, { ...headers, 'webhook-signature': 'v2,abc' }, body)!, /no v1 signature/);
+    // Compared as text: the right HMAC in the URL-safe alphabet, or without its padding, is refused, saying why.
+    for (const loose of ['v1,mhjuTTrSPG6A9IEfAbbpgJ2C-i79_-03tQGprFa-hLc=', 'v1,mhjuTTrSPG6A9IEfAbbpgJ2C+i79/+03tQGprFa+hLc'])
+      assert.match(
+        checkSignature(key, { ...headers, 'webhook-signature': loose }, body)!,
+        /carries the right HMAC but is not written as "v1," \+ its standard base64 with padding/,
+      );
   });
 
   test('a target off loopback without --receiver-url: every webhook case skips with the reason, before any request', async () => {
     const t = parseTarget({ ...targetJson, base_url: 'http://parley.example.invalid/v1' });
-    for (const c of CASES.filter((x) => x.capability === 'webhooks')) {
+    // The session case reads the admin surface alone: it needs no receiver.
+    for (const c of CASES.filter((x) => x.capability === 'webhooks' && x.id !== 'S5.5-admin-session')) {
       const http = new HttpClient({ baseUrl: t.baseUrl, apiKey: t.apiKey, timeoutMs: 1000, totalMs: 1000 });
       const state: RunState = {
         target: t,

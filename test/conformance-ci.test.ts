@@ -72,14 +72,14 @@ describe('the target file', () => {
 
   test('a target of a newer format version: its unknown keys are named and ignored', async () => {
     const t = parseTarget(
-      { ...targetJson, version: 5, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
+      { ...targetJson, version: 6, apps: { ...targetJson.apps, voice: 'app_voice' }, region: 'eu' },
       { baseUrl: s.baseUrl },
     );
     assert.deepEqual(t.ignoredKeys, ['region', 'apps.voice']);
     const warnings: string[] = [];
     const r = await runConformance({ target: t, only: 'S4.8-config-shape', onWarning: (w) => warnings.push(w) });
     assert.equal(r.summary.passed, 1);
-    assert.match(r.warnings[0]!, /newer format .*version 4\); ignored: region, apps\.voice$/);
+    assert.match(r.warnings[0]!, /newer format .*version 5\); ignored: region, apps\.voice$/);
     assert.deepEqual(warnings, r.warnings);
   });
 
@@ -741,7 +741,7 @@ describe('hosted servers', () => {
   test("D-176: the rate-limit case's set-up waits out an earlier run's window up to --window-wait, whatever --settle-timeout, saying so; past it, errored, not failed, naming the flag", async () => {
     const limited = `/apps/${targetJson.apps.rate_limited}/conversations`;
     let messages = 0;
-    const refusing = (times: number, retryAfter: string): MutantHooks => {
+    const refusing = (times: number, retryAfter: string, reset?: string): MutantHooks => {
       let left = times;
       return {
         request: (req) => {
@@ -749,7 +749,11 @@ describe('hosted servers', () => {
           return req.method === 'POST' && req.path === limited && left-- > 0
             ? {
                 status: 429,
-                headers: { 'content-type': 'application/json', 'retry-after': retryAfter },
+                headers: {
+                  'content-type': 'application/json',
+                  'retry-after': retryAfter,
+                  ...(reset ? { 'x-ratelimit-reset-requests': reset } : {}),
+                },
                 body: '',
                 json: { error: { message: 'used up', type: 'rate_limit_exceeded', param: null, code: null } },
               }
@@ -767,6 +771,14 @@ describe('hosted servers', () => {
     assert.equal(waited.run.results[0]!.status, 'passed', waited.run.results[0]!.failure?.message);
     assert.ok(messages >= 6, `the case sent ${messages} messages after its set-up's 429: it did not check the limit`);
     assert.deepEqual(waits, [`S8-rate-limit-429 2000 the rate-limited app's window (429, Retry-After "2")`]);
+    // A sliding window frees its first request at the Retry-After and is empty at its reset, which is waited for.
+    waits.length = 0;
+    const emptied = await throughProxy(refusing(1, '1', '2.5s'), {
+      only: 'S8-rate-limit-429',
+      onWait: (id, ms, why) => void waits.push(`${id} ${ms} ${why}`),
+    });
+    assert.equal(emptied.run.results[0]!.status, 'passed', emptied.run.results[0]!.failure?.message);
+    assert.deepEqual(waits, [`S8-rate-limit-429 2500 the rate-limited app's window (429, Retry-After "1")`]);
     const refused = await throughProxy(refusing(99, '120'), { only: 'S8-rate-limit-429', windowWaitMs: 1_000 });
     const r = refused.run.results[0]!;
     assert.equal(r.status, 'errored');

@@ -125,6 +125,9 @@ describe('engine selection', () => {
     assert.deepEqual(parseModelSpec('ollama:qwen3:4b'), { kind: 'ollama', model: 'qwen3:4b' });
     assert.throws(() => parseModelSpec('gpt-4'), ModelSpecError);
     assert.throws(() => parseModelSpec('ollama:'), ModelSpecError);
+    assert.deepEqual(parseModelSpec('openai:qwen3'), { kind: 'openai', model: 'qwen3' });
+    // D-143: no default address for an OpenAI-compatible server.
+    assert.throws(() => createEngine(app('openai:qwen3'), { forms, ollamaHost: OLLAMA }), /needs OPENAI_BASE_URL/);
     assert.ok(createEngine(app('local'), { forms, ollamaHost: OLLAMA }) instanceof LocalEngine);
     const o = createEngine(app('local'), { forms, override: 'ollama:llama3.2', ollamaHost: OLLAMA });
     assert.ok(o instanceof OllamaEngine);
@@ -133,7 +136,7 @@ describe('engine selection', () => {
   });
 
   test('a bad model in the fixtures stops start-up with a clear message', async () => {
-    await assert.rejects(startTestServer({ model: 'nonsense' }), /model must be "local" or "ollama:<model>"/);
+    await assert.rejects(startTestServer({ model: 'nonsense' }), /model must be "local", "ollama:<model>" or "openai:<model>"/);
   });
 
   test('PARLEY_MODEL and OLLAMA_HOST from the environment', () => {

@@ -232,6 +232,43 @@ describe('appendNow: written at once, fsynced later (the rate-limit counts, the 
     await assert.rejects(journal.sync(), /EIO/);
   });
 
+  test('D-167: a rewrite keeps the lines appendNow writes while it copies its tail, and moves where they are', async (t) => {
+    const file = path.join(await tempDir(), 'j.jsonl');
+    const journal = new Journal(file, { syncDelayMs: 3_600_000 });
+    t.after(() => journal.close());
+    await journal.open(() => {});
+    journal.appendNow({ n: 0 });
+    const probe = await fs.open(path.join(await tempDir(), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const original = proto.datasync;
+    t.after(() => void (proto.datasync = original));
+    let armed = false;
+    const late: Array<ReturnType<Journal['appendNow']>> = [];
+    // The swap's fsync of the copied tail is an await: a line appendNow writes then is not in that copy.
+    proto.datasync = function (this: unknown) {
+      if (armed) {
+        armed = false;
+        late.push(journal.appendNow({ n: 2 }));
+      }
+      return original.call(this);
+    };
+    let moved: ReturnType<Journal['appendNow']> | undefined;
+    await journal.rewrite(
+      () => {},
+      async (out) => void (await out(JSON.stringify({ n: 'snapshot' }))),
+      (cut, start) => void (moved = { at: late[0]!.at - cut + start, len: late[0]!.len }),
+      async () => {
+        journal.appendNow({ n: 1 });
+        armed = true;
+      },
+    );
+    assert.equal(late.length, 1, 'the line was written during the swap');
+    assert.equal(await fs.readFile(file, 'utf8'), '{"n":"snapshot"}\n{"n":1}\n{"n":2}\n');
+    assert.equal(journal.readAt(moved!), '{"n":2}');
+    assert.equal(journal.lines, 3);
+  });
+
   test('a failed write leaves no partial line and throws', async () => {
     const file = path.join(await tempDir(), 'j.jsonl');
     const journal = new Journal(file);

@@ -16,6 +16,17 @@ const WEBHOOK_DEFAULTS = {
   // D-86: an endpoint failing five days is disabled; D-87: seven days kept.
   webhookDisableAfterMs: 5 * 86_400_000,
   webhookRetentionMs: 7 * 86_400_000,
+  // D-169: an app's endpoints.
+  webhookEndpointsPerApp: 20,
+};
+
+/** D-173: the caps of a team's records. */
+const CAP_DEFAULTS = {
+  teamMaxKeys: 200,
+  teamMaxTokens: 200,
+  teamMaxWebhookEndpoints: 100,
+  teamMaxApps: 100,
+  teamMaxMembers: 500,
 };
 
 describe('configuration (flags, then environment, then defaults)', () => {
@@ -28,6 +39,11 @@ describe('configuration (flags, then environment, then defaults)', () => {
       logLevel: 'info',
       model: null,
       ollamaHost: 'http://127.0.0.1:11434',
+      openaiBaseUrl: null,
+      openaiApiKey: null,
+      recordTapes: null,
+      replayTapes: null,
+      tapeTiming: 'recorded',
       playground: true,
       dashboard: true,
       widgetSecret: null,
@@ -36,10 +52,12 @@ describe('configuration (flags, then environment, then defaults)', () => {
       trustProxy: null,
       storeTimeoutSeconds: 5,
       publicUrl: null,
+      scenarios: null,
       passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
       ...WEBHOOK_DEFAULTS,
+      ...CAP_DEFAULTS,
     });
   });
 
@@ -62,6 +80,11 @@ describe('configuration (flags, then environment, then defaults)', () => {
       logLevel: 'debug',
       model: 'ollama:qwen3:4b',
       ollamaHost: 'http://127.0.0.1:11500',
+      openaiBaseUrl: null,
+      openaiApiKey: null,
+      recordTapes: null,
+      replayTapes: null,
+      tapeTiming: 'recorded',
       playground: true,
       dashboard: true,
       widgetSecret: 's'.repeat(32),
@@ -70,10 +93,12 @@ describe('configuration (flags, then environment, then defaults)', () => {
       trustProxy: null,
       storeTimeoutSeconds: 5,
       publicUrl: null,
+      scenarios: null,
       passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
       ...WEBHOOK_DEFAULTS,
+      ...CAP_DEFAULTS,
     });
     // D-49: a short signing secret is refused rather than weakening every visitor token.
     assert.throws(
@@ -105,6 +130,11 @@ describe('configuration (flags, then environment, then defaults)', () => {
       logLevel: 'warn',
       model: null,
       ollamaHost: 'http://127.0.0.1:11434',
+      openaiBaseUrl: null,
+      openaiApiKey: null,
+      recordTapes: null,
+      replayTapes: null,
+      tapeTiming: 'recorded',
       playground: false,
       dashboard: false,
       widgetSecret: null,
@@ -113,10 +143,12 @@ describe('configuration (flags, then environment, then defaults)', () => {
       trustProxy: null,
       storeTimeoutSeconds: 5,
       publicUrl: null,
+      scenarios: null,
       passwordHashCost: 15,
       auditRetentionDays: 365,
       deletedRetentionDays: 30,
       ...WEBHOOK_DEFAULTS,
+      ...CAP_DEFAULTS,
     });
     assert.equal(loadConfig(['--port=1234'], {}).port, 1234);
     assert.equal(loadConfig([], { PORT: '' }).port, 8787);
@@ -162,6 +194,26 @@ describe('configuration (flags, then environment, then defaults)', () => {
     // The model's settings are environment-only, so --help is the one place a user can find them.
     assert.match(USAGE, /PARLEY_MODEL .*ollama:<model>/);
     assert.match(USAGE, /OLLAMA_HOST /);
+    assert.match(USAGE, /OPENAI_BASE_URL /);
+  });
+
+  test('D-140, D-143: the tapes and the OpenAI-compatible server', () => {
+    const c = loadConfig(['--replay-tapes', 'tapes', '--tape-timing', 'fast'], { OPENAI_BASE_URL: 'http://127.0.0.1:8080/v1/' });
+    assert.deepEqual([c.replayTapes, c.tapeTiming, c.openaiBaseUrl], ['tapes', 'fast', 'http://127.0.0.1:8080/v1']);
+    assert.equal(loadConfig([], { PARLEY_RECORD_TAPES: 'rec' }).recordTapes, 'rec');
+    assert.throws(() => loadConfig(['--record-tapes', 'a', '--replay-tapes', 'b'], {}), /cannot be used together/);
+    assert.throws(() => loadConfig(['--tape-timing', 'slow'], {}), /must be recorded or fast/);
+    // The key belongs in OPENAI_API_KEY, never in an address that a banner or an error shows.
+    const err = (() => {
+      try {
+        loadConfig([], { OPENAI_BASE_URL: 'https://me:sk-secret@llm.example/v1' });
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    assert.ok(err instanceof ConfigError);
+    assert.doesNotMatch(err.message, /sk-secret/);
+    assert.throws(() => loadConfig([], { OPENAI_BASE_URL: 'llm.example' }), /absolute http/);
   });
 });
 

@@ -1,15 +1,17 @@
 // The Ollama engine against msw handlers speaking Ollama's /api/chat NDJSON wire format: content,
 // thinking and tool_calls chunks, the final done chunk with counts, a mid-stream error line, 404s.
 import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
 import { after, afterEach, before, describe, test } from 'node:test';
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
-import { dataBlock, OllamaEngine } from '../src/engines/ollama.ts';
+import { OllamaEngine } from '../src/engines/ollama.ts';
+import { dataBlock } from '../src/engines/prompt.ts';
 import { countTokens } from '../src/engines/text.ts';
-import { ModelError, type ModelEvent, type ModelRequest } from '../src/engines/types.ts';
-import { knowledgeSearchSpec } from '../src/services/tools.ts';
-import { startTestServer } from './support/helpers.ts';
-import { postSse, shape } from './support/sse-client.ts';
+import type { ModelEvent } from '../src/engines/types.ts';
+import { startTestServer, tempDir } from './support/helpers.ts';
+import { collect, failure, request } from './support/model-events.ts';
+import { maskCallIds, outputFromEvents, postSse, shape, TOOL_THEN_TEXT } from './support/sse-client.ts';
 
 const HOST = 'http://ollama.test:11434';
 const CHAT = `${HOST}/api/chat`;
@@ -70,39 +72,6 @@ function chat(...replies: Array<(body: any) => Response>): any[] {
     }),
   );
   return bodies;
-}
-
-function request(over: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    kind: 'response',
-    agentName: 'Librarian',
-    instructions: 'Answer from the knowledge base.',
-    metadata: { user_name: 'Ada' },
-    messages: [
-      { role: 'user', content: 'Earlier question' },
-      { role: 'assistant', content: 'Earlier answer' },
-      { role: 'user', content: 'How do I rotate a key?' },
-    ],
-    tools: [knowledgeSearchSpec()],
-    fast: false,
-    ...over,
-  };
-}
-
-async function collect(it: AsyncIterable<ModelEvent>): Promise<ModelEvent[]> {
-  const out: ModelEvent[] = [];
-  for await (const e of it) out.push(e);
-  return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<ModelError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ModelError, `expected a ModelError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a failure');
 }
 
 const engine = () => new OllamaEngine({ host: HOST, model: 'qwen3', fetch: globalThis.fetch });
@@ -294,15 +263,7 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
         stream: true,
         metadata: { user_name: 'Ada' },
       });
-      assert.deepEqual(shape(r.events), [
-        'response.created',
-        'response.function_call.start',
-        'response.function_call_arguments.delta*',
-        'response.function_call_arguments.done',
-        'response.output_text.delta*',
-        'response.output_text.done',
-        'response.completed',
-      ]);
+      assert.deepEqual(shape(r.events), TOOL_THEN_TEXT);
       assert.equal(
         r.events.find((e) => e.event === 'response.output_text.done')!.data.text,
         'Create a new key, deploy it, then revoke the old one (api-keys.md).',
@@ -406,6 +367,47 @@ describe('Parley on Ollama (PARLEY_MODEL=ollama:<model>)', () => {
       assert.deepEqual([c.body.status, c.body.error.code], ['failed', 'model_not_found']);
     } finally {
       await s.close();
+    }
+  });
+
+  test('tapes (D-140): recorded from Ollama, then replayed with Ollama gone: the same events and text', async () => {
+    const dir = await tempDir('parley-ollama-tapes-');
+    const exchange = async (s: Awaited<ReturnType<typeof startTestServer>>) => {
+      const { body: conv } = await s.call('POST', '/apps/app_knowledge/conversations', {});
+      return postSse(s.baseUrl, `/apps/app_knowledge/conversations/${conv.id}`, {
+        message: { content: 'How do I rotate my API key?' },
+        stream: true,
+      });
+    };
+    const recording = await startTestServer({ model: 'ollama:qwen3', ollamaHost: HOST, ollamaFetch: globalThis.fetch, recordTapes: dir });
+    let recorded: Awaited<ReturnType<typeof exchange>>;
+    try {
+      chat(
+        () => ndjson([toolCalls(['knowledge_search', { query: 'rotate API key' }]), done(100, 10)]),
+        () => ndjson([content('Create a new key, '), content('then revoke the old one (api-keys.md).'), done(300, 20)]),
+        () => ndjson([content('{"en-ca":"Key rotation","fr-ca":"Rotation des clés"}'), done(30, 9)]),
+      );
+      recorded = await exchange(recording);
+    } finally {
+      await recording.close();
+    }
+    assert.equal((await fs.readdir(dir)).filter((n) => n.endsWith('.jsonl')).length, 3, 'one tape per model call, the title included');
+    const bodies = chat(() => HttpResponse.error());
+    const replaying = await startTestServer({
+      model: 'ollama:qwen3',
+      ollamaHost: HOST,
+      ollamaFetch: globalThis.fetch,
+      replayTapes: dir,
+      tapeTiming: 'fast',
+    });
+    try {
+      const replayed = await exchange(replaying);
+      assert.equal(bodies.length, 0, 'no call reached Ollama');
+      assert.deepEqual(shape(replayed.events), shape(recorded.events));
+      assert.deepEqual(maskCallIds(outputFromEvents(replayed.events)), maskCallIds(outputFromEvents(recorded.events)));
+      assert.equal(replayed.events.at(-1)!.data.usage.total_tokens, 430);
+    } finally {
+      await replaying.close();
     }
   });
 });

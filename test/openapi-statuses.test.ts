@@ -42,6 +42,8 @@ const BEFORE_ROUTING = ['400', '408', '417', '431', '500'];
 const AUTH = ['401', '403', '404'];
 /** D-91: the store out of reach (the bound stage, first on every route). */
 const STORE = ['503'];
+/** D-121: the scenario stage, on every route: a scripted 429 (and 401, 408, 500, 503, listed above). */
+const SCENARIO = ['429'];
 
 /** What a handler raises beyond the stages, by route: what the probes cannot see, so that a row that leaves one out fails. */
 const RAISED_BY_HANDLER: Record<string, string[]> = {
@@ -53,7 +55,7 @@ const RAISED_BY_HANDLER: Record<string, string[]> = {
 
 /** The statuses the server can answer on a route, from its stages and its handler. */
 async function statusesOf(def: RouteDef<RestRoute>): Promise<string[]> {
-  const out = new Set([...BEFORE_ROUTING, ...AUTH, ...STORE]);
+  const out = new Set([...BEFORE_ROUTING, ...AUTH, ...STORE, ...SCENARIO]);
   // D-23, D-110: a counted request past the plan (and, on a route that streams, past the cap of open streams; D-27: past the storage quota).
   if (def.route.counted) out.add('429');
   // Idempotency-Key: the key in use (409), or reused with another request (422).
@@ -128,7 +130,9 @@ describe("/openapi.json's error answers agree with the server", () => {
       'sign_in_busy',
       'last_admin',
       'email_taken',
+      'limit_reached',
       'conversation_not_restorable',
+      'limit_reached',
       // An admin surface's refusal of a webhook endpoint's URL (docs/webhooks.md, D-82).
       'invalid_webhook_url',
     ]);

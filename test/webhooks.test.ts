@@ -10,6 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { webhookSecretText, webhookSigningKey } from '../src/core/api-keys.ts';
 import { APP, KEY, startTestServer, type TestServer } from './support/helpers.ts';
 import { WebhookEvents } from '../src/services/webhooks/events.ts';
+import { SETTINGS } from '../src/settings.ts';
 import { createEndpoint, demoAdminToken, type Receiver, startReceiver } from './support/webhook-receiver.ts';
 
 const SECRET = webhookSecretText(webhookSigningKey(KEY));
@@ -95,16 +96,32 @@ describe('endpoints on the admin surface (D-81, D-82)', () => {
     assert.deepEqual(actions, ['webhook_endpoint.deleted', 'webhook_endpoint.updated', 'webhook_endpoint.created']);
   });
 
+  test('a private or metadata URL is refused with invalid_webhook_url; loopback is allowed in local development (D-170)', T, async () => {
+    for (const url of ['http://10.1.2.3/x', 'http://169.254.169.254/', 'http://[fd00::1]/', 'http://0xa9fea9fe/']) {
+      const r = await admin('POST', '/webhook_endpoints', { app_id: APP, url, events: ['*'] });
+      assert.equal(r.status, 400, url);
+      assert.equal(r.body.error.code, 'invalid_webhook_url');
+      assert.equal(r.body.error.param, 'url');
+    }
+  });
+});
+
+describe('the endpoints an app may have (D-169)', () => {
   test(
-    'a private or metadata URL is refused with invalid_webhook_url; loopback is allowed while Parley listens on loopback',
+    'the default cap of 20 endpoints per app: one more is 409 limit_reached naming the cap and changes nothing; another app is not held back',
     T,
     async () => {
-      for (const url of ['http://10.1.2.3/x', 'http://169.254.169.254/', 'http://[fd00::1]/', 'http://0xa9fea9fe/']) {
-        const r = await admin('POST', '/webhook_endpoints', { app_id: APP, url, events: ['*'] });
-        assert.equal(r.status, 400, url);
-        assert.equal(r.body.error.code, 'invalid_webhook_url');
-        assert.equal(r.body.error.param, 'url');
-      }
+      const cap = Number(SETTINGS.webhookEndpointsPerApp.default);
+      const made: string[] = [];
+      for (let i = 0; i < cap; i++) made.push(await endpoint(`http://127.0.0.1:9/cap${i}`, ['conversation.created'], 'app_genui'));
+      const over = await admin('POST', '/webhook_endpoints', { app_id: 'app_genui', url: 'http://127.0.0.1:9/over', events: ['*'] });
+      assert.equal(over.status, 409);
+      assert.equal(over.body.error.code, 'limit_reached');
+      assert.equal(over.body.error.param, 'app_id');
+      assert.match(over.body.error.message, new RegExp(`has ${cap} webhook endpoints.*WEBHOOK_ENDPOINTS_PER_APP`));
+      assert.equal((await admin('GET', '/webhook_endpoints?app_id=app_genui')).body.data.length, cap, 'nothing was added');
+      const elsewhere = await endpoint('http://127.0.0.1:9/elsewhere', ['conversation.created'], 'app_stream');
+      for (const id of [...made, elsewhere]) assert.equal((await admin('DELETE', `/webhook_endpoints/${id}`)).status, 200);
     },
   );
 });

@@ -46,6 +46,8 @@ export interface ClientOptions {
   publishableKey: string;
   /** A host-signed identity (D-50), passed through as is. */
   identity?: string;
+  /** D-120: a scenario (docs/scenarios.md) sent with each message, so that a page's test meets the failures it chose. */
+  scenario?: string;
 }
 
 export class WidgetClient {
@@ -122,6 +124,7 @@ export class WidgetClient {
       `/conversations/${encodeURIComponent(this.saved.conversationId!)}`,
       { message: { content }, stream: true },
       signal,
+      this.o.scenario ? { 'parley-scenario': this.o.scenario } : {},
     );
     const id = res.headers.get('parley-response-id') ?? undefined;
     this.replying = id;
@@ -152,19 +155,32 @@ export class WidgetClient {
   }
 
   /** A call with the visitor token; an expired one is renewed once (D-49). */
-  private async call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  private async call(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    extra?: Record<string, string>,
+  ): Promise<Response> {
     if (!this.saved.token) await this.session();
     try {
-      return await this.request(method, path, body, this.saved.token!, signal);
+      return await this.request(method, path, body, this.saved.token!, signal, extra);
     } catch (err) {
       if (!(err instanceof WidgetApiError) || err.error.status !== 401) throw err;
       await this.session();
-      return this.request(method, path, body, this.saved.token!, signal);
+      return this.request(method, path, body, this.saved.token!, signal, extra);
     }
   }
 
-  private async request(method: string, path: string, body: unknown, credential: string, signal?: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { authorization: `Bearer ${credential}` };
+  private async request(
+    method: string,
+    path: string,
+    body: unknown,
+    credential: string,
+    signal?: AbortSignal,
+    extra: Record<string, string> = {},
+  ): Promise<Response> {
+    const headers: Record<string, string> = { ...extra, authorization: `Bearer ${credential}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const res = await fetch(`${this.o.baseUrl}/widget/v1/apps/${encodeURIComponent(this.o.appId)}${path}`, {
       method,

@@ -39,6 +39,7 @@ function start(): void {
   const pick = $<HTMLFormElement>('pick');
   const app = $<HTMLSelectElement>('app');
   const key = $<HTMLInputElement>('key');
+  const scenario = $<HTMLInputElement>('scenario');
   const events = $<HTMLTableSectionElement>('events');
   const doc = $<HTMLPreElement>('doc');
   let widget: MountedWidget | undefined;
@@ -59,6 +60,8 @@ function start(): void {
       publishableKey: key.value.trim(),
       baseUrl: location.origin,
       container: $('chat'),
+      // D-120: each message's reply fails as the scenario asks (docs/scenarios.md).
+      scenario: scenario.value.trim() || undefined,
     });
     widget.element.addEventListener('parley:event', (e) => {
       const { event, data, at } = (e as CustomEvent<{ event: string; data: { sequence_number?: number }; at: number }>).detail;

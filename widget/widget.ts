@@ -3,11 +3,11 @@
 // It draws a launcher and a chat panel in a shadow root, themed from the app's config, streams
 // replies, shows tool calls as a status line, renders generative-UI forms, and keeps the visitor's
 // conversation across reloads. Everything the agent says is set as text, never parsed as HTML.
-import { WidgetApiError, WidgetClient, type AppConfig, type Item, type StreamEvent } from './client.ts';
+import { WidgetApiError, WidgetClient, type AppConfig, type ClientOptions, type Item, type StreamEvent } from './client.ts';
 import { applyPatch, formOf, holdSubmit, markSubmitted, renderForm, submissionText, SUBMISSION_HEADER, type FormSpec } from './form.ts';
 import { BASE_CSS, sheet, themeCss } from './styles.ts';
 
-export interface MountOptions {
+export interface MountOptions extends Pick<ClientOptions, 'scenario'> {
   appId: string;
   publishableKey: string;
   /** The Parley server; default: where widget.js came from. */
@@ -61,7 +61,7 @@ class Widget implements MountedWidget {
 
   constructor(private readonly o: MountOptions & { baseUrl: string }) {
     const n = ++mounted;
-    this.client = new WidgetClient({ baseUrl: o.baseUrl, appId: o.appId, publishableKey: o.publishableKey, identity: o.identity });
+    this.client = new WidgetClient(o);
     // A tag of its own: host rules aimed at div or section never match the host element.
     this.element = document.createElement('parley-widget');
     this.element.className = 'parley-widget-host';

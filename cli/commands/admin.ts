@@ -3,7 +3,7 @@
 import os from 'node:os';
 import { Command } from 'commander';
 import { z } from 'zod';
-import { AccessToken, AccessTokenCreated, AdminSession, listOf } from '../../src/contract/admin.ts';
+import { AccessToken, AccessTokenCreated, AdminSession } from '../../src/contract/admin.ts';
 import { AdminClient, adminClient, adminUrlOf, confirm, show } from '../admin.ts';
 import { ApiError, ConnectionError } from '../client.ts';
 import type { Session } from '../context.ts';
@@ -170,7 +170,7 @@ function tokensCommand(session: Session): Command {
     .addHelpText('after', "\nExample:\n  parley admin tokens list --json | jq -r '.data[] | select(.last_used_at == null) | .id'\n")
     .action(async (_o: unknown, cmd: Command) => {
       const { admin, g } = adminClient(session, cmd);
-      const res = await admin.get('/tokens', listOf(AccessToken));
+      const res = await admin.getAll('/tokens', AccessToken);
       const own = ownTokenId(session, cmd);
       const rows = (list: AccessTokenT[]) =>
         list.map((t) => [

@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { createParser } from 'eventsource-parser';
 import { InvalidResponseError } from '../client.ts';
 import type { Session } from '../context.ts';
+import { FollowedCursors } from '../core/error.ts';
 import { isEventStream, readBody } from '../core/response.ts';
 import { ndjsonLine, oneLine, readStdin, UsageError } from '../io.ts';
 
@@ -144,7 +145,7 @@ Examples:
           if (method !== 'GET') throw new UsageError('--paginate follows lists: it needs GET');
           // D-61: one merged list, the shape of a page, so that the same jq filter reads one page or all.
           const items: unknown[] = [];
-          const followed = new Set<string>();
+          const followed = new FollowedCursors();
           let q = { ...query };
           let first: Record<string, unknown> | undefined;
           for (;;) {
@@ -157,14 +158,7 @@ Examples:
             const lastItem = list.data.at(-1) as { id?: string } | undefined;
             const cursor = list.last_id ?? lastItem?.id;
             if (!list.has_more || list.data.length === 0 || !cursor) break;
-            if (followed.has(cursor))
-              throw new InvalidResponseError(
-                page.url,
-                `has_more is true but the cursor ${cursor} was followed already: the list would never end`,
-                '',
-              );
-            followed.add(cursor);
-            q = { ...q, after: cursor };
+            q = { ...q, after: followed.follow(cursor, page.url) };
           }
           const ids = items.map((i) => (i as { id?: unknown })?.id).filter((id) => typeof id === 'string');
           out.line(JSON.stringify({ ...first, data: items, first_id: ids[0] ?? null, last_id: ids.at(-1) ?? null, has_more: false }));

@@ -75,7 +75,7 @@ function withAppOptions(cmd: Command): Command {
     .option('--agent-name <name>', "the agent's name")
     .option('--agent-active', 'the agent answers')
     .option('--agent-inactive', 'the agent is off')
-    .option('--model <model>', 'local or ollama:<model>')
+    .option('--model <model>', 'local, ollama:<model> or openai:<model>')
     .option('--instructions <text>', "the agent's instructions")
     .option('--knowledge-base <name>', 'a knowledge/ folder of the fixtures, or none')
     .option('--origins <list>', "the widget's allowed origins, comma-separated (sets up the widget)")

@@ -1,7 +1,7 @@
 // `parley keys list|create|roll|revoke|scenario` (D-79, D-70, D-127): the team's API keys through the admin surface. A
 // new key (create, roll) is printed once on stdout: the one exception to "the key is never printed".
 import { Command, Option } from 'commander';
-import { ApiKey, ApiKeyCreated, type ApiKeyT, CreateKeyRequest, listOf, RollKeyRequest } from '../../src/contract/admin.ts';
+import { ApiKey, ApiKeyCreated, type ApiKeyT, CreateKeyRequest, RollKeyRequest } from '../../src/contract/admin.ts';
 import { adminClient, checkedBody, confirm, parseDuration, show } from '../admin.ts';
 import type { Session } from '../context.ts';
 import { canAsk } from '../prompt.ts';
@@ -42,7 +42,7 @@ export function keysCommand(session: Session): Command {
     .addHelpText('after', "\nExample:\n  parley keys list --json | jq -r '.data[] | select(.revoked_at == null) | .id'\n")
     .action(async (_opts: unknown, cmd: Command) => {
       const { admin, g } = adminClient(session, cmd);
-      const res = await admin.get('/keys', listOf(ApiKey));
+      const res = await admin.getAll('/keys', ApiKey);
       show(session, g, res, () => (res.data.data.length > 0 ? table(rows(res.data.data), HEADER) : '(no keys)\n'));
     });
 
@@ -103,7 +103,7 @@ export function keysCommand(session: Session): Command {
       const path = `/keys/${encodeURIComponent(id)}/revoke`;
       // D-64: a key that is not there is the server's 404, not a question.
       const asks = !opts.yes && canAsk(session.io);
-      const known = asks ? (await admin.get('/keys', listOf(ApiKey))).data.data.find((k) => k.id === id) : undefined;
+      const known = asks ? (await admin.getAll('/keys', ApiKey)).data.data.find((k) => k.id === id) : undefined;
       if (
         known &&
         !(await confirm(session, opts.yes, `Revoke ${id} (${known.name}, ${known.redacted})? Requests with it fail at once.`, `kept ${id}`))

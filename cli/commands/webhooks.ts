@@ -8,25 +8,18 @@ import { redacted, webhookSecretText, webhookSigningKey } from '../../src/core/a
 import { signingKeyOf, verifySignature } from '../../src/core/webhook-signature.ts';
 import type { z } from 'zod';
 import { AdminDeletion, ApiKey, listOf } from '../../src/contract/admin.ts';
-import {
-  CreateWebhookEndpointRequest,
-  RedeliverRequest,
-  UpdateWebhookEndpointRequest,
-  WebhookDeliveryView,
-  WebhookEndpointView,
-  WebhookRedeliveryView,
-} from '../../src/contract/admin-webhooks.ts';
+import { CreateWebhookEndpointRequest, UpdateWebhookEndpointRequest, WebhookEndpointView } from '../../src/contract/admin-webhooks.ts';
 import { adminClient, adminUrlOf, checkedBody, commaList, confirm, narrowingApp, show } from '../admin.ts';
 import { ApiError, ConnectionError, describeNetworkError } from '../core/error.ts';
 import type { Session } from '../context.ts';
 import { UsageError } from '../io.ts';
 import { table, time } from '../render.ts';
+import { deliveryCommands } from './webhook-deliveries.ts';
 import { checkReceiverCommand } from './webhook-receiver.ts';
+import { triggerCommand } from './webhook-trigger.ts';
 
 type EndpointT = z.infer<typeof WebhookEndpointView>;
-type DeliveryT = z.infer<typeof WebhookDeliveryView>;
 const EndpointList = listOf(WebhookEndpointView);
-const DeliveryList = listOf(WebhookDeliveryView);
 
 function endpointState(e: EndpointT): string {
   return e.enabled ? 'enabled' : `disabled (${e.disabled_reason})`;
@@ -47,18 +40,6 @@ const ENDPOINT_HEADER = ['ID', 'APP', 'STATE', 'URL', 'EVENTS', 'SIGNING KEY', '
 const endpointRows = (list: EndpointT[]) =>
   list.map((e) => [e.id, e.app_id, endpointState(e), e.url, e.events.join(','), signingKey(e), time(e.created_at), e.description || '-']);
 
-const DELIVERY_HEADER = ['EVENT', 'TYPE', 'ENDPOINT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'ANSWER'];
-const deliveryRows = (list: DeliveryT[]) =>
-  list.map((d) => [
-    d.event_id,
-    d.event_type,
-    d.endpoint_id,
-    d.state,
-    String(d.attempts),
-    d.last_attempt ? time(d.last_attempt.created_at) : '-',
-    d.last_attempt ? String(d.last_attempt.status ?? d.last_attempt.error) : '-',
-  ]);
-
 /** `5m`, `30s`, `1h` or seconds: the tolerance of `verify`. */
 function toleranceSeconds(text: string): number {
   const m = /^(\d+)(s|m|h)?$/.exec(text);
@@ -69,7 +50,7 @@ function toleranceSeconds(text: string): number {
 export function webhooksCommand(session: Session): Command {
   const out = session.out;
   const cmd = new Command('webhooks')
-    .description('webhook endpoints, deliveries, the signing secret, verify, listen and check-receiver (docs/webhooks.md)')
+    .description('webhook endpoints, deliveries, test events, the signing secret, verify, listen and check-receiver (docs/webhooks.md)')
     .addHelpText(
       'after',
       `
@@ -78,6 +59,7 @@ The admin commands need an admin login (parley admin login, or PARLEY_ADMIN_TOKE
 Examples:
   parley webhooks create --url https://example.com/hooks --events response.completed,response.failed
   parley webhooks listen --forward-to http://127.0.0.1:3000/hooks
+  parley webhooks trigger conversation.created --duplicate
   parley webhooks secret
   parley webhooks verify --payload body.json --header 'webhook-id: evt_…' --header 'webhook-timestamp: …' --header 'webhook-signature: v1,…'
   parley webhooks check-receiver --url http://127.0.0.1:3000/hooks --secret whsec_…
@@ -166,29 +148,7 @@ Examples:
       const r = await admin.delete(`/webhook_endpoints/${encodeURIComponent(id)}`, AdminDeletion);
       show(session, g, r, () => `deleted ${id}\n`);
     });
-  cmd
-    .command('deliveries')
-    .addHelpText('after', `\nExample:\n  parley webhooks deliveries --endpoint we_abc123\n`)
-    .description('the delivery log, newest first, with the last attempt of each')
-    .option('--endpoint <endpoint_id>')
-    .option('--event <event_id>')
-    .action(async (o: { endpoint?: string; event?: string }, c: Command) => {
-      const { admin, g } = adminClient(session, c);
-      const r = await admin.get('/webhook_deliveries', DeliveryList, { endpoint_id: o.endpoint, event_id: o.event });
-      show(session, g, r, () => (r.data.data.length ? table(deliveryRows(r.data.data), DELIVERY_HEADER) : '(no deliveries)\n'));
-    });
-  cmd
-    .command('redeliver')
-    .addHelpText('after', `\nExample:\n  parley webhooks redeliver evt_abc123 --endpoint we_abc123\n`)
-    .description('send an event again to its endpoints (or one of them)')
-    .argument('<event_id>')
-    .option('--endpoint <endpoint_id>')
-    .action(async (id: string, o: { endpoint?: string }, c: Command) => {
-      const { admin, g } = adminClient(session, c);
-      const body = checkedBody(RedeliverRequest, { endpoint_id: o.endpoint }, flags);
-      const r = await admin.post(`/events/${encodeURIComponent(id)}/redeliver`, WebhookRedeliveryView, body);
-      show(session, g, r, () => `redelivering ${id} to ${r.data.endpoints.join(', ')}\n`);
-    });
+  deliveryCommands(session, cmd);
   cmd
     .command('secret')
     .addHelpText('after', `\nExample:\n  parley webhooks secret --endpoint we_abc123\n`)
@@ -247,6 +207,7 @@ Examples:
     .requiredOption('--forward-to <url>', 'where to POST each event (your local receiver)')
     .option('--signing-key <key_id>', "the secret key whose secret signs the events (default: the team's oldest working one, D-150)")
     .action(async (o: { forwardTo: string; signingKey?: string }, c: Command) => listen(session, c, o.forwardTo, o.signingKey));
+  cmd.addCommand(triggerCommand(session));
   cmd.addCommand(checkReceiverCommand(session));
   return cmd;
 }

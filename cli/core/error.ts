@@ -83,6 +83,26 @@ export class InvalidResponseError extends ParleyError {
   }
 }
 
+/**
+ * The cursors a walk of a list has followed: a server answering `has_more` with a cursor followed
+ * already would make the walk loop forever, which `follow` throws as an InvalidResponseError.
+ */
+export class FollowedCursors {
+  private readonly seen = new Set<string>();
+
+  constructor(first?: string) {
+    if (first !== undefined) this.seen.add(first);
+  }
+
+  /** `cursor`, the next page's, unless it was followed already (from the page at `url`). */
+  follow(cursor: string, url: string): string {
+    if (this.seen.has(cursor))
+      throw new InvalidResponseError(url, `has_more is true but the cursor ${cursor} was followed already: the list would never end`, '');
+    this.seen.add(cursor);
+    return cursor;
+  }
+}
+
 /** The caller aborted the request (its AbortSignal fired). */
 export class AbortedError extends ParleyError {
   override name = 'AbortedError';

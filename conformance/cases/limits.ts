@@ -149,7 +149,7 @@ export const limits: CaseDef[] = [
       needs: ['apps.rate_limited'],
       noRetry: "a retry would meet the rate limit its first try used up, and judge the app's window instead of the case",
       description:
-        "send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 on creating the conversation it needs (an earlier run used the window) is waited out, by its Retry-After, up to --window-wait (60 s by default; longer: errored, not failed, D-176) (reference: create, send and completion count, D-110; Retry-After in seconds, no later than the window's reset; x-ratelimit-* on every counted request, the create included, and on the 429, the limit constant, remaining down by one a request and 0 on the 429; a create past the limit is 429 too; nothing changes, D-23, D-27; a malformed message past the limit is 429 too, D-4)",
+        "send message past the plan limit is 429 rate_limit_exceeded, an error object with stream: true as well; a 429 on creating the conversation it needs (an earlier run used the window) is waited out until the window is empty (its x-ratelimit-reset-requests, else its Retry-After; an earlier run's requests still in it are filled up to the 429 first), up to --window-wait (60 s by default; longer: errored, not failed, D-176) (reference: create, send and completion count, D-110; Retry-After in seconds, no later than the window's reset; x-ratelimit-* on every counted request, the create included, and on the 429, the limit constant, remaining down by one a request and 0 on the 429; a create past the limit is 429 too; nothing changes, D-23, D-27; a malformed message past the limit is 429 too, D-4)",
       async run(ctx) {
         const app = ctx.app('apps.rate_limited');
         const created = await createPastTheWindow(ctx, app);
@@ -295,13 +295,19 @@ export const limits: CaseDef[] = [
 async function createPastTheWindow(ctx: CaseContext, app: string): Promise<Exchange> {
   // D-176: the window an earlier run left full is waited out, up to --window-wait, whatever --settle-timeout says.
   const deadline = Date.now() + ctx.windowWaitMs;
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0; attempt < 100; attempt++) {
     const ex = await ctx.send({ method: 'POST', path: convPath(app), body: { external_user_id: ctx.tag, metadata: ctx.tagMetadata } });
-    if (ex.status !== 429) return ex;
+    if (ex.status !== 429) {
+      // D-176 (revised): a window that still holds an earlier run's requests is filled, so that its 429 says when it is empty.
+      if (!heldByEarlier(ex)) return ex;
+      continue;
+    }
     // Whether other endpoints than send message are limited is not shown (§8): a 429 here is one, as an error object.
     ctx.error(ex, 'create conversation on the rate-limited app (refused)', { status: 429, type: 'rate_limit_exceeded' });
     const header = ex.headers.get('retry-after');
-    const wait = retryAfterMs(header) ?? 1000 * 2 ** attempt;
+    // Until the window is empty (its reset), not its first free request (Retry-After): in a sliding window the
+    // earlier requests leaving one by one while the case counts would make the remaining count go up.
+    const wait = Math.max(retryAfterMs(header) ?? 1000 * 2 ** attempt, durationMs(ex.headers.get('x-ratelimit-reset-requests')) ?? 0);
     if (Date.now() + wait > deadline)
       throw new SetupUnmet(
         `set-up: the conversation this case needs could not be created on the rate-limited app: refused with 429 (Retry-After ${JSON.stringify(header)}), a window an earlier run left full that does not free within --window-wait (${ctx.windowWaitMs} ms); nothing was judged: run again once it is free, or with --window-wait ${Math.ceil((wait + 1000) / 1000) * 1000}`,
@@ -309,6 +315,13 @@ async function createPastTheWindow(ctx: CaseContext, app: string): Promise<Excha
       );
     await ctx.setupWait(wait, `the rate-limited app's window (429, Retry-After ${JSON.stringify(header)})`);
   }
+  return ctx.fail('100 creates on the rate-limited app and its window neither refused one nor was found empty (D-23, D-176)');
+}
+
+/** D-23: a counted request's headers show requests before it in its window (remaining below limit − 1). */
+function heldByEarlier(ex: Exchange): boolean {
+  const n = (name: string) => Number(ex.headers.get(`x-ratelimit-${name}-requests`) ?? Number.NaN);
+  return ex.status === 200 && n('remaining') < n('limit') - 1;
 }
 
 /** `12.5s`, `1m30s`, `250ms`, `6` (seconds) → milliseconds; undefined when it is none of them. */

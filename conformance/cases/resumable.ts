@@ -2,7 +2,7 @@
 // spec profile never asks for it. A cut is a resume from the last event a client saw: the suite reads
 // a stream whole, then asks for what follows each of several points, as a client cut there would.
 import { LiveResponse, RESPONSE_ID_HEADER, Usage } from '../../src/contract/index.ts';
-import { defineCases, type CaseContext } from '../context.ts';
+import { defineCases, show, type CaseContext } from '../context.ts';
 import type { Exchange } from '../http.ts';
 import { appPath, convPath, createConversation, expectStream, HOSTILE_TEXT, textOf, type Json } from './common.ts';
 
@@ -38,6 +38,13 @@ function answered(ctx: CaseContext): Promise<{ ex: Exchange; body: Json; convers
     return { ex, body, conversationId: conv.id };
   });
 }
+
+/** The text of a stream's deltas, in order. */
+export const deltasOf = (ex: Exchange) =>
+  ex
+    .sse!.events.filter((e) => e.event === 'response.output_text.delta')
+    .map((e) => String((e.json as Json).delta))
+    .join('');
 
 const eventsOf = (ex: Exchange) => ex.sse!.events.map((e) => ({ event: e.event, data: e.json }));
 
@@ -190,10 +197,14 @@ export const resumable = defineCases('4.6', [
   },
 ]);
 
-/** A reply of apps.slow, streamed, with `onEvent` told of each event (to cancel it, or to leave it). */
+/**
+ * A reply of apps.slow, streamed, with `onEvent` told of each event (to cancel it, or to leave it);
+ * `scenario`: sent as `Parley-Scenario` (D-120), for the server to cut the stream itself.
+ */
 async function slowReply(
   ctx: CaseContext,
   onEvent: (e: { event: string; json: unknown }, i: number, id: string) => 'leave' | undefined,
+  scenario?: string,
 ): Promise<{ ex: Exchange; app: string; id: string; conversationId: string }> {
   const app = ctx.app('apps.slow');
   const { conv } = await createConversation(ctx, undefined, app);
@@ -203,6 +214,7 @@ async function slowReply(
     path: convPath(app, conv.id),
     // A greeting: a short reply, so that a slow app ends it within a second or two.
     body: { message: { content: 'Hi 🧪 שלום' }, stream: true },
+    ...(scenario ? { headers: { 'parley-scenario': scenario } } : {}),
     onEvent: (e, i) => {
       if (i === 0) id = String((e.json as Json | undefined)?.id ?? '');
       return onEvent(e, i, id);
@@ -247,18 +259,28 @@ export const resumableCorners = defineCases('4.6', [
     clauses: ['D-33', 'D-39', 'D-16'],
     needs: ['apps.slow'],
     description:
-      'D-33: cancelling a reply of apps.slow while it streams stops it: the cancel answers it failed, {type: request_aborted, code: cancelled}, with the output so far; the open stream ends with that response.failed (its payload as D-16 gives it); the look-up says the same; D-39: its items carry status incomplete',
+      'D-33: cancelling a reply of apps.slow while it streams stops it: the cancel answers it failed, {type: request_aborted, code: cancelled}, with the output so far; after that answer no text delta arrives and the open stream ends within 2 s with that response.failed (its payload as D-16 gives it), its text the output kept; a look-up sent as the cancel is answered says the same; D-39: its items carry status incomplete',
     async run(ctx) {
       let cancel: Promise<Exchange> | undefined;
+      let look: Promise<Exchange> | undefined;
+      let answeredAt = 0;
+      const arrived: number[] = [];
       const r = await slowReply(ctx, (e, _i, id) => {
-        // After the first text, so that there is output to keep.
-        if (!cancel && e.event === 'response.output_text.delta')
+        arrived.push(performance.now());
+        // After the first text, so that there is output to keep; the look-up goes out as soon as the cancel is answered.
+        if (!cancel && e.event === 'response.output_text.delta') {
           cancel = ctx.send({ method: 'POST', path: responsePath(ctx.app('apps.slow'), id, '/cancel') });
+          look = cancel.then(() => {
+            answeredAt = performance.now();
+            return ctx.send({ method: 'GET', path: responsePath(ctx.app('apps.slow'), id) });
+          });
+        }
         return undefined;
       });
       expectStream(ctx, r.ex, 'the stream of the cancelled reply');
-      if (!cancel) return ctx.fail('the reply of apps.slow carried no text delta to cancel it after', r.ex);
+      if (!cancel || !look) return ctx.fail('the reply of apps.slow carried no text delta to cancel it after', r.ex);
       const answer = await cancel;
+      const lookedUp = await look;
       const cancelled = ctx.ok(answer, LiveResponse, 'cancel of a running reply') as Json;
       const stopped = { status: 'failed', error: { type: 'request_aborted', code: 'cancelled' } };
       ctx.equal(
@@ -267,26 +289,35 @@ export const resumableCorners = defineCases('4.6', [
         'the answer of the cancel (D-33)',
         answer,
       );
-      const last = r.ex.sse!.events.at(-1)!;
+      // D-33: stop means stop. No text after the cancel's answer, and the stream's end within 2 s of it.
+      const events = r.ex.sse!.events;
+      const late = events.filter((e, i) => e.event === 'response.output_text.delta' && arrived[i]! > answeredAt);
+      ctx.check(
+        late.length === 0,
+        `${late.length} text delta(s) arrived after the cancel's answer: ${show(late.map((e) => (e.json as Json).delta).join(''))} (D-33: a cancel stops the reply)`,
+        r.ex,
+      );
+      const endMs = Math.round(arrived.at(-1)! - answeredAt);
+      ctx.check(endMs <= 2000, `the stream's terminal event came ${endMs} ms after the cancel's answer (D-33: within 2 s)`, r.ex);
+      const last = events.at(-1)!;
       ctx.equal(last.event, 'response.failed', 'last event of the stream of the cancelled reply', r.ex);
       ctx.shape(last.json, ctx.schemas.events['response.failed'], 'response.failed payload (D-16)', r.ex);
       ctx.equal(((last.json as Json).error as Json)?.code, 'cancelled', 'error.code of its response.failed', r.ex);
-      const streamedText = r.ex
-        .sse!.events.filter((e) => e.event === 'response.output_text.delta')
+      const streamedText = events
+        .filter((e) => e.event === 'response.output_text.delta')
         .map((e) => String((e.json as Json).delta))
         .join('');
       const kept = ((cancelled.output as Json[]) ?? []).map((o) => textOf(o)).join('');
       ctx.check(
-        kept.length > 0 && streamedText.startsWith(kept),
+        kept.length > 0 && streamedText === kept,
         `the cancelled reply kept ${JSON.stringify(kept)}, not the text it had streamed (${JSON.stringify(streamedText)})`,
         answer,
       );
-      const look = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id) });
       ctx.equal(
-        ctx.ok(look, LiveResponse, 'look-up of the cancelled reply'),
+        ctx.ok(lookedUp, LiveResponse, 'look-up of the cancelled reply, sent as the cancel was answered'),
         cancelled,
-        'the cancelled reply looked up, compared with the answer of the cancel',
-        look,
+        "the cancelled reply looked up as soon as the cancel was answered, compared with the cancel's answer (D-33: it is saved before the answer)",
+        lookedUp,
       );
       const conv = await ctx.send({ method: 'GET', path: convPath(r.app, r.conversationId) });
       const items = ((ctx.ok(conv, ctx.schemas.conversationWithItems, 'get conversation') as Json).items as Json[]).filter(
@@ -303,23 +334,36 @@ export const resumableCorners = defineCases('4.6', [
     id: 'S4.6-left-reply-runs-on',
     level: 'REFERENCE',
     capability: 'resumable',
+    uses: ['scenarios'],
     clauses: ['D-34', 'D-32'],
     needs: ['apps.slow'],
     description:
-      'D-34: a client that leaves a stream of apps.slow mid-reply does not stop it: resumed after the last event it saw, the reply goes on to response.completed, and the look-up says completed',
+      'D-34: a client that leaves a stream of apps.slow mid-reply does not stop it: resumed after the last event it saw, the reply goes on to response.completed, and the look-up says completed, its text the one the two streams carried; a target with scenarios cuts the stream itself (drop-after=2, docs/scenarios.md) instead of the suite racing the reply',
     async run(ctx) {
-      const r = await slowReply(ctx, (e) => (e.event === 'response.output_text.delta' ? 'leave' : undefined));
-      ctx.check(r.ex.sse?.left !== undefined, 'the stream ended before the suite could leave it mid-reply', r.ex);
+      // With scenarios the server cuts the stream after its 2nd event; without, the suite leaves at the first delta it sees.
+      const byServer = ctx.target.claims.scenarios.claimed;
+      const r = byServer
+        ? await slowReply(ctx, () => undefined, 'drop-after=2')
+        : await slowReply(ctx, (e) => (e.event === 'response.output_text.delta' ? 'leave' : undefined));
+      if (byServer)
+        ctx.check(
+          r.ex.sse?.ended === false && r.ex.sse.events.length === 2,
+          'drop-after=2 did not cut the stream after its 2nd event',
+          r.ex,
+        );
+      else ctx.check(r.ex.sse?.left !== undefined, 'the stream ended before the suite could leave it mid-reply', r.ex);
       const seen = r.ex.sse!.events.length;
       const rest = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id, `/events?starting_after=${seen - 1}`) });
       expectStream(ctx, rest, 'the resume after the client left');
       ctx.equal(rest.sse!.events.at(-1)?.event, 'response.completed', 'last event of the reply the client left (D-34: it runs on)', rest);
       const look = await ctx.send({ method: 'GET', path: responsePath(r.app, r.id) });
+      const ended = ctx.ok(look, LiveResponse, 'look-up of the reply the client left') as Json;
+      ctx.equal(ended.status, 'completed', 'status of the reply the client left', look);
       ctx.equal(
-        (ctx.ok(look, LiveResponse, 'look-up of the reply the client left') as Json).status,
-        'completed',
-        'status of the reply the client left',
-        look,
+        deltasOf(r.ex) + deltasOf(rest),
+        ((ended.output as Json[]) ?? []).map(textOf).join(''),
+        'the text of the two streams, against the look-up (each delta once)',
+        rest,
       );
     },
   },

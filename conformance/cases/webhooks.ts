@@ -2,214 +2,27 @@
 // `webhooks`, with the target's `admin`. The suite runs a receiver (conformance/receiver.ts), registers
 // it as an endpoint of app_id on the admin surface, provokes events through the API and judges what
 // arrives: the Standard Webhooks headers and the signature under the secret derived from api_key, the
-// events and their payloads, a retry after a 500, a 410 that disables the endpoint. Every endpoint a
-// case registers is deleted when it ends, and by the runner at the end of the run (D-109, extended).
-import { z } from 'zod';
-import { WebhookDeliveryView, WebhookEndpointView } from '../../src/contract/admin-webhooks.ts';
-import { CaseSkip, defineCases, show, type CaseContext, type CaseDef } from '../context.ts';
+// events and their payloads, a retry after a 500, a 410 that disables the endpoint. What the cases
+// share is in webhook-support.ts; the cases that read the admin surface's answers are in webhook-reads.ts.
+import { defineCases, show, type CaseDef } from '../context.ts';
 import type { Exchange } from '../http.ts';
-import { checkSignature, isLoopbackUrl, startReceiver, type Answerer, type Delivery, type Receiver } from '../receiver.ts';
+import type { Answerer } from '../receiver.ts';
 import { appPath, convPath, createConversation, HOSTILE_TEXT, type Json } from './common.ts';
-
-type Endpoint = z.infer<typeof WebhookEndpointView>;
-const DeliveryList = z.object({ data: z.array(WebhookDeliveryView) });
-
-/** D-109, extended: the receiver, started once a run; skipped where the implementation cannot reach it. */
-async function receiverOf(ctx: CaseContext): Promise<Receiver> {
-  const w = ctx.webhooks;
-  if (!w.receiverUrl && !isLoopbackUrl(ctx.target.baseUrl))
-    throw new CaseSkip(
-      `the receiver listens on loopback, which an implementation at ${new URL(ctx.target.baseUrl).host} cannot reach: pass --receiver-url with an address it can reach`,
-    );
-  w.receiver ??= await startReceiver(`parley-conformance-${ctx.runId}`, w.receiverUrl).catch((err: Error) =>
-    ctx.fail(`the webhook receiver could not listen${w.receiverUrl ? ` at ${w.receiverUrl}` : ''}: ${err.message}`),
-  );
-  return w.receiver;
-}
-
-/** The report shows neither the admin's password nor the session's cookie, sent or set. */
-function hideSecrets(ex: Exchange): Exchange {
-  const req = ex.request;
-  const headers = { ...req.headers, ...(req.headers.cookie ? { cookie: 'parley_session=(hidden)' } : {}) };
-  let body = req.body;
-  if (body?.includes('"password"')) body = JSON.stringify({ ...(JSON.parse(body) as Json), password: '$ADMIN_PASSWORD' });
-  const answered = new Headers(ex.headers);
-  if (answered.has('set-cookie')) answered.set('set-cookie', 'parley_session=(hidden)');
-  return { ...ex, request: { ...req, headers, ...(body !== undefined ? { body } : {}) }, headers: answered };
-}
-
-/** D-67: the target's admin signs in once a run; the runner signs out at its end. */
-async function adminSession(ctx: CaseContext): Promise<Record<string, string>> {
-  const w = ctx.webhooks;
-  if (w.session) return w.session;
-  const admin = ctx.target.admin;
-  if (!admin) throw new CaseSkip('needs target key admin');
-  let cookie: string | undefined;
-  const ex = await ctx.send(
-    { method: 'POST', path: '/sessions', baseUrl: admin.baseUrl, key: null, body: { email: admin.email, password: admin.password } },
-    (sent) => {
-      cookie = sent.headers.getSetCookie().find((c) => c.startsWith('parley_session='));
-      return hideSecrets(sent);
-    },
-  );
-  const body = ctx.ok(ex, z.looseObject({ csrf_token: z.string().min(1) }), `sign-in of the target's admin ${admin.email} (D-67)`);
-  if (!cookie) ctx.fail("sign-in of the target's admin: no parley_session cookie was set (D-67)", ex);
-  w.session = { cookie: cookie.split(';')[0]!, 'x-csrf-token': body.csrf_token };
-  return w.session;
-}
-
-/** A request to the admin surface, as the signed-in admin. */
-async function admin(ctx: CaseContext, method: string, path: string, body?: unknown): Promise<Exchange> {
-  const headers = await adminSession(ctx);
-  return ctx.send({ method, path, body, key: null, baseUrl: ctx.target.admin!.baseUrl, headers }, hideSecrets);
-}
-
-const KeyList = z.object({
-  data: z.array(z.looseObject({ id: z.string(), type: z.string(), redacted: z.string(), revoked_at: z.unknown() })),
-});
-
-/**
- * D-150: the id of api_key among the team's keys (`GET /admin/v1/keys`), known by its listed form (D-70:
- * its prefix, an ellipsis, its last four characters): the endpoints the suite registers are signed with it.
- */
-async function ownKeyId(ctx: CaseContext): Promise<string> {
-  const key = ctx.target.apiKey;
-  const listed = `${key.slice(0, key.indexOf('_', 3) + 1)}…${key.slice(-4)}`;
-  const ex = await admin(ctx, 'GET', '/keys');
-  const found = ctx
-    .ok(ex, KeyList, "list the team's keys (D-70)")
-    .data.filter((k) => k.type === 'secret' && k.redacted === listed && k.revoked_at === null);
-  if (found.length !== 1)
-    ctx.fail(
-      `api_key (${listed}) is ${found.length === 0 ? 'not' : 'more than once'} among the working secret keys of the admin's team (D-150 signs an endpoint with one named key)`,
-      ex,
-    );
-  return found[0]!.id;
-}
-
-interface Hook {
-  endpoint: Endpoint;
-  /** The receiver's path of this endpoint. */
-  path: string;
-  receiver: Receiver;
-}
-
-/**
- * D-81: registers the receiver as an endpoint of app_id for `events`, answering as `answer` says; runs
- * `fn` with it, then deletes it (the runner deletes it too if this deletion does not happen).
- */
-async function withEndpoint(
-  ctx: CaseContext,
-  name: string,
-  events: string[],
-  answer: Answerer | undefined,
-  fn: (h: Hook) => Promise<void>,
-) {
-  const receiver = await receiverOf(ctx);
-  if (answer) receiver.answer(name, answer);
-  const url = receiver.urlFor(name);
-  const signing_key_id = await ownKeyId(ctx);
-  const ex = await admin(ctx, 'POST', '/webhook_endpoints', {
-    app_id: ctx.target.appId,
-    url,
-    events,
-    description: ctx.runId,
-    signing_key_id,
-  });
-  const made = ctx.ok(ex, WebhookEndpointView, 'register the receiver as a webhook endpoint (D-81)');
-  ctx.webhooks.endpoints.push(made.id);
-  ctx.check(made.enabled, `a new endpoint is enabled (D-81), got ${show(made)}`, ex);
-  ctx.check(
-    made.signing_key_id === signing_key_id && made.signing_key_state === 'active',
-    `a new endpoint is signed with the key it names (D-150: signing_key_id ${signing_key_id}, active), got ${show(made)}`,
-    ex,
-  );
-  // D-115: an endpoint is changed with PATCH; its answer is the endpoint as changed.
-  const description = `conformance run ${ctx.runId}: ${ctx.caseDef.id}`;
-  const patched = await admin(ctx, 'PATCH', `/webhook_endpoints/${encodeURIComponent(made.id)}`, { description });
-  const endpoint = ctx.ok(patched, WebhookEndpointView, 'describe the endpoint with PATCH (D-115)');
-  ctx.check(
-    endpoint.id === made.id && endpoint.description === description,
-    `PATCH changes the endpoint's description (D-115), got ${show(endpoint)}`,
-    patched,
-  );
-  // D-78: answered, the endpoint is in effect on every instance, so a change made next through any of them sends its event.
-  await fn({ endpoint, path: new URL(url).pathname, receiver });
-  const del = await admin(ctx, 'DELETE', `/webhook_endpoints/${encodeURIComponent(endpoint.id)}`);
-  ctx.check(del.status === 200, `deleting the endpoint the case registered: expected HTTP 200, got ${del.status} (D-81)`, del);
-  ctx.webhooks.endpoints.splice(ctx.webhooks.endpoints.indexOf(endpoint.id), 1);
-}
-
-/** A delivery, shortly, for a failure message. */
-function showDelivery(d: Delivery): string {
-  const h = ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((k) => `${k}: ${d.headers[k] ?? '(none)'}`).join(', ');
-  return `${d.method} ${d.path} [${h}] answered ${d.answered}, body ${d.body.length > 300 ? `${d.body.slice(0, 300)}…` : d.body}`;
-}
-
-const eventOf = (d: Delivery) => (d.json && typeof d.json === 'object' ? (d.json as Json) : {});
-const dataOf = (d: Delivery) => (eventOf(d).data && typeof eventOf(d).data === 'object' ? (eventOf(d).data as Json) : {});
-
-/** The first delivery to `h` of an event of `type` about resource `id`, waited for up to --settle-timeout. */
-async function delivery(ctx: CaseContext, h: Hook, type: string, id: string): Promise<Delivery> {
-  const d = await h.receiver.waitFor(
-    (x) => x.path === h.path && eventOf(x).type === type && dataOf(x).id === id,
-    ctx.settleTimeoutMs,
-    ctx.signal,
-  );
-  if (d) return d;
-  const others = h.receiver.deliveries.filter((x) => x.path === h.path);
-  return ctx.fail(
-    `no ${type} event about ${id} reached the endpoint within --settle-timeout ${ctx.settleTimeoutMs} ms (D-83, D-85)${others.length > 0 ? `; it got ${others.length}: ${others.slice(-3).map(showDelivery).join('; ')}` : ''}`,
-  );
-}
-
-/** D-80: a POST of the event's JSON with the three headers, the id the event's, the time whole seconds now, a signature under S. */
-function checkHeaders(ctx: CaseContext, d: Delivery, what: string): void {
-  const at = `${what}: ${showDelivery(d)}`;
-  ctx.check(d.method === 'POST', `${what} is a ${d.method}, not a POST (D-80)`);
-  ctx.check(
-    /^application\/json\b/i.test(d.headers['content-type'] ?? ''),
-    `${what}: content-type ${show(d.headers['content-type'])}, not application/json (D-80: the event's JSON)`,
-  );
-  for (const k of ['webhook-id', 'webhook-timestamp', 'webhook-signature'])
-    ctx.check(d.headers[k], `${what} has no ${k} header (D-80, Standard Webhooks) — ${at}`);
-  ctx.check(d.json !== undefined, `${what}: the body is not JSON — ${at}`);
-  ctx.equal(eventOf(d).id, d.headers['webhook-id'], `${what}: the event's id is its webhook-id (D-80, D-83)`);
-  const ts = d.headers['webhook-timestamp']!;
-  ctx.check(/^\d+$/.test(ts), `${what}: webhook-timestamp ${show(ts)} is not whole Unix seconds (D-80)`);
-  ctx.check(
-    Math.abs(Number(ts) - d.at / 1000) <= 300,
-    `${what}: webhook-timestamp ${ts} is not the attempt's time: it arrived at ${Math.floor(d.at / 1000)} (D-80; a receiver refuses more than 5 minutes apart)`,
-  );
-  const wrong = checkSignature(ctx.target.apiKey, d.headers, d.body);
-  if (wrong) ctx.fail(`${what}: ${wrong} (D-80) — ${at}`);
-}
-
-/** D-83: the envelope of an event of `type` about the app, made between `since` and now. */
-function checkEnvelope(ctx: CaseContext, d: Delivery, type: string, since: number): Json {
-  const e = eventOf(d);
-  const what = `the ${type} event`;
-  ctx.equal(Object.keys(e).sort(), ['app_id', 'created_at', 'data', 'id', 'object', 'type'], `${what}: its fields (D-83)`);
-  ctx.check(/^evt_/.test(String(e.id)), `${what}: id ${show(e.id)} does not start with evt_ (D-83, D-7)`);
-  ctx.equal(e.object, 'event', `${what}: object (D-83)`);
-  ctx.equal(e.type, type, `${what}: type (D-83)`);
-  ctx.equal(e.app_id, ctx.target.appId, `${what}: app_id (D-83)`);
-  const now = Math.ceil(Date.now() / 1000);
-  ctx.check(
-    Number.isInteger(e.created_at) && (e.created_at as number) >= since - 2 && (e.created_at as number) <= now + 2,
-    `${what}: created_at ${show(e.created_at)} is not the Unix time of the change in seconds (between ${since} and ${now}, D-83)`,
-  );
-  return e.data as Json;
-}
-
-/** D-83: `data` is the resource as the API showed it: each field the API answered, with the same value. */
-function checkData(ctx: CaseContext, data: Json, shown: Json, fields: string[], what: string, ex: Exchange): void {
-  // D-83 (revised): a response's output items too, key for key: no stored item's id or created_at.
-  for (const f of fields) ctx.equal(data[f], shown[f], `${what}: data.${f} is the API's (D-83)`, ex);
-}
-
-const CONVERSATION_FIELDS = ['id', 'object', 'created_at', 'external_user_id', 'title', 'generated_title', 'metadata'];
-const RESPONSE_FIELDS = ['id', 'object', 'created_at', 'conversation_id', 'output', 'status', 'usage'];
+import {
+  admin,
+  checkData,
+  checkEnvelope,
+  checkHeaders,
+  CONVERSATION_FIELDS,
+  dataOf,
+  delivery,
+  DeliveryList,
+  eventOf,
+  RESPONSE_FIELDS,
+  showDelivery,
+  withEndpoint,
+} from './webhook-support.ts';
+import { WebhookEndpointView } from '../../src/contract/admin-webhooks.ts';
 
 export const webhooks: CaseDef[] = defineCases('5.5', [
   {
@@ -254,11 +67,11 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
         const deleted = await ctx.send({ method: 'DELETE', path: convPath(app, conv.id) });
         ctx.check(deleted.status === 200, `delete conversation: expected HTTP 200, got ${deleted.status}`, deleted);
         const ids = new Set<string>();
-        const judge = async (type: string, id: string, shown: Json, fields: string[], ex: Exchange) => {
+        const judge = async (type: string, id: string, shown: Json, fields: string[], ex: Exchange, extra?: string[]) => {
           const d = await delivery(ctx, h, type, id);
           checkHeaders(ctx, d, `the delivery of ${type}`);
           const data = checkEnvelope(ctx, d, type, since);
-          checkData(ctx, data, shown, fields, `the ${type} event`, ex);
+          checkData(ctx, data, shown, fields, `the ${type} event`, ex, extra);
           ids.add(String(eventOf(d).id));
           return data;
         };
@@ -268,8 +81,23 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
         await judge('completion.completed', String(completion.id), completion, Object.keys(completion), completed);
         // The reply may have generated a title meanwhile (D-8): the rest is as the rename left it.
         const asItWas = CONVERSATION_FIELDS.filter((f) => f !== 'generated_title');
-        const gone = await judge('conversation.deleted', conv.id, afterRename, asItWas, deleted);
+        const gone = await judge('conversation.deleted', conv.id, afterRename, asItWas, deleted, ['deleted']);
         ctx.equal(gone.deleted, true, 'the conversation.deleted event: data.deleted (D-83)', deleted);
+        // D-83: one event per change. Attempts of one event share its webhook-id (D-85); another id is another event.
+        for (const [type, id] of [
+          ['conversation.created', conv.id],
+          ['conversation.updated', conv.id],
+          ['response.completed', response.id],
+          ['completion.completed', completion.id],
+          ['conversation.deleted', conv.id],
+        ]) {
+          const got = h.receiver.deliveries.filter((x) => x.path === h.path && eventOf(x).type === type && dataOf(x).id === id);
+          const events = new Set(got.map((x) => x.headers['webhook-id']));
+          ctx.check(
+            events.size === 1,
+            `one ${type} change of ${id} sent ${events.size} events (D-83: exactly one event per change): ${got.map(showDelivery).join('; ')}`,
+          );
+        }
         ctx.equal(ids.size, types.length, 'five events of five changes have distinct ids (D-83)');
       });
     },
@@ -310,10 +138,11 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
     capability: 'webhooks',
     needs: ['admin'],
     description:
-      'D-85: a delivery answered 500 is sent again, within --settle-timeout, with the same webhook-id and event, a timestamp and signature of its own that verify (D-80); the delivery log records both attempts (D-87)',
+      "D-85: a delivery answered 500 (after the next whole second has begun) is sent again, within --settle-timeout, with the same webhook-id and event, a timestamp of its own (later than the first attempt's: the retry follows the answer) and a signature of its own that verify (D-80); the delivery log records both attempts (D-87)",
     clauses: ['D-85', 'D-80', 'D-87'],
     async run(ctx) {
-      const once500: Answerer = (_d, before) => (before.length === 0 ? 500 : 200);
+      // The 500 comes once the next whole second has begun, so the retry's own time is a later second.
+      const once500: Answerer = (_d, before) => (before.length === 0 ? { status: 500, afterMs: 1050 - (Date.now() % 1000) } : 200);
       await withEndpoint(ctx, 'retry', ['conversation.created'], once500, async (h) => {
         const { conv } = await createConversation(ctx);
         const first = await delivery(ctx, h, 'conversation.created', conv.id);
@@ -331,6 +160,11 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
         ctx.equal(again.headers['webhook-id'], id, 'the retry after a 500: webhook-id (D-85: it stays on every attempt)');
         checkHeaders(ctx, again, 'the retry');
         ctx.equal(again.json, first.json, 'the retry after a 500: the event it carries (D-85)');
+        const [t1, t2] = [first, again].map((x) => Number(x.headers['webhook-timestamp']));
+        ctx.check(
+          t2! > t1! && again.headers['webhook-signature'] !== first.headers['webhook-signature'],
+          `the retry carries webhook-timestamp ${t2} and webhook-signature ${show(again.headers['webhook-signature'])}, the first attempt ${t1} and ${show(first.headers['webhook-signature'])}: the retry was made after the first attempt's answer, a later second (D-85: the timestamp and the signatures are made for each attempt)`,
+        );
         const log = await ctx.poll(
           () =>
             admin(ctx, 'GET', `/webhook_deliveries?event_id=${encodeURIComponent(id)}&endpoint_id=${encodeURIComponent(h.endpoint.id)}`),
@@ -352,7 +186,7 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
     capability: 'webhooks',
     needs: ['admin'],
     description:
-      'D-86: an endpoint that answers 410 Gone is disabled at once (enabled false, disabled_reason "gone"); the next event is recorded skipped for it (D-87) and not sent',
+      'D-86: an endpoint that answers 410 Gone is disabled at once (enabled false, disabled_reason "gone"): the event it answered 410 to is attempted once, no more (the receiver got it once, its log shows one attempt, 410); the next event is recorded skipped for it (D-87) and not sent',
     clauses: ['D-86', 'D-87'],
     async run(ctx) {
       await withEndpoint(
@@ -385,6 +219,15 @@ export const webhooks: CaseDef[] = defineCases('5.5', [
           ctx.check(
             later?.state === 'skipped',
             `the event after the 410 is recorded ${show(later?.state ?? 'nowhere')} for the disabled endpoint, not skipped (D-86, D-87)`,
+            log,
+          );
+          // At once: the 410 was the event's last attempt, not the first of several that end disabled.
+          const id = first.headers['webhook-id'];
+          const attempts = h.receiver.deliveries.filter((x) => x.path === h.path && x.headers['webhook-id'] === id);
+          const logged = DeliveryList.parse(log.json).data.find((d) => d.event_id === id);
+          ctx.check(
+            attempts.length === 1 && logged?.attempt_log.length === 1 && logged.attempt_log[0]!.status === 410,
+            `after its first 410, ${id} was attempted again: the endpoint received it ${attempts.length} times (answered ${attempts.map((x) => x.answered).join(', ')}), its log records attempts ${show(logged?.attempt_log.map((a) => a.status))} (D-86: a 410 disables the endpoint at once)`,
             log,
           );
           const sent = h.receiver.deliveries.find((x) => x.path === h.path && dataOf(x).id === next.id);

@@ -5,6 +5,7 @@ import { parseBody, type RequestContext } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
+import { requireStream } from '../pipeline/scenario.ts';
 import { answerOf } from '../services/send/response-runner.ts';
 import type { ResponseService } from '../services/send/responses.ts';
 import type { RestRoute } from './rows.ts';
@@ -50,6 +51,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
         needsAgent: true,
         counted: true,
         idempotent: true,
+        scenario: 'reply',
         handle: sendMessage(o.responses, {
           read: async (ctx) => {
             // D-4: body validation, then the conversation lookup (404, D-11).
@@ -70,7 +72,8 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
         summary: 'D-32 Look up a response: `in_progress` while it runs, then as it ended',
         ok: 'LiveResponse',
         counted: true,
-        handle: (ctx) => o.responses.lookup(ctx.app.id, ctx.params.response_id!),
+        scenario: 'lookup',
+        handle: (ctx) => o.responses.lookup(ctx.app.id, ctx.params.response_id!, ctx.scenario?.cursorExpired),
       },
     },
     {
@@ -85,6 +88,7 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
         sseOnly: true,
         extraStatuses: ['410'],
         counted: true,
+        scenario: 'events',
         handle: resumeEvents(o.responses, async (ctx) => ctx.params.response_id!),
       },
     },
@@ -112,10 +116,12 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
         needsAgent: true,
         counted: true,
         idempotent: true,
+        scenario: 'reply',
         handle: async (ctx) => {
           const body = await parseBody(ctx, CreateCompletionRequest);
+          requireStream(ctx.scenario, body.stream ?? false);
           if (body.stream) ctx.beginStream?.();
-          const started = o.completions.start(ctx.app, body, ctx.signal, ctx.claim);
+          const started = o.completions.start(ctx.app, body, ctx.signal, ctx.claim, ctx.scenario);
           return answerOf(started.run, body.stream ?? false, started.toCompletion, ctx.requestId);
         },
       },

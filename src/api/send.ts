@@ -5,6 +5,7 @@
 import { RESPONSE_ID_HEADER, ResumeEventsQuery, SequenceNumber, type SendMessageRequestT } from '../contract/index.ts';
 import { parseQuery, type RequestContext } from '../http/context.ts';
 import { invalidRequest } from '../core/api-errors.ts';
+import { requireStream } from '../pipeline/scenario.ts';
 import type { ResponseService } from '../services/send/responses.ts';
 import type { ConversationRecord } from '../store/types.ts';
 
@@ -27,10 +28,15 @@ export function sendMessage(responses: ResponseService, surface: SendSurface): (
   return async (ctx) => {
     const { body, record } = await surface.read(ctx);
     const stream = body.stream;
+    requireStream(ctx.scenario, stream);
     // The stream cap is checked before anything is saved, so its 429 changes nothing.
     if (stream) ctx.beginStream?.();
     // D-34: the reply runs on whatever becomes of the request; a client resumes it or cancels it.
-    const started = await responses.start(ctx.app, record, body, ctx.signal, { claim: ctx.claim, widget: surface.widget });
+    const started = await responses.start(ctx.app, record, body, ctx.signal, {
+      claim: ctx.claim,
+      widget: surface.widget,
+      scenario: ctx.scenario,
+    });
     // D-31: the response's id before the body, in both modes.
     ctx.headers[RESPONSE_ID_HEADER] = started.id;
     // D-30: a retry with the same Idempotency-Key joins this response while it runs (where keys are taken).
@@ -53,7 +59,7 @@ export function resumeEvents(
 ): (ctx: RequestContext) => Promise<unknown> {
   return async (ctx) => {
     const after = startingAfter(ctx);
-    const stream = await responses.resume(ctx.app.id, await idOf(ctx), after, ctx.signal);
+    const stream = await responses.resume(ctx.app.id, await idOf(ctx), after, ctx.signal, ctx.scenario?.cursorExpired);
     ctx.beginStream?.();
     return stream;
   };

@@ -11,6 +11,7 @@ import {
   authorizeApp,
   cors,
   idempotency,
+  noStore,
   preflight,
   rateLimit,
   singleAuthorization,
@@ -25,6 +26,7 @@ import { adminCredential } from '../pipeline/admin-auth.ts';
 import { type CreditCheck, credits } from '../pipeline/credits.ts';
 import { testRun } from '../pipeline/test-runs.ts';
 import type { TestRunService } from '../services/test-runs.ts';
+import { scenario, type ScenarioOptions } from '../pipeline/scenario.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 import { ADMIN_BASE_PATH } from './admin/index.ts';
 import type { AdminContext, AdminRoute } from './rows.ts';
@@ -44,25 +46,30 @@ export interface RestApiOptions {
   store?: { health: StoreHealth; timeoutMs: number };
   /** D-125: the test runs, and the scripts their requests follow; without it no request takes part. */
   testRuns?: TestRunService;
+  /** D-120, D-122: the scenarios of requests that carry one; without it they are off. */
+  scenarios?: ScenarioOptions;
 }
 
 /**
  * The REST API, in D-4's order: one Authorization header (400) → the key (401) → the app exists and the
  * key may use it (404, 403) → the app is active (403) → its agent, for send message and completion (403)
- * → the request's turn in its test run (400 for a bad script, D-125, D-126; listed once answered) →
- * their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the
- * body (400) and the resource (404).
+ * → the request's turn in its test run (400 for a bad script, D-125, D-126; listed once answered) → a
+ * scenario, its script's step or its own (400, or its scripted status, D-121: before anything is counted
+ * or charged) → their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler
+ * reads the body (400) and the resource (404).
  */
 export function restApi(o: RestApiOptions): Surface {
   return {
     basePath: o.basePath ?? '/v1',
     routes: o.routes,
+    enter: [noStore],
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
       authenticate(o.auth),
       authorizeApp(o.auth, route),
       o.testRuns && testRun(o.testRuns),
+      scenario(o.scenarios ?? OFF, route.scenario),
       route.needsAgent && o.credits && credits(o.credits),
       route.counted && o.rateLimiter && rateLimit(o.rateLimiter),
       route.idempotent && o.idempotency && idempotency(o.idempotency),
@@ -81,12 +88,18 @@ export interface WidgetApiOptions {
   credits?: CreditCheck;
   /** D-125, as the REST API's. */
   testRuns?: TestRunService;
+  /** D-120, as the REST API's, also as the `scenario` query parameter. */
+  scenarios?: ScenarioOptions;
 }
+
+/** Scenarios off: a request that carries one is refused (D-122). */
+const OFF: ScenarioOptions = { enabled: false };
 
 /**
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
  * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
- * request's turn in its test run (D-125, the app the path's) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
+ * request's turn in its test run (D-125, the app the path's) → a scenario (400, or its scripted status,
+ * D-121) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
  * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
@@ -94,11 +107,13 @@ export function widgetApi(o: WidgetApiOptions): Surface {
   return {
     basePath: WIDGET_BASE_PATH,
     routes: o.routes,
-    enter: [cors(o.gate), preflight(o.gate)],
+    enter: [noStore, cors(o.gate), preflight(o.gate)],
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
       o.testRuns && testRun(o.testRuns),
+      // Before the gate, whose limits would count a scripted status (D-121).
+      scenario({ ...(o.scenarios ?? OFF), query: true }, route.scenario),
       admit(o.gate, route),
       route.needsAgent && o.credits && credits(o.credits),
     ],
@@ -121,6 +136,7 @@ export function adminApi(o: AdminApiOptions): Surface<AdminContext> {
   return {
     basePath: ADMIN_BASE_PATH,
     routes: o.routes,
+    enter: [noStore],
     stages: (route) => [singleAuthorization, adminCredential(o.accounts, route as AdminRoute)],
     admitted: (ctx) => {
       if (!ctx.admin) throw new Error('no stage of the admin surface said who calls');

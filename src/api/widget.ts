@@ -97,6 +97,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
       route: {
         needsAgent: true,
         counted: true,
+        scenario: 'reply',
         handle: sendMessage(o.responses, {
           read: async (ctx) => {
             // D-4's order: the body, then the conversation (404).
@@ -116,6 +117,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
       pattern: '/apps/:app_id/responses/:response_id/events',
       route: {
         // D-116: where it starts is read as /v1 reads it, Last-Event-ID first.
+        scenario: 'events',
         handle: resumeEvents(o.responses, ownResponse),
       },
     },

@@ -32,14 +32,18 @@ import {
 import { AdminConversation, AdminConversationDetail } from './admin-conversations.ts';
 import {
   CreateWebhookEndpointRequest,
+  RedeliverFailedRequest,
   RedeliverRequest,
+  TestWebhookRequest,
   UpdateWebhookEndpointRequest,
   WebhookDeliveryView,
   WebhookEndpointView,
   WebhookEventView,
   WebhookListening,
+  WebhookRedeliveryBatch,
   WebhookRedeliveryView,
   WebhookStreamEvent,
+  WebhookTestView,
 } from './admin-webhooks.ts';
 import { ReferenceErrorBody } from './errors.ts';
 import { KeyScenario, SetKeyScenarioRequest } from './scenarios.ts';
@@ -74,6 +78,8 @@ export const RESPONSES = {
   WebhookDeliveryList: listOf(WebhookDeliveryView),
   WebhookEvent: WebhookEventView,
   WebhookRedelivery: WebhookRedeliveryView,
+  WebhookRedeliveryBatch,
+  WebhookTest: WebhookTestView,
   WebhookListening,
   WebhookStreamEvent,
   Error: ReferenceErrorBody,
@@ -93,6 +99,8 @@ export const REQUESTS = {
   CreateWebhookEndpointRequest,
   UpdateWebhookEndpointRequest,
   RedeliverRequest,
+  RedeliverFailedRequest,
+  TestWebhookRequest,
 } as const;
 
 export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';
@@ -105,7 +113,7 @@ export const STATUSES: Record<Status, string> = {
     'D-65, D-67: a viewer asked for a change (`admin_role_required`), or a cookie-authenticated write came without its `X-CSRF-Token` (`csrf_failed`).',
   '404': "No such resource in the caller's team (another team's id too).",
   '409':
-    'D-72: the email is taken (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).',
+    "D-72, D-172: the email is taken in the team or by an account (`email_taken`), or the change would leave the team without an admin (`last_admin`); D-173: a cap of the team's records is reached, or (D-169) of an app's webhook endpoints, the message naming it (`limit_reached`); D-73: the conversation is not deleted, or its history was purged (`conversation_not_restorable`).",
   '429':
     'D-69, D-165: too many failed sign-ins from this address, or wrong current passwords from this session or for this member (`sign_in_throttled`); `Retry-After` says when to try again.',
   '503': 'D-166: too many passwords are being checked at once (`sign_in_busy`); nothing was checked or changed: retry after `Retry-After`.',

@@ -1,6 +1,7 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81…D-87): endpoints, events, deliveries and their
 // attempts, described once for the server and the CLI.
 import { z } from 'zod';
+import { timeParam } from './admin.ts';
 import { WEBHOOK_EVENT_TYPES } from './webhook-event-types.ts';
 
 const unixSeconds = z.number().int().nonnegative();
@@ -35,8 +36,31 @@ export const DeliveriesQuery = z.strictObject({
   endpoint_id: z.string().max(200).optional(),
   event_id: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(100).optional(),
+  /** D-156: only the deliveries that failed: ended `failed`, or waiting to retry after a failed attempt. */
+  failed: z.enum(['true'], { error: 'must be true (leave it out for every delivery)' }).optional(),
+  /** D-156: only events made at or after this time: Unix seconds or an ISO 8601 date/time. */
+  since: timeParam.optional(),
 });
 export const RedeliverRequest = z.strictObject({ endpoint_id: z.string().max(200).optional() });
+/** D-156: every delivery that ended `failed`, of events made at or after `since`, sent again. */
+export const RedeliverFailedRequest = z.strictObject({
+  /** Unix seconds. */
+  since: unixSeconds,
+  /** One endpoint's only; by default the team's. */
+  endpoint_id: z.string().max(200).optional(),
+});
+/** D-129: the longest a test event may wait before it is sent. */
+export const MAX_TEST_DELAY_S = 3600;
+/** D-129: a synthetic test event of `type` for one endpoint, with the misbehaviours a receiver must survive. */
+export const TestWebhookRequest = z.strictObject({
+  type: z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }),
+  /** Sent twice, with one `webhook-id` (a receiver must de-duplicate). */
+  duplicate: z.boolean().optional(),
+  /** Two events about one resource, the later one delivered first. */
+  out_of_order: z.boolean().optional(),
+  /** Sent this many seconds from now. */
+  delay_s: z.number().int().min(0).max(MAX_TEST_DELAY_S).optional(),
+});
 export const WebhookEndpointsQuery = z.strictObject({ app_id: z.string().max(200).optional() });
 /** D-88: the live stream follows one app of the caller's team. */
 export const WebhookListenQuery = z.strictObject({
@@ -112,6 +136,20 @@ export const WebhookEventView = z.object({
   app_id: z.string(),
   /** The resource as the API shows it; over 20,480 bytes, only `{id, object, url}`. */
   data: z.looseObject({ id: z.string(), object: z.string() }),
+  /** D-129: present (true) only on a test event, whose `data` is made up. */
+  test: z.literal(true).optional(),
+});
+
+/** D-129: the test events made for an endpoint, in the order they were made. */
+export const WebhookTestView = z.object({
+  object: z.literal('webhook_test'),
+  endpoint_id: z.string(),
+  type: z.enum(WEBHOOK_EVENT_TYPES),
+  event_ids: z.array(z.string()),
+  /** How many times each is sent when answered 2xx (2 with `duplicate`). */
+  sends: z.number().int().positive(),
+  /** When they are due, Unix seconds. */
+  due_at: unixSeconds,
 });
 
 /** D-87: what `POST /events/:id/redeliver` put back to pending. */
@@ -120,6 +158,14 @@ export const WebhookRedeliveryView = z.object({
   event_id: z.string(),
   endpoints: z.array(z.string()),
   deliveries: z.number().int().nonnegative(),
+});
+
+/** D-156: what one call of "redeliver every failed since …" sent again; `has_more`: call again for the rest. */
+export const WebhookRedeliveryBatch = z.object({
+  object: z.literal('webhook_redelivery_batch'),
+  events: z.number().int().nonnegative(),
+  deliveries: z.number().int().nonnegative(),
+  has_more: z.boolean(),
 });
 
 /** D-88: the live stream's first event: it follows the app from now on. */

@@ -10,13 +10,25 @@ const nullableTime = unixSeconds.nullable();
 /** A name a person gives (a key's, a token's, an app's): 1 to 100 characters, not only spaces. */
 const label = z.string().trim().min(1).max(100);
 
-/** D-66: emails are compared lower-cased; a bounded, plain shape (the address is never mailed offline). */
+/**
+ * D-172: the one form of an email that is kept and compared: Unicode NFKC (a full-width or ligature
+ * lookalike is its plain letters), then lower case (NFKC again: lowering may leave a composable pair).
+ */
+export function emailKey(email: string): string {
+  return email.normalize('NFKC').toLowerCase().normalize('NFKC');
+}
+
+/** D-172: control characters (a NUL byte), format ones (zero-width, bidi marks) and line separators. */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** D-66, D-172: a bounded, plain shape (the address is never mailed offline), kept as its `emailKey`. */
 export const Email = z
   .string()
   .trim()
   .max(254)
-  .regex(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'must be an email address such as ada@example.com')
-  .transform((s) => s.toLowerCase());
+  .refine((s) => !INVISIBLE.test(s), 'email must not contain control or invisible characters (a NUL byte, a zero-width space).')
+  .transform(emailKey)
+  .refine((s) => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(s), 'email must be an email address such as ada@example.com.');
 
 /** D-66: 8 to 256 characters, anything else allowed (NIST SP 800-63B: length, no composition rules). */
 export const Password = z.string().min(8).max(256);
@@ -174,6 +186,16 @@ export const UsageDay = z.object({
   /** Credits debited (usage recorded before D-74 carries none). */
   credits: z.number(),
 });
+/** D-157: why a request was refused, as the usage report counts it. */
+export const RefusalReason = z.enum(['credits', 'rate_limit', 'storage_quota']);
+/** D-157: one app's refused requests on one UTC day for one reason (days without any are absent). */
+export const RefusedDay = z.object({
+  app_id: z.string(),
+  date: z.string(),
+  /** `credits`: a hard plan at zero (D-74); `rate_limit`: any other 429 (D-23, D-52); `storage_quota`: D-27. */
+  reason: RefusalReason,
+  requests: z.number().int(),
+});
 /** D-74: a plan the team's apps are on, as it bills them. */
 export const CreditPlan = z.object({
   plan: z.string(),
@@ -204,6 +226,8 @@ export const UsageReport = z.object({
   since: z.string(),
   until: z.string(),
   data: z.array(UsageDay),
+  /** D-157: the requests refused for credits, a rate limit or the storage quota, per app, day and reason. */
+  refused: z.array(RefusedDay),
   balance: CreditBalance,
 });
 
@@ -226,15 +250,12 @@ export const CreateAccessTokenRequest = z.strictObject({
 
 /** D-70: a key's lifetime, in seconds (a roll's grace period at most 7 days). */
 const SEVEN_DAYS = 7 * 86_400;
+/** D-70, D-174: the bounds of a key's lifetime, given at creation or inherited by a rolled key's successor. */
+export const KEY_LIFETIME_S = { min: 60, max: 10 * 365 * 86_400 };
 export const CreateKeyRequest = z.strictObject({
   type: z.enum(['secret', 'publishable']),
   name: label,
-  expires_in_seconds: z
-    .number()
-    .int()
-    .min(60)
-    .max(10 * 365 * 86_400)
-    .optional(),
+  expires_in_seconds: z.number().int().min(KEY_LIFETIME_S.min).max(KEY_LIFETIME_S.max).optional(),
 });
 export const RollKeyRequest = z.strictObject({
   expires_in_seconds: z.number().int().min(0).max(SEVEN_DAYS).optional(),
@@ -246,7 +267,7 @@ const AppAgentChange = z.strictObject({
   name: label.optional(),
   model: z
     .string()
-    .regex(/^(local|ollama:[A-Za-z0-9._:/-]{1,100})$/, 'must be local or ollama:<model>')
+    .regex(/^(local|(ollama|openai):[A-Za-z0-9._:/-]{1,100})$/, 'must be local, ollama:<model> or openai:<model>')
     .optional(),
   instructions: z.string().max(20_000).optional(),
   knowledge_base: z.string().min(1).max(200).nullable().optional(),
@@ -272,7 +293,7 @@ export const AddMemberRequest = z.strictObject({ email: Email, role: Role, name:
 export const UpdateMemberRequest = z.strictObject({ role: Role });
 
 /** Query values arrive as strings: times are Unix seconds or ISO 8601 dates. */
-const timeParam = z
+export const timeParam = z
   .string()
   .refine((s) => /^\d{1,12}$/.test(s) || !Number.isNaN(Date.parse(s)), 'must be Unix seconds or an ISO 8601 date/time')
   .transform((s) => (/^\d+$/.test(s) ? Number(s) : Math.floor(Date.parse(s) / 1000)));
@@ -281,6 +302,12 @@ const limitParam = z
   .regex(/^[1-9][0-9]{0,2}$/, 'must be an integer from 1 to 100')
   .transform(Number)
   .refine((n) => n <= 100, 'must be an integer from 1 to 100');
+
+/** D-173: a page of a list given in the order its records were made (keys, tokens): `after` an id of it. */
+export const PageQuery = z.strictObject({
+  limit: limitParam.optional(),
+  after: z.string().min(1).max(100).optional(),
+});
 
 export const AuditQuery = z.strictObject({
   /** D-75: a known action; a mistyped one is refused, naming them, rather than matching nothing. */
@@ -316,6 +343,7 @@ export const AdminConversationsQuery = z.strictObject({
 });
 
 export type AdminMemberT = z.infer<typeof AdminMember>;
+export type PageQueryT = z.infer<typeof PageQuery>;
 export type AdminAppT = z.infer<typeof AdminApp>;
 export type AdminMemberAddedT = z.infer<typeof AdminMemberAdded>;
 export type UpdateAppRequestT = z.infer<typeof UpdateAppRequest>;
@@ -325,3 +353,4 @@ export type AccessTokenT = z.infer<typeof AccessToken>;
 export type UsageDayT = z.infer<typeof UsageDay>;
 export type CreditBalanceT = z.infer<typeof CreditBalance>;
 export type UsageReportT = z.infer<typeof UsageReport>;
+export type RefusedDayT = z.infer<typeof RefusedDay>;

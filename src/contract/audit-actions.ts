@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   'webhook_endpoint.updated',
   'webhook_endpoint.deleted',
   'webhook_endpoint.disabled',
+  'webhook_endpoint.tested',
   'webhook_event.redelivered',
   'conversation.restored',
   'fixtures.merged',

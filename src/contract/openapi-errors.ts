@@ -54,7 +54,7 @@ interface ErrorStatus {
 export const ERROR_STATUSES = {
   '400': {
     description:
-      'D-1: a malformed or invalid request (body, query, a missing Host header, a bad Idempotency-Key, or a request that is not valid HTTP); D-29: a conversation whose history is full.',
+      'D-1: a malformed or invalid request (body, query, a missing Host header, a bad Idempotency-Key, or a request that is not valid HTTP); D-29: a conversation whose history is full; D-120, D-122: a bad `Parley-Scenario`, or one (or `Parley-Test-Id`) sent to a server whose scenarios are off.',
     types: ['invalid_request_error'],
     codes: [
       'invalid_json',
@@ -66,6 +66,7 @@ export const ERROR_STATUSES = {
       'invalid_cursor',
       'conversation_too_large',
       'malformed_request',
+      'scenarios_disabled',
     ],
   },
   '401': { description: '§5, D-6: a missing or unknown secret key.', types: ['invalid_api_key'] },
@@ -107,7 +108,8 @@ export const ERROR_STATUSES = {
     description:
       "D-23, D-110: the app's plan allows no more requests now (`Retry-After` says when); too many streams open (code `too_many_streams`); " +
       'or D-27: the app has used its storage quota (code `storage_quota_exceeded`, no `Retry-After`, `x-should-retry: false`); ' +
-      "or D-74, on send message and completion: the team's credits for the month are used up on a plan with a hard limit (code `credits_exhausted`, no `Retry-After`, `x-should-retry: false`).",
+      "or D-74, on send message and completion: the team's credits for the month are used up on a plan with a hard limit (code `credits_exhausted`, no `Retry-After`, `x-should-retry: false`); " +
+      'or D-121, on any request: scripted by `Parley-Scenario: status=429`.',
     types: ['rate_limit_exceeded'],
     headers: { 'Retry-After': false, 'x-should-retry': false, ...RATE_LIMIT_HEADERS },
   },
@@ -115,7 +117,7 @@ export const ERROR_STATUSES = {
   '500': { description: 'D-5: an unexpected failure; the message names the request id and no internals.', types: ['internal_error'] },
   '503': {
     description:
-      'D-91: the database is out of reach (restarting, cut off): the request was not done, or not finished within the bound (`--store-timeout`, 5 s by default). Retry after `Retry-After`.',
+      'D-91: the database is out of reach (restarting, cut off): the request was not done, or not finished within the bound (`--store-timeout`, 5 s by default). Retry after `Retry-After`. D-121: or scripted by `Parley-Scenario: status=503`.',
     types: ['service_unavailable'],
     codes: ['store_unavailable'],
     headers: { 'Retry-After': true },
@@ -168,7 +170,8 @@ const BEFORE_ROUTING: readonly ErrorStatusCode[] = ['400', '408', '417', '431', 
 export function errorStatusesOf(op: ErrorTraits): ErrorStatusCode[] {
   const out = new Set<ErrorStatusCode>(BEFORE_ROUTING);
   // D-91: every route of the API may find the store out of reach.
-  if (op.authenticated !== false) for (const s of ['401', '403', '404', '503'] as const) out.add(s);
+  // D-121: and a scenario's `status=` may script 401, 408, 429, 500 and 503 on any of them (docs/scenarios.md).
+  if (op.authenticated !== false) for (const s of ['401', '403', '404', '429', '503'] as const) out.add(s);
   if (op.counted) out.add('429');
   if (op.idempotent) for (const s of ['409', '422'] as const) out.add(s);
   if (op.body) for (const s of ['413', '415'] as const) out.add(s);

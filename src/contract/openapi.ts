@@ -168,6 +168,8 @@ function operationObject(op: RestOperation): Json {
   for (const status of errorStatusesOf(op)) responses[status] = errorRef(status);
   const parameters: Json[] = [...(op.query ?? [])];
   if (op.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  // D-120: every request of the API may carry a scenario (docs/scenarios.md).
+  parameters.push({ $ref: '#/components/parameters/ParleyScenario' }, { $ref: '#/components/parameters/ParleyTestId' });
   return {
     operationId: op.operationId,
     summary: op.summary,
@@ -236,6 +238,25 @@ export function buildOpenApiDocument(routes: readonly DescribedRoute<RestOperati
           // The header's value: the key, or the key quoted with each character escaped at most.
           schema: { type: 'string', minLength: 1, maxLength: 2 * LIMITS.idempotencyKeyChars + 2 },
           description: `Runs the request once per key; a retry with the same key and body gets the first answer (header \`idempotent-replayed: true\`). The key: ${IDEMPOTENCY_KEY_SYNTAX}.`,
+        },
+        ParleyScenario: {
+          name: 'Parley-Scenario',
+          in: 'header',
+          required: false,
+          schema: { type: 'string' },
+          description:
+            'D-120…D-124, a testing tool (docs/scenarios.md): directives separated by `;` that make this request fail as a test asks: ' +
+            '`status=<code>` (401, 408, 409 on send message, 429, 500, 503; `retry-after=<s>`), `ttft=<ms>`, `tps`, `chunk`, `jitter`, `seed`, ' +
+            '`drop-after=<n>`, `reset-after=<n>`, `stall-after=<n>:<ms>`, `fail-after=<n>`, `malformed-after=<n>`, `duplicate=<n>`, `cursor-expired`. ' +
+            'A bad one is 400 `invalid_value`; on a server whose scenarios are off, 400 `scenarios_disabled`.',
+        },
+        ParleyTestId: {
+          name: 'Parley-Test-Id',
+          in: 'header',
+          required: false,
+          schema: { type: 'string' },
+          description:
+            'D-122: names the test run a request belongs to (docs/scenarios.md); 400 `scenarios_disabled` where scenarios are off.',
         },
       },
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: '§5, D-6: a secret key `sk_live_…`.' } },

@@ -47,6 +47,8 @@ export const ERRORS = {
   sign_in_throttled: s7('rate_limit_exceeded', 'sign_in_throttled'),
   last_admin: bad(409, 'last_admin'),
   email_taken: bad(409, 'email_taken'),
+  /** A cap of the records a team (D-173) or an app (D-169: webhook endpoints per app) may have is reached; the message names it. */
+  limit_reached: bad(409, 'limit_reached'),
   /** D-73: a restore of a conversation that is not deleted, or whose history was purged. */
   conversation_not_restorable: bad(409, 'conversation_not_restorable'),
   // The widget API (docs/widget.md, D-45…D-59).
@@ -102,6 +104,8 @@ export const ERRORS = {
   /** A string or collection over its LIMITS (the contract's schemas raise it). */
   too_large: bad(400, 'too_large'),
   invalid_cursor: bad(400, 'invalid_cursor'),
+  /** D-122: a request with `Parley-Scenario` or `Parley-Test-Id` to a server whose scenarios are off. */
+  scenarios_disabled: bad(400, 'scenarios_disabled'),
   /** D-82: a webhook endpoint's URL that may not be reached (its address refused, not http(s)). */
   invalid_webhook_url: bad(400, 'invalid_webhook_url'),
   /** D-29: the conversation's stored history has reached its limit; a new conversation is needed. */

@@ -2,12 +2,13 @@
 // teams, members with their password hashes, API keys, personal access tokens, plans and apps, kept as
 // one versioned document. The tenant registry the data plane reads (tenants.ts) is derived from it.
 import { z } from 'zod';
+import { emailKey } from '../contract/admin.ts';
 import { App, Key, Plan, SeedConversation, Team } from './tenants.ts';
 import { WebhookEndpoint, type WebhookEndpointT } from './webhook-endpoint.ts';
 
 const seconds = z.number().int().nonnegative();
 
-/** D-66: a member of a team; the email is lower-cased and unique across the service. */
+/** D-66: a member of a team; the email is kept as its `emailKey` and is one member of a team (D-172). */
 export const Member = z.object({
   id: z.string().min(1),
   team_id: z.string().min(1),
@@ -21,6 +22,13 @@ export const Member = z.object({
   invite: z.object({ sha256: z.string(), expires_at: seconds }).nullable().default(null),
   last_sign_in_at: seconds.nullable().default(null),
 });
+
+/** The cost (log2 of scrypt's N) a stored `scrypt$<logN>$…` hash was made at (D-66); undefined for a malformed one. */
+export function costOf(hash: string): number | undefined {
+  const [kind, logN] = hash.split('$');
+  const n = Number(logN);
+  return kind === 'scrypt' && Number.isInteger(n) && n > 0 ? n : undefined;
+}
 
 /** D-68: a personal access token, kept as its SHA-256; its role is its member's. */
 export const AccessTokenRecord = z.object({
@@ -80,11 +88,13 @@ export function checkReferences(
       seen.add(r.id);
     }
   }
+  // D-172: an email is one member of a team; across teams it may recur (the oldest with a password signs in).
   const emails = new Set<string>();
   for (const m of doc.members) {
     if (!teams.has(m.team_id)) return `member ${m.id}: unknown team ${m.team_id}`;
-    if (emails.has(m.email)) return `member ${m.id}: email ${m.email} is taken`;
-    emails.add(m.email);
+    const key = `${m.team_id} ${emailKey(m.email)}`;
+    if (emails.has(key)) return `member ${m.id}: email ${m.email} is taken in team ${m.team_id}`;
+    emails.add(key);
   }
   for (const k of doc.keys) if (!teams.has(k.team_id)) return `key ${k.id}: unknown team ${k.team_id}`;
   for (const a of doc.apps) {

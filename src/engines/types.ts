@@ -77,3 +77,14 @@ export class ModelError extends Error {
     this.name = 'ModelError';
   }
 }
+
+/**
+ * A ModelError raised under a client (at the wire seam: a tape that is missing), found where the
+ * client wrapped it, so that its code reaches the response rather than the client's own mapping.
+ */
+export function ownModelError(err: unknown): ModelError | undefined {
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof ModelError) return e;
+  }
+  return undefined;
+}

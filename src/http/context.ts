@@ -6,14 +6,21 @@ import type { z } from 'zod';
 import type { AppT, KeyT } from '../core/tenants.ts';
 import type { AdminCaller, Visitor } from '../core/callers.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
+import type { Scenario } from '../core/scenario.ts';
 import { readJsonBody } from './body.ts';
 import { fromZodError, invalidRequest } from '../core/api-errors.ts';
 import type { HttpMethod } from './router.ts';
+import type { TrustedProxies } from './client-address.ts';
 import type { StreamGate, StreamPool } from './stream-gate.ts';
 
 export interface RequestContext {
   req: IncomingMessage;
   requestId: string;
+  /**
+   * The client's address by D-92's one rule (./client-address.ts; D-168: every use of an address, the
+   * per-address limits, the sign-in throttle and the audit, takes it from here).
+   */
+  readonly address: string;
   params: Record<string, string>;
   query: URLSearchParams;
   log: Logger;
@@ -45,6 +52,8 @@ export interface RequestContext {
    * the response it produces, which a retry on another instance follows from the store.
    */
   joinable?: (join: (retry: RequestContext) => Promise<unknown>, responseId?: string) => void;
+  /** The request's scenario (D-120), set by the scenario stage when it carries one. */
+  scenario?: Scenario;
 }
 
 /**
@@ -83,6 +92,7 @@ export class HttpCall implements Call {
   admin?: AdminCaller;
   claim?: IdempotencyClaim;
   joinable?: Call['joinable'];
+  scenario?: Scenario;
   streamPools?: readonly StreamPool[];
   readonly answerHeaders: Record<string, string> = {};
   readonly headers: Record<string, string> = {};
@@ -91,6 +101,7 @@ export class HttpCall implements Call {
   private abort?: AbortController;
   private body?: Promise<unknown>;
   private left = false;
+  private client?: string;
 
   constructor(
     readonly req: IncomingMessage,
@@ -98,7 +109,12 @@ export class HttpCall implements Call {
     readonly requestId: string,
     private readonly serverLog: Logger,
     private readonly streams: StreamGate,
+    private readonly proxies: TrustedProxies,
   ) {}
+
+  get address(): string {
+    return (this.client ??= this.proxies.clientOf(this.req));
+  }
 
   get query(): URLSearchParams {
     if (!this.parsedQuery) {

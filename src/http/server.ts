@@ -7,8 +7,12 @@ import type { Logger } from 'pino';
 import { newRequestId } from '../core/ids.ts';
 import { answerClientError } from './client-error.ts';
 import { HttpCall } from './context.ts';
+import { TrustedProxies } from './client-address.ts';
+import { type RefusalLedger, refusalOf } from '../store/refusals.ts';
 import { ApiError, apiError, internalError, invalidRequest } from '../core/api-errors.ts';
 import { StreamGate } from './stream-gate.ts';
+import type { WireScenario } from './sse-scenario.ts';
+import { shapesWire } from '../core/scenario.ts';
 import { type Mounted, route } from './surface.ts';
 import { sendBounded, writeReply } from './write.ts';
 
@@ -28,6 +32,10 @@ export interface HttpServerOptions {
   maxStreamsPerApp?: number;
   /** D-18: interval of `: keep-alive` comments on silent streams. */
   keepAliveMs?: number;
+  /** D-92, D-168: whose X-Forwarded-For names a request's client (`--trust-proxy`); default none. */
+  proxies?: TrustedProxies;
+  /** D-157: where an app's requests refused for credits, a rate limit or the storage quota are counted. */
+  refusals?: Pick<RefusalLedger, 'count'>;
 }
 
 /** Defaults that no honest client meets on loopback or a LAN, and that free a stalled socket quickly. */
@@ -44,6 +52,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
   const log = opts.logger;
   const inFlight = new Set<Promise<void>>();
   const streams = new StreamGate(opts.maxStreamsPerApp);
+  const proxies = opts.proxies ?? TrustedProxies.none;
   /** Responses not yet started, so that a close can tell their clients not to come back. */
   const pending = new Set<ServerResponse>();
   let closing = false;
@@ -62,7 +71,7 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
-    const ctx = new HttpCall(req, res, requestId, log, streams);
+    const ctx = new HttpCall(req, res, requestId, log, streams, proxies);
     let appId: string | undefined;
     let closed = false;
     /** The error answered, for the log line: its type and code say why, its message is not logged. */
@@ -117,12 +126,14 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
       else ctx.allow = match.allow;
       const reply = await (match.kind === 'found' ? match.route(ctx) : surface.wrongMethod(ctx));
       if (reply === undefined) throw new Error(`${req.method} ${path}: the handler answered nothing`);
-      await writeReply(req, res, reply, { ...ctx.answerHeaders, ...ctx.headers }, opts.keepAliveMs);
+      await writeReply(req, res, reply, { ...ctx.answerHeaders, ...ctx.headers }, opts.keepAliveMs, wireOf(ctx));
     } catch (err) {
       const apiErr = err instanceof ApiError ? err : internalError(requestId);
       // A client that went away mid-body is not a server fault.
       const clientGone = closed && !res.writableFinished;
       if (err instanceof ApiError || !clientGone) failure = apiErr;
+      const refused = appId === undefined ? null : refusalOf(apiErr.status, apiErr.code);
+      if (refused) opts.refusals?.count(appId!, refused);
       if (!(err instanceof ApiError) && !clientGone) ctx.log.error({ err }, 'unexpected error');
       if (res.headersSent || res.destroyed) {
         // Too late for an error object: end the response so the client sees it cut short.
@@ -155,6 +166,13 @@ export function createTransport(opts: HttpServerOptions): ParleyHttpServer {
   }
 
   return { server, close };
+}
+
+/** D-124: the wire's directives of a request's scenario, a stall bounded by its app's maximum reply duration. */
+function wireOf(ctx: HttpCall): WireScenario | undefined {
+  const s = ctx.scenario;
+  if (!s || !shapesWire(s)) return undefined;
+  return { scenario: s, boundMs: (ctx.app?.responses.max_duration_seconds ?? 0) * 1000 };
 }
 
 function serverOptions(opts: HttpServerOptions): http.ServerOptions {

@@ -2,6 +2,7 @@
 // comments while the model is silent, and the connection closed after the terminal event.
 import type { ServerResponse } from 'node:http';
 import type { StreamEvent, UnsequencedEvent } from '../contract/index.ts';
+import { type WireScenario, writeShaped } from './sse-scenario.ts';
 
 /** D-18: how often a silent stream gets a `: keep-alive` comment (overridable for tests). */
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
@@ -68,6 +69,8 @@ export interface SseOptions {
   headers?: Record<string, string>;
   /** D-32: the first sequence number, and `id:` lines (the resume endpoint). */
   numbering?: { first: number; ids: boolean };
+  /** D-124: the wire's directives of the request's scenario. */
+  wire?: WireScenario;
 }
 
 /** D-18's headers of a stream (a live one or an Idempotency-Key replay), after `extra`. */
@@ -97,21 +100,38 @@ export async function streamSse(res: ServerResponse, events: AsyncIterable<Unseq
   });
   const interval = opts.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   let writing = Promise.resolve();
+  let quiet = false;
   const timer = setInterval(() => {
-    writing = writing.then(() => write(res, ': keep-alive\n\n'));
+    if (!quiet) writing = writing.then(() => write(res, ': keep-alive\n\n'));
   }, interval);
   timer.unref();
+  const ids = opts.numbering?.ids ?? false;
+  const wire = opts.wire;
+  const lent = wire && {
+    write: (chunk: string) => write(res, chunk),
+    hush: (on: boolean) => {
+      quiet = on;
+      timer.refresh();
+    },
+  };
+  let n = 0;
+  let cut = false;
   try {
     for await (const e of sequenced(events, opts.numbering?.first ?? 0)) {
       // An event resets the silence: the next comment comes a full interval later.
       timer.refresh();
       await writing;
-      await writeSseEvent(res, e, opts.numbering?.ids ?? false);
+      if (!lent) await writeSseEvent(res, e, ids);
+      else if (await writeShaped(res, lent, formatSseEvent(e, ids), ++n, wire)) {
+        cut = true;
+        break;
+      }
     }
   } finally {
     clearImmediate(flush);
     clearInterval(timer);
     await writing;
-    if (!res.destroyed && !res.writableEnded) res.end();
+    // A cut connection (D-124) gets no end: the client sees it cut, as after a real network failure.
+    if (!cut && !res.destroyed && !res.writableEnded) res.end();
   }
 }

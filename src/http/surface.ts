@@ -6,6 +6,12 @@ import type { Call, RequestContext } from './context.ts';
 import { apiError } from '../core/api-errors.ts';
 import { Router, type RouteDef } from './router.ts';
 
+/**
+ * What a scenario may shape on a route (D-123): `reply` runs the agent and may stream (send message, a
+ * completion), `events` resumes a reply's events, `lookup` looks a response up; any route takes `status`.
+ */
+export type ScenarioRole = 'reply' | 'events' | 'lookup';
+
 export interface Route<C = RequestContext> {
   /** Send message and completion need an active agent (D-4). */
   needsAgent?: boolean;
@@ -15,6 +21,8 @@ export interface Route<C = RequestContext> {
   idempotent?: boolean;
   /** On the widget API: takes the publishable key (to open a visitor session), not a visitor token (D-48). */
   publishable?: boolean;
+  /** D-123: what a scenario may shape here. */
+  scenario?: ScenarioRole;
   /** Returns its answer: the JSON body of a 200, or an EventStream (see ./reply.ts). */
   handle(ctx: C): Promise<unknown>;
 }

@@ -6,6 +6,7 @@ import { lingeringClose } from './linger.ts';
 import { Asset, NoContent, sendJson } from './reply.ts';
 import { EventStream } from '../core/answers.ts';
 import { streamSse } from './sse.ts';
+import type { WireScenario } from './sse-scenario.ts';
 
 /** Writes a reply with `headers` (a 200, or the reply's own status); an EventStream is written as it comes (D-18's keep-alive). */
 export async function writeReply(
@@ -14,8 +15,9 @@ export async function writeReply(
   reply: unknown,
   headers: Record<string, string>,
   keepAliveMs?: number,
+  wire?: WireScenario,
 ): Promise<void> {
-  if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs, headers, numbering: reply.numbering });
+  if (reply instanceof EventStream) await streamSse(res, reply.events, { keepAliveMs, headers, numbering: reply.numbering, wire });
   else if (reply instanceof Asset) {
     res.writeHead(reply.status, {
       ...headers,

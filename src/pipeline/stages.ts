@@ -55,9 +55,22 @@ export interface SurfaceGate {
   enter(req: IncomingMessage, params: Record<string, string>): Record<string, string>;
   /** A CORS preflight (OPTIONS) of a known path: the headers of its 204, given the path's methods. */
   preflight(req: IncomingMessage, allow: HttpMethod[]): Record<string, string>;
-  /** Then, on a matched route: who calls, for which app (401/403/404/429), or throws. */
-  admit(req: IncomingMessage, params: Record<string, string>, route: Route): Admission | Promise<Admission>;
+  /**
+   * Then, on a matched route: who calls, for which app (401/403/404/429), or throws. `address` is the
+   * client's (the call's, D-168).
+   */
+  admit(req: IncomingMessage, params: Record<string, string>, route: Route, address: string): Admission | Promise<Admission>;
 }
+
+/**
+ * D-171: every answer of a surface (a success, an error, a 405, a preflight) says `Cache-Control:
+ * no-store`: it carries a caller's data, which no browser or proxy may keep. A stream keeps D-18's
+ * `no-cache`, which its own head sets after these headers.
+ */
+export const noStore: Stage<Call> = (ctx, next) => {
+  ctx.answerHeaders['cache-control'] = 'no-store';
+  return next();
+};
 
 /** node keeps the first of two Authorization headers and drops the rest: an ambiguous request is a 400. */
 export const singleAuthorization: Stage<Call> = (ctx, next) => {
@@ -117,7 +130,7 @@ export function preflight(gate: SurfaceGate): Stage<Call> {
 /** D-54: the credential (401), the key's team (403), the app active with its agent (403), the limits (429). */
 export function admit(gate: SurfaceGate, route: Route): Stage<Call> {
   return async (ctx, next) => {
-    const admission = await gate.admit(ctx.req, ctx.params, route);
+    const admission = await gate.admit(ctx.req, ctx.params, route, ctx.address);
     ctx.key = admission.key;
     ctx.app = admission.app;
     ctx.visitor = admission.visitor;

@@ -3,7 +3,6 @@
 // limits (D-52, D-92). Order (D-54): app known (404) → widget enabled (403) → origin (403) → credential
 // (401) → key's team (403) → app active, agent (403) → limits (429) → body (400) → resource (404).
 import type { IncomingMessage } from 'node:http';
-import type { TrustedProxies } from '../http/client-address.ts';
 import { apiError } from '../core/api-errors.ts';
 import type { HttpMethod } from '../http/router.ts';
 import type { StreamPool } from '../http/stream-gate.ts';
@@ -27,8 +26,6 @@ export interface WidgetGateOptions {
   budget: RateCounts;
   /** D-52's per-visitor and per-address windows. */
   windows: MinuteWindows;
-  /** D-92: whose X-Forwarded-For names the client's address. */
-  proxies: TrustedProxies;
   /** D-53: the server's own origin is allowed too (the playground); off with --no-playground. */
   allowOwnOrigin: boolean;
 }
@@ -61,13 +58,14 @@ export class WidgetGate implements SurfaceGate {
   preflight(_req: IncomingMessage, allow: HttpMethod[]): Record<string, string> {
     return {
       'access-control-allow-methods': allow.join(', '),
-      // D-116: a resume may say where it starts in Last-Event-ID, as an EventSource does on /v1 (D-32).
-      'access-control-allow-headers': 'authorization, content-type, last-event-id',
+      // D-116: a resume may say where it starts in Last-Event-ID, as an EventSource does on /v1 (D-32);
+      // D-120: a page's test may send a scenario and a test id.
+      'access-control-allow-headers': 'authorization, content-type, last-event-id, parley-scenario, parley-test-id',
       'access-control-max-age': '600',
     };
   }
 
-  async admit(req: IncomingMessage, params: Record<string, string>, route: Route): Promise<Admission> {
+  async admit(req: IncomingMessage, params: Record<string, string>, route: Route, address: string): Promise<Admission> {
     const app = this.widgetApp(params.app_id);
     let key: KeyT;
     let visitor: Admission['visitor'];
@@ -95,7 +93,7 @@ export class WidgetGate implements SurfaceGate {
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(app.id)} is disabled.`);
     if (route.needsAgent && !app.agent.active)
       throw apiError('agent_unavailable', `App ${JSON.stringify(app.id)} has no active agent configured.`);
-    const refund = await this.count(app, this.o.proxies.clientOf(req), visitor?.id, route.counted ?? false);
+    const refund = await this.count(app, address, visitor?.id, route.counted ?? false);
     return { key, app, visitor, headers: {}, refund, streams: visitor && streamPools(app, visitor.id) };
   }
 

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { CompletionT, CreateCompletionRequestT } from '../contract/index.ts';
 import type { AppT } from '../core/tenants.ts';
 import type { IdempotencyClaim } from '../core/claims.ts';
+import type { Scenario } from '../core/scenario.ts';
 import type { AgentRuntime } from './agent.ts';
 import { newId } from '../core/ids.ts';
 import { unixNow } from '../core/clock.ts';
@@ -24,7 +25,7 @@ export class CompletionService {
     private readonly onFinished?: (appId: string, completion: CompletionT) => Promise<void>,
   ) {}
 
-  start(app: AppT, body: CreateCompletionRequestT, signal: AbortSignal, claim?: IdempotencyClaim): StartedCompletion {
+  start(app: AppT, body: CreateCompletionRequestT, signal: AbortSignal, claim?: IdempotencyClaim, scenario?: Scenario): StartedCompletion {
     const id = newId('completion');
     const createdAt = unixNow();
     const tools = this.agent.tools(app, 'completion', body.knowledge_search ?? true);
@@ -43,6 +44,7 @@ export class CompletionService {
       ),
       tools,
       signal,
+      scenario,
       onUnexpected: (err) => this.log.error({ err, completion_id: id }, 'completion failed unexpectedly'),
       finish: async (r) => {
         if (r.error) this.log.warn({ completion_id: id, app_id: app.id, code: r.error.code }, 'completion failed');

@@ -18,6 +18,7 @@ import { FileAnswers } from './file/idempotency.ts';
 import { MemoryMinuteWindows } from './file/minute-windows.ts';
 import { FileRateCounts } from './file/rate-counts.ts';
 import { FileUsageLedger } from './file/usage.ts';
+import { FileRefusals } from './file/refusals.ts';
 import { FileWidgetOwners } from './file/widget-owners.ts';
 import { loadWidgetSecret } from './file/widget-secret.ts';
 import { PgIdempotencyAnswers } from './pg/idempotency.ts';
@@ -26,6 +27,7 @@ import { withDriver } from './pg/driver.ts';
 import { driverPatched, UNPATCHED_WARNING } from './pg/driver-patch.ts';
 import { PgMinuteWindows, PgRateCounts } from './pg/rate-counts.ts';
 import { PgUsageLedger } from './pg/usage.ts';
+import { PgRefusals } from './pg/refusals.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
 import { PgTestRuns } from './pg/test-runs.ts';
 import { MemoryTestRuns } from './file/test-runs.ts';
@@ -38,6 +40,7 @@ import { FileControlPlane } from './file/control.ts';
 import { PgControlPlane } from './pg/control.ts';
 import type { ChangeEvents } from './types.ts';
 import type { WebhookOutbox } from './webhooks.ts';
+import type { RefusalLedger } from './refusals.ts';
 
 /** Either store: the Store interface, plus the direct history writes that imports and tests use. */
 export type BackendStore = FileStore | PgStore;
@@ -87,6 +90,8 @@ export interface Backend<E extends ChangeEvents = ChangeEvents> {
   /** D-84: the events the store makes at each change, as `changeEvents` made them. */
   changeEvents: E;
   usage: UsageLedger;
+  /** D-157: requests refused for credits, a rate limit or the storage quota, for the usage report. */
+  refusals: RefusalLedger;
   /** D-23's counts, one kind per limit: the REST plans, and D-52's widget budgets apart from them. */
   rateCounts: { plan: RateCounts; widget: RateCounts };
   /** D-52's per-visitor and per-address minute windows. */
@@ -159,6 +164,7 @@ async function openFiles(o: BackendOptions<ChangeEvents>, keep: Keep, control: C
   await store.open();
   keep(store);
   const usage = keep(await FileUsageLedger.open(dir));
+  const refusals = keep(await FileRefusals.open(dir, warn));
   // Keys whose work was saved (with its claim, in one step) are honoured even if their answer was lost.
   const since = Date.now() - CLAIM_TTL_MS;
   const claims = [...(await store.idempotencyClaims(since)), ...usage.idempotencyClaims(since)];
@@ -166,6 +172,7 @@ async function openFiles(o: BackendOptions<ChangeEvents>, keep: Keep, control: C
     store,
     outbox: store.outbox,
     usage,
+    refusals,
     rateCounts: {
       // D-23: day counts live beside the data so that a restart keeps them.
       plan: keep(
@@ -206,6 +213,7 @@ async function openPg(
     store,
     outbox: store.outbox,
     usage: keep(new PgUsageLedger(sql)),
+    refusals: keep(new PgRefusals(sql, warn)),
     // D-23 and D-52 exact across instances.
     rateCounts: { plan: keep(await new PgRateCounts(sql, 'plan').open()), widget: keep(await new PgRateCounts(sql, 'widget').open()) },
     widgetWindows: keep(await new PgMinuteWindows(sql).open()),

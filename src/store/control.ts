@@ -4,7 +4,7 @@
 // Backends: src/store/file/control*.ts (lowdb document and journals) and src/store/pg/control*.ts.
 import { randomBytes } from 'node:crypto';
 import type { ActorType, AuditAction } from '../contract/audit-actions.ts';
-import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, type FixturesT } from '../core/control.ts';
+import { checkReferences, COLLECTIONS, ControlDoc, type ControlDocT, costOf, type FixturesT } from '../core/control.ts';
 import { newId } from '../core/ids.ts';
 import { defaultSigningKey } from '../core/endpoint-signing.ts';
 
@@ -153,12 +153,15 @@ function seededAt<T extends object>(r: T, nowMs: number): T {
 }
 
 /**
- * What a start compares of an existing record with its fixture (D-77): neither what a sign-in writes
- * (`last_sign_in_at`) nor the seeding's date of a fixture that names none, which are no change of the record.
+ * What a start compares of an existing record (`stored`) with its fixture (D-77): neither what a sign-in
+ * writes (`last_sign_in_at`, and the password's hash made again at another cost, D-66) nor the seeding's
+ * date of a fixture that names none, which are no change of the record.
  */
-function comparable(r: object, fixture: object): unknown {
+function comparable(r: object, fixture: object, stored: object): unknown {
   const { last_sign_in_at: _signIn, ...rest } = r as Record<string, unknown>;
   if ((fixture as { created_at?: unknown }).created_at === 0) delete rest.created_at;
+  const hashes = [stored, fixture].map((x) => (x as { password_hash?: unknown }).password_hash);
+  if (typeof hashes[0] === 'string' && typeof hashes[1] === 'string' && costOf(hashes[0]) !== costOf(hashes[1])) delete rest.password_hash;
   return sorted(rest);
 }
 
@@ -178,7 +181,7 @@ export function mergeFixtures(draft: ControlDocT, f: FixturesT, nowMs: number): 
       if (!own) {
         (draft[name] as unknown[]).push(seededAt(structuredClone(r), nowMs));
         added.push(`${name}/${r.id}`);
-      } else if (JSON.stringify(comparable(own, r)) !== JSON.stringify(comparable(r, r))) differs.push(`${name}/${r.id}`);
+      } else if (JSON.stringify(comparable(own, r, own)) !== JSON.stringify(comparable(r, r, own))) differs.push(`${name}/${r.id}`);
     }
   }
   return { added, differs };

@@ -13,8 +13,12 @@ export interface OutboxEvent {
   created_at: number;
   /** The compact JSON payload (D-83). */
   body: string;
-  /** The endpoints subscribed when it happened: `pending`, or `skipped` for a disabled one (D-86). */
-  deliveries: Array<{ endpoint_id: string; state: 'pending' | 'skipped' }>;
+  /**
+   * The endpoints subscribed when it happened: `pending`, or `skipped` for a disabled one (D-86). A test
+   * event's (D-129) may be due later than it was made (`due_at`, ms) and sent again at once after each
+   * 2xx until it has had `sends` attempts.
+   */
+  deliveries: Array<{ endpoint_id: string; state: 'pending' | 'skipped'; due_at?: number; sends?: number }>;
 }
 
 export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'skipped';
@@ -46,11 +50,32 @@ export interface Claimed {
   event: OutboxEvent;
 }
 
+/** A due delivery a claim offers the worker's policy: the oldest of its endpoint, and whose team's it is. */
+export interface Due {
+  delivery: Delivery;
+  team_id: string;
+}
+
 export interface DeliveryQuery {
   team_id: string;
   endpoint_id?: string;
   event_id?: string;
+  /** D-156: only deliveries that failed (see `failedAs`). */
+  failed?: FailedFilter;
+  /** D-156: only events made at or after this (Unix seconds). */
+  since?: number;
   limit: number;
+}
+
+/**
+ * D-156: what a failed delivery is. `ended`: it ended `failed` (what "redeliver every failed" sends again);
+ * `or-retrying`: that, or `pending` after a failed attempt, waiting for its retry (the delivery log's filter).
+ */
+export type FailedFilter = 'ended' | 'or-retrying';
+
+/** D-156: whether a delivery is failed as `filter` says (PostgreSQL's twin is its `deliveries` query). */
+export function failedAs(d: Pick<Delivery, 'state' | 'attempts'>, filter: FailedFilter): boolean {
+  return d.state === 'failed' || (filter === 'or-retrying' && d.state === 'pending' && d.attempts > 0);
 }
 
 /** D-88: the apps live listeners follow; their events are made even with no endpoint (D-83). */
@@ -109,10 +134,12 @@ export interface WebhookOutbox {
   /** Records events made outside a store change (completions, tests); durable when it resolves. */
   add(events: OutboxEvent[]): Promise<void>;
   /**
-   * Leases up to `limit` due deliveries (pending, next_at ≤ now, no live lease) to `owner` until
-   * now + leaseMs, none of them to an endpoint in `busy`; each delivery is leased to one worker at a time.
+   * Offers `pick` the oldest due delivery (pending, next_at ≤ now, no live lease) of each endpoint that
+   * has one, and leases those it picks to `owner` until now + leaseMs (D-169: the worker's policy
+   * chooses, fairly, src/services/webhooks/fair-share.ts); each delivery is leased to one worker at a
+   * time, so a pick another worker leased meanwhile is left out of the answer.
    */
-  claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]>;
+  claim(owner: string, now: number, leaseMs: number, pick: (due: Due[]) => Due[]): Promise<Claimed[]>;
   /** Records an attempt and the delivery's next state (and releases its lease). */
   settle(attempt: Attempt, next: Delivery): Promise<void>;
   /** Puts deliveries of an event back to pending, due now (D-87's redeliver); the number changed. */

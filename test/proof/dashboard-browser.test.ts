@@ -338,8 +338,11 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     await assertNoStoredCredential(p, token);
     assert.deepEqual(p.problems, []);
 
-    // The same link again: used, and said so; the form then takes a token pasted by hand.
+    // The same link again, in the browser now signed in as the invited member (a fresh load, D-72): it says
+    // who is signed in; signed out, the token is used, and said so; the form then takes one pasted by hand.
     const again = await open(c, link.slice(`${origin}/dashboard`.length));
+    await again.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+    await again.getByRole('button', { name: 'Sign out and accept the invitation' }).click();
     await again.getByLabel('New password (8 characters or more)').fill('another-password-1');
     await again.getByRole('button', { name: 'Set password and sign in' }).click();
     await again.getByRole('alert').filter({ hasText: 'unknown, used or expired' }).waitFor();
@@ -445,10 +448,10 @@ describe('the dashboard in Chromium (D-95…D-99)', { skip }, () => {
     const [fieldBox, errorBox] = [await url.boundingBox(), await urlError.boundingBox()];
     assert.ok(fieldBox && errorBox && errorBox.y + errorBox.height <= 800, `the error is in view: ${JSON.stringify(errorBox)}`);
     assert.ok(errorBox.y - (fieldBox.y + fieldBox.height) < 80, 'the error is next to its field');
-    // D-82's rule, as the field's hint says it: loopback is accepted while Parley listens on loopback.
+    // D-170's rule, as the field's hint says it: loopback is accepted in local development only.
     assert.match(
       (await page.locator('#wh-url-hint').textContent()) ?? '',
-      /loopback \(127\.0\.0\.1, localhost\) is accepted while Parley itself listens on loopback/,
+      /loopback \(127\.0\.0\.1, localhost\) is accepted only in local development: Parley itself on loopback, without --public-url/,
     );
     // By keyboard: the URL, one event instead of all, a description, Enter.
     await url.fill('');

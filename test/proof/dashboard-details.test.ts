@@ -1,7 +1,7 @@
 // The dashboard's details in Chromium (docs/dashboard.md, D-154, D-155): confirmations that open on Cancel,
 // a role change asked first, errors at their fields, rolled keys that say which replaced which, the keys
-// at a phone's width, the usage chart's axes, the delivery log to the second, an invitation link opened
-// while signed in, and the credits banner. Its own server: fixtures whose credits run out in a few calls.
+// at a phone's width, the usage chart's axes, the delivery log to the second, a test event sent (D-129),
+// an invitation link opened while signed in, and the credits banner. Its own server: fixtures whose credits run out in a few calls.
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -9,7 +9,9 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { adminToken } from '../support/admin-token.ts';
 import { chromiumMissing, editedFixtures, launch } from '../support/browser.ts';
 import { axe, focused, signIn } from '../support/dashboard-page.ts';
-import { APP, startTestServer, type TestServer } from '../support/helpers.ts';
+import { Webhook } from 'standardwebhooks';
+import { webhookSecretText, webhookSigningKey } from '../../src/core/api-keys.ts';
+import { APP, KEY, startTestServer, type TestServer } from '../support/helpers.ts';
 import { type Receiver, startReceiver } from '../support/webhook-receiver.ts';
 
 const skip = chromiumMissing();
@@ -189,7 +191,7 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.doesNotMatch(said, /^agent\.model:/);
   });
 
-  test('D-154: the delivery log reads to the second, with the delay since the attempt before; "Failed only" keeps the failed', async () => {
+  test('D-154, D-156: the delivery log reads to the second, with the delay since the attempt before; "Failed only" asks the server; "Redeliver every failed" sends them again', async () => {
     const endpoint = await admin('POST', '/webhook_endpoints', { app_id: APP, url: rx.url, events: ['conversation.created'] });
     rx.script({ status: 500, body: 'down' }, { status: 500, body: 'still down' });
     const failed = (await parley.call('POST', `/apps/${APP}/conversations`, { title: 'Fails twice' })).body.id as string;
@@ -211,11 +213,56 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.match(attempts, /\d\d:\d\d:\d\d UTC: HTTP 500, \d+ ms, the first attempt/);
     assert.match((await failedRow.textContent()) ?? '', /\d\d:\d\d:\d\d UTC/);
     assert.equal(await log.getByRole('row').filter({ hasText: 'Succeeded' }).count(), 1);
+    // D-156: the filter is the server's (the newest failed, not the failed among the newest shown).
+    const asked = page.waitForRequest((r) => r.url().includes('/webhook_deliveries?') && r.url().includes('failed=true'));
     await page.getByLabel(/^Failed only/).press('Space');
-    assert.equal(await log.getByRole('row').filter({ hasText: 'Succeeded' }).count(), 0);
+    await asked;
+    await log.getByRole('row').filter({ hasText: 'Succeeded' }).waitFor({ state: 'detached' });
     assert.equal(await log.getByRole('row').filter({ hasText: 'Failed' }).count(), 1);
     assert.equal((await focused(page)).id, 'log-failed-only');
     assert.deepEqual(await axe(page), []);
+
+    // D-156: "Redeliver every failed" of the span chosen sends the failed delivery again (the receiver is up now).
+    await page.getByLabel('Failed since').selectOption({ label: '1 hour' });
+    await page.getByRole('button', { name: 'Redeliver every failed' }).click();
+    await page.getByText('1 failed delivery is sent again; Refresh shows how it went.').waitFor();
+    assert.equal((await focused(page)).id, 'redeliver-failed');
+    await rx.waitFor((r) => r.filter((x) => x.json?.data?.id === failed).length >= 3);
+    const audit = await admin('GET', '/audit?action=webhook_event.redelivered&limit=1');
+    assert.equal(audit.data[0].actor.email, 'admin@demo.example');
+  });
+
+  test('D-129: "Send test event" on an endpoint’s page: the receiver gets a signed test event twice with one webhook-id; the log shows it', async () => {
+    const receiver = await startReceiver();
+    try {
+      const endpoint = await admin('POST', '/webhook_endpoints', {
+        app_id: 'app_knowledge',
+        url: receiver.url,
+        events: ['response.completed'],
+      });
+      await go(`#/webhook/${endpoint.id}`);
+      await page.getByLabel('Event type').selectOption('conversation.created');
+      await page.getByLabel(/^Send it twice/).check();
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      await receiver.waitFor((r) => r.length >= 2);
+      const wh = new Webhook(webhookSecretText(webhookSigningKey(KEY)));
+      const events = receiver.received.map((r) => wh.verify(r.body, r.headers) as { id: string; type: string; test: boolean });
+      assert.equal(events[0]!.id, events[1]!.id, 'one webhook-id');
+      assert.deepEqual([events[0]!.type, events[0]!.test], ['conversation.created', true]);
+      await page.getByText(`Test event ${events[0]!.id} is on its way`).waitFor();
+      assert.equal((await focused(page)).id, 'wh-test-send');
+      // The log, read again once both attempts are recorded (bounded), shows the delivery.
+      let done = false;
+      for (let i = 0; i < 500 && !done; i++)
+        done = (await admin('GET', `/webhook_deliveries?event_id=${events[0]!.id}`)).data[0]?.attempts === 2;
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      const row = page.getByRole('region', { name: 'Deliveries' }).getByRole('row').filter({ hasText: events[0]!.id });
+      await row.filter({ hasText: 'Succeeded' }).waitFor();
+      assert.match((await row.textContent()) ?? '', /conversation\.created/);
+      assert.deepEqual(await axe(page), []);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('D-154: the credits banner on every page at 80 % used and at zero, and what happens at zero per plan', async () => {
@@ -266,6 +313,30 @@ describe('the dashboard in Chromium: its details (D-154, D-155)', { skip }, () =
     assert.match((await spent.textContent()) ?? '', /This month's credits are spent: -?[\d.]+ left of/);
     assert.match((await spent.textContent()) ?? '', /Now: replies are refused for the 1 app on a hard plan/);
     await spent.getByRole('link', { name: 'Usage and credits' }).waitFor();
+    // D-157: a reply refused at zero on the hard plan shows on the usage page, with why.
+    const refused = await parley.call('POST', '/apps/app_limited/completions', { prompt: 'Summarise billing' });
+    assert.deepEqual([refused.status, refused.body.error.code], [429, 'credits_exhausted']);
+    await go('#/usage');
+    const row = page.getByRole('region', { name: 'Refused requests per app per day' }).getByRole('row').filter({ hasText: 'app_limited' });
+    assert.match((await row.textContent()) ?? '', /app_limited\s*Credits spent on a hard plan\s*1/);
+    assert.deepEqual(await axe(page), []);
+  });
+
+  test('an invitation link opened in a new tab of a signed-in browser (a fresh load) says who is signed in, not "Not found" (D-72)', async () => {
+    const made = await admin('POST', '/members', { email: 'fresh@demo.example', role: 'viewer' });
+    const fresh = await context.newPage();
+    try {
+      await fresh.goto(made.invite.accept_url as string);
+      await fresh.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+      assert.match((await fresh.locator('main').textContent()) ?? '', /You are signed in as admin@demo\.example/);
+      assert.equal(fresh.url(), `${origin}/dashboard#/invite`, 'the token left the URL (D-98)');
+      // Loaded again, the link (its token gone) still says so; the navigation is the signed-in one.
+      await fresh.reload();
+      await fresh.getByRole('heading', { level: 1, name: 'An invitation' }).waitFor();
+      await fresh.getByRole('link', { name: 'Usage and credits' }).waitFor();
+    } finally {
+      await fresh.close();
+    }
   });
 
   test('an invitation link opened while signed in says who is signed in, and signs out to accept it (D-72)', async () => {

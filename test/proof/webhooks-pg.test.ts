@@ -15,7 +15,7 @@ import { APP, KEY } from '../support/helpers.ts';
 import { freshDatabase, usePostgres } from '../support/postgres.ts';
 import { createEndpoint, demoAdminToken } from '../support/webhook-receiver.ts';
 import { PgStore } from '../../src/store/pg/pg-store.ts';
-import { outboxEvent } from '../support/outbox-suite.ts';
+import { outboxEvent, upTo } from '../support/outbox-suite.ts';
 
 usePostgres();
 
@@ -114,14 +114,17 @@ test('the PostgreSQL outbox: claims made at once skip the rows another has locke
     const o = store.outbox;
     await o.add([outboxEvent('evt_1', ['we_a', 'we_b']), outboxEvent('evt_2', ['we_a', 'we_b'])]);
     const now = Date.now() + 1000;
-    const [one, two] = await Promise.all([o.claim('w1', now, 10, 60_000, new Set()), o.claim('w2', now, 10, 60_000, new Set())]);
+    const [one, two] = await Promise.all([
+      o.claim('w1', now, 60_000, upTo(10, new Set())),
+      o.claim('w2', now, 60_000, upTo(10, new Set())),
+    ]);
     // Claims made at once skip the rows the other has locked (SKIP LOCKED): what neither kept is claimed next.
-    const three = await o.claim('w3', now, 10, 60_000, new Set());
+    const three = await o.claim('w3', now, 60_000, upTo(10, new Set()));
     const keys = [...one, ...two, ...three].map((c) => `${c.event.id}/${c.delivery.endpoint_id}`);
     assert.equal(new Set(keys).size, keys.length);
     assert.equal(keys.length, 4);
     for (const batch of [one, two, three]) assert.equal(new Set(batch.map((c) => c.delivery.endpoint_id)).size, batch.length);
-    assert.deepEqual(await o.claim('w4', now, 10, 60_000, new Set()), []);
+    assert.deepEqual(await o.claim('w4', now, 60_000, upTo(10, new Set())), []);
   } finally {
     await store.close();
   }

@@ -58,10 +58,17 @@ process.once('exit', () => {
  * The fixtures without their conversations (D-107), for tests that read the store's own journal
  * lines, to which a seeded conversation would add one. The other files are the fixtures' own.
  */
-export async function fixturesWithoutSeeds(): Promise<string> {
+export function fixturesWithoutSeeds(): Promise<string> {
+  return fixturesEdited((json) => {
+    delete json.conversations;
+  });
+}
+
+/** The fixtures with `edit` made to fixtures.json (an app's limits, say); the other files are the fixtures' own. */
+export async function fixturesEdited(edit: (json: Record<string, any>) => void): Promise<string> {
   const dir = await tempDir('parley-fixtures-');
-  const json = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.json'), 'utf8')) as Record<string, unknown>;
-  delete json.conversations;
+  const json = JSON.parse(await fs.readFile(path.join(FIXTURES_DIR, 'fixtures.json'), 'utf8')) as Record<string, any>;
+  edit(json);
   await fs.writeFile(path.join(dir, 'fixtures.json'), JSON.stringify(json));
   for (const name of await fs.readdir(FIXTURES_DIR))
     if (name !== 'fixtures.json') await fs.symlink(path.join(FIXTURES_DIR, name), path.join(dir, name));

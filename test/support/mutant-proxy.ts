@@ -34,6 +34,8 @@ export interface ProxyResponse {
 export interface ProxyTools {
   /** Sends a request to the reference server, unchanged by the hooks. */
   forward(req: ProxyRequest): Promise<ProxyResponse>;
+  /** Sends a request to the reference server and gives its answer as it comes (a stream read at the hook's pace). */
+  upstream(req: ProxyRequest, signal?: AbortSignal): Promise<Response>;
 }
 
 export interface ProxyOptions {
@@ -52,7 +54,9 @@ export interface MutantHooks {
   /** Changes the response (edit `json` / `events` / `body` / `status` / `headers` in place). */
   response?(res: ProxyResponse, req: ProxyRequest, tools: ProxyTools): MaybePromise<void>;
   /** Answers the request itself, byte by byte (e.g. a stream that stalls); true when it did. */
-  takeover?(req: ProxyRequest, res: http.ServerResponse): boolean;
+  takeover?(req: ProxyRequest, res: http.ServerResponse, tools: ProxyTools): boolean;
+  /** Sees each chunk of a stream that goes through (ProxyOptions.passThrough) before it is sent on, and may hold it back a while. */
+  passChunk?(req: ProxyRequest, text: string): MaybePromise<void>;
   /** A client left a stream that went through (ProxyOptions.passThrough) before it ended; `sent` is what it got. */
   clientLeft?(req: ProxyRequest, sent: string, tools: ProxyTools): MaybePromise<void>;
   /** Stops what the hooks started (a webhook relay), when the proxy closes. */
@@ -127,8 +131,11 @@ export function composeHooks(all: MutantHooks[]): MutantHooks {
         }
       }
     },
-    takeover(req, res) {
-      return all.some((h) => h.takeover?.(req, res) ?? false);
+    takeover(req, res, tools) {
+      return all.some((h) => h.takeover?.(req, res, tools) ?? false);
+    },
+    async passChunk(req, text) {
+      for (const h of all) await h.passChunk?.(req, text);
     },
     async clientLeft(req, sent, tools) {
       for (const h of all) await h.clientLeft?.(req, sent, tools);
@@ -183,7 +190,7 @@ export async function startMutantProxy(
     const r = await fetchUpstream(preq);
     return answerOf(r, headersOf(r), await r.text());
   };
-  const tools: ProxyTools = { forward };
+  const tools: ProxyTools = { forward, upstream: fetchUpstream };
   /** A stream of `preq` sent on as it comes; true when the answer was one (else the caller goes on with `buffered`). */
   const streamThrough = async (preq: ProxyRequest, res: http.ServerResponse): Promise<ProxyResponse | true> => {
     const ac = new AbortController();
@@ -201,7 +208,9 @@ export async function startMutantProxy(
     const decoder = new TextDecoder();
     try {
       for await (const chunk of r.body as AsyncIterable<Uint8Array>) {
-        sent += decoder.decode(chunk, { stream: true });
+        const text = decoder.decode(chunk, { stream: true });
+        await hooks.passChunk?.(preq, text);
+        sent += text;
         res.write(chunk);
       }
       ended = true;
@@ -228,7 +237,7 @@ export async function startMutantProxy(
       }
       const path = widget ? url.pathname : `/${url.pathname.slice(basePath.length + 1)}`;
       const preq: ProxyRequest = { method: req.method ?? 'GET', path, query: url.searchParams, headers, body, json: parseJson(body) };
-      if (hooks.takeover?.(preq, res)) return;
+      if (hooks.takeover?.(preq, res, tools)) return;
       const short = await hooks.request?.(preq, tools);
       const through = !short && opts.passThrough?.(preq) ? await streamThrough(preq, res) : undefined;
       if (through === true) return;

@@ -10,6 +10,7 @@ import { identitySecret, SHOP } from './widget.ts';
 import { signJwt, verifyJwt } from '../../src/pipeline/widget-tokens.ts';
 import { IDEMPOTENCY_MUTANTS } from './idempotency-mutants.ts';
 import { WEBHOOK_MUTANTS, WEBHOOK_VARIANTS } from './webhook-mutants.ts';
+import { READ_MUTANTS } from './read-mutants.ts';
 
 export interface Mutant {
   id: string;
@@ -2613,6 +2614,7 @@ export const MUTANTS: Mutant[] = [
     }),
   },
   ...WEBHOOK_MUTANTS,
+  ...READ_MUTANTS,
   ...IDEMPOTENCY_MUTANTS,
 ];
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ChangeEvents, ChangeEventsOf, Store } from '../../src/store/types.ts';
-import type { Attempt, OutboxEvent, WebhookOutbox } from '../../src/store/webhooks.ts';
+import type { Attempt, Due, OutboxEvent, WebhookOutbox } from '../../src/store/webhooks.ts';
 import { record, save } from './records.ts';
 import { withStore } from './store-suite.ts';
 
@@ -42,6 +42,12 @@ export function numberedEvents(): ChangeEvents {
   };
 }
 
+/** A claim's pick of at most `limit` of the deliveries offered, none to an endpoint in `busy`. */
+export const upTo =
+  (limit: number, busy: ReadonlySet<string> = new Set()) =>
+  (due: Due[]) =>
+    due.filter((d) => !busy.has(d.delivery.endpoint_id)).slice(0, limit);
+
 const attempt = (id: string, eventId: string, endpointId: string, status: number | null, at = now()): Attempt => ({
   id,
   event_id: eventId,
@@ -54,7 +60,7 @@ const attempt = (id: string, eventId: string, endpointId: string, status: number
 });
 
 /** Opens a store over fresh data with `changeEvents` (store-suite.ts's withStore; a restart opens one without). */
-function withOutbox(
+export function withOutbox(
   h: OutboxHarness,
   changeEvents: ChangeEventsOf | undefined,
   fn: (s: { store: Store; outbox: WebhookOutbox; restart(): Promise<WebhookOutbox> }) => Promise<void>,
@@ -115,19 +121,65 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
         await o.add([outboxEvent('evt_1', ['we_a', 'we_b']), outboxEvent('evt_2', ['we_a', 'we_b'])]);
         const t = Date.now() + 1000;
         const key = (c: { event: OutboxEvent; delivery: { endpoint_id: string } }) => `${c.event.id}/${c.delivery.endpoint_id}`;
-        assert.deepEqual(await o.claim('w0', t, 10, 60_000, new Set(['we_a', 'we_b'])), [], 'busy endpoints are skipped');
-        const first = await o.claim('w1', t, 10, 60_000, new Set(['we_b']));
+        assert.deepEqual(await o.claim('w0', t, 60_000, upTo(10, new Set(['we_a', 'we_b']))), [], 'busy endpoints are skipped');
+        const first = await o.claim('w1', t, 60_000, upTo(10, new Set(['we_b'])));
         assert.equal(first.length, 1);
         assert.equal(first[0]!.delivery.endpoint_id, 'we_a');
-        const second = await o.claim('w2', t, 10, 60_000, new Set());
+        const second = await o.claim('w2', t, 60_000, upTo(10, new Set()));
         assert.deepEqual(second.map((c) => c.delivery.endpoint_id).sort(), ['we_a', 'we_b'], 'one per endpoint in a claim');
-        const third = await o.claim('w3', t, 10, 60_000, new Set());
+        const third = await o.claim('w3', t, 60_000, upTo(10, new Set()));
         const all = [...first, ...second, ...third].map(key);
         assert.deepEqual([...all].sort(), ['evt_1/we_a', 'evt_1/we_b', 'evt_2/we_a', 'evt_2/we_b'], 'each delivery leased once');
-        assert.deepEqual(await o.claim('w4', t, 10, 60_000, new Set()), [], 'nothing left while the leases last');
+        assert.deepEqual(await o.claim('w4', t, 60_000, upTo(10, new Set())), [], 'nothing left while the leases last');
         // A lease past its end frees the delivery for another owner.
-        assert.equal((await o.claim('w5', t + 60_001, 10, 60_000, new Set())).length, 2);
+        assert.equal((await o.claim('w5', t + 60_001, 60_000, upTo(10, new Set()))).length, 2);
         assert.equal(first[0]!.event.body, JSON.stringify({ id: first[0]!.event.id }), 'the event comes with its body');
+      });
+    });
+
+    test('D-169: a claim offers the oldest due delivery of each endpoint with its team, and leases only what the pick returns of them', async () => {
+      await withOutbox(h, undefined, async ({ outbox: o }) => {
+        const other = { ...outboxEvent('evt_2', ['we_c']), team_id: 'team_other' };
+        await o.add([outboxEvent('evt_1', ['we_a', 'we_b'], now() - 10), other, outboxEvent('evt_3', ['we_a'])]);
+        const t = Date.now() + 1000;
+        const seen: string[][] = [];
+        const look = (due: Due[]): Due[] => {
+          seen.push(due.map((d) => `${d.delivery.event_id}/${d.delivery.endpoint_id}/${d.team_id}`).sort());
+          return [];
+        };
+        assert.deepEqual(await o.claim('w0', t, 60_000, look), [], 'nothing picked, nothing leased');
+        assert.deepEqual(seen[0], ['evt_1/we_a/team_demo', 'evt_1/we_b/team_demo', 'evt_2/we_c/team_other']);
+        // A pick beyond what was offered (evt_3 waits behind evt_1 at we_a) is not leased.
+        const forged = {
+          delivery: { event_id: 'evt_3', endpoint_id: 'we_a', state: 'pending' as const, attempts: 0, next_at: 0 },
+          team_id: 'team_demo',
+        };
+        const first = await o.claim('w1', t, 60_000, (due) => [...due.filter((d) => d.delivery.endpoint_id === 'we_a'), forged]);
+        assert.deepEqual(
+          first.map((c) => `${c.event.id}/${c.delivery.endpoint_id}`),
+          ['evt_1/we_a'],
+        );
+        await o.claim('w2', t, 60_000, look);
+        assert.deepEqual(
+          seen[1],
+          ['evt_1/we_b/team_demo', 'evt_2/we_c/team_other', 'evt_3/we_a/team_demo'],
+          'the next of a leased endpoint is offered',
+        );
+      });
+    });
+
+    test('D-129: a delivery given due_at is offered from then on, not before, also after a restart', async () => {
+      await withOutbox(h, undefined, async (s) => {
+        const later = Date.now() + 3_600_000;
+        const ev = outboxEvent('evt_later', ['we_a']);
+        await s.outbox.add([{ ...ev, deliveries: [{ endpoint_id: 'we_a', state: 'pending', due_at: later, sends: 2 }] }]);
+        const offered = async (o: WebhookOutbox, at: number) => (await o.claim('w', at, 1, upTo(10))).map((c) => c.event.id);
+        assert.deepEqual(await offered(s.outbox, Date.now() + 1000), [], 'not due yet');
+        const o2 = await s.restart();
+        assert.deepEqual(await offered(o2, later - 1), []);
+        assert.deepEqual(await offered(o2, later), ['evt_later']);
+        const [d] = await o2.deliveries({ team_id: 'team_demo', event_id: 'evt_later', limit: 1 });
+        assert.deepEqual(d!.event.deliveries, [{ endpoint_id: 'we_a', state: 'pending', due_at: later, sends: 2 }], 'kept with the event');
       });
     });
 
@@ -135,15 +187,15 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
       await withOutbox(h, undefined, async (s) => {
         const o = s.outbox;
         await o.add([outboxEvent('evt_1', ['we_a', 'we_b'])]);
-        const [c] = await o.claim('w1', Date.now() + 1000, 1, 60_000, new Set(['we_b']));
+        const [c] = await o.claim('w1', Date.now() + 1000, 60_000, upTo(1, new Set(['we_b'])));
         const failedAt = now() - 60;
         await o.settle(attempt('wa_1', 'evt_1', 'we_a', 500, failedAt), { ...c!.delivery, attempts: 1, state: 'failed' });
         assert.equal(await o.failingSince('we_a'), failedAt);
         assert.equal(await o.failingSince('we_b'), null);
-        assert.deepEqual(await o.claim('w1', Date.now() + 1000, 10, 60_000, new Set(['we_b'])), [], 'a failed delivery is not due');
+        assert.deepEqual(await o.claim('w1', Date.now() + 1000, 60_000, upTo(10, new Set(['we_b']))), [], 'a failed delivery is not due');
         assert.equal(await o.redeliver('evt_1', ['we_a', 'we_unknown'], Date.now()), 1);
         const o2 = await s.restart();
-        const again = await o2.claim('w2', Date.now() + 1000, 10, 60_000, new Set(['we_b']));
+        const again = await o2.claim('w2', Date.now() + 1000, 60_000, upTo(10, new Set(['we_b'])));
         assert.deepEqual(
           again.map((x) => `${x.event.id}/${x.delivery.endpoint_id}/${x.delivery.state}`),
           ['evt_1/we_a/pending'],
@@ -158,6 +210,37 @@ export function outboxSuite(name: string, h: OutboxHarness): void {
         );
         assert.equal((await o3.event('evt_1'))?.body, JSON.stringify({ id: 'evt_1' }));
         assert.deepEqual(await o3.deliveries({ team_id: 'team_other', limit: 5 }), []);
+      });
+    });
+
+    test('D-156: `failed` and `since` filter the delivery log before its limit: ended failed, or waiting to retry after a failure; events since a time', async () => {
+      await withOutbox(h, undefined, async ({ outbox: o }) => {
+        const t = now();
+        await o.add([
+          outboxEvent('evt_f', ['we_a'], t - 7200),
+          outboxEvent('evt_r', ['we_b'], t - 100),
+          outboxEvent('evt_ok', ['we_c'], t - 50),
+          outboxEvent('evt_p', ['we_d'], t - 10),
+        ]);
+        const leased = await o.claim('w1', Date.now() + 1000, 60_000, upTo(10, new Set(['we_d'])));
+        const of = (id: string) => leased.find((c) => c.event.id === id)!.delivery;
+        await o.settle(attempt('wa_f', 'evt_f', 'we_a', 500), { ...of('evt_f'), attempts: 1, state: 'failed' });
+        await o.settle(attempt('wa_r', 'evt_r', 'we_b', null), {
+          ...of('evt_r'),
+          attempts: 1,
+          state: 'pending',
+          next_at: Date.now() + 60_000,
+        });
+        await o.settle(attempt('wa_ok', 'evt_ok', 'we_c', 200), { ...of('evt_ok'), attempts: 1, state: 'succeeded' });
+        const ids = async (q: Partial<Parameters<WebhookOutbox['deliveries']>[0]>) =>
+          (await o.deliveries({ team_id: 'team_demo', limit: 10, ...q })).map((d) => d.event.id);
+        // The newest delivery (evt_p) is not failed: a filter of the first page would find nothing.
+        assert.deepEqual(await ids({ failed: 'or-retrying', limit: 1 }), ['evt_r']);
+        assert.deepEqual(await ids({ failed: 'or-retrying' }), ['evt_r', 'evt_f']);
+        assert.deepEqual(await ids({ failed: 'ended' }), ['evt_f']);
+        assert.deepEqual(await ids({ failed: 'or-retrying', since: t - 1000 }), ['evt_r']);
+        assert.deepEqual(await ids({ since: t - 1000 }), ['evt_p', 'evt_ok', 'evt_r']);
+        assert.deepEqual(await ids({ failed: 'ended', team_id: 'team_other' }), []);
       });
     });
 

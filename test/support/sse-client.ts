@@ -62,6 +62,17 @@ export function shape(events: ParsedEvent[]): string[] {
   return out;
 }
 
+/** §6's order of a reply that calls a tool and then answers (the knowledge app's), as `shape` gives it. */
+export const TOOL_THEN_TEXT = [
+  'response.created',
+  'response.function_call.start',
+  'response.function_call_arguments.delta*',
+  'response.function_call_arguments.done',
+  'response.output_text.delta*',
+  'response.output_text.done',
+  'response.completed',
+];
+
 /** Rebuilds the `output` array from the events, the way a client would (§6 rule 4). */
 export function outputFromEvents(events: ParsedEvent[]): any[] {
   const output: any[] = [];

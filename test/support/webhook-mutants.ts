@@ -10,7 +10,7 @@ import { TARGET } from './helpers.ts';
 import { ADMIN_PATH, type MutantHooks, type ProxyRequest } from './mutant-proxy.ts';
 import type { Mutant, Variant } from './mutants.ts';
 
-interface Sent {
+export interface Sent {
   headers: Record<string, string>;
   body: string;
 }
@@ -18,21 +18,23 @@ interface Sent {
 interface RelayChange {
   /** Changes a delivery before the receiver gets it; `seen` counts the earlier deliveries of its webhook-id. */
   out?(d: Sent, seen: number): void;
-  /** What the server is told the receiver answered. */
-  back?(status: number): number;
+  /** Sends the receiver a delivery of its own first (an invented one), or nothing. */
+  before?(d: Sent, seen: number): Sent | undefined;
+  /** What the server is told the receiver answered, the `seen`-th delivery of its webhook-id. */
+  back?(status: number, seen: number): number;
 }
 
-const ENDPOINTS = `${ADMIN_PATH}/webhook_endpoints`;
+export const ENDPOINTS = `${ADMIN_PATH}/webhook_endpoints`;
 const isRegistration = (r: ProxyRequest) => r.method === 'POST' && r.path === ENDPOINTS && typeof r.json?.url === 'string';
 
 /** D-80's signature of a delivery, with `key` (S, or a wrong one). */
-function sign(d: Sent, key: Buffer | string): string {
+export function sign(d: Sent, key: Buffer | string): string {
   return `v1,${createHmac('sha256', key).update(`${d.headers['webhook-id']}.${d.headers['webhook-timestamp']}.${d.body}`).digest('base64')}`;
 }
-const S = signingKey(TARGET.api_key);
+export const S = signingKey(TARGET.api_key);
 
 /** The body as `change` leaves its JSON, re-signed with the right key: only what `change` breaks is broken. */
-function rewrite(d: Sent, change: (event: any) => void): void {
+export function rewrite(d: Sent, change: (event: any) => void): void {
   const event = JSON.parse(d.body);
   change(event);
   d.body = JSON.stringify(event);
@@ -40,8 +42,11 @@ function rewrite(d: Sent, change: (event: any) => void): void {
   d.headers['webhook-signature'] = sign(d, S);
 }
 
-/** A relay in place of the suite's receiver: endpoints registered through the proxy point at it. */
-function relay(change: RelayChange): () => MutantHooks {
+/**
+ * A relay in place of the suite's receiver: endpoints registered through the proxy point at it. A
+ * receiver that hangs up gets the server hung up on too, so that its attempt records no status either.
+ */
+export function relay(change: RelayChange): () => MutantHooks {
   return () => {
     const real = new Map<string, string>();
     const seen = new Map<string, number>();
@@ -58,18 +63,17 @@ function relay(change: RelayChange): () => MutantHooks {
         const n = seen.get(id) ?? 0;
         seen.set(id, n + 1);
         change.out?.(d, n);
+        const to = real.get(req.url ?? '') ?? 'http://127.0.0.1:9/';
         try {
-          const answer = await fetch(real.get(req.url ?? '') ?? 'http://127.0.0.1:9/', {
-            method: 'POST',
-            headers: d.headers,
-            body: d.body,
-          });
-          await answer.arrayBuffer();
-          res.writeHead(change.back ? change.back(answer.status) : answer.status);
+          const invented = change.before?.(d, n);
+          if (invented) await (await fetch(to, { method: 'POST', headers: invented.headers, body: invented.body })).arrayBuffer();
+          const answer = await fetch(to, { method: 'POST', headers: d.headers, body: d.body });
+          const body = await answer.text();
+          res.writeHead(change.back ? change.back(answer.status, n) : answer.status);
+          res.end(body);
         } catch {
-          res.writeHead(502);
+          req.socket.destroy();
         }
-        res.end();
       });
       await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
       origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

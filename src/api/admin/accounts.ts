@@ -1,7 +1,7 @@
 // The caller's own access on the admin surface (docs/control-plane.md, D-67, D-68): sign in, the
 // session, sign out, and their personal access tokens.
-import { CreateAccessTokenRequest, listPage, SignInRequest } from '../../contract/admin.ts';
-import { parseBody } from '../../http/context.ts';
+import { CreateAccessTokenRequest, PageQuery, SignInRequest } from '../../contract/admin.ts';
+import { parseBody, parseQuery } from '../../http/context.ts';
 import { apiError } from '../../core/api-errors.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { AccountService } from '../../services/admin/accounts.ts';
@@ -71,9 +71,10 @@ export function accountRoutes(accounts: AccountService, secureCookies: boolean):
       pattern: '/tokens',
       route: {
         operationId: 'listAccessTokens',
-        summary: "D-68 The caller's personal access tokens",
+        summary: "D-68, D-173 The caller's personal access tokens, a page at a time",
+        query: PageQuery,
         ok: 'AccessTokenList',
-        handle: async (ctx) => listPage(await accounts.listTokens(ctx.admin)),
+        handle: async (ctx) => accounts.listTokens(ctx.admin, parseQuery(ctx, PageQuery)),
       },
     },
     {

@@ -3,9 +3,10 @@
 import type { Call } from '../../http/context.ts';
 import type { Origin } from '../../services/admin/accounts.ts';
 
-export function originOf(ctx: Pick<Call, 'req' | 'requestId'>): Origin {
+/** D-168: the audit's and the sign-in throttle's address is the call's (`--trust-proxy`'s one rule). */
+export function originOf(ctx: Pick<Call, 'req' | 'requestId' | 'address'>): Origin {
   return {
-    address: ctx.req.socket.remoteAddress ?? 'unknown',
+    address: ctx.address || 'unknown',
     user_agent: ctx.req.headers['user-agent'] ?? null,
     request_id: ctx.requestId,
   };

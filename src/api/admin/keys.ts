@@ -1,8 +1,8 @@
 // The team's API keys on the admin surface (docs/control-plane.md, D-70): listed redacted, created
 // and rolled (each shown once), revoked; changes are an admin's.
-import { CreateKeyRequest, listPage, RollKeyRequest } from '../../contract/admin.ts';
+import { CreateKeyRequest, PageQuery, RollKeyRequest } from '../../contract/admin.ts';
+import { parseBody, parseQuery } from '../../http/context.ts';
 import { SetKeyScenarioRequest } from '../../contract/scenarios.ts';
-import { parseBody } from '../../http/context.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { KeyService } from '../../services/admin/keys.ts';
 import type { AdminRoute } from '../rows.ts';
@@ -15,9 +15,10 @@ export function keyRoutes(keys: KeyService): RouteDef<AdminRoute>[] {
       pattern: '/keys',
       route: {
         operationId: 'listKeys',
-        summary: "D-70 The team's API keys, redacted, with their last use",
+        summary: "D-70, D-173 The team's API keys, redacted, with their last use, a page at a time",
+        query: PageQuery,
         ok: 'ApiKeyList',
-        handle: async (ctx) => listPage(await keys.list(ctx.admin)),
+        handle: async (ctx) => keys.list(ctx.admin, parseQuery(ctx, PageQuery)),
       },
     },
     {

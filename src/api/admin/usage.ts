@@ -23,7 +23,7 @@ export function usageRoutes(usage: UsageService): RouteDef<AdminRoute>[] {
       pattern: '/usage',
       route: {
         operationId: 'getUsage',
-        summary: 'D-74 Usage and credits per app per UTC day, with the balance',
+        summary: 'D-74 Usage and credits per app per UTC day, with the balance; D-157 the requests refused, per app, day and reason',
         query: UsageQuery,
         ok: 'UsageReport',
         extra: ['404'],

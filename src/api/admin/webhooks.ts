@@ -5,14 +5,16 @@ import { listPage } from '../../contract/admin.ts';
 import {
   CreateWebhookEndpointRequest,
   DeliveriesQuery,
+  RedeliverFailedRequest,
   RedeliverRequest,
+  TestWebhookRequest,
   UpdateWebhookEndpointRequest,
   WebhookEndpointsQuery,
   WebhookListenQuery,
 } from '../../contract/admin-webhooks.ts';
 import { parseBody, parseQuery } from '../../http/context.ts';
 import type { RouteDef } from '../../http/router.ts';
-import type { EndpointService } from '../../services/webhooks/endpoints.ts';
+import { type EndpointService, REDELIVER_BATCH } from '../../services/webhooks/endpoints.ts';
 import { type ListenSource, listen } from '../../services/webhooks/listen.ts';
 import type { AdminContext, AdminRoute } from '../rows.ts';
 import { originOf } from './common.ts';
@@ -68,11 +70,11 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
       pattern: '/webhook_endpoints',
       route: {
         operationId: 'createWebhookEndpoint',
-        summary: 'D-81 A new endpoint of an app; its URL checked by D-82',
+        summary: 'D-81 A new endpoint of an app; its URL checked by D-82; at most `--webhook-endpoints-per-app` (D-169)',
         body: 'CreateWebhookEndpointRequest',
         ok: 'WebhookEndpoint',
         adminOnly: true,
-        extra: ['404'],
+        extra: ['404', '409'],
         handle: async (ctx) => hooks.create(ctx.admin, await parseBody(ctx, CreateWebhookEndpointRequest), originOf(ctx)),
       },
     },
@@ -113,6 +115,19 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
       },
     },
     {
+      method: 'POST',
+      pattern: '/webhook_endpoints/:endpoint_id/test',
+      route: {
+        operationId: 'testWebhookEndpoint',
+        summary:
+          'D-129 Send the endpoint a synthetic, signed test event (`"test": true`), optionally twice with one `webhook-id`, two out of order, or later',
+        body: 'TestWebhookRequest',
+        ok: 'WebhookTest',
+        adminOnly: true,
+        handle: async (ctx) => hooks.test(ctx.admin, ctx.params.endpoint_id!, await parseBody(ctx, TestWebhookRequest), originOf(ctx)),
+      },
+    },
+    {
       method: 'DELETE',
       pattern: '/webhook_endpoints/:endpoint_id',
       route: {
@@ -134,11 +149,25 @@ function deliveryRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
       pattern: '/webhook_deliveries',
       route: {
         operationId: 'listWebhookDeliveries',
-        summary: 'D-87 The delivery log, newest first, each delivery with its attempts',
+        summary:
+          'D-87 The delivery log, newest first, each delivery with its attempts; D-156: `failed=true` keeps the failed ones, `since` the recent ones',
         query: DeliveriesQuery,
         ok: 'WebhookDeliveryList',
         extra: ['404'],
         handle: async (ctx) => listPage(await hooks.deliveries(ctx.admin, parseQuery(ctx, DeliveriesQuery))),
+      },
+    },
+    {
+      method: 'POST',
+      pattern: '/webhook_deliveries/redeliver',
+      route: {
+        operationId: 'redeliverFailedWebhookDeliveries',
+        summary: `D-156 Send again every delivery that ended failed since a time (at most ${REDELIVER_BATCH} a call; \`has_more\`: call again)`,
+        body: 'RedeliverFailedRequest',
+        ok: 'WebhookRedeliveryBatch',
+        adminOnly: true,
+        extra: ['404'],
+        handle: async (ctx) => hooks.redeliverFailed(ctx.admin, await parseBody(ctx, RedeliverFailedRequest), originOf(ctx)),
       },
     },
     {

@@ -1,16 +1,18 @@
 // Who may use the admin surface (docs/control-plane.md, D-65…D-69): members sign in with a password
 // for a session cookie (the dashboard) or use a personal access token (the CLI, scripts). Sessions and
 // tokens are kept only as their SHA-256; a password is checked only after the sign-in throttle allows it.
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { emailKey, listPage, type PageQueryT } from '../../contract/admin.ts';
 import type { AuditAction } from '../../contract/audit-actions.ts';
 import { checkFormat, newSecret, redacted, sha256Hex } from '../../core/api-keys.ts';
-import type { AccessTokenRecordT, ControlDocT, MemberT } from '../../core/control.ts';
+import { type AccessTokenRecordT, type ControlDocT, costOf, type MemberT } from '../../core/control.ts';
 import { newId } from '../../core/ids.ts';
 import type { AdminCaller } from '../../core/callers.ts';
 import { apiError } from '../../core/api-errors.ts';
 import { type AuditDraft, type ControlPlane, SESSION_IDLE_MS, SESSION_MAX_AGE_MS, sessionSecret } from '../../store/control.ts';
 import { hashPool } from './hashing.ts';
-import { teamRecord } from './team.ts';
+import { type TeamCaps, checkCap } from './caps.ts';
+import { pageOf, teamRecord } from './team.ts';
 import { SignInThrottle, signInRules } from './throttle.ts';
 
 /** Where a request came from, for the audit log (D-75) and the throttle (D-69). */
@@ -78,6 +80,7 @@ export class AccountService {
     private readonly control: ControlPlane,
     /** D-66: log2 of scrypt's N for the dummy work of an unknown email (tests lower it). */
     private readonly hashCost: number,
+    private readonly caps: TeamCaps,
     private readonly now: () => number = Date.now,
   ) {
     this.throttle = new SignInThrottle(control.signInFailures, now);
@@ -85,10 +88,11 @@ export class AccountService {
 
   /** D-67, D-69: a new session for a right password, or 401 (the same words for an unknown email) or 429. */
   async signIn(email: string, password: string, origin: Origin) {
-    const member = this.control.read().members.find((m) => m.email === email);
+    const members = this.control.read().members;
+    const member = accountOf(members, email);
     // D-165: the failure is counted before the password is checked; D-166: the check waits in the hashing pool.
     const checked = await this.throttle.check(signInRules(email, origin.address), () =>
-      hashPool.verify(password, member?.password_hash ?? null, this.hashCost),
+      hashPool.verify(password, member?.password_hash ?? null, nobodyCost(members, email) ?? this.hashCost),
     );
     if (checked.wait > 0) throw throttled(checked.wait, 'Too many failed sign-ins from this address');
     if (!checked.ok || !member) {
@@ -97,6 +101,8 @@ export class AccountService {
       ]);
       throw apiError('invalid_admin_credential', 'Wrong email or password.');
     }
+    // D-66: a hash of another cost is made again at the configured one, so that stored costs follow it.
+    const rehash = costOf(member.password_hash!) === this.hashCost ? null : await hashPool.hash(password, this.hashCost);
     const cookie = sessionSecret();
     const now = this.now();
     const session = {
@@ -111,6 +117,8 @@ export class AccountService {
     await this.control.apply((d) => {
       const m = d.members.find((x) => x.id === member.id);
       if (m) m.last_sign_in_at = Math.floor(now / 1000);
+      // Only over the hash just checked: a password changed meanwhile stays.
+      if (m && rehash !== null && m.password_hash === member.password_hash) m.password_hash = rehash;
       return [
         auditOf(origin, member.team_id, 'session.created', { id: member.id, email: member.email }, { type: 'member', id: member.id }),
       ];
@@ -130,7 +138,11 @@ export class AccountService {
   ): Promise<AdminCaller> {
     const bearer = /^Bearer +(\S+) *$/i.exec(authorization ?? '')?.[1];
     if (bearer !== undefined) return this.byToken(bearer);
-    const cookie = /(?:^|;\s*)parley_session=([A-Za-z0-9_-]+)/.exec(cookieHeader ?? '')?.[1];
+    const cookies = [...(cookieHeader ?? '').matchAll(/(?:^|;)\s*parley_session=([^;]*)/g)].map((m) => m[1]!.trim());
+    // D-171: two session cookies (one planted by a sibling subdomain, say) are refused, not resolved by order.
+    if (cookies.length > 1)
+      throw apiError('invalid_admin_credential', 'The request carries several parley_session cookies: clear them and sign in again.');
+    const cookie = cookies.find((c) => /^[A-Za-z0-9_-]+$/.test(c));
     if (cookie === undefined)
       throw apiError(
         'invalid_admin_credential',
@@ -209,17 +221,22 @@ export class AccountService {
       revoked_at: null,
     };
     await this.control.apply((d) => {
+      checkCap(d, this.caps, 'tokens', c.team_id, now);
       d.tokens.push(t);
       return [auditOf(origin, c.team_id, 'token.created', actorOf(c), { type: 'access_token', id: t.id }, { name: [null, name] })];
     });
     return { ...tokenView(t, null), token: text };
   }
 
-  /** A member's own tokens, not revoked. */
-  async listTokens(c: AdminCaller) {
-    const mine = this.control.read().tokens.filter((t) => t.member_id === c.member_id && t.revoked_at === null);
-    const used = await this.control.keyUse.lastUsed(mine.map((t) => t.id));
-    return mine.map((t) => tokenView(t, used.get(t.id) ?? null));
+  /** D-173: a page of a member's own tokens, not revoked, in the order they were made. */
+  async listTokens(c: AdminCaller, q: PageQueryT) {
+    const mine = this.control.read().tokens.filter((t) => t.member_id === c.member_id);
+    const page = pageOf(mine, q, (t) => t.revoked_at === null);
+    const used = await this.control.keyUse.lastUsed(page.data.map((t) => t.id));
+    return listPage(
+      page.data.map((t) => tokenView(t, used.get(t.id) ?? null)),
+      page.has_more,
+    );
   }
 
   async revokeToken(c: AdminCaller, id: string, origin: Origin): Promise<void> {
@@ -241,6 +258,26 @@ export class AccountService {
     const t = doc.teams.find((x) => x.id === id)!;
     return { id: t.id, object: 'team' as const, name: t.name };
   }
+}
+
+/**
+ * D-172: the member who signs in with `email` (an `emailKey`): of the members with that email (one a
+ * team), the oldest with a password; else the first, whose failure the audit names.
+ */
+export function accountOf(members: readonly MemberT[], email: string): MemberT | undefined {
+  const all = members.filter((m) => emailKey(m.email) === email);
+  return all.find((m) => m.password_hash !== null) ?? all[0];
+}
+
+/**
+ * D-66: the cost at which an email without an account is checked: that of a stored hash, chosen by
+ * the email (the same email always costs the same, as an account does), so that the time of the answer
+ * is one an account's could be whatever costs the stored hashes have; undefined when none is stored.
+ */
+export function nobodyCost(members: readonly MemberT[], email: string): number | undefined {
+  const hashes = members.flatMap((m) => (m.password_hash === null ? [] : [m.password_hash]));
+  if (hashes.length === 0) return undefined;
+  return costOf(hashes[createHash('sha256').update(email).digest().readUInt32BE(0) % hashes.length]!);
 }
 
 /** D-69: the 429 of a check refused for `waitMs`, its Retry-After in whole seconds. */

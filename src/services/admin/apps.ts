@@ -9,6 +9,7 @@ import type { AdminCaller } from '../../core/callers.ts';
 import { invalidRequest } from '../../core/api-errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
+import { type TeamCaps, checkCap } from './caps.ts';
 import { teamApp } from './team.ts';
 
 /** What the apps service checks a change against: the knowledge bases there are, and whether an agent's settings make an engine. */
@@ -116,6 +117,7 @@ export class AppAdminService {
   constructor(
     private readonly control: ControlPlane,
     private readonly agents: AgentCatalogue,
+    private readonly caps: TeamCaps,
   ) {}
 
   list(c: AdminCaller) {
@@ -132,6 +134,7 @@ export class AppAdminService {
   async create(c: AdminCaller, req: UpdateAppRequestT & { name: string }, origin: Origin) {
     let id = '';
     const doc = await this.control.apply((d) => {
+      checkCap(d, this.caps, 'apps', c.team_id, 0);
       const app = newApp(c.team_id, req.name, defaultPlan(d, c.team_id));
       id = app.id;
       this.applyChange(d, app, req);

@@ -1,13 +1,15 @@
 // A team's API keys on the admin surface (docs/control-plane.md, D-70): list, create (the key shown
 // once), roll (a new key at once, the old one until its grace period ends) and revoke (refused at once).
 // Keys are kept as their SHA-256; a new secret key keeps its webhook signing secret from creation.
+import { KEY_LIFETIME_S, listPage, type PageQueryT } from '../../contract/admin.ts';
 import { newSecret, redacted, sha256Hex, webhookSigningKey } from '../../core/api-keys.ts';
 import { newId } from '../../core/ids.ts';
 import type { KeyT } from '../../core/tenants.ts';
 import type { AdminCaller } from '../../core/callers.ts';
 import type { AuditDraft, ControlPlane } from '../../store/control.ts';
 import { actorOf, auditOf, type Origin } from './accounts.ts';
-import { teamRecord } from './team.ts';
+import { type TeamCaps, checkCap } from './caps.ts';
+import { pageOf, teamRecord } from './team.ts';
 import { disableUnsigned } from '../webhooks/signing-keys.ts';
 import type { ScriptT } from '../../contract/scenarios.ts';
 
@@ -16,6 +18,15 @@ const created = (k: KeyT) => ({ name: [null, k.name], type: [null, k.type], reda
 
 /** D-70: a rolled key keeps working this long unless told otherwise. */
 export const DEFAULT_ROLL_GRACE_S = 86_400;
+
+/**
+ * D-174: the lifetime a successor inherits: its predecessor's, from creation to expiry (a rolled key's
+ * is its successor's, since its own expiry became the grace's end); null for a key that never expires.
+ */
+function lifetimeOf(k: KeyT): number | null {
+  if (k.expires_at === null) return null;
+  return Math.min(KEY_LIFETIME_S.max, Math.max(KEY_LIFETIME_S.min, k.expires_at - k.created_at));
+}
 
 export function keyView(k: KeyT, lastUsed: number | null) {
   return {
@@ -36,13 +47,21 @@ export function keyView(k: KeyT, lastUsed: number | null) {
 export class KeyService {
   constructor(
     private readonly control: ControlPlane,
+    private readonly caps: TeamCaps,
     private readonly now: () => number = Date.now,
   ) {}
 
-  async list(c: AdminCaller) {
-    const keys = this.control.read().keys.filter((k) => k.team_id === c.team_id);
-    const used = await this.control.keyUse.lastUsed(keys.map((k) => k.id));
-    return keys.map((k) => keyView(k, used.get(k.id) ?? null));
+  /** D-173: a page of the team's keys, revoked ones too, in the order they were made. */
+  async list(c: AdminCaller, q: PageQueryT) {
+    const page = pageOf(
+      this.control.read().keys.filter((k) => k.team_id === c.team_id),
+      q,
+    );
+    const used = await this.control.keyUse.lastUsed(page.data.map((k) => k.id));
+    return listPage(
+      page.data.map((k) => keyView(k, used.get(k.id) ?? null)),
+      page.has_more,
+    );
   }
 
   private make(c: AdminCaller, type: KeyT['type'], name: string, expiresAt: number | null): { key: KeyT; text: string } {
@@ -70,6 +89,7 @@ export class KeyService {
     const now = Math.floor(this.now() / 1000);
     const { key, text } = this.make(c, req.type, req.name, req.expires_in_seconds ? now + req.expires_in_seconds : null);
     await this.control.apply((d) => {
+      checkCap(d, this.caps, 'keys', c.team_id, now);
       d.keys.push(key);
       return [auditOf(origin, c.team_id, 'key.created', actorOf(c), { type: 'api_key', id: key.id }, created(key))];
     });
@@ -87,7 +107,8 @@ export class KeyService {
     let made: { key: KeyT; text: string } | undefined;
     await this.control.apply((d) => {
       const old = this.own(d.keys, c, id);
-      made = this.make(c, old.type, old.name, null);
+      const lifetime = lifetimeOf(old.rolled_to === null ? old : (d.keys.find((k) => k.id === old.rolled_to) ?? old));
+      made = this.make(c, old.type, old.name, lifetime === null ? null : now + lifetime);
       const until = now + grace;
       const before = old.expires_at;
       old.expires_at = old.expires_at === null ? until : Math.min(old.expires_at, until);

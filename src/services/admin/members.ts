@@ -2,7 +2,7 @@
 // password, or with a one-time set-password link), change a role, remove; the last admin of a team
 // cannot be removed or demoted; an invited member sets a password with the link's token; a signed-in
 // member changes their own password. Removing a member ends their sessions and tokens at once.
-import type { AdminMemberAddedT } from '../../contract/admin.ts';
+import { type AdminMemberAddedT, emailKey } from '../../contract/admin.ts';
 import { sha256Hex } from '../../core/api-keys.ts';
 import type { ControlDocT, MemberT } from '../../core/control.ts';
 import { newId } from '../../core/ids.ts';
@@ -11,6 +11,7 @@ import { apiError, invalidRequest } from '../../core/api-errors.ts';
 import { type ControlPlane, sessionSecret } from '../../store/control.ts';
 import { actorOf, auditOf, memberView, type Origin, throttled } from './accounts.ts';
 import { hashPool } from './hashing.ts';
+import { type TeamCaps, checkCap } from './caps.ts';
 import { teamRecord } from './team.ts';
 import { passwordChangeRules, SignInThrottle } from './throttle.ts';
 
@@ -26,6 +27,8 @@ export const INVITE_PAGE_PATH = '/dashboard#/invite/';
 export interface MemberServiceOptions {
   /** D-66: log2 of scrypt's N for new hashes. */
   hashCost: number;
+  /** D-173 */
+  caps: TeamCaps;
   /** D-72: an invitation's link opens the dashboard (served, D-95), else names the admin route. */
   dashboard?: boolean;
   now?: () => number;
@@ -72,8 +75,10 @@ export class MemberService {
       last_sign_in_at: null,
     };
     await this.control.apply((d) => {
-      if (d.members.some((m) => m.email === member.email))
-        throw apiError('email_taken', `A member with the email ${member.email} exists already.`, { param: 'email' });
+      // D-172: only the caller's own team is looked at; whether another team has the email is never said.
+      if (d.members.some((m) => m.team_id === c.team_id && emailKey(m.email) === member.email))
+        throw apiError('email_taken', `${member.email} is a member of this team already.`, { param: 'email' });
+      checkCap(d, this.o.caps, 'members', c.team_id, nowS);
       d.members.push(member);
       return [
         auditOf(
@@ -122,6 +127,11 @@ export class MemberService {
           'token',
           'invalid_value',
         );
+      // D-172: the one who holds the link holds the email, and may learn that it has an account.
+      if (d.members.some((x) => x.id !== m.id && x.password_hash !== null && emailKey(x.email) === emailKey(m.email)))
+        throw apiError('email_taken', `${m.email} has an account already: sign in with it, or ask for an invitation to another email.`, {
+          param: 'token',
+        });
       return m;
     };
     const id = invited(this.control.read()).id;

@@ -1,11 +1,12 @@
-// D-74 on the admin surface: the team's usage and credits per app per UTC day, and its balance this
-// month. Reads only, a viewer's too; another team's app is 404, as everywhere on /admin/v1 (D-65).
+// D-74 on the admin surface: the team's usage and credits per app per UTC day, its requests refused
+// for credits, a rate limit or the storage quota (D-157), and its balance this month. Reads only, a viewer's too; another team's app is 404, as everywhere on /admin/v1 (D-65).
 import type { z } from 'zod';
 import type { CreditBalanceT, UsageQuery, UsageReportT } from '../../contract/admin.ts';
 import { creditsOf, dateOf, dayOf, dayOfDate, monthOf } from '../../core/credits.ts';
 import type { AdminCaller } from '../../core/callers.ts';
 import { invalidRequest } from '../../core/api-errors.ts';
 import type { ControlPlane } from '../../store/control.ts';
+import type { RefusalLedger } from '../../store/refusals.ts';
 import type { CreditService } from '../credits.ts';
 import { teamApp } from './team.ts';
 
@@ -16,6 +17,7 @@ export class UsageService {
   constructor(
     private readonly control: ControlPlane,
     private readonly credits: CreditService,
+    private readonly refusals: Pick<RefusalLedger, 'days'>,
   ) {}
 
   /** Usage per app per UTC day over the asked span (by default the current month up to today), with the balance. */
@@ -31,7 +33,8 @@ export class UsageService {
       throw invalidRequest(`since (${dateOf(since)}) must not be after until (${dateOf(until)}).`, 'since', 'invalid_value');
     if (until - since + 1 > MAX_USAGE_DAYS)
       throw invalidRequest(`One answer covers at most ${MAX_USAGE_DAYS} days; ask for a shorter span.`, 'until', 'invalid_value');
-    const rows = await this.credits.days(q.app_id === undefined ? teamApps : [q.app_id], since, until);
+    const apps = q.app_id === undefined ? teamApps : [q.app_id];
+    const [rows, refused] = await Promise.all([this.credits.days(apps, since, until), this.refusals.days(apps, since, until)]);
     return {
       object: 'usage',
       since: dateOf(since),
@@ -45,6 +48,7 @@ export class UsageService {
         total_tokens: r.input_tokens + r.output_tokens,
         credits: creditsOf(r.millicredits),
       })),
+      refused: refused.map((r) => ({ app_id: r.app_id, date: dateOf(r.day), reason: r.reason, requests: r.n })),
       balance: await this.balance(c),
     };
   }

@@ -20,11 +20,14 @@ export class ResponseLookup {
     return trace;
   }
 
-  /** D-32: the Response as it is now: `in_progress` with the output so far, then as it ended. */
-  async lookup(appId: string, id: string): Promise<LiveResponseT> {
+  /**
+   * D-32: the Response as it is now: `in_progress` with the output so far, then as it ended. `asExpired`
+   * (the `cursor-expired` scenario, D-124): read as past its events' hour, from the conversation.
+   */
+  async lookup(appId: string, id: string, asExpired = false): Promise<LiveResponseT> {
     const trace = await this.traceOf(appId, id);
     const head = { id, created_at: trace.start.created_at, conversation_id: trace.start.conversation_id };
-    if (trace.events) {
+    if (trace.events && !asExpired) {
       const r = foldEvents(trace.events);
       if (!trace.ended || r.status === 'in_progress') return responseOf(head, r.output, { status: 'in_progress' });
       return responseOf(head, r.output, r);
@@ -37,11 +40,12 @@ export class ResponseLookup {
 
   /**
    * D-32: the events after `after`, as first sent, then the live ones to the terminal one, numbered
-   * from `after + 1` with `id:` lines. Ends early if the client leaves.
+   * from `after + 1` with `id:` lines. Ends early if the client leaves. `asExpired` (the `cursor-expired`
+   * scenario, D-124): answered as past their hour.
    */
-  async resume(appId: string, id: string, after: number, signal: AbortSignal): Promise<EventStream> {
+  async resume(appId: string, id: string, after: number, signal: AbortSignal, asExpired = false): Promise<EventStream> {
     const trace = await this.traceOf(appId, id);
-    if (!trace.events) throw expired(id);
+    if (!trace.events || asExpired) throw expired(id);
     const events = this.store.responses.follow(id, after, signal);
     const guarded = (async function* () {
       try {
@@ -64,7 +68,7 @@ export class ResponseLookup {
     if (!trace.ended && trace.events) {
       const seen = trace.events.length - 1;
       await this.store.responses.requestCancel(id);
-      // Waits for the terminal event, wherever the response is produced.
+      // Waits for the terminal event, wherever the response is produced: once answered, no text follows (D-33).
       for await (const _ of this.store.responses.follow(id, seen));
     }
     return this.lookup(appId, id);

@@ -8,6 +8,8 @@ import { EventStream } from '../../core/answers.ts';
 import { countTokens, estimateInputTokens } from '../../engines/text.ts';
 import { ModelError, type ChatMessage, type ModelEngine, type ModelRequest } from '../../engines/types.ts';
 import { newId } from '../../core/ids.ts';
+import { type Scenario, shapesModel } from '../../core/scenario.ts';
+import { ScenarioPlay } from './scenario-pacing.ts';
 import { emptyResponse, foldEvent } from './response-fold.ts';
 import { STOPS, stopError } from './stops.ts';
 import { runTool, type ToolBox } from '../tools.ts';
@@ -24,6 +26,8 @@ export interface RunOptions {
   request: ModelRequest;
   tools: ToolBox;
   signal: AbortSignal;
+  /** D-120: the request's scenario; its model directives shape the events (./scenario-pacing.ts). */
+  scenario?: Scenario;
   /** Called once the output is final, before the terminal event: persistence goes here. */
   finish(run: ResponseRun): Promise<void>;
   /** Told about failures that are not the model's (bugs), which the response only names vaguely. */
@@ -57,8 +61,12 @@ export class ResponseRun {
   private open: number | undefined;
   /** The model turn under way, until its `done` brings the real token counts. */
   private turn: Turn | undefined;
+  /** D-124: the scenario's model directives, when the request carries any. */
+  private readonly play: ScenarioPlay | undefined;
 
-  constructor(private readonly opts: RunOptions) {}
+  constructor(private readonly opts: RunOptions) {
+    this.play = opts.scenario && shapesModel(opts.scenario) ? new ScenarioPlay(opts.scenario) : undefined;
+  }
 
   get id(): string {
     return this.opts.id;
@@ -104,7 +112,13 @@ export class ResponseRun {
     }
     try {
       try {
-        for (let r = await first; !r.done; r = await rounds.next()) yield r.value;
+        const play = this.play;
+        play?.handedOut();
+        await play?.firstToken(o.signal);
+        for (let r = await first; !r.done; r = await rounds.next()) {
+          yield r.value;
+          play?.handedOut();
+        }
       } finally {
         // Leaving early ends the model's round too.
         await rounds.return(undefined);
@@ -166,8 +180,10 @@ export class ResponseRun {
         if (e.type === 'text') {
           if (!e.delta) continue;
           turn.said += e.delta;
-          yield this.textDelta(e.delta);
+          if (!this.play) yield this.textDelta(e.delta);
+          else for await (const piece of this.play.paced(e.delta, o.signal)) yield this.textDelta(piece);
         } else if (e.type === 'tool_call') {
+          yield* this.heldText();
           const call = { call_id: newId('call'), name: e.call.name, arguments: e.call.arguments };
           calls.push(call);
           turn.calls += call.arguments;
@@ -181,11 +197,18 @@ export class ResponseRun {
           throw new ModelError(e.code, e.message);
         }
       }
+      yield* this.heldText();
       if (calls.length === 0) return;
       // The assistant's turn goes before its tool results, as chat models expect.
       const firstTool = messages.length - calls.length;
       messages.splice(firstTool, 0, { role: 'assistant', content: turn.said, tool_calls: calls });
     }
+  }
+
+  /** D-124: the text a scenario's `chunk` still holds back, before anything but text follows. */
+  private *heldText(): Generator<UnsequencedEvent> {
+    const rest = this.play?.rest();
+    if (rest) yield this.textDelta(rest);
   }
 
   // The events are made one at a time, each once the one before is folded into `output`: an item's

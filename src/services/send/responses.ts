@@ -15,6 +15,7 @@ import {
   type UnsequencedEvent,
 } from '../../contract/index.ts';
 import type { IdempotencyClaim } from '../../core/claims.ts';
+import type { Scenario } from '../../core/scenario.ts';
 import { unixNow } from '../../core/clock.ts';
 import { newId } from '../../core/ids.ts';
 import type { AppT } from '../../core/tenants.ts';
@@ -57,6 +58,8 @@ export interface StartOptions {
   claim?: IdempotencyClaim;
   /** A widget visitor's, within the widget's share of the quota and its own cap of detached replies (D-92). */
   widget?: boolean;
+  /** D-120: the request's scenario, whose model directives shape the reply's events. */
+  scenario?: Scenario;
 }
 
 /** A response this process produces. */
@@ -138,7 +141,7 @@ export class ResponseService {
     record: ConversationRecord,
     body: SendMessageRequestT,
     requestSignal: AbortSignal,
-    { claim, widget = false }: StartOptions,
+    { claim, widget = false, scenario }: StartOptions,
     leave: () => void,
   ): Promise<StartedResponse> {
     const id = newId('response');
@@ -182,6 +185,7 @@ export class ResponseService {
       request: this.agent.request(app, 'response', tools, messages, metadata, false),
       tools,
       signal: stop.signal,
+      scenario,
       onUnexpected: (err) => this.log.error({ err, response_id: id }, 'response failed unexpectedly'),
       finish: (r) => this.saves.finish(r, stop.signal, save),
     });
@@ -305,14 +309,14 @@ export class ResponseService {
     return (await this.lookups.traceOf(appId, id)).start.conversation_id;
   }
 
-  /** D-32: the Response as it is now (response-lookup.ts). */
-  lookup(appId: string, id: string): Promise<LiveResponseT> {
-    return this.lookups.lookup(appId, id);
+  /** D-32: the Response as it is now (response-lookup.ts); `asExpired`: as past its events' hour (D-36, D-124). */
+  lookup(appId: string, id: string, asExpired = false): Promise<LiveResponseT> {
+    return this.lookups.lookup(appId, id, asExpired);
   }
 
-  /** D-32: the events after `after`, then the live ones (response-lookup.ts). */
-  resume(appId: string, id: string, after: number, signal: AbortSignal): Promise<EventStream> {
-    return this.lookups.resume(appId, id, after, signal);
+  /** D-32: the events after `after`, then the live ones (response-lookup.ts); `asExpired`: 410 (D-36, D-124). */
+  resume(appId: string, id: string, after: number, signal: AbortSignal, asExpired = false): Promise<EventStream> {
+    return this.lookups.resume(appId, id, after, signal, asExpired);
   }
 
   /** D-33: stops a running response and returns it once saved (response-lookup.ts). */

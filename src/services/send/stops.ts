@@ -32,6 +32,8 @@ export const STOPS = {
     message:
       'The response stopped because the database was out of reach; it is saved as failed once the database is back. Retry the message.',
   },
+  /** D-124: the `fail-after` directive of the request's scenario (docs/scenarios.md). */
+  scripted: { type: 'server_error', code: 'scripted_fault', message: 'The response failed as its scenario asked (fail-after).' },
   /** A bug: the details stay in the log. */
   failed: { type: 'internal_error', code: 'internal_error', message: 'The response failed because of an unexpected server error.' },
   /**
@@ -62,6 +64,8 @@ export class StopReason extends Error {
 /** D-17, D-19 (revised by D-34): the error a run that failed carries; internals stay in the log. */
 export function stopError(err: unknown, signal: AbortSignal): ResponseErrorT {
   if (signal.aborted) return signal.reason instanceof StopReason ? signal.reason.error : STOPS.disconnected;
+  // A stop the run gave itself (a scenario's scripted fault, D-124).
+  if (err instanceof StopReason) return err.error;
   if (err instanceof ModelError) return { type: 'model_error', code: err.code, message: err.message };
   return STOPS.failed;
 }

@@ -1,9 +1,10 @@
 // D-82: where webhooks may be sent. A URL's host is checked when the endpoint is saved and the address
 // its name resolves to again when connecting (a name can point anywhere later), so that an endpoint
 // cannot make Parley reach its own network: loopback, private, link-local, metadata and the other
-// special ranges are refused unless a setting allows them. Decimal, hex and octal IPv4 forms are
-// normalised by the WHATWG URL parser before they get here; IPv4-mapped and NAT64 IPv6 addresses are
-// judged by the IPv4 address they carry.
+// special ranges are refused unless a setting allows them (loopback in local development only, D-170).
+// Decimal, hex and octal IPv4 forms are normalised by the WHATWG URL parser before they get here;
+// IPv4-mapped, IPv4-translated and NAT64 IPv6 addresses are judged by the IPv4 address they carry; a
+// `localhost` name is this host's loopback, never asked of the system's look-up (RFC 6761).
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 
@@ -15,7 +16,7 @@ export type Resolver = (host: string) => Promise<Array<{ address: string; family
 export const systemResolver: Resolver = (host) => lookup(host, { all: true, verbatim: true });
 
 export interface AddressPolicy {
-  /** Loopback allowed (D-82: by default only while Parley itself listens on loopback). */
+  /** Loopback allowed (D-170: in local development only, see addressPolicy). */
   allowLoopback: boolean;
   /** Every non-public address allowed (`--webhook-allow-private`): an endpoint on the team's own network. */
   allowPrivate: boolean;
@@ -69,6 +70,12 @@ function classifyV4([a, b, c, d]: number[]): AddressClass {
   return 'public';
 }
 
+/** An IPv4 address carried in a special IPv6 form: its own class, `reserved` when that is public. */
+function specialV4(v4: number[]): AddressClass {
+  const kind = classifyV4(v4);
+  return kind === 'public' ? 'reserved' : kind;
+}
+
 /** What kind of address `ip` (an IPv4 or IPv6 literal) is. */
 export function classifyAddress(ip: string): AddressClass {
   const family = isIP(ip.replace(/^\[|\]$/g, '').replace(/%.*$/, ''));
@@ -76,9 +83,15 @@ export function classifyAddress(ip: string): AddressClass {
   const b = family === 6 ? ipv6Bytes(ip) : null;
   if (!b) return 'reserved';
   const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
-  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible, deprecated) and 64:ff9b::/96 (NAT64) carry an IPv4 address.
-  if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return classifyV4(b.slice(12));
+  // ::ffff:0:0/96 (mapped) and ::ffff:0:0:0/96 (translated) carry an IPv4 address: a public one written
+  // so is still special (a host's own IPv4 written for a dual-stack socket, never an endpoint's address).
+  const mapped = zero(0, 10) && b[10] === 0xff && b[11] === 0xff;
+  const translated = zero(0, 8) && b[8] === 0xff && b[9] === 0xff && zero(10, 12);
+  if (mapped || translated) return specialV4(b.slice(12));
+  // 64:ff9b::/96, NAT64's well-known prefix, reaches the IPv4 address it carries; 64:ff9b:1::/48 is a
+  // network's own translator (local use, RFC 8215).
   if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return classifyV4(b.slice(12));
+  if (b[0] === 0 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && b[4] === 0 && b[5] === 1) return 'private';
   if (zero(0, 15) && b[15] === 1) return 'loopback';
   if (zero(0, 12)) return 'reserved';
   // fd00:ec2::254, the AWS metadata service over IPv6.
@@ -98,10 +111,7 @@ export function refusalOf(ip: string, policy: AddressPolicy): string | null {
   if (kind === 'public') return null;
   if (kind === 'loopback' && (policy.allowLoopback || policy.allowPrivate)) return null;
   if (kind !== 'loopback' && policy.allowPrivate) return null;
-  const setting =
-    kind === 'loopback'
-      ? 'loopback is allowed while Parley listens on loopback, or with --webhook-allow-private'
-      : 'allowed only with --webhook-allow-private';
+  const setting = kind === 'loopback' ? LOOPBACK_RULE : 'allowed only with --webhook-allow-private';
   return `${ip} is a ${kind} address (${setting})`;
 }
 
@@ -116,9 +126,27 @@ export function isLocalName(hostname: string): boolean {
   return h === 'localhost' || h.endsWith('.localhost');
 }
 
-/** Whether Parley's own listening host is loopback (D-82's default for loopback endpoints). */
+/** Whether Parley's own listening host is loopback. */
 export function listensOnLoopback(host: string): boolean {
   return isLocalName(host) || (isAddressLiteral(host) && classifyAddress(host) === 'loopback');
+}
+
+/** D-170, as a refusal says it (the dashboard's and the CLI's hints say the same). */
+export const LOOPBACK_RULE =
+  'loopback is allowed only in local development (Parley on loopback, no --public-url), or with --webhook-allow-private';
+
+/**
+ * D-170: the addresses endpoints may have. Loopback is local development's only: Parley listening on
+ * loopback with no `--public-url` (one means others reach it, e.g. through a TLS proxy on the same
+ * host, where loopback is the host's own services); `--webhook-allow-private` allows every address.
+ */
+export function addressPolicy(listenHost: string, publicUrl: string | null | undefined, allowPrivate: boolean): AddressPolicy {
+  return { allowLoopback: listensOnLoopback(listenHost) && !publicUrl, allowPrivate };
+}
+
+/** `host`'s addresses: a `localhost` name's are loopback's, whatever the system's look-up would say (RFC 6761). */
+export function addressesOf(host: string, resolve: Resolver): Promise<Array<{ address: string; family: number }>> {
+  return isLocalName(host) ? Promise.resolve([{ address: '127.0.0.1', family: 4 }]) : resolve(host);
 }
 
 /**
@@ -138,11 +166,10 @@ export async function checkEndpointUrl(url: string, policy: AddressPolicy, resol
   if (u.hash) return 'must not have a fragment';
   const host = u.hostname.replace(/^\[|\]$/g, '');
   if (isAddressLiteral(host)) return refusalOf(host, policy);
-  if (isLocalName(host)) return refusalOf('127.0.0.1', policy) && `${host} is loopback (allowed while Parley listens on loopback)`;
-  if (!resolve) return null;
+  if (!resolve && !isLocalName(host)) return null;
   let addresses: Array<{ address: string }>;
   try {
-    addresses = await resolve(host);
+    addresses = await addressesOf(host, resolve ?? systemResolver);
   } catch {
     return null;
   }

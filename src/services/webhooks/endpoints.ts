@@ -14,6 +14,8 @@ import { actorOf, auditOf, type Origin } from '../admin/accounts.ts';
 import { ownedBy, teamApp, teamRecord } from '../admin/team.ts';
 import { type AddressPolicy, checkEndpointUrl, type Resolver } from './addresses.ts';
 import { chosenSigningKey } from './signing-keys.ts';
+import { type TeamCaps, checkCap } from '../admin/caps.ts';
+import { type TestRequest, testEvents } from './test-events.ts';
 
 /** The endpoint as the admin surface shows it; `keys` and `nowS` say its signing key's state (D-150). */
 export function endpointView(e: WebhookEndpointT, keys: readonly KeyT[], nowS: number) {
@@ -52,14 +54,21 @@ export function deliveryView(event: OutboxEvent, d: Delivery, attempts: Attempt[
   };
 }
 
+/** D-156: the deliveries one "redeliver every failed" call sends again at most (a list's page). */
+export const REDELIVER_BATCH = 100;
+
 export class EndpointService {
   constructor(
     private readonly control: ControlPlane,
     private readonly outbox: WebhookOutbox,
     private readonly policy: AddressPolicy,
     private readonly resolve: Resolver,
+    /** D-173 */
+    private readonly caps: TeamCaps,
     /** Told of a redeliver, so that the worker looks at once. */
-    private readonly kick: () => void = () => {},
+    private readonly kick: () => void,
+    /** D-169: the most endpoints an app may have (`--webhook-endpoints-per-app`). */
+    private readonly perApp: number,
   ) {}
 
   list(c: AdminCaller, appId?: string) {
@@ -109,7 +118,15 @@ export class EndpointService {
     };
     const doc = await this.control.apply((d) => {
       // Chosen again on the latest document: a key revoked meanwhile is refused, never registered.
+      checkCap(d, this.caps, 'webhookEndpoints', c.team_id, now);
       e.signing_key_id = chosenSigningKey(d, c, req.signing_key_id, now).id;
+      // D-169: counted inside the change, so that endpoints created at once cannot pass the cap together.
+      if (d.webhook_endpoints.filter((x) => x.app_id === req.app_id).length >= this.perApp)
+        throw apiError(
+          'limit_reached',
+          `App ${req.app_id} has ${this.perApp} webhook endpoints, the most an app may have (--webhook-endpoints-per-app, WEBHOOK_ENDPOINTS_PER_APP). Delete one first.`,
+          { param: 'app_id' },
+        );
       d.webhook_endpoints.push(e);
       const changes = { url: [null, e.url], events: [null, e.events], signing_key_id: [null, e.signing_key_id] } as Record<
         string,
@@ -171,12 +188,15 @@ export class EndpointService {
     return { id, object: 'webhook_endpoint' as const, deleted: true as const };
   }
 
-  async deliveries(c: AdminCaller, q: { endpoint_id?: string; event_id?: string; limit?: number }) {
+  async deliveries(c: AdminCaller, q: { endpoint_id?: string; event_id?: string; limit?: number; failed?: 'true'; since?: number }) {
     if (q.endpoint_id) this.own(this.control.read().webhook_endpoints, c, q.endpoint_id);
     const rows = await this.outbox.deliveries({
       team_id: c.team_id,
       endpoint_id: q.endpoint_id,
       event_id: q.event_id,
+      // D-156: the log's filter counts a delivery waiting to retry after a failure as failed.
+      failed: q.failed ? 'or-retrying' : undefined,
+      since: q.since,
       limit: q.limit ?? 20,
     });
     return rows.map((r) => ({ ...deliveryView(r.event, r.delivery, r.attempts), attempt_log: r.attempts.map(attemptView) }));
@@ -184,6 +204,32 @@ export class EndpointService {
 
   async event(c: AdminCaller, id: string): Promise<OutboxEvent> {
     return ownedBy(await this.outbox.event(id), c, id, { what: 'Event', param: 'event_id' });
+  }
+
+  /**
+   * D-129: synthetic test events sent to the endpoint alone (whatever types it asked for; a disabled one
+   * records them `skipped`, D-86), audited; the worker signs and sends them as any other.
+   */
+  async test(c: AdminCaller, id: string, req: TestRequest, origin: Origin) {
+    const endpoint = this.own(this.control.read().webhook_endpoints, c, id);
+    const now = Date.now();
+    const events = testEvents(endpoint, req, now);
+    await this.outbox.add(events);
+    const ids = events.map((e) => e.id);
+    const changes = { type: [null, req.type], events: [null, ids] } as Record<string, [unknown, unknown]>;
+    await this.control.audit.append([
+      auditOf(origin, c.team_id, 'webhook_endpoint.tested', actorOf(c), { type: 'webhook_endpoint', id }, changes),
+    ]);
+    this.kick();
+    const sends = req.duplicate ? 2 : 1;
+    return {
+      object: 'webhook_test' as const,
+      endpoint_id: id,
+      type: req.type,
+      event_ids: ids,
+      sends,
+      due_at: Math.ceil((now + (req.delay_s ?? 0) * 1000) / 1000),
+    };
   }
 
   /** D-87: sends an event again to its endpoints (or one of them), as a new series of attempts, audited. */
@@ -198,5 +244,33 @@ export class EndpointService {
     ]);
     this.kick();
     return { object: 'webhook_redelivery', event_id: eventId, endpoints: targets, deliveries: n };
+  }
+
+  /**
+   * D-156: every delivery that ended `failed`, of events made at or after `since` (of one endpoint, or the
+   * team's), sent again as D-87's redeliver does, each event audited; at most REDELIVER_BATCH a call, the
+   * oldest last: a redelivered one is pending, so the next call goes on with the rest.
+   */
+  async redeliverFailed(c: AdminCaller, q: { since: number; endpoint_id?: string }, origin: Origin) {
+    if (q.endpoint_id) this.own(this.control.read().webhook_endpoints, c, q.endpoint_id);
+    const rows = await this.outbox.deliveries({
+      team_id: c.team_id,
+      endpoint_id: q.endpoint_id,
+      failed: 'ended',
+      since: q.since,
+      limit: REDELIVER_BATCH + 1,
+    });
+    const byEvent = new Map<string, string[]>();
+    for (const r of rows.slice(0, REDELIVER_BATCH)) byEvent.set(r.event.id, [...(byEvent.get(r.event.id) ?? []), r.delivery.endpoint_id]);
+    const now = Date.now();
+    let deliveries = 0;
+    for (const [eventId, targets] of byEvent) deliveries += await this.outbox.redeliver(eventId, targets, now);
+    await this.control.audit.append(
+      [...byEvent].map(([eventId, targets]) =>
+        auditOf(origin, c.team_id, 'webhook_event.redelivered', actorOf(c), { type: 'event', id: eventId }, { endpoints: [null, targets] }),
+      ),
+    );
+    if (deliveries > 0) this.kick();
+    return { object: 'webhook_redelivery_batch' as const, events: byEvent.size, deliveries, has_more: rows.length > REDELIVER_BATCH };
   }
 }

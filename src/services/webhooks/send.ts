@@ -6,7 +6,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { type AddressPolicy, isAddressLiteral, isLocalName, type Resolver, refusalOf } from './addresses.ts';
+import { type AddressPolicy, addressesOf, isAddressLiteral, type Resolver, refusalOf } from './addresses.ts';
 
 /** D-87: the first bytes of an answer kept in the delivery log. */
 export const RESPONSE_BYTES_KEPT = 1024;
@@ -37,10 +37,10 @@ export function retryAfterSeconds(value: string | undefined, nowMs: number): num
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
 
-/** A connection look-up that resolves with `resolve` and refuses an address the policy refuses. */
+/** A connection look-up that resolves with `resolve` (a `localhost` name: loopback) and refuses an address the policy refuses. */
 function guardedLookup(o: SendOptions): LookupFunction {
   return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    o.resolve(hostname).then(
+    addressesOf(hostname, o.resolve).then(
       (addresses) => {
         if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
         for (const a of addresses) {
@@ -106,7 +106,8 @@ export async function send(
   const done = (r: Omit<SendResult, 'duration_ms'>): SendResult => ({ ...r, duration_ms: Math.round(performance.now() - started) });
   const u = new URL(url);
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  const literal = isAddressLiteral(host) ? host : isLocalName(host) ? '127.0.0.1' : null;
+  // A name, `localhost` ones too, is judged in the connection's own look-up (guardedLookup).
+  const literal = isAddressLiteral(host) ? host : null;
   const refused = literal === null ? null : refusalOf(literal, o.policy);
   if (refused) return done({ status: null, response: '', error: `address refused: ${refused}`, retryAfterS: null });
   const deadline = started + o.timeoutMs;

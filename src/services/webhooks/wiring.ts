@@ -6,10 +6,11 @@ import type { CompletionT } from '../../contract/index.ts';
 import type { ChangeSources } from '../../store/backend.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { WebhookOutbox } from '../../store/webhooks.ts';
-import { listensOnLoopback, type Resolver, systemResolver } from './addresses.ts';
+import { addressPolicy, type Resolver, systemResolver } from './addresses.ts';
 import { EndpointService } from './endpoints.ts';
 import { WebhookEvents } from './events.ts';
 import { DeliveryWorker } from './worker.ts';
+import type { TeamCaps } from '../admin/caps.ts';
 
 export interface WebhookOptions {
   /** D-85: delays in seconds before each retry, each from the end of the attempt before it (`--webhook-retry-schedule`). */
@@ -22,12 +23,16 @@ export interface WebhookOptions {
   webhookDisableAfterMs: number;
   /** D-87: finished events and their attempts are kept this long (`--webhook-retention-days`). */
   webhookRetentionMs: number;
+  /** D-169: the most endpoints an app may have (`--webhook-endpoints-per-app`). */
+  webhookEndpointsPerApp: number;
   /** D-82: tests inject a resolver (a name mapped to a refused address, no socket opened). */
   webhookResolver?: Resolver;
   /** How often an instance looks for due deliveries besides its own wake-ups (default 1 s). */
   webhookPollMs?: number;
   /** D-83: the public origin of `url` in a payload cut short (default: where Parley listens). */
   publicUrl?: string;
+  /** D-173: the caps of each team's records (its webhook endpoints'). */
+  teamCaps: TeamCaps;
 }
 
 /** Where payload URLs point (D-83): `--public-url`, else where Parley listens, once it does. */
@@ -57,7 +62,7 @@ export function startWebhooks(
 ) {
   // D-88: live streams end when Parley starts closing (they never end by themselves).
   const closing = new AbortController();
-  const policy = { allowLoopback: listensOnLoopback(host), allowPrivate: o.webhookAllowPrivate };
+  const policy = addressPolicy(host, o.publicUrl, o.webhookAllowPrivate);
   const resolve = o.webhookResolver ?? systemResolver;
   const worker = new DeliveryWorker(outbox, control, {
     scheduleS: o.webhookRetrySchedule,
@@ -70,7 +75,7 @@ export function startWebhooks(
     retentionMs: o.webhookRetentionMs,
     log,
   });
-  const endpoints = new EndpointService(control, outbox, policy, resolve, () => worker.kick());
+  const endpoints = new EndpointService(control, outbox, policy, resolve, o.teamCaps, () => worker.kick(), o.webhookEndpointsPerApp);
   return {
     /** For the admin surface's routes (src/api/admin/webhooks.ts): endpoints, and the live stream's sources. */
     endpoints,

@@ -1,8 +1,8 @@
 // Delivering the outbox (docs/webhooks.md, D-85, D-86): at least once, each delivery leased to one
 // worker at a time (PostgreSQL: FOR UPDATE SKIP LOCKED in a short transaction; no transaction held
-// during the HTTP attempt), at most one attempt in flight per endpoint in a process so that a slow
-// endpoint delays only itself, retried on the schedule, an endpoint disabled on 410 or after failing
-// too long. The `webhook-id` stays; the timestamp and signatures are made for each attempt.
+// during the HTTP attempt), the process's slots shared fairly between teams and endpoints (D-169,
+// fair-share.ts) so that a slow endpoint delays only itself, retried on the schedule, an endpoint
+// disabled on 410 or after failing too long. The `webhook-id` stays; the timestamp and signatures are made for each attempt.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { newId } from '../../core/ids.ts';
@@ -11,6 +11,7 @@ import { signedHeaders } from '../../core/webhook-signature.ts';
 import type { ControlPlane } from '../../store/control.ts';
 import type { Claimed, Delivery, WebhookOutbox } from '../../store/webhooks.ts';
 import type { AddressPolicy, Resolver } from './addresses.ts';
+import { FairShare } from './fair-share.ts';
 import { Connections, type SendResult, send } from './send.ts';
 import { endpointSigningKeys } from '../../core/endpoint-signing.ts';
 import { disabledBySystem, disableUnsigned } from './signing-keys.ts';
@@ -30,7 +31,7 @@ export interface WorkerOptions {
   disableAfterMs: number;
   policy: AddressPolicy;
   resolve: Resolver;
-  /** Deliveries in flight at once in this process (each to a different endpoint). */
+  /** Deliveries in flight at once in this process (each to a different endpoint; a team's at most half, D-169). */
   concurrency: number;
   /** How often to look for due deliveries besides the wake-ups (other instances' events, retries). */
   pollMs: number;
@@ -42,7 +43,7 @@ export interface WorkerOptions {
 
 export class DeliveryWorker {
   private readonly owner = `w_${randomBytes(8).toString('hex')}`;
-  private readonly busy = new Set<string>();
+  private readonly share: FairShare;
   /** D-82: each endpoint's kept-alive connection. */
   private readonly connections = new Connections();
   /** The last headers signed (see headersOf). */
@@ -61,6 +62,7 @@ export class DeliveryWorker {
     private readonly o: WorkerOptions,
   ) {
     this.now = o.now ?? Date.now;
+    this.share = new FairShare(o.concurrency);
   }
 
   start(): void {
@@ -99,18 +101,24 @@ export class DeliveryWorker {
     if (now - this.lastPrune > 3_600_000) {
       this.lastPrune = now;
       await this.outbox.prune(now - this.o.retentionMs);
-      this.connections.keep(new Set(this.control.read().webhook_endpoints.map((e) => e.id)));
+      const ids = new Set(this.control.read().webhook_endpoints.map((e) => e.id));
+      this.connections.keep(ids);
+      this.share.keep(ids);
     }
-    const free = this.o.concurrency - this.busy.size;
-    if (free <= 0) return;
+    if (this.share.inFlight >= this.share.slots) return;
     // The lease outlives the attempt (bounded by its timeout) and its settling.
     const leaseMs = this.o.timeoutMs + LEASE_SLACK_MS;
-    for (const c of await this.outbox.claim(this.owner, now, free, leaseMs, this.busy)) {
-      this.busy.add(c.delivery.endpoint_id);
+    for (const c of await this.outbox.claim(this.owner, now, leaseMs, (due) => this.share.pick(due))) {
+      const endpointId = c.delivery.endpoint_id;
+      this.share.start(endpointId, c.event.team_id);
+      let struggling: boolean | undefined;
       const p = this.deliver(c)
+        .then((s) => {
+          struggling = s;
+        })
         .catch((err: Error) => this.o.log.error({ err: err.message, event_id: c.event.id }, 'webhook delivery failed unexpectedly'))
         .finally(() => {
-          this.busy.delete(c.delivery.endpoint_id);
+          this.share.finish(endpointId, struggling);
           this.inFlight.delete(p);
           this.kick();
         });
@@ -118,7 +126,11 @@ export class DeliveryWorker {
     }
   }
 
-  private async deliver({ delivery, event }: Claimed): Promise<void> {
+  /**
+   * One attempt, recorded. Answers whether the endpoint struggles (D-169: the attempt failed, or took
+   * over half its bound), or undefined when nothing was sent.
+   */
+  private async deliver({ delivery, event }: Claimed): Promise<boolean | undefined> {
     const endpoint = this.control.read().webhook_endpoints.find((e) => e.id === delivery.endpoint_id);
     const started = this.now();
     const attemptOf = (r: Omit<SendResult, 'retryAfterS'>) => ({
@@ -137,7 +149,7 @@ export class DeliveryWorker {
       const state = endpoint ? 'skipped' : 'failed';
       const why = endpoint ? 'endpoint disabled' : 'endpoint deleted';
       await this.outbox.settle(attemptOf({ status: null, response: '', error: why, duration_ms: 0 }), { ...delivery, state });
-      return;
+      return undefined;
     }
     const headers = this.headersOf(event, endpoint, Math.floor(started / 1000));
     if (!headers) {
@@ -146,26 +158,31 @@ export class DeliveryWorker {
       this.o.log.warn({ endpoint_id: endpoint.id, reason: 'signing_key' }, 'webhook endpoint disabled');
       const error = 'endpoint disabled: its signing key no longer works';
       await this.outbox.settle(attemptOf({ status: null, response: '', error, duration_ms: 0 }), { ...delivery, state: 'skipped' });
-      return;
+      return undefined;
     }
     const r = await send(endpoint.url, event.body, headers, this.o, this.connections.agentFor(endpoint.id, new URL(endpoint.url)));
     const attempts = delivery.attempts + 1;
     const ok = r.status !== null && r.status >= 200 && r.status < 300;
+    // D-129: a test event's duplicate is sent at once after a 2xx, with the same webhook-id.
+    const sends = event.deliveries.find((d) => d.endpoint_id === delivery.endpoint_id)?.sends ?? 1;
     let next: Delivery;
-    if (ok) next = { ...delivery, attempts, state: 'succeeded' };
+    if (ok && attempts < sends) next = { ...delivery, attempts, state: 'pending', next_at: this.now() };
+    else if (ok) next = { ...delivery, attempts, state: 'succeeded' };
     else if (r.status === 410 || attempts > this.o.scheduleS.length) next = { ...delivery, attempts, state: 'failed' };
     else {
       const delayS = r.retryAfterS !== null ? Math.min(r.retryAfterS, MAX_RETRY_AFTER_S) : this.o.scheduleS[attempts - 1]!;
       next = { ...delivery, attempts, state: 'pending', next_at: this.now() + delayS * 1000 };
     }
     await this.outbox.settle(attemptOf(r), next);
-    if (ok) return;
+    const struggling = !ok || r.duration_ms > this.o.timeoutMs / 2;
+    if (ok) return struggling;
     this.o.log.warn({ event_id: event.id, endpoint_id: endpoint.id, status: r.status, attempts }, 'webhook attempt failed');
     if (r.status === 410) await this.disable(endpoint, 'gone');
     else {
       const since = await this.outbox.failingSince(endpoint.id);
       if (since !== null && this.now() - since * 1000 >= this.o.disableAfterMs) await this.disable(endpoint, 'failing');
     }
+    return struggling;
   }
 
   /**

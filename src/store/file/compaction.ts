@@ -21,6 +21,17 @@ export interface CompactionTarget {
   outboxSettled(): Promise<void>;
 }
 
+/**
+ * D-28: whether a journal of `bytes` is due a compaction: once it passes `factor` × its live bytes plus
+ * `slackBytes` (FileStoreOptions.compaction). Never below what the last compaction wrote (as Redis
+ * rewrites its AOF): an estimate that falls short cannot make compactions follow one another.
+ */
+export function compactionDue(bytes: number, liveBytes: number, compactedBytes: number, c: FileStoreOptions['compaction']): boolean {
+  const factor = c?.factor ?? 2;
+  const slack = c?.slackBytes ?? 4 * 2 ** 20;
+  return bytes > factor * Math.max(liveBytes, compactedBytes) + slack;
+}
+
 /** D-28: when the file store's journal is compacted (at start-up and while running), and one compaction at a time. */
 export class Compactor {
   private compacting: Promise<void> | undefined;
@@ -33,11 +44,7 @@ export class Compactor {
   ) {}
 
   due(): boolean {
-    const factor = this.opts.compaction?.factor ?? 2;
-    const slack = this.opts.compaction?.slackBytes ?? 4 * 2 ** 20;
-    // Never below what the last compaction wrote (as Redis rewrites its AOF): an estimate that falls
-    // short cannot make compactions follow one another.
-    return this.target.journal.bytes > factor * Math.max(this.target.index.liveBytes, this.compactedBytes) + slack;
+    return compactionDue(this.target.journal.bytes, this.target.index.liveBytes, this.compactedBytes, this.opts.compaction);
   }
 
   /** Compaction while running, once the journal passes its multiple of the live records. */

@@ -136,6 +136,7 @@ export class FileStore implements Store {
       await this.responses.open();
     } catch (err) {
       // Refusing to start must not leave the directory looking in use.
+      await this.outbox?.close().catch(() => {});
       await this.journal.close().catch(() => {});
       await releaseLock(this.lockFile, this.lockText);
       throw err;
@@ -143,9 +144,14 @@ export class FileStore implements Store {
   }
 
   private async load(): Promise<void> {
+    this.outbox = await FileOutbox.open(this.dataDir, [], this.opts);
+    // D-167: only the events the outbox lacks are held, not every one the journal's lines carry.
     const carried: OutboxEvent[] = [];
-    const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => carried.push(...w));
-    this.outbox = await FileOutbox.open(this.dataDir, carried, this.opts.webhookRetentionMs);
+    const unfinished = await replayJournal(this.journal, this.index, this.claims, (w) => {
+      for (const e of w) if (this.outbox.lacks(e)) carried.push(e);
+    });
+    this.outbox.adopt(carried);
+    await this.outbox.settled();
     if (this.opts.changeEvents) this.events = this.opts.changeEvents(this.outbox);
     await sweepDataDir(this.dataDir, this.journal.file, this.index);
     await settleExchanges(unfinished, {

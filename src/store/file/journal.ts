@@ -79,21 +79,26 @@ export class Journal {
    * path whose loss costs little (a rate-limit count), where an fsync per request is too dear
    * (docs/benchmarks.md). Throws if the write fails, leaving no partial line. Not to be mixed with
    * `append` on the same journal; `sync` makes the lines written so far durable when one must be.
+   * Returns where the line is, for `readAt`.
    */
-  appendNow(entry: unknown): void {
+  appendNow(entry: unknown): LineAt {
     const line = `${JSON.stringify(entry)}\n`;
-    this.writeNow(line);
+    const where = this.writeNow(line);
     // During a compaction the line is also kept for the new file (see replace).
     if (this.replacing) this.held.push(line);
     this.background.wrote();
+    return where;
   }
 
-  private writeNow(text: string): void {
+  /** Writes `text` (whole lines) at the end; returns where it is, its last newline left out. */
+  private writeNow(text: string): LineAt {
     if (!this.handle) throw new Error(`journal ${this.file} is closed`);
     const buf = Buffer.from(text, 'utf8');
     io.writeSyncOrCut(this.handle.fd, buf, this.size, this.file);
+    const where = { at: this.size, len: buf.length - 1 };
     this.size += buf.length;
     this.lines += text.split('\n').length - 1;
+    return where;
   }
 
   /**
@@ -211,7 +216,8 @@ export class Journal {
    * Compaction while running: `write` fills a new file (it may take long; appends go on meanwhile to
    * the current file), then the lines appended since it began are copied after it, and the new file
    * takes the current one's place; nothing awaits between the copy and the swap but the copy's own
-   * writes, during which appends wait. `begin` runs first, in step with the appends (every durable
+   * writes, during which appends wait (and `appendNow` lines, which do not, are copied in the swap's
+   * own step). `begin` runs first, in step with the appends (every durable
    * line is in memory); `swapped(cut, start)` runs in the same step as the swap: a line that was at
    * byte `at >= cut` of the old file is now at `at - cut + start`. Atomic: a crash leaves the old
    * file or the new one, each holding every acknowledged line. `hold` (tests) runs once the new file
@@ -255,15 +261,21 @@ export class Journal {
             const tailLen = this.size - cut;
             await io.writeAll(fh, io.readExact(this.readFd!, cut, tailLen, this.file, 'changed under the compaction'));
             await fh.datasync();
+            // From here to the swap nothing awaits. `appendNow` lines written during the copy's awaits
+            // (they do not queue) are copied now, in the same step.
+            const lateLen = this.size - cut - tailLen;
+            if (lateLen > 0) {
+              io.writeSyncAll(fh.fd, io.readExact(this.readFd!, cut + tailLen, lateLen, this.file, 'changed under the compaction'));
+              fsSync.fdatasyncSync(fh.fd);
+            }
             const tailLines = this.lines - linesAtCut;
-            // From here to the swap nothing awaits.
             fsSync.renameSync(tmp, this.file);
             const old = this.handle;
             const oldRead = this.readFd;
             this.handle = fh;
             swappedIn = true;
             this.readFd = fsSync.openSync(this.file, 'r');
-            this.size = size + tailLen;
+            this.size = size + tailLen + lateLen;
             this.lines = lines + tailLines;
             swapped(cut, size);
             await old.close();

@@ -6,6 +6,7 @@ import type { Sql } from 'postgres';
 import { WEBHOOKS_MIGRATION } from './webhooks.ts';
 import { COUNTERS_MIGRATION } from './app-stats.ts';
 import { CONTROL_SEEN_MIGRATION } from './control.ts';
+import { REFUSALS_MIGRATION } from './refusals.ts';
 import { TEST_RUNS_MIGRATION } from './test-runs.ts';
 
 export interface Migration {
@@ -265,6 +266,7 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE response_events DROP CONSTRAINT IF EXISTS response_events_response_id_fkey;
     `,
   },
+  REFUSALS_MIGRATION,
   TEST_RUNS_MIGRATION,
 ];
 

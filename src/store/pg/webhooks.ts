@@ -5,7 +5,7 @@
 // src/store/file/webhooks.ts.
 import { Listeners } from '../../core/listeners.ts';
 import type { Sql, TransactionSql } from 'postgres';
-import type { Attempt, Claimed, Delivery, DeliveryQuery, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
+import type { Attempt, Claimed, Delivery, DeliveryQuery, Due, OutboxEvent, WebhookOutbox } from '../webhooks.ts';
 import { PgFollows } from './webhook-follows.ts';
 
 export const WEBHOOKS_MIGRATION = {
@@ -109,7 +109,7 @@ export class PgOutbox implements WebhookOutbox {
                ON CONFLICT (id) DO NOTHING`;
       for (const d of ev.deliveries)
         await tx`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
-                 VALUES (${ev.id}, ${d.endpoint_id}, ${d.state}, ${ev.created_at * 1000}) ON CONFLICT DO NOTHING`;
+                 VALUES (${ev.id}, ${d.endpoint_id}, ${d.state}, ${d.due_at ?? ev.created_at * 1000}) ON CONFLICT DO NOTHING`;
     }
   }
 
@@ -145,34 +145,34 @@ export class PgOutbox implements WebhookOutbox {
     this.tell(events);
   }
 
-  async claim(owner: string, now: number, limit: number, leaseMs: number, busy: ReadonlySet<string>): Promise<Claimed[]> {
-    const rows = await this.sql<DeliveryRow[]>`
-      WITH due AS (
+  async claim(owner: string, now: number, leaseMs: number, pick: (due: Due[]) => Due[]): Promise<Claimed[]> {
+    // The oldest due delivery of each endpoint, read without a lock: the lease below checks each pick again.
+    const rows = await this.sql<Array<DeliveryRow & { team_id: string }>>`
+      SELECT DISTINCT ON (d.endpoint_id) d.event_id, d.endpoint_id, d.state, d.attempts, d.next_at, e.team_id
+      FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+      WHERE d.state = 'pending' AND d.next_at <= ${now} AND d.lease_until <= ${now}
+      ORDER BY d.endpoint_id, d.next_at, e.seq`;
+    const offered = new Set(rows.map((r) => `${r.event_id} ${r.endpoint_id}`));
+    const picked = pick(rows.map((r) => ({ delivery: deliveryOf(r), team_id: r.team_id }))).filter((p) =>
+      offered.delete(`${p.delivery.event_id} ${p.delivery.endpoint_id}`),
+    );
+    if (picked.length === 0) return [];
+    // FOR UPDATE SKIP LOCKED in this statement's own short transaction: a pick another instance leased
+    // (or is leasing) since the read is left out, never waited for.
+    const leased = await this.sql<DeliveryRow[]>`
+      WITH mine AS (
         SELECT event_id, endpoint_id FROM webhook_deliveries
-        WHERE state = 'pending' AND next_at <= ${now} AND lease_until <= ${now} AND NOT (endpoint_id = ANY(${[...busy]}::text[]))
-        ORDER BY next_at LIMIT ${limit * 4} FOR UPDATE SKIP LOCKED)
+        WHERE (event_id, endpoint_id) IN (SELECT * FROM unnest(${picked.map((p) => p.delivery.event_id)}::text[],
+                                                               ${picked.map((p) => p.delivery.endpoint_id)}::text[]))
+          AND state = 'pending' AND next_at <= ${now} AND lease_until <= ${now}
+        FOR UPDATE SKIP LOCKED)
       UPDATE webhook_deliveries d SET lease_owner = ${owner}, lease_until = ${now + leaseMs}
-      FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
+      FROM mine WHERE d.event_id = mine.event_id AND d.endpoint_id = mine.endpoint_id
       RETURNING d.event_id, d.endpoint_id, d.state, d.attempts, d.next_at`;
-    // One delivery per endpoint at a time in an instance: the others go back at once.
-    const seen = new Set<string>();
-    const kept: Delivery[] = [];
-    const back: Delivery[] = [];
-    for (const r of rows) {
-      const d = deliveryOf(r);
-      if (seen.has(d.endpoint_id) || kept.length >= limit) back.push(d);
-      else {
-        seen.add(d.endpoint_id);
-        kept.push(d);
-      }
-    }
-    for (const d of back)
-      await this.sql`UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = 0
-                     WHERE event_id = ${d.event_id} AND endpoint_id = ${d.endpoint_id} AND lease_owner = ${owner}`;
-    if (kept.length === 0) return [];
-    const events = await this.sql<EventRow[]>`SELECT * FROM webhook_events WHERE id = ANY(${kept.map((d) => d.event_id)}::text[])`;
+    if (leased.length === 0) return [];
+    const events = await this.sql<EventRow[]>`SELECT * FROM webhook_events WHERE id = ANY(${leased.map((d) => d.event_id)}::text[])`;
     const byId = new Map(events.map((e) => [e.id, eventOf(e)]));
-    return kept.filter((d) => byId.has(d.event_id)).map((d) => ({ delivery: d, event: byId.get(d.event_id)! }));
+    return leased.filter((d) => byId.has(d.event_id)).map((d) => ({ delivery: deliveryOf(d), event: byId.get(d.event_id)! }));
   }
 
   async settle(a: Attempt, next: Delivery): Promise<void> {
@@ -195,6 +195,7 @@ export class PgOutbox implements WebhookOutbox {
     return row && eventOf(row);
   }
 
+  /** D-156: `failed` as `failedAs` (src/store/webhooks.ts) says, in SQL. */
   async deliveries(q: DeliveryQuery) {
     const rows = await this.sql<Array<DeliveryRow & { ev: EventRow }>>`
       SELECT d.event_id, d.endpoint_id, d.state, d.attempts, d.next_at, row_to_json(e.*) AS ev
@@ -202,6 +203,9 @@ export class PgOutbox implements WebhookOutbox {
       WHERE e.team_id = ${q.team_id}
         AND (${q.endpoint_id ?? null}::text IS NULL OR d.endpoint_id = ${q.endpoint_id ?? null})
         AND (${q.event_id ?? null}::text IS NULL OR d.event_id = ${q.event_id ?? null})
+        AND (${q.since ?? null}::bigint IS NULL OR e.created_at >= ${q.since ?? null})
+        AND (${q.failed ?? null}::text IS NULL OR d.state = 'failed'
+             OR (${q.failed ?? null} = 'or-retrying' AND d.state = 'pending' AND d.attempts > 0))
       ORDER BY e.seq DESC, d.endpoint_id LIMIT ${q.limit}`;
     const out = [];
     for (const r of rows) {
