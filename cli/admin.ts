@@ -59,6 +59,10 @@ export class AdminClient {
     return this.call('POST', path, schema, { body });
   }
 
+  put<S extends z.ZodType>(path: string, schema: S, body: unknown): Promise<ApiResponse<z.infer<S>>> {
+    return this.call('PUT', path, schema, { body });
+  }
+
   patch<S extends z.ZodType>(path: string, schema: S, body: unknown): Promise<ApiResponse<z.infer<S>>> {
     return this.call('PATCH', path, schema, { body });
   }

@@ -45,6 +45,8 @@ import { assertHashCost } from './services/admin/passwords.ts';
 import { CreditService } from './services/credits.ts';
 import { AdminConversationService } from './services/admin/conversations.ts';
 import { DeletedRetention } from './services/retention.ts';
+import { TestRunService } from './services/test-runs.ts';
+import { loadScriptBook } from './store/fixtures.ts';
 
 export interface ParleyOptions extends Partial<Config>, Pick<WebhookOptions, 'webhookResolver' | 'webhookPollMs'> {
   logger?: Logger;
@@ -127,12 +129,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
   });
   const { tenants, store, usage } = backend;
   try {
-    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency, webhooks } = await services(
-      backend,
-      opts,
-      logger,
-      origin,
-    );
+    const { agent, auth, tokens, retention, conversations, credits, responses, completions, idempotency, webhooks, testRuns } =
+      await services(backend, opts, logger, origin);
     const playground = opts.playground;
     await beforeServing(backend, { responses, conversations, retention }, logger);
     let closing: Promise<void> | undefined;
@@ -142,14 +140,14 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       endpoints: webhooks.endpoints,
       live: webhooks.live,
     });
-    const routes = restRoutes({ conversations, responses, completions, store });
+    const routes = restRoutes({ conversations, responses, completions, store, testRuns });
     const scenarios = scenarioOptions(opts, tenants);
     const http = createHttpServer({
       store: bound,
       routes,
       admin,
       credits,
-      widget: widgetSurface(backend, { tokens, auth, conversations, responses, credits, scenarios, bound, playground }),
+      widget: widgetSurface(backend, { tokens, auth, conversations, responses, credits, scenarios, bound, playground, testRuns }),
       pages: new Map<string, () => Promise<unknown>>([
         ...widgetPages({ tenants, playground }),
         ...dashboardPages(opts.dashboard),
@@ -160,6 +158,8 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
       logger,
       rateLimiter: opts.rateLimiter ?? new RateLimitService(backend.rateCounts.plan, tenants),
       idempotency,
+      // D-122: requests are counted in test runs only where scenarios are on.
+      testRuns: scenarios.enabled ? testRuns : undefined,
       scenarios,
       headersTimeoutMs: opts.headersTimeoutMs,
       requestTimeoutMs: opts.requestTimeoutMs,
@@ -214,7 +214,7 @@ export async function startParley(given: ParleyOptions = {}): Promise<Parley> {
 /** The widget API's surface (docs/widget.md): its routes, its gate and what it shares with /v1. */
 function widgetSurface(
   backend: Backend,
-  o: Pick<Awaited<ReturnType<typeof services>>, 'tokens' | 'auth' | 'conversations' | 'responses' | 'credits'> & {
+  o: Pick<Awaited<ReturnType<typeof services>>, 'tokens' | 'auth' | 'conversations' | 'responses' | 'credits' | 'testRuns'> & {
     scenarios: ReturnType<typeof scenarioOptions>;
     bound: { health: Store; timeoutMs: number };
     playground: boolean;
@@ -225,6 +225,8 @@ function widgetSurface(
     routes: widgetRoutes({ tokens: o.tokens, owners: backend.widgetOwners, conversations: o.conversations, responses: o.responses }),
     credits: o.credits,
     scenarios: o.scenarios,
+    // D-122: requests are counted in test runs only where scenarios are on.
+    testRuns: o.scenarios.enabled ? o.testRuns : undefined,
     gate: new WidgetGate({
       tenants: backend.tenants,
       auth: o.auth,
@@ -305,7 +307,9 @@ async function services(backend: Backend<WebhookEvents>, opts: typeof DEFAULTS &
   const completions = new CompletionService(agent, metered, logger, webhooks.completed);
   // D-30: a keyed retry of a send message running on another instance follows it from the store.
   const idempotency = new IdempotencyService(backend.idempotency, { follow: followRunning(responses) });
-  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks };
+  // D-126: the named scripts, checked before anything is served.
+  const testRuns = new TestRunService(backend.testRuns, await loadScriptBook(opts.fixturesDir));
+  return { agent, auth, tokens, quota, retention, conversations, credits, responses, completions, idempotency, webhooks, testRuns };
 }
 
 /** D-173: the caps of each team's records, from their settings. */

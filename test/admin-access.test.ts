@@ -52,6 +52,14 @@ const ROUTES: Record<string, Row> = {
     viewer: { path: '/keys/key_demo_secret/revoke' },
     otherTeam: { path: '/keys/key_other_secret/revoke', param: 'key_id' },
   },
+  'PUT /keys/:key_id/scenario': {
+    viewer: { path: '/keys/key_demo_secret/scenario', body: { script: ['status=503'] } },
+    otherTeam: { path: '/keys/key_other_secret/scenario', body: { script: ['status=503'] }, param: 'key_id' },
+  },
+  'DELETE /keys/:key_id/scenario': {
+    viewer: { path: '/keys/key_demo_secret/scenario' },
+    otherTeam: { path: '/keys/key_other_secret/scenario', param: 'key_id' },
+  },
   'GET /audit': { lists: { path: '/audit?limit=100', never: ['other.team.action'] } },
   'GET /credits': { viewer: { path: '/credits' } },
   'GET /usage': {

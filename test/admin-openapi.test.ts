@@ -53,7 +53,7 @@ describe('GET /admin/v1/openapi.json (D-65)', () => {
     const routes = server.adminRoutes.map((r) => `${r.method} ${templateOf(r.pattern)}`);
     const described = Object.entries(doc.paths).flatMap(([path, item]: [string, any]) =>
       Object.keys(item)
-        .filter((k) => ['get', 'post', 'patch', 'delete'].includes(k))
+        .filter((k) => ['get', 'post', 'put', 'patch', 'delete'].includes(k))
         .map((m) => `${m.toUpperCase()} ${path}`),
     );
     assert.deepEqual(described.filter((d) => d !== 'GET /openapi.json').sort(), [...routes].sort());

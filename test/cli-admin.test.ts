@@ -236,6 +236,25 @@ describe('admin login, keys, audit, logout (D-79)', () => {
     created = { id: old.rolled_to!, key: next };
   });
 
+  test("D-127: keys scenario set makes the key's requests follow a script (its id the test id); clear stops it", async () => {
+    const set = await run(['keys', 'scenario', 'set', created.id, 'status=500', '', '--json']);
+    assert.equal(set.code, 0, set.stderr);
+    assert.deepEqual(JSON.parse(set.stdout), { object: 'key_scenario', key_id: created.id, script: ['status=500', ''] });
+    await v1(created.key);
+    await v1(created.key);
+    const runOf = await server.call('GET', `/apps/${APP}/test-runs/${created.id}`);
+    assert.deepEqual(
+      runOf.body.requests.map((q: { step: number }) => q.step),
+      [1, 2],
+    );
+    const cleared = await run(['keys', 'scenario', 'clear', created.id]);
+    assert.equal(cleared.code, 0, cleared.stderr);
+    assert.match(cleared.stdout, new RegExp(`${created.id} follows no script`));
+    const other = await run(['keys', 'scenario', 'set', 'key_other_secret', 'status=503']);
+    assert.equal(other.code, 1);
+    assert.match(other.stderr, /\(404\)/);
+  });
+
   test('keys revoke asks at a terminal: "n" keeps it, "y" revokes it and /v1 refuses it at once', async () => {
     const no = await atTerminal(['keys', 'revoke', created.id], 'n\n');
     assert.equal(no.code, 0, no.stderr);

@@ -28,6 +28,7 @@ const keyOf = (id: string, text: string, over: Partial<KeyT> = {}): KeyT => ({
   revoked_at: null,
   rolled_to: null,
   signing_key: null,
+  scenario: null,
   ...over,
 });
 

@@ -72,7 +72,7 @@ const listed = (op: any) => Object.keys(op.responses).filter((s) => s !== '200')
 describe("/openapi.json's error answers agree with the server", () => {
   test('each route answers exactly the statuses the document lists for its operation, and every operation is a route', async () => {
     const operations = Object.entries<any>(doc.paths).flatMap(([template, item]) =>
-      ['get', 'post', 'patch', 'delete'].filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${template}`),
+      ['get', 'post', 'put', 'patch', 'delete'].filter((m) => item[m]).map((m) => `${m.toUpperCase()} ${template}`),
     );
     assert.deepEqual(
       operations.filter((o) => o !== `GET ${OPENAPI_PATH}`).sort(),

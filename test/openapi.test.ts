@@ -321,6 +321,11 @@ describe('GET /openapi.json: the published contract', () => {
     // §4.8, §4.9, and D-11: a deleted conversation is gone.
     assert.equal((await call('GET', '/apps/{app_id}/config', { app_id: app })).status, 200);
     assert.equal((await call('GET', '/apps/{app_id}/metrics', { app_id: app })).status, 200);
+    // D-125: a request with a test id, then its test run (and an unknown one's 404).
+    const testRun = '/apps/{app_id}/test-runs/{test_id}';
+    assert.equal((await call('GET', '/apps/{app_id}/config', { app_id: app }, { headers: { 'parley-test-id': 'openapi-1' } })).status, 200);
+    assert.equal((await call('GET', testRun, { app_id: app, test_id: 'openapi-1' })).status, 200);
+    assert.equal((await call('GET', testRun, { app_id: app, test_id: 'openapi-none' })).status, 404);
     assert.equal((await call('DELETE', conversation, { app_id: app, conversation_id: id })).status, 200);
     assert.equal((await call('GET', conversation, { app_id: app, conversation_id: id })).status, 404);
     // The other team's key cannot reach this app (403) whatever the path.
@@ -377,7 +382,7 @@ describe('GET /openapi.json: the published contract', () => {
 
     // Every operation of the document was answered with a 200 and checked.
     for (const [template, item] of Object.entries<any>(doc.paths)) {
-      for (const method of ['get', 'post', 'patch', 'delete']) {
+      for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
         if (item[method])
           assert.ok(seen.has(`${method.toUpperCase()} ${template} 200`), `${method.toUpperCase()} ${template}: no 200 was checked`);
       }

@@ -1,10 +1,11 @@
-// `parley keys list|create|roll|revoke` (D-79, D-70): the team's API keys through the admin surface. A
+// `parley keys list|create|roll|revoke|scenario` (D-79, D-70, D-127): the team's API keys through the admin surface. A
 // new key (create, roll) is printed once on stdout: the one exception to "the key is never printed".
 import { Command, Option } from 'commander';
 import { ApiKey, ApiKeyCreated, type ApiKeyT, CreateKeyRequest, RollKeyRequest } from '../../src/contract/admin.ts';
 import { adminClient, checkedBody, confirm, parseDuration, show } from '../admin.ts';
 import type { Session } from '../context.ts';
 import { canAsk } from '../prompt.ts';
+import { KeyScenario, SetKeyScenarioRequest } from '../../src/contract/scenarios.ts';
 import { ago, table } from '../render.ts';
 
 const HEADER = ['ID', 'TYPE', 'NAME', 'KEY', 'CREATED', 'LAST USED', 'STATUS'];
@@ -112,5 +113,36 @@ export function keysCommand(session: Session): Command {
       show(session, g, res, () => `revoked ${res.data.id}\n`);
     });
 
+  group.addCommand(scenarioCommand(session));
+  return group;
+}
+
+/** D-127: `parley keys scenario set <key_id> <step>…` and `clear <key_id>`: a script every request made with the key follows. */
+function scenarioCommand(session: Session): Command {
+  const group = new Command('scenario')
+    .description('a script every request made with a key follows, its id the test id (docs/scenarios.md)')
+    .addHelpText('after', '\nExample:\n  parley keys scenario set key_abc123 "status=503" ""\n  parley keys scenario clear key_abc123\n');
+  group
+    .command('set')
+    .argument('<key_id>')
+    .argument('<steps...>', 'one directive list per request, in order ("" runs the request as it is); past the end, the last again')
+    .description("make the key's requests follow a script (its test run: GET /v1/apps/{app}/test-runs/<key_id>)")
+    .addHelpText('after', '\nExample:\n  parley keys scenario set key_abc123 "status=429;retry-after=1" "status=503" ""\n')
+    .action(async (id: string, steps: string[], _opts: unknown, cmd: Command) => {
+      const body = checkedBody(SetKeyScenarioRequest, { script: steps }, { script: '<steps>' });
+      const { admin, g } = adminClient(session, cmd);
+      const res = await admin.put(`/keys/${encodeURIComponent(id)}/scenario`, KeyScenario, body);
+      show(session, g, res, () => `${id} follows ${steps.length} step${steps.length === 1 ? '' : 's'}\n`);
+    });
+  group
+    .command('clear')
+    .argument('<key_id>')
+    .description("the key's requests follow no script any more (its test run stays readable for its hour)")
+    .addHelpText('after', '\nExample:\n  parley keys scenario clear key_abc123\n')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      const { admin, g } = adminClient(session, cmd);
+      const res = await admin.delete(`/keys/${encodeURIComponent(id)}/scenario`, KeyScenario);
+      show(session, g, res, () => `${id} follows no script\n`);
+    });
   return group;
 }

@@ -7,11 +7,13 @@ import type { RouteDef } from '../http/router.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
 import type { ResponseService } from '../services/send/responses.ts';
+import type { TestRunService } from '../services/test-runs.ts';
 import type { Store } from '../store/types.ts';
 import { type AdminServices, adminRoutes } from './admin/index.ts';
 import { appRoutes } from './apps.ts';
 import { conversationRoutes } from './conversations.ts';
 import { responseRoutes } from './responses.ts';
+import { testRunRoutes } from './test-runs.ts';
 import type { AdminRoute, RestRoute } from './rows.ts';
 
 export interface RestServices {
@@ -19,11 +21,12 @@ export interface RestServices {
   responses: ResponseService;
   completions: CompletionService;
   store: Store;
+  testRuns: TestRunService;
 }
 
 /** Every route of /v1, in the order the document gives them. */
 export function restRoutes(s: RestServices): RouteDef<RestRoute>[] {
-  return [...conversationRoutes(s.conversations), ...responseRoutes(s), ...appRoutes(s.store)];
+  return [...conversationRoutes(s.conversations), ...responseRoutes(s), ...appRoutes(s.store), ...testRunRoutes(s.testRuns)];
 }
 
 /** The pages of the two documents, built once from the rows as mounted. */

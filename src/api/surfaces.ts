@@ -24,6 +24,8 @@ import {
 } from '../pipeline/stages.ts';
 import { adminCredential } from '../pipeline/admin-auth.ts';
 import { type CreditCheck, credits } from '../pipeline/credits.ts';
+import { testRun } from '../pipeline/test-runs.ts';
+import type { TestRunService } from '../services/test-runs.ts';
 import { scenario, type ScenarioOptions } from '../pipeline/scenario.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 import { ADMIN_BASE_PATH } from './admin/index.ts';
@@ -42,6 +44,8 @@ export interface RestApiOptions {
   basePath?: string;
   /** D-91: the store, and how long a request may wait for it while it is out of reach. */
   store?: { health: StoreHealth; timeoutMs: number };
+  /** D-125: the test runs, and the scripts their requests follow; without it no request takes part. */
+  testRuns?: TestRunService;
   /** D-120, D-122: the scenarios of requests that carry one; without it they are off. */
   scenarios?: ScenarioOptions;
 }
@@ -49,9 +53,10 @@ export interface RestApiOptions {
 /**
  * The REST API, in D-4's order: one Authorization header (400) → the key (401) → the app exists and the
  * key may use it (404, 403) → the app is active (403) → its agent, for send message and completion (403)
- * → a scenario (400, or its scripted status, D-121: before anything is counted or charged) → their team's
- * credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler reads the body (400) and
- * the resource (404).
+ * → the request's turn in its test run (400 for a bad script, D-125, D-126; listed once answered) → a
+ * scenario, its script's step or its own (400, or its scripted status, D-121: before anything is counted
+ * or charged) → their team's credits (429, D-74) → the plan (429) → the Idempotency-Key; then the handler
+ * reads the body (400) and the resource (404).
  */
 export function restApi(o: RestApiOptions): Surface {
   return {
@@ -63,6 +68,7 @@ export function restApi(o: RestApiOptions): Surface {
       singleAuthorization,
       authenticate(o.auth),
       authorizeApp(o.auth, route),
+      o.testRuns && testRun(o.testRuns),
       scenario(o.scenarios ?? OFF, route.scenario),
       route.needsAgent && o.credits && credits(o.credits),
       route.counted && o.rateLimiter && rateLimit(o.rateLimiter),
@@ -80,6 +86,8 @@ export interface WidgetApiOptions {
   store?: RestApiOptions['store'];
   /** D-74, as the REST API's (after the gate, whose charge a refusal gives back). */
   credits?: CreditCheck;
+  /** D-125, as the REST API's. */
+  testRuns?: TestRunService;
   /** D-120, as the REST API's, also as the `scenario` query parameter. */
   scenarios?: ScenarioOptions;
 }
@@ -89,8 +97,9 @@ const OFF: ScenarioOptions = { enabled: false };
 
 /**
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
- * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → a scenario
- * (400, or its scripted status, D-121) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
+ * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
+ * request's turn in its test run (D-125, the app the path's) → a scenario (400, or its scripted status,
+ * D-121) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
  * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
@@ -102,6 +111,7 @@ export function widgetApi(o: WidgetApiOptions): Surface {
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
+      o.testRuns && testRun(o.testRuns),
       // Before the gate, whose limits would count a scripted status (D-121).
       scenario({ ...(o.scenarios ?? OFF), query: true }, route.scenario),
       admit(o.gate, route),

@@ -46,6 +46,7 @@ import {
   WebhookTestView,
 } from './admin-webhooks.ts';
 import { ReferenceErrorBody } from './errors.ts';
+import { KeyScenario, SetKeyScenarioRequest } from './scenarios.ts';
 
 /** The resources and requests of the document, by component id. */
 export const RESPONSES = {
@@ -60,6 +61,7 @@ export const RESPONSES = {
   ApiKey,
   ApiKeyCreated,
   ApiKeyList: listOf(ApiKey),
+  KeyScenario,
   App: AdminApp,
   AppList: listOf(AdminApp),
   AuditEntry,
@@ -89,6 +91,7 @@ export const REQUESTS = {
   CreateAccessTokenRequest,
   CreateKeyRequest,
   RollKeyRequest,
+  SetKeyScenarioRequest,
   CreateAppRequest,
   UpdateAppRequest,
   AddMemberRequest,

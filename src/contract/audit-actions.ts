@@ -16,6 +16,8 @@ export const AUDIT_ACTIONS = [
   'key.created',
   'key.rolled',
   'key.revoked',
+  'key.scenario_set',
+  'key.scenario_cleared',
   'app.created',
   'app.updated',
   'webhook_endpoint.created',

@@ -31,6 +31,7 @@ import {
   Usage,
   type StreamEventType,
 } from './index.ts';
+import { TestRun } from './scenarios.ts';
 
 type Json = Record<string, unknown>;
 
@@ -63,6 +64,7 @@ function namedSchemas(): Map<string, z.ZodType> {
     ['ResponseError', ResponseError],
     ['AppConfig', AppConfig],
     ['AppMetrics', AppMetrics],
+    ['TestRun', TestRun],
     ['Error', ReferenceErrorBody],
     ['CreateConversationRequest', CreateConversationRequest],
     ['UpdateConversationRequest', UpdateConversationRequest],

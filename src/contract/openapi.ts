@@ -69,6 +69,13 @@ const PATH_PARAMETERS: Record<string, Json> = {
     schema: { type: 'string', minLength: 1 },
     description: 'A response of the app (`resp_…`, D-31: named by `Parley-Response-Id`).',
   },
+  test_id: {
+    name: 'test_id',
+    in: 'path',
+    required: true,
+    schema: { type: 'string', minLength: 1 },
+    description: "D-125: a test id, as `Parley-Test-Id` gave it (a key's id for its script, D-127).",
+  },
 };
 /** D-31: send message names its response before the body. */
 export const RESPONSE_ID_HEADER_DOC = {

@@ -2,6 +2,7 @@
 // them from. Where they are kept is the store's concern (src/store/fixtures.ts reads them from fixtures.json).
 import { z } from 'zod';
 import { LIMITS } from '../contract/index.ts';
+import { Script } from '../contract/scenarios.ts';
 
 /** D-27: a plan that names no storage quota gets 1 GiB. */
 export const DEFAULT_STORAGE_BYTES = 2 ** 30;
@@ -26,6 +27,8 @@ export const Key = z.object({
   rolled_to: z.string().nullable().default(null),
   /** A secret key's webhook signing secret S, base64 (derived once, at creation: core/api-keys.ts). */
   signing_key: z.string().nullable().default(null),
+  /** D-127: a script every request made with the key follows, its id the test id; `set_at` (ms) starts its run anew. */
+  scenario: z.object({ script: Script, set_at: z.number().int().nonnegative() }).nullable().default(null),
 });
 export const Plan = z.object({
   id: z.string().min(1),

@@ -1,5 +1,5 @@
 // A router that is a small table: method + path pattern → route. Patterns use `:name` segments.
-export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RouteDef<R> {
   method: HttpMethod;

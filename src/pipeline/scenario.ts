@@ -9,6 +9,7 @@ import type { Stage } from '../http/compose.ts';
 import type { Call } from '../http/context.ts';
 import type { ScenarioRole } from '../http/surface.ts';
 import { listensOnLoopback } from '../services/webhooks/addresses.ts';
+import { scriptedStep } from './test-runs.ts';
 
 export const SCENARIO_HEADER = 'parley-scenario';
 export const TEST_ID_HEADER = 'parley-test-id';
@@ -46,6 +47,9 @@ export function scenarioOptions(
  * scenario's text is found: a test id's script step comes in here too.
  */
 export function scenarioText(call: Call, query = false): string | undefined {
+  // D-126, D-127: a request that follows a script runs its step in place of its own directives.
+  const step = scriptedStep(call);
+  if (step !== undefined) return step;
   const header = call.req.headers[SCENARIO_HEADER];
   if (header !== undefined) return Array.isArray(header) ? header.join(';') : header;
   if (!query || !call.req.url?.includes(`${SCENARIO_QUERY}=`)) return undefined;
@@ -59,7 +63,7 @@ export function scenario(o: ScenarioOptions, role: ScenarioRole | undefined): St
   return (ctx, next) => {
     // The hot path: a request without a scenario costs two header look-ups.
     const h = ctx.req.headers;
-    if (h[SCENARIO_HEADER] === undefined && h[TEST_ID_HEADER] === undefined && !o.query) return next();
+    if (h[SCENARIO_HEADER] === undefined && h[TEST_ID_HEADER] === undefined && !o.query && scriptedStep(ctx) === undefined) return next();
     const text = scenarioText(ctx, o.query);
     if (text === undefined && h[TEST_ID_HEADER] === undefined) return next();
     const param = h[SCENARIO_HEADER] === undefined && text !== undefined ? SCENARIO_QUERY : 'Parley-Scenario';

@@ -29,6 +29,9 @@ import { PgMinuteWindows, PgRateCounts } from './pg/rate-counts.ts';
 import { PgUsageLedger } from './pg/usage.ts';
 import { PgRefusals } from './pg/refusals.ts';
 import { PgWidgetOwners } from './pg/widget-owners.ts';
+import { PgTestRuns } from './pg/test-runs.ts';
+import { MemoryTestRuns } from './file/test-runs.ts';
+import type { TestRuns } from './test-runs.ts';
 import { pgWidgetSecret } from './pg/widget-secret.ts';
 import type { IdempotencyAnswers, MinuteWindows, RateCounts, UsageLedger, WidgetOwners } from './shared.ts';
 import { loadFixtures } from './fixtures.ts';
@@ -97,6 +100,8 @@ export interface Backend<E extends ChangeEvents = ChangeEvents> {
   widgetOwners: WidgetOwners;
   /** D-49: signs visitor tokens. */
   widgetSecret: Buffer;
+  /** D-125: the scripts' step counters and the requests of each test run. */
+  testRuns: TestRuns;
   /** Closes every concern, the store last (the others may use its connections); once. */
   close(): Promise<void>;
 }
@@ -184,6 +189,7 @@ async function openFiles(o: BackendOptions<ChangeEvents>, keep: Keep, control: C
     widgetOwners: keep(await FileWidgetOwners.open(dir, warn)),
     widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await loadWidgetSecret(dir),
     control: keep(await FileControlPlane.open(dir, control)),
+    testRuns: keep(new MemoryTestRuns()),
   };
 }
 
@@ -217,5 +223,7 @@ async function openPg(
     // One secret for every instance of a database.
     widgetSecret: o.widgetSecret ? Buffer.from(o.widgetSecret, 'utf8') : await pgWidgetSecret(sql),
     control: keep(await PgControlPlane.open(sql, control, store.responses.owner)),
+    // D-125: one step counter per test id for every instance.
+    testRuns: keep(await new PgTestRuns(sql).open()),
   };
 }

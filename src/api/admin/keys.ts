@@ -2,6 +2,7 @@
 // and rolled (each shown once), revoked; changes are an admin's.
 import { CreateKeyRequest, PageQuery, RollKeyRequest } from '../../contract/admin.ts';
 import { parseBody, parseQuery } from '../../http/context.ts';
+import { SetKeyScenarioRequest } from '../../contract/scenarios.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { KeyService } from '../../services/admin/keys.ts';
 import type { AdminRoute } from '../rows.ts';
@@ -56,6 +57,32 @@ export function keyRoutes(keys: KeyService): RouteDef<AdminRoute>[] {
         ok: 'ApiKey',
         adminOnly: true,
         handle: async (ctx) => keys.revoke(ctx.admin, ctx.params.key_id!, originOf(ctx)),
+      },
+    },
+    {
+      method: 'PUT',
+      pattern: '/keys/:key_id/scenario',
+      route: {
+        operationId: 'setKeyScenario',
+        summary: 'D-127 A script every request made with the key follows (its id the test id; docs/scenarios.md)',
+        body: 'SetKeyScenarioRequest',
+        ok: 'KeyScenario',
+        adminOnly: true,
+        handle: async (ctx) => {
+          const body = await parseBody(ctx, SetKeyScenarioRequest);
+          return keys.setScenario(ctx.admin, ctx.params.key_id!, body.script, originOf(ctx));
+        },
+      },
+    },
+    {
+      method: 'DELETE',
+      pattern: '/keys/:key_id/scenario',
+      route: {
+        operationId: 'clearKeyScenario',
+        summary: "D-127 The key's requests follow no script any more",
+        ok: 'KeyScenario',
+        adminOnly: true,
+        handle: async (ctx) => keys.setScenario(ctx.admin, ctx.params.key_id!, null, originOf(ctx)),
       },
     },
   ];

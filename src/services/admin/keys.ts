@@ -11,6 +11,7 @@ import { actorOf, auditOf, type Origin } from './accounts.ts';
 import { type TeamCaps, checkCap } from './caps.ts';
 import { pageOf, teamRecord } from './team.ts';
 import { disableUnsigned } from '../webhooks/signing-keys.ts';
+import type { ScriptT } from '../../contract/scenarios.ts';
 
 /** D-75: a new key's entry names it (its name and type), the key itself by its redacted form only. */
 const created = (k: KeyT) => ({ name: [null, k.name], type: [null, k.type], redacted: [null, k.redacted] }) satisfies AuditDraft['changes'];
@@ -79,6 +80,7 @@ export class KeyService {
       rolled_to: null,
       // D-70: derivable only while the whole key is known, that is now.
       signing_key: type === 'secret' ? webhookSigningKey(text).toString('base64') : null,
+      scenario: null,
     };
     return { key, text };
   }
@@ -140,5 +142,20 @@ export class KeyService {
       ];
     });
     return keyView(doc.keys.find((k) => k.id === id)!, null);
+  }
+
+  /**
+   * D-127: every request made with the key follows `script` (steps inline), its id the test id; set
+   * again, its run begins anew. `null` removes it (its run stays readable for its hour).
+   */
+  async setScenario(c: AdminCaller, id: string, script: ScriptT | null, origin: Origin) {
+    await this.control.apply((d) => {
+      const k = this.own(d.keys, c, id);
+      const before = k.scenario?.script ?? null;
+      k.scenario = script && { script, set_at: this.now() };
+      const action = script ? 'key.scenario_set' : 'key.scenario_cleared';
+      return [auditOf(origin, c.team_id, action, actorOf(c), { type: 'api_key', id }, { scenario: [before, script] })];
+    });
+    return { object: 'key_scenario' as const, key_id: id, script };
   }
 }

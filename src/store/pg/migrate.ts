@@ -7,6 +7,7 @@ import { WEBHOOKS_MIGRATION } from './webhooks.ts';
 import { COUNTERS_MIGRATION } from './app-stats.ts';
 import { CONTROL_SEEN_MIGRATION } from './control.ts';
 import { REFUSALS_MIGRATION } from './refusals.ts';
+import { TEST_RUNS_MIGRATION } from './test-runs.ts';
 
 export interface Migration {
   version: number;
@@ -266,6 +267,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   REFUSALS_MIGRATION,
+  TEST_RUNS_MIGRATION,
 ];
 
 /** Any constant both sides agree on: the advisory lock's key ("parley" in ASCII). */
