@@ -490,13 +490,18 @@ export class ParleyClient {
 
 /**
  * D-62: the wait before the next attempt after `err`, or undefined when it must not be repeated. A 429
- * (and a 409 for a key still in use) ran nothing: its Retry-After (seconds or an HTTP date), else 1, 2,
- * 4 s. A refused connection sent nothing; any other network failure may have applied the request.
+ * (and a 409 for a key still in use) ran nothing; a 408, a busy conversation and a server error may pass
+ * later, and are repeated when the request is (its key makes the server apply it once); never after
+ * `x-should-retry: false`. Its Retry-After (seconds or an HTTP date), else 1, 2, 4 s. A refused
+ * connection sent nothing; any other network failure may have applied the request.
  */
 export function retryDelay(err: unknown, attempt: number, repeatable: boolean): number | undefined {
   const backoff = 500 * 2 ** attempt;
   if (err instanceof ApiError) {
-    if (err.status !== 429 && !(err.status === 409 && err.code === 'idempotency_key_in_use')) return undefined;
+    if (err.headers['x-should-retry'] === 'false') return undefined;
+    const ranNothing = err.status === 429 || (err.status === 409 && err.code === 'idempotency_key_in_use');
+    const passing = err.status === 408 || (err.status === 409 && err.code === 'conversation_busy') || err.status >= 500;
+    if (!ranNothing && !(passing && repeatable)) return undefined;
     const header = err.headers['retry-after'];
     if (header === undefined) return 1000 * 2 ** attempt;
     if (/^\d+$/.test(header.trim())) return Number(header.trim()) * 1000;

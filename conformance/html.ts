@@ -74,7 +74,7 @@ function matrixHtml(run: RunResults, rows: MatrixRow[]): string {
 
 /** The score by capability (D-105, extended): which extensions the target claims, and each one's pass rate. */
 function scoreHtml(run: RunResults): string {
-  if (!run.score || run.subject === 'receiver') return '';
+  if (!run.score || run.subject !== undefined) return '';
   const o = run.score.overall;
   const cells = (g: GroupScore) =>
     `<td>${g.passed}</td><td>${g.failed}</td><td>${g.flaky}</td><td>${g.skipped}</td><td>${g.errored}</td><td><b>${esc(percent(g.passRate))}</b> <small>(${g.passed} of ${g.total})</small></td>`;
@@ -106,8 +106,8 @@ td.exact,td.weak,td.none{background:none}a{text-decoration:none}.msg{font-weight
  */
 export function renderHtml(run: RunResults, rows: MatrixRow[] = clauseMatrix(run.results)): string {
   const s = run.summary;
-  // D-175: a webhook receiver's run judges no clause of the interface and deletes nothing.
-  const receiver = run.subject === 'receiver';
+  // D-175, D-130: a webhook receiver's run and a client's judge no clause of the interface and delete nothing.
+  const receiver = run.subject !== undefined;
   const failed = run.results.filter((r) => r.status === 'failed' && r.failure);
   const flaky = run.results.filter((r) => r.status === 'flaky');
   const stale = run.results.filter((r) => r.stale !== undefined && !(r.status === 'failed' && r.failure) && r.status !== 'flaky');

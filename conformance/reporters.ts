@@ -123,7 +123,7 @@ export function renderPretty(run: RunResults, opts: { progressShown?: boolean } 
   if (missing.length > 0) out.push('', `Skipped for lack of target keys: ${missing.join(', ')}`);
   if (run.interrupted) out.push('', `Interrupted (${run.interrupted}): the cases not run are reported as skipped.`);
   if (run.cleanup.failed.length > 0) out.push('', `Cleanup: could not delete ${run.cleanup.failed.join('; ')}`);
-  if (run.subject === 'receiver') {
+  if (run.subject !== undefined) {
     out.push(
       '',
       `run ${run.runId}, ${run.suite.name} ${run.suite.version}, ${(run.ms / 1000).toFixed(1)} s, ${run.requests.sent} requests`,
@@ -164,6 +164,11 @@ export function prettyHeader(
   if (run.subject === 'receiver')
     return `Parley check-receiver: ${run.baseUrl}, judged by ${run.interfaceVersion} and D-175, run ${run.runId} (${run.suite.name} ${run.suite.version})`;
   return `Parley conformance: ${run.baseUrl} (app ${run.appId}), profile ${run.profile}, run ${run.runId} (suite ${run.suite.version}, interface ${run.interfaceVersion})`;
+}
+
+/** What judged: the suite, check-receiver (D-175) or the client kit (D-130); the last two judge no clause of the interface. */
+function suiteName(run: Pick<RunResults, 'subject'>): string {
+  return run.subject === 'receiver' ? 'check-receiver' : run.subject === 'client' ? 'client-kit' : 'conformance';
 }
 
 /** The control characters XML 1.0 cannot carry at all (all of C0 but tab, line feed and carriage return). */
@@ -229,7 +234,7 @@ function renderJunit(run: RunResults): string {
   const n = (els: Array<{ kind: JunitKind }>, kind: JunitKind) => els.filter((e) => e.kind === kind).length;
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="${run.subject === 'receiver' ? 'check-receiver' : 'conformance'}" tests="${run.results.length}" failures="${n(all, 'failure')}" errors="${n(all, 'error')}" skipped="${n(all, 'skipped')}" time="${(run.ms / 1000).toFixed(3)}">`,
+    `<testsuites name="${suiteName(run)}" tests="${run.results.length}" failures="${n(all, 'failure')}" errors="${n(all, 'error')}" skipped="${n(all, 'skipped')}" time="${(run.ms / 1000).toFixed(3)}">`,
   ];
   for (const [section, rs] of bySection) {
     const els = rs.map(junitElement);
@@ -249,7 +254,7 @@ function renderJunit(run: RunResults): string {
       '    </properties>',
     );
     rs.forEach((r, i) => {
-      const classname = run.subject === 'receiver' ? 'check-receiver' : `conformance.S${section}`;
+      const classname = run.subject !== undefined ? suiteName(run) : `conformance.S${section}`;
       const open = `    <testcase classname="${xml(classname)}" name="${xml(`${r.id}: ${r.description}`)}" time="${(r.ms / 1000).toFixed(3)}"`;
       const el = els[i]!;
       lines.push(el.kind === 'none' ? `${open}/>` : `${open}>\n      ${el.xml}\n    </testcase>`);
@@ -264,7 +269,7 @@ function renderJunit(run: RunResults): string {
 function scoreProperties(run: RunResults): Record<string, string> {
   if (!run.score) return {};
   const o = run.score.overall;
-  if (run.subject === 'receiver') return { pass_rate: passedOf(o) };
+  if (run.subject !== undefined) return { pass_rate: passedOf(o) };
   return {
     pass_rate: passedOf(o),
     'capability.interface': passedOf(run.score.interface),
@@ -312,7 +317,7 @@ function renderTap(run: RunResults): string {
       lines.push('  ...');
     }
   });
-  if (run.score && run.subject !== 'receiver') lines.push(...scoreText(run).map((l) => `# ${l.trim()}`));
+  if (run.score && run.subject === undefined) lines.push(...scoreText(run).map((l) => `# ${l.trim()}`));
   return lines.join('\n');
 }
 
@@ -320,7 +325,7 @@ export function render(run: RunResults, reporter: ReporterName): string {
   switch (reporter) {
     case 'json':
       // The clause → case matrix with this run's outcomes (docs/conformance-reference.md has it without them).
-      return JSON.stringify(run.subject === 'receiver' ? run : { ...run, matrix: clauseMatrix(run.results) }, null, 2);
+      return JSON.stringify(run.subject !== undefined ? run : { ...run, matrix: clauseMatrix(run.results) }, null, 2);
     case 'junit':
       return renderJunit(run);
     case 'tap':

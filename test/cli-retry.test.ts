@@ -127,4 +127,17 @@ describe('--retry', () => {
     assert.equal(retryDelay(reset, 0, false), undefined, 'may have been applied');
     assert.equal(retryDelay(reset, 0, true), 500);
   });
+
+  test('D-62 (revised by the client kit): a 408, a busy conversation and a 5xx are repeated when the request may be; never after x-should-retry: false', () => {
+    const err = (status: number, code: string | null, h: Record<string, string> = {}) =>
+      new ApiError(status, 'service_unavailable', 'x', null, code, '', h, undefined);
+    assert.equal(retryDelay(err(503, 'store_unavailable', { 'retry-after': '1' }), 0, true), 1000);
+    assert.equal(retryDelay(err(500, null), 1, true), 2000);
+    assert.equal(retryDelay(err(408, null), 0, true), 1000);
+    assert.equal(retryDelay(err(409, 'conversation_busy'), 0, true), 1000);
+    assert.equal(retryDelay(err(503, 'store_unavailable'), 0, false), undefined, 'a PATCH may have been applied');
+    assert.equal(retryDelay(err(409, 'conversation_taken'), 0, true), undefined, 'another 409 is final');
+    assert.equal(retryDelay(err(503, null, { 'x-should-retry': 'false' }), 0, true), undefined);
+    assert.equal(retryDelay(err(429, null, { 'x-should-retry': 'false' }), 0, true), undefined);
+  });
 });

@@ -7,7 +7,9 @@ import { CLIENT_CASES, runClientKit } from '../conformance/client/kit.ts';
 import { REFERENCE_CLIENT } from './support/client-mutants.ts';
 import { runCli } from './support/cli-helpers.ts';
 
-test('the reference client passes a clean create and a stream cut after 3 events, resumed from event 2 (D-32)', { timeout: 120_000 }, async () => {
+test('the reference client passes a clean create and a stream cut after 3 events, resumed from event 2 (D-32)', {
+  timeout: 120_000,
+}, async () => {
   const cases = CLIENT_CASES.filter((c) => c.id === 'K-create' || c.id === 'K-stream-drop');
   const r = await runClientKit({ cmd: `node --import tsx ${REFERENCE_CLIENT}`, cases, timeoutMs: 60_000 });
   assert.deepEqual(

@@ -100,6 +100,9 @@ export class EventStream implements AsyncIterable<ClientStreamEvent> {
             while (pending.length > 0) {
               const m = pending.shift()!;
               const event = this.#toEvent(m);
+              // D-16: an event whose number was seen already (sent twice, or replayed before a resume's point) is shown once.
+              const n = (event?.data as { sequence_number?: unknown } | undefined)?.sequence_number;
+              if (typeof n === 'number' && n <= this.lastSequence) continue;
               if (event !== undefined) {
                 this.#track(event);
                 yield event;

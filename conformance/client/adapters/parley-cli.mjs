@@ -11,7 +11,7 @@ const env = process.env;
 /** Runs `parley --json …`; resolves to its stdout lines, rejects with its exit code and stderr. */
 function parley(args, onLine) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, '--json', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--json', '--retry', '4', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const lines = [];
     let rest = '';
     let stderr = '';
@@ -50,14 +50,24 @@ function shown(response) {
 
 async function task() {
   const t = env.PARLEY_TASK;
-  if (t === 'create-conversation') return { conversation_id: JSON.parse((await parley(['conversations', 'create', '--title', env.PARLEY_TITLE]))[0]).id };
-  if (t === 'send-json') return shown(JSON.parse((await parley(['send', env.PARLEY_CONVERSATION_ID, env.PARLEY_MESSAGE, '--no-stream']))[0]));
+  if (t === 'create-conversation')
+    return { conversation_id: JSON.parse((await parley(['conversations', 'create', '--title', env.PARLEY_TITLE]))[0]).id };
+  if (t === 'send-json')
+    return shown(JSON.parse((await parley(['send', env.PARLEY_CONVERSATION_ID, env.PARLEY_MESSAGE, '--no-stream']))[0]));
   if (t === 'send-stream') {
     // One event payload a line (D-61's ndjson); the reply is then read back as the CLI's user would with `responses get`.
-    const events = (await parley(['send', env.PARLEY_CONVERSATION_ID, env.PARLEY_MESSAGE, '--stream'])).map((l) => JSON.parse(l));
+    // A reply that failed exits 1 after its events (D-17): they are still what the CLI showed.
+    const lines = await parley(['send', env.PARLEY_CONVERSATION_ID, env.PARLEY_MESSAGE, '--stream']).catch((failure) => {
+      if (failure.lines?.some((l) => JSON.parse(l).type === 'response.created')) return failure.lines;
+      throw failure;
+    });
+    const events = lines.map((l) => JSON.parse(l));
     const created = events.find((e) => e.type === 'response.created');
     const id = created?.response?.id ?? created?.id;
-    const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+    const text = events
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => e.delta)
+      .join('');
     const end = events.findLast((e) => e.type === 'response.completed' || e.type === 'response.failed');
     const response = JSON.parse((await parley(['responses', 'get', id]))[0]);
     return { ...shown(response), text, status: end?.type === 'response.completed' ? 'completed' : 'failed' };
