@@ -4,18 +4,7 @@
 // (src/config.ts, scripts/docs.ts), so adding a setting is one row here plus its use.
 import { TrustedProxies } from './http/client-address.ts';
 import { hashCostRefusal, MAX_COST, MIN_COST, PRODUCTION_COST } from './services/admin/passwords.ts';
-import {
-  ConfigError,
-  daysInMs,
-  type Env,
-  number,
-  parseModelUrl,
-  parsePublicUrl,
-  row,
-  type Setting,
-  text,
-  yes,
-} from './setting-values.ts';
+import { ConfigError, daysInMs, type Env, number, parseModelUrl, parsePublicUrl, row, type Setting, text, yes } from './setting-values.ts';
 
 export { ConfigError, type Env, parseModelUrl, parsePublicUrl, type Setting };
 
