@@ -33,6 +33,8 @@ export interface AbOptions {
   only?: string[];
   /** `--node-b "<flags>"`: Node flags for B's server only (the same code with and without a flag: `--ab HEAD --node-b "--max-semi-space-size=8"`). */
   nodeB?: string[];
+  /** `--webhooks`: bench/webhooks.ts's figures instead of the main ones (bench/ab-webhooks.ts). */
+  webhooks?: boolean;
   tmp: string;
   log: (line: string) => void;
 }
@@ -64,6 +66,7 @@ export function abArgs(argv: string[]): Omit<AbOptions, 'tmp' | 'log'> | undefin
     streams: num('--streams', 30),
     only: argv.includes('--only') ? argv[argv.indexOf('--only') + 1]!.split(',') : undefined,
     nodeB: argv.includes('--node-b') ? argv[argv.indexOf('--node-b') + 1]!.split(' ').filter(Boolean) : undefined,
+    webhooks: argv.includes('--webhooks'),
   };
 }
 
@@ -110,12 +113,16 @@ async function seedSide(tree: string, dir: string, conversations: number) {
 const med = (v: number[]) => percentile(v, 50);
 const pick = (ids: string[]) => () => ids[Math.floor(Math.random() * ids.length)]!;
 
+/** Side A's tree: the commit checked out, kept between runs, one per commit (a later run skips the checkout and npm ci). */
+export async function checkoutA(ref: string, log: AbOptions['log']): Promise<{ sha: string; treeA: string }> {
+  const sha0 = execFileSync('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).trim();
+  const treeA = path.join(ROOT, 'node_modules', '.cache', 'parley-ab', sha0);
+  return { sha: await checkout(ref, treeA, log), treeA };
+}
+
 export async function runAb(o: AbOptions): Promise<void> {
   const { log } = o;
-  // Kept between runs, one per commit (a later run against the same commit skips the checkout and npm ci).
-  const sha0 = execFileSync('git', ['rev-parse', '--verify', `${o.ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' }).trim();
-  const treeA = path.join(ROOT, 'node_modules', '.cache', 'parley-ab', sha0);
-  const sha = await checkout(o.ref, treeA, log);
+  const { sha, treeA } = await checkoutA(o.ref, log);
   log(
     `seeding ${(o.conversationsA ?? o.conversations).toLocaleString('en-US')} and ${o.conversations.toLocaleString('en-US')} conversations (+ 300 for streams), each side with its own code`,
   );
@@ -277,14 +284,20 @@ async function firstEvent(o: AbOptions, raw: Child, a: Side, b: Side): Promise<s
       timed(s.child.ready.port, 'POST', `/v1/apps/${STREAM_APP}/conversations/${any()}`, { body, headers: AUTH, first: isEvent });
   };
   const rawGet = () => timed(raw.ready.port, 'GET', '/get');
+  // D-161: the floor of a durable first event, the baseline's stream after a start record fdatasynced.
+  const durable = () => timed(raw.ready.port, 'GET', '/sse-durable?n=20', { first: isEvent });
   await repeat(0, 20, rawGet);
+  await repeat(0, 5, durable);
   await repeat(0, 5, stream(a));
   await repeat(0, 5, stream(b));
-  const t = { A: [] as number[], B: [] as number[], raw: [] as number[] };
-  const perRound = { A: [] as number[], B: [] as number[] };
+  const t = { A: [] as number[], B: [] as number[], raw: [] as number[], durable: [] as number[] };
+  const perRound = { A: [] as number[], B: [] as number[], durable: [] as number[] };
   for (let r = 0; r < o.rounds; r++) {
     const order = r % 2 === 0 ? [a, b] : [b, a];
     t.raw.push(...(await repeat(o.streams * 2, 0, rawGet)).map((x) => x.totalMs));
+    const floor = (await repeat(o.streams, 0, durable)).map((x) => x.firstMs);
+    t.durable.push(...floor);
+    perRound.durable.push(med(floor));
     for (const s of order) {
       const firsts = (await repeat(o.streams, 0, stream(s))).map((x) => x.firstMs);
       t[s.name].push(...firsts);
@@ -293,9 +306,10 @@ async function firstEvent(o: AbOptions, raw: Child, a: Side, b: Side): Promise<s
     t.raw.push(...(await repeat(o.streams * 2, 0, rawGet)).map((x) => x.totalMs));
   }
   const paired = perRound.B.map((v, i) => v / perRound.A[i]!);
+  const overFloor = (side: 'A' | 'B') => med(perRound[side].map((v, i) => v / perRound.durable[i]!)).toFixed(2);
   const rawP50 = med(t.raw);
   o.log(
-    `  first SSE event p50: A ${med(t.A).toFixed(2)} ms, B ${med(t.B).toFixed(2)} ms, raw GET p50 ${rawP50.toFixed(2)} ms; B ÷ A per round ${paired.map((x) => x.toFixed(2)).join(' ')}`,
+    `  first SSE event p50: A ${med(t.A).toFixed(2)} ms, B ${med(t.B).toFixed(2)} ms, raw GET p50 ${rawP50.toFixed(2)} ms, durable-begin floor ${med(t.durable).toFixed(2)} ms; B ÷ A per round ${paired.map((x) => x.toFixed(2)).join(' ')}`,
   );
   return [
     [
@@ -308,5 +322,14 @@ async function firstEvent(o: AbOptions, raw: Child, a: Side, b: Side): Promise<s
       '',
     ],
     ['raw GET p50, one at a time', `${rawP50.toFixed(2)} ms`, '', '', '', '', ''],
+    [
+      "first SSE event p50 ÷ the durable-begin floor's (D-161; median of rounds' ratios, in the A ÷ raw and B ÷ raw columns)",
+      `${med(t.durable).toFixed(2)} ms (floor)`,
+      '',
+      '',
+      overFloor('A'),
+      overFloor('B'),
+      '',
+    ],
   ];
 }

@@ -26,6 +26,7 @@ const shard = (rid: string) => rid.slice(-2);
 /** Writes the history into `<dataDir>/responses` (the folder must not hold one yet). */
 export async function seedPastResponses(dataDir: string, app: string, past: number, hour: number): Promise<SeededResponses> {
   const dir = path.join(dataDir, 'responses');
+  await fs.mkdir(dataDir, { recursive: true });
   await fs.mkdir(dir);
   const at = Math.floor(Date.now() / 1000) - 7 * 86_400;
   const pastEnd = Date.now() - 2 * 86_400_000;

@@ -51,72 +51,112 @@ export async function clientsOf(origin: string) {
   return { v1, admin };
 }
 
-export async function measureWebhooks(fixturesDir: string, tmp: string, quick: boolean, log: (l: string) => void): Promise<WebhookFigures> {
-  let received = 0;
-  let lastAt = 0;
-  const receiver = http.createServer((req, res) => {
+type Clients = Awaited<ReturnType<typeof clientsOf>>;
+
+/** A receiver on loopback answering 204 at once; it counts the deliveries to each path apart. */
+export interface Receiver {
+  /** The URL of a path of its own: `hook('rate')`. */
+  hook(name: string): string;
+  received(name: string): number;
+  /** When the last delivery to `name` arrived (performance.now()). */
+  lastAt(name: string): number;
+  stop(): void;
+}
+
+export async function startReceiver(): Promise<Receiver> {
+  const counts = new Map<string, { n: number; at: number }>();
+  const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      received++;
-      lastAt = performance.now();
+      const c = counts.get(req.url ?? '') ?? { n: 0, at: 0 };
+      counts.set(req.url ?? '', { n: c.n + 1, at: performance.now() });
       res.writeHead(204).end();
     });
   });
-  receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-  const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    hook: (name) => `${base}/hook/${name}`,
+    received: (name) => counts.get(`/hook/${name}`)?.n ?? 0,
+    lastAt: (name) => counts.get(`/hook/${name}`)?.at ?? 0,
+    stop: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** Events a second to one endpoint: `events` conversations created 10 at a time, to the receiver's last delivery. */
+export async function deliveryRate(
+  c: Clients,
+  r: Receiver,
+  events: number,
+): Promise<{ eventsPerSecond: number; createsPerSecond: number }> {
+  const created = await c.admin('POST', '/webhook_endpoints', { app_id: APP, url: r.hook('rate'), events: ['conversation.created'] });
+  const before = r.received('rate');
+  const start = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (next < events) {
+        next++;
+        await c.v1('POST', `/apps/${APP}/conversations`, {});
+      }
+    }),
+  );
+  const acknowledged = performance.now();
+  for (const bound = Date.now() + 120_000; r.received('rate') - before < events; ) {
+    if (Date.now() > bound) throw new Error(`only ${r.received('rate') - before} of ${events} events arrived within 120 s`);
+    await new Promise((res) => setTimeout(res, 10));
+  }
+  await c.admin('DELETE', `/webhook_endpoints/${created.body.id as string}`);
+  return { eventsPerSecond: events / ((r.lastAt('rate') - start) / 1000), createsPerSecond: events / ((acknowledged - start) / 1000) };
+}
+
+/** One round: `sends` send messages one at a time without endpoints, then as many with three subscribed to every event. */
+export async function sendRound(c: Clients, r: Receiver, sends: number, without: number[], withThree: number[]): Promise<void> {
+  const timedSends = async (into: number[]) => {
+    const conv = (await c.v1('POST', `/apps/${APP}/conversations`, {})).body.id as string;
+    for (let i = 0; i < sends; i++) {
+      const t = performance.now();
+      await c.v1('POST', `/apps/${APP}/conversations/${conv}`, { message: { content: 'What are the API rate limits?' }, stream: false });
+      into.push(performance.now() - t);
+    }
+  };
+  await timedSends(without);
+  const ids: string[] = [];
+  for (let e = 0; e < 3; e++)
+    ids.push((await c.admin('POST', '/webhook_endpoints', { app_id: APP, url: r.hook('all'), events: ['*'] })).body.id);
+  await timedSends(withThree);
+  for (const id of ids) await c.admin('DELETE', `/webhook_endpoints/${id}`);
+}
+
+/** Parley as `npm start` runs it on the file store, from the checkout at `tree` (this one by default). */
+export function startWebhooksParley(dataDir: string, fixturesDir: string, tree?: string): Promise<Child> {
+  return startChild(tree ? path.join(tree, 'bench', 'parley-server.ts') : 'parley-server.ts', [dataDir, fixturesDir], {
+    env: { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'silent', DATABASE_URL: '' },
+  });
+}
+
+export async function measureWebhooks(fixturesDir: string, tmp: string, quick: boolean, log: (l: string) => void): Promise<WebhookFigures> {
+  const receiver = await startReceiver();
   const dataDir = path.join(tmp, 'webhooks-data');
   await fs.mkdir(dataDir, { recursive: true });
   let parley: Child | undefined;
   try {
-    parley = await startChild('parley-server.ts', [dataDir, fixturesDir], {
-      env: { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'silent', DATABASE_URL: '' },
-    });
-    const { v1, admin } = await clientsOf(`http://127.0.0.1:${parley.ready.port}`);
-
-    // Events a second to one endpoint.
+    parley = await startWebhooksParley(dataDir, fixturesDir);
+    const clients = await clientsOf(`http://127.0.0.1:${parley.ready.port}`);
     const events = quick ? 300 : 2000;
-    const created = await admin('POST', '/webhook_endpoints', { app_id: APP, url: hook, events: ['conversation.created'] });
-    const start = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 10 }, async () => {
-        while (next < events) {
-          next++;
-          await v1('POST', `/apps/${APP}/conversations`, {});
-        }
-      }),
-    );
-    const acknowledged = performance.now();
-    for (const bound = Date.now() + 120_000; received < events; ) {
-      if (Date.now() > bound) throw new Error(`only ${received} of ${events} events arrived within 120 s`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    const eventsPerSecond = events / ((lastAt - start) / 1000);
-    const createsPerSecond = events / ((acknowledged - start) / 1000);
+    const rate = await deliveryRate(clients, receiver, events);
     log(
-      `  ${events} events: ${eventsPerSecond.toFixed(0)} delivered a second (creates acknowledged at ${createsPerSecond.toFixed(0)} a second)`,
+      `  ${events} events: ${rate.eventsPerSecond.toFixed(0)} delivered a second (creates acknowledged at ${rate.createsPerSecond.toFixed(0)} a second)`,
     );
-    await admin('DELETE', `/webhook_endpoints/${created.body.id as string}`);
-
-    // A send message's latency without and with three endpoints subscribed to every event.
     const rounds = quick ? 3 : 8;
     const sendsPerRound = quick ? 30 : 100;
-    const figures: WebhookFigures = { events, eventsPerSecond, createsPerSecond, rounds, sendsPerRound, without: [], with: [] };
-    const sends = async (into: number[]) => {
-      const conv = (await v1('POST', `/apps/${APP}/conversations`, {})).body.id as string;
-      for (let i = 0; i < sendsPerRound; i++) {
-        const t = performance.now();
-        await v1('POST', `/apps/${APP}/conversations/${conv}`, { message: { content: 'What are the API rate limits?' }, stream: false });
-        into.push(performance.now() - t);
-      }
-    };
+    const figures: WebhookFigures = { events, ...rate, rounds, sendsPerRound, without: [], with: [] };
     for (let r = 0; r < rounds; r++) {
-      await sends(figures.without);
-      const ids: string[] = [];
-      for (let e = 0; e < 3; e++) ids.push((await admin('POST', '/webhook_endpoints', { app_id: APP, url: hook, events: ['*'] })).body.id);
-      await sends(figures.with);
-      for (const id of ids) await admin('DELETE', `/webhook_endpoints/${id}`);
+      await sendRound(clients, receiver, sendsPerRound, figures.without, figures.with);
       log(
         `  round ${r + 1}/${rounds}: send p50 ${percentile(figures.without, 50).toFixed(2)} ms without, ${percentile(figures.with, 50).toFixed(2)} ms with 3 endpoints`,
       );
@@ -124,8 +164,7 @@ export async function measureWebhooks(fixturesDir: string, tmp: string, quick: b
     return figures;
   } finally {
     await parley?.stop();
-    receiver.closeAllConnections();
-    receiver.close();
+    receiver.stop();
   }
 }
 
