@@ -2,10 +2,13 @@
 // script to the verdict, with the reference client; the command's list and usage errors. Every case,
 // and the broken clients, are proved in test/proof/client-kit.test.ts.
 import assert from 'node:assert/strict';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { test } from 'node:test';
 import { CLIENT_CASES, runClientKit } from '../conformance/client/kit.ts';
 import { REFERENCE_CLIENT } from './support/client-mutants.ts';
 import { runCli } from './support/cli-helpers.ts';
+import { tempDir } from './support/helpers.ts';
 
 test('the reference client passes a clean create and a stream cut after 3 events, resumed from event 2 (D-32)', {
   timeout: 120_000,
@@ -42,4 +45,23 @@ test('parley conformance client: --list names every case; no --cmd is a usage er
   const bare = await runCli(['conformance', 'client']);
   assert.equal(bare.code, 2);
   assert.match(bare.stderr, /--cmd "<command>" is required/);
+});
+
+test("docs/client-kit.md's first client, as printed, passes its two tasks and is skipped on the others (D-132)", {
+  timeout: 120_000,
+}, async () => {
+  const docs = await fs.readFile(path.resolve(import.meta.dirname, '../docs/client-kit.md'), 'utf8');
+  const code = /## Your first client in ten minutes[\s\S]*?```js\n([\s\S]*?)```/.exec(docs)![1]!;
+  const file = path.join(await tempDir('parley-first-client-'), 'my-client.mjs');
+  await fs.writeFile(file, code);
+  const cases = CLIENT_CASES.filter((c) => ['K-create', 'K-json', 'K-stream'].includes(c.id));
+  const r = await runClientKit({ cmd: `node ${file}`, cases, timeoutMs: 30_000 });
+  assert.deepEqual(
+    r.results.map((c) => [c.id, c.status, c.failure?.message]),
+    [
+      ['K-create', 'passed', undefined],
+      ['K-stream', 'skipped', undefined],
+      ['K-json', 'passed', undefined],
+    ],
+  );
 });
