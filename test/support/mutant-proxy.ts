@@ -29,6 +29,11 @@ export interface ProxyResponse {
   json?: any;
   /** Parsed SSE events, when the response is a stream; rewritten ones are re-serialized. */
   events?: SseBlock[];
+  /**
+   * The reference server cut the body short (D-124: `drop-after`, `reset-after`): `body` is what came
+   * before the cut, and the client's connection is cut after it too, never ended cleanly.
+   */
+  cut?: boolean;
 }
 
 export interface ProxyTools {
@@ -57,8 +62,12 @@ export interface MutantHooks {
   takeover?(req: ProxyRequest, res: http.ServerResponse, tools: ProxyTools): boolean;
   /** Sees each chunk of a stream that goes through (ProxyOptions.passThrough) before it is sent on, and may hold it back a while. */
   passChunk?(req: ProxyRequest, text: string): MaybePromise<void>;
-  /** A client left a stream that went through (ProxyOptions.passThrough) before it ended; `sent` is what it got. */
-  clientLeft?(req: ProxyRequest, sent: string, tools: ProxyTools): MaybePromise<void>;
+  /**
+   * The connection of a stream that went through (ProxyOptions.passThrough) closed before the stream
+   * ended: the client left, or the reference server cut it (D-124), which an implementation sees as its
+   * connection closing too (the hook runs before the cut reaches the client). `sent` is what the client got.
+   */
+  connectionClosed?(req: ProxyRequest, sent: string, tools: ProxyTools): MaybePromise<void>;
   /** Stops what the hooks started (a webhook relay), when the proxy closes. */
   close?(): Promise<void>;
 }
@@ -66,6 +75,25 @@ export interface MutantHooks {
 export interface MutantProxy {
   baseUrl: string;
   close(): Promise<void>;
+}
+
+/** The body as it comes, and whether the server cut it short (a fetch body read rejects on a cut). */
+async function readBody(r: Response): Promise<{ text: string; cut: boolean }> {
+  const decoder = new TextDecoder();
+  let text = '';
+  try {
+    for await (const chunk of (r.body ?? []) as AsyncIterable<Uint8Array>) text += decoder.decode(chunk, { stream: true });
+    return { text: text + decoder.decode(), cut: false };
+  } catch {
+    return { text, cut: true };
+  }
+}
+
+/** Sends `text` after the head already written, then ends the connection without ending the body, as the reference server cut it. */
+function cutAfter(res: http.ServerResponse, text: string): void {
+  res.write(text);
+  // A FIN once what was written is out, without the chunked terminator: the client reads a body cut short.
+  res.socket?.end();
 }
 
 function parseJson(text: string): any {
@@ -137,8 +165,8 @@ export function composeHooks(all: MutantHooks[]): MutantHooks {
     async passChunk(req, text) {
       for (const h of all) await h.passChunk?.(req, text);
     },
-    async clientLeft(req, sent, tools) {
-      for (const h of all) await h.clientLeft?.(req, sent, tools);
+    async connectionClosed(req, sent, tools) {
+      for (const h of all) await h.connectionClosed?.(req, sent, tools);
     },
     async close() {
       for (const h of all) await h.close?.();
@@ -182,13 +210,20 @@ export async function startMutantProxy(
     });
     return rh;
   };
-  const answerOf = (r: Response, rh: Record<string, string>, text: string): ProxyResponse => {
+  const answerOf = async (r: Response, rh: Record<string, string>): Promise<ProxyResponse> => {
+    const { text, cut } = await readBody(r);
     const sse = (rh['content-type'] ?? '').startsWith('text/event-stream');
-    return { status: r.status, headers: rh, body: text, ...(sse ? { events: parseSse(text) } : { json: parseJson(text) }) };
+    return {
+      status: r.status,
+      headers: rh,
+      body: text,
+      ...(sse ? { events: parseSse(text) } : { json: parseJson(text) }),
+      ...(cut ? { cut } : {}),
+    };
   };
   const forward = async (preq: ProxyRequest): Promise<ProxyResponse> => {
     const r = await fetchUpstream(preq);
-    return answerOf(r, headersOf(r), await r.text());
+    return answerOf(r, headersOf(r));
   };
   const tools: ProxyTools = { forward, upstream: fetchUpstream };
   /** A stream of `preq` sent on as it comes; true when the answer was one (else the caller goes on with `buffered`). */
@@ -196,14 +231,15 @@ export async function startMutantProxy(
     const ac = new AbortController();
     const r = await fetchUpstream(preq, ac.signal);
     const rh = headersOf(r);
-    if (!(rh['content-type'] ?? '').startsWith('text/event-stream') || !r.body) return answerOf(r, rh, await r.text());
+    if (!(rh['content-type'] ?? '').startsWith('text/event-stream') || !r.body) return answerOf(r, rh);
     res.writeHead(r.status, rh);
     let sent = '';
+    // Set once the stream ended or was cut upstream: a close after that is not the client leaving.
     let ended = false;
     res.once('close', () => {
       if (ended) return;
       ac.abort();
-      void hooks.clientLeft?.(preq, sent, tools);
+      void hooks.connectionClosed?.(preq, sent, tools);
     });
     const decoder = new TextDecoder();
     try {
@@ -216,7 +252,12 @@ export async function startMutantProxy(
       ended = true;
       res.end();
     } catch {
-      // The client left (the close handler aborted the upstream read).
+      // The client left (the close handler aborted the upstream read), or the reference server cut the
+      // stream: then the hook sees the connection close before the client sees the cut.
+      if (ac.signal.aborted) return true;
+      ended = true;
+      await hooks.connectionClosed?.(preq, sent, tools);
+      cutAfter(res, '');
     }
     return true;
   };
@@ -247,6 +288,11 @@ export async function startMutantProxy(
       const bodyBefore = pres.body;
       await hooks.response?.(pres, preq, tools);
       syncBody(pres, bodyBefore);
+      if (pres.cut) {
+        res.writeHead(pres.status, pres.headers);
+        cutAfter(res, pres.body);
+        return;
+      }
       res.writeHead(pres.status, { ...pres.headers, 'content-length': Buffer.byteLength(pres.body) });
       res.end(pres.body);
     } catch (err) {

@@ -2424,10 +2424,20 @@ export const MUTANTS: Mutant[] = [
     caughtBy: 'S4.6-left-reply-runs-on',
     because: /last event of the reply the client left \(D-34: it runs on\): expected "response\.completed", got "response\.failed"/,
     hooks: () => ({
-      async clientLeft(r, sent, { forward }) {
+      // It stops the reply when the stream's connection closes, as a server wired on its socket would:
+      // whether the client left or the connection was cut (D-124's drop-after, which the case uses).
+      async connectionClosed(r, sent, { forward }) {
         const id = /"id":"(resp_\w+)"/.exec(sent)?.[1];
+        // The cancel carries no scenario: a drop-after on it would be refused (D-123).
+        const { 'parley-scenario': _scenario, ...headers } = r.headers;
         if (isSend(r) && id)
-          await forward({ ...r, path: `${r.path.replace(/\/conversations\/.*$/, '')}/responses/${id}/cancel`, body: '', json: undefined });
+          await forward({
+            ...r,
+            headers,
+            path: `${r.path.replace(/\/conversations\/.*$/, '')}/responses/${id}/cancel`,
+            body: '',
+            json: undefined,
+          });
       },
     }),
   },
