@@ -224,4 +224,33 @@ describe('the tape layer under one engine', () => {
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /^tape [0-9a-f]{64} not written \((EEXIST|ENOTDIR)\)$/);
   });
+
+  test('D-144: a key a server echoes stays out of the tape, also when its stream cut the key across two chunks', async () => {
+    const own = await tempDir('parley-tape-key-');
+    const secret = 'sk-tape-test-0123456789abcdef';
+    const body = `data: {"error":{"message":"Incorrect API key provided: ${secret}"}}\n\n`;
+    const cut = body.indexOf(secret) + 7;
+    // A server that never leaves this process: the answer comes in two reads, split inside the key.
+    const base = (async () =>
+      new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(body.slice(0, cut)));
+            c.enqueue(new TextEncoder().encode(body.slice(cut)));
+            c.close();
+          },
+        }),
+        { status: 401, headers: { 'content-type': 'text/event-stream' } },
+      )) as unknown as typeof fetch;
+    const taped = recordingFetch(base, 'openai', own, () => {}, secret);
+    const res = await taped('http://model.invalid/v1/chat/completions', {
+      method: 'POST',
+      body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
+    assert.equal(await res.text(), body, 'the engine reads the answer as sent');
+    const [file] = await fs.readdir(own);
+    const tape = await fs.readFile(path.join(own, file!), 'utf8');
+    assert.ok(!tape.includes(secret.slice(0, 7)) && !tape.includes(secret.slice(7)), 'no part of the key is kept');
+    assert.match(tape, /\[OPENAI_API_KEY\]/);
+  });
 });

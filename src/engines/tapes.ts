@@ -133,6 +133,30 @@ export function parseTape(text: string): Tape {
 }
 
 /**
+ * D-144: the key a server echoed, also where the stream cut it across chunks (which the serialized tape,
+ * a line a chunk, cannot see whole): the chunk where it begins carries the placeholder, and what follows
+ * of it is left out of the chunks after.
+ */
+export function redactChunks(chunks: TapeChunk[], secret: string | null | undefined): TapeChunk[] {
+  if (!secret) return chunks;
+  const joined = chunks.map((c) => c.chunk).join('');
+  const spans: Array<[number, number]> = [];
+  for (let at = joined.indexOf(secret); at !== -1; at = joined.indexOf(secret, at + secret.length)) spans.push([at, at + secret.length]);
+  if (spans.length === 0) return chunks;
+  let from = 0;
+  return chunks.map((c) => {
+    let text = '';
+    for (let i = from; i < from + c.chunk.length; i++) {
+      const span = spans.find(([s, e]) => i >= s && i < e);
+      if (!span) text += joined[i];
+      else if (i === span[0]) text += '[OPENAI_API_KEY]';
+    }
+    from += c.chunk.length;
+    return { ...c, chunk: text };
+  });
+}
+
+/**
  * The recording layer: the call goes to `base` untouched and its answer reaches the client chunk by
  * chunk as it arrives (recording changes nothing the client sees); the tape is written once the
  * stream ends or is cut, and a tape that cannot be written is a warning, never a failed reply. A
@@ -182,7 +206,7 @@ export function recordingFetch(
       const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
       return fs
         .mkdir(dir, { recursive: true })
-        .then(() => fs.writeFile(tmp, redact(serializeTape({ head, chunks, end: { end, ms: since() } }))))
+        .then(() => fs.writeFile(tmp, redact(serializeTape({ head, chunks: redactChunks(chunks, secret), end: { end, ms: since() } }))))
         .then(() => fs.rename(tmp, file))
         .catch((err: NodeJS.ErrnoException) => warn(`tape ${key} not written (${err.code ?? err.message})`));
     };
