@@ -5,14 +5,13 @@
 import http from 'node:http';
 import https from 'node:https';
 import { signingKeyOf } from '../src/core/webhook-signature.ts';
+import { runApart } from './apart.ts';
 import { claimsOf } from './capabilities.ts';
 import { describeResponse, exchangeCurl, reproduction, toEvidence } from './evidence.ts';
 import type { Exchange } from './http.ts';
-import { summarize } from './outcomes.ts';
 import { RECEIVER_CASES, type ReceiverCase, type Signing, strangerKey } from './receiver-cases.ts';
 import type { CaseResult, RunResults } from './results.ts';
 import { newRunId } from './run.ts';
-import { scoreOf } from './score.ts';
 import { SUITE_VERSION } from './version.ts';
 
 export interface ReceiverCheckOptions {
@@ -162,7 +161,6 @@ async function runCase(c: ReceiverCase, url: URL, s: Signing, timeoutMs: number)
 export async function checkReceiver(o: ReceiverCheckOptions): Promise<RunResults> {
   const url = new URL(o.url);
   const started = Date.now();
-  const startedAt = new Date(started).toISOString();
   const signing: Signing = { key: signingKeyOf(o.secret), otherKey: strangerKey(), nowS: Math.floor(started / 1000), appId: o.appId };
   const results: CaseResult[] = [];
   let sent = 0;
@@ -172,18 +170,11 @@ export async function checkReceiver(o: ReceiverCheckOptions): Promise<RunResults
     results.push(r.result);
     o.onResult?.(r.result);
   }
-  const capabilities = claimsOf(['webhooks'], { widget: false, admin: false });
-  return {
-    ...receiverRunHeader(url.href, o.runId ?? newRunId(), o.appId),
-    startedAt,
-    ms: Date.now() - started,
+  return runApart(
+    receiverRunHeader(url.href, o.runId ?? newRunId(), o.appId),
     results,
-    summary: summarize(results),
-    preconditions: [],
-    warnings: [],
-    requests: { sent, retried429: 0 },
-    cleanup: { deleted: 0, failed: [] },
-    capabilities,
-    score: scoreOf(results, capabilities),
-  };
+    started,
+    sent,
+    claimsOf(['webhooks'], { widget: false, admin: false }),
+  );
 }

@@ -9,11 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startParley, type Parley } from '../../src/app.ts';
+import { runApart } from '../apart.ts';
 import { claimsOf } from '../capabilities.ts';
-import { summarize } from '../outcomes.ts';
 import type { CaseResult, RunResults } from '../results.ts';
 import { newRunId } from '../run.ts';
-import { scoreOf } from '../score.ts';
 import { SUITE_VERSION } from '../version.ts';
 import { CLIENT_CASES, type ClientCase, type Evidence, type Judge, type SeenRequest } from './cases.ts';
 
@@ -256,26 +255,14 @@ export async function runClientKit(o: KitOptions): Promise<RunResults> {
     await parley.close();
     await fs.rm(dataDir, { recursive: true, force: true });
   }
-  const capabilities = claimsOf([], { widget: false, admin: false });
-  return {
-    subject: 'client',
-    suite: { name: KIT_NAME, version: SUITE_VERSION },
-    interfaceVersion: '1.0.0',
-    profile: 'client-1.0.0',
-    runId,
-    baseUrl: o.cmd,
-    appId: APPS.demo,
-    startedAt: new Date(started).toISOString(),
-    ms: Date.now() - started,
+  const header = { subject: 'client' as const, suite: { name: KIT_NAME, version: SUITE_VERSION }, interfaceVersion: '1.0.0' };
+  return runApart(
+    { ...header, profile: 'client-1.0.0', runId, baseUrl: o.cmd, appId: APPS.demo },
     results,
-    summary: summarize(results),
-    preconditions: [],
-    warnings: [],
-    requests: { sent: 0, retried429: 0 },
-    cleanup: { deleted: 0, failed: [] },
-    capabilities,
-    score: scoreOf(results, capabilities),
-  };
+    started,
+    0,
+    claimsOf([], { widget: false, admin: false }),
+  );
 }
 
 /** Exit code: 1 when a MUST case failed (or, strict, any case), else 0. */
