@@ -47,7 +47,7 @@ test('a client generated from /openapi.json fails exactly the cases docs/client-
     cwd: dir,
     env: { ...process.env, ...NO_COVERAGE },
   });
-  await fs.copyFile(path.join(ROOT, 'test/fixtures/clients/kit-openapi-fetch.ts'), path.join(dir, 'kit-openapi-fetch.ts'));
+  await fs.copyFile(path.join(ROOT, 'test/fixtures/kit-clients/openapi-fetch.ts'), path.join(dir, 'kit-openapi-fetch.ts'));
   await fs.symlink(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
   await fs.writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
   const r = await runClientKit({
