@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LOG_FLUSH_MS, startParley, type Parley } from './app.ts';
+import { LOG_FLUSH_MS } from './app-log.ts';
+import { startParley, type Parley } from './app.ts';
 import { limitHeapGrowth } from './heap.ts';
 import { ConfigError, HelpRequested, USAGE, loadConfig, type Config } from './config.ts';
 import { startupReason } from './core/errors.ts';

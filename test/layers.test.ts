@@ -16,7 +16,7 @@ import ts from 'typescript';
  */
 export const LAYERS: ReadonlyArray<{ name: string; holds: readonly string[] }> = [
   { name: 'main', holds: ['main.ts'] },
-  { name: 'app', holds: ['app.ts', 'config.ts', 'heap.ts', 'settings.ts', 'setting-values.ts'] },
+  { name: 'app', holds: ['app.ts', 'app-log.ts', 'config.ts', 'heap.ts', 'settings.ts', 'setting-values.ts'] },
   { name: 'api', holds: ['api/'] },
   { name: 'pipeline', holds: ['pipeline/'] },
   { name: 'http', holds: ['http/'] },
