@@ -17,8 +17,11 @@ const doc = publishedDocuments().data as any;
 /** The rows over services a handler never reaches here: each probe ends at the body or before. */
 const ROUTES: RouteDef<RestRoute>[] = describedRoutes().rest;
 
-/** Whether a handler reads a JSON body: run with a body that cannot be read, it stops there. */
-async function readsBody(route: Route): Promise<boolean> {
+/**
+ * Whether a handler reads a JSON body of its own: run with a body that cannot be read, it stops there.
+ * None does (D-118): a route reads its body by its row's schema before its handler runs.
+ */
+async function handlerReadsBody(route: Route<any, unknown>): Promise<boolean> {
   const unread = new Error('the body was read');
   const ctx: any = {
     params: { app_id: 'app_x', conversation_id: 'conv_x', response_id: 'resp_x' },
@@ -26,10 +29,11 @@ async function readsBody(route: Route): Promise<boolean> {
     req: { headers: {} },
     headers: {},
     app: { id: 'app_x', stream: false },
+    admin: { member_id: 'mem_x', team_id: 'team_x', role: 'admin' },
     json: () => Promise.reject(unread),
   };
   try {
-    await route.handle(ctx);
+    await route.handle(ctx, {});
   } catch (err) {
     return err === unread;
   }
@@ -61,7 +65,7 @@ async function statusesOf(def: RouteDef<RestRoute>): Promise<string[]> {
   // Idempotency-Key: the key in use (409), or reused with another request (422).
   if (def.route.idempotent) for (const s of ['409', '422']) out.add(s);
   // D-2: a body over 1 MiB (413), not JSON (415).
-  if (await readsBody(def.route)) for (const s of ['413', '415']) out.add(s);
+  if (def.route.body) for (const s of ['413', '415']) out.add(s);
   for (const s of RAISED_BY_HANDLER[`${def.method} ${def.pattern}`] ?? []) out.add(s);
   return [...out].sort();
 }
@@ -89,11 +93,16 @@ describe("/openapi.json's error answers agree with the server", () => {
     assert.deepEqual(listed(doc.paths[OPENAPI_PATH].get), BEFORE_ROUTING);
   });
 
-  test('the probes see what they are for', async () => {
-    const byName = (method: string, pattern: string) => ROUTES.find((r) => r.method === method && r.pattern === pattern)!.route;
-    assert.equal(await readsBody(byName('POST', '/apps/:app_id/conversations')), true);
-    assert.equal(await readsBody(byName('POST', '/apps/:app_id/responses/:response_id/cancel')), false);
-    assert.equal(await readsBody(byName('GET', '/apps/:app_id/conversations')), false);
+  test('D-118: no handler reads a body of its own; the route reads it by its row, which the document names', async () => {
+    const own: string[] = [];
+    for (const def of [...ROUTES, ...describedRoutes().admin])
+      if (await handlerReadsBody(def.route)) own.push(`${def.method} ${def.pattern}`);
+    assert.deepEqual(own, []);
+    // The probe sees a handler that does.
+    assert.equal(await handlerReadsBody({ handle: async (ctx: any) => ctx.json() }), true);
+  });
+
+  test('D-110: the counted routes are the creates and the replies', async () => {
     // D-110: creates count.
     assert.deepEqual(
       ROUTES.filter((r) => r.route.counted)

@@ -1,10 +1,10 @@
-// Handlers of §4.1–4.5: parse, call the conversation service, return its resource.
+// Handlers of §4.1–4.5: take the parsed request, call the conversation service, return its resource.
 import { CreateConversationRequest, ListConversationsQuery, UpdateConversationRequest } from '../contract/index.ts';
-import { parseBody, parseQuery } from '../http/context.ts';
+import { parseQuery } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
 import { listConversationsQuery } from '../contract/openapi.ts';
 import type { ConversationService } from '../services/conversations.ts';
-import type { RestRoute } from './rows.ts';
+import { type RestRoute, restWithBody } from './rows.ts';
 
 export function conversationRoutes(conversations: ConversationService): RouteDef<RestRoute>[] {
   return [
@@ -13,16 +13,16 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
       pattern: '/apps/:app_id/conversations',
       // D-110 (revises D-23), for D-27's reason: a create stores a new record, so it counts against the
       // plan's rate limits (a rename or a delete changes one that exists, and does not).
-      route: {
+      route: restWithBody({
         operationId: 'createConversation',
         summary: '§4.1 Create a conversation',
-        body: 'CreateConversationRequest',
+        body: CreateConversationRequest,
         bodyOptional: true,
         ok: 'Conversation',
         counted: true,
         idempotent: true,
-        handle: async (ctx) => conversations.create(ctx.app.id, await parseBody(ctx, CreateConversationRequest), ctx.claim),
-      },
+        handle: async (ctx, body) => conversations.create(ctx.app.id, body, ctx.claim),
+      }),
     },
     {
       method: 'GET',
@@ -48,17 +48,14 @@ export function conversationRoutes(conversations: ConversationService): RouteDef
     {
       method: 'PATCH',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: {
+      route: restWithBody({
         operationId: 'updateConversation',
         summary: '§4.4 Rename a conversation (D-13)',
-        body: 'UpdateConversationRequest',
+        // D-4: the body is validated before the conversation is looked up.
+        body: UpdateConversationRequest,
         ok: 'Conversation',
-        handle: async (ctx) => {
-          // D-4: the body is validated before the conversation is looked up.
-          const body = await parseBody(ctx, UpdateConversationRequest);
-          return conversations.update(ctx.app.id, ctx.params.conversation_id!, body);
-        },
-      },
+        handle: async (ctx, body) => conversations.update(ctx.app.id, ctx.params.conversation_id!, body),
+      }),
     },
     {
       method: 'DELETE',

@@ -8,7 +8,7 @@ import type { ConversationService } from '../services/conversations.ts';
 import { requireStream } from '../pipeline/scenario.ts';
 import { answerOf } from '../services/send/response-runner.ts';
 import type { ResponseService } from '../services/send/responses.ts';
-import type { RestRoute } from './rows.ts';
+import { type RestRoute, restWithBody } from './rows.ts';
 import { resumeEvents, sendMessage } from './send.ts';
 
 export interface ResponseRouteOptions {
@@ -40,10 +40,10 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: {
+      route: restWithBody({
         operationId: 'sendMessage',
         summary: '§4.6 Send a message; the reply is JSON or an event stream (§6)',
-        body: 'SendMessageRequest',
+        body: SendMessageRequest,
         ok: 'Response',
         stream: true,
         extraStatuses: ['409'],
@@ -53,15 +53,14 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
         idempotent: true,
         scenario: 'reply',
         handle: sendMessage(o.responses, {
-          read: async (ctx) => {
-            // D-4: body validation, then the conversation lookup (404, D-11).
-            const body = await parseBody(ctx, SendMessageRequest);
+          // D-4: the body validated (by the route), then the conversation looked up (404, D-11).
+          read: async (ctx, body) => {
             const record = await o.conversations.find(ctx.app.id, ctx.params.conversation_id!);
             return { body: { ...body, stream: body.stream ?? ctx.app.stream }, record };
           },
           widget: false,
         }),
-      },
+      }),
     },
     // Resumable responses (docs/responses.md, D-30…D-39): counted against the plan like the rest.
     {
@@ -106,10 +105,10 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
     {
       method: 'POST',
       pattern: '/apps/:app_id/completions',
-      route: {
+      route: restWithBody({
         operationId: 'createCompletion',
         summary: '§4.7 Create a one-shot completion; JSON or an event stream (§6)',
-        body: 'CreateCompletionRequest',
+        body: CreateCompletionRequest,
         ok: 'Completion',
         stream: true,
         okHeaders: CREDITS_WARNING_HEADER_DOC,
@@ -117,14 +116,13 @@ export function responseRoutes(o: ResponseRouteOptions): RouteDef<RestRoute>[] {
         counted: true,
         idempotent: true,
         scenario: 'reply',
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, CreateCompletionRequest);
+        handle: async (ctx, body) => {
           requireStream(ctx.scenario, body.stream ?? false);
           if (body.stream) ctx.beginStream?.();
           const started = o.completions.start(ctx.app, body, ctx.signal, ctx.claim, ctx.scenario);
           return answerOf(started.run, body.stream ?? false, started.toCompletion, ctx.requestId);
         },
-      },
+      }),
     },
   ];
 }

@@ -15,18 +15,18 @@ export interface SendRequest {
   record: ConversationRecord;
 }
 
-/** How a surface reads a send message, and whose reply it starts. */
-export interface SendSurface {
-  /** D-4's order: the body (400), then the conversation (404), before anything is saved or sent (D-17). */
-  read(ctx: RequestContext): Promise<SendRequest>;
+/** How a surface reads a send message, its body `B` as its row's schema parsed it, and whose reply it starts. */
+export interface SendSurface<B> {
+  /** D-4's order: the body (400, read by the route), then the conversation (404), before anything is saved or sent (D-17). */
+  read(ctx: RequestContext, body: B): Promise<SendRequest>;
   /** D-92: a widget visitor's reply, within the widget's share of the quota and its own cap of detached replies. */
   widget: boolean;
 }
 
 /** The handler of send message on `surface`. */
-export function sendMessage(responses: ResponseService, surface: SendSurface): (ctx: RequestContext) => Promise<unknown> {
-  return async (ctx) => {
-    const { body, record } = await surface.read(ctx);
+export function sendMessage<B>(responses: ResponseService, surface: SendSurface<B>): (ctx: RequestContext, body: B) => Promise<unknown> {
+  return async (ctx, sent) => {
+    const { body, record } = await surface.read(ctx, sent);
     const stream = body.stream;
     requireStream(ctx.scenario, stream);
     // The stream cap is checked before anything is saved, so its 429 changes nothing.

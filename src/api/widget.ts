@@ -3,10 +3,10 @@
 // checked the origin, the credential and the limits before any of these runs.
 import type { ConversationT } from '../contract/index.ts';
 import { VisitorSessionRequest, WidgetConversationRequest, WidgetMessageRequest, type VisitorSessionT } from '../contract/widget.ts';
-import { parseBody, type RequestContext } from '../http/context.ts';
+import type { RequestContext } from '../http/context.ts';
 import { notFound } from '../core/api-errors.ts';
 import type { RouteDef } from '../http/router.ts';
-import type { Route } from '../http/surface.ts';
+import { type Route, withBody } from '../http/surface.ts';
 import type { VisitorTokens } from '../pipeline/widget-tokens.ts';
 import { appConfig } from '../services/apps.ts';
 import type { ConversationService } from '../services/conversations.ts';
@@ -23,6 +23,9 @@ export interface WidgetRouteOptions {
   conversations: ConversationService;
   responses: ResponseService;
 }
+
+/** A row of /widget/v1 that reads a body: its handler takes the body its schema parses (D-118). */
+const widgetWithBody = withBody<Route>();
 
 export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
   /** D-48: the visitor's own live conversation; another visitor's answers 404, as an unknown one does. */
@@ -42,10 +45,10 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
     {
       method: 'POST',
       pattern: '/apps/:app_id/visitors',
-      route: {
+      route: widgetWithBody({
         publishable: true,
-        handle: async (ctx): Promise<VisitorSessionT> => {
-          const body = await parseBody(ctx, VisitorSessionRequest);
+        body: VisitorSessionRequest,
+        handle: async (ctx, body): Promise<VisitorSessionT> => {
           const issued = o.tokens.issue(ctx.app, ctx.key, body.identity, body.previous_token);
           return {
             object: 'visitor_session',
@@ -56,17 +59,17 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
             external_user_id: issued.visitor.external_user_id,
           };
         },
-      },
+      }),
     },
     { method: 'GET', pattern: '/apps/:app_id/config', route: { handle: async (ctx) => appConfig(ctx.app) } },
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations',
-      route: {
+      route: widgetWithBody({
         // D-92: a conversation is stored, so it is charged to the widget's budget as a message is.
         counted: true,
-        handle: async (ctx): Promise<ConversationT> => {
-          const body = await parseBody(ctx, WidgetConversationRequest);
+        body: WidgetConversationRequest,
+        handle: async (ctx, body): Promise<ConversationT> => {
           const visitor = ctx.visitor!;
           // D-51: the user id and metadata come from the signed identity only.
           const created = await o.conversations.create(
@@ -84,7 +87,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
           await o.owners.claim(created.id, visitor.id);
           return created;
         },
-      },
+      }),
     },
     {
       method: 'GET',
@@ -94,14 +97,14 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
     {
       method: 'POST',
       pattern: '/apps/:app_id/conversations/:conversation_id',
-      route: {
+      route: widgetWithBody({
         needsAgent: true,
         counted: true,
         scenario: 'reply',
+        body: WidgetMessageRequest,
         handle: sendMessage(o.responses, {
-          read: async (ctx) => {
-            // D-4's order: the body, then the conversation (404).
-            const body = await parseBody(ctx, WidgetMessageRequest);
+          // D-4's order: the body (read by the route), then the conversation (404).
+          read: async (ctx, body) => {
             const record = await own(ctx);
             // D-50: the agent's metadata is the signed identity's, never the browser's.
             const metadata = ctx.visitor!.metadata ?? undefined;
@@ -109,7 +112,7 @@ export function widgetRoutes(o: WidgetRouteOptions): RouteDef<Route>[] {
           },
           widget: true,
         }),
-      },
+      }),
     },
     // Resumable responses (docs/responses.md) for a visitor: the replies of their own conversations only.
     {

@@ -1,5 +1,5 @@
 // The named schemas of the admin surface's document (docs/control-plane.md, D-65, docs/webhooks.md):
-// the component ids a route row of /admin/v1 (src/api/admin/*.ts) names for its body and answer, the
+// the component ids of the bodies a route row of /admin/v1 (src/api/admin/*.ts) reads and of its answers, the
 // meaning of each error status, and what a row says of itself; admin-openapi.ts builds
 // `/admin/v1/openapi.json` from the rows.
 import type { z } from 'zod';
@@ -103,6 +103,9 @@ export const REQUESTS = {
   TestWebhookRequest,
 } as const;
 
+/** A request body a route row of /admin/v1 may name: one the document describes (D-118). */
+export type AdminRequestSchema = (typeof REQUESTS)[keyof typeof REQUESTS];
+
 export type Status = '400' | '401' | '403' | '404' | '409' | '429' | '503';
 
 /** What each error status means on this surface (D-65; every error in §7's shape). */
@@ -123,7 +126,8 @@ export const STATUSES: Record<Status, string> = {
 export interface AdminOperation {
   operationId: string;
   summary: string;
-  body?: keyof typeof REQUESTS;
+  /** The request body's schema, which the route reads it with; the document names its component id (D-118). */
+  body?: AdminRequestSchema;
   query?: z.ZodObject;
   ok: keyof typeof RESPONSES;
   /** An event stream rather than JSON: each SSE event's name and the schema of its `data`. */

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { type AdminOperation, REQUESTS, RESPONSES, STATUSES, type Status } from './admin-components.ts';
 import type { DescribedRoute } from './openapi.ts';
+import { componentIdOf } from './openapi-schemas.ts';
 import { INTERFACE_VERSION } from './limits.ts';
 
 type Json = Record<string, unknown>;
@@ -70,7 +71,9 @@ function operationObject(method: string, pattern: string, op: AdminOperation): J
     ...(op.deprecated ? { deprecated: true } : {}),
     ...(op.open ? { security: [] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } } : {}),
+    ...(op.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: ref(componentIdOf(REQUESTS, op.body)) } } } }
+      : {}),
     responses,
   };
 }

@@ -48,6 +48,22 @@ export function eventSchemaId(type: StreamEventType): string {
 /** The union of every event's payload, discriminated by `type`. */
 export const STREAM_EVENT_SCHEMA = 'ResponseStreamEvent';
 
+/** The request bodies of the document, by component id: a route row names its schema, the document this id (D-118). */
+export const REQUESTS = { CreateConversationRequest, UpdateConversationRequest, SendMessageRequest, CreateCompletionRequest } as const;
+
+/** A request body a route row of the REST API may name: one the document describes. */
+export type RequestSchema = (typeof REQUESTS)[keyof typeof REQUESTS];
+
+/**
+ * The component id `named` (a document's request bodies) gives `schema`, the body a route row names: the
+ * row says the schema once, and its document derives the id (D-118).
+ */
+export function componentIdOf(named: Readonly<Record<string, z.ZodType>>, schema: z.ZodType): string {
+  const ids = Object.keys(named).filter((id) => named[id] === schema);
+  if (ids.length !== 1) throw new Error(`a route's body is ${ids.length === 0 ? 'not a named schema' : `named ${ids.join(', ')}`}`);
+  return ids[0]!;
+}
+
 /** Every named schema of the document, by its component id. */
 function namedSchemas(): Map<string, z.ZodType> {
   const named = new Map<string, z.ZodType>([
@@ -66,10 +82,7 @@ function namedSchemas(): Map<string, z.ZodType> {
     ['AppMetrics', AppMetrics],
     ['TestRun', TestRun],
     ['Error', ReferenceErrorBody],
-    ['CreateConversationRequest', CreateConversationRequest],
-    ['UpdateConversationRequest', UpdateConversationRequest],
-    ['SendMessageRequest', SendMessageRequest],
-    ['CreateCompletionRequest', CreateCompletionRequest],
+    ...Object.entries(REQUESTS),
   ]);
   for (const type of STREAM_EVENT_TYPES) named.set(eventSchemaId(type), ReferenceEventPayload[type]);
   return named;

@@ -15,11 +15,19 @@ import {
   type ErrorStatusCode,
   type ErrorTraits,
 } from './openapi-errors.ts';
-import { STREAM_EVENT_SCHEMA, componentSchemas, eventStream, schemaRef } from './openapi-schemas.ts';
+import {
+  REQUESTS,
+  type RequestSchema,
+  STREAM_EVENT_SCHEMA,
+  componentIdOf,
+  componentSchemas,
+  eventStream,
+  schemaRef,
+} from './openapi-schemas.ts';
 import { CREDITS_WARNING_HEADER } from './admin.ts';
 
 export { ERROR_STATUSES, METHOD_NOT_ALLOWED, errorStatusesOf, type ErrorStatusCode } from './openapi-errors.ts';
-export { STREAM_EVENT_SCHEMA, eventSchemaId } from './openapi-schemas.ts';
+export { STREAM_EVENT_SCHEMA, eventSchemaId, type RequestSchema } from './openapi-schemas.ts';
 
 type Json = Record<string, unknown>;
 
@@ -31,9 +39,9 @@ type Json = Record<string, unknown>;
 export interface RestOperation extends ErrorTraits {
   operationId: string;
   summary: string;
-  /** The request body's component id (openapi-schemas.ts). */
-  body?: string;
-  /** The body may be left out (create conversation: every field has a default). */
+  /** The request body's schema, which the route reads it with; the document names its component id (D-118). */
+  body?: RequestSchema;
+  /** The body may be left out (create conversation: every field has a default; no body reads as `{}`, D-1). */
   bodyOptional?: boolean;
   query?: Json[];
   /** The success answer: a component schema id; `stream` adds the SSE alternative. */
@@ -178,7 +186,7 @@ function operationObject(op: RestOperation): Json {
       ? {
           requestBody: {
             required: !op.bodyOptional,
-            content: { 'application/json': { schema: schemaRef(op.body) } },
+            content: { 'application/json': { schema: schemaRef(componentIdOf(REQUESTS, op.body)) } },
           },
         }
       : {}),

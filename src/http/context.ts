@@ -38,7 +38,7 @@ export interface RequestContext {
   beginStream?: () => void;
   /**
    * The JSON body (undefined when there is none), read and parsed on the first call; the same
-   * promise after. Idempotency fingerprints it, then the handler validates it (D-1, D-2).
+   * promise after. Idempotency fingerprints it, then the route validates it with its row's schema (D-1, D-2, D-118).
    */
   json(): Promise<unknown>;
   /**
@@ -158,7 +158,7 @@ export class HttpCall implements Call {
   }
 }
 
-/** Reads the JSON body and validates it with a contract schema (D-1, D-2). */
+/** Reads the JSON body and validates it with a contract schema (D-1, D-2): a route's with its row's (./surface.ts, D-118). */
 export async function parseBody<S extends z.ZodType>(ctx: Pick<RequestContext, 'json'>, schema: S): Promise<z.infer<S>> {
   // No body reads as `{}` (all-optional bodies accept it); a JSON `null` is a body that is not an object (D-1).
   const body = await ctx.json();

@@ -1,8 +1,9 @@
 // A surface is a path space of the server (the REST API, the widget API) with its routes and the stages
 // a request to it passes before its route's handler. The stage lists are declared in one place,
 // src/api/surfaces.ts; here they are composed, once per route at start, for the server to run.
+import type { z } from 'zod';
 import { compose, type Stage } from './compose.ts';
-import type { Call, RequestContext } from './context.ts';
+import { type Call, parseBody, type RequestContext } from './context.ts';
 import { apiError } from '../core/api-errors.ts';
 import { Router, type RouteDef } from './router.ts';
 
@@ -12,7 +13,11 @@ import { Router, type RouteDef } from './router.ts';
  */
 export type ScenarioRole = 'reply' | 'events' | 'lookup';
 
-export interface Route<C = RequestContext> {
+/**
+ * A route of a surface. `B` is its body as its handler takes it: a route that reads none has `undefined`,
+ * and one that reads one is declared with `withBody`, which types it by the route's schema.
+ */
+export interface Route<C = RequestContext, B = undefined> {
   /** Send message and completion need an active agent (D-4). */
   needsAgent?: boolean;
   /** Counted against the app's plan (D-23). */
@@ -23,8 +28,28 @@ export interface Route<C = RequestContext> {
   publishable?: boolean;
   /** D-123: what a scenario may shape here. */
   scenario?: ScenarioRole;
-  /** Returns its answer: the JSON body of a 200, or an EventStream (see ./reply.ts). */
-  handle(ctx: C): Promise<unknown>;
+  /**
+   * The request body's schema (D-1, D-2), named once (D-118): the route reads the body with it after
+   * its surface's stages, before its handler looks anything up (D-4), and its surface's document names it.
+   */
+  body?: z.ZodType<B>;
+  /**
+   * Returns its answer: the JSON body of a 200, or an EventStream (see ./reply.ts). `body` is the request's
+   * body as the route's schema parsed it (no body reads as `{}`, D-1), undefined for a route without one.
+   */
+  handle(ctx: C, body: B): Promise<unknown>;
+}
+
+/**
+ * Declares the rows of type `R` that read a body (D-118): a row names its schema `T` as `body` (one of
+ * `S`, the schemas its surface's document names), and its handler takes the body as `T` parses it. A
+ * plain row of type `R` cannot name a schema (its `body` parses to `undefined`), so every body is read so.
+ */
+export function withBody<R extends Route<never, undefined>, S extends z.ZodType = z.ZodType>() {
+  type Context = Parameters<R['handle']>[0];
+  return <T extends S>(row: Omit<R, 'body' | 'handle'> & { body: T; handle(ctx: Context, body: z.output<T>): Promise<unknown> }): R =>
+    // The handler takes what the schema beside it parses: `R`'s `undefined` body stands for any.
+    row as unknown as R;
 }
 
 /** `C` is what the surface's handlers take: a RequestContext, once its stages have said who calls. */
@@ -59,9 +84,11 @@ export interface Mounted {
 export function mount<C>(s: Surface<C>): Mounted {
   const enter = s.enter ?? [];
   const run = (route: Route<C>): Run =>
-    compose([...enter, ...s.stages(route).filter((stage) => stage !== false && stage !== undefined)], (ctx) =>
-      route.handle(s.admitted(ctx)),
-    );
+    compose([...enter, ...s.stages(route).filter((stage) => stage !== false && stage !== undefined)], async (ctx) => {
+      const call = s.admitted(ctx);
+      // D-4: the body is read once every stage has passed, before the handler looks anything up.
+      return route.handle(call, route.body && (await parseBody(ctx, route.body)));
+    });
   return {
     basePath: s.basePath,
     prefix: `${s.basePath}/`,

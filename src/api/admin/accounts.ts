@@ -1,12 +1,12 @@
 // The caller's own access on the admin surface (docs/control-plane.md, D-67, D-68): sign in, the
 // session, sign out, and their personal access tokens.
 import { CreateAccessTokenRequest, PageQuery, SignInRequest } from '../../contract/admin.ts';
-import { parseBody, parseQuery } from '../../http/context.ts';
+import { parseQuery } from '../../http/context.ts';
 import { apiError } from '../../core/api-errors.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { AccountService } from '../../services/admin/accounts.ts';
 import { SESSION_MAX_AGE_MS } from '../../store/control.ts';
-import type { AdminRoute } from '../rows.ts';
+import { type AdminRoute, adminWithBody } from '../rows.ts';
 import { originOf } from './common.ts';
 
 function cookie(value: string, maxAgeS: number, secure: boolean): string {
@@ -19,15 +19,14 @@ export function accountRoutes(accounts: AccountService, secureCookies: boolean):
     {
       method: 'POST',
       pattern: '/sessions',
-      route: {
+      route: adminWithBody({
         operationId: 'signIn',
         summary: 'D-67 Sign in: sets the session cookie',
-        body: 'SignInRequest',
+        body: SignInRequest,
         ok: 'Session',
         open: true,
         extra: ['429', '503'],
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, SignInRequest);
+        handle: async (ctx, body) => {
           const { cookie: value, session, member } = await accounts.signIn(body.email, body.password, originOf(ctx));
           ctx.headers['set-cookie'] = cookie(value, SESSION_MAX_AGE_MS / 1000, secureCookies || 'encrypted' in ctx.req.socket);
           return accounts.session(
@@ -36,7 +35,7 @@ export function accountRoutes(accounts: AccountService, secureCookies: boolean):
             session.created_at + SESSION_MAX_AGE_MS,
           );
         },
-      },
+      }),
     },
     {
       method: 'GET',
@@ -80,16 +79,15 @@ export function accountRoutes(accounts: AccountService, secureCookies: boolean):
     {
       method: 'POST',
       pattern: '/tokens',
-      route: {
+      route: adminWithBody({
         operationId: 'createAccessToken',
         summary: 'D-68 A new personal access token, shown once',
-        body: 'CreateAccessTokenRequest',
+        body: CreateAccessTokenRequest,
         ok: 'AccessTokenCreated',
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, CreateAccessTokenRequest);
+        handle: async (ctx, body) => {
           return accounts.createToken(ctx.admin, body.name, body.expires_in_days ?? 90, originOf(ctx));
         },
-      },
+      }),
     },
     {
       method: 'DELETE',

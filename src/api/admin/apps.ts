@@ -1,10 +1,9 @@
 // The admin surface's apps (docs/control-plane.md, D-71): the team's apps listed, read, created and
 // changed; a change is answered once every live instance holds it, so the next request to any serves it (D-78).
 import { CreateAppRequest, listPage, UpdateAppRequest } from '../../contract/admin.ts';
-import { parseBody } from '../../http/context.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { AppAdminService } from '../../services/admin/apps.ts';
-import type { AdminRoute } from '../rows.ts';
+import { type AdminRoute, adminWithBody } from '../rows.ts';
 import { originOf } from './common.ts';
 
 export function appRoutes(apps: AppAdminService): RouteDef<AdminRoute>[] {
@@ -22,14 +21,14 @@ export function appRoutes(apps: AppAdminService): RouteDef<AdminRoute>[] {
     {
       method: 'POST',
       pattern: '/apps',
-      route: {
+      route: adminWithBody({
         operationId: 'createApp',
         summary: 'D-71 A new app',
-        body: 'CreateAppRequest',
+        body: CreateAppRequest,
         ok: 'App',
         adminOnly: true,
-        handle: async (ctx) => apps.create(ctx.admin, await parseBody(ctx, CreateAppRequest), originOf(ctx)),
-      },
+        handle: async (ctx, body) => apps.create(ctx.admin, body, originOf(ctx)),
+      }),
     },
     {
       method: 'GET',
@@ -39,14 +38,14 @@ export function appRoutes(apps: AppAdminService): RouteDef<AdminRoute>[] {
     {
       method: 'PATCH',
       pattern: '/apps/:app_id',
-      route: {
+      route: adminWithBody({
         operationId: 'updateApp',
         summary: 'D-71 Change an app: served by the next request',
-        body: 'UpdateAppRequest',
+        body: UpdateAppRequest,
         ok: 'App',
         adminOnly: true,
-        handle: async (ctx) => apps.update(ctx.admin, ctx.params.app_id!, await parseBody(ctx, UpdateAppRequest), originOf(ctx)),
-      },
+        handle: async (ctx, body) => apps.update(ctx.admin, ctx.params.app_id!, body, originOf(ctx)),
+      }),
     },
   ];
 }

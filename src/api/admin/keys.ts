@@ -1,11 +1,11 @@
 // The team's API keys on the admin surface (docs/control-plane.md, D-70): listed redacted, created
 // and rolled (each shown once), revoked; changes are an admin's.
 import { CreateKeyRequest, PageQuery, RollKeyRequest } from '../../contract/admin.ts';
-import { parseBody, parseQuery } from '../../http/context.ts';
+import { parseQuery } from '../../http/context.ts';
 import { SetKeyScenarioRequest } from '../../contract/scenarios.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { KeyService } from '../../services/admin/keys.ts';
-import type { AdminRoute } from '../rows.ts';
+import { type AdminRoute, adminWithBody } from '../rows.ts';
 import { originOf } from './common.ts';
 
 export function keyRoutes(keys: KeyService): RouteDef<AdminRoute>[] {
@@ -24,29 +24,26 @@ export function keyRoutes(keys: KeyService): RouteDef<AdminRoute>[] {
     {
       method: 'POST',
       pattern: '/keys',
-      route: {
+      route: adminWithBody({
         operationId: 'createKey',
         summary: 'D-70 A new API key, shown once',
-        body: 'CreateKeyRequest',
+        body: CreateKeyRequest,
         ok: 'ApiKeyCreated',
         adminOnly: true,
-        handle: async (ctx) => keys.create(ctx.admin, await parseBody(ctx, CreateKeyRequest), originOf(ctx)),
-      },
+        handle: async (ctx, body) => keys.create(ctx.admin, body, originOf(ctx)),
+      }),
     },
     {
       method: 'POST',
       pattern: '/keys/:key_id/roll',
-      route: {
+      route: adminWithBody({
         operationId: 'rollKey',
         summary: 'D-70 A new key at once; the old one until its grace ends',
-        body: 'RollKeyRequest',
+        body: RollKeyRequest,
         ok: 'ApiKeyCreated',
         adminOnly: true,
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, RollKeyRequest);
-          return keys.roll(ctx.admin, ctx.params.key_id!, body.expires_in_seconds, originOf(ctx));
-        },
-      },
+        handle: async (ctx, body) => keys.roll(ctx.admin, ctx.params.key_id!, body.expires_in_seconds, originOf(ctx)),
+      }),
     },
     {
       method: 'POST',
@@ -62,17 +59,14 @@ export function keyRoutes(keys: KeyService): RouteDef<AdminRoute>[] {
     {
       method: 'PUT',
       pattern: '/keys/:key_id/scenario',
-      route: {
+      route: adminWithBody({
         operationId: 'setKeyScenario',
         summary: 'D-127 A script every request made with the key follows (its id the test id; docs/scenarios.md)',
-        body: 'SetKeyScenarioRequest',
+        body: SetKeyScenarioRequest,
         ok: 'KeyScenario',
         adminOnly: true,
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, SetKeyScenarioRequest);
-          return keys.setScenario(ctx.admin, ctx.params.key_id!, body.script, originOf(ctx));
-        },
-      },
+        handle: async (ctx, body) => keys.setScenario(ctx.admin, ctx.params.key_id!, body.script, originOf(ctx)),
+      }),
     },
     {
       method: 'DELETE',

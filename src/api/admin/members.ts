@@ -2,10 +2,9 @@
 // (with a one-time set-password link), given a role and removed; an invited member's password set with
 // the link's token; a signed-in member's own password changed.
 import { AddMemberRequest, ChangePasswordRequest, listPage, SetPasswordRequest, UpdateMemberRequest } from '../../contract/admin.ts';
-import { parseBody } from '../../http/context.ts';
 import type { RouteDef } from '../../http/router.ts';
 import type { MemberService } from '../../services/admin/members.ts';
-import type { AdminRoute } from '../rows.ts';
+import { type AdminRoute, adminWithBody } from '../rows.ts';
 import { originOf, publicBase } from './common.ts';
 
 export function memberRoutes(members: MemberService, publicUrl: string | null): RouteDef<AdminRoute>[] {
@@ -23,29 +22,28 @@ export function memberRoutes(members: MemberService, publicUrl: string | null): 
     {
       method: 'POST',
       pattern: '/members',
-      route: {
+      route: adminWithBody({
         operationId: 'addMember',
         summary: 'D-72 Add a member, with a password or a one-time set-password link',
-        body: 'AddMemberRequest',
+        body: AddMemberRequest,
         ok: 'MemberAdded',
         adminOnly: true,
         extra: ['409'],
-        handle: async (ctx) => members.add(ctx.admin, await parseBody(ctx, AddMemberRequest), publicBase(ctx, publicUrl), originOf(ctx)),
-      },
+        handle: async (ctx, body) => members.add(ctx.admin, body, publicBase(ctx, publicUrl), originOf(ctx)),
+      }),
     },
     {
       method: 'PATCH',
       pattern: '/members/:member_id',
-      route: {
+      route: adminWithBody({
         operationId: 'updateMember',
         summary: "D-72 Change a member's role",
-        body: 'UpdateMemberRequest',
+        body: UpdateMemberRequest,
         ok: 'Member',
         adminOnly: true,
         extra: ['409'],
-        handle: async (ctx) =>
-          members.setRole(ctx.admin, ctx.params.member_id!, (await parseBody(ctx, UpdateMemberRequest)).role, originOf(ctx)),
-      },
+        handle: async (ctx, body) => members.setRole(ctx.admin, ctx.params.member_id!, body.role, originOf(ctx)),
+      }),
     },
     {
       method: 'DELETE',
@@ -73,32 +71,26 @@ export function memberRoutes(members: MemberService, publicUrl: string | null): 
     {
       method: 'POST',
       pattern: '/invites/accept',
-      route: {
+      route: adminWithBody({
         operationId: 'acceptInvite',
         summary: 'D-72 Set a password with the one-time token of an invitation',
-        body: 'SetPasswordRequest',
+        body: SetPasswordRequest,
         ok: 'Member',
         open: true,
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, SetPasswordRequest);
-          return members.acceptInvite(body.token, body.password, originOf(ctx));
-        },
-      },
+        handle: async (ctx, body) => members.acceptInvite(body.token, body.password, originOf(ctx)),
+      }),
     },
     {
       method: 'POST',
       pattern: '/password',
-      route: {
+      route: adminWithBody({
         operationId: 'changePassword',
         summary: "D-67 Change the caller's password; their other sessions end",
-        body: 'ChangePasswordRequest',
+        body: ChangePasswordRequest,
         ok: 'Member',
         extra: ['429', '503'],
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, ChangePasswordRequest);
-          return members.changePassword(ctx.admin, body.current_password, body.new_password, originOf(ctx));
-        },
-      },
+        handle: async (ctx, body) => members.changePassword(ctx.admin, body.current_password, body.new_password, originOf(ctx)),
+      }),
     },
   ];
 }

@@ -1,6 +1,7 @@
 // Webhooks on the admin surface (docs/webhooks.md, D-81, D-87, D-88): endpoints (an admin changes
 // them, a viewer reads), their deliveries and attempts, an event and its redelivery, and the live
 // stream `parley webhooks listen` follows.
+import type { z } from 'zod';
 import { listPage } from '../../contract/admin.ts';
 import {
   CreateWebhookEndpointRequest,
@@ -12,11 +13,11 @@ import {
   WebhookEndpointsQuery,
   WebhookListenQuery,
 } from '../../contract/admin-webhooks.ts';
-import { parseBody, parseQuery } from '../../http/context.ts';
+import { parseQuery } from '../../http/context.ts';
 import type { RouteDef } from '../../http/router.ts';
 import { type EndpointService, REDELIVER_BATCH } from '../../services/webhooks/endpoints.ts';
 import { type ListenSource, listen } from '../../services/webhooks/listen.ts';
-import type { AdminContext, AdminRoute } from '../rows.ts';
+import { type AdminContext, type AdminRoute, adminWithBody } from '../rows.ts';
 import { originOf } from './common.ts';
 
 /** The webhook services the routes call: the endpoints, and the live stream's sources. */
@@ -50,8 +51,8 @@ export function webhookRoutes({ endpoints, live }: WebhookAdmin): RouteDef<Admin
 
 /** D-81: an admin changes the endpoints, a viewer reads them. */
 function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
-  const update = async (ctx: AdminContext) =>
-    hooks.update(ctx.admin, ctx.params.endpoint_id!, await parseBody(ctx, UpdateWebhookEndpointRequest), originOf(ctx));
+  const update = async (ctx: AdminContext, body: z.output<typeof UpdateWebhookEndpointRequest>) =>
+    hooks.update(ctx.admin, ctx.params.endpoint_id!, body, originOf(ctx));
   const updateSummary = 'D-81 Change an endpoint; `enabled: true` also ends a `gone` or `failing` state';
   return [
     {
@@ -68,15 +69,15 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
     {
       method: 'POST',
       pattern: '/webhook_endpoints',
-      route: {
+      route: adminWithBody({
         operationId: 'createWebhookEndpoint',
         summary: 'D-81 A new endpoint of an app; its URL checked by D-82; at most `--webhook-endpoints-per-app` (D-169)',
-        body: 'CreateWebhookEndpointRequest',
+        body: CreateWebhookEndpointRequest,
         ok: 'WebhookEndpoint',
         adminOnly: true,
         extra: ['404', '409'],
-        handle: async (ctx) => hooks.create(ctx.admin, await parseBody(ctx, CreateWebhookEndpointRequest), originOf(ctx)),
-      },
+        handle: async (ctx, body) => hooks.create(ctx.admin, body, originOf(ctx)),
+      }),
     },
     {
       method: 'GET',
@@ -91,41 +92,41 @@ function endpointRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
     {
       method: 'PATCH',
       pattern: '/webhook_endpoints/:endpoint_id',
-      route: {
+      route: adminWithBody({
         operationId: 'updateWebhookEndpoint',
         summary: updateSummary,
-        body: 'UpdateWebhookEndpointRequest',
+        body: UpdateWebhookEndpointRequest,
         ok: 'WebhookEndpoint',
         adminOnly: true,
         handle: update,
-      },
+      }),
     },
     {
       // D-115: the update as it was first served, kept for older clients; PATCH is the update.
       method: 'POST',
       pattern: '/webhook_endpoints/:endpoint_id',
-      route: {
+      route: adminWithBody({
         operationId: 'updateWebhookEndpointWithPost',
         summary: `${updateSummary} (deprecated alias of PATCH, D-115)`,
-        body: 'UpdateWebhookEndpointRequest',
+        body: UpdateWebhookEndpointRequest,
         ok: 'WebhookEndpoint',
         adminOnly: true,
         deprecated: true,
         handle: update,
-      },
+      }),
     },
     {
       method: 'POST',
       pattern: '/webhook_endpoints/:endpoint_id/test',
-      route: {
+      route: adminWithBody({
         operationId: 'testWebhookEndpoint',
         summary:
           'D-129 Send the endpoint a synthetic, signed test event (`"test": true`), optionally twice with one `webhook-id`, two out of order, or later',
-        body: 'TestWebhookRequest',
+        body: TestWebhookRequest,
         ok: 'WebhookTest',
         adminOnly: true,
-        handle: async (ctx) => hooks.test(ctx.admin, ctx.params.endpoint_id!, await parseBody(ctx, TestWebhookRequest), originOf(ctx)),
-      },
+        handle: async (ctx, body) => hooks.test(ctx.admin, ctx.params.endpoint_id!, body, originOf(ctx)),
+      }),
     },
     {
       method: 'DELETE',
@@ -160,15 +161,15 @@ function deliveryRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
     {
       method: 'POST',
       pattern: '/webhook_deliveries/redeliver',
-      route: {
+      route: adminWithBody({
         operationId: 'redeliverFailedWebhookDeliveries',
         summary: `D-156 Send again every delivery that ended failed since a time (at most ${REDELIVER_BATCH} a call; \`has_more\`: call again)`,
-        body: 'RedeliverFailedRequest',
+        body: RedeliverFailedRequest,
         ok: 'WebhookRedeliveryBatch',
         adminOnly: true,
         extra: ['404'],
-        handle: async (ctx) => hooks.redeliverFailed(ctx.admin, await parseBody(ctx, RedeliverFailedRequest), originOf(ctx)),
-      },
+        handle: async (ctx, body) => hooks.redeliverFailed(ctx.admin, body, originOf(ctx)),
+      }),
     },
     {
       method: 'GET',
@@ -183,17 +184,14 @@ function deliveryRoutes(hooks: EndpointService): RouteDef<AdminRoute>[] {
     {
       method: 'POST',
       pattern: '/events/:event_id/redeliver',
-      route: {
+      route: adminWithBody({
         operationId: 'redeliverWebhookEvent',
         summary: 'D-87 Send an event again to its endpoints (or one), as a new series of attempts',
-        body: 'RedeliverRequest',
+        body: RedeliverRequest,
         ok: 'WebhookRedelivery',
         adminOnly: true,
-        handle: async (ctx) => {
-          const body = await parseBody(ctx, RedeliverRequest);
-          return hooks.redeliver(ctx.admin, ctx.params.event_id!, body.endpoint_id, originOf(ctx));
-        },
-      },
+        handle: async (ctx, body) => hooks.redeliver(ctx.admin, ctx.params.event_id!, body.endpoint_id, originOf(ctx)),
+      }),
     },
   ];
 }
