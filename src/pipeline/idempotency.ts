@@ -51,7 +51,7 @@ export class IdempotencyService {
     if (ctx.req.headers['idempotency-key'] === undefined) return next();
     const clientKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
     if (clientKey === undefined) return next();
-    // The body is fingerprinted before the handler validates it; a bad body fails as usual.
+    // The body is fingerprinted before the route validates it with its row's schema (D-118); a bad body fails as usual.
     const body = await ctx.json();
     const f = sha256(`${ctx.req.method} ${canonicalPath(ctx.req.url ?? '')}\n${canonicalJson(body ?? null)}`);
     // Keys are per app: one app can never see, or collide with, another app's answers.
