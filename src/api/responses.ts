@@ -1,7 +1,7 @@
 // Handlers of §4.6 (send message) and §4.7 (completions): JSON or SSE from the same event stream.
 import { CreateCompletionRequest, RESPONSE_ID_HEADER, SendMessageRequest } from '../contract/index.ts';
 import { CREDITS_WARNING_HEADER_DOC, RESPONSE_ID_HEADER_DOC, RESUME_EVENTS_PARAMETERS } from '../contract/openapi.ts';
-import { parseBody, type RequestContext } from '../http/context.ts';
+import type { RequestContext } from '../http/context.ts';
 import type { RouteDef } from '../http/router.ts';
 import type { CompletionService } from '../services/completions.ts';
 import type { ConversationService } from '../services/conversations.ts';
@@ -23,9 +23,10 @@ export interface ResponseRouteOptions {
  */
 export function followRunning(responses: ResponseService): (retry: RequestContext, responseId: string) => Promise<unknown> {
   return async (retry, id) => {
-    // The same body as the running request's (the fingerprints matched).
-    const body = await parseBody(retry, SendMessageRequest);
-    const stream = body.stream ?? retry.app.stream;
+    // The running request's body, which its route validated (D-118) before the response it names began,
+    // byte for byte (the fingerprints matched): only its `stream` is needed here.
+    const body = (await retry.json()) as { stream?: boolean } | undefined;
+    const stream = body?.stream ?? retry.app.stream;
     retry.headers[RESPONSE_ID_HEADER] = id;
     if (stream) retry.beginStream?.();
     const events = await responses.resume(retry.app.id, id, -1, retry.signal);
