@@ -65,3 +65,44 @@ test("docs/client-kit.md's first client, as printed, passes its two tasks and is
     ],
   );
 });
+
+/** A widget client on the widget API, as a page's script would be, with nothing of the widget's own: no retry. */
+const WIDGET_CLIENT = `const e = process.env;
+const base = new URL(e.PARLEY_BASE_URL).origin + '/widget/v1/apps/' + e.PARLEY_APP_ID;
+const call = (method, p, auth, body) => fetch(base + p, {
+  method,
+  headers: { origin: e.PARLEY_WIDGET_ORIGIN, authorization: 'Bearer ' + auth, 'content-type': 'application/json' },
+  body: body && JSON.stringify(body),
+});
+if (e.PARLEY_TASK !== 'send-stream') console.log('{"unsupported": true}');
+else {
+  const s = await (await call('POST', '/visitors', e.PARLEY_PUBLISHABLE_KEY, {})).json();
+  await call('GET', '/config', s.token);
+  const c = await (await call('POST', '/conversations', s.token, {})).json();
+  const r = await call('POST', '/conversations/' + c.id, s.token, { message: { content: e.PARLEY_MESSAGE }, stream: false });
+  const b = await r.json();
+  console.log(JSON.stringify({ error: { status: r.status, type: b.error?.type, code: b.error?.code } }));
+}
+`;
+
+test("D-134: with --widget the case's script is on the client's publishable key, after its setup: the send meets the 429, and only it is judged", {
+  timeout: 60_000,
+}, async () => {
+  const file = path.join(await tempDir('parley-widget-client-'), 'widget-client.mjs');
+  await fs.writeFile(file, WIDGET_CLIENT);
+  const cases = CLIENT_CASES.filter((c) => c.id === 'K-stream-429');
+  const r = await runClientKit({ cmd: `node ${file}`, cases, timeoutMs: 30_000, widget: true });
+  assert.deepEqual(
+    r.results.map((c) => [c.id, c.status]),
+    [
+      ['K-stream-429', 'passed'],
+      ['K-stream-429/should', 'failed'],
+    ],
+  );
+  // The one request judged is the send, answered by the script's first step.
+  assert.match(
+    r.results[1]!.failure!.response!,
+    /requests the kit received:\n {2}\+0 ms POST \/widget\/v1\/apps\/app_demo\/conversations\/conv_\S+ \[4\] → 429\n/,
+  );
+  assert.match(r.results[1]!.failure!.message, /did not retry/);
+});

@@ -133,13 +133,18 @@ export class WidgetClient {
       for (let resumes = 0; ; resumes++) {
         try {
           for await (const e of readEvents(res.body!)) {
-            if (typeof e.data.sequence_number === 'number') last = e.data.sequence_number;
+            const n = e.data.sequence_number;
+            // D-16: an event whose number was seen (sent twice, or a resume's overlap) is shown once.
+            if (typeof n === 'number') {
+              if (n <= last) continue;
+              last = n;
+            }
             yield e;
             if (e.event === 'response.completed' || e.event === 'response.failed') return;
           }
           throw new Error('The reply was cut off.');
         } catch (err) {
-          if (signal.aborted || id === undefined || resumes >= 3 || err instanceof SyntaxError) throw err;
+          if (signal.aborted || id === undefined || resumes >= 3) throw err;
         }
         res = await this.call('GET', `/responses/${encodeURIComponent(id)}/events?starting_after=${last}`, undefined, signal);
       }
@@ -232,7 +237,10 @@ function visitorOf(token: string): string | undefined {
   }
 }
 
-/** Server-sent events (one `event:` and one `data:` line each, D-16), comments skipped (D-18). */
+/**
+ * Server-sent events (one `event:` and one `data:` line each, D-16), comments skipped (D-18), and a
+ * frame whose data is not JSON skipped too: a garbled frame is not the end of the reply.
+ */
 export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<StreamEvent> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -251,7 +259,14 @@ export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenera
         if (line.startsWith('event:')) event = line.slice(6).trim();
         else if (line.startsWith('data:')) data += line.slice(5).trimStart();
       }
-      if (data) yield { event, data: JSON.parse(data) as StreamEvent['data'] };
+      if (!data) continue;
+      let parsed: StreamEvent['data'];
+      try {
+        parsed = JSON.parse(data) as StreamEvent['data'];
+      } catch {
+        continue;
+      }
+      yield { event, data: parsed };
     }
   }
 }

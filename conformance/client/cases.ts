@@ -11,7 +11,8 @@ export interface SeenRequest {
   at_ms: number;
   method: string;
   path: string;
-  step: string;
+  /** The step of the script it ran (1 the first). */
+  step: number | null;
   status: number;
   idempotency_key: string | null;
   last_event_id: string | null;
@@ -41,7 +42,7 @@ export interface ClientCase {
   id: string;
   description: string;
   task: Task;
-  app: 'demo' | 'slow' | 'genui' | 'knowledge';
+  app: 'demo' | 'genui' | 'knowledge';
   /** The scenario script set on the case's key: one directive list per request, in order; past its end the last step repeats (D-126). */
   script: string[];
   message?: string;
@@ -341,8 +342,9 @@ export const CLIENT_CASES: ClientCase[] = [
     id: 'K-cancel',
     description: 'a reply cancelled through the API is reported failed, code cancelled',
     task: 'cancel',
-    app: 'slow',
-    script: [''],
+    // Paced (D-124) so that the reply is still under way at its first text, on any app with a widget.
+    app: 'demo',
+    script: ['tps=7;chunk=6', ''],
     must: [cancelled],
     should: [cancelledByApi],
   },

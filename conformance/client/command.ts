@@ -16,6 +16,7 @@ export interface ClientOpts {
   strict?: boolean;
   list?: boolean;
   timeout: number;
+  widget?: boolean;
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -35,6 +36,10 @@ export function clientCommand(io: Io): Command {
     .option('--out <file>', 'write the report to a file (stdout still shows progress and the summary)')
     .option('--strict', 'fail the run on a SHOULD case too (a resilience the client lacks)')
     .option('--list', 'list the cases and exit')
+    .option(
+      '--widget',
+      "the client is a widget: it gets PARLEY_PUBLISHABLE_KEY and PARLEY_WIDGET_ORIGIN, and is judged by its publishable key's requests (D-134)",
+    )
     .option('--timeout <ms>', 'how long one run of the client may take', positive, 60_000)
     .addHelpText(
       'after',
@@ -78,6 +83,7 @@ export async function clientAction(o: ClientOpts, io: Io): Promise<number> {
     cmd: o.cmd,
     cases,
     timeoutMs: o.timeout,
+    widget: o.widget === true,
     runId,
     onResult: progress ? (r) => io.out(prettyLine(r)) : undefined,
   });

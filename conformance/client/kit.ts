@@ -17,9 +17,15 @@ import { SUITE_VERSION } from '../version.ts';
 import { CLIENT_CASES, type ClientCase, type Evidence, type Judge, type SeenRequest } from './cases.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
-const APPS = { demo: 'app_demo', slow: 'app_slow', genui: 'app_genui', knowledge: 'app_knowledge' } as const;
+const APPS = { demo: 'app_demo', genui: 'app_genui', knowledge: 'app_knowledge' } as const;
 /** Conversations the list cases walk: more than a page of the largest size (§4.2: 100). */
 const LISTED = 120;
+/**
+ * D-134: the requests a widget makes before its first message (its visitor session, the app's config,
+ * the visitor's conversation): its publishable key's script plays them as they are, and the case's
+ * steps begin after them.
+ */
+export const WIDGET_SETUP = 3;
 
 export const KIT_NAME = 'parley-client-kit';
 
@@ -31,12 +37,22 @@ export interface KitOptions {
   timeoutMs: number;
   runId?: string;
   onResult?: (r: CaseResult) => void;
+  /** D-134: the client is a widget: the case's script is on a publishable key of its own, which the kit judges. */
+  widget?: boolean;
 }
 
 interface Kit {
   parley: Parley;
   key: string;
   admin: Record<string, string>;
+  /** Each app's widget origins, from the fixtures: a widget client's page is on the first (D-134). */
+  origins: Record<string, string[]>;
+}
+
+/** A key the kit made for a case: its id and its text. */
+interface Made {
+  id: string;
+  key: string;
 }
 
 async function api(kit: Kit, method: string, p: string, body?: unknown, admin = false): Promise<{ status: number; json: any }> {
@@ -128,10 +144,13 @@ async function evidenceOf(
   output: Record<string, unknown>,
   keyId: string,
   before?: string[],
+  setup = 0,
 ): Promise<Evidence> {
   const app = vars.PARLEY_APP_ID!;
   const run = await api(kit, 'GET', `/apps/${app}/test-runs/${keyId}`);
-  const e: Evidence = { output, vars, requests: run.status === 200 ? run.json.requests : [], before };
+  // D-134: a widget's setup requests are before the case's steps, and not the case's.
+  const requests: SeenRequest[] = run.status === 200 ? run.json.requests.filter((r: SeenRequest) => (r.step ?? 0) > setup) : [];
+  const e: Evidence = { output, vars, requests, before };
   if (typeof output.response_id === 'string') {
     const r = await api(kit, 'GET', `/apps/${app}/responses/${encodeURIComponent(output.response_id)}`);
     if (r.status === 200) e.truth = r.json;
@@ -143,7 +162,7 @@ async function evidenceOf(
 }
 
 /** The case's variables (docs/client-kit.md), and what it made beforehand. */
-async function varsOf(kit: Kit, c: ClientCase, runId: string, key: string): Promise<Record<string, string>> {
+async function varsOf(kit: Kit, c: ClientCase, runId: string, key: string, widget?: Made): Promise<Record<string, string>> {
   const app = APPS[c.app];
   const vars: Record<string, string> = {
     PARLEY_BASE_URL: kit.parley.baseUrl,
@@ -154,6 +173,7 @@ async function varsOf(kit: Kit, c: ClientCase, runId: string, key: string): Prom
     PARLEY_MESSAGE: c.message ?? 'Hello',
     PARLEY_PROMPT: 'Say hello',
     PARLEY_ORDER: c.order ?? 'desc',
+    ...(widget ? { PARLEY_PUBLISHABLE_KEY: widget.key, PARLEY_WIDGET_ORIGIN: kit.origins[app]?.[0] ?? '' } : {}),
   };
   if (c.task === 'send-stream' || c.task === 'send-json' || c.task === 'cancel')
     vars.PARLEY_CONVERSATION_ID = (await must(kit, 'create', 'POST', `/apps/${app}/conversations`, { title: `client kit ${c.id}` })).id;
@@ -187,13 +207,19 @@ function verdict(c: ClientCase, level: 'MUST' | 'SHOULD', judges: Judge[], e: Ev
 
 async function runCase(kit: Kit, c: ClientCase, o: KitOptions, runId: string): Promise<CaseResult[]> {
   const started = Date.now();
-  const made = await must(kit, 'key', 'POST', '/keys', { type: 'secret', name: `client kit ${c.id}` }, true);
+  const made: Made = await must(kit, 'key', 'POST', '/keys', { type: 'secret', name: `client kit ${c.id}` }, true);
+  const widget: Made | undefined = o.widget
+    ? await must(kit, 'key', 'POST', '/keys', { type: 'publishable', name: `client kit ${c.id} widget` }, true)
+    : undefined;
+  // D-134: a widget client's requests are judged by its publishable key, whose script lets its setup pass first.
+  const judged = widget ?? made;
+  const setup = widget ? WIDGET_SETUP : 0;
   try {
-    await must(kit, 'scenario', 'PUT', `/keys/${made.id}/scenario`, { script: c.script }, true);
-    const vars = await varsOf(kit, c, runId, made.key);
+    await must(kit, 'scenario', 'PUT', `/keys/${judged.id}/scenario`, { script: [...Array(setup).fill(''), ...c.script] }, true);
+    const vars = await varsOf(kit, c, runId, made.key, widget);
     const before = c.task === 'list-all' ? (await allIds(kit, vars.PARLEY_APP_ID!, vars.PARLEY_ORDER!)).map((x) => x.id) : undefined;
     const done = { v: false };
-    const growing = c.grow ? growDuring(kit, vars.PARLEY_APP_ID!, made.id, done) : undefined;
+    const growing = c.grow ? growDuring(kit, vars.PARLEY_APP_ID!, judged.id, done) : undefined;
     const ran = await runClient(o.cmd, vars, o.timeoutMs);
     done.v = true;
     await growing;
@@ -201,9 +227,9 @@ async function runCase(kit: Kit, c: ClientCase, o: KitOptions, runId: string): P
     const ms = Date.now() - started;
     const base = { id: c.id, section: 'client', level: 'MUST' as const, description: c.description, ms };
     if (output?.unsupported === true) return [{ ...base, status: 'skipped', reason: `the client does not do ${c.task}` } as CaseResult];
-    const e = await evidenceOf(kit, c, vars, output ?? {}, made.id, before);
+    const e = await evidenceOf(kit, c, vars, output ?? {}, judged.id, before, setup);
     const evidence = [
-      `scenario script on the key: ${JSON.stringify(c.script)}`,
+      `scenario script on the ${widget ? `publishable key, after ${setup} empty steps for the widget's setup` : 'key'}: ${JSON.stringify(c.script)}`,
       `requests the kit received:\n${showRequests(e.requests)}`,
       `the client printed: ${output ? JSON.stringify(output) : `(no JSON object as its last line; exit ${ran.code}${ran.timedOut ? `, stopped after ${o.timeoutMs} ms` : ''})`}`,
       ...(ran.stderr.trim() ? [`its stderr ends: ${ran.stderr.trim().slice(-600)}`] : []),
@@ -218,7 +244,7 @@ async function runCase(kit: Kit, c: ClientCase, o: KitOptions, runId: string): P
       ];
     return [verdict(c, 'MUST', c.must, e, evidence, ms), ...(c.should ? [verdict(c, 'SHOULD', c.should, e, evidence, ms)] : [])];
   } finally {
-    await api(kit, 'POST', `/keys/${made.id}/revoke`, {}, true);
+    for (const k of widget ? [made, widget] : [made]) await api(kit, 'POST', `/keys/${k.id}/revoke`, {}, true);
   }
 }
 
@@ -227,6 +253,9 @@ export async function runClientKit(o: KitOptions): Promise<RunResults> {
   const started = Date.now();
   const runId = o.runId ?? newRunId();
   const target = JSON.parse(await fs.readFile(path.join(FIXTURES, 'target.json'), 'utf8'));
+  const fixtures = JSON.parse(await fs.readFile(path.join(FIXTURES, 'fixtures.json'), 'utf8')) as {
+    apps: Array<{ id: string; widget?: { origins: string[] } }>;
+  };
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-client-kit-'));
   const parley = await startParley({ host: '127.0.0.1', port: 0, dataDir, fixturesDir: FIXTURES, logger: pino({ level: 'silent' }) });
   const results: CaseResult[] = [];
@@ -241,6 +270,7 @@ export async function runClientKit(o: KitOptions): Promise<RunResults> {
       parley,
       key: target.api_key,
       admin: { cookie: cookie.split(';')[0]!, 'x-csrf-token': ((await signIn.json()) as { csrf_token: string }).csrf_token },
+      origins: Object.fromEntries(fixtures.apps.map((a) => [a.id, a.widget?.origins ?? []])),
     };
     if (o.cases.some((c) => c.task === 'list-all'))
       for (let i = 0; i < LISTED; i++)

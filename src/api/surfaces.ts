@@ -26,7 +26,7 @@ import { adminCredential } from '../pipeline/admin-auth.ts';
 import { type CreditCheck, credits } from '../pipeline/credits.ts';
 import { testRun } from '../pipeline/test-runs.ts';
 import type { TestRunService } from '../services/test-runs.ts';
-import { scenario, type ScenarioOptions } from '../pipeline/scenario.ts';
+import { SCENARIO_QUERY, scenario, type ScenarioOptions } from '../pipeline/scenario.ts';
 import type { AccountService } from '../services/admin/accounts.ts';
 import { ADMIN_BASE_PATH } from './admin/index.ts';
 import type { AdminContext, AdminRoute } from './rows.ts';
@@ -98,7 +98,7 @@ const OFF: ScenarioOptions = { enabled: false };
 /**
  * The widget API, in D-54's order: the app (404) and its widget (403) → the origin (403), whose CORS
  * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
- * request's turn in its test run (D-125, the app the path's) → a scenario (400, or its scripted status,
+ * request's turn in its test run (D-125, the app the path's, D-127 the publishable key it names) → a scenario (400, or its scripted status,
  * D-121) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
  * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
@@ -111,7 +111,9 @@ export function widgetApi(o: WidgetApiOptions): Surface {
     stages: (route) => [
       o.store && storeBound(o.store.health, o.store.timeoutMs),
       singleAuthorization,
-      o.testRuns && testRun(o.testRuns),
+      // D-127: a publishable key's script, the key found before the gate judges it.
+      o.testRuns &&
+        testRun(o.testRuns, (ctx) => ({ key: () => o.gate.keyOf?.(ctx.req, ctx.params, route), ownQuery: ctx.query.has(SCENARIO_QUERY) })),
       // Before the gate, whose limits would count a scripted status (D-121).
       scenario({ ...(o.scenarios ?? OFF), query: true }, route.scenario),
       admit(o.gate, route),

@@ -1,7 +1,7 @@
 // Authentication and app access (§5, D-4, D-6): who is calling, and may they use this app.
 import { hash, timingSafeEqual } from 'node:crypto';
 import { checkFormat } from '../core/api-keys.ts';
-import { apiError } from '../core/api-errors.ts';
+import { ApiError, apiError } from '../core/api-errors.ts';
 import type { AppT, Tenants, KeyT } from '../core/tenants.ts';
 
 function hashKey(key: string): Buffer {
@@ -27,9 +27,26 @@ export class AuthService {
    * revoked key, or one past its expiry (a rolled key's grace period), is refused like an unknown one.
    */
   authenticate(authorization: string | undefined): KeyT {
+    const found = this.resolve(authorization);
+    if (found instanceof ApiError) throw found;
+    this.onUse(found.id, this.now());
+    return found;
+  }
+
+  /**
+   * D-127: the valid key `authorization` names, or undefined, without recording its use: the widget API
+   * finds a publishable key's test run before its gate judges the credential.
+   */
+  identify(authorization: string | undefined): KeyT | undefined {
+    const found = this.resolve(authorization);
+    return found instanceof ApiError ? undefined : found;
+  }
+
+  /** The key `authorization` names, or the 401 that refuses it (D-6, D-70). */
+  private resolve(authorization: string | undefined): KeyT | ApiError {
     const match = /^Bearer +(\S+) *$/i.exec(authorization ?? '');
     if (!match) {
-      throw apiError(
+      return apiError(
         'invalid_api_key',
         authorization
           ? 'The Authorization header must be "Bearer <secret key>".'
@@ -38,7 +55,7 @@ export class AuthService {
     }
     const text = match[1]!;
     if (checkFormat(text) === 'mistyped')
-      throw apiError(
+      return apiError(
         'invalid_api_key',
         'Invalid API key: its checksum (the last 6 characters) does not match; check that it was copied whole.',
       );
@@ -52,11 +69,10 @@ export class AuthService {
     for (const { key, hash } of this.keys) {
       if (timingSafeEqual(presented, hash)) found = key;
     }
-    if (!found) throw apiError('invalid_api_key', 'Invalid API key.');
+    if (!found) return apiError('invalid_api_key', 'Invalid API key.');
     const now = this.now();
-    if (found.revoked_at !== null && found.revoked_at * 1000 <= now) throw apiError('invalid_api_key', 'This API key was revoked.');
-    if (found.expires_at !== null && found.expires_at * 1000 <= now) throw apiError('invalid_api_key', 'This API key has expired.');
-    this.onUse(found.id, now);
+    if (found.revoked_at !== null && found.revoked_at * 1000 <= now) return apiError('invalid_api_key', 'This API key was revoked.');
+    if (found.expires_at !== null && found.expires_at * 1000 <= now) return apiError('invalid_api_key', 'This API key has expired.');
     return found;
   }
 

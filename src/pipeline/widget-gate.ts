@@ -65,6 +65,29 @@ export class WidgetGate implements SurfaceGate {
     };
   }
 
+  /**
+   * D-127: the publishable key a request names, for its test run, looked up before the gate judges it:
+   * the key itself, or the one its visitor token was issued with; undefined when it names no valid key
+   * of the app's team. A publishable key is public, so finding it first reveals nothing.
+   */
+  keyOf(req: IncomingMessage, params: Record<string, string>, route: Route): KeyT | undefined {
+    const app = params.app_id === undefined ? undefined : this.o.tenants.apps.get(params.app_id);
+    // The common case costs no look-up: no key of the team has a script.
+    if (!app || !this.o.tenants.keys.some((k) => k.scenario && k.team_id === app.team_id)) return undefined;
+    let key: KeyT | undefined;
+    if (route.publishable) key = this.o.auth.identify(req.headers.authorization);
+    else {
+      const token = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
+      try {
+        const keyId = token === undefined ? undefined : this.o.tokens.verify(token, app).keyId;
+        key = this.o.tenants.keys.find((k) => k.id === keyId);
+      } catch {
+        return undefined; // the gate answers it
+      }
+    }
+    return key?.type === 'publishable' && key.team_id === app.team_id ? key : undefined;
+  }
+
   async admit(req: IncomingMessage, params: Record<string, string>, route: Route, address: string): Promise<Admission> {
     const app = this.widgetApp(params.app_id);
     let key: KeyT;

@@ -31,8 +31,13 @@ export interface RunRequest {
   path: string;
   query: URLSearchParams;
   appId: string;
-  /** Its key, when known (on /widget/v1 the run is found before the widget's gate, so a key's script does not apply there). */
-  key: KeyT | undefined;
+  /**
+   * Its key, when known (on /widget/v1 the publishable key it names, found before the widget's gate,
+   * D-127); asked only of a request that brings no test id or scenario of its own.
+   */
+  key(): KeyT | undefined;
+  /** It brings a scenario of its own in the query (the widget API's `scenario` parameter, D-120). */
+  ownQuery: boolean;
 }
 
 /** The request's test id and script, or none when it takes no part in a test run. */
@@ -63,8 +68,9 @@ export class TestRunService {
     const own = header(r.req, SCENARIO_HEADER);
     // D-127: the key's script, for a request that brings neither header of its own.
     if (rawId === undefined && own === undefined) {
-      const s = r.key?.scenario;
-      return s ? { testId: r.key!.id, script: { steps: s.script, mark: `key@${s.set_at}` } } : undefined;
+      const key = r.ownQuery ? undefined : r.key();
+      const s = key?.scenario;
+      return s ? { testId: key.id, script: { steps: s.script, mark: `key@${s.set_at}` } } : undefined;
     }
     const name = scriptName(own);
     if (rawId === undefined) {

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { APP, type TestServer } from './helpers.ts';
 import { adminClient, bearer } from './admin-client.ts';
 import { demoAdminToken } from './webhook-receiver.ts';
+import { SHOP, widgetCall } from './widget.ts';
 
 export interface ScriptsHarness {
   /** The servers a client reaches (one, or two instances of one database), and their close. */
@@ -75,6 +76,39 @@ export function scriptsSuite(name: string, h: ScriptsHarness): void {
           [2, 200],
           [2, 200],
         ],
+      );
+    } finally {
+      await close();
+    }
+  });
+
+  test(`${name}: D-127: on /widget/v1 a publishable key's script reaches the requests made with the key or its visitor token, before the gate, whose limits never count a scripted status (D-121)`, async () => {
+    const { servers, close } = await h.start();
+    try {
+      const on = (i: number) => servers[i % servers.length]!;
+      const origin = new URL(servers[0]!.baseUrl).origin;
+      const admin = adminClient(origin);
+      const auth = bearer(await demoAdminToken(origin));
+      const made = await admin.call('POST', '/keys', { type: 'publishable', name: 'widget under test' }, auth);
+      // app_limited's widget allows 4 requests a minute from a visitor, 8 from an address.
+      const script = ['', ...Array(8).fill('status=503'), ''];
+      assert.equal((await admin.call('PUT', `/keys/${made.body.id}/scenario`, { script }, auth)).status, 200);
+      const path = '/apps/app_limited';
+      const session = await widgetCall(on(0), 'POST', `${path}/visitors`, { auth: made.body.key, body: {}, origin: SHOP });
+      assert.equal(session.status, 200, JSON.stringify(session.body));
+      const statuses = [];
+      for (let i = 1; i <= 9; i++)
+        statuses.push((await widgetCall(on(i), 'POST', `${path}/conversations`, { auth: session.body.token, body: {} })).status);
+      assert.deepEqual(statuses, [...Array(8).fill(503), 200], 'the scripted 503s left the limits as they were');
+      // A request with a scenario of its own (here the query's), or a credential the gate refuses, is not the key's.
+      const own = await widgetCall(on(0), 'GET', `${path}/config?scenario=status%3D429`, { auth: session.body.token });
+      assert.equal(own.status, 429);
+      assert.equal((await widgetCall(on(1), 'GET', `${path}/config`, { auth: 'not-a-token' })).status, 401);
+      const run = await on(0).call('GET', `/apps/app_limited/test-runs/${made.body.id}`);
+      assert.equal(run.status, 200, JSON.stringify(run.body));
+      assert.deepEqual(
+        run.body.requests.map((r: Listed & { path: string }) => [r.step, r.status, r.path.replace('/widget/v1/apps/app_limited/', '')]),
+        [[1, 200, 'visitors'], ...Array.from({ length: 8 }, (_, i) => [i + 2, 503, 'conversations']), [10, 200, 'conversations']],
       );
     } finally {
       await close();
