@@ -100,7 +100,7 @@ const OFF: ScenarioOptions = { enabled: false };
  * headers every later answer carries, a preflight's 204 too → one Authorization header (400) → the
  * request's turn in its test run (D-125, the app the path's, D-127 the publishable key it names) → a scenario (400, or its scripted status,
  * D-121) → the credential (401) → the key's team (403) → the app active and its agent (403) → D-52's limits (429)
- * → the team's credits for a send message (429, D-74, the limits' charge given back); then the handler reads the body (400) and the visitor's conversation (404), whose refusal gives the
+ * → the team's credits for a send message (429, D-74, the limits' charge given back); then the route reads the body with its row's schema (400, D-118) and the handler the visitor's conversation (404), whose refusal gives the
  * budget back (D-92). Its streams count in the widget's own pools, apart from the REST API's (D-92).
  */
 export function widgetApi(o: WidgetApiOptions): Surface {
@@ -131,7 +131,7 @@ export interface AdminApiOptions {
 /**
  * The admin surface (D-65), in its own path space: one Authorization header (400) → the admin
  * credential, a personal access token or the session cookie and its CSRF token on a write (401, 403;
- * never an API key) → the role a change needs (403); then the handler reads the body (400) and the
+ * never an API key) → the role a change needs (403); then the route reads the body with its row's schema (400, D-118) and the handler the
  * team's resource (404).
  */
 export function adminApi(o: AdminApiOptions): Surface<AdminContext> {
