@@ -1,5 +1,5 @@
-// A/B of get, list and rename on both stores: `node --import tsx bench/lab/ab-pg-reads.ts <otherTreeRoot>
-// [conversations] [rounds] [seconds] [ops]` (ops: a comma list of get,list,rename; all by default).
+// A/B of get, list, rename and create on both stores: `node --import tsx bench/lab/ab-pg-reads.ts <otherTreeRoot>
+// [conversations] [rounds] [seconds] [ops]` (ops: a comma list of get,list,rename,create; the first three by default).
 // Parley from another checkout (A) and from this one (B), each on the file store and on PostgreSQL
 // (one embedded PostgreSQL, durable, a database each: bench/pg.ts), the same conversations seeded in
 // all four, in interleaved rounds (the order turned each round) at 10 connections, as `npm run bench`
@@ -18,13 +18,13 @@ import { type LoadSpec, load, percentile } from '../measure.ts';
 import { accounting, seedBoth, startBenchPostgres } from '../pg.ts';
 
 const [other, countText = '1000', roundsText = '5', secondsText = '3', opsText = 'get,list,rename'] = process.argv.slice(2);
-if (!other) throw new Error('usage: bench/lab/ab-pg-reads.ts <other checkout> [conversations] [rounds] [seconds] [get,list,rename]');
+if (!other) throw new Error('usage: bench/lab/ab-pg-reads.ts <other checkout> [conversations] [rounds] [seconds] [get,list,rename,create]');
 const APP = 'app_demo';
 const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
 const NAMES = ['A file', 'A pg', 'B file', 'B pg'] as const;
 type Name = (typeof NAMES)[number];
 const OPS = opsText.split(',') as Op[];
-type Op = 'get' | 'list' | 'rename';
+type Op = 'get' | 'list' | 'rename' | 'create';
 const loadavg = () =>
   os
     .loadavg()
@@ -67,6 +67,9 @@ try {
     const common = { port, headers: AUTH, connections: 10, seconds: 0 };
     if (op === 'get') return { ...common, method: 'GET', path: () => `${base}/${any()}` };
     if (op === 'list') return { ...common, method: 'GET', path: () => `${base}?limit=20&after=${any()}` };
+    // Creates grow the stores, each side's alike (as many seconds on each).
+    if (op === 'create')
+      return { ...common, method: 'POST', path: () => base, body: JSON.stringify({ title: 'Created by the benchmark' }) };
     return { ...common, method: 'PATCH', path: () => `${base}/${any()}`, body: JSON.stringify({ title: 'Renamed' }) };
   };
   const cpu = async (name: Name) => (await servers[name].c.ask<{ cpuUs: number }>('stats')).cpuUs;

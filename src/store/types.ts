@@ -14,6 +14,9 @@ import type { UsageEntry } from './shared.ts';
 /** A conversation as the store keeps it: its schema, type and fast check are in record.ts. */
 export type { ConversationRecord };
 
+/** A record to create: without a seq, the store gives it the next one as it creates it (D-7). */
+export type NewConversation = Omit<ConversationRecord, 'seq'> & { seq?: number };
+
 /** A response as persisted beside its items (D-17: a failed one too). */
 export interface ResponseRecord {
   id: string;
@@ -135,10 +138,12 @@ export interface Store {
   listConversations(appId: string, q: ConversationPageQuery): Promise<ConversationPage | undefined>;
   /**
    * Creates a conversation record (a new id: nothing else can be changing it), with the request's
-   * Idempotency-Key claim in the same atomic step; resolves once it is durable. `admit` (the storage
-   * quota, D-27) is run in that step with the app's stored bytes; if it throws, nothing is created.
+   * Idempotency-Key claim in the same atomic step; resolves with the record once it is durable. A
+   * record without a seq gets the next (D-7) in that step (on PostgreSQL: no round trip of its own).
+   * `admit` (the storage quota, D-27) is run in that step with the app's stored bytes; if it throws,
+   * nothing is created.
    */
-  putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void>;
+  putConversation(record: NewConversation, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<ConversationRecord>;
   /**
    * Changes one conversation in its turn, after every earlier change of it: `change` gets the record
    * as it is now (undefined if there is none) and returns the new one, or throws to change nothing.

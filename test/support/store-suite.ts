@@ -74,6 +74,28 @@ export function storeSuite(name: string, h: StoreHarness): void {
       });
     });
 
+    test('D-164: a record created without a seq gets the next one in its create (D-7: after every seq given or taken, never reused), its claim kept with it', async () => {
+      await withStore(h, async (s) => {
+        // An import's seq moves the sequence past it; a create without one comes after it.
+        await s.store.putConversation(record('conv_s1', { seq: 40 }));
+        const { seq: _, ...fresh } = record('conv_s2', { title: 'second' });
+        const made = await s.store.putConversation({ ...fresh, seq: undefined }, { key: 'k-s2', fingerprint: 'f-s2' });
+        assert.ok(made.seq > 40, `the store's seq ${made.seq} comes after the given 40`);
+        assert.deepEqual({ ...made, seq: 0 }, record('conv_s2', { title: 'second', seq: 0 }));
+        assert.deepEqual(JSON.parse(JSON.stringify(await s.store.getConversation('conv_s2'))), made);
+        assert.ok((await s.store.idempotencyClaims(0)).some((c) => c.key === 'k-s2' && c.fingerprint === 'f-s2'));
+        const { seq: __, ...third } = record('conv_s3');
+        const next = await s.store.putConversation(third);
+        assert.ok(next.seq > made.seq, 'in creation order');
+        assert.ok((await s.store.nextSeq()) > next.seq, 'never reused');
+        const page = await s.store.listConversations('app_demo', { direction: 'up', limit: 10 });
+        assert.deepEqual(
+          page?.records.map((r) => r.id),
+          ['conv_s1', 'conv_s2', 'conv_s3'],
+        );
+      });
+    });
+
     test('D-12: pages both ways from any cursor, deleted ones skipped and still valid cursors, has_more exact; per user', async () => {
       await withStore(h, async (s) => {
         const all: string[] = [];

@@ -14,6 +14,7 @@ import type {
   ConversationPage,
   ConversationPageQuery,
   ConversationRecord,
+  NewConversation,
   History,
   QuotaAdmit,
   ReplyStart,
@@ -246,8 +247,9 @@ export class FileStore implements Store {
     return { ...history, storedBytes: this.bytesOf(appId), base: record && { record } };
   }
 
-  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
-    admit?.(this.bytesOf(record.app_id));
+  async putConversation(fresh: NewConversation, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<ConversationRecord> {
+    admit?.(this.bytesOf(fresh.app_id));
+    const record = fresh.seq === undefined ? { ...fresh, seq: ++this.index.seq } : (fresh as ConversationRecord);
     const c = claim && { k: claim.key, f: claim.fingerprint, at: Date.now() };
     const w = this.events.wants(record.app_id) ? this.events.created(record) : [];
     // Indexed once durable (nothing is listed that a crash could take back), before any later line.
@@ -257,6 +259,7 @@ export class FileStore implements Store {
       this.index.add(this.index.fromRecord(record, where, this.index.records.get(record.id)?.file_bytes ?? 0));
     });
     this.compactor.ifDue();
+    return record;
   }
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {

@@ -119,7 +119,10 @@ export async function recountAppStats(sql: Sql | TransactionSql, appIds?: readon
       bytes = s.bytes + EXCLUDED.bytes, kept_bytes = s.kept_bytes + EXCLUDED.kept_bytes`;
 }
 
-/** A create's statement: the conversation, its user and its app's counters; returns the app's stored bytes before it. */
+/**
+ * A create's statement: the conversation, its user and its app's counters; returns the app's stored
+ * bytes before it. A seq not given is the one the lock's statement before it took (`currval`, D-7).
+ */
 export type CreateStatement = (tx: TransactionSql) => Promise<number>;
 
 export class AppStats {
@@ -152,54 +155,60 @@ export class AppStats {
    * run side by side, each admitted if the bytes committed before it plus the margin (what every
    * create running at once could add) fit. Near it, or for a record larger than RECORD_MAX, a create
    * takes the lock *exclusive*: it waits for the creates running, and admits with the exact bytes.
-   * `seq`: a seq given by an import moves the sequence past it (D-7).
+   * `seq`: the next of the sequence when undefined (D-7: the store gives it, in the lock's statement);
+   * a seq given by an import moves the sequence past it. Resolves with the seq.
    */
   async create(
-    begin: (run: (tx: TransactionSql) => Promise<void>) => Promise<void>,
+    begin: (run: (tx: TransactionSql) => Promise<number>) => Promise<number>,
     appId: string,
-    seq: number,
+    seq: number | undefined,
     bytes: number,
     statement: CreateStatement,
     admit?: QuotaAdmit,
-  ): Promise<void> {
+  ): Promise<number> {
     const exact = admit !== undefined && (bytes > RECORD_MAX || this.near.has(appId));
     try {
-      await begin((tx) => this.run(tx, appId, seq, statement, admit, exact));
+      return await begin((tx) => this.run(tx, appId, seq, statement, admit, exact));
     } catch (err) {
       if (!(err instanceof NearQuota)) throw err;
       this.near.add(appId);
-      await begin((tx) => this.run(tx, appId, seq, statement, admit, true));
+      return await begin((tx) => this.run(tx, appId, seq, statement, admit, true));
     }
   }
 
   private async run(
     tx: TransactionSql,
     appId: string,
-    seq: number,
+    seq: number | undefined,
     statement: CreateStatement,
     admit: QuotaAdmit | undefined,
     exact: boolean,
-  ) {
+  ): Promise<number> {
     const lock = exact ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
     // A statement of its own: the next one's snapshot is taken once the lock is held, so it sees every
-    // create that held it exclusive before. Prepared, as the insert (docs/benchmarks.md).
-    await tx.unsafe(
-      `SELECT ${lock}($1, hashtext($2)),
-              (SELECT setval('conversation_seq', $3) FROM conversation_seq
-               WHERE CASE WHEN is_called THEN last_value < $3 ELSE last_value <= $3 END)`,
-      [QUOTA_LOCK_CLASS, appId, seq],
-      PREPARED,
-    );
+    // create that held it exclusive before. Prepared, as the insert (docs/benchmarks.md). Executed at
+    // once: on the fast path the insert goes out with it, in one write and one round trip.
+    const locked = tx
+      .unsafe<[{ seq: string | null }]>(
+        `SELECT ${lock}($1, hashtext($2)), CASE WHEN $3::bigint IS NULL THEN nextval('conversation_seq')
+           ELSE (SELECT setval('conversation_seq', $3) FROM conversation_seq
+                 WHERE CASE WHEN is_called THEN last_value < $3 ELSE last_value <= $3 END) END AS seq`,
+        [QUOTA_LOCK_CLASS, appId, seq ?? null],
+        PREPARED,
+      )
+      .execute();
     if (exact) {
+      const [taken] = await locked;
       const [row] = await tx<{ bytes: string | null }[]>`SELECT sum(bytes) AS bytes FROM app_stats WHERE app_id = ${appId}`;
       const stored = Number(row?.bytes ?? 0);
       admit!(stored);
       if (admits(admit!, stored, this.margin)) this.near.delete(appId);
       await statement(tx);
-      return;
+      return seq ?? Number(taken.seq);
     }
-    const stored = await statement(tx);
+    const [[taken], stored] = await Promise.all([locked, statement(tx)]);
     // Rolled back and run again exactly: the creates running at once could pass the quota together.
     if (admit && !admits(admit, stored, this.margin)) throw new NearQuota();
+    return seq ?? Number(taken.seq);
   }
 }

@@ -2,7 +2,7 @@
 // with its counters, the lock of a row for a change, and a change written with its app's counters.
 // Each runs in the caller's transaction (pg-store.ts: its turn, its outbox events, its claim).
 import type { TransactionSql } from 'postgres';
-import type { ConversationChange, ConversationRecord } from '../types.ts';
+import type { ConversationChange, NewConversation } from '../types.ts';
 import { SLOT } from './app-stats.ts';
 import { rowChange, type VersionedRow } from './exchange.ts';
 import { PREPARED, type Row, SELECT_ROW } from './rows.ts';
@@ -11,15 +11,16 @@ import { PREPARED, type Row, SELECT_ROW } from './rows.ts';
  * Inserts a new conversation (`metadata` its JSON, `bytes` what it counts in the quota) and its
  * counters; resolves with the app's stored bytes, for D-27's check in the same transaction.
  * D-24: the user counts once however many creates bring it at once (app_users' key); the counters go
- * to this backend's slot (D-101). The last SELECT sees the app's bytes committed before. Prepared:
+ * to this backend's slot (D-101). The last SELECT sees the app's bytes committed before. Without a
+ * seq, the one the quota lock's statement took in this transaction (app-stats.ts, D-7). Prepared:
  * parsed and planned once per connection (docs/benchmarks.md).
  */
-export async function insertConversation(tx: TransactionSql, record: ConversationRecord, metadata: string, bytes: number): Promise<number> {
+export async function insertConversation(tx: TransactionSql, record: NewConversation, metadata: string, bytes: number): Promise<number> {
   const [row] = await tx.unsafe<{ stored: string | null }[]>(
     `WITH fresh AS (INSERT INTO app_users (app_id, external_user_id) SELECT $2, $5::text WHERE $5::text IS NOT NULL
                     ON CONFLICT DO NOTHING RETURNING 1),
      made AS (INSERT INTO conversations (id, app_id, seq, created_at, external_user_id, title, generated_title, metadata, deleted_at, message_count)
-              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)),
+              VALUES ($1, $2, coalesce($3::bigint, currval('conversation_seq')), $4, $5, $6, $7, $8, $9, $10)),
      stats AS (INSERT INTO app_stats AS s (app_id, slot, conversations, messages, users, bytes)
                VALUES ($2, ${SLOT}, 1, $10, (SELECT count(*) FROM fresh), $11)
                ON CONFLICT (app_id, slot) DO UPDATE SET conversations = s.conversations + 1, messages = s.messages + EXCLUDED.messages,
@@ -28,7 +29,7 @@ export async function insertConversation(tx: TransactionSql, record: Conversatio
     [
       record.id,
       record.app_id,
-      record.seq,
+      record.seq ?? null,
       record.created_at,
       record.external_user_id,
       record.title,

@@ -28,6 +28,7 @@ import {
   type ConversationPage,
   type ConversationPageQuery,
   type ConversationRecord,
+  type NewConversation,
   type QuotaAdmit,
   type ReplyStart,
   RESPONSE_EVENTS_TTL_MS,
@@ -184,23 +185,25 @@ export class PgStore implements Store {
     return rows.map((c) => ({ key: c.key, fingerprint: c.fingerprint, at: Number(c.at) }));
   }
 
-  async putConversation(record: ConversationRecord, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<void> {
-    const metadata = JSON.stringify(record.metadata);
-    const bytes = quotaBytes(record.deleted_at, metadata, 0);
-    const statement = (tx: TransactionSql) => insertConversation(tx, record, metadata, bytes);
-    await this.stats.create(
+  async putConversation(fresh: NewConversation, claim?: IdempotencyClaim, admit?: QuotaAdmit): Promise<ConversationRecord> {
+    const metadata = JSON.stringify(fresh.metadata);
+    const bytes = quotaBytes(fresh.deleted_at, metadata, 0);
+    const statement = (tx: TransactionSql) => insertConversation(tx, fresh, metadata, bytes);
+    const seq = await this.stats.create(
       (run) =>
         this.outbox.begin(this.sql, async (tx, emit) => {
-          await run(tx);
-          if (claim) await keepClaim(tx, claim, Date.now());
-          if (this.events.wants(record.app_id)) await emit(this.events.created(record));
+          // The claim goes out with the create's statements (one round trip), not after them.
+          const [seq] = await Promise.all([run(tx), claim && keepClaim(tx, claim, Date.now())]);
+          if (this.events.wants(fresh.app_id)) await emit(this.events.created({ ...fresh, seq }));
+          return seq;
         }),
-      record.app_id,
-      record.seq,
+      fresh.app_id,
+      fresh.seq,
       bytes,
       statement,
       admit,
     );
+    return { ...fresh, seq };
   }
 
   updateConversation(id: string, change: (current: ConversationRecord | undefined) => ConversationChange): Promise<ConversationRecord> {
