@@ -153,7 +153,7 @@ export class FileStore implements Store {
     this.outbox.adopt(carried);
     await this.outbox.settled();
     if (this.opts.changeEvents) this.events = this.opts.changeEvents(this.outbox);
-    await sweepDataDir(this.dataDir, this.journal.file, this.index);
+    this.histories.knowLegacy(await sweepDataDir(this.dataDir, this.journal.file, this.index));
     await settleExchanges(unfinished, {
       journal: this.journal,
       index: this.index,
