@@ -200,7 +200,7 @@ export class FileStore implements Store {
   async readConversation(id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined> {
     const record = this.index.records.get(id);
     if (!record || record.deleted_at !== null) return record && { record };
-    return { record, items: (await this.histories.get(id)).items };
+    return { record, items: (await this.histories.peek(id)).items };
   }
 
   renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {
