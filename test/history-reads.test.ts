@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { HistoryCache } from '../src/store/file/history-cache.ts';
 import { tempDir } from './support/helpers.ts';
-import { exchange, record } from './support/records.ts';
+import { exchange, legacyHistory, record } from './support/records.ts';
 
 /** The files read synchronously while `run` runs (history-file.ts reads each history so). */
 async function filesRead(run: () => Promise<void>): Promise<string[]> {
@@ -41,12 +41,7 @@ test('D-163: a history read after start-up looks for <id>.json only where the sw
   );
   await store.putConversation(record('conv_bb02', { seq: 2 }));
   await store.close();
-  // conv_bb02's history in the earlier release's format (D-29): one JSON document.
-  await fs.mkdir(path.join(dir, 'conversations', '02'), { recursive: true });
-  await fs.writeFile(
-    path.join(dir, 'conversations', '02', 'conv_bb02.json'),
-    JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }),
-  );
+  await legacyHistory(dir, 'conv_bb02', 'resp_2');
   store = new FileStore({ dataDir: dir });
   await store.open();
   try {
