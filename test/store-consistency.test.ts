@@ -7,7 +7,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { tempDir } from './support/helpers.ts';
-import { exchange, record, save } from './support/records.ts';
+import { legacyHistory, record, save } from './support/records.ts';
 
 test('concurrent exchanges, a rename and a delete of one conversation each apply to the record as it is then', async () => {
   const dir = await tempDir();
@@ -63,11 +63,7 @@ test('an exchange and its claim are one: kept together across a restart, and tog
     journal,
     `${JSON.stringify({ t: 'intent', v: record('conv_cd02', { message_count: 4 }), p: 'resp_3', c: claim('k-cut') })}\n`,
   );
-  await fs.mkdir(path.join(dir, 'conversations', '03'), { recursive: true });
-  await fs.writeFile(
-    path.join(dir, 'conversations', '03', 'conv_ef03.json'),
-    JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }),
-  );
+  await legacyHistory(dir, 'conv_ef03', 'resp_2');
   store = new FileStore({ dataDir: dir });
   await store.open();
   try {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { FileStore } from '../src/store/file/file-store.ts';
 import { tempDir } from './support/helpers.ts';
-import { exchange, record } from './support/records.ts';
+import { exchange, legacyHistory, record } from './support/records.ts';
 
 test('an intent whose file write never happened is forgotten; one whose file landed is completed', async () => {
   const dir = await tempDir();
@@ -25,11 +25,7 @@ test('an intent whose file write never happened is forgotten; one whose file lan
     journal,
     `${JSON.stringify({ t: 'intent', v: record('conv_bb02', { seq: 2, message_count: 2, metadata: { y: 2 } }), p: 'resp_2' })}\n`,
   );
-  await fs.mkdir(path.join(dir, 'conversations', '02'), { recursive: true });
-  await fs.writeFile(
-    path.join(dir, 'conversations', '02', 'conv_bb02.json'),
-    JSON.stringify({ items: exchange('resp_2'), responses: [{ id: 'resp_2', created_at: 1, status: 'completed' }] }),
-  );
+  await legacyHistory(dir, 'conv_bb02', 'resp_2');
   store = new FileStore({ dataDir: dir });
   await store.open();
   assert.deepEqual(

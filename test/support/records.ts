@@ -1,5 +1,7 @@
 // The store records tests build by hand: one conversation record, one exchange and its save, so that
 // each test states only the fields it is about.
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import type { ItemT } from '../../src/contract/index.ts';
 import type { ConversationRecord, ResponseSave } from '../../src/store/types.ts';
 
@@ -42,3 +44,16 @@ export const save = (id: string, p: string, claim?: ResponseSave['claim'], creat
   apply: (r) => ({ ...r, message_count: r.message_count + 2 }),
   claim,
 });
+
+/**
+ * Writes conversation `id`'s history in the earlier release's format (D-29): one JSON document,
+ * `<id>.json`, holding response `p`'s exchange and its completed response.
+ */
+export async function legacyHistory(dataDir: string, id: string, p: string): Promise<void> {
+  const dir = path.join(dataDir, 'conversations', id.slice(-2));
+  await fs.mkdir(dir, { recursive: true });
+  await fs.writeFile(
+    path.join(dir, `${id}.json`),
+    JSON.stringify({ items: exchange(p), responses: [{ id: p, created_at: 1, status: 'completed' }] }),
+  );
+}

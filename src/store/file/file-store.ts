@@ -154,7 +154,7 @@ export class FileStore implements Store {
     this.outbox.adopt(carried);
     await this.outbox.settled();
     if (this.opts.changeEvents) this.events = this.opts.changeEvents(this.outbox);
-    await sweepDataDir(this.dataDir, this.journal.file, this.index);
+    this.histories.knowLegacy(await sweepDataDir(this.dataDir, this.journal.file, this.index));
     await settleExchanges(unfinished, {
       journal: this.journal,
       index: this.index,
@@ -201,7 +201,7 @@ export class FileStore implements Store {
   async readConversation(id: string): Promise<{ record: ConversationRecord; items?: ItemT[] } | undefined> {
     const record = this.index.records.get(id);
     if (!record || record.deleted_at !== null) return record && { record };
-    return { record, items: (await this.histories.get(id)).items };
+    return { record, items: (await this.histories.peek(id)).items };
   }
 
   renameConversation(appId: string, id: string, title: string | null): Promise<ConversationRecord | undefined> {

@@ -13,6 +13,14 @@ export class HistoryCache {
   private readonly files = new Map<string, Promise<HistoryFile>>();
   /** Bytes of the histories held and read, kept as they change: eviction need not add them up on every read. */
   private bytes = 0;
+  /**
+   * D-163: the conversations that have a history of the earlier release (`<id>.json`), as start-up's
+   * sweep found them; until it has run, every read looks. A read of any other history opens one file:
+   * the failed open of a missing document, and its exception, cost a fifth of an uncached get.
+   */
+  private legacy: ReadonlySet<string> | undefined;
+  /** D-163: the ids of the last reads by `peek` that were not kept, oldest first. */
+  private readonly seen = new Set<string>();
 
   constructor(
     private readonly dataDir: string,
@@ -24,6 +32,25 @@ export class HistoryCache {
     return path.join(this.dataDir, 'conversations', id.slice(-2), `${id}.jsonl`);
   }
 
+  /** D-163: the conversations whose folder holds an `<id>.json` (start-up's sweep lists every file). */
+  knowLegacy(ids: ReadonlySet<string>): void {
+    this.legacy = ids;
+  }
+
+  /**
+   * D-163: a history for a get, which only reads it: one held is served as `get` serves it; one not
+   * held is read and kept only if it was read so within the last 1,000 such reads, else read and let
+   * go. A get of one of 100,000 conversations does not push a held one out for a history that dies
+   * young (the collector then copies no 1,000 histories from read to read), and a conversation read
+   * again soon is held as before.
+   */
+  peek(id: string): Promise<HistoryFile> {
+    if (this.files.has(id) || this.seen.delete(id)) return this.get(id);
+    this.seen.add(id);
+    if (this.seen.size > CACHE_SIZE) this.seen.delete(this.seen.values().next().value!);
+    return HistoryFile.read(this.path(id), this.legacy?.has(id) ?? true);
+  }
+
   /** The conversation's history, read once and kept (an empty one if it has no file yet). */
   get(id: string): Promise<HistoryFile> {
     const p = this.files.get(id);
@@ -32,7 +59,7 @@ export class HistoryCache {
       this.files.set(id, p);
       return p;
     }
-    const read = HistoryFile.read(this.path(id));
+    const read = HistoryFile.read(this.path(id), this.legacy?.has(id) ?? true);
     this.files.set(id, read);
     read.catch(() => this.files.delete(id));
     void read.then(

@@ -55,11 +55,14 @@ export class HistoryFile implements History {
 
   private constructor(readonly file: string) {}
 
-  /** `<dir>/<id>.jsonl`; the legacy document is `<dir>/<id>.json`. */
-  static async read(file: string): Promise<HistoryFile> {
+  /**
+   * `<dir>/<id>.jsonl`; the legacy document is `<dir>/<id>.json`, looked for only when `withLegacy`
+   * (D-163: start-up's sweep saw one, or did not run yet).
+   */
+  static async read(file: string, withLegacy = true): Promise<HistoryFile> {
     const h = new HistoryFile(file);
-    const legacy = file.slice(0, -1);
-    const old = readIfExists(legacy);
+    const legacy = legacyPath(file);
+    const old = withLegacy ? readIfExists(legacy) : undefined;
     if (old !== undefined) {
       h.add(parseJson(legacy, old.toString('utf8')), legacy);
       h.bytes += old.length;

@@ -126,15 +126,17 @@ class Replay {
  * One pass over the data directory and the conversation folders: removes the temporary files a
  * crash left (`*.tmp`; no write is under way, the LOCK is ours) and the history files of purged
  * conversations (a crash between the purge's journal line and the file's removal, D-73), and refuses
- * to start if a history file has no record in the journal, which has then lost lines (D-25).
+ * to start if a history file has no record in the journal, which has then lost lines (D-25). Returns
+ * the conversations whose history has a document of the earlier release, `<id>.json` (D-163).
  */
-export async function sweepDataDir(dataDir: string, journalFile: string, index: ConversationIndex): Promise<void> {
+export async function sweepDataDir(dataDir: string, journalFile: string, index: ConversationIndex): Promise<Set<string>> {
   const isKnown = (id: string) => {
     const r = index.records.get(id);
     return r !== undefined && (r.purged_at === null || 'purged');
   };
   const root = path.join(dataDir, 'conversations');
   const orphans: string[] = [];
+  const legacy = new Set<string>();
   const scan = async (dir: string, isShard: boolean) => {
     let names: string[];
     try {
@@ -151,6 +153,7 @@ export async function sweepDataDir(dataDir: string, journalFile: string, index: 
         const known = id === undefined || isKnown(id);
         if (known === 'purged') await fs.rm(path.join(dir, name), { force: true });
         else if (!known) orphans.push(path.join(dir, name));
+        else if (id !== undefined && name.endsWith('.json')) legacy.add(id);
       }
     }
   };
@@ -170,6 +173,7 @@ export async function sweepDataDir(dataDir: string, journalFile: string, index: 
         `${orphans.length === 1 ? 'that conversation' : 'those conversations'}, move ${orphans.length === 1 ? 'its file' : 'their files'} out of ${root}`,
     );
   }
+  return legacy;
 }
 
 /**
