@@ -21,7 +21,7 @@ import { tempDir } from './support/helpers.ts';
 
 type AnyFn = (...args: any[]) => any;
 
-test('an event is followed (and traced), and its append resolves, only once it is written to its file', async () => {
+test('an event is followed (and traced), and its append resolves, only once it is written to its file; the first, kept with the begin, at once (D-35 revised)', async () => {
   const probe = await fs.open(path.join(os.tmpdir(), `parley-rl-probe-${process.pid}`), 'w');
   const proto = Object.getPrototypeOf(probe) as Record<string, AnyFn>;
   await probe.close();
@@ -31,35 +31,35 @@ test('an event is followed (and traced), and its append resolves, only once it i
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
   let holding = false;
+  const writes: string[] = [];
   proto.write = async function (this: unknown, ...args: unknown[]) {
+    if (typeof args[0] === 'string') writes.push(args[0]);
     if (holding && typeof args[0] === 'string' && args[0].includes('"event"')) await held;
     return write.apply(this, args);
   };
   const log = new ResponseLog({ dir: await tempDir() });
   try {
     await log.open();
-    await log.begin({
-      id: 'resp_w',
-      app_id: 'app_demo',
-      conversation_id: 'conv_w',
-      created_at: 1,
-      input: { content: 'hi', metadata: null },
-    });
+    const created = { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } } as UnsequencedEvent;
+    const start = { id: 'resp_w', app_id: 'app_demo', conversation_id: 'conv_w', created_at: 1, input: { content: 'hi', metadata: null } };
+    await log.begin(start, created);
+    // Written with the start line, in the begin's one write (so made durable by its fdatasync).
+    assert.deepEqual(writes, [`${JSON.stringify(start)}\n${JSON.stringify(created)}\n`]);
     holding = true;
     const follower = log.follow('resp_w', -1)[Symbol.asyncIterator]();
-    const first = follower.next();
+    assert.deepEqual((await follower.next()).value, created, 'the first event is followed once begun');
+    const second = follower.next();
     let kept = false;
-    const appended = log
-      .append('resp_w', { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } })
-      .then(() => (kept = true));
+    const delta = { event: 'response.output_text.delta', data: { delta: 'hi', output_index: 0, content_index: 0 } } as UnsequencedEvent;
+    const appended = log.append('resp_w', delta).then(() => (kept = true));
     // In memory, not yet on disk: neither a trace nor a follower shows it, and its append has not
     // resolved (the producer's own answer takes an event once its append resolves: KeptEvents).
-    assert.deepEqual((await log.trace('resp_w'))!.events, []);
+    assert.deepEqual((await log.trace('resp_w'))!.events, [created]);
     assert.equal(kept, false, 'append resolved before its write');
     release();
     await appended;
-    assert.deepEqual((await first).value, { event: 'response.created', data: { id: 'resp_w', object: 'response', status: 'in_progress' } });
-    assert.equal((await log.trace('resp_w'))!.events!.length, 1);
+    assert.deepEqual((await second).value, delta);
+    assert.equal((await log.trace('resp_w'))!.events!.length, 2);
     holding = false;
     await log.append('resp_w', { event: 'response.completed', data: { id: 'resp_w', status: 'completed' } });
     assert.equal((await follower.next()).value?.event, 'response.completed');
@@ -87,8 +87,7 @@ const created = (id: string) => ev('response.created', { id, object: 'response',
 
 /** A whole response: begun, `deltas` deltas, completed. */
 async function produce(log: ResponseLog, s: LiveResponseStart, deltas: number): Promise<void> {
-  assert.deepEqual(await log.begin(s), {});
-  await log.append(s.id, created(s.id));
+  assert.deepEqual(await log.begin(s, created(s.id)), {});
   for (let n = 0; n < deltas; n++) await log.append(s.id, delta(n));
   await log.append(s.id, done(s.id));
 }
@@ -148,8 +147,7 @@ test('D-93: a running response keeps a window of its last events; followers behi
   await log.open();
   try {
     const s = start('resp_win');
-    await log.begin(s);
-    await log.append(s.id, created(s.id));
+    await log.begin(s, created(s.id));
     const early = collect(log.follow(s.id, -1));
     // Each append resolves once written: the window is then what memory holds.
     for (let n = 0; n < 200; n++) await log.append(s.id, delta(n));
@@ -182,8 +180,7 @@ test('D-93: files by state, the hour listed by minute; a minute past the retenti
   await log.open();
   try {
     const s = start('resp_0123456789abcdef012345ab');
-    await log.begin(s);
-    await log.append(s.id, created(s.id));
+    await log.begin(s, created(s.id));
     assert.deepEqual(await filesUnder(dir), [`running/${s.id}.jsonl`]);
     await log.append(s.id, delta(0));
     await log.append(s.id, done(s.id));
@@ -279,8 +276,7 @@ test('D-93: start-up reads the running files and the hour, never the past index'
   await first.open();
   await produce(first, start('resp_e1'), 3);
   await produce(first, start('resp_e2'), 3);
-  await first.begin(start('resp_run', { content: 'unfinished', metadata: { k: 'v' } }));
-  await first.append('resp_run', created('resp_run'));
+  await first.begin(start('resp_run', { content: 'unfinished', metadata: { k: 'v' } }), created('resp_run'));
   await first.append('resp_run', delta(0));
   await first.close();
   // A process that died between a response's terminal event and its listing.
@@ -330,12 +326,12 @@ test('D-35 (revised): a begin takes a file created ahead; start-up removes the s
   await first.open();
   const ready = await spares();
   assert.equal(ready.length, 3, 'created at start-up');
-  await first.begin(start('resp_taken'));
+  await first.begin(start('resp_taken'), created('resp_taken'));
   const after = await spares();
   assert.equal(ready.filter((n) => !after.includes(n)).length, 1, 'one spare is now the response');
-  await first.append('resp_taken', created('resp_taken'));
+  await first.append('resp_taken', delta(0));
   // Followed once written, and written once the file is named after the response.
-  for await (const _ of first.follow('resp_taken', -1)) break;
+  for await (const e of first.follow('resp_taken', 0)) if (e.event === delta(0).event) break;
   assert.ok((await fs.readdir(running)).includes('resp_taken.jsonl'));
   // A crash: the process's spares stay, and one begun response's rename was undone (never synced).
   const left = await spares();
@@ -348,7 +344,7 @@ test('D-35 (revised): a begin takes a file created ahead; start-up removes the s
   try {
     assert.deepEqual(
       (await log.unfinished()).map((t) => [t.start.id, t.events!.length]),
-      [['resp_taken', 1]],
+      [['resp_taken', 2]],
       'only the begun response is found; an empty or torn spare is never a response',
     );
     const now = await spares();

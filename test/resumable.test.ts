@@ -78,6 +78,11 @@ describe('resumable responses', () => {
     const all = first.events;
     const id = all[0]!.data.id;
     assert.equal(all.at(-1)!.event, 'response.completed');
+    // D-35 revised: `response.created`, kept with the begin, is the stream's first event, once, number 0 (and so in every resume below).
+    assert.deepEqual(
+      all.flatMap((e, i) => (e.event === 'response.created' ? [[i, e.data.sequence_number]] : [])),
+      [[0, 0]],
+    );
     for (const cut of [-1, 0, 1, Math.floor(all.length / 2), all.length - 2, all.length - 1]) {
       const r = await getSse(`${responses('app_knowledge')}/${id}/events?starting_after=${cut}`);
       assert.equal(r.status, 200);

@@ -93,13 +93,16 @@ async function logBegins(root: string): Promise<void> {
       for (const [way, log] of Object.entries(logs) as [keyof typeof logs, ResponseLog][]) {
         const id = `resp_${way === 'spares' ? 'a' : 'b'}${String(i).padStart(23, '0')}`;
         const t0 = performance.now();
-        await log.begin({
-          id,
-          app_id: 'app_demo',
-          conversation_id: `conv_${i}`,
-          created_at: 1_760_000_000,
-          input: { content: 'Tell me about the Montreal office.', metadata: null },
-        });
+        await log.begin(
+          {
+            id,
+            app_id: 'app_demo',
+            conversation_id: `conv_${i}`,
+            created_at: 1_760_000_000,
+            input: { content: 'Tell me about the Montreal office.', metadata: null },
+          },
+          { event: 'response.created', data: { id, object: 'response', status: 'in_progress' } } as never,
+        );
         t[way].push(performance.now() - t0);
         await log.append(id, { event: 'response.completed', data: {} } as never);
       }

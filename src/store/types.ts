@@ -256,8 +256,11 @@ export interface LiveResponses {
   /**
    * D-35: begins a live response, durably (start-up finds it if the process dies), unless its
    * conversation already has one: then nothing is begun and the running one's id is returned.
+   * `first`, the response's first event (`response.created`, sequence number 0), is kept in the same
+   * durable step, so that it can go out as soon as the begin resolves (D-35 revised); begun, the
+   * response's next event is appended.
    */
-  begin(start: LiveResponseStart): Promise<{ running?: string }>;
+  begin(start: LiveResponseStart, first: UnsequencedEvent): Promise<{ running?: string }>;
   /**
    * Appends the next event (its sequence number is its position, D-16); a terminal event ends the response.
    * Resolves once the event is kept (a trace sees it, and start-up after a kill -9 finds it, D-38): the

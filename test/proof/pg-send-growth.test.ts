@@ -59,14 +59,11 @@ test('D-114: a response of 300 events, written in batches, reads its row once a 
   await store.open();
   try {
     const r = store.responses;
-    await r.begin({
-      id: 'resp_many',
-      app_id: 'app_demo',
-      conversation_id: 'conv_many',
-      created_at: 1,
-      input: { content: 'hi', metadata: null },
-    });
-    const appends = [r.append('resp_many', ev('response.created', 0))];
+    await r.begin(
+      { id: 'resp_many', app_id: 'app_demo', conversation_id: 'conv_many', created_at: 1, input: { content: 'hi', metadata: null } },
+      ev('response.created', 0),
+    );
+    const appends: Promise<void>[] = [];
     for (let i = 1; i <= 300; i++) appends.push(r.append('resp_many', ev('response.output_text.delta', i)));
     appends.push(r.append('resp_many', ev('response.completed', 301)));
     await Promise.all(appends);

@@ -47,12 +47,12 @@ async function several(n: number): Promise<PgStore[]> {
 test('a response produced on one instance is followed and cancelled from another; D-35 holds across them', async () => {
   const [a, b] = await two();
   try {
-    assert.deepEqual(await a.responses.begin(start('resp_x')), {});
-    assert.deepEqual(await b.responses.begin(start('resp_y')), { running: 'resp_x' });
+    assert.deepEqual(await a.responses.begin(start('resp_x'), ev('response.created', 0)), {});
+    assert.deepEqual(await b.responses.begin(start('resp_y'), ev('response.created', 0)), { running: 'resp_x' });
+    assert.equal((await b.sql`SELECT seq FROM response_events WHERE response_id = 'resp_y'`).length, 0, 'nothing begun, no event written');
     const asked = new Promise<void>((resolve) => a.responses.onCancelRequest('resp_x', resolve));
     await b.responses.requestCancel('resp_x');
     await asked;
-    await a.responses.append('resp_x', ev('response.created', 0));
     const followed = (async () => {
       const got: number[] = [];
       for await (const e of b.responses.follow('resp_x', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
@@ -76,8 +76,10 @@ test('D-100: events appended together are written in one transaction (one statem
   const writes = async (id: string) =>
     Number((await a.sql<{ n: string }[]>`SELECT count(DISTINCT xmin::text) AS n FROM response_events WHERE response_id = ${id}`)[0]!.n);
   try {
-    await a.responses.begin(start('resp_batch'));
-    const appends = [a.responses.append('resp_batch', ev('response.created', 0))];
+    // D-35 revised: the first event is written in the begin's statement.
+    await a.responses.begin(start('resp_batch'), ev('response.created', 0));
+    assert.equal(await writes('resp_batch'), 1, 'the first event written with the begin');
+    const appends: Promise<void>[] = [];
     for (let n = 1; n <= 20; n++) appends.push(a.responses.append('resp_batch', ev('response.output_text.delta', n)));
     appends.push(a.responses.append('resp_batch', ev('response.completed', 21)));
     const followed = (async () => {
@@ -86,7 +88,7 @@ test('D-100: events appended together are written in one transaction (one statem
       return got;
     })();
     await Promise.all(appends);
-    assert.equal(await writes('resp_batch'), 1, 'appended in one turn of the event loop: one write');
+    assert.equal(await writes('resp_batch'), 2, 'appended in one turn of the event loop: one write after the begin');
     const all = Array.from({ length: 22 }, (_, n) => n);
     assert.deepEqual(await followed, all, 'another instance follows them all, in order');
     assert.deepEqual(
@@ -94,9 +96,10 @@ test('D-100: events appended together are written in one transaction (one statem
       all,
     );
     // One at a time, each waited for: each is written (the last one by its timer, D-100's bound).
-    await a.responses.begin(start('resp_alone', 'conv_p2'));
-    for (let n = 0; n < 3; n++) {
-      await a.responses.append('resp_alone', ev(n === 0 ? 'response.created' : 'response.output_text.delta', n));
+    await a.responses.begin(start('resp_alone', 'conv_p2'), ev('response.created', 0));
+    assert.equal((await b.responses.trace('resp_alone'))!.events!.length, 1, 'readable from another instance once begun');
+    for (let n = 1; n < 3; n++) {
+      await a.responses.append('resp_alone', ev('response.output_text.delta', n));
       assert.equal((await b.responses.trace('resp_alone'))!.events!.length, n + 1, 'readable from another instance once acknowledged');
     }
     assert.equal(await writes('resp_alone'), 3);
@@ -111,8 +114,7 @@ test('D-100: events appended together are written in one transaction (one statem
 test('D-38: a response whose instance died is handed to start-up once its lease expired, with its events, and only then', async () => {
   const [a, b] = await two();
   try {
-    await a.responses.begin(start('resp_dead'));
-    await a.responses.append('resp_dead', ev('response.created', 0));
+    await a.responses.begin(start('resp_dead'), ev('response.created', 0));
     assert.deepEqual(await b.responses.unfinished(), [], 'a live lease is left to its owner');
     // Instance a stops renewing (as a kill -9 leaves it): its lease runs out.
     await a.sql`UPDATE live_responses SET lease_until = 0 WHERE id = 'resp_dead'`;
@@ -157,8 +159,7 @@ test('D-38: an instance restarted after a kill -9 hands start-up the responses t
   const url = await freshDatabase();
   const dead = new PgStore({ url, max: 2 });
   await dead.open();
-  await dead.responses.begin(start('resp_cut'));
-  await dead.responses.append('resp_cut', ev('response.created', 0));
+  await dead.responses.begin(start('resp_cut'), ev('response.created', 0));
   // As a kill -9 leaves it: the lease is still running, nothing ended the response.
   await Promise.all([dead.sql.end({ timeout: 0 }), dead.livenessSql.end({ timeout: 0 })]);
   const next = new PgStore({ url, max: 2 });
@@ -316,8 +317,7 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
   try {
     await dead!.putConversation(record('conv_s1', { seq: 1 }));
     await dead!.putConversation(record('conv_s2', { seq: 2 }));
-    await dead!.responses.begin(start('resp_orphan', 'conv_s1'));
-    await dead!.responses.append('resp_orphan', {
+    await dead!.responses.begin(start('resp_orphan', 'conv_s1'), {
       event: 'response.created',
       data: { id: 'resp_orphan', object: 'response', status: 'in_progress' },
     });
@@ -326,7 +326,10 @@ test("D-38: while two instances run and sweep at once, a dead instance's respons
       data: { output_index: 0, content_index: 0, delta: 'half a rep' },
     });
     // A live instance's response, its lease running: never taken.
-    await c!.responses.begin(start('resp_alive', 'conv_s2'));
+    await c!.responses.begin(start('resp_alive', 'conv_s2'), {
+      event: 'response.created',
+      data: { id: 'resp_alive', object: 'response', status: 'in_progress' },
+    });
     const persisted = Promise.race(services.map((s) => once(s.events, 'persisted')));
     for (const s of services) s.sweep(10);
     // As a kill -9: its connections close, nothing more is written; its lease still runs.

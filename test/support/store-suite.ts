@@ -342,10 +342,20 @@ export function storeSuite(name: string, h: StoreHarness): void {
           input: { content: 'hi', metadata: null },
         });
         const ev = (event: string, n: number) => ({ event, data: { n } }) as unknown as UnsequencedEvent;
-        assert.deepEqual(await s.store.responses.begin(start('resp_a')), {});
-        assert.deepEqual(await s.store.responses.begin(start('resp_b')), { running: 'resp_a' }, 'D-35: the running one is named');
-        assert.deepEqual(await s.store.responses.begin(start('resp_c', 'conv_r2')), {}, 'another conversation is free');
-        await s.store.responses.append('resp_a', ev('response.created', 0));
+        // D-35 revised: the first event is kept with the begin.
+        assert.deepEqual(await s.store.responses.begin(start('resp_a'), ev('response.created', 0)), {});
+        assert.deepEqual(
+          await s.store.responses.begin(start('resp_b'), ev('response.created', 0)),
+          { running: 'resp_a' },
+          'D-35: the running one is named',
+        );
+        assert.equal(await s.store.responses.trace('resp_b'), undefined, 'nothing begun, nothing kept');
+        assert.deepEqual(
+          await s.store.responses.begin(start('resp_c', 'conv_r2'), ev('response.created', 0)),
+          {},
+          'another conversation is free',
+        );
+        assert.deepEqual((await s.store.responses.trace('resp_c'))!.events, [ev('response.created', 0)], 'kept once begun');
         const early = (async () => {
           const got: number[] = [];
           for await (const e of s.store.responses.follow('resp_a', -1)) got.push((e as unknown as { data: { n: number } }).data.n);
@@ -376,15 +386,19 @@ export function storeSuite(name: string, h: StoreHarness): void {
         assert.equal(t!.events!.length, 5);
         assert.equal(t!.start.conversation_id, 'conv_r1');
         assert.equal(await s.store.responses.trace('resp_none'), undefined);
-        assert.deepEqual(await s.store.responses.begin(start('resp_d')), {}, 'the conversation is free once the response ended');
-        // A follower that stops early ends at once.
+        assert.deepEqual(
+          await s.store.responses.begin(start('resp_d'), ev('response.created', 0)),
+          {},
+          'the conversation is free once the response ended',
+        );
+        // A follower that stops early ends at once (waiting for the event after the first).
         const stop = new AbortController();
-        const it = s.store.responses.follow('resp_d', -1, stop.signal)[Symbol.asyncIterator]();
+        const it = s.store.responses.follow('resp_d', 0, stop.signal)[Symbol.asyncIterator]();
         const next = it.next();
         stop.abort();
         assert.equal((await next).done, true);
-        await s.store.responses.append('resp_d', ev('response.failed', 0));
-        await s.store.responses.append('resp_c', ev('response.completed', 0));
+        await s.store.responses.append('resp_d', ev('response.failed', 1));
+        await s.store.responses.append('resp_c', ev('response.completed', 1));
       });
     });
 

@@ -39,6 +39,13 @@ export class KeptEvents {
     });
   }
 
+  /** An event the store keeps already (the first, kept with the begin, D-35 revised): the answer gets it in its turn. */
+  kept(e: UnsequencedEvent): void {
+    this.chain = this.chain.then(() => {
+      if (!this.failed) this.o.live.add(e, false);
+    });
+  }
+
   /** Throws the failure that ends production, if any came. */
   check(): void {
     if (this.failed) throw this.failed.err;

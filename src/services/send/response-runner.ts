@@ -93,17 +93,14 @@ export class ResponseRun {
 
   private async *produce(): AsyncGenerator<UnsequencedEvent> {
     const o = this.opts;
-    // The model starts before `response.created` is written, not after: a remote model's request is
+    // The model starts before `response.created` is handed out, not after: a remote model's request is
     // on its way while the event goes out (time to first token: docs/benchmarks.md).
     const rounds = this.rounds();
     const first = rounds.next();
     first.catch(() => {}); // awaited below; a failure before then is not an unhandled rejection
     let finished = false;
     try {
-      yield {
-        event: 'response.created',
-        data: { id: o.id, object: o.kind, status: 'in_progress', ...(o.kind === 'response' ? { conversation_id: o.conversationId } : {}) },
-      };
+      yield createdEvent(o);
       finished = true;
     } finally {
       // A consumer that leaves at `response.created` ends the model's round too.
@@ -256,6 +253,14 @@ export class ResponseRun {
       data: { output_index, call_id: call.call_id, name: call.name, arguments: call.arguments },
     };
   }
+}
+
+/** A run's first event (a response's is kept with its begin, D-35 revised). */
+export function createdEvent(o: Pick<RunOptions, 'id' | 'kind' | 'conversationId'>): UnsequencedEvent {
+  return {
+    event: 'response.created',
+    data: { id: o.id, object: o.kind, status: 'in_progress', ...(o.kind === 'response' ? { conversation_id: o.conversationId } : {}) },
+  };
 }
 
 /**

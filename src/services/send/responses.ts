@@ -30,7 +30,7 @@ import { ResponseLookup } from './response-lookup.ts';
 import { OutageSaves } from './outage-saves.ts';
 import { ResponseRecovery } from './response-recovery.ts';
 import { responseOf } from './response-resource.ts';
-import { answerOf, ResponseRun } from './response-runner.ts';
+import { answerOf, createdEvent, ResponseRun } from './response-runner.ts';
 import { KeptEvents } from './kept-events.ts';
 import { LiveEvents } from './live-events.ts';
 import { STOPS, StopReason } from './stops.ts';
@@ -158,13 +158,11 @@ export class ResponseService {
     const messages: ChatMessage[] = [...historyOf(read.items), { role: 'user', content }];
     const tools = this.agent.tools(app, 'response');
     const engine = this.agent.engine(app);
-    const begun = await this.store.responses.begin({
-      id,
-      app_id: app.id,
-      conversation_id: record.id,
-      created_at: createdAt,
-      input: { content, metadata: body.metadata ?? null },
-    });
+    // D-35 revised: `response.created` kept with the begin, so it goes out once the begin is durable.
+    const begun = await this.store.responses.begin(
+      { id, app_id: app.id, conversation_id: record.id, created_at: createdAt, input: { content, metadata: body.metadata ?? null } },
+      createdEvent({ id, kind: 'response', conversationId: record.id }),
+    );
     if (begun.running && !this.producing.has(begun.running)) throw new RunningElsewhere(begun.running);
     if (begun.running) {
       throw apiError(
@@ -234,8 +232,15 @@ export class ResponseService {
     });
     const done = (async () => {
       try {
+        // The run's first event, `response.created`, was kept with the begin (D-35 revised).
+        let begun = true;
         for await (const e of run.events()) {
           kept.check();
+          if (begun) {
+            begun = false;
+            kept.kept(e);
+            continue;
+          }
           const terminal = TERMINAL_EVENTS.has(e.event);
           if (terminal && run.error === STOPS.storeUnavailable) {
             // D-91: the client is told now; the exchange is saved, then this event appended, once the store is back.

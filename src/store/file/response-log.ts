@@ -161,21 +161,26 @@ export class ResponseLog implements LiveResponses {
     return (minute + 2) * MINUTE_MS <= this.now() - this.ttl;
   }
 
-  async begin(start: LiveResponseStart): Promise<{ running?: string }> {
+  async begin(start: LiveResponseStart, first: UnsequencedEvent): Promise<{ running?: string }> {
     // Checked and taken in one synchronous step: two messages at once cannot both begin.
     for (const l of this.live.values()) if (!l.ended && l.ref.conversation_id === start.conversation_id) return { running: l.ref.id };
     const ref: ResponseRef = { id: start.id, app_id: start.app_id, conversation_id: start.conversation_id, created_at: start.created_at };
     const live = newLive(ref, undefined);
     this.live.set(start.id, live);
-    const line = `${JSON.stringify(start)}\n`;
+    // D-35 revised: the first event in the start line's write, so durable with it by the one `fdatasync`.
+    const event = `${JSON.stringify(first)}\n`;
+    const lines = `${JSON.stringify(start)}\n${event}`;
     // The file is named after the response before any event is written to it, so before its end.
-    const begun = await beginFile(this.spares, this.paths.running(start.id), line, this.opts.warn).catch((err: unknown) => {
+    const begun = await beginFile(this.spares, this.paths.running(start.id), lines, this.opts.warn).catch((err: unknown) => {
       this.live.delete(start.id);
       throw err;
     });
     [live.handle, live.writing] = [begun.handle, begun.named];
-    live.bytes = Buffer.byteLength(line);
+    live.bytes = Buffer.byteLength(lines);
     this.bytes.add(ref.app_id, ref.conversation_id, live.bytes);
+    live.held.push({ event: first, bytes: Buffer.byteLength(event) });
+    live.heldBytes = Buffer.byteLength(event);
+    live.written = 1;
     return {};
   }
 

@@ -83,8 +83,8 @@ export async function discard(spare: Spare): Promise<void> {
 }
 
 /**
- * D-35: a response's file holding its start line, durable, before anything is sent. From a spare, its
- * folder entry durable already, the start line's `fdatasync` alone makes it so; `named` then renames
+ * D-35: a response's file holding its start line (and its first event, D-35 revised), durable, before
+ * anything is sent. From a spare, its folder entry durable already, the lines' `fdatasync` alone makes it so; `named` then renames
  * it after the response, off the path and not synced (start-up names it if a crash undoes the rename;
  * on ext4 a rename waits for a journal commit under way, which must not hold the event loop). Without
  * a spare, the file is created and its data and folder entry synced at once (two threads). Nothing is
@@ -93,21 +93,21 @@ export async function discard(spare: Spare): Promise<void> {
 export async function beginFile(
   spares: SpareFiles,
   file: string,
-  line: string,
+  lines: string,
   warn?: (message: string) => void,
 ): Promise<{ handle: fs.FileHandle; named: Promise<void> }> {
   const spare = spares.take();
   let handle = spare?.handle;
   try {
     if (spare) {
-      await spare.handle.write(line);
+      await spare.handle.write(lines);
       await spare.handle.datasync();
       // Its writes and its end wait for it (the response log chains them after `named`).
       const named = fs.rename(spare.file, file).catch((err: Error) => warn?.(`${spare.file} not renamed to ${file}: ${err.message}`));
       return { handle: spare.handle, named };
     }
     handle = await fs.open(file, fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
-    await handle.write(line);
+    await handle.write(lines);
     const synced = await Promise.allSettled([handle.datasync(), syncDir(path.dirname(file))]);
     for (const r of synced) if (r.status === 'rejected') throw r.reason;
     return { handle, named: Promise.resolve() };

@@ -37,13 +37,11 @@ const MARGIN_MS = 5_000;
 /** D-93: how often ended responses are pruned (response-prune.ts). */
 const PRUNE_MS = 60_000;
 /**
- * D-100: an event waits at most this long for others to share its write (`response.created` and a
- * terminal event do not wait), and a batch holds at most BATCH_MAX events. Figures: docs/benchmarks.md.
+ * D-100: an event waits at most this long for others to share its write (a terminal event does not
+ * wait), and a batch holds at most BATCH_MAX events. Figures: docs/benchmarks.md.
  */
 export const BATCH_MS = 10;
 const BATCH_MAX = 100;
-/** The first event of a response: written at once, so that a look-up soon finds the response begun. */
-const CREATED = 'response.created';
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
@@ -139,15 +137,19 @@ export class PgResponses implements LiveResponses {
     await Promise.all([...this.producing.values()].map((p) => p.writing));
   }
 
-  async begin(start: LiveResponseStart): Promise<{ running?: string }> {
+  async begin(start: LiveResponseStart, first: UnsequencedEvent): Promise<{ running?: string }> {
     for (let attempt = 0; ; attempt++) {
-      // D-35: the partial unique index (one live response per conversation) decides, across instances.
+      // D-35: the partial unique index (one live response per conversation) decides, across instances;
+      // revised: the first event is written in the same statement (none when nothing is begun).
       const made = await this.sql`
-        INSERT INTO live_responses (id, app_id, conversation_id, created_at, input, owner, lease_until)
-        VALUES (${start.id}, ${start.app_id}, ${start.conversation_id}, ${start.created_at}, ${JSON.stringify(start.input)}, ${this.owner}, ${this.now() + LEASE_MS})
-        ON CONFLICT DO NOTHING RETURNING id`;
+        WITH made AS (
+          INSERT INTO live_responses (id, app_id, conversation_id, created_at, input, owner, lease_until)
+          VALUES (${start.id}, ${start.app_id}, ${start.conversation_id}, ${start.created_at}, ${JSON.stringify(start.input)}, ${this.owner}, ${this.now() + LEASE_MS})
+          ON CONFLICT DO NOTHING RETURNING id),
+        e AS (INSERT INTO response_events (response_id, seq, body) SELECT id, 0, ${JSON.stringify(first)}::text FROM made)
+        SELECT id FROM made`;
       if (made.length === 1) {
-        this.producing.set(start.id, producing(0));
+        this.producing.set(start.id, producing(1));
         return {};
       }
       const [running] = await this.sql<
@@ -160,16 +162,16 @@ export class PgResponses implements LiveResponses {
   }
 
   /**
-   * D-100: resolves once the event is written, with the others of its batch. `response.created` and a
-   * terminal event are written at once (after the write under way, if any), with the events before them
-   * still waiting; any other waits at most BATCH_MS for more.
+   * D-100: resolves once the event is written, with the others of its batch. A terminal event is
+   * written at once (after the write under way, if any), with the events before it still waiting; any
+   * other waits at most BATCH_MS for more (`response.created` was written with the begin, D-35 revised).
    */
   append(id: string, event: UnsequencedEvent): Promise<void> {
     const p = this.producing.get(id);
     if (!p) return Promise.reject(new Error(`${id} is not a live response of this instance`));
     return new Promise<void>((resolve, reject) => {
       p.queue.push({ event, resolve, reject });
-      if (event.event === CREATED || TERMINAL_EVENTS.has(event.event) || p.queue.length >= BATCH_MAX || this.closing) this.flush(id, p);
+      if (TERMINAL_EVENTS.has(event.event) || p.queue.length >= BATCH_MAX || this.closing) this.flush(id, p);
       else p.timer ??= setTimeout(() => this.flush(id, p), BATCH_MS);
     });
   }
