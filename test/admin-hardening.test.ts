@@ -11,7 +11,7 @@ import { hashPassword } from '../src/services/admin/passwords.ts';
 import { adminClient, bearer, DEMO_ADMIN } from './support/admin-client.ts';
 import { draft } from './support/control-suite.ts';
 import { runCli } from './support/cli-helpers.ts';
-import { APP, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
+import { APP, FIXTURES_DIR, startTestServer, tempDir, type TestServer } from './support/helpers.ts';
 import { PK, widgetCall } from './support/widget.ts';
 
 /** The configured cost of new hashes here; the fixtures' admin hash is at the production cost (15). */
@@ -20,7 +20,8 @@ const COST = 6;
 let server: TestServer;
 let client: ReturnType<typeof adminClient>;
 before(async () => {
-  server = await startTestServer({ passwordHashCost: COST });
+  // The fixtures themselves: the demo admin's hash at the production cost is what the first test reads.
+  server = await startTestServer({ passwordHashCost: COST, fixturesDir: FIXTURES_DIR });
   client = adminClient(new URL(server.baseUrl).origin);
 });
 after(() => server.close());

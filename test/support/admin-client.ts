@@ -5,6 +5,7 @@ import type { MemberT } from '../../src/core/control.ts';
 import { hashPassword } from '../../src/services/admin/passwords.ts';
 import type { ControlPlane } from '../../src/store/control.ts';
 import { draft } from './control-suite.ts';
+import { TEST_HASH_COST } from './helpers.ts';
 
 export interface AdminAnswer {
   status: number;
@@ -12,10 +13,8 @@ export interface AdminAnswer {
   headers: Headers;
 }
 
-/** The demo team's admin (fixtures; the password is written in README.md). */
-export const DEMO_ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
-/** The test cost of new password hashes (D-66: below production, which tests may). */
-export const TEST_HASH_COST = 10;
+export { DEMO_ADMIN } from './admin-token.ts';
+export { TEST_HASH_COST } from './helpers.ts';
 
 export function adminClient(origin: string) {
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<AdminAnswer> => {

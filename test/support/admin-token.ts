@@ -2,6 +2,7 @@
 // README's password), and a GET with it.
 import assert from 'node:assert/strict';
 
+/** The demo team's admin (fixtures; the password is written in README.md). */
 export const DEMO_ADMIN = { email: 'admin@demo.example', password: 'parley-demo-admin' };
 
 /** A personal access token of a member (the demo team's admin by default); `baseUrl` is the server's `/v1` base URL. */

@@ -7,9 +7,13 @@ import { after } from 'node:test';
 import pino from 'pino';
 import { freshDatabase, stopPostgres } from './postgres.ts';
 import { startParley, type Parley, type ParleyOptions } from '../../src/app.ts';
+import { hashPassword, PRODUCTION_COST } from '../../src/services/admin/passwords.ts';
+import { DEMO_ADMIN } from './admin-token.ts';
 
 // D-66: the tests lower the password-hash cost, which only a test environment may.
 process.env.NODE_ENV = 'test';
+/** The test cost of new password hashes (D-66: below production, which tests may); a test server's default. */
+export const TEST_HASH_COST = 10;
 
 export const FIXTURES_DIR = path.resolve(import.meta.dirname, '../../fixtures');
 /** The fixtures' conformance target file, as read (the suite's tests build Targets from it). */
@@ -75,6 +79,26 @@ export async function fixturesEdited(edit: (json: Record<string, any>) => void):
   return dir;
 }
 
+/**
+ * The fixtures with the demo admin's password (README.md's) hashed at `cost`, once per process. At the
+ * fixtures' production cost each of its sign-ins, and each unknown email's dummy check (D-66 takes a
+ * stored hash's cost), is ~50 ms of scrypt: most of what admin tests spent.
+ */
+function fixturesHashedAt(cost: number): Promise<string> {
+  let dir = fixturesAtCost.get(cost);
+  if (!dir) {
+    dir = hashPassword(DEMO_ADMIN.password, cost).then((hash) =>
+      fixturesEdited((json) => {
+        const admin = (json.members as { email: string; password_hash: string }[]).find((m) => m.email === DEMO_ADMIN.email)!;
+        admin.password_hash = hash;
+      }),
+    );
+    fixturesAtCost.set(cost, dir);
+  }
+  return dir;
+}
+const fixturesAtCost = new Map<number, Promise<string>>();
+
 export async function tempDir(prefix = 'parley-test-'): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
   createdDirs.push(dir);
@@ -92,17 +116,25 @@ export interface TestServer extends Parley {
   ): Promise<{ status: number; headers: Headers; body: any }>;
 }
 
-/** Starts Parley on an ephemeral loopback port with a fresh (or the given) data directory. */
+/**
+ * Starts Parley on an ephemeral loopback port with a fresh (or the given) data directory. Passwords are
+ * hashed at TEST_HASH_COST unless `passwordHashCost` says otherwise, and the demo admin's fixture hash
+ * is made at the same cost unless `fixturesDir` names the fixtures (the production cost's own tests do)
+ * or the cost is the production one or above.
+ */
 export async function startTestServer(opts: ParleyOptions & { dataDir?: string } = {}): Promise<TestServer> {
+  const passwordHashCost = opts.passwordHashCost ?? TEST_HASH_COST;
+  const fixturesDir = opts.fixturesDir ?? (passwordHashCost >= PRODUCTION_COST ? FIXTURES_DIR : await fixturesHashedAt(passwordHashCost));
   const dataDir = opts.dataDir ?? (await tempDir());
   if (ON_POSTGRES && !databaseOf.has(dataDir)) databaseOf.set(dataDir, freshDatabase());
   const databaseUrl = opts.databaseUrl ?? (ON_POSTGRES ? await databaseOf.get(dataDir) : undefined);
   const parley = await startParley({
     host: '127.0.0.1',
     port: 0,
-    fixturesDir: FIXTURES_DIR,
     logger: pino({ level: 'silent' }),
     ...opts,
+    passwordHashCost,
+    fixturesDir,
     dataDir,
     databaseUrl,
   });
