@@ -37,6 +37,8 @@ type Taken = [key: string, at: number];
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
 
 export class WidgetGate implements SurfaceGate {
+  private scripted: { from: number; teams: ReadonlySet<string> } = { from: Number.NaN, teams: new Set() };
+
   constructor(private readonly o: WidgetGateOptions) {}
 
   enter(req: IncomingMessage, params: Record<string, string>): Record<string, string> {
@@ -73,19 +75,41 @@ export class WidgetGate implements SurfaceGate {
   keyOf(req: IncomingMessage, params: Record<string, string>, route: Route): KeyT | undefined {
     const app = params.app_id === undefined ? undefined : this.o.tenants.apps.get(params.app_id);
     // The common case costs no look-up: no key of the team has a script.
-    if (!app || !this.o.tenants.keys.some((k) => k.scenario && k.team_id === app.team_id)) return undefined;
+    if (!app || !this.teamsWithScripts().has(app.team_id)) return undefined;
     let key: KeyT | undefined;
     if (route.publishable) key = this.o.auth.identify(req.headers.authorization);
     else {
-      const token = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
       try {
-        const keyId = token === undefined ? undefined : this.o.tokens.verify(token, app).keyId;
-        key = this.o.tenants.keys.find((k) => k.id === keyId);
+        key = this.visitorOf(req, app).key;
       } catch {
         return undefined; // the gate answers it
       }
     }
     return key?.type === 'publishable' && key.team_id === app.team_id ? key : undefined;
+  }
+
+  /** The teams with a key that has a script (D-127), taken again when the registry moves (D-78). */
+  private teamsWithScripts(): ReadonlySet<string> {
+    if (this.scripted.from !== this.o.tenants.version) {
+      const teams = new Set(this.o.tenants.keys.filter((k) => k.scenario).map((k) => k.team_id));
+      this.scripted = { from: this.o.tenants.version, teams };
+    }
+    return this.scripted.teams;
+  }
+
+  /** D-48: the key a visitor token was issued with and its visitor, or the 401 that refuses the token. */
+  private visitorOf(req: IncomingMessage, app: AppT): { key: KeyT; visitor: NonNullable<Admission['visitor']> } {
+    const token = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
+    if (!token)
+      throw apiError(
+        'invalid_visitor_token',
+        'Missing visitor token: send Authorization: Bearer <visitor token>, from POST /widget/v1/apps/{app_id}/visitors.',
+      );
+    const verified = this.o.tokens.verify(token, app);
+    // A key taken out of the registry takes its visitors' tokens with it.
+    const key = this.o.tenants.keys.find((k) => k.id === verified.keyId);
+    if (!key) throw apiError('invalid_visitor_token', 'The key this visitor token was issued with no longer exists.');
+    return { key, visitor: verified.visitor };
   }
 
   async admit(req: IncomingMessage, params: Record<string, string>, route: Route, address: string): Promise<Admission> {
@@ -97,20 +121,7 @@ export class WidgetGate implements SurfaceGate {
       if (key.type !== 'publishable') {
         throw apiError('access_denied', 'The widget API takes the publishable key (pk_live_…): a secret key must never reach a browser.');
       }
-    } else {
-      const token = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '')?.[1];
-      if (!token)
-        throw apiError(
-          'invalid_visitor_token',
-          'Missing visitor token: send Authorization: Bearer <visitor token>, from POST /widget/v1/apps/{app_id}/visitors.',
-        );
-      const verified = this.o.tokens.verify(token, app);
-      // A key taken out of the registry takes its visitors' tokens with it.
-      const found = this.o.tenants.keys.find((k) => k.id === verified.keyId);
-      if (!found) throw apiError('invalid_visitor_token', 'The key this visitor token was issued with no longer exists.');
-      key = found;
-      visitor = verified.visitor;
-    }
+    } else ({ key, visitor } = this.visitorOf(req, app));
     if (key.team_id !== app.team_id)
       throw apiError('access_denied', `This publishable key has no access to app ${JSON.stringify(app.id)}.`);
     if (!app.active) throw apiError('app_inactive', `App ${JSON.stringify(app.id)} is disabled.`);
