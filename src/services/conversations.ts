@@ -84,9 +84,9 @@ export class ConversationService {
   async seed(seeds: readonly SeedConversationT[]): Promise<void> {
     for (const s of seeds) {
       if (await this.store.getConversation(s.id)) continue;
-      const record: ConversationRecord = {
+      const record: NewConversation = {
         ...s,
-        seq: await this.store.nextSeq(),
+        seq: undefined, // the store gives the next as it creates (D-7), as for any create
         created_at: unixNow(),
         generated_title: {},
         deleted_at: null,
