@@ -5,6 +5,7 @@
 import { newId } from '../../core/ids.ts';
 import type { WebhookEndpointT, WebhookEventType } from '../../core/webhook-endpoint.ts';
 import type { OutboxEvent } from '../../store/webhooks.ts';
+import { responseOf } from '../send/response-resource.ts';
 
 export interface TestRequest {
   type: WebhookEventType;
@@ -42,16 +43,12 @@ export function sampleData(type: WebhookEventType, ids: { conversation: string; 
     case 'response.completed':
     case 'response.failed': {
       const completed = type === 'response.completed';
-      return {
-        id: ids.other,
-        object: 'response' as const,
-        created_at: at,
-        conversation_id: ids.conversation,
-        output: completed ? [{ type: 'message', role: 'assistant', content: [{ type: 'text', text }] }] : [],
-        status: completed ? ('completed' as const) : ('failed' as const),
-        ...(completed ? {} : { error }),
-        usage,
-      };
+      // The Response as its one builder makes it for a real event (D-83).
+      return responseOf(
+        { id: ids.other, created_at: at, conversation_id: ids.conversation },
+        completed ? [{ type: 'message', role: 'assistant', content: [{ type: 'text', text }] }] : [],
+        completed ? { status: 'completed', usage } : { status: 'failed', error, usage },
+      );
     }
     case 'completion.completed':
     case 'completion.failed': {
