@@ -33,8 +33,10 @@ test('an event is followed (and traced), and its append resolves, only once it i
   let holding = false;
   const writes: string[] = [];
   proto.write = async function (this: unknown, ...args: unknown[]) {
-    if (typeof args[0] === 'string') writes.push(args[0]);
-    if (holding && typeof args[0] === 'string' && args[0].includes('"event"')) await held;
+    // The log writes Buffers (whole, by writeAll).
+    const text = Buffer.isBuffer(args[0]) ? args[0].toString('utf8') : typeof args[0] === 'string' ? args[0] : undefined;
+    if (text !== undefined) writes.push(text);
+    if (holding && text?.includes('"event"')) await held;
     return write.apply(this, args);
   };
   const log = new ResponseLog({ dir: await tempDir() });

@@ -11,6 +11,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { SAFE_ID } from '../record.ts';
 import { syncDir } from './durable.ts';
+import { writeAll } from './journal-io.ts';
 import { readResponseFile, type ResponsePaths } from './response-files.ts';
 
 export const SPARE_SUFFIX = '.spare';
@@ -99,15 +100,17 @@ export async function beginFile(
   const spare = spares.take();
   let handle = spare?.handle;
   try {
+    const buf = Buffer.from(lines);
     if (spare) {
-      await spare.handle.write(lines);
+      // Whole (write(2) may write less): a torn start line is no response at start-up.
+      await writeAll(spare.handle, buf);
       await spare.handle.datasync();
       // Its writes and its end wait for it (the response log chains them after `named`).
       const named = fs.rename(spare.file, file).catch((err: Error) => warn?.(`${spare.file} not renamed to ${file}: ${err.message}`));
       return { handle: spare.handle, named };
     }
     handle = await fs.open(file, fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_APPEND);
-    await handle.write(lines);
+    await writeAll(handle, buf);
     const synced = await Promise.allSettled([handle.datasync(), syncDir(path.dirname(file))]);
     for (const r of synced) if (r.status === 'rejected') throw r.reason;
     return { handle, named: Promise.resolve() };
