@@ -113,7 +113,7 @@ export function widgetApi(o: WidgetApiOptions): Surface {
       singleAuthorization,
       // D-127: a publishable key's script, the key found before the gate judges it.
       o.testRuns &&
-        testRun(o.testRuns, (ctx) => ({ key: () => o.gate.keyOf?.(ctx.req, ctx.params, route), ownQuery: ctx.query.has(SCENARIO_QUERY) })),
+        testRun(o.testRuns, (ctx) => ({ key: () => o.gate.keyOf(ctx.req, ctx.params, route), ownQuery: ctx.query.has(SCENARIO_QUERY) })),
       // Before the gate, whose limits would count a scripted status (D-121).
       scenario({ ...(o.scenarios ?? OFF), query: true }, route.scenario),
       admit(o.gate, route),

@@ -61,7 +61,7 @@ export interface SurfaceGate {
    */
   admit(req: IncomingMessage, params: Record<string, string>, route: Route, address: string): Admission | Promise<Admission>;
   /** D-127: the key a request names, found before `admit` judges it, for its test run; undefined when none. */
-  keyOf?(req: IncomingMessage, params: Record<string, string>, route: Route): KeyT | undefined;
+  keyOf(req: IncomingMessage, params: Record<string, string>, route: Route): KeyT | undefined;
 }
 
 /**
