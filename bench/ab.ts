@@ -9,15 +9,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { startChild, type Child } from './child.ts';
-import { STREAM_APP } from './data.ts';
+import { PARLEY_ENV, startChild, type Child } from './child.ts';
+import { AUTH, STREAM_APP } from './data.ts';
 import { load, type LoadSpec, percentile, repeat, timed } from './measure.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const APP = 'app_demo';
-const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
-/** Parley as `npm start` runs it, whatever the caller's shell exports. */
-const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '' };
 
 export interface AbOptions {
   ref: string;

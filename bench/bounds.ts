@@ -10,14 +10,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startChild } from './child.ts';
-import { benchFixtures } from './data.ts';
+import { AUTH, benchFixtures } from './data.ts';
 import { load } from './measure.ts';
 import { newId } from '../src/core/ids.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
 import type { ConversationRecord } from '../src/store/types.ts';
 
 const APP = 'app_demo';
-const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
 const BASE = `/v1/apps/${APP}/conversations`;
 
 /** 16 KB of compact JSON (D-9's maximum) made of empty objects. */

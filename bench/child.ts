@@ -21,6 +21,9 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/** Parley as `npm start` runs it (bench/parley-server.ts), whatever the caller's shell exports. */
+export const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '' };
+
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');

@@ -6,6 +6,9 @@ import { newId } from '../src/core/ids.ts';
 import { FileStore } from '../src/store/file/file-store.ts';
 import type { History, ConversationRecord } from '../src/store/types.ts';
 
+/** The fixtures' demo secret key, as the benchmark's requests send it. */
+export const AUTH = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3' };
+
 /** The app whose conversations the stream and proxy figures use (plain answers, no tools). */
 export const STREAM_APP = 'app_stream';
 

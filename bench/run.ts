@@ -7,14 +7,14 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild, type Child } from './child.ts';
+import { PARLEY_ENV, startChild, type Child } from './child.ts';
 import { measureBounds, type BoundsFigures } from './bounds.ts';
 import { controlMarkdown, measureControl } from './control.ts';
 import { measureSignInBurst, signInBurstMarkdown } from './sign-in-burst.ts';
 import { measureWebhooks, webhooksMarkdown } from './webhooks.ts';
 import { abArgs, runAb } from './ab.ts';
 import { runAbWebhooks } from './ab-webhooks.ts';
-import { benchFixtures, seed, STREAM_APP } from './data.ts';
+import { AUTH, benchFixtures, seed, STREAM_APP } from './data.ts';
 import { measurePastStartup, type PastStartup } from './past-responses.ts';
 import { checkPages, LOG, PAGE, type RunBlock, writeRun } from './doc.ts';
 import { measureStores, storesMarkdown, type StoresConfig, type StoresResult } from './stores.ts';
@@ -101,8 +101,6 @@ const OLLAMA_TOKENS = QUICK ? 100 : 200;
 const OLLAMA_GAP_MS = 1;
 
 const APP = 'app_demo';
-const KEY = 'sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
-const AUTH = { authorization: `Bearer ${KEY}` };
 
 const started = Date.now();
 const loadBefore = os.loadavg();
@@ -134,9 +132,6 @@ function record(f: Figure): void {
   const target = f.target === undefined ? '' : `  target ${f.target} ${f.ok ? 'MET' : 'NOT MET'}`;
   log(`  ${f.name}: ${f.parley}${f.baseline ? `  | baseline ${f.baseline}` : ''}${ratio}${target}`);
 }
-
-/** Parley as `npm start` runs it, whatever the caller's shell exports (the proxy run sets its own). */
-const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '' };
 
 async function start(script: string, argv: string[] = [], env: NodeJS.ProcessEnv = {}, label = script): Promise<Child> {
   if (script === 'parley-server.ts') env = { ...PARLEY_ENV, ...env };

@@ -7,7 +7,8 @@
 // a hash; one answered 503 `sign_in_busy` comes back after its Retry-After.
 import http from 'node:http';
 import path from 'node:path';
-import { startChild } from './child.ts';
+import { PARLEY_ENV, startChild } from './child.ts';
+import { AUTH } from './data.ts';
 import { percentile } from './measure.ts';
 
 export interface SignInBurstFigures {
@@ -22,7 +23,6 @@ export interface SignInBurstFigures {
 }
 
 const APP = 'app_demo';
-const KEY = 'sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
 
 /** One request on a connection of its own from `localAddress`; its status and how long it took. */
 function request(port: number, method: string, url: string, body: string, headers: Record<string, string>, localAddress?: string) {
@@ -51,7 +51,7 @@ function request(port: number, method: string, url: string, body: string, header
 async function creates(port: number, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
-    const r = await request(port, 'POST', `/v1/apps/${APP}/conversations`, '{}', { authorization: `Bearer ${KEY}` });
+    const r = await request(port, 'POST', `/v1/apps/${APP}/conversations`, '{}', AUTH);
     if (r.status !== 200) throw new Error(`create: status ${r.status}`);
     out.push(r.ms);
   }
@@ -89,7 +89,7 @@ export async function measureSignInBurst(fixturesDir: string, tmp: string, quick
   const perRound = 80;
   const attackers = 60;
   const child = await startChild('parley-server.ts', [path.join(tmp, 'data-sign-in-burst'), fixturesDir], {
-    env: { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '', PASSWORD_HASH_COST: '' },
+    env: { ...PARLEY_ENV, PASSWORD_HASH_COST: '' },
   });
   try {
     const port = child.ready.port;

@@ -9,14 +9,12 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { type Child, startChild } from '../child.ts';
-import { benchFixtures, seed, STREAM_APP } from '../data.ts';
+import { type Child, PARLEY_ENV, startChild } from '../child.ts';
+import { AUTH, benchFixtures, seed, STREAM_APP } from '../data.ts';
 import { percentile } from '../measure.ts';
 
 const rounds = Number(process.argv[2] ?? 6);
 const streams = Number(process.argv[3] ?? 30);
-const AUTH = 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3';
-const PARLEY_ENV = { PARLEY_MODEL: '', OLLAMA_HOST: '', LOG_LEVEL: 'info', DATABASE_URL: '', DATABASE_POOL_SIZE: '' };
 const MARKS = ['--import', path.join(import.meta.dirname, 'first-marks.ts')];
 const body = JSON.stringify({ message: { content: 'Tell me about the Montreal office.' }, stream: true });
 const med = (v: number[]) => percentile(v, 50);
@@ -26,9 +24,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 function exchange(port: number, method: string, url: string, text?: string): Promise<{ sent: bigint; first: bigint }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> =
-      text === undefined
-        ? {}
-        : { authorization: AUTH, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
+      text === undefined ? {} : { ...AUTH, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
     const sent = process.hrtime.bigint();
     let first = 0n;
     const req = http.request({ host: '127.0.0.1', port, method, path: url, headers, agent }, (res) => {

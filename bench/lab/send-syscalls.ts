@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startParley } from '../../src/app.ts';
+import { AUTH } from '../data.ts';
 
 const CALLS = 'fsync,fdatasync,write,pwrite64,writev,rename,openat,close,read,unlink,statx,newfstatat,epoll_pwait,futex';
 
@@ -18,7 +19,7 @@ async function sends(n: number, dir: string): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const req = (method: string, url: string, body: string) =>
     new Promise<string>((resolve, reject) => {
-      const headers = { authorization: 'Bearer sk_live_demo_zjjkzrfBZ8nyuJGIZkh4CBUFM65HC9P3', 'content-type': 'application/json' };
+      const headers = { ...AUTH, 'content-type': 'application/json' };
       const r = http.request({ host: '127.0.0.1', port: p.port, method, path: url, agent, headers }, (res) => {
         let text = '';
         res.setEncoding('utf8');
